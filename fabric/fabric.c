@@ -1,0 +1,572 @@
+/* fabric/fabric.c: the public transport API. Finds providers by name in one
+ * fixed table, validates arguments once for all providers, and dispatches to
+ * the provider's ops table (a missing op gives RF_ERR_UNSUPPORTED). */
+#include <stdint.h>
+#include <string.h>
+
+#include "fabric/env.h"
+#include "fabric/error.h"
+#include "fabric/log.h"
+#include "fabric/provider.h"
+
+/* Order matters for "auto": the first provider whose probe succeeds wins. */
+static const rf_provider_ops *const providers[] = {
+#ifdef RF_HAVE_VERBS
+    &rf_verbs_provider,
+#endif
+    &rf_sock_provider,
+};
+#define PROVIDER_COUNT (sizeof providers / sizeof providers[0])
+
+static const char *const provider_names[] = {
+#ifdef RF_HAVE_VERBS
+    "verbs",
+#endif
+    "sock",
+    NULL,
+};
+_Static_assert(sizeof provider_names / sizeof provider_names[0] ==
+                   PROVIDER_COUNT + 1,
+               "provider_names must list every provider");
+
+const char *const *rf_fabric_providers(void)
+{
+    return provider_names;
+}
+
+static const rf_provider_ops *find_provider(const char *name)
+{
+    for (size_t i = 0; i < PROVIDER_COUNT; i++)
+        if (strcmp(providers[i]->name, name) == 0)
+            return providers[i];
+    return NULL;
+}
+
+rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
+                         rf_fabric **out)
+{
+    if (!out)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_fabric_open: out is NULL");
+    *out = NULL;
+    const char *name = provider;
+    if (!name || !*name || strcmp(name, "auto") == 0)
+        name = rf_env_str("RF_FABRIC", "auto");
+
+    const rf_provider_ops *ops = NULL;
+    if (strcmp(name, "auto") == 0) {
+        for (size_t i = 0; i < PROVIDER_COUNT && !ops; i++) {
+            if (!providers[i]->probe || providers[i]->probe() == RF_OK)
+                ops = providers[i];
+            else
+                RF_LOG_INFO("fabric auto: provider %s unavailable: %s",
+                            providers[i]->name, rf_error_message());
+        }
+        if (!ops)
+            return rf_set_error(
+                RF_ERR_UNAVAILABLE,
+                "rf_fabric_open: no provider works on this host");
+    } else {
+        ops = find_provider(name);
+        if (!ops) {
+            char list[128] = "";
+            for (size_t i = 0; i < PROVIDER_COUNT; i++) {
+                if (i)
+                    strncat(list, "|", sizeof list - strlen(list) - 1);
+                strncat(list, providers[i]->name,
+                        sizeof list - strlen(list) - 1);
+            }
+            return rf_set_error(
+                RF_ERR_INVALID_ARG,
+                "rf_fabric_open: unknown provider '%s' (compiled "
+                "in: %s)",
+                name, list);
+        }
+    }
+    if (!ops->fabric_open)
+        return rf_set_error(RF_ERR_UNSUPPORTED, "provider %s cannot open",
+                            ops->name);
+    rf_fabric_attr none = {0};
+    rf_status st = ops->fabric_open(attr ? attr : &none, out);
+    if (st == RF_OK) {
+        (*out)->ops = ops;
+        RF_LOG_INFO("fabric: opened provider %s", ops->name);
+    }
+    return st;
+}
+
+void rf_fabric_close(rf_fabric *fabric)
+{
+    if (fabric && fabric->ops->fabric_close)
+        fabric->ops->fabric_close(fabric);
+}
+
+const char *rf_fabric_provider(const rf_fabric *fabric)
+{
+    return fabric ? fabric->ops->name : "";
+}
+
+#define UNSUPPORTED(fab, what)                                                 \
+    rf_set_error(RF_ERR_UNSUPPORTED, "%s: not supported by provider %s", what, \
+                 (fab)->ops->name)
+
+/* --- memory regions ---------------------------------------------------- */
+
+rf_status rf_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
+                    rf_mr **out)
+{
+    if (!fabric || !out)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_mr_reg: NULL fabric or out");
+    *out = NULL;
+    if (!addr || len == 0)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_mr_reg: empty region (addr %p, len %zu)", addr,
+                            len);
+    if (access & ~(uint32_t)RF_ACCESS_ALL)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_mr_reg: unknown access bits 0x%x", access);
+    if ((access & (RF_ACCESS_REMOTE_WRITE | RF_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & RF_ACCESS_LOCAL_WRITE))
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_mr_reg: remote write/atomic access requires "
+                            "RF_ACCESS_LOCAL_WRITE (as in verbs)");
+    if (!fabric->ops->mr_reg)
+        return UNSUPPORTED(fabric, "rf_mr_reg");
+    return fabric->ops->mr_reg(fabric, addr, len, access, out);
+}
+
+rf_status rf_mr_dereg(rf_mr *mr)
+{
+    if (!mr)
+        return RF_OK;
+    if (!mr->fabric->ops->mr_dereg)
+        return UNSUPPORTED(mr->fabric, "rf_mr_dereg");
+    return mr->fabric->ops->mr_dereg(mr);
+}
+
+void rf_mr_describe(const rf_mr *mr, rf_mr_desc *desc)
+{
+    desc->addr = mr->remote_addr;
+    desc->len = mr->len;
+    desc->rkey = mr->rkey;
+}
+
+void *rf_mr_addr(const rf_mr *mr)
+{
+    return mr->addr;
+}
+size_t rf_mr_len(const rf_mr *mr)
+{
+    return mr->len;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+void rf_mr_desc_pack(const rf_mr_desc *desc,
+                     unsigned char out[RF_MR_DESC_PACKED_SIZE])
+{
+    put_le(out, desc->addr, 8);
+    put_le(out + 8, desc->len, 8);
+    put_le(out + 16, desc->rkey, 4);
+}
+
+void rf_mr_desc_unpack(const unsigned char in[RF_MR_DESC_PACKED_SIZE],
+                       rf_mr_desc *desc)
+{
+    desc->addr = get_le(in, 8);
+    desc->len = get_le(in + 8, 8);
+    desc->rkey = (uint32_t)get_le(in + 16, 4);
+}
+
+/* --- completion queues ------------------------------------------------- */
+
+rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
+{
+    if (!fabric || !out)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_cq_create: NULL argument");
+    *out = NULL;
+    if (depth == 0 || depth > (1u << 22))
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_cq_create: depth %u outside [1, 4194304]",
+                            depth);
+    if (!fabric->ops->cq_create)
+        return UNSUPPORTED(fabric, "rf_cq_create");
+    return fabric->ops->cq_create(fabric, depth, out);
+}
+
+void rf_cq_destroy(rf_cq *cq)
+{
+    if (cq && cq->fabric->ops->cq_destroy)
+        cq->fabric->ops->cq_destroy(cq);
+}
+
+int rf_cq_poll(rf_cq *cq, rf_completion *out, int max)
+{
+    if (!cq || !out || max <= 0)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_cq_poll: bad arguments");
+    if (!cq->fabric->ops->cq_poll)
+        return UNSUPPORTED(cq->fabric, "rf_cq_poll");
+    return cq->fabric->ops->cq_poll(cq, out, max);
+}
+
+int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
+{
+    if (!cq || !out || max <= 0 || timeout_ms < -1)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_cq_wait: bad arguments");
+    if (!cq->fabric->ops->cq_wait)
+        return UNSUPPORTED(cq->fabric, "rf_cq_wait");
+    return cq->fabric->ops->cq_wait(cq, out, max, timeout_ms);
+}
+
+/* --- connection management -------------------------------------------- */
+
+static rf_status check_priv(const char *what, const void *priv, size_t len)
+{
+    if (len > RF_MAX_PRIVATE_DATA)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "%s: private data of %zu bytes exceeds %d", what,
+                            len, RF_MAX_PRIVATE_DATA);
+    if (len && !priv)
+        return rf_set_error(RF_ERR_INVALID_ARG, "%s: NULL private data", what);
+    return RF_OK;
+}
+
+static rf_status check_ep_attr(const char *what, rf_fabric *fabric,
+                               const rf_ep_attr *attr)
+{
+    if (!attr || !attr->send_cq)
+        return rf_set_error(RF_ERR_INVALID_ARG, "%s: attr->send_cq is required",
+                            what);
+    if (attr->send_cq->fabric != fabric ||
+        (attr->recv_cq && attr->recv_cq->fabric != fabric))
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "%s: completion queue belongs to another fabric",
+                            what);
+    return RF_OK;
+}
+
+rf_status rf_listen(rf_fabric *fabric, const char *host, uint16_t port,
+                    rf_listener **out)
+{
+    if (!fabric || !out)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_listen: NULL argument");
+    *out = NULL;
+    if (!fabric->ops->listen)
+        return UNSUPPORTED(fabric, "rf_listen");
+    return fabric->ops->listen(fabric, host, port, out);
+}
+
+uint16_t rf_listener_port(const rf_listener *listener)
+{
+    return listener->port;
+}
+
+void rf_listener_close(rf_listener *listener)
+{
+    if (listener && listener->fabric->ops->listener_close)
+        listener->fabric->ops->listener_close(listener);
+}
+
+rf_status rf_listener_get_request(rf_listener *listener, int timeout_ms,
+                                  rf_conn_req **out)
+{
+    if (!listener || !out || timeout_ms < -1)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_listener_get_request: bad arguments");
+    *out = NULL;
+    if (!listener->fabric->ops->get_request)
+        return UNSUPPORTED(listener->fabric, "rf_listener_get_request");
+    return listener->fabric->ops->get_request(listener, timeout_ms, out);
+}
+
+const void *rf_conn_req_private_data(const rf_conn_req *req, size_t *len)
+{
+    if (len)
+        *len = req->priv_len;
+    return req->priv;
+}
+
+rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,
+                    size_t priv_len, rf_ep **out)
+{
+    if (!req || !out)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_accept: NULL argument");
+    *out = NULL;
+    rf_fabric *fabric = req->listener->fabric;
+    rf_status st = check_priv("rf_accept", priv, priv_len);
+    if (st == RF_OK)
+        st = check_ep_attr("rf_accept", fabric, attr);
+    if (st != RF_OK) {
+        rf_reject(req, NULL, 0);
+        return st;
+    }
+    if (!fabric->ops->accept)
+        return UNSUPPORTED(fabric, "rf_accept");
+    return fabric->ops->accept(req, attr, priv, priv_len, out);
+}
+
+void rf_reject(rf_conn_req *req, const void *priv, size_t priv_len)
+{
+    if (!req)
+        return;
+    if (check_priv("rf_reject", priv, priv_len) != RF_OK)
+        priv_len = 0;
+    req->listener->fabric->ops->reject(req, priv, priv_len);
+}
+
+rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
+                     const rf_ep_attr *attr, const void *priv, size_t priv_len,
+                     int timeout_ms, rf_ep **out)
+{
+    if (!fabric || !out || !host || timeout_ms < -1)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_connect: bad arguments");
+    *out = NULL;
+    if (port == 0)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_connect: port 0");
+    rf_status st = check_priv("rf_connect", priv, priv_len);
+    if (st == RF_OK)
+        st = check_ep_attr("rf_connect", fabric, attr);
+    if (st != RF_OK)
+        return st;
+    if (!fabric->ops->connect)
+        return UNSUPPORTED(fabric, "rf_connect");
+    return fabric->ops->connect(fabric, host, port, attr, priv, priv_len,
+                                timeout_ms, out);
+}
+
+const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len)
+{
+    if (len)
+        *len = ep->peer_priv_len;
+    return ep->peer_priv;
+}
+
+void rf_ep_close(rf_ep *ep)
+{
+    if (ep && ep->fabric->ops->ep_close)
+        ep->fabric->ops->ep_close(ep);
+}
+
+rf_status rf_ep_state(const rf_ep *ep)
+{
+    if (!ep)
+        return RF_ERR_INVALID_ARG;
+    if (!ep->fabric->ops->ep_state)
+        return RF_OK;
+    return ep->fabric->ops->ep_state(ep);
+}
+
+/* --- data transfer ----------------------------------------------------- */
+
+/* True when [p, p+len) lies inside the region. */
+static int inside(const rf_mr *mr, const void *p, size_t len)
+{
+    uintptr_t a = (uintptr_t)p, base = (uintptr_t)mr->addr;
+    return a >= base && len <= mr->len && a - base <= mr->len - len;
+}
+
+static rf_status check_wr(const rf_ep *ep, const rf_wr *wr, size_t index)
+{
+    uint32_t need = 0;
+    switch (wr->op) {
+    case RF_OP_READ:
+        need = RF_ACCESS_LOCAL_WRITE;
+        break;
+    case RF_OP_WRITE:
+    case RF_OP_WRITE_IMM:
+    case RF_OP_SEND:
+        break;
+    case RF_OP_FETCH_ADD:
+    case RF_OP_CMP_SWAP:
+        need = RF_ACCESS_LOCAL_WRITE;
+        if (wr->len != 8)
+            return rf_set_error(
+                RF_ERR_INVALID_ARG,
+                "rf_post: wr[%zu]: atomic length %zu, must be 8", index,
+                wr->len);
+        if ((uintptr_t)wr->local % 8)
+            return rf_set_error(
+                RF_ERR_INVALID_ARG,
+                "rf_post: wr[%zu]: atomic result buffer %p is not "
+                "8-byte aligned",
+                index, wr->local);
+        break;
+    default:
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_post: wr[%zu]: op %d cannot be posted", index,
+                            (int)wr->op);
+    }
+    if (wr->flags & ~(uint32_t)(RF_WR_UNSIGNALED | RF_WR_INLINE | RF_WR_FENCE))
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_post: wr[%zu]: unknown flags 0x%x", index,
+                            wr->flags);
+    if (wr->len > UINT32_MAX)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_post: wr[%zu]: length %zu exceeds 4 GiB - 1",
+                            index, wr->len);
+    if (wr->len == 0)
+        return RF_OK;
+    if (!wr->local || !wr->local_mr)
+        return rf_set_error(
+            RF_ERR_INVALID_ARG,
+            "rf_post: wr[%zu]: %zu bytes but no local buffer or "
+            "region",
+            index, wr->len);
+    if (wr->local_mr->fabric != ep->fabric)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_post: wr[%zu]: local region belongs to another "
+                            "fabric",
+                            index);
+    if (!inside(wr->local_mr, wr->local, wr->len))
+        return rf_set_error(
+            RF_ERR_INVALID_ARG,
+            "rf_post: wr[%zu]: local buffer %p+%zu is outside its "
+            "region %p+%zu",
+            index, wr->local, wr->len, wr->local_mr->addr, wr->local_mr->len);
+    if ((wr->local_mr->access & need) != need)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_post: wr[%zu]: local region lacks "
+                            "RF_ACCESS_LOCAL_WRITE",
+                            index);
+    return RF_OK;
+}
+
+rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted)
+{
+    if (posted)
+        *posted = 0;
+    if (!ep || (!wrs && n))
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_post: NULL argument");
+    if (n == 0)
+        return RF_OK;
+    /* Validate everything first so a bad request posts nothing. */
+    for (size_t i = 0; i < n; i++) {
+        rf_status st = check_wr(ep, &wrs[i], i);
+        if (st != RF_OK)
+            return st;
+    }
+    if (!ep->fabric->ops->post)
+        return UNSUPPORTED(ep->fabric, "rf_post");
+    size_t dummy;
+    return ep->fabric->ops->post(ep, wrs, n, posted ? posted : &dummy);
+}
+
+rf_status rf_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
+                       void *context)
+{
+    if (!ep)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_post_recv: NULL endpoint");
+    if (len) {
+        if (!buf || !mr || mr->fabric != ep->fabric || !inside(mr, buf, len))
+            return rf_set_error(
+                RF_ERR_INVALID_ARG,
+                "rf_post_recv: buffer %p+%zu not inside a region "
+                "of this fabric",
+                buf, len);
+        if (!(mr->access & RF_ACCESS_LOCAL_WRITE))
+            return rf_set_error(
+                RF_ERR_INVALID_ARG,
+                "rf_post_recv: region lacks RF_ACCESS_LOCAL_WRITE");
+        if (len > UINT32_MAX)
+            return rf_set_error(RF_ERR_INVALID_ARG,
+                                "rf_post_recv: length %zu exceeds 4 GiB - 1",
+                                len);
+    }
+    if (!ep->fabric->ops->post_recv)
+        return UNSUPPORTED(ep->fabric, "rf_post_recv");
+    return ep->fabric->ops->post_recv(ep, buf, len, mr, context);
+}
+
+static rf_status post_one(rf_ep *ep, rf_wr wr)
+{
+    return rf_post(ep, &wr, 1, NULL);
+}
+
+rf_status rf_read(rf_ep *ep, void *local, size_t len, rf_mr *local_mr,
+                  uint64_t remote_addr, uint32_t rkey, void *context)
+{
+    return post_one(ep, (rf_wr){.op = RF_OP_READ,
+                                .context = context,
+                                .local = local,
+                                .len = len,
+                                .local_mr = local_mr,
+                                .remote_addr = remote_addr,
+                                .rkey = rkey});
+}
+
+rf_status rf_write(rf_ep *ep, const void *local, size_t len, rf_mr *local_mr,
+                   uint64_t remote_addr, uint32_t rkey, void *context)
+{
+    return post_one(ep, (rf_wr){.op = RF_OP_WRITE,
+                                .context = context,
+                                .local = (void *)local,
+                                .len = len,
+                                .local_mr = local_mr,
+                                .remote_addr = remote_addr,
+                                .rkey = rkey});
+}
+
+rf_status rf_write_imm(rf_ep *ep, const void *local, size_t len,
+                       rf_mr *local_mr, uint64_t remote_addr, uint32_t rkey,
+                       uint32_t imm, void *context)
+{
+    return post_one(ep, (rf_wr){.op = RF_OP_WRITE_IMM,
+                                .context = context,
+                                .local = (void *)local,
+                                .len = len,
+                                .local_mr = local_mr,
+                                .remote_addr = remote_addr,
+                                .rkey = rkey,
+                                .imm = imm});
+}
+
+rf_status rf_fetch_add(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
+                       uint64_t remote_addr, uint32_t rkey, uint64_t add,
+                       void *context)
+{
+    return post_one(ep, (rf_wr){.op = RF_OP_FETCH_ADD,
+                                .context = context,
+                                .local = result,
+                                .len = 8,
+                                .local_mr = local_mr,
+                                .remote_addr = remote_addr,
+                                .rkey = rkey,
+                                .compare_add = add});
+}
+
+rf_status rf_cmp_swap(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
+                      uint64_t remote_addr, uint32_t rkey, uint64_t compare,
+                      uint64_t swap, void *context)
+{
+    return post_one(ep, (rf_wr){.op = RF_OP_CMP_SWAP,
+                                .context = context,
+                                .local = result,
+                                .len = 8,
+                                .local_mr = local_mr,
+                                .remote_addr = remote_addr,
+                                .rkey = rkey,
+                                .compare_add = compare,
+                                .swap = swap});
+}
+
+rf_status rf_send(rf_ep *ep, const void *local, size_t len, rf_mr *local_mr,
+                  void *context)
+{
+    return post_one(ep, (rf_wr){.op = RF_OP_SEND,
+                                .context = context,
+                                .local = (void *)local,
+                                .len = len,
+                                .local_mr = local_mr});
+}

@@ -1,0 +1,96 @@
+/* fabric/provider.h: the contract between the generic fabric API
+ * (fabric/fabric.c) and a provider. Each provider defines one constant
+ * rf_provider_ops table; its objects embed the base structs below as their
+ * first member, so the generic layer can find the ops and the owning fabric.
+ * Arguments are validated by fabric.c before a provider op is called. */
+#ifndef RF_FABRIC_PROVIDER_H
+#define RF_FABRIC_PROVIDER_H
+
+#include "rdmaflow/fabric.h"
+
+typedef struct rf_provider_ops rf_provider_ops;
+
+struct rf_fabric {
+    const rf_provider_ops *ops;
+};
+
+struct rf_mr {
+    rf_fabric *fabric;
+    void *addr;
+    size_t len;
+    uint32_t access;
+    uint32_t rkey;
+    uint64_t
+        remote_addr; /* address peers use (== addr for all providers so far) */
+};
+
+struct rf_cq {
+    rf_fabric *fabric;
+};
+
+struct rf_listener {
+    rf_fabric *fabric;
+    uint16_t port;
+};
+
+struct rf_conn_req {
+    rf_listener *listener;
+    unsigned char priv[RF_MAX_PRIVATE_DATA];
+    size_t priv_len;
+};
+
+struct rf_ep {
+    rf_fabric *fabric;
+    rf_cq *send_cq;
+    rf_cq *recv_cq;
+    unsigned char peer_priv[RF_MAX_PRIVATE_DATA];
+    size_t peer_priv_len;
+};
+
+/* A NULL op means unsupported: the generic layer returns RF_ERR_UNSUPPORTED.
+ * Every op that fails sets the thread's error message (rf_set_error). */
+struct rf_provider_ops {
+    const char *name;
+    /* RF_OK if the provider can run on this host (e.g. a device exists). */
+    rf_status (*probe)(void);
+    rf_status (*fabric_open)(const rf_fabric_attr *attr, rf_fabric **out);
+    void (*fabric_close)(rf_fabric *fabric);
+
+    /* Registers [addr, addr+len); must fill the base fields. */
+    rf_status (*mr_reg)(rf_fabric *fabric, void *addr, size_t len,
+                        uint32_t access, rf_mr **out);
+    rf_status (*mr_dereg)(rf_mr *mr);
+
+    rf_status (*cq_create)(rf_fabric *fabric, uint32_t depth, rf_cq **out);
+    void (*cq_destroy)(rf_cq *cq);
+    int (*cq_poll)(rf_cq *cq, rf_completion *out, int max);
+    int (*cq_wait)(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
+
+    rf_status (*listen)(rf_fabric *fabric, const char *host, uint16_t port,
+                        rf_listener **out);
+    void (*listener_close)(rf_listener *listener);
+    rf_status (*get_request)(rf_listener *listener, int timeout_ms,
+                             rf_conn_req **out);
+    rf_status (*accept)(rf_conn_req *req, const rf_ep_attr *attr,
+                        const void *priv, size_t priv_len, rf_ep **out);
+    void (*reject)(rf_conn_req *req, const void *priv, size_t priv_len);
+    rf_status (*connect)(rf_fabric *fabric, const char *host, uint16_t port,
+                         const rf_ep_attr *attr, const void *priv,
+                         size_t priv_len, int timeout_ms, rf_ep **out);
+    void (*ep_close)(rf_ep *ep);
+    rf_status (*ep_state)(const rf_ep *ep);
+
+    /* wrs are validated: ops in range, local buffers inside local_mr with
+     * the needed access, atomics with len 8 and an 8-byte local buffer. */
+    rf_status (*post)(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
+    rf_status (*post_recv)(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
+                           void *context);
+};
+
+/* The providers compiled in (fabric/providers.c). */
+extern const rf_provider_ops rf_sock_provider;
+#ifdef RF_HAVE_VERBS
+extern const rf_provider_ops rf_verbs_provider;
+#endif
+
+#endif

@@ -1,0 +1,226 @@
+/* rdmaflow/fabric.h: the transport API. A verbs-shaped set of small objects
+ * (fabric, memory region, completion queue, listener, endpoint) and one-sided
+ * (read, write, write_imm, fetch_add, cmp_swap) and two-sided (send, recv)
+ * operations, implemented by providers selected by name (sock, verbs, ...).
+ *
+ * Semantics (identical for every provider; the conformance suite in
+ * tests/fabric checks them):
+ *  - An endpoint is a reliable connection (RC QP semantics). Work posted to
+ *    one endpoint is executed at the target in posting order and its
+ *    completions are reported in posting order.
+ *  - A fabric is a protection domain: a region registered on it may be
+ *    accessed by every peer connected to any endpoint of that fabric that
+ *    holds its descriptor and whose access flags allow the operation.
+ *  - The local buffer of every operation must lie inside a region registered
+ *    on the same fabric (passed as `local_mr`); posting checks it.
+ *  - A remote access violation (unknown rkey, out of bounds, missing access
+ *    right) completes with RF_ERR_REMOTE_ACCESS; an atomic on an address not
+ *    8-byte aligned completes with RF_ERR_INVALID_ARG. Either error puts the
+ *    endpoint (both sides) into the error state, as an RC QP: all later and
+ *    outstanding work on it completes with RF_ERR_DISCONNECTED. Target memory
+ *    outside the addressed range is never touched.
+ *  - A dead peer (process killed, connection lost) is reported as
+ *    RF_ERR_DISCONNECTED on every outstanding and later operation, within a
+ *    bounded time (RF_PEER_TIMEOUT_MS, default 10000).
+ *  - send and write_imm consume one receive posted at the target; if none is
+ *    posted the message waits up to RF_RNR_TIMEOUT_MS (default 2000) and the
+ *    initiator's work then completes with RF_ERR_NO_RESOURCE.
+ *  - An error completion is always reported, even for unsignaled work.
+ */
+#ifndef RDMAFLOW_FABRIC_H
+#define RDMAFLOW_FABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rf_fabric rf_fabric;
+typedef struct rf_mr rf_mr;
+typedef struct rf_cq rf_cq;
+typedef struct rf_ep rf_ep;
+typedef struct rf_listener rf_listener;
+typedef struct rf_conn_req rf_conn_req;
+
+/* Largest private data carried by connect, accept and reject (librdmacm's
+ * limit for an RC connect request). */
+#define RF_MAX_PRIVATE_DATA 56
+
+/* What a peer needs to reach a registered region. Fixed-size and
+ * little-endian when sent on the wire with rf_mr_desc_pack(). */
+typedef struct rf_mr_desc {
+    uint64_t addr; /* remote virtual address of the first byte */
+    uint64_t len;  /* length in bytes */
+    uint32_t rkey; /* remote key */
+} rf_mr_desc;
+
+#define RF_MR_DESC_PACKED_SIZE 20
+
+enum rf_access {
+    RF_ACCESS_LOCAL_WRITE = 1 << 0,   /* local buffer of read/recv/atomic */
+    RF_ACCESS_REMOTE_READ = 1 << 1,   /* target of read */
+    RF_ACCESS_REMOTE_WRITE = 1 << 2,  /* target of write and write_imm */
+    RF_ACCESS_REMOTE_ATOMIC = 1 << 3, /* target of fetch_add and cmp_swap */
+};
+#define RF_ACCESS_ALL                                                          \
+    (RF_ACCESS_LOCAL_WRITE | RF_ACCESS_REMOTE_READ | RF_ACCESS_REMOTE_WRITE |  \
+     RF_ACCESS_REMOTE_ATOMIC)
+
+typedef enum rf_op {
+    RF_OP_READ = 0,      /* local <- remote */
+    RF_OP_WRITE,         /* local -> remote */
+    RF_OP_WRITE_IMM,     /* local -> remote, then imm delivered to a recv */
+    RF_OP_FETCH_ADD,     /* 8-byte remote += add; old value -> local */
+    RF_OP_CMP_SWAP,      /* 8-byte remote = (remote == cmp) ? swap : remote;
+                            old value -> local */
+    RF_OP_SEND,          /* local -> a receive posted at the peer */
+    RF_OP_RECV,          /* completion of a receive that got a send */
+    RF_OP_RECV_WRITE_IMM /* completion of a receive that got a write_imm */
+} rf_op;
+
+enum rf_wr_flags {
+    RF_WR_UNSIGNALED = 1 << 0, /* no completion on success */
+    RF_WR_INLINE = 1 << 1,     /* hint: payload small enough to inline */
+    RF_WR_FENCE = 1 << 2,      /* wait for earlier reads/atomics first */
+};
+
+/* One work request. Zero-initialise and fill what the op needs. */
+typedef struct rf_wr {
+    rf_op op;             /* RF_OP_READ .. RF_OP_SEND */
+    uint32_t flags;       /* rf_wr_flags */
+    void *context;        /* returned in the completion */
+    void *local;          /* local buffer (8 bytes for atomics) */
+    size_t len;           /* bytes (8 for atomics; may be 0 for write_imm) */
+    rf_mr *local_mr;      /* region containing local; may be NULL if len 0 */
+    uint64_t remote_addr; /* target address (one-sided ops) */
+    uint32_t rkey;        /* target region key (one-sided ops) */
+    uint32_t imm;         /* immediate for write_imm */
+    uint64_t compare_add; /* fetch_add: the addend; cmp_swap: compare */
+    uint64_t swap;        /* cmp_swap: the new value */
+} rf_wr;
+
+typedef struct rf_completion {
+    void *context; /* as posted */
+    rf_ep *ep;     /* endpoint the work belonged to */
+    rf_op op;      /* the operation that completed */
+    rf_status status;
+    uint32_t len; /* bytes received (recv); bytes moved otherwise */
+    uint32_t imm; /* immediate (RF_OP_RECV_WRITE_IMM) */
+} rf_completion;
+
+typedef struct rf_fabric_attr {
+    /* Local address the fabric will be used on; lets a provider pick the
+     * device (verbs) or NUMA node. NULL: provider default. */
+    const char *bind_addr;
+} rf_fabric_attr;
+
+typedef struct rf_ep_attr {
+    rf_cq *send_cq;       /* completions of posted work (required) */
+    rf_cq *recv_cq;       /* completions of receives (NULL: send_cq) */
+    uint32_t max_send_wr; /* outstanding posted work; 0: 1024 */
+    uint32_t max_recv_wr; /* outstanding receives; 0: 256 */
+} rf_ep_attr;
+
+/* --- fabric ------------------------------------------------------------ */
+
+/* Opens a provider by name: "sock", "verbs", or "auto" / NULL (the value of
+ * RF_FABRIC if set, else the first provider that works on this host). */
+rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
+                         rf_fabric **out);
+void rf_fabric_close(rf_fabric *fabric);
+const char *rf_fabric_provider(const rf_fabric *fabric);
+/* Names of the compiled-in providers, NULL-terminated. */
+const char *const *rf_fabric_providers(void);
+
+/* --- memory regions ---------------------------------------------------- */
+
+rf_status rf_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
+                    rf_mr **out);
+rf_status rf_mr_dereg(rf_mr *mr);
+void rf_mr_describe(const rf_mr *mr, rf_mr_desc *desc);
+void *rf_mr_addr(const rf_mr *mr);
+size_t rf_mr_len(const rf_mr *mr);
+void rf_mr_desc_pack(const rf_mr_desc *desc,
+                     unsigned char out[RF_MR_DESC_PACKED_SIZE]);
+void rf_mr_desc_unpack(const unsigned char in[RF_MR_DESC_PACKED_SIZE],
+                       rf_mr_desc *desc);
+
+/* --- completion queues ------------------------------------------------- */
+
+rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);
+void rf_cq_destroy(rf_cq *cq);
+/* Returns the number of completions stored (0 if none), or a negative
+ * rf_status. Never blocks. */
+int rf_cq_poll(rf_cq *cq, rf_completion *out, int max);
+/* Like rf_cq_poll but waits up to timeout_ms (-1: forever) for at least one
+ * completion; returns RF_ERR_TIMEOUT if none arrived. */
+int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
+
+/* --- connection management -------------------------------------------- */
+
+/* Listens on host:port (port 0 picks a free port; see rf_listener_port). */
+rf_status rf_listen(rf_fabric *fabric, const char *host, uint16_t port,
+                    rf_listener **out);
+uint16_t rf_listener_port(const rf_listener *listener);
+void rf_listener_close(rf_listener *listener);
+/* Waits up to timeout_ms (-1: forever) for an incoming connection request. */
+rf_status rf_listener_get_request(rf_listener *listener, int timeout_ms,
+                                  rf_conn_req **out);
+const void *rf_conn_req_private_data(const rf_conn_req *req, size_t *len);
+/* Accepts the request (consuming it) with up to RF_MAX_PRIVATE_DATA bytes of
+ * reply data, creating a connected endpoint. */
+rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,
+                    size_t priv_len, rf_ep **out);
+/* Rejects the request (consuming it); the connector gets RF_ERR_UNAVAILABLE
+ * with this private data. */
+void rf_reject(rf_conn_req *req, const void *priv, size_t priv_len);
+
+/* Connects to host:port carrying private data; waits up to timeout_ms. A
+ * refused or absent listener gives RF_ERR_UNAVAILABLE. */
+rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
+                     const rf_ep_attr *attr, const void *priv, size_t priv_len,
+                     int timeout_ms, rf_ep **out);
+/* The private data the peer sent (accept reply for a connector, connect
+ * request for an acceptor). */
+const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len);
+/* Closes the endpoint; outstanding work completes with
+ * RF_ERR_DISCONNECTED before this returns. */
+void rf_ep_close(rf_ep *ep);
+/* RF_OK while usable, RF_ERR_DISCONNECTED once in the error state. */
+rf_status rf_ep_state(const rf_ep *ep);
+
+/* --- data transfer ----------------------------------------------------- */
+
+/* Posts n work requests in one call (one doorbell where the provider has
+ * one). *posted (may be NULL) receives how many were accepted; on error the
+ * rest were not posted. RF_ERR_NO_RESOURCE: send queue full. */
+rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
+/* Posts a receive buffer for one incoming send or write_imm. */
+rf_status rf_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
+                       void *context);
+
+/* Single-operation helpers (signaled). */
+rf_status rf_read(rf_ep *ep, void *local, size_t len, rf_mr *local_mr,
+                  uint64_t remote_addr, uint32_t rkey, void *context);
+rf_status rf_write(rf_ep *ep, const void *local, size_t len, rf_mr *local_mr,
+                   uint64_t remote_addr, uint32_t rkey, void *context);
+rf_status rf_write_imm(rf_ep *ep, const void *local, size_t len,
+                       rf_mr *local_mr, uint64_t remote_addr, uint32_t rkey,
+                       uint32_t imm, void *context);
+rf_status rf_fetch_add(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
+                       uint64_t remote_addr, uint32_t rkey, uint64_t add,
+                       void *context);
+rf_status rf_cmp_swap(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
+                      uint64_t remote_addr, uint32_t rkey, uint64_t compare,
+                      uint64_t swap, void *context);
+rf_status rf_send(rf_ep *ep, const void *local, size_t len, rf_mr *local_mr,
+                  void *context);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+/* rdmaflow/status.h: the rf_status error codes shared by every layer, and the
+ * per-thread message that explains the last error a call returned. */
+#ifndef RDMAFLOW_STATUS_H
+#define RDMAFLOW_STATUS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum rf_status {
+    RF_OK = 0,
+    RF_INPROGRESS = 1,       /* started; completion reported later */
+    RF_ERR_INVALID_ARG = -1, /* bad argument or malformed request */
+    RF_ERR_NO_MEMORY = -2,   /* allocation or registration failed */
+    RF_ERR_NO_RESOURCE = -3, /* queue full or receiver not ready: retry later */
+    RF_ERR_UNSUPPORTED = -4, /* the provider lacks this operation */
+    RF_ERR_REMOTE_ACCESS =
+        -5,              /* bad rkey, out of bounds or missing access right */
+    RF_ERR_TIMEOUT = -6, /* nothing happened within the deadline */
+    RF_ERR_DISCONNECTED = -7, /* peer gone or endpoint in error state */
+    RF_ERR_ABORTED = -8,      /* operation cancelled (e.g. peer restarted) */
+    RF_ERR_UNAVAILABLE = -9,  /* peer not reachable (yet) */
+    RF_ERR_IO = -10,          /* operating-system I/O error */
+    RF_ERR_CORRUPT = -11,     /* data failed a consistency check */
+    RF_ERR_AUTH = -12,        /* authentication failed */
+} rf_status;
+
+/* Number of distinct codes, for tables indexed by -status. */
+#define RF_STATUS_COUNT 14
+
+/* Short constant name of a code, e.g. "RF_ERR_TIMEOUT"; "RF_ERR_UNKNOWN" for
+ * a value outside the enum. Never NULL. */
+const char *rf_status_string(rf_status status);
+
+/* Human-readable explanation of the most recent error set on this thread
+ * (e.g. "rf_mr_reg: length 0 is invalid"). Empty string when none. The
+ * pointer stays valid until the next failing call on the same thread. */
+const char *rf_error_message(void);
+
+/* Clears the calling thread's error message. */
+void rf_error_clear(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
