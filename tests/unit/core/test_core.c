@@ -1,0 +1,236 @@
+/* tests/unit/core/test_core.c: unit tests of the fabric core that need no peer:
+ * status names, error messages, environment parsing, log levels, descriptor
+ * packing, provider selection and the argument checks of fabric.c. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/env.h"
+#include "fabric/error.h"
+#include "fabric/log.h"
+#include "rdmaflow/fabric.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            failures++;                                                        \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
+                    #cond);                                                    \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fprintf(stderr, " [last error: %s]\n", rf_error_message());        \
+        }                                                                      \
+    } while (0)
+
+static void test_status_strings(void)
+{
+    const rf_status all[] = {
+        RF_OK,
+        RF_INPROGRESS,
+        RF_ERR_INVALID_ARG,
+        RF_ERR_NO_MEMORY,
+        RF_ERR_NO_RESOURCE,
+        RF_ERR_UNSUPPORTED,
+        RF_ERR_REMOTE_ACCESS,
+        RF_ERR_TIMEOUT,
+        RF_ERR_DISCONNECTED,
+        RF_ERR_ABORTED,
+        RF_ERR_UNAVAILABLE,
+        RF_ERR_IO,
+        RF_ERR_CORRUPT,
+        RF_ERR_AUTH,
+    };
+    CHECK(sizeof all / sizeof all[0] == RF_STATUS_COUNT, "count %zu",
+          sizeof all / sizeof all[0]);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        const char *name = rf_status_string(all[i]);
+        CHECK(strncmp(name, "RF_", 3) == 0 && strcmp(name, "RF_ERR_UNKNOWN"),
+              "code %d named %s", (int)all[i], name);
+        for (size_t j = 0; j < i; j++)
+            CHECK(strcmp(name, rf_status_string(all[j])) != 0,
+                  "codes %d and %d share the name %s", (int)all[i], (int)all[j],
+                  name);
+    }
+    CHECK(strcmp(rf_status_string(RF_ERR_TIMEOUT), "RF_ERR_TIMEOUT") == 0, "%s",
+          rf_status_string(RF_ERR_TIMEOUT));
+    CHECK(strcmp(rf_status_string((rf_status)-100), "RF_ERR_UNKNOWN") == 0,
+          "%s", rf_status_string((rf_status)-100));
+    CHECK(strcmp(rf_status_string((rf_status)7), "RF_ERR_UNKNOWN") == 0, "%s",
+          rf_status_string((rf_status)7));
+}
+
+static void test_error_message(void)
+{
+    rf_error_clear();
+    CHECK(rf_error_message()[0] == '\0', "not cleared");
+    rf_status st = rf_set_error(RF_ERR_IO, "reading %s failed", "x.bin");
+    CHECK(st == RF_ERR_IO, "returned %d", (int)st);
+    CHECK(strcmp(rf_error_message(), "reading x.bin failed") == 0, "got '%s'",
+          rf_error_message());
+}
+
+static void test_env(void)
+{
+    int64_t v = 0;
+    unsetenv("RF_TEST_INT");
+    CHECK(rf_env_int("RF_TEST_INT", 42, 0, 100, &v) == RF_OK && v == 42,
+          "default %" PRId64, v);
+    setenv("RF_TEST_INT", "17", 1);
+    CHECK(rf_env_int("RF_TEST_INT", 42, 0, 100, &v) == RF_OK && v == 17,
+          "parsed %" PRId64, v);
+    setenv("RF_TEST_INT", "17x", 1);
+    v = 5;
+    CHECK(rf_env_int("RF_TEST_INT", 42, 0, 100, &v) == RF_ERR_INVALID_ARG &&
+              v == 5,
+          "trailing junk accepted");
+    CHECK(strstr(rf_error_message(), "RF_TEST_INT") &&
+              strstr(rf_error_message(), "offset 2"),
+          "message '%s' must name the variable and the bad character",
+          rf_error_message());
+    setenv("RF_TEST_INT", "101", 1);
+    CHECK(rf_env_int("RF_TEST_INT", 42, 0, 100, &v) == RF_ERR_INVALID_ARG,
+          "out of range accepted");
+    setenv("RF_TEST_INT", "99999999999999999999999", 1);
+    CHECK(rf_env_int("RF_TEST_INT", 42, 0, INT64_MAX, &v) == RF_ERR_INVALID_ARG,
+          "overflow accepted");
+    unsetenv("RF_TEST_INT");
+
+    static const char *const modes[] = {"poll", "event", NULL};
+    int idx = -1;
+    setenv("RF_TEST_MODE", "event", 1);
+    CHECK(rf_env_choice("RF_TEST_MODE", modes, 0, &idx) == RF_OK && idx == 1,
+          "idx %d", idx);
+    setenv("RF_TEST_MODE", "evnt", 1);
+    CHECK(rf_env_choice("RF_TEST_MODE", modes, 0, &idx) == RF_ERR_INVALID_ARG,
+          "unknown choice accepted");
+    CHECK(strstr(rf_error_message(), "poll|event") != NULL,
+          "message '%s' must list the choices", rf_error_message());
+    unsetenv("RF_TEST_MODE");
+    CHECK(rf_env_choice("RF_TEST_MODE", modes, 0, &idx) == RF_OK && idx == 0,
+          "default idx %d", idx);
+}
+
+static void test_log_levels(void)
+{
+    rf_log_level l;
+    CHECK(rf_log_parse_level("debug", &l) == 0 && l == RF_LOG_DEBUG, "debug");
+    CHECK(rf_log_parse_level("verbose", &l) == -1, "unknown level accepted");
+    rf_log_level old = rf_log_threshold();
+    rf_log_set_threshold(RF_LOG_TRACE);
+    CHECK(rf_log_threshold() == RF_LOG_TRACE, "threshold not set");
+    rf_log_set_threshold(old);
+}
+
+static void test_desc_pack(void)
+{
+    rf_mr_desc in = {.addr = 0x0123456789abcdefull,
+                     .len = 0xfedcba9876543210ull,
+                     .rkey = 0xdeadbeef};
+    unsigned char wire[RF_MR_DESC_PACKED_SIZE];
+    rf_mr_desc_pack(&in, wire);
+    CHECK(wire[0] == 0xef && wire[7] == 0x01 && wire[16] == 0xef &&
+              wire[19] == 0xde,
+          "not little-endian");
+    rf_mr_desc out;
+    rf_mr_desc_unpack(wire, &out);
+    CHECK(out.addr == in.addr && out.len == in.len && out.rkey == in.rkey,
+          "round trip changed the descriptor");
+}
+
+static void test_provider_selection(void)
+{
+    rf_fabric *fab = (rf_fabric *)1;
+    CHECK(rf_fabric_open("nosuch", NULL, &fab) == RF_ERR_INVALID_ARG &&
+              fab == NULL,
+          "unknown provider accepted");
+    CHECK(strstr(rf_error_message(), "nosuch") &&
+              strstr(rf_error_message(), "sock"),
+          "message '%s' must name the provider and list the compiled-in ones",
+          rf_error_message());
+    const char *const *names = rf_fabric_providers();
+    int has_sock = 0;
+    for (int i = 0; names[i]; i++)
+        has_sock |= strcmp(names[i], "sock") == 0;
+    CHECK(has_sock, "sock provider not listed");
+
+    setenv("RF_FABRIC", "sock", 1);
+    CHECK(rf_fabric_open("auto", NULL, &fab) == RF_OK, "open auto=sock");
+    if (fab) {
+        CHECK(strcmp(rf_fabric_provider(fab), "sock") == 0, "opened %s",
+              rf_fabric_provider(fab));
+        rf_fabric_close(fab);
+    }
+    unsetenv("RF_FABRIC");
+}
+
+static void test_argument_checks(void)
+{
+    rf_fabric *fab = NULL;
+    if (rf_fabric_open("sock", NULL, &fab) != RF_OK) {
+        CHECK(0, "cannot open sock");
+        return;
+    }
+    static uint64_t buf[64];
+    rf_mr *mr = (rf_mr *)1;
+    CHECK(rf_mr_reg(fab, buf, 0, RF_ACCESS_LOCAL_WRITE, &mr) ==
+                  RF_ERR_INVALID_ARG &&
+              mr == NULL,
+          "empty region accepted");
+    CHECK(rf_mr_reg(fab, buf, sizeof buf, 1u << 9, &mr) == RF_ERR_INVALID_ARG,
+          "unknown access bits accepted");
+    CHECK(rf_mr_reg(fab, buf, sizeof buf, RF_ACCESS_REMOTE_WRITE, &mr) ==
+              RF_ERR_INVALID_ARG,
+          "remote write without local write accepted");
+    rf_cq *cq = NULL;
+    CHECK(rf_cq_create(fab, 0, &cq) == RF_ERR_INVALID_ARG, "depth 0 accepted");
+
+    CHECK(rf_mr_reg(fab, buf, sizeof buf, RF_ACCESS_ALL, &mr) == RF_OK,
+          "register");
+    rf_mr_desc d;
+    rf_mr_describe(mr, &d);
+    CHECK(d.addr == (uint64_t)(uintptr_t)buf && d.len == sizeof buf &&
+              d.rkey != 0,
+          "descriptor %" PRIx64 "+%" PRIu64 " rkey %u", d.addr, d.len, d.rkey);
+    CHECK(rf_mr_addr(mr) == buf && rf_mr_len(mr) == sizeof buf, "accessors");
+
+    CHECK(rf_cq_create(fab, 16, &cq) == RF_OK, "cq");
+    rf_completion c;
+    CHECK(rf_cq_poll(cq, &c, 1) == 0, "empty cq returned something");
+    CHECK(rf_cq_wait(cq, &c, 1, 10) == RF_ERR_TIMEOUT,
+          "empty cq wait must time out");
+    rf_ep_attr attr = {.send_cq = cq};
+    unsigned char big[RF_MAX_PRIVATE_DATA + 1] = {0};
+    rf_ep *ep = NULL;
+    CHECK(rf_connect(fab, "127.0.0.1", 1, &attr, big, sizeof big, 100, &ep) ==
+              RF_ERR_INVALID_ARG,
+          "oversize private data accepted");
+    rf_ep_attr no_cq = {0};
+    CHECK(rf_connect(fab, "127.0.0.1", 1, &no_cq, NULL, 0, 100, &ep) ==
+              RF_ERR_INVALID_ARG,
+          "missing send_cq accepted");
+    CHECK(rf_connect(fab, "127.0.0.1", 0, &attr, NULL, 0, 100, &ep) ==
+              RF_ERR_INVALID_ARG,
+          "port 0 accepted");
+    rf_cq_destroy(cq);
+    rf_mr_dereg(mr);
+    rf_fabric_close(fab);
+}
+
+int main(void)
+{
+    test_status_strings();
+    test_error_message();
+    test_env();
+    test_log_levels();
+    test_desc_pack();
+    test_provider_selection();
+    test_argument_checks();
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("core unit tests passed\n");
+    return 0;
+}
