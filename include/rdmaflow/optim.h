@@ -1,0 +1,160 @@
+/* rdmaflow/optim.h: TensorFlow 1.x optimizers (tf.train.*Optimizer) as pure
+ * kernels over contiguous float arrays: the description of an optimizer and
+ * its hyper-parameters with TensorFlow's defaults, the slot layout each one
+ * needs beside a variable, the shared non-slot scalars (Adam's beta powers),
+ * and the update kernels the ps (on RDMA-registered shards) and the worker
+ * (apply=worker mode) run. The kernels allocate nothing, keep no state and
+ * give bitwise identical results for identical inputs on every machine. */
+#ifndef RDMAFLOW_OPTIM_H
+#define RDMAFLOW_OPTIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rdmaflow/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum rf_optimizer_kind {
+    RF_OPTIM_SGD = 0,  /* GradientDescentOptimizer */
+    RF_OPTIM_MOMENTUM, /* MomentumOptimizer (optionally Nesterov) */
+    RF_OPTIM_ADAGRAD,  /* AdagradOptimizer */
+    RF_OPTIM_ADAM,     /* AdamOptimizer */
+    RF_OPTIM_RMSPROP,  /* RMSPropOptimizer (optionally centered) */
+} rf_optimizer_kind;
+
+#define RF_OPTIM_KIND_COUNT 5
+
+/* Hyper-parameters. Each kind reads only its own fields; the others are
+ * ignored (and left at their defaults). Values are float because TensorFlow
+ * casts every hyper-parameter to the variable's dtype before the kernel. */
+typedef struct rf_optim_config {
+    rf_optimizer_kind kind;
+    float learning_rate;             /* all kinds */
+    float momentum;                  /* MOMENTUM, RMSPROP */
+    bool use_nesterov;               /* MOMENTUM */
+    float initial_accumulator_value; /* ADAGRAD */
+    float beta1, beta2;              /* ADAM */
+    float epsilon;                   /* ADAM, RMSPROP */
+    float decay;                     /* RMSPROP (the kernel's rho) */
+    bool centered;                   /* RMSPROP */
+} rf_optim_config;
+
+/* TensorFlow's defaults for kind:
+ *   sgd       learning_rate required
+ *   momentum  learning_rate and momentum required, use_nesterov false
+ *   adagrad   learning_rate required, initial_accumulator_value 0.1
+ *   adam      learning_rate 0.001, beta1 0.9, beta2 0.999, epsilon 1e-8
+ *   rmsprop   learning_rate required, decay 0.9, momentum 0.0,
+ *             epsilon 1e-10, centered false
+ * A value TensorFlow requires (it has no default) is set to NaN and
+ * rf_optim_validate() rejects it until the caller sets it. Returns
+ * RF_ERR_INVALID_ARG for an unknown kind or a NULL cfg. */
+rf_status rf_optim_defaults(rf_optimizer_kind kind, rf_optim_config *cfg);
+
+/* Checks that every hyper-parameter the kind uses is set and in range:
+ * learning_rate finite and >= 0; momentum in [0, 1]; beta1, beta2 in [0, 1);
+ * epsilon finite and >= 0; decay in [0, 1]; initial_accumulator_value finite
+ * and > 0 (TensorFlow's own ValueError). RF_ERR_INVALID_ARG with a message
+ * naming the optimizer and the field otherwise. */
+rf_status rf_optim_validate(const rf_optim_config *cfg);
+
+/* "sgd", "momentum", "adagrad", "adam", "rmsprop"; "unknown" otherwise. */
+const char *rf_optim_kind_name(rf_optimizer_kind kind);
+
+/* Parses a --optimizer value (exactly one of the names above, case
+ * sensitive) and fills *cfg with that kind's defaults. RF_ERR_INVALID_ARG,
+ * naming the value and listing the accepted names, otherwise. */
+rf_status rf_optim_parse(const char *name, rf_optim_config *cfg);
+
+/* Writes a one-line description such as
+ * "adam(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08)" for logs
+ * and --explain; returns what snprintf would (the full length). */
+int rf_optim_format(const rf_optim_config *cfg, char *buf, size_t len);
+
+/* ---- Slot layout ------------------------------------------------------ */
+
+#define RF_OPTIM_MAX_SLOTS 3
+
+/* One float slot per variable element. */
+typedef struct rf_optim_slot_info {
+    const char *name;    /* TensorFlow's slot name (get_slot(var, name)) */
+    float initial_value; /* every element starts at this value */
+} rf_optim_slot_info;
+
+/* The slots of an optimizer, in TensorFlow's creation order (_create_slots),
+ * which is also the order of the slots array rf_optim_apply() takes:
+ *   sgd       (none)
+ *   momentum  "momentum" = 0
+ *   adagrad   "accumulator" = initial_accumulator_value
+ *   adam      "m" = 0, "v" = 0
+ *   rmsprop   "rms" = 1.0, then "mg" = 0 only when centered, "momentum" = 0
+ * TensorFlow 1.x checkpoints name slot i of variable V "V/<Name>" for i = 0
+ * and "V/<Name>_<i>" after, with <Name> the optimizer name ("Momentum",
+ * "Adagrad", "Adam", "RMSProp"). */
+typedef struct rf_optim_layout {
+    unsigned num_slots;
+    rf_optim_slot_info slots[RF_OPTIM_MAX_SLOTS];
+    const char *tf_name;  /* default optimizer name: "GradientDescent", ... */
+    unsigned num_scalars; /* shared non-slot scalars (2 for adam, else 0) */
+} rf_optim_layout;
+
+/* Fills *out for a valid config (RF_ERR_INVALID_ARG otherwise). */
+rf_status rf_optim_layout_get(const rf_optim_config *cfg, rf_optim_layout *out);
+
+/* Sets the n elements of slot slot_index to its initial value. */
+rf_status rf_optim_slot_init(const rf_optim_config *cfg, unsigned slot_index,
+                             float *slot, size_t n);
+
+/* ---- Shared non-slot scalars ------------------------------------------ */
+
+/* Adam's "beta1_power" and "beta2_power": one pair per optimizer (TensorFlow
+ * colocates them with the first variable by name), read by every apply of a
+ * step and advanced once per step, after all variables are updated, by
+ * rf_optim_finish_step() (AdamOptimizer._finish). Unused by other kinds. */
+typedef struct rf_optim_scalars {
+    float beta1_power; /* starts at beta1 */
+    float beta2_power; /* starts at beta2 */
+} rf_optim_scalars;
+
+/* Sets the scalars to their initial values (beta1, beta2 for adam; zero for
+ * the others). */
+rf_status rf_optim_scalars_init(const rf_optim_config *cfg,
+                                rf_optim_scalars *s);
+
+/* Advances the scalars once: beta1_power *= beta1, beta2_power *= beta2 (in
+ * float, as TensorFlow's assign). A no-op for kinds without scalars. */
+rf_status rf_optim_finish_step(const rf_optim_config *cfg, rf_optim_scalars *s);
+
+/* ---- Kernels ---------------------------------------------------------- */
+
+/* Applies one dense update to var[0..n) with gradient grad[0..n):
+ * slots[i] points to n floats of slot i of rf_optim_layout_get()'s order;
+ * scalars is required for adam (and ignored, may be NULL, otherwise).
+ * Exactly TensorFlow's training_ops.cc update rules:
+ *   sgd       var -= grad * lr
+ *   momentum  accum = accum * momentum + grad;
+ *             var -= accum * lr, or with use_nesterov
+ *             var -= grad * lr + accum * momentum * lr
+ *   adagrad   accum += grad^2; var -= grad * lr * (1 / sqrt(accum))
+ *   adam      lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power);
+ *             m += (grad - m) * (1 - beta1); v += (grad^2 - v) * (1 - beta2);
+ *             var -= m * lr_t / (sqrt(v) + epsilon)   (epsilon-hat form)
+ *   rmsprop   ms += (grad^2 - ms) * (1 - decay);
+ *             [centered: mg += (grad - mg) * (1 - decay);
+ *              denom = ms - mg^2 + epsilon, else denom = ms + epsilon]
+ *             mom = mom * momentum + grad * lr / sqrt(denom); var -= mom
+ * Elementwise in float with TensorFlow's operation order; var, slots and
+ * grad must not overlap. n = 0 does nothing. RF_ERR_INVALID_ARG for an
+ * invalid config, NULL arrays with n > 0, missing adam scalars or beta
+ * powers outside [0, 1). */
+rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
+                         float *const *slots, const float *grad, size_t n,
+                         const rf_optim_scalars *scalars);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
