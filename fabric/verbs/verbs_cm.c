@@ -1,0 +1,502 @@
+/* fabric/verbs/verbs_cm.c: connection management with librdmacm.
+ * Active side: rdma_resolve_addr -> rdma_resolve_route -> rdma_create_qp
+ * (fabric's PD and CQs) -> rdma_connect with private data -> ESTABLISHED.
+ * Passive side: rdma_bind_addr + rdma_listen; CONNECT_REQUEST events become
+ * rf_conn_req (queued by the event thread); rdma_accept / rdma_reject with
+ * reply private data; rf_accept returns once ESTABLISHED (the connector's
+ * QP is then ready to receive). The calling thread issues each rdma_cm
+ * step and sleeps on the endpoint's condition variable until the event
+ * thread (verbs_event.c) reports that step's event. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric/verbs/verbs_internal.h"
+
+/* IB CM reject reasons seen by the connector (IBTA table 112). */
+#define IB_REJ_INVALID_SERVICE_ID 8
+#define IB_REJ_CONSUMER_DEFINED   28
+#define IB_REJ_TIMEOUT            1
+
+#define RESOLVE_STEP_MS 5000
+
+/* --- called by the event thread (reg_lock held) -------------------------- */
+
+void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
+{
+    int disconnect = 0;
+    pthread_mutex_lock(&ep->cm_mu);
+    switch (ev->event) {
+    case RDMA_CM_EVENT_DISCONNECTED:
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        ep->disconnected = 1;
+        rf_verbs_ep_set_error(ep, 0);
+        disconnect = ev->event == RDMA_CM_EVENT_DISCONNECTED;
+        break;
+    case RDMA_CM_EVENT_ESTABLISHED:
+    case RDMA_CM_EVENT_REJECTED:
+        ep->ev_priv_len = 0;
+        ep->ev_priv_ok =
+            rf_verbs_priv_decode_reply(ep->fab, ev->param.conn.private_data,
+                                       ev->param.conn.private_data_len,
+                                       ep->ev_priv, &ep->ev_priv_len) == 0;
+        /* fall through */
+    case RDMA_CM_EVENT_ADDR_RESOLVED:
+    case RDMA_CM_EVENT_ADDR_ERROR:
+    case RDMA_CM_EVENT_ROUTE_RESOLVED:
+    case RDMA_CM_EVENT_ROUTE_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+        ep->ev_type = ev->event;
+        ep->ev_status = ev->status;
+        ep->ev_seq++;
+        break;
+    default: /* TIMEWAIT_EXIT, ADDR_CHANGE, ... */
+        break;
+    }
+    pthread_cond_broadcast(&ep->cm_cv);
+    pthread_mutex_unlock(&ep->cm_mu);
+    /* The peer disconnected: flush our QP and answer with a DREP. */
+    if (disconnect)
+        rdma_disconnect(ev->id);
+}
+
+int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev)
+{
+    vfab *fab = l->fab;
+    if (ev->id->verbs != fab->ctx) {
+        RF_LOG_WARN("verbs: connection request on device %s rejected: the "
+                    "fabric uses %s",
+                    ev->id->verbs ? ibv_get_device_name(ev->id->verbs->device)
+                                  : "?",
+                    fab->devname);
+        return 0;
+    }
+    vreq *r = calloc(1, sizeof *r);
+    if (!r)
+        return 0;
+    if (rf_verbs_priv_decode_req(
+            fab, ev->param.conn.private_data, ev->param.conn.private_data_len,
+            ev->param.conn.flow_control, r->base.priv, &r->base.priv_len)) {
+        RF_LOG_WARN("verbs: connection request with malformed private data "
+                    "rejected");
+        free(r);
+        return 0;
+    }
+    r->base.listener = &l->base;
+    r->id = ev->id;
+    r->peer_resp_res = ev->param.conn.responder_resources;
+    r->peer_init_depth = ev->param.conn.initiator_depth;
+    pthread_mutex_lock(&l->mu);
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
+    l->tail = r;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    return 1;
+}
+
+/* --- waiting for a connection step ----------------------------------------*/
+
+/* Waits for the next connection-phase event after *seq. Returns 0 on
+ * timeout, else 1 with the event (RDMA_CM_EVENT_DISCONNECTED if the
+ * connection went away instead). */
+static int wait_step(vep *ep, unsigned *seq, int64_t deadline, int *type,
+                     int *status)
+{
+    int got = 0;
+    pthread_mutex_lock(&ep->cm_mu);
+    while (ep->ev_seq == *seq && !ep->disconnected)
+        if (rf_verbs_cond_wait(&ep->cm_cv, &ep->cm_mu, deadline) == ETIMEDOUT)
+            break;
+    if (ep->ev_seq != *seq) {
+        *type = ep->ev_type;
+        *status = ep->ev_status;
+        *seq = ep->ev_seq;
+        got = 1;
+    } else if (ep->disconnected) {
+        *type = RDMA_CM_EVENT_DISCONNECTED;
+        *status = 0;
+        got = 1;
+    }
+    pthread_mutex_unlock(&ep->cm_mu);
+    return got;
+}
+
+static unsigned current_seq(vep *ep)
+{
+    pthread_mutex_lock(&ep->cm_mu);
+    unsigned s = ep->ev_seq;
+    pthread_mutex_unlock(&ep->cm_mu);
+    return s;
+}
+
+static int step_timeout(int64_t deadline)
+{
+    int left = rf_verbs_remaining(deadline);
+    if (left < 0 || left > RESOLVE_STEP_MS)
+        return RESOLVE_STEP_MS;
+    return left > 0 ? left : 1;
+}
+
+static uint8_t cap8(int v)
+{
+    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+/* Describes reject private data for the error message. */
+static void describe_priv(const unsigned char *p, size_t len, char *buf,
+                          size_t size)
+{
+    int printable = len > 0;
+    for (size_t i = 0; i < len; i++)
+        if (!isprint(p[i]))
+            printable = 0;
+    if (len == 0) {
+        snprintf(buf, size, "no private data");
+    } else if (printable) {
+        snprintf(buf, size, "private data \"%.*s\"", (int)len, (const char *)p);
+    } else {
+        size_t o =
+            (size_t)snprintf(buf, size, "%zu bytes of private data:", len);
+        for (size_t i = 0; i < len && i < 16 && o + 4 < size; i++)
+            o += (size_t)snprintf(buf + o, size - o, " %02x", p[i]);
+        if (len > 16 && o + 5 < size)
+            snprintf(buf + o, size - o, " ...");
+    }
+}
+
+/* --- active side ----------------------------------------------------------*/
+
+static rf_status connect_fail(vep *ep, rf_status st)
+{
+    rf_verbs_unregister(ep->fab, &ep->cm);
+    rf_verbs_ep_destroy(ep);
+    return st;
+}
+
+static rf_status step_error(const char *call, const char *peer, int type,
+                            int status)
+{
+    if (type == RDMA_CM_EVENT_DISCONNECTED)
+        return rf_set_error(RF_ERR_UNAVAILABLE, "%s(%s): connection lost", call,
+                            peer);
+    if (status < 0)
+        return rf_set_error(status == -ETIMEDOUT
+                                ? RF_ERR_UNAVAILABLE
+                                : rf_verbs_errno_status(-status),
+                            "%s(%s): %s: %s", call, peer,
+                            rf_verbs_event_str(type), strerror(-status));
+    return rf_set_error(RF_ERR_UNAVAILABLE, "%s(%s): %s (status %d)", call,
+                        peer, rf_verbs_event_str(type), status);
+}
+
+rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
+                           const rf_ep_attr *attr, const void *priv,
+                           size_t priv_len, int timeout_ms, rf_ep **out)
+{
+    vfab *fab = (vfab *)fabric;
+    struct sockaddr_storage dst;
+    rf_status st = rf_verbs_resolve("rf_connect", host, port, &dst);
+    if (st != RF_OK)
+        return st;
+    char peer[80];
+    rf_verbs_addr_str((struct sockaddr *)&dst, peer, sizeof peer);
+    int64_t deadline = rf_verbs_deadline(timeout_ms);
+
+    vep *ep;
+    st = rf_verbs_ep_alloc(fab, attr, &ep);
+    if (st != RF_OK)
+        return st;
+    if (rdma_create_id(fab->ch, &ep->cm.id, NULL, RDMA_PS_TCP)) {
+        int err = errno;
+        rf_verbs_ep_destroy(ep);
+        return rf_set_error(rf_verbs_errno_status(err), "rdma_create_id: %s",
+                            strerror(err));
+    }
+    rf_verbs_register(fab, &ep->cm);
+    struct rdma_cm_id *id = ep->cm.id;
+    unsigned seq = current_seq(ep);
+    int type = 0, status = 0;
+
+    if (rdma_resolve_addr(id,
+                          fab->have_src ? (struct sockaddr *)&fab->src : NULL,
+                          (struct sockaddr *)&dst, step_timeout(deadline))) {
+        int err = errno;
+        return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
+                                             "rdma_resolve_addr(%s): %s", peer,
+                                             strerror(err)));
+    }
+    if (!wait_step(ep, &seq, deadline, &type, &status))
+        goto timeout;
+    if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
+        return connect_fail(
+            ep, step_error("rdma_resolve_addr", peer, type, status));
+
+    if (rdma_resolve_route(id, step_timeout(deadline))) {
+        int err = errno;
+        return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
+                                             "rdma_resolve_route(%s): %s", peer,
+                                             strerror(err)));
+    }
+    if (!wait_step(ep, &seq, deadline, &type, &status))
+        goto timeout;
+    if (type != RDMA_CM_EVENT_ROUTE_RESOLVED)
+        return connect_fail(
+            ep, step_error("rdma_resolve_route", peer, type, status));
+
+    st = rf_verbs_ep_create_qp(ep, id, "rf_connect");
+    if (st != RF_OK)
+        return connect_fail(ep, st);
+
+    unsigned char wire[VPRIV_WIRE_MAX];
+    struct rdma_conn_param cp = {
+        .private_data = wire,
+        .responder_resources = cap8(fab->dev_attr.max_qp_rd_atom),
+        .initiator_depth = cap8(fab->dev_attr.max_qp_init_rd_atom),
+        .retry_count = fab->qp.retry_cnt,
+        .rnr_retry_count = fab->qp.rnr_retry,
+    };
+    rf_verbs_priv_encode_req(fab, priv, priv_len, wire, &cp.private_data_len,
+                             &cp.flow_control);
+    if (rdma_connect(id, &cp)) {
+        int err = errno;
+        return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
+                                             "rdma_connect(%s): %s", peer,
+                                             strerror(err)));
+    }
+    if (!wait_step(ep, &seq, deadline, &type, &status))
+        goto timeout;
+    if (type == RDMA_CM_EVENT_REJECTED) {
+        char why[160];
+        pthread_mutex_lock(&ep->cm_mu);
+        describe_priv(ep->ev_priv, ep->ev_priv_len, why, sizeof why);
+        pthread_mutex_unlock(&ep->cm_mu);
+        if (status == IB_REJ_CONSUMER_DEFINED)
+            st = rf_set_error(RF_ERR_UNAVAILABLE,
+                              "rdma_connect(%s): rejected by the peer (%s)",
+                              peer, why);
+        else if (status == IB_REJ_INVALID_SERVICE_ID)
+            st = rf_set_error(RF_ERR_UNAVAILABLE,
+                              "rdma_connect(%s): connection refused (no "
+                              "listener on that port)",
+                              peer);
+        else
+            st = rf_set_error(RF_ERR_UNAVAILABLE,
+                              "rdma_connect(%s): rejected (IB CM reason %d)",
+                              peer, status);
+        return connect_fail(ep, st);
+    }
+    if (type != RDMA_CM_EVENT_ESTABLISHED)
+        return connect_fail(ep, step_error("rdma_connect", peer, type, status));
+    pthread_mutex_lock(&ep->cm_mu);
+    int ok = ep->ev_priv_ok;
+    memcpy(ep->base.peer_priv, ep->ev_priv, ep->ev_priv_len);
+    ep->base.peer_priv_len = ep->ev_priv_len;
+    pthread_mutex_unlock(&ep->cm_mu);
+    if (!ok)
+        RF_LOG_WARN("verbs: rf_connect(%s): malformed private data in the "
+                    "accept reply (ignored)",
+                    peer);
+    rf_verbs_ep_established(ep);
+    RF_LOG_DEBUG("verbs: connected to %s (QP %u)", peer, ep->qp->qp_num);
+    *out = &ep->base;
+    return RF_OK;
+
+timeout:
+    return connect_fail(ep, rf_set_error(RF_ERR_TIMEOUT,
+                                         "rf_connect(%s): no answer within "
+                                         "%d ms",
+                                         peer, timeout_ms));
+}
+
+/* --- passive side ---------------------------------------------------------*/
+
+rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
+                          rf_listener **out)
+{
+    vfab *fab = (vfab *)fabric;
+    struct sockaddr_storage addr;
+    rf_status st = rf_verbs_resolve("rf_listen", host, port, &addr);
+    if (st != RF_OK)
+        return st;
+    char where[80];
+    rf_verbs_addr_str((struct sockaddr *)&addr, where, sizeof where);
+    vlistener *l = calloc(1, sizeof *l);
+    if (!l)
+        return rf_set_error(RF_ERR_NO_MEMORY, "rf_listen: out of memory");
+    l->base.fabric = fabric;
+    l->fab = fab;
+    l->cm.kind = VCM_LISTENER;
+    pthread_mutex_init(&l->mu, NULL);
+    rf_verbs_cond_init(&l->cv);
+    if (rdma_create_id(fab->ch, &l->cm.id, NULL, RDMA_PS_TCP)) {
+        st = rf_set_error(rf_verbs_errno_status(errno), "rdma_create_id: %s",
+                          strerror(errno));
+        goto fail;
+    }
+    int one = 1;
+    if (rdma_set_option(l->cm.id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
+                        &one, sizeof one))
+        RF_LOG_DEBUG("verbs: rdma_set_option(REUSEADDR): %s", strerror(errno));
+    if (rdma_bind_addr(l->cm.id, (struct sockaddr *)&addr)) {
+        st = rf_set_error(rf_verbs_errno_status(errno),
+                          "rdma_bind_addr(%s): %s", where, strerror(errno));
+        goto fail;
+    }
+    if (l->cm.id->verbs && l->cm.id->verbs != fab->ctx) {
+        st = rf_set_error(RF_ERR_UNAVAILABLE,
+                          "rf_listen(%s): the address is on device %s, but "
+                          "the fabric was opened on %s",
+                          where, ibv_get_device_name(l->cm.id->verbs->device),
+                          fab->devname);
+        goto fail;
+    }
+    rf_verbs_register(fab, &l->cm);
+    if (rdma_listen(l->cm.id, 128)) {
+        st = rf_set_error(rf_verbs_errno_status(errno), "rdma_listen(%s): %s",
+                          where, strerror(errno));
+        rf_verbs_unregister(fab, &l->cm);
+        goto fail;
+    }
+    l->base.port = ntohs(rdma_get_src_port(l->cm.id));
+    RF_LOG_DEBUG("verbs: listening on %s (port %u)", where, l->base.port);
+    *out = &l->base;
+    return RF_OK;
+fail:
+    if (l->cm.id)
+        rdma_destroy_id(l->cm.id);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+    return st;
+}
+
+void rf_verbs_listener_close(rf_listener *listener)
+{
+    vlistener *l = (vlistener *)listener;
+    rf_verbs_unregister(l->fab, &l->cm);
+    rdma_destroy_id(l->cm.id);
+    /* Requests nobody took: refuse them. */
+    vreq *r = l->head;
+    while (r) {
+        vreq *next = r->next;
+        rdma_reject(r->id, NULL, 0);
+        rdma_destroy_id(r->id);
+        free(r);
+        r = next;
+    }
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+}
+
+rf_status rf_verbs_get_request(rf_listener *listener, int timeout_ms,
+                               rf_conn_req **out)
+{
+    vlistener *l = (vlistener *)listener;
+    int64_t deadline = rf_verbs_deadline(timeout_ms);
+    pthread_mutex_lock(&l->mu);
+    while (!l->head && !l->broken)
+        if (rf_verbs_cond_wait(&l->cv, &l->mu, deadline) == ETIMEDOUT)
+            break;
+    vreq *r = l->head;
+    if (r) {
+        l->head = r->next;
+        if (!l->head)
+            l->tail = NULL;
+        r->next = NULL;
+    }
+    int broken = l->broken;
+    pthread_mutex_unlock(&l->mu);
+    if (r) {
+        *out = &r->base;
+        return RF_OK;
+    }
+    if (broken)
+        return rf_set_error(RF_ERR_UNAVAILABLE,
+                            "rf_listener_get_request: device removed");
+    return rf_set_error(RF_ERR_TIMEOUT,
+                        "rf_listener_get_request: no connection request "
+                        "within %d ms",
+                        timeout_ms);
+}
+
+void rf_verbs_reject(rf_conn_req *req, const void *priv, size_t priv_len)
+{
+    vreq *r = (vreq *)req;
+    vfab *fab = ((vlistener *)req->listener)->fab;
+    unsigned char wire[VPRIV_WIRE_MAX];
+    uint8_t n = 0;
+    rf_verbs_priv_encode_reply(fab, priv, priv_len, wire, &n);
+    if (rdma_reject(r->id, wire, n))
+        RF_LOG_INFO("verbs: rdma_reject: %s", strerror(errno));
+    rdma_destroy_id(r->id);
+    free(r);
+}
+
+rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
+                          const void *priv, size_t priv_len, rf_ep **out)
+{
+    vreq *r = (vreq *)req;
+    vfab *fab = ((vlistener *)req->listener)->fab;
+    char peer[80];
+    rf_verbs_addr_str(rdma_get_peer_addr(r->id), peer, sizeof peer);
+
+    vep *ep;
+    rf_status st = rf_verbs_ep_alloc(fab, attr, &ep);
+    if (st != RF_OK) {
+        rf_verbs_reject(req, NULL, 0);
+        return st;
+    }
+    ep->cm.id = r->id;
+    st = rf_verbs_ep_create_qp(ep, r->id, "rf_accept");
+    if (st != RF_OK) {
+        rdma_reject(r->id, NULL, 0);
+        rf_verbs_ep_destroy(ep); /* destroys the cm_id */
+        free(r);
+        return st;
+    }
+    memcpy(ep->base.peer_priv, r->base.priv, r->base.priv_len);
+    ep->base.peer_priv_len = r->base.priv_len;
+    rf_verbs_register(fab, &ep->cm);
+
+    unsigned char wire[VPRIV_WIRE_MAX];
+    int rd = fab->dev_attr.max_qp_rd_atom,
+        init = fab->dev_attr.max_qp_init_rd_atom;
+    struct rdma_conn_param cp = {
+        .private_data = wire,
+        .responder_resources =
+            cap8(rd < r->peer_init_depth ? rd : r->peer_init_depth),
+        .initiator_depth =
+            cap8(init < r->peer_resp_res ? init : r->peer_resp_res),
+        .rnr_retry_count = fab->qp.rnr_retry,
+    };
+    rf_verbs_priv_encode_reply(fab, priv, priv_len, wire, &cp.private_data_len);
+    free(r);
+    unsigned seq = current_seq(ep);
+    if (rdma_accept(ep->cm.id, &cp)) {
+        int err = errno;
+        return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
+                                             "rdma_accept(%s): %s", peer,
+                                             strerror(err)));
+    }
+    int type = 0, status = 0;
+    int64_t deadline = rf_verbs_deadline(fab->qp.peer_timeout_ms);
+    if (!wait_step(ep, &seq, deadline, &type, &status))
+        return connect_fail(ep, rf_set_error(RF_ERR_TIMEOUT,
+                                             "rf_accept(%s): connection not "
+                                             "established within %d ms",
+                                             peer, fab->qp.peer_timeout_ms));
+    if (type != RDMA_CM_EVENT_ESTABLISHED)
+        return connect_fail(ep, step_error("rf_accept", peer, type, status));
+    rf_verbs_ep_established(ep);
+    RF_LOG_DEBUG("verbs: accepted %s (QP %u)", peer, ep->qp->qp_num);
+    *out = &ep->base;
+    return RF_OK;
+}

@@ -1,0 +1,307 @@
+/* fabric/verbs/verbs_internal.h: objects and helpers shared by the files of
+ * the verbs provider (libibverbs RC QPs, librdmacm connection management).
+ * Only files in fabric/verbs/ include <infiniband/verbs.h> or
+ * <rdma/rdma_cma.h>.
+ *
+ * Object model: every provider object embeds its base struct from
+ * fabric/provider.h as first member. Endpoints and listeners also embed a
+ * vcmobj, which registers their rdma_cm_id with the fabric's event thread
+ * (verbs_event.c); that thread dispatches every rdma_cm event and device
+ * async event. Locks, in the only order they may nest:
+ *   vep.sq_lock / vep.rq_lock  ->  vcq.lock          (posting may reclaim)
+ *   vfab.reg_lock              ->  vep.cm_mu / vlistener.mu
+ * No lock is held across rdma_destroy_id / rdma_destroy_qp, which wait for
+ * the event thread to acknowledge the object's pending events. */
+#ifndef RF_FABRIC_VERBS_INTERNAL_H
+#define RF_FABRIC_VERBS_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <rdma/rdma_cma.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "fabric/error.h"
+#include "fabric/log.h"
+#include "fabric/provider.h"
+
+/* --- fabric ------------------------------------------------------------ */
+
+typedef struct vcmobj vcmobj;
+enum vcm_kind { VCM_EP = 1, VCM_LISTENER = 2 };
+
+/* Registration of an rdma_cm_id with the fabric's event thread. */
+struct vcmobj {
+    vcmobj *next;
+    struct rdma_cm_id *id;
+    int kind;
+};
+
+/* Transport parameters derived from the environment at fabric open. */
+typedef struct vqp_params {
+    uint8_t timeout;       /* local ACK timeout exponent: 4.096us * 2^t */
+    uint8_t retry_cnt;     /* transport retries (never 7: rxe = infinite) */
+    uint8_t rnr_retry;     /* RNR retries (never 7 = infinite) */
+    uint8_t min_rnr_timer; /* IB encoding of the RNR NAK delay we ask for */
+    int peer_timeout_ms;   /* RF_PEER_TIMEOUT_MS */
+    int rnr_timeout_ms;    /* RF_RNR_TIMEOUT_MS */
+} vqp_params;
+
+typedef struct vfab {
+    rf_fabric base;
+    struct ibv_context **devlist; /* rdma_get_devices(): rdma_cm's contexts */
+    struct ibv_context *ctx;      /* the chosen device (one of devlist) */
+    struct ibv_pd *pd;
+    struct ibv_device_attr dev_attr;
+    char devname[IBV_SYSFS_NAME_MAX];
+    int iwarp; /* private data lengths are exact: no framing */
+    uint8_t port;
+    int gid_index;
+    union ibv_gid gid;
+    int gid_type; /* enum ibv_gid_type */
+    char netdev[IF_NAMESIZE];
+    struct sockaddr_storage src; /* source address for connects */
+    int have_src;
+    int cq_event_mode; /* RF_VERBS_CQ_MODE=event */
+    vqp_params qp;
+
+    /* rdma_cm events and device async events: one thread per fabric. */
+    struct rdma_event_channel *ch;
+    int wake_fd; /* eventfd: stop request or pending disconnects */
+    pthread_t thread;
+    int thread_started;
+    _Atomic int stopping;
+    pthread_mutex_t reg_lock;
+    vcmobj *objs; /* registered endpoints and listeners */
+} vfab;
+
+/* --- memory regions and completion queues -------------------------------- */
+
+typedef struct vmr {
+    rf_mr base;
+    struct ibv_mr *mr;
+} vmr;
+
+typedef struct vcq {
+    rf_cq base;
+    vfab *fab;
+    struct ibv_cq *cq;
+    struct ibv_comp_channel *ch; /* event mode only */
+    pthread_mutex_t lock;
+    /* Completions already taken from the device but not yet returned:
+     * overflow of a poll batch, and work drained by rf_ep_close. */
+    rf_completion *sw;
+    size_t sw_cap, sw_head, sw_count;
+} vcq;
+
+/* --- endpoints ----------------------------------------------------------- */
+
+enum vslot_flags {
+    VSLOT_USER_SIGNALED = 1 << 0, /* the user wants a success completion */
+    VSLOT_HW_SIGNALED = 1 << 1,   /* IBV_SEND_SIGNALED: a CQE will come */
+};
+#define VOP_MARKER 0xff /* drain marker posted by rf_ep_close */
+
+/* One posted work request; wr_id is the slot's address. */
+typedef struct vslot {
+    struct vep *ep;
+    void *context;
+    uint32_t len;
+    uint8_t op; /* rf_op or VOP_MARKER */
+    uint8_t flags;
+} vslot;
+
+typedef struct vep {
+    rf_ep base;
+    vcmobj cm;
+    vfab *fab;
+    struct ibv_qp *qp;
+    vcq *scq, *rcq;
+
+    /* Send queue: slots [sq_tail, sq_head) are posted and not reclaimed.
+     * head is written under sq_lock, tail under scq->lock. */
+    pthread_mutex_t sq_lock;
+    vslot *sq;
+    uint32_t sq_mask;
+    uint32_t sq_size;      /* user-visible capacity (one more is reserved) */
+    uint32_t sig_interval; /* force a signaled WR at least this often */
+    uint32_t unsig_run;    /* unsignaled WRs since the last signaled one */
+    uint32_t max_inline;
+    _Atomic uint64_t sq_head, sq_tail;
+    struct ibv_send_wr *wr_scratch; /* one chain per rf_post, grown lazily */
+    struct ibv_sge *sge_scratch;
+    size_t scratch_cap;
+    int sq_failed;  /* an error CQE was seen (under scq->lock) */
+    int sq_drained; /* the close marker completed (under scq->lock) */
+
+    /* Receive queue, same scheme; every receive completes with a CQE. */
+    pthread_mutex_t rq_lock;
+    vslot *rq;
+    uint32_t rq_mask;
+    uint32_t rq_size;
+    _Atomic uint64_t rq_head, rq_tail;
+
+    _Atomic int error;           /* in the error state */
+    _Atomic int want_disconnect; /* ask the event thread to disconnect */
+    int can_atomic;
+
+    /* Connection management, written by the event thread under cm_mu. */
+    pthread_mutex_t cm_mu;
+    pthread_cond_t cm_cv;
+    unsigned ev_seq;
+    int ev_type; /* last connection-phase event */
+    int ev_status;
+    int disconnected; /* DISCONNECTED or DEVICE_REMOVAL seen */
+    unsigned char ev_priv[RF_MAX_PRIVATE_DATA]; /* decoded reply data */
+    size_t ev_priv_len;
+    int ev_priv_ok; /* reply data was well formed */
+} vep;
+
+/* --- listeners and connection requests ---------------------------------- */
+
+typedef struct vreq {
+    rf_conn_req base;
+    struct vreq *next;
+    struct rdma_cm_id *id;
+    uint8_t peer_resp_res;   /* peer's responder_resources */
+    uint8_t peer_init_depth; /* peer's initiator_depth */
+} vreq;
+
+typedef struct vlistener {
+    rf_listener base;
+    vcmobj cm;
+    vfab *fab;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    vreq *head, *tail;
+    int broken; /* device removed */
+} vlistener;
+
+/* --- helpers (verbs_util.c) --------------------------------------------- */
+
+/* rf_status for an errno value from a verbs or rdma_cm call. */
+rf_status rf_verbs_errno_status(int err);
+/* Monotonic milliseconds; deadline of timeout_ms from now (-1: never). */
+int64_t rf_verbs_now_ms(void);
+int64_t rf_verbs_deadline(int timeout_ms);
+/* Remaining ms to deadline (>= 0), or -1 when the deadline is "never". */
+int rf_verbs_remaining(int64_t deadline);
+/* pthread_cond_timedwait until a monotonic-ms deadline (-1: forever).
+ * Returns 0, or ETIMEDOUT. The condvar must use CLOCK_MONOTONIC. */
+int rf_verbs_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu,
+                       int64_t deadline);
+int rf_verbs_cond_init(pthread_cond_t *cv);
+/* "a.b.c.d:port" / "[v6]:port" for messages. */
+void rf_verbs_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+/* Resolves host (numeric or name) and port into *out. */
+rf_status rf_verbs_resolve(const char *what, const char *host, uint16_t port,
+                           struct sockaddr_storage *out);
+/* Name of an rdma_cm event for messages. */
+const char *rf_verbs_event_str(int event);
+
+/* Private data framing (verbs_privdata.c). rdma_cm pads what it delivers,
+ * so lengths travel inside; see the file for the 56-byte connect case. */
+#define VPRIV_WIRE_MAX (RF_MAX_PRIVATE_DATA + 1)
+void rf_verbs_priv_encode_req(const vfab *fab, const void *priv, size_t len,
+                              unsigned char out[VPRIV_WIRE_MAX],
+                              uint8_t *out_len, uint8_t *flow_control);
+int rf_verbs_priv_decode_req(const vfab *fab, const void *data, size_t len,
+                             uint8_t flow_control,
+                             unsigned char out[RF_MAX_PRIVATE_DATA],
+                             size_t *out_len);
+void rf_verbs_priv_encode_reply(const vfab *fab, const void *priv, size_t len,
+                                unsigned char out[VPRIV_WIRE_MAX],
+                                uint8_t *out_len);
+int rf_verbs_priv_decode_reply(const vfab *fab, const void *data, size_t len,
+                               unsigned char out[RF_MAX_PRIVATE_DATA],
+                               size_t *out_len);
+
+/* --- device choice (verbs_device.c) ------------------------------------- */
+
+/* Picks device, port and GID for attr (bind_addr, RF_VERBS_DEVICE,
+ * RF_VERBS_PORT, RF_VERBS_GID_INDEX); fills fab->ctx .. fab->src. */
+rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr);
+/* RF_OK if some device has an ACTIVE port. */
+rf_status rf_verbs_probe(void);
+/* ibv_fork_init() once per process (see verbs_device.c). */
+void rf_verbs_fork_init(void);
+
+/* --- fabric and event thread (verbs_fabric.c, verbs_event.c) ------------ */
+
+rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out);
+void rf_verbs_fabric_close(rf_fabric *fabric);
+rf_status rf_verbs_event_start(vfab *fab);
+void rf_verbs_event_stop(vfab *fab);
+void rf_verbs_register(vfab *fab, vcmobj *obj);
+void rf_verbs_unregister(vfab *fab, vcmobj *obj);
+/* Wakes the event thread (pending disconnect requests). */
+void rf_verbs_event_wake(vfab *fab);
+
+/* --- memory (verbs_mr.c) ------------------------------------------------ */
+
+rf_status rf_verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
+                          uint32_t access, rf_mr **out);
+rf_status rf_verbs_mr_dereg(rf_mr *mr);
+
+/* --- completion queues (verbs_cq.c) ------------------------------------- */
+
+rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);
+void rf_verbs_cq_destroy(rf_cq *cq);
+int rf_verbs_cq_poll(rf_cq *cq, rf_completion *out, int max);
+int rf_verbs_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
+/* Moves every completion the device has into the software queue. Caller
+ * holds cq->lock. */
+void rf_verbs_cq_progress_locked(vcq *cq);
+/* Appends a completion to the software queue. Caller holds cq->lock. */
+void rf_verbs_cq_push_locked(vcq *cq, const rf_completion *c);
+
+/* --- endpoints (verbs_ep.c) --------------------------------------------- */
+
+/* Allocates an endpoint (queues sized from attr) bound to cm_id; the QP is
+ * created by rf_verbs_ep_create_qp once id->verbs is known. */
+rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out);
+rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
+                                const char *what);
+/* Applies the post-establishment QP attributes (min_rnr_timer). */
+void rf_verbs_ep_established(vep *ep);
+/* Tears down an endpoint that is not (or no longer) registered. */
+void rf_verbs_ep_destroy(vep *ep);
+void rf_verbs_ep_close(rf_ep *ep);
+rf_status rf_verbs_ep_state(const rf_ep *ep);
+rf_status rf_verbs_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
+rf_status rf_verbs_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
+                             void *context);
+/* Marks the endpoint in error (idempotent); request_disconnect asks the
+ * event thread to send a DREQ so the peer learns it too. */
+void rf_verbs_ep_set_error(vep *ep, int request_disconnect);
+/* Translates one CQE of this endpoint's send or receive queue into user
+ * completions (appended to the emitter). Caller holds the CQ's lock. */
+typedef struct vemit {
+    vcq *cq;
+    rf_completion *out;
+    int max;
+    int n;
+} vemit;
+void rf_verbs_emit(vemit *em, const rf_completion *c);
+void rf_verbs_ep_handle_wc(vemit *em, const struct ibv_wc *wc);
+
+/* --- connection management (verbs_cm.c) --------------------------------- */
+
+rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
+                          rf_listener **out);
+void rf_verbs_listener_close(rf_listener *listener);
+rf_status rf_verbs_get_request(rf_listener *listener, int timeout_ms,
+                               rf_conn_req **out);
+rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
+                          const void *priv, size_t priv_len, rf_ep **out);
+void rf_verbs_reject(rf_conn_req *req, const void *priv, size_t priv_len);
+rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
+                           const rf_ep_attr *attr, const void *priv,
+                           size_t priv_len, int timeout_ms, rf_ep **out);
+/* Called by the event thread with reg_lock held. */
+void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev);
+int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev);
+
+#endif
