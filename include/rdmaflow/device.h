@@ -254,6 +254,51 @@ int rf_replica_device_setter_ps_tasks(const rf_replica_device_setter *setter);
 double rf_replica_device_setter_load(const rf_replica_device_setter *setter,
                                      int task);
 
+/* ---- Graph integration (rdmaflow/graph.h) ------------------------------ */
+
+/* rdmaflow/graph.h keeps its own device-function stack (rf_device_fn_push),
+ * walked innermost first like rf_device_stack. These functions have the
+ * signature of its rf_device_fn, read the node's current requested device
+ * from device[0..cap) and write the new canonical one there. */
+struct rf_graph;
+struct rf_node;
+
+/* The rf_op_desc of a node whose current requested device is `device`:
+ * type = rf_node_op_name, name = rf_node_name, bytes = elements * dtype size
+ * when the static shape is fully known, else 0. */
+void rf_device_node_desc(const struct rf_node *node, const char *device,
+                         rf_op_desc *out);
+
+/* tf.device("..."): ctx is a const rf_device_spec * that must outlive the
+ * scope; its set fields fill those the node's device leaves unset. */
+rf_status rf_device_node_merge_fn(void *spec, const struct rf_node *node,
+                                  char *device, size_t cap);
+
+/* tf.device(fn) for an rf_op_device_fn: ctx is an rf_op_device_binding that
+ * must outlive the scope. */
+typedef struct rf_op_device_binding {
+    rf_op_device_fn fn;
+    void *ctx;
+} rf_op_device_binding;
+rf_status rf_device_node_fn(void *binding, const struct rf_node *node,
+                            char *device, size_t cap);
+
+/* tf.device(replica_device_setter(...)) on a graph: ctx is the setter. */
+rf_status rf_replica_device_setter_node_fn(void *setter,
+                                           const struct rf_node *node,
+                                           char *device, size_t cap);
+
+/* Pushes the setter's node function on g's device stack, or tf.device(None)
+ * when setter is NULL (replica_device_setter returned None). */
+rf_status rf_graph_push_replica_device_setter(struct rf_graph *g,
+                                              rf_replica_device_setter *setter);
+
+/* Parses device into *storage (which must outlive the scope) and pushes
+ * rf_device_node_merge_fn with it: `with tf.device("...")` on a graph. NULL
+ * pushes tf.device(None). */
+rf_status rf_graph_push_device(struct rf_graph *g, const char *device,
+                               rf_device_spec *storage);
+
 /* ---- Partitioners ----------------------------------------------------- */
 
 #define RF_PARTITION_MAX_RANK 8

@@ -1,0 +1,125 @@
+/* graph/device_graph.c: glue between rdmaflow/device.h and the graph's own
+ * device-function stack (rdmaflow/graph.h rf_device_fn_push): a node is
+ * described as an rf_op_desc, and string scopes, rf_op_device_fn functions
+ * and replica_device_setter become graph device functions. */
+#include <string.h>
+
+#include "fabric/error.h"
+#include "rdmaflow/device.h"
+#include "rdmaflow/graph.h"
+
+void rf_device_node_desc(const rf_node *node, const char *device,
+                         rf_op_desc *out)
+{
+    rf_shape shape = rf_node_shape(node);
+    size_t bytes = 0;
+    if (rf_shape_is_known(&shape)) {
+        int64_t n = rf_shape_numel(&shape);
+        if (n >= 0)
+            bytes = (size_t)n * rf_dtype_size(rf_node_dtype(node));
+    }
+    out->type = rf_node_op_name(node);
+    out->name = rf_node_name(node);
+    out->device = device;
+    out->bytes = bytes;
+}
+
+/* Copies the node's current device out of the in/out buffer. */
+static rf_status current_device(const char *device, size_t cap, char *copy,
+                                size_t copy_len)
+{
+    if (!device || cap == 0)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "graph device function: no device buffer");
+    size_t n = strnlen(device, cap);
+    if (n >= copy_len)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "graph device function: requested device longer "
+                            "than %zu bytes",
+                            copy_len - 1);
+    memcpy(copy, device, n);
+    copy[n] = '\0';
+    return RF_OK;
+}
+
+rf_status rf_device_node_merge_fn(void *spec, const rf_node *node, char *device,
+                                  size_t cap)
+{
+    (void)node;
+    char cur_str[RF_DEVICE_STRING_MAX];
+    rf_status st = current_device(device, cap, cur_str, sizeof cur_str);
+    if (st != RF_OK)
+        return st;
+    rf_device_spec cur;
+    st = rf_device_spec_parse(cur_str, &cur);
+    if (st != RF_OK)
+        return st;
+    rf_device_spec merged = *(const rf_device_spec *)spec;
+    rf_device_spec_merge(&merged, &cur); /* the node's device wins */
+    return rf_device_spec_to_string(&merged, device, cap);
+}
+
+rf_status rf_device_node_fn(void *binding, const rf_node *node, char *device,
+                            size_t cap)
+{
+    const rf_op_device_binding *b = binding;
+    char cur_str[RF_DEVICE_STRING_MAX];
+    rf_status st = current_device(device, cap, cur_str, sizeof cur_str);
+    if (st != RF_OK)
+        return st;
+    rf_op_desc op;
+    rf_device_node_desc(node, cur_str, &op);
+    char out[512];
+    memset(out, 0, sizeof out);
+    st = b->fn(b->ctx, &op, out, sizeof out);
+    if (st != RF_OK)
+        return st;
+    if (!memchr(out, '\0', sizeof out))
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "device function for op \"%s\" wrote an "
+                            "unterminated string",
+                            op.name);
+    rf_device_spec spec;
+    st = rf_device_spec_parse(out, &spec);
+    if (st != RF_OK) {
+        char why[256];
+        strncpy(why, rf_error_message(), sizeof why - 1);
+        why[sizeof why - 1] = '\0';
+        return rf_set_error(st, "device function for op \"%s\": %s", op.name,
+                            why);
+    }
+    return rf_device_spec_to_string(&spec, device, cap);
+}
+
+rf_status rf_replica_device_setter_node_fn(void *setter, const rf_node *node,
+                                           char *device, size_t cap)
+{
+    char cur_str[RF_DEVICE_STRING_MAX];
+    rf_status st = current_device(device, cap, cur_str, sizeof cur_str);
+    if (st != RF_OK)
+        return st;
+    rf_op_desc op;
+    rf_device_node_desc(node, cur_str, &op);
+    return rf_replica_device_setter_fn(setter, &op, device, cap);
+}
+
+rf_status rf_graph_push_replica_device_setter(rf_graph *g,
+                                              rf_replica_device_setter *setter)
+{
+    return rf_device_fn_push(
+        g, setter ? rf_replica_device_setter_node_fn : NULL, setter);
+}
+
+rf_status rf_graph_push_device(rf_graph *g, const char *device,
+                               rf_device_spec *storage)
+{
+    if (!device)
+        return rf_device_fn_push(g, NULL, NULL);
+    if (!storage)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_graph_push_device: storage is NULL");
+    rf_status st = rf_device_spec_parse(device, storage);
+    if (st != RF_OK)
+        return st;
+    return rf_device_fn_push(g, rf_device_node_merge_fn, storage);
+}
