@@ -1,0 +1,253 @@
+/* bench/bench_client.c: the client side of rf-bench (see bench_client.h).
+ * The server's region descriptor arrives in the accept private data, the
+ * client's goes in the connect private data; per size, RUN/READY frame the
+ * measured loop and DONE/RESULT carry the server's verification. */
+#include "bench_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdmaflow/fabric.h>
+
+#include "bench_loops.h"
+#include "bench_proto.h"
+#include "bench_report.h"
+#include "bench_session.h"
+#include "bench_stats.h"
+
+#define WHO "rf-bench"
+
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+    return a < b ? a : b;
+}
+
+/* perftest's force_dependecies: TX depth at most the iterations; CQ
+ * moderation off (1) above 8 KiB unless asked for (but kept with -a), and at
+ * most the TX depth. */
+static void effective_bw(const bench_opts *o, uint64_t size, uint32_t iters,
+                         uint32_t *txd, uint32_t *cqm)
+{
+    *txd = min_u32(o->tx_depth, iters);
+    *cqm = o->cq_mod;
+    if (size > BENCH_CQ_MOD_SIZE_LIMIT && !o->cq_mod_set && !o->all_sizes)
+        *cqm = 1;
+    if (*cqm > *txd)
+        *cqm = *txd;
+}
+
+/* Checks what the client itself can see after RESULT: the bytes read or
+ * written back to it, and the atomic results. */
+static int verify_local(bench_session *s, const bench_run *r)
+{
+    const unsigned char *dst = bench_at(s, s->lay.dst);
+    uint64_t size = r->size;
+    int64_t bad = -1;
+    switch (r->t->verb) {
+    case BENCH_VERB_READ:
+        bad = bench_pattern_check(dst, size, size, BENCH_SEED_SERVER);
+        break;
+    case BENCH_VERB_WRITE:
+    case BENCH_VERB_WRITE_IMM:
+        if (r->t->pingpong) {
+            bad = bench_pattern_check(dst, size - 1, size, BENCH_SEED_SERVER);
+            if (bad < 0 && dst[size - 1] != (unsigned char)r->iters)
+                bad = (int64_t)size - 1;
+        }
+        break;
+    case BENCH_VERB_FETCH_ADD:
+    case BENCH_VERB_CMP_SWAP: {
+        /* Operation i returned base + i; the last is in its TX slot. */
+        uint64_t got;
+        size_t slot = r->t->bw ? (r->iters - 1) % r->tx_depth : 0;
+        memcpy(&got, bench_at(s, s->lay.results + slot * 8), 8);
+        uint64_t want = bench_atomic_base(size) + r->iters - 1;
+        if (got != want) {
+            bench_err(s, "%s: the last atomic returned %#llx, expected %#llx",
+                      r->t->name, (unsigned long long)got,
+                      (unsigned long long)want);
+            return -1;
+        }
+        return 0;
+    }
+    }
+    if (bad >= 0) {
+        bench_err(s, "%s, %llu bytes: data verification failed at offset %lld",
+                  r->t->name, (unsigned long long)size, (long long)bad);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_size(bench_session *s, const bench_opts *o,
+                    const bench_report_ctx *rc, uint64_t size)
+{
+    const bench_test_info *t = rc->t;
+    bench_run r = {.t = t,
+                   .size = size,
+                   .iters = rc->iters,
+                   .tx_depth = 1,
+                   .cq_mod = 1,
+                   .inline_size = rc->inline_size};
+    if (t->bw)
+        effective_bw(o, size, r.iters, &r.tx_depth, &r.cq_mod);
+    r.tposted = calloc(r.iters, sizeof *r.tposted);
+    r.tcompleted = calloc(r.iters, sizeof *r.tcompleted);
+    int rv = -1;
+    if (!r.tposted || !r.tcompleted) {
+        bench_err(s, "out of memory");
+        goto out;
+    }
+    bench_pattern_fill(bench_at(s, s->lay.src), size, size, BENCH_SEED_CLIENT);
+    memset(bench_at(s, s->lay.dst), 0, size);
+    memset(bench_at(s, s->lay.results), 0, (size_t)s->tx_depth * 8);
+
+    bench_msg m = {.type = BENCH_MSG_RUN,
+                   .size = size,
+                   .iters = r.iters,
+                   .value = rc->inline_size};
+    if (bench_send_msg(s, &m) || bench_expect_msg(s, BENCH_MSG_READY, &m))
+        goto out;
+    if (m.status) {
+        bench_err(s, "the server refused size %llu", (unsigned long long)size);
+        goto out;
+    }
+
+    int loop;
+    if (t->pingpong)
+        loop = bench_run_pingpong(s, t, size, r.iters, r.inline_size, true,
+                                  r.tposted);
+    else if (t->bw)
+        loop = bench_run_bw(s, &r);
+    else
+        loop = bench_run_lat(s, &r);
+    if (loop)
+        goto out;
+
+    m = (bench_msg){.type = BENCH_MSG_DONE, .size = size, .iters = r.iters};
+    if (bench_send_msg(s, &m) || bench_expect_msg(s, BENCH_MSG_RESULT, &m))
+        goto out;
+    if (m.status != BENCH_CHECK_OK) {
+        bench_err(s,
+                  "%s, %llu bytes: the server's verification failed "
+                  "(check %u, value %llu)",
+                  t->name, (unsigned long long)size, m.status,
+                  (unsigned long long)m.value);
+        goto out;
+    }
+    if (verify_local(s, &r))
+        goto out;
+
+    if (t->bw) {
+        bench_bw_stats bw;
+        bench_bw_compute(r.tposted, r.tcompleted, r.iters, r.cq_mod, size,
+                         !o->no_peak, &bw);
+        bench_report_bw(rc, size, r.cq_mod, &bw);
+    } else {
+        bench_lat_stats lat;
+        if (bench_lat_compute(r.tposted, r.iters, t->rtt_factor, &lat)) {
+            bench_err(s, "cannot compute statistics");
+            goto out;
+        }
+        bench_report_lat(rc, size, &lat);
+    }
+    rv = 0;
+out:
+    free(r.tposted);
+    free(r.tcompleted);
+    return rv;
+}
+
+static int connect_server(bench_session *s, const bench_opts *o,
+                          const char *host, uint16_t port, uint32_t iters,
+                          uint64_t max_size)
+{
+    bench_hello h = {.test = (uint8_t)o->test,
+                     .iters = iters,
+                     .tx_depth = s->tx_depth,
+                     .max_size = max_size};
+    rf_mr_describe(s->mr, &h.region);
+    unsigned char hbuf[BENCH_HELLO_SIZE];
+    bench_hello_pack(&h, hbuf);
+    rf_ep_attr attr = bench_session_ep_attr(s);
+    rf_status st = rf_connect(s->fab, host, port, &attr, hbuf, sizeof hbuf,
+                              o->timeout_s * 1000, &s->ep);
+    if (st != RF_OK) {
+        bench_err(s, "rf_connect(%s:%u): %s: %s", host, (unsigned)port,
+                  rf_status_string(st), rf_error_message());
+        return -1;
+    }
+    size_t len = 0;
+    const void *priv = rf_ep_peer_private_data(s->ep, &len);
+    bench_welcome w;
+    if (bench_welcome_unpack(priv, len, &w) || w.status) {
+        bench_err(s,
+                  "%s:%u is not an rf-bench server of this version, or "
+                  "refused the test",
+                  host, (unsigned)port);
+        return -1;
+    }
+    if (w.region.len < s->lay.results) {
+        bench_err(s, "the server's region (%llu bytes) is too small",
+                  (unsigned long long)w.region.len);
+        return -1;
+    }
+    s->peer = w.region;
+    return bench_session_post_recvs(s);
+}
+
+int bench_client(const bench_opts *o, const char *host, uint16_t port)
+{
+    const bench_test_info *t = bench_test_get(o->test);
+    uint64_t sizes[BENCH_MAX_SIZES];
+    size_t nsizes = bench_opts_sizes(o, sizes);
+    uint64_t max_size = 0;
+    for (size_t i = 0; i < nsizes; i++)
+        if (sizes[i] > max_size)
+            max_size = sizes[i];
+    uint32_t iters = bench_opts_iters(o);
+    uint32_t txd = 1, cqm = 1;
+    if (t->bw)
+        effective_bw(o, sizes[0], iters, &txd, &cqm);
+
+    rf_fabric *fab = NULL;
+    rf_status st = rf_fabric_open(o->provider, NULL, &fab);
+    if (st != RF_OK) {
+        fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s\n",
+                o->provider ? o->provider : "auto", rf_status_string(st),
+                rf_error_message());
+        return 1;
+    }
+    bench_session s;
+    if (bench_session_init(&s, WHO, fab, max_size, txd, o->events,
+                           o->timeout_s)) {
+        rf_fabric_close(fab);
+        return 1;
+    }
+    int rv = 1;
+    if (connect_server(&s, o, host, port, iters, max_size) == 0) {
+        char peer[300];
+        snprintf(peer, sizeof peer, "%s:%u", host, (unsigned)port);
+        bench_report_ctx rc = {.o = o,
+                               .t = t,
+                               .provider = rf_fabric_provider(fab),
+                               .peer = peer,
+                               .iters = iters,
+                               .tx_depth = txd,
+                               .cq_mod = cqm,
+                               .inline_size = bench_opts_inline(o)};
+        bench_report_header(&rc);
+        size_t i = 0;
+        while (i < nsizes && run_size(&s, o, &rc, sizes[i]) == 0)
+            i++;
+        if (i == nsizes) {
+            bench_report_footer(&rc);
+            bench_msg bye = {.type = BENCH_MSG_BYE};
+            rv = bench_send_msg(&s, &bye) ? 1 : 0;
+        }
+    }
+    bench_session_fini(&s);
+    rf_fabric_close(fab);
+    return rv;
+}

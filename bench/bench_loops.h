@@ -1,0 +1,39 @@
+/* bench/bench_loops.h: the measured loops, as perftest's run_iter_lat
+ * (read and atomic latency: post one signaled operation, busy-poll its
+ * completion, repeat; the time between consecutive posts is one full round
+ * trip), run_iter_lat_write (ping-pong: wait for the peer's write, post
+ * ours, reap its completion; the interval is a round trip, reported /2), and
+ * run_iter_bw (up to tx_depth operations in flight, every cq_mod-th
+ * signaled). */
+#ifndef RF_BENCH_LOOPS_H
+#define RF_BENCH_LOOPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bench_opts.h"
+#include "bench_session.h"
+
+typedef struct bench_run {
+    const bench_test_info *t;
+    uint64_t size;
+    uint32_t iters;
+    uint32_t tx_depth;    /* effective (<= iters) */
+    uint32_t cq_mod;      /* effective (<= tx_depth) */
+    uint32_t inline_size; /* RF_WR_INLINE hint up to this size */
+    uint64_t *tposted;    /* iters entries: post times (ns) */
+    uint64_t *tcompleted; /* iters entries (bandwidth): completion times */
+} bench_run;
+
+/* Client side of read, fetch_add and cmp_swap latency. */
+int bench_run_lat(bench_session *s, bench_run *r);
+/* Client side of every bandwidth test. */
+int bench_run_bw(bench_session *s, bench_run *r);
+/* One side of the write / write_imm ping-pong. The initiator (client)
+ * posts first and, at the end, waits for the peer's last message; tposted
+ * may be NULL (server). */
+int bench_run_pingpong(bench_session *s, const bench_test_info *t,
+                       uint64_t size, uint32_t iters, uint32_t inline_size,
+                       bool initiator, uint64_t *tposted);
+
+#endif

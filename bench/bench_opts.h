@@ -1,0 +1,104 @@
+/* bench/bench_opts.h: rf-bench's tests (with perftest's defaults) and its
+ * command line. */
+#ifndef RF_BENCH_OPTS_H
+#define RF_BENCH_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum bench_test {
+    BENCH_READ_LAT = 0,
+    BENCH_WRITE_LAT,
+    BENCH_WRITE_IMM_LAT,
+    BENCH_FETCH_ADD_LAT,
+    BENCH_CMP_SWAP_LAT,
+    BENCH_READ_BW,
+    BENCH_WRITE_BW,
+    BENCH_WRITE_IMM_BW,
+    BENCH_FETCH_ADD_BW,
+    BENCH_CMP_SWAP_BW,
+    BENCH_TEST_COUNT
+} bench_test;
+
+typedef enum bench_verb {
+    BENCH_VERB_READ,
+    BENCH_VERB_WRITE,
+    BENCH_VERB_WRITE_IMM,
+    BENCH_VERB_FETCH_ADD,
+    BENCH_VERB_CMP_SWAP,
+} bench_verb;
+
+typedef struct bench_test_info {
+    const char *name;  /* command-line name, e.g. "read_lat" */
+    const char *title; /* banner, e.g. "RDMA_Read Latency" */
+    bench_verb verb;
+    bool bw;       /* bandwidth test; else latency */
+    bool atomic;   /* 8-byte fetch_add / cmp_swap */
+    bool pingpong; /* latency by ping-pong: both sides post */
+    int rtt_factor;
+    uint32_t default_iters;
+} bench_test_info;
+
+const bench_test_info *bench_test_get(bench_test t);
+/* Index of the test called name, or -1. */
+int bench_test_find(const char *name);
+
+typedef enum bench_mode {
+    BENCH_MODE_NONE = 0,
+    BENCH_MODE_SERVE,
+    BENCH_MODE_CONNECT,
+    BENCH_MODE_LOOPBACK,
+} bench_mode;
+
+#define BENCH_DEFAULT_PORT     18515 /* perftest's default port */
+#define BENCH_DEFAULT_LAT_SIZE 2     /* perftest DEF_SIZE_LAT */
+#define BENCH_DEFAULT_BW_SIZE  65536 /* perftest DEF_SIZE_BW */
+#define BENCH_DEFAULT_TX_DEPTH 128   /* perftest DEF_TX_BW */
+#define BENCH_DEFAULT_CQ_MOD   100   /* perftest DEF_CQ_MOD */
+#define BENCH_CQ_MOD_SIZE_LIMIT                                                \
+    8192 /* perftest MSG_SIZE_CQ_MOD_LIMIT: above it, cq_mod 1 unless -Q */
+#define BENCH_DEFAULT_INLINE 220 /* perftest DEF_INLINE_WRITE */
+#define BENCH_MAX_SIZE       (1u << 30)
+#define BENCH_MAX_TX_DEPTH   16384
+#define BENCH_MAX_SIZES      32
+
+typedef struct bench_opts {
+    bench_mode mode;
+    bench_test test;
+    const char *provider; /* NULL or "auto": RF_FABRIC, else the first */
+    char host[256];       /* peer (connect), bind (serve), both (loopback) */
+    uint16_t port;
+    uint64_t size;
+    bool size_set;
+    bool all_sizes;
+    uint32_t iters;
+    bool iters_set;
+    uint32_t tx_depth;
+    uint32_t cq_mod;
+    bool cq_mod_set;
+    uint32_t inline_size;
+    bool inline_set;
+    bool no_peak;
+    bool events;
+    bool json;
+    bool forever;
+    int timeout_s;
+    int ready_fd; /* internal (--ready-fd): loopback child reports its port */
+} bench_opts;
+
+/* Parses the command line. Returns 0 to run, 1 after printing help (exit
+ * 0), 2 after printing a usage error to stderr (exit 2). */
+int bench_opts_parse(int argc, char **argv, bench_opts *o);
+
+/* The message sizes to run, in order (perftest's -a: 2 .. 2^23). */
+size_t bench_opts_sizes(const bench_opts *o, uint64_t sizes[BENCH_MAX_SIZES]);
+
+/* Iterations for the chosen test (-n, else the test's default). */
+uint32_t bench_opts_iters(const bench_opts *o);
+
+/* Inline hint threshold for the chosen test (-I, else perftest's default:
+ * 220 for write latency tests, 0 otherwise). */
+uint32_t bench_opts_inline(const bench_opts *o);
+
+#endif

@@ -1,0 +1,47 @@
+/* bench/rf_bench.c: rf-bench, latency and bandwidth microbenchmarks of the
+ * rdmaflow fabric API measured as perftest measures them. main() picks the
+ * role: --serve, --connect HOST[:PORT] TEST, or --loopback TEST (a server
+ * child plus the client, one command for one figure). */
+#include <signal.h>
+#include <stdio.h>
+
+#include "bench_client.h"
+#include "bench_opts.h"
+#include "bench_server.h"
+#include "bench_spawn.h"
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    bench_opts o;
+    int rc = bench_opts_parse(argc, argv, &o);
+    if (rc == 1)
+        return 0;
+    if (rc)
+        return 2;
+
+    switch (o.mode) {
+    case BENCH_MODE_SERVE:
+        return bench_server(&o);
+    case BENCH_MODE_CONNECT:
+        return bench_client(&o, o.host, o.port);
+    case BENCH_MODE_LOOPBACK: {
+        pid_t pid;
+        uint16_t port;
+        fflush(stdout); /* nothing buffered is duplicated in the child */
+        if (bench_spawn_server(&o, &pid, &port))
+            return 1;
+        int client = bench_client(&o, o.host, port);
+        int server = bench_reap_server(pid, client != 0, o.timeout_s);
+        if (client == 0 && server != 0)
+            fprintf(stderr,
+                    "rf-bench: the loopback server failed (exit "
+                    "status %d)\n",
+                    server);
+        return client != 0 || server != 0 ? 1 : 0;
+    }
+    case BENCH_MODE_NONE:
+        break;
+    }
+    return 2;
+}
