@@ -41,8 +41,10 @@ typedef struct rf_dataset rf_dataset;
 rf_status rf_dataset_load_idx(const char *images_path, const char *labels_path,
                               rf_dataset **out);
 
-/* Loads Fashion-MNIST's split from dir (NULL: RF_FASHION_MNIST_DIR) and
- * checks what Fashion-MNIST must be: 28x28 images, labels 0..9. */
+/* Loads Fashion-MNIST's split from dir (NULL: the RF_FASHION_MNIST_DIR
+ * environment variable if set, else the RF_FASHION_MNIST_DIR default above)
+ * and checks what Fashion-MNIST must be: 28x28 images, labels 0..9
+ * (RF_ERR_CORRUPT naming the file otherwise). */
 rf_status rf_dataset_load_fashion_mnist(const char *dir, rf_data_split split,
                                         rf_dataset **out);
 
