@@ -252,11 +252,16 @@ static void handle_send_wc(vemit *em, vep *ep, vslot *slot,
     }
     if (slot->op == VOP_MARKER) {
         ep->sq_drained = 1;
-    } else if (wc->status == IBV_WC_SUCCESS) {
+    } else if (wc->status == IBV_WC_SUCCESS &&
+               !(slot->flags & VSLOT_MISALIGNED)) {
         if (slot->flags & VSLOT_USER_SIGNALED)
             emit_slot(em, ep, slot, RF_OK, slot->len);
     } else {
-        emit_slot(em, ep, slot, send_status(wc->status), 0);
+        rf_status st = send_status(wc->status);
+        if ((slot->flags & VSLOT_MISALIGNED) &&
+            wc->status != IBV_WC_WR_FLUSH_ERR)
+            st = RF_ERR_INVALID_ARG;
+        emit_slot(em, ep, slot, st, 0);
         if (!ep->sq_failed)
             note_error(ep, wc, "send");
         ep->sq_failed = 1;
@@ -371,7 +376,14 @@ static void build_wr(vep *ep, const rf_wr *r, vslot *slot,
         break;
     }
     if (is_atomic(r->op)) {
-        w->wr.atomic.remote_addr = r->remote_addr;
+        /* An unaligned atomic must complete with an error and break the
+         * connection, as on hardware that sends it (the responder NAKs it
+         * as an invalid request). Providers such as rxe refuse it at post
+         * time, so send it to an address no region can contain: the
+         * responder rejects it with an access error and touches nothing;
+         * the completion is reported as RF_ERR_INVALID_ARG. */
+        w->wr.atomic.remote_addr =
+            (slot->flags & VSLOT_MISALIGNED) ? UINT64_MAX - 7 : r->remote_addr;
         w->wr.atomic.rkey = r->rkey;
         w->wr.atomic.compare_add = r->compare_add;
         w->wr.atomic.swap = r->swap;
@@ -445,6 +457,8 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
             slot->flags = VSLOT_USER_SIGNALED | VSLOT_HW_SIGNALED;
         else if (ep->unsig_run + 1 >= ep->sig_interval)
             slot->flags = VSLOT_HW_SIGNALED;
+        if (is_atomic(r->op) && (r->remote_addr & 7))
+            slot->flags |= VSLOT_MISALIGNED;
         if (slot->flags & VSLOT_HW_SIGNALED)
             ep->unsig_run = 0;
         else

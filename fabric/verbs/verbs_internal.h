@@ -101,6 +101,7 @@ typedef struct vcq {
 enum vslot_flags {
     VSLOT_USER_SIGNALED = 1 << 0, /* the user wants a success completion */
     VSLOT_HW_SIGNALED = 1 << 1,   /* IBV_SEND_SIGNALED: a CQE will come */
+    VSLOT_MISALIGNED = 1 << 2,    /* atomic on an unaligned address */
 };
 #define VOP_MARKER 0xff /* drain marker posted by rf_ep_close */
 
