@@ -1,0 +1,156 @@
+/* fabric/sock/sock_progress.c: the per-fabric progress thread. Waits on the
+ * epoll set, dispatches readiness to listeners, handshakes and endpoints,
+ * then services kicked endpoints, runs commands (detach, stop) and checks
+ * deadlines (handshakes, RNR, draining sockets) on a short tick while any
+ * is pending. */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "fabric/log.h"
+#include "fabric/sock/sock.h"
+
+#define TICK_MS    20
+#define MAX_EVENTS 64
+
+#define CONTAINER(ptr, type, member)                                           \
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+static void drain_wakefd(sock_fabric *fab)
+{
+    uint64_t v;
+    while (read(fab->wakefd, &v, sizeof v) > 0)
+        ;
+}
+
+static void run_kicks(sock_fabric *fab)
+{
+    pthread_mutex_lock(&fab->kick_mu);
+    sock_ep *list = fab->kicks;
+    fab->kicks = NULL;
+    pthread_mutex_unlock(&fab->kick_mu);
+    /* Endpoints are freed only after the detach command, which this thread
+     * runs after the kicks, so every one of them is still alive. */
+    while (list) {
+        sock_ep *ep = list;
+        pthread_mutex_lock(&fab->kick_mu);
+        list = ep->kick_next;
+        ep->kick_next = NULL;
+        ep->kicked = 0; /* a new kick now goes to the next round */
+        pthread_mutex_unlock(&fab->kick_mu);
+        pthread_mutex_lock(&fab->mr_mu);
+        pthread_mutex_lock(&ep->mu);
+        sock_ep_service(ep, 0);
+        pthread_mutex_unlock(&ep->mu);
+        pthread_mutex_unlock(&fab->mr_mu);
+    }
+}
+
+/* Returns 1 when the thread must stop. */
+static int run_commands(sock_fabric *fab)
+{
+    int stop = 0;
+    pthread_mutex_lock(&fab->mu);
+    while (fab->cmds) {
+        sock_cmd *cmd = fab->cmds;
+        fab->cmds = cmd->next;
+        switch (cmd->type) {
+        case SOCK_CMD_DETACH_EP:
+            sock_ep_detach(fab, cmd->obj);
+            break;
+        case SOCK_CMD_DETACH_LISTENER:
+            sock_listener_detach(fab, cmd->obj);
+            break;
+        case SOCK_CMD_STOP:
+            stop = 1;
+            break;
+        }
+        cmd->done = 1;
+    }
+    pthread_cond_broadcast(&fab->cmd_cond);
+    pthread_mutex_unlock(&fab->mu);
+    return stop;
+}
+
+static void run_timers(sock_fabric *fab, uint64_t now)
+{
+    int any = 0;
+    pthread_mutex_lock(&fab->mr_mu);
+    pthread_mutex_lock(&fab->mu);
+    for (sock_ep *ep = fab->eps; ep; ep = ep->next) {
+        pthread_mutex_lock(&ep->mu);
+        any |= sock_ep_timers(ep, now);
+        pthread_mutex_unlock(&ep->mu);
+    }
+    pthread_mutex_unlock(&fab->mu);
+    pthread_mutex_unlock(&fab->mr_mu);
+    any |= sock_hs_timers(fab, now);
+    if (!any)
+        __atomic_store_n(&fab->timers_hint, 0, __ATOMIC_RELAXED);
+}
+
+void *sock_progress_main(void *arg)
+{
+    sock_fabric *fab = arg;
+    struct epoll_event evs[MAX_EVENTS];
+    uint64_t next_tick = 0;
+    for (;;) {
+        int timeout = -1;
+        if (__atomic_load_n(&fab->timers_hint, __ATOMIC_RELAXED)) {
+            uint64_t now = sock_now_ms();
+            if (next_tick == 0)
+                next_tick = now + TICK_MS;
+            timeout = next_tick > now ? (int)(next_tick - now) : 0;
+        }
+        int n = epoll_wait(fab->epfd, evs, MAX_EVENTS, timeout);
+        if (n < 0) {
+            if (errno != EINTR) {
+                RF_LOG_ERRORF("sock: epoll_wait failed: %s", strerror(errno));
+                usleep(1000);
+            }
+            n = 0;
+        }
+        int woke = 0;
+        for (int i = 0; i < n; i++) {
+            sock_pollable *p = evs[i].data.ptr;
+            switch (p->kind) {
+            case SOCK_POLL_WAKE:
+                woke = 1;
+                drain_wakefd(fab);
+                break;
+            case SOCK_POLL_LISTENER:
+                sock_listener_on_event(fab, CONTAINER(p, sock_listener, tag));
+                break;
+            case SOCK_POLL_HS:
+                sock_hs_on_event(fab, CONTAINER(p, sock_hs, tag));
+                break;
+            case SOCK_POLL_EP: {
+                sock_ep *ep = CONTAINER(p, sock_ep, tag);
+                pthread_mutex_lock(&fab->mr_mu);
+                pthread_mutex_lock(&ep->mu);
+                sock_ep_service(ep, evs[i].events);
+                pthread_mutex_unlock(&ep->mu);
+                pthread_mutex_unlock(&fab->mr_mu);
+                break;
+            }
+            }
+        }
+        if (woke) {
+            run_kicks(fab);
+            if (run_commands(fab))
+                break;
+        }
+        if (__atomic_load_n(&fab->timers_hint, __ATOMIC_RELAXED)) {
+            uint64_t now = sock_now_ms();
+            if (next_tick == 0 || now >= next_tick) {
+                run_timers(fab, now);
+                next_tick = now + TICK_MS;
+            }
+        } else {
+            next_tick = 0;
+        }
+    }
+    return NULL;
+}

@@ -1,0 +1,192 @@
+/* fabric/sock/sock_provider.c: the sock provider's ops table, opening and
+ * closing a fabric (configuration, epoll set, progress thread) and the
+ * command channel to the progress thread. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fabric/env.h"
+#include "fabric/error.h"
+#include "fabric/log.h"
+#include "fabric/sock/sock.h"
+
+static rf_status sock_probe(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return rf_set_error(RF_ERR_UNAVAILABLE, "sock: no TCP sockets: %s",
+                            strerror(errno));
+    close(fd);
+    return RF_OK;
+}
+
+static rf_status read_config(sock_fabric *fab)
+{
+    int64_t v;
+    rf_status st = rf_env_int("RF_RNR_TIMEOUT_MS", 2000, 0, 3600000, &v);
+    if (st != RF_OK)
+        return st;
+    fab->rnr_timeout_ms = (int)v;
+    st = rf_env_int("RF_PEER_TIMEOUT_MS", 10000, 100, 3600000, &v);
+    if (st != RF_OK)
+        return st;
+    fab->peer_timeout_ms = (int)v;
+    st = rf_env_int("RF_SOCK_HANDSHAKE_TIMEOUT_MS", 5000, 10, 3600000, &v);
+    if (st != RF_OK)
+        return st;
+    fab->hs_timeout_ms = (int)v;
+    fab->drain_timeout_ms =
+        fab->peer_timeout_ms < 2000 ? fab->peer_timeout_ms : 2000;
+    return RF_OK;
+}
+
+void sock_fab_wake(sock_fabric *fab)
+{
+    uint64_t one = 1;
+    ssize_t r;
+    do {
+        r = write(fab->wakefd, &one, sizeof one);
+    } while (r < 0 && errno == EINTR);
+    /* EAGAIN: the counter is saturated, the thread is awake anyway. */
+}
+
+void sock_fab_command(sock_fabric *fab, int type, void *obj)
+{
+    sock_cmd cmd = {.type = type, .obj = obj};
+    pthread_mutex_lock(&fab->mu);
+    sock_cmd **p = &fab->cmds;
+    while (*p)
+        p = &(*p)->next;
+    *p = &cmd;
+    sock_fab_wake(fab);
+    while (!cmd.done)
+        pthread_cond_wait(&fab->cmd_cond, &fab->mu);
+    pthread_mutex_unlock(&fab->mu);
+}
+
+static void fabric_free(sock_fabric *fab)
+{
+    if (fab->epfd >= 0)
+        close(fab->epfd);
+    if (fab->wakefd >= 0)
+        close(fab->wakefd);
+    free(fab->mr_buckets);
+    pthread_mutex_destroy(&fab->mr_mu);
+    pthread_mutex_destroy(&fab->mu);
+    pthread_mutex_destroy(&fab->kick_mu);
+    pthread_cond_destroy(&fab->cmd_cond);
+    free(fab);
+}
+
+static rf_status sock_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
+{
+    (void)attr; /* bind_addr only matters for NUMA placement (later) */
+    sock_fabric *fab = calloc(1, sizeof *fab);
+    if (!fab)
+        return rf_set_error(RF_ERR_NO_MEMORY, "sock: out of memory");
+    fab->epfd = fab->wakefd = -1;
+    pthread_mutex_init(&fab->mr_mu, NULL);
+    pthread_mutex_init(&fab->mu, NULL);
+    pthread_mutex_init(&fab->kick_mu, NULL);
+    pthread_cond_init(&fab->cmd_cond, NULL);
+    fab->wake_tag.kind = SOCK_POLL_WAKE;
+
+    rf_status st = read_config(fab);
+    if (st != RF_OK) {
+        fabric_free(fab);
+        return st;
+    }
+    fab->mr_nbuckets = 64;
+    fab->mr_buckets = calloc(fab->mr_nbuckets, sizeof *fab->mr_buckets);
+    fab->epfd = epoll_create1(EPOLL_CLOEXEC);
+    fab->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (!fab->mr_buckets || fab->epfd < 0 || fab->wakefd < 0) {
+        int e = errno;
+        fabric_free(fab);
+        return rf_set_error(RF_ERR_NO_MEMORY,
+                            "sock: cannot create the fabric: %s", strerror(e));
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &fab->wake_tag};
+    if (epoll_ctl(fab->epfd, EPOLL_CTL_ADD, fab->wakefd, &ev) < 0) {
+        int e = errno;
+        fabric_free(fab);
+        return rf_set_error(RF_ERR_IO, "sock: epoll_ctl: %s", strerror(e));
+    }
+    int e = pthread_create(&fab->thread, NULL, sock_progress_main, fab);
+    if (e) {
+        fabric_free(fab);
+        return rf_set_error(RF_ERR_NO_MEMORY,
+                            "sock: cannot start the progress thread: %s",
+                            strerror(e));
+    }
+    fab->thread_started = 1;
+    RF_LOG_DEBUG("sock: fabric open (rnr %d ms, peer timeout %d ms, "
+                 "handshake %d ms)",
+                 fab->rnr_timeout_ms, fab->peer_timeout_ms, fab->hs_timeout_ms);
+    *out = &fab->base;
+    return RF_OK;
+}
+
+/* Closes every object still open on the fabric (their handles become
+ * invalid), stops the progress thread and frees the fabric. */
+static void sock_fabric_close(rf_fabric *fabric)
+{
+    sock_fabric *fab = SOCK_FAB(fabric);
+    for (;;) {
+        pthread_mutex_lock(&fab->mu);
+        sock_ep *ep = fab->eps;
+        pthread_mutex_unlock(&fab->mu);
+        if (!ep)
+            break;
+        RF_LOG_WARN("sock: fabric closed with endpoint to %s still open",
+                    ep->peer);
+        sock_ep_close(&ep->base);
+    }
+    for (;;) {
+        pthread_mutex_lock(&fab->mu);
+        sock_listener *l = fab->listeners;
+        pthread_mutex_unlock(&fab->mu);
+        if (!l)
+            break;
+        RF_LOG_WARN("sock: fabric closed with a listener still open");
+        sock_listener_close(&l->base);
+    }
+    if (fab->thread_started) {
+        sock_fab_command(fab, SOCK_CMD_STOP, NULL);
+        pthread_join(fab->thread, NULL);
+    }
+    while (fab->cqs) {
+        sock_cq *cq = fab->cqs;
+        fab->cqs = cq->next;
+        sock_cq_free(cq);
+    }
+    sock_mr_free_all(fab);
+    fabric_free(fab);
+}
+
+const rf_provider_ops rf_sock_provider = {
+    .name = "sock",
+    .probe = sock_probe,
+    .fabric_open = sock_fabric_open,
+    .fabric_close = sock_fabric_close,
+    .mr_reg = sock_mr_reg,
+    .mr_dereg = sock_mr_dereg,
+    .cq_create = sock_cq_create,
+    .cq_destroy = sock_cq_destroy,
+    .cq_poll = sock_cq_poll,
+    .cq_wait = sock_cq_wait,
+    .listen = sock_listen,
+    .listener_close = sock_listener_close,
+    .get_request = sock_get_request,
+    .accept = sock_accept,
+    .reject = sock_reject,
+    .connect = sock_connect,
+    .ep_close = sock_ep_close,
+    .ep_state = sock_ep_state,
+    .post = sock_post,
+    .post_recv = sock_post_recv,
+};
