@@ -1,0 +1,205 @@
+/* tests/fabric/case_atomics.c: fetch_add and cmp_swap. Values and wrap-around
+ * on one endpoint; 2 processes x 4 threads of fetch_adds on one word of a
+ * third process (exact final value, every fetched value distinct); and
+ * cmp_swap as a spin lock guarding a non-atomic read + write counter across
+ * 2 processes x 2 threads (no lost update). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/fabric/cases.h"
+#include "tests/fabric/check.h"
+#include "tests/fabric/conn.h"
+#include "tests/fabric/opts.h"
+#include "tests/fabric/pattern.h"
+#include "tests/fabric/target.h"
+
+static uint64_t atomic_op(rt_conn *c, rt_buf *b, rf_op op, uint64_t addr,
+                          uint32_t rkey, uint64_t a, uint64_t s)
+{
+    uint64_t *res = (uint64_t *)(void *)(b->p + 24); /* 8-aligned, not 0 */
+    *res = 0x5555555555555555ull;
+    rt_do(c,
+          (rf_wr){.op = op,
+                  .context = (void *)(uintptr_t)op,
+                  .local = res,
+                  .len = 8,
+                  .local_mr = b->mr,
+                  .remote_addr = addr,
+                  .rkey = rkey,
+                  .compare_add = a,
+                  .swap = s},
+          op == RF_OP_FETCH_ADD ? "fetch_add" : "cmp_swap");
+    return *res;
+}
+
+void case_atomics_basic(void)
+{
+    rt_target t;
+    tgt_start(&t);
+    rf_mr_desc d;
+    tgt_region(&t, 0, 4096, RF_ACCESS_ALL, 4096, &d);
+    rf_fabric *f = rt_fabric_open();
+    rt_buf b;
+    rt_buf_alloc(f, &b, 4096, RF_ACCESS_LOCAL_WRITE);
+    rt_conn c;
+    rt_connect(f, t.port, "at", &c);
+
+    const uint64_t w = d.addr + 8 * 100, last = d.addr + 4096 - 8;
+    tgt_set(&t, 0, 8 * 99, 0x1111111111111111ull);
+    tgt_set(&t, 0, 8 * 100, 0xfffffffffffffffeull);
+    tgt_set(&t, 0, 8 * 101, 0x2222222222222222ull);
+    CHECK_EQ_U64(atomic_op(&c, &b, RF_OP_FETCH_ADD, w, d.rkey, 1, 0),
+                 0xfffffffffffffffeull);
+    CHECK_EQ_U64(atomic_op(&c, &b, RF_OP_FETCH_ADD, w, d.rkey, 3, 0),
+                 0xffffffffffffffffull);
+    CHECK_EQ_U64(tgt_get(&t, 0, 8 * 100), 2); /* wrapped around */
+    CHECK_EQ_U64(atomic_op(&c, &b, RF_OP_FETCH_ADD, w, d.rkey, 0, 0), 2);
+    CHECK_EQ_U64(atomic_op(&c, &b, RF_OP_FETCH_ADD, w, d.rkey, 1ull << 63, 0),
+                 2);
+    CHECK_EQ_U64(tgt_get(&t, 0, 8 * 100), (1ull << 63) + 2);
+    /* cmp_swap miss: value unchanged, old value returned. */
+    CHECK_EQ_U64(atomic_op(&c, &b, RF_OP_CMP_SWAP, w, d.rkey, 5, 9),
+                 (1ull << 63) + 2);
+    CHECK_EQ_U64(tgt_get(&t, 0, 8 * 100), (1ull << 63) + 2);
+    /* cmp_swap hit. */
+    CHECK_EQ_U64(atomic_op(&c, &b, RF_OP_CMP_SWAP, w, d.rkey, (1ull << 63) + 2,
+                           0xdeadbeefcafef00dull),
+                 (1ull << 63) + 2);
+    CHECK_EQ_U64(tgt_get(&t, 0, 8 * 100), 0xdeadbeefcafef00dull);
+    /* Neighbours untouched (8-byte operations, not 16). */
+    CHECK_EQ_U64(tgt_get(&t, 0, 8 * 99), 0x1111111111111111ull);
+    CHECK_EQ_U64(tgt_get(&t, 0, 8 * 101), 0x2222222222222222ull);
+    /* First and last word of the region. */
+    tgt_set(&t, 0, 0, 40);
+    tgt_set(&t, 0, 4096 - 8, 70);
+    CHECK_EQ_U64(atomic_op(&c, &b, RF_OP_FETCH_ADD, d.addr, d.rkey, 2, 0), 40);
+    CHECK_EQ_U64(atomic_op(&c, &b, RF_OP_CMP_SWAP, last, d.rkey, 70, 71), 70);
+    CHECK_EQ_U64(tgt_get(&t, 0, 0), 42);
+    CHECK_EQ_U64(tgt_get(&t, 0, 4096 - 8), 71);
+    /* A read after the atomics on the same endpoint sees their result. */
+    uint64_t *v = (uint64_t *)(void *)(b.p + 64);
+    rt_do(&c,
+          (rf_wr){.op = RF_OP_READ,
+                  .context = v,
+                  .local = v,
+                  .len = 8,
+                  .local_mr = b.mr,
+                  .remote_addr = w,
+                  .rkey = d.rkey},
+          "read after atomics");
+    CHECK_EQ_U64(*v, 0xdeadbeefcafef00dull);
+
+    rt_conn_close(&c);
+    rt_buf_free(&b);
+    rf_fabric_close(f);
+    tgt_stop(&t);
+}
+
+/* --- contention across processes ---------------------------------------- */
+
+#define FADD_WORKERS 2
+#define FADD_THREADS 4
+#define FADD_ITERS   100000
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void spawn_worker(rt_child *w, const char *role, int id, uint16_t port,
+                         const rf_mr_desc *d, int threads, long iters,
+                         const char *out)
+{
+    char a_port[16], a_addr[32], a_rkey[16], a_thr[16], a_it[16], a_id[16];
+    snprintf(a_port, sizeof a_port, "%u", (unsigned)port);
+    snprintf(a_addr, sizeof a_addr, "%llu", (unsigned long long)d->addr);
+    snprintf(a_rkey, sizeof a_rkey, "%u", d->rkey);
+    snprintf(a_thr, sizeof a_thr, "%d", threads);
+    snprintf(a_it, sizeof a_it, "%ld", iters);
+    snprintf(a_id, sizeof a_id, "%d", id);
+    const char *args[] = {
+        "--role",    role,     "--port",  a_port, "--addr",
+        a_addr,      "--rkey", a_rkey,    "--id", a_id,
+        "--threads", a_thr,    "--iters", a_it,   out ? "--out" : NULL,
+        out,         NULL};
+    char name[32];
+    snprintf(name, sizeof name, "%s-worker %d", role, id);
+    rt_spawn(w, name, args);
+}
+
+void case_fetch_add_contention(void)
+{
+    rt_target t;
+    tgt_start(&t);
+    rf_mr_desc d;
+    tgt_region(&t, 0, 4096, RF_ACCESS_ALL, 4096, &d);
+    const uint64_t init = 0x0123456700000000ull;
+    tgt_set(&t, 0, 0, init);
+    /* The counter lives at the start of the region. */
+    char dir[] = "/tmp/rf_fabric_fadd.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char out[FADD_WORKERS][64];
+    rt_child w[FADD_WORKERS];
+    for (int i = 0; i < FADD_WORKERS; i++) {
+        snprintf(out[i], sizeof out[i], "%s/w%d", dir, i);
+        spawn_worker(&w[i], "fadd", i, t.port, &d, FADD_THREADS, FADD_ITERS,
+                     out[i]);
+    }
+    for (int i = 0; i < FADD_WORKERS; i++)
+        rt_child_wait_ok(&w[i], rt_ms(140000));
+
+    const size_t total = (size_t)FADD_WORKERS * FADD_THREADS * FADD_ITERS;
+    uint64_t *all = malloc(total * 8);
+    CHECK(all != NULL, "out of memory");
+    size_t n = 0;
+    for (int i = 0; i < FADD_WORKERS; i++) {
+        FILE *fp = fopen(out[i], "rb");
+        CHECK(fp != NULL, "worker %d wrote no result file %s", i, out[i]);
+        size_t per = (size_t)FADD_THREADS * FADD_ITERS;
+        CHECK(fread(all + n, 8, per, fp) == per, "short result file %s",
+              out[i]);
+        fclose(fp);
+        unlink(out[i]);
+        n += per;
+    }
+    rmdir(dir);
+    /* Every fetched value distinct and all of them exactly init .. init +
+     * total - 1: each increment was applied once, atomically. */
+    qsort(all, total, 8, cmp_u64);
+    for (size_t i = 0; i < total; i++)
+        CHECK(all[i] == init + i,
+              "sorted fetched value %zu is 0x%llx, expected 0x%llx (%s)", i,
+              (unsigned long long)all[i], (unsigned long long)(init + i),
+              i && all[i] == all[i - 1] ? "duplicate" : "gap");
+    free(all);
+    CHECK_EQ_U64(tgt_get(&t, 0, 0), init + total);
+    tgt_stop(&t);
+}
+
+#define LOCK_WORKERS 2
+#define LOCK_THREADS 2
+#define LOCK_ITERS   1000
+
+void case_cmp_swap_lock(void)
+{
+    rt_target t;
+    tgt_start(&t);
+    rf_mr_desc d;
+    tgt_region(&t, 0, 4096, RF_ACCESS_ALL, 4096, &d);
+    /* Lock word at 0 (0 = free), counter at 64. */
+    const uint64_t init = 1000000;
+    tgt_set(&t, 0, 64, init);
+    rt_child w[LOCK_WORKERS];
+    for (int i = 0; i < LOCK_WORKERS; i++)
+        spawn_worker(&w[i], "lock", i, t.port, &d, LOCK_THREADS, LOCK_ITERS,
+                     NULL);
+    for (int i = 0; i < LOCK_WORKERS; i++)
+        rt_child_wait_ok(&w[i], rt_ms(110000));
+    CHECK_EQ_U64(tgt_get(&t, 0, 0), 0);
+    CHECK_EQ_U64(tgt_get(&t, 0, 64),
+                 init + (uint64_t)LOCK_WORKERS * LOCK_THREADS * LOCK_ITERS);
+    tgt_stop(&t);
+}

@@ -1,0 +1,260 @@
+/* tools/fabric-demo/main.c: rf-fabric-demo command line.
+ *
+ *   rf-fabric-demo [--provider NAME] [--host ADDR]   both sides on loopback
+ *   rf-fabric-demo [--provider NAME] --serve [HOST:]PORT    target only
+ *   rf-fabric-demo [--provider NAME] --connect HOST:PORT    initiator only
+ *
+ * Without --serve/--connect the program re-executes itself (fork + exec of
+ * /proc/self/exe, so fork-unsafe providers work) as the target, learns its
+ * port through a pipe and runs the initiator. Exit status 0 when every step
+ * checked out on both sides, 1 otherwise, 2 for a malformed command line. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fabric/env.h"
+#include "tools/fabric-demo/demo.h"
+
+#define EXIT_USAGE 2
+#define WATCHDOG_S 120
+
+static pid_t target_pid;
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: rf-fabric-demo [--provider NAME] [--host ADDR]\n"
+            "       rf-fabric-demo [--provider NAME] --serve [HOST:]PORT\n"
+            "       rf-fabric-demo [--provider NAME] --connect HOST:PORT\n"
+            "  --provider NAME  fabric provider (default: $RF_FABRIC, else "
+            "auto)\n"
+            "  --host ADDR      loopback mode: address of both sides "
+            "(default 127.0.0.1)\n"
+            "  --serve          run only the target (PORT 0: any free port)\n"
+            "  --connect        run only the initiator against a target\n");
+}
+
+__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rf-fabric-demo: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    usage(stderr);
+    return EXIT_USAGE;
+}
+
+/* Splits "[HOST:]PORT" (HOST may be "[v6addr]"). Returns 0 or -1. */
+static int parse_endpoint(char *text, int need_host, const char **host,
+                          uint16_t *port, int min_port)
+{
+    char *colon = strrchr(text, ':');
+    const char *p = text;
+    if (colon) {
+        *colon = '\0';
+        p = colon + 1;
+        char *h = text;
+        size_t n = strlen(h);
+        if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+            h[n - 1] = '\0';
+            h++;
+        }
+        if (!*h)
+            return -1;
+        *host = h;
+    } else if (need_host) {
+        return -1;
+    }
+    int64_t v;
+    if (rf_parse_int(p, min_port, 65535, "port", &v) != RF_OK)
+        return -1;
+    *port = (uint16_t)v;
+    return 0;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "rf-fabric-demo: watchdog: no result within "
+                              "120 s; giving up\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    if (target_pid > 0)
+        kill(target_pid, SIGKILL);
+    _exit(1);
+}
+
+/* Starts the target as a child; returns its port or 0 on failure. */
+static uint16_t spawn_target(const demo_opts *o)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        perror("rf-fabric-demo: pipe2");
+        return 0;
+    }
+    const char *argv[12];
+    int n = 0;
+    argv[n++] = "rf-fabric-demo";
+    argv[n++] = "--role";
+    argv[n++] = "target";
+    argv[n++] = "--port-fd";
+    argv[n++] = "3";
+    argv[n++] = "--host";
+    argv[n++] = o->host;
+    if (o->provider) {
+        argv[n++] = "--provider";
+        argv[n++] = o->provider;
+    }
+    argv[n] = NULL;
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("rf-fabric-demo: fork");
+        return 0;
+    }
+    if (pid == 0) {
+        if (dup2(fds[1], 3) < 0)
+            _exit(127);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        execv("/proc/self/exe", (char *const *)argv);
+        _exit(127);
+    }
+    target_pid = pid;
+    close(fds[1]);
+    char line[64];
+    size_t got = 0;
+    while (got < sizeof line - 1 && !memchr(line, '\n', got)) {
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        if (poll(&p, 1, DEMO_TIMEOUT_MS) <= 0)
+            break;
+        ssize_t r = read(fds[0], line + got, sizeof line - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fds[0]);
+    line[got] = '\0';
+    unsigned port = 0;
+    if (sscanf(line, "port %u", &port) != 1 || port == 0 || port > 65535) {
+        fprintf(stderr, "rf-fabric-demo: the target did not start\n");
+        return 0;
+    }
+    return (uint16_t)port;
+}
+
+/* Waits for the target child; returns 0 if it exited with status 0. */
+static int reap_target(void)
+{
+    for (int i = 0; i < DEMO_TIMEOUT_MS / 10; i++) {
+        int status;
+        pid_t r = waitpid(target_pid, &status, WNOHANG);
+        if (r == target_pid) {
+            target_pid = 0;
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return 0;
+            fprintf(stderr, "rf-fabric-demo: target %s %d\n",
+                    WIFEXITED(status) ? "exited with status"
+                                      : "killed by signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+            return 1;
+        }
+        if (r < 0 && errno != EINTR)
+            return 1;
+        usleep(10000);
+    }
+    fprintf(stderr, "rf-fabric-demo: target did not exit; killing it\n");
+    kill(target_pid, SIGKILL);
+    waitpid(target_pid, NULL, 0);
+    target_pid = 0;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    demo_opts o = {.provider = NULL, .host = "127.0.0.1", .port_fd = -1};
+    char *serve = NULL, *connect_to = NULL;
+    const char *role = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--provider") && strcmp(a, "--host") &&
+            strcmp(a, "--serve") && strcmp(a, "--connect") &&
+            strcmp(a, "--role") && strcmp(a, "--port-fd"))
+            return bad_usage("unknown option '%s'", a);
+        if (i + 1 >= argc || argv[i + 1][0] == '\0')
+            return bad_usage("%s needs a value", a);
+        char *v = argv[++i];
+        if (strcmp(a, "--provider") == 0) {
+            o.provider = v;
+        } else if (strcmp(a, "--host") == 0) {
+            o.host = v;
+        } else if (strcmp(a, "--serve") == 0) {
+            serve = v;
+        } else if (strcmp(a, "--connect") == 0) {
+            connect_to = v;
+        } else if (strcmp(a, "--role") == 0) {
+            role = v;
+        } else {
+            int64_t fd;
+            if (rf_parse_int(v, 3, 1024, "--port-fd", &fd) != RF_OK)
+                return bad_usage("--port-fd: '%s' is not a descriptor", v);
+            o.port_fd = (int)fd;
+        }
+    }
+    if (serve && connect_to)
+        return bad_usage("%s", "--serve and --connect exclude each other");
+    if (role && (serve || connect_to || strcmp(role, "target") != 0))
+        return bad_usage("--role '%s' is internal (only 'target', alone)",
+                         role);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (role)
+        return demo_target(&o);
+    if (serve) {
+        if (parse_endpoint(serve, 0, &o.host, &o.port, 0) != 0)
+            return bad_usage("--serve: '%s' is not [HOST:]PORT", serve);
+        return demo_target(&o);
+    }
+    if (connect_to) {
+        if (parse_endpoint(connect_to, 1, &o.host, &o.port, 1) != 0)
+            return bad_usage("--connect: '%s' is not HOST:PORT (port 1..65535)",
+                             connect_to);
+        return demo_initiator(&o);
+    }
+    /* Loopback: target child + initiator here. */
+    signal(SIGALRM, on_alarm);
+    alarm(WATCHDOG_S);
+    o.port = spawn_target(&o);
+    if (o.port == 0) {
+        if (target_pid > 0)
+            reap_target();
+        return 1;
+    }
+    int rc = demo_initiator(&o);
+    int trc = reap_target();
+    if (rc == 0 && trc == 0) {
+        printf("rf-fabric-demo: OK, both sides checked out\n");
+        return 0;
+    }
+    printf("rf-fabric-demo: FAILED (initiator %s, target %s)\n",
+           rc ? "failed" : "ok", trc ? "failed" : "ok");
+    return 1;
+}
