@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bench_stats.h"
+#include <rdmaflow/fabric.h>
 
 static const bench_test_info tests[BENCH_TEST_COUNT] = {
     [BENCH_READ_LAT] = {"read_lat", "RDMA_Read Latency", BENCH_VERB_READ, false,
@@ -105,6 +106,7 @@ static void usage(FILE *f)
             "  --timeout SEC       give up waiting for a completion or the "
             "peer after SEC\n"
             "                      seconds (default 60)\n"
+            "  --providers         list the compiled-in providers and exit\n"
             "  -h, --help          this text\n"
             "\n"
             "Timing: clock_gettime(CLOCK_MONOTONIC_RAW). Exit status: 0 ok, "
@@ -220,6 +222,7 @@ enum {
     OPT_FOREVER,
     OPT_TIMEOUT,
     OPT_READY_FD,
+    OPT_PROVIDERS,
 };
 
 static int set_mode(bench_opts *o, bench_mode m, const char *flag)
@@ -299,6 +302,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         {"forever", no_argument, NULL, OPT_FOREVER},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"ready-fd", required_argument, NULL, OPT_READY_FD},
+        {"providers", no_argument, NULL, OPT_PROVIDERS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -313,7 +317,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     uint64_t v;
 
     opterr = 0;
-    optind = 1;
+    optind = 0; /* glibc: 0 re-initialises getopt completely */
     int c;
     while ((c = getopt_long(argc, argv, ":p:s:an:t:Q:I:Neh", longopts, NULL)) !=
            -1) {
@@ -409,6 +413,10 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
             break;
         case 'h':
             usage(stdout);
+            return 1;
+        case OPT_PROVIDERS:
+            for (const char *const *p = rf_fabric_providers(); *p; p++)
+                printf("%s\n", *p);
             return 1;
         case ':':
             return bad("option '%s' needs a value", argv[optind - 1]);
