@@ -146,8 +146,13 @@ rf_status rf_device_stack_apply(rf_device_stack *stack, const rf_op_desc *op,
     out[0] = '\0';
     rf_device_spec cur;
     rf_status st = rf_device_spec_parse(op->device, &cur);
-    if (st != RF_OK)
-        return st;
+    if (st != RF_OK) {
+        char why[256];
+        strncpy(why, rf_error_message(), sizeof why - 1);
+        why[sizeof why - 1] = '\0';
+        return rf_set_error(st, "op \"%s\": requested device: %s", op_label(op),
+                            why);
+    }
     char cur_str[RF_DEVICE_STRING_MAX];
     st = rf_device_spec_to_string(&cur, cur_str, sizeof cur_str);
     if (st != RF_OK)

@@ -599,6 +599,12 @@ static void test_stack_functions(void)
           "%s", out);
     CHECK(rf_device_stack_apply(st, &pinned, out, 4) == RF_ERR_INVALID_ARG,
           "small output buffer");
+    rf_op_desc bad_req = {.type = "Add", .name = "q", .device = "/job:ps/x"};
+    CHECK(rf_device_stack_apply(st, &bad_req, out, sizeof out) ==
+                  RF_ERR_INVALID_ARG &&
+              strstr(rf_error_message(), "op \"q\": requested device") &&
+              strstr(rf_error_message(), "offset 8"),
+          "malformed requested device: %s", rf_error_message());
     rf_device_stack_destroy(st);
 }
 
