@@ -161,14 +161,17 @@ static void run_bad(env *e, const bad_op *b, int index)
     rf_status st = rf_post(c.ep, wrs, 4, &posted);
     CHECK(st == RF_OK && posted == 4, "%s: rf_post: %s, posted %zu", what,
           rf_status_string(st), posted);
-    rf_completion comps[4];
-    rt_wait_n(c.cq, comps, 4, rt_ms(20000));
-    rt_expect_comp(&comps[0], "good write before the bad op", (void *)1,
+    /* One at a time, so a missing or wrong completion is named. */
+    rf_completion comp = rt_wait_one(c.cq, rt_ms(20000));
+    rt_expect_comp(&comp, "good write before the bad op", (void *)1,
                    RF_OP_WRITE, RF_OK, 8);
-    rt_expect_comp(&comps[1], what, (void *)2, b->op, b->want, -1);
-    rt_expect_comp(&comps[2], "unsignaled write after the bad op", (void *)3,
+    comp = rt_wait_one(c.cq, rt_ms(20000));
+    rt_expect_comp(&comp, what, (void *)2, b->op, b->want, -1);
+    comp = rt_wait_one(c.cq, rt_ms(20000));
+    rt_expect_comp(&comp, "unsignaled write after the bad op", (void *)3,
                    RF_OP_WRITE, RF_ERR_DISCONNECTED, -1);
-    rt_expect_comp(&comps[3], "read after the bad op", (void *)4, RF_OP_READ,
+    comp = rt_wait_one(c.cq, rt_ms(20000));
+    rt_expect_comp(&comp, "read after the bad op", (void *)4, RF_OP_READ,
                    RF_ERR_DISCONNECTED, -1);
     rt_expect_dead(&c, p + 128, e->local.mr, all->addr + 16, all->rkey);
 
