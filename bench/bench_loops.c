@@ -64,6 +64,35 @@ static rf_wr base_wr(const bench_session *s, const bench_run *r)
     return wr;
 }
 
+/* Atomic results: operation i must have returned base + i (operations
+ * execute in posting order and every fetch_add / cmp_swap adds one). The
+ * first mismatch is kept and reported after the loop, never inside it. */
+typedef struct result_check {
+    bool bad;
+    uint32_t index;
+    uint64_t got, want;
+} result_check;
+
+static inline void check_result(result_check *rc, const unsigned char *slot,
+                                uint64_t want, uint32_t index)
+{
+    uint64_t got;
+    memcpy(&got, slot, 8);
+    if (got != want && !rc->bad)
+        *rc = (result_check){true, index, got, want};
+}
+
+static int report_results(const bench_session *s, const bench_run *r,
+                          const result_check *rc)
+{
+    if (!rc->bad)
+        return 0;
+    bench_err(s, "%s: operation %u returned %#llx, expected %#llx", r->t->name,
+              rc->index, (unsigned long long)rc->got,
+              (unsigned long long)rc->want);
+    return -1;
+}
+
 static int post(const bench_session *s, const rf_wr *wr, uint32_t index)
 {
     rf_status st = rf_post(s->ep, wr, 1, NULL);
@@ -78,6 +107,8 @@ int bench_run_lat(bench_session *s, bench_run *r)
 {
     rf_wr wr = base_wr(s, r);
     uint64_t base = bench_atomic_base(r->size);
+    bool atomic = r->t->atomic;
+    result_check rc = {0};
     for (uint32_t i = 0; i < r->iters; i++) {
         /* cmp_swap: each compare matches the previous swap, so every
          * operation succeeds and the word counts the operations. */
@@ -95,8 +126,10 @@ int bench_run_lat(bench_session *s, bench_run *r)
                       rf_status_string(c.status));
             return -1;
         }
+        if (atomic)
+            check_result(&rc, wr.local, base + i, i);
     }
-    return 0;
+    return report_results(s, r, &rc);
 }
 
 int bench_run_bw(bench_session *s, bench_run *r)
@@ -110,6 +143,7 @@ int bench_run_bw(bench_session *s, bench_run *r)
     uint32_t scnt = 0, ccnt = 0;
     stall_watch w = {0, 0};
     rf_completion comps[16];
+    result_check rc = {0};
 
     while (ccnt < n) {
         while (scnt < n && scnt - ccnt < txd) {
@@ -122,6 +156,10 @@ int bench_run_bw(bench_session *s, bench_run *r)
             } else if (verb == BENCH_VERB_FETCH_ADD ||
                        verb == BENCH_VERB_CMP_SWAP) {
                 wr.local = results + (size_t)(scnt % txd) * 8;
+                /* The slot's previous operation, scnt - txd, completed
+                 * (scnt - ccnt < txd): check what it returned. */
+                if (scnt >= txd)
+                    check_result(&rc, wr.local, base + scnt - txd, scnt - txd);
                 if (verb == BENCH_VERB_CMP_SWAP) {
                     /* Operations execute in posting order, so each
                      * compare matches the previous swap. */
@@ -178,7 +216,10 @@ int bench_run_bw(bench_session *s, bench_run *r)
         }
         w.deadline = 0;
     }
-    return 0;
+    if (verb == BENCH_VERB_FETCH_ADD || verb == BENCH_VERB_CMP_SWAP)
+        for (uint32_t i = n > txd ? n - txd : 0; i < n; i++)
+            check_result(&rc, results + (size_t)(i % txd) * 8, base + i, i);
+    return report_results(s, r, &rc);
 }
 
 /* The peer's write lands in this memory behind the compiler's back (the

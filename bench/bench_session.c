@@ -228,8 +228,7 @@ int bench_recv_any(bench_session *s, bench_wait how, bench_msg *m, bool *imm,
     int bad = bench_msg_unpack(
         bench_at(s, s->lay.ctrl_recv + slot * BENCH_SLOT_SIZE), c.len, m);
     /* After BYE the peer closes at once: nothing more to receive. */
-    if ((bad || m->type != BENCH_MSG_BYE) &&
-        bench_session_repost(s, c.context))
+    if ((bad || m->type != BENCH_MSG_BYE) && bench_session_repost(s, c.context))
         return -1;
     if (bad) {
         bench_err(s, "malformed control message (%u bytes)", c.len);
