@@ -1,0 +1,170 @@
+/* graph/gradients.c: reverse-mode autodiff (tf.gradients). Finds the nodes
+ * on a data path from xs to loss, walks them in reverse creation order
+ * (creation order is topological), sums each node's partial gradients with
+ * AddN in the order they were produced, and calls the op's gradient
+ * builder. Names follow TF: "gradients/<op>_grad/...". */
+#include <stdio.h>
+#include <string.h>
+
+#include "fabric/error.h"
+#include "graph/graph_internal.h"
+
+typedef struct partials {
+    rf_node **v;
+    size_t n, cap;
+} partials;
+
+static rf_status push_partial(partials *p, rf_node *dy)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 2;
+        rf_node **v = rf_grealloc(p->v, cap * sizeof *v);
+        if (!v)
+            return rf_set_error(RF_ERR_NO_MEMORY, "gradients: no memory");
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n++] = dy;
+    return RF_OK;
+}
+
+static bool is_float(const rf_node *n)
+{
+    return n->dtype == RF_F32;
+}
+
+rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
+                       rf_node **grads_out)
+{
+    if (!g || !loss || loss->graph != g || (n && (!xs || !grads_out)))
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_gradients: NULL argument or foreign loss");
+    if (g->err != RF_OK)
+        return rf_set_error(g->err,
+                            "rf_gradients: the graph has an earlier error: %s",
+                            g->errmsg);
+    if (!is_float(loss))
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_gradients: loss '%s' is %s, not float32",
+                            loss->name, rf_dtype_name(loss->dtype));
+    for (size_t i = 0; i < n; i++) {
+        grads_out[i] = NULL;
+        if (!xs[i] || xs[i]->graph != g)
+            return rf_set_error(RF_ERR_INVALID_ARG,
+                                "rf_gradients: xs[%zu] is NULL or foreign", i);
+    }
+    size_t last = loss->id, count = last + 1;
+    bool *anc = rf_gcalloc(count, sizeof *anc);
+    bool *reach = rf_gcalloc(count, sizeof *reach);
+    partials *pg = rf_gcalloc(count, sizeof *pg);
+    rf_node **result = rf_gcalloc(count, sizeof *result);
+    rf_node **dx = NULL;
+    rf_status st = RF_OK;
+    bool scoped = false;
+    if (!anc || !reach || !pg || !result) {
+        st = rf_set_error(RF_ERR_NO_MEMORY, "gradients: no memory");
+        goto out;
+    }
+    /* ancestors of loss through float data edges */
+    anc[last] = true;
+    for (size_t id = last + 1; id-- > 0;) {
+        if (!anc[id])
+            continue;
+        rf_node *node = g->nodes[id];
+        for (size_t i = 0; i < node->n_inputs; i++)
+            if (is_float(node->inputs[i]))
+                anc[node->inputs[i]->id] = true;
+    }
+    /* descendants of xs */
+    size_t first = last;
+    for (size_t i = 0; i < n; i++)
+        if (xs[i]->id <= last) {
+            reach[xs[i]->id] = true;
+            if (xs[i]->id < first)
+                first = xs[i]->id;
+        }
+    for (size_t id = first; id <= last; id++) {
+        rf_node *node = g->nodes[id];
+        for (size_t i = 0; !reach[id] && i < node->n_inputs; i++)
+            if (reach[node->inputs[i]->id])
+                reach[id] = true;
+    }
+    if (!reach[last])
+        goto out; /* nothing depends: every gradient is None */
+
+    st = rf_name_scope_push(g, "gradients");
+    if (st != RF_OK)
+        goto out;
+    scoped = true;
+    char gscope[sizeof g->scope];
+    memcpy(gscope, g->scope, sizeof gscope);
+
+    rf_node *seed = rf_ones_like(g, loss, "grad_ys_0");
+    if (!seed || (st = push_partial(&pg[last], seed)) != RF_OK)
+        goto fail;
+    for (size_t id = last + 1; id-- > first;) {
+        if (!reach[id] || !anc[id] || pg[id].n == 0)
+            continue;
+        rf_node *node = g->nodes[id];
+        char sc[sizeof g->scope + 8];
+        if (snprintf(sc, sizeof sc, "%s/%s_grad/", gscope, node->name) >=
+            (int)sizeof sc) {
+            st = rf_set_error(RF_ERR_INVALID_ARG, "gradients: name too long");
+            goto fail;
+        }
+        if ((st = rf_name_scope_push(g, sc)) != RF_OK)
+            goto fail;
+        rf_node *total = pg[id].n == 1
+                             ? pg[id].v[0]
+                             : rf_add_n(g, pg[id].v, pg[id].n, "AddN");
+        result[id] = total;
+        const rf_op_def *def = rf_op_def_get(node->op);
+        bool any = false;
+        for (size_t i = 0; i < node->n_inputs; i++) {
+            rf_node *in = node->inputs[i];
+            if (reach[in->id] && anc[in->id] && is_float(in))
+                any = true;
+        }
+        if (total && any && def->grad) {
+            rf_gfree(dx);
+            dx = rf_gcalloc(node->n_inputs, sizeof *dx);
+            if (!dx) {
+                rf_name_scope_pop(g);
+                st = rf_set_error(RF_ERR_NO_MEMORY, "gradients: no memory");
+                goto fail;
+            }
+            st = def->grad(g, node, total, dx);
+            for (size_t i = 0; st == RF_OK && i < node->n_inputs; i++) {
+                rf_node *in = node->inputs[i];
+                if (dx[i] && reach[in->id] && anc[in->id] && is_float(in))
+                    st = push_partial(&pg[in->id], dx[i]);
+            }
+        }
+        rf_name_scope_pop(g);
+        if (!total || st != RF_OK || g->err != RF_OK)
+            goto fail;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (xs[i]->id <= last)
+            grads_out[i] = result[xs[i]->id];
+    goto out;
+fail:
+    if (st == RF_OK)
+        st = g->err != RF_OK ? g->err : RF_ERR_INVALID_ARG;
+    if (g->err != RF_OK)
+        rf_set_error(st, "rf_gradients: %s", g->errmsg);
+    for (size_t i = 0; i < n; i++)
+        grads_out[i] = NULL;
+out:
+    if (scoped)
+        rf_name_scope_pop(g);
+    if (pg)
+        for (size_t i = 0; i < count; i++)
+            rf_gfree(pg[i].v);
+    rf_gfree(dx);
+    rf_gfree(pg);
+    rf_gfree(result);
+    rf_gfree(anc);
+    rf_gfree(reach);
+    return st;
+}

@@ -1,0 +1,402 @@
+/* graph/graph_internal.h: the representation behind rdmaflow/graph.h, shared
+ * by the graph core's files: node and graph structs, the op table entry
+ * (shape function, scratch size, kernel, gradient builder), the kernel
+ * context, and the counted allocator. Not installed; not for other layers. */
+#ifndef RF_GRAPH_INTERNAL_H
+#define RF_GRAPH_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "rdmaflow/graph.h"
+
+/* ---- counted allocator (alloc.c) --------------------------------------- */
+
+void *rf_gmalloc(size_t n);
+void *rf_gcalloc(size_t count, size_t size);
+void *rf_grealloc(void *p, size_t n);
+void rf_gfree(void *p);
+char *rf_gstrdup(const char *s);
+/* 64-byte aligned, zeroed; free with rf_gfree_aligned. */
+void *rf_galloc_aligned(size_t n);
+void rf_gfree_aligned(void *p, size_t n);
+
+#define RF_ALIGN 64
+static inline size_t rf_align_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+/* ---- nodes and graph ----------------------------------------------------- */
+
+typedef struct rf_attrs {
+    bool transpose_a, transpose_b; /* MatMul */
+    bool keep_dims;                /* Sum, Mean, ReductionGrad */
+    bool mean;                     /* ReductionGrad: scale by 1/count */
+    int naxes;                     /* Sum, Mean, ReductionGrad: */
+    int axes[RF_MAX_RANK];         /*   normalized, sorted, unique */
+    int axis;                      /* ArgMax, Concat, ConcatGrad */
+    int index;                     /* ConcatGrad: which input */
+    rf_shape shape;                /* Reshape target, Placeholder shape */
+    int ksize[2], strides[2];      /* Conv2D*, MaxPool* (h, w) */
+    rf_padding padding;
+    rf_dtype dtype;               /* Cast target, ArgMax out type */
+    unsigned num_slots;           /* ApplyOptimizer */
+    const rf_optim_config *optim; /* ApplyOptimizer, OptimizerFinish: copied
+                                     into the node at creation */
+} rf_attrs;
+
+typedef struct rf_var {
+    rf_node *node;
+    void *data;
+    size_t bytes;
+    bool owned; /* data allocated by the graph */
+    bool initialized;
+    bool trainable;
+    rf_initializer init;
+    rf_node *slot_primary;
+    char slot_name[32];
+} rf_var;
+
+struct rf_node {
+    rf_graph *graph;
+    size_t id;
+    rf_op_type op;
+    char *name;
+    rf_node **inputs;
+    size_t n_inputs;
+    rf_node **control;
+    size_t n_control, cap_control;
+    rf_dtype dtype;
+    rf_shape shape;
+    char requested_device[RF_DEVICE_MAX];
+    char assigned_device[RF_DEVICE_MAX];
+    rf_node *colocate_with;
+    rf_attrs attr;
+    void *const_data; /* Const: owned copy (64-byte aligned) */
+    size_t const_bytes;
+    rf_var *var;            /* Variable */
+    rf_optim_config *optim; /* ApplyOptimizer, OptimizerFinish: owned */
+};
+
+#define RF_STACK_MAX 64
+
+typedef struct rf_name_entry {
+    char *key; /* lower-case */
+    size_t count;
+} rf_name_entry;
+
+struct rf_graph {
+    rf_node **nodes;
+    size_t n_nodes, cap_nodes;
+    rf_var **vars;
+    size_t n_vars, cap_vars;
+    rf_name_entry *names; /* open addressing, cap a power of two */
+    size_t n_names, cap_names;
+    char scope[1024];
+    char *scope_saved[RF_STACK_MAX]; /* the enclosing scopes */
+    int scope_depth;
+    struct {
+        rf_node **deps;
+        size_t n;
+    } cdeps[RF_STACK_MAX];
+    int cdeps_depth;
+    struct {
+        rf_device_fn fn;
+        void *ctx;
+    } devfns[RF_STACK_MAX];
+    int devfn_depth;
+    rf_node *coloc[RF_STACK_MAX];
+    int coloc_depth;
+    uint64_t seed;
+    rf_status err;
+    char errmsg[512];
+};
+
+/* Records a build error (the first one is kept in the graph), sets the
+ * thread's error message, returns NULL. */
+rf_node *rf_graph_fail(rf_graph *g, rf_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+rf_status rf_graph_failv(rf_graph *g, rf_status st, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+/* Creates a node: checks inputs (a NULL input returns NULL quietly if the
+ * graph already failed), makes the name unique, runs the op's shape
+ * function, applies control dependencies, colocation and device functions.
+ * attr may be NULL. */
+rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
+                        rf_node *const *inputs, size_t n, const rf_attrs *attr);
+/* Same, with a message for the caller's own argument checks. */
+
+/* Ops that write the variable behind input i (Assign, AssignAdd, apply
+ * slots, finish), and ops whose output is a reference to a variable's
+ * storage (Variable, Assign, AssignAdd, ApplyOptimizer). */
+bool rf_node_writes_input(const rf_node *n, size_t i);
+bool rf_node_is_ref(const rf_node *n);
+/* The Variable node behind a reference (following Assign etc. to input 0),
+ * or NULL if n is not a reference. */
+rf_node *rf_node_ref_var(const rf_node *n);
+
+/* ---- shapes (tensor.c) ------------------------------------------------- */
+
+/* "<OpType> '<name>': " prefix for messages. */
+int rf_node_describe(const rf_node *n, char *buf, size_t len);
+/* rf_set_error(st, "<OpType> '<name>': <fmt>") */
+rf_status rf_node_error(const rf_node *n, rf_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* NumPy broadcast of a and b (with -1 as unknown); RF_ERR_INVALID_ARG
+ * through rf_node_error if incompatible. */
+rf_status rf_broadcast_shape(const rf_node *n, const rf_shape *a,
+                             const rf_shape *b, rf_shape *out);
+/* Short-hand formatted shape for messages (two rotating buffers per call
+ * site are enough: use SHAPE_STR(a), SHAPE_STR(b) in one message). */
+typedef struct rf_shape_str {
+    char s[96];
+} rf_shape_str;
+rf_shape_str rf_shape_str_of(const rf_shape *s);
+#define SHAPE_STR(sh) (rf_shape_str_of(sh).s)
+
+/* ---- op table (op_table.c) --------------------------------------------- */
+
+typedef struct rf_pool rf_pool;
+
+/* Kernel context: the node, its input values and output, a scratch area
+ * (of the size the op's scratch function asked for) and the pool. */
+typedef struct rf_kctx {
+    const rf_node *node;
+    const rf_tensor *const *in;
+    size_t n_in;
+    rf_tensor *out;
+    void *scratch;
+    size_t scratch_bytes;
+    rf_pool *pool;
+    int tid;      /* thread running the kernel body */
+    int nthreads; /* pool size (scratch functions were given this) */
+} rf_kctx;
+
+typedef rf_status (*rf_shape_fn)(const rf_node *n, const rf_shape *in,
+                                 const rf_dtype *in_dt, rf_shape *out,
+                                 rf_dtype *out_dt);
+typedef size_t (*rf_scratch_fn)(const rf_node *n, const rf_shape *in,
+                                const rf_shape *out, int nthreads);
+typedef rf_status (*rf_kernel_fn)(rf_kctx *k);
+/* Builds the gradients of n's inputs from dy (the gradient of n's output):
+ * dx[i] for each input, NULL where there is none. */
+typedef rf_status (*rf_grad_fn)(rf_graph *g, rf_node *n, rf_node *dy,
+                                rf_node **dx);
+
+enum {
+    RF_OPF_NOT_DIFFERENTIABLE = 1u << 0, /* explicitly no gradient */
+    RF_OPF_STATEFUL = 1u << 1,           /* writes a variable */
+    RF_OPF_CAN_ALIAS = 1u << 2,  /* output may alias input 0 (if not a ref) */
+    RF_OPF_REF_OUTPUT = 1u << 3, /* output is input 0's variable storage */
+    RF_OPF_SOURCE = 1u << 4,     /* no kernel: value supplied by the plan */
+};
+
+typedef struct rf_op_def {
+    const char *name;
+    int min_inputs, max_inputs; /* max -1: variadic */
+    unsigned flags;
+    rf_shape_fn shape;
+    rf_scratch_fn scratch; /* NULL: none */
+    rf_kernel_fn kernel;   /* NULL only for sources and NoOp */
+    rf_grad_fn grad;       /* NULL: not differentiable */
+} rf_op_def;
+
+const rf_op_def *rf_op_def_get(rf_op_type op);
+/* RF_OK if every entry of the table is filled in consistently (checked once
+ * at graph creation and by the unit tests). */
+rf_status rf_op_table_check(void);
+
+/* shape functions (shape_fns.c) */
+rf_status rf_shape_placeholder(const rf_node *, const rf_shape *,
+                               const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_same(const rf_node *, const rf_shape *, const rf_dtype *,
+                        rf_shape *, rf_dtype *);
+rf_status rf_shape_noop(const rf_node *, const rf_shape *, const rf_dtype *,
+                        rf_shape *, rf_dtype *);
+rf_status rf_shape_assign(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+rf_status rf_shape_matmul(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+rf_status rf_shape_binary(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+rf_status rf_shape_float_unary(const rf_node *, const rf_shape *,
+                               const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_add_n(const rf_node *, const rf_shape *, const rf_dtype *,
+                         rf_shape *, rf_dtype *);
+rf_status rf_shape_bias_add(const rf_node *, const rf_shape *, const rf_dtype *,
+                            rf_shape *, rf_dtype *);
+rf_status rf_shape_softmax(const rf_node *, const rf_shape *, const rf_dtype *,
+                           rf_shape *, rf_dtype *);
+rf_status rf_shape_xent(const rf_node *, const rf_shape *, const rf_dtype *,
+                        rf_shape *, rf_dtype *);
+rf_status rf_shape_xent_grad(const rf_node *, const rf_shape *,
+                             const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_reduce(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+rf_status rf_shape_reshape(const rf_node *, const rf_shape *, const rf_dtype *,
+                           rf_shape *, rf_dtype *);
+rf_status rf_shape_concat(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+rf_status rf_shape_conv2d(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+rf_status rf_shape_max_pool(const rf_node *, const rf_shape *, const rf_dtype *,
+                            rf_shape *, rf_dtype *);
+rf_status rf_shape_argmax(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+rf_status rf_shape_equal_op(const rf_node *, const rf_shape *, const rf_dtype *,
+                            rf_shape *, rf_dtype *);
+rf_status rf_shape_cast(const rf_node *, const rf_shape *, const rf_dtype *,
+                        rf_shape *, rf_dtype *);
+rf_status rf_shape_like1(const rf_node *, const rf_shape *, const rf_dtype *,
+                         rf_shape *, rf_dtype *);
+rf_status rf_shape_reduce_like(const rf_node *, const rf_shape *,
+                               const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_reduction_grad(const rf_node *, const rf_shape *,
+                                  const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_bias_add_grad(const rf_node *, const rf_shape *,
+                                 const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_unary_grad(const rf_node *, const rf_shape *,
+                              const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_conv2d_backprop_input(const rf_node *, const rf_shape *,
+                                         const rf_dtype *, rf_shape *,
+                                         rf_dtype *);
+rf_status rf_shape_conv2d_backprop_filter(const rf_node *, const rf_shape *,
+                                          const rf_dtype *, rf_shape *,
+                                          rf_dtype *);
+rf_status rf_shape_max_pool_grad(const rf_node *, const rf_shape *,
+                                 const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_concat_grad(const rf_node *, const rf_shape *,
+                               const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_apply(const rf_node *, const rf_shape *, const rf_dtype *,
+                         rf_shape *, rf_dtype *);
+rf_status rf_shape_finish(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+
+/* Convolution geometry (TensorFlow's GetWindowedOutputSize). */
+typedef struct rf_conv_geom {
+    int64_t n, ih, iw, ic; /* input NHWC */
+    int64_t kh, kw, oc;    /* filter HWIO (ic shared) */
+    int64_t sh, sw;        /* strides */
+    int64_t oh, ow;        /* output */
+    int64_t pad_top, pad_left;
+} rf_conv_geom;
+/* Fills the output size and the top/left padding for one spatial dim. */
+rf_status rf_window_out(const rf_node *n, int64_t in, int64_t k, int64_t stride,
+                        rf_padding pad, int64_t *out, int64_t *pad_before);
+
+/* kernels */
+#define RF_KERNEL(fn) rf_status fn(rf_kctx *k)
+RF_KERNEL(rf_k_identity);
+RF_KERNEL(rf_k_assign);
+RF_KERNEL(rf_k_assign_add);
+RF_KERNEL(rf_k_matmul);
+RF_KERNEL(rf_k_add);
+RF_KERNEL(rf_k_sub);
+RF_KERNEL(rf_k_mul);
+RF_KERNEL(rf_k_neg);
+RF_KERNEL(rf_k_add_n);
+RF_KERNEL(rf_k_bias_add);
+RF_KERNEL(rf_k_relu);
+RF_KERNEL(rf_k_sigmoid);
+RF_KERNEL(rf_k_tanh);
+RF_KERNEL(rf_k_softmax);
+RF_KERNEL(rf_k_xent);
+RF_KERNEL(rf_k_reduce);
+RF_KERNEL(rf_k_concat);
+RF_KERNEL(rf_k_conv2d);
+RF_KERNEL(rf_k_max_pool);
+RF_KERNEL(rf_k_argmax);
+RF_KERNEL(rf_k_equal);
+RF_KERNEL(rf_k_cast);
+RF_KERNEL(rf_k_ones_like);
+RF_KERNEL(rf_k_zeros_like);
+RF_KERNEL(rf_k_reduce_like);
+RF_KERNEL(rf_k_reduction_grad);
+RF_KERNEL(rf_k_bias_add_grad);
+RF_KERNEL(rf_k_relu_grad);
+RF_KERNEL(rf_k_sigmoid_grad);
+RF_KERNEL(rf_k_tanh_grad);
+RF_KERNEL(rf_k_softmax_grad);
+RF_KERNEL(rf_k_xent_grad);
+RF_KERNEL(rf_k_conv2d_backprop_input);
+RF_KERNEL(rf_k_conv2d_backprop_filter);
+RF_KERNEL(rf_k_max_pool_grad);
+RF_KERNEL(rf_k_concat_grad);
+RF_KERNEL(rf_k_apply);
+RF_KERNEL(rf_k_finish);
+
+size_t rf_scratch_conv2d(const rf_node *, const rf_shape *, const rf_shape *,
+                         int);
+size_t rf_scratch_conv2d_backprop_input(const rf_node *, const rf_shape *,
+                                        const rf_shape *, int);
+size_t rf_scratch_conv2d_backprop_filter(const rf_node *, const rf_shape *,
+                                         const rf_shape *, int);
+size_t rf_scratch_bias_add_grad(const rf_node *, const rf_shape *,
+                                const rf_shape *, int);
+size_t rf_scratch_reduce(const rf_node *, const rf_shape *, const rf_shape *,
+                         int);
+
+/* gradient builders (grad_fns.c) */
+#define RF_GRAD(fn)                                                            \
+    rf_status fn(rf_graph *g, rf_node *n, rf_node *dy, rf_node **dx)
+RF_GRAD(rf_grad_identity);
+RF_GRAD(rf_grad_matmul);
+RF_GRAD(rf_grad_add);
+RF_GRAD(rf_grad_sub);
+RF_GRAD(rf_grad_mul);
+RF_GRAD(rf_grad_neg);
+RF_GRAD(rf_grad_add_n);
+RF_GRAD(rf_grad_bias_add);
+RF_GRAD(rf_grad_relu);
+RF_GRAD(rf_grad_sigmoid);
+RF_GRAD(rf_grad_tanh);
+RF_GRAD(rf_grad_softmax);
+RF_GRAD(rf_grad_xent);
+RF_GRAD(rf_grad_sum);
+RF_GRAD(rf_grad_mean);
+RF_GRAD(rf_grad_reshape);
+RF_GRAD(rf_grad_concat);
+RF_GRAD(rf_grad_conv2d);
+RF_GRAD(rf_grad_max_pool);
+RF_GRAD(rf_grad_cast);
+
+/* builders for gradient ops (ops_build.c) */
+rf_node *rf_reduce_like(rf_graph *g, rf_node *dy, rf_node *like,
+                        const char *name);
+rf_node *rf_reshape_like(rf_graph *g, rf_node *x, rf_node *like,
+                         const char *name);
+
+/* ---- parallelism (thread_pool.c) --------------------------------------- */
+
+typedef void (*rf_chunk_fn)(void *arg, size_t chunk, int tid);
+/* Runs fn(arg, c, tid) for c in [0, nchunks) on the pool, the calling
+ * thread included; returns when all are done. Chunks must write disjoint
+ * data. */
+void rf_parallel_for(const rf_kctx *k, size_t nchunks, rf_chunk_fn fn,
+                     void *arg);
+/* Number of chunks for work units of the given grain (a pure function of
+ * the sizes, so results never depend on the thread count). */
+size_t rf_chunks_for(int64_t units, int64_t grain, size_t max_chunks);
+
+/* ---- trace (trace.c) ---------------------------------------------------- */
+
+/* Registers n node descriptions (copied) and returns the index of the
+ * first, or SIZE_MAX if out of memory. */
+size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
+                         const char *const *ops, const char *const *shapes);
+/* Appends one complete event for registered node ref (allocates only when
+ * the event buffer grows). */
+void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
+                  int tid, uint64_t step);
+/* Nanoseconds on the monotonic clock. */
+uint64_t rf_now_ns(void);
+
+/* BLAS row-major sgemm: C[m,n] = A (m x k, or k x m if ta) * B (k x n, or
+ * n x k if tb) (+ C if accumulate), lda/ldb/ldc given. */
+void rf_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+              int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+              bool accumulate);
+
+#endif

@@ -1,0 +1,204 @@
+/* graph/trace.c: per-op timings as Chrome trace event JSON ("X" complete
+ * events plus thread/process name metadata), viewable in Perfetto or
+ * chrome://tracing. Plans register their node names once per shape
+ * generation; events are appended after each run. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fabric/error.h"
+#include "graph/graph_internal.h"
+
+typedef struct tnode {
+    char *name, *op, *shape;
+} tnode;
+
+typedef struct tevent {
+    size_t ref;
+    uint64_t ts, dur, step;
+    int tid;
+} tevent;
+
+struct rf_trace {
+    pthread_mutex_t mu;
+    tnode *nodes;
+    size_t n_nodes, cap_nodes;
+    tevent *ev;
+    size_t n_ev, cap_ev;
+    int pid;
+    char label[128];
+    int max_tid;
+    uint64_t epoch;
+};
+
+uint64_t rf_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+rf_status rf_trace_create(rf_trace **out)
+{
+    if (!out)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_trace_create: out NULL");
+    rf_trace *t = rf_gcalloc(1, sizeof *t);
+    if (!t)
+        return rf_set_error(RF_ERR_NO_MEMORY, "rf_trace_create: no memory");
+    pthread_mutex_init(&t->mu, NULL);
+    t->pid = (int)getpid();
+    t->epoch = rf_now_ns();
+    *out = t;
+    return RF_OK;
+}
+
+void rf_trace_destroy(rf_trace *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        rf_gfree(t->nodes[i].name);
+        rf_gfree(t->nodes[i].op);
+        rf_gfree(t->nodes[i].shape);
+    }
+    rf_gfree(t->nodes);
+    rf_gfree(t->ev);
+    pthread_mutex_destroy(&t->mu);
+    rf_gfree(t);
+}
+
+size_t rf_trace_num_events(const rf_trace *t)
+{
+    return t->n_ev;
+}
+
+void rf_trace_set_process(rf_trace *t, int pid, const char *label)
+{
+    t->pid = pid;
+    snprintf(t->label, sizeof t->label, "%s", label ? label : "");
+}
+
+size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
+                         const char *const *ops, const char *const *shapes)
+{
+    pthread_mutex_lock(&t->mu);
+    size_t base = t->n_nodes;
+    if (t->n_nodes + n > t->cap_nodes) {
+        size_t cap = (t->n_nodes + n) * 2;
+        tnode *nodes = rf_grealloc(t->nodes, cap * sizeof *nodes);
+        if (!nodes) {
+            pthread_mutex_unlock(&t->mu);
+            return SIZE_MAX;
+        }
+        t->nodes = nodes;
+        t->cap_nodes = cap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tnode *tn = &t->nodes[base + i];
+        tn->name = rf_gstrdup(names[i]);
+        tn->op = rf_gstrdup(ops[i]);
+        tn->shape = rf_gstrdup(shapes[i]);
+        if (!tn->name || !tn->op || !tn->shape) {
+            for (size_t k = 0; k <= i; k++) {
+                rf_gfree(t->nodes[base + k].name);
+                rf_gfree(t->nodes[base + k].op);
+                rf_gfree(t->nodes[base + k].shape);
+            }
+            pthread_mutex_unlock(&t->mu);
+            return SIZE_MAX;
+        }
+    }
+    t->n_nodes += n;
+    pthread_mutex_unlock(&t->mu);
+    return base;
+}
+
+void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
+                  int tid, uint64_t step)
+{
+    pthread_mutex_lock(&t->mu);
+    if (t->n_ev == t->cap_ev) {
+        size_t cap = t->cap_ev ? t->cap_ev * 2 : 4096;
+        tevent *ev = rf_grealloc(t->ev, cap * sizeof *ev);
+        if (!ev) { /* drop the event rather than fail the step */
+            pthread_mutex_unlock(&t->mu);
+            return;
+        }
+        t->ev = ev;
+        t->cap_ev = cap;
+    }
+    tevent *e = &t->ev[t->n_ev++];
+    e->ref = ref;
+    e->ts = ts_ns;
+    e->dur = dur_ns;
+    e->tid = tid;
+    e->step = step;
+    if (tid > t->max_tid)
+        t->max_tid = tid;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+rf_status rf_trace_write_json(const rf_trace *t, const char *path)
+{
+    if (!t || !path)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_trace_write_json: NULL");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return rf_set_error(RF_ERR_IO, "trace: cannot open %s: %s", path,
+                            strerror(errno));
+    rf_trace *mt = (rf_trace *)t;
+    pthread_mutex_lock(&mt->mu);
+    fprintf(f, "{\"traceEvents\":[\n");
+    fprintf(f,
+            "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,"
+            "\"tid\":0,\"args\":{\"name\":",
+            t->pid);
+    json_str(f, t->label[0] ? t->label : "rdmaflow");
+    fprintf(f, "}}");
+    for (int tid = 0; tid <= t->max_tid; tid++)
+        fprintf(f,
+                ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
+                "\"tid\":%d,\"args\":{\"name\":\"%s %d\"}}",
+                t->pid, tid, tid == 0 ? "caller" : "worker", tid);
+    for (size_t i = 0; i < t->n_ev; i++) {
+        const tevent *e = &t->ev[i];
+        const tnode *n = &t->nodes[e->ref];
+        uint64_t ts = e->ts >= t->epoch ? e->ts - t->epoch : 0;
+        fprintf(f, ",\n{\"name\":");
+        json_str(f, n->name);
+        fprintf(f, ",\"cat\":");
+        json_str(f, n->op);
+        fprintf(f,
+                ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,"
+                "\"tid\":%d,\"args\":{\"op\":",
+                (double)ts / 1000.0, (double)e->dur / 1000.0, t->pid, e->tid);
+        json_str(f, n->op);
+        fprintf(f, ",\"step\":%llu,\"shape\":", (unsigned long long)e->step);
+        json_str(f, n->shape);
+        fprintf(f, "}}");
+    }
+    fprintf(f, "\n],\"displayTimeUnit\":\"ms\"}\n");
+    pthread_mutex_unlock(&mt->mu);
+    bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad)
+        return rf_set_error(RF_ERR_IO, "trace: write to %s failed", path);
+    return RF_OK;
+}

@@ -1,0 +1,375 @@
+/* graph/variables.c: the variable store. Each Variable node owns a value
+ * buffer (64-byte aligned) unless the distributed runtime pointed it at
+ * external storage (rf_variable_set_storage); initializers (zeros, constant,
+ * uniform, truncated normal, glorot_uniform) draw from a seeded xoshiro256**
+ * stream, so values depend only on the seeds and the variable's name. */
+#include <math.h>
+#include <string.h>
+
+#include "fabric/error.h"
+#include "graph/graph_internal.h"
+
+rf_initializer rf_init_zeros(void)
+{
+    rf_initializer i = {RF_INIT_ZEROS, 0, 0, 0};
+    return i;
+}
+
+rf_initializer rf_init_constant(double value)
+{
+    rf_initializer i = {RF_INIT_CONSTANT, value, 0, 0};
+    return i;
+}
+
+rf_initializer rf_init_random_uniform(double minval, double maxval)
+{
+    rf_initializer i = {RF_INIT_RANDOM_UNIFORM, minval, maxval, 0};
+    return i;
+}
+
+rf_initializer rf_init_truncated_normal(double mean, double stddev)
+{
+    rf_initializer i = {RF_INIT_TRUNCATED_NORMAL, mean, stddev, 0};
+    return i;
+}
+
+rf_initializer rf_init_glorot_uniform(void)
+{
+    rf_initializer i = {RF_INIT_GLOROT_UNIFORM, 0, 0, 0};
+    return i;
+}
+
+rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
+                     rf_initializer init, const char *name)
+{
+    if (!g)
+        return NULL;
+    if ((unsigned)dtype >= RF_DTYPE_COUNT || dtype == RF_BOOL)
+        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
+                             "Variable: dtype must be float32, int32 or "
+                             "int64");
+    if (!rf_shape_is_known(&shape))
+        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
+                             "Variable %s: shape %s must be fully known",
+                             name ? name : "", SHAPE_STR(&shape));
+    if ((unsigned)init.kind > RF_INIT_GLOROT_UNIFORM ||
+        (dtype != RF_F32 && init.kind != RF_INIT_ZEROS &&
+         init.kind != RF_INIT_CONSTANT))
+        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
+                             "Variable %s: initializer %d not valid for %s",
+                             name ? name : "", (int)init.kind,
+                             rf_dtype_name(dtype));
+    if ((init.kind == RF_INIT_TRUNCATED_NORMAL && !(init.b >= 0)) ||
+        (init.kind == RF_INIT_RANDOM_UNIFORM && !(init.b >= init.a)))
+        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
+                             "Variable %s: invalid initializer parameters",
+                             name ? name : "");
+    rf_var *v = rf_gcalloc(1, sizeof *v);
+    if (!v)
+        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
+    if (g->n_vars == g->cap_vars) {
+        size_t cap = g->n_vars ? g->n_vars * 2 : 16;
+        rf_var **vars = rf_grealloc(g->vars, cap * sizeof *vars);
+        if (!vars) {
+            rf_gfree(v);
+            return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
+        }
+        g->vars = vars;
+        g->cap_vars = cap;
+    }
+    v->bytes = (size_t)rf_shape_numel(&shape) * rf_dtype_size(dtype);
+    v->data = rf_galloc_aligned(v->bytes);
+    if (!v->data) {
+        rf_gfree(v);
+        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
+    }
+    v->owned = true;
+    v->trainable = true;
+    v->init = init;
+    rf_attrs a;
+    memset(&a, 0, sizeof a);
+    a.shape = shape;
+    a.dtype = dtype;
+    rf_node *n = rf_node_create(g, RF_OP_VARIABLE, name, NULL, 0, &a);
+    if (!n) {
+        rf_gfree_aligned(v->data, v->bytes);
+        rf_gfree(v);
+        return NULL;
+    }
+    n->var = v;
+    v->node = n;
+    g->vars[g->n_vars++] = v;
+    return n;
+}
+
+rf_node *rf_global_step(rf_graph *g)
+{
+    if (!g)
+        return NULL;
+    rf_node *n = rf_graph_find(g, "global_step");
+    if (n && n->op == RF_OP_VARIABLE)
+        return n;
+    /* TF creates it at the top level, outside any name scope */
+    char saved[sizeof g->scope];
+    memcpy(saved, g->scope, sizeof saved);
+    g->scope[0] = '\0';
+    n = rf_variable(g, RF_I64, RF_SCALAR, rf_init_zeros(), "global_step");
+    memcpy(g->scope, saved, sizeof saved);
+    if (n)
+        n->var->trainable = false;
+    return n;
+}
+
+size_t rf_graph_num_variables(const rf_graph *g)
+{
+    return g->n_vars;
+}
+
+rf_node *rf_graph_variable(const rf_graph *g, size_t i)
+{
+    return i < g->n_vars ? g->vars[i]->node : NULL;
+}
+
+size_t rf_graph_trainable_variables(const rf_graph *g, rf_node **out,
+                                    size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < g->n_vars; i++) {
+        if (!g->vars[i]->trainable)
+            continue;
+        if (k < cap && out)
+            out[k] = g->vars[i]->node;
+        k++;
+    }
+    return k;
+}
+
+bool rf_variable_trainable(const rf_node *var)
+{
+    return var->var && var->var->trainable;
+}
+
+void rf_variable_set_trainable(rf_node *var, bool trainable)
+{
+    if (var->var)
+        var->var->trainable = trainable;
+}
+
+rf_initializer rf_variable_initializer(const rf_node *var)
+{
+    return var->var ? var->var->init : rf_init_zeros();
+}
+
+rf_node *rf_variable_slot_primary(const rf_node *var)
+{
+    return var->var ? var->var->slot_primary : NULL;
+}
+
+const char *rf_variable_slot_name(const rf_node *var)
+{
+    return var->var ? var->var->slot_name : "";
+}
+
+rf_node *rf_variable_get_slot(const rf_node *var, const char *slot_name)
+{
+    const rf_graph *g = var->graph;
+    for (size_t i = 0; i < g->n_vars; i++)
+        if (g->vars[i]->slot_primary == var &&
+            strcmp(g->vars[i]->slot_name, slot_name) == 0)
+            return g->vars[i]->node;
+    return NULL;
+}
+
+void *rf_variable_data(const rf_node *var)
+{
+    return var->var ? var->var->data : NULL;
+}
+
+size_t rf_variable_bytes(const rf_node *var)
+{
+    return var->var ? var->var->bytes : 0;
+}
+
+rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
+                                  bool copy_current)
+{
+    if (!var || !var->var)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_variable_set_storage: not a variable");
+    rf_var *v = var->var;
+    if (!data || bytes < v->bytes || ((uintptr_t)data % RF_ALIGN) != 0)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_variable_set_storage: variable '%s' needs "
+                            "%zu bytes aligned to %d (got %zu at %p)",
+                            var->name, v->bytes, RF_ALIGN, bytes, data);
+    if (data == v->data)
+        return RF_OK;
+    if (copy_current)
+        memcpy(data, v->data, v->bytes);
+    else
+        v->initialized = false;
+    if (v->owned)
+        rf_gfree_aligned(v->data, v->bytes);
+    v->data = data;
+    v->owned = false;
+    return RF_OK;
+}
+
+/* ---- initializers ------------------------------------------------------ */
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct rng {
+    uint64_t s[4];
+} rng;
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+static void rng_seed(rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&seed);
+}
+
+static double uniform01(rng *r)
+{
+    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+static double normal01(rng *r)
+{
+    double u1;
+    do
+        u1 = uniform01(r);
+    while (u1 <= 0.0);
+    double u2 = uniform01(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static uint64_t var_seed(const rf_node *var)
+{
+    if (var->var->init.seed)
+        return var->var->init.seed;
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = var->name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    uint64_t x = var->graph->seed ^ h;
+    return splitmix64(&x);
+}
+
+/* Keras _compute_fans. */
+static void fans(const rf_shape *s, double *fan_in, double *fan_out)
+{
+    if (s->rank == 0) {
+        *fan_in = *fan_out = 1;
+    } else if (s->rank == 1) {
+        *fan_in = *fan_out = (double)s->dims[0];
+    } else if (s->rank == 2) {
+        *fan_in = (double)s->dims[0];
+        *fan_out = (double)s->dims[1];
+    } else {
+        double receptive = 1;
+        for (int i = 0; i < s->rank - 2; i++)
+            receptive *= (double)s->dims[i];
+        *fan_in = (double)s->dims[s->rank - 2] * receptive;
+        *fan_out = (double)s->dims[s->rank - 1] * receptive;
+    }
+}
+
+rf_status rf_variable_initialize(rf_node *var)
+{
+    if (!var || !var->var)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_variable_initialize: not a variable");
+    rf_var *v = var->var;
+    int64_t n = rf_shape_numel(&var->shape);
+    const rf_initializer *in = &v->init;
+    if (var->dtype != RF_F32) {
+        double c = in->kind == RF_INIT_CONSTANT ? in->a : 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            if (var->dtype == RF_I32)
+                ((int32_t *)v->data)[i] = (int32_t)c;
+            else
+                ((int64_t *)v->data)[i] = (int64_t)c;
+        }
+        v->initialized = true;
+        return RF_OK;
+    }
+    float *d = v->data;
+    rng r;
+    rng_seed(&r, var_seed(var));
+    double fi, fo, lim;
+    switch (in->kind) {
+    case RF_INIT_ZEROS:
+        memset(d, 0, (size_t)n * sizeof *d);
+        break;
+    case RF_INIT_CONSTANT:
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (float)in->a;
+        break;
+    case RF_INIT_RANDOM_UNIFORM:
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (float)(in->a + (in->b - in->a) * uniform01(&r));
+        break;
+    case RF_INIT_TRUNCATED_NORMAL:
+        for (int64_t i = 0; i < n; i++) {
+            double z;
+            do
+                z = normal01(&r);
+            while (fabs(z) > 2.0);
+            d[i] = (float)(in->a + in->b * z);
+        }
+        break;
+    case RF_INIT_GLOROT_UNIFORM:
+        fans(&var->shape, &fi, &fo);
+        lim = sqrt(6.0 / (fi + fo > 0 ? fi + fo : 1.0));
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (float)(-lim + 2.0 * lim * uniform01(&r));
+        break;
+    }
+    v->initialized = true;
+    return RF_OK;
+}
+
+rf_status rf_graph_initialize_variables(rf_graph *g)
+{
+    for (size_t i = 0; i < g->n_vars; i++) {
+        rf_status st = rf_variable_initialize(g->vars[i]->node);
+        if (st != RF_OK)
+            return st;
+    }
+    return RF_OK;
+}
+
+bool rf_variable_is_initialized(const rf_node *var)
+{
+    return var->var && var->var->initialized;
+}
+
+void rf_variable_mark_initialized(rf_node *var, bool initialized)
+{
+    if (var->var)
+        var->var->initialized = initialized;
+}

@@ -1,0 +1,515 @@
+/* rdmaflow/graph.h: the dataflow graph (TensorFlow 1.x style). Building and
+ * running are separate, as in ggml and TF1: builder calls only record nodes
+ * (op, inputs, attributes, static dtype/shape from the op's shape function);
+ * an rf_plan prunes the graph to what a set of fetches/targets needs and an
+ * rf_executor runs it on a thread pool, with step buffers allocated once per
+ * plan. Reverse-mode autodiff (rf_gradients) and Optimizer.minimize
+ * (rf_minimize) add ordinary nodes to the graph.
+ *
+ * Errors. Builders return the new node, or NULL on error; a NULL input makes a
+ * builder return NULL at once, so a whole model can be written without checks
+ * and verified once with rf_graph_status(). The first error is kept in the
+ * graph (rf_graph_error()) and also set as the thread's rf_error_message().
+ * Shape errors are RF_ERR_INVALID_ARG and name the op and the shapes, e.g.
+ * "MatMul 'dense/MatMul': inner dimensions differ: [2,3] vs [4,5]". The
+ * library never exits.
+ *
+ * Shapes. Static shapes may have unknown dimensions (-1, TF's None), e.g. a
+ * placeholder of shape [-1,784]. A plan infers concrete shapes from the fed
+ * values on its first run and again only when a fed shape changes.
+ *
+ * Threads. A graph is built from one thread at a time. An executor runs one
+ * plan at a time (rf_plan_run serializes on the executor). */
+#ifndef RDMAFLOW_GRAPH_H
+#define RDMAFLOW_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/optim.h"
+#include "rdmaflow/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Tensors ------------------------------------------------------------ */
+
+typedef enum rf_dtype {
+    RF_F32 = 0,
+    RF_I32,
+    RF_I64,
+    RF_BOOL, /* one byte per element, 0 or 1 (output of Equal) */
+} rf_dtype;
+#define RF_DTYPE_COUNT 4
+
+#define RF_MAX_RANK 8
+
+/* A shape: rank dims, each >= 0, or -1 for an unknown dimension (only in
+ * static shapes). Rank 0 is a scalar. */
+typedef struct rf_shape {
+    int rank;
+    int64_t dims[RF_MAX_RANK];
+} rf_shape;
+
+/* RF_SHAPE(2, 3) is the shape [2,3]; RF_SCALAR is []. */
+#define RF_SHAPE(...)                                                          \
+    rf_shape_make(                                                             \
+        (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),       \
+        (const int64_t[]){__VA_ARGS__})
+#define RF_SCALAR rf_shape_make(0, NULL)
+
+/* A view of typed data; rf_tensor never owns memory. Data is dense and
+ * row-major (NHWC for images, HWIO for convolution filters). */
+typedef struct rf_tensor {
+    rf_dtype dtype;
+    rf_shape shape;
+    void *data;
+} rf_tensor;
+
+size_t rf_dtype_size(rf_dtype dtype);
+const char *rf_dtype_name(rf_dtype dtype); /* "float32", "int32", ... */
+rf_shape rf_shape_make(int rank, const int64_t *dims); /* rank clamped */
+/* Product of the dims; -1 if any is unknown; 1 for a scalar. */
+int64_t rf_shape_numel(const rf_shape *s);
+bool rf_shape_is_known(const rf_shape *s);
+bool rf_shape_equal(const rf_shape *a, const rf_shape *b);
+/* "[2,3]", "[?,784]", "[]"; returns what snprintf would. */
+int rf_shape_format(const rf_shape *s, char *buf, size_t len);
+/* A tensor view over data. */
+rf_tensor rf_tensor_make(rf_dtype dtype, rf_shape shape, void *data);
+static inline float *rf_tensor_f32(const rf_tensor *t)
+{
+    return (float *)t->data;
+}
+size_t rf_tensor_bytes(const rf_tensor *t);
+
+/* ---- Ops ---------------------------------------------------------------- */
+
+/* Every op type. The op table (graph/op_table.c) has one entry per value,
+ * checked at compile time; rf_op_name() gives TensorFlow's type name. */
+typedef enum rf_op_type {
+    /* sources and state */
+    RF_OP_PLACEHOLDER = 0,
+    RF_OP_VARIABLE, /* "VariableV2" */
+    RF_OP_CONST,
+    RF_OP_IDENTITY,
+    RF_OP_ASSIGN,
+    RF_OP_ASSIGN_ADD,
+    RF_OP_NO_OP, /* groups control dependencies (tf.group) */
+    /* math */
+    RF_OP_MATMUL,
+    RF_OP_ADD,
+    RF_OP_SUB,
+    RF_OP_MUL,
+    RF_OP_NEG,
+    RF_OP_ADD_N,
+    RF_OP_BIAS_ADD,
+    RF_OP_RELU,
+    RF_OP_SIGMOID,
+    RF_OP_TANH,
+    RF_OP_SOFTMAX,
+    RF_OP_SPARSE_SOFTMAX_XENT, /* SparseSoftmaxCrossEntropyWithLogits */
+    RF_OP_SUM,
+    RF_OP_MEAN,
+    RF_OP_RESHAPE,
+    RF_OP_CONCAT,
+    RF_OP_CONV2D,
+    RF_OP_MAX_POOL,
+    RF_OP_ARGMAX,
+    RF_OP_EQUAL,
+    RF_OP_CAST,
+    RF_OP_ONES_LIKE,
+    RF_OP_ZEROS_LIKE,
+    /* gradient ops (built by rf_gradients) */
+    RF_OP_REDUCE_LIKE,    /* sum dy over broadcast dims to like's shape */
+    RF_OP_RESHAPE_LIKE,   /* reshape x to like's shape */
+    RF_OP_REDUCTION_GRAD, /* broadcast dy of Sum/Mean back to x's shape */
+    RF_OP_BIAS_ADD_GRAD,
+    RF_OP_RELU_GRAD,
+    RF_OP_SIGMOID_GRAD,
+    RF_OP_TANH_GRAD,
+    RF_OP_SOFTMAX_GRAD,
+    RF_OP_SPARSE_SOFTMAX_XENT_GRAD,
+    RF_OP_CONV2D_BACKPROP_INPUT,
+    RF_OP_CONV2D_BACKPROP_FILTER,
+    RF_OP_MAX_POOL_GRAD,
+    RF_OP_CONCAT_GRAD, /* the slice of dy that belongs to one input */
+    /* optimizers (built by rf_minimize / rf_apply_gradients) */
+    RF_OP_APPLY_OPTIMIZER,  /* ApplyGradientDescent, ApplyAdam, ... */
+    RF_OP_OPTIMIZER_FINISH, /* Adam: advance beta1_power, beta2_power */
+    RF_OP_COUNT
+} rf_op_type;
+
+/* TensorFlow's type name ("MatMul", "VariableV2", ...); "?" if unknown. */
+const char *rf_op_name(rf_op_type op);
+/* True if the op has a gradient builder (rf_gradients flows through it). */
+bool rf_op_is_differentiable(rf_op_type op);
+
+typedef enum rf_padding { RF_PADDING_VALID = 0, RF_PADDING_SAME } rf_padding;
+
+typedef enum rf_activation {
+    RF_ACT_NONE = 0,
+    RF_ACT_RELU,
+    RF_ACT_SIGMOID,
+    RF_ACT_TANH,
+    RF_ACT_SOFTMAX,
+} rf_activation;
+
+/* ---- Graph -------------------------------------------------------------- */
+
+typedef struct rf_graph rf_graph;
+typedef struct rf_node rf_node; /* one op instance; one output tensor */
+
+rf_status rf_graph_create(rf_graph **out);
+void rf_graph_destroy(rf_graph *g);
+
+/* Graph-level seed (tf.set_random_seed); variables created without an
+ * explicit seed derive theirs from it and their name. Default 0. */
+void rf_graph_set_seed(rf_graph *g, uint64_t seed);
+uint64_t rf_graph_seed(const rf_graph *g);
+
+/* First error a builder hit (RF_OK if none), and its message ("" if none). */
+rf_status rf_graph_status(const rf_graph *g);
+const char *rf_graph_error(const rf_graph *g);
+void rf_graph_clear_error(rf_graph *g);
+
+/* tf.name_scope: names created inside get the prefix "<scope>/". The scope
+ * name itself is made unique ("dense", "dense_1", ...) unless it ends in '/'
+ * (then it is used as is, without the '/', like TF re-entering a scope). */
+rf_status rf_name_scope_push(rf_graph *g, const char *name);
+void rf_name_scope_pop(rf_graph *g);
+/* The current scope ("" at top level, else e.g. "dense_1"). */
+const char *rf_name_scope(const rf_graph *g);
+/* Makes name unique in the graph under the current scope, as TensorFlow's
+ * Graph.unique_name (case-insensitive, "x", "x_1", ...), marks it used and
+ * writes it to buf. */
+rf_status rf_graph_unique_name(rf_graph *g, const char *name, char *buf,
+                               size_t len);
+
+/* tf.control_dependencies: nodes created inside depend on these nodes. */
+rf_status rf_control_dependencies_push(rf_graph *g, rf_node *const *deps,
+                                       size_t n);
+void rf_control_dependencies_pop(rf_graph *g);
+
+/* Device functions (tf.device). When a node is created (and not under a
+ * colocation scope) the functions on the stack are applied innermost first,
+ * each reading the node's current requested device and writing the new one
+ * into device[0..cap) ("" for none); an entry with fn NULL stops the walk
+ * (tf.device(None)). Merging and replica_device_setter are built on this in
+ * rdmaflow/device.h. An error fails the node's creation. */
+typedef rf_status (*rf_device_fn)(void *ctx, const rf_node *node, char *device,
+                                  size_t cap);
+rf_status rf_device_fn_push(rf_graph *g, rf_device_fn fn, void *ctx);
+void rf_device_fn_pop(rf_graph *g);
+
+/* tf.colocate_with(node): nodes created inside take node's requested device,
+ * record it in rf_node_colocated_with(), and skip the device functions. */
+rf_status rf_colocation_push(rf_graph *g, rf_node *node);
+void rf_colocation_pop(rf_graph *g);
+
+/* ---- Nodes -------------------------------------------------------------- */
+
+#define RF_DEVICE_MAX 160 /* longest device string, with the NUL */
+
+size_t rf_graph_num_nodes(const rf_graph *g);
+rf_node *rf_graph_node(const rf_graph *g, size_t id); /* creation order */
+rf_node *rf_graph_find(const rf_graph *g, const char *name);
+
+size_t rf_node_id(const rf_node *n);
+rf_graph *rf_node_graph(const rf_node *n);
+const char *rf_node_name(const rf_node *n);
+rf_op_type rf_node_op(const rf_node *n);
+const char *rf_node_op_name(const rf_node *n);
+rf_dtype rf_node_dtype(const rf_node *n);
+rf_shape rf_node_shape(const rf_node *n); /* static, may have -1 dims */
+size_t rf_node_num_inputs(const rf_node *n);
+rf_node *rf_node_input(const rf_node *n, size_t i);
+size_t rf_node_num_control_inputs(const rf_node *n);
+rf_node *rf_node_control_input(const rf_node *n, size_t i);
+rf_status rf_node_add_control_input(rf_node *n, rf_node *dep);
+
+const char *rf_node_requested_device(const rf_node *n); /* "" if none */
+rf_status rf_node_set_requested_device(rf_node *n, const char *device);
+const char *rf_node_assigned_device(const rf_node *n); /* "" until placed */
+rf_status rf_node_set_assigned_device(rf_node *n, const char *device);
+rf_node *rf_node_colocated_with(const rf_node *n); /* NULL if none */
+
+/* ---- Building ops ----------------------------------------------------- */
+/* name may be NULL for the op's default name ("MatMul"); it is made unique
+ * under the current name scope either way, except that a name ending in '/'
+ * is used verbatim without the '/' (TF's convention for the name a
+ * name_scope returned; a duplicate is RF_ERR_INVALID_ARG). */
+
+rf_node *rf_placeholder(rf_graph *g, rf_dtype dtype, rf_shape shape,
+                        const char *name);
+/* Copies data (numel * dtype size bytes); shape must be fully known. */
+rf_node *rf_const(rf_graph *g, rf_dtype dtype, rf_shape shape, const void *data,
+                  const char *name);
+rf_node *rf_const_f32(rf_graph *g, float value, const char *name);
+rf_node *rf_const_i64(rf_graph *g, int64_t value, const char *name);
+rf_node *rf_identity(rf_graph *g, rf_node *x, const char *name);
+rf_node *rf_no_op(rf_graph *g, rf_node *const *deps, size_t n,
+                  const char *name); /* tf.group */
+/* var.assign(value) / var.assign_add(value): var must be a Variable; the
+ * output is the variable itself (its storage), after the update. */
+rf_node *rf_assign(rf_graph *g, rf_node *var, rf_node *value, const char *name);
+rf_node *rf_assign_add(rf_graph *g, rf_node *var, rf_node *value,
+                       const char *name);
+
+rf_node *rf_matmul(rf_graph *g, rf_node *a, rf_node *b, bool transpose_a,
+                   bool transpose_b, const char *name);
+/* NumPy broadcasting; both operands the same dtype. */
+rf_node *rf_add(rf_graph *g, rf_node *a, rf_node *b, const char *name);
+rf_node *rf_sub(rf_graph *g, rf_node *a, rf_node *b, const char *name);
+rf_node *rf_mul(rf_graph *g, rf_node *a, rf_node *b, const char *name);
+rf_node *rf_neg(rf_graph *g, rf_node *x, const char *name);
+rf_node *rf_add_n(rf_graph *g, rf_node *const *xs, size_t n,
+                  const char *name); /* same shapes */
+rf_node *rf_bias_add(rf_graph *g, rf_node *x, rf_node *bias,
+                     const char *name); /* bias over the last dim */
+rf_node *rf_relu(rf_graph *g, rf_node *x, const char *name);
+rf_node *rf_sigmoid(rf_graph *g, rf_node *x, const char *name);
+rf_node *rf_tanh(rf_graph *g, rf_node *x, const char *name);
+rf_node *rf_softmax(rf_graph *g, rf_node *logits, const char *name);
+/* Per-example loss [batch]: labels int32/int64 [batch] in [0, classes),
+ * logits float [batch, classes]. Out-of-range labels fail the run. */
+rf_node *rf_sparse_softmax_cross_entropy_with_logits(rf_graph *g,
+                                                     rf_node *labels,
+                                                     rf_node *logits,
+                                                     const char *name);
+/* Reductions over axes (negative axes count from the end); axes NULL or
+ * naxes 0 reduces over every axis. */
+rf_node *rf_reduce_sum(rf_graph *g, rf_node *x, const int *axes, int naxes,
+                       bool keep_dims, const char *name);
+rf_node *rf_reduce_mean(rf_graph *g, rf_node *x, const int *axes, int naxes,
+                        bool keep_dims, const char *name);
+/* At most one -1 dim, inferred from the element count. */
+rf_node *rf_reshape(rf_graph *g, rf_node *x, rf_shape shape, const char *name);
+rf_node *rf_concat(rf_graph *g, rf_node *const *xs, size_t n, int axis,
+                   const char *name);
+/* input NHWC, filter HWIO; TF's SAME/VALID output size and padding. */
+rf_node *rf_conv2d(rf_graph *g, rf_node *input, rf_node *filter, int stride_h,
+                   int stride_w, rf_padding padding, const char *name);
+rf_node *rf_max_pool(rf_graph *g, rf_node *input, int ksize_h, int ksize_w,
+                     int stride_h, int stride_w, rf_padding padding,
+                     const char *name);
+/* Index of the first maximum along axis; out_type RF_I32 or RF_I64. */
+rf_node *rf_argmax(rf_graph *g, rf_node *x, int axis, rf_dtype out_type,
+                   const char *name);
+rf_node *rf_equal(rf_graph *g, rf_node *a, rf_node *b, const char *name);
+rf_node *rf_cast(rf_graph *g, rf_node *x, rf_dtype dtype, const char *name);
+rf_node *rf_ones_like(rf_graph *g, rf_node *x, const char *name);
+rf_node *rf_zeros_like(rf_graph *g, rf_node *x, const char *name);
+
+/* Composites. rf_accuracy is Mean(Cast(Equal(ArgMax(logits, -1), labels)))
+ * under name scope name (default "accuracy"). rf_flatten reshapes to
+ * [batch, rest]. */
+rf_node *rf_accuracy(rf_graph *g, rf_node *logits, rf_node *labels,
+                     const char *name);
+rf_node *rf_flatten(rf_graph *g, rf_node *x, const char *name);
+rf_node *rf_activation_apply(rf_graph *g, rf_node *x, rf_activation act,
+                             const char *name);
+
+/* tf.layers.dense: under a unique name scope (default "dense") creates
+ * "kernel" [in, units] (glorot_uniform) and "bias" [units] (zeros), then
+ * MatMul, BiasAdd and the activation. x must have a known last dim. */
+rf_node *rf_dense(rf_graph *g, rf_node *x, int units, rf_activation act,
+                  const char *name);
+/* tf.layers.conv2d (NHWC): "kernel" [kh, kw, in, filters] (glorot_uniform),
+ * "bias" [filters] (zeros), Conv2D, BiasAdd, activation. */
+rf_node *rf_conv2d_layer(rf_graph *g, rf_node *x, int filters, int kh, int kw,
+                         int stride, rf_padding padding, rf_activation act,
+                         const char *name);
+
+/* ---- Variables ---------------------------------------------------------- */
+
+typedef enum rf_init_kind {
+    RF_INIT_ZEROS = 0,
+    RF_INIT_CONSTANT,         /* value */
+    RF_INIT_RANDOM_UNIFORM,   /* [a, b) */
+    RF_INIT_TRUNCATED_NORMAL, /* mean a, stddev b; redraw beyond 2 stddev */
+    RF_INIT_GLOROT_UNIFORM,   /* U(-l, l), l = sqrt(6 / (fan_in + fan_out)) */
+} rf_init_kind;
+
+/* seed 0 derives the variable's seed from the graph seed and its name, so
+ * values do not depend on how many other ops were created before it. */
+typedef struct rf_initializer {
+    rf_init_kind kind;
+    double a, b;
+    uint64_t seed;
+} rf_initializer;
+
+rf_initializer rf_init_zeros(void);
+rf_initializer rf_init_constant(double value);
+rf_initializer rf_init_random_uniform(double minval, double maxval);
+rf_initializer rf_init_truncated_normal(double mean, double stddev);
+rf_initializer rf_init_glorot_uniform(void);
+
+/* A trainable variable of a fully known shape. Its value lives in the
+ * graph's variable store, allocated at creation (64-byte aligned), or in
+ * storage supplied with rf_variable_set_storage(); the executor reads and
+ * updates it in place and never reallocates it. */
+rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
+                     rf_initializer init, const char *name);
+/* tf.train.get_or_create_global_step: int64 scalar "global_step", zero,
+ * not trainable. */
+rf_node *rf_global_step(rf_graph *g);
+
+size_t rf_graph_num_variables(const rf_graph *g);
+rf_node *rf_graph_variable(const rf_graph *g, size_t i); /* creation order */
+/* The trainable variables in creation order (tf.trainable_variables). Fills
+ * up to cap; returns the count. */
+size_t rf_graph_trainable_variables(const rf_graph *g, rf_node **out,
+                                    size_t cap);
+bool rf_variable_trainable(const rf_node *var);
+void rf_variable_set_trainable(rf_node *var, bool trainable);
+rf_initializer rf_variable_initializer(const rf_node *var);
+/* The variable whose slot this is (NULL for an ordinary variable), and the
+ * slot's name ("m", "v", "momentum", "accumulator", "rms", "mg"). */
+rf_node *rf_variable_slot_primary(const rf_node *var);
+const char *rf_variable_slot_name(const rf_node *var);
+/* optimizer.get_slot(var, name): the slot variable or NULL. */
+rf_node *rf_variable_get_slot(const rf_node *var, const char *slot_name);
+
+/* The storage hook. data/bytes: the current value buffer. */
+void *rf_variable_data(const rf_node *var);
+size_t rf_variable_bytes(const rf_node *var);
+/* Points the variable at external storage (e.g. RDMA-registered memory):
+ * data must hold rf_variable_bytes() and be aligned to 64 bytes; the caller
+ * keeps ownership and must keep it alive while the graph uses it. With
+ * copy_current the current value is copied in (and the initialized flag is
+ * kept); otherwise the variable is marked uninitialized. The graph's own
+ * buffer is released. No plan may be running. */
+rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
+                                  bool copy_current);
+
+/* Runs the variable's initializer into its storage (deterministic). */
+rf_status rf_variable_initialize(rf_node *var);
+/* tf.global_variables_initializer, run directly: every variable. */
+rf_status rf_graph_initialize_variables(rf_graph *g);
+bool rf_variable_is_initialized(const rf_node *var);
+void rf_variable_mark_initialized(rf_node *var, bool initialized);
+
+/* ---- Autodiff ----------------------------------------------------------- */
+
+/* tf.gradients(loss, xs): adds the gradient subgraph under name scope
+ * "gradients" and writes d(sum of loss)/d(xs[i]) to grads_out[i], or NULL
+ * where loss does not depend on xs[i] (TF's None). Partial gradients of a
+ * node used several times are summed with AddN in a fixed order. */
+rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
+                       rf_node **grads_out);
+
+/* ---- Optimizers (tf.train.Optimizer) ---------------------------------- */
+
+/* apply_gradients: for each (var, grad) with grad non-NULL creates the
+ * optimizer's slots (colocated with var, named "<var>/<Name>",
+ * "<var>/<Name>_1" as TF), Adam's "beta1_power"/"beta2_power" (colocated with
+ * the first var), an ApplyX op per variable in name scope "<Name>/update_<var>"
+ * that runs the rf_optim_apply() kernel, then (Adam) the finish op after all
+ * of them, then, if global_step is non-NULL, AssignAdd(global_step, 1) named
+ * "<Name>". *train_op is that last op (a NoOp "<Name>" without global_step).
+ * name NULL means the optimizer's TF name ("Adam", ...). */
+rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
+                             rf_node *const *vars, rf_node *const *grads,
+                             size_t n, rf_node *global_step, const char *name,
+                             rf_node **train_op);
+/* minimize = rf_gradients over every trainable variable +
+ * rf_apply_gradients. RF_ERR_INVALID_ARG if no variable has a gradient. */
+rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg, rf_node *loss,
+                      rf_node *global_step, rf_node **train_op);
+
+/* For an ApplyOptimizer node: its config, variable, gradient, slots (in
+ * rf_optim_layout order) and Adam's beta power variables (NULL otherwise).
+ * The distributed runtime uses this to turn it into a remote apply. */
+typedef struct rf_apply_info {
+    const rf_optim_config *cfg;
+    rf_node *var;
+    rf_node *grad;
+    rf_node *slots[RF_OPTIM_MAX_SLOTS];
+    unsigned num_slots;
+    rf_node *beta1_power, *beta2_power;
+} rf_apply_info;
+rf_status rf_node_apply_info(const rf_node *apply, rf_apply_info *out);
+
+/* ---- Executor ----------------------------------------------------------- */
+
+typedef struct rf_executor rf_executor;
+typedef struct rf_plan rf_plan;
+typedef struct rf_trace rf_trace;
+
+typedef struct rf_executor_options {
+    int threads; /* total compute threads, the caller included; 0 = online
+                    CPUs */
+} rf_executor_options;
+
+/* Starts threads-1 pool threads. Threading policy: the executor owns all
+ * compute parallelism. OpenBLAS is set to one thread
+ * (openblas_set_num_threads(1), process-wide) and the executor splits each
+ * GEMM, convolution and elementwise op into chunks run on its pool, and runs
+ * independent ready nodes concurrently, so at most `threads` threads compute
+ * at once (no oversubscription). Chunking depends only on the shapes, never
+ * on the thread count or on scheduling, and every output element (and every
+ * partial sum) is computed by one chunk in a fixed order, so results are
+ * bitwise reproducible for a fixed seed, and in practice independent of the
+ * thread count too. */
+rf_status rf_executor_create(const rf_executor_options *opts,
+                             rf_executor **out);
+void rf_executor_destroy(rf_executor *ex);
+int rf_executor_threads(const rf_executor *ex);
+/* Plans run on ex append their per-op timings to trace (NULL stops). */
+void rf_executor_set_trace(rf_executor *ex, rf_trace *trace);
+
+/* A run plan (TF's Session.make_callable): the nodes fetches and targets
+ * need, not looking past fed nodes (any node may be fed), with dependencies
+ * made explicit: an op that writes a variable (Assign, ApplyX, ...) runs
+ * after every other op of the plan that reads that variable directly, and
+ * writers of one variable run in creation order, so runs are deterministic.
+ * The step arena is allocated on the first run and again only if fed shapes
+ * grow it; steady-state runs do not allocate. */
+rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
+                         size_t nfetch, rf_node *const *feeds, size_t nfeed,
+                         rf_node *const *targets, size_t ntarget,
+                         rf_plan **out);
+void rf_plan_destroy(rf_plan *p);
+/* feed_values[i] feeds feeds[i] (dtype must match, shape must be compatible
+ * with the node's static shape; the data is read in place, not copied).
+ * fetch_out[i] receives a view of fetches[i]'s value, valid until the next
+ * run of this plan (a variable fetch views its storage). On error nothing
+ * is partially fetched; variables may have been partially updated. */
+rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
+                      rf_tensor *fetch_out);
+size_t rf_plan_num_nodes(const rf_plan *p);
+size_t rf_plan_arena_bytes(const rf_plan *p);
+/* Number of runs so far. */
+uint64_t rf_plan_steps(const rf_plan *p);
+
+/* ---- Trace (Chrome trace event JSON, viewable in Perfetto) ------------ */
+
+rf_status rf_trace_create(rf_trace **out);
+void rf_trace_destroy(rf_trace *t);
+size_t rf_trace_num_events(const rf_trace *t);
+/* Sets the process id and label of the events (default: getpid(), ""). */
+void rf_trace_set_process(rf_trace *t, int pid, const char *label);
+/* Writes {"traceEvents":[{"name","cat","ph":"X","ts","dur","pid","tid",
+ * "args":{"op","step","shape"}},...]} (ts/dur in microseconds) plus thread
+ * and process name metadata events. */
+rf_status rf_trace_write_json(const rf_trace *t, const char *path);
+
+/* ---- Allocation accounting ----------------------------------------------- */
+
+/* Every allocation the graph library makes goes through one counted
+ * allocator; tests use the counters to check that steady-state steps do
+ * not allocate. */
+typedef struct rf_graph_alloc_stats {
+    uint64_t allocations; /* malloc/calloc/realloc calls so far */
+    uint64_t frees;
+    int64_t live_bytes;
+} rf_graph_alloc_stats;
+rf_graph_alloc_stats rf_graph_alloc_stats_get(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
