@@ -60,8 +60,11 @@ void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
     pthread_cond_broadcast(&ep->cm_cv);
     pthread_mutex_unlock(&ep->cm_mu);
     /* The peer disconnected: flush our QP and answer with a DREP. */
-    if (disconnect)
+    if (disconnect) {
+        rf_verbs_cm_lock(ep->fab);
         rdma_disconnect(ev->id);
+        rf_verbs_cm_unlock(ep->fab);
+    }
 }
 
 int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev)
@@ -213,8 +216,11 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     st = rf_verbs_ep_alloc(fab, attr, &ep);
     if (st != RF_OK)
         return st;
-    if (rdma_create_id(fab->ch, &ep->cm.id, NULL, RDMA_PS_TCP)) {
-        int err = errno;
+    rf_verbs_cm_lock(fab);
+    int rc = rdma_create_id(fab->ch, &ep->cm.id, NULL, RDMA_PS_TCP);
+    int err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
         rf_verbs_ep_destroy(ep);
         return rf_set_error(rf_verbs_errno_status(err), "rdma_create_id: %s",
                             strerror(err));
@@ -224,10 +230,13 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     unsigned seq = current_seq(ep);
     int type = 0, status = 0;
 
-    if (rdma_resolve_addr(id,
-                          fab->have_src ? (struct sockaddr *)&fab->src : NULL,
-                          (struct sockaddr *)&dst, step_timeout(deadline))) {
-        int err = errno;
+    rf_verbs_cm_lock(fab);
+    rc = rdma_resolve_addr(id,
+                           fab->have_src ? (struct sockaddr *)&fab->src : NULL,
+                           (struct sockaddr *)&dst, step_timeout(deadline));
+    err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
         return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
                                              "rdma_resolve_addr(%s): %s", peer,
                                              strerror(err)));
@@ -238,8 +247,11 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         return connect_fail(
             ep, step_error("rdma_resolve_addr", peer, type, status));
 
-    if (rdma_resolve_route(id, step_timeout(deadline))) {
-        int err = errno;
+    rf_verbs_cm_lock(fab);
+    rc = rdma_resolve_route(id, step_timeout(deadline));
+    err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
         return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
                                              "rdma_resolve_route(%s): %s", peer,
                                              strerror(err)));
@@ -250,7 +262,9 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         return connect_fail(
             ep, step_error("rdma_resolve_route", peer, type, status));
 
+    rf_verbs_cm_lock(fab);
     st = rf_verbs_ep_create_qp(ep, id, "rf_connect");
+    rf_verbs_cm_unlock(fab);
     if (st != RF_OK)
         return connect_fail(ep, st);
 
@@ -264,8 +278,11 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     };
     rf_verbs_priv_encode_req(fab, priv, priv_len, wire, &cp.private_data_len,
                              &cp.flow_control);
-    if (rdma_connect(id, &cp)) {
-        int err = errno;
+    rf_verbs_cm_lock(fab);
+    rc = rdma_connect(id, &cp);
+    err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
         return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
                                              "rdma_connect(%s): %s", peer,
                                              strerror(err)));
@@ -335,18 +352,30 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
     l->cm.kind = VCM_LISTENER;
     pthread_mutex_init(&l->mu, NULL);
     rf_verbs_cond_init(&l->cv);
-    if (rdma_create_id(fab->ch, &l->cm.id, NULL, RDMA_PS_TCP)) {
-        st = rf_set_error(rf_verbs_errno_status(errno), "rdma_create_id: %s",
-                          strerror(errno));
+    rf_verbs_cm_lock(fab);
+    int rc = rdma_create_id(fab->ch, &l->cm.id, NULL, RDMA_PS_TCP);
+    int err = errno;
+    if (rc == 0) {
+        int one = 1;
+        if (rdma_set_option(l->cm.id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
+                            &one, sizeof one))
+            RF_LOG_DEBUG("verbs: rdma_set_option(REUSEADDR): %s",
+                         strerror(errno));
+    }
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
+        l->cm.id = NULL;
+        st = rf_set_error(rf_verbs_errno_status(err), "rdma_create_id: %s",
+                          strerror(err));
         goto fail;
     }
-    int one = 1;
-    if (rdma_set_option(l->cm.id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
-                        &one, sizeof one))
-        RF_LOG_DEBUG("verbs: rdma_set_option(REUSEADDR): %s", strerror(errno));
-    if (rdma_bind_addr(l->cm.id, (struct sockaddr *)&addr)) {
-        st = rf_set_error(rf_verbs_errno_status(errno),
-                          "rdma_bind_addr(%s): %s", where, strerror(errno));
+    rf_verbs_cm_lock(fab);
+    rc = rdma_bind_addr(l->cm.id, (struct sockaddr *)&addr);
+    err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
+        st = rf_set_error(rf_verbs_errno_status(err), "rdma_bind_addr(%s): %s",
+                          where, strerror(err));
         goto fail;
     }
     if (l->cm.id->verbs && l->cm.id->verbs != fab->ctx) {
@@ -358,9 +387,13 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
         goto fail;
     }
     rf_verbs_register(fab, &l->cm);
-    if (rdma_listen(l->cm.id, 128)) {
-        st = rf_set_error(rf_verbs_errno_status(errno), "rdma_listen(%s): %s",
-                          where, strerror(errno));
+    rf_verbs_cm_lock(fab);
+    rc = rdma_listen(l->cm.id, 128);
+    err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
+        st = rf_set_error(rf_verbs_errno_status(err), "rdma_listen(%s): %s",
+                          where, strerror(err));
         rf_verbs_unregister(fab, &l->cm);
         goto fail;
     }
@@ -386,7 +419,9 @@ void rf_verbs_listener_close(rf_listener *listener)
     vreq *r = l->head;
     while (r) {
         vreq *next = r->next;
+        rf_verbs_cm_lock(l->fab);
         rdma_reject(r->id, NULL, 0);
+        rf_verbs_cm_unlock(l->fab);
         rdma_destroy_id(r->id);
         free(r);
         r = next;
@@ -434,8 +469,10 @@ void rf_verbs_reject(rf_conn_req *req, const void *priv, size_t priv_len)
     unsigned char wire[VPRIV_WIRE_MAX];
     uint8_t n = 0;
     rf_verbs_priv_encode_reply(fab, priv, priv_len, wire, &n);
+    rf_verbs_cm_lock(fab);
     if (rdma_reject(r->id, wire, n))
         RF_LOG_INFO("verbs: rdma_reject: %s", strerror(errno));
+    rf_verbs_cm_unlock(fab);
     rdma_destroy_id(r->id);
     free(r);
 }
@@ -455,9 +492,12 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
         return st;
     }
     ep->cm.id = r->id;
+    rf_verbs_cm_lock(fab);
     st = rf_verbs_ep_create_qp(ep, r->id, "rf_accept");
-    if (st != RF_OK) {
+    if (st != RF_OK)
         rdma_reject(r->id, NULL, 0);
+    rf_verbs_cm_unlock(fab);
+    if (st != RF_OK) {
         rf_verbs_ep_destroy(ep); /* destroys the cm_id */
         free(r);
         return st;
@@ -480,8 +520,11 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
     rf_verbs_priv_encode_reply(fab, priv, priv_len, wire, &cp.private_data_len);
     free(r);
     unsigned seq = current_seq(ep);
-    if (rdma_accept(ep->cm.id, &cp)) {
-        int err = errno;
+    rf_verbs_cm_lock(fab);
+    int rc = rdma_accept(ep->cm.id, &cp);
+    int err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
         return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
                                              "rdma_accept(%s): %s", peer,
                                              strerror(err)));

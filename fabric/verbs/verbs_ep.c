@@ -604,7 +604,9 @@ static void complete_leftovers(vep *ep)
 void rf_verbs_ep_destroy(vep *ep)
 {
     if (ep->qp) {
+        rf_verbs_cm_lock(ep->fab);
         rdma_destroy_qp(ep->cm.id);
+        rf_verbs_cm_unlock(ep->fab);
         ep->qp = NULL;
     }
     if (ep->cm.id)
@@ -630,7 +632,9 @@ void rf_verbs_ep_close(rf_ep *e)
     if (ep->qp) {
         /* DREQ to the peer; for IB/RoCE librdmacm also moves the QP to the
          * error state, which flushes all outstanding work. */
+        rf_verbs_cm_lock(fab);
         rdma_disconnect(ep->cm.id);
+        rf_verbs_cm_unlock(fab);
         struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
         ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
         int marker = post_marker(ep);
@@ -645,7 +649,9 @@ void rf_verbs_ep_close(rf_ep *e)
             }
             usleep(200);
         }
+        rf_verbs_cm_lock(fab);
         rdma_destroy_qp(ep->cm.id);
+        rf_verbs_cm_unlock(fab);
         ep->qp = NULL;
         complete_leftovers(ep);
     }

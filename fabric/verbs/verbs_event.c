@@ -74,7 +74,9 @@ static void handle_cm_event(vfab *fab, struct rdma_cm_event *ev)
         pthread_mutex_unlock(&fab->reg_lock);
         rdma_ack_cm_event(ev);
         if (!taken) {
+            rf_verbs_cm_lock(fab);
             rdma_reject(child, NULL, 0);
+            rf_verbs_cm_unlock(fab);
             rdma_destroy_id(child);
         }
         return;
@@ -134,10 +136,14 @@ static void process_disconnects(vfab *fab)
         if (o->kind != VCM_EP)
             continue;
         vep *ep = (vep *)((char *)o - offsetof(vep, cm));
-        if (atomic_exchange(&ep->want_disconnect, 0) && o->id) {
+        int pending = 1; /* 1 = requested, 2 = done: one DREQ only */
+        if (atomic_compare_exchange_strong(&ep->want_disconnect, &pending, 2) &&
+            o->id) {
             RF_LOG_DEBUG("verbs: disconnecting QP %u after an error",
                          ep->qp ? ep->qp->qp_num : 0);
+            rf_verbs_cm_lock(fab);
             rdma_disconnect(o->id);
+            rf_verbs_cm_unlock(fab);
         }
     }
     pthread_mutex_unlock(&fab->reg_lock);
@@ -168,8 +174,14 @@ static void *event_thread(void *arg)
             break;
         if (fds[0].revents) {
             struct rdma_cm_event *ev;
-            while (rdma_get_cm_event(fab->ch, &ev) == 0)
+            for (;;) {
+                rf_verbs_cm_lock(fab);
+                int got = rdma_get_cm_event(fab->ch, &ev);
+                rf_verbs_cm_unlock(fab);
+                if (got)
+                    break;
                 handle_cm_event(fab, ev);
+            }
         }
         if (fds[1].revents) {
             struct ibv_async_event ae;

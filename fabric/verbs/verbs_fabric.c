@@ -89,6 +89,7 @@ static void fabric_free(vfab *fab)
     if (fab->wake_fd >= 0)
         close(fab->wake_fd);
     pthread_mutex_destroy(&fab->reg_lock);
+    pthread_mutex_destroy(&fab->cm_lock);
     free(fab);
 }
 
@@ -100,6 +101,7 @@ rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
         return rf_set_error(RF_ERR_NO_MEMORY, "verbs: out of memory");
     fab->wake_fd = -1;
     pthread_mutex_init(&fab->reg_lock, NULL);
+    pthread_mutex_init(&fab->cm_lock, NULL);
 
     static const char *const modes[] = {"poll", "event", NULL};
     rf_status st =

@@ -75,6 +75,12 @@ typedef struct vfab {
     _Atomic int stopping;
     pthread_mutex_t reg_lock;
     vcmobj *objs; /* registered endpoints and listeners */
+    /* librdmacm hands cm_id state between the thread calling rdma_* and
+     * the one in rdma_get_cm_event through the kernel (write() on the
+     * channel fd), which ThreadSanitizer cannot see: cm_lock orders them.
+     * Held only around non-blocking rdma_* calls, never rdma_destroy_id,
+     * and never while taking reg_lock. */
+    pthread_mutex_t cm_lock;
 } vfab;
 
 /* --- memory regions and completion queues -------------------------------- */
@@ -145,7 +151,7 @@ typedef struct vep {
     _Atomic uint64_t rq_head, rq_tail;
 
     _Atomic int error;           /* in the error state */
-    _Atomic int want_disconnect; /* ask the event thread to disconnect */
+    _Atomic int want_disconnect; /* 1: event thread should disconnect */
     int can_atomic;
 
     /* Connection management, written by the event thread under cm_mu. */
@@ -239,6 +245,15 @@ void rf_verbs_register(vfab *fab, vcmobj *obj);
 void rf_verbs_unregister(vfab *fab, vcmobj *obj);
 /* Wakes the event thread (pending disconnect requests). */
 void rf_verbs_event_wake(vfab *fab);
+
+static inline void rf_verbs_cm_lock(vfab *fab)
+{
+    pthread_mutex_lock(&fab->cm_lock);
+}
+static inline void rf_verbs_cm_unlock(vfab *fab)
+{
+    pthread_mutex_unlock(&fab->cm_lock);
+}
 
 /* --- memory (verbs_mr.c) ------------------------------------------------ */
 
