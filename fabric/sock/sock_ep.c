@@ -231,9 +231,8 @@ void sock_ep_fail(sock_ep *ep, rf_status reason, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    RF_LOG(reason == RF_ERR_DISCONNECTED ? RF_LOG_INFO : RF_LOG_WARN,
-           "sock: endpoint to %s enters the error state (%s): %s", ep->peer,
-           rf_status_string(reason), why);
+    RF_LOG_INFO("sock: endpoint to %s enters the error state (%s): %s",
+                ep->peer, rf_status_string(reason), why);
     ep->state = RF_ERR_DISCONNECTED;
 
     /* Before any completion is visible: the caller may free its buffers as

@@ -12,6 +12,7 @@
 
 #include "fabric/log.h"
 #include "fabric/sock/sock.h"
+#include "fabric/sock/sock_dma.h"
 
 /* Payload at least this large, with nothing buffered, is received directly
  * into its destination. */
@@ -156,7 +157,9 @@ static void consume(sock_ep *ep)
                 return;
             size_t n = avail < ep->rx_left ? avail : ep->rx_left;
             if (ep->rx_sink != SINK_DISCARD) {
+                SOCK_DMA_BEGIN();
                 memcpy(ep->rx_dst, ep->rxbuf + ep->rx_start, n);
+                SOCK_DMA_END();
                 ep->rx_dst += n;
             }
             ep->rx_start += n;
@@ -216,7 +219,9 @@ void sock_rx_run(sock_ep *ep)
         if (ep->rx_phase == RX_PAYLOAD && ep->rx_sink != SINK_DISCARD &&
             ep->rx_start == ep->rx_end && ep->rx_left >= DIRECT_MIN) {
             size_t want = ep->rx_left < budget ? ep->rx_left : budget;
+            SOCK_DMA_BEGIN();
             n = recv(ep->fd, ep->rx_dst, want, MSG_DONTWAIT);
+            SOCK_DMA_END();
             if (n > 0) {
                 ep->rx_dst += n;
                 ep->rx_left -= (size_t)n;

@@ -30,6 +30,7 @@
 
 #include "fabric/log.h"
 #include "fabric/sock/sock.h"
+#include "fabric/sock/sock_dma.h"
 
 static int have_recv(const sock_ep *ep)
 {
@@ -223,6 +224,7 @@ static void do_atomic(sock_ep *ep, const rf_sock_hdr *h)
         return;
     uint64_t *word = (uint64_t *)(void *)p;
     uint64_t old;
+    SOCK_DMA_BEGIN();
     if (h->op == RF_SOCK_FADD_REQ) {
         old = __atomic_fetch_add(word, h->arg0, __ATOMIC_SEQ_CST);
     } else {
@@ -230,6 +232,7 @@ static void do_atomic(sock_ep *ep, const rf_sock_hdr *h)
         __atomic_compare_exchange_n(word, &old, h->arg1, 0, __ATOMIC_SEQ_CST,
                                     __ATOMIC_SEQ_CST);
     }
+    SOCK_DMA_END();
     sock_tgt_reply(ep, RF_SOCK_ATOMIC_RESP, RF_OK, old);
 }
 
@@ -428,8 +431,11 @@ void sock_tgt_match(sock_ep *ep)
                          "send larger than the receive buffer");
             return;
         }
-        if (s->len && !s->is_imm)
+        if (s->len && !s->is_imm) {
+            SOCK_DMA_BEGIN();
             memcpy(r.buf, s->data, s->len);
+            SOCK_DMA_END();
+        }
         deliver(ep, t, r.context, s->is_imm, s->len, s->imm);
         free(s->data);
         free(s);

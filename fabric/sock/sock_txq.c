@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "fabric/sock/sock.h"
+#include "fabric/sock/sock_dma.h"
 
 #define MAX_BATCH 128
 
@@ -64,7 +65,9 @@ int sock_txi_materialize(sock_txi *t)
     unsigned char *c = malloc(t->data_len);
     if (!c)
         return -1;
+    SOCK_DMA_BEGIN();
     memcpy(c, t->data, t->data_len);
+    SOCK_DMA_END();
     free(t->owned);
     t->owned = c;
     t->data = c;
@@ -185,7 +188,9 @@ int sock_tx_flush(sock_ep *ep, int allow_rep)
         if (nq == 0)
             return 0;
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
+        SOCK_DMA_BEGIN();
         ssize_t n = sendmsg(ep->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        SOCK_DMA_END();
         if (n < 0) {
             if (errno == EINTR)
                 continue;
