@@ -19,12 +19,13 @@
 #include "tests/fabric/target.h"
 
 #define RSIZE 65536
-enum { R_ALL, R_RO, R_WO, R_NOATOMIC, NREG };
+enum { R_ALL, R_RO, R_WO, R_NOATOMIC, R_DEAD, NREG };
 static const uint32_t reg_access[NREG] = {
     RF_ACCESS_ALL,
     RF_ACCESS_LOCAL_WRITE | RF_ACCESS_REMOTE_READ,
     RF_ACCESS_LOCAL_WRITE | RF_ACCESS_REMOTE_WRITE | RF_ACCESS_REMOTE_ATOMIC,
     RF_ACCESS_LOCAL_WRITE | RF_ACCESS_REMOTE_READ | RF_ACCESS_REMOTE_WRITE,
+    RF_ACCESS_ALL, /* deregistered right after registration */
 };
 
 /* Where a bad operation points. */
@@ -66,6 +67,8 @@ static void setup(env *e)
         tgt_region(&e->t, r, RSIZE, reg_access[r], 4096, &e->d[r]);
         tgt_fill(&e->t, r, region_seed(r));
     }
+    char reply[16];
+    tgt_cmd(&e->t, reply, sizeof reply, "dereg %d", R_DEAD);
     /* An rkey no region of the target has. */
     static const uint32_t candidates[] = {0x5a5a5a5au, 0xfffffffeu, 0x00c0ffeeu,
                                           0x13572468u};
@@ -211,6 +214,13 @@ void case_errors_rkey(void)
          1, RA},
         {"cmp_swap with unknown rkey", R_ALL, RF_OP_CMP_SWAP, A_BASE, 64, 8, 1,
          RA},
+        /* The rkey of a region deregistered since. */
+        {"write with the rkey of a deregistered region", R_DEAD, RF_OP_WRITE,
+         A_BASE, 0, 64, 0, RA},
+        {"read with the rkey of a deregistered region", R_DEAD, RF_OP_READ,
+         A_BASE, 0, 64, 0, RA},
+        {"fetch_add with the rkey of a deregistered region", R_DEAD,
+         RF_OP_FETCH_ADD, A_BASE, 8, 8, 0, RA},
         /* A valid rkey, but the address of another region. */
         {"write with the rkey of one region, address of another", R_NOATOMIC,
          RF_OP_WRITE, A_OTHER, 4096, 64, 0, RA},

@@ -198,7 +198,7 @@ static uint64_t next_u64(char **save)
 static region *get_region(char **save)
 {
     uint64_t id = next_u64(save);
-    CHECK(id < MAX_REGIONS && T.regions[id].mr, "no region %llu",
+    CHECK(id < MAX_REGIONS && T.regions[id].alloc, "no region %llu",
           (unsigned long long)id);
     return &T.regions[id];
 }
@@ -213,11 +213,15 @@ static slot *find_slot(const char *token, int mark_busy)
         pthread_mutex_lock(&T.mu);
         for (int i = T.nslots - 1; i >= 0; i--) {
             slot *s = &T.slots[i];
-            if (s->token_len == len && memcmp(s->token, token, len) == 0 &&
-                (!mark_busy || !s->closed)) {
+            if (s->token_len == len && memcmp(s->token, token, len) == 0) {
+                int closed = s->closed;
                 if (mark_busy)
                     s->busy = 1;
                 pthread_mutex_unlock(&T.mu);
+                CHECK(!mark_busy || !closed,
+                      "endpoint '%s' entered the error state and was closed "
+                      "before this command could use it",
+                      token);
                 return s;
             }
         }
@@ -242,7 +246,7 @@ static void cmd_region(char **save)
 {
     uint64_t id = next_u64(save), size = next_u64(save);
     uint64_t access = next_u64(save), guard = next_u64(save);
-    CHECK(id < MAX_REGIONS && !T.regions[id].mr && size > 0 &&
+    CHECK(id < MAX_REGIONS && !T.regions[id].alloc && size > 0 &&
               guard % 4096 == 0,
           "bad region command");
     region *r = &T.regions[id];
@@ -342,7 +346,8 @@ static void cmd_postrecv(char **save)
     region *r = get_region(save);
     uint64_t off = next_u64(save), len = next_u64(save);
     uint64_t ctx = next_u64(save);
-    CHECK(off <= r->size && len <= r->size - off, "recv range outside");
+    CHECK(off <= r->size && len <= r->size - off && r->mr,
+          "recv range outside or region deregistered");
     CHECK_OK(rf_post_recv(s->ep, r->alloc + r->guard + off, len, r->mr,
                           (void *)(uintptr_t)ctx));
     reply("ok");
@@ -461,10 +466,9 @@ static void shutdown_target(void)
     }
     rf_listener_close(T.listener);
     for (int i = 0; i < MAX_REGIONS; i++) {
-        if (T.regions[i].mr) {
+        if (T.regions[i].mr)
             CHECK_OK(rf_mr_dereg(T.regions[i].mr));
-            free(T.regions[i].alloc);
-        }
+        free(T.regions[i].alloc);
     }
     rf_fabric_close(T.fabric);
 }
@@ -493,6 +497,13 @@ int rt_target_main(void)
         } else if (strcmp(cmd, "fill") == 0) {
             region *r = get_region(&save);
             pat_fill(r->alloc + r->guard, r->size, next_u64(&save), 0);
+            reply("ok");
+        } else if (strcmp(cmd, "dereg") == 0) {
+            /* The memory stays (guards and content can still be checked). */
+            region *r = get_region(&save);
+            CHECK(r->mr, "region already deregistered");
+            CHECK_OK(rf_mr_dereg(r->mr));
+            r->mr = NULL;
             reply("ok");
         } else if (strcmp(cmd, "verify") == 0) {
             cmd_verify(&save);
