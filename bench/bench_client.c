@@ -10,6 +10,7 @@
 
 #include <rdmaflow/fabric.h>
 
+#include "bench_clock.h"
 #include "bench_loops.h"
 #include "bench_proto.h"
 #include "bench_report.h"
@@ -142,11 +143,12 @@ static int run_size(bench_session *s, const bench_opts *o,
     if (t->bw) {
         bench_bw_stats bw;
         bench_bw_compute(r.tposted, r.tcompleted, r.iters, r.cq_mod, size,
-                         !o->no_peak, &bw);
+                         !o->no_peak, bench_clock_ns_per_tick(), &bw);
         bench_report_bw(rc, size, r.cq_mod, &bw);
     } else {
         bench_lat_stats lat;
-        if (bench_lat_compute(r.tposted, r.iters, t->rtt_factor, &lat)) {
+        if (bench_lat_compute(r.tposted, r.iters, t->rtt_factor,
+                              bench_clock_ns_per_tick(), &lat)) {
             bench_err(s, "cannot compute statistics");
             goto out;
         }

@@ -1,16 +1,29 @@
-/* bench/bench_clock.h: the benchmark clock. clock_gettime(CLOCK_MONOTONIC_RAW)
- * in nanoseconds: a vDSO call (no system call), not slewed by NTP, same
- * rate on every core. perftest uses rdtsc scaled by the CPU MHz it reads
- * from /proc/cpuinfo; this clock gives the same intervals without that
- * calibration step (and without its failure mode on frequency-scaled or
- * virtualised CPUs). */
+/* bench/bench_clock.h: the benchmark clocks.
+ *  - bench_now_ns(): clock_gettime(CLOCK_MONOTONIC_RAW) in ns, for
+ *    timeouts and as the reference.
+ *  - bench_ticks(): the timestamps of the measured loops. On x86 it is the
+ *    TSC (rdtsc, as perftest's get_cycles), converted with a rate measured
+ *    against CLOCK_MONOTONIC_RAW over the whole run (at least 20 ms), not
+ *    perftest's CPU MHz from /proc/cpuinfo. rdtsc costs tens of cycles
+ *    everywhere, while clock_gettime becomes a system call reading an
+ *    emulated timer when the kernel distrusts the TSC (the rxe qemu guest
+ *    boots with tsc=unstable). --timer clock (and any non-x86 host) uses
+ *    CLOCK_MONOTONIC_RAW itself, 1 tick = 1 ns. */
 #ifndef RF_BENCH_CLOCK_H
 #define RF_BENCH_CLOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
-#define BENCH_CLOCK_NAME "CLOCK_MONOTONIC_RAW"
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define BENCH_HAVE_TSC 1
+#else
+#define BENCH_HAVE_TSC 0
+#endif
+
+extern bool bench_clock_use_tsc;
 
 static inline uint64_t bench_now_ns(void)
 {
@@ -18,5 +31,23 @@ static inline uint64_t bench_now_ns(void)
     clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+static inline uint64_t bench_ticks(void)
+{
+#if BENCH_HAVE_TSC
+    if (bench_clock_use_tsc)
+        return __rdtsc();
+#endif
+    return bench_now_ns();
+}
+
+/* Chooses the tick source (tsc is ignored without one) and starts the TSC
+ * calibration. Call once, early. */
+void bench_clock_init(bool tsc);
+/* Nanoseconds per tick: 1 for the clock; for the TSC, measured since
+ * bench_clock_init (waits until at least 20 ms have passed). */
+double bench_clock_ns_per_tick(void);
+/* "tsc" or "clock". */
+const char *bench_clock_name(void);
 
 #endif

@@ -115,7 +115,7 @@ int bench_run_lat(bench_session *s, bench_run *r)
         wr.compare_add = r->t->verb == BENCH_VERB_CMP_SWAP ? base + i : 1;
         wr.swap = base + i + 1;
         wr.context = (void *)(uintptr_t)i;
-        r->tposted[i] = bench_now_ns();
+        r->tposted[i] = bench_ticks();
         if (post(s, &wr, i))
             return -1;
         rf_completion c;
@@ -167,7 +167,7 @@ int bench_run_bw(bench_session *s, bench_run *r)
                     wr.swap = base + scnt + 1;
                 }
             }
-            r->tposted[scnt] = bench_now_ns();
+            r->tposted[scnt] = bench_ticks();
             rf_status st = rf_post(s->ep, &wr, 1, NULL);
             if (st == RF_ERR_NO_RESOURCE)
                 break; /* send queue full: reap completions first */
@@ -196,7 +196,7 @@ int bench_run_bw(bench_session *s, bench_run *r)
                 return -1;
             continue;
         }
-        uint64_t now = bench_now_ns();
+        uint64_t now = bench_ticks();
         for (int k = 0; k < got; k++) {
             uintptr_t idx = (uintptr_t)comps[k].context;
             if (comps[k].status != RF_OK) {
@@ -280,7 +280,7 @@ int bench_run_pingpong(bench_session *s, const bench_test_info *t,
                 return -1;
         }
         if (tposted)
-            tposted[i] = bench_now_ns();
+            tposted[i] = bench_ticks();
         *last = (unsigned char)(i + 1); /* what the peer polls for */
         wr.imm = i + 1;
         if (post(s, &wr, i) ||

@@ -21,7 +21,7 @@ typedef struct bench_run {
     uint32_t tx_depth;    /* effective (<= iters) */
     uint32_t cq_mod;      /* effective (<= tx_depth) */
     uint32_t inline_size; /* RF_WR_INLINE hint up to this size */
-    uint64_t *tposted;    /* iters entries: post times (ns) */
+    uint64_t *tposted;    /* iters entries: post times (bench_ticks) */
     uint64_t *tcompleted; /* iters entries (bandwidth): completion times */
 } bench_run;
 

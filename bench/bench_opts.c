@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_clock.h"
 #include "bench_stats.h"
 #include <rdmaflow/fabric.h>
 
@@ -106,11 +107,15 @@ static void usage(FILE *f)
             "  --timeout SEC       give up waiting for a completion or the "
             "peer after SEC\n"
             "                      seconds (default 60)\n"
+            "  --timer tsc|clock   timestamps: rdtsc calibrated against "
+            "CLOCK_MONOTONIC_RAW\n"
+            "                      (default on x86) or CLOCK_MONOTONIC_RAW "
+            "itself\n"
             "  --providers         list the compiled-in providers and exit\n"
             "  -h, --help          this text\n"
             "\n"
-            "Timing: clock_gettime(CLOCK_MONOTONIC_RAW). Exit status: 0 ok, "
-            "1 failure\n(including data verification), 2 usage error.\n",
+            "Exit status: 0 ok, 1 failure (including data verification), 2 "
+            "usage error.\n",
             BENCH_DEFAULT_PORT, BENCH_DEFAULT_LAT_SIZE, BENCH_DEFAULT_BW_SIZE,
             BENCH_MIN_ITERS, BENCH_DEFAULT_TX_DEPTH, BENCH_DEFAULT_CQ_MOD,
             BENCH_CQ_MOD_SIZE_LIMIT, BENCH_DEFAULT_INLINE);
@@ -223,6 +228,7 @@ enum {
     OPT_TIMEOUT,
     OPT_READY_FD,
     OPT_PROVIDERS,
+    OPT_TIMER,
 };
 
 static int set_mode(bench_opts *o, bench_mode m, const char *flag)
@@ -303,6 +309,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"ready-fd", required_argument, NULL, OPT_READY_FD},
         {"providers", no_argument, NULL, OPT_PROVIDERS},
+        {"timer", required_argument, NULL, OPT_TIMER},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -311,6 +318,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     o->tx_depth = BENCH_DEFAULT_TX_DEPTH;
     o->cq_mod = BENCH_DEFAULT_CQ_MOD;
     o->timeout_s = 60;
+    o->timer_tsc = BENCH_HAVE_TSC;
     o->ready_fd = -1;
     bool host_set = false, port_set = false, tx_set = false;
     bool connect_port = false;
@@ -414,6 +422,15 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         case 'h':
             usage(stdout);
             return 1;
+        case OPT_TIMER:
+            if (strcmp(optarg, "clock") == 0)
+                o->timer_tsc = false;
+            else if (strcmp(optarg, "tsc") == 0 && BENCH_HAVE_TSC)
+                o->timer_tsc = true;
+            else
+                return bad("--timer: '%s' is not %s", optarg,
+                           BENCH_HAVE_TSC ? "tsc or clock" : "clock");
+            break;
         case OPT_PROVIDERS:
             for (const char *const *p = rf_fabric_providers(); *p; p++)
                 printf("%s\n", *p);

@@ -84,7 +84,8 @@ typedef struct bench_opts {
     bool json;
     bool forever;
     int timeout_s;
-    int ready_fd; /* internal (--ready-fd): loopback child reports its port */
+    bool timer_tsc; /* --timer: tsc (default where there is one) or clock */
+    int ready_fd;   /* internal (--ready-fd): loopback child reports its port */
 } bench_opts;
 
 /* Parses the command line. Returns 0 to run, 1 after printing help (exit

@@ -36,8 +36,15 @@ void bench_report_header(const bench_report_ctx *c)
                c->cq_mod, c->o->no_peak ? "off" : "on");
     if (c->t->verb == BENCH_VERB_WRITE || c->t->verb == BENCH_VERB_WRITE_IMM)
         printf(" Inline hint     : %" PRIu32 "[B]\n", c->inline_size);
-    printf(" Completions     : %-14s Timer          : %s\n",
-           c->o->events ? "rf_cq_wait" : "busy poll", BENCH_CLOCK_NAME);
+    if (bench_clock_use_tsc)
+        printf(" Completions     : %-14s Timer          : rdtsc, %.3f GHz "
+               "(vs CLOCK_MONOTONIC_RAW)\n",
+               c->o->events ? "rf_cq_wait" : "busy poll",
+               1.0 / bench_clock_ns_per_tick());
+    else
+        printf(" Completions     : %-14s Timer          : "
+               "CLOCK_MONOTONIC_RAW\n",
+               c->o->events ? "rf_cq_wait" : "busy poll");
     if (c->t->pingpong)
         printf(" Latency         : ping-pong round trip / 2\n");
     else if (!c->t->bw)
@@ -55,9 +62,11 @@ void bench_report_lat(const bench_report_ctx *c, uint64_t size,
                ",\"iterations\":%" PRIu32 ",\"t_min_usec\":%.3f,"
                "\"t_max_usec\":%.3f,\"t_typical_usec\":%.3f,"
                "\"t_avg_usec\":%.3f,\"t_stdev_usec\":%.3f,"
-               "\"p99_usec\":%.3f,\"p99_9_usec\":%.3f,\"verified\":true}\n",
+               "\"p99_usec\":%.3f,\"p99_9_usec\":%.3f,\"timer\":\"%s\","
+               "\"verified\":true}\n",
                c->t->name, c->provider, size, c->iters, st->t_min, st->t_max,
-               st->t_typical, st->t_avg, st->t_stdev, st->p99, st->p99_9);
+               st->t_typical, st->t_avg, st->t_stdev, st->p99, st->p99_9,
+               bench_clock_name());
     } else {
         printf(" %-7" PRIu64 " %-10" PRIu32 "    %-7.2f        %-7.2f      "
                "%-7.2f          %-7.2f        %-7.2f          %-7.2f        "
@@ -76,9 +85,9 @@ void bench_report_bw(const bench_report_ctx *c, uint64_t size, uint32_t cq_mod,
                ",\"iterations\":%" PRIu32 ",\"tx_depth\":%" PRIu32
                ",\"cq_mod\":%" PRIu32 ",\"bw_peak_mib_per_sec\":%.2f,"
                "\"bw_avg_mib_per_sec\":%.2f,\"msg_rate_mpps\":%.6f,"
-               "\"verified\":true}\n",
+               "\"timer\":\"%s\",\"verified\":true}\n",
                c->t->name, c->provider, size, c->iters, c->tx_depth, cq_mod,
-               st->bw_peak, st->bw_avg, st->msg_rate);
+               st->bw_peak, st->bw_avg, st->msg_rate, bench_clock_name());
     } else {
         printf(" %-7" PRIu64 "    %-10" PRIu32 "     %-7.2f             "
                "%-7.2f               %-7.6f\n",

@@ -15,9 +15,10 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 int bench_lat_compute(const uint64_t *tposted, uint32_t iters, int rtt_factor,
-                      bench_lat_stats *out)
+                      double ns_per_tick, bench_lat_stats *out)
 {
-    if (!tposted || !out || iters < BENCH_MIN_ITERS || rtt_factor < 1)
+    if (!tposted || !out || iters < BENCH_MIN_ITERS || rtt_factor < 1 ||
+        !(ns_per_tick > 0))
         return -1;
     size_t n = (size_t)iters - 1;
     uint64_t *d = malloc(n * sizeof *d);
@@ -29,7 +30,8 @@ int bench_lat_compute(const uint64_t *tposted, uint32_t iters, int rtt_factor,
 
     /* The two largest samples are dropped from median, average, stdev. */
     size_t m = n - BENCH_LAT_MEASURE_TAIL;
-    double q = 1000.0 * rtt_factor; /* ns per usec, times the rtt factor */
+    /* ticks per usec, times the rtt factor */
+    double q = 1000.0 / ns_per_tick * rtt_factor;
     double median;
     if ((m - 1) % 2) /* even count: mean of the two middle samples */
         median = ((double)d[m / 2] + (double)d[m / 2 - 1]) / 2.0;
@@ -88,19 +90,22 @@ static double best_window(const uint64_t *tposted, const uint64_t *tcompleted,
 
 int bench_bw_compute(const uint64_t *tposted, const uint64_t *tcompleted,
                      uint32_t iters, uint32_t cq_mod, uint64_t size, bool peak,
-                     bench_bw_stats *out)
+                     double ns_per_tick, bench_bw_stats *out)
 {
-    if (!tposted || !tcompleted || !out || iters == 0 || cq_mod == 0)
+    if (!tposted || !tcompleted || !out || iters == 0 || cq_mod == 0 ||
+        !(ns_per_tick > 0))
         return -1;
     const double mib = 1048576.0;
-    double total_s = (double)(tcompleted[iters - 1] - tposted[0]) / 1e9;
+    double total_s =
+        (double)(tcompleted[iters - 1] - tposted[0]) * ns_per_tick / 1e9;
     if (total_s <= 0)
         total_s = 1e-9; /* clock granularity; never divide by zero */
     out->bw_avg = (double)size * iters / total_s / mib;
     out->msg_rate = (double)iters / total_s / 1e6;
     out->bw_peak = 0;
     if (peak) {
-        double ns = best_window(tposted, tcompleted, iters, cq_mod);
+        double ns =
+            best_window(tposted, tcompleted, iters, cq_mod) * ns_per_tick;
         if (ns <= 0)
             ns = 1;
         out->bw_peak = (double)size / (ns / 1e9) / mib;

@@ -23,20 +23,21 @@ typedef struct bench_bw_stats {
     double msg_rate; /* Mpps */
 } bench_bw_stats;
 
-/* tposted[0..iters) are the post times in ns. rtt_factor is 1 for round
- * trips (read, atomics) and 2 for ping-pong tests (write, write_imm), whose
- * interval is two one-way trips. Returns 0, or -1 if iters <
- * BENCH_MIN_ITERS or memory is short. */
+/* tposted[0..iters) are the post times in ticks of ns_per_tick
+ * nanoseconds. rtt_factor is 1 for round trips (read, atomics) and 2 for
+ * ping-pong tests (write, write_imm), whose interval is two one-way trips.
+ * Returns 0, or -1 if iters < BENCH_MIN_ITERS or memory is short. */
 int bench_lat_compute(const uint64_t *tposted, uint32_t iters, int rtt_factor,
-                      bench_lat_stats *out);
+                      double ns_per_tick, bench_lat_stats *out);
 
 /* tposted[i] is when operation i was posted; tcompleted[j] when the
  * completion of signaled operation j was seen (operation j is signaled when
  * j % cq_mod == cq_mod - 1 or j == iters - 1). With peak, the peak is the
  * best (completion j - post i) / (j - i + 1) over every i and every
- * signaled j >= i, as perftest. Returns 0, or -1 on bad arguments. */
+ * signaled j >= i, as perftest. Times are in ticks of ns_per_tick ns.
+ * Returns 0, or -1 on bad arguments. */
 int bench_bw_compute(const uint64_t *tposted, const uint64_t *tcompleted,
                      uint32_t iters, uint32_t cq_mod, uint64_t size, bool peak,
-                     bench_bw_stats *out);
+                     double ns_per_tick, bench_bw_stats *out);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "bench_client.h"
+#include "bench_clock.h"
 #include "bench_opts.h"
 #include "bench_server.h"
 #include "bench_spawn.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv)
         return 0;
     if (rc)
         return 2;
+    bench_clock_init(o.timer_tsc);
 
     switch (o.mode) {
     case BENCH_MODE_SERVE:

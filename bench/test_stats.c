@@ -37,7 +37,7 @@ static void test_lat_odd(void)
     uint64_t t[10];
     posts_from(d, 9, t);
     bench_lat_stats s;
-    CHECK(bench_lat_compute(t, 10, 1, &s) == 0);
+    CHECK(bench_lat_compute(t, 10, 1, 1.0, &s) == 0);
     NEAR(s.t_min, 1.0);
     NEAR(s.t_max, 100.0); /* perftest: delta[measure_cnt], 2nd largest */
     NEAR(s.t_typical, 4.0);
@@ -45,9 +45,11 @@ static void test_lat_odd(void)
     NEAR(s.t_stdev, 2.0);
     NEAR(s.p99, 100.0); /* ceil(7 * 0.99) = 7 */
     NEAR(s.p99_9, 100.0);
-    CHECK(bench_lat_compute(t, 10, 2, &s) == 0); /* ping-pong: RTT / 2 */
+    CHECK(bench_lat_compute(t, 10, 2, 1.0, &s) == 0); /* ping-pong: RTT / 2 */
     NEAR(s.t_typical, 2.0);
     NEAR(s.t_min, 0.5);
+    CHECK(bench_lat_compute(t, 10, 1, 0.5, &s) == 0); /* 2 GHz ticks */
+    NEAR(s.t_typical, 2.0);
 }
 
 static void test_lat_even(void)
@@ -58,7 +60,7 @@ static void test_lat_even(void)
     uint64_t t[11];
     posts_from(d, 10, t);
     bench_lat_stats s;
-    CHECK(bench_lat_compute(t, 11, 1, &s) == 0);
+    CHECK(bench_lat_compute(t, 11, 1, 1.0, &s) == 0);
     NEAR(s.t_typical, 4.5);
     NEAR(s.t_avg, 4.5);
     NEAR(s.t_max, 9.0);
@@ -74,13 +76,13 @@ static void test_lat_1000(void)
         d[i] = 1000 * (i + 1);
     posts_from(d, 999, t);
     bench_lat_stats s;
-    CHECK(bench_lat_compute(t, 1000, 1, &s) == 0);
+    CHECK(bench_lat_compute(t, 1000, 1, 1.0, &s) == 0);
     NEAR(s.t_min, 1.0);
-    NEAR(s.t_typical, 499.0);                    /* d[498] */
-    NEAR(s.t_max, 998.0);                        /* d[997] */
-    NEAR(s.p99, 989.0);                          /* d[988] */
-    NEAR(s.p99_9, 998.0);                        /* d[997] */
-    CHECK(bench_lat_compute(t, 4, 1, &s) == -1); /* below MIN_ITER */
+    NEAR(s.t_typical, 499.0);                         /* d[498] */
+    NEAR(s.t_max, 998.0);                             /* d[997] */
+    NEAR(s.p99, 989.0);                               /* d[988] */
+    NEAR(s.p99_9, 998.0);                             /* d[997] */
+    CHECK(bench_lat_compute(t, 4, 1, 1.0, &s) == -1); /* below MIN_ITER */
 }
 
 static void test_bw(void)
@@ -89,18 +91,20 @@ static void test_bw(void)
     const uint64_t posted[4] = {0, 1000, 2000, 3000};
     const uint64_t done[4] = {0, 5000, 0, 11000};
     bench_bw_stats s;
-    CHECK(bench_bw_compute(posted, done, 4, 2, 1 << 20, true, &s) == 0);
+    CHECK(bench_bw_compute(posted, done, 4, 2, 1 << 20, true, 1.0, &s) == 0);
     NEAR(s.bw_avg, 4.0 / 11e-6); /* 4 MiB in 11 us */
     NEAR(s.msg_rate, 4.0 / 11e-6 / 1e6);
     NEAR(s.bw_peak, 1.0 / 2.5e-6); /* best window: post 0 .. done 1 */
-    CHECK(bench_bw_compute(posted, done, 4, 2, 1 << 20, false, &s) == 0);
+    CHECK(bench_bw_compute(posted, done, 4, 2, 1 << 20, false, 1.0, &s) == 0);
     NEAR(s.bw_peak, 0.0);
 
     /* 5 operations with cq_mod 2: signaled 1, 3 and the last, 4. */
     const uint64_t p5[5] = {0, 100, 200, 300, 400};
     const uint64_t d5[5] = {0, 1000, 0, 2000, 2100};
-    CHECK(bench_bw_compute(p5, d5, 5, 2, 1000, true, &s) == 0);
+    CHECK(bench_bw_compute(p5, d5, 5, 2, 1000, true, 1.0, &s) == 0);
     NEAR(s.bw_peak, 1000.0 / 420e-9 / 1048576.0); /* (2100-0)/5 = 420 ns */
+    CHECK(bench_bw_compute(p5, d5, 5, 2, 1000, true, 2.0, &s) == 0);
+    NEAR(s.bw_peak, 1000.0 / 840e-9 / 1048576.0); /* 2 ns per tick */
 }
 
 static void test_proto(void)
