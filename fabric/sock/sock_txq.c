@@ -137,9 +137,11 @@ static int advance(sock_ep *ep, const int *qs, int nq, size_t n)
         t->hdr_sent = (uint8_t)(t->hdr_sent + k);
         n -= k;
         k = n < t->data_len ? n : t->data_len;
-        t->data += k;
-        t->data_len -= k;
-        n -= k;
+        if (k) {
+            t->data += k;
+            t->data_len -= k;
+            n -= k;
+        }
         if (t->hdr_sent == RF_SOCK_HDR_SIZE && t->data_len == 0) {
             ep->tx_partial = Q_NONE;
             item_done(ep, qs[i]);
