@@ -30,16 +30,17 @@ static pid_t target_pid;
 
 static void usage(FILE *to)
 {
-    fprintf(to,
-            "usage: rf-fabric-demo [--provider NAME] [--host ADDR]\n"
-            "       rf-fabric-demo [--provider NAME] --serve [HOST:]PORT\n"
-            "       rf-fabric-demo [--provider NAME] --connect HOST:PORT\n"
-            "  --provider NAME  fabric provider (default: $RF_FABRIC, else "
-            "auto)\n"
-            "  --host ADDR      loopback mode: address of both sides "
-            "(default 127.0.0.1)\n"
-            "  --serve          run only the target (PORT 0: any free port)\n"
-            "  --connect        run only the initiator against a target\n");
+    fprintf(to, "usage: rf-fabric-demo [--provider NAME] [--host ADDR]\n"
+                "       rf-fabric-demo [--provider NAME] --serve [HOST:]PORT\n"
+                "       rf-fabric-demo [--provider NAME] --connect HOST:PORT\n"
+                "  --provider NAME  fabric provider (default: $RF_FABRIC, else "
+                "auto)\n"
+                "  --host ADDR      loopback mode: address of both sides "
+                "(default 127.0.0.1)\n"
+                "  --serve          run only the target: serves one initiator, "
+                "then exits\n"
+                "                   (PORT 0: any free port, printed)\n"
+                "  --connect        run only the initiator against a target\n");
 }
 
 __attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
@@ -218,6 +219,20 @@ int main(int argc, char **argv)
             o.port_fd = (int)fd;
         }
     }
+    if (o.provider && strcmp(o.provider, "auto") != 0) {
+        int known = 0;
+        for (const char *const *p = rf_fabric_providers(); *p; p++)
+            known |= strcmp(*p, o.provider) == 0;
+        if (!known) {
+            char list[128] = "auto";
+            for (const char *const *p = rf_fabric_providers(); *p; p++) {
+                strncat(list, "|", sizeof list - strlen(list) - 1);
+                strncat(list, *p, sizeof list - strlen(list) - 1);
+            }
+            return bad_usage("--provider: unknown provider '%s' (%s)",
+                             o.provider, list);
+        }
+    }
     if (serve && connect_to)
         return bad_usage("%s", "--serve and --connect exclude each other");
     if (role && (serve || connect_to || strcmp(role, "target") != 0))
@@ -229,12 +244,16 @@ int main(int argc, char **argv)
     if (role)
         return demo_target(&o);
     if (serve) {
-        if (parse_endpoint(serve, 0, &o.host, &o.port, 0) != 0)
+        char copy[256];
+        snprintf(copy, sizeof copy, "%s", serve);
+        if (parse_endpoint(copy, 0, &o.host, &o.port, 0) != 0)
             return bad_usage("--serve: '%s' is not [HOST:]PORT", serve);
         return demo_target(&o);
     }
     if (connect_to) {
-        if (parse_endpoint(connect_to, 1, &o.host, &o.port, 1) != 0)
+        char copy[256];
+        snprintf(copy, sizeof copy, "%s", connect_to);
+        if (parse_endpoint(copy, 1, &o.host, &o.port, 1) != 0)
             return bad_usage("--connect: '%s' is not HOST:PORT (port 1..65535)",
                              connect_to);
         return demo_initiator(&o);
