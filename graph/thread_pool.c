@@ -14,9 +14,15 @@ typedef struct item {
     size_t idx;
 } item;
 
+typedef struct worker_arg {
+    struct rf_pool *p;
+    int tid;
+} worker_arg;
+
 struct rf_pool {
     int nthreads;
     pthread_t *threads;
+    worker_arg *args; /* one per worker, freed with the pool */
     int started;
     pthread_mutex_t mu;
     pthread_cond_t work_cv; /* queue non-empty, stop, or a run finished */
@@ -25,11 +31,6 @@ struct rf_pool {
     size_t cap, head, count;
     bool stop;
 };
-
-typedef struct worker_arg {
-    rf_pool *p;
-    int tid;
-} worker_arg;
 
 static bool pop_locked(rf_pool *p, item *it)
 {
@@ -47,7 +48,6 @@ static void *worker_main(void *arg)
 {
     rf_pool *p = ((worker_arg *)arg)->p;
     int tid = ((worker_arg *)arg)->tid;
-    rf_gfree(arg);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         item it;
@@ -80,20 +80,16 @@ rf_status rf_pool_create(int nthreads, rf_pool **out)
     rf_status st = rf_pool_reserve(p, 64);
     if (st == RF_OK && nthreads > 1) {
         p->threads = rf_gcalloc((size_t)nthreads - 1, sizeof *p->threads);
-        if (!p->threads)
+        p->args = rf_gcalloc((size_t)nthreads - 1, sizeof *p->args);
+        if (!p->threads || !p->args)
             st = rf_set_error(RF_ERR_NO_MEMORY, "thread pool: no memory");
     }
     for (int i = 1; st == RF_OK && i < nthreads; i++) {
-        worker_arg *wa = rf_gmalloc(sizeof *wa);
-        if (!wa) {
-            st = rf_set_error(RF_ERR_NO_MEMORY, "thread pool: no memory");
-            break;
-        }
+        worker_arg *wa = &p->args[i - 1];
         wa->p = p;
         wa->tid = i;
         int rc = pthread_create(&p->threads[i - 1], NULL, worker_main, wa);
         if (rc != 0) {
-            rf_gfree(wa);
             st = rf_set_error(RF_ERR_NO_RESOURCE,
                               "thread pool: pthread_create: %s", strerror(rc));
             break;
@@ -122,6 +118,7 @@ void rf_pool_destroy(rf_pool *p)
     pthread_cond_destroy(&p->work_cv);
     pthread_cond_destroy(&p->done_cv);
     rf_gfree(p->threads);
+    rf_gfree(p->args);
     rf_gfree(p->q);
     rf_gfree(p);
 }
