@@ -459,6 +459,41 @@ static void test_max_pool(void)
     rf_graph_destroy(g);
 }
 
+/* TF's ReluGrad uses features > 0: the gradient at exactly 0 is 0 */
+static void test_relu_grad_at_zero(void)
+{
+    rf_graph *g;
+    CHECK_OK(rf_graph_create(&g));
+    rf_node *x = rf_variable(g, RF_F32, RF_SHAPE(3), rf_init_zeros(), "x");
+    rf_node *loss = rf_reduce_sum(g, rf_relu(g, x, NULL), NULL, 0, false, NULL);
+    rf_node *dx = NULL;
+    CHECK_OK(rf_gradients(g, loss, &x, 1, &dx));
+    CHECK_OK(rf_graph_initialize_variables(g));
+    float *xv = rf_variable_data(x);
+    xv[0] = 0;
+    xv[1] = 2;
+    xv[2] = -2;
+    double out[3];
+    const double want[] = {0, 1, 0};
+    CHECK(test_eval(ex, g, dx, NULL, NULL, 0, out, 3) == 3, "eval");
+    check_vec("relu grad", out, want, 3, 0, 0);
+    rf_graph_destroy(g);
+
+    /* MaxPoolGrad routes to the first maximum of a window (row-major) */
+    CHECK_OK(rf_graph_create(&g));
+    rf_node *im =
+        rf_variable(g, RF_F32, RF_SHAPE(1, 2, 3, 1), rf_init_constant(1), "im");
+    rf_node *mp = rf_max_pool(g, im, 2, 2, 1, 1, RF_PADDING_VALID, NULL);
+    loss = rf_reduce_sum(g, mp, NULL, 0, false, NULL);
+    CHECK_OK(rf_gradients(g, loss, &im, 1, &dx));
+    CHECK_OK(rf_graph_initialize_variables(g));
+    double pg[6];
+    const double pw[] = {1, 1, 0, 0, 0, 0}; /* windows start at 0 and 1 */
+    CHECK(test_eval(ex, g, dx, NULL, NULL, 0, pg, 6) == 6, "eval");
+    check_vec("maxpool tie", pg, pw, 6, 0, 0);
+    rf_graph_destroy(g);
+}
+
 static void test_argmax_cast_accuracy(void)
 {
     rf_graph *g;
@@ -509,6 +544,7 @@ int main(void)
     test_reductions();
     test_conv2d();
     test_max_pool();
+    test_relu_grad_at_zero();
     test_argmax_cast_accuracy();
     rf_executor_destroy(ex);
     if (failures) {
