@@ -391,7 +391,9 @@ static void build_wr(vep *ep, const rf_wr *r, vslot *slot,
         w->wr.rdma.remote_addr = r->remote_addr;
         w->wr.rdma.rkey = r->rkey;
     }
-    if (r->len && r->len <= ep->max_inline &&
+    /* Inline data is copied at post time: a fenced WR must read its
+     * source only once the earlier reads/atomics have landed in it. */
+    if (r->len && r->len <= ep->max_inline && !(r->flags & RF_WR_FENCE) &&
         (r->op == RF_OP_SEND || r->op == RF_OP_WRITE ||
          r->op == RF_OP_WRITE_IMM))
         w->send_flags |= IBV_SEND_INLINE;
