@@ -525,9 +525,10 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
     int err = errno;
     rf_verbs_cm_unlock(fab);
     if (rc) {
-        return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
-                                             "rdma_accept(%s): %s", peer,
-                                             strerror(err)));
+        /* EINVAL: the request is no longer pending (connector gave up). */
+        rf_status ast = err == ENOMEM ? RF_ERR_NO_MEMORY : RF_ERR_UNAVAILABLE;
+        return connect_fail(
+            ep, rf_set_error(ast, "rdma_accept(%s): %s", peer, strerror(err)));
     }
     int type = 0, status = 0;
     int64_t deadline = rf_verbs_deadline(fab->qp.peer_timeout_ms);
