@@ -300,9 +300,17 @@ void sock_ep_sock_dead(sock_ep *ep)
 
 void sock_ep_service(sock_ep *ep, uint32_t events)
 {
-    (void)events; /* reading and writing are tried whatever the cause */
     if (ep->fd < 0 || ep->closing)
         return;
+    /* Reading and writing are tried whatever the event, except that a
+     * hang-up while reading is paused (a send waiting for a receive) would
+     * repeat forever: the sender is gone, so is the connection. */
+    if ((events & (EPOLLHUP | EPOLLERR)) && ep->phase == SOCK_OPEN &&
+        ep->rx_phase == RX_WAIT_RECV) {
+        sock_ep_fail(ep, RF_ERR_DISCONNECTED, "connection lost");
+        sock_ep_sock_dead(ep);
+        return;
+    }
     if (ep->phase == SOCK_OPEN)
         sock_tgt_match(ep);
     sock_rx_run(ep);

@@ -329,11 +329,12 @@ rf_status sock_get_request(rf_listener *base, int timeout_ms, rf_conn_req **out)
         }
     }
     pthread_mutex_lock(&l->mu);
+    l->refs++; /* a concurrent rf_listener_close must not free it */
+    rf_status st = RF_ERR_TIMEOUT;
     for (;;) {
         if (l->closed) {
-            pthread_mutex_unlock(&l->mu);
-            return rf_set_error(RF_ERR_UNAVAILABLE,
-                                "rf_listener_get_request: listener closed");
+            st = RF_ERR_UNAVAILABLE;
+            break;
         }
         while (l->ready_head) {
             sock_conn_req *r = l->ready_head;
@@ -350,11 +351,11 @@ rf_status sock_get_request(rf_listener *base, int timeout_ms, rf_conn_req **out)
                 pthread_mutex_lock(&l->mu);
                 continue;
             }
-            pthread_mutex_unlock(&l->mu);
             *out = &r->base;
-            return RF_OK;
+            st = RF_OK;
+            break;
         }
-        if (timeout_ms == 0)
+        if (st == RF_OK || timeout_ms == 0)
             break;
         if (timeout_ms < 0)
             pthread_cond_wait(&l->cond, &l->mu);
@@ -362,9 +363,13 @@ rf_status sock_get_request(rf_listener *base, int timeout_ms, rf_conn_req **out)
             timeout_ms = 0; /* one last look */
     }
     pthread_mutex_unlock(&l->mu);
-    return rf_set_error(RF_ERR_TIMEOUT,
-                        "rf_listener_get_request: no connection request in "
-                        "time");
+    listener_unref(l);
+    if (st == RF_ERR_UNAVAILABLE)
+        return rf_set_error(st, "rf_listener_get_request: listener closed");
+    if (st != RF_OK)
+        return rf_set_error(st, "rf_listener_get_request: no connection "
+                                "request in time");
+    return RF_OK;
 }
 
 rf_status sock_accept(rf_conn_req *base, const rf_ep_attr *attr,
