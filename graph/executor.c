@@ -840,11 +840,14 @@ rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
             t->data = (char *)p->arena + p->off[k];
             break;
         case OUT_VAR:
-            if (!node->var->initialized)
+            if (!node->var)
+                st = rf_set_error(RF_ERR_INVALID_ARG,
+                                  "variable %s has no storage", node->name);
+            else if (!node->var->initialized)
                 st = rf_set_error(RF_ERR_INVALID_ARG,
                                   "Attempting to use uninitialized value %s",
                                   node->name);
-            t->data = node->var->data;
+            t->data = node->var ? node->var->data : NULL;
             break;
         case OUT_FEED:
             t->data = feed_values[p->feed_of[k]].data;

@@ -30,8 +30,7 @@ static void node_free(rf_node *n)
     rf_gfree_aligned(n->const_data, n->const_bytes);
     rf_gfree(n->optim);
     if (n->var) {
-        if (n->var->owned)
-            rf_gfree_aligned(n->var->data, n->var->bytes);
+        rf_var_release(n->var);
         rf_gfree(n->var);
     }
     rf_gfree(n);

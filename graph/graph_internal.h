@@ -50,7 +50,8 @@ typedef struct rf_var {
     rf_node *node;
     void *data;
     size_t bytes;
-    bool owned; /* data allocated by the graph */
+    bool owned;               /* data allocated by the graph */
+    rf_variable_storage hook; /* alloc set: data came from this hook */
     bool initialized;
     bool trainable;
     rf_initializer init;
@@ -109,6 +110,7 @@ struct rf_graph {
     rf_node *coloc[RF_STACK_MAX];
     int coloc_depth;
     uint64_t seed;
+    rf_variable_storage storage; /* for new variables (alloc NULL: own) */
     rf_status err;
     char errmsg[512];
 };
@@ -117,6 +119,8 @@ struct rf_graph {
  * thread's error message, returns NULL. */
 rf_node *rf_graph_fail(rf_graph *g, rf_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Releases a variable's buffer to wherever it came from. */
+void rf_var_release(rf_var *v);
 rf_status rf_graph_failv(rf_graph *g, rf_status st, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 

@@ -78,12 +78,6 @@ rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
         g->cap_vars = cap;
     }
     v->bytes = (size_t)rf_shape_numel(&shape) * rf_dtype_size(dtype);
-    v->data = rf_galloc_aligned(v->bytes);
-    if (!v->data) {
-        rf_gfree(v);
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
-    }
-    v->owned = true;
     v->trainable = true;
     v->init = init;
     rf_attrs a;
@@ -92,12 +86,32 @@ rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
     a.dtype = dtype;
     rf_node *n = rf_node_create(g, RF_OP_VARIABLE, name, NULL, 0, &a);
     if (!n) {
-        rf_gfree_aligned(v->data, v->bytes);
         rf_gfree(v);
         return NULL;
     }
-    n->var = v;
     v->node = n;
+    if (g->storage.alloc) {
+        v->data = g->storage.alloc(g->storage.ctx, n, v->bytes);
+        if (v->data && ((uintptr_t)v->data % RF_ALIGN) != 0) {
+            if (g->storage.release)
+                g->storage.release(g->storage.ctx, n, v->data, v->bytes);
+            v->data = NULL;
+        }
+        if (v->data)
+            v->hook = g->storage;
+    }
+    if (!v->data) {
+        v->data = rf_galloc_aligned(v->bytes);
+        v->owned = true;
+    }
+    if (!v->data) {
+        /* the node stays in the graph without a value: mark the failure */
+        rf_gfree(v);
+        return rf_graph_fail(
+            g, RF_ERR_NO_MEMORY, "Variable %s: no memory for %zu bytes",
+            n->name, (size_t)rf_shape_numel(&shape) * rf_dtype_size(dtype));
+    }
+    n->var = v;
     g->vars[g->n_vars++] = v;
     return n;
 }
@@ -208,11 +222,28 @@ rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
         memcpy(data, v->data, v->bytes);
     else
         v->initialized = false;
+    rf_var_release(v);
+    v->data = data;
+    return RF_OK;
+}
+
+void rf_var_release(rf_var *v)
+{
     if (v->owned)
         rf_gfree_aligned(v->data, v->bytes);
-    v->data = data;
+    else if (v->hook.alloc && v->hook.release)
+        v->hook.release(v->hook.ctx, v->node, v->data, v->bytes);
     v->owned = false;
-    return RF_OK;
+    memset(&v->hook, 0, sizeof v->hook);
+    v->data = NULL;
+}
+
+void rf_graph_set_variable_storage(rf_graph *g, const rf_variable_storage *hook)
+{
+    if (hook)
+        g->storage = *hook;
+    else
+        memset(&g->storage, 0, sizeof g->storage);
 }
 
 /* ---- initializers ------------------------------------------------------ */

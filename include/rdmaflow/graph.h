@@ -373,7 +373,27 @@ const char *rf_variable_slot_name(const rf_node *var);
 /* optimizer.get_slot(var, name): the slot variable or NULL. */
 rf_node *rf_variable_get_slot(const rf_node *var, const char *slot_name);
 
-/* The storage hook. data/bytes: the current value buffer. */
+/* ---- The rf_variable_storage hook ----
+ * Variable values live in memory the distributed runtime may need to own
+ * (RDMA-registered regions). Two ways to supply it, both honoured by the
+ * executor, which reads and updates variables in place and never
+ * reallocates or moves their storage:
+ *  - a graph-wide allocator: variables created after
+ *    rf_graph_set_variable_storage() take their buffer from hook->alloc
+ *    (64-byte aligned, at least bytes; NULL falls back to the graph's own
+ *    allocation) and give it back through hook->release when the graph is
+ *    destroyed or the storage is replaced;
+ *  - per variable, rf_variable_set_storage() below. */
+typedef struct rf_variable_storage {
+    void *(*alloc)(void *ctx, const rf_node *var, size_t bytes);
+    void (*release)(void *ctx, const rf_node *var, void *data, size_t bytes);
+    void *ctx;
+} rf_variable_storage;
+/* hook NULL restores the graph's own allocation for later variables. */
+void rf_graph_set_variable_storage(rf_graph *g,
+                                   const rf_variable_storage *hook);
+
+/* The current value buffer and its size. */
 void *rf_variable_data(const rf_node *var);
 size_t rf_variable_bytes(const rf_node *var);
 /* Points the variable at external storage (e.g. RDMA-registered memory):

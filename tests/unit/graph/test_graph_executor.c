@@ -496,6 +496,70 @@ static void test_external_storage(void)
     free(before);
 }
 
+/* the graph-wide hook: variables take their storage from a "registered"
+ * region and give it back when the graph goes */
+static _Alignas(64) unsigned char region[1 << 16];
+static size_t region_used;
+static int released;
+
+static void *region_alloc(void *ctx, const rf_node *var, size_t bytes)
+{
+    (void)ctx;
+    (void)var;
+    size_t need = (bytes + 63) / 64 * 64;
+    if (region_used + need > sizeof region)
+        return NULL; /* the graph falls back to its own memory */
+    void *p = region + region_used;
+    region_used += need;
+    return p;
+}
+
+static void region_release(void *ctx, const rf_node *var, void *data,
+                           size_t bytes)
+{
+    (void)ctx;
+    (void)var;
+    (void)bytes;
+    CHECK((unsigned char *)data >= region &&
+              (unsigned char *)data < region + sizeof region,
+          "released foreign memory");
+    released++;
+}
+
+static void test_storage_hook(void)
+{
+    rf_graph *g;
+    CHECK_OK(rf_graph_create(&g));
+    rf_variable_storage hook = {region_alloc, region_release, NULL};
+    rf_graph_set_variable_storage(g, &hook);
+    rf_node *a =
+        rf_variable(g, RF_F32, RF_SHAPE(100), rf_init_constant(3), "a");
+    rf_node *big = rf_variable(g, RF_F32, RF_SHAPE(1 << 15), rf_init_zeros(),
+                               "big"); /* does not fit: own memory */
+    rf_graph_set_variable_storage(g, NULL);
+    rf_node *b = rf_variable(g, RF_F32, RF_SHAPE(10), rf_init_zeros(), "b");
+    unsigned char *pa = rf_variable_data(a), *pb = rf_variable_data(b),
+                  *pbig = rf_variable_data(big);
+    CHECK(pa >= region && pa < region + sizeof region, "a not in region");
+    CHECK(!(pb >= region && pb < region + sizeof region) &&
+              !(pbig >= region && pbig < region + sizeof region),
+          "fallbacks in region");
+    CHECK_OK(rf_graph_initialize_variables(g));
+    rf_node *inc = rf_assign_add(g, a, rf_ones_like(g, a, NULL), NULL);
+    rf_executor *ex;
+    rf_executor_options o = {.threads = 2};
+    CHECK_OK(rf_executor_create(&o, &ex));
+    rf_plan *p;
+    CHECK_OK(rf_plan_create(ex, g, &inc, 1, NULL, 0, NULL, 0, &p));
+    rf_tensor out;
+    CHECK_OK(rf_plan_run(p, NULL, &out));
+    CHECK(out.data == pa && ((float *)pa)[99] == 4.0f, "updated in place");
+    rf_plan_destroy(p);
+    rf_executor_destroy(ex);
+    rf_graph_destroy(g);
+    CHECK(released == 1, "released %d buffers", released);
+}
+
 int main(void)
 {
     test_determinism();
@@ -504,6 +568,7 @@ int main(void)
     test_read_before_write();
     test_pruning_feeds_and_errors();
     test_external_storage();
+    test_storage_hook();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
