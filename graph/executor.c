@@ -55,7 +55,8 @@ struct rf_plan {
     uint64_t layout_gen;
     rf_tensor *vals;
     unsigned char *kind;
-    size_t *off, *scratch_off, *scratch_bytes;
+    size_t *off, *scratch_off, *scratch_bytes, *out_bytes;
+    bool shared; /* the last layout shares buffers between nodes */
     void *arena;
     size_t arena_bytes, arena_cap;
     const rf_tensor *feed_values; /* during a run */
@@ -281,6 +282,7 @@ void rf_plan_destroy(rf_plan *p)
     rf_gfree(p->off);
     rf_gfree(p->scratch_off);
     rf_gfree(p->scratch_bytes);
+    rf_gfree(p->out_bytes);
     rf_gfree_aligned(p->arena, p->arena_cap);
     rf_gfree(p->t0);
     rf_gfree(p->t1);
@@ -382,6 +384,7 @@ static rf_status plan_alloc(rf_plan *p, size_t n_in, size_t n_succ)
     p->off = rf_gcalloc(n, sizeof *p->off);
     p->scratch_off = rf_gcalloc(n, sizeof *p->scratch_off);
     p->scratch_bytes = rf_gcalloc(n, sizeof *p->scratch_bytes);
+    p->out_bytes = rf_gcalloc(n, sizeof *p->out_bytes);
     p->t0 = rf_gcalloc(n, sizeof *p->t0);
     p->t1 = rf_gcalloc(n, sizeof *p->t1);
     p->ttid = rf_gcalloc(n, sizeof *p->ttid);
@@ -392,8 +395,8 @@ static rf_status plan_alloc(rf_plan *p, size_t n_in, size_t n_succ)
     if (!p->nodes || !p->source || !p->in_off || !p->in_idx || !p->in_ptrs ||
         !p->succ_off || !p->succ || !p->npred0 || !p->npred || !p->feed_of ||
         !p->vals || !p->kind || !p->off || !p->scratch_off ||
-        !p->scratch_bytes || !p->t0 || !p->t1 || !p->ttid || !p->feed_p ||
-        !p->fetch_p || !p->feed_shapes)
+        !p->scratch_bytes || !p->out_bytes || !p->t0 || !p->t1 || !p->ttid ||
+        !p->feed_p || !p->fetch_p || !p->feed_shapes)
         return rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
     return RF_OK;
 }
@@ -590,6 +593,153 @@ uint64_t rf_plan_steps(const rf_plan *p)
 /* ---- shapes and memory ----------------------------------------------------
  */
 
+/* ---- buffer sharing
+ * ---------------------------------------------------------- Within a step, a
+ * node's output (or scratch) may reuse the arena block of an earlier value once
+ * that value is dead: when every node that touches it (its producer, every
+ * consumer of it or of an alias of it) is an ancestor of the new node in the
+ * plan's dependency graph. That holds under any schedule, so sharing never
+ * depends on timing. Fetched values keep their own blocks. Greedy best fit in
+ * topological order; plans larger than SHARE_MAX_NODES (the ancestor sets are
+ * n^2 bits) are laid out without sharing. */
+
+#define SHARE_MAX_NODES 8192
+
+typedef struct block {
+    size_t off, size;
+    uint32_t *users; /* who touches the current tenant */
+    size_t n_users;
+    uint32_t sole; /* the user of a scratch tenant */
+    bool pinned;   /* a fetched value lives here */
+} block;
+
+static bool share_buffers(rf_plan *p, size_t *total_out)
+{
+    size_t n = p->n, words = (n + 63) / 64;
+    if (n == 0 || n > SHARE_MAX_NODES)
+        return false;
+    uint64_t *anc = rf_gcalloc(n * words, sizeof *anc);
+    uint32_t *base = rf_gmalloc(n * sizeof *base);
+    size_t *ucount = rf_gcalloc(n + 1, sizeof *ucount);
+    uint32_t *uidx = NULL, *ufill = NULL;
+    bool *pinned = rf_gcalloc(n, sizeof *pinned);
+    block *blocks = rf_gcalloc(2 * n, sizeof *blocks);
+    size_t nblocks = 0, total = 0;
+    bool ok = false;
+    if (!anc || !base || !ucount || !pinned || !blocks)
+        goto out;
+    /* ancestors: propagate along successors in topological order */
+    for (size_t k = 0; k < n; k++)
+        for (size_t e = p->succ_off[k]; e < p->succ_off[k + 1]; e++) {
+            uint64_t *d = anc + (size_t)p->succ[e] * words,
+                     *src = anc + k * words;
+            for (size_t w = 0; w < words; w++)
+                d[w] |= src[w];
+            d[k / 64] |= 1ull << (k % 64);
+        }
+    /* the arena value each node's output lives in (UINT32_MAX: none) */
+    for (size_t k = 0; k < n; k++) {
+        if (p->kind[k] == OUT_ARENA)
+            base[k] = (uint32_t)k;
+        else if (p->kind[k] == OUT_ALIAS)
+            base[k] = base[p->in_idx[p->in_off[k]]];
+        else
+            base[k] = UINT32_MAX;
+    }
+    for (size_t i = 0; i < p->nfetch; i++)
+        if (base[p->fetch_p[i]] != UINT32_MAX)
+            pinned[base[p->fetch_p[i]]] = true;
+    /* users of each arena value: producer, aliases and every consumer */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < n; k++) {
+            if (base[k] != UINT32_MAX) {
+                if (pass)
+                    uidx[ufill[base[k]]++] = (uint32_t)k;
+                else
+                    ucount[base[k]]++;
+            }
+            for (size_t i = p->in_off[k]; i < p->in_off[k + 1]; i++) {
+                uint32_t b = base[p->in_idx[i]];
+                if (b == UINT32_MAX)
+                    continue;
+                if (pass)
+                    uidx[ufill[b]++] = (uint32_t)k;
+                else
+                    ucount[b]++;
+            }
+        }
+        if (pass == 0) {
+            size_t sum = 0;
+            for (size_t k = 0; k < n; k++)
+                sum += ucount[k];
+            uidx = rf_gmalloc((sum ? sum : 1) * sizeof *uidx);
+            ufill = rf_gmalloc(n * sizeof *ufill);
+            if (!uidx || !ufill)
+                goto out;
+            size_t acc = 0;
+            for (size_t k = 0; k < n; k++) {
+                ufill[k] = (uint32_t)acc;
+                acc += ucount[k];
+            }
+        }
+    }
+    /* ufill[k] now ends value k's users; they start at ufill[k] - ucount[k] */
+    for (size_t k = 0; k < n; k++) {
+        for (int what = 0; what < 2; what++) {
+            size_t need = what ? p->scratch_bytes[k] : p->out_bytes[k];
+            if (!need)
+                continue;
+            need = rf_align_up(need, RF_ALIGN);
+            const uint64_t *a = anc + k * words;
+            size_t best = SIZE_MAX;
+            for (size_t b = 0; b < nblocks; b++) {
+                block *bl = &blocks[b];
+                if (bl->pinned || bl->size < need ||
+                    (best != SIZE_MAX && bl->size >= blocks[best].size))
+                    continue;
+                bool dead = true;
+                for (size_t u = 0; dead && u < bl->n_users; u++) {
+                    uint32_t x = bl->users[u];
+                    dead = (a[x / 64] >> (x % 64)) & 1;
+                }
+                if (dead)
+                    best = b;
+            }
+            if (best == SIZE_MAX) {
+                best = nblocks++;
+                blocks[best].off = total;
+                blocks[best].size = need;
+                total += need;
+            }
+            block *bl = &blocks[best];
+            if (what) { /* scratch: only the node itself touches it */
+                p->scratch_off[k] = bl->off;
+                bl->sole = (uint32_t)k;
+                bl->users = &bl->sole;
+                bl->n_users = 1;
+                bl->pinned = false;
+            } else {
+                p->off[k] = bl->off;
+                bl->users = uidx + (ufill[k] - ucount[k]);
+                bl->n_users = ucount[k];
+                bl->pinned = pinned[k];
+            }
+        }
+    }
+    ok = true;
+out:
+    rf_gfree(anc);
+    rf_gfree(base);
+    rf_gfree(ucount);
+    rf_gfree(uidx);
+    rf_gfree(ufill);
+    rf_gfree(pinned);
+    rf_gfree(blocks);
+    if (ok)
+        *total_out = total;
+    return ok;
+}
+
 /* Infers every node's concrete shape and lays out the arena. */
 static rf_status layout(rf_plan *p, const rf_tensor *feeds)
 {
@@ -662,14 +812,22 @@ static rf_status layout(rf_plan *p, const rf_tensor *feeds)
             p->kind[k] = OUT_ALIAS;
         else if (bytes == 0)
             p->kind[k] = OUT_NONE;
-        else {
+        else
             p->kind[k] = OUT_ARENA;
-            p->off[k] = total;
-            total += rf_align_up(bytes, RF_ALIGN);
-        }
-        if (p->scratch_bytes[k]) {
-            p->scratch_off[k] = total;
-            total += rf_align_up(p->scratch_bytes[k], RF_ALIGN);
+        p->out_bytes[k] = p->kind[k] == OUT_ARENA ? bytes : 0;
+    }
+    p->shared = share_buffers(p, &total);
+    if (!p->shared) {
+        total = 0;
+        for (size_t k = 0; k < p->n; k++) {
+            if (p->out_bytes[k]) {
+                p->off[k] = total;
+                total += rf_align_up(p->out_bytes[k], RF_ALIGN);
+            }
+            if (p->scratch_bytes[k]) {
+                p->scratch_off[k] = total;
+                total += rf_align_up(p->scratch_bytes[k], RF_ALIGN);
+            }
         }
     }
     if (total > p->arena_cap) {

@@ -134,14 +134,20 @@ static void test_no_steady_state_allocation(void)
           (unsigned long long)after.allocations);
     CHECK(out.data == first_data && rf_plan_arena_bytes(p) == arena,
           "buffers moved");
-    /* a smaller batch reuses the arena; a larger one grows it once */
+    /* a smaller batch re-plans (temporaries only) and reuses the arena */
     fv[0].shape = RF_SHAPE(BATCH / 2, IN);
     fv[1].shape = RF_SHAPE(BATCH / 2);
     before = rf_graph_alloc_stats_get();
     CHECK_OK(rf_plan_run(p, fv, &out));
+    after = rf_graph_alloc_stats_get();
+    CHECK(after.live_bytes == before.live_bytes,
+          "smaller batch grew memory by %lld bytes",
+          (long long)(after.live_bytes - before.live_bytes));
+    before = rf_graph_alloc_stats_get();
     CHECK_OK(rf_plan_run(p, fv, &out));
     after = rf_graph_alloc_stats_get();
-    CHECK(after.allocations == before.allocations, "smaller batch allocated");
+    CHECK(after.allocations == before.allocations,
+          "steady state at the smaller batch allocated");
     rf_plan_destroy(p);
     rf_executor_destroy(ex);
     rf_graph_destroy(m.g);
@@ -496,6 +502,54 @@ static void test_external_storage(void)
     free(before);
 }
 
+/* Dead intermediate values share arena blocks: a chain of 60 ops needs a
+ * few blocks, not 60; values still read elsewhere are not overwritten. */
+static void test_buffer_sharing(void)
+{
+    enum { N = 1000, CHAIN = 60 };
+    rf_graph *g;
+    CHECK_OK(rf_graph_create(&g));
+    rf_node *x = rf_placeholder(g, RF_F32, RF_SHAPE(N), "x");
+    rf_node *keep = rf_tanh(g, x, "keep"); /* read again at the very end */
+    rf_node *h = keep;
+    for (int i = 0; i < CHAIN; i++)
+        h = rf_add(g, rf_relu(g, h, NULL), rf_const_f32(g, 0.5f, NULL), NULL);
+    rf_node *side = rf_sigmoid(g, keep, "side");
+    rf_node *z = rf_add(g, rf_add(g, h, keep, NULL), side, "z");
+    rf_executor *ex;
+    rf_executor_options o = {.threads = 3};
+    CHECK_OK(rf_executor_create(&o, &ex));
+    rf_plan *p;
+    rf_node *fetch[2] = {z, keep};
+    CHECK_OK(rf_plan_create(ex, g, fetch, 2, &x, 1, NULL, 0, &p));
+    static float xv[N];
+    for (int i = 0; i < N; i++)
+        xv[i] = (float)(i % 17) / 17.0f - 0.5f;
+    rf_tensor fx = rf_tensor_make(RF_F32, RF_SHAPE(N), xv), out[2];
+    for (int rep = 0; rep < 20; rep++) {
+        CHECK_OK(rf_plan_run(p, &fx, out));
+        int bad = 0;
+        for (int i = 0; i < N; i++) {
+            float k = tanhf(xv[i]), v = k;
+            for (int c = 0; c < CHAIN; c++)
+                v = (v > 0 ? v : 0) + 0.5f;
+            float want = (v + k) + 1.0f / (1.0f + expf(-k));
+            float got = ((float *)out[0].data)[i];
+            if (fabsf(got - want) > 1e-5f * fabsf(want) + 1e-6f ||
+                ((float *)out[1].data)[i] != k)
+                bad++;
+        }
+        CHECK(bad == 0, "run %d: %d wrong values", rep, bad);
+    }
+    size_t per = (N * sizeof(float) + 63) / 64 * 64;
+    CHECK(rf_plan_arena_bytes(p) <= 8 * per,
+          "arena %zu bytes for a %d-op chain (%zu per value)",
+          rf_plan_arena_bytes(p), 2 * CHAIN, per);
+    rf_plan_destroy(p);
+    rf_executor_destroy(ex);
+    rf_graph_destroy(g);
+}
+
 /* the graph-wide hook: variables take their storage from a "registered"
  * region and give it back when the graph goes */
 static _Alignas(64) unsigned char region[1 << 16];
@@ -569,6 +623,7 @@ int main(void)
     test_pruning_feeds_and_errors();
     test_external_storage();
     test_storage_hook();
+    test_buffer_sharing();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
