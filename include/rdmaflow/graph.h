@@ -487,7 +487,11 @@ void rf_executor_set_trace(rf_executor *ex, rf_trace *trace);
  * after every other op of the plan that reads that variable directly, and
  * writers of one variable run in creation order, so runs are deterministic.
  * The step arena is allocated on the first run and again only if fed shapes
- * grow it; steady-state runs do not allocate. */
+ * grow it; steady-state runs do not allocate. Within a step, values that
+ * are dead (every node touching them is an ancestor of the new node) share
+ * arena blocks; fetched values never do. */
+/* A plan keeps pointers into g and ex: destroy it before either. Nodes
+ * added to g later are not part of an existing plan. */
 rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
                          size_t nfetch, rf_node *const *feeds, size_t nfeed,
                          rf_node *const *targets, size_t ntarget,
