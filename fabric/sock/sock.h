@@ -246,6 +246,10 @@ struct sock_ep {
     int cq_overflow;  /* a completion of this ep overflowed its CQ */
     int shut_wr;      /* shutdown(SHUT_WR) done (SOCK_DRAIN) */
     uint64_t drain_deadline;
+    /* Last time bytes moved either way, or work was sent on an idle
+     * endpoint: the watchdog fails an endpoint that owes replies and made
+     * no progress for RF_PEER_TIMEOUT_MS + RF_RNR_TIMEOUT_MS. */
+    uint64_t progress_ms;
     char peer[64];
     uint32_t peer_max; /* the peer's max_send_wr (handshake) */
 

@@ -346,6 +346,18 @@ int sock_ep_timers(sock_ep *ep, uint64_t now)
 {
     if (ep->fd < 0 || ep->closing)
         return 0;
+    /* progress_ms may be newer than now (set by a poster meanwhile) */
+    if (ep->phase == SOCK_OPEN && ep->wr_head != ep->wr_sent &&
+        now > ep->progress_ms &&
+        now - ep->progress_ms >
+            (uint64_t)ep->fab->peer_timeout_ms + ep->fab->rnr_timeout_ms) {
+        RF_LOG_WARN("sock: no progress from %s for %llu ms with work "
+                    "outstanding; giving up on the connection",
+                    ep->peer, (unsigned long long)(now - ep->progress_ms));
+        sock_ep_fail(ep, RF_ERR_DISCONNECTED, "the peer stopped responding");
+        sock_ep_sock_dead(ep);
+        return 0;
+    }
     if (ep->phase == SOCK_OPEN) {
         int r = sock_tgt_timers(ep, now);
         if (r & SOCK_TIMER_FIRED)
@@ -397,10 +409,29 @@ void sock_ep_detach(sock_fabric *fab, sock_ep *ep)
     pthread_mutex_unlock(&fab->kick_mu);
 }
 
+/* An endpoint closed after it failed may still be writing its last replies
+ * (e.g. the RF_ERR_REMOTE_ACCESS answer to the peer's bad request): give the
+ * progress thread up to the drain timeout to get them out, so the peer sees
+ * the same errors whether or not the application closes promptly. */
+static void linger(sock_ep *ep)
+{
+    uint64_t deadline = sock_now_ms() + ep->fab->drain_timeout_ms;
+    for (;;) {
+        pthread_mutex_lock(&ep->mu);
+        int busy = ep->fd >= 0 && ep->phase == SOCK_DRAIN && !ep->shut_wr &&
+                   sock_tx_pending(ep);
+        pthread_mutex_unlock(&ep->mu);
+        if (!busy || sock_now_ms() >= deadline)
+            return;
+        usleep(1000);
+    }
+}
+
 void sock_ep_close(rf_ep *base)
 {
     sock_ep *ep = SOCK_EP(base);
     sock_fabric *fab = ep->fab;
+    linger(ep);
     pthread_mutex_lock(&ep->mu);
     if (ep->state == RF_OK)
         sock_ep_fail(ep, RF_ERR_DISCONNECTED, "closed locally");

@@ -2,7 +2,7 @@
  * epoll set, dispatches readiness to listeners, handshakes and endpoints,
  * then services kicked endpoints, runs commands (detach, stop) and checks
  * deadlines (handshakes, RNR, draining sockets) on a short tick while any
- * is pending. */
+ * is pending, and the no-progress watchdog once a second. */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -12,8 +12,9 @@
 #include "fabric/log.h"
 #include "fabric/sock/sock.h"
 
-#define TICK_MS    20
-#define MAX_EVENTS 64
+#define TICK_MS     20
+#define WATCHDOG_MS 1000
+#define MAX_EVENTS  64
 
 #define CONTAINER(ptr, type, member)                                           \
     ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -95,15 +96,13 @@ void *sock_progress_main(void *arg)
 {
     sock_fabric *fab = arg;
     struct epoll_event evs[MAX_EVENTS];
-    uint64_t next_tick = 0;
+    uint64_t next_scan = sock_now_ms() + WATCHDOG_MS;
     for (;;) {
-        int timeout = -1;
-        if (__atomic_load_n(&fab->timers_hint, __ATOMIC_RELAXED)) {
-            uint64_t now = sock_now_ms();
-            if (next_tick == 0)
-                next_tick = now + TICK_MS;
-            timeout = next_tick > now ? (int)(next_tick - now) : 0;
-        }
+        uint64_t now = sock_now_ms();
+        if (__atomic_load_n(&fab->timers_hint, __ATOMIC_RELAXED) &&
+            next_scan > now + TICK_MS)
+            next_scan = now + TICK_MS;
+        int timeout = next_scan > now ? (int)(next_scan - now) : 0;
         int n = epoll_wait(fab->epfd, evs, MAX_EVENTS, timeout);
         if (n < 0) {
             if (errno != EINTR) {
@@ -142,14 +141,10 @@ void *sock_progress_main(void *arg)
             if (run_commands(fab))
                 break;
         }
-        if (__atomic_load_n(&fab->timers_hint, __ATOMIC_RELAXED)) {
-            uint64_t now = sock_now_ms();
-            if (next_tick == 0 || now >= next_tick) {
-                run_timers(fab, now);
-                next_tick = now + TICK_MS;
-            }
-        } else {
-            next_tick = 0;
+        now = sock_now_ms();
+        if (now >= next_scan) {
+            run_timers(fab, now);
+            next_scan = now + WATCHDOG_MS;
         }
     }
     return NULL;

@@ -200,19 +200,20 @@ static void drain(sock_ep *ep)
     }
 }
 
-void sock_rx_run(sock_ep *ep)
+/* Returns the number of bytes read. */
+static size_t rx_loop(sock_ep *ep)
 {
     size_t budget = RX_BUDGET;
     while (ep->fd >= 0) {
         if (ep->phase != SOCK_OPEN) {
             drain(ep);
-            return;
+            return RX_BUDGET - budget;
         }
         consume(ep);
         if (ep->fd < 0 || ep->phase != SOCK_OPEN)
             continue;
         if (ep->rx_phase == RX_WAIT_RECV || budget == 0)
-            return;
+            return RX_BUDGET - budget;
         if (ep->rx_start == ep->rx_end)
             ep->rx_start = ep->rx_end = 0;
         ssize_t n;
@@ -249,8 +250,15 @@ void sock_rx_run(sock_ep *ep)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
+            return RX_BUDGET - budget;
         peer_gone(ep, n, errno);
-        return;
+        return RX_BUDGET - budget;
     }
+    return RX_BUDGET - budget;
+}
+
+void sock_rx_run(sock_ep *ep)
+{
+    if (rx_loop(ep) > 0)
+        ep->progress_ms = sock_now_ms();
 }

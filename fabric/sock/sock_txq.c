@@ -200,6 +200,8 @@ int sock_tx_flush(sock_ep *ep, int allow_rep)
                 return 0;
             return -1;
         }
+        if (n > 0)
+            ep->progress_ms = sock_now_ms();
         if (!advance(ep, qs, nq, (size_t)n))
             return 0; /* socket buffer full */
     }
