@@ -321,6 +321,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     o->timer_tsc = BENCH_HAVE_TSC;
     o->ready_fd = -1;
     bool host_set = false, port_set = false, tx_set = false;
+    bool host_flag = false;
     bool connect_port = false;
     uint64_t v;
 
@@ -354,6 +355,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
                 return bad("--host: bad address '%s'", optarg);
             snprintf(o->host, sizeof o->host, "%s", optarg);
             host_set = true;
+            host_flag = true;
             break;
         case 'p':
             if (parse_u64("-p/--port", optarg, 0, 65535, false, &v))
@@ -441,6 +443,8 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
             return bad("unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (o->mode == BENCH_MODE_CONNECT && host_flag)
+        return bad("--host: with --connect the server is --connect HOST");
     if (connect_port && port_set)
         return bad("give the port once: --connect HOST:PORT or -p PORT");
     if (o->mode != BENCH_MODE_LOOPBACK && o->mode != BENCH_MODE_SERVE &&

@@ -200,6 +200,10 @@ static void test_opts(void)
     CHECK(parse("rf-bench --loopback --bogus read_lat", &o) == 2);
     CHECK(parse("rf-bench --loopback read_lat -n", &o) == 2);
     CHECK(parse("rf-bench read_lat", &o) == 2); /* no mode */
+    CHECK(parse("rf-bench --connect a --host b read_lat", &o) == 2);
+    CHECK(parse("rf-bench --loopback --timer sundial read_lat", &o) == 2);
+    CHECK(parse("rf-bench --loopback --timer clock read_lat", &o) == 0);
+    CHECK(!o.timer_tsc);
 }
 
 int main(void)
