@@ -316,6 +316,9 @@ void sock_ep_service(sock_ep *ep, uint32_t events)
     sock_rx_run(ep);
     if (ep->fd < 0)
         return;
+    /* A receive posted while a send was being staged matches it now. */
+    if (ep->phase == SOCK_OPEN)
+        sock_tgt_match(ep);
     sock_ep_check_overflow(ep);
     if (sock_tx_flush(ep, 1) < 0) {
         int e = errno;
@@ -359,6 +362,7 @@ int sock_ep_timers(sock_ep *ep, uint64_t now)
         return 0;
     }
     if (ep->phase == SOCK_OPEN) {
+        sock_tgt_match(ep);
         int r = sock_tgt_timers(ep, now);
         if (r & SOCK_TIMER_FIRED)
             sock_ep_service(ep, 0);
