@@ -444,6 +444,9 @@ void sock_tgt_match(sock_ep *ep)
         ep->state == RF_OK) {
         ep->rx_phase = RX_HDR;
         start_send(ep);
+        /* Its payload may already be buffered, with no more input coming
+         * to wake us: make sure the receive loop runs again. */
+        sock_ep_kick(ep);
     }
 }
 
