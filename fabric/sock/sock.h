@@ -8,7 +8,35 @@
  * target region (executing requests, sending read data) runs in the progress
  * thread while it holds fab->mr_mu, which rf_mr_dereg also takes. Lock
  * order: fab->mr_mu -> fab->mu -> ep->mu -> listener->mu -> fab->kick_mu ->
- * cq->mu. ep->mu is never held while waiting for the progress thread. */
+ * cq->mu. ep->mu is never held while waiting for the progress thread.
+ *
+ * Semantics beyond fabric.h (wire format in sock_frame.h, target-side error
+ * rules in sock_target.c):
+ *  - Error state: every outstanding work request and posted receive
+ *    completes with RF_ERR_DISCONNECTED (unsignaled ones too), except the one
+ *    that caused it, which gets its own error; replies already queued are
+ *    still sent, then an ERROR frame, then the socket drains and closes.
+ *    Later rf_post / rf_post_recv return RF_ERR_DISCONNECTED and post
+ *    nothing (no completion).
+ *  - rf_ep_close: outstanding work completes with RF_ERR_DISCONNECTED before
+ *    it returns; the socket is closed at once (the peer sees EOF, i.e.
+ *    RF_ERR_DISCONNECTED). Closing an endpoint that had already failed waits
+ *    up to the drain timeout for its last replies to be written.
+ *  - CQ overflow: never loses a completion (kept past the depth, in order),
+ *    logs an error once per queue and puts the producing endpoint in the
+ *    error state.
+ *  - Dead peer: EOF/reset at once; a silent host through keepalive and
+ *    TCP_USER_TIMEOUT (RF_PEER_TIMEOUT_MS); a frozen peer process by the
+ *    watchdog: work outstanding and no byte moved either way for
+ *    RF_PEER_TIMEOUT_MS + RF_RNR_TIMEOUT_MS.
+ *  - Handshake: an incoming connection must complete its handshake within
+ *    RF_SOCK_HANDSHAKE_TIMEOUT_MS (default 5000) or is dropped. rf_connect:
+ *    refused, rejected, closed or not an rdmaflow listener give
+ *    RF_ERR_UNAVAILABLE (a reject's private data is shown in the error
+ *    message); no answer within timeout_ms gives RF_ERR_TIMEOUT.
+ *  - Zero-length read/write/write_imm skip the rkey check, as in verbs.
+ *  - RF_WR_FENCE: the request (and all after it) is sent only once earlier
+ *    reads and atomics completed. */
 #ifndef RF_FABRIC_SOCK_H
 #define RF_FABRIC_SOCK_H
 
