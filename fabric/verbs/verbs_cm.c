@@ -537,6 +537,17 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
                                              "rf_accept(%s): connection not "
                                              "established within %d ms",
                                              peer, fab->qp.peer_timeout_ms));
+    if (type == RDMA_CM_EVENT_DISCONNECTED) {
+        /* A DREQ before the RTU: the connector was connected (only then
+         * does it disconnect) and already left, e.g. after an error. The
+         * endpoint exists, in the error state, like any that lost its
+         * peer. */
+        RF_LOG_INFO("verbs: rf_accept(%s): the peer disconnected as soon as "
+                    "it connected",
+                    peer);
+        *out = &ep->base;
+        return RF_OK;
+    }
     if (type != RDMA_CM_EVENT_ESTABLISHED)
         return connect_fail(ep, step_error("rf_accept", peer, type, status));
     rf_verbs_ep_established(ep);

@@ -10,7 +10,9 @@
  * faster: its kernel sends a DREQ and we get RDMA_CM_EVENT_DISCONNECTED.
  * Receiver not ready: rnr_retry is 6 and we ask peers to wait min_rnr_timer
  * (the IB table of 0.01 .. 655 ms) with 6 * timer <= RF_RNR_TIMEOUT_MS:
- * 327.68 ms for the default 2 s, i.e. 1.97 s in all. */
+ * 327.68 ms for the default 2 s, i.e. 1.97 s in all. The most a finite
+ * rnr_retry allows is 6 * 655.36 ms = 3.93 s: larger RF_RNR_TIMEOUT_MS
+ * values are capped there (with a warning). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,14 @@ static rf_status qp_params(vqp_params *p)
                 rnr_usec[c] > rnr_usec[best])
                 best = c;
         p->min_rnr_timer = (uint8_t)best;
+        uint64_t max_us = (uint64_t)p->rnr_retry * rnr_usec[0];
+        if (budget_us > max_us)
+            RF_LOG_WARN("verbs: RF_RNR_TIMEOUT_MS=%lld exceeds what RC "
+                        "receiver-not-ready retries can wait (%llu ms: %u "
+                        "retries of at most 655 ms; 7 would be infinite); "
+                        "using %llu ms",
+                        (long long)rnr_ms, (unsigned long long)(max_us / 1000),
+                        p->rnr_retry, (unsigned long long)(max_us / 1000));
     }
     RF_LOG_DEBUG("verbs: QP timeout %u (%.1f ms x %u tries), rnr timer %u "
                  "(%.2f ms x %u retries)",
