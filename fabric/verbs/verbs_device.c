@@ -257,6 +257,10 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
             have_bind = 1;
             fab->src = bind;
             fab->have_src = 1;
+        } else {
+            RF_LOG_INFO("verbs: bind_addr %s is on no RDMA device (wildcard "
+                        "or loopback): the device is chosen as without it",
+                        attr->bind_addr);
         }
     }
     if (env_dev) {
