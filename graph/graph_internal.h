@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "rdmaflow/graph.h"
 
@@ -25,6 +26,65 @@ void rf_gfree_aligned(void *p, size_t n);
 static inline size_t rf_align_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
+}
+
+/* Branch-free float selections: gcc -O2 compiles `a > b ? a : b` on floats
+ * to a branch, which mispredicts half the time on activations of random
+ * sign. These compile to a compare and bit masks (and vectorize). */
+static inline float rf_f32_bits_and(float v, uint32_t mask)
+{
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    b &= mask;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+/* cond > 0 ? v : +0 */
+static inline float rf_sel_pos(float cond, float v)
+{
+    return rf_f32_bits_and(v, -(uint32_t)(cond > 0.0f));
+}
+/* a > b ? a : b */
+static inline float rf_maxf(float a, float b)
+{
+    uint32_t m = -(uint32_t)(a > b), ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    ua = (ua & m) | (ub & ~m);
+    memcpy(&a, &ua, sizeof a);
+    return a;
+}
+
+/* 4-float vectors (GCC/Clang vector extensions, one SSE register on
+ * baseline x86-64, NEON on arm64): the hot elementwise loops use them
+ * because -O2 does not vectorize loops of unknown trip count. */
+typedef float rf_v4f __attribute__((vector_size(16)));
+typedef int32_t rf_v4i __attribute__((vector_size(16)));
+static inline rf_v4f rf_v4_load(const float *p)
+{
+    rf_v4f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void rf_v4_store(float *p, rf_v4f v)
+{
+    memcpy(p, &v, sizeof v);
+}
+static inline rf_v4f rf_v4_splat(float x)
+{
+    rf_v4f v = {x, x, x, x};
+    return v;
+}
+/* a > b ? a : b per lane */
+static inline rf_v4f rf_v4_max(rf_v4f a, rf_v4f b)
+{
+    rf_v4i m = a > b;
+    return (rf_v4f)(((rf_v4i)a & m) | ((rf_v4i)b & ~m));
+}
+/* cond > 0 ? v : +0 per lane */
+static inline rf_v4f rf_v4_sel_pos(rf_v4f cond, rf_v4f v)
+{
+    return (rf_v4f)((rf_v4i)v & (cond > rf_v4_splat(0.0f)));
 }
 
 /* ---- nodes and graph ----------------------------------------------------- */

@@ -60,28 +60,46 @@ static float *thread_col(void *scratch, const rf_conv_geom *g, int tid)
                          (size_t)tid);
 }
 
-/* im2col of images [n0, n1) into col[(img, oy, ox)][(kh, kw, ic)] */
+/* For output column ox, the kernel columns that fall inside the input:
+ * [k0, k1), starting at input column ix0 + k0. */
+static void col_span(const rf_conv_geom *g, int64_t ox, int64_t *k0,
+                     int64_t *k1, int64_t *ix0)
+{
+    *ix0 = ox * g->sw - g->pad_left;
+    *k0 = *ix0 < 0 ? -*ix0 : 0;
+    *k1 = g->iw - *ix0 < g->kw ? g->iw - *ix0 : g->kw;
+    if (*k1 < *k0)
+        *k1 = *k0;
+}
+
+/* im2col of images [n0, n1) into col[(img, oy, ox)][(kh, kw, ic)]. In NHWC
+ * the kw * ic values of one kernel row are contiguous in the input, so each
+ * kernel row is one copy (plus zeros where it hangs over the edge). */
 static void im2col(const rf_conv_geom *g, const float *x, int64_t n0,
                    int64_t n1, float *col)
 {
-    int64_t K = g->kh * g->kw * g->ic;
-    size_t ic_bytes = (size_t)g->ic * sizeof(float);
+    int64_t K = g->kh * g->kw * g->ic, row_len = g->kw * g->ic;
     for (int64_t n = n0; n < n1; n++)
         for (int64_t oy = 0; oy < g->oh; oy++)
             for (int64_t ox = 0; ox < g->ow; ox++) {
                 float *row = col + (((n - n0) * g->oh + oy) * g->ow + ox) * K;
+                int64_t k0, k1, ix0;
+                col_span(g, ox, &k0, &k1, &ix0);
                 for (int64_t ky = 0; ky < g->kh; ky++) {
                     int64_t iy = oy * g->sh - g->pad_top + ky;
-                    for (int64_t kx = 0; kx < g->kw; kx++) {
-                        int64_t ix = ox * g->sw - g->pad_left + kx;
-                        float *dst = row + (ky * g->kw + kx) * g->ic;
-                        if (iy < 0 || iy >= g->ih || ix < 0 || ix >= g->iw)
-                            memset(dst, 0, ic_bytes);
-                        else
-                            memcpy(dst,
-                                   x + ((n * g->ih + iy) * g->iw + ix) * g->ic,
-                                   ic_bytes);
+                    float *dst = row + ky * row_len;
+                    if (iy < 0 || iy >= g->ih || k1 == k0) {
+                        memset(dst, 0, (size_t)row_len * sizeof(float));
+                        continue;
                     }
+                    if (k0 > 0)
+                        memset(dst, 0, (size_t)(k0 * g->ic) * sizeof(float));
+                    memcpy(dst + k0 * g->ic,
+                           x + ((n * g->ih + iy) * g->iw + ix0 + k0) * g->ic,
+                           (size_t)((k1 - k0) * g->ic) * sizeof(float));
+                    if (k1 < g->kw)
+                        memset(dst + k1 * g->ic, 0,
+                               (size_t)((g->kw - k1) * g->ic) * sizeof(float));
                 }
             }
 }
@@ -90,7 +108,7 @@ static void im2col(const rf_conv_geom *g, const float *x, int64_t n0,
 static void col2im(const rf_conv_geom *g, const float *col, int64_t n0,
                    int64_t n1, float *dx)
 {
-    int64_t K = g->kh * g->kw * g->ic;
+    int64_t K = g->kh * g->kw * g->ic, row_len = g->kw * g->ic;
     memset(dx + n0 * g->ih * g->iw * g->ic, 0,
            (size_t)((n1 - n0) * g->ih * g->iw * g->ic) * sizeof(float));
     for (int64_t n = n0; n < n1; n++)
@@ -98,20 +116,18 @@ static void col2im(const rf_conv_geom *g, const float *col, int64_t n0,
             for (int64_t ox = 0; ox < g->ow; ox++) {
                 const float *row =
                     col + (((n - n0) * g->oh + oy) * g->ow + ox) * K;
+                int64_t k0, k1, ix0;
+                col_span(g, ox, &k0, &k1, &ix0);
+                int64_t len = (k1 - k0) * g->ic;
                 for (int64_t ky = 0; ky < g->kh; ky++) {
                     int64_t iy = oy * g->sh - g->pad_top + ky;
-                    if (iy < 0 || iy >= g->ih)
+                    if (iy < 0 || iy >= g->ih || len == 0)
                         continue;
-                    for (int64_t kx = 0; kx < g->kw; kx++) {
-                        int64_t ix = ox * g->sw - g->pad_left + kx;
-                        if (ix < 0 || ix >= g->iw)
-                            continue;
-                        const float *src = row + (ky * g->kw + kx) * g->ic;
-                        float *dst =
-                            dx + ((n * g->ih + iy) * g->iw + ix) * g->ic;
-                        for (int64_t c = 0; c < g->ic; c++)
-                            dst[c] += src[c];
-                    }
+                    const float *src = row + ky * row_len + k0 * g->ic;
+                    float *dst =
+                        dx + ((n * g->ih + iy) * g->iw + ix0 + k0) * g->ic;
+                    for (int64_t c = 0; c < len; c++)
+                        dst[c] += src[c];
                 }
             }
 }

@@ -256,10 +256,16 @@ static void flat_chunk(void *arg, size_t chunk, int tid)
     const float *x = j->in[0]->data;
     const float *y = j->n_in > 1 ? j->in[1]->data : NULL;
     switch (j->op) {
-    case UN_RELU:
-        for (int64_t i = lo; i < hi; i++)
-            o[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    case UN_RELU: {
+        int64_t i = lo;
+        for (; i + 4 <= hi; i += 4) {
+            rf_v4f v = rf_v4_load(x + i);
+            rf_v4_store(o + i, rf_v4_sel_pos(v, v));
+        }
+        for (; i < hi; i++)
+            o[i] = rf_sel_pos(x[i], x[i]);
         break;
+    }
     case UN_SIGMOID:
         for (int64_t i = lo; i < hi; i++)
             o[i] = sigmoidf(x[i]);
@@ -268,10 +274,15 @@ static void flat_chunk(void *arg, size_t chunk, int tid)
         for (int64_t i = lo; i < hi; i++)
             o[i] = tanhf(x[i]);
         break;
-    case UN_RELU_GRAD: /* x = dy, y = relu output: 0 at 0, as TF */
-        for (int64_t i = lo; i < hi; i++)
-            o[i] = y[i] > 0.0f ? x[i] : 0.0f;
+    case UN_RELU_GRAD: { /* x = dy, y = relu output: 0 at 0, as TF */
+        int64_t i = lo;
+        for (; i + 4 <= hi; i += 4)
+            rf_v4_store(o + i,
+                        rf_v4_sel_pos(rf_v4_load(y + i), rf_v4_load(x + i)));
+        for (; i < hi; i++)
+            o[i] = rf_sel_pos(y[i], x[i]);
         break;
+    }
     case UN_SIGMOID_GRAD:
         for (int64_t i = lo; i < hi; i++)
             o[i] = x[i] * (y[i] * (1.0f - y[i]));
@@ -360,7 +371,10 @@ static void bias_chunk(void *arg, size_t chunk, int tid)
     for (int64_t r = lo; r < hi; r++) {
         const float *x = j->x + r * j->c;
         float *o = j->o + r * j->c;
-        for (int64_t i = 0; i < j->c; i++)
+        int64_t i = 0;
+        for (; i + 4 <= j->c; i += 4)
+            rf_v4_store(o + i, rf_v4_load(x + i) + rf_v4_load(j->bias + i));
+        for (; i < j->c; i++)
             o[i] = x[i] + j->bias[i];
     }
 }

@@ -34,22 +34,15 @@ static void pool_init(pool_job *j, const rf_kctx *k, const rf_shape *in)
     j->per_chunk = grain < 1 ? 1 : grain;
 }
 
-/* Index (into x) of the first maximum of window (n, oy, ox) channel c. */
-static int64_t window_argmax(const pool_job *j, int64_t n, int64_t oy,
-                             int64_t ox, int64_t c)
+/* Clipped window rows/cols of output (oy, ox): [y0, y1) x [x0, x1). */
+static void window(const pool_job *j, int64_t oy, int64_t ox, int64_t *y0,
+                   int64_t *y1, int64_t *x0, int64_t *x1)
 {
-    int64_t y0 = oy * j->sh - j->pt, x0 = ox * j->sw - j->pl;
-    int64_t best = -1;
-    float bv = -INFINITY;
-    for (int64_t y = y0 < 0 ? 0 : y0; y < y0 + j->kh && y < j->ih; y++)
-        for (int64_t x = x0 < 0 ? 0 : x0; x < x0 + j->kw && x < j->iw; x++) {
-            int64_t idx = ((n * j->ih + y) * j->iw + x) * j->c + c;
-            if (best < 0 || j->x[idx] > bv) {
-                best = idx;
-                bv = j->x[idx];
-            }
-        }
-    return best;
+    int64_t ys = oy * j->sh - j->pt, xs = ox * j->sw - j->pl;
+    *y0 = ys < 0 ? 0 : ys;
+    *y1 = ys + j->kh < j->ih ? ys + j->kh : j->ih;
+    *x0 = xs < 0 ? 0 : xs;
+    *x1 = xs + j->kw < j->iw ? xs + j->kw : j->iw;
 }
 
 static void pool_chunk(void *arg, size_t chunk, int tid)
@@ -63,21 +56,25 @@ static void pool_chunk(void *arg, size_t chunk, int tid)
         for (int64_t oy = 0; oy < j->oh; oy++)
             for (int64_t ox = 0; ox < j->ow; ox++) {
                 float *o = j->out + ((n * j->oh + oy) * j->ow + ox) * j->c;
-                int64_t y0 = oy * j->sh - j->pt, x0 = ox * j->sw - j->pl;
+                int64_t y0, y1, x0, x1;
+                window(j, oy, ox, &y0, &y1, &x0, &x1);
                 for (int64_t c = 0; c < j->c; c++)
                     o[c] = -INFINITY;
-                for (int64_t y = y0 < 0 ? 0 : y0; y < y0 + j->kh && y < j->ih;
-                     y++)
-                    for (int64_t x = x0 < 0 ? 0 : x0;
-                         x < x0 + j->kw && x < j->iw; x++) {
+                for (int64_t y = y0; y < y1; y++)
+                    for (int64_t x = x0; x < x1; x++) {
                         const float *p =
                             j->x + ((n * j->ih + y) * j->iw + x) * j->c;
-                        for (int64_t c = 0; c < j->c; c++)
-                            if (p[c] > o[c])
-                                o[c] = p[c];
+                        int64_t c = 0;
+                        for (; c + 4 <= j->c; c += 4)
+                            rf_v4_store(o + c, rf_v4_max(rf_v4_load(p + c),
+                                                         rf_v4_load(o + c)));
+                        for (; c < j->c; c++)
+                            o[c] = rf_maxf(p[c], o[c]);
                     }
             }
 }
+
+#define POOL_CBLOCK 64
 
 static void pool_grad_chunk(void *arg, size_t chunk, int tid)
 {
@@ -88,14 +85,39 @@ static void pool_grad_chunk(void *arg, size_t chunk, int tid)
         n1 = j->n;
     int64_t img = j->ih * j->iw * j->c;
     memset(j->out + n0 * img, 0, (size_t)((n1 - n0) * img) * sizeof(float));
+    float bv[POOL_CBLOCK];
+    int64_t bi[POOL_CBLOCK];
     for (int64_t n = n0; n < n1; n++)
         for (int64_t oy = 0; oy < j->oh; oy++)
             for (int64_t ox = 0; ox < j->ow; ox++) {
                 const float *d = j->dy + ((n * j->oh + oy) * j->ow + ox) * j->c;
-                for (int64_t c = 0; c < j->c; c++) {
-                    int64_t a = window_argmax(j, n, oy, ox, c);
-                    if (a >= 0)
-                        j->out[a] += d[c];
+                int64_t y0, y1, x0, x1;
+                window(j, oy, ox, &y0, &y1, &x0, &x1);
+                if (y0 >= y1 || x0 >= x1)
+                    continue;
+                for (int64_t c0 = 0; c0 < j->c; c0 += POOL_CBLOCK) {
+                    int64_t nc =
+                        j->c - c0 < POOL_CBLOCK ? j->c - c0 : POOL_CBLOCK;
+                    /* the first window element starts the scan; a later one
+                     * wins only if strictly greater (first maximum) */
+                    int64_t first = ((n * j->ih + y0) * j->iw + x0) * j->c + c0;
+                    for (int64_t c = 0; c < nc; c++) {
+                        bv[c] = j->x[first + c];
+                        bi[c] = first + c;
+                    }
+                    for (int64_t y = y0; y < y1; y++)
+                        for (int64_t x = x0; x < x1; x++) {
+                            int64_t base =
+                                ((n * j->ih + y) * j->iw + x) * j->c + c0;
+                            const float *p = j->x + base;
+                            for (int64_t c = 0; c < nc; c++) {
+                                bool gt = p[c] > bv[c];
+                                bi[c] = gt ? base + c : bi[c];
+                                bv[c] = rf_maxf(p[c], bv[c]);
+                            }
+                        }
+                    for (int64_t c = 0; c < nc; c++)
+                        j->out[bi[c]] += d[c0 + c];
                 }
             }
 }
