@@ -103,8 +103,16 @@ rf_status rf_executor_create(const rf_executor_options *opts, rf_executor **out)
         rf_gfree(ex);
         return st;
     }
-    RF_LOG_INFO("executor: %d compute threads, OpenBLAS single-threaded",
-                threads);
+    RF_LOG_INFO("executor: %d compute threads, OpenBLAS single-threaded "
+                "(%s kernels)",
+                threads, rf_blas_core());
+    const char *better = rf_blas_suggested_core();
+    static atomic_int warned;
+    if (better && atomic_exchange(&warned, 1) == 0)
+        RF_LOG_WARN("OpenBLAS chose its %s kernels on a CPU that supports "
+                    "more: set OPENBLAS_CORETYPE=%s before starting the "
+                    "process for faster GEMMs",
+                    rf_blas_core(), better);
     *out = ex;
     return RF_OK;
 }

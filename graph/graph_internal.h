@@ -457,7 +457,7 @@ void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
 /* Nanoseconds on the monotonic clock. */
 uint64_t rf_now_ns(void);
 
-/* BLAS row-major sgemm: C[m,n] = A (m x k, or k x m if ta) * B (k x n, or
+/* BLAS row-major sgemm (blas.c): C[m,n] = A (m x k, or k x m if ta) * B (k x n, or
  * n x k if tb) (+ C if accumulate), lda/ldb/ldc given. */
 void rf_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
               int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,

@@ -2,28 +2,8 @@
  * single-threaded (see rf_executor_create); the executor splits a large
  * product into row (or column) blocks, a pure function of the shape, each
  * one sgemm on one pool thread. */
-#include <cblas.h>
-#include <string.h>
 
 #include "graph/graph_internal.h"
-
-void rf_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-              int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-              bool accumulate)
-{
-    if (m <= 0 || n <= 0)
-        return;
-    if (k <= 0) {
-        if (!accumulate)
-            for (int64_t i = 0; i < m; i++)
-                memset(c + i * ldc, 0, (size_t)n * sizeof *c);
-        return;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
-                tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
-                (blasint)k, 1.0f, a, (blasint)lda, b, (blasint)ldb,
-                accumulate ? 1.0f : 0.0f, c, (blasint)ldc);
-}
 
 typedef struct mm_job {
     bool ta, tb, by_rows;

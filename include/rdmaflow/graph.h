@@ -476,6 +476,17 @@ typedef struct rf_executor_options {
  * thread count too. */
 rf_status rf_executor_create(const rf_executor_options *opts,
                              rf_executor **out);
+/* OpenBLAS picks its kernels from the CPU model when it loads; a CPU newer
+ * than the library gets the slow "Prescott" (SSE3) fallback. rf_blas_core()
+ * names the kernels in use; rf_blas_suggested_core() returns the
+ * OPENBLAS_CORETYPE value that would use the CPU's vector units ("SkylakeX"
+ * with AVX-512, "Haswell" with AVX2+FMA), or NULL when the choice is fine or
+ * OPENBLAS_CORETYPE is already set. It only takes effect if set before the
+ * process starts (a program may setenv and re-exec itself early in main).
+ * rf_executor_create logs a warning when there is a suggestion. Results are
+ * bitwise reproducible for a fixed kernel choice, not across choices. */
+const char *rf_blas_core(void);
+const char *rf_blas_suggested_core(void);
 void rf_executor_destroy(rf_executor *ex);
 int rf_executor_threads(const rf_executor *ex);
 /* Plans run on ex append their per-op timings to trace (NULL stops). */
