@@ -235,6 +235,11 @@ rf_status rf_node_set_requested_device(rf_node *n, const char *device);
 const char *rf_node_assigned_device(const rf_node *n); /* "" until placed */
 rf_status rf_node_set_assigned_device(rf_node *n, const char *device);
 rf_node *rf_node_colocated_with(const rf_node *n); /* NULL if none */
+/* One line for logs and --explain, e.g.
+ * "dense/MatMul = MatMul(x, dense/kernel) float32[?,256] @/job:worker"
+ * (the assigned device if placed, else the requested one); returns what
+ * snprintf would. */
+int rf_node_format(const rf_node *n, char *buf, size_t len);
 
 /* ---- Building ops ----------------------------------------------------- */
 /* name may be NULL for the op's default name ("MatMul"); it is made unique

@@ -239,6 +239,11 @@ static void test_devices_and_deps(void)
     CHECK(!strcmp(rf_node_assigned_device(r),
                   "/job:worker/replica:0/task:0/device:CPU:0"),
           "assigned");
+    char line[256];
+    rf_node_format(r, line, sizeof line);
+    CHECK(!strcmp(line, "Relu = Relu(v0) float32[2] "
+                        "@/job:worker/replica:0/task:0/device:CPU:0"),
+          "format: %s", line);
     /* control dependencies */
     rf_node *deps[2] = {v0, r};
     CHECK_OK(rf_control_dependencies_push(g, deps, 2));
