@@ -326,10 +326,28 @@ void rf_reject(rf_conn_req *req, const void *priv, size_t priv_len)
     req->listener->fabric->ops->reject(req, priv, priv_len);
 }
 
+static _Thread_local unsigned char reject_data[RF_MAX_PRIVATE_DATA];
+static _Thread_local size_t reject_len;
+
+void rf_set_reject_data(const void *priv, size_t len)
+{
+    reject_len = len < RF_MAX_PRIVATE_DATA ? len : RF_MAX_PRIVATE_DATA;
+    if (reject_len)
+        memcpy(reject_data, priv, reject_len);
+}
+
+const void *rf_connect_reject_data(size_t *len)
+{
+    if (len)
+        *len = reject_len;
+    return reject_data;
+}
+
 rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
                      const rf_ep_attr *attr, const void *priv, size_t priv_len,
                      int timeout_ms, rf_ep **out)
 {
+    reject_len = 0;
     if (!fabric || !out || !host || timeout_ms < -1)
         return rf_set_error(RF_ERR_INVALID_ARG, "rf_connect: bad arguments");
     *out = NULL;

@@ -87,6 +87,10 @@ struct rf_provider_ops {
                            void *context);
 };
 
+/* Providers call this from connect when the listener rejected the request,
+ * before returning RF_ERR_UNAVAILABLE (see rf_connect_reject_data). */
+void rf_set_reject_data(const void *priv, size_t len);
+
 /* The providers compiled in (fabric/providers.c). */
 extern const rf_provider_ops rf_sock_provider;
 #ifdef RF_HAVE_VERBS

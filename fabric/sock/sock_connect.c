@@ -82,6 +82,7 @@ rf_status sock_connect(rf_fabric *fabric, const char *host, uint16_t port,
     }
     if (in.type == RF_SOCK_HS_REJECT) {
         close(fd);
+        rf_set_reject_data(in.priv, in.priv_len);
         char what[256];
         describe_priv(&in, what, sizeof what);
         return rf_set_error(RF_ERR_UNAVAILABLE,

@@ -40,9 +40,9 @@ void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
     case RDMA_CM_EVENT_REJECTED:
         ep->ev_priv_len = 0;
         ep->ev_priv_ok =
-            rf_verbs_priv_decode_reply(ep->fab, ev->param.conn.private_data,
-                                       ev->param.conn.private_data_len,
-                                       ep->ev_priv, &ep->ev_priv_len) == 0;
+            rf_verbs_priv_decode(ep->fab, ev->param.conn.private_data,
+                                 ev->param.conn.private_data_len, ep->ev_priv,
+                                 &ep->ev_priv_len) == 0;
         /* fall through */
     case RDMA_CM_EVENT_ADDR_RESOLVED:
     case RDMA_CM_EVENT_ADDR_ERROR:
@@ -81,9 +81,9 @@ int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev)
     vreq *r = calloc(1, sizeof *r);
     if (!r)
         return 0;
-    if (rf_verbs_priv_decode_req(
-            fab, ev->param.conn.private_data, ev->param.conn.private_data_len,
-            ev->param.conn.flow_control, r->base.priv, &r->base.priv_len)) {
+    if (rf_verbs_priv_decode(fab, ev->param.conn.private_data,
+                             ev->param.conn.private_data_len, r->base.priv,
+                             &r->base.priv_len)) {
         RF_LOG_WARN("verbs: connection request with malformed private data "
                     "rejected");
         free(r);
@@ -276,8 +276,7 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         .retry_count = fab->qp.retry_cnt,
         .rnr_retry_count = fab->qp.rnr_retry,
     };
-    rf_verbs_priv_encode_req(fab, priv, priv_len, wire, &cp.private_data_len,
-                             &cp.flow_control);
+    rf_verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
     rf_verbs_cm_lock(fab);
     rc = rdma_connect(id, &cp);
     err = errno;
@@ -293,6 +292,8 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         char why[160];
         pthread_mutex_lock(&ep->cm_mu);
         describe_priv(ep->ev_priv, ep->ev_priv_len, why, sizeof why);
+        if (status == IB_REJ_CONSUMER_DEFINED)
+            rf_set_reject_data(ep->ev_priv, ep->ev_priv_len);
         pthread_mutex_unlock(&ep->cm_mu);
         if (status == IB_REJ_CONSUMER_DEFINED)
             st = rf_set_error(RF_ERR_UNAVAILABLE,
@@ -468,7 +469,7 @@ void rf_verbs_reject(rf_conn_req *req, const void *priv, size_t priv_len)
     vfab *fab = ((vlistener *)req->listener)->fab;
     unsigned char wire[VPRIV_WIRE_MAX];
     uint8_t n = 0;
-    rf_verbs_priv_encode_reply(fab, priv, priv_len, wire, &n);
+    rf_verbs_priv_encode(fab, priv, priv_len, wire, &n);
     rf_verbs_cm_lock(fab);
     if (rdma_reject(r->id, wire, n))
         RF_LOG_INFO("verbs: rdma_reject: %s", strerror(errno));
@@ -517,7 +518,7 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
             cap8(init < r->peer_resp_res ? init : r->peer_resp_res),
         .rnr_retry_count = fab->qp.rnr_retry,
     };
-    rf_verbs_priv_encode_reply(fab, priv, priv_len, wire, &cp.private_data_len);
+    rf_verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
     free(r);
     unsigned seq = current_seq(ep);
     rf_verbs_cm_lock(fab);

@@ -208,22 +208,14 @@ rf_status rf_verbs_resolve(const char *what, const char *host, uint16_t port,
 /* Name of an rdma_cm event for messages. */
 const char *rf_verbs_event_str(int event);
 
-/* Private data framing (verbs_privdata.c). rdma_cm pads what it delivers,
- * so lengths travel inside; see the file for the 56-byte connect case. */
+/* Private data framing (verbs_privdata.c): rdma_cm pads what it delivers,
+ * so the length travels inside, in one leading byte. */
 #define VPRIV_WIRE_MAX (RF_MAX_PRIVATE_DATA + 1)
-void rf_verbs_priv_encode_req(const vfab *fab, const void *priv, size_t len,
-                              unsigned char out[VPRIV_WIRE_MAX],
-                              uint8_t *out_len, uint8_t *flow_control);
-int rf_verbs_priv_decode_req(const vfab *fab, const void *data, size_t len,
-                             uint8_t flow_control,
-                             unsigned char out[RF_MAX_PRIVATE_DATA],
-                             size_t *out_len);
-void rf_verbs_priv_encode_reply(const vfab *fab, const void *priv, size_t len,
-                                unsigned char out[VPRIV_WIRE_MAX],
-                                uint8_t *out_len);
-int rf_verbs_priv_decode_reply(const vfab *fab, const void *data, size_t len,
-                               unsigned char out[RF_MAX_PRIVATE_DATA],
-                               size_t *out_len);
+void rf_verbs_priv_encode(const vfab *fab, const void *priv, size_t len,
+                          unsigned char out[VPRIV_WIRE_MAX], uint8_t *out_len);
+int rf_verbs_priv_decode(const vfab *fab, const void *data, size_t len,
+                         unsigned char out[RF_MAX_PRIVATE_DATA],
+                         size_t *out_len);
 
 /* --- device choice (verbs_device.c) ------------------------------------- */
 

@@ -3,69 +3,17 @@
  *
  * On InfiniBand and RoCE, rdma_cm (port space RDMA_PS_TCP) carries private
  * data in IB CM MADs: the connect REQ has 92 bytes, of which rdma_cm keeps
- * 36 for its own header (addresses, port), leaving 56 = RF_MAX_PRIVATE_DATA;
- * the REP has 196 bytes and the REJ 148, with no rdma_cm header. The
- * receiver always sees the whole field, zero-padded, so the length must
- * travel inside:
- *  - accept and reject replies: one length byte, then the data (<= 57
- *    bytes, far below 148);
- *  - connect requests: a length byte does not fit when all 56 bytes are
- *    used, so the REQ's end-to-end flow control bit (carried by the IB CM
- *    to the passive side's CONNECT_REQUEST event, and not used by rdma_cm or
- *    the kernel to program the QP) says which form follows: 1 = length byte
- *    + data (0..55 bytes), 0 = exactly 56 raw bytes (also how a foreign
- *    client that leaves the bit 0 is read).
- * iWARP (MPA) delivers exact lengths: raw data, no framing. */
+ * 36 for its own header (addresses, port), leaving 56; the REP has 196 bytes
+ * and the REJ 148. The receiver always sees the whole field, zero-padded, so
+ * the length travels inside: one length byte, then the data. That is why
+ * RF_MAX_PRIVATE_DATA is 55. iWARP (MPA) delivers exact lengths: raw data,
+ * no framing. */
 #include <string.h>
 
 #include "fabric/verbs/verbs_internal.h"
 
-void rf_verbs_priv_encode_req(const vfab *fab, const void *priv, size_t len,
-                              unsigned char out[VPRIV_WIRE_MAX],
-                              uint8_t *out_len, uint8_t *flow_control)
-{
-    if (len > RF_MAX_PRIVATE_DATA)
-        len = RF_MAX_PRIVATE_DATA;
-    if (fab->iwarp || len == RF_MAX_PRIVATE_DATA) {
-        if (len)
-            memcpy(out, priv, len);
-        *out_len = (uint8_t)len;
-        *flow_control = 0;
-        return;
-    }
-    out[0] = (uint8_t)len;
-    if (len)
-        memcpy(out + 1, priv, len);
-    *out_len = (uint8_t)(len + 1);
-    *flow_control = 1;
-}
-
-int rf_verbs_priv_decode_req(const vfab *fab, const void *data, size_t len,
-                             uint8_t flow_control,
-                             unsigned char out[RF_MAX_PRIVATE_DATA],
-                             size_t *out_len)
-{
-    const unsigned char *p = data;
-    *out_len = 0;
-    if (!p)
-        len = 0;
-    if (fab->iwarp || !flow_control) {
-        size_t n = len < RF_MAX_PRIVATE_DATA ? len : RF_MAX_PRIVATE_DATA;
-        if (n)
-            memcpy(out, p, n);
-        *out_len = n;
-        return 0;
-    }
-    if (len < 1 || p[0] > RF_MAX_PRIVATE_DATA - 1 || (size_t)p[0] + 1 > len)
-        return -1;
-    memcpy(out, p + 1, p[0]);
-    *out_len = p[0];
-    return 0;
-}
-
-void rf_verbs_priv_encode_reply(const vfab *fab, const void *priv, size_t len,
-                                unsigned char out[VPRIV_WIRE_MAX],
-                                uint8_t *out_len)
+void rf_verbs_priv_encode(const vfab *fab, const void *priv, size_t len,
+                          unsigned char out[VPRIV_WIRE_MAX], uint8_t *out_len)
 {
     if (len > RF_MAX_PRIVATE_DATA)
         len = RF_MAX_PRIVATE_DATA;
@@ -81,9 +29,9 @@ void rf_verbs_priv_encode_reply(const vfab *fab, const void *priv, size_t len,
     *out_len = (uint8_t)(len + 1);
 }
 
-int rf_verbs_priv_decode_reply(const vfab *fab, const void *data, size_t len,
-                               unsigned char out[RF_MAX_PRIVATE_DATA],
-                               size_t *out_len)
+int rf_verbs_priv_decode(const vfab *fab, const void *data, size_t len,
+                         unsigned char out[RF_MAX_PRIVATE_DATA],
+                         size_t *out_len)
 {
     const unsigned char *p = data;
     *out_len = 0;

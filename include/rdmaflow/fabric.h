@@ -23,8 +23,9 @@
  *    RF_ERR_DISCONNECTED on every outstanding and later operation, within a
  *    bounded time (RF_PEER_TIMEOUT_MS, default 10000).
  *  - send and write_imm consume one receive posted at the target; if none is
- *    posted the message waits up to RF_RNR_TIMEOUT_MS (default 2000) and the
- *    initiator's work then completes with RF_ERR_NO_RESOURCE.
+ *    posted the message waits up to RF_RNR_TIMEOUT_MS (default 2000; at most
+ *    3930 with verbs, the longest finite RC RNR retry) and the initiator's
+ *    work then completes with RF_ERR_NO_RESOURCE.
  *  - An error completion is always reported, even for unsignaled work.
  */
 #ifndef RDMAFLOW_FABRIC_H
@@ -46,9 +47,11 @@ typedef struct rf_ep rf_ep;
 typedef struct rf_listener rf_listener;
 typedef struct rf_conn_req rf_conn_req;
 
-/* Largest private data carried by connect, accept and reject (librdmacm's
- * limit for an RC connect request). */
-#define RF_MAX_PRIVATE_DATA 56
+/* Largest private data carried by connect, accept and reject. librdmacm
+ * leaves 56 bytes of an RC connect request on InfiniBand and RoCE and the
+ * receiver sees them zero-padded, so the verbs provider spends one byte on
+ * the length. */
+#define RF_MAX_PRIVATE_DATA 55
 
 /* What a peer needs to reach a registered region. Fixed-size and
  * little-endian when sent on the wire with rf_mr_desc_pack(). */
@@ -175,8 +178,8 @@ const void *rf_conn_req_private_data(const rf_conn_req *req, size_t *len);
  * reply data, creating a connected endpoint. */
 rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,
                     size_t priv_len, rf_ep **out);
-/* Rejects the request (consuming it); the connector gets RF_ERR_UNAVAILABLE
- * with this private data. */
+/* Rejects the request (consuming it); the connector's rf_connect returns
+ * RF_ERR_UNAVAILABLE and rf_connect_reject_data() gives it this data. */
 void rf_reject(rf_conn_req *req, const void *priv, size_t priv_len);
 
 /* Connects to host:port carrying private data; waits up to timeout_ms. A
@@ -184,6 +187,10 @@ void rf_reject(rf_conn_req *req, const void *priv, size_t priv_len);
 rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
                      const rf_ep_attr *attr, const void *priv, size_t priv_len,
                      int timeout_ms, rf_ep **out);
+/* After rf_connect on this thread returned RF_ERR_UNAVAILABLE because the
+ * listener rejected it: the reject's private data (*len 0 otherwise). Valid
+ * until the next rf_connect on the same thread. */
+const void *rf_connect_reject_data(size_t *len);
 /* The private data the peer sent (accept reply for a connector, connect
  * request for an acceptor). */
 const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len);

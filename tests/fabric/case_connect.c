@@ -1,8 +1,9 @@
 /* tests/fabric/case_connect.c: connection management. Private data both
- * ways (0..56 bytes; the target answers each byte with bit 7 set, so the
- * reply proves what it received), rejection (RF_ERR_UNAVAILABLE, listener
- * unharmed), a port without listener (RF_ERR_UNAVAILABLE within the
- * timeout), and oversize private data (RF_ERR_INVALID_ARG on both sides).
+ * ways (0..RF_MAX_PRIVATE_DATA bytes; the target answers each byte with
+ * bit 7 set, so the reply proves what it received), rejection
+ * (RF_ERR_UNAVAILABLE with the reject's private data, listener unharmed), a
+ * port without listener (RF_ERR_UNAVAILABLE within the timeout), and oversize
+ * private data (RF_ERR_INVALID_ARG on both sides).
  *
  * Lengths: rdma_cm delivers connect private data padded with zeros to its
  * fixed size, so a reported length may exceed what was sent; the suite sends
@@ -99,6 +100,16 @@ void case_connect_reject(void)
               "rejected connect (%zu bytes of private data) returned %s "
               "after %llu ms, expected RF_ERR_UNAVAILABLE",
               lens[i], rf_status_string(st), (unsigned long long)ms);
+        /* The reject carries the target's reply: each byte with bit 7 set. */
+        size_t rlen = 0;
+        const unsigned char *rdata = rf_connect_reject_data(&rlen);
+        size_t bad = rlen == lens[i] ? 0 : 1;
+        for (size_t k = 0; !bad && k < rlen; k++)
+            bad = rdata[k] != (priv[k] | 0x80);
+        CHECK(!bad,
+              "reject private data: got %zu bytes, expected the %zu-byte "
+              "reply",
+              rlen, lens[i]);
         rt_conn_close(&c);
         /* A good connection right after works. */
         rt_conn ok;
