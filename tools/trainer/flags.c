@@ -1,0 +1,547 @@
+/* tools/trainer/flags.c: the flag table and parser of rf-trainer (see
+ * flags.h). One row per flag: its name, value kind, range and help; the
+ * parser handles the syntax, the kinds handle the values, and every error
+ * names the flag ("--batch_size: 0 is out of range [1, 65536]"). */
+#include "flags.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmaflow/data.h"
+#include "rdmaflow/status.h"
+
+typedef enum flag_kind {
+    FK_INT,    /* int64_t field in [min, max] */
+    FK_FLOAT,  /* double field, finite, in [min, max] (min excluded when
+                  min_open) */
+    FK_STRING, /* const char * field, non-empty */
+    FK_BOOL,   /* bool field */
+    FK_CUSTOM, /* parsed by fn */
+} flag_kind;
+
+typedef int (*flag_fn)(tr_flags *f, const char *value, char *err,
+                       size_t errlen);
+
+typedef struct flag_def {
+    const char *name;
+    flag_kind kind;
+    size_t offset; /* field in tr_flags (not FK_CUSTOM) */
+    double min, max;
+    bool min_open;
+    flag_fn fn;
+    bool distributed; /* not available yet */
+    const char *arg;  /* value placeholder in --help */
+    const char *help;
+} flag_def;
+
+static rf_status parse_int(const char *v, int64_t min, int64_t max,
+                           int64_t *out, char *err, size_t errlen);
+
+/* ---- custom values ------------------------------------------------------ */
+
+static int set_model(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    if (tr_model_parse(v, &f->model, err, errlen) != 0)
+        return -1;
+    snprintf(f->model_text, sizeof f->model_text, "%s", v);
+    return 0;
+}
+
+static int set_optimizer(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    rf_optim_config cfg;
+    if (rf_optim_parse(v, &cfg) != RF_OK) {
+        snprintf(err, errlen, "%s", rf_error_message());
+        return -1;
+    }
+    f->optimizer = v;
+    return 0;
+}
+
+/* Any uint64: the graph seed and the shuffling seed. */
+static int set_seed(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0') {
+        snprintf(err, errlen, "'%s' is not a non-negative integer", v);
+        return -1;
+    }
+    if (errno == ERANGE) {
+        snprintf(err, errlen, "%s is out of range [0, %" PRIu64 "]", v,
+                 UINT64_MAX);
+        return -1;
+    }
+    f->seed = (uint64_t)x;
+    return 0;
+}
+
+static int one_of(const char *v, const char *const *choices, char *err,
+                  size_t errlen)
+{
+    for (int i = 0; choices[i]; i++)
+        if (!strcmp(v, choices[i]))
+            return 0;
+    int off = snprintf(err, errlen, "'%s' is not one of", v);
+    for (int i = 0; choices[i] && off >= 0 && (size_t)off < errlen; i++)
+        off += snprintf(err + off, errlen - (size_t)off, "%s %s", i ? "," : "",
+                        choices[i]);
+    return -1;
+}
+
+static int set_job_name(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    static const char *const jobs[] = {"ps", "worker", NULL};
+    if (one_of(v, jobs, err, errlen) != 0)
+        return -1;
+    f->job_name = v;
+    return 0;
+}
+
+static int set_apply(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    static const char *const modes[] = {"ps", "worker", "sync", NULL};
+    if (one_of(v, modes, err, errlen) != 0)
+        return -1;
+    f->apply = v;
+    return 0;
+}
+
+/* "host:port,host:port,...", port in [1, 65535]. */
+static int check_hosts(const char *v, char *err, size_t errlen)
+{
+    const char *p = v;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = memrchr(p, ':', len);
+        long port = 0;
+        bool ok = colon && colon > p && colon + 1 < p + len;
+        for (const char *c = colon ? colon + 1 : p; ok && c < p + len; c++) {
+            ok = *c >= '0' && *c <= '9' && port <= 65535;
+            port = port * 10 + (*c - '0');
+        }
+        if (!ok || port < 1 || port > 65535) {
+            long item = 1;
+            for (const char *c = v; c < p; c++)
+                item += *c == ',';
+            snprintf(err, errlen,
+                     "'%.*s' (item %ld of '%s') is not host:port with a port "
+                     "in [1, 65535]",
+                     (int)len, p, item, v);
+            return -1;
+        }
+        if (!end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+static int set_ps_hosts(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    if (check_hosts(v, err, errlen) != 0)
+        return -1;
+    f->ps_hosts = v;
+    return 0;
+}
+
+static int set_worker_hosts(tr_flags *f, const char *v, char *err,
+                            size_t errlen)
+{
+    if (check_hosts(v, err, errlen) != 0)
+        return -1;
+    f->worker_hosts = v;
+    return 0;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+#define FIELD(x) offsetof(tr_flags, x)
+
+static const flag_def flag_table[] = {
+    {.name = "model",
+     .kind = FK_CUSTOM,
+     .fn = set_model,
+     .arg = "MODEL",
+     .help = "softmax | mlp[:W1,W2,...] | cnn[:C1,C2,D] (default "
+             "mlp:256,128)"},
+    {.name = "optimizer",
+     .kind = FK_CUSTOM,
+     .fn = set_optimizer,
+     .arg = "NAME",
+     .help = "sgd | momentum | adagrad | adam | rmsprop (default adam)"},
+    {.name = "learning_rate",
+     .kind = FK_FLOAT,
+     .offset = FIELD(learning_rate),
+     .min = 0,
+     .min_open = true,
+     .max = 1e6,
+     .arg = "LR",
+     .help = "learning rate > 0 (default per optimizer: sgd 0.1, momentum "
+             "0.01, adagrad 0.1, adam 0.001, rmsprop 0.001)"},
+    {.name = "momentum",
+     .kind = FK_FLOAT,
+     .offset = FIELD(momentum),
+     .min = 0,
+     .max = 1,
+     .arg = "M",
+     .help = "momentum in [0, 1] for momentum (default 0.9) and rmsprop "
+             "(default 0)"},
+    {.name = "batch_size",
+     .kind = FK_INT,
+     .offset = FIELD(batch_size),
+     .min = 1,
+     .max = 65536,
+     .arg = "N",
+     .help = "training examples per step (default 100)"},
+    {.name = "train_steps",
+     .kind = FK_INT,
+     .offset = FIELD(train_steps),
+     .min = 0,
+     .max = 1e9,
+     .arg = "N",
+     .help = "train until global_step reaches N (StopAtStepHook last_step; "
+             "default 6000)"},
+    {.name = "seed",
+     .kind = FK_CUSTOM,
+     .fn = set_seed,
+     .arg = "S",
+     .help = "graph seed (initial weights) and shuffling seed (default 1)"},
+    {.name = "threads",
+     .kind = FK_INT,
+     .offset = FIELD(threads),
+     .min = 0,
+     .max = 256,
+     .arg = "N",
+     .help = "executor compute threads, 0 = online CPUs (default 0)"},
+    {.name = "data_dir",
+     .kind = FK_STRING,
+     .offset = FIELD(data_dir),
+     .arg = "DIR",
+     .help = "Fashion-MNIST IDX files (default $RF_FASHION_MNIST_DIR "
+             "or " RF_FASHION_MNIST_DIR ")"},
+    {.name = "trace",
+     .kind = FK_STRING,
+     .offset = FIELD(trace_path),
+     .arg = "FILE",
+     .help = "write a Chrome trace (JSON, Perfetto) of the executor"},
+    {.name = "trace_steps",
+     .kind = FK_INT,
+     .offset = FIELD(trace_steps),
+     .min = 1,
+     .max = 1e9,
+     .arg = "N",
+     .help = "with --trace, trace the first N training steps (default 100)"},
+    {.name = "log_every",
+     .kind = FK_INT,
+     .offset = FIELD(log_every),
+     .min = 0,
+     .max = 1e9,
+     .arg = "N",
+     .help = "progress line every N steps, 0 = none (default 500)"},
+    {.name = "eval_batch_size",
+     .kind = FK_INT,
+     .offset = FIELD(eval_batch_size),
+     .min = 1,
+     .max = 10000,
+     .arg = "N",
+     .help = "test examples per evaluation step (default 1000)"},
+    /* distributed mode (next issue): parsed and validated, then refused */
+    {.name = "ps_hosts",
+     .kind = FK_CUSTOM,
+     .fn = set_ps_hosts,
+     .distributed = true,
+     .arg = "H:P,...",
+     .help = "parameter-server tasks (distributed; not available yet)"},
+    {.name = "worker_hosts",
+     .kind = FK_CUSTOM,
+     .fn = set_worker_hosts,
+     .distributed = true,
+     .arg = "H:P,...",
+     .help = "worker tasks (distributed; not available yet)"},
+    {.name = "job_name",
+     .kind = FK_CUSTOM,
+     .fn = set_job_name,
+     .distributed = true,
+     .arg = "ps|worker",
+     .help = "this task's job (distributed; not available yet)"},
+    {.name = "task_index",
+     .kind = FK_INT,
+     .offset = FIELD(task_index),
+     .min = 0,
+     .max = 65535,
+     .distributed = true,
+     .arg = "I",
+     .help = "this task's index in its job (distributed; not available "
+             "yet)"},
+    {.name = "apply",
+     .kind = FK_CUSTOM,
+     .fn = set_apply,
+     .distributed = true,
+     .arg = "ps|worker|sync",
+     .help = "where updates are applied (distributed; not available yet)"},
+    {.name = "explain",
+     .kind = FK_BOOL,
+     .offset = FIELD(explain),
+     .distributed = true,
+     .help = "print placement and bindings (distributed; not available "
+             "yet)"},
+};
+
+#define NFLAGS (sizeof flag_table / sizeof flag_table[0])
+
+static const flag_def *find_flag(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NFLAGS; i++)
+        if (strlen(flag_table[i].name) == len &&
+            !strncmp(flag_table[i].name, name, len))
+            return &flag_table[i];
+    return NULL;
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+static rf_status parse_int(const char *v, int64_t min, int64_t max,
+                           int64_t *out, char *err, size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || end == v || *end != '\0' ||
+        (*v != '-' && *v != '+' && (*v < '0' || *v > '9'))) {
+        snprintf(err, errlen, "'%s' is not an integer", v);
+        return RF_ERR_INVALID_ARG;
+    }
+    if (errno == ERANGE || x < min || x > max) {
+        snprintf(err, errlen, "%s is out of range [%" PRId64 ", %" PRId64 "]",
+                 v, min, max);
+        return RF_ERR_INVALID_ARG;
+    }
+    *out = x;
+    return RF_OK;
+}
+
+static int set_float(const flag_def *d, double *out, const char *v, char *err,
+                     size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || end == v || *end != '\0' ||
+        (*v != '-' && *v != '+' && *v != '.' && (*v < '0' || *v > '9'))) {
+        snprintf(err, errlen, "'%s' is not a number", v);
+        return -1;
+    }
+    bool below = d->min_open ? !(x > d->min) : !(x >= d->min);
+    if (errno == ERANGE || !isfinite(x) || below || x > d->max) {
+        snprintf(err, errlen, "%s is out of range %c%g, %g]", v,
+                 d->min_open ? '(' : '[', d->min, d->max);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int set_bool(bool *out, const char *v, char *err, size_t errlen)
+{
+    if (!strcmp(v, "true") || !strcmp(v, "1")) {
+        *out = true;
+        return 0;
+    }
+    if (!strcmp(v, "false") || !strcmp(v, "0")) {
+        *out = false;
+        return 0;
+    }
+    snprintf(err, errlen, "'%s' is not a boolean (true, false, 1, 0)", v);
+    return -1;
+}
+
+static int set_value(const flag_def *d, tr_flags *f, const char *v, char *err,
+                     size_t errlen)
+{
+    char *field = (char *)f + d->offset;
+    switch (d->kind) {
+    case FK_INT: {
+        int64_t x;
+        if (parse_int(v, (int64_t)d->min, (int64_t)d->max, &x, err, errlen) !=
+            RF_OK)
+            return -1;
+        *(int64_t *)(void *)field = x;
+        return 0;
+    }
+    case FK_FLOAT:
+        return set_float(d, (double *)(void *)field, v, err, errlen);
+    case FK_STRING:
+        if (!*v) {
+            snprintf(err, errlen, "empty value");
+            return -1;
+        }
+        *(const char **)(void *)field = v;
+        return 0;
+    case FK_BOOL:
+        return set_bool((bool *)(void *)field, v, err, errlen);
+    case FK_CUSTOM:
+        return d->fn(f, v, err, errlen);
+    }
+    return -1;
+}
+
+/* ---- defaults and resolution -------------------------------------------- */
+
+static void set_defaults(tr_flags *f)
+{
+    memset(f, 0, sizeof *f);
+    char ignored[8];
+    tr_model_parse("mlp:256,128", &f->model, ignored, sizeof ignored);
+    snprintf(f->model_text, sizeof f->model_text, "mlp:256,128");
+    f->optimizer = "adam";
+    f->learning_rate = NAN;
+    f->momentum = NAN;
+    f->batch_size = 100;
+    f->train_steps = 6000;
+    f->seed = 1;
+    f->threads = 0;
+    f->trace_steps = 100;
+    f->log_every = 500;
+    f->eval_batch_size = 1000;
+    f->task_index = 0;
+}
+
+static float default_learning_rate(rf_optimizer_kind kind)
+{
+    switch (kind) {
+    case RF_OPTIM_SGD:
+        return 0.1f;
+    case RF_OPTIM_MOMENTUM:
+        return 0.01f;
+    case RF_OPTIM_ADAGRAD:
+        return 0.1f;
+    case RF_OPTIM_ADAM:
+        return 0.001f;
+    case RF_OPTIM_RMSPROP:
+        return 0.001f;
+    }
+    return 0.01f;
+}
+
+static int resolve_optimizer(tr_flags *f, char *err, size_t errlen)
+{
+    rf_optim_config *c = &f->optim;
+    if (rf_optim_parse(f->optimizer, c) != RF_OK) {
+        snprintf(err, errlen, "--optimizer: %s", rf_error_message());
+        return -1;
+    }
+    c->learning_rate = isnan(f->learning_rate) ? default_learning_rate(c->kind)
+                                               : (float)f->learning_rate;
+    if (!isnan(f->momentum)) {
+        if (c->kind != RF_OPTIM_MOMENTUM && c->kind != RF_OPTIM_RMSPROP) {
+            snprintf(err, errlen,
+                     "--momentum: not used by --optimizer=%s (only momentum "
+                     "and rmsprop)",
+                     f->optimizer);
+            return -1;
+        }
+        c->momentum = (float)f->momentum;
+    } else if (c->kind == RF_OPTIM_MOMENTUM) {
+        c->momentum = 0.9f;
+    }
+    if (rf_optim_validate(c) != RF_OK) {
+        snprintf(err, errlen, "--optimizer=%s: %s", f->optimizer,
+                 rf_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
+{
+    set_defaults(f);
+    char msg[384];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "-help")) {
+            f->help = true;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0' || a[2] == '=') {
+            snprintf(err, errlen,
+                     "unexpected argument '%s' (flags are --name=value or "
+                     "--name value; see --help)",
+                     a);
+            return -1;
+        }
+        const char *body = a + 2;
+        const char *eq = strchr(body, '=');
+        size_t nlen = eq ? (size_t)(eq - body) : strlen(body);
+        const flag_def *d = find_flag(body, nlen);
+        const char *value = eq ? eq + 1 : NULL;
+        if (!d && !eq && nlen > 2 && !strncmp(body, "no", 2)) {
+            d = find_flag(body + 2, nlen - 2);
+            if (d && d->kind != FK_BOOL) {
+                snprintf(err, errlen, "--%s: --no%s is only for boolean flags",
+                         d->name, d->name);
+                return -1;
+            }
+            value = "false";
+        }
+        if (!d) {
+            snprintf(err, errlen, "--%.*s: unknown flag (see --help)",
+                     (int)nlen, body);
+            return -1;
+        }
+        if (!value && d->kind == FK_BOOL)
+            value = "true";
+        if (!value) {
+            if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) {
+                snprintf(err, errlen, "--%s: missing value", d->name);
+                return -1;
+            }
+            value = argv[++i];
+        }
+        if (set_value(d, f, value, msg, sizeof msg) != 0) {
+            snprintf(err, errlen, "--%s: %s", d->name, msg);
+            return -1;
+        }
+        if (d->distributed && !f->distributed_flag)
+            f->distributed_flag = d->name;
+    }
+    if (f->help)
+        return 0;
+    if (f->distributed_flag) {
+        snprintf(err, errlen,
+                 "--%s: distributed mode is not available yet; this "
+                 "rf-trainer trains locally only (drop --ps_hosts, "
+                 "--worker_hosts, --job_name, --task_index, --apply and "
+                 "--explain)",
+                 f->distributed_flag);
+        return -1;
+    }
+    return resolve_optimizer(f, err, errlen);
+}
+
+void tr_flags_usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "usage: %s [--flag=value | --flag value]...\n"
+            "Trains a model on Fashion-MNIST in this process and reports "
+            "test accuracy.\n\nflags:\n",
+            prog);
+    for (size_t i = 0; i < NFLAGS; i++) {
+        const flag_def *d = &flag_table[i];
+        char lhs[64];
+        if (d->arg)
+            snprintf(lhs, sizeof lhs, "--%s=%s", d->name, d->arg);
+        else
+            snprintf(lhs, sizeof lhs, "--[no]%s", d->name);
+        fprintf(out, "  %-28s %s\n", lhs, d->help);
+    }
+    fprintf(out, "  %-28s %s\n", "--help", "this message");
+    fprintf(out, "\nexit status: 0 success, 1 runtime error, 2 usage error\n");
+}

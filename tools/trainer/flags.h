@@ -1,0 +1,57 @@
+/* tools/trainer/flags.h: rf-trainer's command line. TensorFlow/absl style:
+ * "--name=value" or "--name value"; booleans "--name", "--name=true|false",
+ * "--noname". Every flag is one row of a table in flags.c, so the
+ * distributed flags (--ps_hosts, --worker_hosts, --job_name, --task_index,
+ * --apply, --explain) are already parsed and validated; until the
+ * distributed runtime lands, giving one is a usage error. */
+#ifndef RF_TRAINER_FLAGS_H
+#define RF_TRAINER_FLAGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "rdmaflow/optim.h"
+
+/* Exit status for a usage error (unknown flag, malformed or out-of-range
+ * value); 1 is a runtime failure. */
+#define TR_EXIT_USAGE 2
+
+typedef struct tr_flags {
+    /* local training */
+    tr_model model;          /* --model */
+    char model_text[128];    /* as given, for the report */
+    const char *optimizer;   /* --optimizer, as given */
+    rf_optim_config optim;   /* resolved hyper-parameters */
+    double learning_rate;    /* --learning_rate (NAN: tool default) */
+    double momentum;         /* --momentum (NAN: tool default) */
+    int64_t batch_size;      /* --batch_size */
+    int64_t train_steps;     /* --train_steps (StopAtStepHook) */
+    uint64_t seed;           /* --seed */
+    int64_t threads;         /* --threads (0: online CPUs) */
+    const char *data_dir;    /* --data_dir (NULL: library default) */
+    const char *trace_path;  /* --trace (NULL: none) */
+    int64_t trace_steps;     /* --trace_steps */
+    int64_t log_every;       /* --log_every (0: never) */
+    int64_t eval_batch_size; /* --eval_batch_size */
+    bool help;               /* --help / -h */
+    /* distributed (parsed, not yet available) */
+    const char *ps_hosts, *worker_hosts, *job_name, *apply;
+    int64_t task_index;
+    bool explain;
+    const char *distributed_flag; /* first distributed flag given, or NULL */
+} tr_flags;
+
+/* Parses argv into *out (defaults first). On a usage error returns -1 with
+ * a message naming the flag and the problem in err ("--batch_size: 'abc'
+ * is not an integer"). Resolves the optimizer config (defaults, the tool's
+ * learning rate per optimizer, rf_optim_validate). */
+int tr_flags_parse(int argc, char **argv, tr_flags *out, char *err,
+                   size_t errlen);
+
+/* Prints the flag reference (for --help). */
+void tr_flags_usage(FILE *f, const char *prog);
+
+#endif

@@ -1,0 +1,63 @@
+/* tools/trainer/session.c: builds the local training graph and its
+ * executor (see session.h). */
+#include "session.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
+                      tr_session *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->example_dim = (size_t)rows * (size_t)cols;
+    rf_status st = rf_graph_create(&s->g);
+    if (st != RF_OK) {
+        snprintf(err, errlen, "creating the graph: %s", rf_error_message());
+        return -1;
+    }
+    rf_graph *g = s->g;
+    rf_graph_set_seed(g, f->seed);
+    s->x =
+        rf_placeholder(g, RF_F32, RF_SHAPE(-1, (int64_t)s->example_dim), "x");
+    s->y = rf_placeholder(g, RF_I32, RF_SHAPE(-1), "y");
+    s->logits = tr_model_build(g, &f->model, s->x, rows, cols, classes);
+    s->loss = rf_reduce_mean(
+        g,
+        rf_sparse_softmax_cross_entropy_with_logits(g, s->y, s->logits, NULL),
+        NULL, 0, false, "loss");
+    /* correct = Sum(Cast(Equal(ArgMax(logits), y))) */
+    rf_node *pred = rf_argmax(g, s->logits, -1, RF_I32, "prediction");
+    s->correct = rf_reduce_sum(
+        g, rf_cast(g, rf_equal(g, pred, s->y, NULL), RF_F32, NULL), NULL, 0,
+        false, "correct");
+    if (rf_graph_status(g) != RF_OK) {
+        snprintf(err, errlen, "building the model: %s", rf_graph_error(g));
+        goto fail;
+    }
+    s->global_step = rf_global_step(g);
+    if (!s->global_step || rf_minimize(g, &f->optim, s->loss, s->global_step,
+                                       &s->train_op) != RF_OK) {
+        snprintf(err, errlen, "building the optimizer: %s", rf_error_message());
+        goto fail;
+    }
+    if (rf_graph_initialize_variables(g) != RF_OK) {
+        snprintf(err, errlen, "initializing variables: %s", rf_error_message());
+        goto fail;
+    }
+    rf_executor_options eo = {.threads = (int)f->threads};
+    if (rf_executor_create(&eo, &s->ex) != RF_OK) {
+        snprintf(err, errlen, "creating the executor: %s", rf_error_message());
+        goto fail;
+    }
+    return 0;
+fail:
+    tr_session_destroy(s);
+    return -1;
+}
+
+void tr_session_destroy(tr_session *s)
+{
+    rf_executor_destroy(s->ex);
+    rf_graph_destroy(s->g);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,31 @@
+/* tools/trainer/session.h: the training graph of a local run and what runs
+ * it: input placeholders, the model's logits, the mean cross-entropy loss,
+ * Optimizer.minimize with global_step, the number of correct predictions
+ * for evaluation, and the executor. */
+#ifndef RF_TRAINER_SESSION_H
+#define RF_TRAINER_SESSION_H
+
+#include "flags.h"
+#include "rdmaflow/graph.h"
+
+typedef struct tr_session {
+    rf_graph *g;
+    rf_executor *ex;
+    rf_node *x;           /* float32 [?, rows*cols] */
+    rf_node *y;           /* int32 [?] */
+    rf_node *logits;      /* float32 [?, classes] */
+    rf_node *loss;        /* mean sparse softmax cross-entropy, scalar */
+    rf_node *train_op;    /* AssignAdd(global_step, 1) after the updates */
+    rf_node *global_step; /* int64 scalar variable */
+    rf_node *correct;     /* float32 scalar: correct predictions in batch */
+    size_t example_dim;
+} tr_session;
+
+/* Builds the graph (seeded with f->seed), initializes the variables and
+ * creates the executor. On error returns -1 with a message in err and
+ * leaves nothing allocated. */
+int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
+                      tr_session *s, char *err, size_t errlen);
+void tr_session_destroy(tr_session *s);
+
+#endif

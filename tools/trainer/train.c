@@ -1,0 +1,105 @@
+/* tools/trainer/train.c: the local training loop: one plan fetching the
+ * loss and the train op (whose value is global_step after the update), fed
+ * with shuffled batches; stops at global_step >= train_steps as
+ * StopAtStepHook(last_step) does. */
+#include "train.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+double tr_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
+             rf_trace *trace, FILE *out, tr_train_result *res, char *err,
+             size_t errlen)
+{
+    res->steps = 0;
+    res->first_loss = res->final_loss = NAN;
+    res->seconds = 0;
+    res->global_step = *(const int64_t *)rf_variable_data(s->global_step);
+    if (res->global_step >= f->train_steps)
+        return 0; /* StopAtStepHook: already at last_step */
+
+    size_t bs = (size_t)f->batch_size;
+    float *xb = malloc(bs * s->example_dim * sizeof *xb);
+    int32_t *yb = malloc(bs * sizeof *yb);
+    rf_plan *plan = NULL;
+    rf_node *fetches[] = {s->loss, s->train_op};
+    rf_node *feeds[] = {s->x, s->y};
+    int rc = -1;
+    if (!xb || !yb) {
+        snprintf(err, errlen, "no memory for a batch of %zu", bs);
+        goto out;
+    }
+    if (rf_plan_create(s->ex, s->g, fetches, 2, feeds, 2, NULL, 0, &plan) !=
+        RF_OK) {
+        snprintf(err, errlen, "creating the training plan: %s",
+                 rf_error_message());
+        goto out;
+    }
+    rf_dataset_set_shuffle(train, true, f->seed);
+    rf_tensor in[2] = {
+        rf_tensor_make(RF_F32, RF_SHAPE((int64_t)bs, (int64_t)s->example_dim),
+                       xb),
+        rf_tensor_make(RF_I32, RF_SHAPE((int64_t)bs), yb),
+    };
+    if (trace)
+        rf_executor_set_trace(s->ex, trace);
+    double t0 = tr_now(), t_log = t0;
+    int64_t step_log = 0;
+    while (res->global_step < f->train_steps) {
+        if (trace && res->steps == f->trace_steps)
+            rf_executor_set_trace(s->ex, NULL);
+        if (rf_dataset_next_batch(train, bs, xb, yb) != RF_OK) {
+            snprintf(err, errlen, "reading a batch: %s", rf_error_message());
+            goto out;
+        }
+        rf_tensor o[2];
+        if (rf_plan_run(plan, in, o) != RF_OK) {
+            snprintf(err, errlen, "step %" PRId64 ": %s", res->global_step + 1,
+                     rf_error_message());
+            goto out;
+        }
+        double loss = *rf_tensor_f32(&o[0]);
+        res->global_step = *(const int64_t *)o[1].data;
+        res->steps++;
+        res->final_loss = loss;
+        if (res->steps == 1)
+            res->first_loss = loss;
+        if (!isfinite(loss)) {
+            snprintf(err, errlen,
+                     "loss is %g at global_step %" PRId64
+                     " (diverged; try a smaller --learning_rate)",
+                     loss, res->global_step);
+            goto out;
+        }
+        bool last = res->global_step >= f->train_steps;
+        if (f->log_every > 0 &&
+            (res->steps == 1 || res->global_step % f->log_every == 0 || last)) {
+            double now = tr_now();
+            double rate = (double)(res->steps - step_log) * (double)bs /
+                          (now - t_log > 0 ? now - t_log : 1e-9);
+            fprintf(out, "step %" PRId64 ", loss %.6f, %.0f examples/s\n",
+                    res->global_step, loss, rate);
+            fflush(out);
+            t_log = now;
+            step_log = res->steps;
+        }
+    }
+    res->seconds = tr_now() - t0;
+    rc = 0;
+out:
+    if (trace)
+        rf_executor_set_trace(s->ex, NULL);
+    rf_plan_destroy(plan);
+    free(xb);
+    free(yb);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/* tools/trainer/train.h: the training loop (MonitoredTrainingSession with
+ * StopAtStepHook(last_step), LoggingTensorHook-style progress lines and a
+ * NaN check) and the test-set evaluation. */
+#ifndef RF_TRAINER_TRAIN_H
+#define RF_TRAINER_TRAIN_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "flags.h"
+#include "rdmaflow/data.h"
+#include "session.h"
+
+typedef struct tr_train_result {
+    int64_t steps;       /* steps run by this process */
+    int64_t global_step; /* global_step at the end */
+    double first_loss;   /* loss of the first step (NAN if none) */
+    double final_loss;   /* loss of the last step (NAN if none) */
+    double seconds;      /* wall time of the training loop */
+} tr_train_result;
+
+/* Trains on train (shuffled with f->seed) until global_step reaches
+ * f->train_steps, printing progress to out every f->log_every steps. With
+ * trace non-NULL, traces the first f->trace_steps steps. -1 with err on
+ * failure (an executor error or a non-finite loss). */
+int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
+             rf_trace *trace, FILE *out, tr_train_result *res, char *err,
+             size_t errlen);
+
+typedef struct tr_eval_result {
+    int64_t correct, total;
+    double seconds;
+} tr_eval_result;
+
+/* Counts correct predictions over the whole of test, in its file order,
+ * f->eval_batch_size examples at a time (the last batch may be smaller). */
+int tr_evaluate(const tr_flags *f, tr_session *s, rf_dataset *test,
+                tr_eval_result *res, char *err, size_t errlen);
+
+/* Monotonic seconds. */
+double tr_now(void);
+
+#endif
