@@ -106,7 +106,9 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
                     .max_recv_wr = ep->rq_size,
                     .max_send_sge = 1,
                     .max_recv_sge = 1,
-                    .max_inline_data = inline_try[i]},
+                    .max_inline_data = inline_try[i] < fab->inline_cap
+                                           ? inline_try[i]
+                                           : fab->inline_cap},
             .qp_type = IBV_QPT_RC,
             .sq_sig_all = 0,
         };

@@ -64,7 +64,8 @@ typedef struct vfab {
     char netdev[IF_NAMESIZE];
     struct sockaddr_storage src; /* source address for connects */
     int have_src;
-    int cq_event_mode; /* RF_VERBS_CQ_MODE=event */
+    int cq_event_mode;   /* RF_VERBS_CQ_MODE=event */
+    uint32_t inline_cap; /* RF_VERBS_MAX_INLINE: largest inline payload */
     vqp_params qp;
 
     /* rdma_cm events and device async events: one thread per fabric. */
