@@ -1,0 +1,360 @@
+#!/usr/bin/env bash
+# tests/integration/launch/launch_test.sh CASE RF_LAUNCH HELPER: one test case
+# of rf-launch, with launch_helper.c as the program it runs. Every process a
+# case starts carries a unique marker in its argv, so "no process left" is
+# checked with pgrep -f MARKER. Exit 0 = pass.
+set -u
+CASE=$1
+LAUNCH=$2
+HELPER=$3
+M="rflt-$$-$RANDOM$RANDOM"
+TMP=$(mktemp -d)
+trap 'pkill -KILL -f -- "$M" 2>/dev/null; rm -rf "$TMP"' EXIT
+OUT=$TMP/out
+ERR=$TMP/err
+
+fail() {
+  echo "FAIL ($CASE): $*" >&2
+  echo "--- stdout (head)" >&2
+  head -c 4000 "$OUT" >&2 2>/dev/null
+  echo "--- stderr (head)" >&2
+  head -c 4000 "$ERR" >&2 2>/dev/null
+  exit 1
+}
+
+# launch ARGS...: runs rf-launch (killed after 45 s) with stdout and stderr
+# in $OUT and $ERR; sets RC and ELAPSED_MS.
+launch() {
+  local t0 t1
+  t0=$(date +%s%N)
+  timeout -s KILL 45 "$LAUNCH" "$@" >"$OUT" 2>"$ERR"
+  RC=$?
+  t1=$(date +%s%N)
+  ELAPSED_MS=$(((t1 - t0) / 1000000))
+}
+
+expect_rc() { [ "$RC" -eq "$1" ] || fail "exit status $RC, expected $1"; }
+expect_err() { grep -qF -- "$1" "$ERR" || fail "stderr lacks: $1"; }
+expect_no_err() { ! grep -qF -- "$1" "$ERR" || fail "stderr has: $1"; }
+expect_within() { [ "$ELAPSED_MS" -le "$1" ] || fail "took $ELAPSED_MS ms (limit $1)"; }
+
+# No process with the marker may be left (a moment for the kernel to finish
+# reaping what rf-launch killed).
+no_leftovers() {
+  for _ in $(seq 20); do
+    pgrep -f -- "$M" >/dev/null || return 0
+    sleep 0.1
+  done
+  ps -o pid,pgid,ppid,stat,args -p "$(pgrep -d, -f -- "$M")" >&2
+  fail "processes left behind"
+}
+
+# wait_ready N: until N "ready" lines are in $OUT (10 s at most).
+wait_ready() {
+  for _ in $(seq 100); do
+    [ "$(grep -c '] ready$' "$OUT")" -ge "$1" ] && return 0
+    sleep 0.1
+  done
+  fail "the tasks did not all get ready"
+}
+
+field() { # field TASK KEY: value of "[TASK] KEY value" in $OUT
+  local line
+  line=$(grep -F -m1 -- "[$1] $2 " "$OUT")
+  echo "${line#"[$1] $2 "}"
+}
+
+case_flags() {
+  TF_CONFIG='{"bogus":1}' launch --ps 2 --workers 3 -- "$HELPER" --echo \
+    --marker="$M"
+  expect_rc 0
+  local ps_hosts="" worker_hosts="" t job idx
+  for t in ps0 ps1 worker0 worker1 worker2; do
+    job=${t%[0-9]}
+    idx=${t#"$job"}
+    [ "$(field $t argc)" = 7 ] || fail "$t: argc $(field $t argc)"
+    [ "$(field $t 'argv 1')" = --echo ] || fail "$t: argv 1"
+    [ "$(field $t 'argv 2')" = "--marker=$M" ] || fail "$t: argv 2"
+    [ "$(field $t 'argv 5')" = "--job_name=$job" ] || fail "$t: job_name"
+    [ "$(field $t 'argv 6')" = "--task_index=$idx" ] || fail "$t: task_index"
+    [ "$(field $t tf_config)" = "(unset)" ] || fail "$t: TF_CONFIG not removed"
+    [ "$(field $t self)" = "$t" ] || fail "$t: self"
+    local p w
+    p=$(field $t 'argv 3')
+    w=$(field $t 'argv 4')
+    [ -z "$ps_hosts" ] && ps_hosts=$p && worker_hosts=$w
+    [ "$p" = "$ps_hosts" ] || fail "$t: ps_hosts differ: $p"
+    [ "$w" = "$worker_hosts" ] || fail "$t: worker_hosts differ: $w"
+  done
+  [[ $ps_hosts =~ ^--ps_hosts=127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+$ ]] ||
+    fail "ps_hosts: $ps_hosts"
+  [[ $worker_hosts =~ ^--worker_hosts=(127\.0\.0\.1:[0-9]+,){2}127\.0\.0\.1:[0-9]+$ ]] ||
+    fail "worker_hosts: $worker_hosts"
+  local ports
+  ports=$(echo "${ps_hosts#*=},${worker_hosts#*=}" | tr , '\n' | cut -d: -f2)
+  [ "$(echo "$ports" | sort -u | wc -l)" = 5 ] || fail "ports not distinct: $ports"
+  # --trace appends one more flag; 0 ps tasks: no --ps_hosts at all.
+  launch --ps 0 --workers 1 --trace "$TMP/t.json" -- "$HELPER" --echo
+  expect_rc 0
+  [ "$(field worker0 argc)" = 6 ] || fail "ps 0: argc $(field worker0 argc)"
+  [[ $(field worker0 'argv 2') == --worker_hosts=* ]] || fail "ps 0: argv 2"
+  [ "$(field worker0 'argv 5')" = "--trace=$TMP/t.json.worker0.json" ] ||
+    fail "--trace flag: $(field worker0 'argv 5')"
+}
+
+case_tf_config() {
+  launch --ps 1 --workers 2 --chief -- "$HELPER" --echo --marker="$M"
+  expect_rc 0
+  local t cl
+  for t in ps0 chief worker0 worker1; do
+    [ "$(field $t argc)" = 3 ] || fail "$t: argc $(field $t argc) (cluster flags?)"
+    [ "$(field $t self)" = "$t" ] || fail "$t: self $(field $t self)"
+    for cl in ps chief worker; do
+      [ "$(field $t "tf_cluster $cl")" = "$(field ps0 "tf_cluster $cl")" ] ||
+        fail "$t: cluster.$cl differs"
+    done
+  done
+  [[ $(field ps0 'tf_cluster ps') =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "cluster.ps"
+  [[ $(field ps0 'tf_cluster chief') =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "cluster.chief"
+  [[ $(field ps0 'tf_cluster worker') =~ ^127\.0\.0\.1:[0-9]+,127\.0\.0\.1:[0-9]+$ ]] ||
+    fail "cluster.worker"
+  [ "$(field worker1 tf_task)" = '{"type":"worker","index":1}' ] || fail "worker1 task"
+  [ "$(field chief tf_task)" = '{"type":"chief","index":0}' ] || fail "chief task"
+  [ "$(field ps0 tf_task)" = '{"type":"ps","index":0}' ] || fail "ps0 task"
+  launch --ps 1 --workers 1 --tf_config -- "$HELPER" --echo
+  expect_rc 0
+  [ -z "$(field worker0 'tf_cluster chief')" ] || fail "a chief without --chief"
+  [ "$(field worker0 argc)" = 2 ] || fail "--tf_config: argc"
+}
+
+case_output() {
+  local n=1500
+  launch --ps 2 --workers 2 -- "$HELPER" --spam=$n --marker="$M"
+  expect_rc 0
+  local s f
+  for s in out err; do
+    f=$OUT
+    [ $s = err ] && f=$ERR
+    awk -v stream=$s -v n=$n '
+      BEGIN { letters = "abcdefghijklmnopqrstuvwxyz" }
+      {
+        if (NF != 5 || $1 != "[" $2 "]" || $3 != stream) { bad = "malformed: " substr($0, 1, 80); exit 1 }
+        k = $4 + 0
+        if (k != next_k[$2] + 0) { bad = $2 " line " k " after " next_k[$2] - 1; exit 1 }
+        next_k[$2] = k + 1
+        p = $5
+        if (length(p) != 1 + (k * 37) % 3000) { bad = $2 " line " k " has length " length(p); exit 1 }
+        gsub(substr(letters, k % 26 + 1, 1), "", p)
+        if (p != "") { bad = $2 " line " k " is mixed"; exit 1 }
+      }
+      END {
+        if (bad != "") { print bad; exit 1 }
+        split("ps0 ps1 worker0 worker1", tasks, " ")
+        for (i = 1; i <= 4; i++)
+          if (next_k[tasks[i]] != n) { print tasks[i] " has " next_k[tasks[i]] " lines"; exit 1 }
+      }' "$f" >"$TMP/awk" || fail "std$s: $(cat "$TMP/awk")"
+  done
+}
+
+case_failure() {
+  launch --ps 2 --workers 2 -- "$HELPER" --exit=worker1:3:300 --then=forever \
+    --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker1 exited with status 3; stopping the others"
+  grep -qxF "[worker1] exiting with 3" "$OUT" || fail "worker1's last line"
+  expect_within 10000
+  no_leftovers
+  [ "$(grep -c '^rf-launch:' "$ERR")" = 1 ] || fail "more than one message"
+}
+
+case_signal_task() {
+  launch --ps 1 --workers 2 -- "$HELPER" --kill=worker0:9:300 --then=forever \
+    --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker0 was killed by signal 9 (SIGKILL); stopping the others"
+  expect_within 10000
+  no_leftovers
+}
+
+case_ignore_term() {
+  launch --ps 1 --workers 2 --grace 1 -- "$HELPER" --exit=worker0:3:300 \
+    --ignore-term --then=forever --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker0 exited with status 3; stopping the others"
+  expect_err "rf-launch: ps0 did not exit within 1 s of SIGTERM; killing it"
+  expect_err "rf-launch: worker1 did not exit within 1 s of SIGTERM; killing it"
+  expect_within 8000
+  no_leftovers
+}
+
+case_grandchild() {
+  # A failure with grandchildren in the tasks' groups and in new sessions.
+  local g
+  for g in --grandchild --grandchild=setsid; do
+    launch --ps 1 --workers 2 -- "$HELPER" "$g" --exit=worker1:3:300 \
+      --then=forever --marker="$M"
+    expect_rc 1
+    expect_within 10000
+    no_leftovers
+  done
+  # Success, the grandchildren outliving their tasks.
+  launch --ps 1 --workers 1 -- "$HELPER" --grandchild=setsid --then=100 \
+    --marker="$M"
+  expect_rc 0
+  expect_within 10000
+  no_leftovers
+}
+
+# signal_launch SIG STATUS: rf-launch (as a job of its own, so SIGINT is not
+# ignored) gets SIG once the tasks are ready.
+signal_launch() {
+  set -m
+  "$LAUNCH" --ps 2 --workers 2 -- "$HELPER" --ready --then=forever \
+    --marker="$M" >"$OUT" 2>"$ERR" &
+  local pid=$!
+  set +m
+  wait_ready 4
+  kill -"$1" $pid
+  local t0
+  t0=$(date +%s)
+  wait $pid
+  RC=$?
+  [ $(($(date +%s) - t0)) -le 8 ] || fail "rf-launch took too long after SIG$1"
+  expect_rc "$2"
+  expect_err "rf-launch: got SIG$1; stopping the tasks"
+  no_leftovers
+}
+
+case_sigint() {
+  signal_launch INT 130
+  signal_launch TERM 143
+}
+
+case_pdeathsig() {
+  "$LAUNCH" --ps 2 --workers 2 -- "$HELPER" --ready --then=forever \
+    --marker="$M" >"$OUT" 2>"$ERR" &
+  local pid=$!
+  wait_ready 4
+  kill -KILL $pid
+  wait $pid 2>/dev/null
+  no_leftovers
+}
+
+case_timeout() {
+  launch --ps 1 --workers 2 --timeout 1 -- "$HELPER" --then=forever \
+    --marker="$M"
+  expect_rc 124
+  expect_err "rf-launch: timeout: tasks still running after 1 s; stopping them"
+  [ "$ELAPSED_MS" -ge 900 ] || fail "stopped after $ELAPSED_MS ms"
+  expect_within 6000
+  no_leftovers
+}
+
+case_ps_linger() {
+  # ps tasks that do not exit: stopped with a warning, the launch succeeds.
+  launch --ps 2 --workers 2 --ps_grace 0.5 -- "$HELPER" --ps-then=forever \
+    --then=200 --marker="$M"
+  expect_rc 0
+  expect_err "rf-launch: warning: ps0 still running 0.5 s after every worker finished; stopping it (SIGTERM)"
+  expect_err "rf-launch: warning: ps1 still running"
+  expect_within 8000
+  no_leftovers
+  # ps tasks that exit by themselves after the workers: no warning.
+  launch --ps 2 --workers 2 -- "$HELPER" --ps-then=500 --then=exit \
+    --marker="$M"
+  expect_rc 0
+  [ ! -s "$ERR" ] || fail "unexpected messages"
+  no_leftovers
+  # A ps failing once the workers are done fails the launch.
+  launch --ps 2 --workers 1 -- "$HELPER" --ps-then=forever \
+    --exit=ps1:4:300 --then=exit --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: ps1 exited with status 4; stopping the others"
+  no_leftovers
+}
+
+case_trace() {
+  local T=$TMP/t.json
+  echo '{"traceEvents":[]}' >"$T.worker1.json" # stale: must be removed
+  launch --ps 2 --workers 2 --trace "$T" -- "$HELPER" --write-trace \
+    --corrupt-trace=worker1 --no-trace=ps1 --marker="$M"
+  expect_rc 0
+  expect_err "rf-launch: trace: $T.ps1.json: no trace from ps1 (No such file or directory)"
+  expect_err "rf-launch: trace: $T.worker1.json: the trace of worker1 is not valid JSON"
+  expect_err "rf-launch: trace: $T: merged the traces of 2 of 4 tasks"
+  "$HELPER" --check-trace "$T" >"$TMP/check" || fail "merged trace unreadable"
+  grep -qxF "process 1 ps0" "$TMP/check" || fail "ps0 name"
+  grep -qxF "process 3 worker0" "$TMP/check" || fail "worker0 name"
+  grep -qxF "sort 3 2" "$TMP/check" || fail "worker0 sort index"
+  grep -qF "own-" "$TMP/check" && fail "the tasks' own process names kept"
+  grep -qxF "thread 1" "$TMP/check" || fail "thread names dropped"
+  grep -qxF "events 1 13 first_ts 100.125" "$TMP/check" || fail "ps0 events"
+  grep -qxF "events 3 13 first_ts 100.125" "$TMP/check" || fail "worker0 events"
+  [ "$(grep -c '^events' "$TMP/check")" = 2 ] || fail "extra pids"
+  grep -qxF "nopid 0" "$TMP/check" || fail "events without pid"
+  grep -qxF "aligned false" "$TMP/check" || fail "aligned"
+  # Every task with an epoch: one time origin.
+  launch --ps 2 --workers 2 --trace "$T" -- "$HELPER" --write-trace \
+    --epoch=1000 --marker="$M"
+  expect_rc 0
+  expect_no_err "otherData"
+  "$HELPER" --check-trace "$T" >"$TMP/check" || fail "merged trace unreadable"
+  grep -qxF "aligned true" "$TMP/check" || fail "not aligned"
+  grep -qxF "events 1 13 first_ts 100.125" "$TMP/check" || fail "ps0 shift"
+  grep -qxF "events 2 13 first_ts 1100.125" "$TMP/check" || fail "ps1 shift"
+  grep -qxF "events 3 13 first_ts 10100.125" "$TMP/check" || fail "worker0 shift"
+  grep -qxF "events 4 13 first_ts 11100.125" "$TMP/check" || fail "worker1 shift"
+  # No traceEvents, the bare array format, an empty file; a failed launch
+  # still merges.
+  launch --ps 1 --workers 2 --trace "$T" -- sh -c '
+    for a; do case $a in --trace=*) f=${a#--trace=};; esac; done
+    case $f in
+      *ps0*) echo "{\"x\":1}" >"$f";;
+      *worker0*) echo "[{\"name\":\"a\",\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":5,\"tid\":1}, 7]" >"$f";;
+      *worker1*) : >"$f"; exit 5;;
+    esac' sh
+  expect_rc 1
+  expect_err "rf-launch: trace: $T.ps0.json: the trace of ps0 has no \"traceEvents\" array"
+  expect_err "rf-launch: trace: $T.worker0.json: skipped 1 entries of worker0 that are not objects"
+  expect_err "rf-launch: trace: $T.worker1.json: the trace of worker1 is empty"
+  expect_err "rf-launch: trace: $T: merged the traces of 1 of 3 tasks"
+  "$HELPER" --check-trace "$T" >"$TMP/check" || fail "merged trace unreadable"
+  grep -qxF "events 2 3 first_ts 1.000" "$TMP/check" || fail "array format"
+}
+
+case_usage() {
+  local spec
+  while IFS='|' read -r spec msg; do
+    # shellcheck disable=SC2086
+    launch $spec
+    expect_rc 2
+    expect_err "rf-launch: $msg"
+  done <<EOF_USAGE
+--ps -1 --workers 2 -- true|--ps: -1 is out of range [0, 64]
+--ps 65 --workers 2 -- true|--ps: 65 is out of range [0, 64]
+--ps 1 --workers x -- true|--workers: 'x' is not an integer
+--ps 1 --workers 1 true|unexpected argument 'true' (put '--' before the program
+--ps 1 --workers 1|missing '--' before the program
+--ps 1 --workers 1 --|no program after '--'
+--ps 1 --workers 1 --bogus -- true|--bogus: unknown flag
+--workers 1 -- true|--ps: required
+--ps 1 -- true|--workers: required
+--ps 1 --workers 0 -- true|--workers: 0 workers and no --chief
+--ps 1 --workers 1 --timeout abc -- true|--timeout: 'abc' is not a number of seconds
+--ps 1 --workers 1 --timeout 0 -- true|--timeout: must be more than 0 seconds
+--ps 1 --workers 1 --grace -1 -- true|--grace: -1 is out of range
+--ps 1 --workers 1 --chief=1 -- true|--chief takes no value
+--ps 1 --workers 1 --ps|--ps: missing value
+--ps 1 --workers 1 --host a,b -- true|--host: 'a,b' is not an address
+--ps 1 --workers 1 --trace /nonexistent-dir/x.json -- true|--trace: cannot write in directory /nonexistent-dir
+EOF_USAGE
+  launch --help
+  expect_rc 0
+  grep -qF "usage: rf-launch" "$OUT" || fail "--help"
+  launch --ps 1 --workers 1 -- /nonexistent/program
+  expect_rc 1
+  expect_err "rf-launch: ps0: cannot run '/nonexistent/program': No such file or directory"
+}
+
+"case_$CASE"
+echo "PASS ($CASE)"

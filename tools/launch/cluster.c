@@ -1,0 +1,208 @@
+/* tools/launch/cluster.c: names, ports, argv and TF_CONFIG of every task.
+ * The host lists are "host:port,..." (an IPv6 address in brackets) in task
+ * index order, the same for every task. */
+#include "cluster.h"
+
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ports.h"
+
+static const char *job_str(lt_job j)
+{
+    return j == LT_JOB_PS ? "ps" : j == LT_JOB_CHIEF ? "chief" : "worker";
+}
+
+/* "host:p1,host:p2" for the tasks of job j; malloc'd. */
+static char *host_list(const char *host, const lt_task *t, int n, lt_job j)
+{
+    bool v6 = strchr(host, ':') != NULL;
+    size_t cap = (size_t)n * (strlen(host) + 10) + 1, len = 0;
+    char *s = malloc(cap);
+    if (!s)
+        return NULL;
+    s[0] = '\0';
+    for (int i = 0; i < n; i++)
+        if (t[i].job == j)
+            len += (size_t)snprintf(s + len, cap - len, "%s%s%s%s:%d",
+                                    len ? "," : "", v6 ? "[" : "", host,
+                                    v6 ? "]" : "", t[i].port);
+    return s;
+}
+
+static char *tf_config_json(const lt_task *t, int n, const lt_task *self,
+                            const char *host)
+{
+    json_object *root = json_object_new_object();
+    json_object *cluster = json_object_new_object();
+    bool v6 = strchr(host, ':') != NULL;
+    static const lt_job jobs[] = {LT_JOB_PS, LT_JOB_CHIEF, LT_JOB_WORKER};
+    for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
+        json_object *list = NULL;
+        for (int i = 0; i < n; i++) {
+            if (t[i].job != jobs[j])
+                continue;
+            char addr[300];
+            snprintf(addr, sizeof addr, "%s%s%s:%d", v6 ? "[" : "", host,
+                     v6 ? "]" : "", t[i].port);
+            if (!list)
+                list = json_object_new_array();
+            json_object_array_add(list, json_object_new_string(addr));
+        }
+        if (list)
+            json_object_object_add(cluster, job_str(jobs[j]), list);
+    }
+    json_object_object_add(root, "cluster", cluster);
+    json_object *task = json_object_new_object();
+    json_object_object_add(task, "type",
+                           json_object_new_string(job_str(self->job)));
+    json_object_object_add(task, "index", json_object_new_int(self->index));
+    json_object_object_add(root, "task", task);
+    char *s = strdup(json_object_to_json_string_ext(
+        root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(root);
+    return s;
+}
+
+static char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+
+static char *fmt(const char *f, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, f);
+    int rc = vasprintf(&s, f, ap);
+    va_end(ap);
+    return rc < 0 ? NULL : s;
+}
+
+static int build_argv(const lt_opts *o, lt_task *t, const char *ps_hosts,
+                      const char *worker_hosts)
+{
+    int extra = 5;
+    t->argv = calloc((size_t)(o->prog_argc + extra + 1), sizeof *t->argv);
+    if (!t->argv)
+        return -1;
+    int k = 0;
+    for (int i = 0; i < o->prog_argc; i++)
+        if (!(t->argv[k++] = strdup(o->prog[i])))
+            return -1;
+    if (!o->tf_config) {
+        if (o->ps > 0 && !(t->argv[k++] = fmt("--ps_hosts=%s", ps_hosts)))
+            return -1;
+        if (!(t->argv[k++] = fmt("--worker_hosts=%s", worker_hosts)) ||
+            !(t->argv[k++] = fmt("--job_name=%s", job_str(t->job))) ||
+            !(t->argv[k++] = fmt("--task_index=%d", t->index)))
+            return -1;
+    }
+    if (t->trace_path && !(t->argv[k++] = fmt("--trace=%s", t->trace_path)))
+        return -1;
+    return 0;
+}
+
+int lt_cluster_create(const lt_opts *o, lt_task **tasks, int *n, char *err,
+                      size_t errlen)
+{
+    int total = o->ps + (o->chief ? 1 : 0) + o->workers;
+    lt_task *t = calloc((size_t)total, sizeof *t);
+    int *fds = calloc((size_t)total, sizeof *fds);
+    int *ports = calloc((size_t)total, sizeof *ports);
+    char *ps_hosts = NULL, *worker_hosts = NULL;
+    int rc = -1;
+    if (!t || !fds || !ports) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    int k = 0;
+    for (int i = 0; i < o->ps; i++, k++) {
+        t[k].job = LT_JOB_PS;
+        t[k].index = i;
+        snprintf(t[k].name, sizeof t[k].name, "ps%d", i);
+    }
+    if (o->chief) {
+        t[k].job = LT_JOB_CHIEF;
+        snprintf(t[k].name, sizeof t[k].name, "chief");
+        k++;
+    }
+    for (int i = 0; i < o->workers; i++, k++) {
+        t[k].job = LT_JOB_WORKER;
+        t[k].index = i;
+        snprintf(t[k].name, sizeof t[k].name, "worker%d", i);
+    }
+    for (int i = 0; i < total; i++) {
+        snprintf(t[i].prefix, sizeof t[i].prefix, "[%s] ", t[i].name);
+        t[i].port_fd = -1;
+        t[i].out.in_fd = t[i].err.in_fd = -1;
+    }
+    int prc = lt_ports_reserve(o->host, total, fds, ports, err, errlen);
+    if (prc != 0) {
+        rc = prc;
+        goto out;
+    }
+    for (int i = 0; i < total; i++) {
+        t[i].port_fd = fds[i];
+        t[i].port = ports[i];
+    }
+    ps_hosts = host_list(o->host, t, total, LT_JOB_PS);
+    worker_hosts = host_list(o->host, t, total, LT_JOB_WORKER);
+    if (!ps_hosts || !worker_hosts) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < total; i++) {
+        if (o->trace &&
+            !(t[i].trace_path = fmt("%s.%s.json", o->trace, t[i].name))) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        if (o->tf_config &&
+            !(t[i].tf_config = tf_config_json(t, total, &t[i], o->host))) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+        if (build_argv(o, &t[i], ps_hosts, worker_hosts) != 0) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(fds);
+    free(ports);
+    free(ps_hosts);
+    free(worker_hosts);
+    if (rc != 0 && t) {
+        lt_cluster_free(t, total);
+        t = NULL;
+    }
+    *tasks = t;
+    *n = rc == 0 ? total : 0;
+    return rc;
+}
+
+void lt_cluster_free(lt_task *tasks, int n)
+{
+    if (!tasks)
+        return;
+    for (int i = 0; i < n; i++) {
+        lt_task *t = &tasks[i];
+        if (t->port_fd >= 0)
+            close(t->port_fd);
+        for (char **a = t->argv; a && *a; a++)
+            free(*a);
+        free(t->argv);
+        free(t->tf_config);
+        free(t->trace_path);
+        if (t->out.in_fd >= 0)
+            close(t->out.in_fd);
+        if (t->err.in_fd >= 0)
+            close(t->err.in_fd);
+        free(t->out.buf);
+        free(t->err.buf);
+    }
+    free(tasks);
+}

@@ -1,0 +1,76 @@
+/* tools/launch/launch.h: types shared by rf-launch's parts. rf-launch runs a
+ * whole ps/worker cluster on this machine (see main.c for the behaviour);
+ * opts.c parses its command line, ports.c reserves loopback ports,
+ * cluster.c builds each task's argv and environment, spawn.c starts a task,
+ * output.c prefixes its output lines, supervise.c watches the tasks and
+ * stops them, trace_merge.c merges their Chrome traces. */
+#ifndef RF_LAUNCH_H
+#define RF_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Exit statuses of rf-launch. A signal S that stopped the launch gives
+ * 128 + S, as a shell reports it. */
+#define LT_EXIT_OK     0
+#define LT_EXIT_FAILED 1  /* a task failed, or rf-launch itself could not work \
+                           */
+#define LT_EXIT_USAGE   2 /* malformed command line */
+#define LT_EXIT_TIMEOUT 124 /* --timeout expired (as timeout(1)) */
+
+#define LT_MAX_TASKS_PER_JOB 64
+
+typedef struct lt_opts {
+    int ps, workers;   /* --ps, --workers */
+    bool chief;        /* --chief: a separate "chief" task (TF_CONFIG only) */
+    bool tf_config;    /* --tf_config, or implied by --chief */
+    const char *host;  /* --host (default 127.0.0.1) */
+    const char *trace; /* --trace FILE, or NULL */
+    double timeout_s;  /* --timeout, 0 = none */
+    double grace_s;    /* --grace: SIGTERM to SIGKILL */
+    double ps_grace_s; /* --ps_grace: ps wait after every worker succeeded */
+    char **prog;       /* PROGRAM ARGS... (NULL-terminated, in argv) */
+    int prog_argc;
+    bool help;
+} lt_opts;
+
+typedef enum lt_job { LT_JOB_PS, LT_JOB_CHIEF, LT_JOB_WORKER } lt_job;
+
+/* Accumulates one output stream of a task and writes it out line by line,
+ * each line prefixed with the task name, in one write per line. */
+typedef struct lt_lines {
+    int in_fd;          /* read end of the task's pipe, -1 once closed */
+    int out_fd;         /* rf-launch's stdout or stderr */
+    const char *prefix; /* "[worker1] " */
+    char *buf;
+    size_t len, cap;
+} lt_lines;
+
+typedef struct lt_task {
+    char name[32];   /* "ps0", "chief", "worker1" */
+    char prefix[40]; /* "[ps0] " */
+    lt_job job;
+    int index;
+    int port;
+    int port_fd;      /* reservation socket, -1 once released */
+    char **argv;      /* owned, NULL-terminated */
+    char *tf_config;  /* owned TF_CONFIG JSON, or NULL (flags mode) */
+    char *trace_path; /* owned, or NULL */
+    pid_t pid;        /* also the task's process group; 0: not started */
+    bool running;     /* started and not yet reaped */
+    int wstatus;      /* waitpid status once reaped */
+    lt_lines out, err;
+} lt_task;
+
+/* Writes "rf-launch: <message>\n" to stderr in one write. */
+void lt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Monotonic clock in milliseconds. */
+long long lt_now_ms(void);
+
+/* Describes a waitpid status: "exited with status 3", "was killed by signal
+ * 9 (SIGKILL)". */
+void lt_describe_status(int wstatus, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,155 @@
+/* tools/launch/main.c: rf-launch, runs a whole ps/worker cluster on this
+ * machine:
+ *
+ *   rf-launch --ps 2 --workers 2 -- rf-trainer --model mlp:256,128
+ *
+ * starts one process per task (ps0, ps1, worker0, worker1), each running
+ * PROGRAM ARGS... plus the classic flags --ps_hosts= --worker_hosts=
+ * --job_name= --task_index= (or, with --tf_config or --chief, a TF_CONFIG
+ * environment variable instead), on ports reserved on --host. Each line of
+ * their output goes to rf-launch's stdout or stderr prefixed "[worker1] ".
+ *
+ * Ending: when every worker (and the chief) has exited 0, the ps tasks get
+ * --ps_grace seconds to exit by themselves (the chief tells them to); any
+ * still running then is stopped with a warning, and the launch still
+ * succeeds (exit 0): the training is complete, and TensorFlow-style ps
+ * tasks never exit on their own. Any task exiting non-zero or killed by a
+ * signal fails the launch: the others are sent SIGTERM, then SIGKILL after
+ * --grace seconds, and rf-launch exits 1 naming the task and its status.
+ * SIGINT / SIGTERM / SIGHUP to rf-launch are forwarded to every task's
+ * process group (a second one kills them), exit 128 + signal; --timeout
+ * stops everything, exit 124. A signal ignored when rf-launch starts (e.g.
+ * SIGINT of a background job, SIGHUP under nohup) stays ignored.
+ *
+ * No process outlives rf-launch: each task leads its own process group,
+ * which is killed at the end; rf-launch is a child subreaper, so
+ * descendants that leave their group are found and killed too; and every
+ * task has PR_SET_PDEATHSIG(SIGKILL) in case rf-launch itself is killed
+ * (descendants of a task are then not covered). */
+#include <errno.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cluster.h"
+#include "opts.h"
+#include "spawn.h"
+#include "supervise.h"
+#include "trace_merge.h"
+
+/* Blocks the signals rf-launch handles and returns a signalfd for them;
+ * keeps in *orig what the tasks should start with. */
+static int setup_signals(lt_sigstate *orig)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
+        struct sigaction sa;
+        if (sigaction(stops[i], NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+            sigaddset(&set, stops[i]);
+    }
+    if (sigprocmask(SIG_BLOCK, &set, &orig->mask) != 0)
+        return -1;
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    if (sigaction(SIGPIPE, &ign, &orig->pipe) != 0)
+        return -1;
+    return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* --trace: the directory must be writable; stale per-task files go. */
+static int prepare_trace(const lt_opts *o, lt_task *t, int n)
+{
+    char *copy = strdup(o->trace);
+    if (!copy)
+        return -1;
+    const char *dir = dirname(copy);
+    int ok = access(dir, W_OK | X_OK);
+    if (ok != 0)
+        lt_msg("--trace: cannot write in directory %s: %s", dir,
+               strerror(errno));
+    free(copy);
+    if (ok != 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (unlink(t[i].trace_path) != 0 && errno != ENOENT)
+            lt_msg("--trace: cannot remove the old %s: %s", t[i].trace_path,
+                   strerror(errno));
+    return 0;
+}
+
+static int merge_traces(const lt_opts *o, const lt_task *t, int n)
+{
+    lt_trace_part *parts = calloc((size_t)n, sizeof *parts);
+    if (!parts) {
+        lt_msg("trace: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        parts[i] = (lt_trace_part){t[i].name, t[i].trace_path};
+    int merged = lt_trace_merge(o->trace, parts, n);
+    free(parts);
+    if (merged >= 0)
+        lt_msg("trace: %s: merged the traces of %d of %d tasks", o->trace,
+               merged, n);
+    return merged < 0 ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    lt_opts o;
+    char err[512];
+    if (lt_opts_parse(argc, argv, &o, err, sizeof err) != 0) {
+        lt_msg("%s", err);
+        return LT_EXIT_USAGE;
+    }
+    if (o.help) {
+        lt_opts_usage(stdout);
+        return LT_EXIT_OK;
+    }
+    lt_sigstate orig;
+    int sigfd = setup_signals(&orig);
+    if (sigfd < 0) {
+        lt_msg("signal set-up: %s", strerror(errno));
+        return LT_EXIT_FAILED;
+    }
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+        lt_msg("warning: PR_SET_CHILD_SUBREAPER: %s (descendants that leave "
+               "their process group may outlive the launch)",
+               strerror(errno));
+    lt_task *t = NULL;
+    int n = 0;
+    int rc = lt_cluster_create(&o, &t, &n, err, sizeof err);
+    if (rc != 0) {
+        lt_msg("%s", err);
+        close(sigfd);
+        return rc == -2 ? LT_EXIT_USAGE : LT_EXIT_FAILED;
+    }
+    if (o.trace && prepare_trace(&o, t, n) != 0) {
+        lt_cluster_free(t, n);
+        close(sigfd);
+        return LT_EXIT_USAGE;
+    }
+    long long start = lt_now_ms();
+    int code = LT_EXIT_OK;
+    for (int i = 0; i < n; i++)
+        if (lt_spawn(&t[i], &orig, err, sizeof err) != 0) {
+            lt_msg("%s%s", err, i > 0 ? "; stopping the others" : "");
+            lt_stop_all(t, n, &o, sigfd);
+            code = LT_EXIT_FAILED;
+            break;
+        }
+    if (code == LT_EXIT_OK)
+        code = lt_supervise(t, n, &o, sigfd, start);
+    if (o.trace && merge_traces(&o, t, n) != 0 && code == LT_EXIT_OK)
+        code = LT_EXIT_FAILED;
+    lt_cluster_free(t, n);
+    close(sigfd);
+    return code;
+}

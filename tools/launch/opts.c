@@ -1,0 +1,253 @@
+/* tools/launch/opts.c: parses rf-launch's flags ("--name value" or
+ * "--name=value") up to "--"; everything after "--" is the program and its
+ * arguments. Every error names the flag. */
+#include "opts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void lt_opts_usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: rf-launch --ps N --workers N [--chief] [--tf_config]\n"
+        "                 [--host ADDR] [--trace FILE] [--timeout SECS]\n"
+        "                 [--grace SECS] [--ps_grace SECS] -- PROGRAM "
+        "ARGS...\n"
+        "Runs a ps/worker cluster on this machine: one process per task, "
+        "each\n"
+        "PROGRAM ARGS... plus --ps_hosts=... --worker_hosts=... "
+        "--job_name=ps|worker\n"
+        "--task_index=N, on free ports of ADDR. Output lines are prefixed "
+        "with\n"
+        "the task name ([ps0], [worker1]). If a task fails, the others are\n"
+        "stopped.\n\n"
+        "  --ps N          parameter-server tasks, 0..%d\n"
+        "  --workers N     worker tasks, 0..%d (at least one worker or "
+        "--chief)\n"
+        "  --chief         add a separate chief task (TensorFlow's \"chief\" "
+        "job);\n"
+        "                  implies --tf_config (no classic flag names it)\n"
+        "  --tf_config     describe the cluster in each task's TF_CONFIG\n"
+        "                  environment variable instead of flags\n"
+        "  --host ADDR     address the tasks listen on (default 127.0.0.1)\n"
+        "  --trace FILE    pass --trace=FILE.<task>.json to each task and "
+        "merge\n"
+        "                  those Chrome traces into FILE at the end\n"
+        "  --timeout SECS  stop everything after SECS seconds (exit 124)\n"
+        "  --grace SECS    wait after SIGTERM before SIGKILL (default 5)\n"
+        "  --ps_grace SECS once every worker succeeded, wait this long for "
+        "the ps\n"
+        "                  tasks to exit before stopping them (default 10)\n"
+        "  --help          this message\n\n"
+        "exit status: 0 success, 1 a task failed, 2 usage error, 124 "
+        "timeout,\n"
+        "128+N stopped by signal N\n",
+        LT_MAX_TASKS_PER_JOB, LT_MAX_TASKS_PER_JOB);
+}
+
+static int parse_count(const char *flag, const char *v, int *out, char *err,
+                       size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || (*v != '-' && (*v < '0' || *v > '9'))) {
+        snprintf(err, errlen, "--%s: '%s' is not an integer", flag, v);
+        return -1;
+    }
+    if (errno == ERANGE || x < 0 || x > LT_MAX_TASKS_PER_JOB) {
+        snprintf(err, errlen, "--%s: %s is out of range [0, %d]", flag, v,
+                 LT_MAX_TASKS_PER_JOB);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_secs(const char *flag, const char *v, double min, double *out,
+                      char *err, size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (*v == '\0' || *end != '\0' || !isfinite(x) ||
+        !((*v >= '0' && *v <= '9') || *v == '.' || *v == '-')) {
+        snprintf(err, errlen, "--%s: '%s' is not a number of seconds", flag, v);
+        return -1;
+    }
+    if (x < min || x > 1e6) {
+        snprintf(err, errlen, "--%s: %s is out of range [%g, 1e6] seconds",
+                 flag, v, min);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+typedef enum flag_id {
+    F_PS,
+    F_WORKERS,
+    F_CHIEF,
+    F_TF_CONFIG,
+    F_HOST,
+    F_TRACE,
+    F_TIMEOUT,
+    F_GRACE,
+    F_PS_GRACE,
+    F_HELP,
+} flag_id;
+
+static const struct {
+    const char *name;
+    flag_id id;
+    bool takes_value;
+} flags[] = {
+    {"ps", F_PS, true},
+    {"workers", F_WORKERS, true},
+    {"chief", F_CHIEF, false},
+    {"tf_config", F_TF_CONFIG, false},
+    {"host", F_HOST, true},
+    {"trace", F_TRACE, true},
+    {"timeout", F_TIMEOUT, true},
+    {"grace", F_GRACE, true},
+    {"ps_grace", F_PS_GRACE, true},
+    {"help", F_HELP, false},
+};
+
+static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
+                    char *err, size_t errlen)
+{
+    switch (id) {
+    case F_PS:
+        return parse_count(name, v, &o->ps, err, errlen);
+    case F_WORKERS:
+        return parse_count(name, v, &o->workers, err, errlen);
+    case F_CHIEF:
+        o->chief = true;
+        return 0;
+    case F_TF_CONFIG:
+        o->tf_config = true;
+        return 0;
+    case F_HOST:
+        if (*v == '\0' || strpbrk(v, ", \t\"\\[]")) {
+            snprintf(err, errlen, "--host: '%s' is not an address", v);
+            return -1;
+        }
+        o->host = v;
+        return 0;
+    case F_TRACE:
+        if (*v == '\0') {
+            snprintf(err, errlen, "--trace: empty file name");
+            return -1;
+        }
+        o->trace = v;
+        return 0;
+    case F_TIMEOUT:
+        if (parse_secs(name, v, 0, &o->timeout_s, err, errlen) != 0)
+            return -1;
+        if (o->timeout_s == 0) {
+            snprintf(err, errlen, "--timeout: must be more than 0 seconds");
+            return -1;
+        }
+        return 0;
+    case F_GRACE:
+        return parse_secs(name, v, 0, &o->grace_s, err, errlen);
+    case F_PS_GRACE:
+        return parse_secs(name, v, 0, &o->ps_grace_s, err, errlen);
+    case F_HELP:
+        o->help = true;
+        return 0;
+    }
+    return -1;
+}
+
+int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
+{
+    *o = (lt_opts){.ps = -1,
+                   .workers = -1,
+                   .host = "127.0.0.1",
+                   .grace_s = 5,
+                   .ps_grace_s = 10};
+    int i = 1;
+    bool dashdash = false;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            dashdash = true;
+            i++;
+            break;
+        }
+        if (!strcmp(a, "-h")) {
+            o->help = true;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, errlen,
+                     "unexpected argument '%s' (put '--' before the program: "
+                     "rf-launch --ps N --workers N -- PROGRAM ARGS...)",
+                     a);
+            return -1;
+        }
+        const char *body = a + 2;
+        const char *eq = strchr(body, '=');
+        size_t nlen = eq ? (size_t)(eq - body) : strlen(body);
+        size_t k = 0;
+        size_t nflags = sizeof flags / sizeof flags[0];
+        while (k < nflags && (strlen(flags[k].name) != nlen ||
+                              strncmp(flags[k].name, body, nlen) != 0))
+            k++;
+        if (k == nflags) {
+            snprintf(err, errlen, "--%.*s: unknown flag (see --help)",
+                     (int)nlen, body);
+            return -1;
+        }
+        const char *name = flags[k].name;
+        const char *v = eq ? eq + 1 : NULL;
+        if (!flags[k].takes_value && v) {
+            snprintf(err, errlen, "--%s takes no value", name);
+            return -1;
+        }
+        if (flags[k].takes_value && !v) {
+            if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) {
+                snprintf(err, errlen, "--%s: missing value", name);
+                return -1;
+            }
+            v = argv[++i];
+        }
+        if (set_flag(o, flags[k].id, name, v ? v : "", err, errlen) != 0)
+            return -1;
+    }
+    if (o->help)
+        return 0;
+    if (!dashdash) {
+        snprintf(err, errlen,
+                 "missing '--' before the program (rf-launch --ps N "
+                 "--workers N -- PROGRAM ARGS...)");
+        return -1;
+    }
+    if (i >= argc || argv[i][0] == '\0') {
+        snprintf(err, errlen, "no program after '--'");
+        return -1;
+    }
+    if (o->ps < 0) {
+        snprintf(err, errlen, "--ps: required (number of ps tasks)");
+        return -1;
+    }
+    if (o->workers < 0) {
+        snprintf(err, errlen, "--workers: required (number of worker tasks)");
+        return -1;
+    }
+    if (o->workers == 0 && !o->chief) {
+        snprintf(err, errlen,
+                 "--workers: 0 workers and no --chief leaves nothing to run");
+        return -1;
+    }
+    if (o->chief)
+        o->tf_config = true;
+    o->prog = argv + i;
+    o->prog_argc = argc - i;
+    return 0;
+}

@@ -1,0 +1,343 @@
+/* tools/launch/supervise.c: the event loop of rf-launch. One thread polls
+ * the signalfd and every task's stdout and stderr pipes; task exits are
+ * collected with waitpid(-1) (rf-launch is a child subreaper, so orphaned
+ * descendants of the tasks come back to it and are reaped too).
+ *
+ * Phases: RUN (all tasks going) -> DRAIN (every worker and the chief
+ * exited 0; the ps tasks get o->ps_grace_s to exit by themselves) -> done;
+ * a failed task, a signal or the timeout lead to STOP (the cause's signal
+ * to every task's process group, o->grace_s to exit) -> KILL (SIGKILL) ->
+ * done. */
+#include "supervise.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "output.h"
+
+/* After SIGKILL, how long to wait for the tasks before giving up. */
+#define KILL_WAIT_MS 5000
+/* After the last task, how long its descendants' pipes may stay open. */
+#define FINAL_OUTPUT_MS 500
+
+typedef enum phase { PH_RUN, PH_DRAIN, PH_STOP, PH_KILL } phase;
+
+typedef struct sup {
+    lt_task *t;
+    int n;
+    const lt_opts *o;
+    int sigfd;
+    phase ph;
+    long long deadline; /* of the phase (DRAIN, STOP, KILL), ms */
+    long long timeout_at;
+    int exit_code;
+    int stop_sig; /* signal sent when entering STOP */
+} sup;
+
+static int running_count(const sup *s)
+{
+    int k = 0;
+    for (int i = 0; i < s->n; i++)
+        k += s->t[i].running;
+    return k;
+}
+
+static const char *sig_name(int sig)
+{
+    const char *a = sigabbrev_np(sig);
+    return a ? a : "?";
+}
+
+static void signal_running(sup *s, int sig)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].running)
+            kill(-s->t[i].pid, sig);
+}
+
+static void enter_stop(sup *s, int sig)
+{
+    s->ph = PH_STOP;
+    s->stop_sig = sig;
+    s->deadline = lt_now_ms() + (long long)(s->o->grace_s * 1000);
+    signal_running(s, sig);
+}
+
+static void enter_kill(sup *s)
+{
+    s->ph = PH_KILL;
+    s->deadline = lt_now_ms() + KILL_WAIT_MS;
+    signal_running(s, SIGKILL);
+}
+
+static bool ok_status(int st)
+{
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Every chief and worker task has exited 0. */
+static bool workers_done(const sup *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].job != LT_JOB_PS &&
+            (s->t[i].running || !ok_status(s->t[i].wstatus)))
+            return false;
+    return true;
+}
+
+static void task_failed(sup *s, const lt_task *t)
+{
+    char what[128];
+    lt_describe_status(t->wstatus, what, sizeof what);
+    bool others = running_count(s) > 0;
+    lt_msg("%s %s%s", t->name, what, others ? "; stopping the others" : "");
+    s->exit_code = LT_EXIT_FAILED;
+    enter_stop(s, SIGTERM);
+}
+
+static void task_exited(sup *s, lt_task *t, int st)
+{
+    t->running = false;
+    t->wstatus = st;
+    /* The task is gone, so its output is complete: forward it before any
+     * message about its end. */
+    lt_lines_drain(&t->out);
+    lt_lines_drain(&t->err);
+    if (s->ph == PH_STOP || s->ph == PH_KILL)
+        return;
+    if (!ok_status(st)) {
+        task_failed(s, t);
+        return;
+    }
+    if (s->ph == PH_RUN && workers_done(s) && running_count(s) > 0) {
+        s->ph = PH_DRAIN;
+        s->deadline = lt_now_ms() + (long long)(s->o->ps_grace_s * 1000);
+    }
+}
+
+static void reap(sup *s)
+{
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            return;
+        for (int i = 0; i < s->n; i++)
+            if (s->t[i].running && s->t[i].pid == pid) {
+                task_exited(s, &s->t[i], st);
+                break;
+            }
+        /* else: an orphaned descendant of a task, now reaped */
+    }
+}
+
+static void on_signal(sup *s, int sig)
+{
+    if (sig == SIGCHLD)
+        return;
+    if (s->ph == PH_RUN || s->ph == PH_DRAIN) {
+        lt_msg("got SIG%s; stopping the tasks", sig_name(sig));
+        s->exit_code = 128 + sig;
+        enter_stop(s, sig);
+    } else if (s->ph == PH_STOP) {
+        lt_msg("got SIG%s again; killing the tasks", sig_name(sig));
+        if (s->exit_code == LT_EXIT_OK)
+            s->exit_code = 128 + sig;
+        enter_kill(s);
+    }
+}
+
+static void read_signals(sup *s)
+{
+    struct signalfd_siginfo si[8];
+    ssize_t r = read(s->sigfd, si, sizeof si);
+    for (ssize_t i = 0; r > 0 && i < r / (ssize_t)sizeof si[0]; i++)
+        on_signal(s, (int)si[i].ssi_signo);
+}
+
+/* Moves to the next phase when the current one's deadline has passed.
+ * Returns false when there is nothing more to wait for. */
+static bool check_deadlines(sup *s, long long now)
+{
+    if (s->timeout_at && now >= s->timeout_at &&
+        (s->ph == PH_RUN || s->ph == PH_DRAIN)) {
+        lt_msg("timeout: tasks still running after %g s; stopping them",
+               s->o->timeout_s);
+        s->exit_code = LT_EXIT_TIMEOUT;
+        enter_stop(s, SIGTERM);
+    }
+    if (s->ph == PH_RUN || now < s->deadline)
+        return true;
+    if (s->ph == PH_DRAIN) {
+        for (int i = 0; i < s->n; i++)
+            if (s->t[i].running)
+                lt_msg("warning: %s still running %g s after every worker "
+                       "finished; stopping it (SIGTERM)",
+                       s->t[i].name, s->o->ps_grace_s);
+        enter_stop(s, SIGTERM);
+    } else if (s->ph == PH_STOP) {
+        for (int i = 0; i < s->n; i++)
+            if (s->t[i].running)
+                lt_msg("%s did not exit within %g s of SIG%s; killing it",
+                       s->t[i].name, s->o->grace_s, sig_name(s->stop_sig));
+        enter_kill(s);
+    } else {
+        for (int i = 0; i < s->n; i++)
+            if (s->t[i].running)
+                lt_msg("%s (pid %d) still there %d s after SIGKILL; giving "
+                       "up on it",
+                       s->t[i].name, (int)s->t[i].pid, KILL_WAIT_MS / 1000);
+        if (s->exit_code == LT_EXIT_OK)
+            s->exit_code = LT_EXIT_FAILED;
+        return false;
+    }
+    return true;
+}
+
+/* Polls the signalfd and the open pipes for at most timeout_ms. */
+static void wait_events(sup *s, int timeout_ms, bool with_signals)
+{
+    struct pollfd *p = calloc((size_t)(2 * s->n + 1), sizeof *p);
+    lt_lines **lines = calloc((size_t)(2 * s->n + 1), sizeof *lines);
+    if (!p || !lines) {
+        free(p);
+        free(lines);
+        poll(NULL, 0, timeout_ms < 0 || timeout_ms > 100 ? 100 : timeout_ms);
+        return;
+    }
+    int k = 0;
+    if (with_signals)
+        p[k++] = (struct pollfd){.fd = s->sigfd, .events = POLLIN};
+    for (int i = 0; i < s->n; i++) {
+        lt_lines *ls[2] = {&s->t[i].out, &s->t[i].err};
+        for (int j = 0; j < 2; j++)
+            if (ls[j]->in_fd >= 0) {
+                lines[k] = ls[j];
+                p[k++] = (struct pollfd){.fd = ls[j]->in_fd, .events = POLLIN};
+            }
+    }
+    int r = poll(p, (nfds_t)k, timeout_ms);
+    for (int i = 0; r > 0 && i < k; i++) {
+        if (!p[i].revents)
+            continue;
+        if (lines[i])
+            lt_lines_pump(lines[i]);
+        else
+            read_signals(s);
+    }
+    free(p);
+    free(lines);
+}
+
+static int poll_timeout(const sup *s, long long now)
+{
+    long long next = -1;
+    if (s->ph != PH_RUN)
+        next = s->deadline;
+    if (s->timeout_at && (s->ph == PH_RUN || s->ph == PH_DRAIN) &&
+        (next < 0 || s->timeout_at < next))
+        next = s->timeout_at;
+    if (next < 0)
+        return -1;
+    long long d = next - now;
+    return d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
+}
+
+/* Our children, from /proc (CONFIG_PROC_CHILDREN); 0 if unknown. */
+static int list_children(pid_t *out, int max)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int n = 0, pid;
+    while (n < max && fscanf(f, "%d", &pid) == 1)
+        out[n++] = pid;
+    fclose(f);
+    return n;
+}
+
+/* SIGKILLs what may be left of the tasks: their process groups, and every
+ * remaining descendant (orphans reparented to us, including those that
+ * left their group), reaping them, for at most about two seconds. */
+static void kill_leftovers(sup *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].pid > 0)
+            kill(-s->t[i].pid, SIGKILL);
+    for (int round = 0; round < 100; round++) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        pid_t kids[256];
+        int k = list_children(kids, 256);
+        if (k == 0)
+            break;
+        for (int i = 0; i < k; i++)
+            kill(kids[i], SIGKILL);
+        poll(NULL, 0, 20);
+    }
+}
+
+int lt_supervise(lt_task *t, int n, const lt_opts *o, int sigfd,
+                 long long start_ms)
+{
+    sup s = {.t = t, .n = n, .o = o, .sigfd = sigfd, .ph = PH_RUN};
+    if (o->timeout_s > 0)
+        s.timeout_at = start_ms + (long long)(o->timeout_s * 1000);
+    for (;;) {
+        reap(&s);
+        if (running_count(&s) == 0)
+            break;
+        long long now = lt_now_ms();
+        if (!check_deadlines(&s, now))
+            break;
+        wait_events(&s, poll_timeout(&s, now), true);
+    }
+    kill_leftovers(&s);
+    /* Pipes still open belong to descendants that were just killed. */
+    long long end = lt_now_ms() + FINAL_OUTPUT_MS;
+    for (long long now = lt_now_ms(); now < end; now = lt_now_ms()) {
+        bool open = false;
+        for (int i = 0; i < n; i++)
+            open |= t[i].out.in_fd >= 0 || t[i].err.in_fd >= 0;
+        if (!open)
+            break;
+        wait_events(&s, (int)(end - now), false);
+    }
+    for (int i = 0; i < n; i++) {
+        lt_lines_close(&t[i].out);
+        lt_lines_close(&t[i].err);
+    }
+    return s.exit_code;
+}
+
+void lt_stop_all(lt_task *t, int n, const lt_opts *o, int sigfd)
+{
+    sup s = {.t = t, .n = n, .o = o, .sigfd = sigfd, .ph = PH_RUN};
+    enter_stop(&s, SIGTERM);
+    for (;;) {
+        reap(&s);
+        if (running_count(&s) == 0)
+            break;
+        long long now = lt_now_ms();
+        if (!check_deadlines(&s, now))
+            break;
+        wait_events(&s, poll_timeout(&s, now), true);
+    }
+    kill_leftovers(&s);
+    for (int i = 0; i < n; i++) {
+        lt_lines_drain(&t[i].out);
+        lt_lines_drain(&t[i].err);
+        lt_lines_close(&t[i].out);
+        lt_lines_close(&t[i].err);
+    }
+}

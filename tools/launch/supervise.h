@@ -1,0 +1,20 @@
+/* tools/launch/supervise.h: watching the running tasks until they end. */
+#ifndef RF_LAUNCH_SUPERVISE_H
+#define RF_LAUNCH_SUPERVISE_H
+
+#include "launch.h"
+
+/* Forwards the tasks' output and waits for them, reacting to task exits,
+ * the signals read from sigfd (a signalfd for SIGCHLD, SIGINT, SIGTERM,
+ * SIGHUP), --timeout (counted from start_ms) and the grace periods, until
+ * every task has been reaped; then kills whatever is left of their process
+ * groups and any other descendant, and forwards the last output. Tasks
+ * with pid 0 were never started. Returns rf-launch's exit status. */
+int lt_supervise(lt_task *t, int n, const lt_opts *o, int sigfd,
+                 long long start_ms);
+
+/* Stops every started task (SIGTERM, then SIGKILL after o->grace_s) and
+ * reaps it: used when the launch fails before all tasks are started. */
+void lt_stop_all(lt_task *t, int n, const lt_opts *o, int sigfd);
+
+#endif
