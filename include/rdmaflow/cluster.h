@@ -1,0 +1,194 @@
+/* rdmaflow/cluster.h: the cluster of a distributed run and this process's
+ * task in it, as TensorFlow 1.x's tf.train.ClusterSpec plus the task identity
+ * that TFConfigClusterResolver / Estimator RunConfig derive.
+ *
+ * Sources (rf_cluster_resolve):
+ *  - the classic trainer flags --ps_hosts=H:P,H:P --worker_hosts=H:P,...
+ *    --job_name=ps|worker --task_index=N (TF's mnist_replica.py);
+ *  - the TF_CONFIG environment variable, as TensorFlow documents it and as
+ *    Kubernetes training operators (Kubeflow TFJob) set it:
+ *      {"cluster": {"chief": ["h:p"], "worker": [...], "ps": [...],
+ *                   "evaluator": [...]},
+ *       "task": {"type": "worker", "index": 0}}
+ *    Other top-level keys ("environment", "rpc_layer", ...) and other keys
+ *    of "task" are ignored, as TensorFlow does.
+ *
+ * Precedence: explicit flags override TF_CONFIG, field by field, like
+ * TFConfigClusterResolver(task_type=, task_id=):
+ *  - the cluster comes from --ps_hosts/--worker_hosts when either is given
+ *    (then both are required and TF_CONFIG's "cluster" is ignored whole: the
+ *    jobs are never mixed), else from TF_CONFIG's "cluster";
+ *  - the job from --job_name, else TF_CONFIG's task.type;
+ *  - the index from --task_index, else TF_CONFIG's task.index.
+ * A TF_CONFIG that is set is always parsed and checked, even where flags
+ * override it: a malformed variable is an error, never silently ignored.
+ * An overridden TF_CONFIG value is logged at info level.
+ *
+ * Jobs: "ps", "worker", "chief" (optional, at most one task) and "evaluator"
+ * (at most one task; accepted but never part of training). Any other job
+ * name is an error (TF's multi_worker_util accepts only these four; the
+ * legacy "master" job of old Estimators is rejected with a hint to rename it
+ * "chief"). A cluster needs at least one ps task and at least one training
+ * task (chief or worker).
+ *
+ * The chief is the "chief" job's task if there is one, else worker 0
+ * (multi_worker_util.is_chief; the classic trainer's task_index == 0). An
+ * evaluator is never the chief here (TF's is_chief calls the evaluator
+ * "chief of its own partition"; it does not initialise training variables).
+ * Training workers are chief + worker tasks (RunConfig.num_worker_replicas,
+ * multi_worker_util.worker_count); this is SyncReplicasOptimizer's default
+ * replicas_to_aggregate / total_num_replicas. A training task's worker_id is
+ * multi_worker_util.id_in_cluster: the chief 0, worker i is i + (number of
+ * chief tasks).
+ *
+ * Addresses are HOST:PORT with HOST a hostname (letters, digits, '-', '_',
+ * dot-separated labels of at most 63 characters, 253 in all, an optional
+ * final dot), a dotted-quad IPv4 address, or an IPv6 address in brackets
+ * ("[::1]:2222", zone allowed: "[fe80::1%eth0]:2222"); PORT is 1-65535 in
+ * decimal. The same address twice (within or across jobs) is an error;
+ * IPv4/IPv6 addresses compare by value, hostnames without case and final
+ * dot. Names are not resolved: "localhost:2222" and "127.0.0.1:2222" are
+ * different addresses to this check.
+ *
+ * Errors are RF_ERR_INVALID_ARG with rf_error_message() naming the source
+ * and the offending entry, ready to be printed after "program: ":
+ *   --ps_hosts: task 1 "ps1" has no port (expected HOST:PORT)
+ *   TF_CONFIG: cluster.worker[2] "w:99999" has a bad port "99999" (must be
+ *     1-65535)
+ *   TF_CONFIG: invalid JSON at offset 17 (line 1, column 18): unexpected
+ *     character; text there: "}"
+ * Entries are numbered from 0, as task indices. */
+#ifndef RDMAFLOW_CLUSTER_H
+#define RDMAFLOW_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/device.h"
+#include "rdmaflow/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- HOST:PORT addresses (also for the launcher) ----------------------- */
+
+/* Longest host, with its NUL: 253-character names; IPv6 with a zone. */
+#define RF_HOST_MAX 256
+
+/* Parses "host:port" or "[ipv6]:port" (rules above) into host (without the
+ * brackets) and port. `what` starts the error message (NULL: "address"):
+ *   <what> "<text>" has no port (expected HOST:PORT) */
+rf_status rf_parse_host_port(const char *text, const char *what,
+                             char host[RF_HOST_MAX], uint16_t *port);
+
+/* Formats host and port as "host:port", bracketing a host that contains ':'
+ * (IPv6). RF_ERR_INVALID_ARG if len is too small (buf then holds ""). */
+rf_status rf_format_host_port(const char *host, uint16_t port, char *buf,
+                              size_t len);
+
+/* ---- The cluster ------------------------------------------------------- */
+
+typedef struct rf_cluster rf_cluster;
+
+/* One task of the cluster. Strings are owned by the cluster. */
+typedef struct rf_cluster_task {
+    const char *job;     /* "chief", "evaluator", "ps" or "worker" */
+    int index;           /* task index in its job */
+    const char *address; /* "host:port" as given; NULL only for an evaluator
+                            that is not listed in the cluster (TFJob style) */
+    const char *host;    /* without IPv6 brackets; NULL with address */
+    uint16_t port;       /* 0 with address NULL */
+    bool is_chief;       /* the chief (see above) */
+    int worker_id;       /* chief/worker: id_in_cluster; otherwise -1 */
+} rf_cluster_task;
+
+/* The classic flags, as the text given on the command line; NULL = flag not
+ * given. (An empty string is a given, empty value, and an error.) */
+typedef struct rf_cluster_flags {
+    const char *ps_hosts;
+    const char *worker_hosts;
+    const char *job_name;
+    const char *task_index;
+} rf_cluster_flags;
+
+/* Builds the cluster and this task from the flags and the TF_CONFIG text
+ * (pass getenv("TF_CONFIG"); NULL or "" = unset), with the precedence above.
+ * flags may be NULL (none given).
+ * - Nothing distributed configured (no cluster flag, no --job_name/
+ *   --task_index, TF_CONFIG unset, "{}" or without "cluster" and with at most
+ *   the task {"type": "worker", "index": 0}, Estimator's local mode): RF_OK
+ *   with *out = NULL, a local run.
+ * - Otherwise RF_OK with a cluster whose own task is set, or
+ *   RF_ERR_INVALID_ARG (message as above) with *out = NULL; RF_ERR_NO_MEMORY
+ *   if an allocation fails. */
+rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
+                             const char *tf_config, rf_cluster **out);
+
+void rf_cluster_destroy(rf_cluster *c);
+
+/* This process's task. */
+const rf_cluster_task *rf_cluster_self(const rf_cluster *c);
+
+/* The chief task (chief job's task, else worker 0). */
+const rf_cluster_task *rf_cluster_chief(const rf_cluster *c);
+
+/* Number of tasks of a job; 0 for a job not in the cluster or unknown. */
+int rf_cluster_num_tasks(const rf_cluster *c, const char *job);
+
+/* Task `index` of `job`, NULL if there is none. */
+const rf_cluster_task *rf_cluster_task_at(const rf_cluster *c, const char *job,
+                                          int index);
+
+/* Its "host:port", NULL if there is none (tf.train.ClusterSpec
+ * .task_address). */
+const char *rf_cluster_task_address(const rf_cluster *c, const char *job,
+                                    int index);
+
+/* Number of ps tasks (RunConfig.num_ps_replicas). */
+int rf_cluster_num_ps(const rf_cluster *c);
+
+/* Number of training workers: chief + worker tasks. */
+int rf_cluster_num_workers(const rf_cluster *c);
+
+/* Where the cluster and the task came from, e.g. "cluster from
+ * --ps_hosts/--worker_hosts, task from --job_name/--task_index". */
+const char *rf_cluster_source(const rf_cluster *c);
+
+/* The cluster as device.h describes it for rf_replica_device_setter: every
+ * job present, in name order (chief, evaluator, ps, worker), with its number
+ * of tasks. out->jobs points into c and is valid while c lives. */
+void rf_cluster_device_desc(const rf_cluster *c, rf_cluster_desc *out);
+
+/* Human-readable description for --explain: a summary line, one line per
+ * task in name order with its device string, address and marks (chief,
+ * not training, this task), then this task and the sources:
+ *   cluster: 2 ps, 2 training workers; chief /job:worker/task:0 (no chief
+ *     job: worker 0)
+ *     /job:ps/task:0      ps0:2222
+ *     /job:ps/task:1      ps1:2222
+ *     /job:worker/task:0  w0:2222   chief
+ *     /job:worker/task:1  w1:2222   this task
+ *   this task: /job:worker/task:1 (w1:2222); cluster from
+ *     --ps_hosts/--worker_hosts, task from --job_name/--task_index
+ * (the summary and last lines are single lines). Returns a malloc'd string
+ * (free it), NULL if out of memory or c is NULL. */
+char *rf_cluster_format(const rf_cluster *c);
+
+/* The same as JSON; also a valid TF_CONFIG that resolves to the same cluster
+ * and task (keys beyond "cluster" and task.type/index are ignored by
+ * TensorFlow and by rf_cluster_resolve):
+ *   {"cluster": {"ps": [...], "worker": [...]},
+ *    "task": {"type": "worker", "index": 1, "address": "w1:2222",
+ *             "is_chief": false, "worker_id": 1},
+ *    "chief": {"type": "worker", "index": 0},
+ *    "num_ps": 2, "num_workers": 2, "source": "..."}
+ * Jobs in name order. pretty: indented over several lines, else one line.
+ * Returns a malloc'd string (free it), NULL if out of memory. */
+char *rf_cluster_to_json(const rf_cluster *c, bool pretty);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
