@@ -11,13 +11,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Exit statuses of rf-launch. A signal S that stopped the launch gives
- * 128 + S, as a shell reports it. */
-#define LT_EXIT_OK     0
-#define LT_EXIT_FAILED 1  /* a task failed, or rf-launch itself could not work \
-                           */
-#define LT_EXIT_USAGE   2 /* malformed command line */
-#define LT_EXIT_TIMEOUT 124 /* --timeout expired (as timeout(1)) */
+/* Exit statuses of rf-launch: success; a task failed (or rf-launch itself
+ * could not work); malformed command line; --timeout expired (as with
+ * timeout(1)). A signal S that stopped the launch gives 128 + S, as a shell
+ * reports it. */
+#define LT_EXIT_OK      0
+#define LT_EXIT_FAILED  1
+#define LT_EXIT_USAGE   2
+#define LT_EXIT_TIMEOUT 124
 
 #define LT_MAX_TASKS_PER_JOB 64
 

@@ -8,6 +8,14 @@
  * --job_name= --task_index= (or, with --tf_config or --chief, a TF_CONFIG
  * environment variable instead), on ports reserved on --host. Each line of
  * their output goes to rf-launch's stdout or stderr prefixed "[worker1] ".
+ * Tasks get stdin from /dev/null; a program writing to a pipe should flush
+ * its lines (stdio buffers them fully otherwise).
+ *
+ * Ports: all are bound (port 0, read back) at once, so they are distinct,
+ * and each stays bound until just before its own task is forked. What is
+ * left is the moment between that close and the task's own bind, in which
+ * another process on the machine could take the port; the task then fails
+ * to listen, and so does the launch (run it again).
  *
  * Ending: when every worker (and the chief) has exited 0, the ps tasks get
  * --ps_grace seconds to exit by themselves (the chief tells them to); any
