@@ -158,8 +158,9 @@ static rf_status place_task(rf_cluster *c, int job, const char *job_src,
 {
     const cl_job *jb = &c->jobs.job[job];
     if (!jb->present && job == CL_EVALUATOR) {
-        c->self = (rf_cluster_task){
+        c->outside = (rf_cluster_task){
             .job = cl_job_names[job], .index = index, .worker_id = -1};
+        c->self = &c->outside;
         return RF_OK;
     }
     if (!jb->present) {
@@ -176,7 +177,7 @@ static rf_status place_task(rf_cluster *c, int job, const char *job_src,
                             "%d task%s: 0-%d)",
                             index_src, index, cl_job_names[job], jb->where,
                             jb->n, jb->n == 1 ? "" : "s", jb->n - 1);
-    c->self = jb->tasks[index];
+    c->self = &jb->tasks[index];
     return RF_OK;
 }
 
@@ -265,7 +266,7 @@ void rf_cluster_destroy(rf_cluster *c)
 
 const rf_cluster_task *rf_cluster_self(const rf_cluster *c)
 {
-    return c ? &c->self : NULL;
+    return c ? c->self : NULL;
 }
 
 const rf_cluster_task *rf_cluster_chief(const rf_cluster *c)

@@ -46,7 +46,7 @@ char *rf_cluster_format(const rf_cluster *c)
     for (int j = 0; j < CL_NJOBS; j++) {
         for (int i = 0; i < c->jobs.job[j].n; i++) {
             const rf_cluster_task *t = &c->jobs.job[j].tasks[i];
-            bool me = same_task(t, &c->self);
+            bool me = same_task(t, c->self);
             device_of(t, dev, sizeof dev);
             const char *marks[3];
             int nm = 0;
@@ -64,10 +64,10 @@ char *rf_cluster_format(const rf_cluster *c)
             fputc('\n', f);
         }
     }
-    device_of(&c->self, dev, sizeof dev);
-    if (c->self.address)
-        fprintf(f, "this task: %s (%s)%s; %s\n", dev, c->self.address,
-                c->self.is_chief ? ", the chief" : "", c->source);
+    device_of(c->self, dev, sizeof dev);
+    if (c->self->address)
+        fprintf(f, "this task: %s (%s)%s; %s\n", dev, c->self->address,
+                c->self->is_chief ? ", the chief" : "", c->source);
     else
         fprintf(f,
                 "this task: %s (not listed in the cluster: not part of "
@@ -110,15 +110,15 @@ static struct json_object *to_json(const rf_cluster *c)
                 list, json_object_new_string(c->jobs.job[j].tasks[i].address));
         json_object_object_add(cluster, cl_job_names[j], list);
     }
-    struct json_object *task = task_ref(&c->self);
+    struct json_object *task = task_ref(c->self);
     if (task) {
         json_object_object_add(
             task, "address",
-            c->self.address ? json_object_new_string(c->self.address) : NULL);
+            c->self->address ? json_object_new_string(c->self->address) : NULL);
         json_object_object_add(task, "is_chief",
-                               json_object_new_boolean(c->self.is_chief));
+                               json_object_new_boolean(c->self->is_chief));
         json_object_object_add(task, "worker_id",
-                               json_object_new_int(c->self.worker_id));
+                               json_object_new_int(c->self->worker_id));
     }
     json_object_object_add(root, "task", task);
     json_object_object_add(root, "chief", task_ref(c->chief));

@@ -83,7 +83,8 @@ rf_status cl_parse_tfconfig(const char *text, cl_tfconfig *out);
 
 struct rf_cluster {
     cl_jobs jobs;
-    rf_cluster_task self; /* a copy of the listed task, or the evaluator */
+    const rf_cluster_task *self; /* into jobs, or &outside */
+    rf_cluster_task outside;     /* an evaluator not listed (TFJob style) */
     const rf_cluster_task *chief;
     char source[160];
     rf_cluster_job desc[CL_NJOBS];

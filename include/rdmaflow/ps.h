@@ -1,0 +1,237 @@
+/* rdmaflow/ps.h: the parameter-server data plane (DESIGN.md section 4). A ps
+ * task runs an rf_ps_server: it knows nothing about the model, starts with
+ * an empty arena of large NUMA-bound registered chunks and serves a
+ * directory of shards to every worker. A worker task uses an rf_ps_client:
+ * it connects to every ps task, creates (chief) or looks up (others) its
+ * variables' shards, and reads and updates them with one-sided operations.
+ *
+ * Shard record (in the ps arena, 64-byte aligned, offsets from its start):
+ *   0   init flag (u64: 1 once the chief wrote the initial values)
+ *   8   version   (u64 seqlock: odd while an update is being written)
+ *   16  lock      (u64: 0 free, else the holder's token; apply=worker with
+ *                  use_locking takes it with cmp_swap)
+ *   24  reserved
+ *   32  beta1_power, beta2_power (2 x f32: Adam's bias-correction powers,
+ *       one pair per shard, advanced by every apply of that shard)
+ *   40  updates   (u64: number of optimizer applies done)
+ *   64  values, then each optimizer slot, each 64-byte aligned.
+ * global_step is the int64 at offset 0 of every ps's globals block; the
+ * cluster's global step is ps task 0's.
+ *
+ * Push modes:
+ *   RF_PS_APPLY_PS (TensorFlow's default placement): the worker
+ *     WRITE_WITH_IMMs its gradient into its own inbox for the shard (in the
+ *     ps arena); the ps's apply thread runs rf_optim_apply on the record and
+ *     acknowledges with a WRITE_WITH_IMM of the new version into the
+ *     worker's ack ring. One push per shard may be outstanding per worker;
+ *     pushes to different shards overlap.
+ *   RF_PS_APPLY_WORKER (one-sided, zero ps CPU): READ the record, apply
+ *     locally, WRITE it back; with use_locking the shard's lock word is taken
+ *     with CMP_AND_SWP first and released (fenced) after the writes.
+ * With one worker both give bitwise the values of rf_optim_apply run
+ * locally with the same gradients.
+ *
+ * Errors are rf_status with rf_error_message() explaining them; the library
+ * never exits. RF_ERR_DISCONNECTED / RF_ERR_UNAVAILABLE: a ps went away
+ * (call rf_ps_client_reconnect); RF_ERR_ABORTED: a ps restarted (a new
+ * incarnation) and its variables are gone until the chief recreates and
+ * restores them. */
+#ifndef RDMAFLOW_PS_H
+#define RDMAFLOW_PS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/fabric.h"
+#include "rdmaflow/graph.h"
+#include "rdmaflow/optim.h"
+#include "rdmaflow/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Longest variable name (bytes, without the terminating NUL). */
+#define RF_PS_MAX_NAME 255
+
+/* ---- ps server ---------------------------------------------------------- */
+
+typedef struct rf_ps_server rf_ps_server;
+
+typedef struct rf_ps_server_options {
+    int task_index;       /* this ps task's index, for logs (>= 0) */
+    size_t chunk_bytes;   /* arena chunk; 0: RF_PS_CHUNK_MB (default 64 MiB) */
+    size_t max_bytes;     /* arena limit; 0: RF_PS_ARENA_MAX_MB (0 = none) */
+    int max_workers;      /* concurrent worker connections; 0: 64 */
+    uint64_t incarnation; /* 0: a random 64-bit id (tests may force one) */
+} rf_ps_server_options;
+
+/* Listens on host:port (port 0: a free port, see rf_ps_server_port) and
+ * starts serving on fabric, which must stay open until rf_ps_server_stop.
+ * The arena's NUMA node is chosen from host (rf_topology_choose, RF_BIND). */
+rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
+                             const rf_ps_server_options *options,
+                             rf_ps_server **out);
+uint16_t rf_ps_server_port(const rf_ps_server *server);
+uint64_t rf_ps_server_incarnation(const rf_ps_server *server);
+/* Blocks until a chief sent SHUTDOWN (RF_OK) or the server failed (its
+ * status). Does not free anything. */
+rf_status rf_ps_server_join(rf_ps_server *server);
+/* Stops serving (closing every connection), joins the threads and frees the
+ * server and its arena. Call once, after or instead of join. */
+void rf_ps_server_stop(rf_ps_server *server);
+
+/* ---- worker client ------------------------------------------------------ */
+
+typedef struct rf_ps_client rf_ps_client;
+typedef struct rf_ps_var rf_ps_var;
+
+typedef struct rf_ps_client_options {
+    /* Stable id of this client, unique in the cluster: the worker task index
+     * (a TF_CONFIG "chief" task needs an id distinct from every worker's).
+     * Keys the client's inboxes on the ps tasks. */
+    uint32_t client_id;
+    bool is_chief;          /* may create shards and send SHUTDOWN */
+    int connect_timeout_ms; /* deadline to reach every ps; 0: 30000 */
+    int op_timeout_ms;      /* bound on any one wait; 0: 30000 */
+    int lock_timeout_ms;    /* use_locking spin bound; 0: 10000 */
+    int lookup_timeout_ms;  /* rf_ps_lookup wait for the chief; 0: 30000 */
+} rf_ps_client_options;
+
+/* Connects to every ps task ("host:port" each; ps task i = ps_addrs[i]),
+ * retrying with exponential backoff until connect_timeout_ms: a worker may
+ * start before its ps tasks. Fetches each ps's directory and incarnation. A
+ * task that never answers: RF_ERR_UNAVAILABLE naming it ("ps task 1
+ * (127.0.0.1:2223) did not come up within 30 s"). */
+rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
+                               size_t num_ps,
+                               const rf_ps_client_options *options,
+                               rf_ps_client **out);
+/* Closes every connection and frees the client, its var handles and the
+ * regions registered with rf_ps_client_register. */
+void rf_ps_client_close(rf_ps_client *client);
+size_t rf_ps_client_num_ps(const rf_ps_client *client);
+uint64_t rf_ps_client_incarnation(const rf_ps_client *client, size_t ps_task);
+/* Reconnects every connection that failed (all of them if force), with the
+ * same backoff and deadline as connect, and refetches directories. If a ps
+ * came back with a different incarnation its var handles become stale (every
+ * operation on them returns RF_ERR_ABORTED until rf_ps_create/rf_ps_lookup is
+ * called again for them) and this returns RF_ERR_ABORTED naming the tasks;
+ * the client itself is connected and usable. */
+rf_status rf_ps_client_reconnect(rf_ps_client *client, bool force);
+
+/* Registers a block of worker memory (tensors to pull into, gradients to
+ * push from) once: *out stays valid until rf_ps_client_close or
+ * rf_ps_client_deregister. */
+rf_status rf_ps_client_register(rf_ps_client *client, void *addr, size_t len,
+                                rf_mr **out);
+void rf_ps_client_deregister(rf_ps_client *client, rf_mr *mr);
+
+/* What a shard is. trainable shards must be float32 and have a valid
+ * optimizer config (its slot layout is allocated beside the values);
+ * non-trainable ones (any dtype) have no slots and cannot be pushed to. */
+typedef struct rf_ps_shard_spec {
+    const char *name; /* 1..RF_PS_MAX_NAME bytes */
+    uint32_t part;    /* partition index (0 when not partitioned) */
+    rf_dtype dtype;
+    rf_shape shape; /* fully known */
+    bool trainable;
+    rf_optim_config optim; /* read only when trainable */
+} rf_ps_shard_spec;
+
+/* Chief: creates the shard on ps task ps_task (slots at their initial
+ * values, beta powers at beta1/beta2, init flag clear). Creating a shard
+ * that exists with the same spec returns it; with a different spec:
+ * RF_ERR_INVALID_ARG naming both. Calling it again for a stale handle
+ * refreshes the same handle. */
+rf_status rf_ps_create(rf_ps_client *client, size_t ps_task,
+                       const rf_ps_shard_spec *spec, rf_ps_var **out);
+/* Others: finds the shard by name and part in ps_task's directory, waiting
+ * up to lookup_timeout_ms for the chief to create it (RF_ERR_TIMEOUT). A
+ * shard whose dtype, shape or optimizer differs from spec is refused with
+ * RF_ERR_INVALID_ARG naming both. */
+rf_status rf_ps_lookup(rf_ps_client *client, size_t ps_task,
+                       const rf_ps_shard_spec *spec, rf_ps_var **out);
+
+/* Facts about a handle (for --explain and checkpoints). */
+typedef struct rf_ps_var_info {
+    const char *name;
+    uint32_t part;
+    size_t ps_task;
+    rf_dtype dtype;
+    rf_shape shape;
+    size_t values_bytes;  /* numel * dtype size */
+    unsigned num_slots;   /* optimizer slots, each values_bytes */
+    size_t record_bytes;  /* the whole record in the ps arena */
+    uint64_t remote_addr; /* record address on the ps */
+    uint32_t rkey;
+} rf_ps_var_info;
+void rf_ps_var_get_info(const rf_ps_var *var, rf_ps_var_info *info);
+
+/* ---- data operations ---------------------------------------------------- */
+
+typedef enum rf_ps_field {
+    RF_PS_FIELD_VALUES = 0,
+    RF_PS_FIELD_SLOT0 = 1, /* slot i is RF_PS_FIELD_SLOT0 + i */
+    RF_PS_FIELD_SCALARS = 1 + RF_OPTIM_MAX_SLOTS, /* 8 bytes: beta powers */
+} rf_ps_field;
+
+/* One transfer between a worker buffer (inside the registered region mr)
+ * and a shard field. len must equal the field's size (values_bytes; 8 for
+ * the scalars); anything else is refused before anything is posted. */
+typedef struct rf_ps_xfer {
+    rf_ps_var *var;
+    rf_ps_field field;
+    void *buf;
+    size_t len;
+    rf_mr *mr;
+} rf_ps_xfer;
+
+/* Pull: RDMA READs every transfer straight into its buffer, all reads to one
+ * ps posted in one rf_post batch, one batch per ps, then waits for all. */
+rf_status rf_ps_read(rf_ps_client *client, const rf_ps_xfer *xfers, size_t n);
+/* WRITEs the buffers into the shards (chief: initial values, restores). */
+rf_status rf_ps_write(rf_ps_client *client, const rf_ps_xfer *xfers, size_t n);
+/* Chief: writes the values (field RF_PS_FIELD_VALUES) and then sets each
+ * shard's init flag, ordered after its values on the same connection. */
+rf_status rf_ps_init_values(rf_ps_client *client, const rf_ps_xfer *xfers,
+                            size_t n);
+/* Non-chief: polls the init flags with READs every poll_ms until all are set
+ * or timeout_ms passed; then RF_ERR_TIMEOUT naming the uninitialised
+ * variables. */
+rf_status rf_ps_wait_initialized(rf_ps_client *client, rf_ps_var *const *vars,
+                                 size_t n, int poll_ms, int timeout_ms);
+
+typedef enum rf_ps_apply_mode {
+    RF_PS_APPLY_PS = 0, /* default: the ps applies (write_imm + apply thread) */
+    RF_PS_APPLY_WORKER, /* one-sided: read, apply locally, write back */
+} rf_ps_apply_mode;
+
+/* Pushes gradients (field RF_PS_FIELD_VALUES, float32, values_bytes each) of
+ * trainable shards. apply=ps: posts the write_imms (one batch per ps) and
+ * returns; a gradient buffer may be reused once rf_ps_push_wait returned,
+ * and a second push to a shard first waits for the previous one's ack.
+ * apply=worker: completes every update before returning (use_locking as
+ * described at the top). */
+rf_status rf_ps_push(rf_ps_client *client, const rf_ps_xfer *grads, size_t n,
+                     rf_ps_apply_mode mode, bool use_locking);
+/* Waits for the acknowledgements of every outstanding apply=ps push. The
+ * first failure is returned (every push is still waited for). */
+rf_status rf_ps_push_wait(rf_ps_client *client);
+
+/* global_step (ps task 0): atomic add returning the previous value, a read,
+ * and a write (chief restore). */
+rf_status rf_ps_global_step_add(rf_ps_client *client, int64_t add,
+                                int64_t *old);
+rf_status rf_ps_global_step_read(rf_ps_client *client, int64_t *value);
+rf_status rf_ps_global_step_write(rf_ps_client *client, int64_t value);
+
+/* Chief: tells every ps task to stop serving (its rf_ps_server_join returns
+ * RF_OK) and waits for each to acknowledge. */
+rf_status rf_ps_shutdown(rf_ps_client *client);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
