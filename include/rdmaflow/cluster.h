@@ -11,7 +11,14 @@
  *                   "evaluator": [...]},
  *       "task": {"type": "worker", "index": 0}}
  *    Other top-level keys ("environment", "rpc_layer", ...) and other keys
- *    of "task" are ignored, as TensorFlow does.
+ *    of "task" are ignored, as TensorFlow does. task.index is a JSON
+ *    integer or a string of decimal digits (TF reads int(task["index"]));
+ *    a fractional number or a boolean is an error (TF would truncate it).
+ *    Each job is a list of strings: TF's sparse {index: address} form cannot
+ *    come from JSON (its keys are strings, which ClusterSpec rejects) and is
+ *    refused, as is TFJob's "sparseCluster". The JSON is parsed by json-c
+ *    in strict mode plus UTF-8 validation; text after the value is an error
+ *    (Python's "Extra data"); json-c still accepts single-quoted strings.
  *
  * Precedence: explicit flags override TF_CONFIG, field by field, like
  * TFConfigClusterResolver(task_type=, task_id=):
@@ -128,7 +135,8 @@ rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
 
 void rf_cluster_destroy(rf_cluster *c);
 
-/* This process's task. */
+/* This process's task: the same pointer as rf_cluster_task_at() gives
+ * for it (an evaluator outside the cluster has its own). */
 const rf_cluster_task *rf_cluster_self(const rf_cluster *c);
 
 /* The chief task (chief job's task, else worker 0). */

@@ -264,6 +264,7 @@ static void test_flags(void)
               !rf_cluster_task_address(c, "ps", -1) &&
               !rf_cluster_task_address(c, "chief", 0),
           "absent tasks");
+    CHECK(t == rf_cluster_task_at(c, "worker", 1), "self is the listed task");
     const rf_cluster_task *w0 = rf_cluster_task_at(c, "worker", 0);
     CHECK(w0 && w0 == rf_cluster_chief(c) && w0->is_chief &&
               w0->worker_id == 0 && strcmp(w0->job, "worker") == 0,
