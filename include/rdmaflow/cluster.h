@@ -39,7 +39,8 @@
  * task (chief or worker).
  *
  * The chief is the "chief" job's task if there is one, else worker 0
- * (multi_worker_util.is_chief; the classic trainer's task_index == 0). An
+ * (multi_worker_util.is_chief; the classic trainer's task_index == 0;
+ * Estimator's RunConfig would instead require a chief job). An
  * evaluator is never the chief here (TF's is_chief calls the evaluator
  * "chief of its own partition"; it does not initialise training variables).
  * Training workers are chief + worker tasks (RunConfig.num_worker_replicas,
