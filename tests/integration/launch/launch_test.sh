@@ -311,7 +311,12 @@ case_trace() {
     case $f in
       *ps0*) echo "{\"x\":1}" >"$f";;
       *worker0*) echo "[{\"name\":\"a\",\"ph\":\"X\",\"ts\":1,\"dur\":1,\"pid\":5,\"tid\":1}, 7]" >"$f";;
-      *worker1*) : >"$f"; exit 5;;
+      *worker1*) : >"$f" # fail once the others have written theirs
+        b=${f%worker1.json}
+        while [ ! -s "${b}ps0.json" ] || [ ! -s "${b}worker0.json" ]; do
+          sleep 0.05
+        done
+        exit 5;;
     esac' sh
   expect_rc 1
   expect_err "rf-launch: trace: $T.ps0.json: the trace of ps0 has no \"traceEvents\" array"
