@@ -134,6 +134,8 @@ static bool on_create(ps_server_conn *c, uint32_t req_id,
         ps_conn_drop(c, rf_error_message());
         return false;
     }
+    if (spec.trainable)
+        ps_spec_canonical_optim(&spec.optim);
     char text[PS_ERR_TEXT_MAX];
     if (!c->chief) {
         snprintf(text, sizeof text,

@@ -20,6 +20,7 @@
 #include "graph/dist/proto.h"
 #include "graph/dist/ps_arena.h"
 #include "graph/dist/ps_layout.h"
+#include "graph/dist/ps_spec.h"
 #include "rdmaflow/ps.h"
 
 /* Receives the ps keeps posted per connection (control + pushes). */
@@ -151,12 +152,6 @@ const ps_inbox *ps_shard_find_inbox(const ps_shard *sh, uint32_t client_id);
 /* Fills a directory entry (allocating the client's inbox if trainable). */
 rf_status ps_shard_entry(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
                          ps_entry *e);
-/* "'name' part P: shape [..] float32, adam(...)" for error messages. */
-void ps_spec_describe(const ps_spec *spec, char *buf, size_t len);
-/* true if a and b describe the same shard (dtype, shape, trainability,
- * optimizer with every hyper-parameter bitwise equal). */
-bool ps_spec_same(const ps_spec *a, const ps_spec *b);
-
 /* ps_server_apply.c: a write_imm completion of len bytes; false if the
  * connection was dropped. */
 bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len);

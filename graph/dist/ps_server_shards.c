@@ -70,39 +70,6 @@ static rf_status rehash(rf_ps_server *s)
     return RF_OK;
 }
 
-void ps_spec_describe(const ps_spec *spec, char *buf, size_t len)
-{
-    char shape[200];
-    rf_shape_format(&spec->shape, shape, sizeof shape);
-    char opt[160] = "not trainable";
-    if (spec->trainable)
-        rf_optim_format(&spec->optim, opt, sizeof opt);
-    snprintf(buf, len, "shape %s %s, %s", shape, rf_dtype_name(spec->dtype),
-             opt);
-}
-
-static bool feq(float a, float b)
-{
-    return memcmp(&a, &b, sizeof a) == 0;
-}
-
-bool ps_spec_same(const ps_spec *a, const ps_spec *b)
-{
-    if (a->dtype != b->dtype || !rf_shape_equal(&a->shape, &b->shape) ||
-        a->trainable != b->trainable)
-        return false;
-    if (!a->trainable)
-        return true;
-    const rf_optim_config *x = &a->optim, *y = &b->optim;
-    return x->kind == y->kind && x->use_nesterov == y->use_nesterov &&
-           x->centered == y->centered &&
-           feq(x->learning_rate, y->learning_rate) &&
-           feq(x->momentum, y->momentum) &&
-           feq(x->initial_accumulator_value, y->initial_accumulator_value) &&
-           feq(x->beta1, y->beta1) && feq(x->beta2, y->beta2) &&
-           feq(x->epsilon, y->epsilon) && feq(x->decay, y->decay);
-}
-
 rf_status ps_shard_create(rf_ps_server *s, const ps_spec *spec, ps_shard **out)
 {
     if (s->num_shards >= PS_MAX_SHARDS)
