@@ -50,11 +50,7 @@ static rf_status apply_shard(ps_shard *sh, const float *grad)
 static bool send_ack(ps_server_conn *c, uint32_t imm, uint64_t word)
 {
     uint32_t k = (uint32_t)(c->acks % PS_SRV_RECV_DEPTH);
-    uint64_t *stage =
-        (uint64_t *)(void *)(c->mem +
-                             (size_t)(PS_SRV_RECV_DEPTH + PS_SRV_REPLY_BUFS) *
-                                 PS_MSG_MAX) +
-        k;
+    uint64_t *stage = (uint64_t *)(void *)(c->mem + ps_conn_stage_off()) + k;
     *stage = word;
     uint64_t dst = c->ring.addr + (c->acks % c->ring_slots) * 8;
     c->acks++;

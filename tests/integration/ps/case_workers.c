@@ -1,0 +1,169 @@
+/* tests/integration/ps/case_workers.c: several worker processes at once:
+ * concurrent apply=ps pushes with the global step, apply=worker with
+ * use_locking (no lost update), and the non-chief's wait for init flags. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/integration/ps/cases.h"
+#include "tests/integration/ps/specs.h"
+
+#define COUNTER_N 16
+
+/* Two push workers (ids 1, 2) of `steps` updates each on "counter" on every
+ * ps; returns after both finished. */
+static void run_pushers(pt_cluster *cl, int steps, const char *mode,
+                        const char *locking)
+{
+    char list[700], st[16], n[16];
+    snprintf(list, sizeof list, "%s", cl->addrs[0]);
+    for (size_t i = 1; i < cl->n; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, ",%s", cl->addrs[i]);
+    }
+    snprintf(st, sizeof st, "%d", steps);
+    snprintf(n, sizeof n, "%d", COUNTER_N);
+    pt_child w[2];
+    for (int i = 0; i < 2; i++) {
+        char id[8], name[16];
+        snprintf(id, sizeof id, "%d", i + 1);
+        snprintf(name, sizeof name, "worker%d", i + 1);
+        const char *args[] = {"push",    "--ps", list,     "--id", id,
+                              "--steps", st,     "--mode", mode,   "--locking",
+                              locking,   "--n",  n,        NULL};
+        pt_spawn(&w[i], name, args);
+    }
+    char rest[64];
+    for (int i = 0; i < 2; i++)
+        pt_expect(&w[i], "STARTED", rest, sizeof rest, pt_ms(20000));
+    for (int i = 0; i < 2; i++) {
+        pt_expect(&w[i], "DONE ", rest, sizeof rest, pt_ms(40000));
+        pt_wait_ok(&w[i], pt_ms(10000));
+    }
+}
+
+static void make_counters(pt_cluster *cl, rf_ps_var **vars)
+{
+    rf_ps_shard_spec s = pt_counter_spec("counter", COUNTER_N);
+    for (size_t p = 0; p < cl->n; p++) {
+        CHECK_OK(rf_ps_create(cl->chief, p, &s, &vars[p]));
+        pt_buf b;
+        pt_buf_alloc(cl->chief, &b, COUNTER_N);
+        rf_ps_xfer x = {.var = vars[p],
+                        .field = RF_PS_FIELD_VALUES,
+                        .buf = b.p,
+                        .len = COUNTER_N * 4,
+                        .mr = b.mr};
+        CHECK_OK(rf_ps_init_values(cl->chief, &x, 1));
+    }
+}
+
+static void check_counters(pt_cluster *cl, rf_ps_var **vars, float want)
+{
+    for (size_t p = 0; p < cl->n; p++) {
+        float *got =
+            pt_read_field(cl->chief, vars[p], RF_PS_FIELD_VALUES, COUNTER_N);
+        for (int i = 0; i < COUNTER_N; i++)
+            CHECK(got[i] == want, "counter on ps %zu [%d] = %.1f, want %.1f", p,
+                  i, got[i], want);
+        free(got);
+    }
+}
+
+void case_concurrent(void)
+{
+    const int steps = 150;
+    pt_cluster cl;
+    pt_cluster_start(&cl, 2);
+    rf_ps_var *vars[2];
+    make_counters(&cl, vars);
+    long long t0 = pt_now_ms();
+    run_pushers(&cl, steps, "ps", "0");
+    pt_note("2 workers x %d async apply=ps updates on 2 ps in %lld ms", steps,
+            pt_now_ms() - t0);
+    int64_t gs;
+    CHECK_OK(rf_ps_global_step_read(cl.chief, &gs));
+    CHECK(gs == 2 * steps, "global_step %lld, want %d", (long long)gs,
+          2 * steps);
+    /* The ps applies one push at a time: no update is lost. */
+    check_counters(&cl, vars, (float)(2 * steps));
+    pt_cluster_stop(&cl);
+}
+
+void case_locking(void)
+{
+    const int steps = 100;
+    pt_cluster cl;
+    pt_cluster_start(&cl, 2);
+    rf_ps_var *vars[2];
+    make_counters(&cl, vars);
+    long long t0 = pt_now_ms();
+    run_pushers(&cl, steps, "worker", "1");
+    pt_note("2 workers x %d locked read-modify-writes on 2 ps in %lld ms",
+            steps, pt_now_ms() - t0);
+    check_counters(&cl, vars, (float)(2 * steps));
+    int64_t gs;
+    CHECK_OK(rf_ps_global_step_read(cl.chief, &gs));
+    CHECK(gs == 2 * steps, "global_step %lld", (long long)gs);
+    pt_cluster_stop(&cl);
+}
+
+void case_init_wait(void)
+{
+    pt_cluster cl;
+    pt_cluster_start(&cl, 1);
+    rf_ps_shard_spec s = pt_w_spec();
+    rf_ps_var *v;
+    CHECK_OK(rf_ps_create(cl.chief, 0, &s, &v));
+    const char *args[] = {"wait-init", "--ps",      cl.addrs[0], "--id",
+                          "1",         "--timeout", "20000",     NULL};
+    pt_child w;
+    pt_spawn(&w, "waiter", args);
+    char rest[512];
+    pt_expect(&w, "WAITING", rest, sizeof rest, pt_ms(20000));
+    pt_sleep_ms(400);
+    pt_buf b;
+    pt_buf_alloc(cl.chief, &b, 12);
+    double sum = 0;
+    for (int i = 0; i < 12; i++)
+        sum += b.p[i] = (float)(i + 1) * 0.25f;
+    rf_ps_xfer x = {.var = v,
+                    .field = RF_PS_FIELD_VALUES,
+                    .buf = b.p,
+                    .len = 48,
+                    .mr = b.mr};
+    CHECK_OK(rf_ps_init_values(cl.chief, &x, 1));
+    pt_expect(&w, "INIT-", rest, sizeof rest, pt_ms(10000));
+    double got = 0;
+    CHECK(sscanf(rest, "OK %lf", &got) == 1, "waiter: INIT-%s", rest);
+    CHECK(got == sum, "waiter read sum %.6f, chief wrote %.6f", got, sum);
+    pt_wait_ok(&w, pt_ms(10000));
+    pt_cluster_stop(&cl);
+}
+
+void case_init_timeout(void)
+{
+    pt_cluster cl;
+    pt_cluster_start(&cl, 1);
+    rf_ps_shard_spec s = pt_w_spec();
+    rf_ps_var *v;
+    CHECK_OK(rf_ps_create(cl.chief, 0, &s, &v));
+    const char *args[] = {"wait-init", "--ps",      cl.addrs[0], "--id",
+                          "1",         "--timeout", "1500",      NULL};
+    pt_child w;
+    pt_spawn(&w, "waiter", args);
+    char rest[1024];
+    pt_expect(&w, "WAITING", rest, sizeof rest, pt_ms(20000));
+    long long t0 = pt_now_ms();
+    pt_expect(&w, "INIT-", rest, sizeof rest, pt_ms(10000));
+    long long took = pt_now_ms() - t0;
+    pt_note("waiter: INIT-%s (after %lld ms)", rest, took);
+    CHECK(strncmp(rest, "FAIL RF_ERR_TIMEOUT", 19) == 0, "waiter: INIT-%s",
+          rest);
+    CHECK(strstr(rest, "not initialised by the chief within 1.5 s") &&
+              strstr(rest, "'w' part 0 (ps task 0)"),
+          "unclear message: %s", rest);
+    CHECK(took < pt_ms(5000), "timeout took %lld ms", took);
+    pt_wait_ok(&w, pt_ms(10000));
+    pt_cluster_stop(&cl);
+}

@@ -1,0 +1,161 @@
+/* tests/integration/ps/helper.c: rf_ps_helper, the processes the ps tests
+ * start (fork + exec). Roles:
+ *   ps --index I --port P          a ps task: prints "READY <port> <incarn.>"
+ *                                  then serves until SHUTDOWN; exit 0 then
+ *   push --ps A[,B] --id N --steps S --mode ps|worker --locking 0|1
+ *                                  a non-chief worker: looks up "counter" on
+ *                                  every ps, waits for the init flags, then S
+ *                                  times pushes -1 to each and adds 1 to
+ *                                  global_step; prints "DONE"
+ *   wait-init --ps A --id N --timeout MS
+ *                                  looks up "w" on ps 0 and waits for its init
+ *                                  flag; prints "INIT-OK <sum>" or
+ *                                  "INIT-FAIL <status> <message>"
+ * Every failure is a CHECK (message on stderr, exit 1). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/integration/ps/harness.h"
+#include "tests/integration/ps/specs.h"
+
+static const char *arg(int argc, char **argv, const char *name, const char *def)
+{
+    for (int i = 2; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    CHECK(def, "missing %s", name);
+    return def;
+}
+
+static size_t split(char *list, const char **out, size_t cap)
+{
+    size_t n = 0;
+    for (char *s = strtok(list, ","); s && n < cap; s = strtok(NULL, ","))
+        out[n++] = s;
+    return n;
+}
+
+static int role_ps(int argc, char **argv)
+{
+    pt_who = "ps";
+    rf_fabric *f = pt_fabric();
+    rf_ps_server_options o = {
+        .task_index = atoi(arg(argc, argv, "--index", "0")),
+        .chunk_bytes = (size_t)atoi(arg(argc, argv, "--chunk-kb", "1024"))
+                       << 10};
+    rf_ps_server *s = NULL;
+    CHECK_OK(rf_ps_server_start(
+        f, pt_host(), (uint16_t)atoi(arg(argc, argv, "--port", "0")), &o, &s));
+    printf("READY %u %llx\n", rf_ps_server_port(s),
+           (unsigned long long)rf_ps_server_incarnation(s));
+    fflush(stdout);
+    rf_status st = rf_ps_server_join(s);
+    printf("EXIT %s\n", rf_status_string(st));
+    fflush(stdout);
+    rf_ps_server_stop(s);
+    rf_fabric_close(f);
+    return st == RF_OK ? 0 : 1;
+}
+
+static int role_push(int argc, char **argv)
+{
+    pt_who = "push-worker";
+    char list[1024];
+    snprintf(list, sizeof list, "%s", arg(argc, argv, "--ps", NULL));
+    const char *addrs[8];
+    size_t nps = split(list, addrs, 8);
+    uint32_t id = (uint32_t)atoi(arg(argc, argv, "--id", "1"));
+    int steps = atoi(arg(argc, argv, "--steps", "100"));
+    bool worker_mode = strcmp(arg(argc, argv, "--mode", "ps"), "worker") == 0;
+    bool locking = atoi(arg(argc, argv, "--locking", "0")) != 0;
+    int64_t n = atoi(arg(argc, argv, "--n", "16"));
+    rf_fabric *f = pt_fabric();
+    rf_ps_client *c = pt_client(f, addrs, nps, id, false);
+    rf_ps_var *vars[8];
+    rf_ps_xfer grads[8];
+    pt_buf g;
+    pt_buf_alloc(c, &g, (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        g.p[i] = -1.0f;
+    for (size_t p = 0; p < nps; p++) {
+        rf_ps_shard_spec s = pt_counter_spec("counter", n);
+        CHECK_OK(rf_ps_lookup(c, p, &s, &vars[p]));
+        grads[p] = (rf_ps_xfer){.var = vars[p],
+                                .field = RF_PS_FIELD_VALUES,
+                                .buf = g.p,
+                                .len = (size_t)n * 4,
+                                .mr = g.mr};
+    }
+    CHECK_OK(rf_ps_wait_initialized(c, vars, nps, 20, pt_ms(20000)));
+    printf("STARTED\n");
+    fflush(stdout);
+    for (int s = 0; s < steps; s++) {
+        CHECK_OK(rf_ps_push(c, grads, nps,
+                            worker_mode ? RF_PS_APPLY_WORKER : RF_PS_APPLY_PS,
+                            locking));
+        int64_t old;
+        CHECK_OK(rf_ps_global_step_add(c, 1, &old));
+    }
+    CHECK_OK(rf_ps_push_wait(c));
+    printf("DONE %d\n", steps);
+    fflush(stdout);
+    rf_ps_client_close(c);
+    rf_fabric_close(f);
+    return 0;
+}
+
+static int role_wait_init(int argc, char **argv)
+{
+    pt_who = "wait-init";
+    const char *addrs[1] = {arg(argc, argv, "--ps", NULL)};
+    uint32_t id = (uint32_t)atoi(arg(argc, argv, "--id", "1"));
+    int timeout = atoi(arg(argc, argv, "--timeout", "10000"));
+    rf_fabric *f = pt_fabric();
+    rf_ps_client *c = pt_client(f, addrs, 1, id, false);
+    rf_ps_shard_spec s = pt_w_spec();
+    rf_ps_var *v;
+    CHECK_OK(rf_ps_lookup(c, 0, &s, &v));
+    printf("WAITING\n");
+    fflush(stdout);
+    rf_status st = rf_ps_wait_initialized(c, &v, 1, 20, timeout);
+    if (st != RF_OK) {
+        printf("INIT-FAIL %s %s\n", rf_status_string(st), rf_error_message());
+    } else {
+        pt_buf b;
+        pt_buf_alloc(c, &b, 12);
+        rf_ps_xfer x = {.var = v,
+                        .field = RF_PS_FIELD_VALUES,
+                        .buf = b.p,
+                        .len = 48,
+                        .mr = b.mr};
+        CHECK_OK(rf_ps_read(c, &x, 1));
+        double sum = 0;
+        for (int i = 0; i < 12; i++)
+            sum += b.p[i];
+        printf("INIT-OK %.6f\n", sum);
+    }
+    fflush(stdout);
+    rf_ps_client_close(c);
+    rf_fabric_close(f);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    pt_proc_init(true);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2) {
+        fprintf(stderr, "usage: rf_ps_helper ps|push|wait-init ...\n");
+        return 2;
+    }
+    if (strcmp(argv[1], "ps") == 0)
+        return role_ps(argc, argv);
+    if (strcmp(argv[1], "push") == 0)
+        return role_push(argc, argv);
+    if (strcmp(argv[1], "wait-init") == 0)
+        return role_wait_init(argc, argv);
+    fprintf(stderr, "rf_ps_helper: unknown role %s\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,162 @@
+/* tests/integration/ps/raw_peer.c: the hand-driven ps peer (see
+ * raw_peer.h). */
+#include "tests/integration/ps/raw_peer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/dist/proto.h"
+#include "tests/integration/ps/harness.h"
+
+#define MEM   (128u * 1024u)
+#define SENDS (64u * 1024u)
+#define NRECV 8u
+#define RSIZE (PS_MSG_MAX)
+
+static void post_recvs(raw_peer *r)
+{
+    for (uint32_t i = 0; i < NRECV; i++)
+        CHECK_OK(rf_post_recv(r->ep, r->mem + i * RSIZE, RSIZE, r->mr,
+                              (void *)(uintptr_t)(i + 1)));
+}
+
+rf_status raw_connect(raw_peer *r, rf_fabric *f, uint16_t port,
+                      const void *priv, size_t len)
+{
+    memset(r, 0, sizeof *r);
+    r->f = f;
+    CHECK_OK(rf_cq_create(f, 256, &r->cq));
+    r->mem = aligned_alloc(4096, MEM);
+    CHECK(r->mem, "out of memory");
+    memset(r->mem, 0, MEM);
+    CHECK_OK(rf_mr_reg(f, r->mem, MEM,
+                       RF_ACCESS_LOCAL_WRITE | RF_ACCESS_REMOTE_WRITE, &r->mr));
+    rf_ep_attr attr = {
+        .send_cq = r->cq, .max_send_wr = 64, .max_recv_wr = NRECV};
+    rf_status st =
+        rf_connect(f, pt_host(), port, &attr, priv, len, pt_ms(5000), &r->ep);
+    if (st == RF_OK)
+        post_recvs(r);
+    return st;
+}
+
+void raw_connect_ok(raw_peer *r, rf_fabric *f, uint16_t port, uint32_t id,
+                    bool chief)
+{
+    unsigned char priv[PS_CONN_HELLO_SIZE];
+    ps_conn_hello h = {.client_id = id,
+                       .flags = chief ? PS_CONN_FLAG_CHIEF : 0};
+    ps_conn_hello_encode(&h, priv);
+    CHECK_OK(raw_connect(r, f, port, priv, sizeof priv));
+}
+
+static rf_completion next(raw_peer *r, int timeout_ms)
+{
+    rf_completion c;
+    int n = rf_cq_wait(r->cq, &c, 1, timeout_ms);
+    CHECK(n == 1, "no completion within %d ms (%d)", timeout_ms, n);
+    return c;
+}
+
+rf_status raw_send_status(raw_peer *r, const void *buf, size_t len)
+{
+    CHECK(len <= MEM - SENDS, "too long");
+    memcpy(r->mem + SENDS, buf, len);
+    CHECK_OK(rf_send(r->ep, r->mem + SENDS, len, r->mr, NULL));
+    for (;;) {
+        rf_completion c = next(r, pt_ms(10000));
+        if (c.op == RF_OP_SEND)
+            return c.status;
+    }
+}
+
+void raw_send(raw_peer *r, const void *buf, size_t len)
+{
+    rf_status st = raw_send_status(r, buf, len);
+    CHECK(st == RF_OK, "send: %s", rf_status_string(st));
+}
+
+size_t raw_recv(raw_peer *r, void *buf, size_t cap, int timeout_ms)
+{
+    rf_completion c = next(r, timeout_ms);
+    CHECK(c.op == RF_OP_RECV && c.status == RF_OK, "receive: op %d, %s",
+          (int)c.op, rf_status_string(c.status));
+    uint32_t i = (uint32_t)(uintptr_t)c.context - 1;
+    size_t n = c.len < cap ? c.len : cap;
+    memcpy(buf, r->mem + i * RSIZE, n);
+    CHECK_OK(rf_post_recv(r->ep, r->mem + i * RSIZE, RSIZE, r->mr, c.context));
+    return c.len;
+}
+
+void raw_hello(raw_peer *r, uint32_t id, bool chief)
+{
+    rf_mr_desc all;
+    rf_mr_describe(r->mr, &all);
+    ps_hello h = {.client_id = id,
+                  .flags = chief ? PS_CONN_FLAG_CHIEF : 0,
+                  .recv_depth = NRECV,
+                  .ring_slots = NRECV,
+                  .ring = {.addr = all.addr + MEM - 4096,
+                           .len = 8 * NRECV,
+                           .rkey = all.rkey}};
+    unsigned char msg[PS_REQ_MAX];
+    size_t len;
+    CHECK_OK(ps_enc_hello(msg, sizeof msg, ++r->req, &h, &len));
+    raw_send(r, msg, len);
+    static unsigned char reply[PS_MSG_MAX];
+    size_t n = raw_recv(r, reply, sizeof reply, pt_ms(10000));
+    ps_hello_reply hr;
+    CHECK_OK(ps_dec_hello_reply(reply, n, &hr));
+}
+
+rf_mr_desc raw_region0(raw_peer *r)
+{
+    unsigned char msg[64];
+    size_t len;
+    ps_range_req q = {.start = 0};
+    CHECK_OK(ps_enc_range_req(msg, sizeof msg, PS_MSG_REGIONS_REQ, ++r->req, &q,
+                              &len));
+    raw_send(r, msg, len);
+    static unsigned char reply[PS_MSG_MAX];
+    size_t n = raw_recv(r, reply, sizeof reply, pt_ms(10000));
+    static ps_regions_reply rr;
+    CHECK_OK(ps_dec_regions_reply(reply, n, &rr));
+    CHECK(rr.count >= 1, "no regions");
+    return rr.regions[0];
+}
+
+rf_status raw_do(raw_peer *r, rf_wr wr)
+{
+    CHECK_OK(rf_post(r->ep, &wr, 1, NULL));
+    for (;;) {
+        rf_completion c = next(r, pt_ms(10000));
+        if (c.op == RF_OP_RECV || c.op == RF_OP_RECV_WRITE_IMM)
+            continue; /* receives flushed by the error state */
+        return c.status;
+    }
+}
+
+void raw_expect_dropped(raw_peer *r, int timeout_ms)
+{
+    long long deadline = pt_now_ms() + timeout_ms;
+    while (rf_ep_state(r->ep) == RF_OK) {
+        CHECK(pt_now_ms() < deadline,
+              "the ps did not drop the connection within %d ms", timeout_ms);
+        rf_completion c;
+        int n = rf_cq_wait(r->cq, &c, 1, 50);
+        if (n == 1 && c.status != RF_OK)
+            return;
+    }
+}
+
+void raw_close(raw_peer *r)
+{
+    if (r->ep)
+        rf_ep_close(r->ep);
+    if (r->cq)
+        rf_cq_destroy(r->cq);
+    if (r->mr)
+        rf_mr_dereg(r->mr);
+    free(r->mem);
+    memset(r, 0, sizeof *r);
+}

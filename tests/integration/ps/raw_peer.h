@@ -1,0 +1,48 @@
+/* tests/integration/ps/raw_peer.h: a hand-driven fabric peer of a ps task,
+ * for fault tests: connects with any private data, sends any bytes, speaks
+ * the protocol through the codec when asked, posts raw one-sided work, and
+ * waits for the ps to drop it. */
+#ifndef RF_TESTS_INTEGRATION_PS_RAW_PEER_H
+#define RF_TESTS_INTEGRATION_PS_RAW_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/fabric.h"
+
+typedef struct raw_peer {
+    rf_fabric *f;
+    rf_cq *cq;
+    rf_ep *ep;
+    unsigned char *mem; /* [0, 64K) receives, [64K, 128K) sends */
+    rf_mr *mr;
+    uint32_t req;
+} raw_peer;
+
+/* Connects with priv; returns the rf_connect status (no check). */
+rf_status raw_connect(raw_peer *r, rf_fabric *f, uint16_t port,
+                      const void *priv, size_t len);
+/* Connects with a valid ps hello for client id. */
+void raw_connect_ok(raw_peer *r, rf_fabric *f, uint16_t port, uint32_t id,
+                    bool chief);
+/* Sends len bytes (copied) and waits for the send's completion. */
+void raw_send(raw_peer *r, const void *buf, size_t len);
+/* The same, returning the completion's status. */
+rf_status raw_send_status(raw_peer *r, const void *buf, size_t len);
+/* The next receive's bytes (up to cap), within timeout; returns its length
+ * or fails. */
+size_t raw_recv(raw_peer *r, void *buf, size_t cap, int timeout_ms);
+/* HELLO (valid, with an ack ring in r->mem) and its reply. */
+void raw_hello(raw_peer *r, uint32_t id, bool chief);
+/* Region 0 of the ps arena (REGIONS_REQ). */
+rf_mr_desc raw_region0(raw_peer *r);
+/* Posts one work request on the peer's endpoint and returns the status of
+ * its completion. */
+rf_status raw_do(raw_peer *r, rf_wr wr);
+/* Waits until the ps dropped the connection (an error completion or the
+ * endpoint in the error state). */
+void raw_expect_dropped(raw_peer *r, int timeout_ms);
+void raw_close(raw_peer *r);
+
+#endif
