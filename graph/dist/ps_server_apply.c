@@ -23,9 +23,10 @@ static uint64_t *rec_word(ps_shard *sh, uint32_t off)
 static rf_status apply_shard(ps_shard *sh, const float *grad)
 {
     uint64_t *version = rec_word(sh, PS_REC_VERSION_OFF);
+    /* Odd while writing: an acquire-release exchange keeps the update's
+     * stores after it. */
     uint64_t v = __atomic_load_n(version, __ATOMIC_RELAXED);
-    __atomic_store_n(version, v + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_exchange_n(version, v + 1, __ATOMIC_ACQ_REL);
 
     float *slots[RF_OPTIM_MAX_SLOTS] = {0};
     for (uint32_t i = 0; i < sh->layout.num_slots; i++)

@@ -12,8 +12,43 @@
 
 /* Two push workers (ids 1, 2) of `steps` updates each on "counter" on every
  * ps; returns after both finished. */
+/* While the workers run, the chief pulls the counters again and again
+ * (one-sided reads racing the updates, as in Hogwild training): each
+ * element only ever grows. Returns the number of pulls. */
+static int watch(pt_cluster *cl, rf_ps_var **vars, int total)
+{
+    pt_buf b[PT_MAX_PS];
+    rf_ps_xfer x[PT_MAX_PS];
+    float last[PT_MAX_PS][COUNTER_N] = {{0}};
+    for (size_t p = 0; p < cl->n; p++) {
+        pt_buf_alloc(cl->chief, &b[p], COUNTER_N);
+        x[p] = (rf_ps_xfer){.var = vars[p],
+                            .field = RF_PS_FIELD_VALUES,
+                            .buf = b[p].p,
+                            .len = COUNTER_N * 4,
+                            .mr = b[p].mr};
+    }
+    long long deadline = pt_now_ms() + pt_ms(20000);
+    int pulls = 0;
+    for (;;) {
+        int64_t gs;
+        CHECK_OK(rf_ps_global_step_read(cl->chief, &gs));
+        CHECK_OK(rf_ps_read(cl->chief, x, cl->n));
+        pulls++;
+        for (size_t p = 0; p < cl->n; p++)
+            for (int i = 0; i < COUNTER_N; i++) {
+                CHECK(b[p].p[i] >= last[p][i],
+                      "counter on ps %zu [%d] went from %.1f to %.1f", p, i,
+                      last[p][i], b[p].p[i]);
+                last[p][i] = b[p].p[i];
+            }
+        if (gs >= total || pt_now_ms() > deadline)
+            return pulls;
+    }
+}
+
 static void run_pushers(pt_cluster *cl, int steps, const char *mode,
-                        const char *locking)
+                        const char *locking, rf_ps_var **vars)
 {
     char list[700], st[16], n[16];
     snprintf(list, sizeof list, "%s", cl->addrs[0]);
@@ -36,6 +71,8 @@ static void run_pushers(pt_cluster *cl, int steps, const char *mode,
     char rest[64];
     for (int i = 0; i < 2; i++)
         pt_expect(&w[i], "STARTED", rest, sizeof rest, pt_ms(20000));
+    int pulls = watch(cl, vars, 2 * steps);
+    pt_note("the chief pulled %d times while the workers pushed", pulls);
     for (int i = 0; i < 2; i++) {
         pt_expect(&w[i], "DONE ", rest, sizeof rest, pt_ms(40000));
         pt_wait_ok(&w[i], pt_ms(10000));
@@ -78,7 +115,7 @@ void case_concurrent(void)
     rf_ps_var *vars[2];
     make_counters(&cl, vars);
     long long t0 = pt_now_ms();
-    run_pushers(&cl, steps, "ps", "0");
+    run_pushers(&cl, steps, "ps", "0", vars);
     pt_note("2 workers x %d async apply=ps updates on 2 ps in %lld ms", steps,
             pt_now_ms() - t0);
     int64_t gs;
@@ -98,7 +135,7 @@ void case_locking(void)
     rf_ps_var *vars[2];
     make_counters(&cl, vars);
     long long t0 = pt_now_ms();
-    run_pushers(&cl, steps, "worker", "1");
+    run_pushers(&cl, steps, "worker", "1", vars);
     pt_note("2 workers x %d locked read-modify-writes on 2 ps in %lld ms",
             steps, pt_now_ms() - t0);
     check_counters(&cl, vars, (float)(2 * steps));

@@ -50,7 +50,6 @@ rf_ps_var *pt_make_var(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
                     .mr = b.mr};
     CHECK_OK(rf_ps_init_values(c, &x, 1));
     rf_ps_client_deregister(c, b.mr);
-    free(b.p);
     return v;
 }
 
@@ -65,5 +64,8 @@ float *pt_read_field(rf_ps_client *c, rf_ps_var *v, rf_ps_field field, size_t n)
                     .mr = b.mr};
     CHECK_OK(rf_ps_read(c, &x, 1));
     rf_ps_client_deregister(c, b.mr);
-    return b.p;
+    float *copy = malloc((n ? n : 1) * sizeof(float));
+    CHECK(copy, "out of memory");
+    memcpy(copy, b.p, n * sizeof(float));
+    return copy;
 }

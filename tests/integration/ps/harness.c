@@ -349,6 +349,19 @@ void pt_fill(float *p, size_t n, uint64_t seed)
         p[i] = pt_rand(seed, i);
 }
 
+/* Every test buffer, freed at the end (after the clients are closed). */
+static void **bufs;
+static size_t nbufs, capbufs;
+
+void pt_buf_release_all(void)
+{
+    for (size_t i = 0; i < nbufs; i++)
+        free(bufs[i]);
+    free(bufs);
+    bufs = NULL;
+    nbufs = capbufs = 0;
+}
+
 void pt_buf_alloc(rf_ps_client *c, pt_buf *b, size_t n)
 {
     size_t bytes = (n ? n : 1) * sizeof(float);
@@ -356,6 +369,12 @@ void pt_buf_alloc(rf_ps_client *c, pt_buf *b, size_t n)
     b->p = aligned_alloc(64, bytes);
     CHECK(b->p, "out of memory");
     memset(b->p, 0, bytes);
+    if (nbufs == capbufs) {
+        capbufs = capbufs ? 2 * capbufs : 64;
+        bufs = realloc(bufs, capbufs * sizeof *bufs);
+        CHECK(bufs, "out of memory");
+    }
+    bufs[nbufs++] = b->p;
     b->n = n;
     CHECK_OK(rf_ps_client_register(c, b->p, bytes, &b->mr));
 }

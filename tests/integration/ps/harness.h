@@ -105,6 +105,8 @@ typedef struct pt_buf {
     rf_mr *mr;
 } pt_buf;
 void pt_buf_alloc(rf_ps_client *c, pt_buf *b, size_t n);
+/* Frees every pt_buf (call once their clients are closed). */
+void pt_buf_release_all(void);
 
 /* A client with the test's timeouts. */
 rf_ps_client *pt_client(rf_fabric *f, const char *const *addrs, size_t n,

@@ -150,12 +150,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: rf_ps_helper ps|push|wait-init ...\n");
         return 2;
     }
+    int rc = 2;
     if (strcmp(argv[1], "ps") == 0)
-        return role_ps(argc, argv);
-    if (strcmp(argv[1], "push") == 0)
-        return role_push(argc, argv);
-    if (strcmp(argv[1], "wait-init") == 0)
-        return role_wait_init(argc, argv);
-    fprintf(stderr, "rf_ps_helper: unknown role %s\n", argv[1]);
-    return 2;
+        rc = role_ps(argc, argv);
+    else if (strcmp(argv[1], "push") == 0)
+        rc = role_push(argc, argv);
+    else if (strcmp(argv[1], "wait-init") == 0)
+        rc = role_wait_init(argc, argv);
+    else
+        fprintf(stderr, "rf_ps_helper: unknown role %s\n", argv[1]);
+    pt_buf_release_all();
+    return rc;
 }

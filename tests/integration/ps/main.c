@@ -65,6 +65,7 @@ int main(int argc, char **argv)
         long long t0 = pt_now_ms();
         cases[i].run();
         pt_kill_all();
+        pt_buf_release_all();
         printf("PASS %s (%.1f s)\n", cases[i].name,
                (pt_now_ms() - t0) / 1000.0);
         return 0;
