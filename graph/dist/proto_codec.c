@@ -472,6 +472,13 @@ rf_status ps_dec_regions_reply(const void *buf, size_t len, ps_regions_reply *m)
 /* ---- shard spec ------------------------------------------------------------
  */
 
+/* rf_dtype_name without linking the graph library (the fuzzer). */
+static const char *dtype_name(rf_dtype d)
+{
+    static const char *const names[] = {"float32", "int32", "int64", "bool"};
+    return (unsigned)d < sizeof names / sizeof names[0] ? names[d] : "?";
+}
+
 rf_status ps_spec_check(const ps_spec *s)
 {
     size_t n = strnlen(s->name, sizeof s->name);
@@ -496,7 +503,7 @@ rf_status ps_spec_check(const ps_spec *s)
         if (s->dtype != RF_F32)
             return CORRUPT("ps shard '%s': trainable but %s (optimizers "
                            "update float32 only)",
-                           s->name, rf_dtype_name(s->dtype));
+                           s->name, dtype_name(s->dtype));
         if (ps_optim_num_slots(s->optim.kind, s->optim.centered) == UINT32_MAX)
             return CORRUPT("ps shard '%s': unknown optimizer kind %d", s->name,
                            (int)s->optim.kind);

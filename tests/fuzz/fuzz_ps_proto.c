@@ -1,0 +1,261 @@
+/* tests/fuzz/fuzz_ps_proto.c: libFuzzer target for the ps control-plane
+ * codec (graph/dist/proto_codec.c). The input is either decoded as it is by
+ * every decoder, or (first byte odd) used to mutate a valid message built by
+ * the encoders (so the fuzzer reaches deep fields without a corpus). Every
+ * message that decodes must re-encode to exactly the same bytes and pass the
+ * consistency checks the decoders promise. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/dist/proto.h"
+#include "graph/dist/ps_layout.h"
+
+#define REQUIRE(c)                                                             \
+    do {                                                                       \
+        if (!(c))                                                              \
+            abort();                                                           \
+    } while (0)
+
+static unsigned char out[PS_MSG_MAX];
+
+static void same(const uint8_t *data, size_t size, rf_status st, size_t len)
+{
+    REQUIRE(st == RF_OK);
+    REQUIRE(len == size && memcmp(out, data, size) == 0);
+}
+
+static ps_entry dir_entries[PS_MSG_MAX / 40];
+static uint32_t dir_n;
+
+static rf_status keep(void *ctx, const ps_entry *e)
+{
+    (void)ctx;
+    REQUIRE(ps_entry_check(e) == RF_OK);
+    REQUIRE(dir_n < sizeof dir_entries / sizeof dir_entries[0]);
+    dir_entries[dir_n++] = *e;
+    return RF_OK;
+}
+
+static void decode_all(const uint8_t *data, size_t size)
+{
+    ps_conn_hello ch;
+    if (ps_conn_hello_decode(data, size, &ch) == RF_OK) {
+        unsigned char b[PS_CONN_HELLO_SIZE];
+        ps_conn_hello_encode(&ch, b);
+        REQUIRE(size == sizeof b && memcmp(b, data, size) == 0);
+    }
+    ps_conn_welcome cw;
+    if (ps_conn_welcome_decode(data, size, &cw) == RF_OK) {
+        unsigned char b[PS_CONN_WELCOME_SIZE];
+        ps_conn_welcome_encode(&cw, b);
+        REQUIRE(size == sizeof b && memcmp(b, data, size) == 0);
+    }
+    ps_msg_hdr h;
+    if (ps_dec_hdr(data, size, &h) != RF_OK)
+        return;
+    REQUIRE(h.len + PS_MSG_HDR_SIZE == size);
+    size_t len = 0;
+    static ps_hello hello;
+    static ps_hello_reply hr;
+    static ps_range_req rq;
+    static ps_regions_reply rr;
+    static ps_spec spec;
+    static ps_create_reply cr;
+    static ps_error_reply er;
+    ps_dir_reply dr;
+    switch (h.type) {
+    case PS_MSG_HELLO:
+        if (ps_dec_hello(data, size, &hello) == RF_OK)
+            same(data, size,
+                 ps_enc_hello(out, sizeof out, h.req_id, &hello, &len), len);
+        break;
+    case PS_MSG_HELLO_REPLY:
+        if (ps_dec_hello_reply(data, size, &hr) == RF_OK)
+            same(data, size,
+                 ps_enc_hello_reply(out, sizeof out, h.req_id, &hr, &len), len);
+        break;
+    case PS_MSG_REGIONS_REQ:
+    case PS_MSG_DIR_REQ:
+        if (ps_dec_range_req(data, size, h.type, &rq) == RF_OK)
+            same(data, size,
+                 ps_enc_range_req(out, sizeof out, h.type, h.req_id, &rq, &len),
+                 len);
+        break;
+    case PS_MSG_REGIONS_REPLY:
+        if (ps_dec_regions_reply(data, size, &rr) == RF_OK)
+            same(data, size,
+                 ps_enc_regions_reply(out, sizeof out, h.req_id, &rr, &len),
+                 len);
+        break;
+    case PS_MSG_CREATE_REQ:
+        if (ps_dec_create_req(data, size, &spec) == RF_OK) {
+            REQUIRE(ps_spec_check(&spec) == RF_OK);
+            same(data, size,
+                 ps_enc_create_req(out, sizeof out, h.req_id, &spec, &len),
+                 len);
+        }
+        break;
+    case PS_MSG_CREATE_REPLY:
+        if (ps_dec_create_reply(data, size, &cr) == RF_OK) {
+            REQUIRE(ps_entry_check(&cr.entry) == RF_OK);
+            REQUIRE(ps_entry_size(&cr.entry) <= PS_ENTRY_MAX);
+            same(data, size,
+                 ps_enc_create_reply(out, sizeof out, h.req_id, &cr, &len),
+                 len);
+        }
+        break;
+    case PS_MSG_DIR_REPLY:
+        dir_n = 0;
+        if (ps_dec_dir_reply(data, size, &dr, keep, NULL) == RF_OK) {
+            REQUIRE(dir_n == dr.count);
+            ps_dir_writer w;
+            ps_dir_begin(&w, out, sizeof out, h.req_id, dr.incarnation,
+                         dr.total, dr.start);
+            for (uint32_t i = 0; i < dir_n; i++)
+                REQUIRE(ps_dir_add(&w, &dir_entries[i]));
+            size_t n = ps_dir_finish(&w);
+            REQUIRE(n == size && memcmp(out, data, size) == 0);
+        }
+        break;
+    case PS_MSG_SHUTDOWN_REQ:
+    case PS_MSG_SHUTDOWN_REPLY:
+        if (ps_dec_empty(data, size, h.type) == RF_OK)
+            same(data, size,
+                 ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), len);
+        break;
+    case PS_MSG_ERROR_REPLY:
+        if (ps_dec_error_reply(data, size, &er) == RF_OK) {
+            REQUIRE(er.status < 0);
+            same(data, size,
+                 ps_enc_error_reply(out, sizeof out, h.req_id, er.status,
+                                    er.text, &len),
+                 len);
+        }
+        break;
+    default:
+        abort(); /* ps_dec_hdr accepted an unknown type */
+    }
+}
+
+/* A valid message of kind k (0..7) in buf; returns its size. */
+static size_t build(unsigned k, unsigned char *buf, size_t cap)
+{
+    static ps_spec s;
+    memset(&s, 0, sizeof s);
+    strcpy(s.name, "layer/kernel");
+    s.part = 3;
+    s.dtype = RF_F32;
+    s.shape.rank = 2;
+    s.shape.dims[0] = 7;
+    s.shape.dims[1] = 5;
+    s.trainable = true;
+    s.optim = (rf_optim_config){.kind = RF_OPTIM_ADAM,
+                                .learning_rate = 0.001f,
+                                .beta1 = 0.9f,
+                                .beta2 = 0.999f,
+                                .epsilon = 1e-8f};
+    static ps_entry e;
+    memset(&e, 0, sizeof e);
+    e.shard_id = 0;
+    e.spec = s;
+    ps_layout l;
+    ps_layout_compute(140, 2, &l);
+    e.record = (ps_loc){.region = 1, .offset = 4096};
+    e.record_bytes = l.record_bytes;
+    e.values_bytes = l.values_bytes;
+    e.values_off = l.values_off;
+    e.num_slots = 2;
+    e.slot_off[0] = l.slot_off[0];
+    e.slot_off[1] = l.slot_off[1];
+    e.inbox = (ps_loc){.region = 0, .offset = 128};
+    size_t len = 0;
+    switch (k % 8) {
+    case 0: {
+        ps_hello h = {.client_id = 2,
+                      .flags = PS_CONN_FLAG_CHIEF,
+                      .recv_depth = 64,
+                      .ring_slots = 64,
+                      .ring = {.addr = 0x10000, .len = 512, .rkey = 9}};
+        ps_enc_hello(buf, cap, 1, &h, &len);
+        break;
+    }
+    case 1: {
+        ps_hello_reply r = {.ps_index = 1,
+                            .incarnation = 0x1234,
+                            .recv_depth = 64,
+                            .num_regions = 2,
+                            .num_shards = 1,
+                            .globals = {0, 0}};
+        ps_enc_hello_reply(buf, cap, 1, &r, &len);
+        break;
+    }
+    case 2: {
+        static ps_regions_reply r;
+        r.total = 2;
+        r.start = 0;
+        r.count = 2;
+        r.regions[0] = (rf_mr_desc){.addr = 0x1000, .len = 1 << 20, .rkey = 1};
+        r.regions[1] = (rf_mr_desc){.addr = 0x9000, .len = 1 << 20, .rkey = 2};
+        ps_enc_regions_reply(buf, cap, 2, &r, &len);
+        break;
+    }
+    case 3:
+        ps_enc_create_req(buf, cap, 3, &s, &len);
+        break;
+    case 4: {
+        static ps_create_reply r;
+        r.created = true;
+        r.entry = e;
+        ps_enc_create_reply(buf, cap, 3, &r, &len);
+        break;
+    }
+    case 5: {
+        ps_dir_writer w;
+        ps_dir_begin(&w, buf, cap, 4, 0x77, 2, 0);
+        ps_dir_add(&w, &e);
+        e.shard_id = 1;
+        e.spec.trainable = false;
+        e.spec.dtype = RF_I64;
+        e.num_slots = 0;
+        ps_layout_compute(280, 0, &l);
+        e.record_bytes = l.record_bytes;
+        e.values_bytes = 280;
+        e.inbox = (ps_loc){.region = PS_NO_REGION, .offset = 0};
+        ps_dir_add(&w, &e);
+        len = ps_dir_finish(&w);
+        break;
+    }
+    case 6:
+        ps_enc_error_reply(buf, cap, 5, RF_ERR_INVALID_ARG, "exists", &len);
+        break;
+    default: {
+        ps_range_req q = {.start = 1};
+        ps_enc_range_req(buf, cap, PS_MSG_DIR_REQ, 6, &q, &len);
+        break;
+    }
+    }
+    return len;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size == 0)
+        return 0;
+    if (!(data[0] & 1)) {
+        decode_all(data + 1, size - 1);
+        return 0;
+    }
+    static unsigned char msg[PS_MSG_MAX];
+    size_t len = build(size > 1 ? data[1] : 0, msg, sizeof msg);
+    REQUIRE(len >= PS_MSG_HDR_SIZE);
+    decode_all(msg, len); /* the valid message itself round-trips */
+    /* Then mutate: byte pairs (position, xor), the last byte a truncation. */
+    for (size_t i = 2; i + 1 < size; i += 2)
+        msg[data[i] % len] ^= data[i + 1];
+    if (size % 2 == 1 && size > 2)
+        len -= data[size - 1] % (len + 1);
+    decode_all(msg, len);
+    return 0;
+}
