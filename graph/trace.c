@@ -195,7 +195,12 @@ rf_status rf_trace_write_json(const rf_trace *t, const char *path)
         json_str(f, n->shape);
         fprintf(f, "}}");
     }
-    fprintf(f, "\n],\"displayTimeUnit\":\"ms\"}\n");
+    /* ts 0 on CLOCK_MONOTONIC (shared by every process of this host), so
+     * rf-launch can put several tasks' traces on one time axis. */
+    fprintf(f,
+            "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"rf_epoch_us\":"
+            "%.3f}}\n",
+            (double)t->epoch / 1000.0);
     pthread_mutex_unlock(&mt->mu);
     bool bad = ferror(f) != 0;
     if (fclose(f) != 0 || bad)
