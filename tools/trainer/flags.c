@@ -198,7 +198,7 @@ static const flag_def flag_table[] = {
      .min = 1,
      .max = 65536,
      .arg = "N",
-     .help = "training examples per step (default 100)"},
+     .help = "training examples per step (default 250)"},
     {.name = "train_steps",
      .kind = FK_INT,
      .offset = FIELD(train_steps),
@@ -206,7 +206,7 @@ static const flag_def flag_table[] = {
      .max = 1e9,
      .arg = "N",
      .help = "train until global_step reaches N (StopAtStepHook last_step; "
-             "default 6000)"},
+             "default 4800)"},
     {.name = "seed",
      .kind = FK_CUSTOM,
      .fn = set_seed,
@@ -402,8 +402,8 @@ static void set_defaults(tr_flags *f)
     f->optimizer = "adam";
     f->learning_rate = NAN;
     f->momentum = NAN;
-    f->batch_size = 100;
-    f->train_steps = 6000;
+    f->batch_size = 250;
+    f->train_steps = 4800;
     f->seed = 1;
     f->threads = 0;
     f->trace_steps = 100;

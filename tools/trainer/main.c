@@ -3,9 +3,11 @@
  * reports the test accuracy (the distributed ps/worker mode comes with the
  * distributed runtime). Exit status: 0 success, 1 runtime error, 2 usage
  * error. Deterministic for a fixed --seed and --threads. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "blas_core.h"
 #include "flags.h"
@@ -39,6 +41,19 @@ static void print_config(const tr_flags *f, const tr_session *s,
     fflush(stdout);
 }
 
+/* Fails early, before any training, if the trace file cannot be written. */
+static int check_trace_path(const char *path)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp) {
+        fprintf(stderr, "rf-trainer: --trace: cannot write %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    fclose(fp);
+    return 0;
+}
+
 static int run(const tr_flags *f)
 {
     char err[1024];
@@ -51,6 +66,8 @@ static int run(const tr_flags *f)
     rf_trace *trace = NULL;
     tr_session s = {0};
     int rc = 1;
+    if (f->trace_path && check_trace_path(f->trace_path) != 0)
+        return 1;
     double t_load = tr_now();
     if (rf_dataset_load_fashion_mnist(dir, RF_DATA_TRAIN, &train) != RF_OK ||
         rf_dataset_load_fashion_mnist(dir, RF_DATA_TEST, &test) != RF_OK) {

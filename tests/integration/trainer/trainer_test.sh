@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# tests/integration/trainer/trainer_test.sh CASE RF_TRAINER: one case of the
+# rf-trainer integration tests (see CMakeLists.txt). Prints what it checks;
+# exits 0 on success, 1 on failure, 77 when the dataset is missing.
+set -uo pipefail
+case_name=${1:?case}
+trainer=${2:?path to rf-trainer}
+data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+ok() { echo "ok: $*"; }
+
+need_data() {
+    if [[ ! -r $data/train-images-idx3-ubyte.gz ]]; then
+        echo "SKIP: no Fashion-MNIST in $data (package dataset-fashion-mnist)"
+        exit 77
+    fi
+}
+
+# run OUT ARGS...: runs the trainer, stdout+stderr to OUT, sets $rc.
+run() {
+    local out=$1
+    shift
+    "$trainer" "$@" >"$out" 2>&1
+    rc=$?
+}
+
+# line OUT PREFIX: the first line of OUT starting with PREFIX.
+line() { grep -m1 "^$2" "$1" || true; }
+
+# expect_usage "MESSAGE" ARGS...: exit status 2 and MESSAGE in stderr.
+expect_usage() {
+    local want=$1
+    shift
+    "$trainer" "$@" >"$tmp/out" 2>"$tmp/err"
+    local st=$?
+    if [[ $st -ne 2 ]]; then
+        fail "rf-trainer $* exited $st, want 2 ($(head -c 300 "$tmp/err"))"
+    elif ! grep -qF -- "$want" "$tmp/err"; then
+        fail "rf-trainer $*: stderr lacks '$want': $(cat "$tmp/err")"
+    else
+        ok "rf-trainer $* -> 2: $(head -1 "$tmp/err")"
+    fi
+}
+
+case_flags() {
+    expect_usage "--frobnicate: unknown flag" --frobnicate=1
+    expect_usage "--batch_size: 'abc' is not an integer" --batch_size=abc
+    expect_usage "--batch_size: '12x' is not an integer" --batch_size 12x
+    expect_usage "--batch_size: 0 is out of range [1, 65536]" --batch_size=0
+    expect_usage "--batch_size: missing value" --batch_size
+    expect_usage "--batch_size: missing value" --batch_size --seed=1
+    expect_usage "--train_steps: -5 is out of range" --train_steps=-5
+    expect_usage "--train_steps: '' is not an integer" --train_steps=
+    expect_usage "--learning_rate: 'fast' is not a number" \
+        --learning_rate=fast
+    expect_usage "--learning_rate: -0.1 is out of range" --learning_rate=-0.1
+    expect_usage "--learning_rate: 0 is out of range" --learning_rate=0
+    expect_usage "--learning_rate: 'nan' is not a number" --learning_rate=nan
+    expect_usage "--learning_rate: 1e999 is out of range" \
+        --learning_rate=1e999
+    expect_usage "--momentum: 1.5 is out of range [0, 1]" \
+        --optimizer=momentum --momentum=1.5
+    expect_usage "--momentum: not used by --optimizer=adam" --momentum=0.5
+    expect_usage "--seed: '-1' is not a non-negative integer" --seed=-1
+    expect_usage "--seed: 99999999999999999999 is out of range" \
+        --seed=99999999999999999999
+    expect_usage "--threads: 1000 is out of range [0, 256]" --threads=1000
+    expect_usage "--log_every: '1.5' is not an integer" --log_every=1.5
+    expect_usage "--eval_batch_size: 20000 is out of range [1, 10000]" \
+        --eval_batch_size=20000
+    expect_usage "--trace_steps: 0 is out of range" --trace_steps=0
+    expect_usage "--data_dir: empty value" --data_dir=
+    expect_usage "--model: unknown model 'resnet'" --model=resnet
+    expect_usage "--model: 'abc': expected a layer width" --model=mlp:abc
+    expect_usage "--model: '256,x': expected a layer width at offset 4" \
+        --model=mlp:256,x
+    expect_usage "--model: '256,': expected a layer width at offset 4" \
+        --model=mlp:256,
+    expect_usage "--model: '0': layer width 0 is out of range" --model=mlp:0
+    expect_usage "--model: '32,64': expected 3 widths, got 2" \
+        --model=cnn:32,64
+    expect_usage "--model: 'softmax:10': softmax takes no widths" \
+        --model=softmax:10
+    expect_usage "--optimizer" --optimizer=lbfgs
+    expect_usage "lbfgs" --optimizer=lbfgs
+    expect_usage "unexpected argument 'extra'" extra
+    expect_usage "--nomodel is only for boolean flags" --nomodel
+    expect_usage "--explain: 'maybe' is not a boolean" --explain=maybe
+    # distributed flags: parsed and validated, then refused
+    expect_usage "--job_name: 'chief' is not one of ps, worker" \
+        --job_name=chief
+    expect_usage "--ps_hosts: 'ps0' (item 1 of 'ps0') is not host:port" \
+        --ps_hosts=ps0
+    expect_usage "--worker_hosts: 'w1:99999' (item 2 of" \
+        --worker_hosts=w0:2222,w1:99999
+    expect_usage "--apply: 'gpu' is not one of ps, worker, sync" --apply=gpu
+    expect_usage "--ps_hosts: distributed mode is not available yet" \
+        --ps_hosts=ps0:2222 --worker_hosts=w0:2222 --job_name=ps \
+        --task_index=0
+    expect_usage "--task_index: distributed mode is not available yet" \
+        --task_index 1
+    expect_usage "--explain: distributed mode is not available yet" --explain
+    # --help
+    "$trainer" --help >"$tmp/help" 2>&1
+    local st=$?
+    if [[ $st -ne 0 ]] || ! grep -q -- "--learning_rate=LR" "$tmp/help" ||
+        ! grep -q -- "--ps_hosts" "$tmp/help"; then
+        fail "--help exited $st or lacks flags: $(cat "$tmp/help")"
+    else
+        ok "--help lists the flags"
+    fi
+}
+
+# Both spellings ("--name value" and "--name=value") and the defaults parse;
+# train_steps 0 only evaluates.
+case_forms() {
+    run "$tmp/o" --model softmax --train_steps 0 --seed 5 --threads=1 \
+        --log_every 0
+    if [[ $rc -ne 0 ]] || ! grep -q "seed 5, 1 threads" "$tmp/o" ||
+        ! grep -q "^test accuracy: 0\.[0-9]\{4\}" "$tmp/o"; then
+        fail "space-separated flags: exit $rc: $(cat "$tmp/o")"
+    else
+        ok "--name value form and --train_steps 0 (evaluation only)"
+    fi
+}
+
+# determinism ARGS...: two runs alike, a third with another seed differs.
+determinism() {
+    run "$tmp/a" --seed=7 "$@"
+    local ra=$rc
+    run "$tmp/b" --seed=7 "$@"
+    local rb=$rc
+    run "$tmp/c" --seed=8 "$@"
+    local rcc=$rc
+    if [[ $ra -ne 0 || $rb -ne 0 || $rcc -ne 0 ]]; then
+        fail "runs exited $ra $rb $rcc: $(tail -3 "$tmp/a" "$tmp/c")"
+        return
+    fi
+    local la lb lc
+    for key in "final loss:" "test accuracy:"; do
+        la=$(line "$tmp/a" "$key" | sed 's/, evaluated in.*//')
+        lb=$(line "$tmp/b" "$key" | sed 's/, evaluated in.*//')
+        [[ -n $la && $la == "$lb" ]] &&
+            ok "same seed: '$la'" ||
+            fail "same seed differs: '$la' vs '$lb'"
+    done
+    # every progress line's loss too
+    diff <(grep '^step' "$tmp/a" | cut -d, -f1,2) \
+        <(grep '^step' "$tmp/b" | cut -d, -f1,2) >/dev/null &&
+        ok "same seed: identical progress losses" ||
+        fail "same seed: progress losses differ"
+    la=$(line "$tmp/a" "final loss:")
+    lc=$(line "$tmp/c" "final loss:")
+    [[ -n $lc && $la != "$lc" ]] &&
+        ok "other seed: '$lc'" ||
+        fail "seed 8 gives the same final loss as seed 7: '$lc'"
+}
+
+case_loss_decreases() {
+    run "$tmp/o" --model=softmax --train_steps=200 --batch_size=100 \
+        --log_every=50 --seed=3
+    if [[ $rc -ne 0 ]]; then
+        fail "exit $rc: $(tail -5 "$tmp/o")"
+        return
+    fi
+    local first final acc steps
+    first=$(sed -n 's/^step 1, loss \([0-9.]*\),.*/\1/p' "$tmp/o")
+    final=$(sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$tmp/o")
+    acc=$(sed -n 's/^test accuracy: \([0-9.]*\).*/\1/p' "$tmp/o")
+    steps=$(grep '^step' "$tmp/o" | cut -d, -f1 | tr '\n' ' ')
+    echo "first loss $first, final loss $final, accuracy $acc, lines: $steps"
+    awk -v a="$first" -v b="$final" 'BEGIN { exit !(a > 1.5 && b < 0.6 * a) }' &&
+        ok "loss fell from $first to $final" ||
+        fail "loss did not fall enough: $first -> $final"
+    awk -v a="$acc" 'BEGIN { exit !(a > 0.6) }' &&
+        ok "accuracy $acc > 0.6 after 200 steps" ||
+        fail "accuracy $acc after 200 steps"
+    # StopAtStepHook: global_step ends exactly at train_steps; progress at
+    # step 1 and every 50
+    [[ $steps == "step 1 step 50 step 100 step 150 step 200 " ]] &&
+        grep -q "(global_step 200)" "$tmp/o" &&
+        ok "progress lines at $steps" ||
+        fail "progress lines: '$steps'"
+}
+
+case_trace() {
+    run "$tmp/o" --model=mlp:16 --train_steps=5 --trace="$tmp/t.json" \
+        --trace_steps=3 --log_every=0
+    if [[ $rc -ne 0 || ! -s $tmp/t.json ]]; then
+        fail "exit $rc, trace $(ls -l "$tmp/t.json" 2>&1): $(tail -3 "$tmp/o")"
+        return
+    fi
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = [e for e in d["traceEvents"] if e.get("ph") == "X"]
+ops = {e["args"]["op"] for e in ev}
+steps = {e["args"]["step"] for e in ev}
+assert {"MatMul", "ApplyOptimizer", "SparseSoftmaxCrossEntropyWithLogits"} <= ops, ops
+assert len(steps) == 3, steps
+assert all(e["dur"] >= 0 and "ts" in e for e in ev)
+print("%d events, %d ops, steps %s" % (len(ev), len(ops), sorted(steps)))
+' "$tmp/t.json" && ok "trace parses" || fail "trace JSON check"
+    run "$tmp/o" --model=softmax --train_steps=1 --trace=/nonexistent/t.json
+    [[ $rc -eq 1 ]] && grep -q "^rf-trainer: --trace: cannot write" "$tmp/o" &&
+        ! grep -q "^step" "$tmp/o" &&
+        ok "unwritable trace: $(grep '^rf-trainer' "$tmp/o")" ||
+        fail "unwritable trace: exit $rc: $(cat "$tmp/o")"
+}
+
+# expect_data_error DIR WANT: exit 1 and WANT in the message.
+expect_data_error() {
+    run "$tmp/o" --model=softmax --train_steps=1 --data_dir="$1"
+    if [[ $rc -ne 1 ]] || ! grep -qF -- "$2" "$tmp/o" ||
+        ! grep -q "cannot load Fashion-MNIST" "$tmp/o"; then
+        fail "--data_dir=$1: exit $rc, want 1 and '$2': $(cat "$tmp/o")"
+    else
+        ok "--data_dir=$1: $(head -c 300 "$tmp/o" | grep '^rf-trainer:')"
+    fi
+}
+
+case_data_dir() {
+    expect_data_error "$tmp/missing" "$tmp/missing/train-images-idx3-ubyte"
+    mkdir -p "$tmp/junk" "$tmp/trunc"
+    for f in train-images-idx3-ubyte train-labels-idx1-ubyte \
+        t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+        echo "not an IDX file" | gzip >"$tmp/junk/$f.gz"
+        [[ -r $data/$f.gz ]] && head -c 20000 "$data/$f.gz" >"$tmp/trunc/$f.gz"
+    done
+    expect_data_error "$tmp/junk" "train-images-idx3-ubyte"
+    need_data
+    expect_data_error "$tmp/trunc" "train-images-idx3-ubyte"
+}
+
+case "$case_name" in
+flags)
+    case_flags
+    need_data
+    case_forms
+    ;;
+determinism)
+    need_data
+    determinism --model=mlp:32 --train_steps=200 --batch_size=50 \
+        --threads=2 --log_every=50
+    ;;
+determinism_cnn)
+    need_data
+    determinism --model=cnn:4,8,16 --train_steps=20 --batch_size=32 \
+        --threads=2 --log_every=10 --eval_batch_size=2000
+    ;;
+loss_decreases)
+    need_data
+    case_loss_decreases
+    ;;
+trace)
+    need_data
+    case_trace
+    ;;
+data_dir) case_data_dir ;;
+*)
+    echo "unknown case $case_name"
+    exit 2
+    ;;
+esac
+if [[ $failures -ne 0 ]]; then
+    echo "$case_name: $failures failure(s)"
+    exit 1
+fi
+echo "$case_name: all checks passed"
