@@ -139,6 +139,10 @@ typedef struct ps_entry {
     uint32_t values_off;
     uint32_t num_slots;
     uint64_t slot_off[RF_OPTIM_MAX_SLOTS];
+    /* Header words (offsets in the record): init flag, seqlock version,
+     * lock, beta powers. Fixed by ps_layout.h; sent so that a peer with
+     * another layout is refused instead of misread. */
+    uint16_t init_off, version_off, lock_off, scalars_off;
     ps_loc inbox; /* this worker's gradient inbox; PS_NO_REGION if none */
 } ps_entry;
 

@@ -668,6 +668,14 @@ rf_status ps_entry_check(const ps_entry *e)
                        e->num_slots, (unsigned long long)e->record_bytes,
                        (unsigned long long)bytes, l.values_off, slots,
                        (unsigned long long)l.record_bytes);
+    if (e->init_off != PS_REC_INIT_OFF ||
+        e->version_off != PS_REC_VERSION_OFF ||
+        e->lock_off != PS_REC_LOCK_OFF || e->scalars_off != PS_REC_SCALARS_OFF)
+        return CORRUPT("ps entry '%s': header words at %u/%u/%u/%u, this side "
+                       "uses %u/%u/%u/%u",
+                       name, e->init_off, e->version_off, e->lock_off,
+                       e->scalars_off, PS_REC_INIT_OFF, PS_REC_VERSION_OFF,
+                       PS_REC_LOCK_OFF, PS_REC_SCALARS_OFF);
     for (uint32_t i = 0; i < slots; i++)
         if (e->slot_off[i] != l.slot_off[i])
             return CORRUPT("ps entry '%s': slot %u at %llu, expected %llu",
@@ -703,6 +711,10 @@ static void w_entry(wcur *w, const ps_entry *e)
     w_u8(w, 0);
     for (uint32_t i = 0; i < e->num_slots && i < RF_OPTIM_MAX_SLOTS; i++)
         w_u64(w, e->slot_off[i]);
+    w_u16(w, e->init_off);
+    w_u16(w, e->version_off);
+    w_u16(w, e->lock_off);
+    w_u16(w, e->scalars_off);
     w_u32(w, e->inbox.region);
     w_u64(w, e->inbox.offset);
 }
@@ -729,6 +741,10 @@ static rf_status r_entry(rcur *r, ps_entry *e)
                        e->spec.name, e->num_slots, res[0], res[1], res[2]);
     for (uint32_t i = 0; i < e->num_slots; i++)
         e->slot_off[i] = r_u64(r, "slot offset");
+    e->init_off = r_u16(r, "init_off");
+    e->version_off = r_u16(r, "version_off");
+    e->lock_off = r_u16(r, "lock_off");
+    e->scalars_off = r_u16(r, "scalars_off");
     e->inbox.region = r_u32(r, "inbox.region");
     e->inbox.offset = r_u64(r, "inbox.offset");
     if (r->bad)

@@ -177,6 +177,10 @@ rf_status ps_shard_entry(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
     e->num_slots = sh->layout.num_slots;
     for (uint32_t i = 0; i < e->num_slots; i++)
         e->slot_off[i] = sh->layout.slot_off[i];
+    e->init_off = PS_REC_INIT_OFF;
+    e->version_off = PS_REC_VERSION_OFF;
+    e->lock_off = PS_REC_LOCK_OFF;
+    e->scalars_off = PS_REC_SCALARS_OFF;
     e->inbox.region = PS_NO_REGION;
     if (sh->spec.trainable) {
         ps_inbox *ib;

@@ -168,6 +168,10 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
     e.num_slots = 2;
     e.slot_off[0] = l.slot_off[0];
     e.slot_off[1] = l.slot_off[1];
+    e.init_off = PS_REC_INIT_OFF;
+    e.version_off = PS_REC_VERSION_OFF;
+    e.lock_off = PS_REC_LOCK_OFF;
+    e.scalars_off = PS_REC_SCALARS_OFF;
     e.inbox = (ps_loc){.region = 0, .offset = 128};
     size_t len = 0;
     switch (k % 8) {
