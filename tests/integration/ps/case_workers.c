@@ -142,6 +142,16 @@ void case_locking(void)
     int64_t gs;
     CHECK_OK(rf_ps_global_step_read(cl.chief, &gs));
     CHECK(gs == 2 * steps, "global_step %lld", (long long)gs);
+
+    /* For contrast (not checked: it depends on timing), the same without
+     * use_locking usually loses updates. */
+    make_counters(&cl, vars);
+    run_pushers(&cl, steps, "worker", "0", vars);
+    float *got =
+        pt_read_field(cl.chief, vars[0], RF_PS_FIELD_VALUES, COUNTER_N);
+    pt_note("without use_locking: counter[0] = %.0f of %d updates", got[0],
+            2 * steps);
+    free(got);
     pt_cluster_stop(&cl);
 }
 
