@@ -332,10 +332,16 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
         if (data && rlen) {
             rf_set_error(RF_ERR_UNAVAILABLE, "%s refused the connection: %.*s",
                          name, (int)rlen, data);
+            p->fatal = RF_ERR_UNAVAILABLE;
             return TRY_FATAL;
         }
         snprintf(last, last_len, "%s", rf_error_message());
-        return st == RF_ERR_INVALID_ARG ? TRY_FATAL : TRY_AGAIN;
+        if (st == RF_ERR_INVALID_ARG) {
+            rf_set_error(st, "%s: %s", name, last);
+            p->fatal = st;
+            return TRY_FATAL;
+        }
+        return TRY_AGAIN;
     }
     size_t wlen = 0;
     const void *wdata = rf_ep_peer_private_data(ep, &wlen);
@@ -346,6 +352,7 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
         rf_ep_close(ep);
         rf_set_error(RF_ERR_CORRUPT, "%s is not a usable ps task: %s", name,
                      why);
+        p->fatal = RF_ERR_CORRUPT;
         return TRY_FATAL;
     }
     p->ep = ep;
@@ -360,12 +367,17 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
         snprintf(last, last_len, "%s", rf_error_message());
         cli_conn_close(p);
     } else if (r == TRY_FATAL) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", rf_error_message());
         cli_conn_close(p);
+        rf_set_error(RF_ERR_CORRUPT, "%s", why);
+        p->fatal = RF_ERR_CORRUPT;
     }
     return r;
 }
 
-/* Connects every ps in `which` (all not up if NULL). */
+/* Connects every ps not up (all of them if force), round robin with a
+ * backoff per task, until the connect deadline. */
 static rf_status connect_all(rf_ps_client *c, bool force)
 {
     size_t n = c->num_ps;
@@ -408,10 +420,8 @@ static rf_status connect_all(rf_ps_client *c, bool force)
                     continue;
                 }
                 if (r == TRY_FATAL) {
-                    result = rf_error_message()[0]
-                                 ? rf_set_error(RF_ERR_UNAVAILABLE, "%s",
-                                                rf_error_message())
-                                 : RF_ERR_UNAVAILABLE;
+                    /* The message is already set by try_connect. */
+                    result = c->conns[i].fatal;
                     goto out;
                 }
                 next[i] = cli_now_ms() + backoff[i];

@@ -56,8 +56,9 @@ struct ps_cli_conn {
     char host[256];
     uint16_t port;
     rf_ep *ep;
-    bool up;       /* connected and usable */
-    char why[400]; /* why it is down */
+    bool up;         /* connected and usable */
+    char why[400];   /* why it is down */
+    rf_status fatal; /* why the last connect attempt cannot be retried */
     uint64_t incarnation;
     int32_t ps_index;
     uint32_t ps_recv_depth;

@@ -138,9 +138,12 @@ rf_status cli_progress(rf_ps_client *c, int timeout_ms)
                            : rf_cq_poll(c->cq, comps, 64);
     if (n == RF_ERR_TIMEOUT)
         return RF_OK;
-    if (n < 0)
+    if (n < 0) {
+        char why[400];
+        snprintf(why, sizeof why, "%s", rf_error_message());
         return rf_set_error((rf_status)n, "ps client: completion queue: %s",
-                            rf_error_message());
+                            why);
+    }
     for (int i = 0; i < n; i++)
         dispatch(c, &comps[i]);
     return RF_OK;

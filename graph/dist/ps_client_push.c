@@ -565,7 +565,7 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
     free(fresh);
     free(owner);
     if (result != RF_OK)
-        return rf_set_error(result, "%s", err[0] ? err : rf_error_message());
+        return err[0] ? rf_set_error(result, "%s", err) : result;
     return RF_OK;
 }
 

@@ -81,6 +81,31 @@ void case_absent_ps(void)
     rf_fabric_close(f);
 }
 
+void case_full(void)
+{
+    pt_ps ps;
+    const char *args[] = {"ps", "--index",       "0", "--port",
+                          "0",  "--max-workers", "1", NULL};
+    pt_spawn(&ps.child, "ps0", args);
+    char rest[256];
+    pt_expect(&ps.child, "READY ", rest, sizeof rest, pt_ms(15000));
+    unsigned port = 0;
+    CHECK(sscanf(rest, "%u", &port) == 1, "READY %s", rest);
+    const char *addrs[1] = {pt_addr((uint16_t)port)};
+    rf_fabric *f = pt_fabric();
+    rf_ps_client *chief = pt_client(f, addrs, 1, 0, true);
+    rf_ps_client_options o = {.client_id = 1, .connect_timeout_ms = 20000};
+    rf_ps_client *c = NULL;
+    long long t0 = pt_now_ms();
+    CHECK_ST(rf_ps_client_connect(f, addrs, 1, &o, &c), RF_ERR_UNAVAILABLE);
+    CHECK_MSG("refused the connection: ps task 0 is full (1 clients)");
+    CHECK(pt_now_ms() - t0 < pt_ms(5000), "a refusal must not be retried");
+    CHECK_OK(rf_ps_shutdown(chief));
+    pt_wait_ok(&ps.child, pt_ms(10000));
+    rf_ps_client_close(chief);
+    rf_fabric_close(f);
+}
+
 void case_shutdown(void)
 {
     pt_cluster cl;

@@ -1,6 +1,7 @@
 /* tests/integration/ps/helper.c: rf_ps_helper, the processes the ps tests
  * start (fork + exec). Roles:
- *   ps --index I --port P          a ps task: prints "READY <port> <incarn.>"
+ *   ps --index I --port P [--chunk-kb K] [--max-workers M]
+ *                                  a ps task: prints "READY <port> <incarn.>"
  *                                  then serves until SHUTDOWN; exit 0 then
  *   push --ps A[,B] --id N --steps S --mode ps|worker --locking 0|1
  *                                  a non-chief worker: looks up "counter" on
@@ -44,7 +45,8 @@ static int role_ps(int argc, char **argv)
     rf_ps_server_options o = {
         .task_index = atoi(arg(argc, argv, "--index", "0")),
         .chunk_bytes = (size_t)atoi(arg(argc, argv, "--chunk-kb", "1024"))
-                       << 10};
+                       << 10,
+        .max_workers = atoi(arg(argc, argv, "--max-workers", "0"))};
     rf_ps_server *s = NULL;
     CHECK_OK(rf_ps_server_start(
         f, pt_host(), (uint16_t)atoi(arg(argc, argv, "--port", "0")), &o, &s));
