@@ -1,6 +1,7 @@
 /* tests/integration/ps/case_dir.c: shard creation and lookup across two ps
  * tasks (directory round trip, partitioned parts, idempotent create, lookup
  * waiting for the chief) and the refusal of mismatched specs. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +178,100 @@ void case_mismatch(void)
 
     /* The matching lookup still works. */
     CHECK_OK(rf_ps_lookup(w, 0, &s, &v));
+    rf_ps_client_close(w);
+    pt_cluster_stop(&cl);
+}
+
+/* Many small shards and one bigger than an arena chunk (its own chunk, a new
+ * region the workers learn about): directories and regions arrive in
+ * several chunks, reads are posted in several rf_post calls (more than the
+ * send queue), pushes wait for room below the ps's receive depth. Checked
+ * against SGD computed here. */
+void case_many(void)
+{
+    enum { NSMALL = 700, SMALL = 10, BIG = 600 * 1024 };
+    pt_cluster cl;
+    pt_cluster_start(&cl, 2);
+    static rf_ps_var *vars[NSMALL + 1];
+    static char names[NSMALL + 1][32];
+    static rf_ps_xfer inits[NSMALL + 1], pulls[NSMALL + 1];
+    pt_buf vals, g, want;
+    size_t total = (size_t)NSMALL * SMALL + BIG;
+    pt_buf_alloc(cl.chief, &vals, total);
+    pt_buf_alloc(cl.chief, &g, total);
+    pt_buf_alloc(cl.chief, &want, total);
+    pt_fill(want.p, total, 5);
+    pt_fill(g.p, total, 6);
+    size_t off = 0;
+    for (int i = 0; i <= NSMALL; i++) {
+        int64_t n = i < NSMALL ? SMALL : BIG;
+        snprintf(names[i], sizeof names[i], "many/v%d", i);
+        rf_ps_shard_spec s = {.name = names[i],
+                              .dtype = RF_F32,
+                              .shape = rf_shape_make(1, &n),
+                              .trainable = true};
+        rf_optim_defaults(RF_OPTIM_SGD, &s.optim);
+        s.optim.learning_rate = 0.25f;
+        CHECK_OK(rf_ps_create(cl.chief, (size_t)i % 2, &s, &vars[i]));
+        size_t bytes = (size_t)n * sizeof(float);
+        pulls[i] = (rf_ps_xfer){.var = vars[i],
+                                .field = RF_PS_FIELD_VALUES,
+                                .buf = vals.p + off,
+                                .len = bytes,
+                                .mr = vals.mr};
+        inits[i] = pulls[i];
+        inits[i].buf = want.p + off;
+        inits[i].mr = want.mr;
+        off += (size_t)n;
+    }
+    /* Initial values in one call, then a second worker looks everything up
+     * (fetching the chunked directories and regions) and pulls. */
+    CHECK_OK(rf_ps_init_values(cl.chief, inits, NSMALL + 1));
+    rf_ps_client *w = pt_client(cl.f, cl.addrs, 2, 1, false);
+    static rf_ps_xfer wp[NSMALL + 1], wg[NSMALL + 1];
+    pt_buf wv, wgb;
+    pt_buf_alloc(w, &wv, total);
+    pt_buf_alloc(w, &wgb, total);
+    memcpy(wgb.p, g.p, total * sizeof(float));
+    off = 0;
+    for (int i = 0; i <= NSMALL; i++) {
+        int64_t n = i < NSMALL ? SMALL : BIG;
+        rf_ps_shard_spec s = {.name = names[i],
+                              .dtype = RF_F32,
+                              .shape = rf_shape_make(1, &n),
+                              .trainable = true};
+        rf_optim_defaults(RF_OPTIM_SGD, &s.optim);
+        s.optim.learning_rate = 0.25f;
+        rf_ps_var *v;
+        CHECK_OK(rf_ps_lookup(w, (size_t)i % 2, &s, &v));
+        wp[i] = (rf_ps_xfer){.var = v,
+                             .field = RF_PS_FIELD_VALUES,
+                             .buf = wv.p + off,
+                             .len = (size_t)n * 4,
+                             .mr = wv.mr};
+        wg[i] = wp[i];
+        wg[i].buf = wgb.p + off;
+        wg[i].mr = wgb.mr;
+        off += (size_t)n;
+    }
+    static rf_ps_var *wvars[NSMALL + 1];
+    for (int i = 0; i <= NSMALL; i++)
+        wvars[i] = wp[i].var;
+    CHECK_OK(rf_ps_wait_initialized(w, wvars, NSMALL + 1, 10, pt_ms(5000)));
+    CHECK_OK(rf_ps_read(w, wp, NSMALL + 1));
+    CHECK(memcmp(wv.p, want.p, total * 4) == 0, "pulled values differ");
+    /* One apply=ps push and one apply=worker push of every shard. */
+    CHECK_OK(rf_ps_push(w, wg, NSMALL + 1, RF_PS_APPLY_PS, false));
+    CHECK_OK(rf_ps_push_wait(w));
+    CHECK_OK(rf_ps_push(w, wg, NSMALL + 1, RF_PS_APPLY_WORKER, true));
+    for (size_t i = 0; i < total; i++) {
+        want.p[i] -= g.p[i] * 0.25f;
+        want.p[i] -= g.p[i] * 0.25f;
+    }
+    CHECK_OK(rf_ps_read(cl.chief, pulls, NSMALL + 1));
+    for (size_t i = 0; i < total; i++)
+        CHECK(memcmp(&want.p[i], &vals.p[i], 4) == 0,
+              "element %zu: %.9g, want %.9g", i, vals.p[i], want.p[i]);
     rf_ps_client_close(w);
     pt_cluster_stop(&cl);
 }
