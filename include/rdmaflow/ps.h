@@ -33,10 +33,10 @@
  *
  * A client may be shared by threads: its calls are serialised (a wait holds
  * the client). Errors are rf_status with rf_error_message() explaining them;
- * the library never exits. RF_ERR_DISCONNECTED / RF_ERR_UNAVAILABLE: a ps went away
- * (call rf_ps_client_reconnect); RF_ERR_ABORTED: a ps restarted (a new
- * incarnation) and its variables are gone until the chief recreates and
- * restores them. */
+ * the library never exits. RF_ERR_DISCONNECTED / RF_ERR_UNAVAILABLE: a ps
+ * went away (call rf_ps_client_reconnect); RF_ERR_ABORTED: a ps restarted
+ * (a new incarnation) and its variables are gone until the chief recreates
+ * and restores them. */
 #ifndef RDMAFLOW_PS_H
 #define RDMAFLOW_PS_H
 
