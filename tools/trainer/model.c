@@ -82,9 +82,9 @@ int tr_model_parse(const char *text, tr_model *out, char *err, size_t errlen)
         out->kind = TR_MODEL_CNN;
         if (!colon) {
             out->nwidths = 3;
-            out->widths[0] = 32;
-            out->widths[1] = 64;
-            out->widths[2] = 256;
+            out->widths[0] = 16;
+            out->widths[1] = 32;
+            out->widths[2] = 128;
             return 0;
         }
         return parse_widths(colon + 1, out, 3, err, errlen);

@@ -131,7 +131,9 @@ case_forms() {
     fi
 }
 
-# determinism ARGS...: two runs alike, a third with another seed differs.
+# determinism ARGS...: two runs alike, a third with another seed differs, and
+# a fourth with --threads=1 is alike too (graph.h: chunking depends only on
+# the shapes, never on the thread count). ARGS should say --threads=2.
 determinism() {
     run "$tmp/a" --seed=7 "$@"
     local ra=$rc
@@ -156,7 +158,12 @@ determinism() {
         <(grep '^step' "$tmp/b" | cut -d, -f1,2) >/dev/null &&
         ok "same seed: identical progress losses" ||
         fail "same seed: progress losses differ"
+    run "$tmp/d" --seed=7 "$@" --threads=1
     la=$(line "$tmp/a" "final loss:")
+    lb=$(line "$tmp/d" "final loss:")
+    [[ $rc -eq 0 && $la == "$lb" ]] &&
+        ok "--threads=1 gives the same: '$lb'" ||
+        fail "--threads=1 differs from --threads=2: '$lb' vs '$la' (exit $rc)"
     lc=$(line "$tmp/c" "final loss:")
     [[ -n $lc && $la != "$lc" ]] &&
         ok "other seed: '$lc'" ||
