@@ -384,13 +384,13 @@ static rf_status connect_all(rf_ps_client *c, bool force)
     long long *next = calloc(n, sizeof *next);
     int *backoff = calloc(n, sizeof *backoff);
     char(*last)[400] = calloc(n, sizeof *last);
-    bool *todo = calloc(n, sizeof *todo);
-    if (!next || !backoff || !last || !todo) {
-        free(next), free(backoff), free(last), free(todo);
+    bool *retry_ps = calloc(n, sizeof *retry_ps);
+    if (!next || !backoff || !last || !retry_ps) {
+        free(next), free(backoff), free(last), free(retry_ps);
         return rf_set_error(RF_ERR_NO_MEMORY, "ps client: out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        todo[i] = force || !c->conns[i].up;
+        retry_ps[i] = force || !c->conns[i].up;
         backoff[i] = BACKOFF_FIRST_MS;
         snprintf(last[i], sizeof last[i], "no answer");
     }
@@ -402,7 +402,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
         bool pending = false;
         long long wake = deadline;
         for (size_t i = 0; i < n; i++) {
-            if (!todo[i])
+            if (!retry_ps[i])
                 continue;
             long long now = cli_now_ms();
             if (now >= next[i] && now < deadline) {
@@ -411,7 +411,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
                     try_connect(&c->conns[i], left > 5000 ? 5000 : (int)left,
                                 last[i], sizeof last[i]);
                 if (r == TRY_OK || r == TRY_RESTARTED) {
-                    todo[i] = false;
+                    retry_ps[i] = false;
                     if (r == TRY_RESTARTED) {
                         size_t used = strlen(restarted);
                         snprintf(restarted + used, sizeof restarted - used,
@@ -438,7 +438,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
             char list[1200] = "";
             size_t count = 0;
             for (size_t i = 0; i < n; i++) {
-                if (!todo[i])
+                if (!retry_ps[i])
                     continue;
                 size_t used = strlen(list);
                 snprintf(list + used, sizeof list - used, "%s%zu (%s)",
@@ -447,7 +447,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
             }
             double secs = c->opt.connect_timeout_ms / 1000.0;
             size_t first = 0;
-            while (!todo[first])
+            while (!retry_ps[first])
                 first++;
             result =
                 rf_set_error(RF_ERR_UNAVAILABLE,
@@ -461,7 +461,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
     if (restarted[0])
         result = rf_set_error(RF_ERR_ABORTED, "%s", restarted);
 out:
-    free(next), free(backoff), free(last), free(todo);
+    free(next), free(backoff), free(last), free(retry_ps);
     return result;
 }
 
