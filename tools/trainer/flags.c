@@ -38,9 +38,6 @@ typedef struct flag_def {
     const char *help;
 } flag_def;
 
-static rf_status parse_int(const char *v, int64_t min, int64_t max,
-                           int64_t *out, char *err, size_t errlen);
-
 /* ---- custom values ------------------------------------------------------ */
 
 static int set_model(tr_flags *f, const char *v, char *err, size_t errlen)
