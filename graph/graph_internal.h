@@ -273,8 +273,8 @@ const rf_op_def *rf_op_def_get(rf_op_type op);
 rf_status rf_op_table_check(void);
 
 /* shape functions (shape_fns.c) */
-rf_status rf_shape_placeholder(const rf_node *, const rf_shape *,
-                               const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_from_attr(const rf_node *, const rf_shape *,
+                             const rf_dtype *, rf_shape *, rf_dtype *);
 rf_status rf_shape_same(const rf_node *, const rf_shape *, const rf_dtype *,
                         rf_shape *, rf_dtype *);
 rf_status rf_shape_noop(const rf_node *, const rf_shape *, const rf_dtype *,
@@ -457,8 +457,8 @@ void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
 /* Nanoseconds on the monotonic clock. */
 uint64_t rf_now_ns(void);
 
-/* BLAS row-major sgemm (blas.c): C[m,n] = A (m x k, or k x m if ta) * B (k x n, or
- * n x k if tb) (+ C if accumulate), lda/ldb/ldc given. */
+/* BLAS row-major sgemm (blas.c): C[m,n] = A (m x k, or k x m if ta) * B (k x n,
+ * or n x k if tb) (+ C if accumulate), lda/ldb/ldc given. */
 void rf_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
               int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
               bool accumulate);

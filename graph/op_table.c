@@ -9,10 +9,10 @@
 
 static const rf_op_def op_table[] = {
     [RF_OP_PLACEHOLDER] = {"Placeholder", 0, 0, ND | RF_OPF_SOURCE,
-                           rf_shape_placeholder, NULL, NULL, NULL},
+                           rf_shape_from_attr, NULL, NULL, NULL},
     [RF_OP_VARIABLE] = {"VariableV2", 0, 0, ND | RF_OPF_SOURCE,
-                        rf_shape_placeholder, NULL, NULL, NULL},
-    [RF_OP_CONST] = {"Const", 0, 0, ND | RF_OPF_SOURCE, rf_shape_placeholder,
+                        rf_shape_from_attr, NULL, NULL, NULL},
+    [RF_OP_CONST] = {"Const", 0, 0, ND | RF_OPF_SOURCE, rf_shape_from_attr,
                      NULL, NULL, NULL},
     [RF_OP_IDENTITY] = {"Identity", 1, 1, RF_OPF_CAN_ALIAS, rf_shape_same, NULL,
                         rf_k_identity, rf_grad_identity},

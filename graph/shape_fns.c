@@ -82,7 +82,7 @@ static rf_status need_rank(const rf_node *n, const rf_shape *s, int lo, int hi,
             return st_;                                                        \
     } while (0)
 
-SHAPE_FN(rf_shape_placeholder)
+SHAPE_FN(rf_shape_from_attr)
 {
     (void)in;
     (void)dt;
