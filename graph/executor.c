@@ -71,6 +71,9 @@ struct rf_plan {
     rf_trace *trace_reg; /* the trace the names are registered with */
     uint64_t trace_gen;
     size_t trace_base;
+    unsigned char *hook; /* per plan node: RF_HOOK_BEFORE | RF_HOOK_AFTER */
+    rf_plan_hook_fn hook_before, hook_after;
+    void *hook_ctx;
 };
 
 /* ---- executor --------------------------------------------------------------
@@ -295,6 +298,7 @@ void rf_plan_destroy(rf_plan *p)
     rf_gfree(p->t0);
     rf_gfree(p->t1);
     rf_gfree(p->ttid);
+    rf_gfree(p->hook);
     pthread_mutex_destroy(&p->err_mu);
     rf_gfree(p);
 }
@@ -876,6 +880,13 @@ static void run_node(void *arg, size_t idx, int tid)
         rf_node *node = p->nodes[idx];
         const rf_op_def *def = rf_op_def_get(node->op);
         p->t0[idx] = rf_now_ns();
+        unsigned hook = p->hook ? p->hook[idx] : 0;
+        if ((hook & RF_HOOK_BEFORE) && p->hook_before &&
+            !atomic_load(&p->failed)) {
+            rf_status st = p->hook_before(p->hook_ctx, node, NULL, tid);
+            if (st != RF_OK)
+                record_error(p, st);
+        }
         if (def->kernel && !atomic_load(&p->failed)) {
             rf_kctx k = {
                 .node = node,
@@ -889,6 +900,12 @@ static void run_node(void *arg, size_t idx, int tid)
                 .nthreads = p->ex->threads,
             };
             rf_status st = def->kernel(&k);
+            if (st != RF_OK)
+                record_error(p, st);
+        }
+        if ((hook & RF_HOOK_AFTER) && p->hook_after &&
+            !atomic_load(&p->failed)) {
+            rf_status st = p->hook_after(p->hook_ctx, node, &p->vals[idx], tid);
             if (st != RF_OK)
                 record_error(p, st);
         }
@@ -1058,4 +1075,59 @@ rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
     p->steps++;
     pthread_mutex_unlock(&ex->run_mu);
     return st;
+}
+
+/* ---- hooks -------------------------------------------------------------- */
+
+static size_t plan_index(const rf_plan *p, const rf_node *node)
+{
+    for (size_t k = 0; k < p->n; k++)
+        if (p->nodes[k] == node)
+            return k;
+    return SIZE_MAX;
+}
+
+void rf_plan_set_hooks(rf_plan *p, rf_plan_hook_fn before,
+                       rf_plan_hook_fn after, void *ctx)
+{
+    if (!p)
+        return;
+    p->hook_before = before;
+    p->hook_after = after;
+    p->hook_ctx = ctx;
+}
+
+rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node, unsigned when)
+{
+    if (!p || !node || (when & ~(RF_HOOK_BEFORE | RF_HOOK_AFTER)))
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_plan_hook_node: bad argument");
+    size_t k = plan_index(p, node);
+    if (k == SIZE_MAX)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_plan_hook_node: '%s' is not part of the plan",
+                            node->name);
+    if (p->source[k])
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_plan_hook_node: '%s' runs no kernel in this "
+                            "plan (fed, Variable or Const)",
+                            node->name);
+    if (!p->hook) {
+        p->hook = rf_gcalloc(p->n ? p->n : 1, 1);
+        if (!p->hook)
+            return rf_set_error(RF_ERR_NO_MEMORY,
+                                "rf_plan_hook_node: no memory");
+    }
+    p->hook[k] |= (unsigned char)when;
+    return RF_OK;
+}
+
+bool rf_plan_contains(const rf_plan *p, const rf_node *node)
+{
+    return p && node && plan_index(p, node) != SIZE_MAX;
+}
+
+rf_node *rf_plan_node(const rf_plan *p, size_t i)
+{
+    return p && i < p->n ? p->nodes[i] : NULL;
 }

@@ -1,7 +1,9 @@
 /* graph/trace.c: per-op timings as Chrome trace event JSON ("X" complete
  * events plus thread/process name metadata), viewable in Perfetto or
  * chrome://tracing. Plans register their node names once per shape
- * generation; events are appended after each run. */
+ * generation; events are appended after each run. Spans added by callers
+ * (rf_trace_add_span: fabric operations, waits) are registered once per
+ * distinct (name, category, args) and appended the same way. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,7 +16,10 @@
 
 typedef struct tnode {
     char *name, *op, *shape;
+    char *args; /* spans: JSON members for "args" (NULL for plan nodes) */
 } tnode;
+
+#define TRACE_MAX_THREAD_NAMES 64
 
 typedef struct tevent {
     size_t ref;
@@ -32,6 +37,9 @@ struct rf_trace {
     char label[128];
     int max_tid;
     uint64_t epoch;
+    size_t *spans; /* indexes of the span tnodes, for lookup */
+    size_t n_spans, cap_spans;
+    char *thread_names[TRACE_MAX_THREAD_NAMES];
 };
 
 uint64_t rf_now_ns(void)
@@ -63,8 +71,12 @@ void rf_trace_destroy(rf_trace *t)
         rf_gfree(t->nodes[i].name);
         rf_gfree(t->nodes[i].op);
         rf_gfree(t->nodes[i].shape);
+        rf_gfree(t->nodes[i].args);
     }
     rf_gfree(t->nodes);
+    rf_gfree(t->spans);
+    for (int i = 0; i < TRACE_MAX_THREAD_NAMES; i++)
+        rf_gfree(t->thread_names[i]);
     rf_gfree(t->ev);
     pthread_mutex_destroy(&t->mu);
     rf_gfree(t);
@@ -101,6 +113,7 @@ size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
         tn->name = rf_gstrdup(names[i]);
         tn->op = rf_gstrdup(ops[i]);
         tn->shape = rf_gstrdup(shapes[i]);
+        tn->args = NULL;
         if (!tn->name || !tn->op || !tn->shape) {
             for (size_t k = 0; k <= i; k++) {
                 rf_gfree(t->nodes[base + k].name);
@@ -141,6 +154,82 @@ void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
     pthread_mutex_unlock(&t->mu);
 }
 
+uint64_t rf_trace_clock_ns(void)
+{
+    return rf_now_ns();
+}
+
+void rf_trace_set_thread_name(rf_trace *t, int tid, const char *name)
+{
+    if (!t || tid < 0 || tid >= TRACE_MAX_THREAD_NAMES || !name)
+        return;
+    char *copy = rf_gstrdup(name);
+    if (!copy)
+        return;
+    pthread_mutex_lock(&t->mu);
+    rf_gfree(t->thread_names[tid]);
+    t->thread_names[tid] = copy;
+    if (tid > t->max_tid)
+        t->max_tid = tid;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* The tnode of a span (name, cat, args), registered on first use; SIZE_MAX
+ * when out of memory. Called with t->mu held. */
+static size_t span_ref(rf_trace *t, const char *name, const char *cat,
+                       const char *args)
+{
+    for (size_t i = t->n_spans; i-- > 0;) {
+        const tnode *n = &t->nodes[t->spans[i]];
+        if (!strcmp(n->name, name) && !strcmp(n->op, cat) &&
+            !strcmp(n->args, args))
+            return t->spans[i];
+    }
+    if (t->n_spans == t->cap_spans) {
+        size_t cap = t->cap_spans ? 2 * t->cap_spans : 64;
+        size_t *sp = rf_grealloc(t->spans, cap * sizeof *sp);
+        if (!sp)
+            return SIZE_MAX;
+        t->spans = sp;
+        t->cap_spans = cap;
+    }
+    if (t->n_nodes == t->cap_nodes) {
+        size_t cap = t->cap_nodes ? 2 * t->cap_nodes : 64;
+        tnode *nodes = rf_grealloc(t->nodes, cap * sizeof *nodes);
+        if (!nodes)
+            return SIZE_MAX;
+        t->nodes = nodes;
+        t->cap_nodes = cap;
+    }
+    tnode *tn = &t->nodes[t->n_nodes];
+    tn->name = rf_gstrdup(name);
+    tn->op = rf_gstrdup(cat);
+    tn->shape = rf_gstrdup("");
+    tn->args = rf_gstrdup(args);
+    if (!tn->name || !tn->op || !tn->shape || !tn->args) {
+        rf_gfree(tn->name);
+        rf_gfree(tn->op);
+        rf_gfree(tn->shape);
+        rf_gfree(tn->args);
+        return SIZE_MAX;
+    }
+    t->spans[t->n_spans++] = t->n_nodes;
+    return t->n_nodes++;
+}
+
+void rf_trace_add_span(rf_trace *t, const char *name, const char *cat,
+                       const char *args, uint64_t ts_ns, uint64_t dur_ns,
+                       int tid, uint64_t step)
+{
+    if (!t || !name || !cat)
+        return;
+    pthread_mutex_lock(&t->mu);
+    size_t ref = span_ref(t, name, cat, args ? args : "");
+    pthread_mutex_unlock(&t->mu);
+    if (ref != SIZE_MAX)
+        rf_trace_add(t, ref, ts_ns, dur_ns, tid, step);
+}
+
 static void json_str(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -173,11 +262,19 @@ rf_status rf_trace_write_json(const rf_trace *t, const char *path)
             t->pid);
     json_str(f, t->label[0] ? t->label : "rdmaflow");
     fprintf(f, "}}");
-    for (int tid = 0; tid <= t->max_tid; tid++)
+    for (int tid = 0; tid <= t->max_tid; tid++) {
+        char def[32];
+        snprintf(def, sizeof def, "%s %d", tid == 0 ? "caller" : "worker", tid);
+        const char *tname = tid < TRACE_MAX_THREAD_NAMES && t->thread_names[tid]
+                                ? t->thread_names[tid]
+                                : def;
         fprintf(f,
                 ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,"
-                "\"tid\":%d,\"args\":{\"name\":\"%s %d\"}}",
-                t->pid, tid, tid == 0 ? "caller" : "worker", tid);
+                "\"tid\":%d,\"args\":{\"name\":",
+                t->pid, tid);
+        json_str(f, tname);
+        fprintf(f, "}}");
+    }
     for (size_t i = 0; i < t->n_ev; i++) {
         const tevent *e = &t->ev[i];
         const tnode *n = &t->nodes[e->ref];
@@ -188,8 +285,14 @@ rf_status rf_trace_write_json(const rf_trace *t, const char *path)
         json_str(f, n->op);
         fprintf(f,
                 ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,"
-                "\"tid\":%d,\"args\":{\"op\":",
+                "\"tid\":%d,\"args\":{",
                 (double)ts / 1000.0, (double)e->dur / 1000.0, t->pid, e->tid);
+        if (n->args) { /* a span: the caller's members, then the step */
+            fprintf(f, "%s%s\"step\":%llu}}", n->args, n->args[0] ? "," : "",
+                    (unsigned long long)e->step);
+            continue;
+        }
+        fprintf(f, "\"op\":");
         json_str(f, n->op);
         fprintf(f, ",\"step\":%llu,\"shape\":", (unsigned long long)e->step);
         json_str(f, n->shape);

@@ -521,6 +521,29 @@ void rf_plan_destroy(rf_plan *p);
 rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
                       rf_tensor *fetch_out);
 size_t rf_plan_num_nodes(const rf_plan *p);
+
+/* Hooks (TensorFlow's Send/Recv points, for the distributed runtime). A node
+ * marked RF_HOOK_BEFORE calls before() on the executor thread just before
+ * its kernel runs (e.g. to wait for the remote read of a variable it
+ * consumes); a node marked RF_HOOK_AFTER calls after() just after, with its
+ * value (e.g. to push a gradient while backprop goes on). value is NULL for
+ * before(). Hooks of different nodes run concurrently on different threads;
+ * tid is the executor thread (0 = the caller of rf_plan_run). A hook's
+ * failure fails the run with its status and rf_error_message(). Only nodes
+ * that run a kernel can be marked (a fed node, Variable or Const cannot:
+ * RF_ERR_INVALID_ARG), and only nodes of the plan. Set before a run. */
+typedef rf_status (*rf_plan_hook_fn)(void *ctx, rf_node *node,
+                                     const rf_tensor *value, int tid);
+#define RF_HOOK_BEFORE 1u
+#define RF_HOOK_AFTER  2u
+void rf_plan_set_hooks(rf_plan *p, rf_plan_hook_fn before,
+                       rf_plan_hook_fn after, void *ctx);
+rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node, unsigned when);
+/* Whether node is part of the plan (runs or is read by it). */
+bool rf_plan_contains(const rf_plan *p, const rf_node *node);
+/* The plan's nodes in topological order (for the distributed runtime to
+ * find the consumers of remote variables). */
+rf_node *rf_plan_node(const rf_plan *p, size_t i);
 size_t rf_plan_arena_bytes(const rf_plan *p);
 /* Number of runs so far. */
 uint64_t rf_plan_steps(const rf_plan *p);
@@ -536,6 +559,19 @@ void rf_trace_set_process(rf_trace *t, int pid, const char *label);
  * "args":{"op","step","shape"}},...]} (ts/dur in microseconds) plus thread
  * and process name metadata events. */
 rf_status rf_trace_write_json(const rf_trace *t, const char *path);
+/* The trace's clock (CLOCK_MONOTONIC nanoseconds), for rf_trace_add_span. */
+uint64_t rf_trace_clock_ns(void);
+/* Appends a complete event the caller timed (a fabric operation, a wait):
+ * name (e.g. "READ dense/kernel"), category cat (e.g. "fabric"), args the
+ * JSON object members to put in "args" (e.g. "\"bytes\":1024", or NULL),
+ * to which "step" is added. Thread-safe; allocates only the first time a
+ * (name, cat, args) triple is seen and when the event buffer grows. */
+void rf_trace_add_span(rf_trace *t, const char *name, const char *cat,
+                       const char *args, uint64_t ts_ns, uint64_t dur_ns,
+                       int tid, uint64_t step);
+/* Names thread tid (0..63) in the trace's metadata (default "caller" for 0,
+ * "worker N" for the executor's pool threads). */
+void rf_trace_set_thread_name(rf_trace *t, int tid, const char *name);
 
 /* ---- Allocation accounting ----------------------------------------------- */
 

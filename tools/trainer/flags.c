@@ -33,8 +33,9 @@ typedef struct flag_def {
     double min, max;
     bool min_open;
     flag_fn fn;
-    bool distributed; /* not available yet */
-    const char *arg;  /* value placeholder in --help */
+    bool distributed;    /* meaningful only in a distributed run */
+    bool optional_value; /* "--name" alone means "--name=true" */
+    const char *arg;     /* value placeholder in --help */
     const char *help;
 } flag_def;
 
@@ -91,58 +92,11 @@ static int one_of(const char *v, const char *const *choices, char *err,
     return -1;
 }
 
-static int set_job_name(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    static const char *const jobs[] = {"ps", "worker", NULL};
-    if (one_of(v, jobs, err, errlen) != 0)
-        return -1;
-    f->job_name = v;
-    return 0;
-}
-
-static int set_apply(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    static const char *const modes[] = {"ps", "worker", "sync", NULL};
-    if (one_of(v, modes, err, errlen) != 0)
-        return -1;
-    f->apply = v;
-    return 0;
-}
-
-/* "host:port,host:port,...", port in [1, 65535]. */
-static int check_hosts(const char *v, char *err, size_t errlen)
-{
-    const char *p = v;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *colon = memrchr(p, ':', len);
-        long port = 0;
-        bool ok = colon && colon > p && colon + 1 < p + len;
-        for (const char *c = colon ? colon + 1 : p; ok && c < p + len; c++) {
-            ok = *c >= '0' && *c <= '9' && port <= 65535;
-            port = port * 10 + (*c - '0');
-        }
-        if (!ok || port < 1 || port > 65535) {
-            long item = 1;
-            for (const char *c = v; c < p; c++)
-                item += *c == ',';
-            snprintf(err, errlen,
-                     "'%.*s' (item %ld of '%s') is not host:port with a port "
-                     "in [1, 65535]",
-                     (int)len, p, item, v);
-            return -1;
-        }
-        if (!end)
-            return 0;
-        p = end + 1;
-    }
-}
-
+/* The cluster flags are kept as given: rf_cluster_resolve checks them
+ * together with TF_CONFIG and names the flag in its errors. */
 static int set_ps_hosts(tr_flags *f, const char *v, char *err, size_t errlen)
 {
-    if (check_hosts(v, err, errlen) != 0)
-        return -1;
+    (void)err, (void)errlen;
     f->ps_hosts = v;
     return 0;
 }
@@ -150,9 +104,44 @@ static int set_ps_hosts(tr_flags *f, const char *v, char *err, size_t errlen)
 static int set_worker_hosts(tr_flags *f, const char *v, char *err,
                             size_t errlen)
 {
-    if (check_hosts(v, err, errlen) != 0)
-        return -1;
+    (void)err, (void)errlen;
     f->worker_hosts = v;
+    return 0;
+}
+
+static int set_job_name(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    f->job_name = v;
+    return 0;
+}
+
+static int set_task_index(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    f->task_index = v;
+    return 0;
+}
+
+static int set_apply(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    static const char *const modes[] = {"ps", "worker", NULL};
+    if (one_of(v, modes, err, errlen) != 0)
+        return -1;
+    f->apply = v;
+    f->apply_mode = strcmp(v, "ps") ? RF_PS_APPLY_WORKER : RF_PS_APPLY_PS;
+    return 0;
+}
+
+/* --explain (text), --explain=text|json|true|false, --noexplain. */
+static int set_explain(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    static const char *const kinds[] = {"text", "json", "true", "false", NULL};
+    if (one_of(v, kinds, err, errlen) != 0)
+        return -1;
+    f->explain = !strcmp(v, "json")    ? TR_EXPLAIN_JSON
+                 : !strcmp(v, "false") ? TR_EXPLAIN_NONE
+                                       : TR_EXPLAIN_TEXT;
     return 0;
 }
 
@@ -248,46 +237,60 @@ static const flag_def flag_table[] = {
      .max = 10000,
      .arg = "N",
      .help = "test examples per evaluation step (default 1000)"},
-    /* distributed mode (next issue): parsed and validated, then refused */
+    {.name = "variables_out",
+     .kind = FK_STRING,
+     .offset = FIELD(variables_out),
+     .arg = "FILE",
+     .help = "write the final variables (values, optimizer slots, "
+             "global_step) as safetensors; distributed: the chief, after "
+             "every worker is done"},
+    /* distributed training (TensorFlow's classic trainer flags; TF_CONFIG
+     * is read too, the flags override it field by field) */
     {.name = "ps_hosts",
      .kind = FK_CUSTOM,
      .fn = set_ps_hosts,
      .distributed = true,
      .arg = "H:P,...",
-     .help = "parameter-server tasks (distributed; not available yet)"},
+     .help = "parameter-server tasks, in task order"},
     {.name = "worker_hosts",
      .kind = FK_CUSTOM,
      .fn = set_worker_hosts,
      .distributed = true,
      .arg = "H:P,...",
-     .help = "worker tasks (distributed; not available yet)"},
+     .help = "worker tasks, in task order (worker 0 is the chief)"},
     {.name = "job_name",
      .kind = FK_CUSTOM,
      .fn = set_job_name,
      .distributed = true,
      .arg = "ps|worker",
-     .help = "this task's job (distributed; not available yet)"},
+     .help = "this task's job"},
     {.name = "task_index",
-     .kind = FK_INT,
-     .offset = FIELD(task_index),
-     .min = 0,
-     .max = 65535,
+     .kind = FK_CUSTOM,
+     .fn = set_task_index,
      .distributed = true,
      .arg = "I",
-     .help = "this task's index in its job (distributed; not available "
-             "yet)"},
+     .help = "this task's index in its job"},
     {.name = "apply",
      .kind = FK_CUSTOM,
      .fn = set_apply,
      .distributed = true,
-     .arg = "ps|worker|sync",
-     .help = "where updates are applied (distributed; not available yet)"},
-    {.name = "explain",
+     .arg = "ps|worker",
+     .help = "where the optimizer runs: ps = the ps task applies the pushed "
+             "gradient (default), worker = read, apply here, write back"},
+    {.name = "use_locking",
      .kind = FK_BOOL,
-     .offset = FIELD(explain),
+     .offset = FIELD(use_locking),
      .distributed = true,
-     .help = "print placement and bindings (distributed; not available "
-             "yet)"},
+     .help = "with --apply=worker, hold each shard's lock word "
+             "(compare-and-swap) during its update"},
+    {.name = "explain",
+     .kind = FK_CUSTOM,
+     .fn = set_explain,
+     .optional_value = true,
+     .arg = "[text|json]",
+     .help = "before training, print the cluster, each variable's shard "
+             "placement, the fabric and NUMA binding, and the operations "
+             "of one step (json: one line of JSON)"},
 };
 
 #define NFLAGS (sizeof flag_table / sizeof flag_table[0])
@@ -406,7 +409,8 @@ static void set_defaults(tr_flags *f)
     f->trace_steps = 100;
     f->log_every = 500;
     f->eval_batch_size = 1000;
-    f->task_index = 0;
+    f->apply = "ps";
+    f->apply_mode = RF_PS_APPLY_PS;
 }
 
 /* The defaults are the README's commands: the MLP reaches >= 0.88 test
@@ -492,7 +496,7 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
         const char *value = eq ? eq + 1 : NULL;
         if (!d && !eq && nlen > 2 && !strncmp(body, "no", 2)) {
             d = find_flag(body + 2, nlen - 2);
-            if (d && d->kind != FK_BOOL) {
+            if (d && d->kind != FK_BOOL && !d->optional_value) {
                 snprintf(err, errlen, "--%s: --no%s is only for boolean flags",
                          d->name, d->name);
                 return -1;
@@ -504,7 +508,7 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
                      (int)nlen, body);
             return -1;
         }
-        if (!value && d->kind == FK_BOOL)
+        if (!value && (d->kind == FK_BOOL || d->optional_value))
             value = "true";
         if (!value) {
             if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) {
@@ -522,15 +526,6 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
     }
     if (f->help)
         return 0;
-    if (f->distributed_flag) {
-        snprintf(err, errlen,
-                 "--%s: distributed mode is not available yet; this "
-                 "rf-trainer trains locally only (drop --ps_hosts, "
-                 "--worker_hosts, --job_name, --task_index, --apply and "
-                 "--explain)",
-                 f->distributed_flag);
-        return -1;
-    }
     resolve_model_defaults(f);
     return resolve_optimizer(f, err, errlen);
 }
@@ -539,8 +534,10 @@ void tr_flags_usage(FILE *out, const char *prog)
 {
     fprintf(out,
             "usage: %s [--flag=value | --flag value]...\n"
-            "Trains a model on Fashion-MNIST in this process and reports "
-            "test accuracy.\n\nflags:\n",
+            "Trains a model on Fashion-MNIST and reports test accuracy: in "
+            "this process, or\nas one task of a ps/worker cluster "
+            "(--ps_hosts, --worker_hosts, --job_name,\n--task_index, or "
+            "TF_CONFIG; run the same command once per task).\n\nflags:\n",
             prog);
     for (size_t i = 0; i < NFLAGS; i++) {
         const flag_def *d = &flag_table[i];

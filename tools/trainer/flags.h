@@ -1,9 +1,8 @@
 /* tools/trainer/flags.h: rf-trainer's command line. TensorFlow/absl style:
  * "--name=value" or "--name value"; booleans "--name", "--name=true|false",
- * "--noname". Every flag is one row of a table in flags.c, so the
- * distributed flags (--ps_hosts, --worker_hosts, --job_name, --task_index,
- * --apply, --explain) are already parsed and validated; until the
- * distributed runtime lands, giving one is a usage error. */
+ * "--noname". Every flag is one row of a table in flags.c. The cluster flags
+ * (--ps_hosts, --worker_hosts, --job_name, --task_index) are kept as text
+ * and checked by rf_cluster_resolve together with TF_CONFIG. */
 #ifndef RF_TRAINER_FLAGS_H
 #define RF_TRAINER_FLAGS_H
 
@@ -14,34 +13,44 @@
 
 #include "model.h"
 #include "rdmaflow/optim.h"
+#include "rdmaflow/ps.h"
 
 /* Exit status for a usage error (unknown flag, malformed or out-of-range
  * value); 1 is a runtime failure. */
 #define TR_EXIT_USAGE 2
 
+typedef enum tr_explain {
+    TR_EXPLAIN_NONE = 0,
+    TR_EXPLAIN_TEXT,
+    TR_EXPLAIN_JSON,
+} tr_explain;
+
 typedef struct tr_flags {
     /* local training */
-    tr_model model;          /* --model */
-    char model_text[128];    /* as given, for the report */
-    const char *optimizer;   /* --optimizer, as given */
-    rf_optim_config optim;   /* resolved hyper-parameters */
-    double learning_rate;    /* --learning_rate (NAN: tool default) */
-    double momentum;         /* --momentum (NAN: tool default) */
-    int64_t batch_size;      /* --batch_size */
-    int64_t train_steps;     /* --train_steps (StopAtStepHook) */
-    uint64_t seed;           /* --seed */
-    int64_t threads;         /* --threads (0: online CPUs) */
-    const char *data_dir;    /* --data_dir (NULL: library default) */
-    const char *trace_path;  /* --trace (NULL: none) */
-    int64_t trace_steps;     /* --trace_steps */
-    int64_t log_every;       /* --log_every (0: never) */
-    int64_t eval_batch_size; /* --eval_batch_size */
-    bool help;               /* --help / -h */
-    /* distributed (parsed, not yet available) */
-    const char *ps_hosts, *worker_hosts, *job_name, *apply;
-    int64_t task_index;
-    bool explain;
-    const char *distributed_flag; /* first distributed flag given, or NULL */
+    tr_model model;            /* --model */
+    char model_text[128];      /* as given, for the report */
+    const char *optimizer;     /* --optimizer, as given */
+    rf_optim_config optim;     /* resolved hyper-parameters */
+    double learning_rate;      /* --learning_rate (NAN: tool default) */
+    double momentum;           /* --momentum (NAN: tool default) */
+    int64_t batch_size;        /* --batch_size */
+    int64_t train_steps;       /* --train_steps (StopAtStepHook) */
+    uint64_t seed;             /* --seed */
+    int64_t threads;           /* --threads (0: online CPUs) */
+    const char *data_dir;      /* --data_dir (NULL: library default) */
+    const char *trace_path;    /* --trace (NULL: none) */
+    int64_t trace_steps;       /* --trace_steps */
+    int64_t log_every;         /* --log_every (0: never) */
+    int64_t eval_batch_size;   /* --eval_batch_size */
+    bool help;                 /* --help / -h */
+    const char *variables_out; /* --variables_out (NULL: none) */
+    /* distributed: the cluster flags as given (NULL: not given) */
+    const char *ps_hosts, *worker_hosts, *job_name, *task_index;
+    const char *apply; /* --apply as given ("ps" by default) */
+    rf_ps_apply_mode apply_mode;
+    bool use_locking;
+    tr_explain explain;
+    const char *distributed_flag; /* first distributed-only flag given */
 } tr_flags;
 
 /* Parses argv into *out (defaults first). On a usage error returns -1 with

@@ -1,17 +1,20 @@
-/* tools/trainer/main.c: rf-trainer, local mode. Trains a softmax, MLP or CNN
- * classifier on Fashion-MNIST in this process with the graph executor and
- * reports the test accuracy (the distributed ps/worker mode comes with the
- * distributed runtime). Exit status: 0 success, 1 runtime error, 2 usage
- * error. Deterministic for a fixed --seed and --threads. */
-#include <errno.h>
+/* tools/trainer/main.c: rf-trainer. Trains a softmax, MLP or CNN classifier
+ * on Fashion-MNIST and reports the test accuracy, either in this process
+ * (local mode) or as one task of a ps/worker cluster, TensorFlow 1.x's
+ * classic trainer: the same command runs once per task with --ps_hosts,
+ * --worker_hosts, --job_name and --task_index (or TF_CONFIG); see dist.h.
+ * Exit status: 0 success, 1 runtime error, 2 usage error. Local runs are
+ * deterministic for a fixed --seed and --threads. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "blas_core.h"
+#include "dist.h"
+#include "export.h"
 #include "flags.h"
-#include "rdmaflow/data.h"
+#include "report.h"
 #include "session.h"
 #include "train.h"
 
@@ -21,67 +24,30 @@ static int fail(const char *what, const char *msg)
     return 1;
 }
 
-static void print_config(const tr_flags *f, const tr_session *s,
-                         const rf_dataset *train, const rf_dataset *test,
-                         const char *data_dir)
-{
-    char buf[512];
-    tr_model_describe(&f->model, buf, sizeof buf);
-    printf("model: %s, %zu parameters\n", buf, tr_model_num_params(s->g));
-    rf_optim_format(&f->optim, buf, sizeof buf);
-    printf("optimizer: %s\n", buf);
-    printf("data: %s: %zu training, %zu test examples\n", data_dir,
-           rf_dataset_size(train), rf_dataset_size(test));
-    printf("training: batch_size %" PRId64 ", train_steps %" PRId64
-           " (%.2f epochs), seed %" PRIu64 ", %d threads\n",
-           f->batch_size, f->train_steps,
-           (double)f->train_steps * (double)f->batch_size /
-               (double)rf_dataset_size(train),
-           f->seed, rf_executor_threads(s->ex));
-    fflush(stdout);
-}
-
-/* Fails early, before any training, if the trace file cannot be written. */
-static int check_trace_path(const char *path)
-{
-    FILE *fp = fopen(path, "w");
-    if (!fp) {
-        fprintf(stderr, "rf-trainer: --trace: cannot write %s: %s\n", path,
-                strerror(errno));
-        return -1;
-    }
-    fclose(fp);
-    return 0;
-}
-
-static int run(const tr_flags *f)
+static int run_local(const tr_flags *f)
 {
     char err[1024];
-    const char *dir = f->data_dir;
-    if (!dir)
-        dir = getenv("RF_FASHION_MNIST_DIR");
-    if (!dir || !*dir)
-        dir = RF_FASHION_MNIST_DIR;
     rf_dataset *train = NULL, *test = NULL;
     rf_trace *trace = NULL;
     tr_session s = {0};
     int rc = 1;
-    if (f->trace_path && check_trace_path(f->trace_path) != 0)
+    double t_load = 0;
+    if (f->trace_path && tr_check_trace_path(f->trace_path) != 0)
         return 1;
-    double t_load = tr_now();
-    if (rf_dataset_load_fashion_mnist(dir, RF_DATA_TRAIN, &train) != RF_OK ||
-        rf_dataset_load_fashion_mnist(dir, RF_DATA_TEST, &test) != RF_OK) {
-        rc = fail("cannot load Fashion-MNIST (--data_dir)", rf_error_message());
-        goto out;
-    }
-    t_load = tr_now() - t_load;
-    if (tr_session_create(
-            f, (int)rf_dataset_rows(train), (int)rf_dataset_cols(train),
-            (int)rf_dataset_num_classes(train), &s, err, sizeof err) != 0) {
+    if (tr_load_data(f, &train, &test, &t_load, err, sizeof err) != 0)
+        return fail("data", err);
+    if (tr_session_create(f, (int)rf_dataset_rows(train),
+                          (int)rf_dataset_cols(train),
+                          (int)rf_dataset_num_classes(train), NULL, &s, err,
+                          sizeof err) != 0) {
         rc = fail("setup", err);
         goto out;
     }
-    print_config(f, &s, train, test, dir);
+    tr_print_config(f, &s, train, test, tr_data_dir(f));
+    if (f->explain != TR_EXPLAIN_NONE)
+        printf("explain: local run: every variable and op in this process, "
+               "no fabric (give --ps_hosts/--worker_hosts/--job_name/"
+               "--task_index for a cluster)\n");
     if (f->trace_path && rf_trace_create(&trace) != RF_OK) {
         rc = fail("--trace", rf_error_message());
         goto out;
@@ -90,39 +56,25 @@ static int run(const tr_flags *f)
         rf_trace_set_process(trace, 0, "rf-trainer (local)");
 
     tr_train_result tr;
+    rf_dataset_set_shuffle(train, true, f->seed);
     if (tr_train(f, &s, train, trace, stdout, &tr, err, sizeof err) != 0) {
         rc = fail("training", err);
         goto out;
     }
-    if (trace) {
-        if (rf_trace_write_json(trace, f->trace_path) != RF_OK) {
-            rc = fail("--trace", rf_error_message());
-            goto out;
-        }
-        printf("trace: %zu events written to %s\n", rf_trace_num_events(trace),
-               f->trace_path);
+    if (trace && tr_write_trace(trace, f->trace_path, err, sizeof err) != 0) {
+        rc = fail("--trace", err);
+        goto out;
     }
-    if (tr.steps > 0) {
-        printf("final loss: %.9g (global_step %" PRId64 ")\n", tr.final_loss,
-               tr.global_step);
-        printf("training: %" PRId64 " steps of %" PRId64
-               " in %.2f s, %.0f examples/s (data load %.2f s)\n",
-               tr.steps, f->batch_size, tr.seconds,
-               (double)tr.steps * (double)f->batch_size / tr.seconds, t_load);
-    } else {
-        printf("training: nothing to do (global_step %" PRId64
-               " >= train_steps %" PRId64 ")\n",
-               tr.global_step, f->train_steps);
-    }
-    tr_eval_result ev;
-    if (tr_evaluate(f, &s, test, &ev, err, sizeof err) != 0) {
+    tr_print_training(f, &tr, t_load);
+    if (tr_report_accuracy(f, &s, test, err, sizeof err) != 0) {
         rc = fail("evaluation", err);
         goto out;
     }
-    printf("test accuracy: %.4f (%" PRId64 " of %" PRId64
-           " correct, evaluated in %.2f s)\n",
-           (double)ev.correct / (double)ev.total, ev.correct, ev.total,
-           ev.seconds);
+    if (f->variables_out &&
+        tr_export_variables(s.g, f->variables_out, err, sizeof err) != 0) {
+        rc = fail("--variables_out", err);
+        goto out;
+    }
     rc = 0;
 out:
     fflush(stdout);
@@ -146,6 +98,42 @@ int main(int argc, char **argv)
         tr_flags_usage(stdout, "rf-trainer");
         return 0;
     }
-    tr_blas_report(stdout);
-    return run(&f);
+    rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
+                           .worker_hosts = f.worker_hosts,
+                           .job_name = f.job_name,
+                           .task_index = f.task_index};
+    rf_cluster *cluster = NULL;
+    rf_status st = rf_cluster_resolve(&cf, getenv("TF_CONFIG"), &cluster);
+    if (st != RF_OK) {
+        fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
+        return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
+    }
+    if (!cluster) {
+        if (f.distributed_flag) {
+            fprintf(stderr,
+                    "rf-trainer: --%s: only for distributed training (give "
+                    "--ps_hosts, --worker_hosts, --job_name and "
+                    "--task_index, or TF_CONFIG)\n",
+                    f.distributed_flag);
+            return TR_EXIT_USAGE;
+        }
+        tr_blas_report(stdout);
+        return run_local(&f);
+    }
+    const rf_cluster_task *self = rf_cluster_self(cluster);
+    int rc;
+    if (!strcmp(self->job, "ps")) {
+        rc = tr_run_ps(&f, cluster);
+    } else if (!strcmp(self->job, "worker") || !strcmp(self->job, "chief")) {
+        tr_blas_report(stdout);
+        rc = tr_run_worker(&f, cluster);
+    } else {
+        fprintf(stderr,
+                "rf-trainer: --job_name: the %s job does not train (this "
+                "trainer runs ps, worker and chief tasks)\n",
+                self->job);
+        rc = TR_EXIT_USAGE;
+    }
+    rf_cluster_destroy(cluster);
+    return rc;
 }

@@ -1,12 +1,15 @@
-/* tools/trainer/session.c: builds the local training graph and its
- * executor (see session.h). */
+/* tools/trainer/session.c: builds the training graph and its executor (see
+ * session.h). */
 #include "session.h"
+
+#include "rdmaflow/device.h"
 
 #include <stdio.h>
 #include <string.h>
 
 int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
-                      tr_session *s, char *err, size_t errlen)
+                      rf_replica_device_setter *setter, tr_session *s,
+                      char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->example_dim = (size_t)rows * (size_t)cols;
@@ -17,6 +20,14 @@ int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
     }
     rf_graph *g = s->g;
     rf_graph_set_seed(g, f->seed);
+    if (setter && rf_graph_push_replica_device_setter(g, setter) != RF_OK) {
+        snprintf(err, errlen, "replica_device_setter: %s", rf_error_message());
+        goto fail;
+    }
+    /* get_or_create_global_step first, as the classic trainer does: with
+     * round-robin placement it lands on ps task 0, where the cluster's
+     * global_step word is. */
+    s->global_step = rf_global_step(g);
     s->x =
         rf_placeholder(g, RF_F32, RF_SHAPE(-1, (int64_t)s->example_dim), "x");
     s->y = rf_placeholder(g, RF_I32, RF_SHAPE(-1), "y");
@@ -34,12 +45,13 @@ int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
         snprintf(err, errlen, "building the model: %s", rf_graph_error(g));
         goto fail;
     }
-    s->global_step = rf_global_step(g);
     if (!s->global_step || rf_minimize(g, &f->optim, s->loss, s->global_step,
                                        &s->train_op) != RF_OK) {
         snprintf(err, errlen, "building the optimizer: %s", rf_error_message());
         goto fail;
     }
+    if (setter)
+        rf_device_fn_pop(g);
     if (rf_graph_initialize_variables(g) != RF_OK) {
         snprintf(err, errlen, "initializing variables: %s", rf_error_message());
         goto fail;

@@ -1,11 +1,12 @@
-/* tools/trainer/session.h: the training graph of a local run and what runs
- * it: input placeholders, the model's logits, the mean cross-entropy loss,
+/* tools/trainer/session.h: the training graph and what runs it: input
+ * placeholders, the model's logits, the mean cross-entropy loss,
  * Optimizer.minimize with global_step, the number of correct predictions
  * for evaluation, and the executor. */
 #ifndef RF_TRAINER_SESSION_H
 #define RF_TRAINER_SESSION_H
 
 #include "flags.h"
+#include "rdmaflow/device.h"
 #include "rdmaflow/graph.h"
 
 typedef struct tr_session {
@@ -22,10 +23,13 @@ typedef struct tr_session {
 } tr_session;
 
 /* Builds the graph (seeded with f->seed), initializes the variables and
- * creates the executor. On error returns -1 with a message in err and
- * leaves nothing allocated. */
+ * creates the executor. With setter (a distributed worker), the whole graph
+ * is built under tf.device(replica_device_setter): variables on the ps
+ * tasks, everything else on this worker. On error returns -1 with a message
+ * in err and leaves nothing allocated. */
 int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
-                      tr_session *s, char *err, size_t errlen);
+                      rf_replica_device_setter *setter, tr_session *s,
+                      char *err, size_t errlen);
 void tr_session_destroy(tr_session *s);
 
 #endif

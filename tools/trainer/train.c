@@ -44,7 +44,6 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
                  rf_error_message());
         goto out;
     }
-    rf_dataset_set_shuffle(train, true, f->seed);
     rf_tensor in[2] = {
         rf_tensor_make(RF_F32, RF_SHAPE((int64_t)bs, (int64_t)s->example_dim),
                        xb),

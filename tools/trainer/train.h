@@ -19,7 +19,7 @@ typedef struct tr_train_result {
     double seconds;      /* wall time of the training loop */
 } tr_train_result;
 
-/* Trains on train (shuffled with f->seed) until global_step reaches
+/* Trains on train (the caller sets its shuffling) until global_step reaches
  * f->train_steps, printing progress to out every f->log_every steps. With
  * trace non-NULL, traces the first f->trace_steps steps. -1 with err on
  * failure (an executor error or a non-finite loss). */

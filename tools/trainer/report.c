@@ -1,0 +1,114 @@
+/* tools/trainer/report.c: what local and distributed runs share: the
+ * data directory, the configuration summary, the trace-path check, and
+ * loading Fashion-MNIST. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+const char *tr_data_dir(const tr_flags *f)
+{
+    const char *dir = f->data_dir;
+    if (!dir)
+        dir = getenv("RF_FASHION_MNIST_DIR");
+    if (!dir || !*dir)
+        dir = RF_FASHION_MNIST_DIR;
+    return dir;
+}
+
+int tr_load_data(const tr_flags *f, rf_dataset **train, rf_dataset **test,
+                 double *seconds, char *err, size_t errlen)
+{
+    const char *dir = tr_data_dir(f);
+    double t = tr_now();
+    *train = *test = NULL;
+    if (rf_dataset_load_fashion_mnist(dir, RF_DATA_TRAIN, train) != RF_OK ||
+        rf_dataset_load_fashion_mnist(dir, RF_DATA_TEST, test) != RF_OK) {
+        snprintf(err, errlen, "cannot load Fashion-MNIST (--data_dir): %s",
+                 rf_error_message());
+        rf_dataset_free(*train);
+        *train = NULL;
+        return -1;
+    }
+    *seconds = tr_now() - t;
+    return 0;
+}
+
+void tr_print_config(const tr_flags *f, const tr_session *s,
+                     const rf_dataset *train, const rf_dataset *test,
+                     const char *data_dir)
+{
+    char buf[512];
+    tr_model_describe(&f->model, buf, sizeof buf);
+    printf("model: %s, %zu parameters\n", buf, tr_model_num_params(s->g));
+    rf_optim_format(&f->optim, buf, sizeof buf);
+    printf("optimizer: %s\n", buf);
+    printf("data: %s: %zu training, %zu test examples\n", data_dir,
+           rf_dataset_size(train), rf_dataset_size(test));
+    printf("training: batch_size %" PRId64 ", train_steps %" PRId64
+           " (%.2f epochs), seed %" PRIu64 ", %d threads\n",
+           f->batch_size, f->train_steps,
+           (double)f->train_steps * (double)f->batch_size /
+               (double)rf_dataset_size(train),
+           f->seed, rf_executor_threads(s->ex));
+    fflush(stdout);
+}
+
+/* Fails early, before any training, if the trace file cannot be written. */
+int tr_check_trace_path(const char *path)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp) {
+        fprintf(stderr, "rf-trainer: --trace: cannot write %s: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    fclose(fp);
+    return 0;
+}
+
+int tr_write_trace(rf_trace *trace, const char *path, char *err, size_t errlen)
+{
+    if (rf_trace_write_json(trace, path) != RF_OK) {
+        snprintf(err, errlen, "%s", rf_error_message());
+        return -1;
+    }
+    printf("trace: %zu events written to %s\n", rf_trace_num_events(trace),
+           path);
+    return 0;
+}
+
+void tr_print_training(const tr_flags *f, const tr_train_result *tr,
+                       double t_load)
+{
+    if (tr->steps > 0) {
+        printf("final loss: %.9g (global_step %" PRId64 ")\n", tr->final_loss,
+               tr->global_step);
+        printf("training: %" PRId64 " steps of %" PRId64
+               " in %.2f s, %.0f examples/s (data load %.2f s)\n",
+               tr->steps, f->batch_size, tr->seconds,
+               (double)tr->steps * (double)f->batch_size / tr->seconds, t_load);
+    } else {
+        printf("training: nothing to do (global_step %" PRId64
+               " >= train_steps %" PRId64 ")\n",
+               tr->global_step, f->train_steps);
+    }
+    fflush(stdout);
+}
+
+int tr_report_accuracy(const tr_flags *f, tr_session *s, rf_dataset *test,
+                       char *err, size_t errlen)
+{
+    tr_eval_result ev;
+    if (tr_evaluate(f, s, test, &ev, err, errlen) != 0)
+        return -1;
+    printf("test accuracy: %.4f (%" PRId64 " of %" PRId64
+           " correct, evaluated in %.2f s)\n",
+           (double)ev.correct / (double)ev.total, ev.correct, ev.total,
+           ev.seconds);
+    fflush(stdout);
+    return 0;
+}

@@ -1,0 +1,32 @@
+/* tools/trainer/report.h: pieces shared by the local and distributed runs
+ * (data directory and loading, the configuration summary, --trace). */
+#ifndef RF_TRAINER_REPORT_H
+#define RF_TRAINER_REPORT_H
+
+#include "flags.h"
+#include "rdmaflow/data.h"
+#include "session.h"
+#include "train.h"
+
+/* --data_dir, else $RF_FASHION_MNIST_DIR, else the Debian package's. */
+const char *tr_data_dir(const tr_flags *f);
+/* Loads the training and test splits; -1 with err on failure. */
+int tr_load_data(const tr_flags *f, rf_dataset **train, rf_dataset **test,
+                 double *seconds, char *err, size_t errlen);
+/* The model, optimizer, data and training lines printed before training. */
+void tr_print_config(const tr_flags *f, const tr_session *s,
+                     const rf_dataset *train, const rf_dataset *test,
+                     const char *data_dir);
+/* Fails early, before any training, if the trace file cannot be written. */
+int tr_check_trace_path(const char *path);
+/* Writes the trace and says so; -1 with err on failure. */
+int tr_write_trace(rf_trace *trace, const char *path, char *err, size_t errlen);
+/* "final loss: ..." and "training: M steps of B in S s, ..." (or "nothing
+ * to do"). */
+void tr_print_training(const tr_flags *f, const tr_train_result *tr,
+                       double t_load);
+/* Evaluates on test and prints "test accuracy: ...". */
+int tr_report_accuracy(const tr_flags *f, tr_session *s, rf_dataset *test,
+                       char *err, size_t errlen);
+
+#endif
