@@ -92,21 +92,20 @@ case_flags() {
     expect_usage "lbfgs" --optimizer=lbfgs
     expect_usage "unexpected argument 'extra'" extra
     expect_usage "--nomodel is only for boolean flags" --nomodel
-    expect_usage "--explain: 'maybe' is not a boolean" --explain=maybe
-    # distributed flags: parsed and validated, then refused
-    expect_usage "--job_name: 'chief' is not one of ps, worker" \
-        --job_name=chief
-    expect_usage "--ps_hosts: 'ps0' (item 1 of 'ps0') is not host:port" \
-        --ps_hosts=ps0
-    expect_usage "--worker_hosts: 'w1:99999' (item 2 of" \
-        --worker_hosts=w0:2222,w1:99999
-    expect_usage "--apply: 'gpu' is not one of ps, worker, sync" --apply=gpu
-    expect_usage "--ps_hosts: distributed mode is not available yet" \
-        --ps_hosts=ps0:2222 --worker_hosts=w0:2222 --job_name=ps \
-        --task_index=0
-    expect_usage "--task_index: distributed mode is not available yet" \
-        --task_index 1
-    expect_usage "--explain: distributed mode is not available yet" --explain
+    expect_usage "--explain: 'maybe' is not one of text, json" --explain=maybe
+    # cluster flags: checked by rf_cluster_resolve, exit 2 naming the flag
+    expect_usage "--job_name" --job_name=boss --ps_hosts=ps0:2222 \
+        --worker_hosts=w0:2222 --task_index=0
+    expect_usage "--ps_hosts" --ps_hosts=ps0 --worker_hosts=w0:2222 \
+        --job_name=ps --task_index=0
+    expect_usage "--worker_hosts" --ps_hosts=ps0:2222 \
+        --worker_hosts=w0:2222,w1:99999 --job_name=worker --task_index=0
+    expect_usage "--task_index" --ps_hosts=ps0:2222 --worker_hosts=w0:2222 \
+        --job_name=worker --task_index=3
+    expect_usage "--apply: 'gpu' is not one of ps, worker" --apply=gpu
+    # distributed-only flags in a local run
+    expect_usage "--apply: only for distributed training" --apply=worker
+    expect_usage "--use_locking: only for distributed training" --use_locking
     # --help
     "$trainer" --help >"$tmp/help" 2>&1
     local st=$?
