@@ -1,0 +1,541 @@
+#!/usr/bin/env bash
+# tests/integration/trainer_dist/trainer_dist_test.sh CASE RF_TRAINER RF_LAUNCH
+# TDIST_CHECK: one case of the distributed rf-trainer integration tests (see
+# CMakeLists.txt): real ps and worker processes, started by rf-launch or by
+# hand. Prints what it checks; exits 0 on success, 1 on failure, 77 when
+# the Fashion-MNIST dataset is missing.
+#
+# Environment: RF_FABRIC (default sock; the tasks inherit it), RF_TEST_HOST
+# (default 127.0.0.1: the address every task listens on; 10.77.0.1 in the
+# rxe guest), RF_TEST_TIME_SCALE (multiplies every timeout; TCG needs more),
+# RF_FASHION_MNIST_DIR (the dataset). Needs only bash, coreutils (or busybox)
+# and TDIST_CHECK (tdist_check.c, json-c), so it runs in the rxe guest too.
+set -uo pipefail
+case_name=${1:?case}
+trainer=${2:?path to rf-trainer}
+launch=${3:?path to rf-launch}
+check=${4:?path to tdist_check}
+data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+export RF_FABRIC=${RF_FABRIC:-sock}
+host=${RF_TEST_HOST:-127.0.0.1}
+scale=${RF_TEST_TIME_SCALE:-1}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+unset TF_CONFIG
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+ok() { echo "ok: $*"; }
+now() { echo "$EPOCHREALTIME"; }
+secs() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+need_data() {
+    if [[ ! -r $data/train-images-idx3-ubyte.gz ]]; then
+        echo "SKIP: no Fashion-MNIST in $data (package dataset-fashion-mnist)"
+        exit 77
+    fi
+}
+
+# t SECS: a timeout scaled by RF_TEST_TIME_SCALE
+t() { echo $(($1 * scale)); }
+
+# run_local OUT ARGS...: rf-trainer in local mode; sets rc.
+run_local() {
+    local out=$1 t0
+    shift
+    t0=$(now)
+    timeout "$(t 120)" "$trainer" "$@" >"$out" 2>&1
+    rc=$?
+    echo "local: exit $rc in $(secs "$t0") s: rf-trainer $*"
+}
+
+# run_launch OUT NPS NWORKERS [LAUNCH_ARGS... --] TRAINER_ARGS...: a cluster
+# through rf-launch on $host; sets rc. Launch flags (--trace FILE) come
+# before a "--" if there is one.
+run_launch() {
+    local out=$1 nps=$2 nw=$3 t0
+    shift 3
+    local largs=()
+    if [[ " $* " == *" -- "* ]]; then
+        while [[ $1 != -- ]]; do
+            largs+=("$1")
+            shift
+        done
+        shift
+    fi
+    t0=$(now)
+    "$launch" --host "$host" --ps "$nps" --workers "$nw" \
+        --timeout "$(t 150)" "${largs[@]}" -- "$trainer" "$@" >"$out" 2>&1
+    rc=$?
+    echo "rf-launch --ps $nps --workers $nw ${largs[*]}: exit $rc in $(secs "$t0") s: rf-trainer $*"
+}
+
+# tline OUT TASK PREFIX: TASK's first output line starting with PREFIX,
+# without the "[TASK] " prefix rf-launch adds.
+tline() {
+    sed -n "s/^\[$2\] \($3\)/\1/p" "$1" | head -n 1
+}
+# first_line OUT PREFIX: the first line of a single-process output.
+first_line() { grep -m1 "^$2" "$1" || true; }
+# progress losses "step N, loss L" (without examples/s) of a task or a file
+losses() {
+    if [[ -n $2 ]]; then
+        sed -n "s/^\[$2\] \(step [0-9]*, loss [^,]*\),.*/\1/p" "$1"
+    else
+        sed -n 's/^\(step [0-9]*, loss [^,]*\),.*/\1/p' "$1"
+    fi
+}
+show_tail() { tail -n "${2:-15}" "$1" | sed 's/^/    | /'; }
+
+# st_value FILE KEY: a line KEY=VALUE printed by "tdist_check st"
+st_value() { sed -n "s/^$2=//p" "$1"; }
+
+# The oracle model: small enough for TCG, with hidden layers so that the
+# placement spreads over several ps tasks (7 variables).
+oracle_flags=(--model=mlp:32,16 --optimizer=adam --batch_size=50
+    --train_steps=60 --threads=1 --seed=3 --log_every=20)
+
+# oracle APPLY_ARGS...: one worker reproduces local training bitwise, with 1
+# ps and with 2 ps (placement spread), for the given --apply flags.
+oracle() {
+    run_local "$tmp/local.out" "${oracle_flags[@]}" \
+        --variables_out="$tmp/local.st"
+    if [[ $rc -ne 0 || ! -s $tmp/local.st ]]; then
+        fail "local run: exit $rc, variables $(ls -l "$tmp/local.st" 2>&1)"
+        show_tail "$tmp/local.out"
+        return
+    fi
+    "$check" st "$tmp/local.st" >"$tmp/local.keys"
+    local st=$? gs
+    gs=$(st_value "$tmp/local.keys" global_step)
+    # the file must hold trained variables with their Adam slots, else
+    # comparing two of them proves little
+    if [[ $st -eq 0 && $gs == 60 ]] &&
+        grep -q '^dense/kernel/Adam_1 F32 \[784,32\]$' "$tmp/local.keys" &&
+        grep -q '^logits/bias F32 \[10\]$' "$tmp/local.keys" &&
+        grep -q '^beta1_power ' "$tmp/local.keys"; then
+        ok "local variables: $(st_value "$tmp/local.keys" tensors) tensors, global_step $gs"
+    else
+        fail "local variables file: exit $st, global_step '$gs'"
+        sed 's/^/    | /' "$tmp/local.keys"
+    fi
+    local want_loss want_steps
+    want_loss=$(first_line "$tmp/local.out" "final loss:")
+    want_steps=$(losses "$tmp/local.out" "")
+    [[ -n $want_loss && -n $want_steps ]] ||
+        fail "local run printed no 'final loss:' or progress lines"
+    local nps
+    for nps in 1 2; do
+        local o=$tmp/d$nps.out v=$tmp/d$nps.st
+        run_launch "$o" "$nps" 1 "${oracle_flags[@]}" "$@" \
+            --variables_out="$v"
+        if [[ $rc -ne 0 ]]; then
+            fail "$nps ps + 1 worker $*: exit $rc"
+            show_tail "$o" 25
+            continue
+        fi
+        if cmp "$tmp/local.st" "$v"; then
+            ok "$nps ps $*: variables bitwise equal to local ($(wc -c <"$v") bytes)"
+        else
+            fail "$nps ps $*: variables differ from the local run"
+            "$check" st "$v" | diff "$tmp/local.keys" - | head -n 10
+        fi
+        local got
+        got=$(tline "$o" worker0 "final loss:.*")
+        [[ -n $want_loss && $got == "$want_loss" ]] &&
+            ok "$nps ps $*: '$got'" ||
+            fail "$nps ps $*: worker0 '$got', local '$want_loss'"
+        if [[ $(losses "$o" worker0) == "$want_steps" ]]; then
+            ok "$nps ps $*: same progress losses ($(echo "$want_steps" | wc -l) lines)"
+        else
+            fail "$nps ps $*: progress losses differ"
+            echo "$want_steps" >"$tmp/want_steps"
+            losses "$o" worker0 | diff "$tmp/want_steps" - | head -n 6
+        fi
+        got=$(tline "$o" worker0 "global_step at the end: .*")
+        [[ $got == "global_step at the end: 60" ]] &&
+            ok "$nps ps $*: '$got'" ||
+            fail "$nps ps $*: '$got', want global_step 60"
+        local k served=0 shut=0
+        for ((k = 0; k < nps; k++)); do
+            [[ -n $(tline "$o" "ps$k" "ps task $k: serving on .*") ]] &&
+                served=$((served + 1))
+            [[ -n $(tline "$o" "ps$k" "ps task $k: shut down by the chief") ]] &&
+                shut=$((shut + 1))
+        done
+        [[ $served == "$nps" && $shut == "$nps" ]] &&
+            ok "$nps ps $*: every ps served and was shut down by the chief" ||
+            fail "$nps ps $*: $served of $nps ps served, $shut shut down by the chief"
+    done
+}
+
+# "training: M steps of ..." of TASK in OUT -> M; "nothing to do" -> 0;
+# nothing -> empty.
+steps_of() {
+    local l
+    l=$(tline "$1" "$2" "training: \(nothing to do\|[0-9]* steps of\).*")
+    case $l in
+    "training: nothing to do"*) echo 0 ;;
+    "training: "[0-9]*" steps of"*) l=${l#training: } && echo "${l%% *}" ;;
+    esac
+}
+
+case_async_converges() {
+    # 2 async workers sharing 2000 updates of 100 examples (3.3 epochs).
+    # Measured here (mlp:64, adam, batch 100, --threads=1): local runs
+    # reach 0.68-0.75 after 50 steps and 0.81-0.83 after 400 (seeds 1-4);
+    # this async run with 1500 steps gave 0.835-0.848 (seeds 1-3). 0.78
+    # leaves a margin for async staleness, while a run whose updates are
+    # lost (weights stay at their random init: ~0.10) or that applies only
+    # a few percent of them cannot reach it. Enough steps that the second
+    # worker, which may start a second later (data load), still trains.
+    run_launch "$tmp/o" 2 2 --model=mlp:64 --optimizer=adam --batch_size=100 \
+        --train_steps=2000 --threads=1 --seed=2 --log_every=500
+    if [[ $rc -ne 0 ]]; then
+        fail "exit $rc"
+        show_tail "$tmp/o" 30
+        return
+    fi
+    local acc first final g m0 m1
+    acc=$(tline "$tmp/o" worker0 "test accuracy: .*" |
+        sed -n 's/^test accuracy: \([0-9.]*\) .*/\1/p')
+    first=$(sed -n 's/^\[worker0\] step [0-9]*, loss \([0-9.]*\),.*/\1/p' "$tmp/o" |
+        head -n 1)
+    final=$(tline "$tmp/o" worker0 "final loss: .*" |
+        sed -n 's/^final loss: \([^ ]*\).*/\1/p')
+    g=$(tline "$tmp/o" worker0 "global_step at the end: .*")
+    m0=$(steps_of "$tmp/o" worker0)
+    m1=$(steps_of "$tmp/o" worker1)
+    echo "accuracy $acc, first loss $first, final loss $final, $g, worker steps $m0 + $m1"
+    [[ -n $acc ]] && awk -v a="$acc" 'BEGIN { exit !(a >= 0.78) }' &&
+        ok "test accuracy $acc >= 0.78" ||
+        fail "test accuracy '$acc' < 0.78"
+    [[ -n $first && -n $final ]] &&
+        awk -v a="$first" -v b="$final" 'BEGIN { exit !(a > b) }' &&
+        ok "loss fell from $first to $final" ||
+        fail "loss did not fall: first '$first', final '$final'"
+    [[ -n $m0 && -n $m1 ]] && ((m0 > 0 && m1 > 0)) &&
+        ok "both workers trained ($m0 and $m1 steps)" ||
+        fail "worker steps '$m0' and '$m1': both should train"
+}
+
+case_global_step() {
+    # T=90 global steps shared by 3 async workers; each worker's steps come
+    # from its "training:" line. One FETCH_AND_ADD per update makes the
+    # chief's final global_step their sum. StopAtStepHook stops a worker once
+    # the global_step it fetched reaches T, so each of the other W-1 workers
+    # can overshoot by at most the step it had in flight: G <= T + W - 1.
+    local T=90 W=3
+    run_launch "$tmp/o" 2 "$W" --model=mlp:16 --optimizer=sgd --batch_size=50 \
+        --train_steps=$T --threads=1 --log_every=0 \
+        --variables_out="$tmp/v.st"
+    if [[ $rc -ne 0 ]]; then
+        fail "exit $rc"
+        show_tail "$tmp/o" 30
+        return
+    fi
+    local i m sum=0 desc= g
+    for ((i = 0; i < W; i++)); do
+        m=$(steps_of "$tmp/o" "worker$i")
+        if [[ -z $m ]]; then
+            fail "worker$i printed no 'training:' line"
+            m=0
+        fi
+        desc+="${desc:+ + }$m"
+        sum=$((sum + m))
+        if ((i > 0)); then
+            local d
+            d=$(tline "$tmp/o" "worker$i" "worker $i: done after .*")
+            [[ $d == "worker $i: done after $m steps" ]] &&
+                ok "worker$i: '$d'" ||
+                fail "worker$i: '$d', want 'worker $i: done after $m steps'"
+        fi
+    done
+    g=$(tline "$tmp/o" worker0 "global_step at the end: .*")
+    g=${g#global_step at the end: }
+    echo "global_step at the end: '$g'; workers: $desc = $sum"
+    [[ $g =~ ^[0-9]+$ ]] && ((g == sum)) &&
+        ok "global_step $g == sum of worker steps ($desc)" ||
+        fail "global_step '$g' != sum of worker steps $desc = $sum"
+    [[ $g =~ ^[0-9]+$ ]] && ((g >= T && g <= T + W - 1)) &&
+        ok "$T <= global_step $g <= $((T + W - 1))" ||
+        fail "global_step '$g' not in [$T, $((T + W - 1))]"
+    [[ -n $(tline "$tmp/o" worker0 "test accuracy: 0\.[0-9]\{4\} .*") ]] &&
+        ok "the chief evaluated" || fail "no test accuracy from the chief"
+    # --variables_out is written after every worker is done: its global_step
+    # is the final one
+    "$check" st "$tmp/v.st" >"$tmp/v.keys"
+    local gs
+    gs=$(st_value "$tmp/v.keys" global_step)
+    [[ $gs == "$g" ]] && ok "--variables_out global_step $gs" ||
+        fail "--variables_out global_step '$gs', want '$g'"
+}
+
+# free_port VAR: sets VAR to a port in 20000..32767 (below the ephemeral
+# range) on which nothing accepts TCP connections on $host (bash's
+# /dev/tcp) and that this try has not used yet. Verbs tasks listen with
+# rdma_cm, whose ports are not TCP ports, but in the rxe guest nothing else
+# runs. A port taken between the probe and the bind is retried by the
+# caller.
+free_port() {
+    local p i
+    for ((i = 0; i < 50; i++)); do
+        p=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))
+        [[ " $used_ports " == *" $p "* ]] && continue
+        if ! timeout 2 bash -c "exec 3<>/dev/tcp/$host/$p" 2>/dev/null; then
+            used_ports+=" $p"
+            printf -v "$1" %s "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# The classic four command lines, workers first: both workers retry
+# connecting until the ps tasks are up. Sets rc_w0 rc_w1 rc_p0 rc_p1.
+four_lines() {
+    local ps0 ps1 w0 w1
+    free_port ps0 && free_port ps1 && free_port w0 && free_port w1 || {
+        fail "no free ports"
+        return 1
+    }
+    local cluster=(--ps_hosts="$host:$ps0,$host:$ps1"
+        --worker_hosts="$host:$w0,$host:$w1")
+    local train=(--model=mlp:16 --optimizer=adam --batch_size=50
+        --train_steps=40 --threads=1 --log_every=0)
+    echo "cluster: ${cluster[*]}"
+    local to
+    to=$(t 120)
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=worker --task_index=0 \
+        "${train[@]}" >"$tmp/w0" 2>&1 &
+    local pw0=$!
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=worker --task_index=1 \
+        "${train[@]}" >"$tmp/w1" 2>&1 &
+    local pw1=$!
+    sleep 2
+    local early=
+    kill -0 "$pw0" 2>/dev/null || early+=" worker0"
+    kill -0 "$pw1" 2>/dev/null || early+=" worker1"
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=ps --task_index=0 \
+        "${train[@]}" >"$tmp/p0" 2>&1 &
+    local pp0=$!
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=ps --task_index=1 \
+        "${train[@]}" >"$tmp/p1" 2>&1 &
+    local pp1=$!
+    wait "$pw0"
+    rc_w0=$?
+    wait "$pw1"
+    rc_w1=$?
+    wait "$pp0"
+    rc_p0=$?
+    wait "$pp1"
+    rc_p1=$?
+    echo "exit: worker0 $rc_w0, worker1 $rc_w1, ps0 $rc_p0, ps1 $rc_p1"
+    [[ -z $early ]] ||
+        fail "worker(s)$early exited before the ps tasks started (should retry)"
+}
+
+case_workers_first() {
+    local try t0
+    t0=$(now)
+    for try in 1 2 3; do
+        used_ports=
+        four_lines || return
+        # a port taken between the probe and the bind: try other ports
+        if [[ $rc_p0 != 0 || $rc_p1 != 0 ]] &&
+            grep -qi "in use" "$tmp/p0" "$tmp/p1"; then
+            echo "a ps port was taken (try $try): $(grep -hi 'in use' "$tmp/p0" "$tmp/p1")"
+            continue
+        fi
+        break
+    done
+    echo "four processes in $(secs "$t0") s"
+    local f name
+    for name in w0 w1 p0 p1; do
+        local var=rc_$name
+        if [[ ${!var} -eq 0 ]]; then
+            ok "$name exit 0"
+        else
+            fail "$name exit ${!var}"
+            show_tail "$tmp/$name" 15
+        fi
+    done
+    local acc
+    acc=$(first_line "$tmp/w0" "test accuracy: 0\.[0-9]\{4\} ")
+    [[ -n $acc ]] && ok "chief: $acc" || fail "the chief printed no test accuracy"
+    local d
+    d=$(first_line "$tmp/w1" "worker 1: done after [0-9]* steps")
+    [[ -n $d ]] && ok "worker1: $d" || fail "worker1 printed no 'done after'"
+    for f in 0 1; do
+        grep -q "^ps task $f: serving on $host:[0-9]* (fabric $RF_FABRIC" \
+            "$tmp/p$f" && grep -q "^ps task $f: shut down by the chief" \
+            "$tmp/p$f" &&
+            ok "ps$f: served on $host with $RF_FABRIC and was shut down" ||
+            { fail "ps$f: no 'serving on $host... (fabric $RF_FABRIC' or shutdown line" &&
+                show_tail "$tmp/p$f" 8; }
+    done
+}
+
+# explain_json NPS CHECK_ARGS -- TRAINER_ARGS...: one --explain=json run,
+# checked by tdist_check explain.
+explain_json() {
+    local nps=$1
+    shift
+    local cargs=()
+    while [[ $1 != -- ]]; do
+        cargs+=("$1")
+        shift
+    done
+    shift
+    run_launch "$tmp/o" "$nps" 1 --explain=json --train_steps=1 --threads=1 \
+        --log_every=0 "$@"
+    if [[ $rc -ne 0 ]]; then
+        fail "exit $rc"
+        show_tail "$tmp/o" 20
+        return
+    fi
+    local n
+    n=$(grep -c '^\[worker0\] {"explain":' "$tmp/o")
+    [[ $n == 1 ]] && ok "worker0 printed one explain line" ||
+        fail "worker0 printed $n lines starting with '{\"explain\":'"
+    sed -n 's/^\[worker0\] \({"explain":.*\)/\1/p' "$tmp/o" | head -n 1 \
+        >"$tmp/explain.json"
+    local ps= k a
+    for ((k = 0; k < nps; k++)); do
+        a=$(tline "$tmp/o" "ps$k" "ps task $k: serving on .*" |
+            sed -n 's/^ps task [0-9]*: serving on \([^ ]*\) .*/\1/p')
+        ps+=${ps:+,}$a
+    done
+    if "$check" explain "$tmp/explain.json" num_ps="$nps" workers=1 \
+        provider="$RF_FABRIC" ps="$ps" "${cargs[@]}"; then
+        ok "explain JSON ($nps ps, $*)"
+    else
+        fail "explain JSON ($nps ps, $*)"
+        head -c 3000 "$tmp/explain.json"
+        echo
+    fi
+}
+
+case_explain_json() {
+    explain_json 3 apply=ps locking=0 slots=Adam,Adam_1 \
+        vars=dense/kernel:784x32,dense/bias:32,dense_1/kernel:32x16,dense_1/bias:16,logits/kernel:16x10,logits/bias:10 \
+        -- --model=mlp:32,16 --optimizer=adam
+    explain_json 2 apply=ps locking=0 slots=Adam,Adam_1 \
+        vars=logits/kernel:784x10,logits/bias:10 \
+        -- --model=softmax --optimizer=adam
+    explain_json 2 apply=worker locking=1 slots= \
+        vars=logits/kernel:784x10,logits/bias:10 \
+        -- --model=softmax --optimizer=sgd --apply=worker --use_locking
+    # the text form names the same placement, and is not the JSON line
+    run_launch "$tmp/o" 2 1 --explain --train_steps=1 --threads=1 \
+        --log_every=0 --model=softmax
+    if [[ $rc -eq 0 ]] && grep -q '^\[worker0\] .*logits/kernel.*/job:ps/task:1' "$tmp/o" &&
+        grep -q '^\[worker0\] .*global_step.*/job:ps/task:0' "$tmp/o" &&
+        ! grep -q '{"explain":' "$tmp/o"; then
+        ok "--explain (text) names logits/kernel on /job:ps/task:1"
+    else
+        fail "--explain (text): exit $rc"
+        show_tail "$tmp/o" 30
+    fi
+}
+
+# expect_usage "WANT" ARGS...: exit 2 and WANT in stderr (env TF_CONFIG
+# from the caller's "tf_config" variable when set).
+expect_usage() {
+    local want=$1
+    shift
+    if [[ -n ${tf_config:-} ]]; then
+        TF_CONFIG=$tf_config timeout "$(t 30)" "$trainer" "$@" \
+            >"$tmp/out" 2>"$tmp/err"
+    else
+        timeout "$(t 30)" "$trainer" "$@" >"$tmp/out" 2>"$tmp/err"
+    fi
+    local st=$?
+    if [[ $st -ne 2 ]]; then
+        fail "rf-trainer $* exited $st, want 2 ($(head -c 300 "$tmp/err"))"
+    elif ! grep -qF -- "$want" "$tmp/err"; then
+        fail "rf-trainer $*: stderr lacks '$want': $(cat "$tmp/err")"
+    elif grep -q '^step \|^model:' "$tmp/out"; then
+        fail "rf-trainer $*: started training despite the usage error"
+    else
+        ok "rf-trainer ${tf_config:+TF_CONFIG='$tf_config' }$* -> 2: $(head -n 1 "$tmp/err")"
+    fi
+}
+
+case_bad_cluster() {
+    local w2=--worker_hosts=127.0.0.1:2,127.0.0.1:3
+    tf_config=
+    expect_usage "--ps_hosts" --job_name=ps --task_index=0 \
+        --worker_hosts=127.0.0.1:2
+    expect_usage "--task_index" --job_name=worker --task_index=5 \
+        --ps_hosts=127.0.0.1:1 "$w2"
+    expect_usage "--apply: 'bogus'" --apply=bogus --job_name=worker \
+        --task_index=0 --ps_hosts=127.0.0.1:1 "$w2"
+    tf_config='{"cluster": {"ps": ["127.0.0.1:1"], "worker": ['
+    expect_usage "TF_CONFIG" --model=softmax
+    tf_config='{"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 3}}'
+    expect_usage "TF_CONFIG" --model=softmax
+    tf_config=
+}
+
+case_trace() {
+    # mlp:16 values read per step: 784*16 + 16 + 16*10 + 10 floats
+    local read_bytes=$(((784 * 16 + 16 + 16 * 10 + 10) * 4))
+    run_launch "$tmp/o" 1 1 --trace "$tmp/merged.json" -- --model=mlp:16 \
+        --optimizer=adam --batch_size=50 --train_steps=4 --threads=1 \
+        --log_every=0
+    if [[ $rc -ne 0 || ! -s $tmp/merged.json ]]; then
+        fail "exit $rc, merged trace $(ls -l "$tmp/merged.json" 2>&1)"
+        show_tail "$tmp/o" 20
+        return
+    fi
+    "$check" trace "$tmp/merged.json" num_ps=1 tasks=ps0,worker0 \
+        ops=READ,WRITE_WITH_IMM,FETCH_AND_ADD read_bytes=$read_bytes &&
+        ok "merged trace: both tasks, the worker's fabric operations" ||
+        fail "merged trace check"
+}
+
+case "$case_name" in
+oracle_ps)
+    need_data
+    oracle --apply=ps
+    ;;
+oracle_worker)
+    need_data
+    oracle --apply=worker
+    oracle --apply=worker --use_locking
+    ;;
+async_converges)
+    need_data
+    case_async_converges
+    ;;
+global_step)
+    need_data
+    case_global_step
+    ;;
+workers_first)
+    need_data
+    case_workers_first
+    ;;
+explain_json)
+    need_data
+    case_explain_json
+    ;;
+bad_cluster) case_bad_cluster ;;
+trace)
+    need_data
+    case_trace
+    ;;
+*)
+    echo "unknown case $case_name"
+    exit 2
+    ;;
+esac
+if [[ $failures -ne 0 ]]; then
+    echo "$case_name: $failures failure(s)"
+    exit 1
+fi
+echo "$case_name: all checks passed"
