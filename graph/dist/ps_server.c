@@ -530,3 +530,10 @@ void rf_ps_server_stop(rf_ps_server *s)
         pthread_join(s->service_thread, NULL);
     server_free(s);
 }
+
+int rf_ps_server_numa_node(const rf_ps_server *s, const char **why)
+{
+    if (why)
+        *why = s ? s->binding.why : "";
+    return s ? s->binding.numa_node : -1;
+}

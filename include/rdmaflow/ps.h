@@ -76,6 +76,9 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
                              rf_ps_server **out);
 uint16_t rf_ps_server_port(const rf_ps_server *server);
 uint64_t rf_ps_server_incarnation(const rf_ps_server *server);
+/* The NUMA node the arena (and the service threads) are bound to, -1 when
+ * not bound (RF_BIND=none), and in *why (may be NULL) how it was chosen. */
+int rf_ps_server_numa_node(const rf_ps_server *server, const char **why);
 /* Blocks until a chief sent SHUTDOWN (RF_OK) or the server failed (its
  * status). Does not free anything. */
 rf_status rf_ps_server_join(rf_ps_server *server);
