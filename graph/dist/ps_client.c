@@ -482,6 +482,12 @@ rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
     if (!c)
         return rf_set_error(RF_ERR_NO_MEMORY, "ps client: out of memory");
     pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->progress_cv, &ca);
+    atomic_init(&c->rs_arriving, 0);
+    pthread_condattr_destroy(&ca);
     c->fabric = fabric;
     c->opt = options ? *options : (rf_ps_client_options){0};
     int *ms[] = {&c->opt.connect_timeout_ms, &c->opt.op_timeout_ms,
@@ -593,6 +599,7 @@ void rf_ps_client_close(rf_ps_client *c)
     free(c->words);
     if (c->cq)
         rf_cq_destroy(c->cq);
+    pthread_cond_destroy(&c->progress_cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }

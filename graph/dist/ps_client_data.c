@@ -3,7 +3,9 @@
  * in one rf_post, one batch per ps, then one wait for all), the chief's
  * initialisation (values, then each init flag, ordered on the same
  * connection), the non-chief's bounded poll of the init flags, global_step
- * (FETCH_AND_ADD / READ / WRITE of ps 0's word) and SHUTDOWN. */
+ * (FETCH_AND_ADD / READ / WRITE of ps 0's word), the workers-done count
+ * (FETCH_AND_ADD by each finished worker, polled by the chief) and
+ * SHUTDOWN. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,10 +285,12 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
     return st;
 }
 
-/* ---- global_step -------------------------------------------------------- */
+/* ---- globals: global_step, workers done ---------------------------------- */
 
-static rf_status step_op(rf_ps_client *c, rf_op op, uint64_t arg,
-                         uint64_t *result, const char *what)
+/* One atomic, read or write of the word at offset `word` of ps 0's globals
+ * block. */
+static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
+                            uint64_t arg, uint64_t *result, const char *what)
 {
     pthread_mutex_lock(&c->mu);
     ps_cli_conn *p = &c->conns[0];
@@ -298,24 +302,30 @@ static rf_status step_op(rf_ps_client *c, rf_op op, uint64_t arg,
         return st;
     }
     const rf_mr_desc *r = &p->regions[p->globals.region];
-    uint64_t *word = (uint64_t *)(void *)c->words;
-    *word = op == RF_OP_WRITE ? arg : 0;
+    uint64_t *w = (uint64_t *)(void *)c->words;
+    *w = op == RF_OP_WRITE ? arg : 0;
     cli_group g = {0};
     cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .conn = p};
     rf_wr wr = {.op = op,
                 .context = &o,
-                .local = word,
+                .local = w,
                 .len = 8,
                 .local_mr = c->words_mr,
-                .remote_addr = r->addr + p->globals.offset + PS_GLOBAL_STEP_OFF,
+                .remote_addr = r->addr + p->globals.offset + word,
                 .rkey = r->rkey,
                 .compare_add = op == RF_OP_FETCH_ADD ? arg : 0};
     cli_post_group(p, &g, &wr, 1);
     st = cli_group_wait(c, &g, what);
     if (st == RF_OK && result)
-        *result = *word;
+        *result = *w;
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+static rf_status step_op(rf_ps_client *c, rf_op op, uint64_t arg,
+                         uint64_t *result, const char *what)
+{
+    return globals_op(c, PS_GLOBAL_STEP_OFF, op, arg, result, what);
 }
 
 rf_status rf_ps_global_step_add(rf_ps_client *c, int64_t add, int64_t *old)
@@ -349,6 +359,46 @@ rf_status rf_ps_global_step_write(rf_ps_client *c, int64_t value)
                             "rf_ps_global_step_write: NULL");
     return step_op(c, RF_OP_WRITE, (uint64_t)value, NULL,
                    "global_step WRITE on ps task 0");
+}
+
+rf_status rf_ps_worker_done(rf_ps_client *c)
+{
+    if (!c)
+        return rf_set_error(RF_ERR_INVALID_ARG, "rf_ps_worker_done: NULL");
+    return globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_FETCH_ADD, 1, NULL,
+                      "workers-done FETCH_AND_ADD on ps task 0");
+}
+
+rf_status rf_ps_wait_workers_done(rf_ps_client *c, int64_t count, int poll_ms,
+                                  int timeout_ms, int64_t *done)
+{
+    if (!c)
+        return rf_set_error(RF_ERR_INVALID_ARG,
+                            "rf_ps_wait_workers_done: NULL");
+    if (poll_ms <= 0)
+        poll_ms = 50;
+    long long deadline = cli_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    for (;;) {
+        uint64_t v = 0;
+        rf_status st = globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_READ, 0, &v,
+                                  "workers-done READ on ps task 0");
+        if (st != RF_OK)
+            return st;
+        if (done)
+            *done = (int64_t)v;
+        if ((int64_t)v >= count)
+            return RF_OK;
+        long long left = deadline - cli_now_ms();
+        if (left <= 0)
+            return rf_set_error(RF_ERR_TIMEOUT,
+                                "%lld of %lld workers announced they "
+                                "finished (rf_ps_worker_done) within %g s",
+                                (long long)v, (long long)count,
+                                (timeout_ms > 0 ? timeout_ms : 0) / 1000.0);
+        long long nap = poll_ms < left ? poll_ms : left;
+        struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* ---- shutdown ---------------------------------------------------------- */

@@ -2,16 +2,20 @@
  * ps_client.c (connect, reconnect, close, registered memory),
  * ps_client_progress.c (completions, waits, posting, control RPCs),
  * ps_client_dir.c (regions, directories, create/lookup), ps_client_data.c
- * (read, write, init flags, global step, shutdown) and ps_client_push.c
- * (apply=ps and apply=worker pushes).
+ * (read, write, init flags, global step, workers done, shutdown),
+ * ps_client_push.c (apply=ps and apply=worker pushes) and
+ * ps_client_readset.c (prepared read sets).
  *
  * One completion queue serves every endpoint (sends and receives); every
  * posted work request is signaled and its context is a cli_op. Public calls
- * are serialised by the client's mutex. */
+ * are serialised by the client's mutex; a read-set wait releases it between
+ * rounds of completion handling (waiting on the client's condition variable,
+ * broadcast whenever completions were handled while one is waiting). */
 #ifndef RF_GRAPH_DIST_PS_CLIENT_INTERNAL_H
 #define RF_GRAPH_DIST_PS_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -141,6 +145,10 @@ struct rf_ps_client {
     uint32_t pushes_busy;
     rf_status push_status; /* first apply=ps failure since the last wait */
     char push_err[1200];
+    pthread_cond_t progress_cv; /* CLOCK_MONOTONIC; broadcast after
+                                   completions were handled if rs_waiters */
+    uint32_t rs_waiters;        /* threads in a read-set wait */
+    atomic_uint rs_arriving;    /* threads about to lock mu for one */
 };
 
 /* ps_client.c */

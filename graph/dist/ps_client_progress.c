@@ -119,6 +119,14 @@ static void dispatch(rf_ps_client *c, const rf_completion *x)
     }
 }
 
+/* Read-set waiters sleep on progress_cv between their turns at handling
+ * completions: whoever handled some wakes them to look at their transfers. */
+static void wake_waiters(rf_ps_client *c)
+{
+    if (c->rs_waiters)
+        pthread_cond_broadcast(&c->progress_cv);
+}
+
 void cli_drain(rf_ps_client *c)
 {
     rf_completion comps[64];
@@ -128,6 +136,7 @@ void cli_drain(rf_ps_client *c)
             return;
         for (int i = 0; i < n; i++)
             dispatch(c, &comps[i]);
+        wake_waiters(c);
     }
 }
 
@@ -146,6 +155,8 @@ rf_status cli_progress(rf_ps_client *c, int timeout_ms)
     }
     for (int i = 0; i < n; i++)
         dispatch(c, &comps[i]);
+    if (n > 0)
+        wake_waiters(c);
     return RF_OK;
 }
 

@@ -1,7 +1,10 @@
 /* graph/dist/ps_layout.h: the data-plane layouts both sides compute the same
  * way: the shard record (header words, values, slots; see rdmaflow/ps.h),
- * the globals block, the write_imm immediates of pushes and acks and the ack
- * word. Pure functions, shared by server, client and the protocol checks. */
+ * the globals block (64 bytes at the start of a ps's first chunk, zero when
+ * the ps starts: global_step at 0, the workers-done count at 8, the rest
+ * reserved; the cluster's are ps task 0's), the write_imm immediates of
+ * pushes and acks and the ack word. Pure functions, shared by server, client
+ * and the protocol checks. */
 #ifndef RF_GRAPH_DIST_PS_LAYOUT_H
 #define RF_GRAPH_DIST_PS_LAYOUT_H
 
@@ -26,9 +29,13 @@
 
 #define PS_INIT_DONE 1u
 
-/* Globals block (64 bytes at the start of a ps's first chunk). */
-#define PS_GLOBAL_STEP_OFF 0u
-#define PS_GLOBALS_BYTES   64u
+/* Globals block (64 bytes at the start of a ps's first chunk, zeroed when
+ * the arena is allocated). */
+#define PS_GLOBAL_STEP_OFF  0u /* int64 global_step */
+#define PS_WORKERS_DONE_OFF 8u /* u64: workers that announced they finished */
+#define PS_GLOBALS_BYTES    64u
+_Static_assert(PS_WORKERS_DONE_OFF + 8 <= PS_GLOBALS_BYTES,
+               "the globals words fit the globals block");
 
 /* Largest values size of one shard (bytes). */
 #define PS_MAX_SHARD_BYTES (1ull << 40)

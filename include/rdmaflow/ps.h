@@ -15,8 +15,9 @@
  *       one pair per shard, advanced by every apply of that shard)
  *   40  updates   (u64: number of optimizer applies done)
  *   64  values, then each optimizer slot, each 64-byte aligned.
- * global_step is the int64 at offset 0 of every ps's globals block; the
- * cluster's global step is ps task 0's.
+ * Globals block (64 bytes per ps, zero when the ps starts; the cluster's
+ * are ps task 0's): global_step, an int64 at offset 0, and the workers-done
+ * count, a u64 at offset 8 (rf_ps_worker_done adds 1 to it).
  *
  * Push modes:
  *   RF_PS_APPLY_PS (TensorFlow's default placement): the worker
@@ -32,11 +33,11 @@
  * locally with the same gradients.
  *
  * A client may be shared by threads: its calls are serialised (a wait holds
- * the client). Errors are rf_status with rf_error_message() explaining them;
- * the library never exits. RF_ERR_DISCONNECTED / RF_ERR_UNAVAILABLE: a ps
- * went away (call rf_ps_client_reconnect); RF_ERR_ABORTED: a ps restarted
- * (a new incarnation) and its variables are gone until the chief recreates
- * and restores them. */
+ * the client; a read-set wait only while it handles completions). Errors are
+ * rf_status with rf_error_message() explaining them; the library never exits.
+ * RF_ERR_DISCONNECTED / RF_ERR_UNAVAILABLE: a ps went away (call
+ * rf_ps_client_reconnect); RF_ERR_ABORTED: a ps restarted (a new incarnation)
+ * and its variables are gone until the chief recreates and restores them. */
 #ifndef RDMAFLOW_PS_H
 #define RDMAFLOW_PS_H
 
@@ -195,6 +196,48 @@ typedef struct rf_ps_xfer {
 /* Pull: RDMA READs every transfer straight into its buffer, all reads to one
  * ps posted in one rf_post batch, one batch per ps, then waits for all. */
 rf_status rf_ps_read(rf_ps_client *client, const rf_ps_xfer *xfers, size_t n);
+/* A prepared pull (the per-step read of every variable a worker needs):
+ * transfers validated once, work requests built once, then posted every step
+ * (one rf_post batch per ps, as rf_ps_read) and waited for one transfer at a
+ * time, so compute can start on the first variables while later ones are in
+ * flight. A set belongs to its client (destroy it before closing the
+ * client). A handle refreshed by rf_ps_create / rf_ps_lookup after a ps
+ * restart is picked up by the next post; a stale one fails the post
+ * (RF_ERR_ABORTED, as rf_ps_read). */
+typedef struct rf_ps_read_set rf_ps_read_set;
+/* Checks every transfer as rf_ps_read does (refusing the set, naming the
+ * transfer, if one is bad) and builds the work requests. n may be 0. */
+rf_status rf_ps_read_set_create(rf_ps_client *client, const rf_ps_xfer *xfers,
+                                size_t n, rf_ps_read_set **out);
+/* Waits (bounded by op_timeout_ms) for anything still in flight, then frees
+ * the set. No wait on it may be running. NULL is ignored. */
+void rf_ps_read_set_destroy(rf_ps_read_set *set);
+/* Posts every read. The previous post must have been waited for entirely
+ * (rf_ps_read_set_wait_all, or rf_ps_read_set_wait of every transfer) --
+ * else RF_ERR_INVALID_ARG. A ps that is not connected or a stale handle
+ * fails the post before anything is posted (as rf_ps_read); a ps refusing
+ * the work part-way fails the transfers it did not take. Either way every
+ * transfer not posted gets that failure as its status, the others stay in
+ * flight, the first failure is returned, and the post must still be waited
+ * for before the next one (the failed transfers' waits return at once).
+ * Allocates nothing. */
+rf_status rf_ps_read_set_post(rf_ps_read_set *set);
+/* Waits for transfer i of the last post (any thread; several threads may
+ * wait for different transfers at once, each call is serialised on the
+ * client like every other call, but the client is held only while
+ * completions are handled, so a thread whose transfer arrived returns while
+ * others still wait). Bounded by op_timeout_ms: then RF_ERR_TIMEOUT and the
+ * connection to that transfer's ps is closed (its transfers fail; call
+ * rf_ps_client_reconnect). Returns that transfer's status (RF_OK once
+ * complete; a failure names the variable and the ps). Calling it again for
+ * a completed transfer returns its status at once. i out of range, or no
+ * post yet: RF_ERR_INVALID_ARG. Allocates nothing. */
+rf_status rf_ps_read_set_wait(rf_ps_read_set *set, size_t i);
+/* Waits for every transfer of the last post (one op_timeout_ms bound for
+ * all); returns the first failure by transfer index. RF_OK if nothing was
+ * posted yet. */
+rf_status rf_ps_read_set_wait_all(rf_ps_read_set *set);
+
 /* WRITEs the buffers into the shards (chief: initial values, restores). */
 rf_status rf_ps_write(rf_ps_client *client, const rf_ps_xfer *xfers, size_t n);
 /* Chief: writes the values (field RF_PS_FIELD_VALUES) and then sets each
@@ -230,6 +273,17 @@ rf_status rf_ps_global_step_add(rf_ps_client *client, int64_t add,
                                 int64_t *old);
 rf_status rf_ps_global_step_read(rf_ps_client *client, int64_t *value);
 rf_status rf_ps_global_step_write(rf_ps_client *client, int64_t value);
+
+/* A worker that finished training announces it (FETCH_AND_ADD of 1 on ps
+ * task 0's workers-done word), so the chief knows when it may shut the
+ * cluster down. Call it once per worker (the word only grows). */
+rf_status rf_ps_worker_done(rf_ps_client *client);
+/* Chief: reads ps 0's workers-done word every poll_ms (<= 0: 50) until it is
+ * >= count or timeout_ms passed (<= 0: a single read); RF_ERR_TIMEOUT then
+ * says how many of count announced ("2 of 3 workers announced they
+ * finished within 5 s"). *done (may be NULL) gets the last value read. */
+rf_status rf_ps_wait_workers_done(rf_ps_client *client, int64_t count,
+                                  int poll_ms, int timeout_ms, int64_t *done);
 
 /* Chief: tells every ps task to stop serving (its rf_ps_server_join returns
  * RF_OK) and waits for each to acknowledge. */

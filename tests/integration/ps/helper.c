@@ -12,6 +12,9 @@
  *                                  looks up "w" on ps 0 and waits for its init
  *                                  flag; prints "INIT-OK <sum>" or
  *                                  "INIT-FAIL <status> <message>"
+ *   done --ps A[,B] --id N         a worker that finished: connects and
+ *                                  announces it (rf_ps_worker_done); prints
+ *                                  "DONE"
  * Every failure is a CHECK (message on stderr, exit 1). */
 #include <signal.h>
 #include <stdio.h>
@@ -144,12 +147,30 @@ static int role_wait_init(int argc, char **argv)
     return 0;
 }
 
+static int role_done(int argc, char **argv)
+{
+    pt_who = "done-worker";
+    char list[1024];
+    snprintf(list, sizeof list, "%s", arg(argc, argv, "--ps", NULL));
+    const char *addrs[8];
+    size_t nps = split(list, addrs, 8);
+    uint32_t id = (uint32_t)atoi(arg(argc, argv, "--id", "1"));
+    rf_fabric *f = pt_fabric();
+    rf_ps_client *c = pt_client(f, addrs, nps, id, false);
+    CHECK_OK(rf_ps_worker_done(c));
+    printf("DONE\n");
+    fflush(stdout);
+    rf_ps_client_close(c);
+    rf_fabric_close(f);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     pt_proc_init(true);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: rf_ps_helper ps|push|wait-init ...\n");
+        fprintf(stderr, "usage: rf_ps_helper ps|push|wait-init|done ...\n");
         return 2;
     }
     int rc = 2;
@@ -159,6 +180,8 @@ int main(int argc, char **argv)
         rc = role_push(argc, argv);
     else if (strcmp(argv[1], "wait-init") == 0)
         rc = role_wait_init(argc, argv);
+    else if (strcmp(argv[1], "done") == 0)
+        rc = role_done(argc, argv);
     else
         fprintf(stderr, "rf_ps_helper: unknown role %s\n", argv[1]);
     pt_buf_release_all();
