@@ -102,7 +102,18 @@ bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
         ps_conn_drop(c, why);
         return false;
     }
+    uint64_t t0 = s->opt.trace ? rf_trace_clock_ns() : 0;
+    uint64_t done = *rec_word(sh, PS_REC_UPDATES_OFF);
     rf_status st = apply_shard(sh, ib->ptr);
+    if (s->opt.trace &&
+        (s->opt.trace_updates == 0 || done < s->opt.trace_updates)) {
+        char name[RF_PS_MAX_NAME + 16], args[96];
+        snprintf(name, sizeof name, "apply %s", sh->spec.name);
+        snprintf(args, sizeof args, "\"bytes\":%u,\"worker\":%u", len,
+                 c->client_id);
+        rf_trace_add_span(s->opt.trace, name, "ps", args, t0,
+                          rf_trace_clock_ns() - t0, 0, done);
+    }
     uint64_t word;
     if (st == RF_OK) {
         word = ps_ack_ok(__atomic_load_n(rec_word(sh, PS_REC_VERSION_OFF),

@@ -67,6 +67,12 @@ typedef struct rf_ps_server_options {
     size_t max_bytes;     /* arena limit; 0: RF_PS_ARENA_MAX_MB (0 = none) */
     int max_workers;      /* concurrent worker connections; 0: 64 */
     uint64_t incarnation; /* 0: a random 64-bit id (tests may force one) */
+    /* NULL, or a trace the service thread adds one span to per apply=ps
+     * update ("apply <name>", category "ps", args bytes, worker, update)
+     * while that shard has had fewer than trace_updates updates (0: all).
+     * The caller writes and destroys it after rf_ps_server_stop. */
+    rf_trace *trace;
+    uint64_t trace_updates;
 } rf_ps_server_options;
 
 /* Listens on host:port (port 0: a free port, see rf_ps_server_port) and

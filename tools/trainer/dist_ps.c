@@ -2,17 +2,34 @@
  * the ps server on this task's address with an empty arena, serve until the
  * chief says SHUTDOWN, exit 0 (1 if serving failed). Knows nothing about
  * the model: the model flags are accepted and ignored, so the same command
- * line works for every task. */
+ * line works for every task. With --trace, the apply thread's optimizer
+ * updates (apply=ps) of the first --trace_steps steps of each worker are
+ * written as a Chrome trace when the ps stops. */
 #include <stdio.h>
 
 #include "dist.h"
+#include "report.h"
 
 int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
 {
-    (void)f;
     const rf_cluster_task *self = rf_cluster_self(cluster);
     rf_fabric *fabric = NULL;
     rf_ps_server *server = NULL;
+    rf_trace *trace = NULL;
+    char err[1024];
+    if (f->trace_path) {
+        char label[96];
+        snprintf(label, sizeof label, "rf-trainer /job:ps/task:%d",
+                 self->index);
+        if (tr_check_trace_path(f->trace_path) != 0)
+            return 1;
+        if (rf_trace_create(&trace) != RF_OK) {
+            fprintf(stderr, "rf-trainer: --trace: %s\n", rf_error_message());
+            return 1;
+        }
+        rf_trace_set_process(trace, 0, label);
+        rf_trace_set_thread_name(trace, 0, "apply thread");
+    }
     rf_fabric_attr fa = {.bind_addr = self->host};
     if (rf_fabric_open(NULL, &fa, &fabric) != RF_OK) {
         fprintf(stderr,
@@ -20,12 +37,17 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
                 self->index, self->host, rf_error_message());
         return 1;
     }
-    rf_ps_server_options o = {.task_index = self->index};
+    rf_ps_server_options o = {.task_index = self->index,
+                              .trace = trace,
+                              .trace_updates =
+                                  (uint64_t)f->trace_steps *
+                                  (uint64_t)rf_cluster_num_workers(cluster)};
     if (rf_ps_server_start(fabric, self->host, self->port, &o, &server) !=
         RF_OK) {
         fprintf(stderr, "rf-trainer: ps task %d: %s\n", self->index,
                 rf_error_message());
         rf_fabric_close(fabric);
+        rf_trace_destroy(trace);
         return 1;
     }
     const char *why = "";
@@ -45,5 +67,10 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
     fflush(stdout);
     rf_ps_server_stop(server);
     rf_fabric_close(fabric);
+    if (trace && tr_write_trace(trace, f->trace_path, err, sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: --trace: %s\n", err);
+        rc = 1;
+    }
+    rf_trace_destroy(trace);
     return rc;
 }
