@@ -414,7 +414,7 @@ SHAPE_FN(rf_shape_conv2d)
         return rf_node_error(n, RF_ERR_INVALID_ARG,
                              "filter %s must have a known window size",
                              SHAPE_STR(&in[1]));
-    int64_t oh, ow, p;
+    int64_t oh = 0, ow = 0, p = 0;
     TRY(rf_window_out(n, in[0].dims[1], in[1].dims[0], n->attr.strides[0],
                       n->attr.padding, &oh, &p));
     TRY(rf_window_out(n, in[0].dims[2], in[1].dims[1], n->attr.strides[1],
@@ -428,7 +428,7 @@ SHAPE_FN(rf_shape_max_pool)
 {
     TRY(need_float(n, dt[0], "input"));
     TRY(need_rank(n, &in[0], 4, 4, "input"));
-    int64_t oh, ow, p;
+    int64_t oh = 0, ow = 0, p = 0;
     TRY(rf_window_out(n, in[0].dims[1], n->attr.ksize[0], n->attr.strides[0],
                       n->attr.padding, &oh, &p));
     TRY(rf_window_out(n, in[0].dims[2], n->attr.ksize[1], n->attr.strides[1],

@@ -81,8 +81,8 @@ int rf_shape_format(const rf_shape *s, char *buf, size_t len)
     int total = 0;
 #define PUT(...)                                                               \
     do {                                                                       \
-        int w = snprintf(buf ? buf + used : NULL, used < len ? len - used : 0, \
-                         __VA_ARGS__);                                         \
+        int w = snprintf(buf ? buf + used : NULL,                              \
+                         buf && used < len ? len - used : 0, __VA_ARGS__);     \
         total += w;                                                            \
         used = used + (size_t)w < len ? used + (size_t)w : len;                \
     } while (0)
@@ -172,8 +172,8 @@ int rf_node_format(const rf_node *n, char *buf, size_t len)
     int total = 0;
 #define PUT(...)                                                               \
     do {                                                                       \
-        int w = snprintf(buf ? buf + used : NULL, used < len ? len - used : 0, \
-                         __VA_ARGS__);                                         \
+        int w = snprintf(buf ? buf + used : NULL,                              \
+                         buf && used < len ? len - used : 0, __VA_ARGS__);     \
         total += w;                                                            \
         used = used + (size_t)w < len ? used + (size_t)w : len;                \
     } while (0)

@@ -186,7 +186,7 @@ rf_status ps_dec_hdr(const void *buf, size_t len, ps_msg_hdr *h)
 /* Checks the header again and positions a cursor on the payload. */
 static rf_status r_begin(rcur *r, const void *buf, size_t len, uint16_t type)
 {
-    ps_msg_hdr h;
+    ps_msg_hdr h = {0};
     rf_status st = ps_dec_hdr(buf, len, &h);
     if (st != RF_OK)
         return st;
@@ -317,7 +317,7 @@ rf_status ps_enc_hello(void *buf, size_t cap, uint32_t req_id,
 
 rf_status ps_dec_hello(const void *buf, size_t len, ps_hello *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_HELLO);
     if (st != RF_OK)
         return st;
@@ -362,7 +362,7 @@ rf_status ps_enc_hello_reply(void *buf, size_t cap, uint32_t req_id,
 
 rf_status ps_dec_hello_reply(const void *buf, size_t len, ps_hello_reply *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_HELLO_REPLY);
     if (st != RF_OK)
         return st;
@@ -410,7 +410,7 @@ rf_status ps_dec_range_req(const void *buf, size_t len, uint16_t type,
     if (type != PS_MSG_REGIONS_REQ && type != PS_MSG_DIR_REQ)
         return CORRUPT("ps message: %s is not a range request",
                        ps_msg_type_name(type));
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, type);
     if (st != RF_OK)
         return st;
@@ -450,7 +450,7 @@ rf_status ps_enc_regions_reply(void *buf, size_t cap, uint32_t req_id,
 
 rf_status ps_dec_regions_reply(const void *buf, size_t len, ps_regions_reply *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_REGIONS_REPLY);
     if (st != RF_OK)
         return st;
@@ -630,7 +630,7 @@ rf_status ps_enc_create_req(void *buf, size_t cap, uint32_t req_id,
 
 rf_status ps_dec_create_req(const void *buf, size_t len, ps_spec *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_CREATE_REQ);
     if (st != RF_OK)
         return st;
@@ -800,7 +800,7 @@ rf_status ps_dec_dir_reply(const void *buf, size_t len, ps_dir_reply *m,
                            rf_status (*each)(void *ctx, const ps_entry *e),
                            void *ctx)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_DIR_REPLY);
     if (st != RF_OK)
         return st;
@@ -849,7 +849,7 @@ rf_status ps_enc_create_reply(void *buf, size_t cap, uint32_t req_id,
 
 rf_status ps_dec_create_reply(const void *buf, size_t len, ps_create_reply *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_CREATE_REPLY);
     if (st != RF_OK)
         return st;
@@ -877,7 +877,7 @@ rf_status ps_enc_empty(void *buf, size_t cap, uint16_t type, uint32_t req_id,
 
 rf_status ps_dec_empty(const void *buf, size_t len, uint16_t type)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, type);
     if (st != RF_OK)
         return st;
@@ -898,7 +898,7 @@ rf_status ps_enc_error_reply(void *buf, size_t cap, uint32_t req_id,
 
 rf_status ps_dec_error_reply(const void *buf, size_t len, ps_error_reply *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_ERROR_REPLY);
     if (st != RF_OK)
         return st;

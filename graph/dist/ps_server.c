@@ -258,8 +258,11 @@ static void *service_main(void *arg)
 
 static void reject(rf_ps_server *s, rf_conn_req *req, const char *why)
 {
+    /* the reason travels in the reject's private data: cut it to fit */
     char text[RF_MAX_PRIVATE_DATA + 1];
-    snprintf(text, sizeof text, "%s", why);
+    size_t n = strnlen(why, RF_MAX_PRIVATE_DATA);
+    memcpy(text, why, n);
+    text[n] = '\0';
     RF_LOG_WARN("ps %d: rejecting a connection: %s", s->opt.task_index, why);
     rf_reject(req, text, strlen(text));
 }
