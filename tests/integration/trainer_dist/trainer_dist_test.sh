@@ -498,6 +498,52 @@ case_trace() {
         fail "merged trace check"
 }
 
+# A worker whose graph differs from the chief's: its lookup of the chief's
+# shard is refused naming the variable and both shapes, it exits 1, and the
+# ps keeps serving the chief's variables (the chief is then stopped by the
+# test: it would wait for the failed worker).
+case_mismatch() {
+    local ps0 w0 w1
+    used_ports=
+    free_port ps0 && free_port w0 && free_port w1 || {
+        fail "no free ports"
+        return
+    }
+    local cluster=(--ps_hosts="$host:$ps0" --worker_hosts="$host:$w0,$host:$w1")
+    local train=(--optimizer=adam --batch_size=50 --threads=1 --log_every=0
+        --train_steps=100000)
+    local to
+    to=$(t 120)
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=ps --task_index=0 \
+        >"$tmp/p0" 2>&1 &
+    local pp0=$!
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=worker --task_index=0 \
+        --model=mlp:16 "${train[@]}" >"$tmp/w0" 2>&1 &
+    local pw0=$!
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=worker --task_index=1 \
+        --model=mlp:32 "${train[@]}" >"$tmp/w1" 2>&1
+    local rc1=$?
+    local alive=1
+    kill -0 "$pp0" 2>/dev/null || alive=0
+    kill "$pw0" "$pp0" 2>/dev/null
+    wait "$pw0" "$pp0" 2>/dev/null
+    if [[ $rc1 -eq 1 ]]; then
+        ok "worker1 with mlp:32 against the chief's mlp:16 exits 1"
+    else
+        fail "worker1 exited $rc1, want 1"
+        show_tail "$tmp/w1" 10
+    fi
+    if grep -q "dense/kernel" "$tmp/w1" && grep -qF "[784,16]" "$tmp/w1" &&
+        grep -qF "[784,32]" "$tmp/w1"; then
+        ok "refusal names the variable and both shapes: $(grep -m1 'dense/kernel' "$tmp/w1")"
+    else
+        fail "refusal does not name dense/kernel, [784,16] and [784,32]"
+        show_tail "$tmp/w1" 10
+    fi
+    [[ $alive -eq 1 ]] && ok "the ps kept serving after the refused worker" ||
+        fail "the ps exited when a worker was refused"
+}
+
 case "$case_name" in
 oracle_ps)
     need_data
@@ -525,6 +571,10 @@ explain_json)
     case_explain_json
     ;;
 bad_cluster) case_bad_cluster ;;
+mismatch)
+    need_data
+    case_mismatch
+    ;;
 trace)
     need_data
     case_trace
