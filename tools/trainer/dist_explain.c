@@ -12,6 +12,14 @@
 
 #include "dist.h"
 
+/* RF_BIND's mode, as the variable spells it. */
+static const char *bind_name(const rf_binding *b)
+{
+    return b->mode == RF_BIND_NONE   ? "none"
+           : b->mode == RF_BIND_NODE ? "node"
+                                     : "nic";
+}
+
 static json_object *shape_json(rf_shape s)
 {
     json_object *a = json_object_new_array();
@@ -97,7 +105,9 @@ static json_object *build(const tr_dist *d)
     json_object *fab = json_object_new_object();
     add_str(fab, "provider", rf_fabric_provider(d->fabric));
     add_str(fab, "address", d->self->address);
+    add_str(fab, "bind", bind_name(&d->binding));
     add_int(fab, "numa_node", d->binding.numa_node);
+    add_str(fab, "cpus", d->binding.cpus);
     add_str(fab, "numa_why", d->binding.why);
     add_int(fab, "compute_threads", rf_executor_threads(d->s->ex));
     json_object_object_add(ex, "fabric", fab);
@@ -183,10 +193,11 @@ static void print_text(const tr_dist *d, json_object *root, FILE *out)
     fprintf(out, "explain: %s\n", cl ? cl : "(cluster)");
     free(cl);
     fprintf(out,
-            "explain: fabric %s on %s; NUMA node %d (%s); %d compute "
-            "threads\n",
+            "explain: fabric %s on %s; RF_BIND=%s: NUMA node %d, CPUs %s "
+            "(%s); %d compute threads bound there\n",
             rf_fabric_provider(d->fabric), d->self->address,
-            d->binding.numa_node, d->binding.why,
+            bind_name(&d->binding), d->binding.numa_node,
+            d->binding.cpus[0] ? d->binding.cpus : "-", d->binding.why,
             rf_executor_threads(d->s->ex));
     fprintf(out,
             "explain: placement (replica_device_setter, round-robin over %d "
