@@ -42,6 +42,23 @@ struct rf_trace {
     char *thread_names[TRACE_MAX_THREAD_NAMES];
 };
 
+/* Makes *arr hold at least need elements of size elem (doubling, at least
+ * 64); false if out of memory (*arr unchanged). */
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *p = rf_grealloc(*arr, c * elem);
+    if (!p)
+        return false;
+    *arr = p;
+    *cap = c;
+    return true;
+}
+
 uint64_t rf_now_ns(void)
 {
     struct timespec ts;
@@ -98,15 +115,10 @@ size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
 {
     pthread_mutex_lock(&t->mu);
     size_t base = t->n_nodes;
-    if (t->n_nodes + n > t->cap_nodes) {
-        size_t cap = (t->n_nodes + n) * 2;
-        tnode *nodes = rf_grealloc(t->nodes, cap * sizeof *nodes);
-        if (!nodes) {
-            pthread_mutex_unlock(&t->mu);
-            return SIZE_MAX;
-        }
-        t->nodes = nodes;
-        t->cap_nodes = cap;
+    if (!grow((void **)&t->nodes, &t->cap_nodes, t->n_nodes + n,
+              sizeof *t->nodes)) {
+        pthread_mutex_unlock(&t->mu);
+        return SIZE_MAX;
     }
     for (size_t i = 0; i < n; i++) {
         tnode *tn = &t->nodes[base + i];
@@ -133,15 +145,10 @@ void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
                   int tid, uint64_t step)
 {
     pthread_mutex_lock(&t->mu);
-    if (t->n_ev == t->cap_ev) {
-        size_t cap = t->cap_ev ? t->cap_ev * 2 : 4096;
-        tevent *ev = rf_grealloc(t->ev, cap * sizeof *ev);
-        if (!ev) { /* drop the event rather than fail the step */
-            pthread_mutex_unlock(&t->mu);
-            return;
-        }
-        t->ev = ev;
-        t->cap_ev = cap;
+    /* out of memory: drop the event rather than fail the step */
+    if (!grow((void **)&t->ev, &t->cap_ev, t->n_ev + 1, sizeof *t->ev)) {
+        pthread_mutex_unlock(&t->mu);
+        return;
     }
     tevent *e = &t->ev[t->n_ev++];
     e->ref = ref;
@@ -185,22 +192,11 @@ static size_t span_ref(rf_trace *t, const char *name, const char *cat,
             !strcmp(n->args, args))
             return t->spans[i];
     }
-    if (t->n_spans == t->cap_spans) {
-        size_t cap = t->cap_spans ? 2 * t->cap_spans : 64;
-        size_t *sp = rf_grealloc(t->spans, cap * sizeof *sp);
-        if (!sp)
-            return SIZE_MAX;
-        t->spans = sp;
-        t->cap_spans = cap;
-    }
-    if (t->n_nodes == t->cap_nodes) {
-        size_t cap = t->cap_nodes ? 2 * t->cap_nodes : 64;
-        tnode *nodes = rf_grealloc(t->nodes, cap * sizeof *nodes);
-        if (!nodes)
-            return SIZE_MAX;
-        t->nodes = nodes;
-        t->cap_nodes = cap;
-    }
+    if (!grow((void **)&t->spans, &t->cap_spans, t->n_spans + 1,
+              sizeof *t->spans) ||
+        !grow((void **)&t->nodes, &t->cap_nodes, t->n_nodes + 1,
+              sizeof *t->nodes))
+        return SIZE_MAX;
     tnode *tn = &t->nodes[t->n_nodes];
     tn->name = rf_gstrdup(name);
     tn->op = rf_gstrdup(cat);

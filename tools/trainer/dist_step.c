@@ -367,8 +367,8 @@ int tr_dist_train(tr_dist *d, rf_dataset *train, rf_trace *trace, FILE *out,
         d->trace = trace;
         rf_executor_set_trace(d->s->ex, trace);
     }
-    double t0 = tr_now(), t_log = t0;
-    int64_t step_log = 0;
+    double t0 = tr_now();
+    tr_progress prog = {.t_log = t0};
     while (res->global_step < f->train_steps) {
         if (d->trace && res->steps == f->trace_steps) {
             rf_executor_set_trace(d->s->ex, NULL);
@@ -382,29 +382,8 @@ int tr_dist_train(tr_dist *d, rf_dataset *train, rf_trace *trace, FILE *out,
         d->step = (uint64_t)res->steps;
         if (run_step(d, in, &loss, &res->global_step, err, errlen) != 0)
             goto out;
-        res->steps++;
-        res->final_loss = loss;
-        if (res->steps == 1)
-            res->first_loss = loss;
-        if (!isfinite(loss)) {
-            snprintf(err, errlen,
-                     "loss is %g at global_step %" PRId64
-                     " (diverged; try a smaller --learning_rate)",
-                     loss, res->global_step);
+        if (tr_progress_step(f, &prog, res, loss, out, err, errlen) != 0)
             goto out;
-        }
-        bool last = res->global_step >= f->train_steps;
-        if (f->log_every > 0 &&
-            (res->steps == 1 || res->global_step % f->log_every == 0 || last)) {
-            double now = tr_now();
-            double rate = (double)(res->steps - step_log) * (double)bs /
-                          (now - t_log > 0 ? now - t_log : 1e-9);
-            fprintf(out, "step %" PRId64 ", loss %.6f, %.0f examples/s\n",
-                    res->global_step, loss, rate);
-            fflush(out);
-            t_log = now;
-            step_log = res->steps;
-        }
     }
     res->seconds = tr_now() - t0;
     rc = 0;

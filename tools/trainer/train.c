@@ -51,8 +51,8 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
     };
     if (trace)
         rf_executor_set_trace(s->ex, trace);
-    double t0 = tr_now(), t_log = t0;
-    int64_t step_log = 0;
+    double t0 = tr_now();
+    tr_progress prog = {.t_log = t0};
     while (res->global_step < f->train_steps) {
         if (trace && res->steps == f->trace_steps)
             rf_executor_set_trace(s->ex, NULL);
@@ -66,31 +66,10 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
                      rf_error_message());
             goto out;
         }
-        double loss = *rf_tensor_f32(&o[0]);
         res->global_step = *(const int64_t *)o[1].data;
-        res->steps++;
-        res->final_loss = loss;
-        if (res->steps == 1)
-            res->first_loss = loss;
-        if (!isfinite(loss)) {
-            snprintf(err, errlen,
-                     "loss is %g at global_step %" PRId64
-                     " (diverged; try a smaller --learning_rate)",
-                     loss, res->global_step);
+        if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&o[0]), out, err,
+                             errlen) != 0)
             goto out;
-        }
-        bool last = res->global_step >= f->train_steps;
-        if (f->log_every > 0 &&
-            (res->steps == 1 || res->global_step % f->log_every == 0 || last)) {
-            double now = tr_now();
-            double rate = (double)(res->steps - step_log) * (double)bs /
-                          (now - t_log > 0 ? now - t_log : 1e-9);
-            fprintf(out, "step %" PRId64 ", loss %.6f, %.0f examples/s\n",
-                    res->global_step, loss, rate);
-            fflush(out);
-            t_log = now;
-            step_log = res->steps;
-        }
     }
     res->seconds = tr_now() - t0;
     rc = 0;
@@ -101,4 +80,34 @@ out:
     free(xb);
     free(yb);
     return rc;
+}
+
+int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
+                     double loss, FILE *out, char *err, size_t errlen)
+{
+    res->steps++;
+    res->final_loss = loss;
+    if (res->steps == 1)
+        res->first_loss = loss;
+    if (!isfinite(loss)) {
+        snprintf(err, errlen,
+                 "loss is %g at global_step %" PRId64
+                 " (diverged; try a smaller --learning_rate)",
+                 loss, res->global_step);
+        return -1;
+    }
+    bool last = res->global_step >= f->train_steps;
+    if (f->log_every > 0 &&
+        (res->steps == 1 || res->global_step % f->log_every == 0 || last)) {
+        double now = tr_now();
+        double rate = (double)(res->steps - p->step_log) *
+                      (double)f->batch_size /
+                      (now - p->t_log > 0 ? now - p->t_log : 1e-9);
+        fprintf(out, "step %" PRId64 ", loss %.6f, %.0f examples/s\n",
+                res->global_step, loss, rate);
+        fflush(out);
+        p->t_log = now;
+        p->step_log = res->steps;
+    }
+    return 0;
 }

@@ -37,6 +37,17 @@ typedef struct tr_eval_result {
 int tr_evaluate(const tr_flags *f, tr_session *s, rf_dataset *test,
                 tr_eval_result *res, char *err, size_t errlen);
 
+/* A training loop's progress lines: after each step (res->global_step
+ * already updated), counts it in res, prints "step G, loss L, E examples/s"
+ * at the first step, every f->log_every global steps and the last one, and
+ * fails (-1 with err) on a non-finite loss. */
+typedef struct tr_progress {
+    double t_log;     /* when the last line was printed (tr_now) */
+    int64_t step_log; /* res->steps then */
+} tr_progress;
+int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
+                     double loss, FILE *out, char *err, size_t errlen);
+
 /* Monotonic seconds. */
 double tr_now(void);
 
