@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fabric/error.h"
+#include "fabric/fpenv.h"
 #include "graph/thread_pool.h"
 
 typedef struct item {
@@ -48,6 +49,8 @@ static void *worker_main(void *arg)
 {
     rf_pool *p = ((worker_arg *)arg)->p;
     int tid = ((worker_arg *)arg)->tid;
+    /* pool threads only run kernels: flush denormals for their whole life */
+    (void)rf_flush_denormals_begin();
     pthread_mutex_lock(&p->mu);
     for (;;) {
         item it;
@@ -176,6 +179,7 @@ bool rf_pool_push(rf_pool *p, rf_task_fn fn, void *arg, size_t idx)
 
 void rf_pool_run_until(rf_pool *p, int tid, atomic_size_t *remaining)
 {
+    rf_fpenv fp = rf_flush_denormals_begin(); /* the caller, for this run */
     pthread_mutex_lock(&p->mu);
     while (atomic_load(remaining) > 0) {
         item it;
@@ -188,6 +192,7 @@ void rf_pool_run_until(rf_pool *p, int tid, atomic_size_t *remaining)
         }
     }
     pthread_mutex_unlock(&p->mu);
+    rf_flush_denormals_end(fp);
 }
 
 void rf_pool_wake(rf_pool *p)

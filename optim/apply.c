@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "fabric/error.h"
+#include "fabric/fpenv.h"
 #include "optim/kernels.h"
 #include "rdmaflow/optim.h"
 
@@ -79,6 +80,7 @@ rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
     if ((st = check_arrays(cfg, &layout, var, slots, grad, n)))
         return st;
 
+    rf_fpenv fp = rf_flush_denormals_begin(); /* fabric/fpenv.h */
     switch (cfg->kind) {
     case RF_OPTIM_SGD:
         rf_kernel_sgd(var, grad, n, cfg->learning_rate);
@@ -107,5 +109,6 @@ rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
                               cfg->epsilon);
         break;
     }
+    rf_flush_denormals_end(fp);
     return RF_OK;
 }

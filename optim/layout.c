@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fabric/error.h"
+#include "fabric/fpenv.h"
 #include "rdmaflow/optim.h"
 
 rf_status rf_optim_layout_get(const rf_optim_config *cfg, rf_optim_layout *out)
@@ -96,8 +97,14 @@ rf_status rf_optim_finish_step(const rf_optim_config *cfg, rf_optim_scalars *s)
         return st;
     if (cfg->kind == RF_OPTIM_ADAM) {
         /* beta1_power.assign(beta1_power * beta1_t), likewise beta2 */
-        s->beta1_power = s->beta1_power * cfg->beta1;
-        s->beta2_power = s->beta2_power * cfg->beta2;
+        /* under flush-to-zero like every kernel; the volatile temporaries
+         * keep the multiplies between the mode switches */
+        rf_fpenv fp = rf_flush_denormals_begin();
+        volatile float b1 = s->beta1_power, b2 = s->beta2_power;
+        volatile float p1 = b1 * cfg->beta1, p2 = b2 * cfg->beta2;
+        rf_flush_denormals_end(fp);
+        s->beta1_power = p1;
+        s->beta2_power = p2;
     }
     return RF_OK;
 }

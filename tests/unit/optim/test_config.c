@@ -2,6 +2,8 @@
  * defaults, rejection of bad hyper-parameters with clear messages,
  * --optimizer parsing, slot layouts and initial values, the beta powers,
  * and rf_optim_apply()'s argument checks. */
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
@@ -277,12 +279,16 @@ static void test_scalars(void)
               s.beta2_power == 0.999f,
           "adam beta powers start at beta1, beta2");
     /* _finish multiplies in float: after t finishes, the product of t + 1
-     * float betas, evaluated left to right. */
+     * float betas, evaluated left to right, with subnormal results flushed
+     * to zero as TensorFlow's executor does (beta1_power leaves the normal
+     * range at t = 828). */
     float p1 = 0.9f, p2 = 0.999f;
     for (int t = 1; t <= 1000; t++) {
         CHECK(rf_optim_finish_step(&c, &s) == RF_OK, "finish");
         p1 = p1 * 0.9f;
         p2 = p2 * 0.999f;
+        if (fabsf(p1) < FLT_MIN)
+            p1 = 0.0f;
         if (s.beta1_power != p1 || s.beta2_power != p2) {
             CHECK(false, "step %d: %g %g", t, (double)s.beta1_power,
                   (double)s.beta2_power);
@@ -352,6 +358,35 @@ static void test_apply_arguments(void)
           "sgd needs no slots or scalars");
 }
 
+/* Subnormals are flushed inside rf_optim_apply (TensorFlow's
+ * ScopedFlushDenormal), and only there. Adam's first moment of a weight
+ * whose gradient stays zero, m -= m * (1 - beta1), would otherwise decay
+ * into the subnormal range and stick at a few ulps there (0.9 * 4 ulp
+ * rounds back to 4 ulp), every later update taking the slow path; flushed,
+ * the decrement underflows to zero first and m stays a normal float. The
+ * caller's floating-point mode is left as it was. */
+static void test_flush_denormals(void)
+{
+    rf_optim_config c;
+    rf_optim_defaults(RF_OPTIM_ADAM, &c);
+    rf_optim_scalars sc;
+    CHECK(rf_optim_scalars_init(&c, &sc) == RF_OK, "scalars");
+    float var[2] = {0.5f, -0.5f}, m[2] = {1e-30f, -1e-30f}, v[2] = {1, 1};
+    const float grad[2] = {0, 0};
+    float *slots[2] = {m, v};
+    for (int t = 0; t < 1000; t++)
+        CHECK(rf_optim_apply(&c, var, slots, grad, 2, &sc) == RF_OK, "apply");
+    CHECK(fpclassify(m[0]) != FP_SUBNORMAL &&
+              fpclassify(m[1]) != FP_SUBNORMAL && fabsf(m[0]) < 1e-36f,
+          "adam m with zero gradients ends at %g, %g: subnormal, or did not "
+          "decay (want 0 or a normal float below 1e-36)",
+          (double)m[0], (double)m[1]);
+    volatile float tiny = FLT_MIN;
+    volatile float half = tiny / 2.0f;
+    CHECK(half != 0.0f && fpclassify(half) == FP_SUBNORMAL,
+          "the caller's mode changed: FLT_MIN / 2 = %g", (double)half);
+}
+
 int main(void)
 {
     test_defaults();
@@ -360,5 +395,6 @@ int main(void)
     test_layouts();
     test_scalars();
     test_apply_arguments();
+    test_flush_denormals();
     return report("unit.optim.config");
 }
