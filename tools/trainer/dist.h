@@ -75,6 +75,7 @@ typedef struct tr_dist {
 
     /* the step plan and its hooks */
     rf_plan *plan;
+    rf_tensor *fetched; /* the plan's outputs: loss, then the gradients */
     size_t nnodes;      /* graph nodes when the plan was made */
     uint32_t *wait_off; /* CSR by node id: remote variables it waits for */
     uint32_t *wait_var;
@@ -91,6 +92,7 @@ typedef struct tr_dist {
     pthread_cond_t cv;
     size_t *queue;
     size_t qhead, qlen;
+    rf_ps_xfer *push_x; /* the pusher's batch */
     bool busy, stop;
     rf_status push_st;
     char push_err[512];

@@ -375,6 +375,8 @@ void tr_dist_close(tr_dist *d)
     d->topo = NULL;
     free(d->v);
     d->v = NULL;
+    free(d->fetched);
+    d->fetched = NULL;
     free(d->wait_off);
     free(d->wait_var);
     free(d->grad_var);

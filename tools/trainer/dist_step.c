@@ -101,8 +101,10 @@ static rf_status after_op(void *ctx, rf_node *node, const rf_tensor *value,
     return RF_OK;
 }
 
-/* apply=worker: each queued variable is read, updated here and written
- * back (rf_ps_push blocks for that), off the executor's threads. */
+/* apply=worker: the queued variables are read, updated here and written
+ * back (rf_ps_push blocks for that), off the executor's threads; whatever
+ * is queued when the pusher comes round goes in one call, so the client
+ * advances those shards' reads and writes together. */
 static void *pusher_main(void *arg)
 {
     tr_dist *d = arg;
@@ -112,17 +114,28 @@ static void *pusher_main(void *arg)
             pthread_cond_wait(&d->cv, &d->mu);
         if (d->qlen == 0)
             break;
-        size_t i = d->queue[d->qhead];
-        d->qhead = (d->qhead + 1) % d->nv;
-        d->qlen--;
+        size_t n = 0;
+        for (; d->qlen > 0; n++) {
+            d->push_x[n] = grad_xfer(d, &d->v[d->queue[d->qhead]]);
+            d->qhead = (d->qhead + 1) % d->nv;
+            d->qlen--;
+        }
         d->busy = true;
         pthread_mutex_unlock(&d->mu);
-        tr_rvar *v = &d->v[i];
-        rf_ps_xfer x = grad_xfer(d, v);
         uint64_t t0 = rf_trace_clock_ns();
-        rf_status st =
-            rf_ps_push(d->client, &x, 1, RF_PS_APPLY_WORKER, d->f->use_locking);
-        span(d, v->push_span, v->args, t0, d->pusher_tid);
+        rf_status st = rf_ps_push(d->client, d->push_x, n, RF_PS_APPLY_WORKER,
+                                  d->f->use_locking);
+        if (d->trace) {
+            char name[64], args[64];
+            size_t bytes = 0;
+            for (size_t k = 0; k < n; k++)
+                bytes += d->push_x[k].len;
+            snprintf(name, sizeof name, "APPLY_WORKER %zu variable%s", n,
+                     n == 1 ? "" : "s");
+            snprintf(args, sizeof args, "\"bytes\":%zu,\"variables\":%zu",
+                     bytes, n);
+            span(d, name, args, t0, d->pusher_tid);
+        }
         pthread_mutex_lock(&d->mu);
         if (st != RF_OK && d->push_st == RF_OK) {
             d->push_st = st;
@@ -162,7 +175,9 @@ static void pusher_stop(tr_dist *d)
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
     free(d->queue);
+    free(d->push_x);
     d->queue = NULL;
+    d->push_x = NULL;
 }
 
 /* ---- the plan -------------------------------------------------------------
@@ -186,7 +201,9 @@ int tr_dist_plan(tr_dist *d, char *err, size_t errlen)
     rf_graph *g = s->g;
     size_t nf = 1 + d->nv;
     rf_node **fetches = calloc(nf, sizeof *fetches);
-    if (!fetches) {
+    d->fetched = calloc(nf, sizeof *d->fetched);
+    if (!fetches || !d->fetched) {
+        free(fetches);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -272,15 +289,9 @@ static int run_step(tr_dist *d, const rf_tensor *in, double *loss,
         snprintf(err, errlen, "reading the variables: %s", rf_error_message());
         return -1;
     }
-    rf_tensor *o = calloc(1 + d->nv, sizeof *o);
-    if (!o) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    rf_status st = rf_plan_run(d->plan, in, o);
+    rf_status st = rf_plan_run(d->plan, in, d->fetched);
     if (st == RF_OK)
-        *loss = *rf_tensor_f32(&o[0]);
-    free(o);
+        *loss = *rf_tensor_f32(&d->fetched[0]);
     char perr[600] = "";
     if (st != RF_OK)
         snprintf(perr, sizeof perr, "%s", rf_error_message());
@@ -342,16 +353,19 @@ int tr_dist_train(tr_dist *d, rf_dataset *train, rf_trace *trace, FILE *out,
         goto out;
     if (f->apply_mode == RF_PS_APPLY_WORKER) {
         d->queue = calloc(d->nv, sizeof *d->queue);
+        d->push_x = calloc(d->nv, sizeof *d->push_x);
         pthread_mutex_init(&d->mu, NULL);
         pthread_cond_init(&d->cv, NULL);
         d->pusher_tid = rf_executor_threads(d->s->ex);
-        if (!d->queue ||
+        if (!d->queue || !d->push_x ||
             pthread_create(&d->pusher, NULL, pusher_main, d) != 0) {
             snprintf(err, errlen, "cannot start the apply=worker thread");
             pthread_cond_destroy(&d->cv);
             pthread_mutex_destroy(&d->mu);
             free(d->queue);
+            free(d->push_x);
             d->queue = NULL;
+            d->push_x = NULL;
             goto out;
         }
         d->pusher_started = true;
