@@ -10,7 +10,12 @@
  *   4. FETCH_AND_ADD 1 on global_step (ps 0): its new value drives
  *      StopAtStepHook(last_step = --train_steps).
  * With --trace, fabric operations and waits are spans in the same trace as
- * the executor's ops (category "fabric", args bytes and ps_task). */
+ * the executor's ops (category "fabric", args bytes and ps_task): a READ
+ * span runs from the post to the moment the first op that needs the
+ * variable has it (an upper bound on the transfer), "wait READ" spans are
+ * the time an op actually blocked, a push span is the time to post it
+ * (apply=ps) or to read, apply and write back (apply=worker), then the ack
+ * wait and the FETCH_AND_ADD. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
