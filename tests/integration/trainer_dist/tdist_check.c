@@ -160,7 +160,10 @@ static int64_t get_int(json_object *o, const char *key, const char *where)
     return json_object_get_int64(v);
 }
 
-static bool str_is(const char *a, const char *b) { return a && !strcmp(a, b); }
+static bool str_is(const char *a, const char *b)
+{
+    return a && !strcmp(a, b);
+}
 
 /* ------------------------------------------------------------- explain */
 typedef struct var {
@@ -239,8 +242,8 @@ static int cmd_explain(const char *path, int argc, char **argv)
             const char *a =
                 json_object_get_string(json_object_array_get_idx(cps, i));
             if (!str_is(a, ps[i]))
-                fail("cluster.ps[%d] is '%s', the ps task %d serves on '%s'",
-                     i, a ? a : "?", i, ps[i]);
+                fail("cluster.ps[%d] is '%s', the ps task %d serves on '%s'", i,
+                     a ? a : "?", i, ps[i]);
         }
     if (!cw || !json_object_is_type(cw, json_type_array) ||
         (int)json_object_array_length(cw) != nworkers)
@@ -279,12 +282,12 @@ static int cmd_explain(const char *path, int argc, char **argv)
     int got_n = (int)json_object_array_length(jv);
     printf("variables (%d):", got_n);
     for (int i = 0; i < got_n; i++)
-        printf(" %s@%" PRId64,
-               get_str(json_object_array_get_idx(jv, i), "name")
-                   ? get_str(json_object_array_get_idx(jv, i), "name")
-                   : "?",
-               get_int(json_object_array_get_idx(jv, i), "ps_task",
-                       "variable"));
+        printf(
+            " %s@%" PRId64,
+            get_str(json_object_array_get_idx(jv, i), "name")
+                ? get_str(json_object_array_get_idx(jv, i), "name")
+                : "?",
+            get_int(json_object_array_get_idx(jv, i), "ps_task", "variable"));
     printf("\n");
     if (got_n != n)
         fail("%d variables, want %d (global_step + %d)", got_n, n, nv);
@@ -302,8 +305,8 @@ static int cmd_explain(const char *path, int argc, char **argv)
         snprintf(where, sizeof where, "variable %s", w->name);
         int64_t t = get_int(o, "ps_task", where);
         if (t != w->ps_task)
-            fail("%s: ps_task %" PRId64 ", want %d (index %d mod %d)", where,
-                 t, w->ps_task, i, num_ps);
+            fail("%s: ps_task %" PRId64 ", want %d (index %d mod %d)", where, t,
+                 w->ps_task, i, num_ps);
         snprintf(dev, sizeof dev, "/job:ps/task:%d", w->ps_task);
         if (!str_is(get_str(o, "device"), dev))
             fail("%s: device '%s', want '%s'", where,
@@ -359,8 +362,8 @@ static int cmd_explain(const char *path, int argc, char **argv)
     const char *push = str_is(apply, "ps") ? "WRITE_WITH_IMM" : "APPLY_WORKER";
     int *reads = calloc((size_t)n, sizeof *reads),
         *pushes = calloc((size_t)n, sizeof *pushes);
-    int faa = 0, compute = 0, compute_at = -1, last_read = -1,
-        first_push = ns, faa_at = -1;
+    int faa = 0, compute = 0, compute_at = -1, last_read = -1, first_push = ns,
+        faa_at = -1;
     printf("step (%d):", ns);
     for (int k = 0; k < ns; k++) {
         json_object *o = json_object_array_get_idx(js, k);
@@ -389,7 +392,8 @@ static int cmd_explain(const char *path, int argc, char **argv)
             fail("%s: not a variable of the model", where);
             continue;
         }
-        int64_t t = get_int(o, "ps_task", where), b = get_int(o, "bytes", where);
+        int64_t t = get_int(o, "ps_task", where),
+                b = get_int(o, "bytes", where);
         if (t != want[vi].ps_task)
             fail("%s: ps_task %" PRId64 ", the variable is on %d", where, t,
                  want[vi].ps_task);
@@ -442,6 +446,15 @@ static int cmd_explain(const char *path, int argc, char **argv)
     if (faa == 1 && faa_at != ns - 1)
         fail("step: FETCH_AND_ADD is at %d, not last (%d entries)", faa_at, ns);
     json_object_put(root);
+    free(reads);
+    free(pushes);
+    free(want);
+    free(vs);
+    free(slots);
+    free(ps);
+    free(vars_s);
+    free(slots_s);
+    free(ps_s);
     return failures ? 1 : 0;
 }
 
@@ -526,7 +539,8 @@ static int cmd_trace(const char *path, int argc, char **argv)
             continue;
         }
         per_op[op]++;
-        int64_t b = get_int(a, "bytes", where), t = get_int(a, "ps_task", where);
+        int64_t b = get_int(a, "bytes", where),
+                t = get_int(a, "ps_task", where);
         if (b <= 0)
             fail("%s: bytes %" PRId64, where, b);
         if (t < 0 || t >= num_ps)
@@ -563,6 +577,11 @@ static int cmd_trace(const char *path, int argc, char **argv)
     if (!steps_seen)
         fail("no READ event carries a step");
     json_object_put(root);
+    free(per_op);
+    free(ops);
+    free(tasks);
+    free(ops_s);
+    free(tasks_s);
     return failures ? 1 : 0;
 }
 
@@ -626,7 +645,8 @@ static int cmd_st(const char *path)
         int64_t esz = !strcmp(dt, "I64") ? 8 : !strcmp(dt, "F32") ? 4 : 0;
         if (!esz)
             fail("%s: %s: dtype %s (want F32 or I64)", path, key, dt);
-        if (b < 0 || e < b || (uint64_t)e > dlen || (esz && e - b != elems * esz))
+        if (b < 0 || e < b || (uint64_t)e > dlen ||
+            (esz && e - b != elems * esz))
             fail("%s: %s: data_offsets [%" PRId64 ", %" PRId64
                  "] do not fit %" PRId64 " elements in %zu data bytes",
                  path, key, b, e, elems, dlen);
@@ -652,7 +672,8 @@ static int cmd_st(const char *path)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: tdist_check explain|trace|st FILE [KEY=VALUE...]\n");
+        fprintf(stderr,
+                "usage: tdist_check explain|trace|st FILE [KEY=VALUE...]\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
