@@ -4,10 +4,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fabric/env.h"
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/provider.h"
+#include "rdmaflow/env.h"
+#include "rdmaflow/status.h"
 
 /* Order matters for "auto": the first provider whose probe succeeds wins. */
 static const rf_provider_ops *const providers[] = {
@@ -46,7 +46,7 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
                          rf_fabric **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_fabric_open: out is NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_fabric_open: out is NULL");
     *out = NULL;
     const char *name = provider;
     if (!name || !*name || strcmp(name, "auto") == 0)
@@ -62,7 +62,7 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
                             providers[i]->name, rf_error_message());
         }
         if (!ops)
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_UNAVAILABLE,
                 "rf_fabric_open: no provider works on this host");
     } else {
@@ -75,7 +75,7 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
                 strncat(list, providers[i]->name,
                         sizeof list - strlen(list) - 1);
             }
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_INVALID_ARG,
                 "rf_fabric_open: unknown provider '%s' (compiled "
                 "in: %s)",
@@ -83,7 +83,7 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
         }
     }
     if (!ops->fabric_open)
-        return rf_set_error(RF_ERR_UNSUPPORTED, "provider %s cannot open",
+        return rf_error_set(RF_ERR_UNSUPPORTED, "provider %s cannot open",
                             ops->name);
     rf_fabric_attr none = {0};
     rf_status st = ops->fabric_open(attr ? attr : &none, out);
@@ -106,7 +106,7 @@ const char *rf_fabric_provider(const rf_fabric *fabric)
 }
 
 #define UNSUPPORTED(fab, what)                                                 \
-    rf_set_error(RF_ERR_UNSUPPORTED, "%s: not supported by provider %s", what, \
+    rf_error_set(RF_ERR_UNSUPPORTED, "%s: not supported by provider %s", what, \
                  (fab)->ops->name)
 
 /* --- memory regions ---------------------------------------------------- */
@@ -115,19 +115,19 @@ rf_status rf_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
                     rf_mr **out)
 {
     if (!fabric || !out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_reg: NULL fabric or out");
     *out = NULL;
     if (!addr || len == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_reg: empty region (addr %p, len %zu)", addr,
                             len);
     if (access & ~(uint32_t)RF_ACCESS_ALL)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_reg: unknown access bits 0x%x", access);
     if ((access & (RF_ACCESS_REMOTE_WRITE | RF_ACCESS_REMOTE_ATOMIC)) &&
         !(access & RF_ACCESS_LOCAL_WRITE))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_reg: remote write/atomic access requires "
                             "RF_ACCESS_LOCAL_WRITE (as in verbs)");
     if (!fabric->ops->mr_reg)
@@ -195,10 +195,10 @@ void rf_mr_desc_unpack(const unsigned char in[RF_MR_DESC_PACKED_SIZE],
 rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
 {
     if (!fabric || !out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_cq_create: NULL argument");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_create: NULL argument");
     *out = NULL;
     if (depth == 0 || depth > (1u << 22))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_cq_create: depth %u outside [1, 4194304]",
                             depth);
     if (!fabric->ops->cq_create)
@@ -215,7 +215,7 @@ void rf_cq_destroy(rf_cq *cq)
 int rf_cq_poll(rf_cq *cq, rf_completion *out, int max)
 {
     if (!cq || !out || max <= 0)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_cq_poll: bad arguments");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_poll: bad arguments");
     if (!cq->fabric->ops->cq_poll)
         return UNSUPPORTED(cq->fabric, "rf_cq_poll");
     return cq->fabric->ops->cq_poll(cq, out, max);
@@ -224,7 +224,7 @@ int rf_cq_poll(rf_cq *cq, rf_completion *out, int max)
 int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
 {
     if (!cq || !out || max <= 0 || timeout_ms < -1)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_cq_wait: bad arguments");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_wait: bad arguments");
     if (!cq->fabric->ops->cq_wait)
         return UNSUPPORTED(cq->fabric, "rf_cq_wait");
     return cq->fabric->ops->cq_wait(cq, out, max, timeout_ms);
@@ -235,11 +235,11 @@ int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
 static rf_status check_priv(const char *what, const void *priv, size_t len)
 {
     if (len > RF_MAX_PRIVATE_DATA)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s: private data of %zu bytes exceeds %d", what,
                             len, RF_MAX_PRIVATE_DATA);
     if (len && !priv)
-        return rf_set_error(RF_ERR_INVALID_ARG, "%s: NULL private data", what);
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: NULL private data", what);
     return RF_OK;
 }
 
@@ -247,11 +247,11 @@ static rf_status check_ep_attr(const char *what, rf_fabric *fabric,
                                const rf_ep_attr *attr)
 {
     if (!attr || !attr->send_cq)
-        return rf_set_error(RF_ERR_INVALID_ARG, "%s: attr->send_cq is required",
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: attr->send_cq is required",
                             what);
     if (attr->send_cq->fabric != fabric ||
         (attr->recv_cq && attr->recv_cq->fabric != fabric))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s: completion queue belongs to another fabric",
                             what);
     return RF_OK;
@@ -261,7 +261,7 @@ rf_status rf_listen(rf_fabric *fabric, const char *host, uint16_t port,
                     rf_listener **out)
 {
     if (!fabric || !out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_listen: NULL argument");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_listen: NULL argument");
     *out = NULL;
     if (!fabric->ops->listen)
         return UNSUPPORTED(fabric, "rf_listen");
@@ -283,7 +283,7 @@ rf_status rf_listener_get_request(rf_listener *listener, int timeout_ms,
                                   rf_conn_req **out)
 {
     if (!listener || !out || timeout_ms < -1)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_listener_get_request: bad arguments");
     *out = NULL;
     if (!listener->fabric->ops->get_request)
@@ -302,7 +302,7 @@ rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,
                     size_t priv_len, rf_ep **out)
 {
     if (!req || !out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_accept: NULL argument");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_accept: NULL argument");
     *out = NULL;
     rf_fabric *fabric = req->listener->fabric;
     rf_status st = check_priv("rf_accept", priv, priv_len);
@@ -349,10 +349,10 @@ rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
 {
     reject_len = 0;
     if (!fabric || !out || !host || timeout_ms < -1)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_connect: bad arguments");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_connect: bad arguments");
     *out = NULL;
     if (port == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_connect: port 0");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_connect: port 0");
     rf_status st = check_priv("rf_connect", priv, priv_len);
     if (st == RF_OK)
         st = check_ep_attr("rf_connect", fabric, attr);
@@ -410,51 +410,51 @@ static rf_status check_wr(const rf_ep *ep, const rf_wr *wr, size_t index)
     case RF_OP_CMP_SWAP:
         need = RF_ACCESS_LOCAL_WRITE;
         if (wr->len != 8)
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_INVALID_ARG,
                 "rf_post: wr[%zu]: atomic length %zu, must be 8", index,
                 wr->len);
         if ((uintptr_t)wr->local % 8)
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_INVALID_ARG,
                 "rf_post: wr[%zu]: atomic result buffer %p is not "
                 "8-byte aligned",
                 index, wr->local);
         break;
     default:
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_post: wr[%zu]: op %d cannot be posted", index,
                             (int)wr->op);
     }
     if (wr->flags & ~(uint32_t)(RF_WR_UNSIGNALED | RF_WR_INLINE | RF_WR_FENCE))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_post: wr[%zu]: unknown flags 0x%x", index,
                             wr->flags);
     if (wr->len > UINT32_MAX)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_post: wr[%zu]: length %zu exceeds 4 GiB - 1",
                             index, wr->len);
     if (wr->len == 0)
         return RF_OK;
     if (!wr->local || !wr->local_mr)
-        return rf_set_error(
+        return rf_error_set(
             RF_ERR_INVALID_ARG,
             "rf_post: wr[%zu]: %zu bytes but no local buffer or "
             "region",
             index, wr->len);
     if (wr->local_mr->fabric != ep->fabric)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_post: wr[%zu]: local region belongs to another "
                             "fabric",
                             index);
     if (!inside(wr->local_mr, wr->local, wr->len))
-        return rf_set_error(
+        return rf_error_set(
             RF_ERR_INVALID_ARG,
             "rf_post: wr[%zu]: local buffer %p+%zu is outside its "
             "region %p+%zu",
             index, wr->local, wr->len, wr->local_mr->addr, wr->local_mr->len);
     if ((wr->local_mr->access & need) != need)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_post: wr[%zu]: local region lacks "
                             "RF_ACCESS_LOCAL_WRITE",
                             index);
@@ -466,7 +466,7 @@ rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted)
     if (posted)
         *posted = 0;
     if (!ep || (!wrs && n))
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_post: NULL argument");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_post: NULL argument");
     if (n == 0)
         return RF_OK;
     /* Validate everything first so a bad request posts nothing. */
@@ -485,20 +485,20 @@ rf_status rf_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
                        void *context)
 {
     if (!ep)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_post_recv: NULL endpoint");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_post_recv: NULL endpoint");
     if (len) {
         if (!buf || !mr || mr->fabric != ep->fabric || !inside(mr, buf, len))
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_INVALID_ARG,
                 "rf_post_recv: buffer %p+%zu not inside a region "
                 "of this fabric",
                 buf, len);
         if (!(mr->access & RF_ACCESS_LOCAL_WRITE))
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_INVALID_ARG,
                 "rf_post_recv: region lacks RF_ACCESS_LOCAL_WRITE");
         if (len > UINT32_MAX)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "rf_post_recv: length %zu exceeds 4 GiB - 1",
                                 len);
     }

@@ -48,7 +48,7 @@ struct rf_ep {
 };
 
 /* A NULL op means unsupported: the generic layer returns RF_ERR_UNSUPPORTED.
- * Every op that fails sets the thread's error message (rf_set_error). */
+ * Every op that fails sets the thread's error message (rf_error_set). */
 struct rf_provider_ops {
     const char *name;
     /* RF_OK if the provider can run on this host (e.g. a device exists). */

@@ -4,9 +4,9 @@
  * and replica_device_setter become graph device functions. */
 #include <string.h>
 
-#include "fabric/error.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/graph.h"
+#include "rdmaflow/status.h"
 
 void rf_device_node_desc(const rf_node *node, const char *device,
                          rf_op_desc *out)
@@ -29,11 +29,11 @@ static rf_status current_device(const char *device, size_t cap, char *copy,
                                 size_t copy_len)
 {
     if (!device || cap == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "graph device function: no device buffer");
     size_t n = strnlen(device, cap);
     if (n >= copy_len)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "graph device function: requested device longer "
                             "than %zu bytes",
                             copy_len - 1);
@@ -75,7 +75,7 @@ rf_status rf_device_node_fn(void *binding, const rf_node *node, char *device,
     if (st != RF_OK)
         return st;
     if (!memchr(out, '\0', sizeof out))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "device function for op \"%s\" wrote an "
                             "unterminated string",
                             op.name);
@@ -85,7 +85,7 @@ rf_status rf_device_node_fn(void *binding, const rf_node *node, char *device,
         char why[256];
         strncpy(why, rf_error_message(), sizeof why - 1);
         why[sizeof why - 1] = '\0';
-        return rf_set_error(st, "device function for op \"%s\": %s", op.name,
+        return rf_error_set(st, "device function for op \"%s\": %s", op.name,
                             why);
     }
     return rf_device_spec_to_string(&spec, device, cap);
@@ -116,7 +116,7 @@ rf_status rf_graph_push_device(rf_graph *g, const char *device,
     if (!device)
         return rf_device_fn_push(g, NULL, NULL);
     if (!storage)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_graph_push_device: storage is NULL");
     rf_status st = rf_device_spec_parse(device, storage);
     if (st != RF_OK)

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "rdmaflow/device.h"
+#include "rdmaflow/status.h"
 
 /* Longest input quoted whole in an error message. */
 #define QUOTE_MAX 160
@@ -58,7 +58,7 @@ static rf_status fail_at(const parse_ctx *pc, const char *what, size_t off,
     int text_len = (int)(end - off);
     if (text_len > QUOTE_MAX)
         text_len = QUOTE_MAX;
-    return rf_set_error(RF_ERR_INVALID_ARG,
+    return rf_error_set(RF_ERR_INVALID_ARG,
                         "device string \"%.*s%s\": %s at offset %zu (\"%.*s\")",
                         shown, pc->str, total > QUOTE_MAX ? "..." : "", what,
                         off, text_len, pc->str + off);
@@ -223,7 +223,7 @@ static rf_status parse_component(const parse_ctx *pc, size_t b, size_t e,
 rf_status rf_device_spec_parse(const char *str, rf_device_spec *out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_spec_parse: out is NULL");
     rf_device_spec spec;
     rf_device_spec_clear(&spec);
@@ -277,11 +277,11 @@ rf_status rf_device_spec_to_string(const rf_device_spec *spec, char *buf,
                                    size_t len)
 {
     if (!buf || len == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_spec_to_string: no output buffer");
     buf[0] = '\0';
     if (!spec || !spec_valid(spec))
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_device_spec_to_string: %s",
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_device_spec_to_string: %s",
                             spec ? "malformed spec" : "spec is NULL");
     char tmp[RF_DEVICE_STRING_MAX];
     size_t n = 0;
@@ -303,7 +303,7 @@ rf_status rf_device_spec_to_string(const rf_device_spec *spec, char *buf,
                                   spec->type);
     }
     if (n >= len)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_spec_to_string: \"%s\" needs %zu bytes, "
                             "buffer has %zu",
                             tmp, n + 1, len);
@@ -342,7 +342,7 @@ static rf_status incompatible(const char *what, const rf_device_spec *a,
     char sa[RF_DEVICE_STRING_MAX], sb[RF_DEVICE_STRING_MAX];
     rf_device_spec_to_string(a, sa, sizeof sa);
     rf_device_spec_to_string(b, sb, sizeof sb);
-    return rf_set_error(RF_ERR_INVALID_ARG,
+    return rf_error_set(RF_ERR_INVALID_ARG,
                         "Cannot merge devices with incompatible %s: '%s' and "
                         "'%s'",
                         what, sa, sb);
@@ -433,17 +433,17 @@ rf_status rf_device_byte_size(const int64_t *shape, int rank, size_t elem_size,
                               size_t *out)
 {
     if (!out || rank < 0 || (rank > 0 && !shape))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_byte_size: bad arguments");
     size_t n = elem_size;
     for (int i = 0; i < rank; i++) {
         if (shape[i] < 0)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "byte size: dimension %d is unknown (%lld); "
                                 "the shape must be fully defined",
                                 i, (long long)shape[i]);
         if (shape[i] != 0 && n > SIZE_MAX / (uint64_t)shape[i])
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "byte size: shape overflows size_t at "
                                 "dimension %d",
                                 i);

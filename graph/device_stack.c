@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "rdmaflow/device.h"
+#include "rdmaflow/status.h"
 
 /* A device function may write a non-canonical string longer than any
  * canonical one; give it room. */
@@ -36,11 +36,11 @@ struct rf_device_stack {
 rf_status rf_device_stack_create(rf_device_stack **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_stack_create: out is NULL");
     *out = calloc(1, sizeof **out);
     if (!*out)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_device_stack_create");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_device_stack_create");
     return RF_OK;
 }
 
@@ -58,7 +58,7 @@ static rf_status push_entry(rf_device_stack *stack, const stack_entry *e)
         size_t cap = stack->cap ? 2 * stack->cap : 8;
         stack_entry *v = realloc(stack->entries, cap * sizeof *v);
         if (!v)
-            return rf_set_error(RF_ERR_NO_MEMORY, "rf_device_stack_push");
+            return rf_error_set(RF_ERR_NO_MEMORY, "rf_device_stack_push");
         stack->entries = v;
         stack->cap = cap;
     }
@@ -69,7 +69,7 @@ static rf_status push_entry(rf_device_stack *stack, const stack_entry *e)
 rf_status rf_device_stack_push(rf_device_stack *stack, const char *device)
 {
     if (!stack)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_stack_push: stack is NULL");
     stack_entry e = {.kind = device ? ENTRY_SPEC : ENTRY_NONE};
     if (device) {
@@ -84,7 +84,7 @@ rf_status rf_device_stack_push_fn(rf_device_stack *stack, rf_op_device_fn fn,
                                   void *ctx)
 {
     if (!stack)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_stack_push_fn: stack is NULL");
     stack_entry e = {.kind = fn ? ENTRY_FN : ENTRY_NONE, .fn = fn, .ctx = ctx};
     return push_entry(stack, &e);
@@ -93,7 +93,7 @@ rf_status rf_device_stack_push_fn(rf_device_stack *stack, rf_op_device_fn fn,
 rf_status rf_device_stack_pop(rf_device_stack *stack)
 {
     if (!stack || stack->depth == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_stack_pop: no device scope to leave");
     stack->depth--;
     return RF_OK;
@@ -122,7 +122,7 @@ static rf_status run_fn(const stack_entry *e, const rf_op_desc *op,
     if (st != RF_OK)
         return st;
     if (!memchr(out, '\0', sizeof out))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "device function for op \"%s\" wrote an "
                             "unterminated string",
                             op_label(op));
@@ -131,7 +131,7 @@ static rf_status run_fn(const stack_entry *e, const rf_op_desc *op,
         char why[256];
         strncpy(why, rf_error_message(), sizeof why - 1);
         why[sizeof why - 1] = '\0';
-        return rf_set_error(st, "device function for op \"%s\": %s",
+        return rf_error_set(st, "device function for op \"%s\": %s",
                             op_label(op), why);
     }
     return RF_OK;
@@ -141,7 +141,7 @@ rf_status rf_device_stack_apply(rf_device_stack *stack, const rf_op_desc *op,
                                 char *out, size_t out_len)
 {
     if (!stack || !op || !out || out_len == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_stack_apply: bad arguments");
     out[0] = '\0';
     rf_device_spec cur;
@@ -150,7 +150,7 @@ rf_status rf_device_stack_apply(rf_device_stack *stack, const rf_op_desc *op,
         char why[256];
         strncpy(why, rf_error_message(), sizeof why - 1);
         why[sizeof why - 1] = '\0';
-        return rf_set_error(st, "op \"%s\": requested device: %s", op_label(op),
+        return rf_error_set(st, "op \"%s\": requested device: %s", op_label(op),
                             why);
     }
     char cur_str[RF_DEVICE_STRING_MAX];
@@ -179,7 +179,7 @@ rf_status rf_device_stack_apply(rf_device_stack *stack, const rf_op_desc *op,
     }
     size_t n = strlen(cur_str);
     if (n >= out_len)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_device_stack_apply: device \"%s\" does not "
                             "fit in %zu bytes",
                             cur_str, out_len);

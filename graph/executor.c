@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "graph/graph_internal.h"
 #include "graph/thread_pool.h"
+#include "rdmaflow/status.h"
 
 struct rf_executor {
     rf_pool *pool;
@@ -82,14 +82,14 @@ struct rf_plan {
 rf_status rf_executor_create(const rf_executor_options *opts, rf_executor **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_executor_create: NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_executor_create: NULL");
     int threads = opts ? opts->threads : 0;
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
     }
     if (threads > 256)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_executor_create: %d threads is too many",
                             threads);
     /* The threading policy: all compute parallelism is the pool's.
@@ -97,7 +97,7 @@ rf_status rf_executor_create(const rf_executor_options *opts, rf_executor **out)
     openblas_set_num_threads(1);
     rf_executor *ex = rf_gcalloc(1, sizeof *ex);
     if (!ex)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_executor_create: no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_executor_create: no memory");
     ex->threads = threads;
     pthread_mutex_init(&ex->run_mu, NULL);
     rf_status st = rf_pool_create(threads, &ex->pool);
@@ -201,7 +201,7 @@ typedef struct builder {
 static rf_status add_edge(builder *b, uint32_t from, uint32_t to)
 {
     if (!vec_push(&b->adj[from], to))
-        return rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
     return RF_OK;
 }
 
@@ -214,7 +214,7 @@ static rf_status order_variable_access(builder *b)
     vec *writers = rf_gcalloc(b->n, sizeof *writers);
     rf_status st = RF_OK;
     if (!readers || !writers) {
-        st = rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
+        st = rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
         goto out;
     }
     for (uint32_t u = 0; u < b->n; u++) {
@@ -231,7 +231,7 @@ static rf_status order_variable_access(builder *b)
             if (list->n && list->v[list->n - 1] == u)
                 continue;
             if (!vec_push(list, u)) {
-                st = rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
+                st = rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
                 goto out;
             }
         }
@@ -307,11 +307,11 @@ static rf_status check_nodes(rf_graph *g, rf_node *const *v, size_t n,
                              const char *what)
 {
     if (n && !v)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_plan_create: %s NULL",
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_plan_create: %s NULL",
                             what);
     for (size_t i = 0; i < n; i++)
         if (!v[i] || v[i]->graph != g)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "rf_plan_create: %s[%zu] is NULL or from "
                                 "another graph",
                                 what, i);
@@ -327,7 +327,7 @@ static rf_status topo_order(builder *b, uint32_t *order)
     if (!indeg || !heap) {
         rf_gfree(indeg);
         rf_gfree(heap);
-        return rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
     }
     for (size_t u = 0; u < b->n; u++)
         for (size_t i = 0; i < b->adj[u].n; i++)
@@ -372,7 +372,7 @@ static rf_status topo_order(builder *b, uint32_t *order)
     rf_gfree(indeg);
     rf_gfree(heap);
     if (k != b->n)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_plan_create: the graph has a dependency "
                             "cycle");
     return RF_OK;
@@ -409,7 +409,7 @@ static rf_status plan_alloc(rf_plan *p, size_t n_in, size_t n_succ)
         !p->vals || !p->kind || !p->off || !p->scratch_off ||
         !p->scratch_bytes || !p->out_bytes || !p->t0 || !p->t1 || !p->ttid ||
         !p->feed_p || !p->fetch_p || !p->feed_shapes)
-        return rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
     return RF_OK;
 }
 
@@ -418,18 +418,18 @@ rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
                          rf_node *const *targets, size_t ntarget, rf_plan **out)
 {
     if (!ex || !g || !out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_plan_create: NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_plan_create: NULL");
     rf_status st;
     if ((st = check_nodes(g, fetches, nfetch, "fetches")) != RF_OK ||
         (st = check_nodes(g, feeds, nfeed, "feeds")) != RF_OK ||
         (st = check_nodes(g, targets, ntarget, "targets")) != RF_OK)
         return st;
     if (nfetch + ntarget == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_plan_create: nothing to fetch or run");
     for (size_t i = 0; i < nfeed; i++)
         if (rf_node_is_ref(feeds[i]))
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "rf_plan_create: cannot feed '%s' (%s): it "
                                 "is a variable reference",
                                 feeds[i]->name, rf_op_name(feeds[i]->op));
@@ -441,7 +441,7 @@ rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
     bool *in = rf_gcalloc(b.gn, sizeof *in), *isfed = rf_gcalloc(b.gn, 1);
     uint32_t *stack = rf_gmalloc(b.gn * sizeof *stack);
     if (!p || !b.pidx || !in || !isfed || !stack) {
-        st = rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
+        st = rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
         goto fail;
     }
     pthread_mutex_init(&p->err_mu, NULL);
@@ -487,7 +487,7 @@ rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
     order = rf_gmalloc((b.n ? b.n : 1) * sizeof *order);
     rank = rf_gmalloc((b.n ? b.n : 1) * sizeof *rank);
     if (!b.pn || !b.adj || !b.fed || !b.seen || !b.stack || !order || !rank) {
-        st = rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
+        st = rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
         goto fail;
     }
     for (size_t id = 0; id < b.gn; id++)
@@ -778,7 +778,7 @@ static rf_status layout(rf_plan *p, const rf_tensor *feeds)
             continue;
         }
         if (node->op == RF_OP_PLACEHOLDER)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "You must feed a value for placeholder "
                                 "tensor '%s' with dtype %s and shape %s",
                                 node->name, rf_dtype_name(node->dtype),
@@ -792,7 +792,7 @@ static rf_status layout(rf_plan *p, const rf_tensor *feeds)
             if (!ins || !dts) {
                 rf_gfree(ins);
                 rf_gfree(dts);
-                return rf_set_error(RF_ERR_NO_MEMORY, "plan: no memory");
+                return rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
             }
         }
         for (size_t i = 0; i < nin; i++) {
@@ -847,7 +847,7 @@ static rf_status layout(rf_plan *p, const rf_tensor *feeds)
         p->arena = rf_galloc_aligned(total);
         p->arena_cap = p->arena ? total : 0;
         if (!p->arena)
-            return rf_set_error(RF_ERR_NO_MEMORY,
+            return rf_error_set(RF_ERR_NO_MEMORY,
                                 "plan: cannot allocate a %zu-byte arena",
                                 total);
     }
@@ -939,7 +939,7 @@ static rf_status check_feeds(rf_plan *p, const rf_tensor *feeds, bool *changed)
             continue;
         const rf_node *n = p->nodes[k];
         if (f->dtype != n->dtype)
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_INVALID_ARG, "feed %zu for '%s': dtype %s, expected %s",
                 i, n->name, rf_dtype_name(f->dtype), rf_dtype_name(n->dtype));
         bool ok =
@@ -948,13 +948,13 @@ static rf_status check_feeds(rf_plan *p, const rf_tensor *feeds, bool *changed)
             if (n->shape.dims[d] >= 0 && n->shape.dims[d] != f->shape.dims[d])
                 ok = false;
         if (!ok)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "Cannot feed value of shape %s for tensor "
                                 "'%s', which has shape %s",
                                 SHAPE_STR(&f->shape), n->name,
                                 SHAPE_STR(&n->shape));
         if (!f->data && rf_shape_numel(&f->shape) > 0)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "feed %zu for '%s' has no data", i, n->name);
         if (p->have_layout && !rf_shape_equal(&p->feed_shapes[i], &f->shape))
             *changed = true;
@@ -1007,7 +1007,7 @@ rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
                       rf_tensor *fetch_out)
 {
     if (!p || (p->nfeed && !feed_values) || (p->nfetch && !fetch_out))
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_plan_run: NULL argument");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_plan_run: NULL argument");
     rf_executor *ex = p->ex;
     pthread_mutex_lock(&ex->run_mu);
     bool changed;
@@ -1024,10 +1024,10 @@ rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
             break;
         case OUT_VAR:
             if (!node->var)
-                st = rf_set_error(RF_ERR_INVALID_ARG,
+                st = rf_error_set(RF_ERR_INVALID_ARG,
                                   "variable %s has no storage", node->name);
             else if (!node->var->initialized)
-                st = rf_set_error(RF_ERR_INVALID_ARG,
+                st = rf_error_set(RF_ERR_INVALID_ARG,
                                   "Attempting to use uninitialized value %s",
                                   node->name);
             t->data = node->var ? node->var->data : NULL;
@@ -1065,7 +1065,7 @@ rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
     }
     uint64_t t_end = rf_now_ns();
     if (atomic_load(&p->failed)) {
-        st = rf_set_error(p->err, "%s", p->errmsg);
+        st = rf_error_set(p->err, "%s", p->errmsg);
     } else {
         for (size_t i = 0; i < p->nfetch; i++)
             fetch_out[i] = p->vals[p->fetch_p[i]];
@@ -1100,22 +1100,22 @@ void rf_plan_set_hooks(rf_plan *p, rf_plan_hook_fn before,
 rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node, unsigned when)
 {
     if (!p || !node || (when & ~(RF_HOOK_BEFORE | RF_HOOK_AFTER)))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_plan_hook_node: bad argument");
     size_t k = plan_index(p, node);
     if (k == SIZE_MAX)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_plan_hook_node: '%s' is not part of the plan",
                             node->name);
     if (p->source[k])
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_plan_hook_node: '%s' runs no kernel in this "
                             "plan (fed, Variable or Const)",
                             node->name);
     if (!p->hook) {
         p->hook = rf_gcalloc(p->n ? p->n : 1, 1);
         if (!p->hook)
-            return rf_set_error(RF_ERR_NO_MEMORY,
+            return rf_error_set(RF_ERR_NO_MEMORY,
                                 "rf_plan_hook_node: no memory");
     }
     p->hook[k] |= (unsigned char)when;

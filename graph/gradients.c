@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "graph/graph_internal.h"
+#include "rdmaflow/status.h"
 
 typedef struct partials {
     rf_node **v;
@@ -20,7 +20,7 @@ static rf_status push_partial(partials *p, rf_node *dy)
         size_t cap = p->cap ? p->cap * 2 : 2;
         rf_node **v = rf_grealloc(p->v, cap * sizeof *v);
         if (!v)
-            return rf_set_error(RF_ERR_NO_MEMORY, "gradients: no memory");
+            return rf_error_set(RF_ERR_NO_MEMORY, "gradients: no memory");
         p->v = v;
         p->cap = cap;
     }
@@ -37,20 +37,20 @@ rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
                        rf_node **grads_out)
 {
     if (!g || !loss || loss->graph != g || (n && (!xs || !grads_out)))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_gradients: NULL argument or foreign loss");
     if (g->err != RF_OK)
-        return rf_set_error(g->err,
+        return rf_error_set(g->err,
                             "rf_gradients: the graph has an earlier error: %s",
                             g->errmsg);
     if (!is_float(loss))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_gradients: loss '%s' is %s, not float32",
                             loss->name, rf_dtype_name(loss->dtype));
     for (size_t i = 0; i < n; i++) {
         grads_out[i] = NULL;
         if (!xs[i] || xs[i]->graph != g)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "rf_gradients: xs[%zu] is NULL or foreign", i);
     }
     size_t last = loss->id, count = last + 1;
@@ -62,7 +62,7 @@ rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
     rf_status st = RF_OK;
     bool scoped = false;
     if (!anc || !reach || !pg || !result) {
-        st = rf_set_error(RF_ERR_NO_MEMORY, "gradients: no memory");
+        st = rf_error_set(RF_ERR_NO_MEMORY, "gradients: no memory");
         goto out;
     }
     /* ancestors of loss through float data edges */
@@ -109,7 +109,7 @@ rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
         char sc[sizeof g->scope + 8];
         if (snprintf(sc, sizeof sc, "%s/%s_grad/", gscope, node->name) >=
             (int)sizeof sc) {
-            st = rf_set_error(RF_ERR_INVALID_ARG, "gradients: name too long");
+            st = rf_error_set(RF_ERR_INVALID_ARG, "gradients: name too long");
             goto fail;
         }
         if ((st = rf_name_scope_push(g, sc)) != RF_OK)
@@ -130,7 +130,7 @@ rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
             dx = rf_gcalloc(node->n_inputs, sizeof *dx);
             if (!dx) {
                 rf_name_scope_pop(g);
-                st = rf_set_error(RF_ERR_NO_MEMORY, "gradients: no memory");
+                st = rf_error_set(RF_ERR_NO_MEMORY, "gradients: no memory");
                 goto fail;
             }
             st = def->grad(g, node, total, dx);
@@ -152,7 +152,7 @@ fail:
     if (st == RF_OK)
         st = g->err != RF_OK ? g->err : RF_ERR_INVALID_ARG;
     if (g->err != RF_OK)
-        rf_set_error(st, "rf_gradients: %s", g->errmsg);
+        rf_error_set(st, "rf_gradients: %s", g->errmsg);
     for (size_t i = 0; i < n; i++)
         grads_out[i] = NULL;
 out:

@@ -5,19 +5,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "graph/graph_internal.h"
+#include "rdmaflow/status.h"
 
 rf_status rf_graph_create(rf_graph **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_graph_create: out NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_graph_create: out NULL");
     rf_status st = rf_op_table_check();
     if (st != RF_OK)
         return st;
     rf_graph *g = rf_gcalloc(1, sizeof *g);
     if (!g)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_graph_create: no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_graph_create: no memory");
     *out = g;
     return RF_OK;
 }
@@ -88,7 +88,7 @@ rf_status rf_graph_failv(rf_graph *g, rf_status st, const char *fmt, va_list ap)
         g->err = st;
         memcpy(g->errmsg, msg, sizeof msg);
     }
-    return rf_set_error(st, "%s", msg);
+    return rf_error_set(st, "%s", msg);
 }
 
 rf_node *rf_graph_fail(rf_graph *g, rf_status st, const char *fmt, ...)
@@ -138,7 +138,7 @@ static rf_status name_set(rf_graph *g, const char *key, size_t count)
         g->names = rf_gcalloc(cap, sizeof *g->names);
         if (!g->names) {
             g->names = old;
-            return rf_set_error(RF_ERR_NO_MEMORY, "graph: no memory");
+            return rf_error_set(RF_ERR_NO_MEMORY, "graph: no memory");
         }
         g->cap_names = cap;
         for (size_t i = 0; i < oldcap; i++)
@@ -150,7 +150,7 @@ static rf_status name_set(rf_graph *g, const char *key, size_t count)
     if (!e->key) {
         e->key = rf_gstrdup(key);
         if (!e->key)
-            return rf_set_error(RF_ERR_NO_MEMORY, "graph: no memory");
+            return rf_error_set(RF_ERR_NO_MEMORY, "graph: no memory");
         g->n_names++;
     }
     e->count = count;
@@ -170,7 +170,7 @@ static rf_status unique_full(rf_graph *g, const char *full, char *buf,
 {
     char key[1024], cand[1024 + 24];
     if (snprintf(key, sizeof key, "%s", full) >= (int)sizeof key)
-        return rf_set_error(RF_ERR_INVALID_ARG, "name too long: %.60s...",
+        return rf_error_set(RF_ERR_INVALID_ARG, "name too long: %.60s...",
                             full);
     lower(key);
     size_t i = name_get(g, key);
@@ -179,7 +179,7 @@ static rf_status unique_full(rf_graph *g, const char *full, char *buf,
         return st;
     if (i == 0) {
         if (snprintf(buf, len, "%s", full) >= (int)len)
-            return rf_set_error(RF_ERR_INVALID_ARG, "name too long: %s", full);
+            return rf_error_set(RF_ERR_INVALID_ARG, "name too long: %s", full);
         return RF_OK;
     }
     for (;; i++) {
@@ -191,7 +191,7 @@ static rf_status unique_full(rf_graph *g, const char *full, char *buf,
     if (st != RF_OK)
         return st;
     if (snprintf(buf, len, "%s_%zu", full, i) >= (int)len)
-        return rf_set_error(RF_ERR_INVALID_ARG, "name too long: %s", full);
+        return rf_error_set(RF_ERR_INVALID_ARG, "name too long: %s", full);
     return RF_OK;
 }
 
@@ -201,19 +201,19 @@ static rf_status scoped(const rf_graph *g, const char *name, char *buf,
     int w = g->scope[0] ? snprintf(buf, len, "%s/%s", g->scope, name)
                         : snprintf(buf, len, "%s", name);
     if (w < 0 || (size_t)w >= len)
-        return rf_set_error(RF_ERR_INVALID_ARG, "name too long: %s", name);
+        return rf_error_set(RF_ERR_INVALID_ARG, "name too long: %s", name);
     return RF_OK;
 }
 
 static rf_status check_name(const char *name)
 {
     if (!name[0])
-        return rf_set_error(RF_ERR_INVALID_ARG, "empty node name");
+        return rf_error_set(RF_ERR_INVALID_ARG, "empty node name");
     for (const char *p = name; *p; p++) {
         unsigned char c = (unsigned char)*p;
         if (!(isalnum(c) || c == '_' || c == '.' || c == '-' || c == '/' ||
               c == '>' || c == '\\'))
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "invalid character '%c' in name '%s'", c, name);
     }
     return RF_OK;
@@ -234,16 +234,16 @@ rf_status rf_graph_unique_name(rf_graph *g, const char *name, char *buf,
 rf_status rf_name_scope_push(rf_graph *g, const char *name)
 {
     if (!g || !name)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_name_scope_push: NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_name_scope_push: NULL");
     if (g->scope_depth >= RF_STACK_MAX)
-        return rf_set_error(RF_ERR_INVALID_ARG, "name scopes nested too deep");
+        return rf_error_set(RF_ERR_INVALID_ARG, "name scopes nested too deep");
     char buf[1024];
     size_t n = strlen(name);
     rf_status st;
     if (n && name[n - 1] == '/') {
         /* an absolute scope, re-entered as is */
         if (n >= sizeof buf)
-            return rf_set_error(RF_ERR_INVALID_ARG, "scope too long");
+            return rf_error_set(RF_ERR_INVALID_ARG, "scope too long");
         memcpy(buf, name, n - 1);
         buf[n - 1] = '\0';
         st = buf[0] ? check_name(buf) : RF_OK;
@@ -253,10 +253,10 @@ rf_status rf_name_scope_push(rf_graph *g, const char *name)
     if (st != RF_OK)
         return st;
     if (strlen(buf) >= sizeof g->scope)
-        return rf_set_error(RF_ERR_INVALID_ARG, "scope too long: %s", buf);
+        return rf_error_set(RF_ERR_INVALID_ARG, "scope too long: %s", buf);
     char *saved = rf_gstrdup(g->scope);
     if (!saved)
-        return rf_set_error(RF_ERR_NO_MEMORY, "no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "no memory");
     g->scope_saved[g->scope_depth++] = saved;
     strcpy(g->scope, buf);
     return RF_OK;
@@ -282,20 +282,20 @@ rf_status rf_control_dependencies_push(rf_graph *g, rf_node *const *deps,
                                        size_t n)
 {
     if (!g || (n && !deps))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_control_dependencies_push: NULL");
     if (g->cdeps_depth >= RF_STACK_MAX)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "control dependencies nested too deep");
     for (size_t i = 0; i < n; i++)
         if (!deps[i] || deps[i]->graph != g)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "control dependency %zu is NULL or from "
                                 "another graph",
                                 i);
     rf_node **copy = rf_gmalloc((n ? n : 1) * sizeof *copy);
     if (!copy)
-        return rf_set_error(RF_ERR_NO_MEMORY, "no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "no memory");
     if (n)
         memcpy(copy, deps, n * sizeof *copy);
     g->cdeps[g->cdeps_depth].deps = copy;
@@ -315,9 +315,9 @@ void rf_control_dependencies_pop(rf_graph *g)
 rf_status rf_device_fn_push(rf_graph *g, rf_device_fn fn, void *ctx)
 {
     if (!g)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_device_fn_push: NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_device_fn_push: NULL");
     if (g->devfn_depth >= RF_STACK_MAX)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "device scopes nested too deep");
     g->devfns[g->devfn_depth].fn = fn;
     g->devfns[g->devfn_depth].ctx = ctx;
@@ -334,10 +334,10 @@ void rf_device_fn_pop(rf_graph *g)
 rf_status rf_colocation_push(rf_graph *g, rf_node *node)
 {
     if (!g || !node || node->graph != g)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_colocation_push: NULL or foreign node");
     if (g->coloc_depth >= RF_STACK_MAX)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "colocation scopes nested too deep");
     g->coloc[g->coloc_depth++] = node;
     return RF_OK;
@@ -354,7 +354,7 @@ void rf_colocation_pop(rf_graph *g)
 rf_status rf_node_add_control_input(rf_node *n, rf_node *dep)
 {
     if (!n || !dep || dep->graph != n->graph)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_node_add_control_input: NULL or foreign");
     for (size_t i = 0; i < n->n_control; i++)
         if (n->control[i] == dep)
@@ -363,7 +363,7 @@ rf_status rf_node_add_control_input(rf_node *n, rf_node *dep)
         size_t cap = n->cap_control ? n->cap_control * 2 : 4;
         rf_node **c = rf_grealloc(n->control, cap * sizeof *c);
         if (!c)
-            return rf_set_error(RF_ERR_NO_MEMORY, "no memory");
+            return rf_error_set(RF_ERR_NO_MEMORY, "no memory");
         n->control = c;
         n->cap_control = cap;
     }
@@ -429,7 +429,7 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
         full[nlen - 1] = '\0';
         st = check_name(full);
         if (st == RF_OK && rf_graph_find(g, full))
-            st = rf_set_error(RF_ERR_INVALID_ARG, "duplicate node name '%s'",
+            st = rf_error_set(RF_ERR_INVALID_ARG, "duplicate node name '%s'",
                               full);
         if (st == RF_OK) {
             char key[1024];
@@ -478,7 +478,7 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
         in_dt = rf_gmalloc(n * sizeof *in_dt);
     }
     if (!in_shapes || !in_dt) {
-        st = rf_set_error(RF_ERR_NO_MEMORY, "no memory");
+        st = rf_error_set(RF_ERR_NO_MEMORY, "no memory");
     } else {
         for (size_t i = 0; i < n; i++) {
             in_shapes[i] = inputs[i]->shape;
@@ -501,7 +501,7 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
         size_t cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
         rf_node **nodes = rf_grealloc(g->nodes, cap * sizeof *nodes);
         if (!nodes)
-            st = rf_set_error(RF_ERR_NO_MEMORY, "no memory");
+            st = rf_error_set(RF_ERR_NO_MEMORY, "no memory");
         else {
             g->nodes = nodes;
             g->cap_nodes = cap;
@@ -598,7 +598,7 @@ static rf_status set_dev(char *dst, const char *device)
     if (!device)
         device = "";
     if (strlen(device) >= RF_DEVICE_MAX)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "device string longer than %d bytes: %.40s...",
                             RF_DEVICE_MAX - 1, device);
     strcpy(dst, device);

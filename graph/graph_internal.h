@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "rdmaflow/clock.h"
 #include "rdmaflow/graph.h"
 
 /* ---- counted allocator (alloc.c) --------------------------------------- */
@@ -205,7 +206,7 @@ rf_node *rf_node_ref_var(const rf_node *n);
 
 /* "<OpType> '<name>': " prefix for messages. */
 int rf_node_describe(const rf_node *n, char *buf, size_t len);
-/* rf_set_error(st, "<OpType> '<name>': <fmt>") */
+/* rf_error_set(st, "<OpType> '<name>': <fmt>") */
 rf_status rf_node_error(const rf_node *n, rf_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* NumPy broadcast of a and b (with -1 as unknown); RF_ERR_INVALID_ARG
@@ -454,8 +455,6 @@ size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
  * the event buffer grows). */
 void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
                   int tid, uint64_t step);
-/* Nanoseconds on the monotonic clock. */
-uint64_t rf_now_ns(void);
 
 /* BLAS row-major sgemm (blas.c): C[m,n] = A (m x k, or k x m if ta) * B (k x n,
  * or n x k if tb) (+ C if accumulate), lda/ldb/ldc given. */

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "graph/graph_internal.h"
+#include "rdmaflow/status.h"
 
 static const char *apply_op_name(const rf_optim_config *cfg)
 {
@@ -45,7 +45,7 @@ static rf_node *top_level_variable(rf_graph *g, rf_shape shape, float init,
 static rf_status fail(rf_graph *g, rf_status st)
 {
     if (g->err != RF_OK)
-        return rf_set_error(g->err, "%s", g->errmsg);
+        return rf_error_set(g->err, "%s", g->errmsg);
     return st != RF_OK ? st : RF_ERR_INVALID_ARG;
 }
 
@@ -55,10 +55,10 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
                              rf_node **train_op)
 {
     if (!g || !cfg || !train_op || (n && (!vars || !grads)))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_apply_gradients: NULL argument");
     if (g->err != RF_OK)
-        return rf_set_error(g->err, "rf_apply_gradients: earlier error: %s",
+        return rf_error_set(g->err, "rf_apply_gradients: earlier error: %s",
                             g->errmsg);
     rf_status st = rf_optim_validate(cfg);
     if (st != RF_OK)
@@ -72,26 +72,26 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
     for (size_t i = 0; i < n; i++) {
         if (!vars[i] || vars[i]->graph != g || vars[i]->op != RF_OP_VARIABLE ||
             vars[i]->dtype != RF_F32)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "rf_apply_gradients: vars[%zu] is not a "
                                 "float32 variable of this graph",
                                 i);
         if (!grads[i])
             continue;
         if (grads[i]->graph != g)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "rf_apply_gradients: grads[%zu] is foreign", i);
         live++;
         if (!first || strcmp(vars[i]->name, first->name) < 0)
             first = vars[i];
     }
     if (live == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "No gradients provided for any variable");
     if (global_step &&
         (global_step->op != RF_OP_VARIABLE || global_step->shape.rank != 0 ||
          (global_step->dtype != RF_I64 && global_step->dtype != RF_I32)))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_apply_gradients: global_step '%s' must be an "
                             "integer scalar variable",
                             global_step->name);
@@ -113,7 +113,7 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
     rf_node **applies = rf_gcalloc(live + 2, sizeof *applies);
     rf_node **in = rf_gcalloc(4 + RF_OPTIM_MAX_SLOTS, sizeof *in);
     if (!slots || !applies || !in) {
-        st = rf_set_error(RF_ERR_NO_MEMORY, "rf_apply_gradients: no memory");
+        st = rf_error_set(RF_ERR_NO_MEMORY, "rf_apply_gradients: no memory");
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
@@ -245,13 +245,13 @@ rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg, rf_node *loss,
                       rf_node *global_step, rf_node **train_op)
 {
     if (!g || !cfg || !loss || !train_op)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_minimize: NULL argument");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_minimize: NULL argument");
     size_t n = rf_graph_trainable_variables(g, NULL, 0);
     rf_node **vars = rf_gcalloc(n + 1, sizeof *vars);
     rf_node **grads = rf_gcalloc(n + 1, sizeof *grads);
     rf_status st = RF_OK;
     if (!vars || !grads) {
-        st = rf_set_error(RF_ERR_NO_MEMORY, "rf_minimize: no memory");
+        st = rf_error_set(RF_ERR_NO_MEMORY, "rf_minimize: no memory");
         goto out;
     }
     rf_graph_trainable_variables(g, vars, n);
@@ -273,7 +273,7 @@ out:
 rf_status rf_node_apply_info(const rf_node *apply, rf_apply_info *out)
 {
     if (!apply || !out || apply->op != RF_OP_APPLY_OPTIMIZER)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_node_apply_info: not an apply op");
     memset(out, 0, sizeof *out);
     out->cfg = apply->optim;

@@ -2,8 +2,8 @@
  * type name, arity, flags, shape function, scratch size, CPU kernel and
  * gradient builder. The compile-time check keeps it in step with the enum;
  * rf_op_table_check() verifies every entry is filled in. */
-#include "fabric/error.h"
 #include "graph/graph_internal.h"
+#include "rdmaflow/status.h"
 
 #define ND RF_OPF_NOT_DIFFERENTIABLE
 
@@ -133,16 +133,16 @@ rf_status rf_op_table_check(void)
     for (int i = 0; i < RF_OP_COUNT; i++) {
         const rf_op_def *d = &op_table[i];
         if (!d->name || !d->shape)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "op table: entry %d is missing", i);
         /* every op decides: a gradient, or explicitly none */
         if (!d->grad == !(d->flags & ND))
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "op table: %s must have a gradient or be "
                                 "marked not differentiable",
                                 d->name);
         if (!d->kernel && !(d->flags & RF_OPF_SOURCE) && i != RF_OP_NO_OP)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "op table: %s has no kernel", d->name);
     }
     return RF_OK;

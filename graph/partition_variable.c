@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "rdmaflow/device.h"
+#include "rdmaflow/status.h"
 
 void rf_partitioned_var_free(rf_partitioned_var *var)
 {
@@ -45,7 +45,7 @@ static rf_status fill_part(rf_partitioned_var *v, int i, const char *name,
         suffix ? snprintf(NULL, 0, "%s/part_%d", name, i) : (int)strlen(name);
     part->name = malloc((size_t)n + 1);
     if (!part->name)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_partition_variable");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_partition_variable");
     if (suffix)
         snprintf(part->name, (size_t)n + 1, "%s/part_%d", name, i);
     else
@@ -81,13 +81,13 @@ static rf_status check_offsets(const rf_partitioned_var *v, const char *name)
 {
     for (int d = 0; d < v->rank; d++)
         if (v->full_shape[d] < 1)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "partitioned variable \"%s\": dimension %d "
                                 "has size %lld; TF requires 0 <= offset < "
                                 "shape",
                                 name, d, (long long)v->full_shape[d]);
     if (v->num_parts > v->full_shape[v->slice_dim])
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "partitioned variable \"%s\": %d parts along "
                             "dimension %d of size %lld would leave empty "
                             "parts (TF requires 0 <= offset < shape)",
@@ -102,18 +102,18 @@ rf_status rf_partition_variable(const rf_partitioner *p, const char *name,
                                 rf_device_stack *stack, rf_partitioned_var *out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_partition_variable: out is NULL");
     memset(out, 0, sizeof *out);
     if (!name || !name[0] || rank < 0 || rank > RF_PARTITION_MAX_RANK ||
         (rank > 0 && !shape))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_partition_variable: bad arguments (name %s, "
                             "rank %d)",
                             name ? name : "NULL", rank);
     for (int d = 0; d < rank; d++)
         if (shape[d] < 0)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "variable \"%s\": dimension %d is unknown "
                                 "(%lld)",
                                 name, d, (long long)shape[d]);
@@ -149,7 +149,7 @@ rf_status rf_partition_variable(const rf_partitioner *p, const char *name,
     }
     v.parts = calloc((size_t)v.num_parts, sizeof *v.parts);
     if (!v.parts)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_partition_variable");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_partition_variable");
     if (rank > 0)
         st = slice(&v, name, elem_size);
     else

@@ -8,14 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "rdmaflow/device.h"
+#include "rdmaflow/status.h"
 
 rf_status rf_fixed_size_partitioner(int num_shards, int axis,
                                     rf_partitioner *out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "fixed_size_partitioner: out is NULL");
     memset(out, 0, sizeof *out);
     out->kind = RF_PARTITIONER_FIXED_SIZE;
@@ -30,7 +30,7 @@ rf_status rf_min_max_variable_partitioner(int max_partitions, int axis,
                                           rf_partitioner *out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "min_max_variable_partitioner: out is NULL");
     memset(out, 0, sizeof *out);
     out->kind = RF_PARTITIONER_MIN_MAX;
@@ -46,18 +46,18 @@ rf_status rf_variable_axis_size_partitioner(int64_t max_shard_bytes, int axis,
                                             int max_shards, rf_partitioner *out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "variable_axis_size_partitioner: out is NULL");
     memset(out, 0, sizeof *out);
     if (max_shard_bytes < 1 || bytes_per_string_element < 1)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "variable_axis_size_partitioner: Both "
                             "max_shard_bytes and bytes_per_string_element "
                             "must be positive (got %lld and %lld)",
                             (long long)max_shard_bytes,
                             (long long)bytes_per_string_element);
     if (max_shards < 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "variable_axis_size_partitioner: max_shards must "
                             "be positive (got %d)",
                             max_shards);
@@ -73,7 +73,7 @@ rf_status rf_variable_axis_size_partitioner(int64_t max_shard_bytes, int axis,
 static rf_status resolve_axis(const char *who, int axis, int rank, int *out)
 {
     if (axis >= rank || axis < -rank)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s: Can not partition variable along axis %d "
                             "when shape has rank %d",
                             who, axis, rank);
@@ -86,7 +86,7 @@ static rf_status num_elements(const int64_t *shape, int rank, int64_t *out)
     int64_t n = 1;
     for (int i = 0; i < rank; i++) {
         if (shape[i] != 0 && n > INT64_MAX / shape[i])
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "partitioner: the number of elements "
                                 "overflows");
         n *= shape[i];
@@ -116,7 +116,7 @@ static rf_status min_max(const rf_partitioner *p, const int64_t *shape,
     if (st != RF_OK)
         return st;
     if (p->min_slice_size == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "min_max_variable_partitioner: min_slice_size is "
                             "0 (division by zero)");
     int64_t elems = 0;
@@ -151,13 +151,13 @@ static rf_status axis_size(const rf_partitioner *p, const int64_t *shape,
     if (st != RF_OK)
         return st;
     if (shape[axis] == 0 || elems == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "variable_axis_size_partitioner: a variable with "
                             "no elements cannot be sliced (division by zero)");
     double element_size =
         is_string ? (double)p->bytes_per_string_element : (double)elem_size;
     if (element_size <= 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "variable_axis_size_partitioner: element size is "
                             "0");
     double bytes_per_slice =
@@ -170,7 +170,7 @@ static rf_status axis_size(const rf_partitioner *p, const int64_t *shape,
     if (p->max_shards && axis_shards > p->max_shards)
         axis_shards = p->max_shards;
     if (axis_shards > INT_MAX)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "variable_axis_size_partitioner: %.0f shards is "
                             "too many",
                             axis_shards);
@@ -193,16 +193,16 @@ rf_status rf_partitioner_partitions(const rf_partitioner *p,
                                     int *partitions)
 {
     if (!p || !shape || !partitions)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_partitioner_partitions: bad arguments");
     if (rank < 1 || rank > RF_PARTITION_MAX_RANK)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "A partitioned Variable must have rank at least 1 "
                             "(and at most %d here), shape has rank %d",
                             RF_PARTITION_MAX_RANK, rank);
     for (int i = 0; i < rank; i++)
         if (shape[i] < 0)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "Shape of a new partitioned variable must be "
                                 "fully defined (dimension %d is %lld)",
                                 i, (long long)shape[i]);
@@ -222,13 +222,13 @@ rf_status rf_partitioner_partitions(const rf_partitioner *p,
         break;
     case RF_PARTITIONER_CUSTOM:
         if (!p->fn)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "Partitioner must be callable (custom "
                                 "partitioner without fn)");
         st = p->fn(p->ctx, shape, rank, elem_size, is_string, partitions);
         break;
     default:
-        return rf_set_error(RF_ERR_INVALID_ARG, "unknown partitioner kind %d",
+        return rf_error_set(RF_ERR_INVALID_ARG, "unknown partitioner kind %d",
                             (int)p->kind);
     }
     if (st != RF_OK)
@@ -239,7 +239,7 @@ rf_status rf_partitioner_partitions(const rf_partitioner *p,
     for (int i = 0; i < rank; i++) {
         if (partitions[i] < 1) {
             format_list(partitions, rank, list, sizeof list);
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "Partitioner returned zero partitions for some "
                                 "axes: [%s]",
                                 list);
@@ -248,7 +248,7 @@ rf_status rf_partitioner_partitions(const rf_partitioner *p,
     }
     if (sliced > 1) {
         format_list(partitions, rank, list, sizeof list);
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "Can only slice a variable along one dimension: "
                             "partitioning: [%s]",
                             list);

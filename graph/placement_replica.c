@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "rdmaflow/device.h"
+#include "rdmaflow/status.h"
 
 /* device_setter.STANDARD_PS_OPS, in TensorFlow's order. */
 const char *const rf_standard_ps_ops[] = {
@@ -74,7 +74,7 @@ static rf_status count_ps_tasks(const rf_replica_device_setter_options *o,
     *tasks = 0;
     if (!o->cluster) {
         if (o->ps_tasks < 0)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "replica_device_setter: ps_tasks %d is "
                                 "negative",
                                 o->ps_tasks);
@@ -83,7 +83,7 @@ static rf_status count_ps_tasks(const rf_replica_device_setter_options *o,
     }
     const rf_cluster_desc *c = o->cluster;
     if (c->num_jobs && !c->jobs)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "replica_device_setter: cluster has %zu jobs and "
                             "no job array",
                             c->num_jobs);
@@ -94,7 +94,7 @@ static rf_status count_ps_tasks(const rf_replica_device_setter_options *o,
         if (!j->name || strcmp(j->name, ps_spec->job) != 0)
             continue;
         if (j->num_tasks < 0)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "replica_device_setter: cluster job \"%s\" "
                                 "has %d tasks",
                                 j->name, j->num_tasks);
@@ -112,7 +112,7 @@ static rf_status parse_option(const char *what, const char *str,
         char why[256];
         strncpy(why, rf_error_message(), sizeof why - 1);
         why[sizeof why - 1] = '\0';
-        return rf_set_error(st, "replica_device_setter: %s: %s", what, why);
+        return rf_error_set(st, "replica_device_setter: %s: %s", what, why);
     }
     return RF_OK;
 }
@@ -121,7 +121,7 @@ static rf_status copy_ps_ops(rf_replica_device_setter *s,
                              const char *const *ops, size_t n)
 {
     if (n && !ops)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "replica_device_setter: num_ps_ops %zu with no "
                             "ps_ops array",
                             n);
@@ -129,15 +129,15 @@ static rf_status copy_ps_ops(rf_replica_device_setter *s,
         return RF_OK;
     s->ps_ops = calloc(n, sizeof *s->ps_ops);
     if (!s->ps_ops)
-        return rf_set_error(RF_ERR_NO_MEMORY, "replica_device_setter");
+        return rf_error_set(RF_ERR_NO_MEMORY, "replica_device_setter");
     for (size_t i = 0; i < n; i++) {
         if (!ops[i])
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "replica_device_setter: ps_ops[%zu] is NULL",
                                 i);
         s->ps_ops[i] = strdup(ops[i]);
         if (!s->ps_ops[i])
-            return rf_set_error(RF_ERR_NO_MEMORY, "replica_device_setter");
+            return rf_error_set(RF_ERR_NO_MEMORY, "replica_device_setter");
         s->num_ps_ops = i + 1;
     }
     return RF_OK;
@@ -148,7 +148,7 @@ rf_replica_device_setter_create(const rf_replica_device_setter_options *opts,
                                 rf_replica_device_setter **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "replica_device_setter: out is NULL");
     *out = NULL;
     rf_replica_device_setter_options o;
@@ -173,12 +173,12 @@ rf_replica_device_setter_create(const rf_replica_device_setter_options *opts,
         break;
     case RF_PS_CUSTOM:
         if (!o.strategy_fn)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "replica_device_setter: ps_strategy must be "
                                 "callable (RF_PS_CUSTOM without strategy_fn)");
         break;
     default:
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "replica_device_setter: unknown strategy %d",
                             (int)o.strategy);
     }
@@ -189,7 +189,7 @@ rf_replica_device_setter_create(const rf_replica_device_setter_options *opts,
 
     rf_replica_device_setter *s = calloc(1, sizeof *s);
     if (!s)
-        return rf_set_error(RF_ERR_NO_MEMORY, "replica_device_setter");
+        return rf_error_set(RF_ERR_NO_MEMORY, "replica_device_setter");
     s->ps_tasks = ps_tasks;
     s->ps_device_set = o.ps_device[0] != '\0';
     s->ps_spec = ps_spec;
@@ -207,7 +207,7 @@ rf_replica_device_setter_create(const rf_replica_device_setter_options *opts,
     if (st == RF_OK && s->strategy == RF_PS_GREEDY) {
         s->loads = calloc((size_t)ps_tasks, sizeof *s->loads);
         if (!s->loads)
-            st = rf_set_error(RF_ERR_NO_MEMORY, "replica_device_setter");
+            st = rf_error_set(RF_ERR_NO_MEMORY, "replica_device_setter");
     }
     if (st != RF_OK) {
         rf_replica_device_setter_destroy(s);
@@ -252,7 +252,7 @@ static rf_status choose_task(rf_replica_device_setter *s, const rf_op_desc *op,
         if (st != RF_OK)
             return st;
         if (t < 0 || t >= s->ps_tasks)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "replica_device_setter: ps_strategy chose task "
                                 "%d for op \"%s\"; there are %d ps tasks",
                                 t, op->name ? op->name : "", s->ps_tasks);
@@ -260,7 +260,7 @@ static rf_status choose_task(rf_replica_device_setter *s, const rf_op_desc *op,
         return RF_OK;
     }
     }
-    return rf_set_error(RF_ERR_INVALID_ARG, "replica_device_setter: strategy");
+    return rf_error_set(RF_ERR_INVALID_ARG, "replica_device_setter: strategy");
 }
 
 rf_status rf_replica_device_setter_fn(void *setter, const rf_op_desc *op,
@@ -268,7 +268,7 @@ rf_status rf_replica_device_setter_fn(void *setter, const rf_op_desc *op,
 {
     rf_replica_device_setter *s = setter;
     if (!s || !op || !out || out_len == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_replica_device_setter_fn: bad arguments");
     out[0] = '\0';
     rf_device_spec cur;

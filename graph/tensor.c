@@ -1,102 +1,11 @@
-/* graph/tensor.c: dtypes, shapes and tensor views; NumPy broadcasting of
- * static shapes; the "<OpType> '<name>': ..." error messages. */
+/* graph/tensor.c: tensor views and shape strings (dtypes and shapes
+ * themselves are core/types.c); NumPy broadcasting of static shapes; the
+ * "<OpType> '<name>': ..." error messages. */
 #include <stdio.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "graph/graph_internal.h"
-
-size_t rf_dtype_size(rf_dtype dtype)
-{
-    switch (dtype) {
-    case RF_F32:
-    case RF_I32:
-        return 4;
-    case RF_I64:
-        return 8;
-    case RF_BOOL:
-        return 1;
-    }
-    return 0;
-}
-
-const char *rf_dtype_name(rf_dtype dtype)
-{
-    switch (dtype) {
-    case RF_F32:
-        return "float32";
-    case RF_I32:
-        return "int32";
-    case RF_I64:
-        return "int64";
-    case RF_BOOL:
-        return "bool";
-    }
-    return "unknown";
-}
-
-rf_shape rf_shape_make(int rank, const int64_t *dims)
-{
-    rf_shape s;
-    memset(&s, 0, sizeof s);
-    if (rank < 0)
-        rank = 0;
-    if (rank > RF_MAX_RANK)
-        rank = RF_MAX_RANK;
-    s.rank = rank;
-    for (int i = 0; i < rank; i++)
-        s.dims[i] = dims[i];
-    return s;
-}
-
-int64_t rf_shape_numel(const rf_shape *s)
-{
-    int64_t n = 1;
-    for (int i = 0; i < s->rank; i++) {
-        if (s->dims[i] < 0)
-            return -1;
-        n *= s->dims[i];
-    }
-    return n;
-}
-
-bool rf_shape_is_known(const rf_shape *s)
-{
-    return rf_shape_numel(s) >= 0;
-}
-
-bool rf_shape_equal(const rf_shape *a, const rf_shape *b)
-{
-    if (a->rank != b->rank)
-        return false;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return false;
-    return true;
-}
-
-int rf_shape_format(const rf_shape *s, char *buf, size_t len)
-{
-    size_t used = 0;
-    int total = 0;
-#define PUT(...)                                                               \
-    do {                                                                       \
-        int w = snprintf(buf ? buf + used : NULL,                              \
-                         buf && used < len ? len - used : 0, __VA_ARGS__);     \
-        total += w;                                                            \
-        used = used + (size_t)w < len ? used + (size_t)w : len;                \
-    } while (0)
-    PUT("[");
-    for (int i = 0; i < s->rank; i++) {
-        if (s->dims[i] < 0)
-            PUT("%s?", i ? "," : "");
-        else
-            PUT("%s%lld", i ? "," : "", (long long)s->dims[i]);
-    }
-    PUT("]");
-#undef PUT
-    return total;
-}
+#include "rdmaflow/status.h"
 
 rf_shape_str rf_shape_str_of(const rf_shape *s)
 {
@@ -131,7 +40,7 @@ rf_status rf_node_error(const rf_node *n, rf_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return rf_set_error(st, "%s: %s", who, msg);
+    return rf_error_set(st, "%s: %s", who, msg);
 }
 
 rf_status rf_broadcast_shape(const rf_node *n, const rf_shape *a,

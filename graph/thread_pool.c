@@ -5,9 +5,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "fabric/error.h"
-#include "fabric/fpenv.h"
+#include "core/fpenv.h"
 #include "graph/thread_pool.h"
+#include "rdmaflow/status.h"
 
 typedef struct item {
     rf_task_fn fn; /* NULL: cancelled */
@@ -71,11 +71,11 @@ static void *worker_main(void *arg)
 rf_status rf_pool_create(int nthreads, rf_pool **out)
 {
     if (nthreads < 1 || nthreads > 1024)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "thread pool: %d threads (1..1024)", nthreads);
     rf_pool *p = rf_gcalloc(1, sizeof *p);
     if (!p)
-        return rf_set_error(RF_ERR_NO_MEMORY, "thread pool: no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "thread pool: no memory");
     p->nthreads = nthreads;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
@@ -85,7 +85,7 @@ rf_status rf_pool_create(int nthreads, rf_pool **out)
         p->threads = rf_gcalloc((size_t)nthreads - 1, sizeof *p->threads);
         p->args = rf_gcalloc((size_t)nthreads - 1, sizeof *p->args);
         if (!p->threads || !p->args)
-            st = rf_set_error(RF_ERR_NO_MEMORY, "thread pool: no memory");
+            st = rf_error_set(RF_ERR_NO_MEMORY, "thread pool: no memory");
     }
     for (int i = 1; st == RF_OK && i < nthreads; i++) {
         worker_arg *wa = &p->args[i - 1];
@@ -93,7 +93,7 @@ rf_status rf_pool_create(int nthreads, rf_pool **out)
         wa->tid = i;
         int rc = pthread_create(&p->threads[i - 1], NULL, worker_main, wa);
         if (rc != 0) {
-            st = rf_set_error(RF_ERR_NO_RESOURCE,
+            st = rf_error_set(RF_ERR_NO_RESOURCE,
                               "thread pool: pthread_create: %s", strerror(rc));
             break;
         }
@@ -143,7 +143,7 @@ rf_status rf_pool_reserve(rf_pool *p, size_t items)
     item *q = rf_gmalloc(items * sizeof *q);
     if (!q) {
         pthread_mutex_unlock(&p->mu);
-        return rf_set_error(RF_ERR_NO_MEMORY, "thread pool: no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "thread pool: no memory");
     }
     for (size_t i = 0; i < p->count; i++)
         q[i] = p->q[(p->head + i) % p->cap];

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fabric/error.h"
 #include "graph/graph_internal.h"
+#include "rdmaflow/status.h"
 
 typedef struct tnode {
     char *name, *op, *shape;
@@ -59,20 +59,13 @@ static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
     return true;
 }
 
-uint64_t rf_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 rf_status rf_trace_create(rf_trace **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_trace_create: out NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_trace_create: out NULL");
     rf_trace *t = rf_gcalloc(1, sizeof *t);
     if (!t)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_trace_create: no memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_trace_create: no memory");
     pthread_mutex_init(&t->mu, NULL);
     t->pid = (int)getpid();
     t->epoch = rf_now_ns();
@@ -244,10 +237,10 @@ static void json_str(FILE *f, const char *s)
 rf_status rf_trace_write_json(const rf_trace *t, const char *path)
 {
     if (!t || !path)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_trace_write_json: NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_trace_write_json: NULL");
     FILE *f = fopen(path, "w");
     if (!f)
-        return rf_set_error(RF_ERR_IO, "trace: cannot open %s: %s", path,
+        return rf_error_set(RF_ERR_IO, "trace: cannot open %s: %s", path,
                             strerror(errno));
     rf_trace *mt = (rf_trace *)t;
     pthread_mutex_lock(&mt->mu);
@@ -303,6 +296,6 @@ rf_status rf_trace_write_json(const rf_trace *t, const char *path)
     pthread_mutex_unlock(&mt->mu);
     bool bad = ferror(f) != 0;
     if (fclose(f) != 0 || bad)
-        return rf_set_error(RF_ERR_IO, "trace: write to %s failed", path);
+        return rf_error_set(RF_ERR_IO, "trace: write to %s failed", path);
     return RF_OK;
 }

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "graph/graph_internal.h"
+#include "rdmaflow/status.h"
 
 rf_initializer rf_init_zeros(void)
 {
@@ -208,11 +208,11 @@ rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
                                   bool copy_current)
 {
     if (!var || !var->var)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_variable_set_storage: not a variable");
     rf_var *v = var->var;
     if (!data || bytes < v->bytes || ((uintptr_t)data % RF_ALIGN) != 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_variable_set_storage: variable '%s' needs "
                             "%zu bytes aligned to %d (got %zu at %p)",
                             var->name, v->bytes, RF_ALIGN, bytes, data);
@@ -332,7 +332,7 @@ static void fans(const rf_shape *s, double *fan_in, double *fan_out)
 rf_status rf_variable_initialize(rf_node *var)
 {
     if (!var || !var->var)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_variable_initialize: not a variable");
     rf_var *v = var->var;
     int64_t n = rf_shape_numel(&var->shape);

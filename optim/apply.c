@@ -3,10 +3,10 @@
  * Adam's beta powers, then dispatches to the optimizer's loop. */
 #include <stdint.h>
 
-#include "fabric/error.h"
-#include "fabric/fpenv.h"
+#include "core/fpenv.h"
 #include "optim/kernels.h"
 #include "rdmaflow/optim.h"
+#include "rdmaflow/status.h"
 
 /* The arrays of one apply: var, grad and the slots. */
 #define MAX_ARRAYS (RF_OPTIM_MAX_SLOTS + 2)
@@ -23,10 +23,10 @@ static rf_status check_arrays(const rf_optim_config *cfg,
 {
     const char *opt = rf_optim_kind_name(cfg->kind);
     if (n > SIZE_MAX / sizeof(float) / 2)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_apply: %s: n = %zu is too large", opt, n);
     if (layout->num_slots > 0 && !slots)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_apply: %s needs %u slot(s), slots NULL",
                             opt, layout->num_slots);
     const void *arrays[MAX_ARRAYS] = {var, grad};
@@ -38,12 +38,12 @@ static rf_status check_arrays(const rf_optim_config *cfg,
     }
     for (unsigned i = 0; i < count; i++) {
         if (!arrays[i])
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "rf_optim_apply: %s: %s is NULL", opt,
                                 names[i]);
         for (unsigned j = 0; j < i; j++)
             if (overlaps(arrays[i], arrays[j], n * sizeof(float)))
-                return rf_set_error(RF_ERR_INVALID_ARG,
+                return rf_error_set(RF_ERR_INVALID_ARG,
                                     "rf_optim_apply: %s: %s and %s overlap",
                                     opt, names[j], names[i]);
     }
@@ -53,12 +53,12 @@ static rf_status check_arrays(const rf_optim_config *cfg,
 static rf_status check_beta_powers(const rf_optim_scalars *s)
 {
     if (!s)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_apply: adam needs the beta powers "
                             "(scalars NULL)");
     if (!(s->beta1_power >= 0.0f && s->beta1_power < 1.0f) ||
         !(s->beta2_power >= 0.0f && s->beta2_power < 1.0f))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_apply: adam beta1_power = %g and "
                             "beta2_power = %g must be in [0, 1)",
                             (double)s->beta1_power, (double)s->beta2_power);
@@ -80,7 +80,7 @@ rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
     if ((st = check_arrays(cfg, &layout, var, slots, grad, n)))
         return st;
 
-    rf_fpenv fp = rf_flush_denormals_begin(); /* fabric/fpenv.h */
+    rf_fpenv fp = rf_flush_denormals_begin(); /* core/fpenv.h */
     switch (cfg->kind) {
     case RF_OPTIM_SGD:
         rf_kernel_sgd(var, grad, n, cfg->learning_rate);

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "rdmaflow/optim.h"
+#include "rdmaflow/status.h"
 
 static const char *const kind_names[RF_OPTIM_KIND_COUNT] = {
     [RF_OPTIM_SGD] = "sgd",         [RF_OPTIM_MOMENTUM] = "momentum",
@@ -27,9 +27,9 @@ const char *rf_optim_kind_name(rf_optimizer_kind kind)
 rf_status rf_optim_defaults(rf_optimizer_kind kind, rf_optim_config *cfg)
 {
     if (!cfg)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_optim_defaults: cfg NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_optim_defaults: cfg NULL");
     if (!kind_valid(kind))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_defaults: unknown optimizer kind %d",
                             (int)kind);
     /* Fields a kind does not use still get sensible values so that a config
@@ -70,7 +70,7 @@ static rf_status check_range(const rf_optim_config *cfg, const char *field,
 {
     const char *opt = rf_optim_kind_name(cfg->kind);
     if (isnan(v))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s optimizer: %s is required (TensorFlow has no "
                             "default for it)",
                             opt, field);
@@ -78,12 +78,12 @@ static rf_status check_range(const rf_optim_config *cfg, const char *field,
     bool above = hi_open ? !(v < hi) : !(v <= hi);
     if (below || above) {
         if (isinf(hi))
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "%s optimizer: %s = %g must be %s %g and "
                                 "finite",
                                 opt, field, (double)v,
                                 lo_open ? ">" : ">=", (double)lo);
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s optimizer: %s = %g must be in %c%g, %g%c", opt,
                             field, (double)v, lo_open ? '(' : '[', (double)lo,
                             (double)hi, hi_open ? ')' : ']');
@@ -94,9 +94,9 @@ static rf_status check_range(const rf_optim_config *cfg, const char *field,
 rf_status rf_optim_validate(const rf_optim_config *cfg)
 {
     if (!cfg)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_optim_validate: cfg NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_optim_validate: cfg NULL");
     if (!kind_valid(cfg->kind))
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_validate: unknown optimizer kind %d",
                             (int)cfg->kind);
     rf_status st;
@@ -136,12 +136,12 @@ rf_status rf_optim_validate(const rf_optim_config *cfg)
 rf_status rf_optim_parse(const char *name, rf_optim_config *cfg)
 {
     if (!name || !cfg)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_optim_parse: %s NULL",
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_optim_parse: %s NULL",
                             name ? "cfg" : "name");
     for (int k = 0; k < RF_OPTIM_KIND_COUNT; k++)
         if (strcmp(name, kind_names[k]) == 0)
             return rf_optim_defaults((rf_optimizer_kind)k, cfg);
-    return rf_set_error(RF_ERR_INVALID_ARG,
+    return rf_error_set(RF_ERR_INVALID_ARG,
                         "unknown optimizer '%s': expected one of "
                         "sgd|momentum|adagrad|adam|rmsprop",
                         name);

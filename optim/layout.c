@@ -3,14 +3,14 @@
  * non-slot scalars (Adam's beta1_power/beta2_power, advanced in _finish). */
 #include <string.h>
 
-#include "fabric/error.h"
-#include "fabric/fpenv.h"
+#include "core/fpenv.h"
 #include "rdmaflow/optim.h"
+#include "rdmaflow/status.h"
 
 rf_status rf_optim_layout_get(const rf_optim_config *cfg, rf_optim_layout *out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_layout_get: out NULL");
     rf_status st = rf_optim_validate(cfg);
     if (st)
@@ -55,12 +55,12 @@ rf_status rf_optim_slot_init(const rf_optim_config *cfg, unsigned slot_index,
     if (st)
         return st;
     if (slot_index >= layout.num_slots)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_slot_init: %s has %u slot(s), no slot %u",
                             rf_optim_kind_name(cfg->kind), layout.num_slots,
                             slot_index);
     if (n > 0 && !slot)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_slot_init: slot NULL with n = %zu", n);
     float v = layout.slots[slot_index].initial_value;
     for (size_t i = 0; i < n; i++)
@@ -71,7 +71,7 @@ rf_status rf_optim_slot_init(const rf_optim_config *cfg, unsigned slot_index,
 rf_status rf_optim_scalars_init(const rf_optim_config *cfg, rf_optim_scalars *s)
 {
     if (!s)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_scalars_init: scalars NULL");
     rf_status st = rf_optim_validate(cfg);
     if (st)
@@ -90,7 +90,7 @@ rf_status rf_optim_scalars_init(const rf_optim_config *cfg, rf_optim_scalars *s)
 rf_status rf_optim_finish_step(const rf_optim_config *cfg, rf_optim_scalars *s)
 {
     if (!s)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_optim_finish_step: scalars NULL");
     rf_status st = rf_optim_validate(cfg);
     if (st)

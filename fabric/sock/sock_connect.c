@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
+#include "rdmaflow/status.h"
 
 /* "n bytes: 0a1b..." for the error message of a reject. */
 static void describe_priv(const rf_sock_hs *hs, char *buf, size_t len)
@@ -53,11 +53,11 @@ rf_status sock_connect(rf_fabric *fabric, const char *host, uint16_t port,
         snprintf(cause, sizeof cause, "%s", rf_error_message());
         close(fd);
         if (st == RF_ERR_TIMEOUT)
-            return rf_set_error(RF_ERR_TIMEOUT,
+            return rf_error_set(RF_ERR_TIMEOUT,
                                 "rf_connect: %s:%u did not answer within %d "
                                 "ms",
                                 host, (unsigned)port, timeout_ms);
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rf_connect: %s:%u closed the connection during "
                             "the handshake (%s)",
                             host, (unsigned)port, cause);
@@ -66,14 +66,14 @@ rf_status sock_connect(rf_fabric *fabric, const char *host, uint16_t port,
     rf_sock_parse p = rf_sock_hs_decode(buf, sizeof buf, &in);
     if (p == RF_SOCK_PARSE_VERSION) {
         close(fd);
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rf_connect: %s:%u speaks sock protocol version "
                             "%u, this side %u",
                             host, (unsigned)port, in.version, RF_SOCK_VERSION);
     }
     if (p != RF_SOCK_PARSE_OK || in.type == RF_SOCK_HS_CONNECT) {
         close(fd);
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rf_connect: %s:%u is not an rdmaflow sock "
                             "listener (%s)",
                             host, (unsigned)port,
@@ -85,7 +85,7 @@ rf_status sock_connect(rf_fabric *fabric, const char *host, uint16_t port,
         rf_set_reject_data(in.priv, in.priv_len);
         char what[256];
         describe_priv(&in, what, sizeof what);
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rf_connect: %s:%u rejected the connection (%s)",
                             host, (unsigned)port, what);
     }

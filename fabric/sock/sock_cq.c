@@ -8,9 +8,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
+#include "rdmaflow/status.h"
 
 #define CHUNK 256
 
@@ -28,7 +28,7 @@ rf_status sock_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
         cq->ring = calloc(depth, sizeof *cq->ring);
     if (!cq || !cq->ring) {
         free(cq);
-        return rf_set_error(RF_ERR_NO_MEMORY,
+        return rf_error_set(RF_ERR_NO_MEMORY,
                             "rf_cq_create: no memory for %u completions",
                             depth);
     }
@@ -213,7 +213,7 @@ int sock_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
     int n = take(cq, out, max);
     pthread_mutex_unlock(&cq->mu);
     if (n == 0)
-        return rf_set_error(RF_ERR_TIMEOUT,
+        return rf_error_set(RF_ERR_TIMEOUT,
                             "rf_cq_wait: no completion within %d ms",
                             timeout_ms);
     return n;

@@ -12,9 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
+#include "rdmaflow/status.h"
 
 rf_status sock_ep_check_attr(const rf_ep_attr *attr, uint32_t *max_wr,
                              uint32_t *max_recv)
@@ -22,7 +22,7 @@ rf_status sock_ep_check_attr(const rf_ep_attr *attr, uint32_t *max_wr,
     *max_wr = attr->max_send_wr ? attr->max_send_wr : 1024;
     *max_recv = attr->max_recv_wr ? attr->max_recv_wr : 256;
     if (*max_wr > RF_SOCK_MAX_QUEUE || *max_recv > RF_SOCK_MAX_QUEUE)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "sock: max_send_wr %u / max_recv_wr %u exceed "
                             "the limit of %u",
                             *max_wr, *max_recv, RF_SOCK_MAX_QUEUE);
@@ -62,7 +62,7 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
         if (ep)
             ep_free(ep);
         close(fd);
-        return rf_set_error(RF_ERR_NO_MEMORY,
+        return rf_error_set(RF_ERR_NO_MEMORY,
                             "sock: no memory for an endpoint of %u work "
                             "requests",
                             max_wr);
@@ -100,7 +100,7 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
     if (epoll_ctl(fab->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         int e = errno;
         sock_ep_close(&ep->base);
-        return rf_set_error(RF_ERR_IO, "sock: epoll_ctl: %s", strerror(e));
+        return rf_error_set(RF_ERR_IO, "sock: epoll_ctl: %s", strerror(e));
     }
     RF_LOG_DEBUG("sock: endpoint connected to %s", ep->peer);
     *out = ep;

@@ -13,9 +13,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
+#include "rdmaflow/status.h"
 
 static void listener_unref(sock_listener *l)
 {
@@ -41,7 +41,7 @@ rf_status sock_listen(rf_fabric *fabric, const char *host, uint16_t port,
     sock_listener *l = calloc(1, sizeof *l);
     if (!l) {
         close(fd);
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_listen: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_listen: out of memory");
     }
     l->base.fabric = fabric;
     l->base.port = bound;
@@ -67,7 +67,7 @@ rf_status sock_listen(rf_fabric *fabric, const char *host, uint16_t port,
     if (epoll_ctl(fab->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         int e = errno;
         sock_listener_close(&l->base);
-        return rf_set_error(RF_ERR_IO, "rf_listen: epoll_ctl: %s", strerror(e));
+        return rf_error_set(RF_ERR_IO, "rf_listen: epoll_ctl: %s", strerror(e));
     }
     RF_LOG_DEBUG("sock: listening on %s port %u", host ? host : "*",
                  (unsigned)bound);
@@ -365,9 +365,9 @@ rf_status sock_get_request(rf_listener *base, int timeout_ms, rf_conn_req **out)
     pthread_mutex_unlock(&l->mu);
     listener_unref(l);
     if (st == RF_ERR_UNAVAILABLE)
-        return rf_set_error(st, "rf_listener_get_request: listener closed");
+        return rf_error_set(st, "rf_listener_get_request: listener closed");
     if (st != RF_OK)
-        return rf_set_error(st, "rf_listener_get_request: no connection "
+        return rf_error_set(st, "rf_listener_get_request: no connection "
                                 "request in time");
     return RF_OK;
 }
@@ -387,7 +387,7 @@ rf_status sock_accept(rf_conn_req *base, const rf_ep_attr *attr,
             sock_deadline(fab->hs_timeout_ms), &st);
     if (st != RF_OK) {
         free_req(r);
-        return rf_set_error(RF_ERR_DISCONNECTED,
+        return rf_error_set(RF_ERR_DISCONNECTED,
                             "rf_accept: the connector went away");
     }
     sock_ep *ep;

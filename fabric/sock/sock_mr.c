@@ -7,9 +7,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
+#include "rdmaflow/status.h"
 
 static uint32_t random_u32(void)
 {
@@ -71,7 +71,7 @@ rf_status sock_mr_reg(rf_fabric *fabric, void *addr, size_t len,
     sock_fabric *fab = SOCK_FAB(fabric);
     sock_mr *mr = calloc(1, sizeof *mr);
     if (!mr)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_mr_reg: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_mr_reg: out of memory");
     mr->base.fabric = fabric;
     mr->base.addr = addr;
     mr->base.len = len;
@@ -105,7 +105,7 @@ rf_status sock_mr_dereg(rf_mr *base)
         p = &(*p)->next;
     if (!*p) {
         pthread_mutex_unlock(&fab->mr_mu);
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_dereg: region is not registered");
     }
     *p = mr->next;

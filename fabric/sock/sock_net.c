@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
+#include "rdmaflow/status.h"
 
 /* Milliseconds left until deadline for poll(): -1 for none. */
 static int remaining_ms(uint64_t deadline)
@@ -84,7 +84,7 @@ rf_status sock_net_connect(const char *host, uint16_t port, uint64_t deadline,
     struct addrinfo *res = NULL;
     int g = getaddrinfo(host, service, &hints, &res);
     if (g != 0)
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rf_connect: cannot resolve '%s': %s", host,
                             gai_strerror(g));
     int last_err = ECONNREFUSED;
@@ -101,7 +101,7 @@ rf_status sock_net_connect(const char *host, uint16_t port, uint64_t deadline,
             if (w == 0) {
                 close(fd);
                 freeaddrinfo(res);
-                return rf_set_error(RF_ERR_TIMEOUT,
+                return rf_error_set(RF_ERR_TIMEOUT,
                                     "rf_connect: connecting to %s:%u timed "
                                     "out",
                                     host, (unsigned)port);
@@ -124,7 +124,7 @@ rf_status sock_net_connect(const char *host, uint16_t port, uint64_t deadline,
         close(fd);
     }
     freeaddrinfo(res);
-    return rf_set_error(RF_ERR_UNAVAILABLE, "rf_connect: %s:%u: %s", host,
+    return rf_error_set(RF_ERR_UNAVAILABLE, "rf_connect: %s:%u: %s", host,
                         (unsigned)port, strerror(last_err));
 }
 
@@ -142,7 +142,7 @@ rf_status sock_net_listen(const char *host, uint16_t port, int *fd_out,
     struct addrinfo *res = NULL;
     int g = getaddrinfo(node, service, &hints, &res);
     if (g != 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_listen: cannot resolve '%s': %s",
                             host ? host : "", gai_strerror(g));
     int last_err = EADDRNOTAVAIL;
@@ -171,7 +171,7 @@ rf_status sock_net_listen(const char *host, uint16_t port, int *fd_out,
         close(fd);
     }
     freeaddrinfo(res);
-    return rf_set_error(last_err == EADDRINUSE ? RF_ERR_UNAVAILABLE : RF_ERR_IO,
+    return rf_error_set(last_err == EADDRINUSE ? RF_ERR_UNAVAILABLE : RF_ERR_IO,
                         "rf_listen: %s:%u: %s", host ? host : "*",
                         (unsigned)port, strerror(last_err));
 }
@@ -210,11 +210,11 @@ rf_status sock_net_send_all(int fd, const void *buf, size_t len,
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             int w = wait_fd(fd, POLLOUT, deadline);
             if (w == 0)
-                return rf_set_error(RF_ERR_TIMEOUT, "sock: send timed out");
+                return rf_error_set(RF_ERR_TIMEOUT, "sock: send timed out");
             if (w > 0)
                 continue;
         }
-        return rf_set_error(RF_ERR_UNAVAILABLE, "sock: send failed: %s",
+        return rf_error_set(RF_ERR_UNAVAILABLE, "sock: send failed: %s",
                             strerror(errno));
     }
     return RF_OK;
@@ -231,18 +231,18 @@ rf_status sock_net_recv_all(int fd, void *buf, size_t len, uint64_t deadline)
             continue;
         }
         if (n == 0)
-            return rf_set_error(RF_ERR_UNAVAILABLE,
+            return rf_error_set(RF_ERR_UNAVAILABLE,
                                 "sock: connection closed by the peer");
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             int w = wait_fd(fd, POLLIN, deadline);
             if (w == 0)
-                return rf_set_error(RF_ERR_TIMEOUT, "sock: no answer in time");
+                return rf_error_set(RF_ERR_TIMEOUT, "sock: no answer in time");
             if (w > 0)
                 continue;
         }
-        return rf_set_error(RF_ERR_UNAVAILABLE, "sock: receive failed: %s",
+        return rf_error_set(RF_ERR_UNAVAILABLE, "sock: receive failed: %s",
                             strerror(errno));
     }
     return RF_OK;

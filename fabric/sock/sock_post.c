@@ -4,8 +4,8 @@
  * one sendmsg from the calling thread (the progress thread finishes what the
  * socket did not take). A work request with RF_WR_FENCE is held back, with
  * everything posted after it, until earlier reads and atomics completed. */
-#include "fabric/error.h"
 #include "fabric/sock/sock.h"
+#include "rdmaflow/status.h"
 
 #include <errno.h>
 #include <string.h>
@@ -88,7 +88,7 @@ rf_status sock_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
     pthread_mutex_lock(&ep->mu);
     if (ep->state != RF_OK) {
         pthread_mutex_unlock(&ep->mu);
-        return rf_set_error(RF_ERR_DISCONNECTED,
+        return rf_error_set(RF_ERR_DISCONNECTED,
                             "rf_post: the endpoint to %s is in the error "
                             "state",
                             ep->peer);
@@ -98,7 +98,7 @@ rf_status sock_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
     size_t i;
     for (i = 0; i < n; i++) {
         if (ep->wr_tail - ep->wr_head >= ep->max_wr) {
-            st = rf_set_error(RF_ERR_NO_RESOURCE,
+            st = rf_error_set(RF_ERR_NO_RESOURCE,
                               "rf_post: send queue full (%u outstanding)",
                               ep->max_wr);
             break;
@@ -119,7 +119,7 @@ rf_status sock_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
         if (ep->wr_sent == ep->wr_tail - 1 && !fenced(ep, w) &&
             transmit(ep) < 0) {
             ep->wr_tail--;
-            st = rf_set_error(RF_ERR_NO_MEMORY, "rf_post: out of memory");
+            st = rf_error_set(RF_ERR_NO_MEMORY, "rf_post: out of memory");
             break;
         }
     }
@@ -144,14 +144,14 @@ rf_status sock_post_recv(rf_ep *base, void *buf, size_t len, rf_mr *mr,
     pthread_mutex_lock(&ep->mu);
     if (ep->state != RF_OK) {
         pthread_mutex_unlock(&ep->mu);
-        return rf_set_error(RF_ERR_DISCONNECTED,
+        return rf_error_set(RF_ERR_DISCONNECTED,
                             "rf_post_recv: the endpoint to %s is in the "
                             "error state",
                             ep->peer);
     }
     if (ep->recv_tail - ep->recv_head >= ep->max_recv) {
         pthread_mutex_unlock(&ep->mu);
-        return rf_set_error(RF_ERR_NO_RESOURCE,
+        return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post_recv: receive queue full (%u posted)",
                             ep->max_recv);
     }

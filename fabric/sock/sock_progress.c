@@ -9,7 +9,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
 
 #define TICK_MS     20

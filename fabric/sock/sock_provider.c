@@ -9,16 +9,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fabric/env.h"
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
+#include "rdmaflow/env.h"
+#include "rdmaflow/status.h"
 
 static rf_status sock_probe(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        return rf_set_error(RF_ERR_UNAVAILABLE, "sock: no TCP sockets: %s",
+        return rf_error_set(RF_ERR_UNAVAILABLE, "sock: no TCP sockets: %s",
                             strerror(errno));
     close(fd);
     return RF_OK;
@@ -87,7 +87,7 @@ static rf_status sock_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     (void)attr; /* bind_addr only matters for NUMA placement (later) */
     sock_fabric *fab = calloc(1, sizeof *fab);
     if (!fab)
-        return rf_set_error(RF_ERR_NO_MEMORY, "sock: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "sock: out of memory");
     fab->epfd = fab->wakefd = -1;
     pthread_mutex_init(&fab->mr_mu, NULL);
     pthread_mutex_init(&fab->mu, NULL);
@@ -107,19 +107,19 @@ static rf_status sock_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     if (!fab->mr_buckets || fab->epfd < 0 || fab->wakefd < 0) {
         int e = errno;
         fabric_free(fab);
-        return rf_set_error(RF_ERR_NO_MEMORY,
+        return rf_error_set(RF_ERR_NO_MEMORY,
                             "sock: cannot create the fabric: %s", strerror(e));
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &fab->wake_tag};
     if (epoll_ctl(fab->epfd, EPOLL_CTL_ADD, fab->wakefd, &ev) < 0) {
         int e = errno;
         fabric_free(fab);
-        return rf_set_error(RF_ERR_IO, "sock: epoll_ctl: %s", strerror(e));
+        return rf_error_set(RF_ERR_IO, "sock: epoll_ctl: %s", strerror(e));
     }
     int e = pthread_create(&fab->thread, NULL, sock_progress_main, fab);
     if (e) {
         fabric_free(fab);
-        return rf_set_error(RF_ERR_NO_MEMORY,
+        return rf_error_set(RF_ERR_NO_MEMORY,
                             "sock: cannot start the progress thread: %s",
                             strerror(e));
     }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
 #include "fabric/sock/sock_dma.h"
 

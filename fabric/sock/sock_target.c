@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/sock/sock.h"
 #include "fabric/sock/sock_dma.h"
 

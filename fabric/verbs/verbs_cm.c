@@ -187,15 +187,15 @@ static rf_status step_error(const char *call, const char *peer, int type,
                             int status)
 {
     if (type == RDMA_CM_EVENT_DISCONNECTED)
-        return rf_set_error(RF_ERR_UNAVAILABLE, "%s(%s): connection lost", call,
+        return rf_error_set(RF_ERR_UNAVAILABLE, "%s(%s): connection lost", call,
                             peer);
     if (status < 0)
-        return rf_set_error(status == -ETIMEDOUT
+        return rf_error_set(status == -ETIMEDOUT
                                 ? RF_ERR_UNAVAILABLE
                                 : rf_verbs_errno_status(-status),
                             "%s(%s): %s: %s", call, peer,
                             rf_verbs_event_str(type), strerror(-status));
-    return rf_set_error(RF_ERR_UNAVAILABLE, "%s(%s): %s (status %d)", call,
+    return rf_error_set(RF_ERR_UNAVAILABLE, "%s(%s): %s (status %d)", call,
                         peer, rf_verbs_event_str(type), status);
 }
 
@@ -222,7 +222,7 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     rf_verbs_cm_unlock(fab);
     if (rc) {
         rf_verbs_ep_destroy(ep);
-        return rf_set_error(rf_verbs_errno_status(err), "rdma_create_id: %s",
+        return rf_error_set(rf_verbs_errno_status(err), "rdma_create_id: %s",
                             strerror(err));
     }
     rf_verbs_register(fab, &ep->cm);
@@ -237,7 +237,7 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     err = errno;
     rf_verbs_cm_unlock(fab);
     if (rc) {
-        return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
+        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
                                              "rdma_resolve_addr(%s): %s", peer,
                                              strerror(err)));
     }
@@ -252,7 +252,7 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     err = errno;
     rf_verbs_cm_unlock(fab);
     if (rc) {
-        return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
+        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
                                              "rdma_resolve_route(%s): %s", peer,
                                              strerror(err)));
     }
@@ -282,7 +282,7 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     err = errno;
     rf_verbs_cm_unlock(fab);
     if (rc) {
-        return connect_fail(ep, rf_set_error(rf_verbs_errno_status(err),
+        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
                                              "rdma_connect(%s): %s", peer,
                                              strerror(err)));
     }
@@ -296,16 +296,16 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
             rf_set_reject_data(ep->ev_priv, ep->ev_priv_len);
         pthread_mutex_unlock(&ep->cm_mu);
         if (status == IB_REJ_CONSUMER_DEFINED)
-            st = rf_set_error(RF_ERR_UNAVAILABLE,
+            st = rf_error_set(RF_ERR_UNAVAILABLE,
                               "rdma_connect(%s): rejected by the peer (%s)",
                               peer, why);
         else if (status == IB_REJ_INVALID_SERVICE_ID)
-            st = rf_set_error(RF_ERR_UNAVAILABLE,
+            st = rf_error_set(RF_ERR_UNAVAILABLE,
                               "rdma_connect(%s): connection refused (no "
                               "listener on that port)",
                               peer);
         else
-            st = rf_set_error(RF_ERR_UNAVAILABLE,
+            st = rf_error_set(RF_ERR_UNAVAILABLE,
                               "rdma_connect(%s): rejected (IB CM reason %d)",
                               peer, status);
         return connect_fail(ep, st);
@@ -327,7 +327,7 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     return RF_OK;
 
 timeout:
-    return connect_fail(ep, rf_set_error(RF_ERR_TIMEOUT,
+    return connect_fail(ep, rf_error_set(RF_ERR_TIMEOUT,
                                          "rf_connect(%s): no answer within "
                                          "%d ms",
                                          peer, timeout_ms));
@@ -347,7 +347,7 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
     rf_verbs_addr_str((struct sockaddr *)&addr, where, sizeof where);
     vlistener *l = calloc(1, sizeof *l);
     if (!l)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_listen: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_listen: out of memory");
     l->base.fabric = fabric;
     l->fab = fab;
     l->cm.kind = VCM_LISTENER;
@@ -366,7 +366,7 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
     rf_verbs_cm_unlock(fab);
     if (rc) {
         l->cm.id = NULL;
-        st = rf_set_error(rf_verbs_errno_status(err), "rdma_create_id: %s",
+        st = rf_error_set(rf_verbs_errno_status(err), "rdma_create_id: %s",
                           strerror(err));
         goto fail;
     }
@@ -375,12 +375,12 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
     err = errno;
     rf_verbs_cm_unlock(fab);
     if (rc) {
-        st = rf_set_error(rf_verbs_errno_status(err), "rdma_bind_addr(%s): %s",
+        st = rf_error_set(rf_verbs_errno_status(err), "rdma_bind_addr(%s): %s",
                           where, strerror(err));
         goto fail;
     }
     if (l->cm.id->verbs && l->cm.id->verbs != fab->ctx) {
-        st = rf_set_error(RF_ERR_UNAVAILABLE,
+        st = rf_error_set(RF_ERR_UNAVAILABLE,
                           "rf_listen(%s): the address is on device %s, but "
                           "the fabric was opened on %s",
                           where, ibv_get_device_name(l->cm.id->verbs->device),
@@ -393,7 +393,7 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
     err = errno;
     rf_verbs_cm_unlock(fab);
     if (rc) {
-        st = rf_set_error(rf_verbs_errno_status(err), "rdma_listen(%s): %s",
+        st = rf_error_set(rf_verbs_errno_status(err), "rdma_listen(%s): %s",
                           where, strerror(err));
         rf_verbs_unregister(fab, &l->cm);
         goto fail;
@@ -455,9 +455,9 @@ rf_status rf_verbs_get_request(rf_listener *listener, int timeout_ms,
         return RF_OK;
     }
     if (broken)
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rf_listener_get_request: device removed");
-    return rf_set_error(RF_ERR_TIMEOUT,
+    return rf_error_set(RF_ERR_TIMEOUT,
                         "rf_listener_get_request: no connection request "
                         "within %d ms",
                         timeout_ms);
@@ -529,12 +529,12 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
         /* EINVAL: the request is no longer pending (connector gave up). */
         rf_status ast = err == ENOMEM ? RF_ERR_NO_MEMORY : RF_ERR_UNAVAILABLE;
         return connect_fail(
-            ep, rf_set_error(ast, "rdma_accept(%s): %s", peer, strerror(err)));
+            ep, rf_error_set(ast, "rdma_accept(%s): %s", peer, strerror(err)));
     }
     int type = 0, status = 0;
     int64_t deadline = rf_verbs_deadline(fab->qp.peer_timeout_ms);
     if (!wait_step(ep, &seq, deadline, &type, &status))
-        return connect_fail(ep, rf_set_error(RF_ERR_TIMEOUT,
+        return connect_fail(ep, rf_error_set(RF_ERR_TIMEOUT,
                                              "rf_accept(%s): connection not "
                                              "established within %d ms",
                                              peer, fab->qp.peer_timeout_ms));

@@ -23,7 +23,7 @@ rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
     vfab *fab = (vfab *)fabric;
     int max_cqe = fab->dev_attr.max_cqe;
     if ((int64_t)depth > max_cqe)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_cq_create: depth %u exceeds %s's max_cqe %d",
                             depth, fab->devname, max_cqe);
     uint64_t want = (uint64_t)depth + CQ_SLACK, cqe = 64;
@@ -34,7 +34,7 @@ rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
 
     vcq *cq = calloc(1, sizeof *cq);
     if (!cq)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_cq_create: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_cq_create: out of memory");
     cq->base.fabric = fabric;
     cq->fab = fab;
     pthread_mutex_init(&cq->lock, NULL);
@@ -42,20 +42,20 @@ rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
     if (fab->cq_event_mode) {
         cq->ch = ibv_create_comp_channel(fab->ctx);
         if (!cq->ch) {
-            st = rf_set_error(rf_verbs_errno_status(errno),
+            st = rf_error_set(rf_verbs_errno_status(errno),
                               "ibv_create_comp_channel(%s): %s", fab->devname,
                               strerror(errno));
         } else {
             int fl = fcntl(cq->ch->fd, F_GETFL);
             if (fl < 0 || fcntl(cq->ch->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-                st = rf_set_error(RF_ERR_IO, "fcntl(completion channel): %s",
+                st = rf_error_set(RF_ERR_IO, "fcntl(completion channel): %s",
                                   strerror(errno));
         }
     }
     if (st == RF_OK) {
         cq->cq = ibv_create_cq(fab->ctx, (int)cqe, cq, cq->ch, 0);
         if (!cq->cq)
-            st = rf_set_error(rf_verbs_errno_status(errno),
+            st = rf_error_set(rf_verbs_errno_status(errno),
                               "ibv_create_cq(%s, %llu): %s", fab->devname,
                               (unsigned long long)cqe, strerror(errno));
     }
@@ -63,7 +63,7 @@ rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
         cq->sw_cap = 64;
         cq->sw = malloc(cq->sw_cap * sizeof *cq->sw);
         if (!cq->sw)
-            st = rf_set_error(RF_ERR_NO_MEMORY, "rf_cq_create: out of memory");
+            st = rf_error_set(RF_ERR_NO_MEMORY, "rf_cq_create: out of memory");
     }
     if (st != RF_OK) {
         rf_verbs_cq_destroy(&cq->base);
@@ -175,7 +175,7 @@ int rf_verbs_cq_poll(rf_cq *c, rf_completion *out, int max)
 
 static int wait_timeout(void)
 {
-    return rf_set_error(RF_ERR_TIMEOUT, "rf_cq_wait: no completion in time");
+    return rf_error_set(RF_ERR_TIMEOUT, "rf_cq_wait: no completion in time");
 }
 
 static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
@@ -188,7 +188,7 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
         int rc = ibv_req_notify_cq(cq->cq, 0);
         pthread_mutex_unlock(&cq->lock);
         if (rc)
-            return rf_set_error(rf_verbs_errno_status(rc),
+            return rf_error_set(rf_verbs_errno_status(rc),
                                 "ibv_req_notify_cq: %s", strerror(rc));
         /* Completions that arrived before the CQ was armed. */
         n = rf_verbs_cq_poll(&cq->base, out, max);
@@ -200,7 +200,7 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
         struct pollfd pfd = {.fd = cq->ch->fd, .events = POLLIN};
         rc = poll(&pfd, 1, left);
         if (rc < 0 && errno != EINTR)
-            return rf_set_error(RF_ERR_IO, "rf_cq_wait: poll: %s",
+            return rf_error_set(RF_ERR_IO, "rf_cq_wait: poll: %s",
                                 strerror(errno));
         if (rc > 0) {
             struct ibv_cq *ev_cq;

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/env.h"
 #include "fabric/verbs/verbs_internal.h"
+#include "rdmaflow/env.h"
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
@@ -69,7 +69,7 @@ rf_status rf_verbs_probe(void)
         int err = errno;
         if (list)
             rdma_free_devices(list);
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "verbs: no RDMA device (rdma_get_devices: %s)",
                             n == 0 && !err ? "none found" : strerror(err));
     }
@@ -78,7 +78,7 @@ rf_status rf_verbs_probe(void)
         found = first_active_port(list[i]) > 0;
     rdma_free_devices(list);
     if (!found)
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "verbs: no RDMA device has an ACTIVE port");
     return RF_OK;
 }
@@ -129,20 +129,20 @@ static rf_status device_of_addr(const char *bind_addr,
     *port = 0;
     struct rdma_event_channel *ch = rdma_create_event_channel();
     if (!ch)
-        return rf_set_error(rf_verbs_errno_status(errno),
+        return rf_error_set(rf_verbs_errno_status(errno),
                             "rdma_create_event_channel: %s", strerror(errno));
     struct rdma_cm_id *id = NULL;
     if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
         int err = errno;
         rdma_destroy_event_channel(ch);
-        return rf_set_error(rf_verbs_errno_status(err), "rdma_create_id: %s",
+        return rf_error_set(rf_verbs_errno_status(err), "rdma_create_id: %s",
                             strerror(err));
     }
     if (rdma_bind_addr(id, (struct sockaddr *)ss)) {
         int err = errno;
         rdma_destroy_id(id);
         rdma_destroy_event_channel(ch);
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rdma_bind_addr(%s): %s (is it the address of "
                             "an RDMA-capable netdev?)",
                             bind_addr, strerror(err));
@@ -164,7 +164,7 @@ static rf_status pick_gid(vfab *fab, const struct ibv_port_attr *pa,
     int best_score = -1;
     if (env_gid >= 0) {
         if (env_gid >= pa->gid_tbl_len)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "RF_VERBS_GID_INDEX=%lld: %s port %u has %d "
                                 "GIDs",
                                 (long long)env_gid, fab->devname, fab->port,
@@ -172,7 +172,7 @@ static rf_status pick_gid(vfab *fab, const struct ibv_port_attr *pa,
         int rc =
             ibv_query_gid_ex(fab->ctx, fab->port, (uint32_t)env_gid, &best, 0);
         if (rc)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "RF_VERBS_GID_INDEX=%lld: ibv_query_gid_ex(%s "
                                 "port %u): %s (empty entry?)",
                                 (long long)env_gid, fab->devname, fab->port,
@@ -181,7 +181,7 @@ static rf_status pick_gid(vfab *fab, const struct ibv_port_attr *pa,
     } else if (pa->link_layer != IBV_LINK_LAYER_ETHERNET) {
         int rc = ibv_query_gid_ex(fab->ctx, fab->port, 0, &best, 0);
         if (rc)
-            return rf_set_error(RF_ERR_UNAVAILABLE,
+            return rf_error_set(RF_ERR_UNAVAILABLE,
                                 "ibv_query_gid_ex(%s port %u index 0): %s",
                                 fab->devname, fab->port, strerror(rc));
         best_score = 0;
@@ -201,7 +201,7 @@ static rf_status pick_gid(vfab *fab, const struct ibv_port_attr *pa,
             }
         }
         if (best_score < 0)
-            return rf_set_error(RF_ERR_UNAVAILABLE,
+            return rf_error_set(RF_ERR_UNAVAILABLE,
                                 "verbs: %s port %u has no usable GID (no IP "
                                 "address on its netdev?)",
                                 fab->devname, fab->port);
@@ -237,7 +237,7 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
     fab->devlist = rdma_get_devices(&n);
     if (!fab->devlist || n == 0) {
         int err = errno;
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "verbs: no RDMA device (rdma_get_devices: %s)",
                             n == 0 && !err ? "none found" : strerror(err));
     }
@@ -270,12 +270,12 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
                 0)
                 ectx = fab->devlist[i];
         if (!ectx)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "RF_VERBS_DEVICE=%s: no such RDMA device "
                                 "(have: %s)",
                                 env_dev, names);
         if (fab->ctx && fab->ctx != ectx)
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_INVALID_ARG,
                 "RF_VERBS_DEVICE=%s, but bind_addr %s is on device %s", env_dev,
                 attr->bind_addr, ibv_get_device_name(fab->ctx->device));
@@ -286,7 +286,7 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
             if (first_active_port(fab->devlist[i]) > 0)
                 fab->ctx = fab->devlist[i];
         if (!fab->ctx)
-            return rf_set_error(RF_ERR_UNAVAILABLE,
+            return rf_error_set(RF_ERR_UNAVAILABLE,
                                 "verbs: no RDMA device has an ACTIVE port "
                                 "(have: %s)",
                                 names);
@@ -294,18 +294,18 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
     snprintf(fab->devname, sizeof fab->devname, "%s",
              ibv_get_device_name(fab->ctx->device));
     if (ibv_query_device(fab->ctx, &fab->dev_attr))
-        return rf_set_error(rf_verbs_errno_status(errno),
+        return rf_error_set(rf_verbs_errno_status(errno),
                             "ibv_query_device(%s): %s", fab->devname,
                             strerror(errno));
     fab->iwarp = fab->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 
     if (env_port) {
         if (env_port > fab->dev_attr.phys_port_cnt)
-            return rf_set_error(
+            return rf_error_set(
                 RF_ERR_INVALID_ARG, "RF_VERBS_PORT=%lld: %s has %u port(s)",
                 (long long)env_port, fab->devname, fab->dev_attr.phys_port_cnt);
         if (have_bind && bind_port && bind_port != env_port)
-            return rf_set_error(RF_ERR_INVALID_ARG,
+            return rf_error_set(RF_ERR_INVALID_ARG,
                                 "RF_VERBS_PORT=%lld, but bind_addr %s is on "
                                 "port %u of %s",
                                 (long long)env_port, attr->bind_addr, bind_port,
@@ -316,16 +316,16 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
     } else {
         fab->port = (uint8_t)first_active_port(fab->ctx);
         if (!fab->port)
-            return rf_set_error(RF_ERR_UNAVAILABLE,
+            return rf_error_set(RF_ERR_UNAVAILABLE,
                                 "verbs: device %s has no ACTIVE port",
                                 fab->devname);
     }
     struct ibv_port_attr pa;
     if (ibv_query_port(fab->ctx, fab->port, &pa))
-        return rf_set_error(RF_ERR_UNAVAILABLE, "ibv_query_port(%s, %u): %s",
+        return rf_error_set(RF_ERR_UNAVAILABLE, "ibv_query_port(%s, %u): %s",
                             fab->devname, fab->port, strerror(errno));
     if (pa.state != IBV_PORT_ACTIVE)
-        return rf_set_error(RF_ERR_UNAVAILABLE,
+        return rf_error_set(RF_ERR_UNAVAILABLE,
                             "verbs: %s port %u is %s, not ACTIVE", fab->devname,
                             fab->port, ibv_port_state_str(pa.state));
     st = pick_gid(fab, &pa, env_gid, have_bind ? &bind : NULL);

@@ -32,7 +32,7 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
 {
     vep *ep = calloc(1, sizeof *ep);
     if (!ep)
-        return rf_set_error(RF_ERR_NO_MEMORY, "verbs: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "verbs: out of memory");
     ep->base.fabric = &fab->base;
     ep->base.send_cq = attr->send_cq;
     ep->base.recv_cq = attr->recv_cq ? attr->recv_cq : attr->send_cq;
@@ -69,7 +69,7 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     ep->rq = calloc(rq_ring, sizeof *ep->rq);
     if (!ep->sq || !ep->rq) {
         rf_verbs_ep_destroy(ep);
-        return rf_set_error(RF_ERR_NO_MEMORY, "verbs: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "verbs: out of memory");
     }
     for (uint32_t i = 0; i < sq_ring; i++)
         ep->sq[i].ep = ep;
@@ -89,7 +89,7 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
 {
     vfab *fab = ep->fab;
     if (id->verbs != fab->ctx)
-        return rf_set_error(
+        return rf_error_set(
             RF_ERR_UNAVAILABLE,
             "%s: the connection uses device %s, but the fabric was opened "
             "on %s (set bind_addr or RF_VERBS_DEVICE to match)",
@@ -123,7 +123,7 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
             break;
     }
     if (!ep->qp)
-        return rf_set_error(rf_verbs_errno_status(err),
+        return rf_error_set(rf_verbs_errno_status(err),
                             "%s: rdma_create_qp(%s, send %u, recv %u): %s",
                             what, fab->devname, ep->sq_size + 1, ep->rq_size,
                             strerror(err));
@@ -337,7 +337,7 @@ static rf_status grow_scratch(vep *ep, size_t n)
     if (g)
         ep->sge_scratch = g;
     if (!w || !g)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_post: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_post: out of memory");
     ep->scratch_cap = cap;
     return RF_OK;
 }
@@ -405,7 +405,7 @@ static rf_status post_error(int rc, size_t index, size_t n)
 {
     rf_status st =
         rc == ENOMEM ? RF_ERR_NO_RESOURCE : rf_verbs_errno_status(rc);
-    return rf_set_error(st, "ibv_post_send(wr %zu of %zu): %s", index, n,
+    return rf_error_set(st, "ibv_post_send(wr %zu of %zu): %s", index, n,
                         strerror(rc));
 }
 
@@ -414,12 +414,12 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     vep *ep = (vep *)e;
     *posted = 0;
     if (atomic_load(&ep->error))
-        return rf_set_error(RF_ERR_DISCONNECTED,
+        return rf_error_set(RF_ERR_DISCONNECTED,
                             "rf_post: endpoint is in the error state");
     if (!ep->can_atomic)
         for (size_t i = 0; i < n; i++)
             if (is_atomic(wrs[i].op))
-                return rf_set_error(RF_ERR_UNSUPPORTED,
+                return rf_error_set(RF_ERR_UNSUPPORTED,
                                     "rf_post: wr[%zu]: device %s has no "
                                     "atomic operations (atomic_cap "
                                     "IBV_ATOMIC_NONE)",
@@ -440,7 +440,7 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     size_t k = n < room ? n : room;
     if (k == 0) {
         pthread_mutex_unlock(&ep->sq_lock);
-        return rf_set_error(RF_ERR_NO_RESOURCE,
+        return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post: send queue full (%u outstanding); "
                             "poll the send completion queue",
                             ep->sq_size);
@@ -486,7 +486,7 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     pthread_mutex_unlock(&ep->sq_lock);
     *posted = k;
     if (k < n)
-        return rf_set_error(RF_ERR_NO_RESOURCE,
+        return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post: send queue full after %zu of %zu work "
                             "requests (%u outstanding)",
                             k, n, ep->sq_size);
@@ -498,14 +498,14 @@ rf_status rf_verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
 {
     vep *ep = (vep *)e;
     if (atomic_load(&ep->error))
-        return rf_set_error(RF_ERR_DISCONNECTED,
+        return rf_error_set(RF_ERR_DISCONNECTED,
                             "rf_post_recv: endpoint is in the error state");
     pthread_mutex_lock(&ep->rq_lock);
     uint64_t head = atomic_load_explicit(&ep->rq_head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&ep->rq_tail, memory_order_acquire);
     if (head - tail >= ep->rq_size) {
         pthread_mutex_unlock(&ep->rq_lock);
-        return rf_set_error(RF_ERR_NO_RESOURCE,
+        return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post_recv: receive queue full (%u posted)",
                             ep->rq_size);
     }
@@ -526,7 +526,7 @@ rf_status rf_verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
     if (rc) {
         atomic_store_explicit(&ep->rq_head, head, memory_order_release);
         pthread_mutex_unlock(&ep->rq_lock);
-        return rf_set_error(rc == ENOMEM ? RF_ERR_NO_RESOURCE
+        return rf_error_set(rc == ENOMEM ? RF_ERR_NO_RESOURCE
                                          : rf_verbs_errno_status(rc),
                             "ibv_post_recv: %s", strerror(rc));
     }

@@ -199,7 +199,7 @@ static rf_status set_nonblock(int fd, const char *what)
 {
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-        return rf_set_error(RF_ERR_IO, "verbs: fcntl(%s, O_NONBLOCK): %s", what,
+        return rf_error_set(RF_ERR_IO, "verbs: fcntl(%s, O_NONBLOCK): %s", what,
                             strerror(errno));
     return RF_OK;
 }
@@ -208,7 +208,7 @@ rf_status rf_verbs_event_start(vfab *fab)
 {
     fab->ch = rdma_create_event_channel();
     if (!fab->ch)
-        return rf_set_error(rf_verbs_errno_status(errno),
+        return rf_error_set(rf_verbs_errno_status(errno),
                             "rdma_create_event_channel: %s (is rdma_ucm "
                             "loaded?)",
                             strerror(errno));
@@ -219,10 +219,10 @@ rf_status rf_verbs_event_start(vfab *fab)
         return st;
     fab->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fab->wake_fd < 0)
-        return rf_set_error(RF_ERR_IO, "verbs: eventfd: %s", strerror(errno));
+        return rf_error_set(RF_ERR_IO, "verbs: eventfd: %s", strerror(errno));
     int rc = pthread_create(&fab->thread, NULL, event_thread, fab);
     if (rc)
-        return rf_set_error(RF_ERR_NO_RESOURCE,
+        return rf_error_set(RF_ERR_NO_RESOURCE,
                             "verbs: pthread_create(event thread): %s",
                             strerror(rc));
     fab->thread_started = 1;

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fabric/env.h"
 #include "fabric/verbs/verbs_internal.h"
+#include "rdmaflow/env.h"
 
 /* IB min_rnr_timer encoding -> microseconds. */
 static const uint32_t rnr_usec[32] = {
@@ -108,7 +108,7 @@ rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     rf_verbs_fork_init();
     vfab *fab = calloc(1, sizeof *fab);
     if (!fab)
-        return rf_set_error(RF_ERR_NO_MEMORY, "verbs: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "verbs: out of memory");
     fab->wake_fd = -1;
     pthread_mutex_init(&fab->reg_lock, NULL);
     pthread_mutex_init(&fab->cm_lock, NULL);
@@ -127,7 +127,7 @@ rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     if (st == RF_OK) {
         fab->pd = ibv_alloc_pd(fab->ctx);
         if (!fab->pd)
-            st = rf_set_error(rf_verbs_errno_status(errno),
+            st = rf_error_set(rf_verbs_errno_status(errno),
                               "ibv_alloc_pd(%s): %s", fab->devname,
                               strerror(errno));
     }

@@ -23,9 +23,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
 #include "fabric/provider.h"
+#include "rdmaflow/status.h"
 
 /* --- fabric ------------------------------------------------------------ */
 

@@ -26,7 +26,7 @@ rf_status rf_verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
     vfab *fab = (vfab *)fabric;
     vmr *m = calloc(1, sizeof *m);
     if (!m)
-        return rf_set_error(RF_ERR_NO_MEMORY, "rf_mr_reg: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_mr_reg: out of memory");
     m->mr = ibv_reg_mr(fab->pd, addr, len, ibv_access(access));
     if (!m->mr) {
         int err = errno;
@@ -34,7 +34,7 @@ rf_status rf_verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
         rf_status st = rf_verbs_errno_status(err);
         if (st != RF_ERR_INVALID_ARG)
             st = RF_ERR_NO_MEMORY; /* pinning limit, out of MTT entries.. */
-        return rf_set_error(
+        return rf_error_set(
             st, "ibv_reg_mr(%s, %p, %zu, access 0x%x): %s%s", fab->devname,
             addr, len, access, strerror(err),
             err == ENOMEM || err == EAGAIN ? " (check ulimit -l)" : "");
@@ -54,7 +54,7 @@ rf_status rf_verbs_mr_dereg(rf_mr *mr)
     vmr *m = (vmr *)mr;
     int rc = ibv_dereg_mr(m->mr);
     if (rc)
-        return rf_set_error(rf_verbs_errno_status(rc),
+        return rf_error_set(rf_verbs_errno_status(rc),
                             "ibv_dereg_mr(%p+%zu): %s", mr->addr, mr->len,
                             strerror(rc));
     free(m);

@@ -126,7 +126,7 @@ rf_status rf_verbs_resolve(const char *what, const char *host, uint16_t port,
     char name[256];
     size_t hl = strlen(host);
     if (hl >= sizeof name)
-        return rf_set_error(RF_ERR_INVALID_ARG, "%s: host name too long", what);
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: host name too long", what);
     if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
         memcpy(name, host + 1, hl - 2);
         name[hl - 2] = '\0';
@@ -141,7 +141,7 @@ rf_status rf_verbs_resolve(const char *what, const char *host, uint16_t port,
     struct addrinfo *res = NULL;
     int rc = getaddrinfo(name, service, &hints, &res);
     if (rc != 0)
-        return rf_set_error(RF_ERR_UNAVAILABLE, "%s: cannot resolve '%s': %s",
+        return rf_error_set(RF_ERR_UNAVAILABLE, "%s: cannot resolve '%s': %s",
                             what, host, gai_strerror(rc));
     /* Prefer IPv4: RoCE v2 GIDs are usually IPv4-mapped. */
     const struct addrinfo *pick = res;
@@ -153,7 +153,7 @@ rf_status rf_verbs_resolve(const char *what, const char *host, uint16_t port,
     }
     if (pick->ai_addrlen > sizeof *out) {
         freeaddrinfo(res);
-        return rf_set_error(RF_ERR_INVALID_ARG, "%s: odd address for '%s'",
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: odd address for '%s'",
                             what, host);
     }
     memcpy(out, pick->ai_addr, pick->ai_addrlen);

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/error.h"
 #include "graph/data/idx.h"
 #include "graph/data/rng.h"
 #include "rdmaflow/data.h"
+#include "rdmaflow/status.h"
 
 /* The rf_rng stream of the shard permutation (epochs use streams 0, 1, ...). */
 #define SHARD_STREAM UINT64_MAX
@@ -62,7 +62,7 @@ static rf_status dataset_new(storage *st, size_t n, rf_dataset **out)
             free(ds->order);
         }
         free(ds);
-        return rf_set_error(RF_ERR_NO_MEMORY,
+        return rf_error_set(RF_ERR_NO_MEMORY,
                             "dataset: cannot allocate %zu indices", n);
     }
     atomic_fetch_add(&st->refs, 1);
@@ -78,12 +78,12 @@ static rf_status storage_from_idx(const char *images_path,
                                   const rf_idx *lab, storage **out)
 {
     if (img->dims[0] != lab->dims[0])
-        return rf_set_error(
+        return rf_error_set(
             RF_ERR_CORRUPT, "%s holds %u images but %s holds %u labels",
             images_path, img->dims[0], labels_path, lab->dims[0]);
     storage *st = calloc(1, sizeof *st);
     if (!st)
-        return rf_set_error(RF_ERR_NO_MEMORY, "dataset: out of memory");
+        return rf_error_set(RF_ERR_NO_MEMORY, "dataset: out of memory");
     st->count = img->dims[0];
     st->rows = img->dims[1];
     st->cols = img->dims[2];
@@ -92,7 +92,7 @@ static rf_status storage_from_idx(const char *images_path,
     st->labels = malloc(st->count * sizeof *st->labels);
     if (!st->pixels || !st->labels) {
         storage_free(st);
-        return rf_set_error(RF_ERR_NO_MEMORY, "%s: cannot allocate %zu floats",
+        return rf_error_set(RF_ERR_NO_MEMORY, "%s: cannot allocate %zu floats",
                             images_path, img->size);
     }
     for (size_t i = 0; i < img->size; i++)
@@ -111,11 +111,11 @@ rf_status rf_dataset_load_idx(const char *images_path, const char *labels_path,
                               rf_dataset **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_load_idx: out NULL");
     *out = NULL;
     if (!images_path || !labels_path)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_load_idx: %s path NULL",
                             images_path ? "labels" : "images");
     rf_idx img, lab;
@@ -182,7 +182,7 @@ rf_status rf_dataset_example(const rf_dataset *ds, size_t i, const float **x,
                              int32_t *y, size_t *source)
 {
     if (!ds || i >= ds->n)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_example: index %zu out of range (size "
                             "%zu)",
                             i, ds ? ds->n : 0);
@@ -200,16 +200,16 @@ rf_status rf_dataset_shard(const rf_dataset *ds, uint32_t num_tasks,
                            uint32_t task_index, uint64_t seed, rf_dataset **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_dataset_shard: out NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_dataset_shard: out NULL");
     *out = NULL;
     if (!ds || num_tasks == 0 || task_index >= num_tasks)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_shard: task index %u of %u tasks is "
                             "invalid",
                             task_index, num_tasks);
     size_t n = ds->n / num_tasks + (task_index < ds->n % num_tasks);
     if (n == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_shard: shard %u of %u would be empty "
                             "(%zu examples)",
                             task_index, num_tasks, ds->n);
@@ -221,7 +221,7 @@ rf_status rf_dataset_shard(const rf_dataset *ds, uint32_t num_tasks,
     uint32_t *perm = malloc(ds->n * sizeof *perm);
     if (!perm) {
         rf_dataset_free(shard);
-        return rf_set_error(RF_ERR_NO_MEMORY,
+        return rf_error_set(RF_ERR_NO_MEMORY,
                             "rf_dataset_shard: cannot allocate %zu indices",
                             ds->n);
     }
@@ -263,7 +263,7 @@ rf_status rf_dataset_next_batch(rf_dataset *ds, size_t batch_size, float *x,
                                 int32_t *y)
 {
     if (!ds || batch_size == 0)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_dataset_next_batch: %s",
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_dataset_next_batch: %s",
                             ds ? "batch_size 0" : "dataset NULL");
     const storage *st = ds->st;
     for (size_t b = 0; b < batch_size; b++) {
@@ -298,7 +298,7 @@ void rf_dataset_position(const rf_dataset *ds, uint64_t *epoch, size_t *offset)
 rf_status rf_dataset_seek(rf_dataset *ds, uint64_t epoch, size_t offset)
 {
     if (!ds || offset >= ds->n)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_seek: offset %zu out of range (size "
                             "%zu)",
                             offset, ds ? ds->n : 0);

@@ -2,9 +2,9 @@
  * must have (28x28 images, labels 0..9) on top of rf_dataset_load_idx. */
 #include <stdio.h>
 
-#include "fabric/env.h"
-#include "fabric/error.h"
 #include "rdmaflow/data.h"
+#include "rdmaflow/env.h"
+#include "rdmaflow/status.h"
 
 #define FMNIST_SIDE    28
 #define FMNIST_CLASSES 10
@@ -13,11 +13,11 @@ rf_status rf_dataset_load_fashion_mnist(const char *dir, rf_data_split split,
                                         rf_dataset **out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_load_fashion_mnist: out NULL");
     *out = NULL;
     if (split != RF_DATA_TRAIN && split != RF_DATA_TEST)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_load_fashion_mnist: unknown split %d",
                             (int)split);
     if (!dir)
@@ -30,7 +30,7 @@ rf_status rf_dataset_load_fashion_mnist(const char *dir, rf_data_split split,
                      prefix);
     if (a < 0 || b < 0 || (size_t)a >= sizeof images ||
         (size_t)b >= sizeof labels)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_dataset_load_fashion_mnist: directory name "
                             "too long");
 
@@ -40,11 +40,11 @@ rf_status rf_dataset_load_fashion_mnist(const char *dir, rf_data_split split,
         return st;
     if (rf_dataset_rows(ds) != FMNIST_SIDE ||
         rf_dataset_cols(ds) != FMNIST_SIDE) {
-        st = rf_set_error(RF_ERR_CORRUPT,
+        st = rf_error_set(RF_ERR_CORRUPT,
                           "%s: images are %ux%u, Fashion-MNIST's are 28x28",
                           images, rf_dataset_rows(ds), rf_dataset_cols(ds));
     } else if (rf_dataset_num_classes(ds) > FMNIST_CLASSES) {
-        st = rf_set_error(RF_ERR_CORRUPT,
+        st = rf_error_set(RF_ERR_CORRUPT,
                           "%s: label %d is outside Fashion-MNIST's 0..9",
                           labels, (int)rf_dataset_num_classes(ds) - 1);
     }

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "fabric/error.h"
 #include "graph/data/idx.h"
+#include "rdmaflow/status.h"
 
 /* Largest payload accepted (a sanity bound on corrupt headers): 64 GiB. */
 #define IDX_MAX_BYTES (UINT64_C(1) << 36)
@@ -40,27 +40,27 @@ static rf_status gz_failure(reader *rd, const char *what, size_t got,
     const char *msg = gzerror(rd->gz, &err);
     switch (err) {
     case Z_ERRNO:
-        return rf_set_error(RF_ERR_IO, "%s: cannot read %s: %s", rd->path, what,
+        return rf_error_set(RF_ERR_IO, "%s: cannot read %s: %s", rd->path, what,
                             strerror(errno));
     case Z_MEM_ERROR:
-        return rf_set_error(RF_ERR_NO_MEMORY, "%s: zlib out of memory",
+        return rf_error_set(RF_ERR_NO_MEMORY, "%s: zlib out of memory",
                             rd->path);
     case Z_BUF_ERROR:
         if (got == want)
-            return rf_set_error(RF_ERR_CORRUPT,
+            return rf_error_set(RF_ERR_CORRUPT,
                                 "%s: truncated gzip file (the gzip trailer "
                                 "is missing or incomplete)",
                                 rd->path);
-        return rf_set_error(RF_ERR_CORRUPT,
+        return rf_error_set(RF_ERR_CORRUPT,
                             "%s: truncated gzip file (%zu of the %zu bytes "
                             "of %s before the compressed stream ends)",
                             rd->path, got, want, what);
     case Z_OK:
-        return rf_set_error(RF_ERR_CORRUPT,
+        return rf_error_set(RF_ERR_CORRUPT,
                             "%s: file too short (%zu of the %zu bytes of %s)",
                             rd->path, got, want, what);
     default:
-        return rf_set_error(RF_ERR_CORRUPT, "%s: damaged gzip data: %s",
+        return rf_error_set(RF_ERR_CORRUPT, "%s: damaged gzip data: %s",
                             rd->path, zlib_message(rd, msg));
     }
 }
@@ -93,7 +93,7 @@ static rf_status read_header(reader *rd, unsigned ndims, rf_idx *out)
         return st;
     uint32_t got = be32(magic), want = 0x00000800u | ndims;
     if (got != want)
-        return rf_set_error(
+        return rf_error_set(
             RF_ERR_CORRUPT,
             "%s: bad magic 0x%08x, expected 0x%08x (IDX file "
             "of unsigned bytes with %u dimension%s)%s",
@@ -107,18 +107,18 @@ static rf_status read_header(reader *rd, unsigned ndims, rf_idx *out)
     for (unsigned i = 0; i < ndims; i++) {
         out->dims[i] = be32(dims + 4 * i);
         if (out->dims[i] == 0)
-            return rf_set_error(RF_ERR_CORRUPT, "%s: dimension %u has size 0",
+            return rf_error_set(RF_ERR_CORRUPT, "%s: dimension %u has size 0",
                                 rd->path, i);
         size *= out->dims[i]; /* each factor < 2^32 and size <= 2^36 */
         if (size > IDX_MAX_BYTES)
-            return rf_set_error(RF_ERR_CORRUPT,
+            return rf_error_set(RF_ERR_CORRUPT,
                                 "%s: dimension sizes too large (over %llu "
                                 "bytes)",
                                 rd->path, (unsigned long long)IDX_MAX_BYTES);
     }
 #if SIZE_MAX < UINT64_MAX
     if (size > SIZE_MAX)
-        return rf_set_error(RF_ERR_CORRUPT, "%s: too large for this machine",
+        return rf_error_set(RF_ERR_CORRUPT, "%s: too large for this machine",
                             rd->path);
 #endif
     out->size = (size_t)size;
@@ -138,7 +138,7 @@ static rf_status read_data(reader *rd, rf_idx *out)
             uint8_t *grown = realloc(buf, next);
             if (!grown) {
                 free(buf);
-                return rf_set_error(RF_ERR_NO_MEMORY,
+                return rf_error_set(RF_ERR_NO_MEMORY,
                                     "%s: cannot allocate %zu bytes", rd->path,
                                     next);
             }
@@ -164,7 +164,7 @@ static rf_status check_end(reader *rd, const rf_idx *idx)
     uint8_t extra;
     int n = gzread(rd->gz, &extra, 1);
     if (n > 0)
-        return rf_set_error(RF_ERR_CORRUPT,
+        return rf_error_set(RF_ERR_CORRUPT,
                             "%s: more data than the header declares (%zu "
                             "bytes): dimensions inconsistent with the file "
                             "size",
@@ -179,16 +179,16 @@ static rf_status check_end(reader *rd, const rf_idx *idx)
 rf_status rf_idx_read(const char *path, unsigned ndims, rf_idx *out)
 {
     if (!out)
-        return rf_set_error(RF_ERR_INVALID_ARG, "rf_idx_read: out NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_idx_read: out NULL");
     memset(out, 0, sizeof *out);
     if (!path || ndims < 1 || ndims > RF_IDX_MAX_DIMS)
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_idx_read: bad arguments (path %s, ndims %u)",
                             path ? path : "NULL", ndims);
     errno = 0;
     reader rd = {gzopen(path, "rb"), path};
     if (!rd.gz)
-        return rf_set_error(RF_ERR_IO, "%s: cannot open: %s", path,
+        return rf_error_set(RF_ERR_IO, "%s: cannot open: %s", path,
                             errno ? strerror(errno) : "out of memory");
     gzbuffer(rd.gz, 1u << 17);
     rf_idx idx = {0};
@@ -199,7 +199,7 @@ rf_status rf_idx_read(const char *path, unsigned ndims, rf_idx *out)
         st = check_end(&rd, &idx);
     int closed = gzclose_r(rd.gz);
     if (!st && closed != Z_OK)
-        st = rf_set_error(closed == Z_ERRNO ? RF_ERR_IO : RF_ERR_CORRUPT,
+        st = rf_error_set(closed == Z_ERRNO ? RF_ERR_IO : RF_ERR_CORRUPT,
                           "%s: error closing the file (zlib %d)", path, closed);
     if (st) {
         free(idx.data);

@@ -73,7 +73,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rdmaflow/device.h"
 #include "rdmaflow/status.h"
 
 #ifdef __cplusplus
@@ -165,7 +164,18 @@ int rf_cluster_num_workers(const rf_cluster *c);
  * --ps_hosts/--worker_hosts, task from --job_name/--task_index". */
 const char *rf_cluster_source(const rf_cluster *c);
 
-/* The cluster as device.h describes it for rf_replica_device_setter: every
+/* A job of a cluster (tf.train.ClusterSpec) as far as placement needs it. */
+typedef struct rf_cluster_job {
+    const char *name;
+    int num_tasks;
+} rf_cluster_job;
+
+typedef struct rf_cluster_desc {
+    const rf_cluster_job *jobs;
+    size_t num_jobs;
+} rf_cluster_desc;
+
+/* The cluster as rf_replica_device_setter (rdmaflow/device.h) needs it: every
  * job present, in name order (chief, evaluator, ps, worker), with its number
  * of tasks. out->jobs points into c and is valid while c lives. */
 void rf_cluster_device_desc(const rf_cluster *c, rf_cluster_desc *out);

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdmaflow/cluster.h"
 #include "rdmaflow/status.h"
 
 #ifdef __cplusplus
@@ -168,16 +169,8 @@ rf_status rf_device_stack_apply(rf_device_stack *stack, const rf_op_desc *op,
 
 /* ---- replica_device_setter -------------------------------------------- */
 
-/* A job of a cluster (tf.train.ClusterSpec) as far as placement needs it. */
-typedef struct rf_cluster_job {
-    const char *name;
-    int num_tasks;
-} rf_cluster_job;
-
-typedef struct rf_cluster_desc {
-    const rf_cluster_job *jobs;
-    size_t num_jobs;
-} rf_cluster_desc;
+/* rf_cluster_desc (a job of a cluster as far as placement needs it) is in
+ * rdmaflow/cluster.h. */
 
 typedef enum rf_ps_strategy_kind {
     RF_PS_ROUND_ROBIN = 0, /* _RoundRobinStrategy (the default) */

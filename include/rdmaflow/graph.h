@@ -29,36 +29,13 @@
 
 #include "rdmaflow/optim.h"
 #include "rdmaflow/status.h"
+#include "rdmaflow/types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* ---- Tensors ------------------------------------------------------------ */
-
-typedef enum rf_dtype {
-    RF_F32 = 0,
-    RF_I32,
-    RF_I64,
-    RF_BOOL, /* one byte per element, 0 or 1 (output of Equal) */
-} rf_dtype;
-#define RF_DTYPE_COUNT 4
-
-#define RF_MAX_RANK 8
-
-/* A shape: rank dims, each >= 0, or -1 for an unknown dimension (only in
- * static shapes). Rank 0 is a scalar. */
-typedef struct rf_shape {
-    int rank;
-    int64_t dims[RF_MAX_RANK];
-} rf_shape;
-
-/* RF_SHAPE(2, 3) is the shape [2,3]; RF_SCALAR is []. */
-#define RF_SHAPE(...)                                                          \
-    rf_shape_make(                                                             \
-        (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),       \
-        (const int64_t[]){__VA_ARGS__})
-#define RF_SCALAR rf_shape_make(0, NULL)
 
 /* A view of typed data; rf_tensor never owns memory. Data is dense and
  * row-major (NHWC for images, HWIO for convolution filters). */
@@ -68,15 +45,6 @@ typedef struct rf_tensor {
     void *data;
 } rf_tensor;
 
-size_t rf_dtype_size(rf_dtype dtype);
-const char *rf_dtype_name(rf_dtype dtype); /* "float32", "int32", ... */
-rf_shape rf_shape_make(int rank, const int64_t *dims); /* rank clamped */
-/* Product of the dims; -1 if any is unknown; 1 for a scalar. */
-int64_t rf_shape_numel(const rf_shape *s);
-bool rf_shape_is_known(const rf_shape *s);
-bool rf_shape_equal(const rf_shape *a, const rf_shape *b);
-/* "[2,3]", "[?,784]", "[]"; returns what snprintf would. */
-int rf_shape_format(const rf_shape *s, char *buf, size_t len);
 /* A tensor view over data. */
 rf_tensor rf_tensor_make(rf_dtype dtype, rf_shape shape, void *data);
 static inline float *rf_tensor_f32(const rf_tensor *t)

@@ -46,9 +46,9 @@
 #include <stdint.h>
 
 #include "rdmaflow/fabric.h"
-#include "rdmaflow/graph.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/status.h"
+#include "rdmaflow/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,11 +67,15 @@ typedef struct rf_ps_server_options {
     size_t max_bytes;     /* arena limit; 0: RF_PS_ARENA_MAX_MB (0 = none) */
     int max_workers;      /* concurrent worker connections; 0: 64 */
     uint64_t incarnation; /* 0: a random 64-bit id (tests may force one) */
-    /* NULL, or a trace the service thread adds one span to per apply=ps
-     * update ("apply <name>", category "ps", args bytes, worker, update)
-     * while that shard has had fewer than trace_updates updates (0: all).
-     * The caller writes and destroys it after rf_ps_server_stop. */
-    rf_trace *trace;
+    /* NULL, or called by the service thread once per apply=ps update
+     * while that shard has had fewer than trace_updates updates (0: all),
+     * with ctx = on_apply_ctx, e.g. to record it as a trace span (the ps
+     * knows no graph or trace): name "apply <var>", args the JSON members
+     * "\"bytes\":N,\"worker\":W", the update's start and duration on
+     * rf_now_ns()'s clock, and the shard's update count before it. */
+    void (*on_apply)(void *ctx, const char *name, const char *args,
+                     uint64_t t0_ns, uint64_t dur_ns, uint64_t update);
+    void *on_apply_ctx;
     uint64_t trace_updates;
 } rf_ps_server_options;
 

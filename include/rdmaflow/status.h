@@ -1,5 +1,6 @@
 /* rdmaflow/status.h: the rf_status error codes shared by every layer, and the
- * per-thread message that explains the last error a call returned. */
+ * per-thread message that explains the last error a call returned (set with
+ * rf_error_set, read with rf_error_message). Implemented in core/status.c. */
 #ifndef RDMAFLOW_STATUS_H
 #define RDMAFLOW_STATUS_H
 
@@ -39,6 +40,14 @@ const char *rf_error_message(void);
 
 /* Clears the calling thread's error message. */
 void rf_error_clear(void);
+
+/* Sets the calling thread's error message (printf-style), logs it at debug
+ * level and returns status, so a failure is one line:
+ *   return rf_error_set(RF_ERR_INVALID_ARG, "batch size %d is not positive",
+ *                       n);
+ * For libraries and programs built on rdmaflow as much as for its layers. */
+rf_status rf_error_set(rf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }

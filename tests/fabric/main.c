@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fabric/env.h"
+#include "rdmaflow/env.h"
 #include "tests/fabric/cases.h"
 #include "tests/fabric/check.h"
 #include "tests/fabric/opts.h"

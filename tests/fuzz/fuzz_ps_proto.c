@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_ps_proto.c: libFuzzer target for the ps control-plane
- * codec (graph/dist/proto_codec.c). The input is either decoded as it is by
+ * codec (ps/proto_codec.c). The input is either decoded as it is by
  * every decoder, or (first byte odd) used to mutate a valid message built by
  * the encoders (so the fuzzer reaches deep fields without a corpus). Every
  * message that decodes must re-encode to exactly the same bytes and pass the
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/dist/proto.h"
-#include "graph/dist/ps_layout.h"
+#include "ps/proto.h"
+#include "ps/ps_layout.h"
 
 #define REQUIRE(c)                                                             \
     do {                                                                       \

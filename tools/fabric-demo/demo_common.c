@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tools/fabric-demo/demo.h"
+#include "demo.h"
 
 void demo_content(unsigned char *out, size_t len, int which)
 {

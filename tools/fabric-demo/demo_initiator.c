@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/fabric-demo/demo.h"
+#include "demo.h"
 
 #define ROLE "initiator"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools/fabric-demo/demo.h"
+#include "demo.h"
 
 #define ROLE "target"
 

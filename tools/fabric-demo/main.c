@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fabric/env.h"
-#include "tools/fabric-demo/demo.h"
+#include "demo.h"
+#include "rdmaflow/env.h"
 
 #define EXIT_USAGE 2
 #define WATCHDOG_S 120

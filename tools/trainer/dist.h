@@ -30,11 +30,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "fabric/topology.h"
 #include "flags.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/data.h"
 #include "rdmaflow/ps.h"
+#include "rdmaflow/topology.h"
 #include "session.h"
 #include "train.h"
 

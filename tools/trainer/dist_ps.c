@@ -10,6 +10,13 @@
 #include "dist.h"
 #include "report.h"
 
+/* The ps's apply=ps updates as spans of this task's trace. */
+static void apply_span(void *ctx, const char *name, const char *args,
+                       uint64_t t0_ns, uint64_t dur_ns, uint64_t update)
+{
+    rf_trace_add_span(ctx, name, "ps", args, t0_ns, dur_ns, 0, update);
+}
+
 int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
 {
     const rf_cluster_task *self = rf_cluster_self(cluster);
@@ -38,7 +45,8 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
         return 1;
     }
     rf_ps_server_options o = {.task_index = self->index,
-                              .trace = trace,
+                              .on_apply = trace ? apply_span : NULL,
+                              .on_apply_ctx = trace,
                               .trace_updates =
                                   (uint64_t)f->trace_steps *
                                   (uint64_t)rf_cluster_num_workers(cluster)};

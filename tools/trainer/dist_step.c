@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "dist.h"
-#include "fabric/error.h"
+#include "rdmaflow/status.h"
 
 static void span(tr_dist *d, const char *name, const char *args, uint64_t t0,
                  int tid)
@@ -84,7 +84,7 @@ static rf_status after_op(void *ctx, rf_node *node, const rf_tensor *value,
     if (bytes != v->info.values_bytes || value->dtype != RF_F32) {
         char b1[64];
         rf_shape_format(&value->shape, b1, sizeof b1);
-        return rf_set_error(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_INVALID_ARG,
                             "gradient '%s' of '%s' is %s%s (%zu bytes); the "
                             "shard has %zu",
                             rf_node_name(node), rf_node_name(v->var),

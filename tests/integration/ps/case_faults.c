@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/dist/proto.h"
-#include "graph/dist/ps_layout.h"
+#include "ps/proto.h"
+#include "ps/ps_layout.h"
 #include "tests/integration/ps/cases.h"
 #include "tests/integration/ps/raw_peer.h"
 #include "tests/integration/ps/specs.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/dist/proto.h"
+#include "ps/proto.h"
 #include "tests/integration/ps/harness.h"
 
 #define MEM   (128u * 1024u)

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fabric/env.h"
-#include "fabric/error.h"
-#include "fabric/log.h"
+#include "core/log.h"
+#include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
+#include "rdmaflow/status.h"
 
 static int failures;
 
@@ -65,7 +65,7 @@ static void test_error_message(void)
 {
     rf_error_clear();
     CHECK(rf_error_message()[0] == '\0', "not cleared");
-    rf_status st = rf_set_error(RF_ERR_IO, "reading %s failed", "x.bin");
+    rf_status st = rf_error_set(RF_ERR_IO, "reading %s failed", "x.bin");
     CHECK(st == RF_ERR_IO, "returned %d", (int)st);
     CHECK(strcmp(rf_error_message(), "reading x.bin failed") == 0, "got '%s'",
           rf_error_message());

@@ -9,8 +9,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fabric/error.h"
-#include "fabric/topology.h"
+#include "rdmaflow/status.h"
+#include "rdmaflow/topology.h"
 
 static int failures;
 

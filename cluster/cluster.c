@@ -1,0 +1,318 @@
+/* cluster/cluster.c: rf_cluster_resolve (flags over TF_CONFIG, field by
+ * field; the task checked against the cluster; chief and worker ids as TF
+ * derives them) and the queries on the result. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/cluster_internal.h"
+#include "core/log.h"
+#include "rdmaflow/status.h"
+
+/* Names of the jobs present, "ps, worker". */
+static void job_list(const cl_jobs *jobs, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int j = 0; j < CL_NJOBS && o < len; j++) {
+        if (!jobs->job[j].present)
+            continue;
+        int n =
+            snprintf(buf + o, len - o, "%s%s", o ? ", " : "", cl_job_names[j]);
+        if (n < 0)
+            break;
+        o += (size_t)n;
+    }
+}
+
+/* The cluster from the flags (both host lists are required together). */
+static rf_status cluster_from_flags(const rf_cluster_flags *f, cl_jobs *jobs)
+{
+    if (!f->ps_hosts)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "--ps_hosts: missing (required with "
+                            "--worker_hosts)");
+    if (!f->worker_hosts)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "--worker_hosts: missing (required with "
+                            "--ps_hosts)");
+    rf_status st = cl_parse_host_list("--ps_hosts", f->ps_hosts, CL_PS, jobs);
+    if (st == RF_OK)
+        st = cl_parse_host_list("--worker_hosts", f->worker_hosts, CL_WORKER,
+                                jobs);
+    if (st == RF_OK)
+        st = cl_jobs_check(jobs, "--ps_hosts/--worker_hosts");
+    return st;
+}
+
+/* Chief (chief job's task, else worker 0), worker ids (id_in_cluster). */
+static void assign_roles(rf_cluster *c)
+{
+    cl_jobs *js = &c->jobs;
+    int nchief = js->job[CL_CHIEF].n;
+    for (int j = 0; j < CL_NJOBS; j++) {
+        for (int i = 0; i < js->job[j].n; i++) {
+            rf_cluster_task *t = &js->job[j].tasks[i];
+            t->job = cl_job_names[j];
+            t->is_chief = false;
+            t->worker_id = j == CL_CHIEF ? 0 : j == CL_WORKER ? i + nchief : -1;
+        }
+    }
+    rf_cluster_task *chief =
+        nchief ? &js->job[CL_CHIEF].tasks[0] : &js->job[CL_WORKER].tasks[0];
+    chief->is_chief = true;
+    c->chief = chief;
+    c->num_desc = 0;
+    for (int j = 0; j < CL_NJOBS; j++)
+        if (js->job[j].present)
+            c->desc[c->num_desc++] =
+                (rf_cluster_job){cl_job_names[j], js->job[j].n};
+}
+
+/* Without a cluster only Estimator's local task (worker 0) may be given. */
+static rf_status check_local(const rf_cluster_flags *f, const cl_tfconfig *tf)
+{
+    static const char *const need = "give --ps_hosts and --worker_hosts, or "
+                                    "a TF_CONFIG with a \"cluster\"";
+    if (f->job_name)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "--job_name: given without a cluster (%s)", need);
+    if (f->task_index)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "--task_index: given without a cluster (%s)", need);
+    if (tf->has_task && ((tf->task_job >= 0 && tf->task_job != CL_WORKER) ||
+                         (tf->has_index && tf->task_index != 0)))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: task is %s %d but there is no "
+                            "cluster (%s; a local run allows only the task "
+                            "{\"type\": \"worker\", \"index\": 0})",
+                            tf->task_job >= 0 ? cl_job_names[tf->task_job]
+                                              : "worker",
+                            tf->has_index ? tf->task_index : 0, need);
+    return RF_OK;
+}
+
+/* The task's job and index, each from its flag or else TF_CONFIG. */
+static rf_status pick_task(const rf_cluster_flags *f, const cl_tfconfig *tf,
+                           bool flag_cluster, int *job, const char **job_src,
+                           int *index, const char **index_src)
+{
+    *job = -1;
+    *index = -1;
+    if (f->job_name) {
+        if (!*f->job_name)
+            return rf_error_set(RF_ERR_INVALID_ARG, "--job_name is empty");
+        if ((*job = cl_job_lookup(f->job_name)) < 0)
+            return cl_unknown_job("--job_name", f->job_name);
+        *job_src = "--job_name";
+        if (tf->task_job >= 0)
+            RF_LOG_INFO("cluster: --job_name=%s overrides TF_CONFIG's "
+                        "task.type \"%s\"",
+                        f->job_name, cl_job_names[tf->task_job]);
+    } else if (tf->task_job >= 0) {
+        *job = tf->task_job;
+        *job_src = "TF_CONFIG: task.type";
+    } else if (flag_cluster && !tf->has_task) {
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "--job_name: missing (required with --ps_hosts "
+                            "and --worker_hosts)");
+    } else if (!tf->has_task) {
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: no \"task\" section (and no "
+                            "--job_name): which task is this process?");
+    } else {
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: task has no \"type\" (and no "
+                            "--job_name)");
+    }
+
+    if (f->task_index) {
+        rf_status st = cl_parse_index(f->task_index, "--task_index", index);
+        if (st != RF_OK)
+            return st;
+        *index_src = "--task_index";
+        if (tf->has_index)
+            RF_LOG_INFO("cluster: --task_index=%d overrides TF_CONFIG's "
+                        "task.index %d",
+                        *index, tf->task_index);
+    } else if (tf->has_index) {
+        *index = tf->task_index;
+        *index_src = "TF_CONFIG: task.index";
+    } else if (f->job_name) {
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "--task_index: missing (required with "
+                            "--job_name)");
+    } else {
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: task has no \"index\" (and no "
+                            "--task_index)");
+    }
+    return RF_OK;
+}
+
+/* The task must be listed (an evaluator need not be: TFJob and Estimator
+ * keep it out of the training cluster). */
+static rf_status place_task(rf_cluster *c, int job, const char *job_src,
+                            int index, const char *index_src,
+                            const char *cluster_src)
+{
+    const cl_job *jb = &c->jobs.job[job];
+    if (!jb->present && job == CL_EVALUATOR) {
+        c->outside = (rf_cluster_task){
+            .job = cl_job_names[job], .index = index, .worker_id = -1};
+        c->self = &c->outside;
+        return RF_OK;
+    }
+    if (!jb->present) {
+        char jobs[64];
+        job_list(&c->jobs, jobs, sizeof jobs);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: job \"%s\" is not in the cluster (jobs in "
+                            "%s: %s)",
+                            job_src, cl_job_names[job], cluster_src, jobs);
+    }
+    if (index >= jb->n)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: %d is out of range for job \"%s\" (%s has "
+                            "%d task%s: 0-%d)",
+                            index_src, index, cl_job_names[job], jb->where,
+                            jb->n, jb->n == 1 ? "" : "s", jb->n - 1);
+    c->self = &jb->tasks[index];
+    return RF_OK;
+}
+
+static void set_source(rf_cluster *c, const char *cluster_src,
+                       const char *job_src, const char *index_src)
+{
+    bool jf = job_src[0] == '-', xf = index_src[0] == '-';
+    const char *task_src = jf && xf     ? "--job_name/--task_index"
+                           : !jf && !xf ? "TF_CONFIG"
+                                        : NULL;
+    if (task_src)
+        snprintf(c->source, sizeof c->source, "cluster from %s, task from %s",
+                 cluster_src, task_src);
+    else
+        snprintf(c->source, sizeof c->source,
+                 "cluster from %s, task from %s and %s", cluster_src, job_src,
+                 index_src);
+}
+
+rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
+                             const char *tf_config, rf_cluster **out)
+{
+    static const rf_cluster_flags none;
+    if (!out)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_cluster_resolve: no out");
+    *out = NULL;
+    if (!flags)
+        flags = &none;
+    cl_tfconfig tf;
+    memset(&tf, 0, sizeof tf);
+    tf.task_job = -1;
+    rf_status st = RF_OK;
+    if (tf_config && *tf_config && (st = cl_parse_tfconfig(tf_config, &tf)))
+        return st;
+
+    rf_cluster *c = calloc(1, sizeof *c);
+    if (!c) {
+        cl_jobs_free(&tf.jobs);
+        return rf_error_set(RF_ERR_NO_MEMORY, "cluster: out of memory");
+    }
+    bool flag_cluster = flags->ps_hosts || flags->worker_hosts;
+    const char *cluster_src = NULL;
+    if (flag_cluster) {
+        st = cluster_from_flags(flags, &c->jobs);
+        if (st == RF_OK && tf.has_cluster)
+            RF_LOG_INFO("cluster: --ps_hosts/--worker_hosts override "
+                        "TF_CONFIG's cluster");
+        cluster_src = "--ps_hosts/--worker_hosts";
+    } else if (tf.has_cluster) {
+        c->jobs = tf.jobs;
+        memset(&tf.jobs, 0, sizeof tf.jobs);
+        cluster_src = "TF_CONFIG";
+    }
+    cl_jobs_free(&tf.jobs);
+
+    int job = -1, index = -1;
+    const char *job_src = NULL, *index_src = NULL;
+    if (st == RF_OK && !cluster_src) {
+        st = check_local(flags, &tf);
+        rf_cluster_destroy(c);
+        return st; /* local run: *out stays NULL */
+    }
+    if (st == RF_OK)
+        st = pick_task(flags, &tf, flag_cluster, &job, &job_src, &index,
+                       &index_src);
+    if (st == RF_OK) {
+        assign_roles(c);
+        st = place_task(c, job, job_src, index, index_src, cluster_src);
+    }
+    if (st != RF_OK) {
+        rf_cluster_destroy(c);
+        return st;
+    }
+    set_source(c, cluster_src, job_src, index_src);
+    *out = c;
+    return RF_OK;
+}
+
+void rf_cluster_destroy(rf_cluster *c)
+{
+    if (!c)
+        return;
+    cl_jobs_free(&c->jobs);
+    free(c);
+}
+
+const rf_cluster_task *rf_cluster_self(const rf_cluster *c)
+{
+    return c ? c->self : NULL;
+}
+
+const rf_cluster_task *rf_cluster_chief(const rf_cluster *c)
+{
+    return c ? c->chief : NULL;
+}
+
+int rf_cluster_num_tasks(const rf_cluster *c, const char *job)
+{
+    int j = cl_job_lookup(job);
+    return c && j >= 0 ? c->jobs.job[j].n : 0;
+}
+
+const rf_cluster_task *rf_cluster_task_at(const rf_cluster *c, const char *job,
+                                          int index)
+{
+    int j = cl_job_lookup(job);
+    if (!c || j < 0 || index < 0 || index >= c->jobs.job[j].n)
+        return NULL;
+    return &c->jobs.job[j].tasks[index];
+}
+
+const char *rf_cluster_task_address(const rf_cluster *c, const char *job,
+                                    int index)
+{
+    const rf_cluster_task *t = rf_cluster_task_at(c, job, index);
+    return t ? t->address : NULL;
+}
+
+int rf_cluster_num_ps(const rf_cluster *c)
+{
+    return c ? c->jobs.job[CL_PS].n : 0;
+}
+
+int rf_cluster_num_workers(const rf_cluster *c)
+{
+    return c ? c->jobs.job[CL_CHIEF].n + c->jobs.job[CL_WORKER].n : 0;
+}
+
+const char *rf_cluster_source(const rf_cluster *c)
+{
+    return c ? c->source : "";
+}
+
+void rf_cluster_device_desc(const rf_cluster *c, rf_cluster_desc *out)
+{
+    out->jobs = c ? c->desc : NULL;
+    out->num_jobs = c ? c->num_desc : 0;
+}

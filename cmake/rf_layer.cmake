@@ -1,0 +1,16 @@
+# cmake/rf_layer.cmake: rf_layer(NAME SOURCES... [DEPS layers...]
+#                                [LIBS external...])
+# One static library per layer folder (docs/DESIGN.md, section 1). Each
+# exports only include/ (the public headers) to whoever links it; the
+# repository root is a PRIVATE include path, so only the library layers
+# themselves can include "core/log.h"-style private headers. Consumers
+# outside the layers (tools, examples, bench) that include one no longer
+# compile. Which layer may use which is checked by tests/layers/check-layers
+# (ctest layers.*), which the compiler alone cannot see.
+function(rf_layer name)
+  cmake_parse_arguments(L "" "" "SOURCES;DEPS;LIBS" ${ARGN})
+  add_library(${name} STATIC ${L_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/include
+                                     PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ${L_DEPS} PRIVATE ${L_LIBS})
+endfunction()

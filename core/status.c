@@ -1,0 +1,57 @@
+/* core/status.c: names of the rf_status codes and the per-thread error
+ * message buffer behind rf_error_message()/rf_error_set(). */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "core/log.h"
+#include "rdmaflow/status.h"
+
+static const char *const status_names[RF_STATUS_COUNT] = {
+    [0] = "RF_OK",
+    [1] = "RF_ERR_INVALID_ARG",
+    [2] = "RF_ERR_NO_MEMORY",
+    [3] = "RF_ERR_NO_RESOURCE",
+    [4] = "RF_ERR_UNSUPPORTED",
+    [5] = "RF_ERR_REMOTE_ACCESS",
+    [6] = "RF_ERR_TIMEOUT",
+    [7] = "RF_ERR_DISCONNECTED",
+    [8] = "RF_ERR_ABORTED",
+    [9] = "RF_ERR_UNAVAILABLE",
+    [10] = "RF_ERR_IO",
+    [11] = "RF_ERR_CORRUPT",
+    [12] = "RF_ERR_AUTH",
+    [13] = NULL, /* slot kept so RF_STATUS_COUNT covers RF_INPROGRESS */
+};
+_Static_assert(-RF_ERR_AUTH + 1 == RF_STATUS_COUNT - 1,
+               "status_names must list every rf_status");
+
+const char *rf_status_string(rf_status status)
+{
+    if (status == RF_INPROGRESS)
+        return "RF_INPROGRESS";
+    if (status <= 0 && -status < RF_STATUS_COUNT - 1)
+        return status_names[-status];
+    return "RF_ERR_UNKNOWN";
+}
+
+static _Thread_local char error_message[512];
+
+const char *rf_error_message(void)
+{
+    return error_message;
+}
+
+void rf_error_clear(void)
+{
+    error_message[0] = '\0';
+}
+
+rf_status rf_error_set(rf_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_message, sizeof error_message, fmt, ap);
+    va_end(ap);
+    RF_LOG_DEBUG("%s: %s", rf_status_string(status), error_message);
+    return status;
+}

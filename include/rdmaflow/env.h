@@ -1,0 +1,26 @@
+/* rdmaflow/env.h: typed, validated reading of RF_* environment variables.
+ * A variable that is set but malformed is an error (never silently replaced
+ * by the default), reported with the variable's name and value. */
+#ifndef RDMAFLOW_ENV_H
+#define RDMAFLOW_ENV_H
+
+#include <stdint.h>
+
+#include "rdmaflow/status.h"
+
+/* Integer in [min, max]; *out = def when unset or empty. */
+rf_status rf_env_int(const char *name, int64_t def, int64_t min, int64_t max,
+                     int64_t *out);
+/* String; *out = def when unset or empty. The result is not copied. */
+const char *rf_env_str(const char *name, const char *def);
+/* One of a NULL-terminated list of choices; *index = position, or def_index
+ * when unset or empty. */
+rf_status rf_env_choice(const char *name, const char *const *choices,
+                        int def_index, int *index);
+
+/* Parses a whole decimal integer in [min, max] from text (no trailing junk).
+ * what names the source in the error message. */
+rf_status rf_parse_int(const char *text, int64_t min, int64_t max,
+                       const char *what, int64_t *out);
+
+#endif

@@ -1,0 +1,230 @@
+/* ps/proto.h: the ps control-plane protocol, as plain structs and
+ * pure encode/decode functions (no I/O, no allocation) so they can be fuzzed.
+ *
+ * Every message is one rf_send into a receive the peer posted: a 16-byte
+ * little-endian header {magic "RFPS" u32, version u16, type u16, payload
+ * length u32, request id u32} then the payload. Requests go worker -> ps,
+ * each answered by exactly one reply with the same request id (the typed
+ * reply, or ERROR_REPLY {status i32, text}). Decoders check every field
+ * (ranges, enum values, reserved bytes zero, no trailing bytes) and fail with
+ * RF_ERR_CORRUPT and a message naming the field.
+ *
+ * Before any message, the connect private data carries a short hello
+ * (ps_conn_hello: magic, version, client id, flags) and the accept carries
+ * ps_conn_welcome (magic, version, ps task index, incarnation); a version
+ * mismatch is rejected with a text reason. */
+#ifndef RF_GRAPH_DIST_PROTO_H
+#define RF_GRAPH_DIST_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/fabric.h"
+#include "rdmaflow/optim.h"
+#include "rdmaflow/ps.h"
+#include "rdmaflow/status.h"
+#include "rdmaflow/types.h"
+
+#define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
+#define PS_PROTO_VERSION 1u
+#define PS_MSG_HDR_SIZE  16u
+#define PS_MSG_MAX       8192u /* header + payload */
+/* Requests (worker -> ps) are small: the ps's receives are this size. */
+#define PS_REQ_MAX      1024u
+#define PS_ERR_TEXT_MAX 1024u
+/* Region descriptors per REGIONS_REPLY. */
+#define PS_REGIONS_PER_MSG 256u
+/* Bound on regions (arena chunks) a ps may have. */
+#define PS_MAX_REGIONS 65536u
+/* Largest encoded directory entry (a 255-byte name, rank 8, 3 slots). */
+#define PS_ENTRY_MAX 480u
+
+typedef enum ps_msg_type {
+    PS_MSG_HELLO = 1,
+    PS_MSG_HELLO_REPLY,
+    PS_MSG_REGIONS_REQ,
+    PS_MSG_REGIONS_REPLY,
+    PS_MSG_DIR_REQ,
+    PS_MSG_DIR_REPLY,
+    PS_MSG_CREATE_REQ,
+    PS_MSG_CREATE_REPLY,
+    PS_MSG_SHUTDOWN_REQ,
+    PS_MSG_SHUTDOWN_REPLY,
+    PS_MSG_ERROR_REPLY,
+    PS_MSG_TYPE_END /* one past the last */
+} ps_msg_type;
+
+const char *ps_msg_type_name(uint32_t type);
+
+typedef struct ps_msg_hdr {
+    uint16_t type;
+    uint32_t len; /* payload bytes after the header */
+    uint32_t req_id;
+} ps_msg_hdr;
+
+/* A location in a ps arena: region index (in the REGIONS list) + offset. */
+typedef struct ps_loc {
+    uint32_t region;
+    uint64_t offset;
+} ps_loc;
+#define PS_NO_REGION UINT32_MAX
+
+/* --- connection private data --- */
+
+#define PS_CONN_FLAG_CHIEF 1u
+typedef struct ps_conn_hello {
+    uint32_t client_id;
+    uint32_t flags;
+} ps_conn_hello;
+#define PS_CONN_HELLO_SIZE 16u
+typedef struct ps_conn_welcome {
+    int32_t ps_index;
+    uint64_t incarnation;
+} ps_conn_welcome;
+#define PS_CONN_WELCOME_SIZE 20u
+
+void ps_conn_hello_encode(const ps_conn_hello *h,
+                          unsigned char out[PS_CONN_HELLO_SIZE]);
+rf_status ps_conn_hello_decode(const void *data, size_t len, ps_conn_hello *h);
+void ps_conn_welcome_encode(const ps_conn_welcome *w,
+                            unsigned char out[PS_CONN_WELCOME_SIZE]);
+rf_status ps_conn_welcome_decode(const void *data, size_t len,
+                                 ps_conn_welcome *w);
+
+/* --- messages --- */
+
+typedef struct ps_hello {
+    uint32_t client_id;
+    uint32_t flags;      /* PS_CONN_FLAG_CHIEF */
+    uint32_t recv_depth; /* receives the worker keeps posted (acks) */
+    uint32_t ring_slots; /* ack ring words (>= recv_depth) */
+    rf_mr_desc ring;     /* the ack ring: ring_slots u64 at ring.addr */
+} ps_hello;
+
+typedef struct ps_hello_reply {
+    int32_t ps_index;
+    uint64_t incarnation;
+    uint32_t recv_depth; /* receives the ps keeps posted per connection */
+    uint32_t num_regions;
+    uint32_t num_shards;
+    ps_loc globals; /* global_step at offset 0 */
+} ps_hello_reply;
+
+typedef struct ps_range_req {
+    uint32_t start;
+} ps_range_req; /* REGIONS_REQ and DIR_REQ */
+
+typedef struct ps_regions_reply {
+    uint32_t total, start, count;
+    rf_mr_desc regions[PS_REGIONS_PER_MSG];
+} ps_regions_reply;
+
+/* A shard spec as it travels (name copied in). */
+typedef struct ps_spec {
+    char name[RF_PS_MAX_NAME + 1];
+    uint32_t part;
+    rf_dtype dtype;
+    rf_shape shape;
+    bool trainable;
+    rf_optim_config optim; /* kind and fields; zero when not trainable */
+} ps_spec;
+
+typedef struct ps_entry {
+    uint32_t shard_id;
+    ps_spec spec;
+    ps_loc record;
+    uint64_t record_bytes;
+    uint64_t values_bytes;
+    uint32_t values_off;
+    uint32_t num_slots;
+    uint64_t slot_off[RF_OPTIM_MAX_SLOTS];
+    /* Header words (offsets in the record): init flag, seqlock version,
+     * lock, beta powers. Fixed by ps_layout.h; sent so that a peer with
+     * another layout is refused instead of misread. */
+    uint16_t init_off, version_off, lock_off, scalars_off;
+    ps_loc inbox; /* this worker's gradient inbox; PS_NO_REGION if none */
+} ps_entry;
+
+typedef struct ps_dir_reply {
+    uint64_t incarnation;
+    uint32_t total, start, count;
+    /* count entries follow in the payload; decode them one at a time with
+     * ps_dir_reply_entry. */
+} ps_dir_reply;
+
+typedef struct ps_create_reply {
+    bool created; /* false: it existed with the same spec */
+    ps_entry entry;
+} ps_create_reply;
+
+typedef struct ps_error_reply {
+    int32_t status; /* a negative rf_status */
+    char text[PS_ERR_TEXT_MAX + 1];
+} ps_error_reply;
+
+/* --- encoding: each writes a whole message (header included) into buf and
+ * stores its size; RF_ERR_INVALID_ARG if it does not fit in cap. --- */
+
+rf_status ps_enc_hello(void *buf, size_t cap, uint32_t req_id,
+                       const ps_hello *m, size_t *len);
+rf_status ps_enc_hello_reply(void *buf, size_t cap, uint32_t req_id,
+                             const ps_hello_reply *m, size_t *len);
+rf_status ps_enc_range_req(void *buf, size_t cap, uint16_t type,
+                           uint32_t req_id, const ps_range_req *m, size_t *len);
+rf_status ps_enc_regions_reply(void *buf, size_t cap, uint32_t req_id,
+                               const ps_regions_reply *m, size_t *len);
+rf_status ps_enc_create_req(void *buf, size_t cap, uint32_t req_id,
+                            const ps_spec *m, size_t *len);
+rf_status ps_enc_create_reply(void *buf, size_t cap, uint32_t req_id,
+                              const ps_create_reply *m, size_t *len);
+rf_status ps_enc_empty(void *buf, size_t cap, uint16_t type, uint32_t req_id,
+                       size_t *len); /* SHUTDOWN_REQ / SHUTDOWN_REPLY */
+rf_status ps_enc_error_reply(void *buf, size_t cap, uint32_t req_id,
+                             int32_t status, const char *text, size_t *len);
+/* DIR_REPLY is built incrementally: begin, then add entries while
+ * ps_entry_size() still fits, then finish (patches count and length). */
+typedef struct ps_dir_writer {
+    unsigned char *buf;
+    size_t cap, len;
+    uint32_t count;
+} ps_dir_writer;
+void ps_dir_begin(ps_dir_writer *w, void *buf, size_t cap, uint32_t req_id,
+                  uint64_t incarnation, uint32_t total, uint32_t start);
+/* Returns false (and adds nothing) when the entry does not fit. */
+bool ps_dir_add(ps_dir_writer *w, const ps_entry *e);
+size_t ps_dir_finish(ps_dir_writer *w);
+size_t ps_entry_size(const ps_entry *e);
+
+/* --- decoding --- */
+
+/* Checks the header of a received message of len bytes: magic, version,
+ * known type, len == header + payload length. */
+rf_status ps_dec_hdr(const void *buf, size_t len, ps_msg_hdr *h);
+/* Each takes the whole message (header included, already checked by
+ * ps_dec_hdr) and checks the type. */
+rf_status ps_dec_hello(const void *buf, size_t len, ps_hello *m);
+rf_status ps_dec_hello_reply(const void *buf, size_t len, ps_hello_reply *m);
+rf_status ps_dec_range_req(const void *buf, size_t len, uint16_t type,
+                           ps_range_req *m);
+rf_status ps_dec_regions_reply(const void *buf, size_t len,
+                               ps_regions_reply *m);
+rf_status ps_dec_create_req(const void *buf, size_t len, ps_spec *m);
+rf_status ps_dec_create_reply(const void *buf, size_t len, ps_create_reply *m);
+rf_status ps_dec_empty(const void *buf, size_t len, uint16_t type);
+rf_status ps_dec_error_reply(const void *buf, size_t len, ps_error_reply *m);
+/* Decodes the DIR_REPLY header and then calls each(entry) for its count
+ * entries, in order; stops at the first error (decode or callback). */
+rf_status ps_dec_dir_reply(const void *buf, size_t len, ps_dir_reply *m,
+                           rf_status (*each)(void *ctx, const ps_entry *e),
+                           void *ctx);
+
+/* Structural checks shared by encode and decode: name, dtype, rank, dims,
+ * optimizer kind and flags, trainable => float32. Not the optimizer's
+ * hyper-parameter ranges (rf_optim_validate does that where it is linked). */
+rf_status ps_spec_check(const ps_spec *s);
+/* Entry consistency: the layout the spec implies (ps_layout) matches the
+ * offsets and sizes, slots counted right. */
+rf_status ps_entry_check(const ps_entry *e);
+
+#endif

@@ -1,0 +1,43 @@
+/* ps/ps_arena.h: the ps shard arena. Large chunks allocated on the
+ * chosen NUMA node (rf_topology_alloc), each registered once as one memory
+ * region with every remote access right; allocations are 64-byte aligned
+ * bump allocations inside a chunk (first fit), zeroed, never freed while the
+ * server lives. A request larger than the chunk size gets a chunk of its
+ * own. The first 64 bytes of chunk 0 are the globals block (global_step).
+ * Used only by the server's service thread after start. */
+#ifndef RF_GRAPH_DIST_PS_ARENA_H
+#define RF_GRAPH_DIST_PS_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ps/proto.h"
+#include "rdmaflow/fabric.h"
+#include "rdmaflow/topology.h"
+
+typedef struct ps_chunk {
+    unsigned char *base;
+    size_t len, used;
+    rf_mr *mr;
+    rf_mr_desc desc;
+} ps_chunk;
+
+typedef struct ps_arena {
+    rf_fabric *fabric;
+    rf_topology *topo;
+    rf_binding binding;
+    size_t chunk_bytes, max_bytes, total;
+    ps_chunk *chunks;
+    uint32_t n, cap;
+} ps_arena;
+
+/* Creates the arena with its first chunk (and the globals block). */
+rf_status ps_arena_init(ps_arena *a, rf_fabric *fabric, rf_topology *topo,
+                        const rf_binding *binding, size_t chunk_bytes,
+                        size_t max_bytes);
+void ps_arena_destroy(ps_arena *a);
+/* bytes (> 0) of zeroed memory, 64-byte aligned; *loc and *ptr locate it. */
+rf_status ps_arena_alloc(ps_arena *a, uint64_t bytes, ps_loc *loc, void **ptr);
+void *ps_arena_ptr(const ps_arena *a, ps_loc loc);
+
+#endif

@@ -1,0 +1,443 @@
+/* ps/ps_client_data.c: one-sided reads and writes of shard fields
+ * (pull = READ straight into the caller's registered buffers, all of one ps
+ * in one rf_post, one batch per ps, then one wait for all), the chief's
+ * initialisation (values, then each init flag, ordered on the same
+ * connection), the non-chief's bounded poll of the init flags, global_step
+ * (FETCH_AND_ADD / READ / WRITE of ps 0's word), the workers-done count
+ * (FETCH_AND_ADD by each finished worker, polled by the chief) and
+ * SHUTDOWN. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "ps/ps_client_internal.h"
+#include "rdmaflow/status.h"
+
+rf_status cli_check_xfer(rf_ps_client *c, const rf_ps_xfer *x, bool write,
+                         uint64_t *remote)
+{
+    (void)write;
+    rf_ps_var *v = x->var;
+    if (!v || v->client != c)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "ps transfer: no variable or one of another "
+                            "client");
+    char name[340];
+    ps_cli_conn *p = &c->conns[v->ps];
+    if (v->stale)
+        return rf_error_set(RF_ERR_ABORTED,
+                            "'%s' part %u is gone: %s restarted; the chief "
+                            "must recreate and restore it (rf_ps_create / "
+                            "rf_ps_lookup refresh the handle)",
+                            v->spec.name, v->spec.part,
+                            cli_ps_name(p, name, sizeof name));
+    rf_status st = cli_conn_check(p);
+    if (st != RF_OK)
+        return st;
+    uint64_t off, size = v->e.values_bytes;
+    if (x->field == RF_PS_FIELD_VALUES) {
+        off = v->e.values_off;
+    } else if ((int)x->field >= RF_PS_FIELD_SLOT0 &&
+               (int)x->field < RF_PS_FIELD_SLOT0 + (int)v->e.num_slots) {
+        off = v->e.slot_off[(int)x->field - RF_PS_FIELD_SLOT0];
+    } else if (x->field == RF_PS_FIELD_SCALARS && v->spec.trainable) {
+        off = PS_REC_SCALARS_OFF;
+        size = 8;
+    } else {
+        return rf_error_set(
+            RF_ERR_INVALID_ARG, "'%s' part %u has no field %d (%u slots)",
+            v->spec.name, v->spec.part, (int)x->field, v->e.num_slots);
+    }
+    if (x->len != size)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "'%s' part %u field %d: %zu bytes given, the "
+                            "field has %llu",
+                            v->spec.name, v->spec.part, (int)x->field, x->len,
+                            (unsigned long long)size);
+    if (size) {
+        const unsigned char *b = x->buf,
+                            *base = x->mr ? rf_mr_addr(x->mr) : NULL;
+        if (!b || !base || b < base || (size_t)(b - base) > rf_mr_len(x->mr) ||
+            size > rf_mr_len(x->mr) - (size_t)(b - base))
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "'%s' part %u: buffer %p+%llu is not inside "
+                                "its registered region",
+                                v->spec.name, v->spec.part, x->buf,
+                                (unsigned long long)size);
+    }
+    *remote = v->rec_addr + off;
+    return RF_OK;
+}
+
+/* Posts one request per transfer (plus, with flags, a write of each init
+ * flag after the values), one batch per ps, and waits for all. */
+static rf_status transfer(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
+                          rf_op op, bool flags, const char *what)
+{
+    rf_status st = RF_OK;
+    uint64_t *remote = calloc(n + 1, sizeof *remote);
+    rf_wr *wrs = calloc(2 * n + 1, sizeof *wrs);
+    cli_op *ops = calloc(2 * n + 1, sizeof *ops);
+    if (!remote || !wrs || !ops)
+        st = rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    for (size_t i = 0; st == RF_OK && i < n; i++) {
+        st = cli_check_xfer(c, &x[i], op == RF_OP_WRITE, &remote[i]);
+        if (st == RF_OK && flags && x[i].field != RF_PS_FIELD_VALUES)
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "rf_ps_init_values: '%s' part %u: initial "
+                              "values go to field VALUES",
+                              x[i].var->spec.name, x[i].var->spec.part);
+    }
+    if (st == RF_OK && flags)
+        st = cli_words(c, 1);
+    if (st != RF_OK) {
+        free(remote), free(wrs), free(ops);
+        return st;
+    }
+    uint64_t *one = (uint64_t *)(void *)c->words;
+    if (flags)
+        *one = PS_INIT_DONE;
+    cli_group g = {0};
+    size_t used = 0;
+    for (size_t ps = 0; ps < c->num_ps; ps++) {
+        ps_cli_conn *p = &c->conns[ps];
+        size_t first = used;
+        for (int pass = 0; pass < (flags ? 2 : 1); pass++) {
+            for (size_t i = 0; i < n; i++) {
+                rf_ps_var *v = x[i].var;
+                if (v->ps != ps || (pass == 0 && x[i].len == 0))
+                    continue;
+                ops[used] = (cli_op){
+                    .kind = CLI_OP_GROUP, .group = &g, .var = v, .conn = p};
+                if (pass == 0)
+                    wrs[used] = (rf_wr){.op = op,
+                                        .context = &ops[used],
+                                        .local = x[i].buf,
+                                        .len = x[i].len,
+                                        .local_mr = x[i].mr,
+                                        .remote_addr = remote[i],
+                                        .rkey = v->rkey};
+                else
+                    wrs[used] =
+                        (rf_wr){.op = RF_OP_WRITE,
+                                .context = &ops[used],
+                                .local = one,
+                                .len = 8,
+                                .local_mr = c->words_mr,
+                                .remote_addr = v->rec_addr + PS_REC_INIT_OFF,
+                                .rkey = v->rkey};
+                used++;
+            }
+        }
+        if (used > first)
+            cli_post_group(p, &g, wrs + first, used - first);
+    }
+    st = cli_group_wait(c, &g, what);
+    free(remote), free(wrs), free(ops);
+    return st;
+}
+
+rf_status rf_ps_read(rf_ps_client *c, const rf_ps_xfer *x, size_t n)
+{
+    if (!c || (n && !x))
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_read: NULL argument");
+    pthread_mutex_lock(&c->mu);
+    rf_status st = transfer(c, x, n, RF_OP_READ, false, "rf_ps_read");
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+rf_status rf_ps_write(rf_ps_client *c, const rf_ps_xfer *x, size_t n)
+{
+    if (!c || (n && !x))
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_write: NULL argument");
+    pthread_mutex_lock(&c->mu);
+    rf_status st = transfer(c, x, n, RF_OP_WRITE, false, "rf_ps_write");
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+rf_status rf_ps_init_values(rf_ps_client *c, const rf_ps_xfer *x, size_t n)
+{
+    if (!c || (n && !x))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_init_values: NULL argument");
+    if (!c->opt.is_chief)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_init_values: only the chief initialises "
+                            "variables");
+    pthread_mutex_lock(&c->mu);
+    rf_status st = transfer(c, x, n, RF_OP_WRITE, true, "rf_ps_init_values");
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* Reads every var's init flag into c->words[1 + i]. */
+static rf_status read_flags(rf_ps_client *c, rf_ps_var *const *vars, size_t n)
+{
+    rf_wr *wrs = calloc(n + 1, sizeof *wrs);
+    cli_op *ops = calloc(n + 1, sizeof *ops);
+    if (!wrs || !ops) {
+        free(wrs), free(ops);
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    }
+    uint64_t *words = (uint64_t *)(void *)c->words;
+    cli_group g = {0};
+    size_t used = 0;
+    for (size_t ps = 0; ps < c->num_ps; ps++) {
+        size_t first = used;
+        for (size_t i = 0; i < n; i++) {
+            rf_ps_var *v = vars[i];
+            if (v->ps != ps)
+                continue;
+            words[1 + i] = 0;
+            ops[used] = (cli_op){.kind = CLI_OP_GROUP,
+                                 .group = &g,
+                                 .var = v,
+                                 .conn = &c->conns[ps]};
+            wrs[used] = (rf_wr){.op = RF_OP_READ,
+                                .context = &ops[used],
+                                .local = &words[1 + i],
+                                .len = 8,
+                                .local_mr = c->words_mr,
+                                .remote_addr = v->rec_addr + PS_REC_INIT_OFF,
+                                .rkey = v->rkey};
+            used++;
+        }
+        if (used > first)
+            cli_post_group(&c->conns[ps], &g, wrs + first, used - first);
+    }
+    rf_status st = cli_group_wait(c, &g, "reading init flags");
+    free(wrs), free(ops);
+    return st;
+}
+
+rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
+                                 size_t n, int poll_ms, int timeout_ms)
+{
+    if (!c || (n && !vars))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_wait_initialized: NULL argument");
+    if (poll_ms <= 0)
+        poll_ms = 50;
+    pthread_mutex_lock(&c->mu);
+    rf_status st = RF_OK;
+    for (size_t i = 0; i < n && st == RF_OK; i++) {
+        rf_ps_var *v = vars[i];
+        char name[340];
+        if (!v || v->client != c)
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "rf_ps_wait_initialized: bad variable %zu", i);
+        else if (v->stale)
+            st = rf_error_set(RF_ERR_ABORTED,
+                              "'%s' part %u is gone: %s restarted",
+                              v->spec.name, v->spec.part,
+                              cli_ps_name(&c->conns[v->ps], name, sizeof name));
+        else
+            st = cli_conn_check(&c->conns[v->ps]);
+    }
+    if (st == RF_OK)
+        st = cli_words(c, n + 1);
+    long long deadline = cli_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    while (st == RF_OK) {
+        if ((st = read_flags(c, vars, n)) != RF_OK)
+            break;
+        const uint64_t *words = (const uint64_t *)(const void *)c->words;
+        size_t missing = 0;
+        for (size_t i = 0; i < n; i++)
+            missing += words[1 + i] != PS_INIT_DONE;
+        if (!missing)
+            break;
+        long long left = deadline - cli_now_ms();
+        if (left <= 0) {
+            char list[900] = "";
+            size_t shown = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (words[1 + i] == PS_INIT_DONE)
+                    continue;
+                size_t used = strlen(list);
+                if (shown == 8) {
+                    snprintf(list + used, sizeof list - used, " and %zu more",
+                             missing - shown);
+                    break;
+                }
+                snprintf(list + used, sizeof list - used,
+                         "%s'%s' part %u (ps task %zu)", shown ? ", " : "",
+                         vars[i]->spec.name, vars[i]->spec.part, vars[i]->ps);
+                shown++;
+            }
+            st = rf_error_set(RF_ERR_TIMEOUT,
+                              "%zu variable%s not initialised by the chief "
+                              "within %g s: %s",
+                              missing, missing == 1 ? "" : "s",
+                              timeout_ms / 1000.0, list);
+            break;
+        }
+        long long nap = poll_ms < left ? poll_ms : left;
+        pthread_mutex_unlock(&c->mu);
+        struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* ---- globals: global_step, workers done ---------------------------------- */
+
+/* One atomic, read or write of the word at offset `word` of ps 0's globals
+ * block. */
+static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
+                            uint64_t arg, uint64_t *result, const char *what)
+{
+    pthread_mutex_lock(&c->mu);
+    ps_cli_conn *p = &c->conns[0];
+    rf_status st = cli_conn_check(p);
+    if (st == RF_OK)
+        st = cli_words(c, 1);
+    if (st != RF_OK) {
+        pthread_mutex_unlock(&c->mu);
+        return st;
+    }
+    const rf_mr_desc *r = &p->regions[p->globals.region];
+    uint64_t *w = (uint64_t *)(void *)c->words;
+    *w = op == RF_OP_WRITE ? arg : 0;
+    cli_group g = {0};
+    cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .conn = p};
+    rf_wr wr = {.op = op,
+                .context = &o,
+                .local = w,
+                .len = 8,
+                .local_mr = c->words_mr,
+                .remote_addr = r->addr + p->globals.offset + word,
+                .rkey = r->rkey,
+                .compare_add = op == RF_OP_FETCH_ADD ? arg : 0};
+    cli_post_group(p, &g, &wr, 1);
+    st = cli_group_wait(c, &g, what);
+    if (st == RF_OK && result)
+        *result = *w;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+static rf_status step_op(rf_ps_client *c, rf_op op, uint64_t arg,
+                         uint64_t *result, const char *what)
+{
+    return globals_op(c, PS_GLOBAL_STEP_OFF, op, arg, result, what);
+}
+
+rf_status rf_ps_global_step_add(rf_ps_client *c, int64_t add, int64_t *old)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_global_step_add: NULL");
+    uint64_t v = 0;
+    rf_status st = step_op(c, RF_OP_FETCH_ADD, (uint64_t)add, &v,
+                           "global_step FETCH_AND_ADD on ps task 0");
+    if (st == RF_OK && old)
+        *old = (int64_t)v;
+    return st;
+}
+
+rf_status rf_ps_global_step_read(rf_ps_client *c, int64_t *value)
+{
+    if (!c || !value)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_global_step_read: NULL");
+    uint64_t v = 0;
+    rf_status st =
+        step_op(c, RF_OP_READ, 0, &v, "global_step READ on ps task 0");
+    if (st == RF_OK)
+        *value = (int64_t)v;
+    return st;
+}
+
+rf_status rf_ps_global_step_write(rf_ps_client *c, int64_t value)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_global_step_write: NULL");
+    return step_op(c, RF_OP_WRITE, (uint64_t)value, NULL,
+                   "global_step WRITE on ps task 0");
+}
+
+rf_status rf_ps_worker_done(rf_ps_client *c)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_worker_done: NULL");
+    return globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_FETCH_ADD, 1, NULL,
+                      "workers-done FETCH_AND_ADD on ps task 0");
+}
+
+rf_status rf_ps_wait_workers_done(rf_ps_client *c, int64_t count, int poll_ms,
+                                  int timeout_ms, int64_t *done)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_wait_workers_done: NULL");
+    if (poll_ms <= 0)
+        poll_ms = 50;
+    long long deadline = cli_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    for (;;) {
+        uint64_t v = 0;
+        rf_status st = globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_READ, 0, &v,
+                                  "workers-done READ on ps task 0");
+        if (st != RF_OK)
+            return st;
+        if (done)
+            *done = (int64_t)v;
+        if ((int64_t)v >= count)
+            return RF_OK;
+        long long left = deadline - cli_now_ms();
+        if (left <= 0)
+            return rf_error_set(RF_ERR_TIMEOUT,
+                                "%lld of %lld workers announced they "
+                                "finished (rf_ps_worker_done) within %g s",
+                                (long long)v, (long long)count,
+                                (timeout_ms > 0 ? timeout_ms : 0) / 1000.0);
+        long long nap = poll_ms < left ? poll_ms : left;
+        struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- shutdown ---------------------------------------------------------- */
+
+rf_status rf_ps_shutdown(rf_ps_client *c)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_shutdown: NULL");
+    if (!c->opt.is_chief)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_shutdown: only the chief shuts the ps "
+                            "tasks down");
+    pthread_mutex_lock(&c->mu);
+    rf_status first = RF_OK;
+    char err[600] = "";
+    for (size_t i = 0; i < c->num_ps; i++) {
+        ps_cli_conn *p = &c->conns[i];
+        size_t len;
+        const unsigned char *reply;
+        size_t rlen;
+        rf_status st =
+            ps_enc_empty(cli_req_buf(p), PS_REQ_MAX, PS_MSG_SHUTDOWN_REQ,
+                         cli_next_req_id(p), &len);
+        if (st == RF_OK)
+            st = cli_rpc(p, len, PS_MSG_SHUTDOWN_REPLY, &reply, &rlen);
+        if (st == RF_OK) {
+            st = ps_dec_empty(reply, rlen, PS_MSG_SHUTDOWN_REPLY);
+            cli_rpc_done(p);
+        }
+        if (st == RF_OK) {
+            p->up = false;
+            snprintf(p->why, sizeof p->why, "shut down by the chief");
+        } else if (first == RF_OK) {
+            first = st;
+            snprintf(err, sizeof err, "%s", rf_error_message());
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (first != RF_OK)
+        return rf_error_set(first, "rf_ps_shutdown: %s", err);
+    return RF_OK;
+}

@@ -1,0 +1,216 @@
+/* ps/ps_client_internal.h: the worker-side client's types, shared by
+ * ps_client.c (connect, reconnect, close, registered memory),
+ * ps_client_progress.c (completions, waits, posting, control RPCs),
+ * ps_client_dir.c (regions, directories, create/lookup), ps_client_data.c
+ * (read, write, init flags, global step, workers done, shutdown),
+ * ps_client_push.c (apply=ps and apply=worker pushes) and
+ * ps_client_readset.c (prepared read sets).
+ *
+ * One completion queue serves every endpoint (sends and receives); every
+ * posted work request is signaled and its context is a cli_op. Public calls
+ * are serialised by the client's mutex; a read-set wait releases it between
+ * rounds of completion handling (waiting on the client's condition variable,
+ * broadcast whenever completions were handled while one is waiting). */
+#ifndef RF_GRAPH_DIST_PS_CLIENT_INTERNAL_H
+#define RF_GRAPH_DIST_PS_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ps/proto.h"
+#include "ps/ps_layout.h"
+#include "rdmaflow/ps.h"
+
+#define PS_CLI_RECV_DEPTH 64u  /* receives posted per ps (replies, acks) */
+#define PS_CLI_SQ_DEPTH   512u /* send queue per ps */
+#define PS_CLI_POOL_CHUNK (4u << 20)
+
+typedef struct ps_cli_conn ps_cli_conn;
+typedef struct cli_group cli_group;
+
+enum cli_op_kind {
+    CLI_OP_GROUP = 1, /* counts toward a cli_group */
+    CLI_OP_CTRL,      /* a control send */
+    CLI_OP_PUSH,      /* apply=ps write_imm of a var */
+    CLI_OP_WM,        /* an apply=worker stage of a var */
+    CLI_OP_RECV,      /* a posted receive */
+};
+
+typedef struct cli_op {
+    uint32_t kind;
+    uint32_t index; /* receive buffer index (CLI_OP_RECV) */
+    cli_group *group;
+    rf_ps_var *var;
+    ps_cli_conn *conn;
+} cli_op;
+
+/* Work posted by one call, waited for together. */
+struct cli_group {
+    uint32_t pending;
+    rf_status status; /* first failure */
+    char err[400];
+};
+
+struct ps_cli_conn {
+    rf_ps_client *client;
+    size_t index;
+    char addr[300]; /* as given */
+    char host[256];
+    uint16_t port;
+    rf_ep *ep;
+    bool up;         /* connected and usable */
+    char why[400];   /* why it is down */
+    rf_status fatal; /* why the last connect attempt cannot be retried */
+    uint64_t incarnation;
+    int32_t ps_index;
+    uint32_t ps_recv_depth;
+    rf_mr_desc *regions;
+    uint32_t num_regions;
+    ps_loc globals;
+    ps_entry *dir;
+    uint32_t num_dir, cap_dir;
+    rf_ps_var **by_shard; /* num_dir entries: the handle of each shard */
+
+    unsigned char *mem; /* receives, request buffer, ack ring */
+    size_t mem_len;
+    rf_mr *mr;
+    cli_op rop[PS_CLI_RECV_DEPTH];
+    cli_op ctrl_op;
+    uint32_t next_req;
+    bool reply_ready;
+    uint32_t reply_index, reply_len;
+    uint64_t acks_seen;
+    uint32_t sq_used;         /* posted, not completed */
+    uint32_t pushes_inflight; /* apply=ps pushes not acknowledged */
+};
+
+struct rf_ps_var {
+    rf_ps_client *client;
+    size_t ps;
+    ps_spec spec; /* the local graph's */
+    ps_entry e;   /* the ps's */
+    uint64_t rec_addr, inbox_addr;
+    uint32_t rkey, inbox_rkey;
+    bool stale;
+
+    /* apply=ps */
+    cli_op push_op;
+    bool push_busy, push_sent, push_acked;
+    uint8_t push_seq;
+    uint64_t version; /* from the last ack */
+
+    /* apply=worker, init flags: scratch copy of the record (registered) */
+    unsigned char *scratch;
+    rf_mr *scratch_mr;
+    cli_op wm_op;
+    int wm_state;
+    uint32_t wm_pending;
+    rf_status wm_status;
+    const float *wm_grad;
+    long long wm_retry_at, wm_deadline;
+    uint32_t wm_backoff_us;
+    bool wm_locking;
+
+    rf_ps_var *next;
+};
+
+typedef struct cli_pool_chunk {
+    unsigned char *base;
+    size_t len, used;
+    rf_mr *mr;
+    struct cli_pool_chunk *next;
+} cli_pool_chunk;
+
+typedef struct cli_reg {
+    rf_mr *mr;
+    struct cli_reg *next;
+} cli_reg;
+
+struct rf_ps_client {
+    pthread_mutex_t mu;
+    rf_fabric *fabric;
+    rf_ps_client_options opt;
+    rf_cq *cq;
+    ps_cli_conn *conns;
+    size_t num_ps;
+    rf_ps_var *vars;
+    cli_pool_chunk *pool;
+    cli_reg *regs;
+    unsigned char *words; /* registered scratch words (init flags, step) */
+    rf_mr *words_mr;
+    size_t words_cap;
+    uint64_t lock_token;
+    uint32_t pushes_busy;
+    rf_status push_status; /* first apply=ps failure since the last wait */
+    char push_err[1200];
+    pthread_cond_t progress_cv; /* CLOCK_MONOTONIC; broadcast after
+                                   completions were handled if rs_waiters */
+    uint32_t rs_waiters;        /* threads in a read-set wait */
+    atomic_uint rs_arriving;    /* threads about to lock mu for one */
+};
+
+/* ps_client.c */
+const char *cli_ps_name(const ps_cli_conn *p, char *buf, size_t len);
+/* Marks the connection down (keeping the endpoint for reconnect). */
+void cli_conn_fail(ps_cli_conn *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Closes the endpoint and handles its flushed completions. */
+void cli_conn_close(ps_cli_conn *p);
+rf_status cli_pool_alloc(rf_ps_client *c, size_t len, unsigned char **out,
+                         rf_mr **mr);
+/* At least n registered 8-byte words in c->words. */
+rf_status cli_words(rf_ps_client *c, size_t n);
+long long cli_now_ms(void);
+long long cli_now_us(void);
+/* RF_OK if p is usable, else RF_ERR_DISCONNECTED naming it. */
+rf_status cli_conn_check(ps_cli_conn *p);
+
+/* ps_client_progress.c */
+/* Handles completions for up to timeout_ms (0: only what is there). */
+rf_status cli_progress(rf_ps_client *c, int timeout_ms);
+/* Handles every completion queued now (after a close). */
+void cli_drain(rf_ps_client *c);
+/* Posts n work requests to p in as few rf_post calls as the send queue
+ * allows (handling completions while it is full). */
+rf_status cli_post(ps_cli_conn *p, rf_wr *wrs, size_t n);
+/* cli_post telling how many were posted (on failure, the rest were not). */
+rf_status cli_post_n(ps_cli_conn *p, rf_wr *wrs, size_t n, size_t *done);
+/* cli_post for work counted in g: what could not be posted is taken off
+ * g's pending count and recorded as g's failure. */
+rf_status cli_post_group(ps_cli_conn *p, cli_group *g, rf_wr *wrs, size_t n);
+/* Waits until g has no pending work; on timeout the connections with work
+ * posted are closed so no completion can outlive g. */
+rf_status cli_group_wait(rf_ps_client *c, cli_group *g, const char *what);
+void cli_group_fail(cli_group *g, rf_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sends the request of len bytes in p's request buffer and waits for the
+ * reply of type want (an ERROR_REPLY becomes its status and text). The
+ * reply is at *reply until cli_rpc_done. */
+unsigned char *cli_req_buf(ps_cli_conn *p);
+uint32_t cli_next_req_id(ps_cli_conn *p);
+rf_status cli_rpc(ps_cli_conn *p, size_t len, uint16_t want,
+                  const unsigned char **reply, size_t *reply_len);
+void cli_rpc_done(ps_cli_conn *p);
+/* Posts every receive of p. */
+rf_status cli_post_receives(ps_cli_conn *p);
+
+/* ps_client_dir.c */
+rf_status cli_fetch_regions(ps_cli_conn *p);
+rf_status cli_fetch_dir(ps_cli_conn *p);
+/* A var became stale or its ps reconnected: rebinding after a dir fetch. */
+void cli_vars_invalidate(rf_ps_client *c, size_t ps);
+
+/* ps_client_push.c */
+void cli_push_on_ack(ps_cli_conn *p, uint32_t imm);
+void cli_push_on_send(rf_ps_var *v, rf_status st);
+void cli_wm_on_completion(rf_ps_var *v, rf_status st);
+/* The var's registered copy of its record (allocated on first use). */
+rf_status cli_var_scratch(rf_ps_var *v);
+
+/* ps_client_data.c */
+rf_status cli_check_xfer(rf_ps_client *c, const rf_ps_xfer *x, bool write,
+                         uint64_t *remote);
+
+#endif

@@ -1,0 +1,619 @@
+/* ps/ps_client_push.c: pushes.
+ *
+ * apply=ps: one WRITE_WITH_IMM per shard of the gradient into this client's
+ * inbox on the ps (immediate = shard id | 8-bit sequence), all of one ps in
+ * one rf_post; a push is finished when both its send completion and the
+ * ps's ack (a write_imm into the ack ring echoing the immediate; the ring
+ * word is the new version or an error) arrived. At most one push per shard
+ * is in flight (the inbox is reused) and fewer than the ps's receive depth
+ * per ps.
+ *
+ * apply=worker: every shard runs a small state machine, all of them
+ * advancing together, their work batched per ps at each round:
+ *   [LOCK: CMP_AND_SWP lock 0 -> token; held elsewhere: retry after an
+ *    exponential backoff (jittered, 20 us .. 2 ms) until lock_timeout]
+ *   READ: (locking: FETCH_AND_ADD version +1, making it odd) READ of the
+ *         record from the beta powers to its end into local scratch;
+ *   apply rf_optim_apply on the scratch copy, advance its beta powers;
+ *   WRITE: WRITE the same range back, FETCH_AND_ADD version (+1 locking,
+ *          +2 otherwise), (locking: fenced WRITE of 0 to the lock word).
+ * No shard's lock is held while waiting for another's, so two workers can
+ * never deadlock. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "ps/ps_client_internal.h"
+#include "rdmaflow/status.h"
+
+/* ---- apply=ps ------------------------------------------------------------ */
+
+static void push_finish(rf_ps_var *v)
+{
+    rf_ps_client *c = v->client;
+    if (v->push_busy && v->push_sent && v->push_acked) {
+        v->push_busy = false;
+        c->pushes_busy--;
+        ps_cli_conn *p = &c->conns[v->ps];
+        if (p->pushes_inflight)
+            p->pushes_inflight--;
+    }
+}
+
+static void push_error(rf_ps_var *v, rf_status st, const char *what)
+{
+    rf_ps_client *c = v->client;
+    if (c->push_status != RF_OK)
+        return;
+    char name[340];
+    c->push_status = st;
+    snprintf(c->push_err, sizeof c->push_err,
+             "push to '%s' part %u on %s: %s (%s)", v->spec.name, v->spec.part,
+             cli_ps_name(&c->conns[v->ps], name, sizeof name), what,
+             rf_status_string(st));
+}
+
+void cli_push_on_send(rf_ps_var *v, rf_status st)
+{
+    if (!v->push_busy)
+        return;
+    if (st != RF_OK) {
+        push_error(v, st, "the gradient write failed");
+        cli_conn_fail(&v->client->conns[v->ps], "a push failed: %s",
+                      rf_status_string(st));
+        /* No ack will come. */
+        v->push_acked = true;
+    }
+    v->push_sent = true;
+    push_finish(v);
+}
+
+void cli_push_on_ack(ps_cli_conn *p, uint32_t imm)
+{
+    uint32_t id = ps_imm_shard(imm);
+    uint64_t word =
+        ((volatile uint64_t *)(void *)(cli_req_buf(p) +
+                                       PS_REQ_MAX))[p->acks_seen %
+                                                    PS_CLI_RECV_DEPTH];
+    p->acks_seen++;
+    rf_ps_var *v = id < p->num_dir ? p->by_shard[id] : NULL;
+    if (!v || !v->push_busy || v->push_acked ||
+        ps_imm_seq(imm) != v->push_seq) {
+        cli_conn_fail(p,
+                      "protocol error: an ack for shard %u sequence %u "
+                      "that has no push outstanding",
+                      id, ps_imm_seq(imm));
+        return;
+    }
+    if (word & PS_ACK_ERROR) {
+        rf_status st = (rf_status)(-(int32_t)(uint32_t)word);
+        push_error(v, st, "the ps could not apply it");
+    } else {
+        v->version = word;
+    }
+    v->push_acked = true;
+    push_finish(v);
+}
+
+static rf_status wait_pushes(rf_ps_client *c,
+                             bool (*done)(rf_ps_client *, const void *),
+                             const void *arg, const char *what)
+{
+    int limit = c->opt.op_timeout_ms;
+    long long deadline = cli_now_ms() + limit;
+    while (!done(c, arg)) {
+        long long left = deadline - cli_now_ms();
+        if (left <= 0) {
+            for (size_t i = 0; i < c->num_ps; i++) {
+                ps_cli_conn *p = &c->conns[i];
+                if (p->ep && p->pushes_inflight) {
+                    cli_conn_fail(p, "%s: no ack within %d ms", what, limit);
+                    cli_conn_close(p);
+                }
+            }
+            return rf_error_set(RF_ERR_TIMEOUT,
+                                "%s: pushes not acknowledged within %d ms; "
+                                "the connections involved were closed",
+                                what, limit);
+        }
+        rf_status st = cli_progress(c, left > 100 ? 100 : (int)left);
+        if (st != RF_OK)
+            return st;
+    }
+    return RF_OK;
+}
+
+static bool var_idle(rf_ps_client *c, const void *v)
+{
+    (void)c;
+    return !((const rf_ps_var *)v)->push_busy;
+}
+
+static bool ps_has_room(rf_ps_client *c, const void *pp)
+{
+    (void)c;
+    const ps_cli_conn *p = pp;
+    uint32_t limit = p->ps_recv_depth < PS_CLI_RECV_DEPTH ? p->ps_recv_depth
+                                                          : PS_CLI_RECV_DEPTH;
+    return !p->up || p->pushes_inflight + 2 < limit;
+}
+
+static bool all_idle(rf_ps_client *c, const void *arg)
+{
+    (void)arg;
+    return c->pushes_busy == 0;
+}
+
+static rf_status push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n)
+{
+    rf_wr *wrs = calloc(n ? n : 1, sizeof *wrs);
+    size_t *order = calloc(n ? n : 1, sizeof *order);
+    if (!wrs || !order) {
+        free(wrs), free(order);
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    }
+    rf_status st = RF_OK;
+    /* Batch per ps, in the order given. */
+    for (size_t ps = 0; ps < c->num_ps && st == RF_OK; ps++) {
+        ps_cli_conn *p = &c->conns[ps];
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (g[i].var->ps == ps)
+                order[k++] = i;
+        if (!k)
+            continue;
+        size_t posted = 0;
+        while (posted < k && st == RF_OK) {
+            size_t m = 0;
+            for (; posted + m < k; m++) {
+                rf_ps_var *v = g[order[posted + m]].var;
+                if (v->push_busy || !ps_has_room(c, p))
+                    break;
+                const rf_ps_xfer *x = &g[order[posted + m]];
+                v->push_busy = true;
+                v->push_sent = v->push_acked = false;
+                v->push_seq++;
+                c->pushes_busy++;
+                p->pushes_inflight++;
+                wrs[m] =
+                    (rf_wr){.op = RF_OP_WRITE_IMM,
+                            .context = &v->push_op,
+                            .local = x->buf,
+                            .len = x->len,
+                            .local_mr = x->mr,
+                            .remote_addr = v->inbox_addr,
+                            .rkey = v->inbox_rkey,
+                            .imm = ps_imm_make(v->e.shard_id, v->push_seq)};
+            }
+            if (m) {
+                size_t done = 0;
+                st = cli_post_n(p, wrs, m, &done);
+                if (st != RF_OK) {
+                    /* What was not posted is not in flight. */
+                    for (size_t j = done; j < m; j++) {
+                        rf_ps_var *v = g[order[posted + j]].var;
+                        v->push_busy = false;
+                        c->pushes_busy--;
+                        p->pushes_inflight--;
+                    }
+                    break;
+                }
+                posted += m;
+                continue;
+            }
+            /* The next shard is busy or the ps is full: wait. */
+            rf_ps_var *v = g[order[posted]].var;
+            st = v->push_busy ? wait_pushes(c, var_idle, v, "rf_ps_push")
+                              : wait_pushes(c, ps_has_room, p, "rf_ps_push");
+            if (st == RF_OK)
+                st = cli_conn_check(p);
+        }
+    }
+    free(wrs);
+    free(order);
+    return st;
+}
+
+rf_status rf_ps_push_wait(rf_ps_client *c)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push_wait: NULL");
+    pthread_mutex_lock(&c->mu);
+    rf_status st = wait_pushes(c, all_idle, NULL, "rf_ps_push_wait");
+    if (st == RF_OK && c->push_status != RF_OK)
+        st = rf_error_set(c->push_status, "%s", c->push_err);
+    c->push_status = RF_OK;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* ---- apply=worker ------------------------------------------------------- */
+
+enum {
+    WM_IDLE = 0,
+    WM_LOCK,      /* cmp_swap posted */
+    WM_LOCK_WAIT, /* held elsewhere; retry at wm_retry_at */
+    WM_READ,      /* (fetch_add +) read posted */
+    WM_WRITE,     /* write (+ fetch_add + unlock) posted */
+    WM_DONE,
+    WM_FAILED,
+};
+
+/* Scratch words in the record copy's header (never read into). */
+#define W_LOCK_OLD 0u
+#define W_VER_OLD1 8u
+#define W_VER_OLD2 16u
+#define W_ZERO     24u
+
+static uint64_t *scratch_word(rf_ps_var *v, uint32_t off)
+{
+    return (uint64_t *)(void *)(v->scratch + off);
+}
+
+rf_status cli_var_scratch(rf_ps_var *v)
+{
+    if (v->scratch)
+        return RF_OK;
+    return cli_pool_alloc(v->client, (size_t)v->e.record_bytes, &v->scratch,
+                          &v->scratch_mr);
+}
+
+void cli_wm_on_completion(rf_ps_var *v, rf_status st)
+{
+    if (v->wm_pending)
+        v->wm_pending--;
+    if (st != RF_OK && v->wm_status == RF_OK)
+        v->wm_status = st;
+    if (st != RF_OK)
+        cli_conn_fail(&v->client->conns[v->ps],
+                      "an apply=worker update "
+                      "failed: %s",
+                      rf_status_string(st));
+}
+
+static void add_wr(rf_wr *list, size_t *n, rf_wr wr)
+{
+    list[(*n)++] = wr;
+}
+
+/* Appends the next stage's work of v to list (at most 3 requests). */
+static void stage_post(rf_ps_var *v, rf_wr *list, size_t *n)
+{
+    uint64_t rmw_len = v->e.record_bytes - PS_REC_RMW_OFF;
+    rf_wr base = {
+        .context = &v->wm_op, .local_mr = v->scratch_mr, .rkey = v->rkey};
+    rf_wr w;
+    switch (v->wm_state) {
+    case WM_LOCK:
+        w = base;
+        w.op = RF_OP_CMP_SWAP;
+        w.local = scratch_word(v, W_LOCK_OLD);
+        w.len = 8;
+        w.remote_addr = v->rec_addr + PS_REC_LOCK_OFF;
+        w.compare_add = 0;
+        w.swap = v->client->lock_token;
+        add_wr(list, n, w);
+        break;
+    case WM_READ:
+        if (v->wm_locking) {
+            w = base;
+            w.op = RF_OP_FETCH_ADD;
+            w.local = scratch_word(v, W_VER_OLD1);
+            w.len = 8;
+            w.remote_addr = v->rec_addr + PS_REC_VERSION_OFF;
+            w.compare_add = 1;
+            add_wr(list, n, w);
+        }
+        w = base;
+        w.op = RF_OP_READ;
+        w.local = v->scratch + PS_REC_RMW_OFF;
+        w.len = (size_t)rmw_len;
+        w.remote_addr = v->rec_addr + PS_REC_RMW_OFF;
+        add_wr(list, n, w);
+        break;
+    case WM_WRITE:
+        w = base;
+        w.op = RF_OP_WRITE;
+        w.local = v->scratch + PS_REC_RMW_OFF;
+        w.len = (size_t)rmw_len;
+        w.remote_addr = v->rec_addr + PS_REC_RMW_OFF;
+        add_wr(list, n, w);
+        w = base;
+        w.op = RF_OP_FETCH_ADD;
+        w.local = scratch_word(v, W_VER_OLD2);
+        w.len = 8;
+        w.remote_addr = v->rec_addr + PS_REC_VERSION_OFF;
+        w.compare_add = v->wm_locking ? 1 : 2;
+        add_wr(list, n, w);
+        if (v->wm_locking) {
+            *scratch_word(v, W_ZERO) = 0;
+            w = base;
+            w.op = RF_OP_WRITE;
+            w.flags = RF_WR_FENCE;
+            w.local = scratch_word(v, W_ZERO);
+            w.len = 8;
+            w.remote_addr = v->rec_addr + PS_REC_LOCK_OFF;
+            add_wr(list, n, w);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* The local update on the scratch copy. */
+static rf_status apply_local(rf_ps_var *v)
+{
+    unsigned char *rec = v->scratch;
+    float *slots[RF_OPTIM_MAX_SLOTS] = {0};
+    for (uint32_t i = 0; i < v->e.num_slots; i++)
+        slots[i] = (float *)(void *)(rec + v->e.slot_off[i]);
+    float *values = (float *)(void *)(rec + v->e.values_off);
+    rf_optim_scalars sc;
+    memcpy(&sc.beta1_power, rec + PS_REC_SCALARS_OFF, 4);
+    memcpy(&sc.beta2_power, rec + PS_REC_SCALARS_OFF + 4, 4);
+    size_t n = (size_t)(v->e.values_bytes / sizeof(float));
+    rf_status st =
+        rf_optim_apply(&v->spec.optim, values, slots, v->wm_grad, n, &sc);
+    if (st != RF_OK)
+        return st;
+    rf_optim_finish_step(&v->spec.optim, &sc);
+    memcpy(rec + PS_REC_SCALARS_OFF, &sc.beta1_power, 4);
+    memcpy(rec + PS_REC_SCALARS_OFF + 4, &sc.beta2_power, 4);
+    uint64_t updates;
+    memcpy(&updates, rec + PS_REC_UPDATES_OFF, 8);
+    updates++;
+    memcpy(rec + PS_REC_UPDATES_OFF, &updates, 8);
+    return RF_OK;
+}
+
+static uint32_t jitter(uint32_t us)
+{
+    static __thread uint64_t s = 0x9e3779b97f4a7c15ull;
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return us / 2 + (uint32_t)(s % (us / 2 + 1));
+}
+
+/* Advances v after its stage's completions all arrived; returns true if it
+ * has new work to post. */
+static bool wm_advance(rf_ps_var *v, char *err, size_t err_len, rf_status *fail)
+{
+    rf_ps_client *c = v->client;
+    char name[340];
+    if (v->wm_status != RF_OK) {
+        snprintf(err, err_len,
+                 "apply=worker update of '%s' part %u on %s "
+                 "failed: %s",
+                 v->spec.name, v->spec.part,
+                 cli_ps_name(&c->conns[v->ps], name, sizeof name),
+                 rf_status_string(v->wm_status));
+        *fail = v->wm_status;
+        v->wm_state = WM_FAILED;
+        return false;
+    }
+    switch (v->wm_state) {
+    case WM_LOCK: {
+        uint64_t old = *scratch_word(v, W_LOCK_OLD);
+        if (old == 0) {
+            v->wm_state = WM_READ;
+            return true;
+        }
+        long long now = cli_now_ms();
+        if (now >= v->wm_deadline) {
+            snprintf(err, err_len,
+                     "apply=worker: the lock of '%s' part %u on %s is still "
+                     "held by client %u after %d ms (a worker that died "
+                     "holding it?)",
+                     v->spec.name, v->spec.part,
+                     cli_ps_name(&c->conns[v->ps], name, sizeof name),
+                     (unsigned)(old & 0xffffffffu), c->opt.lock_timeout_ms);
+            *fail = RF_ERR_TIMEOUT;
+            v->wm_state = WM_FAILED;
+            return false;
+        }
+        uint32_t us = jitter(v->wm_backoff_us);
+        v->wm_retry_at = cli_now_us() + us;
+        v->wm_backoff_us =
+            v->wm_backoff_us * 2 > 2000 ? 2000 : v->wm_backoff_us * 2;
+        v->wm_state = WM_LOCK_WAIT;
+        return false;
+    }
+    case WM_READ: {
+        rf_status st = apply_local(v);
+        if (st != RF_OK) {
+            snprintf(err, err_len, "apply=worker update of '%s' part %u: %s",
+                     v->spec.name, v->spec.part, rf_error_message());
+            *fail = st;
+            /* Still release the lock: write back the unchanged copy. */
+        }
+        v->wm_state = WM_WRITE;
+        return true;
+    }
+    case WM_WRITE:
+        v->wm_state = WM_DONE;
+        return false;
+    default:
+        return false;
+    }
+}
+
+static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
+                             bool locking)
+{
+    for (size_t i = 0; i < n; i++) {
+        rf_ps_var *v = g[i].var;
+        rf_status st = cli_var_scratch(v);
+        if (st != RF_OK)
+            return st;
+        v->wm_state = locking ? WM_LOCK : WM_READ;
+        v->wm_pending = 0;
+        v->wm_status = RF_OK;
+        v->wm_grad = g[i].buf;
+        v->wm_locking = locking;
+        v->wm_backoff_us = 20;
+        v->wm_deadline = cli_now_ms() + c->opt.lock_timeout_ms;
+    }
+    rf_wr *list = calloc(3 * n + 1, sizeof *list);
+    if (!list)
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    rf_status result = RF_OK;
+    char err[400] = "";
+    bool *fresh = calloc(n + 1, sizeof *fresh);
+    size_t *owner = calloc(3 * n + 1, sizeof *owner);
+    if (!fresh || !owner) {
+        free(fresh);
+        free(owner);
+        free(list);
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        fresh[i] = true;
+    long long deadline = cli_now_ms() + c->opt.op_timeout_ms +
+                         (locking ? c->opt.lock_timeout_ms : 0);
+    for (;;) {
+        /* Post every var's next stage, one batch per ps. */
+        bool active = false;
+        long long wake_us = 0;
+        for (size_t ps = 0; ps < c->num_ps; ps++) {
+            size_t m = 0;
+            for (size_t i = 0; i < n; i++) {
+                rf_ps_var *v = g[i].var;
+                if (v->ps != ps)
+                    continue;
+                if (v->wm_state == WM_LOCK_WAIT &&
+                    cli_now_us() >= v->wm_retry_at) {
+                    v->wm_state = WM_LOCK;
+                    fresh[i] = true;
+                }
+                if (fresh[i]) {
+                    size_t before = m;
+                    stage_post(v, list, &m);
+                    v->wm_pending = (uint32_t)(m - before);
+                    for (size_t j = before; j < m; j++)
+                        owner[j] = i;
+                    fresh[i] = false;
+                }
+            }
+            if (m) {
+                size_t done = 0;
+                rf_status st = cli_post_n(&c->conns[ps], list, m, &done);
+                /* Work not posted will not complete: take it off. */
+                for (size_t j = done; st != RF_OK && j < m; j++) {
+                    rf_ps_var *v = g[owner[j]].var;
+                    v->wm_pending--;
+                    if (v->wm_status == RF_OK)
+                        v->wm_status = st;
+                }
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            rf_ps_var *v = g[i].var;
+            if (v->wm_state == WM_DONE || v->wm_state == WM_FAILED)
+                continue;
+            active = true;
+            if (v->wm_state == WM_LOCK_WAIT &&
+                (!wake_us || v->wm_retry_at < wake_us))
+                wake_us = v->wm_retry_at;
+        }
+        if (!active)
+            break;
+        long long left = deadline - cli_now_ms();
+        if (left <= 0) {
+            for (size_t ps = 0; ps < c->num_ps; ps++)
+                if (c->conns[ps].ep && c->conns[ps].sq_used) {
+                    cli_conn_fail(&c->conns[ps], "apply=worker timed out");
+                    cli_conn_close(&c->conns[ps]);
+                }
+            for (size_t i = 0; i < n; i++)
+                g[i].var->wm_pending = 0;
+            free(list);
+            free(fresh);
+            free(owner);
+            return rf_error_set(RF_ERR_TIMEOUT,
+                                "rf_ps_push(apply=worker): not done within "
+                                "%lld ms",
+                                (long long)c->opt.op_timeout_ms);
+        }
+        int wait_ms = 100;
+        if (wake_us) {
+            long long d = (wake_us - cli_now_us()) / 1000;
+            wait_ms = d <= 0 ? 0 : (int)d;
+        }
+        rf_status st = cli_progress(c, wait_ms);
+        if (st != RF_OK) {
+            result = st;
+            break;
+        }
+        for (size_t i = 0; i < n; i++) {
+            rf_ps_var *v = g[i].var;
+            if (v->wm_pending || v->wm_state == WM_LOCK_WAIT ||
+                v->wm_state == WM_DONE || v->wm_state == WM_FAILED)
+                continue;
+            rf_status fail = RF_OK;
+            char e[400] = "";
+            fresh[i] = wm_advance(v, e, sizeof e, &fail);
+            if (fail != RF_OK && result == RF_OK) {
+                result = fail;
+                snprintf(err, sizeof err, "%s", e);
+            }
+        }
+    }
+    free(list);
+    free(fresh);
+    free(owner);
+    if (result != RF_OK)
+        return err[0] ? rf_error_set(result, "%s", err) : result;
+    return RF_OK;
+}
+
+/* ---- entry point ----------------------------------------------------------
+ */
+
+rf_status rf_ps_push(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
+                     rf_ps_apply_mode mode, bool use_locking)
+{
+    if (!c || (n && !grads))
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push: NULL argument");
+    if (mode != RF_PS_APPLY_PS && mode != RF_PS_APPLY_WORKER)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push: apply mode %d",
+                            (int)mode);
+    pthread_mutex_lock(&c->mu);
+    rf_status st = RF_OK;
+    for (size_t i = 0; i < n && st == RF_OK; i++) {
+        uint64_t remote;
+        const rf_ps_xfer *x = &grads[i];
+        st = cli_check_xfer(c, x, true, &remote);
+        if (st != RF_OK)
+            break;
+        rf_ps_var *v = x->var;
+        if (x->field != RF_PS_FIELD_VALUES || !v->spec.trainable)
+            st =
+                rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push: '%s' part %u: %s",
+                             v->spec.name, v->spec.part,
+                             v->spec.trainable ? "gradients go to field VALUES"
+                                               : "not trainable");
+        else if (mode == RF_PS_APPLY_PS && !v->inbox_rkey && !v->inbox_addr)
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "rf_ps_push: '%s' part %u has no inbox on its "
+                              "ps",
+                              v->spec.name, v->spec.part);
+        else if ((uintptr_t)x->buf % sizeof(float))
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "rf_ps_push: '%s' part %u: gradient buffer not "
+                              "float aligned",
+                              v->spec.name, v->spec.part);
+        for (size_t j = 0; j < i && st == RF_OK; j++)
+            if (grads[j].var == v)
+                st = rf_error_set(RF_ERR_INVALID_ARG,
+                                  "rf_ps_push: '%s' part %u appears twice",
+                                  v->spec.name, v->spec.part);
+    }
+    if (st == RF_OK && n)
+        st = mode == RF_PS_APPLY_PS ? push_ps(c, grads, n)
+                                    : push_worker(c, grads, n, use_locking);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}

@@ -1,0 +1,127 @@
+/* ps/ps_layout.h: the data-plane layouts both sides compute the same
+ * way: the shard record (header words, values, slots; see rdmaflow/ps.h),
+ * the globals block (64 bytes at the start of a ps's first chunk, zero when
+ * the ps starts: global_step at 0, the workers-done count at 8, the rest
+ * reserved; the cluster's are ps task 0's), the write_imm immediates of
+ * pushes and acks and the ack word. Pure functions, shared by server, client
+ * and the protocol checks. */
+#ifndef RF_GRAPH_DIST_PS_LAYOUT_H
+#define RF_GRAPH_DIST_PS_LAYOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rdmaflow/optim.h"
+#include "rdmaflow/status.h"
+#include "rdmaflow/types.h"
+
+#define PS_ALIGN 64u
+
+/* Record header. */
+#define PS_REC_INIT_OFF    0u
+#define PS_REC_VERSION_OFF 8u
+#define PS_REC_LOCK_OFF    16u
+#define PS_REC_SCALARS_OFF 32u /* beta1_power f32, beta2_power f32 */
+#define PS_REC_UPDATES_OFF 40u
+#define PS_REC_HEADER      64u
+/* apply=worker reads and writes back [PS_REC_SCALARS_OFF, record end). */
+#define PS_REC_RMW_OFF PS_REC_SCALARS_OFF
+
+#define PS_INIT_DONE 1u
+
+/* Globals block (64 bytes at the start of a ps's first chunk, zeroed when
+ * the arena is allocated). */
+#define PS_GLOBAL_STEP_OFF  0u /* int64 global_step */
+#define PS_WORKERS_DONE_OFF 8u /* u64: workers that announced they finished */
+#define PS_GLOBALS_BYTES    64u
+_Static_assert(PS_WORKERS_DONE_OFF + 8 <= PS_GLOBALS_BYTES,
+               "the globals words fit the globals block");
+
+/* Largest values size of one shard (bytes). */
+#define PS_MAX_SHARD_BYTES (1ull << 40)
+
+typedef struct ps_layout {
+    uint64_t values_bytes;
+    uint32_t values_off; /* PS_REC_HEADER */
+    uint32_t num_slots;
+    uint64_t slot_off[RF_OPTIM_MAX_SLOTS];
+    uint64_t record_bytes; /* multiple of PS_ALIGN */
+} ps_layout;
+
+/* Slots of an optimizer kind (rf_optim_layout_get's count, without needing
+ * rf_optim): sgd 0, momentum 1, adagrad 1, adam 2, rmsprop 2 (3 centered).
+ * UINT32_MAX for an unknown kind. */
+uint32_t ps_optim_num_slots(rf_optimizer_kind kind, bool centered);
+
+/* numel of a fully known shape with every dim >= 0 and a product that fits
+ * PS_MAX_SHARD_BYTES / 8; -1 otherwise. */
+int64_t ps_shape_numel(const rf_shape *shape);
+
+/* Record layout for values_bytes of data and num_slots slots of the same
+ * size each. RF_ERR_INVALID_ARG if too large. */
+rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
+                            ps_layout *out);
+
+/* Immediates: bits 0..23 shard id, bits 24..31 sequence. */
+#define PS_MAX_SHARDS (1u << 24)
+static inline uint32_t ps_imm_make(uint32_t shard, uint32_t seq)
+{
+    return (shard & 0xffffffu) | ((seq & 0xffu) << 24);
+}
+static inline uint32_t ps_imm_shard(uint32_t imm)
+{
+    return imm & 0xffffffu;
+}
+static inline uint32_t ps_imm_seq(uint32_t imm)
+{
+    return imm >> 24;
+}
+
+/* Ack word written into the worker's ack ring: the shard's version after
+ * the update, or bit 63 set and the negated rf_status in the low 32 bits. */
+#define PS_ACK_ERROR (1ull << 63)
+static inline uint64_t ps_ack_ok(uint64_t version)
+{
+    return version & ~PS_ACK_ERROR;
+}
+static inline uint64_t ps_ack_err(rf_status st)
+{
+    return PS_ACK_ERROR | (uint32_t)(-(int32_t)st);
+}
+
+/* Reads and writes of little-endian integers at unaligned addresses. */
+static inline void ps_put_u16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+static inline void ps_put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void ps_put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint16_t ps_get_u16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t ps_get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t ps_get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+#endif

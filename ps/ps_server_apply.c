@@ -1,0 +1,129 @@
+/* ps/ps_server_apply.c: apply=ps on the ps. A worker's write_imm put
+ * its gradient in its inbox for the shard the immediate names; the service
+ * thread runs rf_optim_apply on the record's values and slots with the
+ * record's own beta powers (then advances them, AdamOptimizer._finish per
+ * shard), bumps the seqlock version around the update (odd while writing)
+ * and acknowledges with a write_imm of the new version into the worker's ack
+ * ring, echoing the immediate. A push that breaks the protocol (unknown
+ * shard, no inbox, wrong length) drops the connection. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "ps/ps_server_internal.h"
+#include "rdmaflow/clock.h"
+#include "rdmaflow/status.h"
+
+static uint64_t *rec_word(ps_shard *sh, uint32_t off)
+{
+    return (uint64_t *)(void *)(sh->rec_ptr + off);
+}
+
+/* The update itself, on the arena memory remote peers may read at any
+ * time (that is the point: pulls are one-sided). */
+static rf_status apply_shard(ps_shard *sh, const float *grad)
+{
+    uint64_t *version = rec_word(sh, PS_REC_VERSION_OFF);
+    /* Odd while writing: an acquire-release exchange keeps the update's
+     * stores after it. */
+    uint64_t v = __atomic_load_n(version, __ATOMIC_RELAXED);
+    __atomic_exchange_n(version, v + 1, __ATOMIC_ACQ_REL);
+
+    float *slots[RF_OPTIM_MAX_SLOTS] = {0};
+    for (uint32_t i = 0; i < sh->layout.num_slots; i++)
+        slots[i] = (float *)(void *)(sh->rec_ptr + sh->layout.slot_off[i]);
+    float *values = (float *)(void *)(sh->rec_ptr + sh->layout.values_off);
+    rf_optim_scalars sc;
+    memcpy(&sc.beta1_power, sh->rec_ptr + PS_REC_SCALARS_OFF, 4);
+    memcpy(&sc.beta2_power, sh->rec_ptr + PS_REC_SCALARS_OFF + 4, 4);
+    size_t n = (size_t)(sh->layout.values_bytes / sizeof(float));
+    rf_status st = rf_optim_apply(&sh->spec.optim, values, slots, grad, n, &sc);
+    if (st == RF_OK) {
+        rf_optim_finish_step(&sh->spec.optim, &sc);
+        memcpy(sh->rec_ptr + PS_REC_SCALARS_OFF, &sc.beta1_power, 4);
+        memcpy(sh->rec_ptr + PS_REC_SCALARS_OFF + 4, &sc.beta2_power, 4);
+        uint64_t *updates = rec_word(sh, PS_REC_UPDATES_OFF);
+        __atomic_store_n(updates, *updates + 1, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(version, v + 2, __ATOMIC_RELEASE);
+    return st;
+}
+
+static bool send_ack(ps_server_conn *c, uint32_t imm, uint64_t word)
+{
+    uint32_t k = (uint32_t)(c->acks % PS_SRV_RECV_DEPTH);
+    uint64_t *stage = (uint64_t *)(void *)(c->mem + ps_conn_stage_off()) + k;
+    *stage = word;
+    uint64_t dst = c->ring.addr + (c->acks % c->ring_slots) * 8;
+    c->acks++;
+    rf_status st =
+        rf_write_imm(c->ep, stage, 8, c->mr, dst, c->ring.rkey, imm, &c->stag);
+    if (st == RF_OK)
+        c->sends_posted++;
+    if (st != RF_OK) {
+        char why[300];
+        snprintf(why, sizeof why, "sending an ack: %s", rf_error_message());
+        ps_conn_drop(c, why);
+        return false;
+    }
+    return true;
+}
+
+bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
+{
+    rf_ps_server *s = c->srv;
+    char why[400];
+    if (!c->hello) {
+        ps_conn_drop(c, "a push before HELLO");
+        return false;
+    }
+    uint32_t id = ps_imm_shard(imm);
+    if (id >= s->num_shards) {
+        snprintf(why, sizeof why, "a push to shard %u; the ps has %u", id,
+                 s->num_shards);
+        ps_conn_drop(c, why);
+        return false;
+    }
+    ps_shard *sh = &s->shards[id];
+    const ps_inbox *ib = ps_shard_find_inbox(sh, c->client_id);
+    if (!sh->spec.trainable || !ib) {
+        snprintf(why, sizeof why, "a push to '%s' part %u, which %s",
+                 sh->spec.name, sh->spec.part,
+                 sh->spec.trainable ? "has no inbox for this client"
+                                    : "is not trainable");
+        ps_conn_drop(c, why);
+        return false;
+    }
+    if (len != sh->layout.values_bytes) {
+        snprintf(why, sizeof why,
+                 "a push of %u bytes to '%s' part %u, whose gradient has "
+                 "%llu",
+                 len, sh->spec.name, sh->spec.part,
+                 (unsigned long long)sh->layout.values_bytes);
+        ps_conn_drop(c, why);
+        return false;
+    }
+    uint64_t t0 = s->opt.on_apply ? rf_now_ns() : 0;
+    uint64_t done = *rec_word(sh, PS_REC_UPDATES_OFF);
+    rf_status st = apply_shard(sh, ib->ptr);
+    if (s->opt.on_apply &&
+        (s->opt.trace_updates == 0 || done < s->opt.trace_updates)) {
+        char name[RF_PS_MAX_NAME + 16], args[96];
+        snprintf(name, sizeof name, "apply %s", sh->spec.name);
+        snprintf(args, sizeof args, "\"bytes\":%u,\"worker\":%u", len,
+                 c->client_id);
+        s->opt.on_apply(s->opt.on_apply_ctx, name, args, t0, rf_now_ns() - t0,
+                        done);
+    }
+    uint64_t word;
+    if (st == RF_OK) {
+        word = ps_ack_ok(__atomic_load_n(rec_word(sh, PS_REC_VERSION_OFF),
+                                         __ATOMIC_RELAXED));
+    } else {
+        RF_LOG_WARN("ps %d: apply to '%s' part %u failed: %s",
+                    s->opt.task_index, sh->spec.name, sh->spec.part,
+                    rf_error_message());
+        word = ps_ack_err(st);
+    }
+    return send_ack(c, imm, word);
+}

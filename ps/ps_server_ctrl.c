@@ -1,0 +1,246 @@
+/* ps/ps_server_ctrl.c: the ps side of the control plane. Decodes one
+ * request, answers it (HELLO, REGIONS, DIR, CREATE, SHUTDOWN) or with an
+ * ERROR_REPLY for a request that is well formed but refused; a malformed
+ * message or one out of order drops the connection with a log line naming
+ * the peer and the fault. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "ps/ps_server_internal.h"
+#include "rdmaflow/status.h"
+
+unsigned char *ps_ctrl_reply_buf(ps_server_conn *c)
+{
+    uint32_t i = c->next_reply++ % PS_SRV_REPLY_BUFS;
+    return c->mem + (size_t)PS_SRV_RECV_DEPTH * PS_REQ_MAX +
+           (size_t)i * PS_MSG_MAX;
+}
+
+bool ps_ctrl_send(ps_server_conn *c, const unsigned char *buf, size_t len)
+{
+    rf_status st = rf_send(c->ep, buf, len, c->mr, &c->stag);
+    if (st == RF_OK)
+        c->sends_posted++;
+    if (st != RF_OK) {
+        char why[300];
+        snprintf(why, sizeof why, "sending a reply: %s", rf_error_message());
+        ps_conn_drop(c, why);
+        return false;
+    }
+    return true;
+}
+
+static bool reply_error(ps_server_conn *c, uint32_t req_id, rf_status status,
+                        const char *text)
+{
+    unsigned char *buf = ps_ctrl_reply_buf(c);
+    size_t len;
+    if (ps_enc_error_reply(buf, PS_MSG_MAX, req_id, status, text, &len) !=
+        RF_OK)
+        return false;
+    char who[96];
+    ps_conn_label(c, who, sizeof who);
+    RF_LOG_INFO("ps %d: refusing a request of %s: %s", c->srv->opt.task_index,
+                who, text);
+    return ps_ctrl_send(c, buf, len);
+}
+
+static bool on_hello(ps_server_conn *c, uint32_t req_id,
+                     const unsigned char *msg, size_t len)
+{
+    rf_ps_server *s = c->srv;
+    ps_hello h;
+    if (ps_dec_hello(msg, len, &h) != RF_OK) {
+        ps_conn_drop(c, rf_error_message());
+        return false;
+    }
+    bool chief = h.flags & PS_CONN_FLAG_CHIEF;
+    if (c->hello || h.client_id != c->client_id || chief != c->chief) {
+        ps_conn_drop(c, c->hello ? "a second HELLO"
+                                 : "HELLO disagrees with the connect data");
+        return false;
+    }
+    /* A client reconnecting under the same id replaces its old
+     * connection: they would share inboxes. */
+    for (ps_server_conn *o = s->conns; o; o = o->next)
+        if (o != c && !o->dead && o->hello && o->client_id == c->client_id)
+            ps_conn_drop(o, "the same client connected again");
+    c->hello = true;
+    c->ring = h.ring;
+    c->ring_slots = h.ring_slots;
+    ps_hello_reply r = {.ps_index = s->opt.task_index,
+                        .incarnation = s->incarnation,
+                        .recv_depth = PS_SRV_RECV_DEPTH,
+                        .num_regions = s->arena.n,
+                        .num_shards = s->num_shards,
+                        .globals = {.region = 0, .offset = 0}};
+    unsigned char *buf = ps_ctrl_reply_buf(c);
+    size_t n;
+    if (ps_enc_hello_reply(buf, PS_MSG_MAX, req_id, &r, &n) != RF_OK)
+        return false;
+    return ps_ctrl_send(c, buf, n);
+}
+
+static bool on_regions(ps_server_conn *c, uint32_t req_id,
+                       const ps_range_req *q)
+{
+    rf_ps_server *s = c->srv;
+    if (q->start > s->arena.n)
+        return reply_error(c, req_id, RF_ERR_INVALID_ARG,
+                           "REGIONS_REQ starts past the last region");
+    static __thread ps_regions_reply r;
+    r.total = s->arena.n;
+    r.start = q->start;
+    r.count = s->arena.n - q->start;
+    if (r.count > PS_REGIONS_PER_MSG)
+        r.count = PS_REGIONS_PER_MSG;
+    for (uint32_t i = 0; i < r.count; i++)
+        r.regions[i] = s->arena.chunks[q->start + i].desc;
+    unsigned char *buf = ps_ctrl_reply_buf(c);
+    size_t n;
+    if (ps_enc_regions_reply(buf, PS_MSG_MAX, req_id, &r, &n) != RF_OK)
+        return false;
+    return ps_ctrl_send(c, buf, n);
+}
+
+static bool on_dir(ps_server_conn *c, uint32_t req_id, const ps_range_req *q)
+{
+    rf_ps_server *s = c->srv;
+    if (q->start > s->num_shards)
+        return reply_error(c, req_id, RF_ERR_INVALID_ARG,
+                           "DIR_REQ starts past the last shard");
+    unsigned char *buf = ps_ctrl_reply_buf(c);
+    ps_dir_writer w;
+    ps_dir_begin(&w, buf, PS_MSG_MAX, req_id, s->incarnation, s->num_shards,
+                 q->start);
+    for (uint32_t i = q->start; i < s->num_shards; i++) {
+        ps_entry e;
+        rf_status st = ps_shard_entry(s, &s->shards[i], c->client_id, &e);
+        if (st != RF_OK)
+            return reply_error(c, req_id, st, rf_error_message());
+        if (!ps_dir_add(&w, &e))
+            break;
+    }
+    return ps_ctrl_send(c, buf, ps_dir_finish(&w));
+}
+
+static bool on_create(ps_server_conn *c, uint32_t req_id,
+                      const unsigned char *msg, size_t len)
+{
+    rf_ps_server *s = c->srv;
+    static __thread ps_spec spec;
+    if (ps_dec_create_req(msg, len, &spec) != RF_OK) {
+        ps_conn_drop(c, rf_error_message());
+        return false;
+    }
+    if (spec.trainable)
+        ps_spec_canonical_optim(&spec.optim);
+    char text[PS_ERR_TEXT_MAX];
+    if (!c->chief) {
+        snprintf(text, sizeof text,
+                 "client %u is not the chief: only the chief creates shards "
+                 "(creating '%s' part %u)",
+                 c->client_id, spec.name, spec.part);
+        return reply_error(c, req_id, RF_ERR_INVALID_ARG, text);
+    }
+    if (spec.trainable && rf_optim_validate(&spec.optim) != RF_OK) {
+        snprintf(text, sizeof text, "creating '%s' part %u: %s", spec.name,
+                 spec.part, rf_error_message());
+        return reply_error(c, req_id, RF_ERR_INVALID_ARG, text);
+    }
+    ps_shard *sh = ps_shard_find(s, spec.name, spec.part);
+    bool created = false;
+    if (sh && !ps_spec_same(&sh->spec, &spec)) {
+        char have[256], want[256];
+        ps_spec_describe(&sh->spec, have, sizeof have);
+        ps_spec_describe(&spec, want, sizeof want);
+        snprintf(text, sizeof text,
+                 "variable '%s' part %u exists on ps task %d with %s; "
+                 "requested %s",
+                 spec.name, spec.part, s->opt.task_index, have, want);
+        return reply_error(c, req_id, RF_ERR_INVALID_ARG, text);
+    }
+    if (!sh) {
+        rf_status st = ps_shard_create(s, &spec, &sh);
+        if (st != RF_OK) {
+            snprintf(text, sizeof text, "creating '%s' part %u: %s", spec.name,
+                     spec.part, rf_error_message());
+            return reply_error(c, req_id, st, text);
+        }
+        created = true;
+        char desc[256];
+        ps_spec_describe(&spec, desc, sizeof desc);
+        RF_LOG_INFO("ps %d: created shard %u '%s' part %u: %s (%llu bytes)",
+                    s->opt.task_index, sh->id, spec.name, spec.part, desc,
+                    (unsigned long long)sh->layout.record_bytes);
+    }
+    static __thread ps_create_reply r;
+    r.created = created;
+    rf_status st = ps_shard_entry(s, sh, c->client_id, &r.entry);
+    if (st != RF_OK)
+        return reply_error(c, req_id, st, rf_error_message());
+    unsigned char *buf = ps_ctrl_reply_buf(c);
+    size_t n;
+    if (ps_enc_create_reply(buf, PS_MSG_MAX, req_id, &r, &n) != RF_OK)
+        return false;
+    return ps_ctrl_send(c, buf, n);
+}
+
+static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
+{
+    if (!c->chief)
+        return reply_error(c, req_id, RF_ERR_INVALID_ARG,
+                           "only the chief may shut a ps task down");
+    unsigned char *buf = ps_ctrl_reply_buf(c);
+    size_t n;
+    if (ps_enc_empty(buf, PS_MSG_MAX, PS_MSG_SHUTDOWN_REPLY, req_id, &n) !=
+        RF_OK)
+        return false;
+    char who[96];
+    ps_conn_label(c, who, sizeof who);
+    RF_LOG_INFO("ps %d: SHUTDOWN from %s", c->srv->opt.task_index, who);
+    c->srv->shutdown = true;
+    return ps_ctrl_send(c, buf, n);
+}
+
+bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
+{
+    ps_msg_hdr h;
+    if (ps_dec_hdr(msg, len, &h) != RF_OK) {
+        ps_conn_drop(c, rf_error_message());
+        return false;
+    }
+    if (!c->hello && h.type != PS_MSG_HELLO) {
+        char why[128];
+        snprintf(why, sizeof why, "%s before HELLO", ps_msg_type_name(h.type));
+        ps_conn_drop(c, why);
+        return false;
+    }
+    ps_range_req q;
+    switch (h.type) {
+    case PS_MSG_HELLO:
+        return on_hello(c, h.req_id, msg, len);
+    case PS_MSG_REGIONS_REQ:
+    case PS_MSG_DIR_REQ:
+        if (ps_dec_range_req(msg, len, h.type, &q) != RF_OK)
+            break;
+        return h.type == PS_MSG_DIR_REQ ? on_dir(c, h.req_id, &q)
+                                        : on_regions(c, h.req_id, &q);
+    case PS_MSG_CREATE_REQ:
+        return on_create(c, h.req_id, msg, len);
+    case PS_MSG_SHUTDOWN_REQ:
+        if (ps_dec_empty(msg, len, PS_MSG_SHUTDOWN_REQ) != RF_OK)
+            break;
+        return on_shutdown(c, h.req_id);
+    default: {
+        char why[128];
+        snprintf(why, sizeof why, "unexpected %s (a reply type) from a worker",
+                 ps_msg_type_name(h.type));
+        ps_conn_drop(c, why);
+        return false;
+    }
+    }
+    ps_conn_drop(c, rf_error_message());
+    return false;
+}

@@ -1,0 +1,159 @@
+/* ps/ps_server_internal.h: the ps server's types, shared by its
+ * files: ps_server.c (threads, connection lifecycle), ps_server_ctrl.c
+ * (control messages), ps_server_shards.c (shard table, records, inboxes),
+ * ps_server_apply.c (apply=ps pushes and acks).
+ *
+ * Threads: a listener thread accepts connections (validating the connect
+ * private data) and queues the endpoints; the service thread (bound to the
+ * NIC's NUMA node) owns everything else: it adopts queued endpoints, polls
+ * the one completion queue all endpoints share, answers control messages
+ * and runs the optimizer for pushes. Only `mu` protected fields are touched
+ * by both. */
+#ifndef RF_GRAPH_DIST_PS_SERVER_INTERNAL_H
+#define RF_GRAPH_DIST_PS_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ps/proto.h"
+#include "ps/ps_arena.h"
+#include "ps/ps_layout.h"
+#include "ps/ps_spec.h"
+#include "rdmaflow/ps.h"
+#include "rdmaflow/topology.h"
+
+/* Receives the ps keeps posted per connection (control + pushes). */
+#define PS_SRV_RECV_DEPTH 64u
+/* Reply buffers per connection (a ring; one request at a time is the
+ * protocol, the ring is slack for a misbehaving peer). */
+#define PS_SRV_REPLY_BUFS 4u
+
+typedef struct ps_server_conn ps_server_conn;
+
+enum { PS_TAG_RECV = 1, PS_TAG_SEND };
+
+/* Completion context: which connection, which receive buffer. */
+typedef struct ps_tag {
+    ps_server_conn *conn;
+    uint32_t index;
+    uint32_t kind;
+} ps_tag;
+
+typedef struct ps_inbox {
+    uint32_t client_id;
+    ps_loc loc;
+    float *ptr;
+} ps_inbox;
+
+typedef struct ps_shard {
+    uint32_t id;
+    ps_spec spec;
+    ps_layout layout;
+    ps_loc rec;
+    unsigned char *rec_ptr;
+    ps_inbox *inboxes;
+    uint32_t num_inboxes, cap_inboxes;
+    uint32_t hash_next; /* chain in the name hash (UINT32_MAX ends) */
+} ps_shard;
+
+struct ps_server_conn {
+    rf_ps_server *srv;
+    rf_ep *ep;
+    bool dead;  /* closed; kept until the CQ is drained of its work */
+    bool hello; /* HELLO received */
+    uint32_t client_id;
+    bool chief;
+    rf_mr_desc ring;
+    uint32_t ring_slots;
+    uint64_t acks;      /* acks sent */
+    unsigned char *mem; /* receives, replies, ack staging: one region */
+    size_t mem_len;
+    rf_mr *mr;
+    uint32_t next_reply;
+    uint64_t sends_posted, sends_done;
+    ps_tag rtag[PS_SRV_RECV_DEPTH];
+    ps_tag stag;
+    ps_server_conn *next;
+};
+
+/* An accepted endpoint waiting for the service thread. */
+typedef struct ps_pending {
+    rf_ep *ep;
+    ps_conn_hello hello;
+    struct ps_pending *next;
+} ps_pending;
+
+struct rf_ps_server {
+    rf_fabric *fabric;
+    rf_ps_server_options opt;
+    char host[256];
+    uint16_t port;
+    uint64_t incarnation;
+    rf_topology *topo;
+    rf_binding binding;
+    rf_listener *listener;
+    rf_cq *cq;
+    ps_arena arena; /* service thread only */
+
+    ps_shard *shards; /* service thread only */
+    uint32_t num_shards, cap_shards;
+    uint32_t *hash; /* bucket heads, hash_cap entries */
+    uint32_t hash_cap;
+
+    ps_server_conn *conns;     /* live, service thread only */
+    ps_server_conn *graveyard; /* closed, freed when the CQ drains */
+    uint32_t num_conns;
+
+    pthread_t listen_thread, service_thread;
+    bool listen_started, service_started;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    ps_pending *pending; /* mu */
+    uint32_t accepted;   /* mu: live + pending connections */
+    bool stop;           /* mu: threads must exit */
+    bool done;           /* mu: the service thread exited */
+    rf_status status;    /* mu: why it exited (RF_OK: shutdown) */
+    bool shutdown;       /* service thread: a SHUTDOWN was answered */
+};
+
+/* Connection memory: receives (PS_SRV_RECV_DEPTH x PS_REQ_MAX), reply
+ * buffers (PS_SRV_REPLY_BUFS x PS_MSG_MAX), ack staging words. */
+static inline size_t ps_conn_stage_off(void)
+{
+    return (size_t)PS_SRV_RECV_DEPTH * PS_REQ_MAX +
+           (size_t)PS_SRV_REPLY_BUFS * PS_MSG_MAX;
+}
+#define PS_CONN_MEM_LEN (ps_conn_stage_off() + 8u * PS_SRV_RECV_DEPTH)
+
+/* ps_server.c */
+void ps_conn_drop(ps_server_conn *c, const char *why);
+bool ps_srv_stopping(rf_ps_server *s);
+void ps_conn_label(const ps_server_conn *c, char *buf, size_t len);
+
+/* ps_server_ctrl.c: handles one received control message of len bytes;
+ * false if the connection was dropped. */
+bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len);
+/* Sends a reply prepared in the buffer from ps_ctrl_reply_buf. */
+unsigned char *ps_ctrl_reply_buf(ps_server_conn *c);
+bool ps_ctrl_send(ps_server_conn *c, const unsigned char *buf, size_t len);
+
+/* ps_server_shards.c */
+rf_status ps_shards_init(rf_ps_server *s);
+void ps_shards_free(rf_ps_server *s);
+ps_shard *ps_shard_find(rf_ps_server *s, const char *name, uint32_t part);
+/* Creates a shard (record allocated, slots and scalars initialised). */
+rf_status ps_shard_create(rf_ps_server *s, const ps_spec *spec, ps_shard **out);
+/* The client's inbox for a trainable shard, allocated on first use. */
+rf_status ps_shard_inbox(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
+                         ps_inbox **out);
+const ps_inbox *ps_shard_find_inbox(const ps_shard *sh, uint32_t client_id);
+/* Fills a directory entry (allocating the client's inbox if trainable). */
+rf_status ps_shard_entry(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
+                         ps_entry *e);
+/* ps_server_apply.c: a write_imm completion of len bytes; false if the
+ * connection was dropped. */
+bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len);
+
+#endif

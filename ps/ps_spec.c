@@ -1,0 +1,106 @@
+/* ps/ps_spec.c: shard spec conversion, canonical optimizer
+ * configs, comparison and description (see ps_spec.h). */
+#include "ps/ps_spec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ps/ps_layout.h"
+#include "rdmaflow/status.h"
+
+void ps_spec_canonical_optim(rf_optim_config *cfg)
+{
+    rf_optim_config c = {.kind = cfg->kind,
+                         .learning_rate = cfg->learning_rate};
+    switch (cfg->kind) {
+    case RF_OPTIM_SGD:
+        break;
+    case RF_OPTIM_MOMENTUM:
+        c.momentum = cfg->momentum;
+        c.use_nesterov = cfg->use_nesterov;
+        break;
+    case RF_OPTIM_ADAGRAD:
+        c.initial_accumulator_value = cfg->initial_accumulator_value;
+        break;
+    case RF_OPTIM_ADAM:
+        c.beta1 = cfg->beta1;
+        c.beta2 = cfg->beta2;
+        c.epsilon = cfg->epsilon;
+        break;
+    case RF_OPTIM_RMSPROP:
+        c.decay = cfg->decay;
+        c.momentum = cfg->momentum;
+        c.epsilon = cfg->epsilon;
+        c.centered = cfg->centered;
+        break;
+    }
+    *cfg = c;
+}
+
+rf_status ps_spec_from_public(const rf_ps_shard_spec *in, const char *what,
+                              ps_spec *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!in || !in->name)
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: no spec or no name", what);
+    size_t n = strlen(in->name);
+    if (n == 0 || n > RF_PS_MAX_NAME)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: variable name of %zu bytes (1..%d allowed)",
+                            what, n, RF_PS_MAX_NAME);
+    memcpy(out->name, in->name, n);
+    out->part = in->part;
+    out->dtype = in->dtype;
+    out->shape = in->shape;
+    out->trainable = in->trainable;
+    if (in->trainable) {
+        out->optim = in->optim;
+        if (rf_optim_validate(&out->optim) != RF_OK) {
+            char why[300];
+            snprintf(why, sizeof why, "%s", rf_error_message());
+            return rf_error_set(RF_ERR_INVALID_ARG, "%s: '%s' part %u: %s",
+                                what, out->name, out->part, why);
+        }
+        ps_spec_canonical_optim(&out->optim);
+    }
+    if (ps_spec_check(out) != RF_OK) {
+        char why[300];
+        snprintf(why, sizeof why, "%s", rf_error_message());
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: %s", what, why);
+    }
+    return RF_OK;
+}
+
+void ps_spec_describe(const ps_spec *spec, char *buf, size_t len)
+{
+    char shape[200];
+    rf_shape_format(&spec->shape, shape, sizeof shape);
+    char opt[160] = "not trainable";
+    if (spec->trainable)
+        rf_optim_format(&spec->optim, opt, sizeof opt);
+    snprintf(buf, len, "shape %s %s, %s", shape, rf_dtype_name(spec->dtype),
+             opt);
+}
+
+static bool feq(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+bool ps_spec_same(const ps_spec *a, const ps_spec *b)
+{
+    if (a->dtype != b->dtype || !rf_shape_equal(&a->shape, &b->shape) ||
+        a->trainable != b->trainable)
+        return false;
+    if (!a->trainable)
+        return true;
+    rf_optim_config x = a->optim, y = b->optim;
+    ps_spec_canonical_optim(&x);
+    ps_spec_canonical_optim(&y);
+    return x.kind == y.kind && x.use_nesterov == y.use_nesterov &&
+           x.centered == y.centered && feq(x.learning_rate, y.learning_rate) &&
+           feq(x.momentum, y.momentum) &&
+           feq(x.initial_accumulator_value, y.initial_accumulator_value) &&
+           feq(x.beta1, y.beta1) && feq(x.beta2, y.beta2) &&
+           feq(x.epsilon, y.epsilon) && feq(x.decay, y.decay);
+}
