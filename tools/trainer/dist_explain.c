@@ -3,8 +3,10 @@
  * NUMA binding, each variable's placement (device, ps task, bytes, the
  * record with its optimizer slots), and the operations one step issues, in
  * order (the READs, the compute, one push per gradient in the order the
- * plan produces them, the ack wait, the global_step FETCH_AND_ADD). The
- * text and the JSON are built from the same json-c document. */
+ * plan produces them, the ack wait, the global_step FETCH_AND_ADD). All of
+ * it comes from the session (rf_session_describe: the same list the
+ * session executes and names its trace spans from); the text and the JSON
+ * are built from the same json-c document. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,132 +40,110 @@ static void add_int(json_object *o, const char *k, int64_t v)
     json_object_object_add(o, k, json_object_new_int64(v));
 }
 
-static json_object *var_json(const tr_rvar *v)
+static json_object *var_json(const rf_session_var_desc *v)
 {
     json_object *o = json_object_new_object();
-    add_str(o, "name", rf_node_name(v->var));
+    add_str(o, "name", v->name);
     add_str(o, "device", v->device);
     add_int(o, "ps_task", (int64_t)v->ps_task);
-    add_str(o, "dtype", rf_dtype_name(rf_node_dtype(v->var)));
-    json_object_object_add(o, "shape", shape_json(rf_node_shape(v->var)));
-    add_int(o, "bytes", (int64_t)v->info.values_bytes);
+    add_str(o, "dtype", rf_dtype_name(v->dtype));
+    json_object_object_add(o, "shape", shape_json(v->shape));
+    add_int(o, "bytes", (int64_t)v->bytes);
+    if (v->where[0]) {
+        add_str(o, "where", v->where);
+        return o;
+    }
     json_object *slots = json_object_new_array();
-    for (unsigned k = 0; k < v->apply.num_slots; k++)
-        json_object_array_add(
-            slots, json_object_new_string(rf_node_name(v->apply.slots[k])));
+    for (unsigned k = 0; k < v->num_slots; k++)
+        json_object_array_add(slots, json_object_new_string(v->slots[k]));
     json_object_object_add(o, "slots", slots);
-    add_int(o, "record_bytes", (int64_t)v->info.record_bytes);
+    add_int(o, "record_bytes", (int64_t)v->record_bytes);
     return o;
 }
 
-static json_object *op_json(const char *op, const tr_rvar *v)
+static json_object *op_json(const rf_step_op *op)
 {
     json_object *o = json_object_new_object();
-    add_str(o, "op", op);
-    add_str(o, "var", rf_node_name(v->var));
-    add_int(o, "ps_task", (int64_t)v->ps_task);
-    add_int(o, "bytes", (int64_t)v->info.values_bytes);
+    add_str(o, "op", op->op);
+    switch (op->kind) {
+    case RF_STEP_COMPUTE:
+        add_str(o, "what",
+                "forward + backward on this worker; an op waits only "
+                "for the READs of the variables it consumes");
+        add_int(o, "ops", (int64_t)op->num_ops);
+        break;
+    case RF_STEP_WAIT:
+        break;
+    case RF_STEP_READ:
+    case RF_STEP_PUSH:
+    case RF_STEP_FETCH_AND_ADD:
+        add_str(o, "var", op->var);
+        add_int(o, "ps_task", (int64_t)op->ps_task);
+        add_int(o, "bytes", (int64_t)op->bytes);
+        if (op->kind == RF_STEP_PUSH && !strcmp(op->op, "APPLY_WORKER"))
+            json_object_object_add(o, "locking",
+                                   json_object_new_boolean(op->locking));
+        break;
+    }
     return o;
 }
 
-/* The variables in the order the plan produces their gradients. */
-static size_t push_order(const tr_dist *d, size_t *order)
-{
-    size_t n = 0;
-    for (size_t k = 0; k < rf_plan_num_nodes(d->plan); k++) {
-        rf_node *node = rf_plan_node(d->plan, k);
-        int32_t i = d->grad_var[rf_node_id(node)];
-        if (i >= 0)
-            order[n++] = (size_t)i;
-    }
-    return n;
-}
+typedef struct explain_ctx {
+    const tr_flags *f;
+    const rf_server *server;
+    const tr_session *ts;
+    const rf_session_desc *desc;
+    const rf_cluster *cluster;
+    const rf_cluster_task *self;
+} explain_ctx;
 
-static json_object *build(const tr_dist *d)
+static json_object *build(const explain_ctx *e)
 {
-    const tr_flags *f = d->f;
+    const rf_binding *b = rf_server_binding(e->server);
     json_object *root = json_object_new_object();
     json_object *ex = json_object_new_object();
     json_object_object_add(root, "explain", ex);
 
-    char *cj = rf_cluster_to_json(d->cluster, false);
+    char *cj = rf_cluster_to_json(e->cluster, false);
     json_object *cluster = cj ? json_tokener_parse(cj) : NULL;
     free(cj);
     json_object *member = NULL;
     if (cluster && json_object_object_get_ex(cluster, "cluster", &member))
         json_object_object_add(ex, "cluster", json_object_get(member));
     json_object *task = json_object_new_object();
-    add_str(task, "job", d->self->job);
-    add_int(task, "index", d->self->index);
-    json_object_object_add(task, "chief", json_object_new_boolean(d->chief));
-    add_int(task, "worker_id", d->worker_id);
+    add_str(task, "job", e->self->job);
+    add_int(task, "index", e->self->index);
+    json_object_object_add(task, "chief",
+                           json_object_new_boolean(e->self->is_chief));
+    add_int(task, "worker_id", e->self->worker_id);
     json_object_object_add(ex, "task", task);
     if (cluster && json_object_object_get_ex(cluster, "source", &member))
         json_object_object_add(ex, "source", json_object_get(member));
     json_object_put(cluster);
 
     json_object *fab = json_object_new_object();
-    add_str(fab, "provider", rf_fabric_provider(d->fabric));
-    add_str(fab, "address", d->self->address);
-    add_str(fab, "bind", bind_name(&d->binding));
-    add_int(fab, "numa_node", d->binding.numa_node);
-    add_str(fab, "cpus", d->binding.cpus);
-    add_str(fab, "numa_why", d->binding.why);
-    add_int(fab, "compute_threads", rf_executor_threads(d->s->ex));
+    add_str(fab, "provider", rf_fabric_provider(rf_server_fabric(e->server)));
+    add_str(fab, "address", e->self->address);
+    add_str(fab, "bind", bind_name(b));
+    add_int(fab, "numa_node", b->numa_node);
+    add_str(fab, "cpus", b->cpus);
+    add_str(fab, "numa_why", b->why);
+    add_int(fab, "compute_threads", e->desc->compute_threads);
     json_object_object_add(ex, "fabric", fab);
-    add_str(ex, "apply", f->apply);
+    add_str(ex, "apply", e->desc->apply);
     json_object_object_add(ex, "use_locking",
-                           json_object_new_boolean(f->use_locking));
+                           json_object_new_boolean(e->desc->use_locking));
 
-    json_object *vars = json_object_new_array();
-    json_object *gs = json_object_new_object();
-    add_str(gs, "name", rf_node_name(d->global_step_var));
-    add_str(gs, "device", d->global_step_device);
-    add_int(gs, "ps_task", 0);
-    add_str(gs, "dtype", "int64");
-    json_object_object_add(gs, "shape", json_object_new_array());
-    add_int(gs, "bytes", 8);
-    add_str(gs, "where", "ps 0 globals block, word 0");
-    json_object_array_add(vars, gs);
     /* creation order: global_step first (the session creates it first),
      * then the trainable variables in the order of their applies */
-    for (size_t i = 0; i < d->nv; i++)
-        json_object_array_add(vars, var_json(&d->v[i]));
+    json_object *vars = json_object_new_array();
+    for (size_t i = 0; i < e->desc->num_vars; i++)
+        json_object_array_add(vars, var_json(&e->desc->vars[i]));
     json_object_object_add(ex, "variables", vars);
 
     json_object *step = json_object_new_array();
-    for (size_t i = 0; i < d->nv; i++)
-        json_object_array_add(step, op_json("READ", &d->v[i]));
-    json_object *c = json_object_new_object();
-    add_str(c, "op", "COMPUTE");
-    add_str(c, "what",
-            "forward + backward on this worker; an op waits only "
-            "for the READs of the variables it consumes");
-    add_int(c, "ops", (int64_t)rf_plan_num_nodes(d->plan));
-    json_object_array_add(step, c);
-    size_t *order = calloc(d->nv, sizeof *order);
-    size_t n = order ? push_order(d, order) : 0;
-    for (size_t k = 0; k < n; k++) {
-        const tr_rvar *v = &d->v[order[k]];
-        json_object *o = op_json(
-            f->apply_mode == RF_PS_APPLY_PS ? "WRITE_WITH_IMM" : "APPLY_WORKER",
-            v);
-        if (f->apply_mode == RF_PS_APPLY_WORKER)
-            json_object_object_add(o, "locking",
-                                   json_object_new_boolean(f->use_locking));
-        json_object_array_add(step, o);
-    }
-    free(order);
-    json_object *w = json_object_new_object();
-    add_str(w, "op",
-            f->apply_mode == RF_PS_APPLY_PS ? "WAIT_ACKS" : "WAIT_APPLIES");
-    json_object_array_add(step, w);
-    json_object *faa = json_object_new_object();
-    add_str(faa, "op", "FETCH_AND_ADD");
-    add_str(faa, "var", rf_node_name(d->global_step_var));
-    add_int(faa, "ps_task", 0);
-    add_int(faa, "bytes", 8);
-    json_object_array_add(step, faa);
+    for (size_t i = 0; i < e->desc->num_step_ops; i++)
+        json_object_array_add(step, op_json(&e->desc->step[i]));
     json_object_object_add(ex, "step", step);
     return root;
 }
@@ -180,13 +160,15 @@ static int64_t int_of(json_object *o, const char *k)
     return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : -1;
 }
 
-static void print_text(const tr_dist *d, json_object *root, FILE *out)
+static void print_text(const explain_ctx *e, json_object *root, FILE *out)
 {
     json_object *ex = NULL, *vars = NULL, *step = NULL;
     json_object_object_get_ex(root, "explain", &ex);
     json_object_object_get_ex(ex, "variables", &vars);
     json_object_object_get_ex(ex, "step", &step);
-    char *cl = rf_cluster_format(d->cluster);
+    const rf_binding *b = rf_server_binding(e->server);
+    int num_ps = rf_cluster_num_ps(e->cluster);
+    char *cl = rf_cluster_format(e->cluster);
     size_t cl_len = cl ? strlen(cl) : 0;
     while (cl_len > 0 && cl[cl_len - 1] == '\n')
         cl[--cl_len] = '\0';
@@ -195,15 +177,14 @@ static void print_text(const tr_dist *d, json_object *root, FILE *out)
     fprintf(out,
             "explain: fabric %s on %s; RF_BIND=%s: NUMA node %d, CPUs %s "
             "(%s); %d compute threads bound there\n",
-            rf_fabric_provider(d->fabric), d->self->address,
-            bind_name(&d->binding), d->binding.numa_node,
-            d->binding.cpus[0] ? d->binding.cpus : "-", d->binding.why,
-            rf_executor_threads(d->s->ex));
+            rf_fabric_provider(rf_server_fabric(e->server)), e->self->address,
+            bind_name(b), b->numa_node, b->cpus[0] ? b->cpus : "-", b->why,
+            e->desc->compute_threads);
     fprintf(out,
             "explain: placement (replica_device_setter, round-robin over %d "
             "ps tasks in creation order):\n",
-            d->num_ps);
-    int64_t *per_ps = calloc((size_t)d->num_ps, sizeof *per_ps);
+            num_ps);
+    int64_t *per_ps = calloc((size_t)num_ps, sizeof *per_ps);
     for (size_t i = 0; i < json_object_array_length(vars); i++) {
         json_object *v = json_object_array_get_idx(vars, i);
         int64_t ps = int_of(v, "ps_task");
@@ -221,19 +202,19 @@ static void print_text(const tr_dist *d, json_object *root, FILE *out)
                 fprintf(out, "%s%s", k ? ", " : " with slots ",
                         json_object_get_string(
                             json_object_array_get_idx(slots, k)));
-            if (per_ps && ps >= 0 && ps < d->num_ps)
+            if (per_ps && ps >= 0 && ps < num_ps)
                 per_ps[ps] += int_of(v, "record_bytes");
         } else {
             fprintf(out, "  (%s)", str_of(v, "where"));
         }
         fputc('\n', out);
     }
-    for (int p = 0; per_ps && p < d->num_ps; p++)
+    for (int p = 0; per_ps && p < num_ps; p++)
         fprintf(out, "  ps task %d holds %lld B of shard records\n", p,
                 (long long)per_ps[p]);
     free(per_ps);
     fprintf(out, "explain: each step of this worker (apply=%s%s):\n",
-            d->f->apply, d->f->use_locking ? ", use_locking" : "");
+            e->f->apply, e->f->use_locking ? ", use_locking" : "");
     for (size_t i = 0; i < json_object_array_length(step); i++) {
         json_object *o = json_object_array_get_idx(step, i);
         const char *op = str_of(o, "op");
@@ -259,20 +240,29 @@ static void print_text(const tr_dist *d, json_object *root, FILE *out)
     }
 }
 
-int tr_dist_explain(const tr_dist *d, FILE *out, char *err, size_t errlen)
+int tr_dist_explain(const tr_flags *f, const rf_server *server,
+                    const tr_session *ts, const rf_session_desc *desc,
+                    FILE *out, char *err, size_t errlen)
 {
-    json_object *root = build(d);
+    const rf_cluster *cluster = rf_server_cluster(server);
+    explain_ctx e = {.f = f,
+                     .server = server,
+                     .ts = ts,
+                     .desc = desc,
+                     .cluster = cluster,
+                     .self = rf_cluster_self(cluster)};
+    json_object *root = build(&e);
     if (!root) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (d->f->explain == TR_EXPLAIN_JSON)
+    if (f->explain == TR_EXPLAIN_JSON)
         fprintf(
             out, "%s\n",
             json_object_to_json_string_ext(
                 root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     else
-        print_text(d, root, out);
+        print_text(&e, root, out);
     fflush(out);
     json_object_put(root);
     return 0;

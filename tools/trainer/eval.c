@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "rdmaflow/clock.h"
 #include "train.h"
 
 int tr_evaluate(const tr_flags *f, tr_session *s, rf_dataset *test,
@@ -31,7 +32,7 @@ int tr_evaluate(const tr_flags *f, tr_session *s, rf_dataset *test,
         goto out;
     }
     rf_dataset_set_shuffle(test, false, 0); /* rewinds to the start */
-    double t0 = tr_now();
+    double t0 = rf_now_s();
     for (size_t done = 0; done < n;) {
         size_t b = n - done < bs ? n - done : bs;
         if (rf_dataset_next_batch(test, b, xb, yb) != RF_OK) {
@@ -54,7 +55,7 @@ int tr_evaluate(const tr_flags *f, tr_session *s, rf_dataset *test,
         res->total += (int64_t)b;
         done += b;
     }
-    res->seconds = tr_now() - t0;
+    res->seconds = rf_now_s() - t0;
     rc = 0;
 out:
     rf_plan_destroy(plan);

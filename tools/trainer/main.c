@@ -15,8 +15,8 @@
 #include "export.h"
 #include "flags.h"
 #include "report.h"
-#include "session.h"
 #include "train.h"
+#include "train_graph.h"
 
 static int fail(const char *what, const char *msg)
 {

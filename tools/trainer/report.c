@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rdmaflow/clock.h"
 #include "report.h"
 
 const char *tr_data_dir(const tr_flags *f)
@@ -23,7 +24,7 @@ int tr_load_data(const tr_flags *f, rf_dataset **train, rf_dataset **test,
                  double *seconds, char *err, size_t errlen)
 {
     const char *dir = tr_data_dir(f);
-    double t = tr_now();
+    double t = rf_now_s();
     *train = *test = NULL;
     if (rf_dataset_load_fashion_mnist(dir, RF_DATA_TRAIN, train) != RF_OK ||
         rf_dataset_load_fashion_mnist(dir, RF_DATA_TEST, test) != RF_OK) {
@@ -33,7 +34,7 @@ int tr_load_data(const tr_flags *f, rf_dataset **train, rf_dataset **test,
         *train = NULL;
         return -1;
     }
-    *seconds = tr_now() - t;
+    *seconds = rf_now_s() - t;
     return 0;
 }
 

@@ -5,8 +5,8 @@
 
 #include "flags.h"
 #include "rdmaflow/data.h"
-#include "session.h"
 #include "train.h"
+#include "train_graph.h"
 
 /* --data_dir, else $RF_FASHION_MNIST_DIR, else the Debian package's. */
 const char *tr_data_dir(const tr_flags *f);

@@ -4,17 +4,11 @@
  * StopAtStepHook(last_step) does. */
 #include "train.h"
 
+#include "rdmaflow/clock.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
-
-double tr_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
              rf_trace *trace, FILE *out, tr_train_result *res, char *err,
@@ -51,7 +45,7 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
     };
     if (trace)
         rf_executor_set_trace(s->ex, trace);
-    double t0 = tr_now();
+    double t0 = rf_now_s();
     tr_progress prog = {.t_log = t0};
     while (res->global_step < f->train_steps) {
         if (trace && res->steps == f->trace_steps)
@@ -71,7 +65,7 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
                              errlen) != 0)
             goto out;
     }
-    res->seconds = tr_now() - t0;
+    res->seconds = rf_now_s() - t0;
     rc = 0;
 out:
     if (trace)
@@ -99,7 +93,7 @@ int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
     bool last = res->global_step >= f->train_steps;
     if (f->log_every > 0 &&
         (res->steps == 1 || res->global_step % f->log_every == 0 || last)) {
-        double now = tr_now();
+        double now = rf_now_s();
         double rate = (double)(res->steps - p->step_log) *
                       (double)f->batch_size /
                       (now - p->t_log > 0 ? now - p->t_log : 1e-9);

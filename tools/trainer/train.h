@@ -9,7 +9,7 @@
 
 #include "flags.h"
 #include "rdmaflow/data.h"
-#include "session.h"
+#include "train_graph.h"
 
 typedef struct tr_train_result {
     int64_t steps;       /* steps run by this process */
@@ -42,13 +42,10 @@ int tr_evaluate(const tr_flags *f, tr_session *s, rf_dataset *test,
  * at the first step, every f->log_every global steps and the last one, and
  * fails (-1 with err) on a non-finite loss. */
 typedef struct tr_progress {
-    double t_log;     /* when the last line was printed (tr_now) */
+    double t_log;     /* when the last line was printed (rf_now_s) */
     int64_t step_log; /* res->steps then */
 } tr_progress;
 int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
                      double loss, FILE *out, char *err, size_t errlen);
-
-/* Monotonic seconds. */
-double tr_now(void);
 
 #endif

@@ -1,6 +1,6 @@
-/* tools/trainer/session.c: builds the training graph and its executor (see
- * session.h). */
-#include "session.h"
+/* tools/trainer/train_graph.c: builds the training graph and its executor
+ * (see train_graph.h). */
+#include "train_graph.h"
 
 #include "rdmaflow/device.h"
 

@@ -1,9 +1,9 @@
-/* tools/trainer/session.h: the training graph and what runs it: input
+/* tools/trainer/train_graph.h: the training graph and what runs it: input
  * placeholders, the model's logits, the mean cross-entropy loss,
  * Optimizer.minimize with global_step, the number of correct predictions
  * for evaluation, and the executor. */
-#ifndef RF_TRAINER_SESSION_H
-#define RF_TRAINER_SESSION_H
+#ifndef RF_TRAINER_TRAIN_GRAPH_H
+#define RF_TRAINER_TRAIN_GRAPH_H
 
 #include "flags.h"
 #include "rdmaflow/device.h"

@@ -1,0 +1,171 @@
+/* session/push_worker.c: the apply=worker push strategy (one-sided,
+ * Hogwild!/FaRM style: the ps CPU does nothing). Gradients are queued by
+ * the executor threads; a pusher thread reads each queued variable's
+ * record, runs the optimizer here and writes it back (rf_ps_push blocks for
+ * that; with use_locking under the record's CMP_AND_SWP lock), everything
+ * queued when it comes round in one call, so the client advances those
+ * shards' reads and writes together, while backprop goes on. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "session/session_internal.h"
+
+typedef struct pusher {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t *queue; /* variable indices, a ring of s->nv */
+    size_t qhead, qlen;
+    rf_ps_xfer *batch;
+    bool busy, stop;
+    rf_status st; /* the first failure since the last drain */
+    char err[512];
+    int tid; /* its thread id in traces */
+} pusher;
+
+static void *pusher_main(void *arg)
+{
+    rf_session *s = arg;
+    pusher *q = s->push_state;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->stop && q->qlen == 0)
+            pthread_cond_wait(&q->cv, &q->mu);
+        if (q->qlen == 0)
+            break;
+        size_t n = 0;
+        for (; q->qlen > 0; n++) {
+            q->batch[n] = sess_grad_xfer(s, q->queue[q->qhead]);
+            q->qhead = (q->qhead + 1) % s->nv;
+            q->qlen--;
+        }
+        q->busy = true;
+        pthread_mutex_unlock(&q->mu);
+        uint64_t t0 = rf_now_ns();
+        rf_status st = rf_ps_push(s->client, q->batch, n, RF_PS_APPLY_WORKER,
+                                  s->opt.use_locking);
+        if (s->trace) {
+            char name[64], args[64];
+            size_t bytes = 0;
+            for (size_t k = 0; k < n; k++)
+                bytes += q->batch[k].len;
+            snprintf(name, sizeof name, "APPLY_WORKER %zu variable%s", n,
+                     n == 1 ? "" : "s");
+            snprintf(args, sizeof args, "\"bytes\":%zu,\"variables\":%zu",
+                     bytes, n);
+            sess_span(s, name, args, t0, q->tid);
+        }
+        pthread_mutex_lock(&q->mu);
+        if (st != RF_OK && q->st == RF_OK) {
+            q->st = st;
+            snprintf(q->err, sizeof q->err, "%s", rf_error_message());
+        }
+        q->busy = false;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+static void pusher_free(pusher *q)
+{
+    free(q->queue);
+    free(q->batch);
+    free(q);
+}
+
+static rf_status start(rf_session *s)
+{
+    pusher *q = calloc(1, sizeof *q);
+    if (!q)
+        return rf_error_set(RF_ERR_NO_MEMORY, "apply=worker: out of memory");
+    q->queue = calloc(s->nv, sizeof *q->queue);
+    q->batch = calloc(s->nv, sizeof *q->batch);
+    q->tid = rf_executor_threads(s->ex);
+    if (!q->queue || !q->batch) {
+        pusher_free(q);
+        return rf_error_set(RF_ERR_NO_MEMORY, "apply=worker: out of memory");
+    }
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+    s->push_state = q;
+    if (pthread_create(&q->thread, NULL, pusher_main, s) != 0) {
+        pthread_cond_destroy(&q->cv);
+        pthread_mutex_destroy(&q->mu);
+        pusher_free(q);
+        s->push_state = NULL;
+        return rf_error_set(RF_ERR_NO_RESOURCE,
+                            "cannot start the apply=worker thread");
+    }
+    return RF_OK;
+}
+
+static void stop(rf_session *s)
+{
+    pusher *q = s->push_state;
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->stop = true;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->thread, NULL);
+    pthread_cond_destroy(&q->cv);
+    pthread_mutex_destroy(&q->mu);
+    pusher_free(q);
+    s->push_state = NULL;
+}
+
+static rf_status on_gradient(rf_session *s, size_t i, const char *span, int tid)
+{
+    (void)span; /* the pusher's spans name its batches */
+    (void)tid;
+    pusher *q = s->push_state;
+    pthread_mutex_lock(&q->mu);
+    q->queue[(q->qhead + q->qlen++) % s->nv] = i;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return RF_OK;
+}
+
+/* Until the pusher has nothing queued or running; its first error. */
+static rf_status drain(rf_session *s)
+{
+    pusher *q = s->push_state;
+    pthread_mutex_lock(&q->mu);
+    while (q->qlen > 0 || q->busy)
+        pthread_cond_wait(&q->cv, &q->mu);
+    rf_status st = q->st;
+    if (st != RF_OK)
+        rf_error_set(st, "apply=worker update: %s", q->err);
+    q->st = RF_OK;
+    pthread_mutex_unlock(&q->mu);
+    return st;
+}
+
+/* Every update completed inside rf_ps_push; this only collects what the
+ * client still holds (nothing for apply=worker, by its contract). */
+static rf_status wait_client(rf_session *s)
+{
+    return rf_ps_push_wait(s->client);
+}
+
+static void name_threads(rf_session *s, rf_trace *t)
+{
+    pusher *q = s->push_state;
+    if (q && t)
+        rf_trace_set_thread_name(t, q->tid, "apply=worker pusher");
+}
+
+const sess_push_ops sess_push_apply_worker = {
+    .name = "worker",
+    .push_op = "APPLY_WORKER",
+    .wait_op = "WAIT_APPLIES",
+    .wait_span = "wait applies",
+    .start = start,
+    .stop = stop,
+    .on_gradient = on_gradient,
+    .drain = drain,
+    .wait = wait_client,
+    .name_threads = name_threads,
+};

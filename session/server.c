@@ -1,0 +1,139 @@
+/* session/server.c: rf_server, what every task starts (tf.train.Server):
+ * the NUMA binding of the calling thread and the fabric on the task's
+ * cluster address, and for a ps task the ps server that serves until the
+ * chief's SHUTDOWN. Knows nothing of the model. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/session_internal.h"
+
+/* The ps's apply=ps updates as spans of the server's trace. */
+static void apply_span(void *ctx, const char *name, const char *args,
+                       uint64_t t0_ns, uint64_t dur_ns, uint64_t update)
+{
+    rf_trace_add_span(ctx, name, "ps", args, t0_ns, dur_ns, 0, update);
+}
+
+static bool is_ps(const rf_server *sv)
+{
+    return strcmp(sv->self->job, "ps") == 0;
+}
+
+rf_status rf_server_start(const rf_cluster *cluster,
+                          const rf_server_options *options, rf_server **out)
+{
+    if (!out)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_server_start: out NULL");
+    *out = NULL;
+    const rf_cluster_task *self = cluster ? rf_cluster_self(cluster) : NULL;
+    if (!self || !self->host)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_server_start: the cluster names no task with "
+                            "an address for this process");
+    rf_server *sv = calloc(1, sizeof *sv);
+    if (!sv)
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_server_start: no memory");
+    sv->cluster = cluster;
+    sv->self = self;
+    if (options)
+        sv->opt = *options;
+    /* A worker binds itself (threads created from now on, the executor's
+     * pool and the fabric's progress thread, inherit it); a ps task's
+     * server binds its arena and service threads itself. */
+    rf_status st = RF_OK;
+    if (!is_ps(sv)) {
+        st = rf_topology_open(&sv->topo);
+        if (st == RF_OK)
+            st = rf_topology_choose(sv->topo, self->host, &sv->binding);
+        if (st != RF_OK) {
+            st = rf_error_set(st, "NUMA binding for %s: %s", self->host,
+                              rf_error_message());
+            goto err_topo;
+        }
+        st = rf_topology_bind_thread(sv->topo, &sv->binding);
+        if (st != RF_OK) {
+            st = rf_error_set(st, "binding to NUMA node %d: %s",
+                              sv->binding.numa_node, rf_error_message());
+            goto err_topo;
+        }
+    }
+    rf_fabric_attr fa = {.bind_addr = self->host};
+    st = rf_fabric_open(NULL, &fa, &sv->fabric);
+    if (st != RF_OK) {
+        st = rf_error_set(st, "opening the fabric on %s: %s", self->host,
+                          rf_error_message());
+        goto err_topo;
+    }
+    if (is_ps(sv)) {
+        rf_ps_server_options o = {
+            .task_index = self->index,
+            .on_apply = sv->opt.trace ? apply_span : NULL,
+            .on_apply_ctx = sv->opt.trace,
+            .trace_updates = sv->opt.trace_updates,
+        };
+        st =
+            rf_ps_server_start(sv->fabric, self->host, self->port, &o, &sv->ps);
+        if (st != RF_OK)
+            goto err_fabric;
+    }
+    *out = sv;
+    return RF_OK;
+
+err_fabric:
+    rf_fabric_close(sv->fabric);
+err_topo:
+    if (sv->topo)
+        rf_topology_close(sv->topo);
+    free(sv);
+    return st;
+}
+
+rf_status rf_server_join(rf_server *sv)
+{
+    if (!sv || !sv->ps)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_server_join: only a ps task's server serves");
+    return rf_ps_server_join(sv->ps);
+}
+
+void rf_server_stop(rf_server *sv)
+{
+    if (!sv)
+        return;
+    if (sv->ps)
+        rf_ps_server_stop(sv->ps);
+    rf_fabric_close(sv->fabric);
+    if (sv->topo)
+        rf_topology_close(sv->topo);
+    free(sv);
+}
+
+rf_fabric *rf_server_fabric(const rf_server *sv)
+{
+    return sv ? sv->fabric : NULL;
+}
+
+const rf_cluster *rf_server_cluster(const rf_server *sv)
+{
+    return sv ? sv->cluster : NULL;
+}
+
+const rf_binding *rf_server_binding(const rf_server *sv)
+{
+    return sv ? &sv->binding : NULL;
+}
+
+uint16_t rf_server_port(const rf_server *sv)
+{
+    return sv && sv->ps ? rf_ps_server_port(sv->ps) : 0;
+}
+
+int rf_server_numa_node(const rf_server *sv, const char **why)
+{
+    if (!sv || !sv->ps) {
+        if (why)
+            *why = "";
+        return -1;
+    }
+    return rf_ps_server_numa_node(sv->ps, why);
+}

@@ -1,0 +1,266 @@
+/* session/session.c: the worker's session (rdmaflow/session.h): creating it
+ * over a placed graph, one step (READs posted, the plan run with its hooks,
+ * the push strategy drained and waited for, global_step advanced by
+ * FETCH_AND_ADD), tracing, the end of the job (announce, or wait for the
+ * others and pull every variable back), shutting the cluster down, and the
+ * description of a step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/session_internal.h"
+
+/* How long the chief waits for the other workers to finish by default. */
+#define DEFAULT_FINISH_TIMEOUT_MS (30 * 60 * 1000)
+#define FINISH_POLL_MS            100
+
+void rf_session_options_init(rf_session_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->apply = RF_PS_APPLY_PS;
+}
+
+static rf_status describe_vars(rf_session *s)
+{
+    s->var_desc = calloc(1 + s->nv, sizeof *s->var_desc);
+    if (!s->var_desc)
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    s->var_desc[0] = (rf_session_var_desc){
+        .name = rf_node_name(s->global_step_var),
+        .device = rf_node_requested_device(s->global_step_var),
+        .ps_task = 0,
+        .dtype = RF_I64,
+        .shape = rf_shape_make(0, NULL),
+        .bytes = 8,
+        .where = "ps 0 globals block, word 0",
+    };
+    for (size_t i = 0; i < s->nv; i++) {
+        const sess_var *v = &s->v[i];
+        s->var_desc[1 + i] = (rf_session_var_desc){
+            .name = rf_node_name(v->var),
+            .device = v->device,
+            .ps_task = v->ps_task,
+            .dtype = rf_node_dtype(v->var),
+            .shape = rf_node_shape(v->var),
+            .bytes = v->info.values_bytes,
+            .record_bytes = v->info.record_bytes,
+            .slots = v->slot_names,
+            .num_slots = v->apply.num_slots,
+            .where = "",
+        };
+    }
+    return RF_OK;
+}
+
+rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
+                            const rf_session_options *options, rf_session **out)
+{
+    if (!out)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_session_create: out NULL");
+    *out = NULL;
+    if (!server || !g || !ex || !options || !options->train_op)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_create: server, graph, executor and "
+                            "options with a train_op are required");
+    if (server->ps)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_create: this is a ps task's server; "
+                            "a ps task serves (rf_server_join)");
+    if (options->apply != RF_PS_APPLY_PS &&
+        options->apply != RF_PS_APPLY_WORKER)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_create: unknown apply mode %d",
+                            (int)options->apply);
+    rf_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    s->server = server;
+    s->g = g;
+    s->ex = ex;
+    s->opt = *options;
+    s->train_op = options->train_op;
+    s->self = server->self;
+    s->chief = s->self->is_chief;
+    s->num_ps = rf_cluster_num_ps(server->cluster);
+    s->num_workers = rf_cluster_num_workers(server->cluster);
+    s->push = options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
+                                                   : &sess_push_apply_ps;
+    rf_status st = s->num_ps > 0 ? RF_OK
+                                 : rf_error_set(RF_ERR_INVALID_ARG,
+                                                "the cluster has no ps task");
+    if (st == RF_OK)
+        st = sess_map(s);
+    if (st == RF_OK)
+        st = sess_connect(s);
+    if (st == RF_OK)
+        st = describe_vars(s);
+    if (st == RF_OK)
+        st = s->push->start(s);
+    if (st != RF_OK) {
+        rf_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return RF_OK;
+}
+
+void rf_session_destroy(rf_session *s)
+{
+    if (!s)
+        return;
+    if (s->trace)
+        rf_executor_set_trace(s->ex, NULL);
+    s->push->stop(s);
+    sess_plans_destroy(s); /* before the read set their hooks wait on */
+    sess_disconnect(s);
+    free(s->v);
+    free(s->var_of_node);
+    free(s->var_desc);
+    free(s);
+}
+
+void rf_session_set_trace(rf_session *s, rf_trace *t)
+{
+    s->trace = t;
+    rf_executor_set_trace(s->ex, t);
+    if (t)
+        s->push->name_threads(s, t);
+}
+
+/* The fetched values for the caller: the plan's, and for train_op the new
+ * global step (a scalar int64, as TensorFlow's train op from minimize with
+ * global_step gives after the update). */
+static void give_fetches(rf_session *s, const sess_plan *p, rf_tensor *out)
+{
+    for (size_t j = 0; j < p->nfetches; j++)
+        out[j] = p->fetch_map[j] >= 0
+                     ? p->out[p->fetch_map[j]]
+                     : rf_tensor_make(RF_I64, rf_shape_make(0, NULL),
+                                      &s->step_value);
+}
+
+static rf_status advance_global_step(rf_session *s, const sess_plan *p)
+{
+    int64_t old = 0;
+    uint64_t t0 = rf_now_ns();
+    rf_status st = rf_ps_global_step_add(s->client, 1, &old);
+    if (st != RF_OK)
+        return rf_error_set(st, "incrementing global_step: %s",
+                            rf_error_message());
+    sess_span(s, p->ops[p->faa_op].name, "\"bytes\":8,\"ps_task\":0", t0, 0);
+    s->global_step = s->step_value = old + 1;
+    *(int64_t *)rf_variable_data(s->global_step_var) = old + 1;
+    return RF_OK;
+}
+
+rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
+                         const rf_tensor *values, size_t num_feeds,
+                         rf_node *const *fetches, size_t num_fetches,
+                         rf_tensor *fetched, int64_t *global_step)
+{
+    if (!s || (num_feeds && (!feeds || !values)) ||
+        (num_fetches && (!fetches || !fetched)))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_run: NULL session, feeds or fetches");
+    sess_plan *p = NULL;
+    rf_status st = sess_plan_get(s, feeds, num_feeds, fetches, num_fetches, &p);
+    if (st != RF_OK)
+        return st;
+    uint64_t t0 = rf_now_ns();
+    for (size_t i = 0; i < s->nv; i++) {
+        s->v[i].t_post = t0;
+        atomic_store(&s->v[i].read_traced, 0);
+    }
+    st = rf_ps_read_set_post(s->reads);
+    if (st == RF_OK)
+        st = rf_plan_run(p->plan, values, p->out);
+    char err[600] = "";
+    if (st != RF_OK)
+        snprintf(err, sizeof err, "%s", rf_error_message());
+    /* every read and push is accounted for before anything else, even on
+     * failure, so no completion outlives the step */
+    rf_status rst = rf_ps_read_set_wait_all(s->reads);
+    if (st == RF_OK && rst != RF_OK) {
+        st = rst;
+        snprintf(err, sizeof err, "reading the variables: %s",
+                 rf_error_message());
+    }
+    if (p->train) {
+        uint64_t tw = rf_now_ns();
+        rf_status dst = s->push->drain(s);
+        if (st == RF_OK && dst != RF_OK) {
+            st = dst;
+            snprintf(err, sizeof err, "%s", rf_error_message());
+        }
+        rf_status wst = s->push->wait(s);
+        sess_span(s, p->ops[p->wait_op].name, "", tw, 0);
+        if (st == RF_OK && wst != RF_OK) {
+            st = wst;
+            snprintf(err, sizeof err, "%s", rf_error_message());
+        }
+    }
+    if (st == RF_OK && p->train)
+        st = advance_global_step(s, p);
+    else if (st != RF_OK)
+        rf_error_set(st, "%s", err);
+    s->step++;
+    if (st != RF_OK)
+        return st;
+    give_fetches(s, p, fetched);
+    if (global_step)
+        *global_step = s->global_step;
+    return RF_OK;
+}
+
+rf_status rf_session_global_step(rf_session *s, int64_t *value)
+{
+    rf_status st = rf_ps_global_step_read(s->client, value);
+    if (st != RF_OK)
+        return rf_error_set(st, "reading global_step: %s", rf_error_message());
+    s->global_step = *value;
+    return RF_OK;
+}
+
+rf_status rf_session_finish(rf_session *s, int timeout_ms)
+{
+    if (!s->chief) {
+        rf_status st = rf_ps_worker_done(s->client);
+        if (st != RF_OK)
+            return rf_error_set(st, "announcing that this worker finished: %s",
+                                rf_error_message());
+        return RF_OK;
+    }
+    int64_t others = s->num_workers - 1, done = 0;
+    if (others > 0) {
+        rf_status st = rf_ps_wait_workers_done(
+            s->client, others, FINISH_POLL_MS,
+            timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, &done);
+        if (st != RF_OK)
+            return st;
+    }
+    return sess_pull_all(s, true);
+}
+
+rf_status rf_session_shutdown_cluster(rf_session *s)
+{
+    if (!s->chief)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "only the chief shuts the cluster down");
+    rf_status st = rf_ps_shutdown(s->client);
+    if (st != RF_OK)
+        return rf_error_set(st, "shutting the ps tasks down: %s",
+                            rf_error_message());
+    return RF_OK;
+}
+
+rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
+                              size_t num_feeds, rf_node *const *fetches,
+                              size_t num_fetches, const rf_session_desc **out)
+{
+    sess_plan *p = NULL;
+    rf_status st = sess_plan_get(s, feeds, num_feeds, fetches, num_fetches, &p);
+    if (st != RF_OK)
+        return st;
+    *out = &p->desc;
+    return RF_OK;
+}

@@ -1,0 +1,257 @@
+/* session/session_connect.c: the session's remote variables: connecting to
+ * every ps task, one registered block holding every variable's values
+ * (their graph storage) and gradient staging, creating the shards (chief)
+ * or looking them up, the chief's initialisation or the others' wait for
+ * it, the prepared per-step reads, and pulling everything back into the
+ * graph at the end of the job. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/session_internal.h"
+
+#define ALIGN64(x) (((x) + 63u) & ~(size_t)63u)
+
+#define DEFAULT_INIT_TIMEOUT_MS 120000
+#define INIT_POLL_MS            100
+
+static rf_ps_xfer values_xfer(const rf_session *s, const sess_var *v)
+{
+    return (rf_ps_xfer){.var = v->shard,
+                        .field = RF_PS_FIELD_VALUES,
+                        .buf = rf_variable_data(v->var),
+                        .len = rf_variable_bytes(v->var),
+                        .mr = s->mem_mr};
+}
+
+rf_ps_xfer sess_grad_xfer(const rf_session *s, size_t i)
+{
+    const sess_var *v = &s->v[i];
+    return (rf_ps_xfer){.var = v->shard,
+                        .field = RF_PS_FIELD_VALUES,
+                        .buf = v->grad_buf,
+                        .len = v->info.values_bytes,
+                        .mr = s->mem_mr};
+}
+
+/* One registered block: each variable's values, then its gradient's
+ * staging buffer, 64-byte aligned, on the worker's NUMA node. */
+static rf_status register_storage(rf_session *s)
+{
+    rf_server *sv = s->server;
+    size_t len = 0;
+    for (size_t i = 0; i < s->nv; i++)
+        len += 2 * ALIGN64(rf_variable_bytes(s->v[i].var));
+    if (rf_topology_alloc(sv->topo, &sv->binding, len, (void **)&s->mem) !=
+        RF_OK)
+        return rf_error_set(RF_ERR_NO_MEMORY,
+                            "allocating %zu bytes of variable storage: %s", len,
+                            rf_error_message());
+    s->mem_len = len;
+    rf_status st = rf_ps_client_register(s->client, s->mem, len, &s->mem_mr);
+    if (st != RF_OK)
+        return rf_error_set(st, "registering %zu bytes of variable storage: %s",
+                            len, rf_error_message());
+    size_t off = 0;
+    for (size_t i = 0; i < s->nv; i++) {
+        sess_var *v = &s->v[i];
+        size_t bytes = rf_variable_bytes(v->var);
+        /* keeps the initial value (the chief writes it to the ps) */
+        st = rf_variable_set_storage(v->var, s->mem + off, bytes, true);
+        if (st != RF_OK)
+            return rf_error_set(st, "%s: %s", rf_node_name(v->var),
+                                rf_error_message());
+        off += ALIGN64(bytes);
+        v->grad_buf = (float *)(void *)(s->mem + off);
+        off += ALIGN64(bytes);
+    }
+    return RF_OK;
+}
+
+static rf_status create_or_look_up(rf_session *s)
+{
+    for (size_t i = 0; i < s->nv; i++) {
+        sess_var *v = &s->v[i];
+        rf_ps_shard_spec spec = {.name = rf_node_name(v->var),
+                                 .part = 0,
+                                 .dtype = rf_node_dtype(v->var),
+                                 .shape = rf_node_shape(v->var),
+                                 .trainable = true,
+                                 .optim = *v->apply.cfg};
+        rf_status st =
+            s->chief ? rf_ps_create(s->client, v->ps_task, &spec, &v->shard)
+                     : rf_ps_lookup(s->client, v->ps_task, &spec, &v->shard);
+        if (st != RF_OK)
+            return rf_error_set(st, "%s '%s' on ps task %zu: %s",
+                                s->chief ? "creating" : "looking up",
+                                rf_node_name(v->var), v->ps_task,
+                                rf_error_message());
+        rf_ps_var_get_info(v->shard, &v->info);
+        snprintf(v->args, sizeof v->args, "\"bytes\":%zu,\"ps_task\":%zu",
+                 v->info.values_bytes, v->ps_task);
+    }
+    return RF_OK;
+}
+
+static rf_status init_or_wait(rf_session *s)
+{
+    rf_ps_xfer *x = calloc(s->nv, sizeof *x);
+    rf_ps_var **vars = calloc(s->nv, sizeof *vars);
+    rf_status st = RF_ERR_NO_MEMORY;
+    if (!x || !vars) {
+        rf_error_set(st, "session: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < s->nv; i++) {
+        x[i] = values_xfer(s, &s->v[i]);
+        vars[i] = s->v[i].shard;
+    }
+    if (s->chief) {
+        st = rf_ps_init_values(s->client, x, s->nv);
+        if (st != RF_OK) {
+            rf_error_set(st, "initialising the variables: %s",
+                         rf_error_message());
+            goto out;
+        }
+    } else {
+        int timeout = s->opt.init_timeout_ms > 0 ? s->opt.init_timeout_ms
+                                                 : DEFAULT_INIT_TIMEOUT_MS;
+        st = rf_ps_wait_initialized(s->client, vars, s->nv, INIT_POLL_MS,
+                                    timeout);
+        if (st != RF_OK) {
+            rf_error_set(st, "waiting for the chief to initialise: %s",
+                         rf_error_message());
+            goto out;
+        }
+    }
+    st = rf_ps_read_set_create(s->client, x, s->nv, &s->reads);
+    if (st != RF_OK)
+        rf_error_set(st, "preparing the reads: %s", rf_error_message());
+out:
+    free(x);
+    free(vars);
+    return st;
+}
+
+rf_status sess_connect(rf_session *s)
+{
+    size_t n = (size_t)s->num_ps;
+    const char **addrs = calloc(n, sizeof *addrs);
+    if (!addrs)
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    const rf_cluster *c = s->server->cluster;
+    for (size_t i = 0; i < n; i++)
+        addrs[i] = rf_cluster_task_address(c, "ps", (int)i);
+    rf_ps_client_options o = {.client_id = (uint32_t)s->self->worker_id,
+                              .is_chief = s->chief,
+                              .connect_timeout_ms = s->opt.connect_timeout_ms,
+                              .op_timeout_ms = s->opt.op_timeout_ms};
+    rf_status st =
+        rf_ps_client_connect(s->server->fabric, addrs, n, &o, &s->client);
+    free(addrs);
+    if (st != RF_OK)
+        return st;
+    st = register_storage(s);
+    if (st == RF_OK)
+        st = create_or_look_up(s);
+    if (st == RF_OK)
+        st = init_or_wait(s);
+    return st;
+}
+
+/* Slots and beta powers go through a registered block, then into the
+ * graph's own slot variables. */
+static rf_status pull_slots(rf_session *s)
+{
+    size_t len = 64;
+    for (size_t i = 0; i < s->nv; i++)
+        len += s->v[i].apply.num_slots * ALIGN64(s->v[i].info.values_bytes);
+    unsigned char *buf = NULL;
+    rf_mr *mr = NULL;
+    rf_ps_xfer *x = calloc(s->nv * (RF_OPTIM_MAX_SLOTS + 1) + 1, sizeof *x);
+    rf_status st = RF_ERR_NO_MEMORY;
+    if (!x || posix_memalign((void **)&buf, 64, len) != 0) {
+        rf_error_set(st, "session: out of memory");
+        goto out;
+    }
+    st = rf_ps_client_register(s->client, buf, len, &mr);
+    if (st != RF_OK) {
+        rf_error_set(st, "registering %zu bytes: %s", len, rf_error_message());
+        goto out;
+    }
+    size_t nx = 0, off = 64;
+    for (size_t i = 0; i < s->nv; i++) {
+        sess_var *v = &s->v[i];
+        for (unsigned k = 0; k < v->apply.num_slots; k++) {
+            x[nx++] = (rf_ps_xfer){.var = v->shard,
+                                   .field = RF_PS_FIELD_SLOT0 + (int)k,
+                                   .buf = buf + off,
+                                   .len = v->info.values_bytes,
+                                   .mr = mr};
+            off += ALIGN64(v->info.values_bytes);
+        }
+    }
+    /* Adam: TensorFlow keeps one pair of beta powers, colocated with the
+     * first variable; rdmaflow keeps one per shard (docs/DESIGN.md,
+     * Departures) and gives the graph the first variable's. */
+    bool powers = s->v[0].apply.beta1_power != NULL;
+    if (powers)
+        x[nx++] = (rf_ps_xfer){.var = s->v[0].shard,
+                               .field = RF_PS_FIELD_SCALARS,
+                               .buf = buf,
+                               .len = 8,
+                               .mr = mr};
+    st = rf_ps_read(s->client, x, nx);
+    if (st != RF_OK) {
+        rf_error_set(st, "reading the optimizer slots: %s", rf_error_message());
+        goto out;
+    }
+    off = 64;
+    for (size_t i = 0; i < s->nv; i++) {
+        sess_var *v = &s->v[i];
+        for (unsigned k = 0; k < v->apply.num_slots; k++) {
+            memcpy(rf_variable_data(v->apply.slots[k]), buf + off,
+                   v->info.values_bytes);
+            off += ALIGN64(v->info.values_bytes);
+        }
+    }
+    if (powers) {
+        memcpy(rf_variable_data(s->v[0].apply.beta1_power), buf, 4);
+        memcpy(rf_variable_data(s->v[0].apply.beta2_power), buf + 4, 4);
+    }
+out:
+    if (mr)
+        rf_ps_client_deregister(s->client, mr);
+    free(buf);
+    free(x);
+    return st;
+}
+
+rf_status sess_pull_all(rf_session *s, bool slots)
+{
+    rf_status st = rf_ps_read_set_post(s->reads);
+    rf_status wst = rf_ps_read_set_wait_all(s->reads);
+    if (st == RF_OK)
+        st = wst;
+    if (st != RF_OK)
+        return rf_error_set(st, "reading the variables: %s",
+                            rf_error_message());
+    int64_t gs = 0;
+    st = rf_ps_global_step_read(s->client, &gs);
+    if (st != RF_OK)
+        return rf_error_set(st, "reading global_step: %s", rf_error_message());
+    *(int64_t *)rf_variable_data(s->global_step_var) = gs;
+    s->global_step = gs;
+    return slots ? pull_slots(s) : RF_OK;
+}
+
+void sess_disconnect(rf_session *s)
+{
+    rf_ps_read_set_destroy(s->reads);
+    s->reads = NULL;
+    rf_ps_client_close(s->client); /* deregisters mem_mr */
+    s->client = NULL;
+    if (s->mem)
+        rf_topology_free(s->server->topo, s->mem, s->mem_len);
+    s->mem = NULL;
+}

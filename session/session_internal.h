@@ -1,0 +1,166 @@
+/* session/session_internal.h: the distributed session's insides, shared by
+ * the files of session/ only:
+ *   server.c          rf_server: NUMA binding, fabric, the ps task's server
+ *   session_map.c     the placed graph -> remote variables (shards)
+ *   session_connect.c ps connections, registered storage, create or look
+ *                     up, initialise or wait, the prepared reads; pulling
+ *                     everything back at the end (finish)
+ *   session_plan.c    one plan per (feeds, fetches) with its hooks and its
+ *                     step description (the one list execution, --explain
+ *                     and the trace read)
+ *   session_run.c     one step, the global_step FETCH_AND_ADD, finish
+ *   push_ps.c, push_worker.c
+ *                     the push strategies (apply=ps, apply=worker), one ops
+ *                     table each: the step loop calls the table, never
+ *                     tests the mode. */
+#ifndef RF_SESSION_INTERNAL_H
+#define RF_SESSION_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/clock.h"
+#include "rdmaflow/session.h"
+
+struct rf_server {
+    const rf_cluster *cluster;
+    const rf_cluster_task *self;
+    rf_topology *topo;
+    rf_binding binding;
+    rf_fabric *fabric;
+    rf_ps_server *ps; /* ps tasks only */
+    rf_server_options opt;
+};
+
+/* A trained variable that lives on a ps task. */
+typedef struct sess_var {
+    rf_node *var;        /* the worker graph's variable */
+    rf_node *grad;       /* its gradient node (fetched, hooked) */
+    rf_apply_info apply; /* the optimizer apply it stands for */
+    size_t ps_task;
+    const char *device; /* as replica_device_setter placed it (the node's) */
+    rf_ps_var *shard;
+    rf_ps_var_info info;
+    float *grad_buf; /* registered staging pushes go from */
+    const char *slot_names[RF_OPTIM_MAX_SLOTS];
+    char args[96];   /* its spans' args: "\"bytes\":N,\"ps_task\":P" */
+    uint64_t t_post; /* when this step's read was posted (trace) */
+    atomic_int read_traced;
+} sess_var;
+
+typedef struct sess_plan sess_plan;
+typedef struct sess_push_ops sess_push_ops;
+
+struct rf_session {
+    rf_server *server;
+    rf_graph *g;
+    rf_executor *ex;
+    rf_session_options opt;
+    const rf_cluster_task *self;
+    bool chief;
+    int num_ps, num_workers;
+
+    rf_node *global_step_var;
+    rf_node *train_op;
+    sess_var *v;
+    size_t nv;
+    int32_t *var_of_node; /* node id -> index in v of its variable, or -1 */
+    size_t nnodes;        /* graph nodes when the session was made */
+
+    rf_ps_client *client;
+    unsigned char *mem; /* values and gradient staging, registered once */
+    size_t mem_len;
+    rf_mr *mem_mr;
+    rf_ps_read_set *reads;
+
+    sess_plan *plans; /* one per distinct (feeds, fetches), a list */
+    int64_t global_step;
+    int64_t step_value; /* what a fetched train_op shows: the new step */
+
+    const sess_push_ops *push;
+    void *push_state; /* the strategy's own */
+
+    rf_trace *trace;               /* non-NULL while tracing */
+    uint64_t step;                 /* runs so far (the trace's step) */
+    rf_session_var_desc *var_desc; /* global_step, then v[] */
+};
+
+/* A push strategy (the same pattern as the fabric's rf_provider_ops: a
+ * constant table of designated initializers, every entry present). */
+struct sess_push_ops {
+    const char *name;    /* "ps", "worker" (rf_session_desc.apply) */
+    const char *push_op; /* the step op of a push, its span-name prefix */
+    const char *wait_op; /* the step op of the wait */
+    const char *wait_span;
+    /* Starts what the strategy runs beside the executor (a thread). */
+    rf_status (*start)(rf_session *s);
+    void (*stop)(rf_session *s);
+    /* On the executor thread tid, just after the gradient of v[i] was
+     * copied into its staging buffer; span is the push's span name. */
+    rf_status (*on_gradient)(rf_session *s, size_t i, const char *span,
+                             int tid);
+    /* After the plan ran: until every gradient handed over was pushed
+     * (issued); the first failure of the step. */
+    rf_status (*drain)(rf_session *s);
+    /* Then: until every push was applied (acknowledged). */
+    rf_status (*wait)(rf_session *s);
+    /* Names the strategy's threads in the trace. */
+    void (*name_threads)(rf_session *s, rf_trace *t);
+};
+
+extern const sess_push_ops sess_push_apply_ps;
+extern const sess_push_ops sess_push_apply_worker;
+
+/* A plan of the session with its hooks and its step description. */
+struct sess_plan {
+    sess_plan *next;
+    rf_session *session;
+    rf_node **feeds;
+    size_t nfeeds;
+    rf_node **fetches; /* the caller's */
+    size_t nfetches;
+    bool train;    /* fetches include train_op */
+    rf_plan *plan; /* fetches: the caller's (train_op excluded), then
+                      every gradient when train */
+    size_t plan_nfetch;
+    int32_t *fetch_map; /* caller fetch j -> plan fetch, -1 for train_op */
+    rf_tensor *out;     /* the plan's outputs */
+    uint32_t *wait_off; /* CSR by node id: remote variables it waits for */
+    uint32_t *wait_var;
+    int32_t *grad_var; /* node id -> index in v of its gradient, or -1 */
+    /* the step description: what execution, --explain and the trace's
+     * span names read */
+    rf_step_op *ops;
+    size_t nops;
+    size_t *read_op; /* v[i]'s READ in ops */
+    size_t *push_op; /* v[i]'s push in ops */
+    size_t wait_op, faa_op;
+    rf_session_desc desc;
+};
+
+/* session_map.c: fills s->v (one per ApplyX node of the graph, in creation
+ * order) and s->global_step_var; refuses any other variable on /job:ps. */
+rf_status sess_map(rf_session *s);
+
+/* session_connect.c */
+rf_status sess_connect(rf_session *s);
+/* Reads every variable's values (and with slots, the optimizer slots,
+ * beta powers) and global_step into the local graph. */
+rf_status sess_pull_all(rf_session *s, bool slots);
+void sess_disconnect(rf_session *s);
+
+/* session_plan.c */
+rf_status sess_plan_get(rf_session *s, rf_node *const *feeds, size_t nfeeds,
+                        rf_node *const *fetches, size_t nfetches,
+                        sess_plan **out);
+void sess_plans_destroy(rf_session *s);
+/* Adds a "fabric" span [t0, now) to the session's trace, if tracing. */
+void sess_span(rf_session *s, const char *name, const char *args, uint64_t t0,
+               int tid);
+/* Staging transfer of v[i]'s gradient. */
+rf_ps_xfer sess_grad_xfer(const rf_session *s, size_t i);
+
+#endif

@@ -1,0 +1,119 @@
+/* session/session_map.c: from the placed worker graph to remote variables.
+ * replica_device_setter put every variable on a ps task; each ApplyX node
+ * of the graph (in creation order, which is the variables' order) names a
+ * trained variable with its gradient, optimizer and slots; global_step
+ * must be on ps task 0 (the cluster's word). Any other variable on /job:ps
+ * is refused rather than silently kept local. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmaflow/device.h"
+#include "session/session_internal.h"
+
+/* The ps task of a node placed by replica_device_setter. */
+static rf_status ps_task_of(const rf_session *s, const rf_node *n, int *task)
+{
+    const char *dev = rf_node_requested_device(n);
+    rf_device_spec spec;
+    if (rf_device_spec_parse(dev, &spec) != RF_OK || strcmp(spec.job, "ps") ||
+        spec.task < 0 || spec.task >= s->num_ps)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "variable '%s' is placed on '%s', not on one of "
+                            "the %d ps tasks",
+                            rf_node_name(n), dev, s->num_ps);
+    *task = spec.task;
+    return RF_OK;
+}
+
+static bool is_part_of(const rf_session *s, const rf_node *var)
+{
+    if (var == s->global_step_var)
+        return true;
+    for (size_t i = 0; i < s->nv; i++) {
+        const rf_apply_info *a = &s->v[i].apply;
+        if (var == s->v[i].var || var == a->beta1_power ||
+            var == a->beta2_power)
+            return true;
+        for (unsigned k = 0; k < a->num_slots; k++)
+            if (var == a->slots[k])
+                return true;
+    }
+    return false;
+}
+
+static rf_status map_global_step(rf_session *s)
+{
+    rf_node *gs = s->opt.global_step ? s->opt.global_step
+                                     : rf_graph_find(s->g, "global_step");
+    if (!gs || rf_node_op(gs) != RF_OP_VARIABLE)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "the graph has no global_step variable (create it "
+                            "with rf_global_step first)");
+    s->global_step_var = gs;
+    int task = -1;
+    rf_status st = ps_task_of(s, gs, &task);
+    if (st != RF_OK)
+        return st;
+    if (task != 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "global_step was placed on ps task %d; the "
+                            "cluster's global_step is on ps task 0",
+                            task);
+    return RF_OK;
+}
+
+rf_status sess_map(rf_session *s)
+{
+    rf_status st = map_global_step(s);
+    if (st != RF_OK)
+        return st;
+    rf_graph *g = s->g;
+    size_t n = rf_graph_num_nodes(g), cap = 0;
+    for (size_t i = 0; i < n; i++)
+        cap += rf_node_op(rf_graph_node(g, i)) == RF_OP_APPLY_OPTIMIZER;
+    s->v = calloc(cap ? cap : 1, sizeof *s->v);
+    s->nnodes = n;
+    s->var_of_node = malloc((n ? n : 1) * sizeof *s->var_of_node);
+    if (!s->v || !s->var_of_node)
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    for (size_t i = 0; i < n; i++)
+        s->var_of_node[i] = -1;
+    for (size_t i = 0; i < n; i++) {
+        rf_node *node = rf_graph_node(g, i);
+        if (rf_node_op(node) != RF_OP_APPLY_OPTIMIZER)
+            continue;
+        sess_var *v = &s->v[s->nv];
+        if (rf_node_apply_info(node, &v->apply) != RF_OK)
+            return rf_error_set(RF_ERR_INVALID_ARG, "%s: %s",
+                                rf_node_name(node), rf_error_message());
+        v->var = v->apply.var;
+        v->grad = v->apply.grad;
+        int task = -1;
+        st = ps_task_of(s, v->var, &task);
+        if (st != RF_OK)
+            return st;
+        v->ps_task = (size_t)task;
+        v->device = rf_node_requested_device(v->var);
+        for (unsigned k = 0; k < v->apply.num_slots; k++)
+            v->slot_names[k] = rf_node_name(v->apply.slots[k]);
+        s->var_of_node[rf_node_id(v->var)] = (int32_t)s->nv;
+        s->nv++;
+    }
+    if (s->nv == 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "the model has no trainable variable");
+    for (size_t i = 0; i < rf_graph_num_variables(g); i++) {
+        rf_node *var = rf_graph_variable(g, i);
+        rf_device_spec spec;
+        if (rf_device_spec_parse(rf_node_requested_device(var), &spec) ==
+                RF_OK &&
+            !strcmp(spec.job, "ps") && !is_part_of(s, var))
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "variable '%s' on %s is neither trainable nor "
+                                "an optimizer slot: not supported in "
+                                "distributed mode",
+                                rf_node_name(var),
+                                rf_node_requested_device(var));
+    }
+    return RF_OK;
+}

@@ -1,0 +1,352 @@
+/* session/session_plan.c: the session's plans. One per distinct (feeds,
+ * fetches) the caller runs, made the first time: a training plan (fetches
+ * include train_op) fetches the caller's other fetches and every gradient
+ * instead of running the local ApplyX ops and train_op. Executor hooks make
+ * the cut between this worker and the ps tasks: before an op that reads a
+ * remote variable, wait for that variable's READ only; after a gradient
+ * node, copy the gradient to registered staging and hand it to the push
+ * strategy. Each training plan also builds its step description, the one
+ * list of operations that execution names its trace spans from and that
+ * rf_session_describe returns (--explain). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/session_internal.h"
+
+void sess_span(rf_session *s, const char *name, const char *args, uint64_t t0,
+               int tid)
+{
+    if (s->trace)
+        rf_trace_add_span(s->trace, name, "fabric", args, t0, rf_now_ns() - t0,
+                          tid, s->step);
+}
+
+/* ---- hooks ---------------------------------------------------------------
+ */
+
+static rf_status before_op(void *ctx, rf_node *node, const rf_tensor *value,
+                           int tid)
+{
+    (void)value;
+    sess_plan *p = ctx;
+    rf_session *s = p->session;
+    size_t id = rf_node_id(node);
+    for (uint32_t e = p->wait_off[id]; e < p->wait_off[id + 1]; e++) {
+        size_t i = p->wait_var[e];
+        sess_var *v = &s->v[i];
+        uint64_t t0 = rf_now_ns();
+        rf_status st = rf_ps_read_set_wait(s->reads, i);
+        if (st != RF_OK)
+            return st;
+        if (s->trace) {
+            const char *read_span = p->ops[p->read_op[i]].name;
+            uint64_t t1 = rf_now_ns();
+            if (t1 - t0 > 2000) { /* this op really waited */
+                char name[RF_PS_MAX_NAME + 32];
+                snprintf(name, sizeof name, "wait %s", read_span);
+                rf_trace_add_span(s->trace, name, "fabric", v->args, t0,
+                                  t1 - t0, tid, s->step);
+            }
+            if (atomic_exchange(&v->read_traced, 1) == 0)
+                rf_trace_add_span(s->trace, read_span, "fabric", v->args,
+                                  v->t_post, t1 - v->t_post, tid, s->step);
+        }
+    }
+    return RF_OK;
+}
+
+static rf_status after_op(void *ctx, rf_node *node, const rf_tensor *value,
+                          int tid)
+{
+    sess_plan *p = ctx;
+    rf_session *s = p->session;
+    int32_t i = p->grad_var[rf_node_id(node)];
+    if (i < 0)
+        return RF_OK;
+    sess_var *v = &s->v[i];
+    size_t bytes = rf_tensor_bytes(value);
+    if (bytes != v->info.values_bytes || value->dtype != RF_F32) {
+        char b1[64];
+        rf_shape_format(&value->shape, b1, sizeof b1);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "gradient '%s' of '%s' is %s%s (%zu bytes); the "
+                            "shard has %zu",
+                            rf_node_name(node), rf_node_name(v->var),
+                            rf_dtype_name(value->dtype), b1, bytes,
+                            v->info.values_bytes);
+    }
+    memcpy(v->grad_buf, value->data, bytes);
+    return s->push->on_gradient(s, (size_t)i, p->ops[p->push_op[i]].name, tid);
+}
+
+/* ---- making a plan -------------------------------------------------------
+ */
+
+static bool same_nodes(rf_node *const *a, size_t na, rf_node *const *b,
+                       size_t nb)
+{
+    return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);
+}
+
+static void plan_free(sess_plan *p)
+{
+    if (!p)
+        return;
+    rf_plan_destroy(p->plan);
+    free(p->feeds);
+    free(p->fetches);
+    free(p->fetch_map);
+    free(p->out);
+    free(p->wait_off);
+    free(p->wait_var);
+    free(p->grad_var);
+    for (size_t k = 0; k < p->nops; k++)
+        free((char *)p->ops[k].name);
+    free(p->ops);
+    free(p->read_op);
+    free(p->push_op);
+    free(p);
+}
+
+void sess_plans_destroy(rf_session *s)
+{
+    while (s->plans) {
+        sess_plan *p = s->plans;
+        s->plans = p->next;
+        plan_free(p);
+    }
+}
+
+/* The executor plan: the caller's fetches without train_op, then (train)
+ * every gradient. */
+static rf_status make_exec_plan(rf_session *s, sess_plan *p)
+{
+    size_t n = p->nfetches + (p->train ? s->nv : 0);
+    rf_node **f = calloc(n ? n : 1, sizeof *f);
+    p->fetch_map = calloc(p->nfetches ? p->nfetches : 1, sizeof *p->fetch_map);
+    p->out = calloc(n ? n : 1, sizeof *p->out);
+    if (!f || !p->fetch_map || !p->out) {
+        free(f);
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    }
+    size_t k = 0;
+    for (size_t j = 0; j < p->nfetches; j++) {
+        if (p->fetches[j] == s->train_op) {
+            p->fetch_map[j] = -1;
+            continue;
+        }
+        p->fetch_map[j] = (int32_t)k;
+        f[k++] = p->fetches[j];
+    }
+    if (p->train)
+        for (size_t i = 0; i < s->nv; i++)
+            f[k++] = s->v[i].grad;
+    p->plan_nfetch = k;
+    rf_status st = rf_plan_create(s->ex, s->g, f, k, p->feeds, p->nfeeds, NULL,
+                                  0, &p->plan);
+    free(f);
+    if (st != RF_OK)
+        return rf_error_set(st, "creating the %s plan: %s",
+                            p->train ? "training" : "session's",
+                            rf_error_message());
+    return RF_OK;
+}
+
+static int32_t remote_var(const rf_session *s, const rf_node *n)
+{
+    size_t id = rf_node_id(n);
+    return id < s->nnodes ? s->var_of_node[id] : -1;
+}
+
+/* CSR by node id of the remote variables each plan node reads, the
+ * gradient map, and the hooks. */
+static rf_status hook_plan(rf_session *s, sess_plan *p)
+{
+    size_t nn = rf_graph_num_nodes(s->g);
+    size_t nplan = rf_plan_num_nodes(p->plan), edges = 0;
+    for (size_t k = 0; k < nplan; k++) {
+        rf_node *n = rf_plan_node(p->plan, k);
+        for (size_t j = 0; j < rf_node_num_inputs(n); j++)
+            edges += remote_var(s, rf_node_input(n, j)) >= 0;
+    }
+    p->wait_off = calloc(nn + 1, sizeof *p->wait_off);
+    p->grad_var = malloc((nn ? nn : 1) * sizeof *p->grad_var);
+    p->wait_var = malloc((edges ? edges : 1) * sizeof *p->wait_var);
+    uint32_t *fill = calloc(nn ? nn : 1, sizeof *fill);
+    rf_status st = RF_OK;
+    if (!p->wait_off || !p->grad_var || !p->wait_var || !fill) {
+        st = rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nn; i++)
+        p->grad_var[i] = -1;
+    if (p->train)
+        for (size_t i = 0; i < s->nv; i++)
+            p->grad_var[rf_node_id(s->v[i].grad)] = (int32_t)i;
+    for (size_t k = 0; k < nplan; k++) {
+        rf_node *n = rf_plan_node(p->plan, k);
+        for (size_t j = 0; j < rf_node_num_inputs(n); j++)
+            if (remote_var(s, rf_node_input(n, j)) >= 0)
+                p->wait_off[rf_node_id(n) + 1]++;
+    }
+    for (size_t i = 0; i < nn; i++)
+        p->wait_off[i + 1] += p->wait_off[i];
+    for (size_t k = 0; k < nplan; k++) {
+        rf_node *n = rf_plan_node(p->plan, k);
+        size_t id = rf_node_id(n);
+        for (size_t j = 0; j < rf_node_num_inputs(n); j++) {
+            int32_t vi = remote_var(s, rf_node_input(n, j));
+            if (vi >= 0)
+                p->wait_var[p->wait_off[id] + fill[id]++] = (uint32_t)vi;
+        }
+        unsigned when =
+            (p->wait_off[id + 1] > p->wait_off[id] ? RF_HOOK_BEFORE : 0) |
+            (p->grad_var[id] >= 0 ? RF_HOOK_AFTER : 0);
+        if (when && (st = rf_plan_hook_node(p->plan, n, when)) != RF_OK) {
+            rf_error_set(st, "hooking %s: %s", rf_node_name(n),
+                         rf_error_message());
+            goto out;
+        }
+    }
+    rf_plan_set_hooks(p->plan, before_op, after_op, p);
+out:
+    free(fill);
+    return st;
+}
+
+/* ---- the step description ------------------------------------------------
+ */
+
+/* Appends op, named "<what> <var>" (just what when var is NULL). */
+static rf_status add_op(sess_plan *p, size_t cap, rf_step_op op,
+                        const char *what, const char *var)
+{
+    char name[RF_PS_MAX_NAME + 64];
+    snprintf(name, sizeof name, "%s%s%s", what, var ? " " : "", var ? var : "");
+    if (p->nops >= cap || !(op.name = strdup(name)))
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    p->ops[p->nops++] = op;
+    return RF_OK;
+}
+
+static rf_step_op var_op(const sess_var *v, rf_step_op_kind kind,
+                         const char *op)
+{
+    return (rf_step_op){.kind = kind,
+                        .op = op,
+                        .var = rf_node_name(v->var),
+                        .ps_task = v->ps_task,
+                        .bytes = v->info.values_bytes};
+}
+
+/* READs (all posted at once), COMPUTE, one push per gradient in the order
+ * the plan makes them, the wait, the FETCH_AND_ADD. */
+static rf_status describe_plan(rf_session *s, sess_plan *p)
+{
+    size_t cap = 2 * s->nv + 3;
+    p->ops = calloc(cap, sizeof *p->ops);
+    p->read_op = calloc(s->nv, sizeof *p->read_op);
+    p->push_op = calloc(s->nv, sizeof *p->push_op);
+    if (!p->ops || !p->read_op || !p->push_op)
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    rf_status st = RF_OK;
+    for (size_t i = 0; i < s->nv && st == RF_OK; i++) {
+        p->read_op[i] = p->nops;
+        st = add_op(p, cap, var_op(&s->v[i], RF_STEP_READ, "READ"), "READ",
+                    rf_node_name(s->v[i].var));
+    }
+    if (st == RF_OK)
+        st = add_op(p, cap,
+                    (rf_step_op){.kind = RF_STEP_COMPUTE,
+                                 .op = "COMPUTE",
+                                 .num_ops = rf_plan_num_nodes(p->plan)},
+                    "COMPUTE", NULL);
+    for (size_t k = 0; p->train && k < rf_plan_num_nodes(p->plan); k++) {
+        int32_t i = p->grad_var[rf_node_id(rf_plan_node(p->plan, k))];
+        if (i < 0 || st != RF_OK)
+            continue;
+        rf_step_op op = var_op(&s->v[i], RF_STEP_PUSH, s->push->push_op);
+        op.locking = s->opt.apply == RF_PS_APPLY_WORKER && s->opt.use_locking;
+        p->push_op[i] = p->nops;
+        st = add_op(p, cap, op, s->push->push_op, rf_node_name(s->v[i].var));
+    }
+    if (p->train && st == RF_OK) {
+        p->wait_op = p->nops;
+        st = add_op(p, cap,
+                    (rf_step_op){.kind = RF_STEP_WAIT, .op = s->push->wait_op},
+                    s->push->wait_span, NULL);
+    }
+    if (p->train && st == RF_OK) {
+        p->faa_op = p->nops;
+        rf_step_op faa = {.kind = RF_STEP_FETCH_AND_ADD,
+                          .op = "FETCH_AND_ADD",
+                          .var = rf_node_name(s->global_step_var),
+                          .ps_task = 0,
+                          .bytes = 8};
+        st = add_op(p, cap, faa, "FETCH_AND_ADD",
+                    rf_node_name(s->global_step_var));
+    }
+    if (st != RF_OK)
+        return st;
+    p->desc = (rf_session_desc){.apply = s->push->name,
+                                .use_locking = s->opt.use_locking,
+                                .compute_threads = rf_executor_threads(s->ex),
+                                .vars = s->var_desc,
+                                .num_vars = 1 + s->nv,
+                                .step = p->ops,
+                                .num_step_ops = p->nops};
+    return RF_OK;
+}
+
+rf_status sess_plan_get(rf_session *s, rf_node *const *feeds, size_t nfeeds,
+                        rf_node *const *fetches, size_t nfetches,
+                        sess_plan **out)
+{
+    for (sess_plan *p = s->plans; p; p = p->next)
+        if (same_nodes(p->feeds, p->nfeeds, feeds, nfeeds) &&
+            same_nodes(p->fetches, p->nfetches, fetches, nfetches)) {
+            *out = p;
+            return RF_OK;
+        }
+    sess_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    p->session = s;
+    p->nfeeds = nfeeds;
+    p->nfetches = nfetches;
+    p->feeds = calloc(nfeeds ? nfeeds : 1, sizeof *p->feeds);
+    p->fetches = calloc(nfetches ? nfetches : 1, sizeof *p->fetches);
+    rf_status st = RF_OK;
+    if (!p->feeds || !p->fetches) {
+        st = rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+        goto err;
+    }
+    if (nfeeds)
+        memcpy(p->feeds, feeds, nfeeds * sizeof *feeds);
+    if (nfetches)
+        memcpy(p->fetches, fetches, nfetches * sizeof *fetches);
+    for (size_t j = 0; j < nfetches; j++) {
+        if (!fetches[j]) {
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "rf_session_run: fetch %zu is NULL", j);
+            goto err;
+        }
+        if (fetches[j] == s->train_op)
+            p->train = true;
+    }
+    st = make_exec_plan(s, p);
+    if (st == RF_OK)
+        st = hook_plan(s, p);
+    if (st == RF_OK)
+        st = describe_plan(s, p);
+    if (st != RF_OK)
+        goto err;
+    p->next = s->plans;
+    s->plans = p;
+    *out = p;
+    return RF_OK;
+err:
+    plan_free(p);
+    return st;
+}
