@@ -1,0 +1,457 @@
+/* tests/integration/session/session_task.c: one task of the session tests,
+ * driving rdmaflow/session.h directly on synthetic data (no Fashion-MNIST):
+ *
+ *   rf_session_task local  OPTIONS            train locally (the oracle)
+ *   rf_session_task ps     CLUSTER OPTIONS    rf_server_start + join
+ *   rf_session_task worker CLUSTER OPTIONS    a worker's session
+ *
+ *   CLUSTER  --ps_hosts=H:P,... --worker_hosts=H:P,... --task_index=I
+ *   OPTIONS  --steps=N (last step, StopAtStepHook) --optim=adam|adagrad|sgd|
+ *            momentum|rmsprop --apply=ps|worker --use_locking --width=W
+ *            --seed=S --out=FILE --threads=T --extra_ps_variable
+ *
+ * The model: x [?, 24] -> dense(width, relu) "hidden" -> dense(4) "logits",
+ * mean sparse softmax cross-entropy, the optimizer through rf_minimize with
+ * global_step created first. Batch k of worker w is a pure function of
+ * (seed, w, k): uniform inputs labelled by a fixed hidden linear model, so
+ * one worker sees exactly the local run's batches. --out writes every
+ * variable of the graph (values, slots, beta powers, global_step) as raw
+ * bytes in creation order, each after its name, so the driver compares two
+ * runs with cmp. A worker also checks, on the session API itself: the step
+ * description (rf_session_describe) against the graph, that a run without
+ * train_op moves nothing, and the refusals (no train_op, a ps server, a
+ * worker server joined). Lines on stdout: "steps N global_step G", "loss
+ * FIRST LAST". A failed check prints the reason and exits 1; a session the
+ * library refused (rf_session_create failing) exits 3 with its message. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmaflow/clock.h"
+#include "rdmaflow/cluster.h"
+#include "rdmaflow/device.h"
+#include "rdmaflow/graph.h"
+#include "rdmaflow/session.h"
+#include "session_check.h"
+
+#define DIM     24
+#define CLASSES 4
+#define BATCH   32
+
+typedef struct task_opts {
+    const char *role;
+    rf_cluster_flags cluster;
+    int64_t steps;
+    const char *optim, *out;
+    rf_ps_apply_mode apply;
+    bool use_locking, extra_ps_variable;
+    int width, threads;
+    uint64_t seed;
+} task_opts;
+
+typedef struct model {
+    rf_graph *g;
+    rf_executor *ex;
+    rf_node *gs, *x, *y, *loss, *train_op;
+} model;
+
+/* ---- data ----------------------------------------------------------------
+ */
+
+static uint64_t mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-1, 1) from three keys. */
+static float u(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t z = mix(mix(mix(a) ^ b) ^ c);
+    return (float)((double)(z >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+static void batch(uint64_t seed, int worker, int64_t k, float *x, int32_t *y)
+{
+    for (int i = 0; i < BATCH; i++) {
+        uint64_t row = (uint64_t)k * BATCH + (uint64_t)i;
+        for (int d = 0; d < DIM; d++)
+            x[i * DIM + d] =
+                u(seed ^ ((uint64_t)worker << 32), row, (uint64_t)d);
+        int best = 0;
+        float best_v = -INFINITY;
+        for (int c = 0; c < CLASSES; c++) {
+            float v = 0;
+            for (int d = 0; d < DIM; d++)
+                v += u(4242, (uint64_t)c, (uint64_t)d) * x[i * DIM + d];
+            if (v > best_v) {
+                best_v = v;
+                best = c;
+            }
+        }
+        y[i] = best;
+    }
+}
+
+/* ---- the model -----------------------------------------------------------
+ */
+
+static rf_optim_config optim_of(const char *name)
+{
+    rf_optim_config c;
+    rf_optimizer_kind k = !strcmp(name, "sgd")        ? RF_OPTIM_SGD
+                          : !strcmp(name, "momentum") ? RF_OPTIM_MOMENTUM
+                          : !strcmp(name, "adagrad")  ? RF_OPTIM_ADAGRAD
+                          : !strcmp(name, "rmsprop")  ? RF_OPTIM_RMSPROP
+                                                      : RF_OPTIM_ADAM;
+    CHECK_OK(rf_optim_defaults(k, &c));
+    if (k != RF_OPTIM_ADAM)
+        c.learning_rate = 0.05f;
+    if (k == RF_OPTIM_MOMENTUM)
+        c.momentum = 0.9f;
+    return c;
+}
+
+/* Builds the model; with setter under replica_device_setter. */
+static void build(const task_opts *o, rf_replica_device_setter *setter,
+                  model *m)
+{
+    CHECK_OK(rf_graph_create(&m->g));
+    rf_graph *g = m->g;
+    rf_graph_set_seed(g, o->seed);
+    if (setter)
+        CHECK_OK(rf_graph_push_replica_device_setter(g, setter));
+    m->gs = rf_global_step(g);
+    m->x = rf_placeholder(g, RF_F32, RF_SHAPE(-1, DIM), "x");
+    m->y = rf_placeholder(g, RF_I32, RF_SHAPE(-1), "y");
+    rf_node *h = rf_dense(g, m->x, o->width, RF_ACT_RELU, "hidden");
+    rf_node *logits = rf_dense(g, h, CLASSES, RF_ACT_NONE, "logits");
+    m->loss = rf_reduce_mean(
+        g, rf_sparse_softmax_cross_entropy_with_logits(g, m->y, logits, NULL),
+        NULL, 0, false, "loss");
+    if (o->extra_ps_variable) {
+        rf_node *extra =
+            rf_variable(g, RF_F32, RF_SHAPE(3), rf_init_zeros(), "not_trained");
+        rf_variable_set_trainable(extra, false);
+    }
+    CHECK(rf_graph_status(g) == RF_OK, "building: %s", rf_graph_error(g));
+    rf_optim_config cfg = optim_of(o->optim);
+    CHECK_OK(rf_minimize(g, &cfg, m->loss, m->gs, &m->train_op));
+    if (setter)
+        rf_device_fn_pop(g);
+    CHECK_OK(rf_graph_initialize_variables(g));
+    rf_executor_options eo = {.threads = o->threads};
+    CHECK_OK(rf_executor_create(&eo, &m->ex));
+}
+
+static void destroy(model *m)
+{
+    rf_executor_destroy(m->ex);
+    rf_graph_destroy(m->g);
+}
+
+/* Every variable, in creation order: name, NUL, its bytes. */
+static void write_variables(const model *m, const char *path)
+{
+    if (!path)
+        return;
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "cannot write %s", path);
+    for (size_t i = 0; i < rf_graph_num_variables(m->g); i++) {
+        rf_node *v = rf_graph_variable(m->g, i);
+        const char *name = rf_node_name(v);
+        fwrite(name, 1, strlen(name) + 1, f);
+        fwrite(rf_variable_data(v), 1, rf_variable_bytes(v), f);
+    }
+    CHECK(fclose(f) == 0, "writing %s", path);
+}
+
+/* ---- roles ---------------------------------------------------------------
+ */
+
+static int run_local(const task_opts *o)
+{
+    model m = {0};
+    build(o, NULL, &m);
+    rf_node *feeds[] = {m.x, m.y}, *fetches[] = {m.loss, m.train_op};
+    rf_plan *plan = NULL;
+    CHECK_OK(rf_plan_create(m.ex, m.g, fetches, 2, feeds, 2, NULL, 0, &plan));
+    float x[BATCH * DIM];
+    int32_t y[BATCH];
+    rf_tensor in[2] = {rf_tensor_make(RF_F32, RF_SHAPE(BATCH, DIM), x),
+                       rf_tensor_make(RF_I32, RF_SHAPE(BATCH), y)};
+    int64_t step = 0, k = 0;
+    double first = NAN, last = NAN;
+    while (step < o->steps) {
+        batch(o->seed, 0, k++, x, y);
+        rf_tensor out[2];
+        CHECK_OK(rf_plan_run(plan, in, out));
+        step = *(const int64_t *)out[1].data;
+        last = *rf_tensor_f32(&out[0]);
+        if (k == 1)
+            first = last;
+    }
+    printf("steps %" PRId64 " global_step %" PRId64 "\n", k, step);
+    printf("loss %.6f %.6f\n", first, last);
+    rf_plan_destroy(plan);
+    write_variables(&m, o->out);
+    destroy(&m);
+    return 0;
+}
+
+static rf_cluster *resolve(const task_opts *o)
+{
+    rf_cluster *c = NULL;
+    CHECK_OK(rf_cluster_resolve(&o->cluster, NULL, &c));
+    CHECK(c != NULL, "no cluster in the flags");
+    return c;
+}
+
+static int run_ps(const task_opts *o)
+{
+    rf_cluster *c = resolve(o);
+    rf_server *sv = NULL;
+    CHECK_OK(rf_server_start(c, NULL, &sv));
+    /* a ps task's server has no session */
+    model m = {0};
+    build(o, NULL, &m);
+    rf_session_options so;
+    rf_session_options_init(&so);
+    so.train_op = m.train_op;
+    rf_session *s = NULL;
+    CHECK_ST(rf_session_create(sv, m.g, m.ex, &so, &s), RF_ERR_INVALID_ARG);
+    CHECK_MSG("ps task's server");
+    CHECK(s == NULL, "a refused session was returned");
+    destroy(&m);
+    printf("ps %d serving on port %u\n", rf_cluster_self(c)->index,
+           (unsigned)rf_server_port(sv));
+    fflush(stdout);
+    rf_status st = rf_server_join(sv);
+    CHECK(st == RF_OK, "serving failed: %s", rf_error_message());
+    printf("ps %d: shut down by the chief\n", rf_cluster_self(c)->index);
+    rf_server_stop(sv);
+    rf_cluster_destroy(c);
+    return 0;
+}
+
+/* The training step's description against the graph: a READ of every
+ * trained variable, COMPUTE, one push of each, the wait, FETCH_AND_ADD of
+ * global_step last; the span names are "<op> <variable>". */
+static void check_description(const task_opts *o, const model *m,
+                              const rf_session_desc *d)
+{
+    rf_node *vars[16];
+    size_t nv = rf_graph_trainable_variables(m->g, vars, 16);
+    const char *push =
+        o->apply == RF_PS_APPLY_PS ? "WRITE_WITH_IMM" : "APPLY_WORKER";
+    CHECK(!strcmp(d->apply, o->apply == RF_PS_APPLY_PS ? "ps" : "worker"),
+          "apply %s", d->apply);
+    CHECK(d->num_vars == nv + 1, "%zu variables described, want %zu",
+          d->num_vars, nv + 1);
+    CHECK(!strcmp(d->vars[0].name, "global_step") && d->vars[0].ps_task == 0 &&
+              d->vars[0].dtype == RF_I64 && d->vars[0].where[0],
+          "the first variable is %s on ps %zu", d->vars[0].name,
+          d->vars[0].ps_task);
+    CHECK(d->num_step_ops == 2 * nv + 3, "%zu step ops, want %zu",
+          d->num_step_ops, 2 * nv + 3);
+    for (size_t i = 0; i < nv; i++) {
+        const char *name = rf_node_name(vars[i]);
+        const rf_session_var_desc *v = &d->vars[1 + i];
+        CHECK(!strcmp(v->name, name), "variable %zu is %s, want %s", i + 1,
+              v->name, name);
+        CHECK(v->bytes == rf_variable_bytes(vars[i]) &&
+                  v->record_bytes > v->bytes,
+              "%s: %zu bytes, record %zu", name, v->bytes, v->record_bytes);
+        CHECK(!strncmp(v->device, "/job:ps/task:", 13), "%s on %s", name,
+              v->device);
+        const rf_step_op *r = &d->step[i];
+        char want[128];
+        snprintf(want, sizeof want, "READ %s", name);
+        CHECK(r->kind == RF_STEP_READ && !strcmp(r->name, want) &&
+                  r->bytes == v->bytes && r->ps_task == v->ps_task,
+              "step[%zu] is %s, want %s", i, r->name, want);
+        int pushes = 0;
+        snprintf(want, sizeof want, "%s %s", push, name);
+        for (size_t k = nv + 1; k < 2 * nv + 1; k++)
+            pushes += !strcmp(d->step[k].name, want) &&
+                      d->step[k].kind == RF_STEP_PUSH &&
+                      d->step[k].locking ==
+                          (o->apply == RF_PS_APPLY_WORKER && o->use_locking);
+        CHECK(pushes == 1, "%d pushes named '%s'", pushes, want);
+    }
+    CHECK(d->step[nv].kind == RF_STEP_COMPUTE && d->step[nv].num_ops > 0,
+          "step[%zu] is %s, want COMPUTE", nv, d->step[nv].name);
+    CHECK(d->step[2 * nv + 1].kind == RF_STEP_WAIT, "no wait before the add");
+    const rf_step_op *faa = &d->step[2 * nv + 2];
+    CHECK(faa->kind == RF_STEP_FETCH_AND_ADD &&
+              !strcmp(faa->name, "FETCH_AND_ADD global_step") &&
+              faa->ps_task == 0 && faa->bytes == 8,
+          "the last step op is %s", faa->name);
+}
+
+/* A run without train_op reads and computes, and moves nothing. */
+static void check_read_only_run(rf_session *s, const model *m, int64_t step)
+{
+    float x[BATCH * DIM];
+    int32_t y[BATCH];
+    batch(1, 99, 0, x, y);
+    rf_node *feeds[] = {m->x, m->y}, *fetches[] = {m->loss};
+    rf_tensor in[2] = {rf_tensor_make(RF_F32, RF_SHAPE(BATCH, DIM), x),
+                       rf_tensor_make(RF_I32, RF_SHAPE(BATCH), y)};
+    rf_tensor out[1];
+    int64_t gs = -1, now = -1;
+    CHECK_OK(rf_session_run(s, feeds, in, 2, fetches, 1, out, &gs));
+    CHECK(isfinite(*rf_tensor_f32(&out[0])), "loss of the read-only run");
+    CHECK_OK(rf_session_global_step(s, &now));
+    CHECK(gs == step && now == step,
+          "a run without train_op moved global_step: %" PRId64 " -> %" PRId64
+          " (read back %" PRId64 ")",
+          step, gs, now);
+}
+
+static int run_worker(const task_opts *o)
+{
+    rf_cluster *c = resolve(o);
+    const rf_cluster_task *self = rf_cluster_self(c);
+    rf_server *sv = NULL;
+    CHECK_OK(rf_server_start(c, NULL, &sv));
+    CHECK_ST(rf_server_join(sv), RF_ERR_INVALID_ARG);
+    rf_cluster_desc cd;
+    rf_cluster_device_desc(c, &cd);
+    char wdev[64];
+    snprintf(wdev, sizeof wdev, "/job:%s/task:%d", self->job, self->index);
+    rf_replica_device_setter_options so_set;
+    rf_replica_device_setter_options_init(&so_set);
+    so_set.cluster = &cd;
+    so_set.worker_device = wdev;
+    rf_replica_device_setter *setter = NULL;
+    CHECK_OK(rf_replica_device_setter_create(&so_set, &setter));
+    model m = {0};
+    build(o, setter, &m);
+
+    rf_session_options so;
+    rf_session_options_init(&so);
+    so.apply = o->apply;
+    so.use_locking = o->use_locking;
+    so.init_timeout_ms = 60000;
+    rf_session *s = NULL;
+    CHECK_ST(rf_session_create(sv, m.g, m.ex, &so, &s), RF_ERR_INVALID_ARG);
+    so.train_op = m.train_op;
+    if (rf_session_create(sv, m.g, m.ex, &so, &s) != RF_OK) {
+        printf("refused: %s\n", rf_error_message());
+        fflush(stdout);
+        destroy(&m);
+        rf_server_stop(sv);
+        return 3;
+    }
+    rf_node *feeds[] = {m.x, m.y}, *fetches[] = {m.loss, m.train_op};
+    const rf_session_desc *desc = NULL;
+    CHECK_OK(rf_session_describe(s, feeds, 2, fetches, 2, &desc));
+    check_description(o, &m, desc);
+
+    float x[BATCH * DIM];
+    int32_t y[BATCH];
+    rf_tensor in[2] = {rf_tensor_make(RF_F32, RF_SHAPE(BATCH, DIM), x),
+                       rf_tensor_make(RF_I32, RF_SHAPE(BATCH), y)};
+    int64_t step = 0, k = 0;
+    double first = NAN, last = NAN;
+    CHECK_OK(rf_session_global_step(s, &step));
+    while (step < o->steps) {
+        batch(o->seed, self->worker_id, k++, x, y);
+        rf_tensor out[2];
+        int64_t before = step;
+        CHECK_OK(rf_session_run(s, feeds, in, 2, fetches, 2, out, &step));
+        CHECK(out[1].dtype == RF_I64 && *(const int64_t *)out[1].data == step,
+              "train_op's value is not the new global_step");
+        CHECK(step > before, "global_step went from %" PRId64 " to %" PRId64,
+              before, step);
+        last = *rf_tensor_f32(&out[0]);
+        if (k == 1)
+            first = last;
+    }
+    printf("steps %" PRId64 " global_step %" PRId64 "\n", k, step);
+    printf("loss %.6f %.6f\n", first, last);
+    fflush(stdout);
+    if (rf_cluster_num_workers(c) == 1)
+        check_read_only_run(s, &m, step);
+    CHECK_OK(rf_session_finish(s, 60000));
+    if (self->is_chief) {
+        printf("final global_step %" PRId64 "\n",
+               *(const int64_t *)rf_variable_data(m.gs));
+        write_variables(&m, o->out);
+        CHECK_OK(rf_session_shutdown_cluster(s));
+    } else {
+        CHECK_ST(rf_session_shutdown_cluster(s), RF_ERR_INVALID_ARG);
+    }
+    rf_session_destroy(s);
+    destroy(&m);
+    rf_replica_device_setter_destroy(setter);
+    rf_server_stop(sv);
+    rf_cluster_destroy(c);
+    return 0;
+}
+
+/* ---- flags ---------------------------------------------------------------
+ */
+
+static const char *value_of(const char *arg, const char *flag)
+{
+    size_t n = strlen(flag);
+    return !strncmp(arg, flag, n) && arg[n] == '=' ? arg + n + 1 : NULL;
+}
+
+int main(int argc, char **argv)
+{
+    CHECK(argc >= 2, "usage: rf_session_task local|ps|worker OPTIONS");
+    task_opts o = {.role = argv[1],
+                   .steps = 20,
+                   .optim = "adam",
+                   .width = 16,
+                   .threads = 1,
+                   .seed = 7,
+                   .cluster = {.job_name = NULL}};
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if ((v = value_of(a, "--ps_hosts")))
+            o.cluster.ps_hosts = v;
+        else if ((v = value_of(a, "--worker_hosts")))
+            o.cluster.worker_hosts = v;
+        else if ((v = value_of(a, "--task_index")))
+            o.cluster.task_index = v;
+        else if ((v = value_of(a, "--steps")))
+            o.steps = atoll(v);
+        else if ((v = value_of(a, "--optim")))
+            o.optim = v;
+        else if ((v = value_of(a, "--apply")))
+            o.apply =
+                !strcmp(v, "worker") ? RF_PS_APPLY_WORKER : RF_PS_APPLY_PS;
+        else if (!strcmp(a, "--use_locking"))
+            o.use_locking = true;
+        else if (!strcmp(a, "--extra_ps_variable"))
+            o.extra_ps_variable = true;
+        else if ((v = value_of(a, "--width")))
+            o.width = atoi(v);
+        else if ((v = value_of(a, "--threads")))
+            o.threads = atoi(v);
+        else if ((v = value_of(a, "--seed")))
+            o.seed = strtoull(v, NULL, 10);
+        else if ((v = value_of(a, "--out")))
+            o.out = v;
+        else
+            CHECK(0, "unknown argument %s", a);
+    }
+    check_who = o.role;
+    if (!strcmp(o.role, "local"))
+        return run_local(&o);
+    o.cluster.job_name = !strcmp(o.role, "ps") ? "ps" : "worker";
+    if (!strcmp(o.role, "ps"))
+        return run_ps(&o);
+    if (!strcmp(o.role, "worker"))
+        return run_worker(&o);
+    CHECK(0, "unknown role %s", o.role);
+    return 2;
+}

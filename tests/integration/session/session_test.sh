@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# tests/integration/session/session_test.sh CASE RF_SESSION_TASK: one case of
+# the session tests (CMakeLists.txt): real ps and worker processes of
+# rf_session_task on loopback, through rdmaflow/session.h, on synthetic
+# data. Exits 0 when every check passed, 1 otherwise.
+#   oracle_ps       one worker, apply=ps: variables byte-identical to local
+#                   training (1 ps; 2 ps with the variables spread)
+#   oracle_worker   the same with apply=worker
+#   oracle_locking  the same with apply=worker and use_locking
+#   async           2 ps x 2 workers: global_step == the sum of the steps,
+#                   the loss goes down, every task exits 0
+#   refusals        a worker whose model differs is refused naming the
+#                   variable and both shapes while the cluster goes on; a
+#                   variable on a ps that nothing trains is refused by name
+# Environment: RF_FABRIC (default sock), RF_TEST_HOST (default 127.0.0.1),
+# RF_TEST_TIME_SCALE (multiplies every timeout).
+set -uo pipefail
+case_name=${1:?case}
+task=${2:?path to rf_session_task}
+export RF_FABRIC=${RF_FABRIC:-sock}
+host=${RF_TEST_HOST:-127.0.0.1}
+scale=${RF_TEST_TIME_SCALE:-1}
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+failures=0
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+ok() { echo "ok: $*"; }
+t() { echo $(($1 * scale)); }
+show() { sed 's/^/    | /' "$1"; }
+
+used_ports=
+# free_port VAR: a port in 20000..32767 nothing accepts connections on.
+free_port() {
+    local p i
+    for ((i = 0; i < 50; i++)); do
+        p=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))
+        [[ " $used_ports " == *" $p "* ]] && continue
+        if ! timeout 2 bash -c "exec 3<>/dev/tcp/$host/$p" 2>/dev/null; then
+            used_ports+=" $p"
+            printf -v "$1" %s "$p"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# cluster NPS NW: sets ps_hosts and worker_hosts on free ports.
+cluster() {
+    local i port list=
+    for ((i = 0; i < $1; i++)); do
+        free_port port || { fail "no free port"; return 1; }
+        list+=${list:+,}$host:$port
+    done
+    ps_hosts=$list
+    list=
+    for ((i = 0; i < $2; i++)); do
+        free_port port || { fail "no free port"; return 1; }
+        list+=${list:+,}$host:$port
+    done
+    worker_hosts=$list
+}
+
+# start NAME ROLE ARGS...: a task in the background (output in $tmp/NAME).
+start() {
+    local name=$1 role=$2
+    shift 2
+    timeout "$(t 60)" "$task" "$role" --ps_hosts="$ps_hosts" \
+        --worker_hosts="$worker_hosts" "$@" >"$tmp/$name" 2>&1 &
+    pids+=($!)
+    eval "pid_$name=$!"
+}
+
+# finish NAME WANT: waits for task NAME and checks its exit status.
+finish() {
+    local pid_var=pid_$1 rc
+    wait "${!pid_var}"
+    rc=$?
+    if [[ $rc -ne $2 ]]; then
+        fail "$1 exited $rc, want $2"
+        show "$tmp/$1"
+        return 1
+    fi
+    return 0
+}
+
+# oracle NPS OPTIM ARGS...: local training vs one worker on NPS ps tasks.
+oracle() {
+    local nps=$1 optim=$2
+    shift 2
+    local common=(--steps=25 --optim="$optim" --seed=11 "$@")
+    timeout "$(t 60)" "$task" local "${common[@]}" --out="$tmp/local.bin" \
+        >"$tmp/local" 2>&1 || {
+        fail "local run failed"
+        show "$tmp/local"
+        return
+    }
+    cluster "$nps" 1 || return
+    local i
+    for ((i = 0; i < nps; i++)); do
+        start "ps$i" ps --task_index=$i "${common[@]}"
+    done
+    start w0 worker --task_index=0 "${common[@]}" --out="$tmp/dist.bin"
+    finish w0 0 || return
+    for ((i = 0; i < nps; i++)); do
+        finish "ps$i" 0 || return
+        grep -q "^ps $i: shut down by the chief" "$tmp/ps$i" ||
+            fail "ps $i did not report the chief's shutdown"
+    done
+    local what="$optim on $nps ps, ${*:-apply=ps}"
+    if cmp -s "$tmp/local.bin" "$tmp/dist.bin"; then
+        ok "$what: variables byte-identical to local training ($(stat -c %s "$tmp/dist.bin") bytes; $(head -n 1 "$tmp/w0"))"
+    else
+        fail "$what: variables differ from local training: $(cmp "$tmp/local.bin" "$tmp/dist.bin" 2>&1 | head -n 1)"
+    fi
+    if ! diff -q <(grep '^loss' "$tmp/local") <(grep '^loss' "$tmp/w0") >/dev/null; then
+        fail "$what: losses differ: local '$(grep '^loss' "$tmp/local")', worker '$(grep '^loss' "$tmp/w0")'"
+    fi
+}
+
+case_async() {
+    cluster 2 2 || return
+    local common=(--steps=1000 --optim=adagrad --seed=5)
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --out="$tmp/v.bin"
+    local all=1 n
+    for n in w0 w1 ps0 ps1; do finish "$n" 0 || all=0; done
+    [[ $all -eq 1 ]] || return
+    ok "2 ps x 2 workers: every task exited 0"
+    local s0 s1 g
+    s0=$(sed -n 's/^steps \([0-9]*\) .*/\1/p' "$tmp/w0")
+    s1=$(sed -n 's/^steps \([0-9]*\) .*/\1/p' "$tmp/w1")
+    g=$(sed -n 's/^final global_step \([0-9]*\)$/\1/p' "$tmp/w0")
+    if [[ -n $s0 && -n $s1 && -n $g ]] && ((s0 + s1 == g && g >= 1000 && s0 > 0 && s1 > 0)); then
+        ok "global_step $g == $s0 (worker 0) + $s1 (worker 1) steps"
+    else
+        fail "global_step '$g' is not the sum of the steps '$s0' + '$s1'"
+        show "$tmp/w0"
+    fi
+    if awk '/^loss/ { exit !($3 < $2) }' "$tmp/w0"; then
+        ok "chief's loss went down: $(grep '^loss' "$tmp/w0")"
+    else
+        fail "chief's loss did not go down: $(grep '^loss' "$tmp/w0")"
+    fi
+}
+
+case_refusals() {
+    cluster 1 2 || return
+    local common=(--steps=40 --optim=adam --seed=3)
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}"
+    start bad worker --task_index=1 "${common[@]}" --width=8
+    finish bad 3
+    if grep -q "hidden/kernel" "$tmp/bad" && grep -qF "[24,16]" "$tmp/bad" &&
+        grep -qF "[24,8]" "$tmp/bad"; then
+        ok "a worker with another model is refused: $(grep -m1 refused "$tmp/bad")"
+    else
+        fail "the refusal does not name hidden/kernel, [24,16] and [24,8]"
+        show "$tmp/bad"
+    fi
+    start w1 worker --task_index=1 "${common[@]}"
+    local all=1 n
+    for n in w1 w0 ps0; do finish "$n" 0 || all=0; done
+    [[ $all -eq 1 ]] && ok "the cluster trained on after the refusal (every task exited 0)"
+
+    cluster 1 1 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --extra_ps_variable
+    finish w0 3
+    if grep -q "variable 'not_trained' on /job:ps/task:0 is neither trainable nor an optimizer slot" "$tmp/w0"; then
+        ok "a variable on a ps that nothing trains is refused: $(grep -m1 refused "$tmp/w0")"
+    else
+        fail "the untrained ps variable was not refused by name"
+        show "$tmp/w0"
+    fi
+    kill "$pid_ps0" 2>/dev/null
+}
+
+case $case_name in
+oracle_ps)
+    oracle 1 adam
+    oracle 2 adam
+    oracle 1 momentum
+    ;;
+oracle_worker)
+    oracle 1 adam --apply=worker
+    oracle 2 adam --apply=worker
+    oracle 2 rmsprop --apply=worker
+    ;;
+oracle_locking)
+    oracle 1 adam --apply=worker --use_locking
+    oracle 2 adagrad --apply=worker --use_locking
+    ;;
+async) case_async ;;
+refusals) case_refusals ;;
+*)
+    echo "unknown case $case_name"
+    exit 2
+    ;;
+esac
+if [[ $failures -ne 0 ]]; then
+    echo "$case_name: $failures failure(s)"
+    exit 1
+fi
+echo "$case_name: all checks passed"
