@@ -1,0 +1,31 @@
+/* rdmaflow/rdmaflow.h: every public header of rdmaflow, for programs that
+ * want the whole library with one include. Layers, bottom up (each may use
+ * only those before it; docs/DESIGN.md section 1):
+ *   core     status.h (rf_status, rf_error_set), types.h (dtypes, shapes),
+ *            clock.h, byteorder.h, env.h, topology.h (hwloc NUMA binding)
+ *   fabric   fabric.h (RDMA-shaped transport: verbs, sock)
+ *   optim    optim.h (TensorFlow 1.x update rules)
+ *   ps       ps.h (ps server and worker client)
+ *   cluster  cluster.h (ClusterSpec from flags or TF_CONFIG)
+ *   graph    graph.h, device.h (device strings, replica_device_setter),
+ *            data.h (datasets)
+ *   session  session.h (tf.train.Server and the worker's session) */
+#ifndef RDMAFLOW_RDMAFLOW_H
+#define RDMAFLOW_RDMAFLOW_H
+
+#include "rdmaflow/byteorder.h"
+#include "rdmaflow/clock.h"
+#include "rdmaflow/cluster.h"
+#include "rdmaflow/data.h"
+#include "rdmaflow/device.h"
+#include "rdmaflow/env.h"
+#include "rdmaflow/fabric.h"
+#include "rdmaflow/graph.h"
+#include "rdmaflow/optim.h"
+#include "rdmaflow/ps.h"
+#include "rdmaflow/session.h"
+#include "rdmaflow/status.h"
+#include "rdmaflow/topology.h"
+#include "rdmaflow/types.h"
+
+#endif
