@@ -2,6 +2,7 @@
  * message buffer behind rf_error_message()/rf_error_set(). */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/log.h"
 #include "rdmaflow/status.h"
@@ -48,10 +49,15 @@ void rf_error_clear(void)
 
 rf_status rf_error_set(rf_status status, const char *fmt, ...)
 {
+    /* Formatted aside first: the arguments may include rf_error_message()
+     * itself (wrapping a cause: "reading x: %s"), which vsnprintf into the
+     * same buffer would overwrite while reading it. */
+    char text[sizeof error_message];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_message, sizeof error_message, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    memcpy(error_message, text, sizeof error_message);
     RF_LOG_DEBUG("%s: %s", rf_status_string(status), error_message);
     return status;
 }

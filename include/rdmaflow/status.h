@@ -45,6 +45,8 @@ void rf_error_clear(void);
  * level and returns status, so a failure is one line:
  *   return rf_error_set(RF_ERR_INVALID_ARG, "batch size %d is not positive",
  *                       n);
+ * The arguments may include rf_error_message() to wrap a cause:
+ *   return rf_error_set(st, "reading '%s': %s", name, rf_error_message());
  * For libraries and programs built on rdmaflow as much as for its layers. */
 rf_status rf_error_set(rf_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

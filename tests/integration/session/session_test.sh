@@ -119,7 +119,7 @@ oracle() {
     done
     local what="$optim on $nps ps, ${*:-apply=ps}"
     if cmp -s "$tmp/local.bin" "$tmp/dist.bin"; then
-        ok "$what: variables byte-identical to local training ($(stat -c %s "$tmp/dist.bin") bytes; $(head -n 1 "$tmp/w0"))"
+        ok "$what: variables byte-identical to local training ($(stat -c %s "$tmp/dist.bin") bytes; $(grep -m1 "^steps" "$tmp/w0"))"
     else
         fail "$what: variables differ from local training: $(cmp "$tmp/local.bin" "$tmp/dist.bin" 2>&1 | head -n 1)"
     fi
