@@ -48,8 +48,8 @@ typedef struct ps_layout {
     uint64_t record_bytes; /* multiple of PS_ALIGN */
 } ps_layout;
 
-/* Slots of an optimizer kind (rf_optim_layout_get's count, without needing
- * rf_optim): sgd 0, momentum 1, adagrad 1, adam 2, rmsprop 2 (3 centered).
+/* Slots of an optimizer kind: rf_optim_layout_get's count, for a spec whose
+ * hyper-parameters are not checked (the wire checks are structural only).
  * UINT32_MAX for an unknown kind. */
 uint32_t ps_optim_num_slots(rf_optimizer_kind kind, bool centered);
 
