@@ -7,21 +7,18 @@
 
 uint32_t ps_optim_num_slots(rf_optimizer_kind kind, bool centered)
 {
-    if ((int)kind < 0 || (int)kind >= RF_OPTIM_KIND_COUNT)
-        return UINT32_MAX;
-    /* rf_optim_layout_get wants a valid config, and the slots depend on
-     * kind and centered only: the kind's defaults with the values TensorFlow
-     * requires (NaN there) set to valid ones. */
-    rf_optim_config cfg;
-    rf_optim_layout l;
-    if (rf_optim_defaults(kind, &cfg) != RF_OK)
-        return UINT32_MAX;
-    cfg.learning_rate = 0.0f;
-    cfg.momentum = 0.0f;
-    cfg.centered = centered;
-    if (rf_optim_layout_get(&cfg, &l) != RF_OK)
-        return UINT32_MAX;
-    return l.num_slots;
+    switch (kind) {
+    case RF_OPTIM_SGD:
+        return 0;
+    case RF_OPTIM_MOMENTUM:
+    case RF_OPTIM_ADAGRAD:
+        return 1;
+    case RF_OPTIM_ADAM:
+        return 2;
+    case RF_OPTIM_RMSPROP:
+        return centered ? 3 : 2;
+    }
+    return UINT32_MAX;
 }
 
 int64_t ps_shape_numel(const rf_shape *shape)
