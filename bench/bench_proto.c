@@ -4,46 +4,34 @@
 
 #include <string.h>
 
+#include "rdmaflow/byteorder.h"
+
 #define MAGIC_HELLO   0x31424652u /* "RFB1" */
 #define MAGIC_WELCOME 0x32424652u /* "RFB2" */
 #define MAGIC_MSG     0x33424652u /* "RFB3" */
 
-static void put(unsigned char *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get(const unsigned char *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 void bench_hello_pack(const bench_hello *h, unsigned char out[BENCH_HELLO_SIZE])
 {
     memset(out, 0, BENCH_HELLO_SIZE);
-    put(out, MAGIC_HELLO, 4);
+    rf_put_le32(out, MAGIC_HELLO);
     out[4] = BENCH_PROTO_VERSION;
     out[5] = h->test;
-    put(out + 8, h->iters, 4);
-    put(out + 12, h->tx_depth, 4);
-    put(out + 16, h->max_size, 8);
+    rf_put_le32(out + 8, h->iters);
+    rf_put_le32(out + 12, h->tx_depth);
+    rf_put_le64(out + 16, h->max_size);
     rf_mr_desc_pack(&h->region, out + 24);
 }
 
 int bench_hello_unpack(const void *in, size_t len, bench_hello *h)
 {
     const unsigned char *p = in;
-    if (!p || len < BENCH_HELLO_SIZE || get(p, 4) != MAGIC_HELLO ||
+    if (!p || len < BENCH_HELLO_SIZE || rf_get_le32(p) != MAGIC_HELLO ||
         p[4] != BENCH_PROTO_VERSION)
         return -1;
     h->test = p[5];
-    h->iters = (uint32_t)get(p + 8, 4);
-    h->tx_depth = (uint32_t)get(p + 12, 4);
-    h->max_size = get(p + 16, 8);
+    h->iters = rf_get_le32(p + 8);
+    h->tx_depth = rf_get_le32(p + 12);
+    h->max_size = rf_get_le64(p + 16);
     rf_mr_desc_unpack(p + 24, &h->region);
     return 0;
 }
@@ -52,7 +40,7 @@ void bench_welcome_pack(const bench_welcome *w,
                         unsigned char out[BENCH_WELCOME_SIZE])
 {
     memset(out, 0, BENCH_WELCOME_SIZE);
-    put(out, MAGIC_WELCOME, 4);
+    rf_put_le32(out, MAGIC_WELCOME);
     out[4] = BENCH_PROTO_VERSION;
     out[5] = w->status;
     rf_mr_desc_pack(&w->region, out + 8);
@@ -61,7 +49,7 @@ void bench_welcome_pack(const bench_welcome *w,
 int bench_welcome_unpack(const void *in, size_t len, bench_welcome *w)
 {
     const unsigned char *p = in;
-    if (!p || len < BENCH_WELCOME_SIZE || get(p, 4) != MAGIC_WELCOME ||
+    if (!p || len < BENCH_WELCOME_SIZE || rf_get_le32(p) != MAGIC_WELCOME ||
         p[4] != BENCH_PROTO_VERSION)
         return -1;
     w->status = p[5];
@@ -72,25 +60,25 @@ int bench_welcome_unpack(const void *in, size_t len, bench_welcome *w)
 void bench_msg_pack(const bench_msg *m, unsigned char out[BENCH_MSG_SIZE])
 {
     memset(out, 0, BENCH_MSG_SIZE);
-    put(out, MAGIC_MSG, 4);
+    rf_put_le32(out, MAGIC_MSG);
     out[4] = m->type;
     out[5] = m->status;
-    put(out + 8, m->iters, 4);
-    put(out + 16, m->size, 8);
-    put(out + 24, m->value, 8);
+    rf_put_le32(out + 8, m->iters);
+    rf_put_le64(out + 16, m->size);
+    rf_put_le64(out + 24, m->value);
 }
 
 int bench_msg_unpack(const void *in, size_t len, bench_msg *m)
 {
     const unsigned char *p = in;
-    if (!p || len < BENCH_MSG_SIZE || get(p, 4) != MAGIC_MSG || p[4] == 0 ||
-        p[4] > BENCH_MSG_BYE)
+    if (!p || len < BENCH_MSG_SIZE || rf_get_le32(p) != MAGIC_MSG ||
+        p[4] == 0 || p[4] > BENCH_MSG_BYE)
         return -1;
     m->type = p[4];
     m->status = p[5];
-    m->iters = (uint32_t)get(p + 8, 4);
-    m->size = get(p + 16, 8);
-    m->value = get(p + 24, 8);
+    m->iters = rf_get_le32(p + 8);
+    m->size = rf_get_le64(p + 16);
+    m->value = rf_get_le64(p + 24);
     return 0;
 }
 

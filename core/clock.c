@@ -1,6 +1,10 @@
 /* core/clock.c: CLOCK_MONOTONIC time, millisecond deadlines, timed
- * condition-variable waits and sleeps (rdmaflow/clock.h). The only place in
- * the tree that reads the clock. */
+ * condition-variable waits and sleeps (rdmaflow/clock.h). The only file of
+ * the library layers (core, fabric, optim, ps, cluster, graph) that calls
+ * clock_gettime(CLOCK_MONOTONIC), pthread_condattr_setclock or nanosleep;
+ * the others use these functions. Wall-clock time (CLOCK_REALTIME) is not
+ * here: core/log.c stamps log lines with it, and ps_server.c mixes it into
+ * an incarnation number when getrandom fails. */
 #include "rdmaflow/clock.h"
 
 #include <errno.h>

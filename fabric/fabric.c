@@ -6,6 +6,7 @@
 
 #include "core/log.h"
 #include "fabric/provider.h"
+#include "rdmaflow/byteorder.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 
@@ -160,34 +161,20 @@ size_t rf_mr_len(const rf_mr *mr)
     return mr->len;
 }
 
-static void put_le(unsigned char *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 void rf_mr_desc_pack(const rf_mr_desc *desc,
                      unsigned char out[RF_MR_DESC_PACKED_SIZE])
 {
-    put_le(out, desc->addr, 8);
-    put_le(out + 8, desc->len, 8);
-    put_le(out + 16, desc->rkey, 4);
+    rf_put_le64(out, desc->addr);
+    rf_put_le64(out + 8, desc->len);
+    rf_put_le32(out + 16, desc->rkey);
 }
 
 void rf_mr_desc_unpack(const unsigned char in[RF_MR_DESC_PACKED_SIZE],
                        rf_mr_desc *desc)
 {
-    desc->addr = get_le(in, 8);
-    desc->len = get_le(in + 8, 8);
-    desc->rkey = (uint32_t)get_le(in + 16, 4);
+    desc->addr = rf_get_le64(in);
+    desc->len = rf_get_le64(in + 8);
+    desc->rkey = rf_get_le32(in + 16);
 }
 
 /* --- completion queues ------------------------------------------------- */

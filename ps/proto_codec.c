@@ -7,6 +7,7 @@
 
 #include "ps/proto.h"
 #include "ps/ps_layout.h"
+#include "rdmaflow/byteorder.h"
 #include "rdmaflow/status.h"
 
 /* ---- cursors ------------------------------------------------------------ */
@@ -33,19 +34,19 @@ static void w_u8(wcur *w, uint8_t v)
 static void w_u16(wcur *w, uint16_t v)
 {
     unsigned char b[2];
-    ps_put_u16(b, v);
+    rf_put_le16(b, v);
     w_bytes(w, b, 2);
 }
 static void w_u32(wcur *w, uint32_t v)
 {
     unsigned char b[4];
-    ps_put_u32(b, v);
+    rf_put_le32(b, v);
     w_bytes(w, b, 4);
 }
 static void w_u64(wcur *w, uint64_t v)
 {
     unsigned char b[8];
-    ps_put_u64(b, v);
+    rf_put_le64(b, v);
     w_bytes(w, b, 8);
 }
 static void w_f32(wcur *w, float f)
@@ -82,17 +83,17 @@ static uint8_t r_u8(rcur *r, const char *what)
 static uint16_t r_u16(rcur *r, const char *what)
 {
     const unsigned char *p;
-    return r_take(r, 2, what, &p) ? ps_get_u16(p) : 0;
+    return r_take(r, 2, what, &p) ? rf_get_le16(p) : 0;
 }
 static uint32_t r_u32(rcur *r, const char *what)
 {
     const unsigned char *p;
-    return r_take(r, 4, what, &p) ? ps_get_u32(p) : 0;
+    return r_take(r, 4, what, &p) ? rf_get_le32(p) : 0;
 }
 static uint64_t r_u64(rcur *r, const char *what)
 {
     const unsigned char *p;
-    return r_take(r, 8, what, &p) ? ps_get_u64(p) : 0;
+    return r_take(r, 8, what, &p) ? rf_get_le64(p) : 0;
 }
 static float r_f32(rcur *r, const char *what)
 {
@@ -150,7 +151,7 @@ static rf_status w_end(wcur *w, size_t *len)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "ps message does not fit in %zu bytes",
                             w->cap < PS_MSG_MAX ? w->cap : (size_t)PS_MSG_MAX);
-    ps_put_u32(w->p + 8, (uint32_t)(w->len - PS_MSG_HDR_SIZE));
+    rf_put_le32(w->p + 8, (uint32_t)(w->len - PS_MSG_HDR_SIZE));
     *len = w->len;
     return RF_OK;
 }
@@ -164,22 +165,22 @@ rf_status ps_dec_hdr(const void *buf, size_t len, ps_msg_hdr *h)
                        len, PS_MSG_HDR_SIZE);
     if (len > PS_MSG_MAX)
         return CORRUPT("ps message of %zu bytes exceeds %u", len, PS_MSG_MAX);
-    uint32_t magic = ps_get_u32(p);
+    uint32_t magic = rf_get_le32(p);
     if (magic != PS_PROTO_MAGIC)
         return CORRUPT("ps message: bad magic 0x%08x", magic);
-    uint16_t version = ps_get_u16(p + 4);
+    uint16_t version = rf_get_le16(p + 4);
     if (version != PS_PROTO_VERSION)
         return CORRUPT("ps message: protocol version %u, expected %u", version,
                        PS_PROTO_VERSION);
-    h->type = ps_get_u16(p + 6);
+    h->type = rf_get_le16(p + 6);
     if (h->type == 0 || h->type >= PS_MSG_TYPE_END)
         return CORRUPT("ps message: unknown type %u", h->type);
-    h->len = ps_get_u32(p + 8);
+    h->len = rf_get_le32(p + 8);
     if ((uint64_t)h->len + PS_MSG_HDR_SIZE != len)
         return CORRUPT("ps %s: payload length %u but %zu bytes received",
                        ps_msg_type_name(h->type), h->len,
                        len - PS_MSG_HDR_SIZE);
-    h->req_id = ps_get_u32(p + 12);
+    h->req_id = rf_get_le32(p + 12);
     return RF_OK;
 }
 
@@ -212,27 +213,27 @@ static rf_status r_end(const rcur *r, uint16_t type)
 void ps_conn_hello_encode(const ps_conn_hello *h,
                           unsigned char out[PS_CONN_HELLO_SIZE])
 {
-    ps_put_u32(out, PS_PROTO_MAGIC);
-    ps_put_u16(out + 4, PS_PROTO_VERSION);
-    ps_put_u16(out + 6, 0);
-    ps_put_u32(out + 8, h->client_id);
-    ps_put_u32(out + 12, h->flags);
+    rf_put_le32(out, PS_PROTO_MAGIC);
+    rf_put_le16(out + 4, PS_PROTO_VERSION);
+    rf_put_le16(out + 6, 0);
+    rf_put_le32(out + 8, h->client_id);
+    rf_put_le32(out + 12, h->flags);
 }
 
 static rf_status check_conn_magic(const unsigned char *p, size_t len,
                                   size_t want, const char *what)
 {
-    if (len < 8 || ps_get_u32(p) != PS_PROTO_MAGIC)
+    if (len < 8 || rf_get_le32(p) != PS_PROTO_MAGIC)
         return CORRUPT("%s: not an rdmaflow ps peer (%zu bytes of private "
                        "data without the RFPS magic)",
                        what, len);
-    uint16_t version = ps_get_u16(p + 4);
+    uint16_t version = rf_get_le16(p + 4);
     if (version != PS_PROTO_VERSION)
         return rf_error_set(RF_ERR_UNSUPPORTED,
                             "%s: peer speaks ps protocol version %u, this "
                             "side version %u",
                             what, version, PS_PROTO_VERSION);
-    if (len != want || ps_get_u16(p + 6) != 0)
+    if (len != want || rf_get_le16(p + 6) != 0)
         return CORRUPT("%s: %zu bytes of private data, expected %zu", what, len,
                        want);
     return RF_OK;
@@ -244,8 +245,8 @@ rf_status ps_conn_hello_decode(const void *data, size_t len, ps_conn_hello *h)
     rf_status st = check_conn_magic(p, len, PS_CONN_HELLO_SIZE, "ps hello");
     if (st != RF_OK)
         return st;
-    h->client_id = ps_get_u32(p + 8);
-    h->flags = ps_get_u32(p + 12);
+    h->client_id = rf_get_le32(p + 8);
+    h->flags = rf_get_le32(p + 12);
     if (h->flags & ~PS_CONN_FLAG_CHIEF)
         return CORRUPT("ps hello: unknown flags 0x%x", h->flags);
     return RF_OK;
@@ -254,11 +255,11 @@ rf_status ps_conn_hello_decode(const void *data, size_t len, ps_conn_hello *h)
 void ps_conn_welcome_encode(const ps_conn_welcome *w,
                             unsigned char out[PS_CONN_WELCOME_SIZE])
 {
-    ps_put_u32(out, PS_PROTO_MAGIC);
-    ps_put_u16(out + 4, PS_PROTO_VERSION);
-    ps_put_u16(out + 6, 0);
-    ps_put_u32(out + 8, (uint32_t)w->ps_index);
-    ps_put_u64(out + 12, w->incarnation);
+    rf_put_le32(out, PS_PROTO_MAGIC);
+    rf_put_le16(out + 4, PS_PROTO_VERSION);
+    rf_put_le16(out + 6, 0);
+    rf_put_le32(out + 8, (uint32_t)w->ps_index);
+    rf_put_le64(out + 12, w->incarnation);
 }
 
 rf_status ps_conn_welcome_decode(const void *data, size_t len,
@@ -268,8 +269,8 @@ rf_status ps_conn_welcome_decode(const void *data, size_t len,
     rf_status st = check_conn_magic(p, len, PS_CONN_WELCOME_SIZE, "ps welcome");
     if (st != RF_OK)
         return st;
-    w->ps_index = (int32_t)ps_get_u32(p + 8);
-    w->incarnation = ps_get_u64(p + 12);
+    w->ps_index = (int32_t)rf_get_le32(p + 8);
+    w->incarnation = rf_get_le64(p + 12);
     if (w->ps_index < 0 || w->incarnation == 0)
         return CORRUPT("ps welcome: ps index %d, incarnation 0x%llx",
                        (int)w->ps_index, (unsigned long long)w->incarnation);
@@ -784,8 +785,8 @@ bool ps_dir_add(ps_dir_writer *dw, const ps_entry *e)
 
 size_t ps_dir_finish(ps_dir_writer *dw)
 {
-    ps_put_u32(dw->buf + 8, (uint32_t)(dw->len - PS_MSG_HDR_SIZE));
-    ps_put_u32(dw->buf + DIR_COUNT_OFF, dw->count);
+    rf_put_le32(dw->buf + 8, (uint32_t)(dw->len - PS_MSG_HDR_SIZE));
+    rf_put_le32(dw->buf + DIR_COUNT_OFF, dw->count);
     return dw->len;
 }
 

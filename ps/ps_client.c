@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "core/log.h"
 #include "ps/ps_client_internal.h"
@@ -20,28 +19,6 @@
 #define DEFAULT_TIMEOUT_MS 30000
 #define BACKOFF_FIRST_MS   50
 #define BACKOFF_MAX_MS     1000
-
-long long cli_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-long long cli_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static void sleep_ms(long long ms)
-{
-    if (ms <= 0)
-        return;
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
 
 const char *cli_ps_name(const ps_cli_conn *p, char *buf, size_t len)
 {
@@ -394,7 +371,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
         backoff[i] = BACKOFF_FIRST_MS;
         snprintf(last[i], sizeof last[i], "no answer");
     }
-    long long start = cli_now_ms();
+    long long start = rf_now_ms();
     long long deadline = start + c->opt.connect_timeout_ms;
     rf_status result = RF_OK;
     char restarted[600] = "";
@@ -404,7 +381,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
         for (size_t i = 0; i < n; i++) {
             if (!retry_ps[i])
                 continue;
-            long long now = cli_now_ms();
+            long long now = rf_now_ms();
             if (now >= next[i] && now < deadline) {
                 long long left = deadline - now;
                 try_result r =
@@ -424,7 +401,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
                     result = c->conns[i].fatal;
                     goto out;
                 }
-                next[i] = cli_now_ms() + backoff[i];
+                next[i] = rf_now_ms() + backoff[i];
                 backoff[i] = backoff[i] * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
                                                              : backoff[i] * 2;
             }
@@ -434,7 +411,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
         }
         if (!pending)
             break;
-        if (cli_now_ms() >= deadline) {
+        if (rf_now_ms() >= deadline) {
             char list[1200] = "";
             size_t count = 0;
             for (size_t i = 0; i < n; i++) {
@@ -456,7 +433,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
                              count > 1 ? "s" : "", list, secs, last[first]);
             goto out;
         }
-        sleep_ms(wake - cli_now_ms());
+        rf_sleep_ms(wake - rf_now_ms());
     }
     if (restarted[0])
         result = rf_error_set(RF_ERR_ABORTED, "%s", restarted);
@@ -482,12 +459,8 @@ rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
     if (!c)
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->progress_cv, &ca);
+    rf_cond_init_monotonic(&c->progress_cv);
     atomic_init(&c->rs_arriving, 0);
-    pthread_condattr_destroy(&ca);
     c->fabric = fabric;
     c->opt = options ? *options : (rf_ps_client_options){0};
     int *ms[] = {&c->opt.connect_timeout_ms, &c->opt.op_timeout_ms,
@@ -497,7 +470,7 @@ rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
             *ms[i] = i == 2 ? 10000 : DEFAULT_TIMEOUT_MS;
     uint32_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-        rnd = (uint32_t)cli_now_ms();
+        rnd = (uint32_t)rf_now_ms();
     c->lock_token = ((uint64_t)(rnd | 1) << 32) | c->opt.client_id;
     c->num_ps = num_ps;
     c->conns = calloc(num_ps, sizeof *c->conns);

@@ -240,7 +240,7 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
     }
     if (st == RF_OK)
         st = cli_words(c, n + 1);
-    long long deadline = cli_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    long long deadline = rf_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     while (st == RF_OK) {
         if ((st = read_flags(c, vars, n)) != RF_OK)
             break;
@@ -250,7 +250,7 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
             missing += words[1 + i] != PS_INIT_DONE;
         if (!missing)
             break;
-        long long left = deadline - cli_now_ms();
+        long long left = deadline - rf_now_ms();
         if (left <= 0) {
             char list[900] = "";
             size_t shown = 0;
@@ -277,8 +277,7 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
         }
         long long nap = poll_ms < left ? poll_ms : left;
         pthread_mutex_unlock(&c->mu);
-        struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
-        nanosleep(&ts, NULL);
+        rf_sleep_ms(nap);
         pthread_mutex_lock(&c->mu);
     }
     pthread_mutex_unlock(&c->mu);
@@ -377,7 +376,7 @@ rf_status rf_ps_wait_workers_done(rf_ps_client *c, int64_t count, int poll_ms,
                             "rf_ps_wait_workers_done: NULL");
     if (poll_ms <= 0)
         poll_ms = 50;
-    long long deadline = cli_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    long long deadline = rf_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         uint64_t v = 0;
         rf_status st = globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_READ, 0, &v,
@@ -388,7 +387,7 @@ rf_status rf_ps_wait_workers_done(rf_ps_client *c, int64_t count, int poll_ms,
             *done = (int64_t)v;
         if ((int64_t)v >= count)
             return RF_OK;
-        long long left = deadline - cli_now_ms();
+        long long left = deadline - rf_now_ms();
         if (left <= 0)
             return rf_error_set(RF_ERR_TIMEOUT,
                                 "%lld of %lld workers announced they "
@@ -396,8 +395,7 @@ rf_status rf_ps_wait_workers_done(rf_ps_client *c, int64_t count, int poll_ms,
                                 (long long)v, (long long)count,
                                 (timeout_ms > 0 ? timeout_ms : 0) / 1000.0);
         long long nap = poll_ms < left ? poll_ms : left;
-        struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
-        nanosleep(&ts, NULL);
+        rf_sleep_ms(nap);
     }
 }
 

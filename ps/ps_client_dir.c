@@ -366,7 +366,7 @@ rf_status rf_ps_lookup(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
         return st;
     pthread_mutex_lock(&c->mu);
     ps_cli_conn *p = &c->conns[ps];
-    long long deadline = cli_now_ms() + c->opt.lookup_timeout_ms;
+    long long deadline = rf_now_ms() + c->opt.lookup_timeout_ms;
     long long pause = 20;
     for (;;) {
         const ps_entry *e = dir_find(p, &s);
@@ -374,7 +374,7 @@ rf_status rf_ps_lookup(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
             st = bind(p, &s, e, out);
             break;
         }
-        if (cli_now_ms() >= deadline) {
+        if (rf_now_ms() >= deadline) {
             char name[340];
             st = rf_error_set(RF_ERR_TIMEOUT,
                               "variable '%s' part %u was not created on %s "
@@ -387,12 +387,9 @@ rf_status rf_ps_lookup(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
             break;
         if (dir_find(p, &s))
             continue;
-        long long left = deadline - cli_now_ms();
+        long long left = deadline - rf_now_ms();
         long long nap = pause < left ? pause : left;
-        if (nap > 0) {
-            struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
-            nanosleep(&ts, NULL);
-        }
+        rf_sleep_ms(nap);
         pause = pause * 2 > 500 ? 500 : pause * 2;
     }
     pthread_mutex_unlock(&c->mu);

@@ -21,6 +21,7 @@
 
 #include "ps/proto.h"
 #include "ps/ps_layout.h"
+#include "rdmaflow/clock.h"
 #include "rdmaflow/ps.h"
 
 #define PS_CLI_RECV_DEPTH 64u  /* receives posted per ps (replies, acks) */
@@ -162,8 +163,6 @@ rf_status cli_pool_alloc(rf_ps_client *c, size_t len, unsigned char **out,
                          rf_mr **mr);
 /* At least n registered 8-byte words in c->words. */
 rf_status cli_words(rf_ps_client *c, size_t n);
-long long cli_now_ms(void);
-long long cli_now_us(void);
 /* RF_OK if p is usable, else RF_ERR_DISCONNECTED naming it. */
 rf_status cli_conn_check(ps_cli_conn *p);
 

@@ -166,14 +166,14 @@ static rf_status post_some(ps_cli_conn *p, rf_wr *wrs, size_t n,
     rf_ps_client *c = p->client;
     size_t done = 0;
     *done_out = 0;
-    long long deadline = cli_now_ms() + c->opt.op_timeout_ms;
+    long long deadline = rf_now_ms() + c->opt.op_timeout_ms;
     while (done < n) {
         rf_status st = cli_conn_check(p);
         if (st != RF_OK)
             return st;
         uint32_t room = PS_CLI_SQ_DEPTH - p->sq_used;
         if (room == 0) {
-            if (cli_now_ms() > deadline)
+            if (rf_now_ms() > deadline)
                 return rf_error_set(RF_ERR_TIMEOUT,
                                     "ps client: send queue to ps task %zu "
                                     "stayed full",
@@ -238,9 +238,9 @@ static void close_busy(rf_ps_client *c, const char *what, int ms)
 rf_status cli_group_wait(rf_ps_client *c, cli_group *g, const char *what)
 {
     int limit = c->opt.op_timeout_ms;
-    long long deadline = cli_now_ms() + limit;
+    long long deadline = rf_now_ms() + limit;
     while (g->pending) {
-        long long left = deadline - cli_now_ms();
+        long long left = deadline - rf_now_ms();
         if (left <= 0) {
             close_busy(c, what, limit);
             while (g->pending) /* flushed by the closes; defensive */
@@ -342,9 +342,9 @@ rf_status cli_rpc(ps_cli_conn *p, size_t len, uint16_t want,
     }
     p->sq_used++;
     int limit = c->opt.op_timeout_ms;
-    long long deadline = cli_now_ms() + limit;
+    long long deadline = rf_now_ms() + limit;
     while (!p->reply_ready && p->up) {
-        long long left = deadline - cli_now_ms();
+        long long left = deadline - rf_now_ms();
         if (left <= 0) {
             cli_conn_fail(p, "no answer to %s within %d ms",
                           ps_msg_type_name(req.type), limit);

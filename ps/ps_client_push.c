@@ -101,9 +101,9 @@ static rf_status wait_pushes(rf_ps_client *c,
                              const void *arg, const char *what)
 {
     int limit = c->opt.op_timeout_ms;
-    long long deadline = cli_now_ms() + limit;
+    long long deadline = rf_now_ms() + limit;
     while (!done(c, arg)) {
-        long long left = deadline - cli_now_ms();
+        long long left = deadline - rf_now_ms();
         if (left <= 0) {
             for (size_t i = 0; i < c->num_ps; i++) {
                 ps_cli_conn *p = &c->conns[i];
@@ -401,7 +401,7 @@ static bool wm_advance(rf_ps_var *v, char *err, size_t err_len, rf_status *fail)
             v->wm_state = WM_READ;
             return true;
         }
-        long long now = cli_now_ms();
+        long long now = rf_now_ms();
         if (now >= v->wm_deadline) {
             snprintf(err, err_len,
                      "apply=worker: the lock of '%s' part %u on %s is still "
@@ -415,7 +415,7 @@ static bool wm_advance(rf_ps_var *v, char *err, size_t err_len, rf_status *fail)
             return false;
         }
         uint32_t us = jitter(v->wm_backoff_us);
-        v->wm_retry_at = cli_now_us() + us;
+        v->wm_retry_at = (long long)rf_now_us() + us;
         v->wm_backoff_us =
             v->wm_backoff_us * 2 > 2000 ? 2000 : v->wm_backoff_us * 2;
         v->wm_state = WM_LOCK_WAIT;
@@ -454,7 +454,7 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
         v->wm_grad = g[i].buf;
         v->wm_locking = locking;
         v->wm_backoff_us = 20;
-        v->wm_deadline = cli_now_ms() + c->opt.lock_timeout_ms;
+        v->wm_deadline = rf_now_ms() + c->opt.lock_timeout_ms;
     }
     rf_wr *list = calloc(3 * n + 1, sizeof *list);
     if (!list)
@@ -471,7 +471,7 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
     }
     for (size_t i = 0; i < n; i++)
         fresh[i] = true;
-    long long deadline = cli_now_ms() + c->opt.op_timeout_ms +
+    long long deadline = rf_now_ms() + c->opt.op_timeout_ms +
                          (locking ? c->opt.lock_timeout_ms : 0);
     for (;;) {
         /* Post every var's next stage, one batch per ps. */
@@ -484,7 +484,7 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
                 if (v->ps != ps)
                     continue;
                 if (v->wm_state == WM_LOCK_WAIT &&
-                    cli_now_us() >= v->wm_retry_at) {
+                    (long long)rf_now_us() >= v->wm_retry_at) {
                     v->wm_state = WM_LOCK;
                     fresh[i] = true;
                 }
@@ -520,7 +520,7 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
         }
         if (!active)
             break;
-        long long left = deadline - cli_now_ms();
+        long long left = deadline - rf_now_ms();
         if (left <= 0) {
             for (size_t ps = 0; ps < c->num_ps; ps++)
                 if (c->conns[ps].ep && c->conns[ps].sq_used) {
@@ -539,7 +539,7 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
         }
         int wait_ms = 100;
         if (wake_us) {
-            long long d = (wake_us - cli_now_us()) / 1000;
+            long long d = (wake_us - (long long)rf_now_us()) / 1000;
             wait_ms = d <= 0 ? 0 : (int)d;
         }
         rf_status st = cli_progress(c, wait_ms);

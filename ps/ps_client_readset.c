@@ -245,15 +245,7 @@ static void rs_lock(rf_ps_client *c)
 /* Sleeps on progress_cv (releasing the client) for up to ms. */
 static void nap(rf_ps_client *c, long long ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    int rc = pthread_cond_timedwait(&c->progress_cv, &c->mu, &ts);
+    int rc = rf_cond_wait_ms(&c->progress_cv, &c->mu, ms);
     (void)rc; /* ETIMEDOUT or a wake-up: the caller looks again either way */
 }
 
@@ -294,7 +286,7 @@ static rf_status wait_locked(rf_ps_read_set *s, size_t i, long long deadline,
     bool yield = false;
     c->rs_waiters++;
     while (g->pending) {
-        long long left = deadline - cli_now_ms();
+        long long left = deadline - rf_now_ms();
         if (left <= 0) {
             time_out(s, i);
             break;
@@ -345,7 +337,7 @@ rf_status rf_ps_read_set_wait(rf_ps_read_set *s, size_t i)
                           "rf_ps_read_set_wait: nothing was posted "
                           "(rf_ps_read_set_post)");
     else
-        st = wait_locked(s, i, cli_now_ms() + c->opt.op_timeout_ms,
+        st = wait_locked(s, i, rf_now_ms() + c->opt.op_timeout_ms,
                          "rf_ps_read_set_wait");
     pthread_mutex_unlock(&c->mu);
     return st;
@@ -358,7 +350,7 @@ static rf_status wait_all_locked(rf_ps_read_set *s, const char *what)
     rf_ps_client *c = s->client;
     if (!s->posted)
         return RF_OK;
-    long long deadline = cli_now_ms() + c->opt.op_timeout_ms;
+    long long deadline = rf_now_ms() + c->opt.op_timeout_ms;
     rf_status first = RF_OK;
     char err[700] = "";
     for (size_t i = 0; i < s->n; i++) {

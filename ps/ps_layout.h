@@ -48,9 +48,15 @@ typedef struct ps_layout {
     uint64_t record_bytes; /* multiple of PS_ALIGN */
 } ps_layout;
 
-/* Slots of an optimizer kind (rf_optim_layout_get's count, without needing
- * rf_optim): sgd 0, momentum 1, adagrad 1, adam 2, rmsprop 2 (3 centered).
- * UINT32_MAX for an unknown kind. */
+/* Slots of an optimizer kind: sgd 0, momentum 1, adagrad 1, adam 2,
+ * rmsprop 2 (3 centered); UINT32_MAX for an unknown kind. The same counts
+ * as rf_optim_layout_get, kept here on purpose: that function wants a
+ * validated config, while the wire checks (ps_spec_check, ps_entry_check)
+ * are structural and leave hyper-parameters to the server's error reply;
+ * and tests/fuzz's fuzz_ps_proto compiles this file without rf_optim. The
+ * two cannot drift unnoticed: the server lays records out with
+ * rf_optim_layout_get and clients check every directory entry's slot count
+ * against this function. */
 uint32_t ps_optim_num_slots(rf_optimizer_kind kind, bool centered);
 
 /* numel of a fully known shape with every dim >= 0 and a product that fits
@@ -87,41 +93,6 @@ static inline uint64_t ps_ack_ok(uint64_t version)
 static inline uint64_t ps_ack_err(rf_status st)
 {
     return PS_ACK_ERROR | (uint32_t)(-(int32_t)st);
-}
-
-/* Reads and writes of little-endian integers at unaligned addresses. */
-static inline void ps_put_u16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-}
-static inline void ps_put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static inline void ps_put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static inline uint16_t ps_get_u16(const unsigned char *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-static inline uint32_t ps_get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-static inline uint64_t ps_get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
 }
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "core/log.h"
 #include "ps/ps_server_internal.h"
+#include "rdmaflow/clock.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 
@@ -177,17 +178,10 @@ static void sweep(rf_ps_server *s)
     }
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* After SHUTDOWN: true once every reply posted has completed (or 2 s). */
 static bool shutdown_flushed(rf_ps_server *s, long long since)
 {
-    if (now_ms() - since > 2000)
+    if (rf_now_ms() - since > 2000)
         return true;
     for (ps_server_conn *c = s->conns; c; c = c->next)
         if (!c->dead && c->sends_done < c->sends_posted)
@@ -240,7 +234,7 @@ static void *service_main(void *arg)
         }
         if (s->shutdown) {
             if (!shutdown_at)
-                shutdown_at = now_ms();
+                shutdown_at = rf_now_ms();
             if (shutdown_flushed(s, shutdown_at))
                 break;
         }
@@ -281,8 +275,7 @@ static void *listen_main(void *arg)
         if (st != RF_OK) {
             RF_LOG_WARN("ps %d: listener: %s", s->opt.task_index,
                         rf_error_message());
-            struct timespec ts = {0, 20 * 1000000};
-            nanosleep(&ts, NULL);
+            rf_sleep_ms(20);
             continue;
         }
         size_t len = 0;

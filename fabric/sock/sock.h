@@ -42,10 +42,10 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "fabric/provider.h"
 #include "fabric/sock/sock_frame.h"
+#include "rdmaflow/clock.h"
 
 /* Per-connection receive buffer; payload larger than what is buffered is
  * received straight into its destination. */
@@ -175,7 +175,7 @@ typedef struct sock_hs {
     int fd;
     unsigned char buf[RF_SOCK_HS_SIZE];
     size_t got;
-    uint64_t deadline;
+    int64_t deadline;
     char peer[64];
     struct sock_hs *prev, *next;
 } sock_hs;
@@ -230,7 +230,7 @@ typedef struct sock_stage {
     uint8_t is_imm;
     uint32_t imm;
     uint64_t rep_seq; /* its blocked reply in ep->rep */
-    uint64_t deadline;
+    int64_t deadline;
     struct sock_stage *next;
 } sock_stage;
 
@@ -273,11 +273,11 @@ struct sock_ep {
     int closing;      /* rf_ep_close in progress */
     int cq_overflow;  /* a completion of this ep overflowed its CQ */
     int shut_wr;      /* shutdown(SHUT_WR) done (SOCK_DRAIN) */
-    uint64_t drain_deadline;
+    int64_t drain_deadline;
     /* Last time bytes moved either way, or work was sent on an idle
      * endpoint: the watchdog fails an endpoint that owes replies and made
      * no progress for RF_PEER_TIMEOUT_MS + RF_RNR_TIMEOUT_MS. */
-    uint64_t progress_ms;
+    int64_t progress_ms;
     char peer[64];
     uint32_t peer_max; /* the peer's max_send_wr (handshake) */
 
@@ -311,7 +311,7 @@ struct sock_ep {
     sock_mr *rx_mr;
     void *rx_ctx;      /* receive context (SINK_TGT_SEND) */
     rf_status rx_fail; /* SINK_DISCARD: status to reply when done */
-    uint64_t rx_wait_deadline;
+    int64_t rx_wait_deadline;
     sock_stage *rx_stage; /* SINK_TGT_STAGE: entry being filled */
 
     /* RNR staging */
@@ -322,18 +322,9 @@ struct sock_ep {
 #define SOCK_EP(e)  ((sock_ep *)(e))
 #define SOCK_FAB(f) ((sock_fabric *)(f))
 
-static inline uint64_t sock_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* Deadline for a timeout in ms (-1: none). */
-static inline uint64_t sock_deadline(int timeout_ms)
-{
-    return timeout_ms < 0 ? UINT64_MAX : sock_now_ms() + (uint64_t)timeout_ms;
-}
+/* Times and deadlines are rf_now_ms() values (rdmaflow/clock.h); a
+ * deadline from rf_deadline_ms() of a negative timeout is RF_DEADLINE_NONE.
+ * Deadlines kept in the structures above are always finite. */
 
 /* sock_provider.c */
 extern const rf_provider_ops rf_sock_provider;
@@ -364,15 +355,15 @@ void sock_cq_unref(sock_cq *cq);
 void sock_cq_free(sock_cq *cq);
 
 /* sock_net.c */
-rf_status sock_net_connect(const char *host, uint16_t port, uint64_t deadline,
+rf_status sock_net_connect(const char *host, uint16_t port, int64_t deadline,
                            int *fd_out);
 rf_status sock_net_listen(const char *host, uint16_t port, int *fd_out,
                           uint16_t *port_out);
 void sock_net_tune(int fd, int peer_timeout_ms);
 rf_status sock_net_send_all(int fd, const void *buf, size_t len,
-                            uint64_t deadline);
+                            int64_t deadline);
 /* Reads exactly len bytes; RF_ERR_UNAVAILABLE on EOF. */
-rf_status sock_net_recv_all(int fd, void *buf, size_t len, uint64_t deadline);
+rf_status sock_net_recv_all(int fd, void *buf, size_t len, int64_t deadline);
 void sock_net_peer_name(int fd, char *buf, size_t len);
 
 /* sock_listen.c */
@@ -387,7 +378,7 @@ void sock_reject(rf_conn_req *req, const void *priv, size_t priv_len);
 void sock_listener_on_event(sock_fabric *fab, sock_listener *l);
 void sock_hs_on_event(sock_fabric *fab, sock_hs *hs);
 /* Drops handshakes past their deadline; returns 1 if any remain. */
-int sock_hs_timers(sock_fabric *fab, uint64_t now);
+int sock_hs_timers(sock_fabric *fab, int64_t now);
 void sock_listener_detach(sock_fabric *fab, sock_listener *l);
 
 /* sock_connect.c */
@@ -426,7 +417,7 @@ void sock_ep_detach(sock_fabric *fab, sock_ep *ep);
 /* Progress thread: I/O readiness or a kick (ep->mu held). */
 void sock_ep_service(sock_ep *ep, uint32_t events);
 /* Progress thread: deadlines (RNR, drain); returns 1 while any is set. */
-int sock_ep_timers(sock_ep *ep, uint64_t now);
+int sock_ep_timers(sock_ep *ep, int64_t now);
 
 /* sock_post.c */
 rf_status sock_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
@@ -475,7 +466,7 @@ void sock_tgt_match(sock_ep *ep);
  * SOCK_TIMER_FIRED when one expired. */
 #define SOCK_TIMER_PENDING 1
 #define SOCK_TIMER_FIRED   2
-int sock_tgt_timers(sock_ep *ep, uint64_t now);
+int sock_tgt_timers(sock_ep *ep, int64_t now);
 /* Queues a reply frame; returns it (NULL and fails the ep if no memory). */
 sock_txi *sock_tgt_reply(sock_ep *ep, uint8_t op, rf_status status,
                          uint64_t value);

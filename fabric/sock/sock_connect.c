@@ -32,7 +32,7 @@ rf_status sock_connect(rf_fabric *fabric, const char *host, uint16_t port,
     rf_status st = sock_ep_check_attr(attr, &max_wr, &max_recv);
     if (st != RF_OK)
         return st;
-    uint64_t deadline = sock_deadline(timeout_ms);
+    int64_t deadline = rf_deadline_ms(timeout_ms);
     int fd;
     st = sock_net_connect(host, port, deadline, &fd);
     if (st != RF_OK)

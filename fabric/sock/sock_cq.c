@@ -35,11 +35,7 @@ rf_status sock_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
     cq->base.fabric = fabric;
     cq->cap = depth;
     pthread_mutex_init(&cq->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&cq->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    rf_cond_init_monotonic(&cq->cond);
 
     pthread_mutex_lock(&fab->mu);
     cq->next = fab->cqs;
@@ -189,26 +185,12 @@ int sock_cq_poll(rf_cq *base, rf_completion *out, int max)
 int sock_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
 {
     sock_cq *cq = (sock_cq *)base;
-    struct timespec until;
-    if (timeout_ms > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    int64_t deadline = rf_deadline_ms(timeout_ms);
     pthread_mutex_lock(&cq->mu);
     cq->waiters++;
-    while (cq->count == 0 && cq->ovf_count == 0 && timeout_ms != 0) {
-        if (timeout_ms < 0) {
-            pthread_cond_wait(&cq->cond, &cq->mu);
-        } else if (pthread_cond_timedwait(&cq->cond, &cq->mu, &until) ==
-                   ETIMEDOUT) {
+    while (cq->count == 0 && cq->ovf_count == 0 && timeout_ms != 0)
+        if (rf_cond_wait_until(&cq->cond, &cq->mu, deadline) == ETIMEDOUT)
             break;
-        }
-    }
     cq->waiters--;
     int n = take(cq, out, max);
     pthread_mutex_unlock(&cq->mu);

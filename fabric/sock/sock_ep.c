@@ -330,7 +330,7 @@ void sock_ep_service(sock_ep *ep, uint32_t events)
     sock_ep_check_overflow(ep);
     if (ep->phase == SOCK_DRAIN) {
         if (ep->drain_deadline == 0) {
-            ep->drain_deadline = sock_now_ms() + ep->fab->drain_timeout_ms;
+            ep->drain_deadline = rf_now_ms() + ep->fab->drain_timeout_ms;
             __atomic_store_n(&ep->fab->timers_hint, 1, __ATOMIC_RELAXED);
         }
         if (sock_tx_flush(ep, 1) < 0) {
@@ -345,7 +345,7 @@ void sock_ep_service(sock_ep *ep, uint32_t events)
     sock_ep_update_events(ep);
 }
 
-int sock_ep_timers(sock_ep *ep, uint64_t now)
+int sock_ep_timers(sock_ep *ep, int64_t now)
 {
     if (ep->fd < 0 || ep->closing)
         return 0;
@@ -353,10 +353,10 @@ int sock_ep_timers(sock_ep *ep, uint64_t now)
     if (ep->phase == SOCK_OPEN && ep->wr_head != ep->wr_sent &&
         now > ep->progress_ms &&
         now - ep->progress_ms >
-            (uint64_t)ep->fab->peer_timeout_ms + ep->fab->rnr_timeout_ms) {
-        RF_LOG_WARN("sock: no progress from %s for %llu ms with work "
+            (int64_t)ep->fab->peer_timeout_ms + ep->fab->rnr_timeout_ms) {
+        RF_LOG_WARN("sock: no progress from %s for %lld ms with work "
                     "outstanding; giving up on the connection",
-                    ep->peer, (unsigned long long)(now - ep->progress_ms));
+                    ep->peer, (long long)(now - ep->progress_ms));
         sock_ep_fail(ep, RF_ERR_DISCONNECTED, "the peer stopped responding");
         sock_ep_sock_dead(ep);
         return 0;
@@ -419,15 +419,15 @@ void sock_ep_detach(sock_fabric *fab, sock_ep *ep)
  * the same errors whether or not the application closes promptly. */
 static void linger(sock_ep *ep)
 {
-    uint64_t deadline = sock_now_ms() + ep->fab->drain_timeout_ms;
+    int64_t deadline = rf_deadline_ms(ep->fab->drain_timeout_ms);
     for (;;) {
         pthread_mutex_lock(&ep->mu);
         int busy = ep->fd >= 0 && ep->phase == SOCK_DRAIN && !ep->shut_wr &&
                    sock_tx_pending(ep);
         pthread_mutex_unlock(&ep->mu);
-        if (!busy || sock_now_ms() >= deadline)
+        if (!busy || rf_deadline_passed(deadline))
             return;
-        usleep(1000);
+        rf_sleep_ms(1);
     }
 }
 

@@ -5,21 +5,8 @@
 
 #include <string.h>
 
+#include "rdmaflow/byteorder.h"
 #include "rdmaflow/status.h"
-
-static void put_le(unsigned char *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 int rf_sock_op_is_request(uint8_t op)
 {
@@ -86,15 +73,15 @@ const char *rf_sock_parse_string(rf_sock_parse p)
 void rf_sock_hdr_encode(const rf_sock_hdr *h,
                         unsigned char out[RF_SOCK_HDR_SIZE])
 {
-    put_le(out, RF_SOCK_MAGIC, 2);
+    rf_put_le16(out, RF_SOCK_MAGIC);
     out[2] = RF_SOCK_VERSION;
     out[3] = h->op;
-    put_le(out + 4, h->len, 4);
-    put_le(out + 8, h->key, 4);
-    put_le(out + 12, h->aux, 4);
-    put_le(out + 16, h->addr, 8);
-    put_le(out + 24, h->arg0, 8);
-    put_le(out + 32, h->arg1, 8);
+    rf_put_le32(out + 4, h->len);
+    rf_put_le32(out + 8, h->key);
+    rf_put_le32(out + 12, h->aux);
+    rf_put_le64(out + 16, h->addr);
+    rf_put_le64(out + 24, h->arg0);
+    rf_put_le64(out + 32, h->arg1);
 }
 
 /* A status a peer may report: RF_OK or one of the RF_ERR_* codes. */
@@ -148,17 +135,17 @@ rf_sock_parse rf_sock_hdr_decode(const unsigned char *in, size_t avail,
     memset(out, 0, sizeof *out);
     if (!in || avail < RF_SOCK_HDR_SIZE)
         return RF_SOCK_PARSE_SHORT;
-    if (get_le(in, 2) != RF_SOCK_MAGIC)
+    if (rf_get_le16(in) != RF_SOCK_MAGIC)
         return RF_SOCK_PARSE_MAGIC;
     if (in[2] != RF_SOCK_VERSION)
         return RF_SOCK_PARSE_VERSION;
     out->op = in[3];
-    out->len = (uint32_t)get_le(in + 4, 4);
-    out->key = (uint32_t)get_le(in + 8, 4);
-    out->aux = (uint32_t)get_le(in + 12, 4);
-    out->addr = get_le(in + 16, 8);
-    out->arg0 = get_le(in + 24, 8);
-    out->arg1 = get_le(in + 32, 8);
+    out->len = rf_get_le32(in + 4);
+    out->key = rf_get_le32(in + 8);
+    out->aux = rf_get_le32(in + 12);
+    out->addr = rf_get_le64(in + 16);
+    out->arg0 = rf_get_le64(in + 24);
+    out->arg1 = rf_get_le64(in + 32);
 
     int f = op_fields(out->op);
     if (f < 0)
@@ -186,11 +173,11 @@ void rf_sock_hs_encode(const rf_sock_hs *hs, unsigned char out[RF_SOCK_HS_SIZE])
 {
     size_t n = hs->priv_len <= RF_SOCK_HS_PRIV ? hs->priv_len : 0;
     memset(out, 0, RF_SOCK_HS_SIZE);
-    put_le(out, RF_SOCK_HS_MAGIC, 4);
+    rf_put_le32(out, RF_SOCK_HS_MAGIC);
     out[4] = RF_SOCK_VERSION;
     out[5] = hs->type;
     out[6] = (unsigned char)n;
-    put_le(out + 8, hs->max_send_wr, 4);
+    rf_put_le32(out + 8, hs->max_send_wr);
     if (n)
         memcpy(out + 16, hs->priv, n);
 }
@@ -201,7 +188,7 @@ rf_sock_parse rf_sock_hs_decode(const unsigned char *in, size_t avail,
     memset(out, 0, sizeof *out);
     if (!in || avail < RF_SOCK_HS_SIZE)
         return RF_SOCK_PARSE_SHORT;
-    if (get_le(in, 4) != RF_SOCK_HS_MAGIC)
+    if (rf_get_le32(in) != RF_SOCK_HS_MAGIC)
         return RF_SOCK_PARSE_MAGIC;
     out->version = in[4];
     if (in[4] != RF_SOCK_VERSION)
@@ -212,12 +199,12 @@ rf_sock_parse rf_sock_hs_decode(const unsigned char *in, size_t avail,
     if (in[6] > RF_SOCK_HS_PRIV)
         return RF_SOCK_PARSE_LENGTH;
     out->priv_len = in[6];
-    if (in[7] != 0 || get_le(in + 12, 4) != 0)
+    if (in[7] != 0 || rf_get_le32(in + 12) != 0)
         return RF_SOCK_PARSE_RESERVED;
     for (size_t i = 16 + out->priv_len; i < RF_SOCK_HS_SIZE; i++)
         if (in[i] != 0)
             return RF_SOCK_PARSE_RESERVED;
-    out->max_send_wr = (uint32_t)get_le(in + 8, 4);
+    out->max_send_wr = rf_get_le32(in + 8);
     if (out->type == RF_SOCK_HS_REJECT) {
         if (out->max_send_wr != 0)
             return RF_SOCK_PARSE_RESERVED;

@@ -50,11 +50,7 @@ rf_status sock_listen(rf_fabric *fabric, const char *host, uint16_t port,
     l->fd = fd;
     l->refs = 1;
     pthread_mutex_init(&l->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    rf_cond_init_monotonic(&l->cond);
 
     pthread_mutex_lock(&fab->mu);
     l->next = fab->listeners;
@@ -135,7 +131,7 @@ static void hs_drop(sock_fabric *fab, sock_hs *hs)
 }
 
 static void send_hs(int fd, uint8_t type, uint32_t max_wr, const void *priv,
-                    size_t priv_len, uint64_t deadline, rf_status *st)
+                    size_t priv_len, int64_t deadline, rf_status *st)
 {
     rf_sock_hs hs = {
         .type = type, .max_send_wr = max_wr, .priv_len = (uint8_t)priv_len};
@@ -173,7 +169,7 @@ void sock_listener_on_event(sock_fabric *fab, sock_listener *l)
         hs->tag.kind = SOCK_POLL_HS;
         hs->listener = l;
         hs->fd = fd;
-        hs->deadline = sock_now_ms() + fab->hs_timeout_ms;
+        hs->deadline = rf_now_ms() + fab->hs_timeout_ms;
         sock_net_peer_name(fd, hs->peer, sizeof hs->peer);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &hs->tag};
         if (epoll_ctl(fab->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -273,7 +269,7 @@ void sock_hs_on_event(sock_fabric *fab, sock_hs *hs)
     }
 }
 
-int sock_hs_timers(sock_fabric *fab, uint64_t now)
+int sock_hs_timers(sock_fabric *fab, int64_t now)
 {
     sock_hs *hs = fab->hs_list;
     while (hs) {
@@ -318,16 +314,7 @@ static int req_peer_gone(int fd)
 rf_status sock_get_request(rf_listener *base, int timeout_ms, rf_conn_req **out)
 {
     sock_listener *l = (sock_listener *)base;
-    struct timespec until;
-    if (timeout_ms > 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += timeout_ms / 1000;
-        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-    }
+    int64_t deadline = rf_deadline_ms(timeout_ms);
     pthread_mutex_lock(&l->mu);
     l->refs++; /* a concurrent rf_listener_close must not free it */
     rf_status st = RF_ERR_TIMEOUT;
@@ -357,9 +344,7 @@ rf_status sock_get_request(rf_listener *base, int timeout_ms, rf_conn_req **out)
         }
         if (st == RF_OK || timeout_ms == 0)
             break;
-        if (timeout_ms < 0)
-            pthread_cond_wait(&l->cond, &l->mu);
-        else if (pthread_cond_timedwait(&l->cond, &l->mu, &until) == ETIMEDOUT)
+        if (rf_cond_wait_until(&l->cond, &l->mu, deadline) == ETIMEDOUT)
             timeout_ms = 0; /* one last look */
     }
     pthread_mutex_unlock(&l->mu);
@@ -384,7 +369,7 @@ rf_status sock_accept(rf_conn_req *base, const rf_ep_attr *attr,
         return st;
     }
     send_hs(r->fd, RF_SOCK_HS_ACCEPT, max_wr, priv, priv_len,
-            sock_deadline(fab->hs_timeout_ms), &st);
+            rf_deadline_ms(fab->hs_timeout_ms), &st);
     if (st != RF_OK) {
         free_req(r);
         return rf_error_set(RF_ERR_DISCONNECTED,
@@ -405,7 +390,7 @@ rf_status sock_accept(rf_conn_req *base, const rf_ep_attr *attr,
 void sock_reject(rf_conn_req *base, const void *priv, size_t priv_len)
 {
     sock_conn_req *r = (sock_conn_req *)base;
-    send_hs(r->fd, RF_SOCK_HS_REJECT, 0, priv, priv_len, sock_now_ms() + 1000,
+    send_hs(r->fd, RF_SOCK_HS_REJECT, 0, priv, priv_len, rf_deadline_ms(1000),
             NULL);
     free_req(r);
 }

@@ -18,12 +18,10 @@ static uint32_t random_u32(void)
         return v;
     /* No getrandom: a splitmix64 step over time, pid and a counter. */
     static uint64_t counter;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t = rf_now_ns();
     uint64_t z =
         __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ull, __ATOMIC_RELAXED) ^
-        ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
-        ((uint64_t)getpid() << 40);
+        (t << 20) ^ (t >> 30) ^ ((uint64_t)getpid() << 40);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return (uint32_t)(z ^ (z >> 31));

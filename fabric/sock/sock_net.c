@@ -18,23 +18,11 @@
 #include "fabric/sock/sock.h"
 #include "rdmaflow/status.h"
 
-/* Milliseconds left until deadline for poll(): -1 for none. */
-static int remaining_ms(uint64_t deadline)
-{
-    if (deadline == UINT64_MAX)
-        return -1;
-    uint64_t now = sock_now_ms();
-    if (now >= deadline)
-        return 0;
-    uint64_t left = deadline - now;
-    return left > 1000000000u ? 1000000000 : (int)left;
-}
-
-static int wait_fd(int fd, short what, uint64_t deadline)
+static int wait_fd(int fd, short what, int64_t deadline)
 {
     for (;;) {
         struct pollfd p = {.fd = fd, .events = what};
-        int r = poll(&p, 1, remaining_ms(deadline));
+        int r = poll(&p, 1, rf_deadline_left_ms(deadline));
         if (r > 0)
             return 1;
         if (r == 0)
@@ -73,7 +61,7 @@ void sock_net_peer_name(int fd, char *buf, size_t len)
         snprintf(buf, len, "?");
 }
 
-rf_status sock_net_connect(const char *host, uint16_t port, uint64_t deadline,
+rf_status sock_net_connect(const char *host, uint16_t port, int64_t deadline,
                            int *fd_out)
 {
     char service[8];
@@ -195,7 +183,7 @@ void sock_net_tune(int fd, int peer_timeout_ms)
 }
 
 rf_status sock_net_send_all(int fd, const void *buf, size_t len,
-                            uint64_t deadline)
+                            int64_t deadline)
 {
     const unsigned char *p = buf;
     while (len > 0) {
@@ -220,7 +208,7 @@ rf_status sock_net_send_all(int fd, const void *buf, size_t len,
     return RF_OK;
 }
 
-rf_status sock_net_recv_all(int fd, void *buf, size_t len, uint64_t deadline)
+rf_status sock_net_recv_all(int fd, void *buf, size_t len, int64_t deadline)
 {
     unsigned char *p = buf;
     while (len > 0) {

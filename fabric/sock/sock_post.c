@@ -60,7 +60,7 @@ static int transmit(sock_ep *ep)
     if (is_rd_atomic(w->op))
         ep->rd_atomic_inflight++;
     if (ep->wr_head == ep->wr_sent)
-        ep->progress_ms = sock_now_ms(); /* the watchdog starts now */
+        ep->progress_ms = rf_now_ms(); /* the watchdog starts now */
     ep->wr_sent++;
     return 0;
 }

@@ -75,7 +75,7 @@ static int run_commands(sock_fabric *fab)
     return stop;
 }
 
-static void run_timers(sock_fabric *fab, uint64_t now)
+static void run_timers(sock_fabric *fab, int64_t now)
 {
     int any = 0;
     pthread_mutex_lock(&fab->mr_mu);
@@ -96,9 +96,9 @@ void *sock_progress_main(void *arg)
 {
     sock_fabric *fab = arg;
     struct epoll_event evs[MAX_EVENTS];
-    uint64_t next_scan = sock_now_ms() + WATCHDOG_MS;
+    int64_t next_scan = rf_now_ms() + WATCHDOG_MS;
     for (;;) {
-        uint64_t now = sock_now_ms();
+        int64_t now = rf_now_ms();
         if (__atomic_load_n(&fab->timers_hint, __ATOMIC_RELAXED) &&
             next_scan > now + TICK_MS)
             next_scan = now + TICK_MS;
@@ -107,7 +107,7 @@ void *sock_progress_main(void *arg)
         if (n < 0) {
             if (errno != EINTR) {
                 RF_LOG_ERRORF("sock: epoll_wait failed: %s", strerror(errno));
-                usleep(1000);
+                rf_sleep_ms(1);
             }
             n = 0;
         }
@@ -141,7 +141,7 @@ void *sock_progress_main(void *arg)
             if (run_commands(fab))
                 break;
         }
-        now = sock_now_ms();
+        now = rf_now_ms();
         if (now >= next_scan) {
             run_timers(fab, now);
             next_scan = now + WATCHDOG_MS;

@@ -260,5 +260,5 @@ static size_t rx_loop(sock_ep *ep)
 void sock_rx_run(sock_ep *ep)
 {
     if (rx_loop(ep) > 0)
-        ep->progress_ms = sock_now_ms();
+        ep->progress_ms = rf_now_ms();
 }

@@ -279,7 +279,7 @@ static void start_send(sock_ep *ep)
         ep->rx_dst = s->data;
     } else {
         ep->rx_phase = RX_WAIT_RECV;
-        ep->rx_wait_deadline = sock_now_ms() + ep->fab->rnr_timeout_ms;
+        ep->rx_wait_deadline = rf_now_ms() + ep->fab->rnr_timeout_ms;
         __atomic_store_n(&ep->fab->timers_hint, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -345,7 +345,7 @@ static void stage_append(sock_ep *ep, sock_stage *s)
     }
     t->blocked = 1;
     s->rep_seq = ep->rep.tail - 1;
-    s->deadline = sock_now_ms() + ep->fab->rnr_timeout_ms;
+    s->deadline = rf_now_ms() + ep->fab->rnr_timeout_ms;
     if (ep->stage_tail)
         ep->stage_tail->next = s;
     else
@@ -450,7 +450,7 @@ void sock_tgt_match(sock_ep *ep)
     }
 }
 
-int sock_tgt_timers(sock_ep *ep, uint64_t now)
+int sock_tgt_timers(sock_ep *ep, int64_t now)
 {
     if (ep->state != RF_OK)
         return 0;

@@ -201,7 +201,7 @@ int sock_tx_flush(sock_ep *ep, int allow_rep)
             return -1;
         }
         if (n > 0)
-            ep->progress_ms = sock_now_ms();
+            ep->progress_ms = rf_now_ms();
         if (!advance(ep, qs, nq, (size_t)n))
             return 0; /* socket buffer full */
     }

@@ -115,7 +115,7 @@ static int wait_step(vep *ep, unsigned *seq, int64_t deadline, int *type,
     int got = 0;
     pthread_mutex_lock(&ep->cm_mu);
     while (ep->ev_seq == *seq && !ep->disconnected)
-        if (rf_verbs_cond_wait(&ep->cm_cv, &ep->cm_mu, deadline) == ETIMEDOUT)
+        if (rf_cond_wait_until(&ep->cm_cv, &ep->cm_mu, deadline) == ETIMEDOUT)
             break;
     if (ep->ev_seq != *seq) {
         *type = ep->ev_type;
@@ -141,7 +141,7 @@ static unsigned current_seq(vep *ep)
 
 static int step_timeout(int64_t deadline)
 {
-    int left = rf_verbs_remaining(deadline);
+    int left = rf_deadline_left_ms(deadline);
     if (left < 0 || left > RESOLVE_STEP_MS)
         return RESOLVE_STEP_MS;
     return left > 0 ? left : 1;
@@ -210,7 +210,7 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         return st;
     char peer[80];
     rf_verbs_addr_str((struct sockaddr *)&dst, peer, sizeof peer);
-    int64_t deadline = rf_verbs_deadline(timeout_ms);
+    int64_t deadline = rf_deadline_ms(timeout_ms);
 
     vep *ep;
     st = rf_verbs_ep_alloc(fab, attr, &ep);
@@ -352,7 +352,7 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
     l->fab = fab;
     l->cm.kind = VCM_LISTENER;
     pthread_mutex_init(&l->mu, NULL);
-    rf_verbs_cond_init(&l->cv);
+    rf_cond_init_monotonic(&l->cv);
     rf_verbs_cm_lock(fab);
     int rc = rdma_create_id(fab->ch, &l->cm.id, NULL, RDMA_PS_TCP);
     int err = errno;
@@ -436,10 +436,10 @@ rf_status rf_verbs_get_request(rf_listener *listener, int timeout_ms,
                                rf_conn_req **out)
 {
     vlistener *l = (vlistener *)listener;
-    int64_t deadline = rf_verbs_deadline(timeout_ms);
+    int64_t deadline = rf_deadline_ms(timeout_ms);
     pthread_mutex_lock(&l->mu);
     while (!l->head && !l->broken)
-        if (rf_verbs_cond_wait(&l->cv, &l->mu, deadline) == ETIMEDOUT)
+        if (rf_cond_wait_until(&l->cv, &l->mu, deadline) == ETIMEDOUT)
             break;
     vreq *r = l->head;
     if (r) {
@@ -532,7 +532,7 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
             ep, rf_error_set(ast, "rdma_accept(%s): %s", peer, strerror(err)));
     }
     int type = 0, status = 0;
-    int64_t deadline = rf_verbs_deadline(fab->qp.peer_timeout_ms);
+    int64_t deadline = rf_deadline_ms(fab->qp.peer_timeout_ms);
     if (!wait_step(ep, &seq, deadline, &type, &status))
         return connect_fail(ep, rf_error_set(RF_ERR_TIMEOUT,
                                              "rf_accept(%s): connection not "

@@ -194,7 +194,7 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
         n = rf_verbs_cq_poll(&cq->base, out, max);
         if (n)
             return n;
-        int left = rf_verbs_remaining(deadline);
+        int left = rf_deadline_left_ms(deadline);
         if (left == 0)
             return wait_timeout();
         struct pollfd pfd = {.fd = cq->ch->fd, .events = POLLIN};
@@ -216,7 +216,7 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
 int rf_verbs_cq_wait(rf_cq *c, rf_completion *out, int max, int timeout_ms)
 {
     vcq *cq = (vcq *)c;
-    int64_t deadline = rf_verbs_deadline(timeout_ms);
+    int64_t deadline = rf_deadline_ms(timeout_ms);
     if (cq->ch)
         return wait_event(cq, out, max, deadline);
     for (unsigned spins = 0;; spins++) {
@@ -224,7 +224,7 @@ int rf_verbs_cq_wait(rf_cq *c, rf_completion *out, int max, int timeout_ms)
         if (n)
             return n;
         if ((spins & 63) == 63) {
-            if (rf_verbs_remaining(deadline) == 0)
+            if (rf_deadline_left_ms(deadline) == 0)
                 return wait_timeout();
             /* Spinning hard starves the peer when cores are scarce
              * (rxe in a small VM does its protocol work on our CPUs). */

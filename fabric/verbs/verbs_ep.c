@@ -44,7 +44,7 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     pthread_mutex_init(&ep->sq_lock, NULL);
     pthread_mutex_init(&ep->rq_lock, NULL);
     pthread_mutex_init(&ep->cm_mu, NULL);
-    rf_verbs_cond_init(&ep->cm_cv);
+    rf_cond_init_monotonic(&ep->cm_cv);
 
     uint32_t max_wr =
         (uint32_t)(fab->dev_attr.max_qp_wr > 2 ? fab->dev_attr.max_qp_wr : 2);
@@ -642,10 +642,10 @@ void rf_verbs_ep_close(rf_ep *e)
         struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
         ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
         int marker = post_marker(ep);
-        int64_t deadline = rf_verbs_deadline(
+        int64_t deadline = rf_deadline_ms(
             fab->qp.peer_timeout_ms < 2000 ? fab->qp.peer_timeout_ms : 2000);
         while (!drained(ep, marker)) {
-            if (rf_verbs_remaining(deadline) == 0) {
+            if (rf_deadline_left_ms(deadline) == 0) {
                 RF_LOG_INFO("verbs: QP %u: flush incomplete after close; "
                             "completing the rest as disconnected",
                             ep->qp->qp_num);

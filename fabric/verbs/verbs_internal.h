@@ -25,6 +25,7 @@
 
 #include "core/log.h"
 #include "fabric/provider.h"
+#include "rdmaflow/clock.h"
 #include "rdmaflow/status.h"
 
 /* --- fabric ------------------------------------------------------------ */
@@ -191,16 +192,6 @@ typedef struct vlistener {
 
 /* rf_status for an errno value from a verbs or rdma_cm call. */
 rf_status rf_verbs_errno_status(int err);
-/* Monotonic milliseconds; deadline of timeout_ms from now (-1: never). */
-int64_t rf_verbs_now_ms(void);
-int64_t rf_verbs_deadline(int timeout_ms);
-/* Remaining ms to deadline (>= 0), or -1 when the deadline is "never". */
-int rf_verbs_remaining(int64_t deadline);
-/* pthread_cond_timedwait until a monotonic-ms deadline (-1: forever).
- * Returns 0, or ETIMEDOUT. The condvar must use CLOCK_MONOTONIC. */
-int rf_verbs_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu,
-                       int64_t deadline);
-int rf_verbs_cond_init(pthread_cond_t *cv);
 /* "a.b.c.d:port" / "[v6]:port" for messages. */
 void rf_verbs_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 /* Resolves host (numeric or name) and port into *out. */

@@ -1,11 +1,11 @@
 /* fabric/verbs/verbs_util.c: small helpers of the verbs provider: errno to
- * rf_status, monotonic deadlines, address parsing and printing. */
+ * rf_status, address parsing and printing (deadlines and timed waits are
+ * core's, rdmaflow/clock.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "fabric/verbs/verbs_internal.h"
 
@@ -45,51 +45,6 @@ rf_status rf_verbs_errno_status(int err)
     default:
         return RF_ERR_IO;
     }
-}
-
-int64_t rf_verbs_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t rf_verbs_deadline(int timeout_ms)
-{
-    return timeout_ms < 0 ? -1 : rf_verbs_now_ms() + timeout_ms;
-}
-
-int rf_verbs_remaining(int64_t deadline)
-{
-    if (deadline < 0)
-        return -1;
-    int64_t left = deadline - rf_verbs_now_ms();
-    if (left < 0)
-        return 0;
-    return left > INT32_MAX ? INT32_MAX : (int)left;
-}
-
-int rf_verbs_cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t ca;
-    int rc = pthread_condattr_init(&ca);
-    if (rc)
-        return rc;
-    rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (rc == 0)
-        rc = pthread_cond_init(cv, &ca);
-    pthread_condattr_destroy(&ca);
-    return rc;
-}
-
-int rf_verbs_cond_wait(pthread_cond_t *cv, pthread_mutex_t *mu,
-                       int64_t deadline)
-{
-    if (deadline < 0)
-        return pthread_cond_wait(cv, mu);
-    struct timespec ts = {.tv_sec = deadline / 1000,
-                          .tv_nsec = (deadline % 1000) * 1000000};
-    return pthread_cond_timedwait(cv, mu, &ts);
 }
 
 void rf_verbs_addr_str(const struct sockaddr *sa, char *buf, size_t len)

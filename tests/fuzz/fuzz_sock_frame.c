@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fabric/sock/sock_frame.h"
+#include "rdmaflow/byteorder.h"
 
 #define REQUIRE(c)                                                             \
     do {                                                                       \
@@ -64,22 +65,13 @@ static void check_stream(const uint8_t *data, size_t size)
     }
 }
 
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
 static void check_access(const uint8_t *data, size_t size)
 {
     if (size < 40)
         return;
-    uint64_t base = get64(data), len = get64(data + 8);
-    uint64_t addr = get64(data + 16), n = get64(data + 24);
-    uint32_t access, need;
-    memcpy(&access, data + 32, 4);
-    memcpy(&need, data + 36, 4);
+    uint64_t base = rf_get_le64(data), len = rf_get_le64(data + 8);
+    uint64_t addr = rf_get_le64(data + 16), n = rf_get_le64(data + 24);
+    uint32_t access = rf_get_le32(data + 32), need = rf_get_le32(data + 36);
     /* Small lengths too, so in-range cases are common. */
     if (data[0] & 1) {
         len &= 0xffff;
