@@ -1,11 +1,51 @@
 /* optim/layout.c: the slots each optimizer keeps beside a variable (names,
  * order and initial values of TensorFlow's _create_slots) and the shared
  * non-slot scalars (Adam's beta1_power/beta2_power, advanced in _finish). */
+#include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/fpenv.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/status.h"
+
+/* The layout of kind (centered and the accumulator's initial value are the
+ * only hyper-parameters it depends on); false for an unknown kind. The one
+ * place that knows each optimizer's slots. */
+static bool fill_layout(rf_optimizer_kind kind, bool centered,
+                        float initial_accumulator, rf_optim_layout *out)
+{
+    memset(out, 0, sizeof *out);
+    switch (kind) {
+    case RF_OPTIM_SGD:
+        out->tf_name = "GradientDescent";
+        return true;
+    case RF_OPTIM_MOMENTUM:
+        out->tf_name = "Momentum";
+        out->slots[out->num_slots++] = (rf_optim_slot_info){"momentum", 0.0f};
+        return true;
+    case RF_OPTIM_ADAGRAD:
+        out->tf_name = "Adagrad";
+        out->slots[out->num_slots++] =
+            (rf_optim_slot_info){"accumulator", initial_accumulator};
+        return true;
+    case RF_OPTIM_ADAM:
+        out->tf_name = "Adam";
+        out->slots[out->num_slots++] = (rf_optim_slot_info){"m", 0.0f};
+        out->slots[out->num_slots++] = (rf_optim_slot_info){"v", 0.0f};
+        out->num_scalars = 2;
+        return true;
+    case RF_OPTIM_RMSPROP:
+        /* rmsprop.py initialises "rms" with ones_initializer, not zeros. */
+        out->tf_name = "RMSProp";
+        out->slots[out->num_slots++] = (rf_optim_slot_info){"rms", 1.0f};
+        if (centered)
+            out->slots[out->num_slots++] = (rf_optim_slot_info){"mg", 0.0f};
+        out->slots[out->num_slots++] = (rf_optim_slot_info){"momentum", 0.0f};
+        return true;
+    }
+    return false;
+}
 
 rf_status rf_optim_layout_get(const rf_optim_config *cfg, rf_optim_layout *out)
 {
@@ -15,36 +55,14 @@ rf_status rf_optim_layout_get(const rf_optim_config *cfg, rf_optim_layout *out)
     rf_status st = rf_optim_validate(cfg);
     if (st)
         return st;
-    memset(out, 0, sizeof *out);
-    switch (cfg->kind) {
-    case RF_OPTIM_SGD:
-        out->tf_name = "GradientDescent";
-        break;
-    case RF_OPTIM_MOMENTUM:
-        out->tf_name = "Momentum";
-        out->slots[out->num_slots++] = (rf_optim_slot_info){"momentum", 0.0f};
-        break;
-    case RF_OPTIM_ADAGRAD:
-        out->tf_name = "Adagrad";
-        out->slots[out->num_slots++] =
-            (rf_optim_slot_info){"accumulator", cfg->initial_accumulator_value};
-        break;
-    case RF_OPTIM_ADAM:
-        out->tf_name = "Adam";
-        out->slots[out->num_slots++] = (rf_optim_slot_info){"m", 0.0f};
-        out->slots[out->num_slots++] = (rf_optim_slot_info){"v", 0.0f};
-        out->num_scalars = 2;
-        break;
-    case RF_OPTIM_RMSPROP:
-        /* rmsprop.py initialises "rms" with ones_initializer, not zeros. */
-        out->tf_name = "RMSProp";
-        out->slots[out->num_slots++] = (rf_optim_slot_info){"rms", 1.0f};
-        if (cfg->centered)
-            out->slots[out->num_slots++] = (rf_optim_slot_info){"mg", 0.0f};
-        out->slots[out->num_slots++] = (rf_optim_slot_info){"momentum", 0.0f};
-        break;
-    }
+    fill_layout(cfg->kind, cfg->centered, cfg->initial_accumulator_value, out);
     return RF_OK;
+}
+
+unsigned rf_optim_num_slots(rf_optimizer_kind kind, bool centered)
+{
+    rf_optim_layout l;
+    return fill_layout(kind, centered, 0.0f, &l) ? l.num_slots : UINT_MAX;
 }
 
 rf_status rf_optim_slot_init(const rf_optim_config *cfg, unsigned slot_index,

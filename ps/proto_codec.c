@@ -2,6 +2,7 @@
  * control-plane messages (layouts in proto.h; the field order is the order
  * of the put/get calls below). No I/O and no allocation: the fuzzer
  * (tests/fuzz/fuzz_ps_proto.c) drives the decoders directly. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -498,7 +499,7 @@ rf_status ps_spec_check(const ps_spec *s)
             return CORRUPT("ps shard '%s': trainable but %s (optimizers "
                            "update float32 only)",
                            s->name, rf_dtype_name(s->dtype));
-        if (ps_optim_num_slots(s->optim.kind, s->optim.centered) == UINT32_MAX)
+        if (rf_optim_num_slots(s->optim.kind, s->optim.centered) == UINT_MAX)
             return CORRUPT("ps shard '%s': unknown optimizer kind %d", s->name,
                            (int)s->optim.kind);
     }
@@ -648,7 +649,7 @@ rf_status ps_entry_check(const ps_entry *e)
     uint64_t bytes = numel * rf_dtype_size(e->spec.dtype);
     uint32_t slots =
         e->spec.trainable
-            ? ps_optim_num_slots(e->spec.optim.kind, e->spec.optim.centered)
+            ? rf_optim_num_slots(e->spec.optim.kind, e->spec.optim.centered)
             : 0;
     ps_layout l;
     if (ps_layout_compute(bytes, slots, &l) != RF_OK)

@@ -5,22 +5,6 @@
 
 #include "rdmaflow/status.h"
 
-uint32_t ps_optim_num_slots(rf_optimizer_kind kind, bool centered)
-{
-    switch (kind) {
-    case RF_OPTIM_SGD:
-        return 0;
-    case RF_OPTIM_MOMENTUM:
-    case RF_OPTIM_ADAGRAD:
-        return 1;
-    case RF_OPTIM_ADAM:
-        return 2;
-    case RF_OPTIM_RMSPROP:
-        return centered ? 3 : 2;
-    }
-    return UINT32_MAX;
-}
-
 int64_t ps_shape_numel(const rf_shape *shape)
 {
     if (shape->rank < 0 || shape->rank > RF_MAX_RANK)

@@ -48,17 +48,6 @@ typedef struct ps_layout {
     uint64_t record_bytes; /* multiple of PS_ALIGN */
 } ps_layout;
 
-/* Slots of an optimizer kind: sgd 0, momentum 1, adagrad 1, adam 2,
- * rmsprop 2 (3 centered); UINT32_MAX for an unknown kind. The same counts
- * as rf_optim_layout_get, kept here on purpose: that function wants a
- * validated config, while the wire checks (ps_spec_check, ps_entry_check)
- * are structural and leave hyper-parameters to the server's error reply;
- * and tests/fuzz's fuzz_ps_proto compiles this file without rf_optim. The
- * two cannot drift unnoticed: the server lays records out with
- * rf_optim_layout_get and clients check every directory entry's slot count
- * against this function. */
-uint32_t ps_optim_num_slots(rf_optimizer_kind kind, bool centered);
-
 /* numel of a fully known shape with every dim >= 0 and a product that fits
  * PS_MAX_SHARD_BYTES / 8; -1 otherwise. */
 int64_t ps_shape_numel(const rf_shape *shape);

@@ -103,6 +103,10 @@ typedef struct rf_optim_layout {
 
 /* Fills *out for a valid config (RF_ERR_INVALID_ARG otherwise). */
 rf_status rf_optim_layout_get(const rf_optim_config *cfg, rf_optim_layout *out);
+/* The number of slots of kind (with centered for RMSProp) without a whole
+ * config: for code that checks a layout it has not validated the
+ * hyper-parameters of (the ps wire checks). UINT_MAX for an unknown kind. */
+unsigned rf_optim_num_slots(rf_optimizer_kind kind, bool centered);
 
 /* Sets the n elements of slot slot_index to its initial value. */
 rf_status rf_optim_slot_init(const rf_optim_config *cfg, unsigned slot_index,

@@ -7,6 +7,7 @@
  * to a temporary name, fsynced and renamed, so a crash never leaves a
  * partial file under the real name. */
 #include "export.h"
+#include "rdmaflow/byteorder.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -82,8 +83,7 @@ int tr_export_variables(rf_graph *g, const char *path, char *err, size_t errlen)
     /* safetensors pads the header with spaces to a multiple of 8 */
     size_t padded = (hlen + 7) / 8 * 8;
     unsigned char len8[8];
-    for (int b = 0; b < 8; b++)
-        len8[b] = (unsigned char)((uint64_t)padded >> (8 * b));
+    rf_put_le64(len8, (uint64_t)padded);
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
         sizeof tmp) {
         snprintf(err, errlen, "%s: path too long", path);
