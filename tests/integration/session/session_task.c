@@ -345,7 +345,9 @@ static int run_worker(const task_opts *o)
         printf("refused: %s\n", rf_error_message());
         fflush(stdout);
         destroy(&m);
+        rf_replica_device_setter_destroy(setter);
         rf_server_stop(sv);
+        rf_cluster_destroy(c);
         return 3;
     }
     rf_node *feeds[] = {m.x, m.y}, *fetches[] = {m.loss, m.train_op};
