@@ -30,7 +30,8 @@ static void track(pid_t pid)
             return;
     }
     kill(pid, SIGKILL);
-    CHECK(0, "more than %d live children", RFT_MAX_CHILDREN);
+    rft_fail(__FILE__, __LINE__, "track", "more than %d live children",
+             RFT_MAX_CHILDREN);
 }
 
 static void untrack(pid_t pid)
@@ -182,9 +183,10 @@ static void describe_end(rft_child *c, char *out, size_t cap)
     }
 }
 
-void rft_line(rft_child *c, char *line, size_t cap, int timeout_ms)
+/* The next line into line before deadline: false on timeout; end of file
+ * and errors fail the test. */
+static bool next_line(rft_child *c, char *line, size_t cap, int64_t deadline)
 {
-    int64_t deadline = rf_deadline_ms(timeout_ms);
     for (;;) {
         char *nl = memchr(c->buf, '\n', c->len);
         if (nl) {
@@ -194,13 +196,13 @@ void rft_line(rft_child *c, char *line, size_t cap, int timeout_ms)
             line[len] = '\0';
             c->len -= len + 1;
             memmove(c->buf, nl + 1, c->len);
-            return;
+            return true;
         }
         CHECK(c->len < sizeof c->buf, "line from %s too long", c->name);
         CHECK(c->from_fd >= 0, "%s's output is closed", c->name);
         int left = rf_deadline_left_ms(deadline);
-        CHECK(left > 0, "no line from %s (pid %d) within %d ms", c->name,
-              (int)c->pid, timeout_ms);
+        if (left <= 0)
+            return false;
         struct pollfd p = {.fd = c->from_fd, .events = POLLIN};
         int r = poll(&p, 1, left);
         if (r < 0 && errno == EINTR)
@@ -215,11 +217,20 @@ void rft_line(rft_child *c, char *line, size_t cap, int timeout_ms)
             pid_t pid = c->pid;
             char how[64];
             describe_end(c, how, sizeof how);
-            CHECK(0, "%s (pid %d) closed its output before a full line (%s)",
-                  c->name, (int)pid, how);
+            rft_fail(__FILE__, __LINE__, "end of output",
+                     "%s (pid %d) closed its output before a full line (%s)",
+                     c->name, (int)pid, how);
         }
         c->len += (size_t)got;
     }
+}
+
+void rft_line(rft_child *c, char *line, size_t cap, int timeout_ms)
+{
+    if (!next_line(c, line, cap, rf_deadline_ms(timeout_ms)))
+        rft_fail(__FILE__, __LINE__, "timeout",
+                 "no line from %s (pid %d) within %d ms", c->name, (int)c->pid,
+                 timeout_ms);
 }
 
 void rft_expect(rft_child *c, const char *prefix, char *rest, size_t cap,
@@ -228,11 +239,7 @@ void rft_expect(rft_child *c, const char *prefix, char *rest, size_t cap,
     int64_t deadline = rf_deadline_ms(timeout_ms);
     size_t plen = strlen(prefix);
     char line[2048];
-    for (;;) {
-        int left = rf_deadline_left_ms(deadline);
-        CHECK(left > 0, "%s: no \"%s\" line within %d ms", c->name, prefix,
-              timeout_ms);
-        rft_line(c, line, sizeof line, left);
+    while (next_line(c, line, sizeof line, deadline)) {
         if (strncmp(line, prefix, plen) == 0) {
             CHECK(strlen(line + plen) < cap, "\"%s\" line from %s too long",
                   prefix, c->name);
@@ -241,6 +248,9 @@ void rft_expect(rft_child *c, const char *prefix, char *rest, size_t cap,
         }
         rft_note("%s says: %s", c->name, line);
     }
+    rft_fail(__FILE__, __LINE__, "timeout",
+             "no \"%s\" line from %s (pid %d) within %d ms", prefix, c->name,
+             (int)c->pid, timeout_ms);
 }
 
 static void close_fd(int *fd)
@@ -274,8 +284,9 @@ int rft_wait(rft_child *c, int timeout_ms)
         if (rf_deadline_passed(deadline)) {
             pid_t pid = c->pid;
             rft_kill(c);
-            CHECK(0, "%s (pid %d) did not exit within %d ms; killed", c->name,
-                  (int)pid, timeout_ms);
+            rft_fail(__FILE__, __LINE__, "timeout",
+                     "%s (pid %d) did not exit within %d ms; killed", c->name,
+                     (int)pid, timeout_ms);
         }
         rf_sleep_ms(5);
     }
