@@ -150,37 +150,47 @@ void rft_send(rft_child *c, const char *fmt, ...)
     }
 }
 
+/* Reaps the child if it exits before deadline: true with its wait status
+ * in *status (the child is then untracked and its pid 0), false if it is
+ * still running at the deadline. */
+static bool reap_by(rft_child *c, int64_t deadline, int *status)
+{
+    CHECK(c->pid > 0, "%s already reaped", c->name);
+    for (;;) {
+        pid_t r = waitpid(c->pid, status, WNOHANG);
+        if (r == c->pid) {
+            untrack(c->pid);
+            c->pid = 0;
+            return true;
+        }
+        CHECK(r == 0 || errno == EINTR, "waitpid(%s): %s", c->name,
+              strerror(errno));
+        if (rf_deadline_passed(deadline))
+            return false;
+        rf_sleep_ms(5);
+    }
+}
+
+/* "exit status N" or "killed by signal N". */
+static const char *describe_status(int st, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s %d",
+             WIFEXITED(st) ? "exit status" : "killed by signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    return out;
+}
+
 /* How the child ended, after its stdout reached end of file: waits a little
  * for it to exit (it usually just did). */
 static void describe_end(rft_child *c, char *out, size_t cap)
 {
-    if (c->pid <= 0) {
+    int st = 0;
+    if (c->pid <= 0)
         snprintf(out, cap, "already reaped");
-        return;
-    }
-    int64_t deadline = rf_deadline_ms(500);
-    for (;;) {
-        int st = 0;
-        pid_t r = waitpid(c->pid, &st, WNOHANG);
-        if (r == c->pid) {
-            untrack(c->pid);
-            c->pid = 0;
-            if (WIFEXITED(st))
-                snprintf(out, cap, "exited with status %d", WEXITSTATUS(st));
-            else
-                snprintf(out, cap, "killed by signal %d", WTERMSIG(st));
-            return;
-        }
-        if (r < 0 && errno != EINTR) {
-            snprintf(out, cap, "waitpid: %s", strerror(errno));
-            return;
-        }
-        if (rf_deadline_passed(deadline)) {
-            snprintf(out, cap, "still running");
-            return;
-        }
-        rf_sleep_ms(5);
-    }
+    else if (reap_by(c, rf_deadline_ms(500), &st))
+        describe_status(st, out, cap);
+    else
+        snprintf(out, cap, "still running");
 }
 
 /* The next line into line before deadline: false on timeout; end of file
@@ -267,39 +277,26 @@ void rft_close_stdin(rft_child *c)
 
 int rft_wait(rft_child *c, int timeout_ms)
 {
-    CHECK(c->pid > 0, "%s already reaped", c->name);
-    int64_t deadline = rf_deadline_ms(timeout_ms);
-    for (;;) {
-        int status = 0;
-        pid_t r = waitpid(c->pid, &status, WNOHANG);
-        if (r == c->pid) {
-            untrack(c->pid);
-            c->pid = 0;
-            close_fd(&c->to_fd);
-            close_fd(&c->from_fd);
-            return status;
-        }
-        CHECK(r == 0 || errno == EINTR, "waitpid(%s): %s", c->name,
-              strerror(errno));
-        if (rf_deadline_passed(deadline)) {
-            pid_t pid = c->pid;
-            rft_kill(c);
-            rft_fail(__FILE__, __LINE__, "timeout",
-                     "%s (pid %d) did not exit within %d ms; killed", c->name,
-                     (int)pid, timeout_ms);
-        }
-        rf_sleep_ms(5);
+    int status = 0;
+    pid_t pid = c->pid;
+    if (!reap_by(c, rf_deadline_ms(timeout_ms), &status)) {
+        rft_kill(c);
+        rft_fail(__FILE__, __LINE__, "timeout",
+                 "%s (pid %d) did not exit within %d ms; killed", c->name,
+                 (int)pid, timeout_ms);
     }
+    close_fd(&c->to_fd);
+    close_fd(&c->from_fd);
+    return status;
 }
 
 void rft_wait_ok(rft_child *c, int timeout_ms)
 {
-    char name[sizeof c->name];
+    char name[sizeof c->name], how[64];
     memcpy(name, c->name, sizeof name);
     int st = rft_wait(c, timeout_ms);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed: %s %d", name,
-          WIFEXITED(st) ? "exit status" : "killed by signal",
-          WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed: %s", name,
+          describe_status(st, how, sizeof how));
 }
 
 void rft_kill(rft_child *c)
