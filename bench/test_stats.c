@@ -1,6 +1,7 @@
 /* bench/test_stats.c: unit test of rf-bench's pure parts: perftest's
  * latency and bandwidth statistics on hand-computed data, the wire
- * encoding of hello/welcome/control messages, and command-line checks. */
+ * encoding of hello/welcome/control messages, and command-line checks. A
+ * test program, so it uses the tests' harness (tests/common/check.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,18 +9,12 @@
 #include "bench_opts.h"
 #include "bench_proto.h"
 #include "bench_stats.h"
+#include "tests/common/check.h"
 
-static int failures;
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__,   \
-                    #cond);                                                    \
-            failures++;                                                        \
-        }                                                                      \
-    } while (0)
-#define NEAR(a, b) CHECK(fabs((a) - (b)) < 1e-6 * (1 + fabs(b)))
+/* perftest's figures to 1e-6, relative and absolute. */
+#define NEAR(a, b)                                                             \
+    CHECK(fabs((a) - (b)) < 1e-6 * (1 + fabs(b)), "%s = %.9g, expected %.9g",  \
+          #a, (double)(a), (double)(b))
 
 /* Post times whose consecutive differences are deltas[] (ns). */
 static void posts_from(const uint64_t *deltas, size_t n, uint64_t *t)
@@ -37,7 +32,7 @@ static void test_lat_odd(void)
     uint64_t t[10];
     posts_from(d, 9, t);
     bench_lat_stats s;
-    CHECK(bench_lat_compute(t, 10, 1, 1.0, &s) == 0);
+    CHECK_TRUE(bench_lat_compute(t, 10, 1, 1.0, &s) == 0);
     NEAR(s.t_min, 1.0);
     NEAR(s.t_max, 100.0); /* perftest: delta[measure_cnt], 2nd largest */
     NEAR(s.t_typical, 4.0);
@@ -45,10 +40,11 @@ static void test_lat_odd(void)
     NEAR(s.t_stdev, 2.0);
     NEAR(s.p99, 100.0); /* ceil(7 * 0.99) = 7 */
     NEAR(s.p99_9, 100.0);
-    CHECK(bench_lat_compute(t, 10, 2, 1.0, &s) == 0); /* ping-pong: RTT / 2 */
+    CHECK_TRUE(bench_lat_compute(t, 10, 2, 1.0, &s) ==
+               0); /* ping-pong: RTT / 2 */
     NEAR(s.t_typical, 2.0);
     NEAR(s.t_min, 0.5);
-    CHECK(bench_lat_compute(t, 10, 1, 0.5, &s) == 0); /* 2 GHz ticks */
+    CHECK_TRUE(bench_lat_compute(t, 10, 1, 0.5, &s) == 0); /* 2 GHz ticks */
     NEAR(s.t_typical, 2.0);
 }
 
@@ -60,7 +56,7 @@ static void test_lat_even(void)
     uint64_t t[11];
     posts_from(d, 10, t);
     bench_lat_stats s;
-    CHECK(bench_lat_compute(t, 11, 1, 1.0, &s) == 0);
+    CHECK_TRUE(bench_lat_compute(t, 11, 1, 1.0, &s) == 0);
     NEAR(s.t_typical, 4.5);
     NEAR(s.t_avg, 4.5);
     NEAR(s.t_max, 9.0);
@@ -76,13 +72,13 @@ static void test_lat_1000(void)
         d[i] = 1000 * (i + 1);
     posts_from(d, 999, t);
     bench_lat_stats s;
-    CHECK(bench_lat_compute(t, 1000, 1, 1.0, &s) == 0);
+    CHECK_TRUE(bench_lat_compute(t, 1000, 1, 1.0, &s) == 0);
     NEAR(s.t_min, 1.0);
-    NEAR(s.t_typical, 499.0);                         /* d[498] */
-    NEAR(s.t_max, 998.0);                             /* d[997] */
-    NEAR(s.p99, 989.0);                               /* d[988] */
-    NEAR(s.p99_9, 998.0);                             /* d[997] */
-    CHECK(bench_lat_compute(t, 4, 1, 1.0, &s) == -1); /* below MIN_ITER */
+    NEAR(s.t_typical, 499.0);                              /* d[498] */
+    NEAR(s.t_max, 998.0);                                  /* d[997] */
+    NEAR(s.p99, 989.0);                                    /* d[988] */
+    NEAR(s.p99_9, 998.0);                                  /* d[997] */
+    CHECK_TRUE(bench_lat_compute(t, 4, 1, 1.0, &s) == -1); /* below MIN_ITER */
 }
 
 static void test_bw(void)
@@ -91,19 +87,21 @@ static void test_bw(void)
     const uint64_t posted[4] = {0, 1000, 2000, 3000};
     const uint64_t done[4] = {0, 5000, 0, 11000};
     bench_bw_stats s;
-    CHECK(bench_bw_compute(posted, done, 4, 2, 1 << 20, true, 1.0, &s) == 0);
+    CHECK_TRUE(bench_bw_compute(posted, done, 4, 2, 1 << 20, true, 1.0, &s) ==
+               0);
     NEAR(s.bw_avg, 4.0 / 11e-6); /* 4 MiB in 11 us */
     NEAR(s.msg_rate, 4.0 / 11e-6 / 1e6);
     NEAR(s.bw_peak, 1.0 / 2.5e-6); /* best window: post 0 .. done 1 */
-    CHECK(bench_bw_compute(posted, done, 4, 2, 1 << 20, false, 1.0, &s) == 0);
+    CHECK_TRUE(bench_bw_compute(posted, done, 4, 2, 1 << 20, false, 1.0, &s) ==
+               0);
     NEAR(s.bw_peak, 0.0);
 
     /* 5 operations with cq_mod 2: signaled 1, 3 and the last, 4. */
     const uint64_t p5[5] = {0, 100, 200, 300, 400};
     const uint64_t d5[5] = {0, 1000, 0, 2000, 2100};
-    CHECK(bench_bw_compute(p5, d5, 5, 2, 1000, true, 1.0, &s) == 0);
+    CHECK_TRUE(bench_bw_compute(p5, d5, 5, 2, 1000, true, 1.0, &s) == 0);
     NEAR(s.bw_peak, 1000.0 / 420e-9 / 1048576.0); /* (2100-0)/5 = 420 ns */
-    CHECK(bench_bw_compute(p5, d5, 5, 2, 1000, true, 2.0, &s) == 0);
+    CHECK_TRUE(bench_bw_compute(p5, d5, 5, 2, 1000, true, 2.0, &s) == 0);
     NEAR(s.bw_peak, 1000.0 / 840e-9 / 1048576.0); /* 2 ns per tick */
 }
 
@@ -116,22 +114,22 @@ static void test_proto(void)
                      .region = {0x7f0012345000ull, 1 << 24, 0xabcdef01u}};
     unsigned char buf[BENCH_HELLO_SIZE];
     bench_hello_pack(&h, buf);
-    CHECK(BENCH_HELLO_SIZE <= RF_MAX_PRIVATE_DATA);
+    CHECK_TRUE(BENCH_HELLO_SIZE <= RF_MAX_PRIVATE_DATA);
     bench_hello g;
-    CHECK(bench_hello_unpack(buf, sizeof buf, &g) == 0);
-    CHECK(g.test == 7 && g.iters == 5000 && g.tx_depth == 128 &&
-          g.max_size == 1 << 23 && g.region.addr == h.region.addr &&
-          g.region.len == h.region.len && g.region.rkey == h.region.rkey);
-    CHECK(bench_hello_unpack(buf, sizeof buf - 1, &g) == -1);
+    CHECK_TRUE(bench_hello_unpack(buf, sizeof buf, &g) == 0);
+    CHECK_TRUE(g.test == 7 && g.iters == 5000 && g.tx_depth == 128 &&
+               g.max_size == 1 << 23 && g.region.addr == h.region.addr &&
+               g.region.len == h.region.len && g.region.rkey == h.region.rkey);
+    CHECK_TRUE(bench_hello_unpack(buf, sizeof buf - 1, &g) == -1);
     buf[0] ^= 1;
-    CHECK(bench_hello_unpack(buf, sizeof buf, &g) == -1);
+    CHECK_TRUE(bench_hello_unpack(buf, sizeof buf, &g) == -1);
 
     bench_welcome w = {.status = 0, .region = {0x1000, 4096, 42}}, w2;
     unsigned char wb[BENCH_WELCOME_SIZE];
     bench_welcome_pack(&w, wb);
-    CHECK(bench_welcome_unpack(wb, sizeof wb, &w2) == 0);
-    CHECK(w2.region.rkey == 42 && w2.region.addr == 0x1000);
-    CHECK(bench_hello_unpack(wb, sizeof wb, &g) == -1); /* wrong magic */
+    CHECK_TRUE(bench_welcome_unpack(wb, sizeof wb, &w2) == 0);
+    CHECK_TRUE(w2.region.rkey == 42 && w2.region.addr == 0x1000);
+    CHECK_TRUE(bench_hello_unpack(wb, sizeof wb, &g) == -1); /* wrong magic */
 
     bench_msg m = {.type = BENCH_MSG_RESULT,
                    .status = BENCH_CHECK_DATA,
@@ -141,11 +139,11 @@ static void test_proto(void)
               m2;
     unsigned char mb[BENCH_MSG_SIZE];
     bench_msg_pack(&m, mb);
-    CHECK(bench_msg_unpack(mb, sizeof mb, &m2) == 0);
-    CHECK(m2.type == m.type && m2.status == m.status && m2.iters == 9 &&
-          m2.size == m.size && m2.value == m.value);
+    CHECK_TRUE(bench_msg_unpack(mb, sizeof mb, &m2) == 0);
+    CHECK_TRUE(m2.type == m.type && m2.status == m.status && m2.iters == 9 &&
+               m2.size == m.size && m2.value == m.value);
     mb[4] = 99;
-    CHECK(bench_msg_unpack(mb, sizeof mb, &m2) == -1);
+    CHECK_TRUE(bench_msg_unpack(mb, sizeof mb, &m2) == -1);
 }
 
 static int parse(const char *line, bench_opts *o)
@@ -164,46 +162,46 @@ static int parse(const char *line, bench_opts *o)
 static void test_opts(void)
 {
     bench_opts o;
-    CHECK(parse("rf-bench --loopback read_lat", &o) == 0);
-    CHECK(o.mode == BENCH_MODE_LOOPBACK && o.test == BENCH_READ_LAT);
-    CHECK(strcmp(o.host, "127.0.0.1") == 0);
-    CHECK(parse("rf-bench --connect 10.0.0.2:7000 -s 64K -n 10 write_bw", &o) ==
-          0);
-    CHECK(o.port == 7000 && o.size == 65536 && o.iters == 10);
-    CHECK(strcmp(o.host, "10.0.0.2") == 0);
-    CHECK(bench_opts_iters(&o) == 10);
-    CHECK(parse("rf-bench --connect [::1]:9 read_lat", &o) == 0);
-    CHECK(strcmp(o.host, "::1") == 0 && o.port == 9);
-    CHECK(parse("rf-bench --serve", &o) == 0);
-    CHECK(strcmp(o.host, "0.0.0.0") == 0 && o.port == BENCH_DEFAULT_PORT);
+    CHECK_TRUE(parse("rf-bench --loopback read_lat", &o) == 0);
+    CHECK_TRUE(o.mode == BENCH_MODE_LOOPBACK && o.test == BENCH_READ_LAT);
+    CHECK_TRUE(strcmp(o.host, "127.0.0.1") == 0);
+    CHECK_TRUE(parse("rf-bench --connect 10.0.0.2:7000 -s 64K -n 10 write_bw",
+                     &o) == 0);
+    CHECK_TRUE(o.port == 7000 && o.size == 65536 && o.iters == 10);
+    CHECK_TRUE(strcmp(o.host, "10.0.0.2") == 0);
+    CHECK_TRUE(bench_opts_iters(&o) == 10);
+    CHECK_TRUE(parse("rf-bench --connect [::1]:9 read_lat", &o) == 0);
+    CHECK_TRUE(strcmp(o.host, "::1") == 0 && o.port == 9);
+    CHECK_TRUE(parse("rf-bench --serve", &o) == 0);
+    CHECK_TRUE(strcmp(o.host, "0.0.0.0") == 0 && o.port == BENCH_DEFAULT_PORT);
 
     uint64_t sizes[BENCH_MAX_SIZES];
-    CHECK(parse("rf-bench --loopback -a write_lat", &o) == 0);
-    CHECK(bench_opts_sizes(&o, sizes) == 23 && sizes[0] == 2 &&
-          sizes[22] == 8u << 20);
-    CHECK(bench_opts_inline(&o) == BENCH_DEFAULT_INLINE);
-    CHECK(parse("rf-bench --loopback write_bw", &o) == 0);
-    CHECK(bench_opts_iters(&o) == 5000 && bench_opts_inline(&o) == 0);
-    CHECK(bench_opts_sizes(&o, sizes) == 1 && sizes[0] == 65536);
+    CHECK_TRUE(parse("rf-bench --loopback -a write_lat", &o) == 0);
+    CHECK_TRUE(bench_opts_sizes(&o, sizes) == 23 && sizes[0] == 2 &&
+               sizes[22] == 8u << 20);
+    CHECK_TRUE(bench_opts_inline(&o) == BENCH_DEFAULT_INLINE);
+    CHECK_TRUE(parse("rf-bench --loopback write_bw", &o) == 0);
+    CHECK_TRUE(bench_opts_iters(&o) == 5000 && bench_opts_inline(&o) == 0);
+    CHECK_TRUE(bench_opts_sizes(&o, sizes) == 1 && sizes[0] == 65536);
 
     fprintf(stderr, "(usage errors expected below)\n");
-    CHECK(parse("rf-bench --loopback", &o) == 2); /* no TEST */
-    CHECK(parse("rf-bench --loopback nosuch", &o) == 2);
-    CHECK(parse("rf-bench --loopback -n 4 read_lat", &o) == 2); /* < 5 */
-    CHECK(parse("rf-bench --loopback -s 12x read_lat", &o) == 2);
-    CHECK(parse("rf-bench --loopback -s 0 read_lat", &o) == 2);
-    CHECK(parse("rf-bench --loopback -a fetch_add_lat", &o) == 2);
-    CHECK(parse("rf-bench --loopback -t 4 read_lat", &o) == 2);
-    CHECK(parse("rf-bench --serve -s 8", &o) == 2);
-    CHECK(parse("rf-bench --serve --connect x read_lat", &o) == 2);
-    CHECK(parse("rf-bench --connect h:1 -p 2 read_lat", &o) == 2);
-    CHECK(parse("rf-bench --loopback --bogus read_lat", &o) == 2);
-    CHECK(parse("rf-bench --loopback read_lat -n", &o) == 2);
-    CHECK(parse("rf-bench read_lat", &o) == 2); /* no mode */
-    CHECK(parse("rf-bench --connect a --host b read_lat", &o) == 2);
-    CHECK(parse("rf-bench --loopback --timer sundial read_lat", &o) == 2);
-    CHECK(parse("rf-bench --loopback --timer clock read_lat", &o) == 0);
-    CHECK(!o.timer_tsc);
+    CHECK_TRUE(parse("rf-bench --loopback", &o) == 2); /* no TEST */
+    CHECK_TRUE(parse("rf-bench --loopback nosuch", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -n 4 read_lat", &o) == 2); /* < 5 */
+    CHECK_TRUE(parse("rf-bench --loopback -s 12x read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -s 0 read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -a fetch_add_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -t 4 read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --serve -s 8", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --serve --connect x read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --connect h:1 -p 2 read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback --bogus read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback read_lat -n", &o) == 2);
+    CHECK_TRUE(parse("rf-bench read_lat", &o) == 2); /* no mode */
+    CHECK_TRUE(parse("rf-bench --connect a --host b read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback --timer sundial read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback --timer clock read_lat", &o) == 0);
+    CHECK_TRUE(!o.timer_tsc);
 }
 
 int main(void)
@@ -214,10 +212,6 @@ int main(void)
     test_bw();
     test_proto();
     test_opts();
-    if (failures) {
-        fprintf(stderr, "bench_test_stats: %d check(s) failed\n", failures);
-        return 1;
-    }
     printf("bench_test_stats: all checks passed\n");
     return 0;
 }

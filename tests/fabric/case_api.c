@@ -3,8 +3,9 @@
  * descriptors, empty completion queues and listener/request timeouts. */
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
 #include "tests/fabric/opts.h"
 
@@ -52,24 +53,24 @@ void case_api_basics(void)
     CHECK_OK(rf_cq_create(f, 16, &cq));
     rf_completion comp;
     CHECK(rf_cq_poll(cq, &comp, 1) == 0, "empty queue polled non-empty");
-    uint64_t t0 = rt_now_us();
+    uint64_t t0 = rf_now_us();
     int r = rf_cq_wait(cq, &comp, 1, 100);
-    uint64_t ms = (rt_now_us() - t0) / 1000;
+    uint64_t ms = (rf_now_us() - t0) / 1000;
     CHECK(r == RF_ERR_TIMEOUT, "rf_cq_wait on an empty queue returned %d", r);
-    CHECK(ms >= 90 && ms <= (uint64_t)rt_ms(1100),
+    CHECK(ms >= 90 && ms <= (uint64_t)rft_ms(1100),
           "rf_cq_wait(100 ms) returned after %llu ms", (unsigned long long)ms);
 
     rf_listener *l = NULL;
     CHECK_OK(rf_listen(f, rt_opts.host, 0, &l));
     CHECK(rf_listener_port(l) != 0, "listener on port 0");
     rf_conn_req *req = (rf_conn_req *)(uintptr_t)1;
-    t0 = rt_now_us();
+    t0 = rf_now_us();
     rf_status st = rf_listener_get_request(l, 100, &req);
-    ms = (rt_now_us() - t0) / 1000;
+    ms = (rf_now_us() - t0) / 1000;
     CHECK(st != RF_OK && req == NULL,
           "rf_listener_get_request without connections returned %s",
           rf_status_string(st));
-    CHECK(ms >= 90 && ms <= (uint64_t)rt_ms(1100),
+    CHECK(ms >= 90 && ms <= (uint64_t)rft_ms(1100),
           "rf_listener_get_request(100 ms) returned after %llu ms",
           (unsigned long long)ms);
     rf_error_clear();

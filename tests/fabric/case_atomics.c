@@ -8,8 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
@@ -109,7 +110,7 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void spawn_worker(rt_child *w, const char *role, int id, uint16_t port,
+static void spawn_worker(rft_child *w, const char *role, int id, uint16_t port,
                          const rf_mr_desc *d, int threads, long iters,
                          const char *out)
 {
@@ -142,14 +143,14 @@ void case_fetch_add_contention(void)
     char dir[] = "/tmp/rf_fabric_fadd.XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     char out[FADD_WORKERS][64];
-    rt_child w[FADD_WORKERS];
+    rft_child w[FADD_WORKERS];
     for (int i = 0; i < FADD_WORKERS; i++) {
         snprintf(out[i], sizeof out[i], "%s/w%d", dir, i);
         spawn_worker(&w[i], "fadd", i, t.port, &d, FADD_THREADS, FADD_ITERS,
                      out[i]);
     }
     for (int i = 0; i < FADD_WORKERS; i++)
-        rt_child_wait_ok(&w[i], rt_ms(140000));
+        rft_wait_ok(&w[i], rft_ms(140000));
 
     const size_t total = (size_t)FADD_WORKERS * FADD_THREADS * FADD_ITERS;
     uint64_t *all = malloc(total * 8);
@@ -192,12 +193,12 @@ void case_cmp_swap_lock(void)
     /* Lock word at 0 (0 = free), counter at 64. */
     const uint64_t init = 1000000;
     tgt_set(&t, 0, 64, init);
-    rt_child w[LOCK_WORKERS];
+    rft_child w[LOCK_WORKERS];
     for (int i = 0; i < LOCK_WORKERS; i++)
         spawn_worker(&w[i], "lock", i, t.port, &d, LOCK_THREADS, LOCK_ITERS,
                      NULL);
     for (int i = 0; i < LOCK_WORKERS; i++)
-        rt_child_wait_ok(&w[i], rt_ms(110000));
+        rft_wait_ok(&w[i], rft_ms(110000));
     CHECK_EQ_U64(tgt_get(&t, 0, 0), 0);
     CHECK_EQ_U64(tgt_get(&t, 0, 64),
                  init + (uint64_t)LOCK_WORKERS * LOCK_THREADS * LOCK_ITERS);

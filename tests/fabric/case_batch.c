@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
-#include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
 #include "tests/fabric/target.h"
 
@@ -75,7 +75,7 @@ static void round_trip(rt_target *t, rt_conn *c, rt_buf *b,
               i + batch - 1, i, rf_status_string(st), posted);
     }
     static rf_completion comps[N_OUT];
-    rt_wait_n(c->cq, comps, N_OUT, rt_ms(30000));
+    rt_wait_n(c->cq, comps, N_OUT, rft_ms(30000));
     for (size_t i = 0; i < N_OUT; i++) {
         char what[48];
         snprintf(what, sizeof what, "completion %zu of round %d", i, r);
@@ -163,7 +163,7 @@ void case_selective_signaling(void)
         size_t posted = 0;
         CHECK_OK(rf_post(c.ep, wrs, U_WRITES + 1, &posted));
         CHECK(posted == U_WRITES + 1, "posted %zu", posted);
-        rf_completion comp = rt_wait_one(c.cq, rt_ms(10000));
+        rf_completion comp = rt_wait_one(c.cq, rft_ms(10000));
         rt_expect_comp(&comp, "signaled read after unsignaled writes",
                        wrs[U_WRITES].context, RF_OP_READ, RF_OK,
                        (long long)span);
@@ -199,7 +199,7 @@ void case_selective_signaling(void)
                      .remote_addr = ctr.addr,
                      .rkey = ctr.rkey};
     CHECK_OK(rf_post(c.ep, fa, 11, NULL));
-    rf_completion comp = rt_wait_one(c.cq, rt_ms(10000));
+    rf_completion comp = rt_wait_one(c.cq, rft_ms(10000));
     rt_expect_comp(&comp, "read after unsignaled fetch_adds", fa[10].context,
                    RF_OP_READ, RF_OK, 8);
     CHECK_EQ_U64(res[10], 5 + 30);
@@ -261,7 +261,7 @@ void case_selective_signaling(void)
     };
     CHECK_OK(rf_post(c.ep, mix, 6, NULL));
     rf_completion two[2];
-    rt_wait_n(c.cq, two, 2, rt_ms(10000));
+    rt_wait_n(c.cq, two, 2, rft_ms(10000));
     rt_expect_comp(&two[0], "signaled write in a mix", (void *)2, RF_OP_WRITE,
                    RF_OK, 64);
     rt_expect_comp(&two[1], "signaled fetch_add in a mix", (void *)6,

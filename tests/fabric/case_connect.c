@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/target.h"
@@ -59,7 +60,7 @@ void case_connect_private_data(void)
         make_priv(priv, lens[i], 'p', (unsigned)i);
         rt_conn c;
         rf_status st =
-            rt_try_connect(f, t.port, priv, lens[i], rt_ms(10000), &c);
+            rt_try_connect(f, t.port, priv, lens[i], rft_ms(10000), &c);
         CHECK(st == RF_OK, "connect with %zu bytes of private data: %s",
               lens[i], rf_status_string(st));
         accepted++;
@@ -92,10 +93,10 @@ void case_connect_reject(void)
         unsigned char priv[RF_MAX_PRIVATE_DATA];
         make_priv(priv, lens[i], 'R', (unsigned)i);
         rt_conn c;
-        uint64_t t0 = rt_now_us();
+        uint64_t t0 = rf_now_us();
         rf_status st =
-            rt_try_connect(f, t.port, priv, lens[i], rt_ms(10000), &c);
-        uint64_t ms = (rt_now_us() - t0) / 1000;
+            rt_try_connect(f, t.port, priv, lens[i], rft_ms(10000), &c);
+        uint64_t ms = (rf_now_us() - t0) / 1000;
         CHECK(st == RF_ERR_UNAVAILABLE,
               "rejected connect (%zu bytes of private data) returned %s "
               "after %llu ms, expected RF_ERR_UNAVAILABLE",
@@ -137,11 +138,11 @@ void case_connect_no_listener(void)
     rf_listener_close(l);
     static const int timeouts[] = {3000, 10000};
     for (int i = 0; i < 2; i++) {
-        int timeout = rt_ms(timeouts[i]);
+        int timeout = rft_ms(timeouts[i]);
         rt_conn c;
-        uint64_t t0 = rt_now_us();
+        uint64_t t0 = rf_now_us();
         rf_status st = rt_try_connect(f, port, "x", 1, timeout, &c);
-        uint64_t ms = (rt_now_us() - t0) / 1000;
+        uint64_t ms = (rf_now_us() - t0) / 1000;
         CHECK(st == RF_ERR_UNAVAILABLE,
               "connect to %s:%u without listener returned %s after %llu ms, "
               "expected RF_ERR_UNAVAILABLE",
@@ -164,14 +165,14 @@ void case_connect_oversize(void)
     make_priv(priv, sizeof priv, 'p', 3);
     rt_conn c;
     rf_status st = rt_try_connect(f, t.port, priv, RF_MAX_PRIVATE_DATA + 1,
-                                  rt_ms(5000), &c);
+                                  rft_ms(5000), &c);
     CHECK(st == RF_ERR_INVALID_ARG,
           "connect with %d bytes of private data returned %s",
           RF_MAX_PRIVATE_DATA + 1, rf_status_string(st));
     rt_conn_close(&c);
     /* The target's rf_accept with 57 bytes must fail with
      * RF_ERR_INVALID_ARG; then this connect does not succeed. */
-    st = rt_try_connect(f, t.port, "O", 1, rt_ms(5000), &c);
+    st = rt_try_connect(f, t.port, "O", 1, rft_ms(5000), &c);
     CHECK(st != RF_OK, "connect answered by an oversize accept succeeded");
     rt_conn_close(&c);
     tgt_stats s = tgt_wait_handled(&t, 1);

@@ -6,8 +6,9 @@
  * the first cut-off on) by the time rf_ep_close returns. */
 #include <stdio.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
@@ -45,7 +46,7 @@ void case_reconnect(void)
         CHECK_EQ_U64(*res, (uint64_t)i);
         rt_conn_close(&c);
         if (i % 10 == 9) {
-            int bound = rt_ms(rt_opts.peer_timeout_ms + 5000);
+            int bound = rft_ms(rt_opts.peer_timeout_ms + 5000);
             CHECK(tgt_ep_disconnected(&t, token, bound),
                   "target endpoint %s still connected %d ms after the "
                   "initiator closed it",
@@ -102,7 +103,7 @@ void case_close_outstanding(void)
             wrs[3].flags = RF_WR_UNSIGNALED;
         CHECK_OK(rf_post(c.ep, wrs, N_BIG, NULL));
         if (round == 1)
-            rt_wait_one(c.cq, rt_ms(20000)); /* let one finish first */
+            rt_wait_one(c.cq, rft_ms(20000)); /* let one finish first */
         rf_ep_close(c.ep);
         c.ep = NULL;
         /* Everything is in the queue now: poll, don't wait. */

@@ -11,8 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
@@ -104,7 +105,7 @@ static void run_bad(env *e, const bad_op *b, int index)
     const int unsignaled = index % 2; /* every other bad op is unsignaled */
     snprintf(what, sizeof what, "%s%s", b->name,
              unsignaled ? " (unsignaled)" : "");
-    rt_note("error case: %s", what);
+    rft_note("error case: %s", what);
     rt_conn c;
     rt_connect(e->f, e->t.port, token, &c);
 
@@ -164,21 +165,21 @@ static void run_bad(env *e, const bad_op *b, int index)
     CHECK(st == RF_OK && posted == 4, "%s: rf_post: %s, posted %zu", what,
           rf_status_string(st), posted);
     /* One at a time, so a missing or wrong completion is named. */
-    rf_completion comp = rt_wait_one(c.cq, rt_ms(20000));
+    rf_completion comp = rt_wait_one(c.cq, rft_ms(20000));
     rt_expect_comp(&comp, "good write before the bad op", (void *)1,
                    RF_OP_WRITE, RF_OK, 8);
-    comp = rt_wait_one(c.cq, rt_ms(20000));
+    comp = rt_wait_one(c.cq, rft_ms(20000));
     rt_expect_comp(&comp, what, (void *)2, b->op, b->want, -1);
-    comp = rt_wait_one(c.cq, rt_ms(20000));
+    comp = rt_wait_one(c.cq, rft_ms(20000));
     rt_expect_comp(&comp, "unsignaled write after the bad op", (void *)3,
                    RF_OP_WRITE, RF_ERR_DISCONNECTED, -1);
-    comp = rt_wait_one(c.cq, rt_ms(20000));
+    comp = rt_wait_one(c.cq, rft_ms(20000));
     rt_expect_comp(&comp, "read after the bad op", (void *)4, RF_OP_READ,
                    RF_ERR_DISCONNECTED, -1);
     rt_expect_dead(&c, p + 128, e->local.mr, all->addr + 16, all->rkey);
 
     /* The target's side of the endpoint fails too. */
-    int bound = rt_ms(rt_opts.peer_timeout_ms + 5000);
+    int bound = rft_ms(rt_opts.peer_timeout_ms + 5000);
     CHECK(tgt_ep_disconnected(&e->t, token, bound),
           "%s: the target's endpoint is still connected after %d ms", what,
           bound);

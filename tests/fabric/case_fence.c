@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
-#include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
 #include "tests/fabric/target.h"
 
@@ -72,7 +72,7 @@ void case_fence(void)
         };
         CHECK_OK(rf_post(c.ep, wrs, 4, NULL));
         rf_completion comps[4];
-        rt_wait_n(c.cq, comps, 4, rt_ms(20000));
+        rt_wait_n(c.cq, comps, 4, rft_ms(20000));
         for (int i = 0; i < 4; i++)
             rt_expect_comp(&comps[i], "fenced batch", wrs[i].context, wrs[i].op,
                            RF_OK, (long long)wrs[i].len);

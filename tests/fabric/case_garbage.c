@@ -18,8 +18,9 @@
 #include <unistd.h>
 
 #include "fabric/sock/sock_frame.h"
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
@@ -67,9 +68,9 @@ static int send_all(int fd, const void *p, size_t n)
 static int recv_exact(int fd, void *p, size_t n, int timeout_ms)
 {
     unsigned char *b = p;
-    uint64_t deadline = rt_now_us() + (uint64_t)timeout_ms * 1000;
+    uint64_t deadline = rf_now_us() + (uint64_t)timeout_ms * 1000;
     while (n) {
-        uint64_t now = rt_now_us();
+        uint64_t now = rf_now_us();
         CHECK(now < deadline, "no handshake reply within %d ms", timeout_ms);
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         if (poll(&pf, 1, (int)((deadline - now) / 1000) + 1) <= 0)
@@ -89,11 +90,11 @@ static int recv_exact(int fd, void *p, size_t n, int timeout_ms)
  * reset), discarding whatever it sends first. Fails after timeout_ms. */
 static void expect_dropped(int fd, const char *what, int timeout_ms)
 {
-    uint64_t t0 = rt_now_us();
+    uint64_t t0 = rf_now_us();
     uint64_t deadline = t0 + (uint64_t)timeout_ms * 1000;
     unsigned char sink[4096];
     for (;;) {
-        uint64_t now = rt_now_us();
+        uint64_t now = rf_now_us();
         CHECK(now < deadline, "%s: connection still open after %d ms", what,
               timeout_ms);
         struct pollfd pf = {.fd = fd, .events = POLLIN};
@@ -107,8 +108,8 @@ static void expect_dropped(int fd, const char *what, int timeout_ms)
               strerror(errno));
     }
     close(fd);
-    rt_note("garbage: %s: dropped after %llu ms", what,
-            (unsigned long long)((rt_now_us() - t0) / 1000));
+    rft_note("garbage: %s: dropped after %llu ms", what,
+             (unsigned long long)((rf_now_us() - t0) / 1000));
 }
 
 static void encode_connect(unsigned char out[RF_SOCK_HS_SIZE],
@@ -129,7 +130,7 @@ static int raw_connected(uint16_t port, const char *token)
     encode_connect(hs, token);
     CHECK(send_all(fd, hs, sizeof hs) == 0, "sending a valid handshake");
     unsigned char reply[RF_SOCK_HS_SIZE];
-    CHECK(recv_exact(fd, reply, sizeof reply, rt_ms(10000)) == 0,
+    CHECK(recv_exact(fd, reply, sizeof reply, rft_ms(10000)) == 0,
           "%s: listener closed instead of answering a valid handshake", token);
     rf_sock_hs got;
     rf_sock_parse p = rf_sock_hs_decode(reply, sizeof reply, &got);
@@ -184,12 +185,12 @@ static void *peer_main(void *arg)
  * `before`, proving the listener's fabric kept serving them. */
 static void peers_progress(peer *peers, const long *before, const char *when)
 {
-    uint64_t deadline = rt_now_us() + (uint64_t)rt_ms(20000) * 1000;
+    uint64_t deadline = rf_now_us() + (uint64_t)rft_ms(20000) * 1000;
     for (int i = 0; i < PEERS; i++) {
         while (atomic_load(&peers[i].rounds) <= before[i]) {
-            CHECK(rt_now_us() < deadline, "real peer %d made no progress %s", i,
+            CHECK(rf_now_us() < deadline, "real peer %d made no progress %s", i,
                   when);
-            usleep(1000);
+            rf_sleep_ms(1);
         }
     }
 }
@@ -222,7 +223,7 @@ void case_sock_garbage(void)
         before[i] = 0;
     peers_progress(peers, before, "before the attacks");
 
-    const int drop_ms = rt_ms(HS_TIMEOUT_MS + 4000);
+    const int drop_ms = rft_ms(HS_TIMEOUT_MS + 4000);
     unsigned char buf[8192], hs[RF_SOCK_HS_SIZE];
     int fd, pending;
 
@@ -377,7 +378,7 @@ void case_sock_garbage(void)
         }
         send_all(fd, buf, n);
         expect_dropped(fd, bad_frames[k].what, drop_ms);
-        int bound = rt_ms(rt_opts.peer_timeout_ms + 5000);
+        int bound = rft_ms(rt_opts.peer_timeout_ms + 5000);
         CHECK(tgt_ep_disconnected(&t, token, bound),
               "%s: the target's endpoint is still connected",
               bad_frames[k].what);
@@ -397,9 +398,9 @@ void case_sock_garbage(void)
         random_bytes(buf + RF_SOCK_HDR_SIZE, 4096, 7);
         size_t n = k < 2 ? (size_t)(7 + 20 * k) : RF_SOCK_HDR_SIZE + 4096;
         send_all(fd, buf, n);
-        usleep(20000);
+        rf_sleep_ms(20);
         close(fd);
-        int bound = rt_ms(rt_opts.peer_timeout_ms + 5000);
+        int bound = rft_ms(rt_opts.peer_timeout_ms + 5000);
         CHECK(tgt_ep_disconnected(&t, token, bound),
               "truncated frame %d: the target's endpoint is still connected",
               k);
@@ -412,8 +413,8 @@ void case_sock_garbage(void)
     atomic_store(&stop_peers, 1);
     for (int i = 0; i < PEERS; i++)
         pthread_join(peers[i].thread, NULL);
-    rt_note("garbage: real peers did %ld and %ld verified rounds",
-            atomic_load(&peers[0].rounds), atomic_load(&peers[1].rounds));
+    rft_note("garbage: real peers did %ld and %ld verified rounds",
+             atomic_load(&peers[0].rounds), atomic_load(&peers[1].rounds));
     /* Nothing hostile reached the protected region or any guard. */
     tgt_verify(&t, 1, 0, 0, 0, 31);
     char r[64];

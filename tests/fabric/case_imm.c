@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
-#include "tests/fabric/opts.h"
 #include "tests/fabric/target.h"
 
 #define N_IMM 4096
@@ -32,9 +32,9 @@ void case_write_imm_order(void)
     rt_connect(f, t.port, "imm", &c);
 
     char r[256];
-    tgt_send(&t, "immstream imm %d 0 %d %llu", N_IMM, rt_ms(30000),
+    tgt_send(&t, "immstream imm %d 0 %d %llu", N_IMM, rft_ms(30000),
              (unsigned long long)magic);
-    tgt_reply(&t, r, sizeof r, rt_ms(20000));
+    tgt_reply(&t, r, sizeof r, rft_ms(20000));
     CHECK(strcmp(r, "ready") == 0, "target: %s", r);
 
     static rf_wr wrs[N_IMM];
@@ -50,11 +50,11 @@ void case_write_imm_order(void)
     for (size_t i = 0; i < N_IMM; i += 256)
         CHECK_OK(rf_post(c.ep, wrs + i, 256, NULL));
     static rf_completion comps[N_IMM];
-    rt_wait_n(c.cq, comps, N_IMM, rt_ms(30000));
+    rt_wait_n(c.cq, comps, N_IMM, rft_ms(30000));
     for (size_t k = 0; k < N_IMM; k++)
         rt_expect_comp(&comps[k], "write_imm", wrs[k].context, RF_OP_WRITE_IMM,
                        RF_OK, 8);
-    tgt_reply(&t, r, sizeof r, rt_ms(30000));
+    tgt_reply(&t, r, sizeof r, rft_ms(30000));
     CHECK(strcmp(r, "done") == 0, "target: %s", r);
     for (uint64_t k = 0; k < N_IMM; k += 511)
         CHECK_EQ_U64(tgt_get(&t, 0, 8 * k), magic ^ k);

@@ -9,8 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
@@ -51,7 +52,7 @@ void case_kill_target(void)
         }
         if (done == posted)
             break;
-        int wait_ms = rt_ms(kill_us ? rt_opts.peer_timeout_ms + 5000 : 20000);
+        int wait_ms = rft_ms(kill_us ? rt_opts.peer_timeout_ms + 5000 : 20000);
         rf_completion comp = rt_wait_one(c.cq, wait_ms);
         done++;
         CHECK(comp.context == (void *)(uintptr_t)done,
@@ -76,18 +77,18 @@ void case_kill_target(void)
             seen_disconnect = 1;
         }
         if (!kill_us && done == 3) {
-            rt_note("killing the target with %llu ops outstanding",
-                    (unsigned long long)(posted - done));
-            rt_child_kill(&t.proc);
-            kill_us = rt_now_us();
+            rft_note("killing the target with %llu ops outstanding",
+                     (unsigned long long)(posted - done));
+            rft_kill(&t.proc);
+            kill_us = rf_now_us();
         }
     }
-    uint64_t ms = (rt_now_us() - kill_us) / 1000;
-    rt_note("all %llu ops completed %llu ms after the kill (%d of them OK "
-            "after it)",
-            (unsigned long long)posted, (unsigned long long)ms, ok_after_kill);
+    uint64_t ms = (rf_now_us() - kill_us) / 1000;
+    rft_note("all %llu ops completed %llu ms after the kill (%d of them OK "
+             "after it)",
+             (unsigned long long)posted, (unsigned long long)ms, ok_after_kill);
     CHECK(seen_disconnect, "no outstanding op reported RF_ERR_DISCONNECTED");
-    CHECK(ms <= (uint64_t)rt_ms(rt_opts.peer_timeout_ms + 5000),
+    CHECK(ms <= (uint64_t)rft_ms(rt_opts.peer_timeout_ms + 5000),
           "outstanding ops took %llu ms to fail after the kill",
           (unsigned long long)ms);
     rt_expect_dead(&c, b.p, b.mr, d.addr, d.rkey);
@@ -110,19 +111,19 @@ void case_kill_initiator(void)
     const char *args[] = {"--role",  "stream", "--port", port,    "--addr",
                           addr,      "--rkey", rkey,     "--len", len,
                           "--token", "st",     NULL};
-    rt_child w;
+    rft_child w;
     rt_spawn(&w, "stream-worker", args);
     char line[64];
-    rt_child_line(&w, line, sizeof line, rt_ms(20000));
+    rft_line(&w, line, sizeof line, rft_ms(20000));
     CHECK(strcmp(line, "streaming") == 0, "stream worker said '%s'", line);
-    rt_child_kill(&w);
-    uint64_t t0 = rt_now_us();
-    int bound = rt_ms(rt_opts.peer_timeout_ms + 5000);
+    rft_kill(&w);
+    uint64_t t0 = rf_now_us();
+    int bound = rft_ms(rt_opts.peer_timeout_ms + 5000);
     CHECK(tgt_ep_disconnected(&t, "st", bound),
           "target endpoint of a killed initiator still connected after %d ms",
           bound);
-    rt_note("target saw the dead initiator after %llu ms",
-            (unsigned long long)((rt_now_us() - t0) / 1000));
+    rft_note("target saw the dead initiator after %llu ms",
+             (unsigned long long)((rf_now_us() - t0) / 1000));
     /* The target serves a new peer. */
     rf_fabric *f = rt_fabric_open();
     rt_buf b;

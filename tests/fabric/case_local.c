@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
-#include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
 #include "tests/fabric/target.h"
 
@@ -99,7 +99,7 @@ void case_local_args(void)
     }
     CHECK_ST(rf_post_recv(c.ep, buf + 4000, 200, mr, NULL), RF_ERR_INVALID_ARG);
     CHECK_ST(rf_post_recv(c.ep, pages, 8, ro, NULL), RF_ERR_INVALID_ARG);
-    rt_expect_quiet(c.cq, rt_ms(300), "after refused posts");
+    rt_expect_quiet(c.cq, rft_ms(300), "after refused posts");
     tgt_verify(&t, 0, 0, 0, 0, 11); /* no good write landed */
     CHECK_OK(rf_ep_state(c.ep));
 

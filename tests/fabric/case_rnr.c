@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
-#include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
 #include "tests/fabric/target.h"
 
@@ -18,7 +18,7 @@ static void expect_recv(rt_target *t, const char *token, rf_op op, unsigned len,
                         unsigned imm, unsigned long long ctx)
 {
     char r[256];
-    tgt_cmd(t, r, sizeof r, "waitrecv %s %d", token, rt_ms(20000));
+    tgt_cmd(t, r, sizeof r, "waitrecv %s %d", token, rft_ms(20000));
     int gop, gst;
     unsigned glen, gimm;
     unsigned long long gctx;
@@ -36,7 +36,7 @@ void case_rnr(void)
 {
     /* Scaled for slow builds, but capped: a finite RC RNR retry (verbs)
      * cannot wait longer than 6 x 655 ms (fabric.h). */
-    int rnr_ms = rt_ms(1500);
+    int rnr_ms = rft_ms(1500);
     if (rnr_ms > 3000)
         rnr_ms = 3000;
     char v[16];
@@ -62,7 +62,7 @@ void case_rnr(void)
     usleep((useconds_t)rnr_ms * 1000 / 5);
     tgt_cmd(&t, r, sizeof r, "postrecv rnr-late 1 100 4000 7");
     expect_recv(&t, "rnr-late", RF_OP_RECV, 1000, 0, 7);
-    rf_completion comp = rt_wait_one(c.cq, rt_ms(20000));
+    rf_completion comp = rt_wait_one(c.cq, rft_ms(20000));
     rt_expect_comp(&comp, "send that waited for a receive", (void *)1,
                    RF_OP_SEND, RF_OK, 1000);
     tgt_verify(&t, 1, 100, 1000, 3, 2);
@@ -73,7 +73,7 @@ void case_rnr(void)
     usleep((useconds_t)rnr_ms * 1000 / 5);
     tgt_cmd(&t, r, sizeof r, "postrecv rnr-late 1 0 0 8");
     expect_recv(&t, "rnr-late", RF_OP_RECV_WRITE_IMM, 512, 0xabcd, 8);
-    comp = rt_wait_one(c.cq, rt_ms(20000));
+    comp = rt_wait_one(c.cq, rft_ms(20000));
     rt_expect_comp(&comp, "write_imm that waited for a receive", (void *)2,
                    RF_OP_WRITE_IMM, RF_OK, 512);
     tgt_verify(&t, 0, 2048, 512, 4, 1);
@@ -85,7 +85,7 @@ void case_rnr(void)
         char token[16];
         snprintf(token, sizeof token, "rnr-none%d", i);
         rt_connect(f, t.port, token, &c);
-        uint64_t t0 = rt_now_us();
+        uint64_t t0 = rf_now_us();
         rf_wr wr = {.op = ops[i],
                     .context = (void *)3,
                     .local = b.p,
@@ -95,16 +95,16 @@ void case_rnr(void)
                     .rkey = data.rkey,
                     .imm = 9};
         CHECK_OK(rf_post(c.ep, &wr, 1, NULL));
-        comp = rt_wait_one(c.cq, rnr_ms + rt_ms(10000));
-        uint64_t ms = (rt_now_us() - t0) / 1000;
+        comp = rt_wait_one(c.cq, rnr_ms + rft_ms(10000));
+        uint64_t ms = (rf_now_us() - t0) / 1000;
         rt_expect_comp(
             &comp, i ? "write_imm without a receive" : "send without a receive",
             (void *)3, ops[i], RF_ERR_NO_RESOURCE, -1);
-        CHECK(ms <= (uint64_t)(rnr_ms + rt_ms(5000)),
+        CHECK(ms <= (uint64_t)(rnr_ms + rft_ms(5000)),
               "RF_ERR_NO_RESOURCE after %llu ms, RF_RNR_TIMEOUT_MS is %d",
               (unsigned long long)ms, rnr_ms);
-        rt_note("%s without a receive failed after %llu ms (timeout %d ms)",
-                rt_op_name(ops[i]), (unsigned long long)ms, rnr_ms);
+        rft_note("%s without a receive failed after %llu ms (timeout %d ms)",
+                 rt_op_name(ops[i]), (unsigned long long)ms, rnr_ms);
         rt_conn_close(&c);
     }
     unsetenv("RF_RNR_TIMEOUT_MS");

@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
-#include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
 #include "tests/fabric/target.h"
 
@@ -32,7 +32,7 @@ typedef struct recv_result {
 static recv_result wait_recv(rt_target *t, const char *token)
 {
     char r[256];
-    tgt_cmd(t, r, sizeof r, "waitrecv %s %d", token, rt_ms(20000));
+    tgt_cmd(t, r, sizeof r, "waitrecv %s %d", token, rft_ms(20000));
     recv_result x;
     CHECK(sscanf(r, "%d %d %u %u %llu", &x.op, &x.status, &x.len, &x.imm,
                  &x.ctx) == 5,

@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tests/common/check.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/conn.h"
-#include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
 #include "tests/fabric/target.h"
 

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/fabric/check.h"
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
 
@@ -61,7 +62,7 @@ rf_status rt_try_connect(rf_fabric *fabric, uint16_t port, const void *priv,
 void rt_connect(rf_fabric *fabric, uint16_t port, const char *token, rt_conn *c)
 {
     rf_status st =
-        rt_try_connect(fabric, port, token, strlen(token), rt_ms(10000), c);
+        rt_try_connect(fabric, port, token, strlen(token), rft_ms(10000), c);
     CHECK(st == RF_OK, "connect to %s:%u (token %s): %s", rt_opts.host,
           (unsigned)port, token, rf_status_string(st));
     CHECK_OK(rf_ep_state(c->ep));
@@ -78,10 +79,10 @@ void rt_conn_close(rt_conn *c)
 
 void rt_wait_n(rf_cq *cq, rf_completion *out, int n, int timeout_ms)
 {
-    uint64_t deadline = rt_now_us() + (uint64_t)timeout_ms * 1000;
+    uint64_t deadline = rf_now_us() + (uint64_t)timeout_ms * 1000;
     int got = 0;
     while (got < n) {
-        uint64_t now = rt_now_us();
+        uint64_t now = rf_now_us();
         CHECK(now < deadline, "only %d of %d completions arrived within %d ms",
               got, n, timeout_ms);
         int r = rf_cq_wait(cq, out + got, n - got,
@@ -141,7 +142,7 @@ void rt_do(rt_conn *c, rf_wr wr, const char *what)
     rf_status st = rf_post(c->ep, &wr, 1, &posted);
     CHECK(st == RF_OK && posted == 1, "%s: rf_post: %s, posted %zu", what,
           rf_status_string(st), posted);
-    rf_completion comp = rt_wait_one(c->cq, rt_ms(20000));
+    rf_completion comp = rt_wait_one(c->cq, rft_ms(20000));
     rt_expect_comp(&comp, what, wr.context, wr.op, RF_OK, (long long)wr.len);
     CHECK(comp.ep == c->ep, "%s: completion ep %p, expected %p", what,
           (void *)comp.ep, (void *)c->ep);
@@ -172,7 +173,7 @@ void rt_expect_dead(rt_conn *c, void *local, rf_mr *mr, uint64_t raddr,
               "post on a dead endpoint: %s (posted %zu), expected "
               "RF_ERR_DISCONNECTED or an RF_ERR_DISCONNECTED completion",
               rf_status_string(st), posted);
-        rf_completion comp = rt_wait_one(c->cq, rt_ms(10000));
+        rf_completion comp = rt_wait_one(c->cq, rft_ms(10000));
         rt_expect_comp(&comp,
                        i ? "unsignaled write on a dead endpoint"
                          : "write on a dead endpoint",

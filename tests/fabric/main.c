@@ -7,79 +7,47 @@
  * under a watchdog and starts its peers as child processes (this program
  * re-executed with --role ...). Exit status: 0 pass, 1 fail, 2 usage, 77 the
  * case does not apply to this provider (skipped, never a pass). */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "rdmaflow/env.h"
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
+#include "tests/common/proc.h"
+#include "tests/common/suite.h"
 #include "tests/fabric/cases.h"
-#include "tests/fabric/check.h"
 #include "tests/fabric/opts.h"
-#include "tests/fabric/proc.h"
 #include "tests/fabric/roles.h"
 #include "tests/fabric/target.h"
 
 #define EXIT_SKIP  77
 #define EXIT_USAGE 2
 
-rt_options rt_opts = {.provider = "auto",
-                      .host = "127.0.0.1",
-                      .time_scale = 1,
-                      .peer_timeout_ms = 10000};
+rt_options rt_opts = {
+    .provider = "auto", .host = "127.0.0.1", .peer_timeout_ms = 10000};
 rt_role_args rt_role;
 
-typedef struct rt_case {
-    const char *name;
-    int budget_s;
-    int flags;
-    const char *desc;
-    void (*run)(void);
-} rt_case;
-
-static const rt_case cases[] = {
-#define RT_CASE(n, b, f, d) {#n, b, f, d, case_##n},
+static const rft_case cases[] = {
+#define RT_CASE(n, b, f, d)                                                    \
+    {.name = #n, .budget_s = b, .flags = f, .desc = d, .run = case_##n},
 #include "tests/fabric/cases.def"
 #undef RT_CASE
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
-int rt_ms(int base_ms)
+void rt_spawn(rft_child *c, const char *name, const char *const *args)
 {
-    return base_ms * rt_opts.time_scale;
-}
-
-uint64_t rt_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static const char *watchdog_case = "";
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char a[] = "FAIL: watchdog: ";
-    static const char b[] = " exceeded its time budget; killing children\n";
-    (void)!write(2, a, sizeof a - 1);
-    (void)!write(2, rt_who, strlen(rt_who));
-    (void)!write(2, " ", 1);
-    (void)!write(2, watchdog_case, strlen(watchdog_case));
-    (void)!write(2, b, sizeof b - 1);
-    rt_kill_children();
-    _exit(1);
-}
-
-static void start_watchdog(const char *what, int seconds)
-{
-    watchdog_case = what;
-    signal(SIGALRM, on_alarm);
-    alarm((unsigned)seconds);
+    const char *argv[64] = {"--provider", rt_opts.provider, "--host",
+                            rt_opts.host};
+    size_t n = 4;
+    for (size_t i = 0; args[i]; i++) {
+        CHECK(n < 63, "too many arguments for child %s", name);
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    rft_spawn(c, name, NULL, argv, RFT_STDIN_PIPE);
 }
 
 static void usage(void)
@@ -99,14 +67,6 @@ static void usage(void)
             "RF_PEER_TIMEOUT_MS\n");
 }
 
-static const rt_case *find_case(const char *name)
-{
-    for (size_t i = 0; i < NCASES; i++)
-        if (strcmp(cases[i].name, name) == 0)
-            return &cases[i];
-    return NULL;
-}
-
 /* Name of the provider --provider resolves to ("auto" opens one to see). */
 static const char *resolved_provider(void)
 {
@@ -122,12 +82,12 @@ static const char *resolved_provider(void)
     return name;
 }
 
-static int applies(const rt_case *c, const char *provider)
+static int applies(const rft_case *c, const char *provider)
 {
     return !(c->flags & RT_SOCK_ONLY) || strcmp(provider, "sock") == 0;
 }
 
-static int run_case(const rt_case *c)
+static int run_case(const rft_case *c)
 {
     const char *provider = resolved_provider();
     if (!applies(c, provider)) {
@@ -135,15 +95,10 @@ static int run_case(const rt_case *c)
                provider);
         return EXIT_SKIP;
     }
-    rt_note("case %s (%s) on provider %s, host %s: %s", c->name, provider,
-            rt_opts.provider, rt_opts.host, c->desc);
-    start_watchdog(c->name, c->budget_s * rt_opts.time_scale);
-    uint64_t t0 = rt_now_us();
-    c->run();
-    alarm(0);
-    printf("PASS %s (%.2f s)\n", c->name, (double)(rt_now_us() - t0) / 1e6);
-    fflush(stdout);
-    return 0;
+    char context[256];
+    snprintf(context, sizeof context, "%s, on provider %s, host %s", provider,
+             rt_opts.provider, rt_opts.host);
+    return rft_case_run(c, context);
 }
 
 /* --case all: every applicable case in its own process, in order. */
@@ -158,12 +113,10 @@ static int run_all(void)
             continue;
         }
         const char *args[] = {"--case", cases[i].name, NULL};
-        rt_child child;
+        rft_child child;
         rt_spawn(&child, cases[i].name, args);
-        close(child.to_fd);
-        child.to_fd = -1;
-        int status = rt_child_wait(&child, (cases[i].budget_s + 30) * 1000 *
-                                               rt_opts.time_scale);
+        rft_close_stdin(&child);
+        int status = rft_wait(&child, rft_ms((cases[i].budget_s + 30) * 1000));
         int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         printf("%s %s\n", ok ? "PASS" : "FAIL", cases[i].name);
         fflush(stdout);
@@ -185,6 +138,7 @@ static int parse_num(const char *flag, const char *text, int64_t min,
 
 int main(int argc, char **argv)
 {
+    rft_set_who("driver"); /* the roles rename themselves */
     const char *case_name = NULL, *role = NULL;
     int list = 0;
     for (int i = 1; i < argc; i++) {
@@ -251,12 +205,8 @@ int main(int argc, char **argv)
         }
     }
 
+    rft_scale(); /* a bad RF_TEST_TIME_SCALE is a usage error (exit 2) */
     int64_t v;
-    if (rf_env_int("RF_TEST_TIME_SCALE", 1, 1, 100, &v) != RF_OK) {
-        fprintf(stderr, "rf_fabric_conformance: %s\n", rf_error_message());
-        return EXIT_USAGE;
-    }
-    rt_opts.time_scale = (int)v;
     if (rf_env_int("RF_PEER_TIMEOUT_MS", 10000, 1, 3600000, &v) != RF_OK) {
         fprintf(stderr, "rf_fabric_conformance: %s\n", rf_error_message());
         return EXIT_USAGE;
@@ -264,9 +214,9 @@ int main(int argc, char **argv)
     rt_opts.peer_timeout_ms = (int)v;
 
     if (role) {
-        rt_proc_init(1);
+        rft_proc_init(true);
         /* Last resort; the driver's watchdog normally kills us first. */
-        start_watchdog(role, 900 * rt_opts.time_scale);
+        rft_watchdog(role, 900);
         if (strcmp(role, "target") == 0)
             return rt_target_main();
         if (strcmp(role, "fadd") == 0)
@@ -278,7 +228,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rf_fabric_conformance: unknown role %s\n", role);
         return EXIT_USAGE;
     }
-    rt_proc_init(0);
+    rft_proc_init(false);
 
     if (list) {
         const char *provider =
@@ -300,7 +250,7 @@ int main(int argc, char **argv)
     }
     if (strcmp(case_name, "all") == 0)
         return run_all();
-    const rt_case *c = find_case(case_name);
+    const rft_case *c = rft_case_find(cases, NCASES, case_name);
     if (!c) {
         fprintf(stderr,
                 "rf_fabric_conformance: unknown case '%s' (see --list)\n",

@@ -1,23 +1,21 @@
 /* tests/fabric/opts.h: the command-line options every role of the
- * conformance program shares, and the time budget helpers. */
+ * conformance program shares, and how the suite starts its child roles. */
 #ifndef RF_TESTS_FABRIC_OPTS_H
 #define RF_TESTS_FABRIC_OPTS_H
 
-#include <stdint.h>
+#include "tests/common/proc.h"
 
 typedef struct rt_options {
     const char *provider; /* --provider (default "auto") */
     const char *host;     /* --host: address to listen on and connect to */
-    int time_scale;       /* RF_TEST_TIME_SCALE (default 1) */
     int peer_timeout_ms;  /* RF_PEER_TIMEOUT_MS (default 10000) */
 } rt_options;
 
 extern rt_options rt_opts;
 
-/* base_ms multiplied by the time scale (slow guests, sanitizers). */
-int rt_ms(int base_ms);
-
-/* Monotonic clock. */
-uint64_t rt_now_us(void);
+/* Starts this program again as a child (tests/common/proc.h, stdin and
+ * stdout pipes) with `--provider P --host H <args...>` (args is
+ * NULL-terminated). */
+void rt_spawn(rft_child *c, const char *name, const char *const *args);
 
 #endif

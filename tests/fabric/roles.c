@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/fabric/check.h"
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/conn.h"
-#include "tests/fabric/opts.h"
 
 #define FADD_WINDOW 32
 #define MAX_THREADS 64
@@ -55,7 +55,7 @@ static void *fadd_thread(void *arg)
                   k, rf_status_string(st), got);
             posted += (long)k;
         }
-        int r = rf_cq_wait(c.cq, comps, 64, rt_ms(20000));
+        int r = rf_cq_wait(c.cq, comps, 64, rft_ms(20000));
         CHECK(r > 0, "fetch_add completions: rf_cq_wait returned %d (%s)", r,
               r < 0 ? rf_status_string((rf_status)r) : "");
         for (int i = 0; i < r; i++, done++)
@@ -69,7 +69,7 @@ static void *fadd_thread(void *arg)
 
 int rt_role_fadd(void)
 {
-    rt_who = "fadd-worker";
+    rft_set_who("fadd-worker");
     CHECK(rt_role.port && rt_role.threads > 0 && rt_role.iters > 0 &&
               rt_role.out,
           "fadd role needs --port --addr --rkey --threads --iters --out");
@@ -169,7 +169,7 @@ static void *lock_thread(void *arg)
 
 int rt_role_lock(void)
 {
-    rt_who = "lock-worker";
+    rft_set_who("lock-worker");
     CHECK(rt_role.port && rt_role.threads > 0 && rt_role.iters > 0,
           "lock role needs --port --addr --rkey --threads --iters");
     rf_fabric *f = rt_fabric_open();
@@ -190,7 +190,7 @@ int rt_role_lock(void)
 
 int rt_role_stream(void)
 {
-    rt_who = "stream-worker";
+    rft_set_who("stream-worker");
     CHECK(rt_role.port && rt_role.token && rt_role.len >= (1u << 20),
           "stream role needs --port --addr --rkey --len --token");
     rf_fabric *f = rt_fabric_open();
@@ -211,7 +211,7 @@ int rt_role_stream(void)
             CHECK_OK(rf_post(c.ep, &wr, 1, NULL));
             outstanding++;
         }
-        rf_completion comp = rt_wait_one(c.cq, rt_ms(20000));
+        rf_completion comp = rt_wait_one(c.cq, rft_ms(20000));
         CHECK(comp.status == RF_OK, "stream write: %s",
               rf_status_string(comp.status));
         outstanding--;

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/fabric/check.h"
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/conn.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
@@ -83,8 +84,8 @@ static void handle_request(rf_conn_req *req)
     size_t len = 0;
     const unsigned char *priv = rf_conn_req_private_data(req, &len);
     if (len > RF_MAX_PRIVATE_DATA) {
-        rt_note("connect request with %zu bytes of private data (max %d)", len,
-                RF_MAX_PRIVATE_DATA);
+        rft_note("connect request with %zu bytes of private data (max %d)", len,
+                 RF_MAX_PRIVATE_DATA);
         len = RF_MAX_PRIVATE_DATA;
     }
     len = priv ? strip_zeros(priv, len) : 0;
@@ -102,7 +103,7 @@ static void handle_request(rf_conn_req *req)
     rf_cq *cq = NULL;
     rf_status st = rf_cq_create(T.fabric, RT_CQ_DEPTH, &cq);
     if (st != RF_OK) {
-        rt_note("rf_cq_create: %s", rf_error_message());
+        rft_note("rf_cq_create: %s", rf_error_message());
         rf_reject(req, NULL, 0);
         pthread_mutex_lock(&T.mu);
         T.accept_errors++;
@@ -121,8 +122,8 @@ static void handle_request(rf_conn_req *req)
         if (st == RF_ERR_INVALID_ARG && ep == NULL) {
             T.oversize_ok++;
         } else {
-            rt_note("rf_accept with %d bytes of private data returned %s",
-                    RF_MAX_PRIVATE_DATA + 1, rf_status_string(st));
+            rft_note("rf_accept with %d bytes of private data returned %s",
+                     RF_MAX_PRIVATE_DATA + 1, rf_status_string(st));
             T.oversize_bad++;
         }
         pthread_mutex_unlock(&T.mu);
@@ -138,7 +139,7 @@ static void handle_request(rf_conn_req *req)
     pthread_mutex_lock(&T.mu);
     if (st != RF_OK) {
         /* Not fatal: the connector may have given up or been killed. */
-        rt_note("rf_accept: %s: %s", rf_status_string(st), rf_error_message());
+        rft_note("rf_accept: %s: %s", rf_status_string(st), rf_error_message());
         T.accept_errors++;
         pthread_mutex_unlock(&T.mu);
         rf_cq_destroy(cq);
@@ -167,9 +168,9 @@ static void *acceptor(void *arg)
             CHECK(req != NULL, "rf_listener_get_request: RF_OK but no request");
             handle_request(req);
         } else if (st != RF_ERR_TIMEOUT) {
-            rt_note("rf_listener_get_request: %s: %s", rf_status_string(st),
-                    rf_error_message());
-            usleep(10000);
+            rft_note("rf_listener_get_request: %s: %s", rf_status_string(st),
+                     rf_error_message());
+            rf_sleep_ms(10);
         }
         pthread_mutex_lock(&T.mu);
         reap_locked();
@@ -208,7 +209,7 @@ static region *get_region(char **save)
 static slot *find_slot(const char *token, int mark_busy)
 {
     size_t len = strlen(token);
-    uint64_t deadline = rt_now_us() + (uint64_t)rt_ms(10000) * 1000;
+    uint64_t deadline = rf_now_us() + (uint64_t)rft_ms(10000) * 1000;
     for (;;) {
         pthread_mutex_lock(&T.mu);
         for (int i = T.nslots - 1; i >= 0; i--) {
@@ -226,8 +227,8 @@ static slot *find_slot(const char *token, int mark_busy)
             }
         }
         pthread_mutex_unlock(&T.mu);
-        CHECK(rt_now_us() < deadline, "no endpoint with token '%s'", token);
-        usleep(2000);
+        CHECK(rf_now_us() < deadline, "no endpoint with token '%s'", token);
+        rf_sleep_ms(2);
     }
 }
 
@@ -384,9 +385,9 @@ static void cmd_immstream(char **save)
     reply("ok ready");
     const unsigned char *slots = r->alloc + r->guard;
     rf_completion comps[64];
-    uint64_t deadline = rt_now_us() + (uint64_t)timeout * 1000;
+    uint64_t deadline = rf_now_us() + (uint64_t)timeout * 1000;
     for (uint64_t k = 0; k < n;) {
-        if (rt_now_us() > deadline) {
+        if (rf_now_us() > deadline) {
             reply("fail only %llu of %llu write_imm completions in %d ms",
                   (unsigned long long)k, (unsigned long long)n, timeout);
             return;
@@ -426,7 +427,7 @@ static void cmd_epstate(char **save)
 {
     slot *s = find_slot(next_word(save), 0);
     int timeout = (int)next_u64(save);
-    uint64_t deadline = rt_now_us() + (uint64_t)timeout * 1000;
+    uint64_t deadline = rf_now_us() + (uint64_t)timeout * 1000;
     for (;;) {
         pthread_mutex_lock(&T.mu);
         int dead = s->closed || rf_ep_state(s->ep) == RF_ERR_DISCONNECTED;
@@ -435,11 +436,11 @@ static void cmd_epstate(char **save)
             reply("ok disconnected");
             return;
         }
-        if (rt_now_us() > deadline) {
+        if (rf_now_us() > deadline) {
             reply("ok connected");
             return;
         }
-        usleep(2000);
+        rf_sleep_ms(2);
     }
 }
 
@@ -475,7 +476,7 @@ static void shutdown_target(void)
 
 int rt_target_main(void)
 {
-    rt_who = "target";
+    rft_set_who("target");
     T.fabric = rt_fabric_open();
     CHECK_OK(rf_listen(T.fabric, rt_opts.host, 0, &T.listener));
     CHECK(rf_listener_port(T.listener) != 0, "listener on port 0");

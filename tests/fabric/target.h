@@ -20,13 +20,13 @@
 #include <stdint.h>
 
 #include "rdmaflow/fabric.h"
-#include "tests/fabric/proc.h"
+#include "tests/common/proc.h"
 
 /* The role's entry point (argv after the common options). */
 int rt_target_main(void);
 
 typedef struct rt_target {
-    rt_child proc;
+    rft_child proc;
     uint16_t port;
 } rt_target;
 

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tests/fabric/check.h"
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
 #include "tests/fabric/opts.h"
 #include "tests/fabric/target.h"
 
@@ -15,7 +16,7 @@ void tgt_start(rt_target *t)
     static const char *const args[] = {"--role", "target", NULL};
     rt_spawn(&t->proc, "target", args);
     char line[128];
-    rt_child_line(&t->proc, line, sizeof line, rt_ms(20000));
+    rft_line(&t->proc, line, sizeof line, rft_ms(20000));
     unsigned port = 0;
     CHECK(sscanf(line, "port %u", &port) == 1 && port > 0 && port < 65536,
           "target's first line is '%s', expected 'port N'", line);
@@ -26,7 +27,7 @@ void tgt_stop(rt_target *t)
 {
     char reply[64];
     tgt_cmd(t, reply, sizeof reply, "quit");
-    rt_child_wait_ok(&t->proc, rt_ms(20000));
+    rft_wait_ok(&t->proc, rft_ms(20000));
 }
 
 void tgt_send(rt_target *t, const char *fmt, ...)
@@ -36,13 +37,13 @@ void tgt_send(rt_target *t, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    rt_child_send(&t->proc, "%s", line);
+    rft_send(&t->proc, "%s", line);
 }
 
 void tgt_reply(rt_target *t, char *reply, size_t cap, int timeout_ms)
 {
     char line[1024];
-    rt_child_line(&t->proc, line, sizeof line, timeout_ms);
+    rft_line(&t->proc, line, sizeof line, timeout_ms);
     CHECK(strncmp(line, "ok", 2) == 0 && (line[2] == '\0' || line[2] == ' '),
           "target replied: %s", line);
     const char *rest = line[2] ? line + 3 : "";
@@ -57,9 +58,9 @@ void tgt_cmd(rt_target *t, char *reply, size_t cap, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    rt_child_send(&t->proc, "%s", line);
+    rft_send(&t->proc, "%s", line);
     char tmp[1024];
-    rt_child_line(&t->proc, tmp, sizeof tmp, rt_ms(30000));
+    rft_line(&t->proc, tmp, sizeof tmp, rft_ms(30000));
     CHECK(strncmp(tmp, "ok", 2) == 0 && (tmp[2] == '\0' || tmp[2] == ' '),
           "target command '%s' replied: %s", line, tmp);
     const char *rest = tmp[2] ? tmp + 3 : "";
@@ -116,7 +117,7 @@ int tgt_ep_disconnected(rt_target *t, const char *token, int timeout_ms)
 {
     char r[64];
     tgt_send(t, "epstate %s %d", token, timeout_ms);
-    tgt_reply(t, r, sizeof r, timeout_ms + rt_ms(15000));
+    tgt_reply(t, r, sizeof r, timeout_ms + rft_ms(15000));
     return strcmp(r, "disconnected") == 0;
 }
 
@@ -134,13 +135,13 @@ tgt_stats tgt_get_stats(rt_target *t)
 
 tgt_stats tgt_wait_handled(rt_target *t, long n)
 {
-    uint64_t deadline = rt_now_us() + (uint64_t)rt_ms(10000) * 1000;
+    uint64_t deadline = rf_now_us() + (uint64_t)rft_ms(10000) * 1000;
     for (;;) {
         tgt_stats s = tgt_get_stats(t);
         long handled = s.accepted + s.rejected + s.accept_errors +
                        s.oversize_ok + s.oversize_bad;
-        if (handled >= n || rt_now_us() > deadline)
+        if (handled >= n || rf_now_us() > deadline)
             return s;
-        usleep(5000);
+        rf_sleep_ms(5);
     }
 }

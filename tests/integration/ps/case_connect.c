@@ -20,9 +20,9 @@ typedef struct late_connect {
 static void *connect_early(void *arg)
 {
     late_connect *l = arg;
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     l->cl->chief = pt_client(l->cl->f, l->cl->addrs, 2, 0, true);
-    l->took = pt_now_ms() - t0;
+    l->took = rf_now_ms() - t0;
     return NULL;
 }
 
@@ -38,13 +38,13 @@ void case_late_ps(void)
     late_connect lc = {.cl = &cl};
     pthread_t th;
     CHECK(pthread_create(&th, NULL, connect_early, &lc) == 0, "pthread_create");
-    pt_sleep_ms(800);
+    rf_sleep_ms(800);
     pt_ps_start(&cl.ps[0], 0, ports[0]);
-    pt_sleep_ms(700);
+    rf_sleep_ms(700);
     pt_ps_start(&cl.ps[1], 1, ports[1]);
     pthread_join(th, NULL);
-    pt_note("connected after %lld ms (ps tasks started after 800 and 1500)",
-            lc.took);
+    rft_note("connected after %lld ms (ps tasks started after 800 and 1500)",
+             lc.took);
     CHECK(lc.took >= 1400, "connected before the second ps started (%lld ms)",
           lc.took);
     rf_ps_shard_spec s = pt_counter_spec("c", 4);
@@ -62,21 +62,21 @@ void case_absent_ps(void)
     rf_ps_client_options o = {
         .client_id = 0, .is_chief = true, .connect_timeout_ms = 2000};
     rf_ps_client *c = NULL;
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     CHECK_ST(rf_ps_client_connect(f, addrs, 2, &o, &c), RF_ERR_UNAVAILABLE);
-    long long took = pt_now_ms() - t0;
+    long long took = rf_now_ms() - t0;
     char want[200];
     snprintf(want, sizeof want, "ps task 1 (%s) did not come up within 2 s",
              addrs[1]);
     CHECK_MSG(want);
-    pt_note("%s (after %lld ms)", rf_error_message(), took);
-    CHECK(took >= 1900 && took < pt_ms(6000),
+    rft_note("%s (after %lld ms)", rf_error_message(), took);
+    CHECK(took >= 1900 && took < rft_ms(6000),
           "gave up after %lld ms, deadline 2000", took);
     CHECK(c == NULL, "no client on failure");
     /* The one that is up is fine; shut it down. */
     rf_ps_client *chief = pt_client(f, addrs, 1, 0, true);
     CHECK_OK(rf_ps_shutdown(chief));
-    pt_wait_ok(&ps.child, pt_ms(10000));
+    rft_wait_ok(&ps.child, rft_ms(10000));
     rf_ps_client_close(chief);
     rf_fabric_close(f);
 }
@@ -88,7 +88,7 @@ void case_full(void)
                           "0",  "--max-workers", "1", NULL};
     pt_spawn(&ps.child, "ps0", args);
     char rest[256];
-    pt_expect(&ps.child, "READY ", rest, sizeof rest, pt_ms(15000));
+    rft_expect(&ps.child, "READY ", rest, sizeof rest, rft_ms(15000));
     unsigned port = 0;
     CHECK(sscanf(rest, "%u", &port) == 1, "READY %s", rest);
     const char *addrs[1] = {pt_addr((uint16_t)port)};
@@ -96,12 +96,12 @@ void case_full(void)
     rf_ps_client *chief = pt_client(f, addrs, 1, 0, true);
     rf_ps_client_options o = {.client_id = 1, .connect_timeout_ms = 20000};
     rf_ps_client *c = NULL;
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     CHECK_ST(rf_ps_client_connect(f, addrs, 1, &o, &c), RF_ERR_UNAVAILABLE);
     CHECK_MSG("refused the connection: ps task 0 is full (1 clients)");
-    CHECK(pt_now_ms() - t0 < pt_ms(5000), "a refusal must not be retried");
+    CHECK(rf_now_ms() - t0 < rft_ms(5000), "a refusal must not be retried");
     CHECK_OK(rf_ps_shutdown(chief));
-    pt_wait_ok(&ps.child, pt_ms(10000));
+    rft_wait_ok(&ps.child, rft_ms(10000));
     rf_ps_client_close(chief);
     rf_fabric_close(f);
 }
@@ -113,13 +113,13 @@ void case_shutdown(void)
     rf_ps_client *w = pt_client(cl.f, cl.addrs, 1, 1, false);
     CHECK_ST(rf_ps_shutdown(w), RF_ERR_INVALID_ARG);
     CHECK_MSG("only the chief");
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     CHECK_OK(rf_ps_shutdown(cl.chief));
     char rest[64];
-    pt_expect(&cl.ps[0].child, "EXIT ", rest, sizeof rest, pt_ms(5000));
+    rft_expect(&cl.ps[0].child, "EXIT ", rest, sizeof rest, rft_ms(5000));
     CHECK(strcmp(rest, "RF_OK") == 0, "ps exited with %s", rest);
-    pt_wait_ok(&cl.ps[0].child, pt_ms(5000));
-    pt_note("ps exited %lld ms after SHUTDOWN", pt_now_ms() - t0);
+    rft_wait_ok(&cl.ps[0].child, rft_ms(5000));
+    rft_note("ps exited %lld ms after SHUTDOWN", rf_now_ms() - t0);
     /* Nothing listens there any more. */
     rf_ps_client_options o = {.client_id = 3, .connect_timeout_ms = 500};
     rf_ps_client *c = NULL;
@@ -143,7 +143,7 @@ void case_restart(void)
     CHECK(inc0 == cl.ps[0].incarnation, "incarnation");
 
     uint16_t port = cl.ps[0].port;
-    pt_kill(&cl.ps[0].child);
+    rft_kill(&cl.ps[0].child);
     pt_ps_start(&cl.ps[0], 0, port);
     CHECK(cl.ps[0].incarnation != inc0, "same incarnation after restart");
 
@@ -160,15 +160,15 @@ void case_restart(void)
     for (int i = 0; i < 50 && st == RF_OK; i++) {
         st = rf_ps_read(cl.chief, &x, 1);
         if (st == RF_OK)
-            pt_sleep_ms(50);
+            rf_sleep_ms(50);
     }
     CHECK(st == RF_ERR_DISCONNECTED, "read after the ps died: %s",
           rf_status_string(st));
-    pt_note("after the kill: %s", rf_error_message());
+    rft_note("after the kill: %s", rf_error_message());
     CHECK_ST(rf_ps_client_reconnect(cl.chief, false), RF_ERR_ABORTED);
     CHECK_MSG("ps task 0");
     CHECK_MSG("restarted");
-    pt_note("reconnect: %s", rf_error_message());
+    rft_note("reconnect: %s", rf_error_message());
     CHECK(rf_ps_client_incarnation(cl.chief, 0) == cl.ps[0].incarnation,
           "new incarnation not recorded");
     /* The handle is stale until recreated; global_step starts over. */

@@ -105,15 +105,15 @@ void case_directory(void)
 
     /* A shard that is never created: bounded wait and a clear error. */
     rf_ps_client_options o = {.client_id = 2,
-                              .connect_timeout_ms = pt_ms(20000),
+                              .connect_timeout_ms = rft_ms(20000),
                               .lookup_timeout_ms = 300};
     rf_ps_client *w2;
     CHECK_OK(rf_ps_client_connect(cl.f, cl.addrs, 2, &o, &w2));
     rf_ps_shard_spec never = spec2("never", 3, 2, 2, RF_OPTIM_SGD);
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     CHECK_ST(rf_ps_lookup(w2, 0, &never, &lv), RF_ERR_TIMEOUT);
     CHECK_MSG("'never' part 3 was not created on ps task 0");
-    CHECK(pt_now_ms() - t0 < pt_ms(5000), "lookup wait not bounded");
+    CHECK(rf_now_ms() - t0 < rft_ms(5000), "lookup wait not bounded");
     /* Only the chief creates. */
     CHECK_ST(rf_ps_create(w2, 0, &never, &lv), RF_ERR_INVALID_ARG);
     CHECK_MSG("only the chief");
@@ -257,7 +257,7 @@ void case_many(void)
     static rf_ps_var *wvars[NSMALL + 1];
     for (int i = 0; i <= NSMALL; i++)
         wvars[i] = wp[i].var;
-    CHECK_OK(rf_ps_wait_initialized(w, wvars, NSMALL + 1, 10, pt_ms(5000)));
+    CHECK_OK(rf_ps_wait_initialized(w, wvars, NSMALL + 1, 10, rft_ms(5000)));
     CHECK_OK(rf_ps_read(w, wp, NSMALL + 1));
     CHECK(memcmp(wv.p, want.p, total * 4) == 0, "pulled values differ");
     /* One apply=ps push and one apply=worker push of every shard. */

@@ -57,7 +57,7 @@ void case_garbage(void)
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (unsigned char)(pt_rand(9, i) * 127);
     raw_send(&r, junk, sizeof junk);
-    raw_expect_dropped(&r, pt_ms(10000));
+    raw_expect_dropped(&r, rft_ms(10000));
     raw_close(&r);
 
     /* 3. A message before HELLO. */
@@ -67,7 +67,7 @@ void case_garbage(void)
     ps_range_req q = {0};
     CHECK_OK(ps_enc_range_req(msg, sizeof msg, PS_MSG_DIR_REQ, 1, &q, &len));
     raw_send(&r, msg, len);
-    raw_expect_dropped(&r, pt_ms(10000));
+    raw_expect_dropped(&r, rft_ms(10000));
     raw_close(&r);
 
     /* 4. A CREATE_REQ whose length field lies, and one with a reserved byte
@@ -84,7 +84,7 @@ void case_garbage(void)
         else
             msg[PS_MSG_HDR_SIZE + 2 + 4 + 4 + 3] = 1; /* reserved byte */
         raw_send(&r, msg, len);
-        raw_expect_dropped(&r, pt_ms(10000));
+        raw_expect_dropped(&r, rft_ms(10000));
         raw_close(&r);
     }
 
@@ -96,7 +96,7 @@ void case_garbage(void)
     rf_status bst = raw_send_status(&r, big, sizeof big);
     CHECK(bst != RF_OK, "a %zu-byte send into 1 KiB receives succeeded",
           sizeof big);
-    raw_expect_dropped(&r, pt_ms(10000));
+    raw_expect_dropped(&r, rft_ms(10000));
     raw_close(&r);
 
     /* 6. A push naming a shard that does not exist. */
@@ -109,7 +109,7 @@ void case_garbage(void)
                 .rkey = reg.rkey,
                 .imm = ps_imm_make(9999, 1)};
     CHECK_OK(raw_do(&r, wr));
-    raw_expect_dropped(&r, pt_ms(10000));
+    raw_expect_dropped(&r, rft_ms(10000));
     raw_close(&r);
 
     /* 7. A non-chief's SHUTDOWN is refused with an error reply, and the
@@ -119,7 +119,7 @@ void case_garbage(void)
     CHECK_OK(ps_enc_empty(msg, sizeof msg, PS_MSG_SHUTDOWN_REQ, 7, &len));
     raw_send(&r, msg, len);
     static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(&r, reply, sizeof reply, pt_ms(10000));
+    size_t n = raw_recv(&r, reply, sizeof reply, rft_ms(10000));
     static ps_error_reply er;
     CHECK_OK(ps_dec_error_reply(reply, n, &er));
     CHECK(strstr(er.text, "only the chief"), "error reply: %s", er.text);

@@ -161,8 +161,8 @@ static void run_oracle(rf_ps_apply_mode mode, bool locking)
         for (unsigned s = 0; s < o->num_slots; s++)
             free(o->slots[s]);
     }
-    pt_note("%zu variables x %d steps bitwise equal to local training", nv,
-            NSTEPS);
+    rft_note("%zu variables x %d steps bitwise equal to local training", nv,
+             NSTEPS);
     pt_cluster_stop(&cl);
 }
 

@@ -141,9 +141,9 @@ static void *rs_wait_thread(void *arg)
     pthread_barrier_wait(w->start);
     for (int j = 0; w->order[j] >= 0; j++) {
         int i = w->order[j];
-        long long t0 = pt_now_ms();
+        long long t0 = rf_now_ms();
         w->st[i] = rf_ps_read_set_wait(w->set, (size_t)i);
-        w->took_ms[i] = pt_now_ms() - t0;
+        w->took_ms[i] = rf_now_ms() - t0;
         snprintf(w->msg[i], sizeof w->msg[i], "%s", rf_error_message());
     }
     return NULL;
@@ -212,14 +212,14 @@ void case_read_set(void)
     for (int k = 0; k < RS_N; k++)
         rs_check(&f, k, 100, "post 1");
     /* A completed transfer's wait returns at once, again and again. */
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     for (int r = 0; r < 100; r++)
         CHECK_OK(rf_ps_read_set_wait(set, (size_t)(r % RS_N)));
     CHECK_OK(rf_ps_read_set_wait_all(set));
-    CHECK(pt_now_ms() - t0 < pt_ms(1000),
+    CHECK(rf_now_ms() - t0 < rft_ms(1000),
           "100 waits for completed transfers "
           "took %lld ms",
-          pt_now_ms() - t0);
+          rf_now_ms() - t0);
 
     /* Post 2 after the chief changed every value: the new ones arrive. A
      * post with one transfer not waited for is refused; waiting for it
@@ -252,12 +252,12 @@ void case_read_set(void)
      * variable and the ps, and meanwhile another thread's waits for ps 0's
      * transfers return at once (the waiting thread does not hold the
      * client). On verbs the stopped ps's READs complete (one-sided). */
-    const int op_ms = pt_ms(1500);
+    const int op_ms = rft_ms(1500);
     long long took;
     rf_ps_client_options o = {.client_id = 2,
-                              .connect_timeout_ms = pt_ms(20000),
+                              .connect_timeout_ms = rft_ms(20000),
                               .op_timeout_ms = op_ms,
-                              .lookup_timeout_ms = pt_ms(20000)};
+                              .lookup_timeout_ms = rft_ms(20000)};
     CHECK_OK(rf_ps_client_connect(cl.f, cl.addrs, 2, &o, &reader));
     rs_setup(&f, NULL, reader);
     rs_write_all(cl.chief, f.chief, 300);
@@ -269,12 +269,12 @@ void case_read_set(void)
          * driver in the guest), not by the ps process, so a stopped ps
          * still answers every READ: that is what one-sided means. */
         CHECK_OK(rf_ps_read_set_post(set));
-        t0 = pt_now_ms();
+        t0 = rf_now_ms();
         CHECK_OK(rf_ps_read_set_wait_all(set));
         for (int k = 0; k < RS_N; k++)
             rs_check(&f, k, 300, "ps 1 stopped (verbs: one-sided)");
-        pt_note("verbs: the stopped ps's READs completed in %lld ms",
-                pt_now_ms() - t0);
+        rft_note("verbs: the stopped ps's READs completed in %lld ms",
+                 rf_now_ms() - t0);
     } else {
         CHECK_OK(rf_ps_read_set_post(set));
         static const int only3[] = {3, -1};
@@ -285,14 +285,14 @@ void case_read_set(void)
         CHECK(pthread_create(&th, NULL, rs_wait_thread, &stuck) == 0,
               "pthread_create");
         pthread_barrier_wait(&start);
-        pt_sleep_ms(100); /* the thread is inside its wait */
-        t0 = pt_now_ms();
+        rf_sleep_ms(100); /* the thread is inside its wait */
+        t0 = rf_now_ms();
         for (int k = 0; k < RS_N; k += 2)
             CHECK_OK(rf_ps_read_set_wait(set, (size_t)k));
-        took = pt_now_ms() - t0;
-        pt_note("ps 0's transfers waited for in %lld ms while another thread "
-                "waited for ps 1's",
-                took);
+        took = rf_now_ms() - t0;
+        rft_note("ps 0's transfers waited for in %lld ms while another thread "
+                 "waited for ps 1's",
+                 took);
         CHECK(took < op_ms / 2,
               "waits for arrived transfers took %lld ms while another thread "
               "waited (op timeout %d ms)",
@@ -301,8 +301,8 @@ void case_read_set(void)
             rs_check(&f, k, 300, "ps 1 stopped");
         pthread_join(th, NULL);
         pthread_barrier_destroy(&start);
-        pt_note("stopped ps: %s (after %lld ms)", stuck.msg[3],
-                stuck.took_ms[3]);
+        rft_note("stopped ps: %s (after %lld ms)", stuck.msg[3],
+                 stuck.took_ms[3]);
         CHECK(stuck.st[3] == RF_ERR_TIMEOUT, "wait(3) returned %s: %s",
               rf_status_string(stuck.st[3]), stuck.msg[3]);
         CHECK(strstr(stuck.msg[3], "transfer 3") &&
@@ -310,18 +310,18 @@ void case_read_set(void)
                   strstr(stuck.msg[3], "no completion within"),
               "unclear message: %s", stuck.msg[3]);
         CHECK(stuck.took_ms[3] >= op_ms - 50 &&
-                  stuck.took_ms[3] < op_ms + pt_ms(2000),
+                  stuck.took_ms[3] < op_ms + rft_ms(2000),
               "timed out after %lld ms, op timeout %d ms", stuck.took_ms[3],
               op_ms);
         /* ps 1's other transfers were flushed by the close: at once. */
-        t0 = pt_now_ms();
+        t0 = rf_now_ms();
         CHECK_ST(rf_ps_read_set_wait(set, 1), RF_ERR_DISCONNECTED);
         CHECK_MSG("'rs1' part 0");
         CHECK_MSG("ps task 1");
         CHECK(rf_ps_read_set_wait_all(set) == RF_ERR_DISCONNECTED,
               "wait_all: %s", rf_error_message());
-        CHECK(pt_now_ms() - t0 < pt_ms(1000), "flushed transfers took %lld ms",
-              pt_now_ms() - t0);
+        CHECK(rf_now_ms() - t0 < rft_ms(1000), "flushed transfers took %lld ms",
+              rf_now_ms() - t0);
         CHECK_ST(rf_ps_read_set_post(set), RF_ERR_DISCONNECTED);
         CHECK_MSG("nothing posted");
         CHECK_MSG("ps task 1");
@@ -347,7 +347,7 @@ void case_read_set(void)
          * ps 0's arrive. */
         rs_write_all(cl.chief, f.chief, 400);
         rs_poison(&f);
-        pt_kill(&cl.ps[1].child);
+        rft_kill(&cl.ps[1].child);
         rf_status pst = rf_ps_read_set_post(set);
         if (pst == RF_OK) {
             for (int k = 0; k < RS_N; k++) {
@@ -363,12 +363,12 @@ void case_read_set(void)
                       rf_status_string(st), rf_error_message());
                 CHECK_MSG("ps task 1");
             }
-            pt_note("verbs, reads to a killed ps: %s", rf_error_message());
+            rft_note("verbs, reads to a killed ps: %s", rf_error_message());
         } else {
             CHECK(pst == RF_ERR_DISCONNECTED, "post to a killed ps: %s: %s",
                   rf_status_string(pst), rf_error_message());
             CHECK_MSG("ps task 1");
-            pt_note("verbs, post to a killed ps: %s", rf_error_message());
+            rft_note("verbs, post to a killed ps: %s", rf_error_message());
         }
         rf_status wst = rf_ps_read_set_wait_all(set);
         CHECK(wst == RF_ERR_DISCONNECTED || wst == RF_ERR_TIMEOUT,
@@ -380,8 +380,8 @@ void case_read_set(void)
         rs_poison(&f);
         rs_stop(&cl.ps[1]);
         CHECK_OK(rf_ps_read_set_post(set));
-        pt_kill(&cl.ps[1].child);
-        t0 = pt_now_ms();
+        rft_kill(&cl.ps[1].child);
+        t0 = rf_now_ms();
         for (int k = 0; k < RS_N; k++) {
             rf_status st = rf_ps_read_set_wait(set, (size_t)k);
             if (k % 2 == 0) {
@@ -393,14 +393,14 @@ void case_read_set(void)
             CHECK(st == RF_ERR_DISCONNECTED, "wait(%d) for the dead ps: %s: %s",
                   k, rf_status_string(st), rf_error_message());
             if (k == 1)
-                pt_note("in flight to a dead ps: %s", rf_error_message());
+                rft_note("in flight to a dead ps: %s", rf_error_message());
             char want[64];
             snprintf(want, sizeof want, "READ of 'rs%d' part 0 on ps task 1",
                      k);
             CHECK_MSG(want);
             CHECK_MSG("failed");
         }
-        took = pt_now_ms() - t0;
+        took = rf_now_ms() - t0;
         CHECK(took < op_ms, "the dead ps's reads took %lld ms (op timeout %d)",
               took, op_ms);
         CHECK_ST(rf_ps_read_set_wait_all(set), RF_ERR_DISCONNECTED);
@@ -442,17 +442,17 @@ void case_read_set(void)
      * posted, ps 1 refuses its own, which fail naming it; nothing hangs. */
     rs_write_all(cl.chief, f.chief, 600);
     rs_poison(&f);
-    pt_kill(&cl.ps[1].child);
-    pt_sleep_ms(200);
-    t0 = pt_now_ms();
+    rft_kill(&cl.ps[1].child);
+    rf_sleep_ms(200);
+    t0 = rf_now_ms();
     rf_status post = rf_ps_read_set_post(set);
     char post_msg[1024] = "";
     if (post != RF_OK) {
         snprintf(post_msg, sizeof post_msg, "%s", rf_error_message());
         CHECK_MSG("ps task 1");
     }
-    pt_note("post after the kill: %s%s%s", rf_status_string(post),
-            post ? ": " : "", post_msg);
+    rft_note("post after the kill: %s%s%s", rf_status_string(post),
+             post ? ": " : "", post_msg);
     /* The usual outcome: ps 0's reads posted, ps 1 refused them. */
     bool nothing_posted = strstr(post_msg, "nothing posted") != NULL;
     for (int k = 0; k < RS_N; k++) {
@@ -462,7 +462,7 @@ void case_read_set(void)
             rs_check(&f, k, 600, "ps 1 killed");
         } else if (k % 2 == 1) {
             CHECK(st != RF_OK, "wait(%d) for the killed ps returned RF_OK", k);
-            pt_note("wait(%d): %s", k, rf_error_message());
+            rft_note("wait(%d): %s", k, rf_error_message());
             CHECK_MSG("ps task 1");
             char want[32];
             snprintf(want, sizeof want, "'rs%d' part 0", k);
@@ -470,8 +470,8 @@ void case_read_set(void)
         }
     }
     CHECK(rf_ps_read_set_wait_all(set) != RF_OK, "wait_all after the kill");
-    took = pt_now_ms() - t0;
-    CHECK(took < op_ms + pt_ms(1000), "the killed ps's reads took %lld ms",
+    took = rf_now_ms() - t0;
+    CHECK(took < op_ms + rft_ms(1000), "the killed ps's reads took %lld ms",
           took);
     rf_ps_read_set_destroy(set);
     rf_ps_client_close(reader);
@@ -479,9 +479,9 @@ void case_read_set(void)
     /* ps 1 is gone: shut ps 0 down by hand. */
     CHECK_ST(rf_ps_shutdown(cl.chief), RF_ERR_DISCONNECTED);
     char rest[128];
-    pt_expect(&cl.ps[0].child, "EXIT ", rest, sizeof rest, pt_ms(10000));
+    rft_expect(&cl.ps[0].child, "EXIT ", rest, sizeof rest, rft_ms(10000));
     CHECK(strcmp(rest, "RF_OK") == 0, "ps 0 exited with %s", rest);
-    pt_wait_ok(&cl.ps[0].child, pt_ms(10000));
+    rft_wait_ok(&cl.ps[0].child, rft_ms(10000));
     rf_ps_client_close(cl.chief);
     rf_fabric_close(cl.f);
 }
@@ -500,7 +500,7 @@ void case_workers_done(void)
 
     char list[700];
     snprintf(list, sizeof list, "%s,%s", cl.addrs[0], cl.addrs[1]);
-    pt_child w[3];
+    rft_child w[3];
     for (int i = 0; i < 3; i++) {
         char id[8], name[16];
         snprintf(id, sizeof id, "%d", i + 1);
@@ -509,23 +509,23 @@ void case_workers_done(void)
         pt_spawn(&w[i], name, args);
     }
     done = -1;
-    CHECK_OK(rf_ps_wait_workers_done(cl.chief, 3, 20, pt_ms(20000), &done));
+    CHECK_OK(rf_ps_wait_workers_done(cl.chief, 3, 20, rft_ms(20000), &done));
     CHECK(done == 3, "workers done %lld, want 3", (long long)done);
     char rest[64];
     for (int i = 0; i < 3; i++) {
-        pt_expect(&w[i], "DONE", rest, sizeof rest, pt_ms(10000));
-        pt_wait_ok(&w[i], pt_ms(10000));
+        rft_expect(&w[i], "DONE", rest, sizeof rest, rft_ms(10000));
+        rft_wait_ok(&w[i], rft_ms(10000));
     }
     /* A wait for 4 times out saying 3 of 4, within its bound. */
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     done = -1;
     CHECK_ST(rf_ps_wait_workers_done(cl.chief, 4, 20, 300, &done),
              RF_ERR_TIMEOUT);
-    long long took = pt_now_ms() - t0;
-    pt_note("wait for 4: %s (after %lld ms)", rf_error_message(), took);
+    long long took = rf_now_ms() - t0;
+    rft_note("wait for 4: %s (after %lld ms)", rf_error_message(), took);
     CHECK_MSG("3 of 4 workers");
     CHECK(done == 3, "workers done %lld, want 3", (long long)done);
-    CHECK(took >= 290 && took < pt_ms(3000), "timeout after %lld ms", took);
+    CHECK(took >= 290 && took < rft_ms(3000), "timeout after %lld ms", took);
     /* Its own word: global_step untouched, and the other way round. */
     int64_t gs = 0;
     CHECK_OK(rf_ps_global_step_read(cl.chief, &gs));

@@ -28,7 +28,7 @@ static int watch(pt_cluster *cl, rf_ps_var **vars, int total)
                             .len = COUNTER_N * 4,
                             .mr = b[p].mr};
     }
-    long long deadline = pt_now_ms() + pt_ms(20000);
+    long long deadline = rf_now_ms() + rft_ms(20000);
     int pulls = 0;
     for (;;) {
         int64_t gs;
@@ -42,7 +42,7 @@ static int watch(pt_cluster *cl, rf_ps_var **vars, int total)
                       last[p][i], b[p].p[i]);
                 last[p][i] = b[p].p[i];
             }
-        if (gs >= total || pt_now_ms() > deadline)
+        if (gs >= total || rf_now_ms() > deadline)
             return pulls;
     }
 }
@@ -58,7 +58,7 @@ static void run_pushers(pt_cluster *cl, int steps, const char *mode,
     }
     snprintf(st, sizeof st, "%d", steps);
     snprintf(n, sizeof n, "%d", COUNTER_N);
-    pt_child w[2];
+    rft_child w[2];
     for (int i = 0; i < 2; i++) {
         char id[8], name[16];
         snprintf(id, sizeof id, "%d", i + 1);
@@ -70,12 +70,12 @@ static void run_pushers(pt_cluster *cl, int steps, const char *mode,
     }
     char rest[64];
     for (int i = 0; i < 2; i++)
-        pt_expect(&w[i], "STARTED", rest, sizeof rest, pt_ms(20000));
+        rft_expect(&w[i], "STARTED", rest, sizeof rest, rft_ms(20000));
     int pulls = watch(cl, vars, 2 * steps);
-    pt_note("the chief pulled %d times while the workers pushed", pulls);
+    rft_note("the chief pulled %d times while the workers pushed", pulls);
     for (int i = 0; i < 2; i++) {
-        pt_expect(&w[i], "DONE ", rest, sizeof rest, pt_ms(40000));
-        pt_wait_ok(&w[i], pt_ms(10000));
+        rft_expect(&w[i], "DONE ", rest, sizeof rest, rft_ms(40000));
+        rft_wait_ok(&w[i], rft_ms(10000));
     }
 }
 
@@ -114,10 +114,10 @@ void case_concurrent(void)
     pt_cluster_start(&cl, 2);
     rf_ps_var *vars[2];
     make_counters(&cl, vars);
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     run_pushers(&cl, steps, "ps", "0", vars);
-    pt_note("2 workers x %d async apply=ps updates on 2 ps in %lld ms", steps,
-            pt_now_ms() - t0);
+    rft_note("2 workers x %d async apply=ps updates on 2 ps in %lld ms", steps,
+             rf_now_ms() - t0);
     int64_t gs;
     CHECK_OK(rf_ps_global_step_read(cl.chief, &gs));
     CHECK(gs == 2 * steps, "global_step %lld, want %d", (long long)gs,
@@ -134,10 +134,10 @@ void case_locking(void)
     pt_cluster_start(&cl, 2);
     rf_ps_var *vars[2];
     make_counters(&cl, vars);
-    long long t0 = pt_now_ms();
+    long long t0 = rf_now_ms();
     run_pushers(&cl, steps, "worker", "1", vars);
-    pt_note("2 workers x %d locked read-modify-writes on 2 ps in %lld ms",
-            steps, pt_now_ms() - t0);
+    rft_note("2 workers x %d locked read-modify-writes on 2 ps in %lld ms",
+             steps, rf_now_ms() - t0);
     check_counters(&cl, vars, (float)(2 * steps));
     int64_t gs;
     CHECK_OK(rf_ps_global_step_read(cl.chief, &gs));
@@ -149,8 +149,8 @@ void case_locking(void)
     run_pushers(&cl, steps, "worker", "0", vars);
     float *got =
         pt_read_field(cl.chief, vars[0], RF_PS_FIELD_VALUES, COUNTER_N);
-    pt_note("without use_locking: counter[0] = %.0f of %d updates", got[0],
-            2 * steps);
+    rft_note("without use_locking: counter[0] = %.0f of %d updates", got[0],
+             2 * steps);
     free(got);
     pt_cluster_stop(&cl);
 }
@@ -164,11 +164,11 @@ void case_init_wait(void)
     CHECK_OK(rf_ps_create(cl.chief, 0, &s, &v));
     const char *args[] = {"wait-init", "--ps",      cl.addrs[0], "--id",
                           "1",         "--timeout", "20000",     NULL};
-    pt_child w;
+    rft_child w;
     pt_spawn(&w, "waiter", args);
     char rest[512];
-    pt_expect(&w, "WAITING", rest, sizeof rest, pt_ms(20000));
-    pt_sleep_ms(400);
+    rft_expect(&w, "WAITING", rest, sizeof rest, rft_ms(20000));
+    rf_sleep_ms(400);
     pt_buf b;
     pt_buf_alloc(cl.chief, &b, 12);
     double sum = 0;
@@ -180,11 +180,11 @@ void case_init_wait(void)
                     .len = 48,
                     .mr = b.mr};
     CHECK_OK(rf_ps_init_values(cl.chief, &x, 1));
-    pt_expect(&w, "INIT-", rest, sizeof rest, pt_ms(10000));
+    rft_expect(&w, "INIT-", rest, sizeof rest, rft_ms(10000));
     double got = 0;
     CHECK(sscanf(rest, "OK %lf", &got) == 1, "waiter: INIT-%s", rest);
     CHECK(got == sum, "waiter read sum %.6f, chief wrote %.6f", got, sum);
-    pt_wait_ok(&w, pt_ms(10000));
+    rft_wait_ok(&w, rft_ms(10000));
     pt_cluster_stop(&cl);
 }
 
@@ -197,20 +197,20 @@ void case_init_timeout(void)
     CHECK_OK(rf_ps_create(cl.chief, 0, &s, &v));
     const char *args[] = {"wait-init", "--ps",      cl.addrs[0], "--id",
                           "1",         "--timeout", "1500",      NULL};
-    pt_child w;
+    rft_child w;
     pt_spawn(&w, "waiter", args);
     char rest[1024];
-    pt_expect(&w, "WAITING", rest, sizeof rest, pt_ms(20000));
-    long long t0 = pt_now_ms();
-    pt_expect(&w, "INIT-", rest, sizeof rest, pt_ms(10000));
-    long long took = pt_now_ms() - t0;
-    pt_note("waiter: INIT-%s (after %lld ms)", rest, took);
+    rft_expect(&w, "WAITING", rest, sizeof rest, rft_ms(20000));
+    long long t0 = rf_now_ms();
+    rft_expect(&w, "INIT-", rest, sizeof rest, rft_ms(10000));
+    long long took = rf_now_ms() - t0;
+    rft_note("waiter: INIT-%s (after %lld ms)", rest, took);
     CHECK(strncmp(rest, "FAIL RF_ERR_TIMEOUT", 19) == 0, "waiter: INIT-%s",
           rest);
     CHECK(strstr(rest, "not initialised by the chief within 1.5 s") &&
               strstr(rest, "'w' part 0 (ps task 0)"),
           "unclear message: %s", rest);
-    CHECK(took < pt_ms(5000), "timeout took %lld ms", took);
-    pt_wait_ok(&w, pt_ms(10000));
+    CHECK(took < rft_ms(5000), "timeout took %lld ms", took);
+    rft_wait_ok(&w, rft_ms(10000));
     pt_cluster_stop(&cl);
 }

@@ -4,7 +4,7 @@
 #ifndef RF_TESTS_INTEGRATION_PS_CASES_H
 #define RF_TESTS_INTEGRATION_PS_CASES_H
 
-#include "tests/integration/ps/harness.h"
+#include "tests/integration/ps/fixture.h"
 
 #define PT_CASE(n, b, d) void case_##n(void);
 #include "tests/integration/ps/cases.def"

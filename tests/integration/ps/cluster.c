@@ -24,9 +24,9 @@ void pt_cluster_stop(pt_cluster *c)
     CHECK_OK(rf_ps_shutdown(c->chief));
     for (size_t i = 0; i < c->n; i++) {
         char rest[128];
-        pt_expect(&c->ps[i].child, "EXIT ", rest, sizeof rest, pt_ms(10000));
+        rft_expect(&c->ps[i].child, "EXIT ", rest, sizeof rest, rft_ms(10000));
         CHECK(strcmp(rest, "RF_OK") == 0, "ps %zu exited with %s", i, rest);
-        pt_wait_ok(&c->ps[i].child, pt_ms(10000));
+        rft_wait_ok(&c->ps[i].child, rft_ms(10000));
     }
     rf_ps_client_close(c->chief);
     rf_fabric_close(c->f);

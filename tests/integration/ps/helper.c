@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/integration/ps/harness.h"
+#include "tests/integration/ps/fixture.h"
 #include "tests/integration/ps/specs.h"
 
 static const char *arg(int argc, char **argv, const char *name, const char *def)
@@ -43,7 +43,7 @@ static size_t split(char *list, const char **out, size_t cap)
 
 static int role_ps(int argc, char **argv)
 {
-    pt_who = "ps";
+    rft_set_who("ps");
     rf_fabric *f = pt_fabric();
     rf_ps_server_options o = {
         .task_index = atoi(arg(argc, argv, "--index", "0")),
@@ -66,7 +66,7 @@ static int role_ps(int argc, char **argv)
 
 static int role_push(int argc, char **argv)
 {
-    pt_who = "push-worker";
+    rft_set_who("push-worker");
     char list[1024];
     snprintf(list, sizeof list, "%s", arg(argc, argv, "--ps", NULL));
     const char *addrs[8];
@@ -93,7 +93,7 @@ static int role_push(int argc, char **argv)
                                 .len = (size_t)n * 4,
                                 .mr = g.mr};
     }
-    CHECK_OK(rf_ps_wait_initialized(c, vars, nps, 20, pt_ms(20000)));
+    CHECK_OK(rf_ps_wait_initialized(c, vars, nps, 20, rft_ms(20000)));
     printf("STARTED\n");
     fflush(stdout);
     for (int s = 0; s < steps; s++) {
@@ -113,7 +113,7 @@ static int role_push(int argc, char **argv)
 
 static int role_wait_init(int argc, char **argv)
 {
-    pt_who = "wait-init";
+    rft_set_who("wait-init");
     const char *addrs[1] = {arg(argc, argv, "--ps", NULL)};
     uint32_t id = (uint32_t)atoi(arg(argc, argv, "--id", "1"));
     int timeout = atoi(arg(argc, argv, "--timeout", "10000"));
@@ -149,7 +149,7 @@ static int role_wait_init(int argc, char **argv)
 
 static int role_done(int argc, char **argv)
 {
-    pt_who = "done-worker";
+    rft_set_who("done-worker");
     char list[1024];
     snprintf(list, sizeof list, "%s", arg(argc, argv, "--ps", NULL));
     const char *addrs[8];
@@ -167,7 +167,7 @@ static int role_done(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    pt_proc_init(true);
+    rft_proc_init(true);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         fprintf(stderr, "usage: rf_ps_helper ps|push|wait-init|done ...\n");

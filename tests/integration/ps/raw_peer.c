@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ps/proto.h"
-#include "tests/integration/ps/harness.h"
+#include "tests/integration/ps/fixture.h"
 
 #define MEM   (128u * 1024u)
 #define SENDS (64u * 1024u)
@@ -34,7 +34,7 @@ rf_status raw_connect(raw_peer *r, rf_fabric *f, uint16_t port,
     rf_ep_attr attr = {
         .send_cq = r->cq, .max_send_wr = 64, .max_recv_wr = NRECV};
     rf_status st =
-        rf_connect(f, pt_host(), port, &attr, priv, len, pt_ms(5000), &r->ep);
+        rf_connect(f, pt_host(), port, &attr, priv, len, rft_ms(5000), &r->ep);
     if (st == RF_OK)
         post_recvs(r);
     return st;
@@ -64,7 +64,7 @@ rf_status raw_send_status(raw_peer *r, const void *buf, size_t len)
     memcpy(r->mem + SENDS, buf, len);
     CHECK_OK(rf_send(r->ep, r->mem + SENDS, len, r->mr, NULL));
     for (;;) {
-        rf_completion c = next(r, pt_ms(10000));
+        rf_completion c = next(r, rft_ms(10000));
         if (c.op == RF_OP_SEND)
             return c.status;
     }
@@ -104,7 +104,7 @@ void raw_hello(raw_peer *r, uint32_t id, bool chief)
     CHECK_OK(ps_enc_hello(msg, sizeof msg, ++r->req, &h, &len));
     raw_send(r, msg, len);
     static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(r, reply, sizeof reply, pt_ms(10000));
+    size_t n = raw_recv(r, reply, sizeof reply, rft_ms(10000));
     ps_hello_reply hr;
     CHECK_OK(ps_dec_hello_reply(reply, n, &hr));
 }
@@ -118,7 +118,7 @@ rf_mr_desc raw_region0(raw_peer *r)
                               &len));
     raw_send(r, msg, len);
     static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(r, reply, sizeof reply, pt_ms(10000));
+    size_t n = raw_recv(r, reply, sizeof reply, rft_ms(10000));
     static ps_regions_reply rr;
     CHECK_OK(ps_dec_regions_reply(reply, n, &rr));
     CHECK(rr.count >= 1, "no regions");
@@ -129,7 +129,7 @@ rf_status raw_do(raw_peer *r, rf_wr wr)
 {
     CHECK_OK(rf_post(r->ep, &wr, 1, NULL));
     for (;;) {
-        rf_completion c = next(r, pt_ms(10000));
+        rf_completion c = next(r, rft_ms(10000));
         if (c.op == RF_OP_RECV || c.op == RF_OP_RECV_WRITE_IMM)
             continue; /* receives flushed by the error state */
         return c.status;
@@ -138,9 +138,9 @@ rf_status raw_do(raw_peer *r, rf_wr wr)
 
 void raw_expect_dropped(raw_peer *r, int timeout_ms)
 {
-    long long deadline = pt_now_ms() + timeout_ms;
+    long long deadline = rf_now_ms() + timeout_ms;
     while (rf_ep_state(r->ep) == RF_OK) {
-        CHECK(pt_now_ms() < deadline,
+        CHECK(rf_now_ms() < deadline,
               "the ps did not drop the connection within %d ms", timeout_ms);
         rf_completion c;
         int n = rf_cq_wait(r->cq, &c, 1, 50);

@@ -1,6 +1,7 @@
-/* tests/unit/data/fixtures.h: assertions and IDX fixture files for the data
- * tests: a private temporary directory, files written gzip-compressed or
- * plain with any magic, sizes and payload, and ways to damage them. */
+/* tests/unit/data/fixtures.h: IDX fixture files for the data tests (their
+ * checks are tests/common/check.h): a private temporary directory, files
+ * written gzip-compressed or plain with any magic, sizes and payload, and
+ * ways to damage them. */
 #ifndef RF_TEST_DATA_FIXTURES_H
 #define RF_TEST_DATA_FIXTURES_H
 
@@ -13,29 +14,11 @@
 #include <zlib.h>
 
 #include "rdmaflow/status.h"
+#include "tests/common/check.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            failures++;                                                        \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-                    #cond);                                                    \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, " [last error: %s]\n", rf_error_message());        \
-        }                                                                      \
-    } while (0)
-
-static inline int report(const char *name)
-{
-    if (failures) {
-        fprintf(stderr, "%s: %d check(s) failed\n", name, failures);
-        return 1;
-    }
-    printf("%s: all checks passed\n", name);
-    return 0;
-}
+/* A pointer target that is no dataset: an out-parameter set to
+ * (rf_dataset *)&not_a_dataset before a failing call must come back NULL. */
+static int not_a_dataset;
 
 static char tmp_dir[64];
 

@@ -1,5 +1,6 @@
-/* tests/unit/graph/graph_test.h: shared helpers of the graph unit tests:
- * CHECK, a deterministic test RNG, and one-shot evaluation of a node. */
+/* tests/unit/graph/graph_test.h: shared helpers of the graph unit tests (their
+ * checks are tests/common/check.h): a deterministic test RNG and one-shot
+ * evaluation of a node. */
 #ifndef RF_TEST_GRAPH_TEST_H
 #define RF_TEST_GRAPH_TEST_H
 
@@ -10,25 +11,7 @@
 #include <string.h>
 
 #include "rdmaflow/graph.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            failures++;                                                        \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-                    #cond);                                                    \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, " [last error: %s]\n", rf_error_message());        \
-        }                                                                      \
-    } while (0)
-
-#define CHECK_OK(expr)                                                         \
-    do {                                                                       \
-        rf_status st_ = (expr);                                                \
-        CHECK(st_ == RF_OK, "%s returned %s", #expr, rf_status_string(st_));   \
-    } while (0)
+#include "tests/common/check.h"
 
 static uint64_t test_rng_state = 0x12345678abcdefull;
 
@@ -85,11 +68,6 @@ static inline int64_t test_eval(rf_executor *ex, rf_graph *g, rf_node *fetch,
     }
     rf_plan_destroy(p);
     return n;
-}
-
-static inline bool test_close(double a, double b, double atol, double rtol)
-{
-    return fabs(a - b) <= atol + rtol * fabs(b);
 }
 
 #endif

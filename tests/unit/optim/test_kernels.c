@@ -4,12 +4,14 @@
  * (the *_test.py files of tensorflow/python/training, cited per test), and (3)
  * their determinism: bitwise identical results whatever the alignment and
  * however a variable is split into shards. */
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
 #include "rdmaflow/optim.h"
+#include "tests/common/check.h"
 
 #define MAXN 64
 
@@ -161,15 +163,16 @@ static void compare(const run *r, const ref *f, double rtol, double atol,
         {"mg", f->c},
     };
     for (size_t i = 0; i < r->n; i++)
-        CLOSE(r->var[i], f->var[i], rtol, atol, "%s %s step %d var[%zu]", what,
-              desc, f->t, i);
+        CHECK_NEAR(r->var[i], f->var[i], rtol, atol, "%s %s step %d var[%zu]",
+                   what, desc, f->t, i);
     for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++) {
         int s = slot_of(r, slots[k].name);
         if (s < 0)
             continue;
         for (size_t i = 0; i < r->n; i++)
-            CLOSE(r->slot[s][i], slots[k].want[i], rtol, atol,
-                  "%s %s step %d %s[%zu]", what, desc, f->t, slots[k].name, i);
+            CHECK_NEAR(r->slot[s][i], slots[k].want[i], rtol, atol,
+                       "%s %s step %d %s[%zu]", what, desc, f->t, slots[k].name,
+                       i);
     }
 }
 
@@ -246,7 +249,7 @@ static void test_tf_gradient_descent(void)
     const double want[] = {1.0 - 3.0 * 0.1, 2.0 - 3.0 * 0.1, 3.0 - 3.0 * 0.01,
                            4.0 - 3.0 * 0.01};
     for (int i = 0; i < 4; i++)
-        CLOSE(r.var[i], want[i], TF_RTOL, TF_ATOL, "sgd var[%d]", i);
+        CHECK_NEAR(r.var[i], want[i], TF_RTOL, TF_ATOL, "sgd var[%d]", i);
 }
 
 /* momentum_test.py doTestBasic: lr 2.0, momentum 0.9, two steps. */
@@ -262,8 +265,9 @@ static void test_tf_momentum_basic(void)
     const double v1[] = {1.0 - (0.1 * 2.0), 2.0 - (0.1 * 2.0),
                          3.0 - (0.01 * 2.0), 4.0 - (0.01 * 2.0)};
     for (int i = 0; i < 4; i++) {
-        CLOSE(r.slot[0][i], s1[i], TF_RTOL, TF_ATOL, "step 1 momentum[%d]", i);
-        CLOSE(r.var[i], v1[i], TF_RTOL, TF_ATOL, "step 1 var[%d]", i);
+        CHECK_NEAR(r.slot[0][i], s1[i], TF_RTOL, TF_ATOL, "step 1 momentum[%d]",
+                   i);
+        CHECK_NEAR(r.var[i], v1[i], TF_RTOL, TF_ATOL, "step 1 var[%d]", i);
     }
     run_step(&r, g);
     const double s2[] = {0.9 * 0.1 + 0.1, 0.9 * 0.1 + 0.1, 0.9 * 0.01 + 0.01,
@@ -275,8 +279,9 @@ static void test_tf_momentum_basic(void)
         3.98 - ((0.9 * 0.01 + 0.01) * 2.0),
     };
     for (int i = 0; i < 4; i++) {
-        CLOSE(r.slot[0][i], s2[i], TF_RTOL, TF_ATOL, "step 2 momentum[%d]", i);
-        CLOSE(r.var[i], v2[i], TF_RTOL, TF_ATOL, "step 2 var[%d]", i);
+        CHECK_NEAR(r.slot[0][i], s2[i], TF_RTOL, TF_ATOL, "step 2 momentum[%d]",
+                   i);
+        CHECK_NEAR(r.var[i], v2[i], TF_RTOL, TF_ATOL, "step 2 var[%d]", i);
     }
 }
 
@@ -312,8 +317,8 @@ static void test_tf_momentum_distbelief(void)
     for (int s = 0; s < 4; s++) {
         run_step(&r, db_grad[s]);
         for (int i = 0; i < 10; i++)
-            CLOSE(r.var[i], db_out[s][i], TF_RTOL, TF_ATOL,
-                  "distbelief step %d var[%d]", s + 1, i);
+            CHECK_NEAR(r.var[i], db_out[s][i], TF_RTOL, TF_ATOL,
+                       "distbelief step %d var[%d]", s + 1, i);
     }
 }
 
@@ -336,8 +341,8 @@ static void test_tf_momentum_minimize(void)
     float g[2];
     minimize_grad(r.var, g);
     run_step(&r, g);
-    CLOSE(r.var[0], -111.0, TF_RTOL, TF_ATOL, "var[0]");
-    CLOSE(r.var[1], -138.0, TF_RTOL, TF_ATOL, "var[1]");
+    CHECK_NEAR(r.var[0], -111.0, TF_RTOL, TF_ATOL, "var[0]");
+    CHECK_NEAR(r.var[1], -138.0, TF_RTOL, TF_ATOL, "var[1]");
 }
 
 /* momentum_test.py testNesterovMomentum: lr 2, momentum 0.9, nesterov,
@@ -361,8 +366,8 @@ static void test_tf_nesterov(void)
         ref_step(&f, &cfg, gref, 4);
         /* The trajectory grows geometrically; TF checks with allClose. */
         for (int i = 0; i < 4; i++)
-            CLOSE(r.var[i], f.var[i], TF_RTOL * 10, TF_ATOL,
-                  "nesterov step %d var[%d]", t, i);
+            CHECK_NEAR(r.var[i], f.var[i], TF_RTOL * 10, TF_ATOL,
+                       "nesterov step %d var[%d]", t, i);
     }
 }
 
@@ -378,7 +383,7 @@ static void test_tf_adagrad_basic(void)
     const double want[] = {-1.6026098728179932, -0.6026098728179932,
                            2.715679168701172, 3.715679168701172};
     for (int i = 0; i < 4; i++)
-        CLOSE(r.var[i], want[i], TF_RTOL, TF_ATOL, "adagrad var[%d]", i);
+        CHECK_NEAR(r.var[i], want[i], TF_RTOL, TF_ATOL, "adagrad var[%d]", i);
 }
 
 /* adagrad_test.py testMinimizeSparseResourceVariable: lr 1, var0 2x2 whose
@@ -393,7 +398,7 @@ static void test_tf_adagrad_minimize(void)
     run_step(&r, g);
     const double want[] = {0.0, 1.0, 3.0, 4.0};
     for (int i = 0; i < 4; i++)
-        CLOSE(r.var[i], want[i], 0.0, 0.01, "adagrad minimize var[%d]", i);
+        CHECK_NEAR(r.var[i], want[i], 0.0, 0.01, "adagrad minimize var[%d]", i);
 }
 
 /* adam_test.py doTestBasic: defaults but lr 0.001, var0 (1, 2) with
@@ -409,15 +414,16 @@ static void test_tf_adam_basic(void)
     const float g[] = {0.1f, 0.1f, 0.01f, 0.01f};
     run_init(&r, &cfg, var0, 4);
     ref_init(&f, &cfg, var0, 4);
-    CLOSE(r.sc.beta1_power, 0.9, TF_RTOL, TF_ATOL, "initial beta1_power");
-    CLOSE(r.sc.beta2_power, 0.999, TF_RTOL, TF_ATOL, "initial beta2_power");
+    CHECK_NEAR(r.sc.beta1_power, 0.9, TF_RTOL, TF_ATOL, "initial beta1_power");
+    CHECK_NEAR(r.sc.beta2_power, 0.999, TF_RTOL, TF_ATOL,
+               "initial beta2_power");
     for (int t = 1; t < 4; t++) {
         run_step(&r, g);
         ref_step(&f, &cfg, g, 4);
-        CLOSE(r.sc.beta1_power, pow(0.9, t + 1), TF_RTOL, TF_ATOL,
-              "beta1_power after step %d", t);
-        CLOSE(r.sc.beta2_power, pow(0.999, t + 1), TF_RTOL, TF_ATOL,
-              "beta2_power after step %d", t);
+        CHECK_NEAR(r.sc.beta1_power, pow(0.9, t + 1), TF_RTOL, TF_ATOL,
+                   "beta1_power after step %d", t);
+        CHECK_NEAR(r.sc.beta2_power, pow(0.999, t + 1), TF_RTOL, TF_ATOL,
+                   "beta2_power after step %d", t);
         compare(&r, &f, TF_RTOL, TF_ATOL, "adam_test");
     }
 }
@@ -444,17 +450,19 @@ static void test_tf_rmsprop_basic(void)
     run_init(&r, &cfg, var0, 4);
     run_step(&r, g);
     for (int i = 0; i < 4; i++) {
-        CLOSE(r.slot[0][i], rms1[i], TF_RTOL, TF_ATOL, "no-mom rms[%d]", i);
-        CLOSE(r.var[i], base[i] - gd[i] * 2.0 / sqrt(rms1[i] + 1.0), TF_RTOL,
-              TF_ATOL, "no-mom step 1 var[%d]", i);
+        CHECK_NEAR(r.slot[0][i], rms1[i], TF_RTOL, TF_ATOL, "no-mom rms[%d]",
+                   i);
+        CHECK_NEAR(r.var[i], base[i] - gd[i] * 2.0 / sqrt(rms1[i] + 1.0),
+                   TF_RTOL, TF_ATOL, "no-mom step 1 var[%d]", i);
     }
     run_step(&r, g);
     for (int i = 0; i < 4; i++) {
-        CLOSE(r.slot[0][i], rms2[i], TF_RTOL, TF_ATOL, "no-mom rms[%d]", i);
-        CLOSE(r.var[i],
-              base[i] - gd[i] * 2.0 / sqrt(rms1[i] + 1.0) -
-                  gd[i] * 2.0 / sqrt(rms2[i] + 1.0),
-              TF_RTOL, TF_ATOL, "no-mom step 2 var[%d]", i);
+        CHECK_NEAR(r.slot[0][i], rms2[i], TF_RTOL, TF_ATOL, "no-mom rms[%d]",
+                   i);
+        CHECK_NEAR(r.var[i],
+                   base[i] - gd[i] * 2.0 / sqrt(rms1[i] + 1.0) -
+                       gd[i] * 2.0 / sqrt(rms2[i] + 1.0),
+                   TF_RTOL, TF_ATOL, "no-mom step 2 var[%d]", i);
     }
 
     cfg.momentum = 0.5f;
@@ -463,18 +471,19 @@ static void test_tf_rmsprop_basic(void)
     run_step(&r, g);
     for (int i = 0; i < 4; i++) {
         double mom1 = gd[i] * 2.0 / sqrt(rms1[i] + 1e-5);
-        CLOSE(r.slot[0][i], rms1[i], TF_RTOL, TF_ATOL, "mom rms[%d]", i);
-        CLOSE(r.slot[1][i], mom1, TF_RTOL, TF_ATOL, "mom momentum[%d]", i);
-        CLOSE(r.var[i], base[i] - mom1, TF_RTOL, TF_ATOL, "mom var[%d]", i);
+        CHECK_NEAR(r.slot[0][i], rms1[i], TF_RTOL, TF_ATOL, "mom rms[%d]", i);
+        CHECK_NEAR(r.slot[1][i], mom1, TF_RTOL, TF_ATOL, "mom momentum[%d]", i);
+        CHECK_NEAR(r.var[i], base[i] - mom1, TF_RTOL, TF_ATOL, "mom var[%d]",
+                   i);
     }
     run_step(&r, g);
     for (int i = 0; i < 4; i++) {
         double mom1 = gd[i] * 2.0 / sqrt(rms1[i] + 1e-5);
         double mom2 = 0.5 * mom1 + gd[i] * 2.0 / sqrt(rms2[i] + 1e-5);
-        CLOSE(r.slot[0][i], rms2[i], TF_RTOL, TF_ATOL, "mom rms[%d]", i);
-        CLOSE(r.slot[1][i], mom2, TF_RTOL, TF_ATOL, "mom momentum[%d]", i);
-        CLOSE(r.var[i], base[i] - mom1 - mom2, TF_RTOL, TF_ATOL,
-              "mom step 2 var[%d]", i);
+        CHECK_NEAR(r.slot[0][i], rms2[i], TF_RTOL, TF_ATOL, "mom rms[%d]", i);
+        CHECK_NEAR(r.slot[1][i], mom2, TF_RTOL, TF_ATOL, "mom momentum[%d]", i);
+        CHECK_NEAR(r.var[i], base[i] - mom1 - mom2, TF_RTOL, TF_ATOL,
+                   "mom step 2 var[%d]", i);
     }
 }
 
@@ -536,8 +545,8 @@ static void test_tf_rmsprop_minimize(void)
         float g[2];
         minimize_grad(r.var, g);
         run_step(&r, g);
-        CLOSE(r.var[0], cases[c].want0, 0.0, 0.01, "case %zu var[0]", c);
-        CLOSE(r.var[1], cases[c].want1, 0.0, 0.01, "case %zu var[1]", c);
+        CHECK_NEAR(r.var[0], cases[c].want0, 0.0, 0.01, "case %zu var[0]", c);
+        CHECK_NEAR(r.var[1], cases[c].want1, 0.0, 0.01, "case %zu var[1]", c);
     }
 }
 
@@ -626,5 +635,6 @@ int main(void)
     test_tf_rmsprop_dense();
     test_tf_rmsprop_minimize();
     test_determinism();
-    return report("unit.optim.kernels");
+    printf("unit.optim.kernels: all checks passed\n");
+    return 0;
 }

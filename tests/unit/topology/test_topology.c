@@ -11,19 +11,7 @@
 
 #include "rdmaflow/status.h"
 #include "rdmaflow/topology.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            failures++;                                                        \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,   \
-                    #cond);                                                    \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fprintf(stderr, " [last error: %s]\n", rf_error_message());        \
-        }                                                                      \
-    } while (0)
+#include "tests/common/check.h"
 
 /* The calling thread's allowed CPU list as the kernel reports it. */
 static void allowed_cpus(char *out, size_t len)
@@ -68,10 +56,7 @@ static void check_alloc(rf_topology *topo, const rf_binding *b)
 int main(void)
 {
     rf_topology *topo = NULL;
-    if (rf_topology_open(&topo) != RF_OK) {
-        fprintf(stderr, "rf_topology_open: %s\n", rf_error_message());
-        return 1;
-    }
+    CHECK_OK(rf_topology_open(&topo));
     int nodes = rf_topology_numa_nodes(topo);
     CHECK(nodes >= 1, "%d nodes", nodes);
     printf("NUMA nodes: %d\n", nodes);
@@ -130,10 +115,6 @@ int main(void)
     unsetenv("RF_BIND");
 
     rf_topology_close(topo);
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
     printf("topology tests passed\n");
     return 0;
 }

@@ -1,0 +1,141 @@
+/* tests/integration/ps/fixture.c: fabric, ps helper, client and data
+ * helpers of the ps integration tests (see fixture.h). */
+#include "tests/integration/ps/fixture.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+const char *pt_provider(void)
+{
+    const char *p = getenv("RF_FABRIC");
+    return p && *p ? p : "sock";
+}
+
+const char *pt_host(void)
+{
+    const char *h = getenv("RF_TEST_HOST");
+    return h && *h ? h : "127.0.0.1";
+}
+
+rf_fabric *pt_fabric(void)
+{
+    rf_fabric_attr attr = {.bind_addr = pt_host()};
+    rf_fabric *f = NULL;
+    CHECK_OK(rf_fabric_open(pt_provider(), &attr, &f));
+    return f;
+}
+
+uint16_t pt_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0, "socket: %s", strerror(errno));
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, pt_host(), &a.sin_addr);
+    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0, "bind: %s",
+          strerror(errno));
+    socklen_t len = sizeof a;
+    CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0, "getsockname: %s",
+          strerror(errno));
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+const char *pt_addr(uint16_t port)
+{
+    static char ring[16][300];
+    static unsigned next;
+    char *b = ring[next++ % 16];
+    snprintf(b, 300, "%s:%u", pt_host(), port);
+    return b;
+}
+
+void pt_spawn(rft_child *c, const char *name, const char *const *args)
+{
+    const char *helper = getenv("RF_PS_HELPER");
+    rft_spawn(c, name, helper && *helper ? helper : "rf_ps_helper", args,
+              RFT_STDIN_NULL);
+}
+
+void pt_ps_start(pt_ps *ps, int index, uint16_t port)
+{
+    char idx[16], prt[16], name[32];
+    snprintf(idx, sizeof idx, "%d", index);
+    snprintf(prt, sizeof prt, "%u", port);
+    snprintf(name, sizeof name, "ps%d", index);
+    const char *args[] = {"ps", "--index", idx, "--port", prt, NULL};
+    pt_spawn(&ps->child, name, args);
+    char rest[256];
+    rft_expect(&ps->child, "READY ", rest, sizeof rest, rft_ms(15000));
+    unsigned p = 0;
+    unsigned long long inc = 0;
+    CHECK(sscanf(rest, "%u %llx", &p, &inc) == 2, "bad READY line: %s", rest);
+    ps->port = (uint16_t)p;
+    ps->incarnation = inc;
+}
+
+/* ---- data ---- */
+
+float pt_rand(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed * 0x9e3779b97f4a7c15ull + i + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)((double)(z >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+void pt_fill(float *p, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = pt_rand(seed, i);
+}
+
+/* Every test buffer, freed at the end (after the clients are closed). */
+static void **bufs;
+static size_t nbufs, capbufs;
+
+void pt_buf_release_all(void)
+{
+    for (size_t i = 0; i < nbufs; i++)
+        free(bufs[i]);
+    free(bufs);
+    bufs = NULL;
+    nbufs = capbufs = 0;
+}
+
+void pt_buf_alloc(rf_ps_client *c, pt_buf *b, size_t n)
+{
+    size_t bytes = (n ? n : 1) * sizeof(float);
+    bytes = (bytes + 63) / 64 * 64;
+    b->p = aligned_alloc(64, bytes);
+    CHECK(b->p, "out of memory");
+    memset(b->p, 0, bytes);
+    if (nbufs == capbufs) {
+        capbufs = capbufs ? 2 * capbufs : 64;
+        bufs = realloc(bufs, capbufs * sizeof *bufs);
+        CHECK(bufs, "out of memory");
+    }
+    bufs[nbufs++] = b->p;
+    b->n = n;
+    CHECK_OK(rf_ps_client_register(c, b->p, bytes, &b->mr));
+}
+
+rf_ps_client *pt_client(rf_fabric *f, const char *const *addrs, size_t n,
+                        uint32_t id, bool chief)
+{
+    rf_ps_client_options o = {.client_id = id,
+                              .is_chief = chief,
+                              .connect_timeout_ms = rft_ms(20000),
+                              .op_timeout_ms = rft_ms(20000),
+                              .lock_timeout_ms = rft_ms(20000),
+                              .lookup_timeout_ms = rft_ms(20000)};
+    rf_ps_client *c = NULL;
+    CHECK_OK(rf_ps_client_connect(f, addrs, n, &o, &c));
+    return c;
+}
