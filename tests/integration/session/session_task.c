@@ -34,7 +34,7 @@
 #include "rdmaflow/device.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/session.h"
-#include "session_check.h"
+#include "tests/common/check.h"
 
 #define DIM     24
 #define CLASSES 4
@@ -446,7 +446,7 @@ int main(int argc, char **argv)
         else
             CHECK(0, "unknown argument %s", a);
     }
-    check_who = o.role;
+    rft_set_who(o.role);
     if (!strcmp(o.role, "local"))
         return run_local(&o);
     o.cluster.job_name = !strcmp(o.role, "ps") ? "ps" : "worker";
