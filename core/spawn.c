@@ -215,10 +215,11 @@ static void close_fd(int *fd)
 
 rf_status rf_spawn(const rf_spawn_opts *o, rf_child *child)
 {
+    if (child)
+        *child = (rf_child){.stdio_fd = {-1, -1, -1}};
     rf_status st = check_opts(o, child);
     if (st != RF_OK)
         return st;
-    *child = (rf_child){.stdio_fd = {-1, -1, -1}};
     const char *prog = o->path ? o->path : o->argv[0];
     plan p = {.o = o, .floor = 3, .report = -1, .parent = getpid()};
     int pipes[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};

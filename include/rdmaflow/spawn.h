@@ -109,7 +109,8 @@ typedef struct rf_child {
  * file or directory" when the exec fails, "STEP failed: REASON" for the
  * steps before it (setpgid, prctl(PR_SET_PDEATHSIG), dup2, signal
  * set-up), "fork: REASON", "pipe: REASON", "out of memory". Bad options
- * are RF_ERR_INVALID_ARG. */
+ * are RF_ERR_INVALID_ARG. *child is cleared (pid 0) first, also on
+ * failure. */
 rf_status rf_spawn(const rf_spawn_opts *o, rf_child *child);
 
 /* Waits up to timeout_ms (negative: no limit, 0: just look) for the child
