@@ -39,8 +39,9 @@ static int child_port(char **a)
     return write(atoi(a[1]), a[0], n) == (ssize_t)n ? 0 : 3;
 }
 
-static int child_echo(void)
+static int child_echo(char **a)
 {
+    (void)a;
     char buf[256];
     ssize_t r;
     while ((r = read(0, buf, sizeof buf)) > 0)
@@ -49,14 +50,16 @@ static int child_echo(void)
     return write(2, "err\n", 4) == 4 && r == 0 ? 0 : 3;
 }
 
-static int child_devnull(void)
+static int child_devnull(char **a)
 {
+    (void)a;
     char c;
     return read(0, &c, 1) == 0 && write(1, "x", 1) == 1 ? 0 : 3;
 }
 
-static int child_ignore_term(void)
+static int child_ignore_term(char **a)
 {
+    (void)a;
     signal(SIGTERM, SIG_IGN);
     if (write(3, "1\n", 2) != 2)
         return 3;
@@ -73,8 +76,9 @@ static const char *disposition(int sig)
                                       : "handler";
 }
 
-static int child_sigstate(void)
+static int child_sigstate(char **a)
 {
+    (void)a;
     sigset_t m;
     sigprocmask(SIG_SETMASK, NULL, &m);
     printf("usr1_blocked=%d pipe=%s usr2=%s\n", sigismember(&m, SIGUSR1),
@@ -82,8 +86,9 @@ static int child_sigstate(void)
     return 0;
 }
 
-static int child_env(void)
+static int child_env(char **a)
 {
+    (void)a;
     int set_entries = 0;
     for (char **e = environ; *e; e++)
         set_entries += strncmp(*e, "RF_SPAWN_T_SET=", 15) == 0;
@@ -99,12 +104,12 @@ static int child_env(void)
 
 /* Starts a grandchild (this program, sleeping) with die_with_parent as
  * asked, in this process's group, prints its pid and waits to be killed. */
-static int child_middle(const char *die)
+static int child_middle(char **a)
 {
     const char *argv[] = {PROG, "--child", "sleep", "60000", NULL};
     rf_spawn_opts o = {.argv = argv,
                        .path = RF_SPAWN_SELF,
-                       .die_with_parent = strcmp(die, "die") == 0};
+                       .die_with_parent = strcmp(a[0], "die") == 0};
     rf_child g;
     if (rf_spawn(&o, &g) != RF_OK) {
         fprintf(stderr, "middle: %s\n", rf_error_message());
@@ -116,34 +121,42 @@ static int child_middle(const char *die)
     return 0;
 }
 
+static int child_exit(char **a)
+{
+    return atoi(a[0]);
+}
+
+static int child_sleep(char **a)
+{
+    rf_sleep_ms(atoi(a[0]));
+    return 0;
+}
+
+static int child_pgid(char **a)
+{
+    (void)a;
+    printf("%d %d\n", (int)getpid(), (int)getpgid(0));
+    return 0;
+}
+
+static const struct {
+    const char *mode;
+    int (*run)(char **args);
+} children[] = {
+    {"exit", child_exit},         {"sleep", child_sleep},
+    {"port", child_port},         {"echo", child_echo},
+    {"devnull", child_devnull},   {"ignore-term", child_ignore_term},
+    {"sigstate", child_sigstate}, {"env", child_env},
+    {"pgid", child_pgid},         {"middle", child_middle},
+};
+
+/* a: MODE ARGS... */
 static int run_child(char **a)
 {
-    const char *mode = a[0];
-    if (strcmp(mode, "exit") == 0)
-        return atoi(a[1]);
-    if (strcmp(mode, "sleep") == 0) {
-        rf_sleep_ms(atoi(a[1]));
-        return 0;
-    }
-    if (strcmp(mode, "port") == 0)
-        return child_port(a + 1);
-    if (strcmp(mode, "echo") == 0)
-        return child_echo();
-    if (strcmp(mode, "devnull") == 0)
-        return child_devnull();
-    if (strcmp(mode, "ignore-term") == 0)
-        return child_ignore_term();
-    if (strcmp(mode, "sigstate") == 0)
-        return child_sigstate();
-    if (strcmp(mode, "env") == 0)
-        return child_env();
-    if (strcmp(mode, "pgid") == 0) {
-        printf("%d %d\n", (int)getpid(), (int)getpgid(0));
-        return 0;
-    }
-    if (strcmp(mode, "middle") == 0)
-        return child_middle(a[1]);
-    fprintf(stderr, PROG ": unknown child mode '%s'\n", mode);
+    for (size_t i = 0; i < sizeof children / sizeof children[0]; i++)
+        if (strcmp(a[0], children[i].mode) == 0)
+            return children[i].run(a + 1);
+    fprintf(stderr, PROG ": unknown child mode '%s'\n", a[0]);
     return 2;
 }
 
@@ -206,6 +219,22 @@ static int exit_status(rf_child *c)
     CHECK(s == RF_OK, "waiting for pid %d: %s", (int)c->pid,
           rf_status_string(s));
     return s == RF_OK && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs the child to its end with stdout piped; its output goes to out, its
+ * reaped handle to *c, and its exit status is returned. */
+static int run_output(rf_spawn_opts *o, char *out, size_t cap, rf_child *c)
+{
+    o->stdio[1] = RF_SPAWN_PIPE;
+    out[0] = '\0';
+    rf_status s = rf_spawn(o, c);
+    CHECK(s == RF_OK, "spawn --child %s", o->argv[2]);
+    if (s != RF_OK)
+        return -1;
+    read_all(c->stdio_fd[1], out, cap);
+    int st = exit_status(c);
+    rf_child_close(c);
+    return st;
 }
 
 static void check_no_child_left(const char *what)
@@ -481,18 +510,14 @@ static void test_process_group(void)
     const char *argv[8];
     rf_spawn_opts o = self_opts(argv, (const char *[]){"pgid", NULL});
     o.new_pgroup = true;
-    o.stdio[1] = RF_SPAWN_PIPE;
     rf_child c;
-    CHECK(rf_spawn(&o, &c) == RF_OK && c.pgroup, "spawn pgid");
     char out[64];
-    read_all(c.stdio_fd[1], out, sizeof out);
+    CHECK(run_output(&o, out, sizeof out, &c) == 0 && c.pgroup, "pgid child");
     int pid = 0, pgid = 0;
     CHECK(sscanf(out, "%d %d", &pid, &pgid) == 2 && pid == c.pid &&
               pgid == c.pid,
           "pid/pgid '%s' for child %d", out, (int)c.pid);
     CHECK(getpgid(0) != c.pid, "the caller stays in its group");
-    CHECK(exit_status(&c) == 0, "pgid child");
-    rf_child_close(&c);
 
     /* Stopping a group leader signals its whole group. */
     sigset_t term;
@@ -554,35 +579,28 @@ static void test_env(void)
     setenv("RF_SPAWN_T_DROP", "dropped", 1);
     const char *argv[8];
     rf_spawn_opts o = self_opts(argv, (const char *[]){"env", NULL});
-    o.stdio[1] = RF_SPAWN_PIPE;
     o.env_set =
         (const char *[]){"RF_SPAWN_T_SET=new", "RF_SPAWN_T_ADD=added", NULL};
     o.env_unset = (const char *[]){"RF_SPAWN_T_DROP", "RF_SPAWN_T_NONE", NULL};
     rf_child c;
-    CHECK(rf_spawn(&o, &c) == RF_OK, "spawn env");
     char out[256];
-    read_all(c.stdio_fd[1], out, sizeof out);
+    CHECK(run_output(&o, out, sizeof out, &c) == 0, "env child");
     CHECK(strcmp(out, "RF_SPAWN_T_KEEP=kept\n"
                       "RF_SPAWN_T_SET=new\n"
                       "RF_SPAWN_T_ADD=added\n"
                       "RF_SPAWN_T_DROP=(unset)\n"
                       "set_entries=1\n") == 0,
           "child environment:\n%s", out);
-    CHECK(exit_status(&c) == 0, "env child");
-    rf_child_close(&c);
     CHECK(strcmp(getenv("RF_SPAWN_T_SET"), "old") == 0 &&
               getenv("RF_SPAWN_T_DROP"),
           "the caller's environment is unchanged");
 
     /* Without overrides the child gets the caller's environment. */
     o.env_set = o.env_unset = NULL;
-    CHECK(rf_spawn(&o, &c) == RF_OK, "spawn env");
-    read_all(c.stdio_fd[1], out, sizeof out);
+    CHECK(run_output(&o, out, sizeof out, &c) == 0, "env child");
     CHECK(strstr(out, "RF_SPAWN_T_SET=old\n") &&
               strstr(out, "RF_SPAWN_T_DROP=dropped\n"),
           "inherited:\n%s", out);
-    CHECK(exit_status(&c) == 0, "env child");
-    rf_child_close(&c);
 }
 
 static void on_usr2(int sig)
@@ -606,24 +624,17 @@ static void test_signal_state(void)
 
     const char *argv[8];
     rf_spawn_opts o = self_opts(argv, (const char *[]){"sigstate", NULL});
-    o.stdio[1] = RF_SPAWN_PIPE;
     rf_child c;
     char out[128];
-    CHECK(rf_spawn(&o, &c) == RF_OK, "spawn sigstate");
-    read_all(c.stdio_fd[1], out, sizeof out);
+    CHECK(run_output(&o, out, sizeof out, &c) == 0, "sigstate child");
     CHECK(strcmp(out, "usr1_blocked=1 pipe=ign usr2=dfl\n") == 0,
           "inherited state: %s", out);
-    CHECK(exit_status(&c) == 0, "sigstate child");
-    rf_child_close(&c);
 
     o.sigmask = &empty;
     o.sigdefault = &pipeset;
-    CHECK(rf_spawn(&o, &c) == RF_OK, "spawn sigstate");
-    read_all(c.stdio_fd[1], out, sizeof out);
+    CHECK(run_output(&o, out, sizeof out, &c) == 0, "sigstate child");
     CHECK(strcmp(out, "usr1_blocked=0 pipe=dfl usr2=dfl\n") == 0,
           "restored state: %s", out);
-    CHECK(exit_status(&c) == 0, "sigstate child");
-    rf_child_close(&c);
 
     sigset_t now;
     pthread_sigmask(SIG_SETMASK, NULL, &now);
