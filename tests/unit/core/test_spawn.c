@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -645,6 +646,34 @@ static void test_signal_state(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* Two threads spawning at once: each gets its own children's statuses and
+ * output (no shared state in the helper; TSan checks the rest). */
+static void *spawn_loop(void *arg)
+{
+    const char *code = arg;
+    for (int i = 0; i < 10; i++) {
+        const char *argv[8];
+        rf_spawn_opts o = self_opts(argv, (const char *[]){"exit", code, NULL});
+        rf_child c;
+        char out[8];
+        CHECK(run_output(&o, out, sizeof out, &c) == atoi(code),
+              "thread child %s", code);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    pthread_t t[2];
+    char *codes[2] = {"11", "12"};
+    for (int i = 0; i < 2; i++)
+        CHECK(pthread_create(&t[i], NULL, spawn_loop, codes[i]) == 0,
+              "pthread_create");
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    check_no_child_left("threads");
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[1], "--child") == 0)
@@ -665,5 +694,6 @@ int main(int argc, char **argv)
     test_die_with_parent();
     test_env();
     test_signal_state();
+    test_threads();
     return report(PROG);
 }
