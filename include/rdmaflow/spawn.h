@@ -124,11 +124,11 @@ rf_status rf_child_wait(rf_child *child, int64_t timeout_ms, int *wstatus);
 rf_status rf_child_signal(rf_child *child, int sig);
 
 /* Stops the child: sends sig (0: none, only wait), waits up to grace_ms
- * for it to exit, then sends SIGKILL (to its group when it leads one) and
- * waits up to RF_SPAWN_KILL_WAIT_MS. RF_OK: reaped, *wstatus (may be NULL)
- * set, *killed (may be NULL) tells whether SIGKILL was needed.
- * RF_ERR_TIMEOUT: still there after SIGKILL (stuck in the kernel); not
- * reaped. RF_ERR_IO: waitpid failed. */
+ * (negative: no limit, no SIGKILL) for it to exit, then sends SIGKILL (to
+ * its group when it leads one) and waits up to RF_SPAWN_KILL_WAIT_MS. RF_OK:
+ * reaped, *wstatus (may be NULL) set, *killed (may be NULL) tells whether
+ * SIGKILL was needed. RF_ERR_TIMEOUT: still there after SIGKILL (stuck in the
+ * kernel); not reaped. RF_ERR_IO: waitpid failed. */
 rf_status rf_child_stop(rf_child *child, int sig, int64_t grace_ms,
                         int *wstatus, bool *killed);
 
