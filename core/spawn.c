@@ -223,7 +223,7 @@ rf_status rf_spawn(const rf_spawn_opts *o, rf_child *child)
     const char *prog = o->path ? o->path : o->argv[0];
     plan p = {.o = o, .floor = 3, .report = -1, .parent = getpid()};
     int pipes[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
-    int devnull = -1, rep[2] = {-1, -1};
+    int devnull[2] = {-1, -1}, rep[2] = {-1, -1}; /* read, write */
     char **env = make_env(o);
     if (!env)
         return rf_error_set(RF_ERR_NO_MEMORY, "out of memory");
@@ -231,12 +231,14 @@ rf_status rf_spawn(const rf_spawn_opts *o, rf_child *child)
 
     for (int i = 0; i < 3 && st == RF_OK; i++) {
         if (o->stdio[i] == RF_SPAWN_DEVNULL) {
-            if (devnull < 0 &&
-                (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+            int *dn = &devnull[i == 0 ? 0 : 1];
+            if (*dn < 0 &&
+                (*dn = open("/dev/null",
+                            (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC)) < 0)
                 st = rf_error_set(RF_ERR_IO, "open /dev/null: %s",
                                   strerror(errno));
             else
-                p.move[p.nmove++] = (fd_move){devnull, i};
+                p.move[p.nmove++] = (fd_move){*dn, i};
         } else if (o->stdio[i] == RF_SPAWN_PIPE) {
             if (pipe2(pipes[i], O_CLOEXEC) != 0) {
                 st = rf_error_set(RF_ERR_IO, "pipe: %s", strerror(errno));
@@ -316,7 +318,8 @@ out:
         close_fd(&pipes[i][0]);
         close_fd(&pipes[i][1]);
     }
-    close_fd(&devnull);
+    close_fd(&devnull[0]);
+    close_fd(&devnull[1]);
     close_fd(&rep[0]);
     close_fd(&rep[1]);
     if (env != environ)

@@ -55,7 +55,9 @@ static int child_devnull(char **a)
 {
     (void)a;
     char c;
-    return read(0, &c, 1) == 0 && write(1, "x", 1) == 1 ? 0 : 3;
+    return read(0, &c, 1) == 0 && write(0, "x", 1) < 0 && write(1, "x", 1) == 1
+               ? 0
+               : 3;
 }
 
 static int child_ignore_term(char **a)
@@ -352,7 +354,7 @@ static void test_pipes(void)
     rf_child_close(&c);
     CHECK(c.stdio_fd[1] == -1 && c.stdio_fd[2] == -1, "closed");
 
-    /* /dev/null: stdin at end of file, stdout writable. */
+    /* /dev/null: stdin read-only at end of file, stdout writable. */
     o = self_opts(argv, (const char *[]){"devnull", NULL});
     o.stdio[0] = o.stdio[1] = RF_SPAWN_DEVNULL;
     CHECK(rf_spawn(&o, &c) == RF_OK, "spawn devnull");
