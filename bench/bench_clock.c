@@ -1,5 +1,5 @@
 /* bench/bench_clock.c: tick source choice and TSC calibration against
- * CLOCK_MONOTONIC_RAW (see bench_clock.h). */
+ * rf_now_ns() (see bench_clock.h). */
 #include "bench_clock.h"
 
 bool bench_clock_use_tsc;
@@ -10,7 +10,7 @@ static uint64_t start_ns, start_ticks;
 void bench_clock_init(bool tsc)
 {
     bench_clock_use_tsc = tsc && BENCH_HAVE_TSC;
-    start_ns = bench_now_ns();
+    start_ns = rf_now_ns();
     start_ticks = bench_ticks();
 }
 
@@ -18,12 +18,11 @@ double bench_clock_ns_per_tick(void)
 {
     if (!bench_clock_use_tsc)
         return 1.0;
-    uint64_t ns = bench_now_ns();
+    uint64_t ns = rf_now_ns();
     if (ns - start_ns < MIN_CALIBRATION_NS) {
         uint64_t left = MIN_CALIBRATION_NS - (ns - start_ns);
-        struct timespec ts = {0, (long)left};
-        nanosleep(&ts, NULL);
-        ns = bench_now_ns();
+        rf_sleep_ms((int64_t)((left + 999999u) / 1000000u));
+        ns = rf_now_ns();
     }
     uint64_t ticks = bench_ticks();
     if (ticks <= start_ticks)

@@ -22,7 +22,7 @@ static int stalled(const bench_session *s, stall_watch *w, const char *what)
     /* With -e every call follows a wait, so the clock is cheap enough. */
     if (!s->events && (++w->spins & 1023u) != 0)
         return 0;
-    uint64_t now = bench_now_ns();
+    uint64_t now = rf_now_ns();
     if (!w->deadline) {
         w->deadline = now + s->timeout_ns;
         return 0;

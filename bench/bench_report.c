@@ -38,12 +38,12 @@ void bench_report_header(const bench_report_ctx *c)
         printf(" Inline hint     : %" PRIu32 "[B]\n", c->inline_size);
     if (bench_clock_use_tsc)
         printf(" Completions     : %-14s Timer          : rdtsc, %.3f GHz "
-               "(vs CLOCK_MONOTONIC_RAW)\n",
+               "(vs CLOCK_MONOTONIC)\n",
                c->o->events ? "rf_cq_wait" : "busy poll",
                1.0 / bench_clock_ns_per_tick());
     else
         printf(" Completions     : %-14s Timer          : "
-               "CLOCK_MONOTONIC_RAW\n",
+               "CLOCK_MONOTONIC\n",
                c->o->events ? "rf_cq_wait" : "busy poll");
     if (c->t->pingpong)
         printf(" Latency         : ping-pong round trip / 2\n");

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench_clock.h"
+#include "rdmaflow/clock.h"
 
 #define PAGE           4096u
 #define CTX_CTRL_SEND  ((void *)(uintptr_t)UINTPTR_MAX)
@@ -162,7 +162,7 @@ int bench_poll1(const bench_session *s, rf_cq *cq, rf_completion *c,
         /* Read the clock rarely while spinning: a fast completion never
          * pays for it. */
         if (s->events || idle || (++spins & 1023u) == 0) {
-            uint64_t now = bench_now_ns();
+            uint64_t now = rf_now_ns();
             if (!deadline) {
                 deadline = now + s->timeout_ns;
             } else if (now > deadline) {

@@ -1,62 +1,23 @@
 /* bench/bench_spawn.c: start and reap --loopback's server child (see
- * bench_spawn.h). */
+ * bench_spawn.h); the process handling is rdmaflow/spawn.h's. */
 #include "bench_spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
-/* Reads "PORT\n" from fd within timeout_ms. */
-static int read_port(int fd, int timeout_ms, uint16_t *port)
-{
-    char buf[16];
-    size_t got = 0;
-    while (got < sizeof buf - 1) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int n = poll(&p, 1, timeout_ms);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1; /* timeout or error */
-        ssize_t r = read(fd, buf + got, sizeof buf - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break; /* the child closed the pipe */
-        got += (size_t)r;
-        if (memchr(buf, '\n', got))
-            break;
-    }
-    buf[got] = '\0';
-    char *end = NULL;
-    unsigned long v = strtoul(buf, &end, 10);
-    if (end == buf || *end != '\n' || v == 0 || v > 65535)
-        return -1;
-    *port = (uint16_t)v;
-    return 0;
-}
-
-int bench_spawn_server(const bench_opts *o, pid_t *pid, uint16_t *port)
+int bench_spawn_server(const bench_opts *o, rf_child *server, uint16_t *port)
 {
     int fds[2];
-    if (pipe(fds)) {
+    if (pipe2(fds, O_CLOEXEC)) {
         fprintf(stderr, "rf-bench: pipe: %s\n", strerror(errno));
         return -1;
     }
-    /* Only the write end is inherited by the child. */
-    fcntl(fds[0], F_SETFD, FD_CLOEXEC);
-    char fdarg[16], toarg[16];
-    snprintf(fdarg, sizeof fdarg, "%d", fds[1]);
+    char toarg[16];
     snprintf(toarg, sizeof toarg, "%d", o->timeout_s);
     const char *argv[16];
     int n = 0;
@@ -67,7 +28,7 @@ int bench_spawn_server(const bench_opts *o, pid_t *pid, uint16_t *port)
     argv[n++] = "--port";
     argv[n++] = "0";
     argv[n++] = "--ready-fd";
-    argv[n++] = fdarg;
+    argv[n++] = "3";
     argv[n++] = "--timeout";
     argv[n++] = toarg;
     if (o->provider) {
@@ -78,46 +39,42 @@ int bench_spawn_server(const bench_opts *o, pid_t *pid, uint16_t *port)
         argv[n++] = "--events";
     argv[n] = NULL;
 
-    int err = posix_spawn(pid, "/proc/self/exe", NULL, NULL,
-                          (char *const *)argv, environ);
-    close(fds[1]);
-    if (err) {
+    rf_spawn_opts so = {.argv = argv,
+                        .path = RF_SPAWN_SELF,
+                        .die_with_parent = true,
+                        .keep = &(rf_spawn_fd){fds[1], 3},
+                        .nkeep = 1};
+    rf_status st = rf_spawn(&so, server);
+    close(fds[1]); /* the child holds the only write end now */
+    if (st != RF_OK) {
         fprintf(stderr, "rf-bench: cannot start the loopback server: %s\n",
-                strerror(err));
+                rf_error_message());
         close(fds[0]);
         return -1;
     }
-    int rc = read_port(fds[0], o->timeout_s * 1000, port);
+    st = rf_spawn_read_port(fds[0], NULL, (int64_t)o->timeout_s * 1000, port);
     close(fds[0]);
-    if (rc) {
+    if (st != RF_OK) {
         fprintf(stderr, "rf-bench: the loopback server did not start "
                         "listening\n");
-        bench_reap_server(*pid, true, 5);
+        bench_reap_server(server, true, 5);
         return -1;
     }
     return 0;
 }
 
-int bench_reap_server(pid_t pid, bool terminate, int timeout_s)
+int bench_reap_server(rf_child *server, bool terminate, int timeout_s)
 {
-    if (terminate)
-        kill(pid, SIGTERM);
     int status = 0;
-    for (int waited_ms = 0;; waited_ms += 10) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR)
-            return -1;
-        if (waited_ms >= timeout_s * 1000) {
-            fprintf(stderr, "rf-bench: the loopback server did not exit; "
-                            "killing it\n");
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            return -1;
-        }
-        struct timespec ts = {0, 10000000};
-        nanosleep(&ts, NULL);
+    bool killed = false;
+    rf_status st = rf_child_stop(server, terminate ? SIGTERM : 0,
+                                 (int64_t)timeout_s * 1000, &status, &killed);
+    if (killed)
+        fprintf(stderr, "rf-bench: the loopback server did not exit; "
+                        "killing it\n");
+    if (st != RF_OK) {
+        fprintf(stderr, "rf-bench: %s\n", rf_error_message());
+        return -1;
     }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return !killed && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

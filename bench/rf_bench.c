@@ -28,13 +28,13 @@ int main(int argc, char **argv)
     case BENCH_MODE_CONNECT:
         return bench_client(&o, o.host, o.port);
     case BENCH_MODE_LOOPBACK: {
-        pid_t pid;
+        rf_child child;
         uint16_t port;
         fflush(stdout); /* nothing buffered is duplicated in the child */
-        if (bench_spawn_server(&o, &pid, &port))
+        if (bench_spawn_server(&o, &child, &port))
             return 1;
         int client = bench_client(&o, o.host, port);
-        int server = bench_reap_server(pid, client != 0, o.timeout_s);
+        int server = bench_reap_server(&child, client != 0, o.timeout_s);
         if (client == 0 && server != 0)
             fprintf(stderr,
                     "rf-bench: the loopback server failed (exit "

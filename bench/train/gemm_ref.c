@@ -5,7 +5,8 @@
  * threading at --threads. Their time per step is what the step would cost
  * if it were nothing but GEMMs at OpenBLAS's speed: the trainer's
  * examples/s divided by this program's is the fraction of the step spent in
- * GEMM-equivalent work. Nothing of rdmaflow is used.
+ * GEMM-equivalent work. Of rdmaflow only the clock (rdmaflow/clock.h) is
+ * used.
  *
  * usage: rf-bench-gemm-ref --model=softmax|mlp:W1,...|cnn:C1,C2,D
  *                          --batch_size=N [--threads=T] [--trials=K]
@@ -17,7 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "rdmaflow/clock.h"
 
 #define MAX_GEMMS 64
 
@@ -88,13 +90,6 @@ static int parse_list(const char *s, int *out, int max)
         s = end;
     }
     return n;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void run_step(void)
@@ -168,11 +163,11 @@ int main(int argc, char **argv)
     double t[101];
     for (int r = 0; r < trials; r++) {
         int steps = 0;
-        double t0 = now(), el;
+        double t0 = rf_now_s(), el;
         do {
             run_step();
             steps++;
-            el = now() - t0;
+            el = rf_now_s() - t0;
         } while (el < 0.2);
         t[r] = el / steps;
     }

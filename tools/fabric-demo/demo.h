@@ -37,7 +37,6 @@ void demo_content(unsigned char *out, size_t len, int which);
 /* Index of the first byte differing from demo_content, or len if none. */
 size_t demo_mismatch(const unsigned char *p, size_t len, int which);
 
-uint64_t demo_now_us(void);
 /* Waits for one completion; returns its status (RF_ERR_TIMEOUT if none). */
 rf_status demo_wait(rf_cq *cq, rf_completion *out);
 /* printf to stdout, prefixed with the role, flushed. */

@@ -1,9 +1,8 @@
-/* tools/fabric-demo/demo_common.c: content, clock, completion and printing
- * helpers shared by both sides of rf-fabric-demo. */
+/* tools/fabric-demo/demo_common.c: content, completion and printing helpers
+ * shared by both sides of rf-fabric-demo. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "demo.h"
 
@@ -25,13 +24,6 @@ size_t demo_mismatch(const unsigned char *p, size_t len, int which)
         if (p[i] != want[i])
             return i;
     return len;
-}
-
-uint64_t demo_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 rf_status demo_wait(rf_cq *cq, rf_completion *out)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "demo.h"
+#include "rdmaflow/clock.h"
 
 #define ROLE "initiator"
 
@@ -22,14 +23,14 @@ typedef struct demo {
  * success. */
 static int step(demo *s, rf_wr wr, const char *label, uint64_t *us)
 {
-    uint64_t t0 = demo_now_us();
+    uint64_t t0 = rf_now_us();
     rf_completion c;
     rf_status st = rf_post(s->ep, &wr, 1, NULL);
     if (st == RF_OK)
         st = demo_wait(s->cq, &c);
     if (st == RF_OK)
         st = c.status;
-    *us = demo_now_us() - t0;
+    *us = rf_now_us() - t0;
     if (st != RF_OK) {
         demo_say(ROLE, "%-10s FAILED: %s (%s)", label, rf_status_string(st),
                  rf_error_message());
@@ -182,7 +183,7 @@ int demo_initiator(const demo_opts *o)
     }
     rf_ep_attr ea = {.send_cq = s.cq};
     static const char hello[] = "rf-fabric-demo initiator";
-    uint64_t t0 = demo_now_us();
+    uint64_t t0 = rf_now_us();
     st = rf_connect(f, o->host, o->port, &ea, hello, sizeof hello - 1,
                     DEMO_TIMEOUT_MS, &s.ep);
     if (st != RF_OK) {
@@ -202,7 +203,7 @@ int demo_initiator(const demo_opts *o)
              "provider %s, connected to %s:%u in %llu us; target region "
              "%llu B at 0x%llx, rkey 0x%08x",
              rf_fabric_provider(f), o->host, (unsigned)o->port,
-             (unsigned long long)(demo_now_us() - t0),
+             (unsigned long long)(rf_now_us() - t0),
              (unsigned long long)s.d.len, (unsigned long long)s.d.addr,
              s.d.rkey);
     if (s.d.len < DEMO_REGION_LEN) {

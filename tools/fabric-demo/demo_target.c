@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "demo.h"
+#include "rdmaflow/clock.h"
 
 #define ROLE "target"
 
@@ -111,13 +112,13 @@ int demo_target(const demo_opts *o)
         goto out;
     }
     rf_ep_attr ea = {.send_cq = cq};
-    uint64_t t0 = demo_now_us();
+    uint64_t t0 = rf_now_us();
     if ((st = rf_accept(req, &ea, packed, sizeof packed, &ep)) != RF_OK) {
         rc = fail("rf_accept", st);
         goto out;
     }
     demo_say(ROLE, "accepted in %llu us, sent the region descriptor (%d B)",
-             (unsigned long long)(demo_now_us() - t0), RF_MR_DESC_PACKED_SIZE);
+             (unsigned long long)(rf_now_us() - t0), RF_MR_DESC_PACKED_SIZE);
     /* One receive for the write_imm that ends the initiator's steps. */
     if ((st = rf_post_recv(ep, NULL, 0, NULL, (void *)1)) != RF_OK) {
         rc = fail("rf_post_recv", st);

@@ -4,29 +4,28 @@
  *   rf-fabric-demo [--provider NAME] --serve [HOST:]PORT    target only
  *   rf-fabric-demo [--provider NAME] --connect HOST:PORT    initiator only
  *
- * Without --serve/--connect the program re-executes itself (fork + exec of
- * /proc/self/exe, so fork-unsafe providers work) as the target, learns its
- * port through a pipe and runs the initiator. Exit status 0 when every step
- * checked out on both sides, 1 otherwise, 2 for a malformed command line. */
-#include <errno.h>
+ * Without --serve/--connect the program re-executes itself (rf_spawn of
+ * /proc/self/exe: fork + exec, so fork-unsafe providers work) as the
+ * target, learns its port through a pipe and runs the initiator. Exit status 0
+ * when every step checked out on both sides, 1 otherwise, 2 for a malformed
+ * command line. */
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "demo.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/spawn.h"
 
 #define EXIT_USAGE 2
 #define WATCHDOG_S 120
 
-static pid_t target_pid;
+static rf_child target; /* loopback mode: the target child */
 
 static void usage(FILE *to)
 {
@@ -89,12 +88,13 @@ static void on_alarm(int sig)
     static const char msg[] = "rf-fabric-demo: watchdog: no result within "
                               "120 s; giving up\n";
     (void)!write(2, msg, sizeof msg - 1);
-    if (target_pid > 0)
-        kill(target_pid, SIGKILL);
+    if (target.pid > 0 && !target.reaped)
+        kill(target.pid, SIGKILL);
     _exit(1);
 }
 
-/* Starts the target as a child; returns its port or 0 on failure. */
+/* Starts the target as a child (dying with this process) that writes
+ * "port N" on its fd 3; returns the port, or 0 on failure. */
 static uint16_t spawn_target(const demo_opts *o)
 {
     int fds[2];
@@ -116,71 +116,47 @@ static uint16_t spawn_target(const demo_opts *o)
         argv[n++] = o->provider;
     }
     argv[n] = NULL;
-    pid_t parent = getpid();
     fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("rf-fabric-demo: fork");
+    rf_spawn_opts so = {.argv = argv,
+                        .path = RF_SPAWN_SELF,
+                        .die_with_parent = true,
+                        .keep = &(rf_spawn_fd){fds[1], 3},
+                        .nkeep = 1};
+    rf_status st = rf_spawn(&so, &target);
+    close(fds[1]); /* the target holds the only write end now */
+    if (st != RF_OK) {
+        fprintf(stderr, "rf-fabric-demo: %s\n", rf_error_message());
+        close(fds[0]);
         return 0;
     }
-    if (pid == 0) {
-        if (dup2(fds[1], 3) < 0)
-            _exit(127);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        execv("/proc/self/exe", (char *const *)argv);
-        _exit(127);
-    }
-    target_pid = pid;
-    close(fds[1]);
-    char line[64];
-    size_t got = 0;
-    while (got < sizeof line - 1 && !memchr(line, '\n', got)) {
-        struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        if (poll(&p, 1, DEMO_TIMEOUT_MS) <= 0)
-            break;
-        ssize_t r = read(fds[0], line + got, sizeof line - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    uint16_t port = 0;
+    st = rf_spawn_read_port(fds[0], "port ", DEMO_TIMEOUT_MS, &port);
     close(fds[0]);
-    line[got] = '\0';
-    unsigned port = 0;
-    if (sscanf(line, "port %u", &port) != 1 || port == 0 || port > 65535) {
+    if (st != RF_OK) {
         fprintf(stderr, "rf-fabric-demo: the target did not start\n");
         return 0;
     }
-    return (uint16_t)port;
+    return port;
 }
 
-/* Waits for the target child; returns 0 if it exited with status 0. */
+/* Waits for the target child (killing it after DEMO_TIMEOUT_MS); returns 0
+ * if it exited with status 0. */
 static int reap_target(void)
 {
-    for (int i = 0; i < DEMO_TIMEOUT_MS / 10; i++) {
-        int status;
-        pid_t r = waitpid(target_pid, &status, WNOHANG);
-        if (r == target_pid) {
-            target_pid = 0;
-            if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-                return 0;
-            fprintf(stderr, "rf-fabric-demo: target %s %d\n",
-                    WIFEXITED(status) ? "exited with status"
-                                      : "killed by signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-            return 1;
-        }
-        if (r < 0 && errno != EINTR)
-            return 1;
-        usleep(10000);
+    int status = 0;
+    bool killed = false;
+    rf_status st = rf_child_stop(&target, 0, DEMO_TIMEOUT_MS, &status, &killed);
+    if (killed) {
+        fprintf(stderr, "rf-fabric-demo: target did not exit; killing it\n");
+        return 1;
     }
-    fprintf(stderr, "rf-fabric-demo: target did not exit; killing it\n");
-    kill(target_pid, SIGKILL);
-    waitpid(target_pid, NULL, 0);
-    target_pid = 0;
+    if (st != RF_OK)
+        return 1;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    fprintf(stderr, "rf-fabric-demo: target %s %d\n",
+            WIFEXITED(status) ? "exited with status" : "killed by signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     return 1;
 }
 
@@ -263,7 +239,7 @@ int main(int argc, char **argv)
     alarm(WATCHDOG_S);
     o.port = spawn_target(&o);
     if (o.port == 0) {
-        if (target_pid > 0)
+        if (target.pid > 0)
             reap_target();
         return 1;
     }

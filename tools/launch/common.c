@@ -1,10 +1,8 @@
-/* tools/launch/common.c: rf-launch's own messages, clock and status
- * wording. */
+/* tools/launch/common.c: rf-launch's own messages and status wording. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -29,13 +27,6 @@ void lt_msg(const char *fmt, ...)
             return;
         done += (size_t)w;
     }
-}
-
-long long lt_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void lt_describe_status(int st, char *buf, size_t len)

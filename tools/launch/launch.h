@@ -1,9 +1,10 @@
 /* tools/launch/launch.h: types shared by rf-launch's parts. rf-launch runs a
  * whole ps/worker cluster on this machine (see main.c for the behaviour);
  * opts.c parses its command line, ports.c reserves loopback ports,
- * cluster.c builds each task's argv and environment, spawn.c starts a task,
- * output.c prefixes its output lines, supervise.c watches the tasks and
- * stops them, trace_merge.c merges their Chrome traces. */
+ * cluster.c builds each task's argv and environment, main.c starts the
+ * tasks (rdmaflow/spawn.h), output.c prefixes their output lines,
+ * supervise.c watches the tasks and stops them, trace_merge.c merges their
+ * Chrome traces. */
 #ifndef RF_LAUNCH_H
 #define RF_LAUNCH_H
 
@@ -66,9 +67,6 @@ typedef struct lt_task {
 
 /* Writes "rf-launch: <message>\n" to stderr in one write. */
 void lt_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Monotonic clock in milliseconds. */
-long long lt_now_ms(void);
 
 /* Describes a waitpid status: "exited with status 3", "was killed by signal
  * 9 (SIGKILL)". */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "rdmaflow/clock.h"
 
 /* After SIGKILL, how long to wait for the tasks before giving up. */
 #define KILL_WAIT_MS 5000
@@ -36,8 +37,8 @@ typedef struct sup {
     const lt_opts *o;
     int sigfd;
     phase ph;
-    long long deadline; /* of the phase (DRAIN, STOP, KILL), ms */
-    long long timeout_at;
+    int64_t deadline; /* of the phase (DRAIN, STOP, KILL), rf_now_ms */
+    int64_t timeout_at;
     int exit_code;
     int stop_sig; /* signal sent when entering STOP */
 } sup;
@@ -67,14 +68,14 @@ static void enter_stop(sup *s, int sig)
 {
     s->ph = PH_STOP;
     s->stop_sig = sig;
-    s->deadline = lt_now_ms() + (long long)(s->o->grace_s * 1000);
+    s->deadline = rf_now_ms() + (int64_t)(s->o->grace_s * 1000);
     signal_running(s, sig);
 }
 
 static void enter_kill(sup *s)
 {
     s->ph = PH_KILL;
-    s->deadline = lt_now_ms() + KILL_WAIT_MS;
+    s->deadline = rf_now_ms() + KILL_WAIT_MS;
     signal_running(s, SIGKILL);
 }
 
@@ -119,7 +120,7 @@ static void task_exited(sup *s, lt_task *t, int st)
     }
     if (s->ph == PH_RUN && workers_done(s) && running_count(s) > 0) {
         s->ph = PH_DRAIN;
-        s->deadline = lt_now_ms() + (long long)(s->o->ps_grace_s * 1000);
+        s->deadline = rf_now_ms() + (int64_t)(s->o->ps_grace_s * 1000);
     }
 }
 
@@ -165,7 +166,7 @@ static void read_signals(sup *s)
 
 /* Moves to the next phase when the current one's deadline has passed.
  * Returns false when there is nothing more to wait for. */
-static bool check_deadlines(sup *s, long long now)
+static bool check_deadlines(sup *s, int64_t now)
 {
     if (s->timeout_at && now >= s->timeout_at &&
         (s->ph == PH_RUN || s->ph == PH_DRAIN)) {
@@ -210,7 +211,7 @@ static void wait_events(sup *s, int timeout_ms, bool with_signals)
     if (!p || !lines) {
         free(p);
         free(lines);
-        poll(NULL, 0, timeout_ms < 0 || timeout_ms > 100 ? 100 : timeout_ms);
+        rf_sleep_ms(timeout_ms < 0 || timeout_ms > 100 ? 100 : timeout_ms);
         return;
     }
     int k = 0;
@@ -237,9 +238,9 @@ static void wait_events(sup *s, int timeout_ms, bool with_signals)
     free(lines);
 }
 
-static int poll_timeout(const sup *s, long long now)
+static int poll_timeout(const sup *s, int64_t now)
 {
-    long long next = -1;
+    int64_t next = -1;
     if (s->ph != PH_RUN)
         next = s->deadline;
     if (s->timeout_at && (s->ph == PH_RUN || s->ph == PH_DRAIN) &&
@@ -247,7 +248,7 @@ static int poll_timeout(const sup *s, long long now)
         next = s->timeout_at;
     if (next < 0)
         return -1;
-    long long d = next - now;
+    int64_t d = next - now;
     return d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
 }
 
@@ -283,29 +284,29 @@ static void kill_leftovers(sup *s)
             break;
         for (int i = 0; i < k; i++)
             kill(kids[i], SIGKILL);
-        poll(NULL, 0, 20);
+        rf_sleep_ms(20);
     }
 }
 
 int lt_supervise(lt_task *t, int n, const lt_opts *o, int sigfd,
-                 long long start_ms)
+                 int64_t start_ms)
 {
     sup s = {.t = t, .n = n, .o = o, .sigfd = sigfd, .ph = PH_RUN};
     if (o->timeout_s > 0)
-        s.timeout_at = start_ms + (long long)(o->timeout_s * 1000);
+        s.timeout_at = start_ms + (int64_t)(o->timeout_s * 1000);
     for (;;) {
         reap(&s);
         if (running_count(&s) == 0)
             break;
-        long long now = lt_now_ms();
+        int64_t now = rf_now_ms();
         if (!check_deadlines(&s, now))
             break;
         wait_events(&s, poll_timeout(&s, now), true);
     }
     kill_leftovers(&s);
     /* Pipes still open belong to descendants that were just killed. */
-    long long end = lt_now_ms() + FINAL_OUTPUT_MS;
-    for (long long now = lt_now_ms(); now < end; now = lt_now_ms()) {
+    int64_t end = rf_now_ms() + FINAL_OUTPUT_MS;
+    for (int64_t now = rf_now_ms(); now < end; now = rf_now_ms()) {
         bool open = false;
         for (int i = 0; i < n; i++)
             open |= t[i].out.in_fd >= 0 || t[i].err.in_fd >= 0;
@@ -328,7 +329,7 @@ void lt_stop_all(lt_task *t, int n, const lt_opts *o, int sigfd)
         reap(&s);
         if (running_count(&s) == 0)
             break;
-        long long now = lt_now_ms();
+        int64_t now = rf_now_ms();
         if (!check_deadlines(&s, now))
             break;
         wait_events(&s, poll_timeout(&s, now), true);
