@@ -88,7 +88,7 @@ cluster() {
     start ps1 "${c[@]}" --job_name=ps --task_index=1 "$@"
     start worker0 "${c[@]}" --job_name=worker --task_index=0 "$@"
     start worker1 "${c[@]}" --job_name=worker --task_index=1 "$@"
-    local name left=4 st done_pid
+    local name left=4 st done_pid stopped=
     declare -gA rc_of=()
     while ((left > 0)); do
         wait -n -p done_pid "${pid_of[@]}"
@@ -99,9 +99,10 @@ cluster() {
             unset "pid_of[$name]"
             left=$((left - 1))
             # a failed task: the others would wait for it until timeout
-            if ((st != 0 && left > 0)); then
+            if ((st != 0 && left > 0)) && [[ -z $stopped ]]; then
                 echo "$name exited $st: stopping the others"
                 kill "${pid_of[@]}" 2>/dev/null
+                stopped=1
             fi
         done
     done
