@@ -26,7 +26,9 @@ scale=${RF_TEST_TIME_SCALE:-1}
 min_acc=${RF_EXAMPLE_MIN_ACC:-0.85}
 unset TF_CONFIG
 tmp=$(mktemp -d)
-pids=()
+pids=()            # every background process, for the EXIT trap
+declare -A pid_of  # task name -> pid, while it runs
+declare -A rc_of   # task name -> exit status
 failures=0
 
 cleanup() {
@@ -75,8 +77,7 @@ start() {
 }
 
 # cluster TRAINER_FLAGS...: the four command lines, ps first; waits for
-# every task (a failed one stops the others); sets rc_<task>.
-declare -A pid_of
+# every task (a failed one stops the others); sets rc_of[task].
 cluster() {
     local p0 p1 w0 w1
     free_port p0 && free_port p1 && free_port w0 && free_port w1 ||
@@ -89,10 +90,12 @@ cluster() {
     start worker0 "${c[@]}" --job_name=worker --task_index=0 "$@"
     start worker1 "${c[@]}" --job_name=worker --task_index=1 "$@"
     local name left=4 st done_pid stopped=
-    declare -gA rc_of=()
+    rc_of=()
     while ((left > 0)); do
+        done_pid=
         wait -n -p done_pid "${pid_of[@]}"
         st=$?
+        [[ -n $done_pid ]] || break # no child left to wait for
         for name in "${!pid_of[@]}"; do
             [[ ${pid_of[$name]} == "$done_pid" ]] || continue
             rc_of[$name]=$st
@@ -169,7 +172,7 @@ usage() {
 }
 
 case_bad_flags() {
-    local c=(--ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2,127.0.0.1:3)
+    local c=(--ps_hosts=127.0.0.1:1 "--worker_hosts=127.0.0.1:2,127.0.0.1:3")
     usage "--task_index" "${c[@]}" --job_name=worker --task_index=x
     usage "--task_index" "${c[@]}" --job_name=worker --task_index=2
     usage "--ps_hosts" --job_name=ps --task_index=0 --worker_hosts=127.0.0.1:2
