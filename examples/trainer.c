@@ -1,0 +1,478 @@
+/* examples/trainer.c: the classic trainer of TensorFlow's "Distributed
+ * TensorFlow" tutorial ("Putting it all together: example trainer
+ * program"), in C on rdmaflow's public headers only. It is documentation
+ * by example: a small MLP (784-128-10) trained with Adagrad on
+ * Fashion-MNIST by ps and worker tasks; tools/trainer (rf-trainer) is the
+ * full tool (models, optimizers, apply modes, --explain, traces, export).
+ *
+ * The same program runs once per task, here 2 ps and 2 workers on
+ * localhost:
+ *
+ *   C="--ps_hosts=localhost:2222,localhost:2223
+ *      --worker_hosts=localhost:2224,localhost:2225"
+ *   rf-example-trainer $C --job_name=ps --task_index=0
+ *   rf-example-trainer $C --job_name=ps --task_index=1
+ *   rf-example-trainer $C --job_name=worker --task_index=0
+ *   rf-example-trainer $C --job_name=worker --task_index=1
+ *
+ * (TF_CONFIG can give the cluster and the task instead of the four flags.)
+ * What each step of the tutorial's Python becomes:
+ *   cluster = tf.train.ClusterSpec(...)      rf_cluster_resolve
+ *   server = tf.train.Server(cluster, ...)   rf_server_start
+ *   server.join()                            rf_server_join (ps tasks)
+ *   with tf.device(replica_device_setter(    make_setter() and
+ *       worker_device=..., cluster=...)):    build_graph() below
+ *     global_step, model, loss, train_op
+ *   MonitoredTrainingSession(is_chief=...)   rf_session_create
+ *   StopAtStepHook(last_step), run(train_op) train() below
+ * and at the end the workers finish, the chief evaluates the test set and
+ * shuts the ps tasks down, so the whole cluster exits by itself.
+ *
+ * Exit status: 0 success, 1 runtime error, 2 bad flags. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmaflow/clock.h"
+#include "rdmaflow/cluster.h"
+#include "rdmaflow/data.h"
+#include "rdmaflow/device.h"
+#include "rdmaflow/fabric.h"
+#include "rdmaflow/graph.h"
+#include "rdmaflow/optim.h"
+#include "rdmaflow/session.h"
+
+#define PROG         "rf-example-trainer"
+#define HIDDEN_UNITS 128
+#define LOG_EVERY    1000 /* local steps between progress lines */
+#define EVAL_BATCH   1000
+
+/* ---- flags -------------------------------------------------------------- */
+
+typedef struct flags {
+    rf_cluster_flags cluster; /* the four cluster flags, as given */
+    const char *data_dir;     /* NULL: RF_FASHION_MNIST_DIR or the default */
+    long long train_steps;    /* StopAtStepHook's last_step */
+    long long batch_size;
+    double learning_rate;
+    long long seed; /* initial weights and the data's shuffling */
+} flags;
+
+static const char usage[] =
+    "usage: " PROG " --ps_hosts=H:P,... --worker_hosts=H:P,...\n"
+    "         --job_name=ps|worker --task_index=N  (or TF_CONFIG)\n"
+    "         [--data_dir=DIR] [--train_steps=N (8000)] [--batch_size=N "
+    "(100)]\n"
+    "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n";
+
+/* A usage error: the message on stderr; returns exit status 2. */
+static int usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, PROG ": ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (--help lists the flags)\n");
+    va_end(ap);
+    return 2;
+}
+
+static int parse_int(const char *name, const char *text, long long min,
+                     long long max, long long *out)
+{
+    char *end;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end || v < min || v > max)
+        return usage_error("--%s: '%s' is not an integer in [%lld, %lld]", name,
+                           text, min, max);
+    *out = v;
+    return 0;
+}
+
+/* The flag of table whose name argv[*i] gives ("--name=value" or "--name
+ * value"), and its value; -1 after a message for a bad flag. */
+typedef struct flag_def {
+    const char *name, **value;
+} flag_def;
+
+static int find_flag(const flag_def *table, size_t n, int argc, char **argv,
+                     int *i, const char **value)
+{
+    const char *arg = argv[*i], *name = arg + 2, *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    for (size_t k = 0; strncmp(arg, "--", 2) == 0 && k < n; k++) {
+        if (strlen(table[k].name) != len || strncmp(table[k].name, name, len))
+            continue;
+        if (eq)
+            *value = eq + 1;
+        else if (*i + 1 < argc)
+            *value = argv[++*i];
+        else
+            return usage_error("--%s: needs a value", table[k].name), -1;
+        return (int)k;
+    }
+    return usage_error("%s: unknown flag", arg), -1;
+}
+
+/* Returns 0, 1 for --help, or 2 after a message for a bad flag. */
+static int parse_flags(int argc, char **argv, flags *f)
+{
+    const char *steps = "8000", *batch = "100", *lr = "0.05", *seed = "1";
+    flag_def table[] = {
+        {"ps_hosts", &f->cluster.ps_hosts},
+        {"worker_hosts", &f->cluster.worker_hosts},
+        {"job_name", &f->cluster.job_name},
+        {"task_index", &f->cluster.task_index},
+        {"data_dir", &f->data_dir},
+        {"train_steps", &steps},
+        {"batch_size", &batch},
+        {"learning_rate", &lr},
+        {"seed", &seed},
+    };
+    memset(f, 0, sizeof *f);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return 1;
+        const char *v;
+        int k = find_flag(table, sizeof table / sizeof table[0], argc, argv, &i,
+                          &v);
+        if (k < 0)
+            return 2;
+        *table[k].value = v;
+    }
+    if (parse_int("train_steps", steps, 1, 1000000000, &f->train_steps) ||
+        parse_int("batch_size", batch, 1, 60000, &f->batch_size) ||
+        parse_int("seed", seed, 0, 1000000000, &f->seed))
+        return 2;
+    char *end;
+    f->learning_rate = strtod(lr, &end);
+    if (end == lr || *end || !(f->learning_rate > 0) ||
+        !isfinite(f->learning_rate))
+        return usage_error("--learning_rate: '%s' is not a positive number",
+                           lr);
+    return 0;
+}
+
+/* ---- the ps task: server.join() ----------------------------------------- */
+
+static int fail(const char *what)
+{
+    fprintf(stderr, PROG ": %s: %s\n", what, rf_error_message());
+    return 1;
+}
+
+static int run_ps(const rf_cluster *cluster)
+{
+    const rf_cluster_task *self = rf_cluster_self(cluster);
+    rf_server *server;
+    if (rf_server_start(cluster, NULL, &server) != RF_OK)
+        return fail("starting the ps server");
+    printf("ps task %d: serving on %s (fabric %s)\n", self->index,
+           self->address, rf_fabric_provider(rf_server_fabric(server)));
+    fflush(stdout);
+    int rc = 0;
+    if (rf_server_join(server) == RF_OK)
+        printf("ps task %d: shut down by the chief\n", self->index);
+    else
+        rc = fail("serving");
+    rf_server_stop(server);
+    return rc;
+}
+
+/* ---- the worker task ---------------------------------------------------- */
+
+/* What a worker holds; destroy_worker frees it in reverse order. */
+typedef struct worker {
+    const flags *f;
+    const rf_cluster *cluster;
+    const rf_cluster_task *self;
+    rf_server *server;
+    rf_replica_device_setter *setter;
+    rf_graph *g;
+    rf_executor *ex;
+    rf_session *session;
+    rf_dataset *train, *test; /* train: this worker's shard */
+    rf_node *x, *y, *global_step, *loss, *correct, *train_op;
+} worker;
+
+/* A fully connected layer in its own name scope, as TF's mnist.py writes
+ * it: weights (glorot uniform) and biases (zeros), x * weights + biases. */
+static rf_node *dense(rf_graph *g, const char *scope, rf_node *x, int64_t in,
+                      int64_t out, bool relu)
+{
+    rf_name_scope_push(g, scope);
+    rf_node *w = rf_variable(g, RF_F32, RF_SHAPE(in, out),
+                             rf_init_glorot_uniform(), "weights");
+    rf_node *b =
+        rf_variable(g, RF_F32, RF_SHAPE(out), rf_init_zeros(), "biases");
+    rf_node *h =
+        rf_bias_add(g, rf_matmul(g, x, w, false, false, NULL), b, NULL);
+    if (relu)
+        h = rf_relu(g, h, NULL);
+    rf_name_scope_pop(g);
+    return h;
+}
+
+/* tf.train.replica_device_setter(worker_device="/job:worker/task:%d",
+ * cluster=cluster): variables go round-robin to the ps tasks, every other op
+ * to this worker. */
+static rf_status make_setter(worker *w)
+{
+    rf_cluster_desc desc;
+    rf_cluster_device_desc(w->cluster, &desc);
+    char worker_device[64];
+    snprintf(worker_device, sizeof worker_device, "/job:%s/task:%d",
+             w->self->job, w->self->index);
+    rf_replica_device_setter_options o;
+    rf_replica_device_setter_options_init(&o);
+    o.cluster = &desc;
+    o.worker_device = worker_device;
+    return rf_replica_device_setter_create(&o, &w->setter);
+}
+
+/* with tf.device(setter): global_step (first, so it lands on ps 0), the
+ * inputs, the model, the loss and Adagrad's train op. */
+static rf_status build_graph(worker *w, int64_t pixels, int64_t classes)
+{
+    rf_status st = make_setter(w);
+    if (st == RF_OK)
+        st = rf_graph_create(&w->g);
+    if (st == RF_OK)
+        st = rf_graph_push_replica_device_setter(w->g, w->setter);
+    if (st != RF_OK)
+        return st;
+    rf_graph *g = w->g;
+    rf_graph_set_seed(g, (uint64_t)w->f->seed);
+
+    w->global_step = rf_global_step(g);
+    w->x = rf_placeholder(g, RF_F32, RF_SHAPE(-1, pixels), "images");
+    w->y = rf_placeholder(g, RF_I32, RF_SHAPE(-1), "labels");
+    rf_node *hidden = dense(g, "hidden", w->x, pixels, HIDDEN_UNITS, true);
+    rf_node *logits =
+        dense(g, "softmax_linear", hidden, HIDDEN_UNITS, classes, false);
+    rf_node *xent =
+        rf_sparse_softmax_cross_entropy_with_logits(g, w->y, logits, NULL);
+    w->loss = rf_reduce_mean(g, xent, NULL, 0, false, "loss");
+    rf_node *right = rf_equal(g, rf_argmax(g, logits, -1, RF_I32, NULL), w->y,
+                              NULL); /* prediction == label */
+    w->correct = rf_reduce_sum(g, rf_cast(g, right, RF_F32, NULL), NULL, 0,
+                               false, "correct");
+    if (rf_graph_status(g) != RF_OK)
+        return rf_graph_status(g);
+
+    rf_optim_config adagrad; /* initial_accumulator_value 0.1 */
+    rf_optim_defaults(RF_OPTIM_ADAGRAD, &adagrad);
+    adagrad.learning_rate = (float)w->f->learning_rate;
+    st = rf_minimize(g, &adagrad, w->loss, w->global_step, &w->train_op);
+    rf_device_fn_pop(g);
+    if (st != RF_OK)
+        return st;
+    return rf_graph_initialize_variables(g); /* the chief's values count */
+}
+
+/* The training data of this worker: its shard, shuffled every epoch. The
+ * chief also loads the test set. */
+static rf_status load_data(worker *w)
+{
+    rf_dataset *all;
+    rf_status st =
+        rf_dataset_load_fashion_mnist(w->f->data_dir, RF_DATA_TRAIN, &all);
+    if (st != RF_OK)
+        return st;
+    uint32_t n = (uint32_t)rf_cluster_num_workers(w->cluster);
+    uint32_t id = (uint32_t)w->self->worker_id;
+    uint64_t seed = (uint64_t)w->f->seed;
+    st = rf_dataset_shard(all, n, id, seed, &w->train);
+    rf_dataset_free(all); /* the shard keeps the storage */
+    if (st != RF_OK)
+        return st;
+    rf_dataset_set_shuffle(w->train, true, seed + id);
+    if (!w->self->is_chief)
+        return RF_OK;
+    return rf_dataset_load_fashion_mnist(w->f->data_dir, RF_DATA_TEST,
+                                         &w->test);
+}
+
+static rf_status no_memory(size_t batch)
+{
+    return rf_error_set(RF_ERR_NO_MEMORY, "no memory for a batch of %zu",
+                        batch);
+}
+
+/* while not mon_sess.should_stop(): mon_sess.run(train_op). StopAtStepHook
+ * stops once the cluster's global_step (shared by every worker) reaches
+ * --train_steps. */
+static rf_status train(worker *w)
+{
+    size_t bs = (size_t)w->f->batch_size;
+    size_t dim = rf_dataset_example_dim(w->train);
+    float *images = malloc(bs * dim * sizeof *images);
+    int32_t *labels = malloc(bs * sizeof *labels);
+    rf_node *feeds[] = {w->x, w->y}, *fetches[] = {w->loss, w->train_op};
+    rf_tensor in[2] = {
+        rf_tensor_make(RF_F32, RF_SHAPE((int64_t)bs, (int64_t)dim), images),
+        rf_tensor_make(RF_I32, RF_SHAPE((int64_t)bs), labels),
+    };
+    rf_tensor out[2];
+    int64_t step = 0, local = 0;
+    double t0 = rf_now_s();
+    rf_status st = images && labels ? RF_OK : no_memory(bs);
+    if (st == RF_OK)
+        st = rf_session_global_step(w->session, &step);
+    while (st == RF_OK && step < w->f->train_steps) {
+        st = rf_dataset_next_batch(w->train, bs, images, labels);
+        if (st == RF_OK)
+            st = rf_session_run(w->session, feeds, in, 2, fetches, 2, out,
+                                &step);
+        if (st == RF_OK && ++local % LOG_EVERY == 0)
+            printf("worker %d: step %" PRId64 " (global step %" PRId64
+                   "), loss %.4f\n",
+                   w->self->index, local, step, *rf_tensor_f32(&out[0]));
+    }
+    if (st == RF_OK)
+        printf("worker %d: %" PRId64 " steps in %.1f s, global step %" PRId64
+               "\n",
+               w->self->index, local, rf_now_s() - t0, step);
+    fflush(stdout);
+    free(images);
+    free(labels);
+    return st;
+}
+
+/* The chief, after rf_session_finish pulled the trained variables back:
+ * the number of correct predictions over the test set, by a local plan. */
+static rf_status evaluate(worker *w, double *accuracy)
+{
+    size_t n = rf_dataset_size(w->test), dim = rf_dataset_example_dim(w->test);
+    float *images = malloc(EVAL_BATCH * dim * sizeof *images);
+    int32_t *labels = malloc(EVAL_BATCH * sizeof *labels);
+    rf_node *feeds[] = {w->x, w->y};
+    rf_plan *plan = NULL;
+    rf_status st = images && labels ? RF_OK : no_memory(EVAL_BATCH);
+    if (st == RF_OK)
+        st = rf_plan_create(w->ex, w->g, &w->correct, 1, feeds, 2, NULL, 0,
+                            &plan);
+    double correct = 0;
+    for (size_t done = 0; st == RF_OK && done < n;) {
+        size_t b = n - done < EVAL_BATCH ? n - done : EVAL_BATCH;
+        rf_tensor in[2] = {
+            rf_tensor_make(RF_F32, RF_SHAPE((int64_t)b, (int64_t)dim), images),
+            rf_tensor_make(RF_I32, RF_SHAPE((int64_t)b), labels),
+        };
+        rf_tensor out;
+        st = rf_dataset_next_batch(w->test, b, images, labels);
+        if (st == RF_OK)
+            st = rf_plan_run(plan, in, &out);
+        if (st == RF_OK)
+            correct += *rf_tensor_f32(&out);
+        done += b;
+    }
+    *accuracy = correct / (double)n;
+    rf_plan_destroy(plan);
+    free(images);
+    free(labels);
+    return st;
+}
+
+/* The end of the job: a worker says it is done; the chief waits for the
+ * others, evaluates and stops the ps tasks. */
+static int finish(worker *w)
+{
+    if (rf_session_finish(w->session, 0) != RF_OK)
+        return fail("finishing");
+    if (!w->self->is_chief) {
+        printf("worker %d: done\n", w->self->index);
+        return 0;
+    }
+    double accuracy;
+    if (evaluate(w, &accuracy) != RF_OK)
+        return fail("evaluating the test set");
+    printf("test accuracy: %.4f\n", accuracy);
+    if (rf_session_shutdown_cluster(w->session) != RF_OK)
+        return fail("shutting the cluster down");
+    printf("chief: ps tasks shut down\n");
+    return 0;
+}
+
+static void destroy_worker(worker *w)
+{
+    rf_session_destroy(w->session); /* before the graph and the executor */
+    rf_executor_destroy(w->ex);
+    rf_graph_destroy(w->g);
+    rf_replica_device_setter_destroy(w->setter);
+    rf_server_stop(w->server);
+    rf_dataset_free(w->train);
+    rf_dataset_free(w->test);
+}
+
+/* MonitoredTrainingSession(master=server.target, is_chief=...): the chief
+ * creates and initialises the variables on the ps tasks, the others wait
+ * for that. */
+static rf_status create_session(worker *w)
+{
+    rf_executor_options eo = {.threads = 0}; /* every CPU */
+    rf_status st = rf_executor_create(&eo, &w->ex);
+    if (st != RF_OK)
+        return st;
+    rf_session_options so;
+    rf_session_options_init(&so); /* apply=ps: the ps runs Adagrad */
+    so.train_op = w->train_op;
+    so.global_step = w->global_step;
+    return rf_session_create(w->server, w->g, w->ex, &so, &w->session);
+}
+
+static int run_worker(const flags *f, const rf_cluster *cluster)
+{
+    worker w = {.f = f, .cluster = cluster, .self = rf_cluster_self(cluster)};
+    int rc = 1;
+    if (rf_server_start(cluster, NULL, &w.server) != RF_OK)
+        rc = fail("starting the server");
+    else if (load_data(&w) != RF_OK)
+        rc = fail("loading Fashion-MNIST (--data_dir)");
+    else if (build_graph(&w, (int64_t)rf_dataset_example_dim(w.train),
+                         rf_dataset_num_classes(w.train)) != RF_OK)
+        rc = fail("building the graph");
+    else if (create_session(&w) != RF_OK)
+        rc = fail("creating the session");
+    else if (train(&w) != RF_OK)
+        rc = fail("training");
+    else
+        rc = finish(&w);
+    destroy_worker(&w);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    flags f;
+    int rc = parse_flags(argc, argv, &f);
+    if (rc == 1)
+        printf("%s", usage);
+    if (rc)
+        return rc == 1 ? 0 : 2;
+    rf_cluster *cluster;
+    rf_status st =
+        rf_cluster_resolve(&f.cluster, getenv("TF_CONFIG"), &cluster);
+    if (st != RF_OK) {
+        fprintf(stderr, PROG ": %s\n", rf_error_message());
+        return st == RF_ERR_INVALID_ARG ? 2 : 1;
+    }
+    if (!cluster)
+        return usage_error("no cluster: give --ps_hosts, --worker_hosts, "
+                           "--job_name and --task_index, or TF_CONFIG");
+    const char *job = rf_cluster_self(cluster)->job;
+    if (!strcmp(job, "ps"))
+        rc = run_ps(cluster);
+    else if (!strcmp(job, "worker") || !strcmp(job, "chief"))
+        rc = run_worker(&f, cluster);
+    else
+        rc = usage_error("--job_name: the %s job does not train", job);
+    rf_cluster_destroy(cluster);
+    return rc;
+}
