@@ -1,5 +1,6 @@
-/* tests/common/proc.c: fork + exec of child processes, their tracking (so a
- * failure kills them all) and the line protocol with them (see proc.h). */
+/* tests/common/proc.c: child processes (started with rdmaflow/spawn.h),
+ * their tracking (so a failure kills them all) and the line protocol with
+ * them (see proc.h). */
 #include "tests/common/proc.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "rdmaflow/clock.h"
+#include "rdmaflow/spawn.h"
 #include "tests/common/check.h"
 
 /* Live children, read by rft_kill_all from signal handlers and failing
@@ -101,33 +103,23 @@ void rft_spawn(rft_child *c, const char *name, const char *program,
     }
     argv[n] = NULL;
 
-    int in[2] = {-1, -1}, out[2];
-    CHECK(pipe2(out, O_CLOEXEC) == 0, "pipe2: %s", strerror(errno));
-    if (stdin_mode == RFT_STDIN_PIPE)
-        CHECK(pipe2(in, O_CLOEXEC) == 0, "pipe2: %s", strerror(errno));
-    else
-        in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    pid_t parent = getpid();
+    /* rdmaflow/spawn.h: fork + exec, never a bare fork (verbs is
+     * fork-unsafe); the child dies with this thread (PR_SET_PDEATHSIG). */
+    rf_spawn_opts o = {
+        .argv = argv,
+        .path = path,
+        .die_with_parent = true,
+        .stdio = {stdin_mode == RFT_STDIN_PIPE ? RF_SPAWN_PIPE
+                                               : RF_SPAWN_DEVNULL,
+                  RF_SPAWN_PIPE, RF_SPAWN_INHERIT},
+    };
+    rf_child child;
     fflush(NULL);
-    pid_t pid = fork();
-    CHECK(pid >= 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        /* Only async-signal-safe calls until exec. */
-        if (dup2(out[1], 1) < 0 || (in[0] >= 0 && dup2(in[0], 0) < 0))
-            _exit(127);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
-    if (in[0] >= 0)
-        close(in[0]);
-    c->pid = pid;
-    c->to_fd = in[1];
-    c->from_fd = out[0];
-    track(pid);
+    CHECK_OK(rf_spawn(&o, &child));
+    c->pid = child.pid;
+    c->to_fd = child.stdio_fd[0];
+    c->from_fd = child.stdio_fd[1];
+    track(c->pid);
 }
 
 void rft_send(rft_child *c, const char *fmt, ...)

@@ -29,16 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rdmaflow/clock.h"
+
 static char self[32] = "?";
 static const char *job = "", *trace_path;
 static int task_index = -1;
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -237,7 +232,7 @@ static void then(const char *action)
         for (;;)
             pause();
     if (strcmp(action, "exit") != 0)
-        sleep_ms(atol(action));
+        rf_sleep_ms(atol(action));
     exit(0);
 }
 
@@ -305,13 +300,13 @@ int main(int argc, char **argv)
     if (ready)
         printf("ready\n");
     if (kill_sig) {
-        sleep_ms(kill_ms);
+        rf_sleep_ms(kill_ms);
         fflush(stdout);
         signal((int)kill_sig, SIG_DFL);
         kill(getpid(), (int)kill_sig);
     }
     if (exit_code >= 0) {
-        sleep_ms(exit_ms);
+        rf_sleep_ms(exit_ms);
         printf("exiting with %ld\n", exit_code);
         exit((int)exit_code);
     }
