@@ -57,6 +57,14 @@ static void test_error_message(void)
     CHECK(st == RF_ERR_IO, "returned %d", (int)st);
     CHECK(strcmp(rf_error_message(), "reading x.bin failed") == 0, "got '%s'",
           rf_error_message());
+    /* wrapping the cause: the message is an argument of its own update */
+    rf_error_set(RF_ERR_IO, "ps task %d: %s", 3, rf_error_message());
+    rf_error_set(RF_ERR_IO, "%s (and again: %s)", rf_error_message(),
+                 rf_error_message());
+    CHECK(strcmp(rf_error_message(),
+                 "ps task 3: reading x.bin failed (and again: ps task 3: "
+                 "reading x.bin failed)") == 0,
+          "got '%s'", rf_error_message());
 }
 
 static void test_env(void)
