@@ -22,14 +22,12 @@ shift 2
 data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 export RF_FABRIC=${RF_FABRIC:-sock}
 host=${RF_TEST_HOST:-127.0.0.1}
-scale=${RF_TEST_TIME_SCALE:-1}
 min_acc=${RF_EXAMPLE_MIN_ACC:-0.85}
 unset TF_CONFIG
 tmp=$(mktemp -d)
 pids=()            # every background process, for the EXIT trap
 declare -A pid_of  # task name -> pid, while it runs
 declare -A rc_of   # task name -> exit status
-failures=0
 
 cleanup() {
     local p
@@ -42,29 +40,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-ok() { echo "ok: $*"; }
-t() { echo $(($1 * scale)); } # a timeout scaled by RF_TEST_TIME_SCALE
-show() { sed 's/^/    | /' "$1" | tail -n "${2:-12}"; }
-
-# free_port VAR: a port in 20000..32767 (below the ephemeral range) on which
-# nothing accepts connections on $host, not handed out before by this run.
-used=" "
-free_port() {
-    local p i
-    for ((i = 0; i < 100; i++)); do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))
-        [[ $used == *" $p "* ]] && continue
-        timeout 2 bash -c "exec 3<>/dev/tcp/$host/$p" 2>/dev/null && continue
-        used+="$p "
-        printf -v "$1" %s "$p"
-        return 0
-    done
-    return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
 
 # start NAME ARGS...: the trainer in the background as task NAME, its
 # output in $tmp/NAME.
@@ -196,8 +172,4 @@ bad_flags) case_bad_flags ;;
     exit 2
     ;;
 esac
-if ((failures)); then
-    echo "$case_name: $failures failure(s)"
-    exit 1
-fi
-echo "$case_name: all checks passed"
+rft_finish

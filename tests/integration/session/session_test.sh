@@ -20,7 +20,6 @@ case_name=${1:?case}
 task=${2:?path to rf_session_task}
 export RF_FABRIC=${RF_FABRIC:-sock}
 host=${RF_TEST_HOST:-127.0.0.1}
-scale=${RF_TEST_TIME_SCALE:-1}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -30,30 +29,7 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-failures=0
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-ok() { echo "ok: $*"; }
-t() { echo $(($1 * scale)); }
-show() { sed 's/^/    | /' "$1"; }
-
-used_ports=
-# free_port VAR: a port in 20000..32767 nothing accepts connections on.
-free_port() {
-    local p i
-    for ((i = 0; i < 50; i++)); do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))
-        [[ " $used_ports " == *" $p "* ]] && continue
-        if ! timeout 2 bash -c "exec 3<>/dev/tcp/$host/$p" 2>/dev/null; then
-            used_ports+=" $p"
-            printf -v "$1" %s "$p"
-            return 0
-        fi
-    done
-    return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
 
 # cluster NPS NW: sets ps_hosts and worker_hosts on free ports.
 cluster() {
@@ -210,8 +186,4 @@ refusals) case_refusals ;;
     exit 2
     ;;
 esac
-if [[ $failures -ne 0 ]]; then
-    echo "$case_name: $failures failure(s)"
-    exit 1
-fi
-echo "$case_name: all checks passed"
+rft_finish

@@ -8,13 +8,7 @@ trainer=${2:?path to rf-trainer}
 data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-ok() { echo "ok: $*"; }
+source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
 
 need_data() {
     if [[ ! -r $data/train-images-idx3-ubyte.gz ]]; then
@@ -275,8 +269,4 @@ data_dir) case_data_dir ;;
     exit 2
     ;;
 esac
-if [[ $failures -ne 0 ]]; then
-    echo "$case_name: $failures failure(s)"
-    exit 1
-fi
-echo "$case_name: all checks passed"
+rft_finish

@@ -18,17 +18,10 @@ check=${4:?path to tdist_check}
 data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 export RF_FABRIC=${RF_FABRIC:-sock}
 host=${RF_TEST_HOST:-127.0.0.1}
-scale=${RF_TEST_TIME_SCALE:-1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
 unset TF_CONFIG
-
-fail() {
-    echo "FAIL: $*"
-    failures=$((failures + 1))
-}
-ok() { echo "ok: $*"; }
+source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
 now() { echo "$EPOCHREALTIME"; }
 secs() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
@@ -39,8 +32,6 @@ need_data() {
     fi
 }
 
-# t SECS: a timeout scaled by RF_TEST_TIME_SCALE
-t() { echo $(($1 * scale)); }
 
 # run_local OUT ARGS...: rf-trainer in local mode; sets rc.
 run_local() {
@@ -88,7 +79,6 @@ losses() {
         sed -n 's/^\(step [0-9]*, loss [^,]*\),.*/\1/p' "$1"
     fi
 }
-show_tail() { tail -n "${2:-15}" "$1" | sed 's/^/    | /'; }
 
 # st_value FILE KEY: a line KEY=VALUE printed by "tdist_check st"
 st_value() { sed -n "s/^$2=//p" "$1"; }
@@ -105,7 +95,7 @@ oracle() {
         --variables_out="$tmp/local.st"
     if [[ $rc -ne 0 || ! -s $tmp/local.st ]]; then
         fail "local run: exit $rc, variables $(ls -l "$tmp/local.st" 2>&1)"
-        show_tail "$tmp/local.out"
+        show "$tmp/local.out"
         return
     fi
     "$check" st "$tmp/local.st" >"$tmp/local.keys"
@@ -134,7 +124,7 @@ oracle() {
             --variables_out="$v"
         if [[ $rc -ne 0 ]]; then
             fail "$nps ps + 1 worker $*: exit $rc"
-            show_tail "$o" 25
+            show "$o" 25
             continue
         fi
         if cmp "$tmp/local.st" "$v"; then
@@ -196,7 +186,7 @@ case_async_converges() {
         --train_steps=2000 --threads=1 --seed=2 --log_every=500
     if [[ $rc -ne 0 ]]; then
         fail "exit $rc"
-        show_tail "$tmp/o" 30
+        show "$tmp/o" 30
         return
     fi
     local acc first final g m0 m1
@@ -234,7 +224,7 @@ case_global_step() {
         --variables_out="$tmp/v.st"
     if [[ $rc -ne 0 ]]; then
         fail "exit $rc"
-        show_tail "$tmp/o" 30
+        show "$tmp/o" 30
         return
     fi
     local i m sum=0 desc= g
@@ -272,26 +262,6 @@ case_global_step() {
     gs=$(st_value "$tmp/v.keys" global_step)
     [[ $gs == "$g" ]] && ok "--variables_out global_step $gs" ||
         fail "--variables_out global_step '$gs', want '$g'"
-}
-
-# free_port VAR: sets VAR to a port in 20000..32767 (below the ephemeral
-# range) on which nothing accepts TCP connections on $host (bash's
-# /dev/tcp) and that this try has not used yet. Verbs tasks listen with
-# rdma_cm, whose ports are not TCP ports, but in the rxe guest nothing else
-# runs. A port taken between the probe and the bind is retried by the
-# caller.
-free_port() {
-    local p i
-    for ((i = 0; i < 50; i++)); do
-        p=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))
-        [[ " $used_ports " == *" $p "* ]] && continue
-        if ! timeout 2 bash -c "exec 3<>/dev/tcp/$host/$p" 2>/dev/null; then
-            used_ports+=" $p"
-            printf -v "$1" %s "$p"
-            return 0
-        fi
-    done
-    return 1
 }
 
 # The classic four command lines, workers first: both workers retry
@@ -342,7 +312,7 @@ case_workers_first() {
     local try t0
     t0=$(now)
     for try in 1 2 3; do
-        used_ports=
+        used_ports=" "
         four_lines || return
         # a port taken between the probe and the bind: try other ports
         if [[ $rc_p0 != 0 || $rc_p1 != 0 ]] &&
@@ -360,7 +330,7 @@ case_workers_first() {
             ok "$name exit 0"
         else
             fail "$name exit ${!var}"
-            show_tail "$tmp/$name" 15
+            show "$tmp/$name" 15
         fi
     done
     local acc
@@ -375,7 +345,7 @@ case_workers_first() {
             "$tmp/p$f" &&
             ok "ps$f: served on $host with $RF_FABRIC and was shut down" ||
             { fail "ps$f: no 'serving on $host... (fabric $RF_FABRIC' or shutdown line" &&
-                show_tail "$tmp/p$f" 8; }
+                show "$tmp/p$f" 8; }
     done
 }
 
@@ -394,7 +364,7 @@ explain_json() {
         --log_every=0 "$@"
     if [[ $rc -ne 0 ]]; then
         fail "exit $rc"
-        show_tail "$tmp/o" 20
+        show "$tmp/o" 20
         return
     fi
     local n
@@ -438,7 +408,7 @@ case_explain_json() {
         ok "--explain (text) names logits/kernel on /job:ps/task:1"
     else
         fail "--explain (text): exit $rc"
-        show_tail "$tmp/o" 30
+        show "$tmp/o" 30
     fi
 }
 
@@ -489,7 +459,7 @@ case_trace() {
         --log_every=0
     if [[ $rc -ne 0 || ! -s $tmp/merged.json ]]; then
         fail "exit $rc, merged trace $(ls -l "$tmp/merged.json" 2>&1)"
-        show_tail "$tmp/o" 20
+        show "$tmp/o" 20
         return
     fi
     "$check" trace "$tmp/merged.json" num_ps=1 tasks=ps0,worker0 \
@@ -504,7 +474,7 @@ case_trace() {
 # test: it would wait for the failed worker).
 case_mismatch() {
     local ps0 w0 w1
-    used_ports=
+    used_ports=" "
     free_port ps0 && free_port w0 && free_port w1 || {
         fail "no free ports"
         return
@@ -531,14 +501,14 @@ case_mismatch() {
         ok "worker1 with mlp:32 against the chief's mlp:16 exits 1"
     else
         fail "worker1 exited $rc1, want 1"
-        show_tail "$tmp/w1" 10
+        show "$tmp/w1" 10
     fi
     if grep -q "dense/kernel" "$tmp/w1" && grep -qF "[784,16]" "$tmp/w1" &&
         grep -qF "[784,32]" "$tmp/w1"; then
         ok "refusal names the variable and both shapes: $(grep -m1 'dense/kernel' "$tmp/w1")"
     else
         fail "refusal does not name dense/kernel, [784,16] and [784,32]"
-        show_tail "$tmp/w1" 10
+        show "$tmp/w1" 10
     fi
     [[ $alive -eq 1 ]] && ok "the ps kept serving after the refused worker" ||
         fail "the ps exited when a worker was refused"
@@ -584,8 +554,4 @@ trace)
     exit 2
     ;;
 esac
-if [[ $failures -ne 0 ]]; then
-    echo "$case_name: $failures failure(s)"
-    exit 1
-fi
-echo "$case_name: all checks passed"
+rft_finish

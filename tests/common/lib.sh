@@ -1,0 +1,49 @@
+# tests/common/lib.sh: what the shell-driven integration tests share (the
+# shell side of tests/common), sourced by tests/integration/*/*_test.sh:
+#   fail MSG / ok MSG   a failed check (counted in $failures) / a passed one
+#   t SECS              a timeout scaled by RF_TEST_TIME_SCALE ($scale)
+#   show FILE [N]       the last N (default 15) lines of FILE, indented
+#   free_port VAR       a loopback port nothing listens on (see below)
+#   rft_finish          the case's verdict: exit 1 after any failure, else 0
+# A script sets case_name and host (the address tasks listen on) before it
+# calls these. Plain bash + coreutils (or busybox), so the scripts run in
+# the rxe guest too, where tests/rxe stages this file beside them.
+failures=0
+scale=${RF_TEST_TIME_SCALE:-1}
+used_ports=" "
+
+fail() {
+    echo "FAIL: $*"
+    failures=$((failures + 1))
+}
+ok() { echo "ok: $*"; }
+t() { echo $(($1 * scale)); }
+show() { tail -n "${2:-15}" "$1" | sed 's/^/    | /'; }
+
+# free_port VAR: sets VAR to a port in 20000..32767 (below the ephemeral
+# range) on which nothing accepts TCP connections on $host (bash's
+# /dev/tcp) and that this run has not handed out yet. Verbs tasks listen
+# with rdma_cm, whose ports are not TCP ports, but in the rxe guest nothing
+# else runs. A port taken between the probe and the bind is retried by the
+# caller.
+free_port() {
+    local p i
+    for ((i = 0; i < 100; i++)); do
+        p=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))
+        [[ $used_ports == *" $p "* ]] && continue
+        timeout 2 bash -c "exec 3<>/dev/tcp/$host/$p" 2>/dev/null && continue
+        used_ports+="$p "
+        printf -v "$1" %s "$p"
+        return 0
+    done
+    return 1
+}
+
+rft_finish() {
+    if [[ $failures -ne 0 ]]; then
+        echo "$case_name: $failures failure(s)"
+        exit 1
+    fi
+    echo "$case_name: all checks passed"
+    exit 0
+}
