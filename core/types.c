@@ -2,6 +2,7 @@
  * element counts, comparison and the "[2,?]" text form used in every error
  * message that names a shape. */
 #include "rdmaflow/types.h"
+#include "core/strbuf.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -77,23 +78,14 @@ bool rf_shape_equal(const rf_shape *a, const rf_shape *b)
 
 int rf_shape_format(const rf_shape *s, char *buf, size_t len)
 {
-    size_t used = 0;
-    int total = 0;
-#define PUT(...)                                                               \
-    do {                                                                       \
-        int w = snprintf(buf ? buf + used : NULL,                              \
-                         buf && used < len ? len - used : 0, __VA_ARGS__);     \
-        total += w;                                                            \
-        used = used + (size_t)w < len ? used + (size_t)w : len;                \
-    } while (0)
-    PUT("[");
+    rf_strbuf b = rf_strbuf_make(buf, len);
+    rf_strbuf_printf(&b, "[");
     for (int i = 0; i < s->rank; i++) {
         if (s->dims[i] < 0)
-            PUT("%s?", i ? "," : "");
+            rf_strbuf_printf(&b, "%s?", i ? "," : "");
         else
-            PUT("%s%lld", i ? "," : "", (long long)s->dims[i]);
+            rf_strbuf_printf(&b, "%s%lld", i ? "," : "", (long long)s->dims[i]);
     }
-    PUT("]");
-#undef PUT
-    return total;
+    rf_strbuf_printf(&b, "]");
+    return b.total;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "graph/graph_internal.h"
 #include "rdmaflow/status.h"
 
@@ -77,25 +78,18 @@ rf_status rf_broadcast_shape(const rf_node *n, const rf_shape *a,
 
 int rf_node_format(const rf_node *n, char *buf, size_t len)
 {
-    size_t used = 0;
-    int total = 0;
-#define PUT(...)                                                               \
-    do {                                                                       \
-        int w = snprintf(buf ? buf + used : NULL,                              \
-                         buf && used < len ? len - used : 0, __VA_ARGS__);     \
-        total += w;                                                            \
-        used = used + (size_t)w < len ? used + (size_t)w : len;                \
-    } while (0)
-    PUT("%s = %s(", n->name, rf_op_name(n->op));
+    rf_strbuf b = rf_strbuf_make(buf, len);
+    rf_strbuf_printf(&b, "%s = %s(", n->name, rf_op_name(n->op));
     for (size_t i = 0; i < n->n_inputs; i++)
-        PUT("%s%s", i ? ", " : "", n->inputs[i]->name);
+        rf_strbuf_printf(&b, "%s%s", i ? ", " : "", n->inputs[i]->name);
     for (size_t i = 0; i < n->n_control; i++)
-        PUT("%s^%s", i || n->n_inputs ? ", " : "", n->control[i]->name);
-    PUT(") %s%s", rf_dtype_name(n->dtype), SHAPE_STR(&n->shape));
+        rf_strbuf_printf(&b, "%s^%s", i || n->n_inputs ? ", " : "",
+                         n->control[i]->name);
+    rf_strbuf_printf(&b, ") %s%s", rf_dtype_name(n->dtype),
+                     SHAPE_STR(&n->shape));
     const char *dev =
         n->assigned_device[0] ? n->assigned_device : n->requested_device;
     if (dev[0])
-        PUT(" @%s", dev);
-#undef PUT
-    return total;
+        rf_strbuf_printf(&b, " @%s", dev);
+    return b.total;
 }

@@ -10,6 +10,7 @@
 #include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/status.h"
+#include "rdmaflow/types.h"
 #include "tests/common/check.h"
 
 static void test_status_strings(void)
@@ -65,6 +66,26 @@ static void test_error_message(void)
                  "ps task 3: reading x.bin failed (and again: ps task 3: "
                  "reading x.bin failed)") == 0,
           "got '%s'", rf_error_message());
+}
+
+/* rf_shape_format (core/types.c) keeps snprintf's contract across its
+ * appends: cut to fit, NUL-terminated, the full length returned. */
+static void test_shape_format(void)
+{
+    rf_shape s = RF_SHAPE(-1, 784, 10);
+    char buf[32];
+    CHECK(rf_shape_format(&s, buf, sizeof buf) == 10 &&
+              !strcmp(buf, "[?,784,10]"),
+          "got '%s'", buf);
+    char small[6];
+    memset(small, 'x', sizeof small);
+    CHECK(rf_shape_format(&s, small, sizeof small) == 10 &&
+              !strcmp(small, "[?,78"),
+          "cut to '%.6s'", small);
+    CHECK(rf_shape_format(&s, NULL, 0) == 10, "the length without a buffer");
+    rf_shape scalar = RF_SCALAR;
+    CHECK(rf_shape_format(&scalar, buf, sizeof buf) == 2 && !strcmp(buf, "[]"),
+          "got '%s'", buf);
 }
 
 static void test_env(void)
@@ -218,6 +239,7 @@ int main(void)
 {
     test_status_strings();
     test_error_message();
+    test_shape_format();
     test_env();
     test_log_levels();
     test_desc_pack();
