@@ -173,6 +173,16 @@ static void write_variables(const model *m, const char *path)
 /* ---- roles ---------------------------------------------------------------
  */
 
+/* The lines the driver reads: this task's steps, the global_step it ended
+ * at, its first and last loss. */
+static void print_result(int64_t steps, int64_t global_step, double first,
+                         double last)
+{
+    printf("steps %" PRId64 " global_step %" PRId64 "\n", steps, global_step);
+    printf("loss %.6f %.6f\n", first, last);
+    fflush(stdout);
+}
+
 static int run_local(const task_opts *o)
 {
     model m = {0};
@@ -195,8 +205,7 @@ static int run_local(const task_opts *o)
         if (k == 1)
             first = last;
     }
-    printf("steps %" PRId64 " global_step %" PRId64 "\n", k, step);
-    printf("loss %.6f %.6f\n", first, last);
+    print_result(k, step, first, last);
     rf_plan_destroy(plan);
     write_variables(&m, o->out);
     destroy(&m);
@@ -375,9 +384,7 @@ static int run_worker(const task_opts *o)
         if (k == 1)
             first = last;
     }
-    printf("steps %" PRId64 " global_step %" PRId64 "\n", k, step);
-    printf("loss %.6f %.6f\n", first, last);
-    fflush(stdout);
+    print_result(k, step, first, last);
     if (rf_cluster_num_workers(c) == 1)
         check_read_only_run(s, &m, step);
     CHECK_OK(rf_session_finish(s, 60000));
