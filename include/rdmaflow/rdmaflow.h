@@ -2,7 +2,8 @@
  * want the whole library with one include. Layers, bottom up (each may use
  * only those before it; docs/DESIGN.md section 1):
  *   core     status.h (rf_status, rf_error_set), types.h (dtypes, shapes),
- *            clock.h, byteorder.h, env.h, topology.h (hwloc NUMA binding)
+ *            clock.h, byteorder.h, env.h, spawn.h (fork + exec of
+ *            programs), topology.h (hwloc NUMA binding)
  *   fabric   fabric.h (RDMA-shaped transport: verbs, sock)
  *   optim    optim.h (TensorFlow 1.x update rules)
  *   ps       ps.h (ps server and worker client)
@@ -24,6 +25,7 @@
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"
 #include "rdmaflow/session.h"
+#include "rdmaflow/spawn.h"
 #include "rdmaflow/status.h"
 #include "rdmaflow/topology.h"
 #include "rdmaflow/types.h"
