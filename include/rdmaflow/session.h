@@ -23,8 +23,9 @@
  *   rf_session *s;
  *   rf_session_create(server, g, ex, &so, &s);  // chief: create + init;
  *                                               // others: look up + wait
- *   int64_t step = 0;
- *   while (step < last_step) {                  // StopAtStepHook
+ *   int64_t step;
+ *   rf_session_global_step(s, &step);  // a restarted or late worker may
+ *   while (step < last_step) {         // find it done: StopAtStepHook
  *       rf_node *fetch[] = {loss, train_op};
  *       rf_tensor out[2];
  *       rf_session_run(s, feeds, values, 2, fetch, 2, out, &step);
