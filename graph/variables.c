@@ -227,6 +227,26 @@ rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
     return RF_OK;
 }
 
+rf_status rf_variable_own_storage(rf_node *var)
+{
+    if (!var || !var->var)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_variable_own_storage: not a variable");
+    rf_var *v = var->var;
+    if (v->owned)
+        return RF_OK;
+    void *data = rf_galloc_aligned(v->bytes);
+    if (!data)
+        return rf_error_set(RF_ERR_NO_MEMORY,
+                            "variable '%s': no memory for its %zu bytes",
+                            var->name, v->bytes);
+    memcpy(data, v->data, v->bytes);
+    rf_var_release(v);
+    v->data = data;
+    v->owned = true;
+    return RF_OK;
+}
+
 void rf_var_release(rf_var *v)
 {
     if (v->owned)

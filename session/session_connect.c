@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "session/session_internal.h"
 
 #define ALIGN64(x) (((x) + 63u) & ~(size_t)63u)
@@ -61,6 +62,7 @@ static rf_status register_storage(rf_session *s)
         if (st != RF_OK)
             return rf_error_set(st, "%s: %s", rf_node_name(v->var),
                                 rf_error_message());
+        v->in_block = true;
         off += ALIGN64(bytes);
         v->grad_buf = (float *)(void *)(s->mem + off);
         off += ALIGN64(bytes);
@@ -245,13 +247,34 @@ rf_status sess_pull_all(rf_session *s, bool slots)
     return slots ? pull_slots(s) : RF_OK;
 }
 
+/* The graph's variables get buffers of their own again, keeping their last
+ * values, so the registered block can go; false if one could not (the
+ * block must then stay, or the variable would point into freed memory). */
+static bool give_back_storage(rf_session *s)
+{
+    bool all = true;
+    for (size_t i = 0; i < s->nv; i++) {
+        if (!s->v[i].in_block)
+            continue; /* its storage never pointed into the block */
+        if (rf_variable_own_storage(s->v[i].var) == RF_OK) {
+            s->v[i].in_block = false;
+        } else {
+            RF_LOG_WARN("session: %s; keeping the variables' registered "
+                        "block (%zu bytes) alive",
+                        rf_error_message(), s->mem_len);
+            all = false;
+        }
+    }
+    return all;
+}
+
 void sess_disconnect(rf_session *s)
 {
     rf_ps_read_set_destroy(s->reads);
     s->reads = NULL;
     rf_ps_client_close(s->client); /* deregisters mem_mr */
     s->client = NULL;
-    if (s->mem)
+    if (s->mem && give_back_storage(s))
         rf_topology_free(s->server->topo, s->mem, s->mem_len);
     s->mem = NULL;
 }

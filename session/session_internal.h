@@ -45,6 +45,7 @@ typedef struct sess_var {
     rf_ps_var *shard;
     rf_ps_var_info info;
     float *grad_buf; /* registered staging pushes go from */
+    bool in_block;   /* its graph storage is in the registered block */
     const char *slot_names[RF_OPTIM_MAX_SLOTS];
     char args[96];   /* its spans' args: "\"bytes\":N,\"ps_task\":P" */
     uint64_t t_post; /* when this step's read was posted (trace) */

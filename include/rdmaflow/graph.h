@@ -377,6 +377,12 @@ size_t rf_variable_bytes(const rf_node *var);
  * buffer is released. No plan may be running. */
 rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
                                   bool copy_current);
+/* Undoes rf_variable_set_storage: the variable gets a buffer of the graph's
+ * own again, with its current value copied in (the initialized flag kept),
+ * so the external storage may be freed. RF_OK at once if it already owns
+ * its buffer; RF_ERR_NO_MEMORY (nothing changed) if none can be had. No
+ * plan may be running. */
+rf_status rf_variable_own_storage(rf_node *var);
 
 /* Runs the variable's initializer into its storage (deterministic). */
 rf_status rf_variable_initialize(rf_node *var);

@@ -155,8 +155,9 @@ rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
                             const rf_session_options *options,
                             rf_session **out);
 /* Waits for anything in flight, closes the ps connections and frees the
- * session (the graph's variables keep their last values locally). NULL is
- * ignored. */
+ * session. The graph's variables get buffers of their own back
+ * (rf_variable_own_storage) holding their last values, so the graph stays
+ * usable. NULL is ignored. */
 void rf_session_destroy(rf_session *s);
 
 /* One step (see the top): feeds[i] gets values[i]; fetched[j] receives the

@@ -391,12 +391,14 @@ static int run_worker(const task_opts *o)
     if (self->is_chief) {
         printf("final global_step %" PRId64 "\n",
                *(const int64_t *)rf_variable_data(m.gs));
-        write_variables(&m, o->out);
         CHECK_OK(rf_session_shutdown_cluster(s));
     } else {
         CHECK_ST(rf_session_shutdown_cluster(s), RF_ERR_INVALID_ARG);
     }
     rf_session_destroy(s);
+    /* the variables outlive the session, with their pulled values */
+    if (self->is_chief)
+        write_variables(&m, o->out);
     destroy(&m);
     rf_replica_device_setter_destroy(setter);
     rf_server_stop(sv);

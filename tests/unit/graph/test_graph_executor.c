@@ -495,10 +495,24 @@ static void test_external_storage(void)
     CHECK(out[1].data == ext && rf_variable_data(m.w1) == ext,
           "executor moved the variable");
     CHECK(memcmp(ext, before, bytes) != 0, "training did not update ext");
+    /* handing the storage back: the graph's own buffer with ext's values,
+     * ext no longer used (scribbled over, then freed) */
+    memcpy(before, ext, bytes);
+    CHECK_OK(rf_variable_own_storage(m.w1));
+    CHECK(rf_variable_data(m.w1) != ext &&
+              !memcmp(rf_variable_data(m.w1), before, bytes) &&
+              rf_variable_is_initialized(m.w1),
+          "own storage with the trained value");
+    memset(ext, 0xff, bytes);
+    free(ext);
+    CHECK_OK(rf_plan_run(p, fv, out));
+    CHECK(out[1].data == rf_variable_data(m.w1) &&
+              isfinite(*(float *)out[1].data),
+          "the plan runs on the variable's own buffer");
+    CHECK_OK(rf_variable_own_storage(m.w1)); /* already owned: nothing */
     rf_plan_destroy(p);
     rf_executor_destroy(ex);
     rf_graph_destroy(m.g);
-    free(ext);
     free(before);
 }
 
