@@ -32,9 +32,9 @@ static void flush_stdout(void)
     }
 }
 
-static __attribute__((noreturn)) void report(const char *file, int line,
-                                             const char *what, const char *fmt,
-                                             va_list ap)
+static __attribute__((noreturn, format(printf, 4, 0))) void
+report(const char *file, int line, const char *what, const char *fmt,
+       va_list ap)
 {
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
