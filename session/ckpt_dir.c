@@ -186,7 +186,8 @@ rf_status rf_ckpt_dir_list(const char *dir, rf_ckpt_list *out)
     return RF_OK;
 }
 
-/* Appends "skipped PATH: REASON" to the note (separated by "; "). */
+/* Appends "skipped REASON" (REASON with the path in it) to the note,
+ * separated by "; ". */
 static char *add_note(char *note, const char *path, const char *why)
 {
     size_t old = note ? strlen(note) : 0;
@@ -194,9 +195,22 @@ static char *add_note(char *note, const char *path, const char *why)
     char *n = realloc(note, need);
     if (!n)
         return note;
-    snprintf(n + old, need - old, "%sskipped %s: %s", old ? "; " : "", path,
-             why);
+    snprintf(n + old, need - old, "%sskipped %s%s%s", old ? "; " : "",
+             strstr(why, path) ? "" : path, strstr(why, path) ? "" : ": ", why);
     return n;
+}
+
+/* The base names of the list's paths, ", "-separated, into buf. */
+static void names(const rf_ckpt_list *l, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->n && k < len; i++) {
+        const char *slash = strrchr(l->paths[i], '/');
+        int w = snprintf(buf + k, len - k, "%s%s", i ? ", " : "",
+                         slash ? slash + 1 : l->paths[i]);
+        k += w > 0 ? (size_t)w : 0;
+    }
 }
 
 rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
@@ -214,7 +228,7 @@ rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
         return rf_error_set(RF_ERR_UNAVAILABLE,
                             "%s: no checkpoint (no state file '%s')", dir,
                             CKPT_STATE_NAME);
-    char *note = NULL;
+    char *note = NULL, *newest = NULL;
     rf_ckpt *ck = NULL;
     for (size_t i = 0; i < list.n && !ck; i++) {
         rf_status st = rf_ckpt_open(list.paths[i], &ck);
@@ -224,11 +238,18 @@ rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
                     rf_error_message(),
                     i + 1 < list.n ? "; trying the previous one" : "");
         note = add_note(note, list.paths[i], rf_error_message());
+        if (i == 0)
+            newest = strdup(rf_error_message());
     }
     if (!ck) {
+        /* rf_error_message holds 511 bytes: the names, and the newest's
+         * reason (each reason is logged) */
+        char all[256];
+        names(&list, all, sizeof all);
         rc = rf_error_set(RF_ERR_CORRUPT,
-                          "%s: none of its %zu checkpoints is usable: %s", dir,
-                          list.n, note ? note : "");
+                          "%s: none of its %zu checkpoints is usable (%s; "
+                          "each reason logged); the newest: %s",
+                          dir, list.n, all, newest ? newest : "?");
     } else {
         if (note) {
             free(ck->note);
@@ -246,6 +267,7 @@ rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
         }
     }
     free(note);
+    free(newest);
     rf_ckpt_list_free(&list);
     *out = ck;
     return rc;

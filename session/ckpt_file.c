@@ -65,7 +65,7 @@ rf_status rf_ckpt_check_path(const char *path)
                                 "%s is not a regular file (a device, fifo or "
                                 "socket)",
                                 path);
-    } else if (errno != ENOENT) {
+    } else if (errno != ENOENT && errno != ENOTDIR) {
         return rf_error_set(RF_ERR_INVALID_ARG, "%s: %s", path,
                             strerror(errno));
     }
