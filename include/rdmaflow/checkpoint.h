@@ -1,0 +1,167 @@
+/* rdmaflow/checkpoint.h: checkpoint files (session layer, session/ckpt_*.c).
+ *
+ * A checkpoint is one safetensors file: an 8-byte little-endian header
+ * length N, N bytes of JSON (padded with spaces to a multiple of 8) mapping
+ * each tensor name to {"dtype","shape","data_offsets"} (offsets relative to
+ * the first byte after the header), then the tensors' raw little-endian
+ * bytes, contiguous, in the byte order of their names. The header's
+ * "__metadata__" map (strings to strings) holds the caller's keys, one
+ * "crc32c/<name>" per tensor (CRC32C, the iSCSI polynomial of RFC 3720, of
+ * its data, 8 lowercase hex digits) and "crc32c.header", the CRC32C of
+ * the whole padded header with that value's 8 digits read as "00000000", so
+ * a changed byte anywhere in the file is found. Files are written to a
+ * temporary name in the same directory, fsynced, renamed and the directory
+ * fsynced: a crash leaves the old file or the new one, never a mix. The
+ * same tensors and metadata always give the same bytes.
+ *
+ * A checkpoint directory works like TensorFlow 1.x's tf.train.Saver:
+ * model.ckpt-<step>.safetensors files and a "checkpoint" state file in
+ * TensorFlow's text format (CheckpointState):
+ *   model_checkpoint_path: "model.ckpt-300.safetensors"
+ *   all_model_checkpoint_paths: "model.ckpt-200.safetensors"
+ *   all_model_checkpoint_paths: "model.ckpt-300.safetensors"
+ * (oldest first; the newest is model_checkpoint_path), rewritten atomically
+ * after each save, the checkpoints beyond max_to_keep deleted.
+ *
+ * Usage:
+ *   float w[6] = {...};
+ *   int64_t step = 300;
+ *   rf_ckpt_tensor t[] = {
+ *       {"dense/kernel", RF_F32, RF_SHAPE(2, 3), w, sizeof w},
+ *       {"global_step", RF_I64, RF_SCALAR, &step, sizeof step},
+ *   };
+ *   const char *meta[] = {"producer", "rf-trainer", NULL};
+ *   char path[4096];
+ *   rf_status st = rf_ckpt_dir_save("/ckpt", step, t, 2, meta, 0, path,
+ *                                   sizeof path);     // keeps the last 5
+ *   ...
+ *   rf_ckpt *ck;
+ *   st = rf_ckpt_dir_open_latest("/ckpt", &ck, path, sizeof path);
+ *   if (st == RF_ERR_UNAVAILABLE)          // no checkpoint yet: start fresh
+ *       ...
+ *   else if (st == RF_OK) {                // verified (every CRC32C)
+ *       if (*rf_ckpt_note(ck))             // a newer one was corrupt
+ *           fprintf(stderr, "%s\n", rf_ckpt_note(ck));
+ *       const rf_ckpt_entry *e = rf_ckpt_find(ck, "dense/kernel");
+ *       memcpy(w, e->t.data, e->t.bytes);  // (dtype and shape checked first)
+ *       rf_ckpt_close(ck);
+ *   }
+ *
+ * Errors are rf_status codes with rf_error_message() naming the path and
+ * what was wrong: RF_ERR_INVALID_ARG for bad arguments and refused paths,
+ * RF_ERR_IO for operating-system I/O errors, RF_ERR_CORRUPT for a file
+ * that fails a check (which tensor, which offset). Nothing here exits. */
+#ifndef RDMAFLOW_CHECKPOINT_H
+#define RDMAFLOW_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/status.h"
+#include "rdmaflow/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One tensor to write, or one read (then data points into the opened
+ * file's memory, valid until rf_ckpt_close, and may be unaligned). bytes
+ * must be rf_shape_numel(&shape) * rf_dtype_size(dtype); data may be NULL
+ * when bytes is 0. A name is non-empty, unique, not "__metadata__". */
+typedef struct rf_ckpt_tensor {
+    const char *name;
+    rf_dtype dtype;
+    rf_shape shape;
+    const void *data;
+    size_t bytes;
+} rf_ckpt_tensor;
+
+/* CRC32C (Castagnoli, RFC 3720) of len bytes, with ISA-L's crc32_iscsi:
+ * initial value and final xor 0xffffffff (32 zero bytes -> 0x8a9136aa). */
+uint32_t rf_ckpt_crc32c(const void *data, size_t len);
+
+/* Checks that path can be written as a checkpoint file without writing
+ * anything: not a directory, device node, fifo, socket or symbolic link,
+ * in an existing directory. RF_ERR_INVALID_ARG saying why otherwise. */
+rf_status rf_ckpt_check_path(const char *path);
+
+/* Writes the n tensors t (any order: written sorted by name) to path, as
+ * above. meta is NULL or "key", "value", ..., NULL (keys unique, not
+ * starting with "crc32c"). On failure the temporary file is removed and
+ * an existing file at path is left as it was. */
+rf_status rf_ckpt_write(const char *path, const rf_ckpt_tensor *t, size_t n,
+                        const char *const *meta);
+
+/* An opened, verified checkpoint file. */
+typedef struct rf_ckpt rf_ckpt;
+
+/* One tensor of an opened file: has_crc is false for a file without the
+ * CRC metadata (an ordinary safetensors file), whose crc32c is then
+ * computed at open instead of verified. */
+typedef struct rf_ckpt_entry {
+    rf_ckpt_tensor t;
+    uint32_t crc32c;
+    bool has_crc;
+} rf_ckpt_entry;
+
+/* Reads path and validates everything: the header length (inside the file,
+ * at most 100 MiB), the JSON, every entry's dtype (F32, I32, I64, BOOL),
+ * shape and data_offsets (begin <= end, bytes = elements * dtype size), the
+ * tensors contiguous from 0 to the end of the file (no gap, overlap,
+ * truncation or trailing bytes), and every CRC32C. RF_ERR_CORRUPT or
+ * RF_ERR_IO with the path and the reason; *out is NULL on failure. */
+rf_status rf_ckpt_open(const char *path, rf_ckpt **out);
+void rf_ckpt_close(rf_ckpt *ck); /* NULL is fine */
+
+const char *rf_ckpt_path(const rf_ckpt *ck);
+size_t rf_ckpt_count(const rf_ckpt *ck);
+/* The i-th tensor in name order; NULL if i >= count. */
+const rf_ckpt_entry *rf_ckpt_at(const rf_ckpt *ck, size_t i);
+/* The tensor called name, or NULL. */
+const rf_ckpt_entry *rf_ckpt_find(const rf_ckpt *ck, const char *name);
+/* A caller's metadata value ("crc32c/..." keys included), or NULL. */
+const char *rf_ckpt_meta(const rf_ckpt *ck, const char *key);
+/* True if the file carries CRC32Cs (every tensor's was verified). */
+bool rf_ckpt_has_crc(const rf_ckpt *ck);
+/* From rf_ckpt_dir_open_latest: the newer checkpoints that were skipped
+ * and why ("" if none). */
+const char *rf_ckpt_note(const rf_ckpt *ck);
+
+/* Saves t as DIR/model.ckpt-<step>.safetensors (dir must exist), then
+ * rewrites DIR/checkpoint with it as the newest (a step saved again moves to
+ * the end), then deletes the checkpoints beyond the newest max_to_keep (0
+ * means 5, TensorFlow's default). path_out (if not NULL) receives the
+ * file's path. A malformed state file is replaced (with a warning; the
+ * files it named are then not deleted). */
+rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
+                           const rf_ckpt_tensor *t, size_t n,
+                           const char *const *meta, int max_to_keep,
+                           char *path_out, size_t len);
+
+/* The kept checkpoints of a directory, newest first, as paths (DIR/name for
+ * a relative name in the state file). */
+typedef struct rf_ckpt_list {
+    size_t n;
+    char **paths;
+} rf_ckpt_list;
+
+/* Reads DIR/checkpoint. No state file: RF_OK with n == 0 (no checkpoint);
+ * a malformed one: RF_ERR_CORRUPT with its path and line. */
+rf_status rf_ckpt_dir_list(const char *dir, rf_ckpt_list *out);
+void rf_ckpt_list_free(rf_ckpt_list *list);
+
+/* Opens the newest checkpoint of dir that opens and verifies, trying the
+ * older ones in turn: each one skipped is logged (RF_LOG_WARN, path and
+ * reason) and named in rf_ckpt_note. path_out (if not NULL) receives the
+ * path opened. RF_ERR_UNAVAILABLE when dir has no checkpoint at all (no
+ * state file, or an empty one), RF_ERR_CORRUPT when every one is bad (or
+ * the state file is malformed), with the reasons. */
+rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
+                                  char *path_out, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,274 @@
+/* session/ckpt_dir.c: a checkpoint directory as TensorFlow's Saver keeps
+ * one: rf_ckpt_dir_save (a new model.ckpt-<step>.safetensors, the state
+ * file rewritten, the oldest beyond max_to_keep deleted), rf_ckpt_dir_list
+ * and rf_ckpt_dir_open_latest (the newest that verifies). */
+#include "session/ckpt_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+#define DEFAULT_MAX_TO_KEEP 5
+
+static rf_status check_dir(const char *dir)
+{
+    struct stat st;
+    if (!dir || !*dir)
+        return rf_error_set(RF_ERR_INVALID_ARG, "checkpoint directory is "
+                                                "empty");
+    if (stat(dir, &st) != 0)
+        return rf_error_set(RF_ERR_INVALID_ARG, "checkpoint directory %s: %s",
+                            dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s is not a directory", dir);
+    return RF_OK;
+}
+
+static char *resolve(const char *dir, const char *name)
+{
+    return ckpt_join(name[0] == '/' ? NULL : dir, name);
+}
+
+static rf_status write_state(const char *dir, const ckpt_state *s)
+{
+    char *path = ckpt_join(dir, CKPT_STATE_NAME);
+    char *text = ckpt_state_format(s);
+    rf_status rc;
+    if (!path || !text)
+        rc = rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+    else if ((rc = rf_ckpt_check_path(path)) == RF_OK)
+        rc = ckpt_atomic_write(path, &(ckpt_chunk){text, strlen(text)}, 1);
+    free(text);
+    free(path);
+    return rc;
+}
+
+rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
+                           const rf_ckpt_tensor *t, size_t n,
+                           const char *const *meta, int max_to_keep,
+                           char *path_out, size_t len)
+{
+    rf_status rc = check_dir(dir);
+    if (rc != RF_OK)
+        return rc;
+    if (step < 0 || max_to_keep < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: step %" PRId64 " and max_to_keep %d must "
+                            "not be negative",
+                            dir, step, max_to_keep);
+    size_t keep = max_to_keep ? (size_t)max_to_keep : DEFAULT_MAX_TO_KEEP;
+    char name[64];
+    snprintf(name, sizeof name, "model.ckpt-%" PRId64 ".safetensors", step);
+    char *path = ckpt_join(dir, name);
+    if (!path)
+        return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+    if (path_out && strlen(path) >= len) {
+        rc = rf_error_set(RF_ERR_INVALID_ARG,
+                          "%s: path_out has %zu bytes, the path needs %zu", dir,
+                          len, strlen(path) + 1);
+        free(path);
+        return rc;
+    }
+    ckpt_state old = {0}, next = {0};
+    bool found;
+    rc = ckpt_state_read(dir, &old, &found);
+    if (rc == RF_ERR_CORRUPT) {
+        RF_LOG_WARN("%s; writing a new state file (the checkpoints it "
+                    "named are left alone)",
+                    rf_error_message());
+        rc = RF_OK;
+    }
+    if (rc == RF_OK)
+        rc = rf_ckpt_write(path, t, n, meta);
+    if (rc != RF_OK)
+        goto out;
+
+    /* the kept list, oldest first: the old one (with its newest), without
+     * this name, then this name */
+    if (old.latest) {
+        bool listed = false;
+        for (size_t i = 0; i < old.n; i++)
+            listed = listed || !strcmp(old.all[i], old.latest);
+        if (!listed)
+            rc = ckpt_state_add(&old, old.latest);
+    }
+    for (size_t i = 0; i < old.n && rc == RF_OK; i++) {
+        bool dup = !strcmp(old.all[i], name) || !strcmp(old.all[i], path);
+        for (size_t j = i + 1; j < old.n && !dup; j++)
+            dup = !strcmp(old.all[i], old.all[j]);
+        if (!dup)
+            rc = ckpt_state_add(&next, old.all[i]);
+    }
+    if (rc == RF_OK)
+        rc = ckpt_state_add(&next, name);
+    if (rc == RF_OK && !(next.latest = strdup(name)))
+        rc = rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+    size_t drop = next.n > keep ? next.n - keep : 0;
+    ckpt_state kept = {next.latest, next.all + drop, next.n - drop};
+    if (rc == RF_OK)
+        rc = write_state(dir, &kept);
+    if (rc != RF_OK)
+        goto out;
+    /* only plain names inside dir are ever deleted */
+    for (size_t i = 0; i < drop; i++) {
+        if (strchr(next.all[i], '/') || !strcmp(next.all[i], ".") ||
+            !strcmp(next.all[i], "..")) {
+            RF_LOG_WARN("%s: not deleting old checkpoint '%s' (not a name "
+                        "inside the directory)",
+                        dir, next.all[i]);
+            continue;
+        }
+        char *victim = ckpt_join(dir, next.all[i]);
+        if (victim && unlink(victim) != 0 && errno != ENOENT)
+            RF_LOG_WARN("cannot delete old checkpoint %s: %s", victim,
+                        strerror(errno));
+        free(victim);
+    }
+    if (path_out)
+        snprintf(path_out, len, "%s", path);
+out:
+    ckpt_state_free(&old);
+    ckpt_state_free(&next);
+    free(path);
+    return rc;
+}
+
+void rf_ckpt_list_free(rf_ckpt_list *list)
+{
+    if (!list)
+        return;
+    for (size_t i = 0; i < list->n; i++)
+        free(list->paths[i]);
+    free(list->paths);
+    list->paths = NULL;
+    list->n = 0;
+}
+
+rf_status rf_ckpt_dir_list(const char *dir, rf_ckpt_list *out)
+{
+    if (!out)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ckpt_dir_list: no output");
+    memset(out, 0, sizeof *out);
+    rf_status rc = check_dir(dir);
+    if (rc != RF_OK)
+        return rc;
+    ckpt_state s;
+    bool found;
+    rc = ckpt_state_read(dir, &s, &found);
+    if (rc != RF_OK || !found)
+        return rc;
+    out->paths = calloc(s.n + 1, sizeof *out->paths);
+    if (!out->paths) {
+        ckpt_state_free(&s);
+        return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+    }
+    /* newest first: model_checkpoint_path, then the rest newest first */
+    out->paths[out->n++] = resolve(dir, s.latest);
+    for (size_t i = s.n; i-- > 0;) {
+        bool dup = !strcmp(s.all[i], s.latest);
+        for (size_t j = i + 1; j < s.n && !dup; j++)
+            dup = !strcmp(s.all[i], s.all[j]);
+        if (!dup)
+            out->paths[out->n++] = resolve(dir, s.all[i]);
+    }
+    ckpt_state_free(&s);
+    for (size_t i = 0; i < out->n; i++)
+        if (!out->paths[i]) {
+            rf_ckpt_list_free(out);
+            return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+        }
+    return RF_OK;
+}
+
+/* Appends "skipped REASON" (REASON with the path in it) to the note,
+ * separated by "; ". */
+static char *add_note(char *note, const char *path, const char *why)
+{
+    size_t old = note ? strlen(note) : 0;
+    size_t need = old + strlen(path) + strlen(why) + 16;
+    char *n = realloc(note, need);
+    if (!n)
+        return note;
+    snprintf(n + old, need - old, "%sskipped %s%s%s", old ? "; " : "",
+             strstr(why, path) ? "" : path, strstr(why, path) ? "" : ": ", why);
+    return n;
+}
+
+/* The base names of the list's paths, ", "-separated, into buf. */
+static void names(const rf_ckpt_list *l, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->n && k < len; i++) {
+        const char *slash = strrchr(l->paths[i], '/');
+        int w = snprintf(buf + k, len - k, "%s%s", i ? ", " : "",
+                         slash ? slash + 1 : l->paths[i]);
+        k += w > 0 ? (size_t)w : 0;
+    }
+}
+
+rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
+                                  char *path_out, size_t len)
+{
+    if (!out)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ckpt_dir_open_latest: no output");
+    *out = NULL;
+    rf_ckpt_list list;
+    rf_status rc = rf_ckpt_dir_list(dir, &list);
+    if (rc != RF_OK)
+        return rc;
+    if (list.n == 0)
+        return rf_error_set(RF_ERR_UNAVAILABLE,
+                            "%s: no checkpoint (no state file '%s')", dir,
+                            CKPT_STATE_NAME);
+    char *note = NULL, *newest = NULL;
+    rf_ckpt *ck = NULL;
+    for (size_t i = 0; i < list.n && !ck; i++) {
+        rf_status st = rf_ckpt_open(list.paths[i], &ck);
+        if (st == RF_OK)
+            break;
+        RF_LOG_WARN("checkpoint %s is unusable: %s%s", list.paths[i],
+                    rf_error_message(),
+                    i + 1 < list.n ? "; trying the previous one" : "");
+        note = add_note(note, list.paths[i], rf_error_message());
+        if (i == 0)
+            newest = strdup(rf_error_message());
+    }
+    if (!ck) {
+        /* rf_error_message holds 511 bytes: the names, and the newest's
+         * reason (each reason is logged) */
+        char all[256];
+        names(&list, all, sizeof all);
+        rc = rf_error_set(RF_ERR_CORRUPT,
+                          "%s: none of its %zu checkpoints is usable (%s; "
+                          "each reason logged); the newest: %s",
+                          dir, list.n, all, newest ? newest : "?");
+    } else {
+        if (note) {
+            free(ck->note);
+            ck->note = note;
+            note = NULL;
+        }
+        if (path_out &&
+            (size_t)snprintf(path_out, len, "%s", rf_ckpt_path(ck)) >= len) {
+            rc = rf_error_set(RF_ERR_INVALID_ARG,
+                              "%s: path_out has %zu bytes, the path %s needs "
+                              "more",
+                              dir, len, rf_ckpt_path(ck));
+            rf_ckpt_close(ck);
+            ck = NULL;
+        }
+    }
+    free(note);
+    free(newest);
+    rf_ckpt_list_free(&list);
+    *out = ck;
+    return rc;
+}

@@ -1,0 +1,81 @@
+/* session/ckpt_internal.h: what the checkpoint files of the session layer
+ * (ckpt_*.c, include/rdmaflow/checkpoint.h) share: the opened-file struct,
+ * the atomic file writer, dtype names, the CRC metadata keys and the
+ * directory's state file. */
+#ifndef RF_SESSION_CKPT_INTERNAL_H
+#define RF_SESSION_CKPT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rdmaflow/checkpoint.h"
+
+#define CKPT_CRC_PREFIX "crc32c/"
+/* Not under CKPT_CRC_PREFIX, so no tensor name can collide with it; caller
+ * keys starting with CKPT_RESERVED are refused. */
+#define CKPT_HEADER_CRC_KEY "crc32c.header"
+#define CKPT_RESERVED       "crc32c"
+/* The header CRC's value as it appears in the JSON text (PLAIN output). */
+#define CKPT_HEADER_CRC_TEXT "\"" CKPT_HEADER_CRC_KEY "\":\""
+#define CKPT_MAX_HEADER      ((uint64_t)100 << 20)
+#define CKPT_STATE_NAME      "checkpoint"
+
+struct rf_ckpt {
+    char *path;
+    unsigned char *buf; /* the whole file */
+    size_t size;
+    rf_ckpt_entry *e; /* sorted by name */
+    size_t n;
+    char **meta; /* key, value, key, value, ... (2 * nmeta) */
+    size_t nmeta;
+    bool has_crc;
+    char *note; /* never NULL once opened */
+};
+
+/* One piece of a file's contents. */
+typedef struct ckpt_chunk {
+    const void *p;
+    size_t len;
+} ckpt_chunk;
+
+/* Writes the chunks to a temporary file beside path, fsyncs it, renames it
+ * to path and fsyncs the directory (ckpt_file.c). path must have passed
+ * rf_ckpt_check_path. */
+rf_status ckpt_atomic_write(const char *path, const ckpt_chunk *c, size_t n);
+
+/* "F32", "I32", "I64", "BOOL" (safetensors' names); NULL if unknown. */
+const char *ckpt_dtype_st(rf_dtype d);
+bool ckpt_dtype_parse(const char *s, rf_dtype *out);
+
+/* 8 lowercase hex digits and a NUL. */
+void ckpt_hex8(uint32_t v, char out[9]);
+/* Parses exactly 8 lowercase hex digits. */
+bool ckpt_parse_hex8(const char *s, uint32_t *out);
+
+/* CRC32C of a header of len bytes whose header-CRC digits (8 bytes) start
+ * at digits_at, counted as "00000000". */
+uint32_t ckpt_header_crc(const char *hdr, size_t len, size_t digits_at);
+
+/* malloc'd "dir/name" (dir "" or NULL: name); NULL if out of memory. */
+char *ckpt_join(const char *dir, const char *name);
+
+/* The "checkpoint" state file (ckpt_state.c): the newest checkpoint and every
+ * kept one, oldest first, as written (names relative to the directory, or
+ * absolute paths). */
+typedef struct ckpt_state {
+    char *latest;
+    char **all;
+    size_t n;
+} ckpt_state;
+
+/* Reads DIR/checkpoint. *found is false (and s empty, RF_OK) when there is
+ * none; RF_ERR_CORRUPT with the path and line when it is malformed. */
+rf_status ckpt_state_read(const char *dir, ckpt_state *s, bool *found);
+/* Appends a copy of name to s->all. */
+rf_status ckpt_state_add(ckpt_state *s, const char *name);
+void ckpt_state_free(ckpt_state *s);
+/* The file's text (malloc'd), or NULL if out of memory. */
+char *ckpt_state_format(const ckpt_state *s);
+
+#endif

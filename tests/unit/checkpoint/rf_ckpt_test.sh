@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# tests/unit/checkpoint/rf_ckpt_test.sh CASE TEST_PROGRAM RF_CKPT READER:
+#   python  the fixture written by the library read by check_reader.py
+#           (python3 with struct and json only; exit 77 without python3)
+#   tool    rf-ckpt list/verify/diff: exit codes and output on the fixture,
+#           damaged copies, a checkpoint directory and usage errors
+# The files come from "TEST_PROGRAM emit DIR" (test_checkpoint.c).
+set -uo pipefail
+case_name=$1 prog=$2 ckpt=$3 reader=$4
+source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rf-ckpt-sh.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+"$prog" emit "$tmp" || { echo "FAIL: $prog emit"; exit 1; }
+
+# run EXPECTED_EXIT NAME CMD...: output in $tmp/out (stdout + stderr)
+run() {
+    local want=$1 name=$2 rc
+    shift 2
+    "$@" >"$tmp/out" 2>&1
+    rc=$?
+    if [[ $rc -eq $want ]]; then ok "$name: exit $rc"; else
+        fail "$name: exit $rc, want $want"
+        show "$tmp/out"
+    fi
+}
+has() { # NAME TEXT: $tmp/out contains TEXT
+    if grep -qF -- "$2" "$tmp/out"; then ok "$1: '$2'"; else
+        fail "$1: no '$2' in"
+        show "$tmp/out"
+    fi
+}
+
+if [[ $case_name == python ]]; then
+    command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
+    run 0 "python reader" python3 "$reader" "$tmp/fixture.safetensors" \
+        "$tmp/expect.txt"
+    has "python reader" "8 tensors"
+    # the reader does find a wrong value
+    sed 's/^global_step I64 \[\] 8 \([0-9a-f]*\) 42$/global_step I64 [] 8 \1 43/' \
+        "$tmp/expect.txt" >"$tmp/wrong.txt"
+    run 1 "python reader, wrong expectation" python3 "$reader" \
+        "$tmp/fixture.safetensors" "$tmp/wrong.txt"
+    has "python reader, wrong expectation" "global_step[0]: 42, expected 43"
+    rft_finish
+fi
+
+f=$tmp/fixture.safetensors
+# --help and usage errors
+run 0 "--help" "$ckpt" --help
+has "--help" "rf-ckpt diff A B [--rtol R] [--atol A]"
+run 2 "no command" "$ckpt"
+run 2 "unknown command" "$ckpt" frobnicate "$f"
+has "unknown command" "frobnicate"
+run 2 "list without a path" "$ckpt" list
+run 2 "list --bogus" "$ckpt" list --bogus
+has "list --bogus" "--bogus"
+run 2 "diff --bogus" "$ckpt" diff "$f" "$f" --bogus
+has "diff --bogus" "unknown flag --bogus"
+run 2 "diff --rtol without a value" "$ckpt" diff "$f" "$f" --rtol
+has "diff --rtol without a value" "--rtol needs a non-negative number"
+run 2 "diff --atol=x" "$ckpt" diff "$f" "$f" --atol=x
+has "diff --atol=x" "--atol=x needs a non-negative number"
+run 2 "diff with one path" "$ckpt" diff "$f"
+
+# list: every tensor with dtype, shape, bytes and the CRC32C the test
+# computed from its own arrays
+run 0 "list" "$ckpt" list "$f"
+has "list" "8 tensors, CRC32C verified"
+while read -r name dtype shape bytes crc _; do
+    if grep -qE "^$name +$dtype +\\$shape +$bytes +$crc\$" "$tmp/out"; then
+        ok "list: $name $dtype $shape $bytes $crc"
+    else
+        fail "list: no line '$name $dtype $shape $bytes $crc'"
+        show "$tmp/out" 20
+    fi
+done <"$tmp/expect.txt"
+run 0 "list a plain safetensors file" "$ckpt" list "$tmp/plain.safetensors"
+has "list a plain safetensors file" "no CRC32C stored"
+
+# verify: the good file, a flipped data byte, a truncated copy
+run 0 "verify" "$ckpt" verify "$f"
+has "verify" "every CRC32C matches"
+size=$(stat -c %s "$f")
+cp "$f" "$tmp/flip.safetensors"
+printf '\x55' | dd of="$tmp/flip.safetensors" bs=1 seek=$((size - 1)) \
+    conv=notrunc status=none
+run 1 "verify a flipped byte" "$ckpt" verify "$tmp/flip.safetensors"
+has "verify a flipped byte" "CRC32C"
+head -c $((size - 5)) "$f" >"$tmp/short.safetensors"
+run 1 "verify a truncated file" "$ckpt" verify "$tmp/short.safetensors"
+has "verify a truncated file" "truncated"
+run 1 "verify a missing file" "$ckpt" verify "$tmp/absent"
+
+# a checkpoint directory: steps 1..3; then the newest corrupt
+d=$tmp/ckdir
+run 0 "verify DIR" "$ckpt" verify "$d"
+n=$(grep -c '^ok ' "$tmp/out")
+[[ $n -eq 3 ]] && ok "verify DIR: 3 ok lines" || fail "verify DIR: $n ok lines"
+run 0 "list DIR" "$ckpt" list "$d"
+has "list DIR" "$d/model.ckpt-3.safetensors: 8 tensors"
+has "list DIR" "$d/model.ckpt-1.safetensors"
+printf 'xx' | dd of="$d/model.ckpt-3.safetensors" bs=1 seek=100 \
+    conv=notrunc status=none
+run 1 "verify DIR with a corrupt newest" "$ckpt" verify "$d"
+has "verify DIR with a corrupt newest" "FAIL $d/model.ckpt-3.safetensors"
+has "verify DIR with a corrupt newest" "ok $d/model.ckpt-2.safetensors"
+run 0 "list DIR with a corrupt newest" "$ckpt" list "$d"
+has "list DIR with a corrupt newest" "skipped $d/model.ckpt-3.safetensors"
+has "list DIR with a corrupt newest" "$d/model.ckpt-2.safetensors: 8 tensors"
+empty=$tmp/empty
+mkdir "$empty"
+run 1 "verify an empty DIR" "$ckpt" verify "$empty"
+has "verify an empty DIR" "no checkpoint"
+
+# diff (near: a/f32[0] is -1 + 1e-3f in float32, 0.999987e-3 away)
+run 0 "diff equal" "$ckpt" diff "$f" "$f"
+has "diff equal" "equal: 8 tensors"
+run 1 "diff near" "$ckpt" diff "$f" "$tmp/near.safetensors"
+has "diff near" "differs: a/f32: 1 of 6 elements, max abs difference 0.000999987"
+run 0 "diff near --atol 0.01" "$ckpt" diff "$f" "$tmp/near.safetensors" \
+    --atol 0.01
+run 0 "diff near --rtol=0.01" "$ckpt" diff --rtol=0.01 "$f" \
+    "$tmp/near.safetensors"
+run 1 "diff near --atol 0.0001" "$ckpt" diff "$f" "$tmp/near.safetensors" \
+    --atol 0.0001
+run 1 "diff other" "$ckpt" diff "$f" "$tmp/other.safetensors"
+has "diff other" "only in $f: d/bool"
+has "diff other" "only in $tmp/other.safetensors: y/extra"
+has "diff other" "dtype differs: c/i64: int64 vs int32"
+has "diff other" "shape differs: b/i32: [4] vs [2,2]"
+run 1 "diff a missing file" "$ckpt" diff "$f" "$tmp/absent"
+rft_finish

@@ -1,0 +1,260 @@
+/* tests/unit/checkpoint/test_ckpt_file.c: CRC32C against RFC 3720's
+ * vectors, the write/read round trip of every dtype (scalars, empty
+ * tensors, metadata) checked against the file's raw layout too,
+ * determinism, and the paths rf_ckpt_write refuses or fails on without
+ * leaving anything behind or touching an existing file. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt_test.h"
+#include "rdmaflow/byteorder.h"
+#include "tests/common/check.h"
+
+void case_crc(void)
+{
+    unsigned char b[32];
+    memset(b, 0, sizeof b);
+    CHECK_EQ_U64(rf_ckpt_crc32c(b, 32), 0x8a9136aa);
+    memset(b, 0xff, sizeof b);
+    CHECK_EQ_U64(rf_ckpt_crc32c(b, 32), 0x62a8ab43);
+    for (int i = 0; i < 32; i++)
+        b[i] = (unsigned char)i;
+    CHECK_EQ_U64(rf_ckpt_crc32c(b, 32), 0x46dd794e);
+    for (int i = 0; i < 32; i++)
+        b[i] = (unsigned char)(31 - i);
+    CHECK_EQ_U64(rf_ckpt_crc32c(b, 32), 0x113fdb5c);
+    CHECK_EQ_U64(rf_ckpt_crc32c("123456789", 9), 0xe3069283); /* check */
+    CHECK_EQ_U64(rf_ckpt_crc32c(NULL, 0), 0);
+}
+
+static const char *meta[] = {"producer", "unit", "step", "42", NULL};
+
+/* The file's own bytes: length, padding, metadata, order, contiguity. */
+static void check_layout(const char *path, const rf_ckpt_tensor *t, size_t n)
+{
+    size_t len;
+    unsigned char *b = slurp(path, &len);
+    CHECK(b && len >= 8, "%s: %zu bytes", path, b ? len : 0);
+    uint64_t h = rf_get_le64(b);
+    CHECK(h % 8 == 0 && 8 + h <= len, "header length %" PRIu64, h);
+    char *hdr = strndup((const char *)b + 8, h);
+    CHECK(hdr[h - 1] == ' ' || hdr[h - 1] == '}', "last header byte '%c'",
+          hdr[h - 1]);
+    CHECK(!strncmp(hdr, "{\"__metadata__\":{", 17), "header starts %.20s", hdr);
+    CHECK(strstr(hdr, "\"producer\":\"unit\"") != NULL, "no producer in %s",
+          hdr);
+    /* the data: the tensors' bytes in byte order of the names */
+    const char *prev = "";
+    size_t off = 8 + h;
+    for (size_t k = 0; k < n; k++) {
+        const rf_ckpt_tensor *next = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(t[i].name, prev) > 0 &&
+                (!next || strcmp(t[i].name, next->name) < 0))
+                next = &t[i];
+        CHECK(off + next->bytes <= len, "%s at %zu", next->name, off);
+        CHECK(next->bytes == 0 || !memcmp(b + off, next->data, next->bytes),
+              "%s's bytes at file offset %zu", next->name, off);
+        char want[128], hex[16];
+        snprintf(hex, sizeof hex, "%08" PRIx32,
+                 rf_ckpt_crc32c(next->data, next->bytes));
+        snprintf(want, sizeof want, "\"crc32c/%s\":\"%s\"", next->name, hex);
+        CHECK(strstr(hdr, want) != NULL, "no %s in the header", want);
+        off += next->bytes;
+        prev = next->name;
+    }
+    CHECK(off == len, "data ends at %zu, the file at %zu", off, len);
+    free(hdr);
+    free(b);
+}
+
+void case_roundtrip(void)
+{
+    rf_ckpt_tensor t[FIX_N];
+    fix_tensors(t, 42);
+    const char *path = sp("rt.safetensors");
+    CHECK_OK(rf_ckpt_write(path, t, FIX_N, meta));
+    check_layout(path, t, FIX_N);
+    rf_ckpt *ck;
+    CHECK_OK(rf_ckpt_open(path, &ck));
+    CHECK(!strcmp(rf_ckpt_path(ck), path), "path %s", rf_ckpt_path(ck));
+    CHECK_EQ_U64(rf_ckpt_count(ck), FIX_N);
+    CHECK_TRUE(rf_ckpt_has_crc(ck));
+    CHECK(!strcmp(rf_ckpt_note(ck), ""), "note '%s'", rf_ckpt_note(ck));
+    for (size_t i = 0; i < FIX_N; i++) {
+        const rf_ckpt_entry *e = rf_ckpt_at(ck, i);
+        CHECK(e != NULL, "entry %zu", i);
+        if (i)
+            CHECK(strcmp(rf_ckpt_at(ck, i - 1)->t.name, e->t.name) < 0,
+                  "%s before %s", rf_ckpt_at(ck, i - 1)->t.name, e->t.name);
+        const rf_ckpt_tensor *w = fix_find(t, FIX_N, e->t.name);
+        CHECK(w != NULL, "unexpected tensor %s", e->t.name);
+        CHECK(rf_ckpt_find(ck, w->name) == e, "find %s", w->name);
+        CHECK(e->t.dtype == w->dtype, "%s dtype %d", w->name, e->t.dtype);
+        CHECK(rf_shape_equal(&e->t.shape, &w->shape), "%s rank %d", w->name,
+              e->t.shape.rank);
+        CHECK_EQ_U64(e->t.bytes, w->bytes);
+        CHECK(w->bytes == 0 || !memcmp(e->t.data, w->data, w->bytes),
+              "%s's values", w->name);
+        CHECK_TRUE(e->has_crc);
+        CHECK_EQ_U64(e->crc32c, rf_ckpt_crc32c(w->data, w->bytes));
+    }
+    CHECK(rf_ckpt_at(ck, FIX_N) == NULL, "%s", "entry past the end");
+    CHECK(rf_ckpt_find(ck, "nope") == NULL, "%s", "found 'nope'");
+    CHECK(!strcmp(rf_ckpt_meta(ck, "producer"), "unit"), "%s", "producer");
+    CHECK(!strcmp(rf_ckpt_meta(ck, "step"), "42"), "%s", "step");
+    CHECK(rf_ckpt_meta(ck, "crc32c/global_step") != NULL, "%s", "crc key");
+    CHECK(rf_ckpt_meta(ck, "absent") == NULL, "%s", "absent key");
+    rf_ckpt_close(ck);
+
+    /* no tensors at all, and no metadata */
+    CHECK_OK(rf_ckpt_write(sp("empty.safetensors"), NULL, 0, NULL));
+    CHECK_OK(rf_ckpt_open(sp("empty.safetensors"), &ck));
+    CHECK_EQ_U64(rf_ckpt_count(ck), 0);
+    rf_ckpt_close(ck);
+
+    /* an ordinary safetensors file: no CRCs, listed with computed ones */
+    float v[2] = {1.5f, -2.0f};
+    write_raw(sp("plain.safetensors"),
+              "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],"
+              "\"data_offsets\":[0,8]},\"__metadata__\":{\"format\":\"pt\"}}",
+              v, 8);
+    CHECK_OK(rf_ckpt_open(sp("plain.safetensors"), &ck));
+    CHECK_TRUE(!rf_ckpt_has_crc(ck));
+    const rf_ckpt_entry *e = rf_ckpt_find(ck, "w");
+    CHECK(e && !e->has_crc && e->crc32c == rf_ckpt_crc32c(v, 8), "%s",
+          "plain entry");
+    CHECK(!strcmp(rf_ckpt_meta(ck, "format"), "pt"), "%s", "format");
+    rf_ckpt_close(ck);
+
+    /* bad arguments */
+    rf_ckpt_tensor bad = t[2];
+    bad.bytes = 20;
+    CHECK_ST(rf_ckpt_write(sp("x"), &bad, 1, NULL), RF_ERR_INVALID_ARG);
+    CHECK_MSG("a/f32");
+    rf_ckpt_tensor two[2] = {t[2], t[2]};
+    CHECK_ST(rf_ckpt_write(sp("x"), two, 2, NULL), RF_ERR_INVALID_ARG);
+    CHECK_MSG("given twice");
+    const char *reserved[] = {"crc32c/a/f32", "0", NULL};
+    CHECK_ST(rf_ckpt_write(sp("x"), t, FIX_N, reserved), RF_ERR_INVALID_ARG);
+    CHECK_MSG("reserved");
+    const char *odd[] = {"k", NULL};
+    CHECK_ST(rf_ckpt_write(sp("x"), t, FIX_N, odd), RF_ERR_INVALID_ARG);
+    CHECK_MSG("no value");
+    bad = t[2];
+    bad.name = "__metadata__";
+    CHECK_ST(rf_ckpt_write(sp("x"), &bad, 1, NULL), RF_ERR_INVALID_ARG);
+    CHECK(access(sp("x"), F_OK) != 0, "%s", "a refused write left a file");
+}
+
+void case_determinism(void)
+{
+    rf_ckpt_tensor t[FIX_N], r[FIX_N];
+    fix_tensors(t, 7);
+    for (int i = 0; i < FIX_N; i++) /* the same tensors in another order */
+        r[i] = t[(i * 3 + 1) % FIX_N];
+    const char *m2[] = {"step", "42", "producer", "unit", NULL};
+    CHECK_OK(rf_ckpt_write(sp("a"), t, FIX_N, meta));
+    CHECK_OK(rf_ckpt_write(sp("b"), t, FIX_N, meta));
+    CHECK_OK(rf_ckpt_write(sp("c"), r, FIX_N, m2));
+    size_t la, lb, lc;
+    unsigned char *a = slurp(sp("a"), &la), *b = slurp(sp("b"), &lb),
+                  *c = slurp(sp("c"), &lc);
+    CHECK(la == lb && !memcmp(a, b, la), "%s", "two writes differ");
+    CHECK(la == lc && !memcmp(a, c, la), "%s", "order changed the bytes");
+    /* a different value gives a different file */
+    const char *m3[] = {"producer", "unit", "step", "43", NULL};
+    CHECK_OK(rf_ckpt_write(sp("d"), t, FIX_N, m3));
+    size_t ld;
+    unsigned char *d = slurp(sp("d"), &ld);
+    CHECK(ld != la || memcmp(a, d, la), "%s", "metadata ignored");
+    /* rewriting a file replaces it */
+    CHECK_OK(rf_ckpt_write(sp("d"), t, FIX_N, meta));
+    free(d);
+    d = slurp(sp("d"), &ld);
+    CHECK(ld == la && !memcmp(a, d, la), "%s", "rewrite differs");
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+}
+
+/* path must be refused with a message containing why; the scratch
+ * directory keeps nentries entries. */
+static void refused(const char *path, const char *why, int nentries)
+{
+    rf_ckpt_tensor t[FIX_N];
+    fix_tensors(t, 1);
+    CHECK_ST(rf_ckpt_check_path(path), RF_ERR_INVALID_ARG);
+    CHECK_MSG(why);
+    CHECK_ST(rf_ckpt_write(path, t, FIX_N, NULL), RF_ERR_INVALID_ARG);
+    CHECK_MSG(why);
+    CHECK_MSG(path);
+    CHECK(dir_entries(scratch()) == nentries, "%d entries, want %d",
+          dir_entries(scratch()), nentries);
+}
+
+void case_paths(void)
+{
+    spill(sp("target"), "old", 3);
+    CHECK(mkdir(sp("adir"), 0755) == 0, "%s", "mkdir");
+    CHECK(symlink(sp("target"), sp("link")) == 0, "%s", "symlink");
+    refused(sp("adir"), "is a directory", 3);
+    refused(sp("link"), "symbolic link", 3);
+    refused("/dev/null", "not a regular file", 3);
+    refused(sp("missing/x.safetensors"), "does not exist", 3);
+    refused(sp("target/x.safetensors"), "not a directory", 3);
+    refused(sp("trailing/"), "cannot end in", 3);
+    struct stat st;
+    CHECK(lstat(sp("link"), &st) == 0 && S_ISLNK(st.st_mode), "%s",
+          "the link is gone");
+    CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "%s",
+          "/dev/null changed");
+    size_t n;
+    unsigned char *old = slurp(sp("target"), &n);
+    CHECK(n == 3 && !memcmp(old, "old", 3), "%s", "target changed");
+    free(old);
+    CHECK(access(sp("adir"), F_OK) == 0 && dir_entries(sp("adir")) == 0, "%s",
+          "the directory changed");
+    CHECK_OK(rf_ckpt_check_path(sp("target")));
+    CHECK_OK(rf_ckpt_check_path(sp("new.safetensors")));
+    CHECK_OK(rf_ckpt_check_path("relative.safetensors"));
+
+    /* a write that fails half way (RLIMIT_FSIZE: EFBIG) removes its
+     * temporary file and leaves the existing file alone */
+    static float big[16384];
+    rf_ckpt_tensor t = {"big", RF_F32, RF_SHAPE(16384), big, sizeof big};
+    struct rlimit saved, small = {4096, 4096};
+    CHECK(getrlimit(RLIMIT_FSIZE, &saved) == 0, "%s", "getrlimit");
+    small.rlim_max = saved.rlim_max;
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0, "%s", "setrlimit");
+    rf_status st2 = rf_ckpt_write(sp("target"), &t, 1, NULL);
+    CHECK(setrlimit(RLIMIT_FSIZE, &saved) == 0, "%s", "setrlimit");
+    CHECK_ST(st2, RF_ERR_IO);
+    CHECK_MSG("writing");
+    old = slurp(sp("target"), &n);
+    CHECK(n == 3 && !memcmp(old, "old", 3), "%s", "target changed");
+    free(old);
+    CHECK(dir_entries(scratch()) == 3, "%d entries after a failed write",
+          dir_entries(scratch()));
+    /* a directory where nothing can be created (as root too) */
+    CHECK_ST(rf_ckpt_write("/proc/rf-ckpt-test.safetensors", &t, 1, NULL),
+             access("/proc", W_OK) == 0 ? RF_ERR_IO : RF_ERR_INVALID_ARG);
+    CHECK(access("/proc/rf-ckpt-test.safetensors", F_OK) != 0, "%s",
+          "a file in /proc");
+    /* and a successful write replaces the target */
+    CHECK_OK(rf_ckpt_write(sp("target"), &t, 1, NULL));
+    rf_ckpt *ck;
+    CHECK_OK(rf_ckpt_open(sp("target"), &ck));
+    CHECK_EQ_U64(rf_ckpt_find(ck, "big")->t.bytes, sizeof big);
+    rf_ckpt_close(ck);
+    CHECK(dir_entries(scratch()) == 3, "%d entries", dir_entries(scratch()));
+}
