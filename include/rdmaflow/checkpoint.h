@@ -155,8 +155,9 @@ void rf_ckpt_list_free(rf_ckpt_list *list);
  * older ones in turn: each one skipped is logged (RF_LOG_WARN, path and
  * reason) and named in rf_ckpt_note. path_out (if not NULL) receives the
  * path opened. RF_ERR_UNAVAILABLE when dir has no checkpoint at all (no
- * state file, or an empty one), RF_ERR_CORRUPT when every one is bad (or
- * the state file is malformed), with the reasons. */
+ * state file), RF_ERR_CORRUPT when every one is bad (their names and the
+ * newest's reason; each reason is logged) or the state file is malformed
+ * (an empty one too, as TensorFlow's get_checkpoint_state refuses it). */
 rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
                                   char *path_out, size_t len);
 
