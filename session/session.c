@@ -112,6 +112,7 @@ void rf_session_destroy(rf_session *s)
         rf_executor_set_trace(s->ex, NULL);
     s->push->stop(s);
     sess_plans_destroy(s); /* before the read set their hooks wait on */
+    sess_snapshot_free(s);
     sess_disconnect(s);
     free(s->v);
     free(s->var_of_node);

@@ -109,6 +109,10 @@ static rf_status init_or_wait(rf_session *s)
         vars[i] = s->v[i].shard;
     }
     if (s->chief) {
+        bool restored = false;
+        st = sess_restore(s, &restored); /* into the variables, the rest */
+        if (st != RF_OK)
+            goto out;
         st = rf_ps_init_values(s->client, x, s->nv);
         if (st != RF_OK) {
             rf_error_set(st, "initialising the variables: %s",

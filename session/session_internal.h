@@ -8,7 +8,9 @@
  *   session_plan.c    one plan per (feeds, fetches) with its hooks and its
  *                     step description (the one list execution, --explain
  *                     and the trace read)
- *   session_run.c     one step, the global_step FETCH_AND_ADD, finish
+ *   session.c         create, one step, the global_step FETCH_AND_ADD,
+ *                     finish, describe
+ *   session_ckpt.c    checkpoints: the chief's save and restore
  *   push_ps.c, push_worker.c
  *                     the push strategies (apply=ps, apply=worker), one ops
  *                     table each: the step loop calls the table, never
@@ -84,6 +86,12 @@ struct rf_session {
     const sess_push_ops *push;
     void *push_state; /* the strategy's own */
 
+    unsigned char *snap; /* checkpoints: values, slots, powers; registered */
+    size_t snap_len;
+    rf_mr *snap_mr;
+    char restored_from[4096]; /* the checkpoint the chief restored, or "" */
+    char restore_note[1024];  /* newer checkpoints skipped as corrupt */
+
     rf_trace *trace;               /* non-NULL while tracing */
     uint64_t step;                 /* runs so far (the trace's step) */
     rf_session_var_desc *var_desc; /* global_step, then v[] */
@@ -152,6 +160,13 @@ rf_status sess_connect(rf_session *s);
  * beta powers) and global_step into the local graph. */
 rf_status sess_pull_all(rf_session *s, bool slots);
 void sess_disconnect(rf_session *s);
+
+/* session_ckpt.c: the chief, at creation: restores the newest checkpoint
+ * of opt.checkpoint_dir that verifies into the shards (all but the values
+ * and init flags, which init_or_wait writes from the variables), *restored
+ * true; nothing (false) without a directory or a checkpoint. */
+rf_status sess_restore(rf_session *s, bool *restored);
+void sess_snapshot_free(rf_session *s);
 
 /* session_plan.c */
 rf_status sess_plan_get(rf_session *s, rf_node *const *feeds, size_t nfeeds,

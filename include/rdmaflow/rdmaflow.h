@@ -10,11 +10,13 @@
  *   cluster  cluster.h (ClusterSpec from flags or TF_CONFIG)
  *   graph    graph.h, device.h (device strings, replica_device_setter),
  *            data.h (datasets)
- *   session  session.h (tf.train.Server and the worker's session) */
+ *   session  session.h (tf.train.Server and the worker's session),
+ *            checkpoint.h (checkpoint files) */
 #ifndef RDMAFLOW_RDMAFLOW_H
 #define RDMAFLOW_RDMAFLOW_H
 
 #include "rdmaflow/byteorder.h"
+#include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/data.h"

@@ -134,6 +134,10 @@ typedef struct rf_session_options {
     /* Passed to the ps client (0: its defaults). */
     int connect_timeout_ms;
     int op_timeout_ms;
+    /* The chief: restore the newest checkpoint of this directory that
+     * verifies (rdmaflow/checkpoint.h; a newer corrupt one is skipped and
+     * named) instead of initialising, if there is one. NULL: initialise. */
+    const char *checkpoint_dir;
 } rf_session_options;
 
 void rf_session_options_init(rf_session_options *o);
@@ -171,6 +175,23 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
                          const rf_tensor *values, size_t num_feeds,
                          rf_node *const *fetches, size_t num_fetches,
                          rf_tensor *fetched, int64_t *global_step);
+
+/* The chief: the checkpoint it restored when the session was created (NULL
+ * if it initialised); *note (may be NULL) says which newer checkpoints were
+ * skipped as corrupt, "" if none. */
+const char *rf_session_restored_from(const rf_session *s, const char **note);
+
+/* The chief: a checkpoint of the job now, as TensorFlow's Saver: every
+ * shard's values, optimizer slots and the first variable's beta powers,
+ * read with one-sided READs while the other workers go on training, and
+ * global_step (read first), under the graph's names (dense/kernel,
+ * dense/kernel/Adagrad, beta1_power, global_step), written to
+ * dir/model.ckpt-<global_step>.safetensors with the state file updated and
+ * checkpoints beyond max_to_keep (0: 5) deleted (rf_ckpt_dir_save). The
+ * path written goes to path_out (may be NULL). A checkpoint restores into
+ * any number of ps tasks: shards are matched by name. */
+rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
+                          char *path_out, size_t len);
 
 /* Reads the cluster's global_step (ps task 0). */
 rf_status rf_session_global_step(rf_session *s, int64_t *value);

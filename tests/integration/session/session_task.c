@@ -9,12 +9,15 @@
  *   OPTIONS  --steps=N (last step, StopAtStepHook) --optim=adam|adagrad|sgd|
  *            momentum|rmsprop --apply=ps|worker --use_locking --width=W
  *            --seed=S --out=FILE --threads=T --extra_ps_variable
+ *            --checkpoint_dir=D (the chief restores the newest checkpoint
+ *            there, if any) --save_every=N (the chief saves every N steps)
  *
  * The model: x [?, 24] -> dense(width, relu) "hidden" -> dense(4) "logits",
  * mean sparse softmax cross-entropy, the optimizer through rf_minimize with
- * global_step created first. Batch k of worker w is a pure function of
- * (seed, w, k): uniform inputs labelled by a fixed hidden linear model, so
- * one worker sees exactly the local run's batches. --out writes every
+ * global_step created first. The batch of worker w at global step k is a
+ * pure function of (seed, w, k): uniform inputs labelled by a fixed hidden
+ * linear model, so one worker sees exactly the local run's batches, also
+ * when it resumes from a checkpoint. --out writes every
  * variable of the graph (values, slots, beta powers, global_step) as raw
  * bytes in creation order, each after its name, so the driver compares two
  * runs with cmp. A worker also checks, on the session API itself: the step
@@ -44,7 +47,8 @@ typedef struct task_opts {
     const char *role;
     rf_cluster_flags cluster;
     int64_t steps;
-    const char *optim, *out;
+    const char *optim, *out, *checkpoint_dir;
+    int64_t save_every;
     rf_ps_apply_mode apply;
     bool use_locking, extra_ps_variable;
     int width, threads;
@@ -347,6 +351,7 @@ static int run_worker(const task_opts *o)
     so.apply = o->apply;
     so.use_locking = o->use_locking;
     so.init_timeout_ms = 60000;
+    so.checkpoint_dir = o->checkpoint_dir;
     rf_session *s = NULL;
     CHECK_ST(rf_session_create(sv, m.g, m.ex, &so, &s), RF_ERR_INVALID_ARG);
     so.train_op = m.train_op;
@@ -359,6 +364,9 @@ static int run_worker(const task_opts *o)
         rf_cluster_destroy(c);
         return 3;
     }
+    const char *note = "", *from = rf_session_restored_from(s, &note);
+    if (from)
+        printf("restored from %s%s%s\n", from, *note ? "; " : "", note);
     rf_node *feeds[] = {m.x, m.y}, *fetches[] = {m.loss, m.train_op};
     const rf_session_desc *desc = NULL;
     CHECK_OK(rf_session_describe(s, feeds, 2, fetches, 2, &desc));
@@ -372,7 +380,8 @@ static int run_worker(const task_opts *o)
     double first = NAN, last = NAN;
     CHECK_OK(rf_session_global_step(s, &step));
     while (step < o->steps) {
-        batch(o->seed, self->worker_id, k++, x, y);
+        batch(o->seed, self->worker_id, step, x, y);
+        k++;
         rf_tensor out[2];
         int64_t before = step;
         CHECK_OK(rf_session_run(s, feeds, in, 2, fetches, 2, out, &step));
@@ -383,6 +392,12 @@ static int run_worker(const task_opts *o)
         last = *rf_tensor_f32(&out[0]);
         if (k == 1)
             first = last;
+        if (self->is_chief && o->save_every > 0 && step % o->save_every == 0) {
+            char path[4096];
+            CHECK_OK(
+                rf_session_save(s, o->checkpoint_dir, 0, path, sizeof path));
+            printf("saved %s\n", path);
+        }
     }
     print_result(k, step, first, last);
     if (rf_cluster_num_workers(c) == 1)
@@ -452,6 +467,10 @@ int main(int argc, char **argv)
             o.seed = strtoull(v, NULL, 10);
         else if ((v = value_of(a, "--out")))
             o.out = v;
+        else if ((v = value_of(a, "--checkpoint_dir")))
+            o.checkpoint_dir = v;
+        else if ((v = value_of(a, "--save_every")))
+            o.save_every = atoll(v);
         else
             CHECK(0, "unknown argument %s", a);
     }

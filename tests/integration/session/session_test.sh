@@ -9,6 +9,11 @@
 #   oracle_locking  the same with apply=worker and use_locking
 #   async           2 ps x 2 workers: global_step == the sum of the steps,
 #                   the loss goes down, every task exits 0
+#   checkpoint      one worker saves every 10 steps on 1 ps; the newest
+#                   checkpoint is corrupted (a flipped byte); a new cluster
+#                   of 2 ps restores the one before, names the skipped one,
+#                   and trains on: variables byte-identical to local
+#                   training of the same number of steps
 #   refusals        a worker whose model differs is refused naming the
 #                   variable and both shapes while the cluster goes on; a
 #                   variable on a ps that nothing trains is refused by name
@@ -164,6 +169,60 @@ case_refusals() {
     kill "$pid_ps0" 2>/dev/null
 }
 
+case_checkpoint() {
+    local common=(--optim=adam --seed=9)
+    timeout "$(t 60)" "$task" local "${common[@]}" --steps=40 \
+        --out="$tmp/local.bin" >"$tmp/local" 2>&1 || {
+        fail "local run failed"
+        show "$tmp/local"
+        return
+    }
+    local dir=$tmp/ckpt
+    mkdir -p "$dir"
+    cluster 1 1 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --steps=20 --save_every=10 \
+        --checkpoint_dir="$dir"
+    finish w0 0 && finish ps0 0 || return
+    if grep -q "^saved $dir/model.ckpt-10.safetensors" "$tmp/w0" &&
+        grep -q "^saved $dir/model.ckpt-20.safetensors" "$tmp/w0"; then
+        ok "the chief saved at steps 10 and 20"
+    else
+        fail "no checkpoints at steps 10 and 20"
+        show "$tmp/w0"
+        return
+    fi
+    # one byte flipped in the newest checkpoint's last tensor data
+    local f=$dir/model.ckpt-20.safetensors size
+    size=$(stat -c %s "$f")
+    printf '\x5a' | dd of="$f" bs=1 seek=$((size - 3)) conv=notrunc 2>/dev/null
+    cluster 2 1 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --steps=40 \
+        --checkpoint_dir="$dir" --out="$tmp/dist.bin"
+    finish w0 0 && finish ps0 0 && finish ps1 0 || return
+    local line
+    line=$(grep -m1 '^restored from' "$tmp/w0")
+    if [[ $line == "restored from $dir/model.ckpt-10.safetensors"* &&
+        $line == *model.ckpt-20* ]]; then
+        ok "the corrupt newest checkpoint was skipped: $line"
+    else
+        fail "restore line: '$line'"
+        show "$tmp/w0"
+    fi
+    if grep -q '^steps 30 global_step 40' "$tmp/w0"; then
+        ok "restored at global_step 10, trained 30 steps to 40"
+    else
+        fail "did not resume from step 10: $(grep -m1 '^steps' "$tmp/w0")"
+    fi
+    if cmp -s "$tmp/local.bin" "$tmp/dist.bin"; then
+        ok "save on 1 ps, restore on 2 ps: variables byte-identical to 40 local steps"
+    else
+        fail "variables differ from local training: $(cmp "$tmp/local.bin" "$tmp/dist.bin" 2>&1 | head -n 1)"
+    fi
+}
+
 case $case_name in
 oracle_ps)
     oracle 1 adam
@@ -181,6 +240,7 @@ oracle_locking)
     ;;
 async) case_async ;;
 refusals) case_refusals ;;
+checkpoint) case_checkpoint ;;
 *)
     echo "unknown case $case_name"
     exit 2

@@ -1,0 +1,306 @@
+/* session/session_ckpt.c: the session's checkpoints (rdmaflow/checkpoint.h
+ * files). Saving: the chief READs every shard (values, optimizer slots, the
+ * first variable's Adam beta powers) and global_step with one-sided reads
+ * into a registered snapshot block while the other workers go on training,
+ * and writes them under TensorFlow's names (dense/kernel,
+ * dense/kernel/Adagrad, beta1_power, global_step) as
+ * model.ckpt-<step>.safetensors. Restoring (the chief, when the session is
+ * created): the newest checkpoint that verifies is written into the shards
+ * in place of the initial values: slots, beta powers and global_step
+ * first, then the values with the init flags (so a worker that sees a flag
+ * reads restored slots too). By name, so a checkpoint restores into any
+ * number of ps tasks. As with TensorFlow's Saver, reads that race with
+ * other workers' updates are not one consistent cut of the job: each shard
+ * is read whole, but not all at one instant. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmaflow/checkpoint.h"
+#include "session/session_internal.h"
+
+#define ALIGN64(x) (((x) + 63u) & ~(size_t)63u)
+
+/* The snapshot block: [64 bytes: beta powers] then per variable its values
+ * and each slot, 64-byte aligned; registered once, on first use. */
+static rf_status snapshot_block(rf_session *s)
+{
+    if (s->snap)
+        return RF_OK;
+    size_t len = 64;
+    for (size_t i = 0; i < s->nv; i++)
+        len +=
+            (1 + s->v[i].apply.num_slots) * ALIGN64(s->v[i].info.values_bytes);
+    if (posix_memalign((void **)&s->snap, 64, len) != 0) {
+        s->snap = NULL;
+        return rf_error_set(RF_ERR_NO_MEMORY,
+                            "checkpoint: no memory for %zu bytes", len);
+    }
+    rf_status st = rf_ps_client_register(s->client, s->snap, len, &s->snap_mr);
+    if (st != RF_OK) {
+        free(s->snap);
+        s->snap = NULL;
+        return rf_error_set(st, "checkpoint: registering %zu bytes: %s", len,
+                            rf_error_message());
+    }
+    s->snap_len = len;
+    return RF_OK;
+}
+
+/* The transfers between the snapshot block and the shards: per variable
+ * its values (if values) and slots, then the first variable's scalars. */
+static size_t snapshot_xfers(const rf_session *s, bool values, rf_ps_xfer *x)
+{
+    size_t nx = 0, off = 64;
+    for (size_t i = 0; i < s->nv; i++) {
+        const sess_var *v = &s->v[i];
+        size_t step = ALIGN64(v->info.values_bytes);
+        for (unsigned k = 0; k <= v->apply.num_slots; k++, off += step)
+            if (k > 0 || values)
+                x[nx++] = (rf_ps_xfer){
+                    .var = v->shard,
+                    .field = k == 0 ? RF_PS_FIELD_VALUES
+                                    : (rf_ps_field)(RF_PS_FIELD_SLOT0 + k - 1),
+                    .buf = s->snap + off,
+                    .len = v->info.values_bytes,
+                    .mr = s->snap_mr};
+    }
+    if (s->v[0].apply.beta1_power)
+        x[nx++] = (rf_ps_xfer){.var = s->v[0].shard,
+                               .field = RF_PS_FIELD_SCALARS,
+                               .buf = s->snap,
+                               .len = 8,
+                               .mr = s->snap_mr};
+    return nx;
+}
+
+static rf_ps_xfer *xfer_array(const rf_session *s)
+{
+    return calloc(s->nv * (RF_OPTIM_MAX_SLOTS + 1) + 1, sizeof(rf_ps_xfer));
+}
+
+/* The checkpoint's tensors over the snapshot block and gs. */
+static size_t snapshot_tensors(const rf_session *s, const int64_t *gs,
+                               rf_ckpt_tensor *t)
+{
+    size_t n = 0, off = 64;
+    for (size_t i = 0; i < s->nv; i++) {
+        const sess_var *v = &s->v[i];
+        size_t step = ALIGN64(v->info.values_bytes);
+        for (unsigned k = 0; k <= v->apply.num_slots; k++, off += step)
+            t[n++] = (rf_ckpt_tensor){.name = k == 0 ? rf_node_name(v->var)
+                                                     : v->slot_names[k - 1],
+                                      .dtype = RF_F32,
+                                      .shape = v->info.shape,
+                                      .data = s->snap + off,
+                                      .bytes = v->info.values_bytes};
+    }
+    const rf_apply_info *a = &s->v[0].apply;
+    if (a->beta1_power) {
+        t[n++] = (rf_ckpt_tensor){.name = rf_node_name(a->beta1_power),
+                                  .dtype = RF_F32,
+                                  .shape = rf_shape_make(0, NULL),
+                                  .data = s->snap,
+                                  .bytes = 4};
+        t[n++] = (rf_ckpt_tensor){.name = rf_node_name(a->beta2_power),
+                                  .dtype = RF_F32,
+                                  .shape = rf_shape_make(0, NULL),
+                                  .data = s->snap + 4,
+                                  .bytes = 4};
+    }
+    t[n++] = (rf_ckpt_tensor){.name = rf_node_name(s->global_step_var),
+                              .dtype = RF_I64,
+                              .shape = rf_shape_make(0, NULL),
+                              .data = gs,
+                              .bytes = 8};
+    return n;
+}
+
+static rf_ckpt_tensor *tensor_array(const rf_session *s)
+{
+    return calloc(s->nv * (RF_OPTIM_MAX_SLOTS + 1) + 3, sizeof(rf_ckpt_tensor));
+}
+
+rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
+                          char *path_out, size_t len)
+{
+    if (!s || !dir)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_save: session and dir are required");
+    if (!s->chief)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "only the chief saves checkpoints");
+    rf_status st = snapshot_block(s);
+    if (st != RF_OK)
+        return st;
+    rf_ps_xfer *x = xfer_array(s);
+    rf_ckpt_tensor *t = tensor_array(s);
+    if (!x || !t) {
+        st = rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
+        goto out;
+    }
+    /* global_step first: the checkpoint holds at least its updates */
+    int64_t gs = 0;
+    st = rf_ps_global_step_read(s->client, &gs);
+    if (st != RF_OK) {
+        rf_error_set(st, "checkpoint: reading global_step: %s",
+                     rf_error_message());
+        goto out;
+    }
+    st = rf_ps_read(s->client, x, snapshot_xfers(s, true, x));
+    if (st != RF_OK) {
+        rf_error_set(st, "checkpoint: reading the variables: %s",
+                     rf_error_message());
+        goto out;
+    }
+    char step[32];
+    snprintf(step, sizeof step, "%lld", (long long)gs);
+    const char *meta[] = {"format", "rdmaflow checkpoint", "global_step", step,
+                          NULL};
+    st = rf_ckpt_dir_save(dir, gs, t, snapshot_tensors(s, &gs, t), meta,
+                          max_to_keep, path_out, len);
+out:
+    free(x);
+    free(t);
+    return st;
+}
+
+/* The checkpoint's tensor name, checked against what the graph has. */
+static rf_status find_tensor(const rf_ckpt *ck, const char *name, rf_dtype dt,
+                             rf_shape shape, const void **data)
+{
+    const rf_ckpt_entry *e = rf_ckpt_find(ck, name);
+    if (!e)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "checkpoint %s has no tensor '%s' for this graph",
+                            rf_ckpt_path(ck), name);
+    if (e->t.dtype != dt || !rf_shape_equal(&e->t.shape, &shape)) {
+        char a[64], b[64];
+        rf_shape_format(&e->t.shape, a, sizeof a);
+        rf_shape_format(&shape, b, sizeof b);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "checkpoint %s has '%s' as %s%s; this graph has "
+                            "%s%s",
+                            rf_ckpt_path(ck), name, rf_dtype_name(e->t.dtype),
+                            a, rf_dtype_name(dt), b);
+    }
+    *data = e->t.data;
+    return RF_OK;
+}
+
+/* Fills the variables' storage, the snapshot block (slots, powers) and the
+ * graph's own slot variables from ck, every tensor checked first. */
+static rf_status fill_from(rf_session *s, const rf_ckpt *ck, int64_t *gs)
+{
+    rf_shape scalar = rf_shape_make(0, NULL);
+    const void *p = NULL;
+    rf_status st =
+        find_tensor(ck, rf_node_name(s->global_step_var), RF_I64, scalar, &p);
+    if (st != RF_OK)
+        return st;
+    memcpy(gs, p, 8);
+    size_t off = 64;
+    for (size_t i = 0; i < s->nv; i++) {
+        sess_var *v = &s->v[i];
+        size_t bytes = v->info.values_bytes, step = ALIGN64(bytes);
+        for (unsigned k = 0; k <= v->apply.num_slots; k++, off += step) {
+            const char *name =
+                k == 0 ? rf_node_name(v->var) : v->slot_names[k - 1];
+            st = find_tensor(ck, name, RF_F32, v->info.shape, &p);
+            if (st != RF_OK)
+                return st;
+            memcpy(s->snap + off, p, bytes);
+        }
+    }
+    const rf_apply_info *a = &s->v[0].apply;
+    if (a->beta1_power) {
+        st = find_tensor(ck, rf_node_name(a->beta1_power), RF_F32, scalar, &p);
+        if (st == RF_OK)
+            memcpy(s->snap, p, 4);
+        if (st == RF_OK)
+            st = find_tensor(ck, rf_node_name(a->beta2_power), RF_F32, scalar,
+                             &p);
+        if (st != RF_OK)
+            return st;
+        memcpy(s->snap + 4, p, 4);
+    }
+    /* checked: now into the graph (values are the shards' source) */
+    off = 64;
+    for (size_t i = 0; i < s->nv; i++) {
+        sess_var *v = &s->v[i];
+        size_t bytes = v->info.values_bytes, step = ALIGN64(bytes);
+        memcpy(rf_variable_data(v->var), s->snap + off, bytes);
+        for (unsigned k = 0; k < v->apply.num_slots; k++)
+            memcpy(rf_variable_data(v->apply.slots[k]),
+                   s->snap + off + (k + 1) * step, bytes);
+        off += (1 + v->apply.num_slots) * step;
+    }
+    if (a->beta1_power) {
+        memcpy(rf_variable_data(a->beta1_power), s->snap, 4);
+        memcpy(rf_variable_data(a->beta2_power), s->snap + 4, 4);
+    }
+    *(int64_t *)rf_variable_data(s->global_step_var) = *gs;
+    return RF_OK;
+}
+
+rf_status sess_restore(rf_session *s, bool *restored)
+{
+    *restored = false;
+    if (!s->opt.checkpoint_dir)
+        return RF_OK;
+    rf_ckpt *ck = NULL;
+    rf_status st = rf_ckpt_dir_open_latest(
+        s->opt.checkpoint_dir, &ck, s->restored_from, sizeof s->restored_from);
+    if (st == RF_ERR_UNAVAILABLE) {
+        s->restored_from[0] = '\0';
+        return RF_OK; /* no checkpoint yet: initialise */
+    }
+    if (st != RF_OK)
+        return st;
+    snprintf(s->restore_note, sizeof s->restore_note, "%s", rf_ckpt_note(ck));
+    rf_ps_xfer *x = xfer_array(s);
+    int64_t gs = 0;
+    st = x ? snapshot_block(s)
+           : rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
+    if (st == RF_OK)
+        st = fill_from(s, ck, &gs);
+    rf_ckpt_close(ck);
+    /* slots, powers, global_step; the values and init flags come after */
+    if (st == RF_OK) {
+        size_t nx = snapshot_xfers(s, false, x);
+        /* every shard gets the pair of beta powers (one per shard) */
+        size_t with_powers = nx;
+        for (size_t i = 1; s->v[0].apply.beta1_power && i < s->nv; i++)
+            x[with_powers++] = (rf_ps_xfer){.var = s->v[i].shard,
+                                            .field = RF_PS_FIELD_SCALARS,
+                                            .buf = s->snap,
+                                            .len = 8,
+                                            .mr = s->snap_mr};
+        st = rf_ps_write(s->client, x, with_powers);
+    }
+    if (st == RF_OK)
+        st = rf_ps_global_step_write(s->client, gs);
+    if (st != RF_OK)
+        rf_error_set(st, "restoring %s: %s", s->restored_from,
+                     rf_error_message());
+    else
+        *restored = true;
+    free(x);
+    return st;
+}
+
+const char *rf_session_restored_from(const rf_session *s, const char **note)
+{
+    if (note)
+        *note = s->restore_note;
+    return s->restored_from[0] ? s->restored_from : NULL;
+}
+
+void sess_snapshot_free(rf_session *s)
+{
+    if (s->snap_mr && s->client)
+        rf_ps_client_deregister(s->client, s->snap_mr);
+    s->snap_mr = NULL;
+    free(s->snap);
+    s->snap = NULL;
+}
