@@ -44,6 +44,11 @@ typedef struct ckpt_chunk {
  * rf_ckpt_check_path. */
 rf_status ckpt_atomic_write(const char *path, const ckpt_chunk *c, size_t n);
 
+/* rf_ckpt_open on len bytes already in memory (a copy is kept), name
+ * standing for the path in messages: what the fuzzer drives. */
+rf_status ckpt_open_buffer(const char *name, const void *data, size_t len,
+                           rf_ckpt **out);
+
 /* "F32", "I32", "I64", "BOOL" (safetensors' names); NULL if unknown. */
 const char *ckpt_dtype_st(rf_dtype d);
 bool ckpt_dtype_parse(const char *s, rf_dtype *out);

@@ -437,6 +437,28 @@ rf_status rf_ckpt_open(const char *path, rf_ckpt **out)
     return RF_OK;
 }
 
+rf_status ckpt_open_buffer(const char *name, const void *data, size_t len,
+                           rf_ckpt **out)
+{
+    *out = NULL;
+    rf_ckpt *ck = calloc(1, sizeof *ck);
+    if (!ck || !(ck->path = strdup(name)) || !(ck->note = strdup("")) ||
+        !(ck->buf = malloc(len ? len : 1))) {
+        rf_ckpt_close(ck);
+        return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", name);
+    }
+    if (len)
+        memcpy(ck->buf, data, len);
+    ck->size = len;
+    rf_status rc = parse(ck);
+    if (rc != RF_OK) {
+        rf_ckpt_close(ck);
+        return rc;
+    }
+    *out = ck;
+    return RF_OK;
+}
+
 const char *rf_ckpt_path(const rf_ckpt *ck)
 {
     return ck->path;
