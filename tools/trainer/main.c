@@ -14,6 +14,7 @@
 #include "dist.h"
 #include "export.h"
 #include "flags.h"
+#include "rdmaflow/checkpoint.h"
 #include "report.h"
 #include "train.h"
 #include "train_graph.h"
@@ -97,6 +98,13 @@ int main(int argc, char **argv)
     if (f.help) {
         tr_flags_usage(stdout, "rf-trainer");
         return 0;
+    }
+    /* before any long work: a directory, a device node, a symlink or a
+     * missing directory would throw the trained model away at the end */
+    if (f.variables_out && rf_ckpt_check_path(f.variables_out) != RF_OK) {
+        fprintf(stderr, "rf-trainer: --variables_out: %s\n",
+                rf_error_message());
+        return TR_EXIT_USAGE;
     }
     rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
                            .worker_hosts = f.worker_hosts,

@@ -87,6 +87,18 @@ case_flags() {
     expect_usage "unexpected argument 'extra'" extra
     expect_usage "--nomodel is only for boolean flags" --nomodel
     expect_usage "--explain: 'maybe' is not one of text, json" --explain=maybe
+    # --variables_out is checked before any training, and nothing is touched
+    expect_usage "--variables_out: $tmp is a directory" --variables_out="$tmp"
+    expect_usage "--variables_out: /dev/null is not a regular file" \
+        --variables_out=/dev/null
+    expect_usage "--variables_out: $tmp/none/v.st: directory $tmp/none does not exist" \
+        --variables_out="$tmp/none/v.st"
+    ln -s "$tmp/target" "$tmp/link.st"
+    expect_usage "--variables_out: $tmp/link.st is a symbolic link" \
+        --variables_out="$tmp/link.st"
+    [[ -L $tmp/link.st && ! -e $tmp/target ]] &&
+        ok "the symbolic link is left as it was" ||
+        fail "--variables_out replaced or followed the symbolic link"
     # cluster flags: checked by rf_cluster_resolve, exit 2 naming the flag
     expect_usage "--job_name" --job_name=boss --ps_hosts=ps0:2222 \
         --worker_hosts=w0:2222 --task_index=0
