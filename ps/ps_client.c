@@ -426,6 +426,8 @@ static rf_status connect_all(rf_ps_client *c, bool force)
             size_t first = 0;
             while (!retry_ps[first])
                 first++;
+            if (c->opt.unreachable)
+                *c->opt.unreachable = (int)first;
             result =
                 rf_error_set(RF_ERR_UNAVAILABLE,
                              "ps task%s %s did not come up within %g s "

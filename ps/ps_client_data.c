@@ -287,9 +287,11 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
 /* ---- globals: global_step, workers done ---------------------------------- */
 
 /* One atomic, read or write of the word at offset `word` of ps 0's globals
- * block. */
-static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
-                            uint64_t arg, uint64_t *result, const char *what)
+ * block: arg is the written value, the addend or the compare value, swap
+ * cmp_swap's new value; *result (may be NULL) the word before. */
+static rf_status globals_rmw(rf_ps_client *c, uint32_t word, rf_op op,
+                             uint64_t arg, uint64_t swap, uint64_t *result,
+                             const char *what)
 {
     pthread_mutex_lock(&c->mu);
     ps_cli_conn *p = &c->conns[0];
@@ -312,13 +314,21 @@ static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
                 .local_mr = c->words_mr,
                 .remote_addr = r->addr + p->globals.offset + word,
                 .rkey = r->rkey,
-                .compare_add = op == RF_OP_FETCH_ADD ? arg : 0};
+                .compare_add =
+                    op == RF_OP_FETCH_ADD || op == RF_OP_CMP_SWAP ? arg : 0,
+                .swap = op == RF_OP_CMP_SWAP ? swap : 0};
     cli_post_group(p, &g, &wr, 1);
     st = cli_group_wait(c, &g, what);
     if (st == RF_OK && result)
         *result = *w;
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
+                            uint64_t arg, uint64_t *result, const char *what)
+{
+    return globals_rmw(c, word, op, arg, 0, result, what);
 }
 
 static rf_status step_op(rf_ps_client *c, rf_op op, uint64_t arg,
@@ -360,42 +370,94 @@ rf_status rf_ps_global_step_write(rf_ps_client *c, int64_t value)
                    "global_step WRITE on ps task 0");
 }
 
+/* The workers-done bitmap: RF_PS_DONE_WORDS words from PS_WORKERS_DONE_OFF,
+ * bit id % 64 of word id / 64 for client id. */
+static uint32_t done_word_off(uint32_t id)
+{
+    return PS_WORKERS_DONE_OFF + 8u * (id / 64u);
+}
+
 rf_status rf_ps_worker_done(rf_ps_client *c)
 {
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_worker_done: NULL");
-    return globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_FETCH_ADD, 1, NULL,
-                      "workers-done FETCH_AND_ADD on ps task 0");
+    uint32_t id = c->opt.client_id;
+    if (id >= RF_PS_MAX_DONE_WORKERS)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_worker_done: client id %u; the workers-done "
+                            "bitmap holds ids below %u",
+                            id, RF_PS_MAX_DONE_WORKERS);
+    uint64_t bit = 1ull << (id % 64u), seen = 0;
+    rf_status st = globals_op(c, done_word_off(id), RF_OP_READ, 0, &seen,
+                              "workers-done READ on ps task 0");
+    /* CMP_AND_SWP until the bit is in: other workers set theirs too */
+    while (st == RF_OK && !(seen & bit)) {
+        uint64_t before = 0;
+        st = globals_rmw(c, done_word_off(id), RF_OP_CMP_SWAP, seen, seen | bit,
+                         &before, "workers-done CMP_AND_SWP on ps task 0");
+        seen = before == seen ? seen | bit : before;
+    }
+    return st;
 }
 
-rf_status rf_ps_wait_workers_done(rf_ps_client *c, int64_t count, int poll_ms,
-                                  int timeout_ms, int64_t *done)
+rf_status rf_ps_workers_done_read(rf_ps_client *c,
+                                  uint64_t bits[RF_PS_DONE_WORDS])
 {
-    if (!c)
+    if (!c || !bits)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_workers_done_read: NULL");
+    for (uint32_t w = 0; w < RF_PS_DONE_WORDS; w++) {
+        rf_status st = globals_op(c, done_word_off(64u * w), RF_OP_READ, 0,
+                                  &bits[w], "workers-done READ on ps task 0");
+        if (st != RF_OK)
+            return st;
+    }
+    return RF_OK;
+}
+
+bool rf_ps_worker_is_done(const uint64_t bits[RF_PS_DONE_WORDS], uint32_t id)
+{
+    return id < RF_PS_MAX_DONE_WORKERS &&
+           (bits[id / 64u] >> (id % 64u) & 1u) != 0;
+}
+
+rf_status rf_ps_wait_workers_done(rf_ps_client *c, const uint32_t *ids,
+                                  size_t n, int poll_ms, int timeout_ms,
+                                  uint64_t bits[RF_PS_DONE_WORDS])
+{
+    if (!c || (n && !ids) || !bits)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_wait_workers_done: NULL");
     if (poll_ms <= 0)
         poll_ms = 50;
     long long deadline = rf_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
-        uint64_t v = 0;
-        rf_status st = globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_READ, 0, &v,
-                                  "workers-done READ on ps task 0");
+        rf_status st = rf_ps_workers_done_read(c, bits);
         if (st != RF_OK)
             return st;
-        if (done)
-            *done = (int64_t)v;
-        if ((int64_t)v >= count)
+        size_t missing = 0;
+        for (size_t i = 0; i < n; i++)
+            missing += !rf_ps_worker_is_done(bits, ids[i]);
+        if (missing == 0)
             return RF_OK;
         long long left = deadline - rf_now_ms();
-        if (left <= 0)
+        if (left <= 0) {
+            char list[512] = "";
+            for (size_t i = 0, k = 0; i < n; i++) {
+                size_t used = strlen(list);
+                if (!rf_ps_worker_is_done(bits, ids[i]) && used < sizeof list)
+                    snprintf(list + used, sizeof list - used, "%s%u",
+                             k++ ? ", " : "", ids[i]);
+            }
             return rf_error_set(RF_ERR_TIMEOUT,
-                                "%lld of %lld workers announced they "
-                                "finished (rf_ps_worker_done) within %g s",
-                                (long long)v, (long long)count,
-                                (timeout_ms > 0 ? timeout_ms : 0) / 1000.0);
-        long long nap = poll_ms < left ? poll_ms : left;
-        rf_sleep_ms(nap);
+                                "%zu of %zu workers announced they finished "
+                                "(rf_ps_worker_done) within %g s; missing "
+                                "client id%s %s",
+                                n - missing, n,
+                                (timeout_ms > 0 ? timeout_ms : 0) / 1000.0,
+                                missing == 1 ? "" : "s", list);
+        }
+        rf_sleep_ms(poll_ms < left ? poll_ms : left);
     }
 }
 

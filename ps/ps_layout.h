@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "rdmaflow/optim.h"
+#include "rdmaflow/ps.h"
 #include "rdmaflow/status.h"
 #include "rdmaflow/types.h"
 
@@ -31,10 +32,12 @@
 
 /* Globals block (64 bytes at the start of a ps's first chunk, zeroed when
  * the arena is allocated). */
-#define PS_GLOBAL_STEP_OFF  0u /* int64 global_step */
-#define PS_WORKERS_DONE_OFF 8u /* u64: workers that announced they finished */
+#define PS_GLOBAL_STEP_OFF 0u /* int64 global_step */
+/* RF_PS_DONE_WORDS u64: the bitmap of client ids that announced they
+ * finished (rf_ps_worker_done) */
+#define PS_WORKERS_DONE_OFF 8u
 #define PS_GLOBALS_BYTES    64u
-_Static_assert(PS_WORKERS_DONE_OFF + 8 <= PS_GLOBALS_BYTES,
+_Static_assert(PS_WORKERS_DONE_OFF + 8 * RF_PS_DONE_WORDS <= PS_GLOBALS_BYTES,
                "the globals words fit the globals block");
 
 /* Largest values size of one shard (bytes). */

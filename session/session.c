@@ -55,6 +55,15 @@ static rf_status describe_vars(rf_session *s)
 rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
                             const rf_session_options *options, rf_session **out)
 {
+    return sess_create(server, g, ex, options, 0, out, NULL, 0);
+}
+
+rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
+                      const rf_session_options *options, int attempt_ms,
+                      rf_session **out, char *waiting_for, size_t len)
+{
+    if (waiting_for && len)
+        waiting_for[0] = '\0';
     if (!out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_session_create: out NULL");
     *out = NULL;
@@ -85,6 +94,8 @@ rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
     s->num_workers = rf_cluster_num_workers(server->cluster);
     s->push = options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
                                                    : &sess_push_apply_ps;
+    s->attempt_ms = attempt_ms;
+    s->unreachable_ps = -1;
     rf_status st = s->num_ps > 0 ? RF_OK
                                  : rf_error_set(RF_ERR_INVALID_ARG,
                                                 "the cluster has no ps task");
@@ -97,8 +108,12 @@ rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
     if (st == RF_OK)
         st = s->push->start(s);
     if (st != RF_OK) {
-        rf_session_destroy(s);
-        return st;
+        if (waiting_for && len)
+            snprintf(waiting_for, len, "%s", s->waiting_for);
+        char msg[1200];
+        snprintf(msg, sizeof msg, "%s", rf_error_message());
+        rf_session_destroy(s); /* may log: keep the message */
+        return rf_error_set(st, "%s", msg);
     }
     *out = s;
     return RF_OK;
@@ -222,6 +237,66 @@ rf_status rf_session_global_step(rf_session *s, int64_t *value)
     return RF_OK;
 }
 
+void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
+{
+    const rf_cluster *c = s->server->cluster;
+    const char *jobs[] = {"chief", "worker"};
+    for (size_t j = 0; j < 2; j++)
+        for (int i = 0; i < rf_cluster_num_tasks(c, jobs[j]); i++) {
+            const rf_cluster_task *t = rf_cluster_task_at(c, jobs[j], i);
+            if (t && t->worker_id == (int)id) {
+                snprintf(buf, len, "/job:%s/task:%d", t->job, t->index);
+                return;
+            }
+        }
+    snprintf(buf, len, "client %u", id);
+}
+
+rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
+                            size_t len)
+{
+    if (missing && len)
+        missing[0] = '\0';
+    uint32_t *ids = calloc((size_t)s->num_workers + 1, sizeof *ids);
+    if (!ids)
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    size_t n = 0;
+    for (int id = 0; id < s->num_workers; id++)
+        if (id != s->self->worker_id)
+            ids[n++] = (uint32_t)id;
+    uint64_t bits[RF_PS_DONE_WORDS];
+    rf_status st =
+        rf_ps_wait_workers_done(s->client, ids, n, FINISH_POLL_MS,
+                                timeout_ms > 0 ? timeout_ms : 0, bits);
+    if (st == RF_ERR_TIMEOUT) {
+        char list[1024] = "";
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (rf_ps_worker_is_done(bits, ids[i]))
+                continue;
+            char name[64];
+            sess_task_of_id(s, ids[i], name, sizeof name);
+            size_t used = strlen(list);
+            if (used < sizeof list)
+                snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "",
+                         name);
+            k++;
+        }
+        if (missing && len)
+            snprintf(missing, len, "%s", list);
+        st = rf_error_set(RF_ERR_TIMEOUT,
+                          "%zu of %zu other worker%s did not finish within "
+                          "%g s: %s",
+                          k, n, n == 1 ? "" : "s",
+                          (timeout_ms > 0 ? timeout_ms : 0) / 1000.0, list);
+    } else if (st != RF_OK) {
+        st = rf_error_set(st, "waiting for the other workers: %s",
+                          rf_error_message());
+    }
+    free(ids);
+    return st;
+}
+
 rf_status rf_session_finish(rf_session *s, int timeout_ms)
 {
     if (!s->chief) {
@@ -231,11 +306,10 @@ rf_status rf_session_finish(rf_session *s, int timeout_ms)
                                 rf_error_message());
         return RF_OK;
     }
-    int64_t others = s->num_workers - 1, done = 0;
-    if (others > 0) {
-        rf_status st = rf_ps_wait_workers_done(
-            s->client, others, FINISH_POLL_MS,
-            timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, &done);
+    if (s->num_workers > 1) {
+        rf_status st = sess_wait_workers(
+            s, timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, NULL,
+            0);
         if (st != RF_OK)
             return st;
     }

@@ -95,6 +95,58 @@ static rf_status create_or_look_up(rf_session *s)
     return RF_OK;
 }
 
+/* The chief's name, what a non-chief's wait waits for. */
+static void chief_name(const rf_session *s, char *buf, size_t len)
+{
+    const rf_cluster_task *c = rf_cluster_chief(s->server->cluster);
+    if (c)
+        snprintf(buf, len, "/job:%s/task:%d", c->job, c->index);
+    else
+        snprintf(buf, len, "the chief");
+}
+
+static int attempt_or(const rf_session *s, int ms, int dflt)
+{
+    if (s->attempt_ms > 0 && (ms <= 0 || ms > s->attempt_ms))
+        return s->attempt_ms;
+    return ms > 0 ? ms : dflt;
+}
+
+/* The chief: restore the newest checkpoint if there is one; else, when
+ * every shard is initialised already (the ps tasks kept the job while the
+ * chief restarted), adopt them as they are; else write the variables'
+ * values (the graph's: initial values, or after a recovery the last values
+ * this process read) and, if the graph's global_step is ahead of ps 0's
+ * (ps 0 restarted), that too. */
+static rf_status chief_init(rf_session *s, rf_ps_xfer *x, rf_ps_var **vars)
+{
+    bool restored = false;
+    rf_status st = sess_restore(s, &restored); /* into all but the values */
+    if (st != RF_OK)
+        return st;
+    s->init_how = "restored";
+    if (!restored && rf_ps_wait_initialized(s->client, vars, s->nv,
+                                            INIT_POLL_MS, 0) == RF_OK) {
+        s->init_how = "adopted";
+        return RF_OK;
+    }
+    if (!restored) {
+        s->init_how = "initialised";
+        int64_t have = 0,
+                mine = *(int64_t *)rf_variable_data(s->global_step_var);
+        st = rf_ps_global_step_read(s->client, &have);
+        if (st == RF_OK && mine > have)
+            st = rf_ps_global_step_write(s->client, mine);
+        if (st != RF_OK)
+            return rf_error_set(st, "initialising global_step: %s",
+                                rf_error_message());
+    }
+    st = rf_ps_init_values(s->client, x, s->nv);
+    if (st != RF_OK)
+        rf_error_set(st, "initialising the variables: %s", rf_error_message());
+    return st;
+}
+
 static rf_status init_or_wait(rf_session *s)
 {
     rf_ps_xfer *x = calloc(s->nv, sizeof *x);
@@ -109,22 +161,17 @@ static rf_status init_or_wait(rf_session *s)
         vars[i] = s->v[i].shard;
     }
     if (s->chief) {
-        bool restored = false;
-        st = sess_restore(s, &restored); /* into the variables, the rest */
+        st = chief_init(s, x, vars);
         if (st != RF_OK)
             goto out;
-        st = rf_ps_init_values(s->client, x, s->nv);
-        if (st != RF_OK) {
-            rf_error_set(st, "initialising the variables: %s",
-                         rf_error_message());
-            goto out;
-        }
     } else {
-        int timeout = s->opt.init_timeout_ms > 0 ? s->opt.init_timeout_ms
-                                                 : DEFAULT_INIT_TIMEOUT_MS;
+        int timeout =
+            attempt_or(s, s->opt.init_timeout_ms, DEFAULT_INIT_TIMEOUT_MS);
         st = rf_ps_wait_initialized(s->client, vars, s->nv, INIT_POLL_MS,
                                     timeout);
         if (st != RF_OK) {
+            if (st == RF_ERR_TIMEOUT)
+                chief_name(s, s->waiting_for, sizeof s->waiting_for);
             rf_error_set(st, "waiting for the chief to initialise: %s",
                          rf_error_message());
             goto out;
@@ -150,16 +197,26 @@ rf_status sess_connect(rf_session *s)
         addrs[i] = rf_cluster_task_address(c, "ps", (int)i);
     rf_ps_client_options o = {.client_id = (uint32_t)s->self->worker_id,
                               .is_chief = s->chief,
-                              .connect_timeout_ms = s->opt.connect_timeout_ms,
-                              .op_timeout_ms = s->opt.op_timeout_ms};
+                              .connect_timeout_ms =
+                                  attempt_or(s, s->opt.connect_timeout_ms, 0),
+                              .op_timeout_ms = s->opt.op_timeout_ms,
+                              .lookup_timeout_ms = attempt_or(s, 0, 0),
+                              .unreachable = &s->unreachable_ps};
     rf_status st =
         rf_ps_client_connect(s->server->fabric, addrs, n, &o, &s->client);
     free(addrs);
-    if (st != RF_OK)
+    if (st != RF_OK) {
+        if (st == RF_ERR_UNAVAILABLE && s->unreachable_ps >= 0)
+            snprintf(s->waiting_for, sizeof s->waiting_for, "/job:ps/task:%d",
+                     s->unreachable_ps);
         return st;
+    }
     st = register_storage(s);
-    if (st == RF_OK)
+    if (st == RF_OK) {
         st = create_or_look_up(s);
+        if (st == RF_ERR_TIMEOUT && !s->chief) /* a shard not created yet */
+            chief_name(s, s->waiting_for, sizeof s->waiting_for);
+    }
     if (st == RF_OK)
         st = init_or_wait(s);
     return st;

@@ -91,6 +91,17 @@ struct rf_session {
     rf_mr *snap_mr;
     char restored_from[4096]; /* the checkpoint the chief restored, or "" */
     char restore_note[1024];  /* newer checkpoints skipped as corrupt */
+    /* how the chief found the shards: "restored", "adopted" (every shard
+     * was initialised already: a restarted chief without a checkpoint) or
+     * "initialised" */
+    const char *init_how;
+
+    /* Readiness (sess_create): bound of each wait of one attempt to create
+     * (connect, lookup, init flags; 0: the options' and the defaults), and
+     * on failure the task it was waiting for ("/job:ps/task:1"). */
+    int attempt_ms;
+    int unreachable_ps; /* the ps client's first unreachable task */
+    char waiting_for[64];
 
     rf_trace *trace;               /* non-NULL while tracing */
     uint64_t step;                 /* runs so far (the trace's step) */
@@ -149,6 +160,21 @@ struct sess_plan {
     size_t wait_op, faa_op;
     rf_session_desc desc;
 };
+
+/* session.c: rf_session_create with attempt_ms (0: none); on failure
+ * waiting_for (at least 64 bytes, may be NULL) gets the task creation was
+ * waiting for ("" if it failed for another reason). */
+rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
+                      const rf_session_options *options, int attempt_ms,
+                      rf_session **out, char *waiting_for, size_t len);
+/* The chief: waits at most timeout_ms (<= 0: a single look) for every other
+ * training worker to announce it finished. RF_ERR_TIMEOUT names the tasks
+ * that did not ("/job:worker/task:1"); missing (may be NULL) gets the same
+ * comma-separated list ("" when all finished). */
+rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
+                            size_t len);
+/* "/job:J/task:I" of the task with this client id (worker_id). */
+void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len);
 
 /* session_map.c: fills s->v (one per ApplyX node of the graph, in creation
  * order) and s->global_step_var; refuses any other variable on /job:ps. */

@@ -17,7 +17,8 @@
  *   64  values, then each optimizer slot, each 64-byte aligned.
  * Globals block (64 bytes per ps, zero when the ps starts; the cluster's
  * are ps task 0's): global_step, an int64 at offset 0, and the workers-done
- * count, a u64 at offset 8 (rf_ps_worker_done adds 1 to it).
+ * bitmap, RF_PS_DONE_WORDS u64 from offset 8 (rf_ps_worker_done sets the
+ * bit of its client id with CMP_AND_SWP).
  *
  * Push modes:
  *   RF_PS_APPLY_PS (TensorFlow's default placement): the worker
@@ -112,6 +113,10 @@ typedef struct rf_ps_client_options {
     int op_timeout_ms;      /* bound on any one wait; 0: 30000 */
     int lock_timeout_ms;    /* use_locking spin bound; 0: 10000 */
     int lookup_timeout_ms;  /* rf_ps_lookup wait for the chief; 0: 30000 */
+    /* May be NULL: when a connect or reconnect fails with
+     * RF_ERR_UNAVAILABLE, gets the first ps task that did not come up (what
+     * a readiness wait names). */
+    int *unreachable;
 } rf_ps_client_options;
 
 /* Connects to every ps task ("host:port" each; ps task i = ps_addrs[i]),
@@ -284,16 +289,26 @@ rf_status rf_ps_global_step_add(rf_ps_client *client, int64_t add,
 rf_status rf_ps_global_step_read(rf_ps_client *client, int64_t *value);
 rf_status rf_ps_global_step_write(rf_ps_client *client, int64_t value);
 
-/* A worker that finished training announces it (FETCH_AND_ADD of 1 on ps
- * task 0's workers-done word), so the chief knows when it may shut the
- * cluster down. Call it once per worker (the word only grows). */
+/* The end of a job. A worker that finished training announces it by
+ * setting the bit of its client id in ps task 0's workers-done bitmap
+ * (CMP_AND_SWP; announcing twice, e.g. after a restart, is harmless), so
+ * the chief knows which workers finished and may shut the cluster down.
+ * Client ids must be below RF_PS_MAX_DONE_WORKERS (RF_ERR_INVALID_ARG). */
+#define RF_PS_DONE_WORDS       7
+#define RF_PS_MAX_DONE_WORKERS (64 * RF_PS_DONE_WORDS)
 rf_status rf_ps_worker_done(rf_ps_client *client);
-/* Chief: reads ps 0's workers-done word every poll_ms (<= 0: 50) until it is
- * >= count or timeout_ms passed (<= 0: a single read); RF_ERR_TIMEOUT then
- * says how many of count announced ("2 of 3 workers announced they
- * finished within 5 s"). *done (may be NULL) gets the last value read. */
-rf_status rf_ps_wait_workers_done(rf_ps_client *client, int64_t count,
-                                  int poll_ms, int timeout_ms, int64_t *done);
+/* Reads the bitmap. */
+rf_status rf_ps_workers_done_read(rf_ps_client *client,
+                                  uint64_t bits[RF_PS_DONE_WORDS]);
+bool rf_ps_worker_is_done(const uint64_t bits[RF_PS_DONE_WORDS], uint32_t id);
+/* Chief: reads the bitmap every poll_ms (<= 0: 50) until every client id of
+ * ids[0..n) announced or timeout_ms passed (<= 0: a single read);
+ * RF_ERR_TIMEOUT then says how many announced and names the missing ids
+ * ("1 of 2 workers announced they finished ... within 5 s; missing client
+ * id 2"). bits gets the last bitmap read. */
+rf_status rf_ps_wait_workers_done(rf_ps_client *client, const uint32_t *ids,
+                                  size_t n, int poll_ms, int timeout_ms,
+                                  uint64_t bits[RF_PS_DONE_WORDS]);
 
 /* Chief: tells every ps task to stop serving (its rf_ps_server_join returns
  * RF_OK) and waits for each to acknowledge. */

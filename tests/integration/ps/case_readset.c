@@ -1,5 +1,5 @@
 /* tests/integration/ps/case_readset.c: prepared read sets (the trainer's
- * per-step pull with per-variable waits) and the workers-done count.
+ * per-step pull with per-variable waits) and the workers-done bitmap.
  *
  * read_set: six shards of different sizes on 2 ps, read by a second client
  * through one set: waits from two threads at once in reverse order, every
@@ -10,10 +10,11 @@
  * still arrive, and after SIGCONT + reconnect the set works again), and a
  * killed ps fails its transfers with an error naming it, without a hang.
  *
- * workers_done: three worker processes announce they finished; the chief's
- * wait for 3 returns with done == 3, a wait for 4 times out saying 3 of 4,
- * and the count is a word of its own (global_step untouched, and the other
- * way round). */
+ * workers_done: worker processes with client ids 1, 2 and 70 (a second
+ * bitmap word) announce they finished, id 2 twice; the chief's wait for
+ * {1, 2, 70} returns with exactly those bits set, a wait that also wants
+ * id 3 times out naming it (3 of 4), and the bitmap is a block of its own
+ * (global_step untouched, and the other way round). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -486,55 +487,75 @@ void case_read_set(void)
     rf_fabric_close(cl.f);
 }
 
+static int count_bits(const uint64_t bits[RF_PS_DONE_WORDS])
+{
+    int n = 0;
+    for (int w = 0; w < RF_PS_DONE_WORDS; w++)
+        n += __builtin_popcountll(bits[w]);
+    return n;
+}
+
 void case_workers_done(void)
 {
     pt_cluster cl;
     pt_cluster_start(&cl, 2);
-    int64_t done = -1;
-    /* Zero when the ps starts. */
-    CHECK_ST(rf_ps_wait_workers_done(cl.chief, 1, 10, 0, &done),
+    uint64_t bits[RF_PS_DONE_WORDS];
+    const uint32_t want[] = {1, 2, 70}, more[] = {1, 2, 3, 70};
+    /* Empty when the ps starts. */
+    CHECK_ST(rf_ps_wait_workers_done(cl.chief, want, 1, 10, 0, bits),
              RF_ERR_TIMEOUT);
-    CHECK(done == 0, "workers done %lld before any announced", (long long)done);
+    CHECK(count_bits(bits) == 0, "%d workers done before any announced",
+          count_bits(bits));
     CHECK_MSG("0 of 1 workers");
+    CHECK_MSG("missing client id 1");
     CHECK_OK(rf_ps_global_step_add(cl.chief, 7, NULL));
 
     char list[700];
     snprintf(list, sizeof list, "%s,%s", cl.addrs[0], cl.addrs[1]);
-    rft_child w[3];
-    for (int i = 0; i < 3; i++) {
-        char id[8], name[16];
-        snprintf(id, sizeof id, "%d", i + 1);
-        snprintf(name, sizeof name, "worker%d", i + 1);
-        const char *args[] = {"done", "--ps", list, "--id", id, NULL};
-        pt_spawn(&w[i], name, args);
-    }
-    done = -1;
-    CHECK_OK(rf_ps_wait_workers_done(cl.chief, 3, 20, rft_ms(20000), &done));
-    CHECK(done == 3, "workers done %lld, want 3", (long long)done);
+    /* the second "2" after the first finished: one connection per id */
+    const char *ids[] = {"1", "2", "70", "2"};
+    rft_child w[4];
     char rest[64];
-    for (int i = 0; i < 3; i++) {
-        rft_expect(&w[i], "DONE", rest, sizeof rest, rft_ms(10000));
-        rft_wait_ok(&w[i], rft_ms(10000));
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "worker%d", i + 1);
+        const char *args[] = {"done", "--ps", list, "--id", ids[i], NULL};
+        pt_spawn(&w[i], name, args);
+        if (i == 2) {
+            CHECK_OK(rf_ps_wait_workers_done(cl.chief, want, 3, 20,
+                                             rft_ms(20000), bits));
+            for (int k = 0; k <= i; k++) {
+                rft_expect(&w[k], "DONE", rest, sizeof rest, rft_ms(10000));
+                rft_wait_ok(&w[k], rft_ms(10000));
+            }
+        }
     }
-    /* A wait for 4 times out saying 3 of 4, within its bound. */
+    rft_expect(&w[3], "DONE", rest, sizeof rest, rft_ms(10000));
+    rft_wait_ok(&w[3], rft_ms(10000));
+    CHECK_OK(rf_ps_workers_done_read(cl.chief, bits));
+    CHECK(count_bits(bits) == 3, "%d bits set, want 3 (ids 1, 2, 70)",
+          count_bits(bits));
+    for (int i = 0; i < 3; i++)
+        CHECK(rf_ps_worker_is_done(bits, want[i]), "id %u not done", want[i]);
+    CHECK(bits[1] == 1ull << 6, "word 1 is 0x%llx, want bit 6 (id 70)",
+          (unsigned long long)bits[1]);
+    /* A wait that also wants id 3 times out naming it, within its bound. */
     long long t0 = rf_now_ms();
-    done = -1;
-    CHECK_ST(rf_ps_wait_workers_done(cl.chief, 4, 20, 300, &done),
+    CHECK_ST(rf_ps_wait_workers_done(cl.chief, more, 4, 20, 300, bits),
              RF_ERR_TIMEOUT);
     long long took = rf_now_ms() - t0;
     rft_note("wait for 4: %s (after %lld ms)", rf_error_message(), took);
     CHECK_MSG("3 of 4 workers");
-    CHECK(done == 3, "workers done %lld, want 3", (long long)done);
+    CHECK_MSG("missing client id 3");
     CHECK(took >= 290 && took < rft_ms(3000), "timeout after %lld ms", took);
-    /* Its own word: global_step untouched, and the other way round. */
+    /* Its own words: global_step untouched, and the other way round. */
     int64_t gs = 0;
     CHECK_OK(rf_ps_global_step_read(cl.chief, &gs));
     CHECK(gs == 7, "global_step %lld, want 7", (long long)gs);
     CHECK_OK(rf_ps_global_step_write(cl.chief, 100));
-    done = -1;
-    CHECK_OK(rf_ps_wait_workers_done(cl.chief, 3, 20, 0, &done));
-    CHECK(done == 3, "workers done %lld after a global_step write",
-          (long long)done);
-    CHECK_OK(rf_ps_wait_workers_done(cl.chief, 0, 20, 0, NULL));
+    CHECK_OK(rf_ps_wait_workers_done(cl.chief, want, 3, 20, 0, bits));
+    CHECK(count_bits(bits) == 3, "%d bits after a global_step write",
+          count_bits(bits));
+    CHECK_OK(rf_ps_wait_workers_done(cl.chief, NULL, 0, 20, 0, bits));
     pt_cluster_stop(&cl);
 }
