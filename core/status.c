@@ -21,9 +21,10 @@ static const char *const status_names[RF_STATUS_COUNT] = {
     [10] = "RF_ERR_IO",
     [11] = "RF_ERR_CORRUPT",
     [12] = "RF_ERR_AUTH",
-    [13] = NULL, /* slot kept so RF_STATUS_COUNT covers RF_INPROGRESS */
+    [13] = "RF_ERR_NUMERIC",
+    [14] = NULL, /* slot kept so RF_STATUS_COUNT covers RF_INPROGRESS */
 };
-_Static_assert(-RF_ERR_AUTH + 1 == RF_STATUS_COUNT - 1,
+_Static_assert(-RF_ERR_NUMERIC + 1 == RF_STATUS_COUNT - 1,
                "status_names must list every rf_status");
 
 const char *rf_status_string(rf_status status)

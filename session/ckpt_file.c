@@ -2,11 +2,14 @@
  * and the crash-safe writer every checkpoint file and state file goes
  * through: a temporary file in the same directory, fsync, rename, fsync of
  * the directory. */
+#include "rdmaflow/env.h"
 #include "session/ckpt_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +118,26 @@ static int fsync_dir(const char *dir)
     return rc;
 }
 
+/* The fault tests' hook (tests/integration/fault): when the environment
+ * names a marker file (RF_TEST_CKPT_STOP_BEFORE_RENAME) whose first line
+ * is this file's base name, the marker is removed and the process stops
+ * itself (SIGSTOP) with the temporary file written and synced but not yet
+ * renamed, so a test can kill it at exactly that instant. Once per marker:
+ * a restarted process with the same environment does not stop again. */
+static void test_stop_before_rename(const char *base)
+{
+    const char *marker = rf_env_str("RF_TEST_CKPT_STOP_BEFORE_RENAME", NULL);
+    FILE *f = marker && *marker ? fopen(marker, "r") : NULL;
+    if (!f)
+        return;
+    char want[512] = "";
+    bool match = fgets(want, sizeof want, f) != NULL;
+    fclose(f);
+    want[strcspn(want, "\n")] = '\0';
+    if (match && strcmp(want, base) == 0 && unlink(marker) == 0)
+        raise(SIGSTOP);
+}
+
 rf_status ckpt_atomic_write(const char *path, const ckpt_chunk *c, size_t n)
 {
     static atomic_uint counter;
@@ -144,6 +167,8 @@ rf_status ckpt_atomic_write(const char *path, const ckpt_chunk *c, size_t n)
         rc = rf_error_set(RF_ERR_IO, "fsync %s: %s", tmp, strerror(errno));
     if (close(fd) != 0 && rc == RF_OK)
         rc = rf_error_set(RF_ERR_IO, "closing %s: %s", tmp, strerror(errno));
+    if (rc == RF_OK)
+        test_stop_before_rename(base);
     if (rc == RF_OK && rename(tmp, path) != 0)
         rc = rf_error_set(RF_ERR_IO, "renaming %s to %s: %s", tmp, path,
                           strerror(errno));

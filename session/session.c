@@ -95,6 +95,7 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
     s->push = options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
                                                    : &sess_push_apply_ps;
     s->attempt_ms = attempt_ms;
+    s->restored_step = s->saved_step = -1;
     s->unreachable_ps = -1;
     rf_status st = s->num_ps > 0 ? RF_OK
                                  : rf_error_set(RF_ERR_INVALID_ARG,

@@ -159,6 +159,8 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
                           NULL};
     st = rf_ckpt_dir_save(dir, gs, t, snapshot_tensors(s, &gs, t), meta,
                           max_to_keep, path_out, len);
+    if (st == RF_OK)
+        s->saved_step = gs;
 out:
     free(x);
     free(t);
@@ -283,8 +285,10 @@ rf_status sess_restore(rf_session *s, bool *restored)
     if (st != RF_OK)
         rf_error_set(st, "restoring %s: %s", s->restored_from,
                      rf_error_message());
-    else
+    else {
         *restored = true;
+        s->restored_step = gs;
+    }
     free(x);
     return st;
 }

@@ -91,6 +91,8 @@ struct rf_session {
     rf_mr *snap_mr;
     char restored_from[4096]; /* the checkpoint the chief restored, or "" */
     char restore_note[1024];  /* newer checkpoints skipped as corrupt */
+    int64_t restored_step;    /* the restored checkpoint's, or -1 */
+    int64_t saved_step;       /* the last rf_session_save's, or -1 */
     /* how the chief found the shards: "restored", "adopted" (every shard
      * was initialised already: a restarted chief without a checkpoint) or
      * "initialised" */

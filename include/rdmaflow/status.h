@@ -24,10 +24,11 @@ typedef enum rf_status {
     RF_ERR_IO = -10,          /* operating-system I/O error */
     RF_ERR_CORRUPT = -11,     /* data failed a consistency check */
     RF_ERR_AUTH = -12,        /* authentication failed */
+    RF_ERR_NUMERIC = -13,     /* NaN or infinity where a number was needed */
 } rf_status;
 
 /* Number of distinct codes, for tables indexed by -status. */
-#define RF_STATUS_COUNT 14
+#define RF_STATUS_COUNT 15
 
 /* Short constant name of a code, e.g. "RF_ERR_TIMEOUT"; "RF_ERR_UNKNOWN" for
  * a value outside the enum. Never NULL. */

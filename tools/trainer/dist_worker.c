@@ -1,14 +1,16 @@
 /* tools/trainer/dist_worker.c: a worker task's life (MonitoredTrainingSession
  * in a classic TF 1.x trainer), on rdmaflow/session.h: start the server
  * (NUMA binding, fabric), build the model under replica_device_setter,
- * create the session (connect to the ps tasks, retrying until they are up;
- * the chief creates and initialises the shards, the others look them up
- * and wait for their init flags), --explain, train on this worker's part
- * of the data until the cluster's global_step reaches --train_steps, then
- * finish: the others announce they are done; the chief waits for them,
- * pulls the final variables, evaluates test accuracy, writes
- * --variables_out and shuts the ps tasks down, so a whole cluster ends by
- * itself. */
+ * create the monitored session (wait for the ps tasks; the chief restores
+ * the newest checkpoint of --checkpoint_dir or initialises, the others
+ * wait for it; StopAtStepHook(last_step=--train_steps), NanTensorHook, and
+ * on the chief StepCounterHook and CheckpointSaverHook), --explain, train
+ * on this worker's part of the data until the session says stop
+ * (recovering from ps, worker and chief failures on the way), then close:
+ * the others announce they are done; the chief waits for them at most
+ * --stop_grace_secs, pulls the final variables, saves the last checkpoint,
+ * evaluates test accuracy, writes --variables_out and shuts the ps tasks
+ * down, so a whole cluster ends by itself. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,9 +23,6 @@
 #include "report.h"
 #include "train.h"
 
-/* How long the chief waits for the other workers to finish. */
-#define TR_WORKERS_DONE_TIMEOUT_MS (30 * 60 * 1000)
-
 /* What the worker holds. */
 typedef struct tr_worker {
     const tr_flags *f;
@@ -32,7 +31,7 @@ typedef struct tr_worker {
     int num_ps, num_workers;
     rf_server *server;
     tr_session s;
-    rf_session *session;
+    rf_monitored_session *ms;
 } tr_worker;
 
 static int fail(const char *what, const char *msg)
@@ -85,10 +84,10 @@ static int select_data(const tr_worker *d, rf_dataset *train, rf_dataset **mine,
     return 0;
 }
 
-/* The training loop: one session run per batch (fetching the loss and the
- * train op, whose value is the new global_step) until the cluster's
- * global_step reaches --train_steps (StopAtStepHook(last_step)); the first
- * --trace_steps steps are traced. */
+/* The training loop: one monitored run per batch (fetching the loss and
+ * the train op, whose value is the new global_step) until the session says
+ * stop (StopAtStepHook(last_step=--train_steps)); the first --trace_steps
+ * steps are traced. */
 static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
                  tr_train_result *res, char *err, size_t errlen)
 {
@@ -97,11 +96,8 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     res->steps = 0;
     res->first_loss = res->final_loss = NAN;
     res->seconds = 0;
-    if (rf_session_global_step(d->session, &res->global_step) != RF_OK) {
-        snprintf(err, errlen, "%s", rf_error_message());
-        return -1;
-    }
-    if (res->global_step >= f->train_steps)
+    res->global_step = rf_monitored_session_global_step(d->ms);
+    if (rf_monitored_session_should_stop(d->ms))
         return 0;
     size_t bs = (size_t)f->batch_size, dim = s->example_dim;
     float *xb = malloc(bs * dim * sizeof *xb);
@@ -119,21 +115,23 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     rf_node *fetches[] = {s->loss, s->train_op};
     rf_tensor out[2];
     if (trace)
-        rf_session_set_trace(d->session, trace);
+        rf_session_set_trace(rf_monitored_session_session(d->ms), trace);
     double t0 = rf_now_s();
     tr_progress prog = {.t_log = t0};
-    while (res->global_step < f->train_steps) {
+    while (!rf_monitored_session_should_stop(d->ms)) {
         if (trace && res->steps == f->trace_steps)
-            rf_session_set_trace(d->session, NULL);
+            rf_session_set_trace(rf_monitored_session_session(d->ms), NULL);
         if (rf_dataset_next_batch(train, bs, xb, yb) != RF_OK) {
             snprintf(err, errlen, "reading a batch: %s", rf_error_message());
             goto out;
         }
-        if (rf_session_run(d->session, feeds, in, 2, fetches, 2, out,
-                           &res->global_step) != RF_OK) {
+        if (rf_monitored_session_run(d->ms, feeds, in, 2, fetches, 2, out,
+                                     &res->global_step) != RF_OK) {
             snprintf(err, errlen, "%s", rf_error_message());
             goto out;
         }
+        if (!out[0].data) /* the job ended while this task recovered */
+            break;
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
                              err, errlen) != 0)
             goto out;
@@ -141,28 +139,29 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     res->seconds = rf_now_s() - t0;
     rc = 0;
 out:
-    rf_session_set_trace(d->session, NULL);
+    if (trace)
+        rf_session_set_trace(rf_monitored_session_session(d->ms), NULL);
     free(xb);
     free(yb);
     return rc;
 }
 
-/* The chief's end of training: wait for the others, pull the variables,
- * evaluate, export, shut the ps tasks down. */
+/* The chief's end of training: wait for the others (at most
+ * --stop_grace_secs), pull the variables and save the last checkpoint
+ * (rf_monitored_session_close), evaluate, export, shut the ps tasks down.
+ * A worker that did not finish makes it exit 1, after all of that. */
 static int chief_finish(tr_worker *d, rf_dataset *test, char *err,
                         size_t errlen)
 {
     const tr_flags *f = d->f;
-    int64_t others = d->num_workers - 1;
-    if (others > 0) {
-        printf("chief: waiting for %" PRId64 " other worker%s to finish\n",
-               others, others == 1 ? "" : "s");
-        fflush(stdout);
-    }
-    if (rf_session_finish(d->session, TR_WORKERS_DONE_TIMEOUT_MS) != RF_OK) {
+    rf_status cst = rf_monitored_session_close(d->ms);
+    char missing[1200] = "";
+    if (cst != RF_OK && cst != RF_ERR_TIMEOUT) {
         snprintf(err, errlen, "%s", rf_error_message());
         return -1;
     }
+    if (cst == RF_ERR_TIMEOUT)
+        snprintf(missing, sizeof missing, "%s", rf_error_message());
     printf("global_step at the end: %" PRId64 "\n",
            *(const int64_t *)rf_variable_data(d->s.global_step));
     fflush(stdout);
@@ -171,11 +170,50 @@ static int chief_finish(tr_worker *d, rf_dataset *test, char *err,
     if (f->variables_out &&
         tr_export_variables(d->s.g, f->variables_out, err, errlen) != 0)
         return -1;
-    if (rf_session_shutdown_cluster(d->session) != RF_OK) {
+    if (rf_monitored_session_shutdown_cluster(d->ms) != RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());
         return -1;
     }
     printf("chief: ps tasks shut down\n");
+    if (missing[0]) {
+        snprintf(err, errlen, "%s", missing);
+        return -1;
+    }
+    return 0;
+}
+
+/* The monitored session's options and hooks from the flags. */
+static int create_session(tr_worker *d, char *err, size_t errlen)
+{
+    const tr_flags *f = d->f;
+    rf_monitored_session_options mo;
+    rf_monitored_session_options_init(&mo);
+    mo.session.train_op = d->s.train_op;
+    mo.session.global_step = d->s.global_step;
+    mo.session.apply = f->apply_mode;
+    mo.session.use_locking = f->use_locking;
+    mo.checkpoint_dir = f->checkpoint_dir;
+    mo.save_checkpoint_steps = f->save_checkpoint_steps;
+    mo.save_checkpoint_secs = f->save_checkpoint_secs;
+    mo.max_to_keep = (int)f->max_to_keep;
+    mo.log_step_count_steps = f->log_step_count_steps;
+    mo.examples_per_step = f->batch_size;
+    mo.max_wait_secs = (int)f->max_wait_secs;
+    mo.stop_grace_secs = (int)f->stop_grace_secs;
+    rf_hook *hooks[2] = {NULL, NULL};
+    if (rf_stop_at_step_hook_create(0, f->train_steps, &hooks[0]) != RF_OK ||
+        rf_nan_tensor_hook_create(d->s.loss, &hooks[1]) != RF_OK) {
+        snprintf(err, errlen, "%s", rf_error_message());
+        rf_hook_destroy(hooks[0]);
+        return -1;
+    }
+    mo.hooks = hooks;
+    mo.num_hooks = 2;
+    if (rf_monitored_session_create(d->server, d->s.g, d->s.ex, &mo, &d->ms) !=
+        RF_OK) {
+        snprintf(err, errlen, "%s", rf_error_message());
+        return -1;
+    }
     return 0;
 }
 
@@ -218,19 +256,14 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
            chief ? " (chief)" : "", d.num_ps, f->apply,
            f->use_locking ? " with use_locking" : "");
     fflush(stdout);
-    rf_session_options so;
-    rf_session_options_init(&so);
-    so.train_op = d.s.train_op;
-    so.global_step = d.s.global_step;
-    so.apply = f->apply_mode;
-    so.use_locking = f->use_locking;
-    if (rf_session_create(d.server, d.s.g, d.s.ex, &so, &d.session) != RF_OK) {
-        rc = fail(who, rf_error_message());
+    if (create_session(&d, err, sizeof err) != 0) {
+        rc = fail(who, err);
         goto out;
     }
     rf_node *feeds[] = {d.s.x, d.s.y}, *fetches[] = {d.s.loss, d.s.train_op};
     const rf_session_desc *desc = NULL;
-    if (rf_session_describe(d.session, feeds, 2, fetches, 2, &desc) != RF_OK) {
+    if (rf_session_describe(rf_monitored_session_session(d.ms), feeds, 2,
+                            fetches, 2, &desc) != RF_OK) {
         rc = fail("setup", rf_error_message());
         goto out;
     }
@@ -265,7 +298,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
     }
     tr_print_training(f, &tr, t_load);
     if (!chief) {
-        if (rf_session_finish(d.session, 0) != RF_OK) {
+        if (rf_monitored_session_close(d.ms) != RF_OK) {
             rc = fail(who, rf_error_message());
             goto out;
         }
@@ -279,7 +312,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
 out:
     fflush(stdout);
     rf_trace_destroy(trace);
-    rf_session_destroy(d.session); /* before the graph and executor */
+    rf_monitored_session_destroy(d.ms); /* before the graph and executor */
     tr_session_destroy(&d.s);
     rf_server_stop(d.server);
     rf_replica_device_setter_destroy(setter);

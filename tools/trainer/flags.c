@@ -283,6 +283,71 @@ static const flag_def flag_table[] = {
      .distributed = true,
      .help = "with --apply=worker, hold each shard's lock word "
              "(compare-and-swap) during its update"},
+    /* MonitoredTrainingSession's */
+    {.name = "checkpoint_dir",
+     .kind = FK_STRING,
+     .offset = FIELD(checkpoint_dir),
+     .distributed = true,
+     .arg = "DIR",
+     .help = "the chief restores the newest checkpoint of DIR that verifies "
+             "and saves model.ckpt-<step>.safetensors there (created if "
+             "missing)"},
+    {.name = "save_checkpoint_steps",
+     .kind = FK_INT,
+     .offset = FIELD(save_checkpoint_steps),
+     .min = 0,
+     .max = 1e9,
+     .distributed = true,
+     .arg = "N",
+     .help = "with --checkpoint_dir, save every N global steps (then "
+             "--save_checkpoint_secs is not used)"},
+    {.name = "save_checkpoint_secs",
+     .kind = FK_FLOAT,
+     .offset = FIELD(save_checkpoint_secs),
+     .min = 0,
+     .max = 1e9,
+     .distributed = true,
+     .arg = "S",
+     .help = "with --checkpoint_dir, save every S seconds, at the start and "
+             "at the end (default 600; 0 without --save_checkpoint_steps: "
+             "never save, only restore)"},
+    {.name = "max_to_keep",
+     .kind = FK_INT,
+     .offset = FIELD(max_to_keep),
+     .min = 1,
+     .max = 1e6,
+     .distributed = true,
+     .arg = "N",
+     .help = "checkpoints kept, older ones deleted (default 5)"},
+    {.name = "log_step_count_steps",
+     .kind = FK_INT,
+     .offset = FIELD(log_step_count_steps),
+     .min = 0,
+     .max = 1e9,
+     .distributed = true,
+     .arg = "N",
+     .help = "the chief prints global_step/sec and examples/sec every N "
+             "global steps, 0 = never (default 100)"},
+    {.name = "max_wait_secs",
+     .kind = FK_INT,
+     .offset = FIELD(max_wait_secs),
+     .min = 1,
+     .max = 1e7,
+     .distributed = true,
+     .arg = "S",
+     .help = "how long a task waits for the cluster to be ready (ps tasks "
+             "up, variables initialised), at the start and after a failure "
+             "(default 7200)"},
+    {.name = "stop_grace_secs",
+     .kind = FK_INT,
+     .offset = FIELD(stop_grace_secs),
+     .min = 0,
+     .max = 1e7,
+     .distributed = true,
+     .arg = "S",
+     .help = "how long the chief waits at the end for the other workers "
+             "to finish before it names the missing ones, saves, shuts the "
+             "ps tasks down and exits 1 (default 120)"},
     {.name = "explain",
      .kind = FK_CUSTOM,
      .fn = set_explain,
@@ -411,6 +476,11 @@ static void set_defaults(tr_flags *f)
     f->eval_batch_size = 1000;
     f->apply = "ps";
     f->apply_mode = RF_PS_APPLY_PS;
+    f->save_checkpoint_secs = 600;
+    f->max_to_keep = 5;
+    f->log_step_count_steps = 100;
+    f->max_wait_secs = 7200;
+    f->stop_grace_secs = 120;
 }
 
 /* The defaults are the README's commands: the MLP reaches >= 0.88 test

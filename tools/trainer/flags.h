@@ -50,7 +50,15 @@ typedef struct tr_flags {
     rf_ps_apply_mode apply_mode;
     bool use_locking;
     tr_explain explain;
-    const char *distributed_flag; /* first distributed-only flag given */
+    /* MonitoredTrainingSession's */
+    const char *checkpoint_dir;    /* --checkpoint_dir (NULL: none) */
+    int64_t save_checkpoint_steps; /* 0: by seconds */
+    double save_checkpoint_secs;   /* default 600 */
+    int64_t max_to_keep;           /* default 5 */
+    int64_t log_step_count_steps;  /* the chief's StepCounter; default 100 */
+    int64_t max_wait_secs;         /* readiness wait; default 7200 */
+    int64_t stop_grace_secs;       /* the chief's wait at the end; 120 */
+    const char *distributed_flag;  /* first distributed-only flag given */
 } tr_flags;
 
 /* Parses argv into *out (defaults first). On a usage error returns -1 with

@@ -30,6 +30,7 @@ static void test_status_strings(void)
         RF_ERR_IO,
         RF_ERR_CORRUPT,
         RF_ERR_AUTH,
+        RF_ERR_NUMERIC,
     };
     CHECK(sizeof all / sizeof all[0] == RF_STATUS_COUNT, "count %zu",
           sizeof all / sizeof all[0]);

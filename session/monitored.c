@@ -1,0 +1,552 @@
+/* session/monitored.c: the monitored session (rdmaflow/session.h,
+ * tf.train.MonitoredTrainingSession): the readiness wait around session
+ * creation, the hooks around every run, recovery from a lost session (drop
+ * it, create it again, run the step again), and the bounded end of a job
+ * (the chief waits stop_grace_secs for the other workers, pulls every
+ * variable back, runs the hooks' end). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmaflow/clock.h"
+#include "session/monitored_internal.h"
+#include "session/session_internal.h"
+
+#define DEFAULT_MAX_WAIT_SECS   7200
+#define DEFAULT_STOP_GRACE_SECS 120
+#define DEFAULT_SAVE_SECS       600.0
+#define DEFAULT_LOG_STEPS       100
+/* One attempt to create the session, and the interval between "still
+ * waiting" lines. */
+#define ATTEMPT_MS   10000
+#define WAIT_NOTE_MS 10000
+/* Between failed attempts that failed at once (connection refused). */
+#define RETRY_MS 500
+
+void rf_monitored_session_options_init(rf_monitored_session_options *o)
+{
+    memset(o, 0, sizeof *o);
+    rf_session_options_init(&o->session);
+    o->save_checkpoint_secs = DEFAULT_SAVE_SECS;
+    o->max_to_keep = 5;
+    o->log_step_count_steps = DEFAULT_LOG_STEPS;
+    o->max_wait_secs = DEFAULT_MAX_WAIT_SECS;
+    o->stop_grace_secs = DEFAULT_STOP_GRACE_SECS;
+}
+
+void ms_note(rf_monitored_session *ms, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(ms->log, "%s: ", ms->me);
+    vfprintf(ms->log, fmt, ap);
+    fputc('\n', ms->log);
+    fflush(ms->log);
+    va_end(ap);
+}
+
+/* Errors after which the session is dropped and created again. */
+static bool recoverable(rf_status st)
+{
+    return st == RF_ERR_DISCONNECTED || st == RF_ERR_UNAVAILABLE ||
+           st == RF_ERR_ABORTED || st == RF_ERR_TIMEOUT;
+}
+
+static rf_status hooks_after_create(rf_monitored_session *ms)
+{
+    for (size_t i = 0; i < ms->nhooks; i++) {
+        const rf_hook *h = ms->hooks[i];
+        if (!h->ops->after_create_session)
+            continue;
+        rf_status st =
+            h->ops->after_create_session(h->ctx, ms, ms->global_step);
+        if (st != RF_OK)
+            return rf_error_set(st, "hook %s: %s", h->ops->name,
+                                rf_error_message());
+    }
+    return RF_OK;
+}
+
+/* Creates ms->s, retrying while the cluster is not ready (ps tasks down,
+ * the chief not done initialising) for at most max_wait_secs, with a "still
+ * waiting" line every 10 s; then the hooks' after_create_session. */
+static rf_status create_session(rf_monitored_session *ms)
+{
+    int64_t deadline = rf_deadline_ms((int64_t)ms->opt.max_wait_secs * 1000);
+    int64_t next_note = rf_now_ms() + WAIT_NOTE_MS;
+    char last[1024] = "", what[64] = "";
+    for (;;) {
+        int64_t left = rf_deadline_left_ms(deadline);
+        int attempt =
+            (int)(left < ATTEMPT_MS ? (left > 0 ? left : 1) : ATTEMPT_MS);
+        char waiting[64];
+        int64_t t0 = rf_now_ms();
+        rf_status st = sess_create(ms->server, ms->g, ms->ex, &ms->opt.session,
+                                   attempt, &ms->s, waiting, sizeof waiting);
+        if (st == RF_OK)
+            break;
+        if (!recoverable(st))
+            return st;
+        snprintf(last, sizeof last, "%s", rf_error_message());
+        snprintf(what, sizeof what, "%s",
+                 waiting[0] ? waiting : "the ps tasks");
+        if (rf_now_ms() >= next_note) {
+            ms_note(ms, "still waiting for %s: %s", what, last);
+            next_note = rf_now_ms() + WAIT_NOTE_MS;
+        }
+        if (rf_deadline_passed(deadline))
+            return rf_error_set(RF_ERR_TIMEOUT,
+                                "gave up after max_wait_secs=%d waiting for "
+                                "%s: %s",
+                                ms->opt.max_wait_secs, what, last);
+        if (rf_now_ms() - t0 < RETRY_MS)
+            rf_sleep_ms(RETRY_MS);
+    }
+    rf_status st = rf_session_global_step(ms->s, &ms->global_step);
+    if (st != RF_OK)
+        return st;
+    return hooks_after_create(ms);
+}
+
+/* How the session just created got its variables, for the log. */
+static void describe_start(rf_monitored_session *ms, char *buf, size_t len)
+{
+    const char *note = NULL;
+    const char *from = rf_session_restored_from(ms->s, &note);
+    if (!ms->chief)
+        snprintf(buf, len, "joined");
+    else if (from)
+        snprintf(buf, len, "restored %s%s%s", from, note && *note ? "; " : "",
+                 note ? note : "");
+    else
+        snprintf(buf, len, "%s the variables",
+                 ms->s->init_how ? ms->s->init_how : "initialised");
+}
+
+/* The session was lost (err): drop it and create it again. */
+static rf_status recover(rf_monitored_session *ms, rf_status why,
+                         const char *err)
+{
+    ms_note(ms, "session lost (%s: %s); recovering", rf_status_string(why),
+            err);
+    double t0 = rf_now_s();
+    rf_session_destroy(ms->s);
+    ms->s = NULL;
+    rf_status st = create_session(ms);
+    if (st != RF_OK)
+        return rf_error_set(st, "recovering from \"%s\": %s", err,
+                            rf_error_message());
+    ms->recoveries++;
+    char how[1400];
+    describe_start(ms, how, sizeof how);
+    ms_note(ms, "recovered in %.1f s: %s, global_step %lld (recovery %d)",
+            rf_now_s() - t0, how, (long long)ms->global_step, ms->recoveries);
+    return RF_OK;
+}
+
+static rf_status add_hook(rf_monitored_session *ms, rf_hook *h)
+{
+    if (!h)
+        return RF_OK;
+    rf_hook **n = realloc(ms->hooks, (ms->nhooks + 1) * sizeof *n);
+    if (!n) {
+        rf_hook_destroy(h);
+        return rf_error_set(RF_ERR_NO_MEMORY, "monitored session: no memory");
+    }
+    ms->hooks = n;
+    ms->hooks[ms->nhooks++] = h;
+    return RF_OK;
+}
+
+/* The caller's hooks (every one is taken over, even on failure), the
+ * chief-only ones on the chief, then the built-in StepCounter and
+ * CheckpointSaver on the chief. */
+static rf_status take_hooks(rf_monitored_session *ms,
+                            const rf_monitored_session_options *o)
+{
+    rf_status st = RF_OK;
+    for (size_t i = 0; i < o->num_hooks; i++) {
+        rf_status hs = add_hook(ms, o->hooks[i]);
+        st = st == RF_OK ? hs : st;
+    }
+    for (size_t i = 0; i < o->num_chief_only_hooks; i++) {
+        rf_status hs = ms->chief
+                           ? add_hook(ms, o->chief_only_hooks[i])
+                           : (rf_hook_destroy(o->chief_only_hooks[i]), RF_OK);
+        st = st == RF_OK ? hs : st;
+    }
+    if (st != RF_OK || !ms->chief)
+        return st;
+    rf_hook *h = NULL;
+    if (o->log_step_count_steps > 0) {
+        st = rf_step_counter_hook_create(o->log_step_count_steps,
+                                         o->examples_per_step, ms->log, &h);
+        if (st == RF_OK)
+            st = add_hook(ms, h);
+    }
+    bool saving = o->save_checkpoint_steps > 0 || o->save_checkpoint_secs > 0;
+    if (st == RF_OK && o->checkpoint_dir && saving) {
+        st = rf_checkpoint_saver_hook_create(
+            o->checkpoint_dir,
+            o->save_checkpoint_steps > 0 ? 0 : o->save_checkpoint_secs,
+            o->save_checkpoint_steps, o->max_to_keep, ms->log, &h);
+        if (st == RF_OK)
+            st = add_hook(ms, h);
+    }
+    return st;
+}
+
+static rf_status check_options(const rf_monitored_session_options *o)
+{
+    if (o->save_checkpoint_steps < 0 || !(o->save_checkpoint_secs >= 0) ||
+        isinf(o->save_checkpoint_secs))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "save_checkpoint_steps %lld and "
+                            "save_checkpoint_secs %g must be >= 0",
+                            (long long)o->save_checkpoint_steps,
+                            o->save_checkpoint_secs);
+    if (o->max_to_keep < 0 || o->log_step_count_steps < 0 ||
+        o->examples_per_step < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "max_to_keep %d, log_step_count_steps %lld and "
+                            "examples_per_step %lld must be >= 0",
+                            o->max_to_keep, (long long)o->log_step_count_steps,
+                            (long long)o->examples_per_step);
+    if (o->max_wait_secs <= 0 || o->stop_grace_secs < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "max_wait_secs %d must be > 0 and "
+                            "stop_grace_secs %d >= 0",
+                            o->max_wait_secs, o->stop_grace_secs);
+    return RF_OK;
+}
+
+rf_status rf_monitored_session_create(rf_server *server, rf_graph *g,
+                                      rf_executor *ex,
+                                      const rf_monitored_session_options *o,
+                                      rf_monitored_session **out)
+{
+    if (!out || !o)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_monitored_session_create: NULL options or "
+                            "out");
+    *out = NULL;
+    rf_monitored_session *ms = calloc(1, sizeof *ms);
+    if (!ms) {
+        for (size_t i = 0; i < o->num_hooks; i++)
+            rf_hook_destroy(o->hooks[i]);
+        for (size_t i = 0; i < o->num_chief_only_hooks; i++)
+            rf_hook_destroy(o->chief_only_hooks[i]);
+        return rf_error_set(RF_ERR_NO_MEMORY, "monitored session: no memory");
+    }
+    ms->server = server;
+    ms->g = g;
+    ms->ex = ex;
+    ms->opt = *o;
+    ms->opt.hooks = ms->opt.chief_only_hooks = NULL;
+    ms->opt.num_hooks = ms->opt.num_chief_only_hooks = 0;
+    ms->opt.session.checkpoint_dir = o->checkpoint_dir;
+    ms->log = o->log ? o->log : stdout;
+    ms->chief = server && server->self && server->self->is_chief;
+    if (server && server->self)
+        snprintf(ms->me, sizeof ms->me, "/job:%s/task:%d", server->self->job,
+                 server->self->index);
+    rf_status st = take_hooks(ms, o);
+    if (st == RF_OK)
+        st = check_options(o);
+    if (st == RF_OK && (!server || !g || !ex))
+        st = rf_error_set(RF_ERR_INVALID_ARG,
+                          "rf_monitored_session_create: server, graph and "
+                          "executor are required");
+    for (size_t i = 0; st == RF_OK && i < ms->nhooks; i++) {
+        const rf_hook *h = ms->hooks[i];
+        if (h->ops->begin && (st = h->ops->begin(h->ctx, ms)) != RF_OK)
+            st = rf_error_set(st, "hook %s: %s", h->ops->name,
+                              rf_error_message());
+    }
+    if (st == RF_OK)
+        st = create_session(ms);
+    if (st != RF_OK) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "%s", rf_error_message());
+        rf_monitored_session_destroy(ms);
+        return rf_error_set(st, "%s", msg);
+    }
+    char how[1400];
+    describe_start(ms, how, sizeof how);
+    ms_note(ms, "session ready: %s, global_step %lld", how,
+            (long long)ms->global_step);
+    *out = ms;
+    return RF_OK;
+}
+
+/* Room for num_fetches of the caller's and every hook's. */
+static rf_status reserve(rf_monitored_session *ms, size_t num_fetches)
+{
+    size_t need = num_fetches + ms->nhooks * RF_HOOK_MAX_FETCHES;
+    if (need <= ms->cap && ms->hook_first)
+        return RF_OK;
+    free(ms->fetch), free(ms->out), free(ms->hook_idx), free(ms->hook_vals);
+    free(ms->hook_first), free(ms->hook_n);
+    ms->fetch = calloc(need + 1, sizeof *ms->fetch);
+    ms->out = calloc(need + 1, sizeof *ms->out);
+    ms->hook_idx = calloc(need + 1, sizeof *ms->hook_idx);
+    ms->hook_vals = calloc(RF_HOOK_MAX_FETCHES, sizeof *ms->hook_vals);
+    ms->hook_first = calloc(ms->nhooks + 1, sizeof *ms->hook_first);
+    ms->hook_n = calloc(ms->nhooks + 1, sizeof *ms->hook_n);
+    if (!ms->fetch || !ms->out || !ms->hook_idx || !ms->hook_vals ||
+        !ms->hook_first || !ms->hook_n) {
+        ms->cap = 0;
+        return rf_error_set(RF_ERR_NO_MEMORY, "monitored session: no memory");
+    }
+    ms->cap = need;
+    return RF_OK;
+}
+
+/* The caller's fetches, then each hook's before_run nodes not fetched
+ * already; returns the number of nodes to fetch. */
+static size_t gather_fetches(rf_monitored_session *ms, rf_node *const *fetches,
+                             size_t num_fetches)
+{
+    size_t n = num_fetches, used = 0;
+    if (num_fetches)
+        memcpy(ms->fetch, fetches, num_fetches * sizeof *fetches);
+    for (size_t i = 0; i < ms->nhooks; i++) {
+        const rf_hook *h = ms->hooks[i];
+        rf_node *want[RF_HOOK_MAX_FETCHES];
+        size_t k = h->ops->before_run ? h->ops->before_run(h->ctx, ms, want,
+                                                           RF_HOOK_MAX_FETCHES)
+                                      : 0;
+        if (k > RF_HOOK_MAX_FETCHES)
+            k = RF_HOOK_MAX_FETCHES;
+        ms->hook_first[i] = used;
+        ms->hook_n[i] = k;
+        for (size_t j = 0; j < k; j++) {
+            size_t at = 0;
+            while (at < n && ms->fetch[at] != want[j])
+                at++;
+            if (at == n)
+                ms->fetch[n++] = want[j];
+            ms->hook_idx[used++] = at;
+        }
+    }
+    return n;
+}
+
+static rf_status hooks_after_run(rf_monitored_session *ms, bool train)
+{
+    for (size_t i = 0; i < ms->nhooks; i++) {
+        const rf_hook *h = ms->hooks[i];
+        if (!h->ops->after_run)
+            continue;
+        for (size_t j = 0; j < ms->hook_n[i]; j++)
+            ms->hook_vals[j] = ms->out[ms->hook_idx[ms->hook_first[i] + j]];
+        rf_run_values v = {.global_step = ms->global_step,
+                           .train = train,
+                           .results = ms->hook_vals,
+                           .num_results = ms->hook_n[i]};
+        rf_status st = h->ops->after_run(h->ctx, ms, &v);
+        if (st != RF_OK)
+            return rf_error_set(st, "hook %s: %s", h->ops->name,
+                                rf_error_message());
+    }
+    return RF_OK;
+}
+
+rf_status rf_monitored_session_run(rf_monitored_session *ms,
+                                   rf_node *const *feeds,
+                                   const rf_tensor *values, size_t num_feeds,
+                                   rf_node *const *fetches, size_t num_fetches,
+                                   rf_tensor *fetched, int64_t *global_step)
+{
+    if (!ms || (num_fetches && (!fetches || !fetched)))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_monitored_session_run: NULL session or "
+                            "fetches");
+    if (ms->stop || ms->closed || !ms->s)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_monitored_session_run: %s",
+                            ms->closed ? "the session was closed"
+                                       : "a stop was requested "
+                                         "(rf_monitored_session_should_stop)");
+    rf_status st = reserve(ms, num_fetches);
+    if (st != RF_OK)
+        return st;
+    size_t n = gather_fetches(ms, fetches, num_fetches);
+    bool train = false;
+    for (size_t j = 0; j < n; j++)
+        train |= ms->fetch[j] == ms->opt.session.train_op;
+    for (;;) {
+        int64_t gs = ms->global_step;
+        st = rf_session_run(ms->s, feeds, values, num_feeds, ms->fetch, n,
+                            ms->out, &gs);
+        if (st == RF_OK) {
+            ms->global_step = gs;
+            break;
+        }
+        if (!recoverable(st))
+            return st;
+        char err[1024];
+        snprintf(err, sizeof err, "%s", rf_error_message());
+        if ((st = recover(ms, st, err)) != RF_OK)
+            return st;
+        if (ms->stop) { /* the job ended meanwhile: nothing to run */
+            memset(fetched, 0, num_fetches * sizeof *fetched);
+            if (global_step)
+                *global_step = ms->global_step;
+            return RF_OK;
+        }
+    }
+    st = hooks_after_run(ms, train);
+    if (st != RF_OK)
+        return st;
+    if (num_fetches)
+        memcpy(fetched, ms->out, num_fetches * sizeof *fetched);
+    if (global_step)
+        *global_step = ms->global_step;
+    return RF_OK;
+}
+
+bool rf_monitored_session_should_stop(const rf_monitored_session *ms)
+{
+    return !ms || ms->stop || ms->closed;
+}
+
+void rf_monitored_session_request_stop(rf_monitored_session *ms)
+{
+    if (ms)
+        ms->stop = true;
+}
+
+rf_session *rf_monitored_session_session(rf_monitored_session *ms)
+{
+    return ms ? ms->s : NULL;
+}
+
+bool rf_monitored_session_is_chief(const rf_monitored_session *ms)
+{
+    return ms && ms->chief;
+}
+
+int64_t rf_monitored_session_global_step(const rf_monitored_session *ms)
+{
+    return ms ? ms->global_step : 0;
+}
+
+int rf_monitored_session_recoveries(const rf_monitored_session *ms)
+{
+    return ms ? ms->recoveries : 0;
+}
+
+FILE *rf_monitored_session_log(const rf_monitored_session *ms)
+{
+    return ms ? ms->log : stdout;
+}
+
+/* The chief's wait for the others at close: stop_grace_secs in all,
+ * recovering (and going on waiting) if the session is lost meanwhile. */
+static rf_status wait_for_workers(rf_monitored_session *ms, char *missing,
+                                  size_t len)
+{
+    int others = rf_cluster_num_workers(ms->server->cluster) - 1;
+    if (others <= 0)
+        return RF_OK;
+    ms_note(ms, "waiting at most %d s for %d other worker%s to finish",
+            ms->opt.stop_grace_secs, others, others == 1 ? "" : "s");
+    int64_t deadline = rf_deadline_ms((int64_t)ms->opt.stop_grace_secs * 1000);
+    for (;;) {
+        rf_status st = sess_wait_workers(
+            ms->s, (int)rf_deadline_left_ms(deadline), missing, len);
+        if (st == RF_OK || st == RF_ERR_TIMEOUT || !recoverable(st))
+            return st;
+        char err[1024];
+        snprintf(err, sizeof err, "%s", rf_error_message());
+        if ((st = recover(ms, st, err)) != RF_OK)
+            return st;
+    }
+}
+
+/* Runs an operation of the current session, recovering once. */
+static rf_status with_recovery(rf_monitored_session *ms,
+                               rf_status (*op)(rf_session *s))
+{
+    rf_status st = op(ms->s);
+    if (st == RF_OK || !recoverable(st))
+        return st;
+    char err[1024];
+    snprintf(err, sizeof err, "%s", rf_error_message());
+    if ((st = recover(ms, st, err)) != RF_OK)
+        return st;
+    return op(ms->s);
+}
+
+static rf_status announce_done(rf_session *s)
+{
+    return rf_session_finish(s, 0);
+}
+
+static rf_status pull_everything(rf_session *s)
+{
+    return sess_pull_all(s, true);
+}
+
+rf_status rf_monitored_session_close(rf_monitored_session *ms)
+{
+    if (!ms || ms->closed || !ms->s)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_monitored_session_close: %s",
+                            !ms ? "NULL" : "closed already or lost");
+    ms->closed = true;
+    char missing[1024] = "";
+    rf_status wst = RF_OK, st;
+    if (!ms->chief) {
+        st = with_recovery(ms, announce_done);
+    } else {
+        wst = wait_for_workers(ms, missing, sizeof missing);
+        if (wst != RF_OK && wst != RF_ERR_TIMEOUT)
+            return wst;
+        char werr[1200];
+        snprintf(werr, sizeof werr, "%s", rf_error_message());
+        st = with_recovery(ms, pull_everything);
+        if (st == RF_OK)
+            ms->global_step = ms->s->global_step;
+        if (wst == RF_ERR_TIMEOUT)
+            ms_note(ms, "%s", werr);
+    }
+    if (st != RF_OK)
+        return st;
+    for (size_t i = 0; i < ms->nhooks; i++) {
+        const rf_hook *h = ms->hooks[i];
+        if (h->ops->end && (st = h->ops->end(h->ctx, ms)) != RF_OK)
+            return rf_error_set(st, "hook %s: %s", h->ops->name,
+                                rf_error_message());
+    }
+    if (wst != RF_OK)
+        return rf_error_set(wst,
+                            "the chief stopped waiting after "
+                            "stop_grace_secs=%d: %s did not finish",
+                            ms->opt.stop_grace_secs, missing);
+    return RF_OK;
+}
+
+rf_status rf_monitored_session_shutdown_cluster(rf_monitored_session *ms)
+{
+    if (!ms || !ms->s)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_monitored_session_shutdown_cluster: no "
+                            "session");
+    return rf_session_shutdown_cluster(ms->s);
+}
+
+void rf_monitored_session_destroy(rf_monitored_session *ms)
+{
+    if (!ms)
+        return;
+    rf_session_destroy(ms->s);
+    for (size_t i = 0; i < ms->nhooks; i++)
+        rf_hook_destroy(ms->hooks[i]);
+    free(ms->hooks);
+    free(ms->fetch), free(ms->out), free(ms->hook_idx), free(ms->hook_vals);
+    free(ms->hook_first), free(ms->hook_n);
+    free(ms);
+}

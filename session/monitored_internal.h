@@ -1,0 +1,54 @@
+/* session/monitored_internal.h: the monitored session's insides (the
+ * rf_monitored_session and rf_hook structs), shared by monitored.c and the
+ * built-in hooks (hook.c, hook_log.c, hook_checkpoint.c) only. */
+#ifndef RF_SESSION_MONITORED_INTERNAL_H
+#define RF_SESSION_MONITORED_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rdmaflow/session.h"
+
+struct rf_hook {
+    const rf_hook_ops *ops;
+    void *ctx;
+};
+
+struct rf_monitored_session {
+    rf_server *server;
+    rf_graph *g;
+    rf_executor *ex;
+    rf_monitored_session_options opt; /* hooks arrays not kept */
+    rf_session *s;                    /* NULL between a loss and recovery */
+    bool chief;
+    bool stop;   /* a stop was requested */
+    bool closed; /* close was called */
+    int64_t global_step;
+    int recoveries;
+    FILE *log;
+    char me[64]; /* "/job:worker/task:1" */
+
+    rf_hook **hooks; /* the caller's, chief-only (chief), built-ins */
+    size_t nhooks;
+
+    /* one run's fetches: the caller's, then the hooks' (deduplicated) */
+    rf_node **fetch;
+    rf_tensor *out;
+    size_t cap;
+    size_t *hook_first; /* per hook: its first entry in hook_idx */
+    size_t *hook_n;
+    size_t *hook_idx;     /* index into fetch/out of each hook node */
+    rf_tensor *hook_vals; /* gathered per hook for after_run */
+};
+
+/* A built-in hook over ctx, a calloc'ed block freed with free (NULL:
+ * RF_ERR_NO_MEMORY); ctx is freed on failure. */
+rf_status ms_hook_of(const rf_hook_ops *ops, void *ctx, rf_hook **out);
+
+/* One line to the session's log, prefixed with the task's name. */
+void ms_note(rf_monitored_session *ms, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif
