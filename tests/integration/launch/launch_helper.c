@@ -19,9 +19,11 @@
  *   --marker=X           ignored (lets the tests find the processes)
  *   --runs=DIR           record this run (k = 1, 2, ... for each start of
  *                        the task) as DIR/<self>.<k>: "argv I X" per
- *                        argument, then "env NAME=VALUE" per environment
- *                        variable; then DIR/<self>.<k>.t: "<rf_now_ms>
- *                        <pid>" (made by rename, so whole when it appears)
+ *                        argument, "env NAME=VALUE" per environment
+ *                        variable, "pgroup_leader 0|1", "pdeathsig SIG";
+ *                        then DIR/<self>.<k>.t: "<rf_now_ms> <pid>" (made
+ *                        by rename, so whole when it appears); with
+ *                        --grandchild, DIR/<self>.<k>.gc: its pid
  *   --crash=T:SIG:RUNS   task T kills itself with SIG in its first RUNS
  *                        runs (needs --runs), after "ready"
  *   --await-run=T:K      wait until run K of task T is recorded (--runs)
@@ -39,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -236,6 +239,10 @@ static void record_run(int argc, char **argv)
         fprintf(f, "argv %d %s\n", i, argv[i]);
     for (char **e = environ; *e; e++)
         fprintf(f, "env %s\n", *e);
+    int pdeathsig = 0;
+    prctl(PR_GET_PDEATHSIG, &pdeathsig);
+    fprintf(f, "pgroup_leader %d\npdeathsig %d\n", getpgrp() == getpid(),
+            pdeathsig);
     if (fclose(f) != 0)
         exit(6);
     snprintf(tmp, sizeof tmp, "%s.t.tmp", path);
@@ -245,6 +252,16 @@ static void record_run(int argc, char **argv)
     fprintf(f, "%lld %d\n", (long long)rf_now_ms(), (int)getpid());
     snprintf(path + strlen(path), sizeof path - strlen(path), ".t");
     if (fclose(f) != 0 || rename(tmp, path) != 0)
+        exit(6);
+}
+
+/* --grandchild with --runs: its pid in DIR/<self>.<k>.gc. */
+static void record_grandchild(pid_t pid)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%ld.gc", runs_dir, self, run_no);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%d\n", (int)pid) < 0 || fclose(f) != 0)
         exit(6);
 }
 
@@ -371,6 +388,8 @@ int main(int argc, char **argv)
                 for (;;)
                     pause();
             }
+            if (pid > 0 && runs_dir)
+                record_grandchild(pid);
         } else if (is(a, "--ignore-term", &v)) {
             signal(SIGTERM, SIG_IGN);
             signal(SIGINT, SIG_IGN);

@@ -354,6 +354,24 @@ case_trace() {
   grep -qxF "events 2 3 first_ts 1.000" "$TMP/check" || fail "array format"
 }
 
+# restart_launch ARGS...: rf-launch --restart_on_failure ARGS in the
+# background, as a job of its own; sets PID.
+restart_launch() {
+  set -m
+  "$LAUNCH" --ps 1 --workers 1 --restart_on_failure "$@" >"$OUT" 2>"$ERR" &
+  PID=$!
+  set +m
+}
+
+# wait_lines N TEXT: until $OUT has N lines with TEXT (10 s at most).
+wait_lines() {
+  for _ in $(seq 100); do
+    [ "$(grep -cF -- "$2" "$OUT")" -ge "$1" ] && return 0
+    sleep 0.1
+  done
+  fail "fewer than $1 lines with: $2"
+}
+
 case_restart() {
   # ps1 is killed by SIGKILL in its first run; the others wait for its
   # second run, then everyone exits 0.
@@ -374,6 +392,8 @@ case_restart() {
   grep -qE '^argv [0-9]+ --task_index=1$' "$R/ps1.1" || fail "no --task_index in the record"
   grep -qE '^argv [0-9]+ --ps_hosts=127\.0\.0\.1:[0-9]+,' "$R/ps1.1" || fail "no --ps_hosts in the record"
   grep -q '^env ' "$R/ps1.1" || fail "no environment in the record"
+  grep -qx 'pgroup_leader 1' "$R/ps1.2" || fail "restarted ps1 leads no process group"
+  grep -qx 'pdeathsig 9' "$R/ps1.2" || fail "restarted ps1 has no PR_SET_PDEATHSIG(SIGKILL)"
   cmp -s "$R/ps1.1" "$R/ps1.2" ||
     fail "ps1's second run differs: $(diff "$R/ps1.1" "$R/ps1.2" | head -5)"
   expect_gap ps1 1 1000
@@ -392,6 +412,27 @@ case_restart() {
   grep -qF '"task":{"type":"chief","index":0}' "$R/chief.1" || fail "no TF_CONFIG in the record"
   cmp -s "$R/chief.1" "$R/chief.2" ||
     fail "the chief's second run differs: $(diff "$R/chief.1" "$R/chief.2" | head -5)"
+  no_leftovers
+  # What is left of a failed run's process group (its child) is killed
+  # before the restart.
+  fresh_runs
+  restart_launch -- "$HELPER" --runs="$R" --grandchild --ready \
+    --crash=worker0:9:1 --then=forever --marker="$M"
+  wait_lines 2 "[worker0] ready"
+  local gc st
+  gc=$(cat "$R/worker0.1.gc")
+  for _ in $(seq 50); do # gone, or a zombie not yet reaped
+    st=$(ps -o stat= -p "$gc")
+    [ -z "$st" ] || [[ $st == Z* ]] && break
+    sleep 0.1
+  done
+  [ -z "$st" ] || [[ $st == Z* ]] || fail "worker0's first child still runs ($st)"
+  ps -o stat= -p "$(cat "$R/worker0.2.gc")" >/dev/null ||
+    fail "worker0's second child is gone"
+  kill -TERM $PID
+  wait $PID
+  RC=$?
+  expect_rc 143
   no_leftovers
 }
 
@@ -450,6 +491,18 @@ case_no_restart() {
   expect_err "rf-launch: restarts: ps0 0, ps1 0, worker0 0"
   [ "$(runs ps1)" = 1 ] || fail "ps1 started $(runs ps1) times"
   no_leftovers
+  # ps0 waits 4 s for its third restart when the only worker exits 0: the
+  # job is over, the restart is dropped and the launch succeeds.
+  fresh_runs
+  launch --ps 1 --workers 1 --restart_on_failure -- "$HELPER" --runs="$R" \
+    --crash=ps0:9:3 --await-gone=ps0:3 --then=exit --marker="$M"
+  expect_rc 0
+  expect_err "rf-launch: ps0 was killed by signal 9 (SIGKILL); restarting it in 4 s (restart 3 of 3)"
+  expect_err "rf-launch: ps0: restart cancelled: every worker has finished"
+  expect_err "rf-launch: restarts: ps0 2, worker0 0"
+  [ "$(runs ps0)" = 3 ] || fail "ps0 started $(runs ps0) times"
+  [ "$(runs worker0)" = 1 ] || fail "worker0 started $(runs worker0) times"
+  no_leftovers
   # Without --restart_on_failure nothing is restarted and no summary.
   fresh_runs
   launch --ps 1 --workers 1 -- "$HELPER" --runs="$R" --crash=worker0:9:1 \
@@ -459,15 +512,6 @@ case_no_restart() {
   expect_no_err "restart"
   [ "$(runs worker0)" = 1 ] || fail "worker0 started $(runs worker0) times"
   no_leftovers
-}
-
-# restart_launch ARGS...: rf-launch --restart_on_failure ARGS in the
-# background, as a job of its own; sets PID.
-restart_launch() {
-  set -m
-  "$LAUNCH" --ps 1 --workers 1 --restart_on_failure "$@" >"$OUT" 2>"$ERR" &
-  PID=$!
-  set +m
 }
 
 case_restart_signal() {
@@ -490,11 +534,7 @@ case_restart_signal() {
   fresh_runs
   restart_launch -- "$HELPER" --runs="$R" --ready --crash=worker0:9:1 \
     --then=forever --marker="$M"
-  for _ in $(seq 100); do
-    [ "$(grep -c '^\[worker0\] ready$' "$OUT")" -ge 2 ] && break
-    sleep 0.1
-  done
-  expect_count 2 "[worker0] ready" "$OUT"
+  wait_lines 2 "[worker0] ready"
   kill -TERM $PID
   wait $PID
   RC=$?
