@@ -24,16 +24,35 @@
  * tasks never exit on their own. Any task exiting non-zero or killed by a
  * signal fails the launch: the others are sent SIGTERM, then SIGKILL after
  * --grace seconds, and rf-launch exits 1 naming the task and its status.
+ * With --restart_on_failure that failure is first met by restarts, as a
+ * cluster manager does (TFJob restartPolicy OnFailure): a task (ps, worker
+ * or chief) exiting non-zero or killed by a signal while the job runs is
+ * started again with the same argv, environment and port (its trace file,
+ * with --trace, is written again), its output still prefixed "[name] ",
+ * after what is left of its process group has been killed and after a
+ * backoff of 1 s, doubling with each restart of that task up to 30 s;
+ * rf-launch prints one line per restart ("ps1 was killed by signal 9
+ * (SIGKILL); restarting it in 1 s (restart 1 of 3)"). A task that fails
+ * once it has used --max_restarts restarts (default 3, 0 = none) fails the
+ * launch as above, the message giving its restarts. A task exiting 0 is
+ * never restarted; once every worker has exited 0 nothing is (a restart
+ * still waiting is dropped, and a ps failing during its --ps_grace fails
+ * the launch); a signal to rf-launch or --timeout (which counts from the
+ * first start, restarts included) drops waiting restarts and stops
+ * everything. The port of a task is free during its backoff: another
+ * process could take it, and the restarted task then fails to listen. At
+ * the end rf-launch prints the restarts of every task ("restarts: ps0 0,
+ * ps1 1, worker0 0").
  * SIGINT / SIGTERM / SIGHUP to rf-launch are forwarded to every task's
  * process group (a second one kills them), exit 128 + signal; --timeout
  * stops everything, exit 124. A signal ignored when rf-launch starts (e.g.
  * SIGINT of a background job, SIGHUP under nohup) stays ignored.
  *
- * No process outlives rf-launch: each task leads its own process group,
- * which is killed at the end; rf-launch is a child subreaper, so
- * descendants that leave their group are found and killed too; and every
- * task has PR_SET_PDEATHSIG(SIGKILL) in case rf-launch itself is killed
- * (descendants of a task are then not covered). */
+ * No process outlives rf-launch: each task (every run of it) leads its
+ * own process group, which is killed at the end; rf-launch is a child
+ * subreaper, so descendants that leave their group are found and killed too;
+ * and every task has PR_SET_PDEATHSIG(SIGKILL) in case rf-launch itself is
+ * killed (descendants of a task are then not covered). */
 #include <errno.h>
 #include <libgen.h>
 #include <signal.h>
