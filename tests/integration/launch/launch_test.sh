@@ -436,6 +436,19 @@ case_restart() {
   no_leftovers
 }
 
+case_restart_fails() {
+  # The program is gone when its restart is due: the launch fails.
+  local prog=$TMP/self-deleting
+  printf '#!/bin/sh\nrm -f "$0"\nkill -KILL $$\n' >"$prog"
+  chmod +x "$prog"
+  launch --ps 0 --workers 1 --restart_on_failure -- "$prog" --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker0 was killed by signal 9 (SIGKILL); restarting it in 1 s (restart 1 of 3)"
+  expect_err "rf-launch: worker0: restart 1 failed: cannot run '$prog': No such file or directory"
+  expect_err "rf-launch: restarts: worker0 0"
+  no_leftovers
+}
+
 case_max_restarts() {
   fresh_runs
   launch --ps 1 --workers 2 --restart_on_failure --max_restarts 2 -- \
