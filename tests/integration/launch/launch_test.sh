@@ -569,11 +569,11 @@ case_restart_signal() {
   awk '/timeout:/ { t = 1 } t && /restarting it/ { bad = 1 } END { exit bad }' \
     "$ERR" || fail "a restart after the timeout"
   no_leftovers
-  local done
-  done=$(sed -n 's/^rf-launch: restarts: ps0 0, worker0 \([0-9]*\)$/\1/p' "$ERR")
-  [ -n "$done" ] || fail "no restart summary"
-  [ "$(runs worker0)" = $((done + 1)) ] ||
-    fail "worker0 started $(runs worker0) times after $done restarts"
+  local restarted
+  restarted=$(sed -n 's/^rf-launch: restarts: ps0 0, worker0 \([0-9]*\)$/\1/p' "$ERR")
+  [ -n "$restarted" ] || fail "no restart summary"
+  [ "$(runs worker0)" = $((restarted + 1)) ] ||
+    fail "worker0 started $(runs worker0) times after $restarted restarts"
 }
 
 case_usage() {
