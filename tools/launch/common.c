@@ -1,32 +1,48 @@
-/* tools/launch/common.c: rf-launch's own messages and status wording. */
+/* tools/launch/common.c: rf-launch's own messages (whole lines of any
+ * length, one write each) and status wording. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "launch.h"
 
-void lt_msg(const char *fmt, ...)
+static void write_all(const char *p, size_t n)
 {
-    char buf[1024];
-    int off = snprintf(buf, sizeof buf, "rf-launch: ");
-    va_list ap;
-    va_start(ap, fmt);
-    int len = vsnprintf(buf + off, sizeof buf - (size_t)off - 1, fmt, ap);
-    va_end(ap);
-    if (len < 0)
-        return;
-    size_t n = (size_t)off + (size_t)len;
-    if (n > sizeof buf - 2)
-        n = sizeof buf - 2;
-    buf[n++] = '\n';
     for (size_t done = 0; done < n;) {
-        ssize_t w = write(2, buf + done, n - done);
+        ssize_t w = write(2, p + done, n - done);
         if (w <= 0)
             return;
         done += (size_t)w;
     }
+}
+
+void lt_msg(const char *fmt, ...)
+{
+    static const char head[] = "rf-launch: ";
+    char buf[1024], *p = buf;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        return;
+    size_t n = sizeof head - 1 + (size_t)len + 1; /* with the newline */
+    if (n > sizeof buf && !(p = malloc(n))) {
+        p = buf; /* out of memory: the message cut to fit */
+        n = sizeof buf;
+        len = (int)(n - sizeof head);
+    }
+    memcpy(p, head, sizeof head - 1);
+    va_start(ap, fmt);
+    vsnprintf(p + sizeof head - 1, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    p[n - 1] = '\n';
+    write_all(p, n);
+    if (p != buf)
+        free(p);
 }
 
 void lt_describe_status(int st, char *buf, size_t len)

@@ -1,15 +1,16 @@
 /* tools/launch/launch.h: types shared by rf-launch's parts. rf-launch runs a
  * whole ps/worker cluster on this machine (see main.c for the behaviour);
  * opts.c parses its command line, ports.c reserves loopback ports,
- * cluster.c builds each task's argv and environment, main.c starts the
- * tasks (rdmaflow/spawn.h), output.c prefixes their output lines,
- * supervise.c watches the tasks and stops them, trace_merge.c merges their
- * Chrome traces. */
+ * cluster.c builds each task's argv and environment, task.c starts a task
+ * (rdmaflow/spawn.h), output.c prefixes their output lines, supervise.c
+ * watches the tasks, restarts them (--restart_on_failure) and stops them,
+ * trace_merge.c merges their Chrome traces. */
 #ifndef RF_LAUNCH_H
 #define RF_LAUNCH_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Exit statuses of rf-launch: success; a task failed (or rf-launch itself
@@ -23,6 +24,15 @@
 
 #define LT_MAX_TASKS_PER_JOB 64
 
+/* --restart_on_failure: restarts per task without --max_restarts, and the
+ * largest --max_restarts. */
+#define LT_DEFAULT_MAX_RESTARTS 3
+#define LT_MAX_RESTARTS_LIMIT   1000
+/* Backoff before a task's k-th restart: LT_RESTART_BACKOFF_MS * 2^(k-1),
+ * at most LT_RESTART_BACKOFF_MAX_MS. */
+#define LT_RESTART_BACKOFF_MS     1000
+#define LT_RESTART_BACKOFF_MAX_MS 30000
+
 typedef struct lt_opts {
     int ps, workers;   /* --ps, --workers */
     bool chief;        /* --chief: a separate "chief" task (TF_CONFIG only) */
@@ -32,7 +42,9 @@ typedef struct lt_opts {
     double timeout_s;  /* --timeout, 0 = none */
     double grace_s;    /* --grace: SIGTERM to SIGKILL */
     double ps_grace_s; /* --ps_grace: ps wait after every worker succeeded */
-    char **prog;       /* PROGRAM ARGS... (NULL-terminated, in argv) */
+    bool restart_on_failure; /* --restart_on_failure */
+    int max_restarts;        /* --max_restarts: per task */
+    char **prog;             /* PROGRAM ARGS... (NULL-terminated, in argv) */
     int prog_argc;
     bool help;
 } lt_opts;
@@ -55,13 +67,15 @@ typedef struct lt_task {
     lt_job job;
     int index;
     int port;
-    int port_fd;      /* reservation socket, -1 once released */
-    char **argv;      /* owned, NULL-terminated */
-    char *tf_config;  /* owned TF_CONFIG JSON, or NULL (flags mode) */
-    char *trace_path; /* owned, or NULL */
-    pid_t pid;        /* also the task's process group; 0: not started */
-    bool running;     /* started and not yet reaped */
-    int wstatus;      /* waitpid status once reaped */
+    int port_fd;        /* reservation socket, -1 once released */
+    char **argv;        /* owned, NULL-terminated */
+    char *tf_config;    /* owned TF_CONFIG JSON, or NULL (flags mode) */
+    char *trace_path;   /* owned, or NULL */
+    pid_t pid;          /* also the task's process group; 0: not started */
+    bool running;       /* started and not yet reaped */
+    int wstatus;        /* waitpid status once reaped */
+    int restarts;       /* times restarted so far (--restart_on_failure) */
+    int64_t restart_at; /* rf_now_ms when a pending restart is due; 0: none */
     lt_lines out, err;
 } lt_task;
 

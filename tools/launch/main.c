@@ -24,16 +24,35 @@
  * tasks never exit on their own. Any task exiting non-zero or killed by a
  * signal fails the launch: the others are sent SIGTERM, then SIGKILL after
  * --grace seconds, and rf-launch exits 1 naming the task and its status.
+ * With --restart_on_failure that failure is first met by restarts, as a
+ * cluster manager does (TFJob restartPolicy OnFailure): a task (ps, worker
+ * or chief) exiting non-zero or killed by a signal while the job runs is
+ * started again with the same argv, environment and port (its trace file,
+ * with --trace, is written again), its output still prefixed "[name] ",
+ * after what is left of its process group has been killed and after a
+ * backoff of 1 s, doubling with each restart of that task up to 30 s;
+ * rf-launch prints one line per restart ("ps1 was killed by signal 9
+ * (SIGKILL); restarting it in 1 s (restart 1 of 3)"). A task that fails
+ * once it has used --max_restarts restarts (default 3, 0 = none) fails the
+ * launch as above, the message giving its restarts. A task exiting 0 is
+ * never restarted; once every worker has exited 0 nothing is (a restart
+ * still waiting is dropped, and a ps failing during its --ps_grace fails
+ * the launch); a signal to rf-launch or --timeout (which counts from the
+ * first start, restarts included) drops waiting restarts and stops
+ * everything. The port of a task is free during its backoff: another
+ * process could take it, and the restarted task then fails to listen. At
+ * the end rf-launch prints the restarts of every task ("restarts: ps0 0,
+ * ps1 1, worker0 0").
  * SIGINT / SIGTERM / SIGHUP to rf-launch are forwarded to every task's
  * process group (a second one kills them), exit 128 + signal; --timeout
  * stops everything, exit 124. A signal ignored when rf-launch starts (e.g.
  * SIGINT of a background job, SIGHUP under nohup) stays ignored.
  *
- * No process outlives rf-launch: each task leads its own process group,
- * which is killed at the end; rf-launch is a child subreaper, so
- * descendants that leave their group are found and killed too; and every
- * task has PR_SET_PDEATHSIG(SIGKILL) in case rf-launch itself is killed
- * (descendants of a task are then not covered). */
+ * No process outlives rf-launch: each task (every run of it) leads its
+ * own process group, which is killed at the end; rf-launch is a child
+ * subreaper, so descendants that leave their group are found and killed too;
+ * and every task has PR_SET_PDEATHSIG(SIGKILL) in case rf-launch itself is
+ * killed (descendants of a task are then not covered). */
 #include <errno.h>
 #include <libgen.h>
 #include <signal.h>
@@ -46,19 +65,10 @@
 
 #include "cluster.h"
 #include "opts.h"
-#include "output.h"
 #include "rdmaflow/clock.h"
-#include "rdmaflow/spawn.h"
 #include "supervise.h"
+#include "task.h"
 #include "trace_merge.h"
-
-/* The signal state rf-launch started with, restored in every task: the
- * mask, and SIGPIPE back to SIG_DFL unless it was ignored at the start
- * (rf-launch itself ignores it). */
-typedef struct lt_sigstate {
-    sigset_t mask;
-    sigset_t dfl;
-} lt_sigstate;
 
 /* Blocks the signals rf-launch handles and returns a signalfd for them;
  * keeps in *orig what the tasks should start with. */
@@ -82,45 +92,6 @@ static int setup_signals(lt_sigstate *orig)
     if (pipe_at_start.sa_handler != SIG_IGN)
         sigaddset(&orig->dfl, SIGPIPE);
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
-/* Starts task t (its argv, PATH searched) as the leader of its own process
- * group, killed if rf-launch dies, with the signal state of sig, stdin from
- * /dev/null, stdout and stderr into non-blocking pipes forwarded line by
- * line to rf-launch's, and TF_CONFIG set to t->tf_config (or removed in
- * flags mode). Releases t's port reservation first so the task can bind
- * the port. On failure the message says why (the child is reaped). */
-static rf_status start_task(lt_task *t, const lt_sigstate *sig)
-{
-    if (t->port_fd >= 0) {
-        close(t->port_fd);
-        t->port_fd = -1;
-    }
-    char *tf_config = NULL;
-    if (t->tf_config && asprintf(&tf_config, "TF_CONFIG=%s", t->tf_config) < 0)
-        return rf_error_set(RF_ERR_NO_MEMORY, "out of memory");
-    const char *set[] = {tf_config, NULL}, *unset[] = {"TF_CONFIG", NULL};
-    rf_spawn_opts o = {
-        .argv = (const char *const *)t->argv,
-        .env_set = tf_config ? set : NULL,
-        .env_unset = tf_config ? NULL : unset,
-        .new_pgroup = true,
-        .die_with_parent = true,
-        .stdio = {RF_SPAWN_DEVNULL, RF_SPAWN_PIPE, RF_SPAWN_PIPE},
-        .pipe_nonblock = true,
-        .sigmask = &sig->mask,
-        .sigdefault = &sig->dfl,
-    };
-    rf_child c;
-    rf_status st = rf_spawn(&o, &c);
-    free(tf_config);
-    if (st != RF_OK)
-        return st;
-    t->pid = c.pid;
-    t->running = true;
-    lt_lines_init(&t->out, c.stdio_fd[1], 1, t->prefix);
-    lt_lines_init(&t->err, c.stdio_fd[2], 2, t->prefix);
-    return RF_OK;
 }
 
 /* --trace: the directory must be writable; stale per-task files go. */
@@ -161,6 +132,23 @@ static int merge_traces(const lt_opts *o, const lt_task *t, int n)
     return merged < 0 ? -1 : 0;
 }
 
+/* --restart_on_failure's summary: "restarts: ps0 0, ps1 1, worker0 0". */
+static void print_restarts(const lt_task *t, int n)
+{
+    size_t cap = (size_t)n * (sizeof t->name + 16) + 1, len = 0;
+    char *s = malloc(cap);
+    if (!s) {
+        lt_msg("restarts: out of memory");
+        return;
+    }
+    s[0] = '\0';
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(s + len, cap - len, "%s%s %d", i ? ", " : "",
+                                t[i].name, t[i].restarts);
+    lt_msg("restarts: %s", s);
+    free(s);
+}
+
 int main(int argc, char **argv)
 {
     lt_opts o;
@@ -199,7 +187,7 @@ int main(int argc, char **argv)
     int64_t start = rf_now_ms();
     int code = LT_EXIT_OK;
     for (int i = 0; i < n; i++)
-        if (start_task(&t[i], &orig) != RF_OK) {
+        if (lt_task_start(&t[i], &orig) != RF_OK) {
             lt_msg("%s: %s%s", t[i].name, rf_error_message(),
                    i > 0 ? "; stopping the others" : "");
             lt_stop_all(t, n, &o, sigfd);
@@ -207,7 +195,9 @@ int main(int argc, char **argv)
             break;
         }
     if (code == LT_EXIT_OK)
-        code = lt_supervise(t, n, &o, sigfd, start);
+        code = lt_supervise(t, n, &o, &orig, sigfd, start);
+    if (o.restart_on_failure)
+        print_restarts(t, n);
     if (o.trace && merge_traces(&o, t, n) != 0 && code == LT_EXIT_OK)
         code = LT_EXIT_FAILED;
     lt_cluster_free(t, n);

@@ -14,8 +14,9 @@ void lt_opts_usage(FILE *f)
         f,
         "usage: rf-launch --ps N --workers N [--chief] [--tf_config]\n"
         "                 [--host ADDR] [--trace FILE] [--timeout SECS]\n"
-        "                 [--grace SECS] [--ps_grace SECS] -- PROGRAM "
-        "ARGS...\n"
+        "                 [--grace SECS] [--ps_grace SECS]\n"
+        "                 [--restart_on_failure [--max_restarts N]] -- "
+        "PROGRAM ARGS...\n"
         "Runs a ps/worker cluster on this machine, one process per task,\n"
         "each running PROGRAM ARGS... --ps_hosts=H:P,... "
         "--worker_hosts=H:P,...\n"
@@ -23,8 +24,9 @@ void lt_opts_usage(FILE *f)
         "output line\n"
         "is prefixed with the task name ([ps0], [worker1]). A task that "
         "fails stops\n"
-        "the others. Once every worker has exited 0, the ps tasks get "
-        "--ps_grace\n"
+        "the others (with --restart_on_failure, once it has no restarts "
+        "left).\n"
+        "Once every worker has exited 0, the ps tasks get --ps_grace\n"
         "seconds to exit; any still running is then stopped with a "
         "warning and the\n"
         "launch still succeeds.\n\n"
@@ -49,15 +51,35 @@ void lt_opts_usage(FILE *f)
         "  --ps_grace SECS once every worker succeeded, wait this long for "
         "the ps\n"
         "                  tasks to exit before stopping them (default 10)\n"
+        "  --restart_on_failure\n"
+        "                  restart a task (ps, worker or chief) that exits\n"
+        "                  non-zero or is killed by a signal, with the same "
+        "argv,\n"
+        "                  environment and port, after 1 s (doubling with "
+        "each\n"
+        "                  restart of that task, at most %d s); a task "
+        "exiting 0\n"
+        "                  is never restarted, nor is any once every worker "
+        "has\n"
+        "                  exited 0 or once rf-launch is stopping. The "
+        "restarts of\n"
+        "                  each task are printed at the end\n"
+        "  --max_restarts N\n"
+        "                  restarts per task, 0..%d (default %d; needs\n"
+        "                  --restart_on_failure); a failure beyond them "
+        "stops\n"
+        "                  everything (exit 1)\n"
         "  --help          this message\n\n"
         "exit status: 0 success, 1 a task failed, 2 usage error, 124 "
         "timeout,\n"
         "128+N stopped by signal N\n",
-        LT_MAX_TASKS_PER_JOB, LT_MAX_TASKS_PER_JOB);
+        LT_MAX_TASKS_PER_JOB, LT_MAX_TASKS_PER_JOB,
+        LT_RESTART_BACKOFF_MAX_MS / 1000, LT_MAX_RESTARTS_LIMIT,
+        LT_DEFAULT_MAX_RESTARTS);
 }
 
-static int parse_count(const char *flag, const char *v, int *out, char *err,
-                       size_t errlen)
+static int parse_count(const char *flag, const char *v, int max, int *out,
+                       char *err, size_t errlen)
 {
     char *end = NULL;
     errno = 0;
@@ -66,9 +88,8 @@ static int parse_count(const char *flag, const char *v, int *out, char *err,
         snprintf(err, errlen, "--%s: '%s' is not an integer", flag, v);
         return -1;
     }
-    if (errno == ERANGE || x < 0 || x > LT_MAX_TASKS_PER_JOB) {
-        snprintf(err, errlen, "--%s: %s is out of range [0, %d]", flag, v,
-                 LT_MAX_TASKS_PER_JOB);
+    if (errno == ERANGE || x < 0 || x > max) {
+        snprintf(err, errlen, "--%s: %s is out of range [0, %d]", flag, v, max);
         return -1;
     }
     *out = (int)x;
@@ -105,6 +126,8 @@ typedef enum flag_id {
     F_TIMEOUT,
     F_GRACE,
     F_PS_GRACE,
+    F_RESTART_ON_FAILURE,
+    F_MAX_RESTARTS,
     F_HELP,
 } flag_id;
 
@@ -122,6 +145,8 @@ static const struct {
     {"timeout", F_TIMEOUT, true},
     {"grace", F_GRACE, true},
     {"ps_grace", F_PS_GRACE, true},
+    {"restart_on_failure", F_RESTART_ON_FAILURE, false},
+    {"max_restarts", F_MAX_RESTARTS, true},
     {"help", F_HELP, false},
 };
 
@@ -130,9 +155,10 @@ static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
 {
     switch (id) {
     case F_PS:
-        return parse_count(name, v, &o->ps, err, errlen);
+        return parse_count(name, v, LT_MAX_TASKS_PER_JOB, &o->ps, err, errlen);
     case F_WORKERS:
-        return parse_count(name, v, &o->workers, err, errlen);
+        return parse_count(name, v, LT_MAX_TASKS_PER_JOB, &o->workers, err,
+                           errlen);
     case F_CHIEF:
         o->chief = true;
         return 0;
@@ -165,6 +191,12 @@ static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
         return parse_secs(name, v, 0, &o->grace_s, err, errlen);
     case F_PS_GRACE:
         return parse_secs(name, v, 0, &o->ps_grace_s, err, errlen);
+    case F_RESTART_ON_FAILURE:
+        o->restart_on_failure = true;
+        return 0;
+    case F_MAX_RESTARTS:
+        return parse_count(name, v, LT_MAX_RESTARTS_LIMIT, &o->max_restarts,
+                           err, errlen);
     case F_HELP:
         o->help = true;
         return 0;
@@ -178,7 +210,8 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
                    .workers = -1,
                    .host = "127.0.0.1",
                    .grace_s = 5,
-                   .ps_grace_s = 10};
+                   .ps_grace_s = 10,
+                   .max_restarts = -1}; /* -1: not given */
     int i = 1;
     bool dashdash = false;
     for (; i < argc; i++) {
@@ -228,6 +261,9 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
         if (set_flag(o, flags[k].id, name, v ? v : "", err, errlen) != 0)
             return -1;
     }
+    bool max_restarts_given = o->max_restarts >= 0;
+    if (!max_restarts_given)
+        o->max_restarts = LT_DEFAULT_MAX_RESTARTS;
     if (o->help)
         return 0;
     if (!dashdash) {
@@ -251,6 +287,12 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
     if (o->workers == 0 && !o->chief) {
         snprintf(err, errlen,
                  "--workers: 0 workers and no --chief leaves nothing to run");
+        return -1;
+    }
+    if (max_restarts_given && !o->restart_on_failure) {
+        snprintf(err, errlen,
+                 "--max_restarts: needs --restart_on_failure (without it no "
+                 "task is restarted)");
         return -1;
     }
     if (o->chief)

@@ -7,7 +7,13 @@
  * exited 0; the ps tasks get o->ps_grace_s to exit by themselves) -> done;
  * a failed task, a signal or the timeout lead to STOP (the cause's signal
  * to every task's process group, o->grace_s to exit) -> KILL (SIGKILL) ->
- * done. */
+ * done.
+ *
+ * With o->restart_on_failure, a task that fails in RUN and has restarts
+ * left is not a failure of the launch: what is left of its process group
+ * is killed and it is started again (task.c, same argv and environment)
+ * once its backoff has passed, still in RUN. Entering DRAIN or STOP drops
+ * the restarts still waiting; a task failing in DRAIN is a failure. */
 #include "supervise.h"
 
 #include <dirent.h>
@@ -23,6 +29,7 @@
 
 #include "output.h"
 #include "rdmaflow/clock.h"
+#include "task.h"
 
 /* After SIGKILL, how long to wait for the tasks before giving up. */
 #define KILL_WAIT_MS 5000
@@ -35,6 +42,7 @@ typedef struct sup {
     lt_task *t;
     int n;
     const lt_opts *o;
+    const lt_sigstate *sig; /* what restarted tasks start with */
     int sigfd;
     phase ph;
     int64_t deadline; /* of the phase (DRAIN, STOP, KILL), rf_now_ms */
@@ -49,6 +57,35 @@ static int running_count(const sup *s)
     for (int i = 0; i < s->n; i++)
         k += s->t[i].running;
     return k;
+}
+
+/* Tasks running or waiting to be restarted. */
+static int live_count(const sup *s)
+{
+    int k = 0;
+    for (int i = 0; i < s->n; i++)
+        k += s->t[i].running || s->t[i].restart_at != 0;
+    return k;
+}
+
+/* The earliest pending restart (rf_now_ms), 0 if none. */
+static int64_t next_restart(const sup *s)
+{
+    int64_t next = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].restart_at && (!next || s->t[i].restart_at < next))
+            next = s->t[i].restart_at;
+    return next;
+}
+
+/* Drops every pending restart, saying why. */
+static void cancel_restarts(sup *s, const char *why)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].restart_at) {
+            s->t[i].restart_at = 0;
+            lt_msg("%s: restart cancelled: %s", s->t[i].name, why);
+        }
 }
 
 static const char *sig_name(int sig)
@@ -66,6 +103,7 @@ static void signal_running(sup *s, int sig)
 
 static void enter_stop(sup *s, int sig)
 {
+    cancel_restarts(s, "stopping");
     s->ph = PH_STOP;
     s->stop_sig = sig;
     s->deadline = rf_now_ms() + (int64_t)(s->o->grace_s * 1000);
@@ -94,14 +132,98 @@ static bool workers_done(const sup *s)
     return true;
 }
 
+/* Why a failed task is not restarted, for the message: "" without
+ * --restart_on_failure. */
+static void no_restart_reason(const sup *s, const lt_task *t, char *buf,
+                              size_t len)
+{
+    if (!s->o->restart_on_failure)
+        buf[0] = '\0';
+    else if (s->ph == PH_DRAIN)
+        snprintf(buf, len, " once every worker had finished (not restarted)");
+    else
+        snprintf(buf, len, " after %d restart%s (--max_restarts %d)",
+                 t->restarts, t->restarts == 1 ? "" : "s", s->o->max_restarts);
+}
+
 static void task_failed(sup *s, const lt_task *t)
+{
+    char what[128], why[96];
+    lt_describe_status(t->wstatus, what, sizeof what);
+    no_restart_reason(s, t, why, sizeof why);
+    bool others = live_count(s) > 0;
+    lt_msg("%s %s%s%s", t->name, what, why,
+           others ? "; stopping the others" : "");
+    s->exit_code = LT_EXIT_FAILED;
+    enter_stop(s, SIGTERM);
+}
+
+/* Backoff before a task's k-th restart (k >= 1). */
+static int64_t restart_backoff_ms(int k)
+{
+    int64_t d = LT_RESTART_BACKOFF_MS;
+    for (int i = 1; i < k && d < LT_RESTART_BACKOFF_MAX_MS; i++)
+        d *= 2;
+    return d < LT_RESTART_BACKOFF_MAX_MS ? d : LT_RESTART_BACKOFF_MAX_MS;
+}
+
+static bool may_restart(const sup *s, const lt_task *t)
+{
+    return s->o->restart_on_failure && s->ph == PH_RUN &&
+           t->restarts < s->o->max_restarts;
+}
+
+/* t has failed and will be restarted: what is left of its process group
+ * is killed (a restarted task starts afresh, as a container does), and the
+ * restart is due after the backoff. */
+static void schedule_restart(sup *s, lt_task *t)
 {
     char what[128];
     lt_describe_status(t->wstatus, what, sizeof what);
-    bool others = running_count(s) > 0;
-    lt_msg("%s %s%s", t->name, what, others ? "; stopping the others" : "");
-    s->exit_code = LT_EXIT_FAILED;
-    enter_stop(s, SIGTERM);
+    int k = t->restarts + 1;
+    int64_t d = restart_backoff_ms(k);
+    kill(-t->pid, SIGKILL);
+    t->restart_at = rf_now_ms() + d;
+    lt_msg("%s %s; restarting it in %g s (restart %d of %d)", t->name, what,
+           (double)d / 1000, k, s->o->max_restarts);
+}
+
+/* Starts the tasks whose restart is due (RUN only). A task that cannot be
+ * started fails the launch. */
+static void start_restarts(sup *s, int64_t now)
+{
+    for (int i = 0; i < s->n && s->ph == PH_RUN; i++) {
+        lt_task *t = &s->t[i];
+        if (!t->restart_at || now < t->restart_at)
+            continue;
+        t->restart_at = 0;
+        /* The old run's pipes: what is still in them, then closed. */
+        lt_lines_drain(&t->out);
+        lt_lines_drain(&t->err);
+        lt_lines_close(&t->out);
+        lt_lines_close(&t->err);
+        if (lt_task_start(t, s->sig) != RF_OK) {
+            bool others = live_count(s) > 0;
+            lt_msg("%s: restart %d failed: %s%s", t->name, t->restarts + 1,
+                   rf_error_message(), others ? "; stopping the others" : "");
+            s->exit_code = LT_EXIT_FAILED;
+            enter_stop(s, SIGTERM);
+            return;
+        }
+        t->restarts++;
+    }
+}
+
+/* Every worker and the chief have exited 0: the training is over. Pending
+ * restarts (of ps tasks) are dropped, and the ps tasks still running get
+ * their grace. */
+static void workers_finished(sup *s)
+{
+    cancel_restarts(s, "every worker has finished");
+    if (running_count(s) > 0) {
+        s->ph = PH_DRAIN;
+        s->deadline = rf_now_ms() + (int64_t)(s->o->ps_grace_s * 1000);
+    }
 }
 
 static void task_exited(sup *s, lt_task *t, int st)
@@ -115,13 +237,14 @@ static void task_exited(sup *s, lt_task *t, int st)
     if (s->ph == PH_STOP || s->ph == PH_KILL)
         return;
     if (!ok_status(st)) {
-        task_failed(s, t);
+        if (may_restart(s, t))
+            schedule_restart(s, t);
+        else
+            task_failed(s, t);
         return;
     }
-    if (s->ph == PH_RUN && workers_done(s) && running_count(s) > 0) {
-        s->ph = PH_DRAIN;
-        s->deadline = rf_now_ms() + (int64_t)(s->o->ps_grace_s * 1000);
-    }
+    if (s->ph == PH_RUN && workers_done(s))
+        workers_finished(s);
 }
 
 static void reap(sup *s)
@@ -243,6 +366,8 @@ static int poll_timeout(const sup *s, int64_t now)
     int64_t next = -1;
     if (s->ph != PH_RUN)
         next = s->deadline;
+    else if (next_restart(s))
+        next = next_restart(s);
     if (s->timeout_at && (s->ph == PH_RUN || s->ph == PH_DRAIN) &&
         (next < 0 || s->timeout_at < next))
         next = s->timeout_at;
@@ -288,19 +413,20 @@ static void kill_leftovers(sup *s)
     }
 }
 
-int lt_supervise(lt_task *t, int n, const lt_opts *o, int sigfd,
-                 int64_t start_ms)
+int lt_supervise(lt_task *t, int n, const lt_opts *o, const lt_sigstate *sig,
+                 int sigfd, int64_t start_ms)
 {
-    sup s = {.t = t, .n = n, .o = o, .sigfd = sigfd, .ph = PH_RUN};
+    sup s = {.t = t, .n = n, .o = o, .sig = sig, .sigfd = sigfd, .ph = PH_RUN};
     if (o->timeout_s > 0)
         s.timeout_at = start_ms + (int64_t)(o->timeout_s * 1000);
     for (;;) {
         reap(&s);
-        if (running_count(&s) == 0)
+        if (live_count(&s) == 0)
             break;
         int64_t now = rf_now_ms();
         if (!check_deadlines(&s, now))
             break;
+        start_restarts(&s, now);
         wait_events(&s, poll_timeout(&s, now), true);
     }
     kill_leftovers(&s);

@@ -5,15 +5,19 @@
 #include <stdint.h>
 
 #include "launch.h"
+#include "task.h"
 
 /* Forwards the tasks' output and waits for them, reacting to task exits,
  * the signals read from sigfd (a signalfd for SIGCHLD, SIGINT, SIGTERM,
  * SIGHUP), --timeout (counted from start_ms, an rf_now_ms time) and the grace
  * periods, until every task has been reaped; then kills whatever is left of
  * their process groups and any other descendant, and forwards the last output.
- * Tasks with pid 0 were never started. Returns rf-launch's exit status. */
-int lt_supervise(lt_task *t, int n, const lt_opts *o, int sigfd,
-                 int64_t start_ms);
+ * Tasks with pid 0 were never started. With o->restart_on_failure, a task
+ * that fails while the others run is started again (lt_task_start with
+ * sig, after its backoff) until it has used o->max_restarts; t->restarts
+ * counts them. Returns rf-launch's exit status. */
+int lt_supervise(lt_task *t, int n, const lt_opts *o, const lt_sigstate *sig,
+                 int sigfd, int64_t start_ms);
 
 /* Stops every started task (SIGTERM, then SIGKILL after o->grace_s) and
  * reaps it: used when the launch fails before all tasks are started. */

@@ -17,23 +17,40 @@
  *   --then=A, --ps-then=A  then (ps tasks: --ps-then): "exit" (0), "forever"
  *                        (until a signal), or a number of ms then exit 0
  *   --marker=X           ignored (lets the tests find the processes)
+ *   --runs=DIR           record this run (k = 1, 2, ... for each start of
+ *                        the task) as DIR/<self>.<k>: "argv I X" per
+ *                        argument, "env NAME=VALUE" per environment
+ *                        variable, "pgroup_leader 0|1", "pdeathsig SIG";
+ *                        then DIR/<self>.<k>.t: "<rf_now_ms> <pid>" (made
+ *                        by rename, so whole when it appears); with
+ *                        --grandchild, DIR/<self>.<k>.gc: its pid
+ *   --crash=T:SIG:RUNS   task T kills itself with SIG in its first RUNS
+ *                        runs (needs --runs), after "ready"
+ *   --await-run=T:K      wait until run K of task T is recorded (--runs)
+ *   --await-gone=T:K     wait until run K of task T has ended and been
+ *                        reaped (its pid is gone)
+ *                        (each wait: at most 30 s, then exit 7; task T
+ *                        itself does not wait)
  * Separate mode: launch_helper --check-trace FILE prints a summary of a
  * merged trace ("process <pid> <name>", "events <pid> <count>", ...). */
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rdmaflow/clock.h"
 
 static char self[32] = "?";
-static const char *job = "", *trace_path;
+static const char *job = "", *trace_path, *runs_dir;
 static int task_index = -1;
+static long run_no; /* this run of the task (--runs), from 1 */
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -201,6 +218,90 @@ static int check_trace(const char *path)
     return 0;
 }
 
+/* Writes this run's record (see --runs) and sets run_no. */
+static void record_run(int argc, char **argv)
+{
+    extern char **environ;
+    char path[4096], tmp[4096 + 8];
+    FILE *f = NULL;
+    for (run_no = 1; !f && run_no < 1000; run_no++) {
+        snprintf(path, sizeof path, "%s/%s.%ld", runs_dir, self, run_no);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd < 0 && errno != EEXIST)
+            exit(6);
+        if (fd >= 0 && !(f = fdopen(fd, "w")))
+            exit(6);
+    }
+    if (!f)
+        exit(6);
+    run_no--;
+    for (int i = 0; i < argc; i++)
+        fprintf(f, "argv %d %s\n", i, argv[i]);
+    for (char **e = environ; *e; e++)
+        fprintf(f, "env %s\n", *e);
+    int pdeathsig = 0;
+    prctl(PR_GET_PDEATHSIG, &pdeathsig);
+    fprintf(f, "pgroup_leader %d\npdeathsig %d\n", getpgrp() == getpid(),
+            pdeathsig);
+    if (fclose(f) != 0)
+        exit(6);
+    snprintf(tmp, sizeof tmp, "%s.t.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f)
+        exit(6);
+    fprintf(f, "%lld %d\n", (long long)rf_now_ms(), (int)getpid());
+    snprintf(path + strlen(path), sizeof path - strlen(path), ".t");
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        exit(6);
+}
+
+/* --grandchild with --runs: its pid in DIR/<self>.<k>.gc. */
+static void record_grandchild(pid_t pid)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%ld.gc", runs_dir, self, run_no);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%d\n", (int)pid) < 0 || fclose(f) != 0)
+        exit(6);
+}
+
+/* "T:K" into the path of run K of task T's time file; *mine: T is this
+ * task. */
+static bool run_file(const char *v, char *path, size_t len, bool *mine)
+{
+    const char *c = strrchr(v, ':');
+    if (!c || !runs_dir)
+        return false;
+    *mine = (size_t)(c - v) == strlen(self) && !strncmp(v, self, strlen(self));
+    snprintf(path, len, "%s/%.*s.%s.t", runs_dir, (int)(c - v), v, c + 1);
+    return true;
+}
+
+/* --await-run / --await-gone: polls every 10 ms, 30 s at most. */
+static void await_run(const char *v, bool gone)
+{
+    char path[4096];
+    bool mine;
+    if (!run_file(v, path, sizeof path, &mine))
+        exit(7);
+    if (mine)
+        return;
+    for (int i = 0; i < 3000; i++, rf_sleep_ms(10)) {
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        long long ms;
+        int pid = 0;
+        bool read = fscanf(f, "%lld %d", &ms, &pid) == 2;
+        fclose(f);
+        if (!read)
+            exit(7);
+        if (!gone || (kill(pid, 0) != 0 && errno == ESRCH))
+            return;
+    }
+    exit(7);
+}
+
 /* "T:A:B" for this task? */
 static bool for_me(const char *v, long *a, long *b)
 {
@@ -249,11 +350,17 @@ int main(int argc, char **argv)
             task_index = atoi(v);
         else if (is(argv[i], "--trace", &v))
             trace_path = v;
+        else if (is(argv[i], "--runs", &v))
+            runs_dir = v;
     }
     whoami();
+    if (runs_dir)
+        record_run(argc, argv);
     const char *then_all = "exit", *then_ps = NULL;
     bool ready = false;
     long exit_code = -1, exit_ms = 0, kill_sig = 0, kill_ms = 0;
+    long crash_sig = 0, crash_runs = 0;
+    const char *await_run_v = NULL, *await_gone_v = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long x, y;
@@ -281,6 +388,8 @@ int main(int argc, char **argv)
                 for (;;)
                     pause();
             }
+            if (pid > 0 && runs_dir)
+                record_grandchild(pid);
         } else if (is(a, "--ignore-term", &v)) {
             signal(SIGTERM, SIG_IGN);
             signal(SIGINT, SIG_IGN);
@@ -292,13 +401,28 @@ int main(int argc, char **argv)
         } else if (is(a, "--kill", &v) && for_me(v, &x, &y)) {
             kill_sig = x;
             kill_ms = y;
-        } else if (is(a, "--then", &v))
+        } else if (is(a, "--crash", &v) && for_me(v, &x, &y)) {
+            crash_sig = x;
+            crash_runs = y;
+        } else if (is(a, "--await-run", &v))
+            await_run_v = v;
+        else if (is(a, "--await-gone", &v))
+            await_gone_v = v;
+        else if (is(a, "--then", &v))
             then_all = v;
         else if (is(a, "--ps-then", &v))
             then_ps = v;
     }
     if (ready)
         printf("ready\n");
+    if (crash_sig && run_no >= 1 && run_no <= crash_runs) {
+        signal((int)crash_sig, SIG_DFL);
+        kill(getpid(), (int)crash_sig);
+    }
+    if (await_run_v)
+        await_run(await_run_v, false);
+    if (await_gone_v)
+        await_run(await_gone_v, true);
     if (kill_sig) {
         rf_sleep_ms(kill_ms);
         fflush(stdout);

@@ -58,6 +58,33 @@ wait_ready() {
   fail "the tasks did not all get ready"
 }
 
+# wait_err TEXT: until $ERR has TEXT (20 s at most).
+wait_err() {
+  for _ in $(seq 200); do
+    grep -qF -- "$1" "$ERR" && return 0
+    sleep 0.1
+  done
+  fail "stderr never got: $1"
+}
+
+# The run records of launch_helper --runs=$R: runs TASK is how many times
+# TASK started; run_ms TASK K is when its run K started (rf_now_ms).
+R=$TMP/runs
+runs() { find "$R" -maxdepth 1 -name "$1.*" ! -name '*.t' | grep -c "/$1\.[0-9]*$"; }
+run_ms() { cut -d' ' -f1 "$R/$1.$2.t"; }
+fresh_runs() { rm -rf "$R" && mkdir "$R"; }
+# expect_gap TASK K MS: run K+1 of TASK started at least MS ms after run K.
+expect_gap() {
+  local gap=$(($(run_ms "$1" $(($2 + 1))) - $(run_ms "$1" "$2")))
+  [ "$gap" -ge "$3" ] || fail "$1: run $(($2 + 1)) started $gap ms after run $2 (backoff $3 ms)"
+}
+# expect_count N PATTERN FILE: N lines of FILE match the fixed string.
+expect_count() {
+  local c
+  c=$(grep -cF -- "$2" "$3")
+  [ "$c" = "$1" ] || fail "$c lines with '$2' in $3, expected $1"
+}
+
 field() { # field TASK KEY: value of "[TASK] KEY value" in $OUT
   local line
   line=$(grep -F -m1 -- "[$1] $2 " "$OUT")
@@ -327,6 +354,228 @@ case_trace() {
   grep -qxF "events 2 3 first_ts 1.000" "$TMP/check" || fail "array format"
 }
 
+# restart_launch ARGS...: rf-launch --restart_on_failure ARGS in the
+# background, as a job of its own; sets PID.
+restart_launch() {
+  set -m
+  "$LAUNCH" --ps 1 --workers 1 --restart_on_failure "$@" >"$OUT" 2>"$ERR" &
+  PID=$!
+  set +m
+}
+
+# wait_lines N TEXT: until $OUT has N lines with TEXT (10 s at most).
+wait_lines() {
+  for _ in $(seq 100); do
+    [ "$(grep -cF -- "$2" "$OUT")" -ge "$1" ] && return 0
+    sleep 0.1
+  done
+  fail "fewer than $1 lines with: $2"
+}
+
+case_restart() {
+  # ps1 is killed by SIGKILL in its first run; the others wait for its
+  # second run, then everyone exits 0.
+  fresh_runs
+  launch --ps 2 --workers 2 --restart_on_failure -- "$HELPER" --runs="$R" \
+    --ready --crash=ps1:9:1 --await-run=ps1:2 --then=exit --marker="$M"
+  expect_rc 0
+  expect_err "rf-launch: ps1 was killed by signal 9 (SIGKILL); restarting it in 1 s (restart 1 of 3)"
+  expect_count 1 "restarting it" "$ERR"
+  expect_err "rf-launch: restarts: ps0 0, ps1 1, worker0 0, worker1 0"
+  expect_no_err "warning"
+  [ "$(runs ps1)" = 2 ] || fail "ps1 started $(runs ps1) times"
+  local t
+  for t in ps0 worker0 worker1; do
+    [ "$(runs $t)" = 1 ] || fail "$t started $(runs $t) times"
+  done
+  grep -qE '^argv [0-9]+ --job_name=ps$' "$R/ps1.1" || fail "no --job_name in the record"
+  grep -qE '^argv [0-9]+ --task_index=1$' "$R/ps1.1" || fail "no --task_index in the record"
+  grep -qE '^argv [0-9]+ --ps_hosts=127\.0\.0\.1:[0-9]+,' "$R/ps1.1" || fail "no --ps_hosts in the record"
+  grep -q '^env ' "$R/ps1.1" || fail "no environment in the record"
+  grep -qx 'pgroup_leader 1' "$R/ps1.2" || fail "restarted ps1 leads no process group"
+  grep -qx 'pdeathsig 9' "$R/ps1.2" || fail "restarted ps1 has no PR_SET_PDEATHSIG(SIGKILL)"
+  cmp -s "$R/ps1.1" "$R/ps1.2" ||
+    fail "ps1's second run differs: $(diff "$R/ps1.1" "$R/ps1.2" | head -5)"
+  expect_gap ps1 1 1000
+  expect_count 2 "[ps1] ready" "$OUT"
+  expect_count 1 "[ps0] ready" "$OUT"
+  no_leftovers
+  # The chief (TF_CONFIG mode) killed by SIGTERM, --max_restarts=1.
+  fresh_runs
+  launch --ps 1 --workers 1 --chief --restart_on_failure --max_restarts=1 \
+    -- "$HELPER" --runs="$R" --crash=chief:15:1 --await-run=chief:2 \
+    --then=exit --marker="$M"
+  expect_rc 0
+  expect_err "rf-launch: chief was killed by signal 15 (SIGTERM); restarting it in 1 s (restart 1 of 1)"
+  expect_err "rf-launch: restarts: ps0 0, chief 1, worker0 0"
+  [ "$(runs chief)" = 2 ] || fail "chief started $(runs chief) times"
+  grep -qF '"task":{"type":"chief","index":0}' "$R/chief.1" || fail "no TF_CONFIG in the record"
+  cmp -s "$R/chief.1" "$R/chief.2" ||
+    fail "the chief's second run differs: $(diff "$R/chief.1" "$R/chief.2" | head -5)"
+  no_leftovers
+  # What is left of a failed run's process group (its child) is killed
+  # before the restart.
+  fresh_runs
+  restart_launch -- "$HELPER" --runs="$R" --grandchild --ready \
+    --crash=worker0:9:1 --then=forever --marker="$M"
+  wait_lines 2 "[worker0] ready"
+  local gc st
+  gc=$(cat "$R/worker0.1.gc")
+  for _ in $(seq 50); do # gone, or a zombie not yet reaped
+    st=$(ps -o stat= -p "$gc")
+    [ -z "$st" ] || [[ $st == Z* ]] && break
+    sleep 0.1
+  done
+  [ -z "$st" ] || [[ $st == Z* ]] || fail "worker0's first child still runs ($st)"
+  ps -o stat= -p "$(cat "$R/worker0.2.gc")" >/dev/null ||
+    fail "worker0's second child is gone"
+  kill -TERM $PID
+  wait $PID
+  RC=$?
+  expect_rc 143
+  no_leftovers
+}
+
+case_restart_fails() {
+  # The program is gone when its restart is due: the launch fails.
+  local prog=$TMP/self-deleting
+  printf '#!/bin/sh\nrm -f "$0"\nkill -KILL $$\n' >"$prog"
+  chmod +x "$prog"
+  launch --ps 0 --workers 1 --restart_on_failure -- "$prog" --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker0 was killed by signal 9 (SIGKILL); restarting it in 1 s (restart 1 of 3)"
+  expect_err "rf-launch: worker0: restart 1 failed: cannot run '$prog': No such file or directory"
+  expect_err "rf-launch: restarts: worker0 0"
+  no_leftovers
+}
+
+case_max_restarts() {
+  fresh_runs
+  launch --ps 1 --workers 2 --restart_on_failure --max_restarts 2 -- \
+    "$HELPER" --runs="$R" --exit=worker1:3:0 --then=forever --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker1 exited with status 3; restarting it in 1 s (restart 1 of 2)"
+  expect_err "rf-launch: worker1 exited with status 3; restarting it in 2 s (restart 2 of 2)"
+  expect_err "rf-launch: worker1 exited with status 3 after 2 restarts (--max_restarts 2); stopping the others"
+  expect_err "rf-launch: restarts: ps0 0, worker0 0, worker1 2"
+  expect_count 2 "restarting it" "$ERR"
+  expect_count 3 "[worker1] exiting with 3" "$OUT"
+  [ "$(runs worker1)" = 3 ] || fail "worker1 started $(runs worker1) times"
+  [ "$(runs worker0)" = 1 ] || fail "worker0 started $(runs worker0) times"
+  [ "$(runs ps0)" = 1 ] || fail "ps0 started $(runs ps0) times"
+  expect_gap worker1 1 1000
+  expect_gap worker1 2 2000
+  no_leftovers
+  # --max_restarts=0: the first failure stops everything.
+  fresh_runs
+  launch --ps 1 --workers 1 --restart_on_failure --max_restarts=0 -- \
+    "$HELPER" --runs="$R" --crash=worker0:9:1 --then=forever --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker0 was killed by signal 9 (SIGKILL) after 0 restarts (--max_restarts 0); stopping the others"
+  expect_err "rf-launch: restarts: ps0 0, worker0 0"
+  expect_no_err "restarting it"
+  [ "$(runs worker0)" = 1 ] || fail "worker0 started $(runs worker0) times"
+  no_leftovers
+}
+
+case_no_restart() {
+  # Exits 0 are never restarted: ps0 first (the workers wait until it is
+  # gone), then the workers.
+  fresh_runs
+  launch --ps 1 --workers 2 --restart_on_failure -- "$HELPER" --runs="$R" \
+    --await-gone=ps0:1 --then=exit --marker="$M"
+  expect_rc 0
+  local t
+  for t in ps0 worker0 worker1; do
+    [ "$(runs $t)" = 1 ] || fail "$t started $(runs $t) times"
+  done
+  expect_err "rf-launch: restarts: ps0 0, worker0 0, worker1 0"
+  [ "$(grep -c '^rf-launch:' "$ERR")" = 1 ] || fail "messages besides the summary"
+  no_leftovers
+  # DRAIN: ps1 fails once rf-launch has reaped the only worker; it is not
+  # restarted and the launch fails, as without the flag.
+  fresh_runs
+  launch --ps 2 --workers 1 --restart_on_failure -- "$HELPER" --runs="$R" \
+    --await-gone=worker0:1 --exit=ps1:4:0 --ps-then=forever --then=exit \
+    --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: ps1 exited with status 4 once every worker had finished (not restarted); stopping the others"
+  expect_no_err "restarting it"
+  expect_err "rf-launch: restarts: ps0 0, ps1 0, worker0 0"
+  [ "$(runs ps1)" = 1 ] || fail "ps1 started $(runs ps1) times"
+  no_leftovers
+  # ps0 waits 4 s for its third restart when the only worker exits 0: the
+  # job is over, the restart is dropped and the launch succeeds.
+  fresh_runs
+  launch --ps 1 --workers 1 --restart_on_failure -- "$HELPER" --runs="$R" \
+    --crash=ps0:9:3 --await-gone=ps0:3 --then=exit --marker="$M"
+  expect_rc 0
+  expect_err "rf-launch: ps0 was killed by signal 9 (SIGKILL); restarting it in 4 s (restart 3 of 3)"
+  expect_err "rf-launch: ps0: restart cancelled: every worker has finished"
+  expect_err "rf-launch: restarts: ps0 2, worker0 0"
+  [ "$(runs ps0)" = 3 ] || fail "ps0 started $(runs ps0) times"
+  [ "$(runs worker0)" = 1 ] || fail "worker0 started $(runs worker0) times"
+  no_leftovers
+  # Without --restart_on_failure nothing is restarted and no summary.
+  fresh_runs
+  launch --ps 1 --workers 1 -- "$HELPER" --runs="$R" --crash=worker0:9:1 \
+    --then=forever --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker0 was killed by signal 9 (SIGKILL); stopping the others"
+  expect_no_err "restart"
+  [ "$(runs worker0)" = 1 ] || fail "worker0 started $(runs worker0) times"
+  no_leftovers
+}
+
+case_restart_signal() {
+  # SIGTERM while worker0 waits 4 s for its third restart.
+  fresh_runs
+  restart_launch --max_restarts 5 -- "$HELPER" --runs="$R" \
+    --crash=worker0:9:99 --then=forever --marker="$M"
+  wait_err "(restart 3 of 5)"
+  kill -TERM $PID
+  wait $PID
+  RC=$?
+  expect_rc 143
+  expect_err "rf-launch: got SIGTERM; stopping the tasks"
+  expect_err "rf-launch: worker0: restart cancelled: stopping"
+  expect_err "rf-launch: restarts: ps0 0, worker0 2"
+  expect_no_err "(restart 4 of 5)"
+  no_leftovers
+  [ "$(runs worker0)" = 3 ] || fail "worker0 started $(runs worker0) times"
+  # SIGTERM once worker0's second run is going.
+  fresh_runs
+  restart_launch -- "$HELPER" --runs="$R" --ready --crash=worker0:9:1 \
+    --then=forever --marker="$M"
+  wait_lines 2 "[worker0] ready"
+  kill -TERM $PID
+  wait $PID
+  RC=$?
+  expect_rc 143
+  expect_err "rf-launch: got SIGTERM; stopping the tasks"
+  expect_count 1 "restarting it" "$ERR"
+  expect_err "rf-launch: restarts: ps0 0, worker0 1"
+  no_leftovers
+  [ "$(runs worker0)" = 2 ] || fail "worker0 started $(runs worker0) times"
+  # --timeout covers the whole job: restarts stop with it (10 restarts
+  # would take minutes).
+  fresh_runs
+  launch --ps 1 --workers 1 --timeout 2 --restart_on_failure \
+    --max_restarts 10 -- "$HELPER" --runs="$R" --crash=worker0:9:99 \
+    --then=forever --marker="$M"
+  expect_rc 124
+  expect_err "rf-launch: timeout: tasks still running after 2 s; stopping them"
+  expect_within 10000
+  awk '/timeout:/ { t = 1 } t && /restarting it/ { bad = 1 } END { exit bad }' \
+    "$ERR" || fail "a restart after the timeout"
+  no_leftovers
+  local restarted
+  restarted=$(sed -n 's/^rf-launch: restarts: ps0 0, worker0 \([0-9]*\)$/\1/p' "$ERR")
+  [ -n "$restarted" ] || fail "no restart summary"
+  [ "$(runs worker0)" = $((restarted + 1)) ] ||
+    fail "worker0 started $(runs worker0) times after $restarted restarts"
+}
+
 case_usage() {
   local spec
   while IFS='|' read -r spec msg; do
@@ -352,10 +601,19 @@ case_usage() {
 --ps 1 --workers 1 --ps|--ps: missing value
 --ps 1 --workers 1 --host a,b -- true|--host: 'a,b' is not an address
 --ps 1 --workers 1 --trace /nonexistent-dir/x.json -- true|--trace: cannot write in directory /nonexistent-dir
+--ps 1 --workers 1 --restart_on_failure --max_restarts=-1 -- true|--max_restarts: -1 is out of range [0, 1000]
+--ps 1 --workers 1 --restart_on_failure --max_restarts 1001 -- true|--max_restarts: 1001 is out of range [0, 1000]
+--ps 1 --workers 1 --restart_on_failure --max_restarts=abc -- true|--max_restarts: 'abc' is not an integer
+--ps 1 --workers 1 --restart_on_failure --max_restarts= -- true|--max_restarts: '' is not an integer
+--ps 1 --workers 1 --restart_on_failure --max_restarts|--max_restarts: missing value
+--ps 1 --workers 1 --max_restarts 2 -- true|--max_restarts: needs --restart_on_failure
+--ps 1 --workers 1 --restart_on_failure=1 -- true|--restart_on_failure takes no value
 EOF_USAGE
   launch --help
   expect_rc 0
   grep -qF "usage: rf-launch" "$OUT" || fail "--help"
+  grep -qF -- "--restart_on_failure" "$OUT" || fail "--help lacks --restart_on_failure"
+  grep -qF -- "--max_restarts N" "$OUT" || fail "--help lacks --max_restarts"
   launch --ps 1 --workers 1 -- /nonexistent/program
   expect_rc 1
   expect_err "rf-launch: ps0: cannot run '/nonexistent/program': No such file or directory"

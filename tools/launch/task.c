@@ -1,0 +1,44 @@
+/* tools/launch/task.c: starts one task with rf_spawn (see task.h); used for
+ * the first start of every task and for each restart, so a restarted task
+ * gets exactly the same argv, environment and process treatment. */
+#include "task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "output.h"
+#include "rdmaflow/spawn.h"
+
+rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
+{
+    if (t->port_fd >= 0) {
+        close(t->port_fd);
+        t->port_fd = -1;
+    }
+    char *tf_config = NULL;
+    if (t->tf_config && asprintf(&tf_config, "TF_CONFIG=%s", t->tf_config) < 0)
+        return rf_error_set(RF_ERR_NO_MEMORY, "out of memory");
+    const char *set[] = {tf_config, NULL}, *unset[] = {"TF_CONFIG", NULL};
+    rf_spawn_opts o = {
+        .argv = (const char *const *)t->argv,
+        .env_set = tf_config ? set : NULL,
+        .env_unset = tf_config ? NULL : unset,
+        .new_pgroup = true,
+        .die_with_parent = true,
+        .stdio = {RF_SPAWN_DEVNULL, RF_SPAWN_PIPE, RF_SPAWN_PIPE},
+        .pipe_nonblock = true,
+        .sigmask = &sig->mask,
+        .sigdefault = &sig->dfl,
+    };
+    rf_child c;
+    rf_status st = rf_spawn(&o, &c);
+    free(tf_config);
+    if (st != RF_OK)
+        return st;
+    t->pid = c.pid;
+    t->running = true;
+    lt_lines_init(&t->out, c.stdio_fd[1], 1, t->prefix);
+    lt_lines_init(&t->err, c.stdio_fd[2], 2, t->prefix);
+    return RF_OK;
+}
