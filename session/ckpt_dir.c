@@ -30,6 +30,38 @@ static rf_status check_dir(const char *dir)
     return RF_OK;
 }
 
+rf_status rf_ckpt_dir_create(const char *dir)
+{
+    if (!dir || !*dir)
+        return rf_error_set(RF_ERR_INVALID_ARG, "checkpoint directory is "
+                                                "empty");
+    size_t n = strlen(dir);
+    char *p = malloc(n + 1);
+    if (!p)
+        return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+    memcpy(p, dir, n + 1);
+    rf_status rc = RF_OK;
+    /* each prefix ending before a '/', then the whole path */
+    for (size_t i = 1; i <= n && rc == RF_OK; i++) {
+        if (i < n && p[i] != '/')
+            continue;
+        p[i] = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            rc = rf_error_set(RF_ERR_IO, "cannot create directory %s: %s", p,
+                              strerror(errno));
+        if (i < n)
+            p[i] = '/';
+    }
+    free(p);
+    if (rc == RF_OK)
+        rc = check_dir(dir);
+    if (rc == RF_OK && access(dir, W_OK | X_OK) != 0)
+        rc = rf_error_set(RF_ERR_INVALID_ARG,
+                          "checkpoint directory %s is not writable: %s", dir,
+                          strerror(errno));
+    return rc;
+}
+
 static char *resolve(const char *dir, const char *name)
 {
     return ckpt_join(name[0] == '/' ? NULL : dir, name);
@@ -155,6 +187,9 @@ rf_status rf_ckpt_dir_list(const char *dir, rf_ckpt_list *out)
     if (!out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ckpt_dir_list: no output");
     memset(out, 0, sizeof *out);
+    struct stat sb;
+    if (dir && *dir && stat(dir, &sb) != 0 && errno == ENOENT)
+        return RF_OK; /* no directory yet: no checkpoint */
     rf_status rc = check_dir(dir);
     if (rc != RF_OK)
         return rc;

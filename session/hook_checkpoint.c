@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "session/monitored_internal.h"
 #include "session/session_internal.h"
@@ -88,8 +89,17 @@ static rf_status saver_end(void *ctx, rf_monitored_session *ms)
     return save(h, ms);
 }
 
+/* The directory is made when the job begins, not at the first save. */
+static rf_status saver_begin(void *ctx, rf_monitored_session *ms)
+{
+    (void)ms;
+    const saver *h = ctx;
+    return rf_ckpt_dir_create(h->dir);
+}
+
 static const rf_hook_ops saver_ops = {
     .name = "CheckpointSaverHook",
+    .begin = saver_begin,
     .after_create_session = saver_after_create,
     .after_run = saver_after_run,
     .end = saver_end,

@@ -139,6 +139,11 @@ rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
                            const char *const *meta, int max_to_keep,
                            char *path_out, size_t len);
 
+/* Creates dir and its missing parents (as TensorFlow's Saver does for a
+ * checkpoint directory); RF_OK if it exists already. Refused: a path that
+ * is not a directory, or one this process cannot write into. */
+rf_status rf_ckpt_dir_create(const char *dir);
+
 /* The kept checkpoints of a directory, newest first, as paths (DIR/name for
  * a relative name in the state file). */
 typedef struct rf_ckpt_list {
@@ -146,7 +151,8 @@ typedef struct rf_ckpt_list {
     char **paths;
 } rf_ckpt_list;
 
-/* Reads DIR/checkpoint. No state file: RF_OK with n == 0 (no checkpoint);
+/* Reads DIR/checkpoint. No state file or no directory: RF_OK with n == 0
+ * (no checkpoint);
  * a malformed one: RF_ERR_CORRUPT with its path and line. */
 rf_status rf_ckpt_dir_list(const char *dir, rf_ckpt_list *out);
 void rf_ckpt_list_free(rf_ckpt_list *list);

@@ -19,6 +19,7 @@
 
 #include "dist.h"
 #include "export.h"
+#include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "report.h"
 #include "train.h"
@@ -235,6 +236,13 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
 
     if (f->trace_path && tr_check_trace_path(f->trace_path) != 0)
         return 1;
+    /* the chief makes (or checks) --checkpoint_dir before any work */
+    if (chief && f->checkpoint_dir &&
+        rf_ckpt_dir_create(f->checkpoint_dir) != RF_OK) {
+        fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
+                rf_error_message());
+        return 2;
+    }
     if (rf_server_start(cluster, NULL, &d.server) != RF_OK) {
         rc = fail(who, rf_error_message());
         goto out;
