@@ -23,10 +23,17 @@
  *   with tf.device(replica_device_setter(    make_setter() and
  *       worker_device=..., cluster=...)):    build_graph() below
  *     global_step, model, loss, train_op
- *   MonitoredTrainingSession(is_chief=...)   rf_session_create
- *   StopAtStepHook(last_step), run(train_op) train() below
- * and at the end the workers finish, the chief evaluates the test set and
- * shuts the ps tasks down, so the whole cluster exits by itself.
+ *   MonitoredTrainingSession(is_chief=...,   rf_monitored_session_create
+ *       checkpoint_dir=..., hooks=[          (create_session() below)
+ *       StopAtStepHook(last_step)])
+ *   while not mon_sess.should_stop():        train() below
+ *       mon_sess.run(train_op)
+ * and at the end the workers finish, the chief waits for them (at most 120
+ * s), saves the last checkpoint, evaluates the test set and shuts the ps
+ * tasks down, so the whole cluster exits by itself. With --checkpoint_dir
+ * the job survives a task's death: restarted (by hand, or by rf-launch
+ * --restart_on_failure), a ps is restored from the newest checkpoint, a
+ * worker rejoins, the chief restores and goes on.
  *
  * Exit status: 0 success, 1 runtime error, 2 bad flags. */
 #include <inttypes.h>
@@ -59,7 +66,9 @@ typedef struct flags {
     long long train_steps;    /* StopAtStepHook's last_step */
     long long batch_size;
     double learning_rate;
-    long long seed; /* initial weights and the data's shuffling */
+    long long seed;             /* initial weights and the data's shuffling */
+    const char *checkpoint_dir; /* NULL: no checkpoints */
+    long long save_checkpoint_steps;
 } flags;
 
 static const char usage[] =
@@ -67,7 +76,8 @@ static const char usage[] =
     "         --job_name=ps|worker --task_index=N  (or TF_CONFIG)\n"
     "         [--data_dir=DIR] [--train_steps=N (8000)] [--batch_size=N "
     "(100)]\n"
-    "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n";
+    "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n"
+    "         [--checkpoint_dir=DIR [--save_checkpoint_steps=N (1000)]]\n";
 
 /* A usage error: the message on stderr; returns exit status 2. */
 static int usage_error(const char *fmt, ...)
@@ -123,7 +133,8 @@ static int find_flag(const flag_def *table, size_t n, int argc, char **argv,
 /* Returns 0, 1 for --help, or 2 after a message for a bad flag. */
 static int parse_flags(int argc, char **argv, flags *f)
 {
-    const char *steps = "8000", *batch = "100", *lr = "0.05", *seed = "1";
+    const char *steps = "8000", *batch = "100", *lr = "0.05", *seed = "1",
+               *save_steps = "1000";
     flag_def table[] = {
         {"ps_hosts", &f->cluster.ps_hosts},
         {"worker_hosts", &f->cluster.worker_hosts},
@@ -134,6 +145,8 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"batch_size", &batch},
         {"learning_rate", &lr},
         {"seed", &seed},
+        {"checkpoint_dir", &f->checkpoint_dir},
+        {"save_checkpoint_steps", &save_steps},
     };
     memset(f, 0, sizeof *f);
     for (int i = 1; i < argc; i++) {
@@ -148,7 +161,9 @@ static int parse_flags(int argc, char **argv, flags *f)
     }
     if (parse_int("train_steps", steps, 1, 1000000000, &f->train_steps) ||
         parse_int("batch_size", batch, 1, 60000, &f->batch_size) ||
-        parse_int("seed", seed, 0, 1000000000, &f->seed))
+        parse_int("seed", seed, 0, 1000000000, &f->seed) ||
+        parse_int("save_checkpoint_steps", save_steps, 1, 1000000000,
+                  &f->save_checkpoint_steps))
         return 2;
     char *end;
     f->learning_rate = strtod(lr, &end);
@@ -196,7 +211,7 @@ typedef struct worker {
     rf_replica_device_setter *setter;
     rf_graph *g;
     rf_executor *ex;
-    rf_session *session;
+    rf_monitored_session *session;
     rf_dataset *train, *test; /* train: this worker's shard */
     rf_node *x, *y, *global_step, *loss, *correct, *train_op;
 } worker;
@@ -323,13 +338,13 @@ static rf_status train(worker *w)
     int64_t step = 0, local = 0;
     double t0 = rf_now_s();
     rf_status st = images && labels ? RF_OK : no_memory(bs);
-    if (st == RF_OK)
-        st = rf_session_global_step(w->session, &step);
-    while (st == RF_OK && step < w->f->train_steps) {
+    while (st == RF_OK && !rf_monitored_session_should_stop(w->session)) {
         st = rf_dataset_next_batch(w->train, bs, images, labels);
         if (st == RF_OK)
-            st = rf_session_run(w->session, feeds, in, 2, fetches, 2, out,
-                                &step);
+            st = rf_monitored_session_run(w->session, feeds, in, 2, fetches, 2,
+                                          out, &step);
+        if (st == RF_OK && !out[0].data) /* it ended while we recovered */
+            break;
         if (st == RF_OK && ++local % LOG_EVERY == 0)
             printf("worker %d: step %" PRId64 " (global step %" PRId64
                    "), loss %.4f\n",
@@ -345,7 +360,8 @@ static rf_status train(worker *w)
     return st;
 }
 
-/* The chief, after rf_session_finish pulled the trained variables back:
+/* The chief, after rf_monitored_session_close pulled the trained variables
+ * back:
  * the number of correct predictions over the test set, by a local plan. */
 static rf_status evaluate(worker *w, double *accuracy)
 {
@@ -381,11 +397,16 @@ static rf_status evaluate(worker *w, double *accuracy)
 }
 
 /* The end of the job: a worker says it is done; the chief waits for the
- * others, evaluates and stops the ps tasks. */
+ * others (a worker that never finishes is named, and the chief still
+ * evaluates and stops the ps tasks, then exits 1). */
 static int finish(worker *w)
 {
-    if (rf_session_finish(w->session, 0) != RF_OK)
+    rf_status st = rf_monitored_session_close(w->session);
+    if (st != RF_OK && (st != RF_ERR_TIMEOUT || !w->self->is_chief))
         return fail("finishing");
+    char missing[1024] = "";
+    if (st != RF_OK)
+        snprintf(missing, sizeof missing, "%s", rf_error_message());
     if (!w->self->is_chief) {
         printf("worker %d: done\n", w->self->index);
         return 0;
@@ -394,15 +415,19 @@ static int finish(worker *w)
     if (evaluate(w, &accuracy) != RF_OK)
         return fail("evaluating the test set");
     printf("test accuracy: %.4f\n", accuracy);
-    if (rf_session_shutdown_cluster(w->session) != RF_OK)
+    if (rf_monitored_session_shutdown_cluster(w->session) != RF_OK)
         return fail("shutting the cluster down");
     printf("chief: ps tasks shut down\n");
+    if (missing[0]) {
+        fprintf(stderr, PROG ": %s\n", missing);
+        return 1;
+    }
     return 0;
 }
 
 static void destroy_worker(worker *w)
 {
-    rf_session_destroy(w->session); /* before the graph and the executor */
+    rf_monitored_session_destroy(w->session); /* before graph, executor */
     rf_executor_destroy(w->ex);
     rf_graph_destroy(w->g);
     rf_replica_device_setter_destroy(w->setter);
@@ -411,20 +436,32 @@ static void destroy_worker(worker *w)
     rf_dataset_free(w->test);
 }
 
-/* MonitoredTrainingSession(master=server.target, is_chief=...): the chief
- * creates and initialises the variables on the ps tasks, the others wait
- * for that. */
+/* MonitoredTrainingSession(master=server.target, is_chief=...,
+ * checkpoint_dir=..., hooks=[StopAtStepHook(last_step=...)]): the chief
+ * restores the newest checkpoint or creates and initialises the variables
+ * on the ps tasks, the others wait for that. */
 static rf_status create_session(worker *w)
 {
     rf_executor_options eo = {.threads = 0}; /* every CPU */
     rf_status st = rf_executor_create(&eo, &w->ex);
     if (st != RF_OK)
         return st;
-    rf_session_options so;
-    rf_session_options_init(&so); /* apply=ps: the ps runs Adagrad */
-    so.train_op = w->train_op;
-    so.global_step = w->global_step;
-    return rf_session_create(w->server, w->g, w->ex, &so, &w->session);
+    rf_monitored_session_options mo;
+    rf_monitored_session_options_init(&mo); /* apply=ps: the ps runs Adagrad */
+    mo.session.train_op = w->train_op;
+    mo.session.global_step = w->global_step;
+    mo.checkpoint_dir = w->f->checkpoint_dir;
+    mo.save_checkpoint_steps = w->f->save_checkpoint_steps;
+    mo.examples_per_step = w->f->batch_size;
+    mo.log_step_count_steps = LOG_EVERY;
+    rf_hook *stop;
+    st = rf_stop_at_step_hook_create(0, w->f->train_steps, &stop);
+    if (st != RF_OK)
+        return st;
+    mo.hooks = &stop; /* the session owns it now */
+    mo.num_hooks = 1;
+    return rf_monitored_session_create(w->server, w->g, w->ex, &mo,
+                                       &w->session);
 }
 
 static int run_worker(const flags *f, const rf_cluster *cluster)
