@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tests/common/net.h"
+
 const char *pt_provider(void)
 {
     const char *p = getenv("RF_FABRIC");
@@ -33,17 +35,7 @@ rf_fabric *pt_fabric(void)
 
 uint16_t pt_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(fd >= 0, "socket: %s", strerror(errno));
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    inet_pton(AF_INET, pt_host(), &a.sin_addr);
-    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0, "bind: %s",
-          strerror(errno));
-    socklen_t len = sizeof a;
-    CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0, "getsockname: %s",
-          strerror(errno));
-    close(fd);
-    return ntohs(a.sin_port);
+    return rft_free_port(pt_host());
 }
 
 const char *pt_addr(uint16_t port)

@@ -1,0 +1,536 @@
+/* tests/integration/monitored/monitored_test.c: rf_monitored_test, the
+ * monitored session's tests (rdmaflow/session.h, MonitoredTrainingSession):
+ * this driver is the chief worker; its ps task is a child process (this
+ * program re-executed as "--ps PORT WORKER_PORT"), killed with SIGKILL and
+ * started again where a case needs a ps failure. Synthetic data, a small
+ * model: x [16, 8] -> dense(4) -> mean softmax cross-entropy, Adagrad.
+ *
+ *   hooks      the call order of a caller's hook (begin once,
+ *              after_create_session, before_run/after_run per run, end at
+ *              close), the node it asked for fetched with the same value
+ *              the caller got, chief-only hooks run on the chief,
+ *              StopAtStepHook(num_steps=6) stops after exactly 6 runs,
+ *              LoggingTensorHook every 2 runs, StepCounterHook, the
+ *              CheckpointSaver (every 2 steps: model.ckpt-0, 2, 4, 6, and
+ *              nothing more at the end), run after the stop and a second
+ *              close refused
+ *   nan        a NaN input: the run fails with RF_ERR_NUMERIC "NaN loss
+ *              during training" and the session says stop
+ *   recovery   the ps is SIGKILLed after 5 of 10 steps and started again:
+ *              the next run recovers (the chief restores model.ckpt-3 into
+ *              the new ps), hooks see after_create_session again, the last
+ *              step stays 10 (12 runs in all), global_step ends at 10
+ *   refusals   bad hook and session options are refused naming the field,
+ *              and the hooks handed over are freed (LeakSanitizer)
+ *
+ * `rf_monitored_test --case NAME` runs one case; RF_FABRIC, RF_TEST_HOST
+ * and RF_TEST_TIME_SCALE as in the ps suite. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rdmaflow/checkpoint.h"
+#include "rdmaflow/cluster.h"
+#include "rdmaflow/device.h"
+#include "rdmaflow/graph.h"
+#include "rdmaflow/session.h"
+#include "tests/common/budget.h"
+#include "tests/common/check.h"
+#include "tests/common/net.h"
+#include "tests/common/proc.h"
+#include "tests/common/suite.h"
+
+#define DIM   8
+#define BATCH 16
+
+static const char *host(void)
+{
+    const char *h = getenv("RF_TEST_HOST");
+    return h && *h ? h : "127.0.0.1";
+}
+
+/* The cluster of one ps (ps_port) and one worker, as seen by job. */
+static rf_cluster *cluster_of(const char *job, unsigned ps_port,
+                              unsigned worker_port)
+{
+    char ps[300], wk[300];
+    snprintf(ps, sizeof ps, "%s:%u", host(), ps_port);
+    snprintf(wk, sizeof wk, "%s:%u", host(), worker_port);
+    rf_cluster_flags f = {
+        .ps_hosts = ps, .worker_hosts = wk, .job_name = job, .task_index = "0"};
+    rf_cluster *c = NULL;
+    CHECK_OK(rf_cluster_resolve(&f, NULL, &c));
+    CHECK(c != NULL, "no cluster");
+    return c;
+}
+
+/* The ps role: serve until the chief shuts it down. */
+static int run_ps(unsigned ps_port, unsigned worker_port)
+{
+    rft_set_who("ps");
+    rf_cluster *c = cluster_of("ps", ps_port, worker_port);
+    rf_server *s = NULL;
+    CHECK_OK(rf_server_start(c, NULL, &s));
+    printf("READY\n");
+    fflush(stdout);
+    CHECK_OK(rf_server_join(s));
+    rf_server_stop(s);
+    rf_cluster_destroy(c);
+    return 0;
+}
+
+/* ---- the chief's side ---------------------------------------------------- */
+
+typedef struct fixture {
+    unsigned ps_port, worker_port;
+    rft_child ps;
+    rf_cluster *cluster;
+    rf_server *server;
+    rf_replica_device_setter *setter;
+    rf_graph *g;
+    rf_executor *ex;
+    rf_node *x, *y, *loss, *train_op, *gs;
+    float xb[BATCH * DIM];
+    int32_t yb[BATCH];
+    char dir[256];
+} fixture;
+
+static void start_ps(fixture *f)
+{
+    char a[16], b[16];
+    snprintf(a, sizeof a, "%u", f->ps_port);
+    snprintf(b, sizeof b, "%u", f->worker_port);
+    const char *args[] = {"--ps", a, b, NULL};
+    rft_spawn(&f->ps, "ps", NULL, args, RFT_STDIN_NULL);
+    char rest[64];
+    rft_expect(&f->ps, "READY", rest, sizeof rest, rft_ms(20000));
+}
+
+static void setup(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->ps_port = rft_free_port(host());
+    f->worker_port = rft_free_port(host());
+    start_ps(f);
+    f->cluster = cluster_of("worker", f->ps_port, f->worker_port);
+    CHECK_OK(rf_server_start(f->cluster, NULL, &f->server));
+    rf_cluster_desc desc;
+    rf_cluster_device_desc(f->cluster, &desc);
+    rf_replica_device_setter_options so;
+    rf_replica_device_setter_options_init(&so);
+    so.cluster = &desc;
+    so.worker_device = "/job:worker/task:0";
+    CHECK_OK(rf_replica_device_setter_create(&so, &f->setter));
+    CHECK_OK(rf_graph_create(&f->g));
+    rf_graph_set_seed(f->g, 7);
+    CHECK_OK(rf_graph_push_replica_device_setter(f->g, f->setter));
+    f->gs = rf_global_step(f->g);
+    f->x = rf_placeholder(f->g, RF_F32, RF_SHAPE(-1, DIM), "x");
+    f->y = rf_placeholder(f->g, RF_I32, RF_SHAPE(-1), "y");
+    rf_node *logits = rf_dense(f->g, f->x, 4, RF_ACT_NONE, "logits");
+    f->loss = rf_reduce_mean(
+        f->g,
+        rf_sparse_softmax_cross_entropy_with_logits(f->g, f->y, logits, NULL),
+        NULL, 0, false, "loss");
+    CHECK(rf_graph_status(f->g) == RF_OK, "%s", rf_graph_error(f->g));
+    rf_optim_config cfg;
+    CHECK_OK(rf_optim_defaults(RF_OPTIM_ADAGRAD, &cfg));
+    cfg.learning_rate = 0.1f;
+    CHECK_OK(rf_minimize(f->g, &cfg, f->loss, f->gs, &f->train_op));
+    rf_device_fn_pop(f->g);
+    CHECK_OK(rf_graph_initialize_variables(f->g));
+    rf_executor_options eo = {.threads = 1};
+    CHECK_OK(rf_executor_create(&eo, &f->ex));
+    for (int i = 0; i < BATCH; i++) {
+        for (int d = 0; d < DIM; d++)
+            f->xb[i * DIM + d] = (float)((i * 7 + d * 3) % 11) / 11.0f - 0.5f;
+        f->yb[i] = i % 4;
+    }
+    snprintf(f->dir, sizeof f->dir, "/tmp/rf_monitored.%ld", (long)getpid());
+}
+
+static void teardown(fixture *f, rf_monitored_session *ms)
+{
+    if (ms) {
+        CHECK_OK(rf_monitored_session_shutdown_cluster(ms));
+        rft_wait_ok(&f->ps, rft_ms(10000));
+    } else {
+        rft_kill(&f->ps);
+    }
+    rf_monitored_session_destroy(ms);
+    rf_executor_destroy(f->ex);
+    rf_graph_destroy(f->g);
+    rf_replica_device_setter_destroy(f->setter);
+    rf_server_stop(f->server);
+    rf_cluster_destroy(f->cluster);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+/* One training run: fetches the loss and the train op. */
+static rf_status step(fixture *f, rf_monitored_session *ms, rf_tensor *out,
+                      int64_t *gs)
+{
+    rf_node *feeds[] = {f->x, f->y}, *fetches[] = {f->loss, f->train_op};
+    rf_tensor in[2] = {rf_tensor_make(RF_F32, RF_SHAPE(BATCH, DIM), f->xb),
+                       rf_tensor_make(RF_I32, RF_SHAPE(BATCH), f->yb)};
+    return rf_monitored_session_run(ms, feeds, in, 2, fetches, 2, out, gs);
+}
+
+/* A caller's hook that records what it is called with. */
+typedef struct recorder {
+    rf_node *want;
+    int begin, created, before, after, end;
+    int64_t created_at[4];
+    float last_value;
+    char order[256];
+} recorder;
+
+static void note(recorder *r, char c)
+{
+    size_t n = strlen(r->order);
+    if (n + 1 < sizeof r->order)
+        r->order[n] = c;
+}
+
+static rf_status rec_begin(void *ctx, rf_monitored_session *ms)
+{
+    (void)ms;
+    recorder *r = ctx;
+    r->begin++;
+    note(r, 'B');
+    return RF_OK;
+}
+
+static rf_status rec_created(void *ctx, rf_monitored_session *ms,
+                             int64_t global_step)
+{
+    (void)ms;
+    recorder *r = ctx;
+    if (r->created < 4)
+        r->created_at[r->created] = global_step;
+    r->created++;
+    note(r, 'C');
+    return RF_OK;
+}
+
+static size_t rec_before(void *ctx, rf_monitored_session *ms, rf_node **fetch,
+                         size_t max)
+{
+    (void)ms;
+    recorder *r = ctx;
+    r->before++;
+    note(r, '(');
+    if (!r->want || max < 1)
+        return 0;
+    fetch[0] = r->want;
+    return 1;
+}
+
+static rf_status rec_after(void *ctx, rf_monitored_session *ms,
+                           const rf_run_values *v)
+{
+    (void)ms;
+    recorder *r = ctx;
+    r->after++;
+    note(r, ')');
+    if (r->want) {
+        CHECK(v->num_results == 1, "%zu results, want 1", v->num_results);
+        r->last_value = *rf_tensor_f32(&v->results[0]);
+    }
+    return RF_OK;
+}
+
+static rf_status rec_end(void *ctx, rf_monitored_session *ms)
+{
+    (void)ms;
+    recorder *r = ctx;
+    r->end++;
+    note(r, 'E');
+    return RF_OK;
+}
+
+static const rf_hook_ops recorder_ops = {
+    .name = "recorder",
+    .begin = rec_begin,
+    .after_create_session = rec_created,
+    .before_run = rec_before,
+    .after_run = rec_after,
+    .end = rec_end,
+};
+
+static char *read_all(FILE *f)
+{
+    static char buf[65536];
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+static void case_hooks(void)
+{
+    fixture f;
+    setup(&f);
+    recorder rec = {.want = f.loss}, chief_rec = {0};
+    FILE *log = tmpfile(), *lines = tmpfile();
+    CHECK(log && lines, "tmpfile");
+    rf_hook *h[4], *chief_only[1];
+    CHECK_OK(rf_hook_create(&recorder_ops, &rec, &h[0]));
+    CHECK_OK(rf_stop_at_step_hook_create(6, 0, &h[1]));
+    CHECK_OK(rf_logging_hook_create(&f.loss, 1, 2, lines, &h[2]));
+    CHECK_OK(rf_step_counter_hook_create(2, BATCH, lines, &h[3]));
+    CHECK_OK(rf_hook_create(&recorder_ops, &chief_rec, &chief_only[0]));
+    rf_monitored_session_options o;
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.checkpoint_dir = f.dir;
+    o.save_checkpoint_steps = 2;
+    o.log_step_count_steps = 0; /* the caller's StepCounter above */
+    o.hooks = h;
+    o.num_hooks = 4;
+    o.chief_only_hooks = chief_only;
+    o.num_chief_only_hooks = 1;
+    o.log = log;
+    rf_monitored_session *ms = NULL;
+    CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
+    CHECK(rf_monitored_session_is_chief(ms), "the driver is the chief");
+    CHECK(rec.begin == 1 && rec.created == 1 && rec.created_at[0] == 0,
+          "begin %d, after_create_session %d (at %lld)", rec.begin, rec.created,
+          (long long)rec.created_at[0]);
+    int runs = 0;
+    int64_t gs = -1;
+    while (!rf_monitored_session_should_stop(ms)) {
+        rf_tensor out[2];
+        CHECK_OK(step(&f, ms, out, &gs));
+        runs++;
+        CHECK(rec.last_value == *rf_tensor_f32(&out[0]),
+              "the hook's loss %g differs from the caller's %g",
+              (double)rec.last_value, (double)*rf_tensor_f32(&out[0]));
+        CHECK(*(const int64_t *)out[1].data == gs, "train_op %lld, step %lld",
+              (long long)*(const int64_t *)out[1].data, (long long)gs);
+        CHECK(runs <= 6, "still running after %d runs", runs);
+    }
+    CHECK(runs == 6 && gs == 6, "%d runs, global_step %lld; want 6 and 6", runs,
+          (long long)gs);
+    rf_tensor out[2];
+    CHECK_ST(step(&f, ms, out, &gs), RF_ERR_INVALID_ARG);
+    CHECK_MSG("stop was requested");
+    CHECK_OK(rf_monitored_session_close(ms));
+    CHECK_ST(rf_monitored_session_close(ms), RF_ERR_INVALID_ARG);
+    CHECK(strcmp(rec.order, "BC()()()()()()E") == 0, "hook calls %s",
+          rec.order);
+    CHECK(strcmp(chief_rec.order, "BC()()()()()()E") == 0,
+          "chief-only hook calls %s", chief_rec.order);
+    /* LoggingTensorHook at runs 1, 3, 5; StepCounter at steps 2, 4, 6 */
+    const char *text = read_all(lines);
+    rft_note("hook lines:\n%s", text);
+    CHECK(count(text, "loss = ") == 3, "%d logging lines, want 3",
+          count(text, "loss = "));
+    CHECK(strstr(text, "global_step = 1") && strstr(text, "global_step = 5"),
+          "logging lines at global_step 1 and 5");
+    CHECK(count(text, "global_step/sec: ") == 3 &&
+              count(text, "examples/sec: ") == 3,
+          "%d step-counter lines, want 3", count(text, "global_step/sec: "));
+    /* CheckpointSaver: at creation (0), 2, 4, 6; the end adds nothing */
+    rf_ckpt_list l;
+    CHECK_OK(rf_ckpt_dir_list(f.dir, &l));
+    char names[512] = "";
+    for (size_t i = 0; i < l.n; i++) {
+        const char *b = strrchr(l.paths[i], '/');
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", i ? " " : "",
+                 b ? b + 1 : l.paths[i]);
+    }
+    rf_ckpt_list_free(&l);
+    CHECK(strcmp(names,
+                 "model.ckpt-6.safetensors model.ckpt-4.safetensors "
+                 "model.ckpt-2.safetensors model.ckpt-0.safetensors") == 0,
+          "checkpoints: %s", names);
+    text = read_all(log);
+    CHECK(count(text, "saved checkpoint") == 4, "%d saves logged, want 4:\n%s",
+          count(text, "saved checkpoint"), text);
+    CHECK(strstr(text, "session ready: initialised the variables"),
+          "the chief initialised: %s", text);
+    teardown(&f, ms);
+    fclose(log);
+    fclose(lines);
+}
+
+static void case_nan(void)
+{
+    fixture f;
+    setup(&f);
+    rf_hook *h[2];
+    CHECK_OK(rf_stop_at_step_hook_create(0, 100, &h[0]));
+    CHECK_OK(rf_nan_tensor_hook_create(f.loss, &h[1]));
+    rf_monitored_session_options o;
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.hooks = h;
+    o.num_hooks = 2;
+    o.log_step_count_steps = 0;
+    rf_monitored_session *ms = NULL;
+    CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
+    rf_tensor out[2];
+    int64_t gs;
+    CHECK_OK(step(&f, ms, out, &gs));
+    f.xb[3] = NAN;
+    CHECK_ST(step(&f, ms, out, &gs), RF_ERR_NUMERIC);
+    CHECK_MSG("NaN loss during training (global_step 2)");
+    CHECK(rf_monitored_session_should_stop(ms), "no stop after a NaN loss");
+    teardown(&f, ms);
+}
+
+static void case_recovery(void)
+{
+    fixture f;
+    setup(&f);
+    recorder rec = {0};
+    FILE *log = tmpfile();
+    CHECK(log != NULL, "tmpfile");
+    rf_hook *h[2];
+    CHECK_OK(rf_hook_create(&recorder_ops, &rec, &h[0]));
+    CHECK_OK(rf_stop_at_step_hook_create(10, 0, &h[1]));
+    rf_monitored_session_options o;
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.checkpoint_dir = f.dir;
+    o.save_checkpoint_steps = 3;
+    o.log_step_count_steps = 0;
+    o.max_wait_secs = rft_ms(60000) / 1000;
+    o.hooks = h;
+    o.num_hooks = 2;
+    o.log = log;
+    rf_monitored_session *ms = NULL;
+    CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
+    int runs = 0;
+    int64_t gs = 0;
+    rf_tensor out[2];
+    for (; runs < 5; runs++)
+        CHECK_OK(step(&f, ms, out, &gs));
+    CHECK(gs == 5, "global_step %lld after 5 runs", (long long)gs);
+    rft_kill(&f.ps); /* SIGKILL: the ps and its variables are gone */
+    start_ps(&f);    /* a new incarnation, empty */
+    int64_t seen[16];
+    while (!rf_monitored_session_should_stop(ms)) {
+        CHECK_OK(step(&f, ms, out, &gs));
+        CHECK(out[0].data != NULL, "a run after the recovery ran nothing");
+        seen[runs - 5] = gs;
+        runs++;
+        CHECK(runs <= 16, "still running after %d runs", runs);
+    }
+    const char *text = read_all(log);
+    rft_note("log:\n%s", text);
+    CHECK(rf_monitored_session_recoveries(ms) == 1, "%d recoveries, want 1",
+          rf_monitored_session_recoveries(ms));
+    CHECK(strstr(text, "session lost (RF_ERR_") && strstr(text, "restored ") &&
+              strstr(text, "model.ckpt-3.safetensors, global_step 3"),
+          "the log does not show a restore of model.ckpt-3:\n%s", text);
+    /* the first run after the kill ran from step 3: 4, then 5 ... 10 */
+    CHECK(seen[0] == 4, "the first run after the recovery ended at %lld",
+          (long long)seen[0]);
+    CHECK(runs == 12 && gs == 10,
+          "%d runs ending at global_step %lld; want 12 runs and 10 (the last "
+          "step is not moved by a recovery)",
+          runs, (long long)gs);
+    CHECK(rec.created == 2 && rec.created_at[1] == 3,
+          "after_create_session %d times (2nd at %lld)", rec.created,
+          (long long)rec.created_at[1]);
+    CHECK_OK(rf_monitored_session_close(ms));
+    teardown(&f, ms);
+    fclose(log);
+}
+
+static void case_refusals(void)
+{
+    rf_hook *h = NULL;
+    CHECK_ST(rf_stop_at_step_hook_create(0, 0, &h), RF_ERR_INVALID_ARG);
+    CHECK_MSG("exactly one of num_steps");
+    CHECK_ST(rf_stop_at_step_hook_create(3, 4, &h), RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_logging_hook_create(NULL, 0, 0, NULL, &h), RF_ERR_INVALID_ARG);
+    CHECK_MSG("every_n_iter 0");
+    CHECK_ST(rf_step_counter_hook_create(0, 1, NULL, &h), RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_checkpoint_saver_hook_create("", 1, 0, 5, NULL, &h),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("a directory is required");
+    CHECK_ST(rf_nan_tensor_hook_create(NULL, &h), RF_ERR_INVALID_ARG);
+    CHECK(h == NULL, "a refused hook was returned");
+    fixture f;
+    setup(&f);
+    rf_hook *hooks[1];
+    CHECK_OK(rf_stop_at_step_hook_create(0, 3, &hooks[0]));
+    rf_monitored_session_options o;
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.max_wait_secs = 0;
+    o.hooks = hooks; /* freed by the refusal */
+    o.num_hooks = 1;
+    rf_monitored_session *ms = NULL;
+    CHECK_ST(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("max_wait_secs 0");
+    CHECK(ms == NULL, "a refused session was returned");
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.save_checkpoint_secs = -1;
+    CHECK_ST(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("save_checkpoint_secs -1");
+    teardown(&f, NULL);
+}
+
+static const rft_case cases[] = {
+    {.name = "hooks",
+     .budget_s = 60,
+     .run = case_hooks,
+     .desc = "hook calls, StopAtStep, Logging, StepCounter, CheckpointSaver"},
+    {.name = "nan",
+     .budget_s = 60,
+     .run = case_nan,
+     .desc = "NanTensorHook stops the job with RF_ERR_NUMERIC"},
+    {.name = "recovery",
+     .budget_s = 120,
+     .run = case_recovery,
+     .desc = "a SIGKILLed ps: restored from the checkpoint, last step kept"},
+    {.name = "refusals",
+     .budget_s = 60,
+     .run = case_refusals,
+     .desc = "bad hook and session options"},
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "--ps") == 0) {
+        rft_proc_init(true);
+        return run_ps((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
+    }
+    rft_set_who("chief");
+    rft_proc_init(false);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const rft_case *c = argc == 3 && strcmp(argv[1], "--case") == 0
+                            ? rft_case_find(cases, NCASES, argv[2])
+                            : NULL;
+    if (!c) {
+        fprintf(stderr, "usage: rf_monitored_test --case hooks|nan|recovery|"
+                        "refusals\n");
+        return 2;
+    }
+    char context[128];
+    snprintf(context, sizeof context, "fabric %s",
+             getenv("RF_FABRIC") ? getenv("RF_FABRIC") : "sock");
+    return rft_case_run(c, context);
+}
