@@ -377,6 +377,22 @@ static uint32_t done_word_off(uint32_t id)
     return PS_WORKERS_DONE_OFF + 8u * (id / 64u);
 }
 
+/* ORs bit into the bitmap word at off: CMP_AND_SWP until it is in (other
+ * workers set theirs too). */
+static rf_status done_word_or(rf_ps_client *c, uint32_t off, uint64_t bits)
+{
+    uint64_t seen = 0;
+    rf_status st = globals_op(c, off, RF_OP_READ, 0, &seen,
+                              "workers-done READ on ps task 0");
+    while (st == RF_OK && (seen & bits) != bits) {
+        uint64_t before = 0;
+        st = globals_rmw(c, off, RF_OP_CMP_SWAP, seen, seen | bits, &before,
+                         "workers-done CMP_AND_SWP on ps task 0");
+        seen = before == seen ? seen | bits : before;
+    }
+    return st;
+}
+
 rf_status rf_ps_worker_done(rf_ps_client *c)
 {
     if (!c)
@@ -387,17 +403,26 @@ rf_status rf_ps_worker_done(rf_ps_client *c)
                             "rf_ps_worker_done: client id %u; the workers-done "
                             "bitmap holds ids below %u",
                             id, RF_PS_MAX_DONE_WORKERS);
-    uint64_t bit = 1ull << (id % 64u), seen = 0;
-    rf_status st = globals_op(c, done_word_off(id), RF_OP_READ, 0, &seen,
-                              "workers-done READ on ps task 0");
-    /* CMP_AND_SWP until the bit is in: other workers set theirs too */
-    while (st == RF_OK && !(seen & bit)) {
-        uint64_t before = 0;
-        st = globals_rmw(c, done_word_off(id), RF_OP_CMP_SWAP, seen, seen | bit,
-                         &before, "workers-done CMP_AND_SWP on ps task 0");
-        seen = before == seen ? seen | bit : before;
+    return done_word_or(c, done_word_off(id), 1ull << (id % 64u));
+}
+
+rf_status rf_ps_workers_done_merge(rf_ps_client *c,
+                                   const uint64_t bits[RF_PS_DONE_WORDS])
+{
+    if (!c || !bits)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_workers_done_merge: NULL");
+    if (!c->opt.is_chief)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_workers_done_merge: only the chief sets "
+                            "other workers' bits");
+    for (uint32_t w = 0; w < RF_PS_DONE_WORDS; w++) {
+        rf_status st =
+            bits[w] ? done_word_or(c, done_word_off(64u * w), bits[w]) : RF_OK;
+        if (st != RF_OK)
+            return st;
     }
-    return st;
+    return RF_OK;
 }
 
 rf_status rf_ps_workers_done_read(rf_ps_client *c,

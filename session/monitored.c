@@ -24,6 +24,8 @@
 #define WAIT_NOTE_MS 10000
 /* Between failed attempts that failed at once (connection refused). */
 #define RETRY_MS 500
+/* The chief reads the workers-done bitmap about this often. */
+#define DONE_READ_MS 1000
 
 void rf_monitored_session_options_init(rf_monitored_session_options *o)
 {
@@ -139,6 +141,12 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
         return rf_error_set(st, "recovering from \"%s\": %s", err,
                             rf_error_message());
     ms->recoveries++;
+    if (ms->chief) { /* a restarted ps 0 forgot who finished */
+        st = rf_ps_workers_done_merge(ms->s->client, ms->done_seen);
+        if (st != RF_OK)
+            return rf_error_set(st, "restoring the workers-done bits: %s",
+                                rf_error_message());
+    }
     char how[1400];
     describe_start(ms, how, sizeof how);
     ms_note(ms, "recovered in %.1f s: %s, global_step %lld (recovery %d)",
@@ -334,6 +342,20 @@ static size_t gather_fetches(rf_monitored_session *ms, rf_node *const *fetches,
     return n;
 }
 
+/* The chief, while training: remembers which workers finished. */
+static void note_done_workers(rf_monitored_session *ms)
+{
+    int64_t now = rf_now_ms();
+    if (!ms->chief || now - ms->done_read_at < DONE_READ_MS)
+        return;
+    ms->done_read_at = now;
+    uint64_t bits[RF_PS_DONE_WORDS];
+    /* a failure here shows up in the next run, which recovers */
+    if (rf_ps_workers_done_read(ms->s->client, bits) == RF_OK)
+        for (int w = 0; w < RF_PS_DONE_WORDS; w++)
+            ms->done_seen[w] |= bits[w];
+}
+
 static rf_status hooks_after_run(rf_monitored_session *ms, bool train)
 {
     for (size_t i = 0; i < ms->nhooks; i++) {
@@ -397,6 +419,7 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
             return RF_OK;
         }
     }
+    note_done_workers(ms);
     st = hooks_after_run(ms, train);
     if (st != RF_OK)
         return st;
@@ -443,8 +466,10 @@ FILE *rf_monitored_session_log(const rf_monitored_session *ms)
     return ms ? ms->log : stdout;
 }
 
-/* The chief's wait for the others at close: stop_grace_secs in all,
- * recovering (and going on waiting) if the session is lost meanwhile. */
+/* The chief's wait for the others at close: stop_grace_secs in all, in
+ * slices of a second so the bits seen are kept (done_seen) even if ps 0
+ * restarts meanwhile, recovering (and going on waiting) if the session is
+ * lost. */
 static rf_status wait_for_workers(rf_monitored_session *ms, char *missing,
                                   size_t len)
 {
@@ -455,10 +480,23 @@ static rf_status wait_for_workers(rf_monitored_session *ms, char *missing,
             ms->opt.stop_grace_secs, others, others == 1 ? "" : "s");
     int64_t deadline = rf_deadline_ms((int64_t)ms->opt.stop_grace_secs * 1000);
     for (;;) {
+        int64_t left = rf_deadline_left_ms(deadline);
+        uint64_t bits[RF_PS_DONE_WORDS];
         rf_status st = sess_wait_workers(
-            ms->s, (int)rf_deadline_left_ms(deadline), missing, len);
-        if (st == RF_OK || st == RF_ERR_TIMEOUT || !recoverable(st))
+            ms->s, (int)(left < DONE_READ_MS ? left : DONE_READ_MS), missing,
+            len, bits);
+        if (st == RF_OK || st == RF_ERR_TIMEOUT)
+            for (int w = 0; w < RF_PS_DONE_WORDS; w++)
+                ms->done_seen[w] |= bits[w];
+        if (st == RF_ERR_TIMEOUT && rf_deadline_passed(deadline))
+            return rf_error_set(st,
+                                "%s did not finish within "
+                                "stop_grace_secs=%d",
+                                missing, ms->opt.stop_grace_secs);
+        if (st == RF_OK || (st != RF_ERR_TIMEOUT && !recoverable(st)))
             return st;
+        if (st == RF_ERR_TIMEOUT)
+            continue;
         char err[1024];
         snprintf(err, sizeof err, "%s", rf_error_message());
         if ((st = recover(ms, st, err)) != RF_OK)

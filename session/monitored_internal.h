@@ -29,6 +29,11 @@ struct rf_monitored_session {
     int recoveries;
     FILE *log;
     char me[64]; /* "/job:worker/task:1" */
+    /* The chief: the workers-done bits it has seen (read about once a
+     * second while training, and while waiting at the end), written back
+     * after a recovery, when ps task 0 may have restarted empty. */
+    uint64_t done_seen[RF_PS_DONE_WORDS];
+    int64_t done_read_at; /* rf_now_ms of the last read */
 
     rf_hook **hooks; /* the caller's, chief-only (chief), built-ins */
     size_t nhooks;

@@ -254,7 +254,7 @@ void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
 }
 
 rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
-                            size_t len)
+                            size_t len, uint64_t *bits_out)
 {
     if (missing && len)
         missing[0] = '\0';
@@ -294,6 +294,8 @@ rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
         st = rf_error_set(st, "waiting for the other workers: %s",
                           rf_error_message());
     }
+    if (bits_out && (st == RF_OK || st == RF_ERR_TIMEOUT))
+        memcpy(bits_out, bits, sizeof bits);
     free(ids);
     return st;
 }
@@ -309,8 +311,8 @@ rf_status rf_session_finish(rf_session *s, int timeout_ms)
     }
     if (s->num_workers > 1) {
         rf_status st = sess_wait_workers(
-            s, timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, NULL,
-            0);
+            s, timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, NULL, 0,
+            NULL);
         if (st != RF_OK)
             return st;
     }

@@ -172,9 +172,10 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
 /* The chief: waits at most timeout_ms (<= 0: a single look) for every other
  * training worker to announce it finished. RF_ERR_TIMEOUT names the tasks
  * that did not ("/job:worker/task:1"); missing (may be NULL) gets the same
- * comma-separated list ("" when all finished). */
+ * comma-separated list ("" when all finished); bits (may be NULL) the last
+ * bitmap read. */
 rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
-                            size_t len);
+                            size_t len, uint64_t *bits);
 /* "/job:J/task:I" of the task with this client id (worker_id). */
 void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len);
 

@@ -300,6 +300,10 @@ rf_status rf_ps_worker_done(rf_ps_client *client);
 /* Reads the bitmap. */
 rf_status rf_ps_workers_done_read(rf_ps_client *client,
                                   uint64_t bits[RF_PS_DONE_WORDS]);
+/* Chief: ORs bits into the bitmap (what it had seen before ps task 0
+ * restarted with an empty one). */
+rf_status rf_ps_workers_done_merge(rf_ps_client *client,
+                                   const uint64_t bits[RF_PS_DONE_WORDS]);
 bool rf_ps_worker_is_done(const uint64_t bits[RF_PS_DONE_WORDS], uint32_t id);
 /* Chief: reads the bitmap every poll_ms (<= 0: 50) until every client id of
  * ids[0..n) announced or timeout_ms passed (<= 0: a single read);

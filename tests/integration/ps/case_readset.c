@@ -13,8 +13,9 @@
  * workers_done: worker processes with client ids 1, 2 and 70 (a second
  * bitmap word) announce they finished, id 2 twice; the chief's wait for
  * {1, 2, 70} returns with exactly those bits set, a wait that also wants
- * id 3 times out naming it (3 of 4), and the bitmap is a block of its own
- * (global_step untouched, and the other way round). */
+ * id 3 times out naming it (3 of 4), the bitmap is a block of its own
+ * (global_step untouched, and the other way round), and the chief's merge
+ * ORs bits in. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -557,5 +558,13 @@ void case_workers_done(void)
     CHECK(count_bits(bits) == 3, "%d bits after a global_step write",
           count_bits(bits));
     CHECK_OK(rf_ps_wait_workers_done(cl.chief, NULL, 0, 20, 0, bits));
+    /* The chief writes back bits it saw (after ps 0 restarted): ORed in. */
+    uint64_t back[RF_PS_DONE_WORDS] = {1ull << 5, 0, 1ull << 2};
+    CHECK_OK(rf_ps_workers_done_merge(cl.chief, back));
+    CHECK_OK(rf_ps_workers_done_read(cl.chief, bits));
+    CHECK(count_bits(bits) == 5 && rf_ps_worker_is_done(bits, 5) &&
+              rf_ps_worker_is_done(bits, 130) && rf_ps_worker_is_done(bits, 70),
+          "%d bits after the merge, want 5 (1, 2, 5, 70, 130)",
+          count_bits(bits));
     pt_cluster_stop(&cl);
 }

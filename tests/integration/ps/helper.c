@@ -158,6 +158,9 @@ static int role_done(int argc, char **argv)
     rf_fabric *f = pt_fabric();
     rf_ps_client *c = pt_client(f, addrs, nps, id, false);
     CHECK_OK(rf_ps_worker_done(c));
+    /* only the chief writes other workers' bits */
+    const uint64_t other[RF_PS_DONE_WORDS] = {1ull << 9};
+    CHECK_ST(rf_ps_workers_done_merge(c, other), RF_ERR_INVALID_ARG);
     printf("DONE\n");
     fflush(stdout);
     rf_ps_client_close(c);
