@@ -85,8 +85,10 @@ static rf_status create_session(rf_monitored_session *ms)
             (int)(left < ATTEMPT_MS ? (left > 0 ? left : 1) : ATTEMPT_MS);
         char waiting[64];
         int64_t t0 = rf_now_ms();
-        rf_status st = sess_create(ms->server, ms->g, ms->ex, &ms->opt.session,
-                                   attempt, &ms->s, waiting, sizeof waiting);
+        /* a recovery keeps shards that survived (ms->recovering) */
+        rf_status st =
+            sess_create(ms->server, ms->g, ms->ex, &ms->opt.session, attempt,
+                        ms->recovering, &ms->s, waiting, sizeof waiting);
         if (st == RF_OK)
             break;
         if (!recoverable(st))
@@ -136,7 +138,9 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
     double t0 = rf_now_s();
     rf_session_destroy(ms->s);
     ms->s = NULL;
+    ms->recovering = true;
     rf_status st = create_session(ms);
+    ms->recovering = false;
     if (st != RF_OK)
         return rf_error_set(st, "recovering from \"%s\": %s", err,
                             rf_error_message());

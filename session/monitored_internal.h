@@ -23,8 +23,9 @@ struct rf_monitored_session {
     rf_monitored_session_options opt; /* hooks arrays not kept */
     rf_session *s;                    /* NULL between a loss and recovery */
     bool chief;
-    bool stop;   /* a stop was requested */
-    bool closed; /* close was called */
+    bool stop;       /* a stop was requested */
+    bool closed;     /* close was called */
+    bool recovering; /* creating the session again after a loss */
     int64_t global_step;
     int recoveries;
     FILE *log;

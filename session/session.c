@@ -55,12 +55,13 @@ static rf_status describe_vars(rf_session *s)
 rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
                             const rf_session_options *options, rf_session **out)
 {
-    return sess_create(server, g, ex, options, 0, out, NULL, 0);
+    return sess_create(server, g, ex, options, 0, false, out, NULL, 0);
 }
 
 rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
                       const rf_session_options *options, int attempt_ms,
-                      rf_session **out, char *waiting_for, size_t len)
+                      bool prefer_adopt, rf_session **out, char *waiting_for,
+                      size_t len)
 {
     if (waiting_for && len)
         waiting_for[0] = '\0';
@@ -95,6 +96,7 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
     s->push = options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
                                                    : &sess_push_apply_ps;
     s->attempt_ms = attempt_ms;
+    s->prefer_adopt = prefer_adopt;
     s->restored_step = s->saved_step = -1;
     s->unreachable_ps = -1;
     rf_status st = s->num_ps > 0 ? RF_OK

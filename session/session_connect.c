@@ -112,21 +112,28 @@ static int attempt_or(const rf_session *s, int ms, int dflt)
     return ms > 0 ? ms : dflt;
 }
 
-/* The chief: restore the newest checkpoint if there is one; else, when
- * every shard is initialised already (the ps tasks kept the job while the
- * chief restarted), adopt them as they are; else write the variables'
- * values (the graph's: initial values, or after a recovery the last values
- * this process read) and, if the graph's global_step is ahead of ps 0's
- * (ps 0 restarted), that too. */
+/* The chief: when re-creating a lost session (prefer_adopt) and every
+ * shard is still initialised (no ps restarted: a network failure, a
+ * stopped ps), adopt them as they are; else restore the newest checkpoint
+ * if there is one; else, when every shard is initialised already (the ps
+ * tasks kept the job while the chief process restarted), adopt them; else
+ * write the variables' values (the graph's: initial values, or after a
+ * recovery the last values this process read) and, if the graph's
+ * global_step is ahead of ps 0's (ps 0 restarted), that too. */
 static rf_status chief_init(rf_session *s, rf_ps_xfer *x, rf_ps_var **vars)
 {
+    bool all_initialised = rf_ps_wait_initialized(s->client, vars, s->nv,
+                                                  INIT_POLL_MS, 0) == RF_OK;
+    if (all_initialised && s->prefer_adopt) {
+        s->init_how = "adopted";
+        return RF_OK;
+    }
     bool restored = false;
     rf_status st = sess_restore(s, &restored); /* into all but the values */
     if (st != RF_OK)
         return st;
     s->init_how = "restored";
-    if (!restored && rf_ps_wait_initialized(s->client, vars, s->nv,
-                                            INIT_POLL_MS, 0) == RF_OK) {
+    if (!restored && all_initialised) {
         s->init_how = "adopted";
         return RF_OK;
     }

@@ -102,6 +102,10 @@ struct rf_session {
      * (connect, lookup, init flags; 0: the options' and the defaults), and
      * on failure the task it was waiting for ("/job:ps/task:1"). */
     int attempt_ms;
+    /* The chief, re-creating a lost session in the same process: if every
+     * shard is still initialised (no ps restarted), adopt them instead of
+     * rolling the job back to the newest checkpoint. */
+    bool prefer_adopt;
     int unreachable_ps; /* the ps client's first unreachable task */
     char waiting_for[64];
 
@@ -163,12 +167,14 @@ struct sess_plan {
     rf_session_desc desc;
 };
 
-/* session.c: rf_session_create with attempt_ms (0: none); on failure
+/* session.c: rf_session_create with attempt_ms (0: none) and
+ * prefer_adopt (see above); on failure
  * waiting_for (at least 64 bytes, may be NULL) gets the task creation was
  * waiting for ("" if it failed for another reason). */
 rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
                       const rf_session_options *options, int attempt_ms,
-                      rf_session **out, char *waiting_for, size_t len);
+                      bool prefer_adopt, rf_session **out, char *waiting_for,
+                      size_t len);
 /* The chief: waits at most timeout_ms (<= 0: a single look) for every other
  * training worker to announce it finished. RF_ERR_TIMEOUT names the tasks
  * that did not ("/job:worker/task:1"); missing (may be NULL) gets the same

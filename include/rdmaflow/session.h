@@ -309,7 +309,8 @@ rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
  * new incarnation) or RF_ERR_TIMEOUT (a peer stopped answering) drops the
  * session, creates it again (the readiness wait above; the chief recreates
  * the shards of a restarted ps and restores the newest checkpoint into
- * every ps) and runs the step again. Hooks see after_create_session again;
+ * every ps, or, when no ps restarted, adopts the variables as they are)
+ * and runs the step again. Hooks see after_create_session again;
  * StopAtStep's last step is not moved by a recovery.
  *
  * Hooks (SessionRunHook): begin once, after_create_session after every

@@ -20,12 +20,19 @@
  *              the next run recovers (the chief restores model.ckpt-3 into
  *              the new ps), hooks see after_create_session again, the last
  *              step stays 10 (12 runs in all), global_step ends at 10
+ *   stopped_ps the ps is SIGSTOPped after 5 steps and continued 4 s later
+ *              (RF_PEER_TIMEOUT_MS=1500, so sock notices within seconds):
+ *              the session is lost and created again, and since no ps
+ *              restarted the chief adopts the variables as they are
+ *              (nothing rolled back to model.ckpt-3): global_step goes on
+ *              from 5, and the job ends at 10
  *   refusals   bad hook and session options are refused naming the field,
  *              and the hooks handed over are freed (LeakSanitizer)
  *
  * `rf_monitored_test --case NAME` runs one case; RF_FABRIC, RF_TEST_HOST
  * and RF_TEST_TIME_SCALE as in the ps suite. */
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -454,6 +461,72 @@ static void case_recovery(void)
     fclose(log);
 }
 
+/* SIGCONTs the ps after a while, while the driver is blocked in a run. */
+typedef struct waker {
+    pid_t pid;
+    int after_ms;
+} waker;
+
+static void *wake_later(void *arg)
+{
+    const waker *w = arg;
+    usleep((useconds_t)w->after_ms * 1000u);
+    kill(w->pid, SIGCONT);
+    return NULL;
+}
+
+static void case_stopped_ps(void)
+{
+    setenv("RF_PEER_TIMEOUT_MS", "1500", 1); /* before the fabric opens */
+    fixture f;
+    setup(&f);
+    FILE *log = tmpfile();
+    CHECK(log != NULL, "tmpfile");
+    rf_hook *h[1];
+    CHECK_OK(rf_stop_at_step_hook_create(0, 10, &h[0]));
+    rf_monitored_session_options o;
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.session.op_timeout_ms = 2000;
+    o.checkpoint_dir = f.dir;
+    o.save_checkpoint_steps = 3;
+    o.log_step_count_steps = 0;
+    o.max_wait_secs = rft_ms(60000) / 1000;
+    o.hooks = h;
+    o.num_hooks = 1;
+    o.log = log;
+    rf_monitored_session *ms = NULL;
+    CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
+    rf_tensor out[2];
+    int64_t gs = 0, after = -1;
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(step(&f, ms, out, &gs));
+    CHECK(kill(f.ps.pid, SIGSTOP) == 0, "SIGSTOP");
+    waker w = {.pid = f.ps.pid, .after_ms = 4000};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, wake_later, &w) == 0, "pthread_create");
+    while (!rf_monitored_session_should_stop(ms)) {
+        CHECK_OK(step(&f, ms, out, &gs));
+        if (after < 0 && rf_monitored_session_recoveries(ms) > 0)
+            after = gs;
+    }
+    pthread_join(t, NULL);
+    const char *text = read_all(log);
+    rft_note("log:\n%s", text);
+    CHECK(rf_monitored_session_recoveries(ms) == 1, "%d recoveries, want 1",
+          rf_monitored_session_recoveries(ms));
+    CHECK(strstr(text, "adopted the variables") && !strstr(text, "restored "),
+          "the chief did not adopt the surviving variables:\n%s", text);
+    CHECK(after >= 6,
+          "the first run after the recovery ended at global_step "
+          "%lld: rolled back",
+          (long long)after);
+    CHECK(gs == 10, "global_step %lld at the end, want 10", (long long)gs);
+    CHECK_OK(rf_monitored_session_close(ms));
+    teardown(&f, ms);
+    fclose(log);
+}
+
 static void case_refusals(void)
 {
     rf_hook *h = NULL;
@@ -505,6 +578,10 @@ static const rft_case cases[] = {
      .budget_s = 120,
      .run = case_recovery,
      .desc = "a SIGKILLed ps: restored from the checkpoint, last step kept"},
+    {.name = "stopped_ps",
+     .budget_s = 120,
+     .run = case_stopped_ps,
+     .desc = "a SIGSTOPped ps: the variables survive and are adopted"},
     {.name = "refusals",
      .budget_s = 60,
      .run = case_refusals,
@@ -526,7 +603,7 @@ int main(int argc, char **argv)
                             : NULL;
     if (!c) {
         fprintf(stderr, "usage: rf_monitored_test --case hooks|nan|recovery|"
-                        "refusals\n");
+                        "stopped_ps|refusals\n");
         return 2;
     }
     char context[128];
