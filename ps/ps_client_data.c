@@ -287,9 +287,11 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
 /* ---- globals: global_step, workers done ---------------------------------- */
 
 /* One atomic, read or write of the word at offset `word` of ps 0's globals
- * block. */
+ * block: arg is the value written, the addend or the value compared with
+ * (swap is what CMP_AND_SWP stores). */
 static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
-                            uint64_t arg, uint64_t *result, const char *what)
+                            uint64_t arg, uint64_t swap, uint64_t *result,
+                            const char *what)
 {
     pthread_mutex_lock(&c->mu);
     ps_cli_conn *p = &c->conns[0];
@@ -312,7 +314,9 @@ static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
                 .local_mr = c->words_mr,
                 .remote_addr = r->addr + p->globals.offset + word,
                 .rkey = r->rkey,
-                .compare_add = op == RF_OP_FETCH_ADD ? arg : 0};
+                .compare_add =
+                    op == RF_OP_FETCH_ADD || op == RF_OP_CMP_SWAP ? arg : 0,
+                .swap = op == RF_OP_CMP_SWAP ? swap : 0};
     cli_post_group(p, &g, &wr, 1);
     st = cli_group_wait(c, &g, what);
     if (st == RF_OK && result)
@@ -324,7 +328,7 @@ static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
 static rf_status step_op(rf_ps_client *c, rf_op op, uint64_t arg,
                          uint64_t *result, const char *what)
 {
-    return globals_op(c, PS_GLOBAL_STEP_OFF, op, arg, result, what);
+    return globals_op(c, PS_GLOBAL_STEP_OFF, op, arg, 0, result, what);
 }
 
 rf_status rf_ps_global_step_add(rf_ps_client *c, int64_t add, int64_t *old)
@@ -360,11 +364,25 @@ rf_status rf_ps_global_step_write(rf_ps_client *c, int64_t value)
                    "global_step WRITE on ps task 0");
 }
 
+rf_status rf_ps_global_step_cas(rf_ps_client *c, int64_t expected,
+                                int64_t desired, int64_t *old)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_global_step_cas: NULL");
+    uint64_t v = 0;
+    rf_status st = globals_op(c, PS_GLOBAL_STEP_OFF, RF_OP_CMP_SWAP,
+                              (uint64_t)expected, (uint64_t)desired, &v,
+                              "global_step CMP_AND_SWP on ps task 0");
+    if (st == RF_OK && old)
+        *old = (int64_t)v;
+    return st;
+}
+
 rf_status rf_ps_worker_done(rf_ps_client *c)
 {
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_worker_done: NULL");
-    return globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_FETCH_ADD, 1, NULL,
+    return globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_FETCH_ADD, 1, 0, NULL,
                       "workers-done FETCH_AND_ADD on ps task 0");
 }
 
@@ -379,7 +397,7 @@ rf_status rf_ps_wait_workers_done(rf_ps_client *c, int64_t count, int poll_ms,
     long long deadline = rf_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
         uint64_t v = 0;
-        rf_status st = globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_READ, 0, &v,
+        rf_status st = globals_op(c, PS_WORKERS_DONE_OFF, RF_OP_READ, 0, 0, &v,
                                   "workers-done READ on ps task 0");
         if (st != RF_OK)
             return st;
