@@ -40,7 +40,7 @@
 /* Largest encoded directory entry (a 255-byte name, rank 8, 3 slots). */
 #define PS_ENTRY_MAX 480u
 /* Most replicas a sync-replicas shard may aggregate (rf_ps_shard_spec). */
-#define PS_SYNC_MAX_REPLICAS 1024u
+#define PS_SYNC_MAX_REPLICAS ((uint32_t)RF_PS_MAX_SYNC_REPLICAS)
 
 typedef enum ps_msg_type {
     PS_MSG_HELLO = 1,

@@ -1,13 +1,14 @@
 /* session/session.c: the worker's session (rdmaflow/session.h): creating it
  * over a placed graph, one step (READs posted, the plan run with its hooks,
- * the push strategy drained and waited for, global_step advanced by
- * FETCH_AND_ADD), tracing, the end of the job (announce, or wait for the
- * others and pull every variable back), shutting the cluster down, and the
- * description of a step. */
+ * the push strategy drained and waited for, global_step advanced by the
+ * strategy: FETCH_AND_ADD, or sync's wait for publication), tracing, the
+ * end of the job (announce, or wait for the others and pull every variable
+ * back), shutting the cluster down, and the description of a step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "session/session_internal.h"
 
 /* How long the chief waits for the other workers to finish by default. */
@@ -83,11 +84,14 @@ rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
     s->chief = s->self->is_chief;
     s->num_ps = rf_cluster_num_ps(server->cluster);
     s->num_workers = rf_cluster_num_workers(server->cluster);
-    s->push = options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
-                                                   : &sess_push_apply_ps;
+    s->push = options->sync_replicas                 ? &sess_push_sync
+              : options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
+                                                     : &sess_push_apply_ps;
     rf_status st = s->num_ps > 0 ? RF_OK
                                  : rf_error_set(RF_ERR_INVALID_ARG,
                                                 "the cluster has no ps task");
+    if (st == RF_OK)
+        st = s->push->configure(s);
     if (st == RF_OK)
         st = sess_map(s);
     if (st == RF_OK)
@@ -140,17 +144,34 @@ static void give_fetches(rf_session *s, const sess_plan *p, rf_tensor *out)
                                       &s->step_value);
 }
 
-static rf_status advance_global_step(rf_session *s, const sess_plan *p)
+rf_status sess_push_nothing(rf_session *s)
+{
+    (void)s;
+    return RF_OK;
+}
+
+rf_status sess_advance_fetch_add(rf_session *s, int64_t *step)
 {
     int64_t old = 0;
-    uint64_t t0 = rf_now_ns();
     rf_status st = rf_ps_global_step_add(s->client, 1, &old);
     if (st != RF_OK)
         return rf_error_set(st, "incrementing global_step: %s",
                             rf_error_message());
-    sess_span(s, p->ops[p->faa_op].name, "\"bytes\":8,\"ps_task\":0", t0, 0);
-    s->global_step = s->step_value = old + 1;
-    *(int64_t *)rf_variable_data(s->global_step_var) = old + 1;
+    *step = old + 1;
+    return RF_OK;
+}
+
+static rf_status advance_global_step(rf_session *s, const sess_plan *p)
+{
+    int64_t step = 0;
+    uint64_t t0 = rf_now_ns();
+    rf_status st = s->push->advance(s, &step);
+    if (st != RF_OK)
+        return st;
+    sess_span(s, p->ops[p->advance_op].name, "\"bytes\":8,\"ps_task\":0", t0,
+              0);
+    s->global_step = s->step_value = step;
+    *(int64_t *)rf_variable_data(s->global_step_var) = step;
     return RF_OK;
 }
 
@@ -172,7 +193,9 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
         s->v[i].t_post = t0;
         atomic_store(&s->v[i].read_traced, 0);
     }
-    st = rf_ps_read_set_post(s->reads);
+    st = p->train ? s->push->begin(s) : RF_OK;
+    if (st == RF_OK)
+        st = rf_ps_read_set_post(s->reads);
     if (st == RF_OK)
         st = rf_plan_run(p->plan, values, p->out);
     char err[600] = "";
@@ -232,11 +255,28 @@ rf_status rf_session_finish(rf_session *s, int timeout_ms)
         return RF_OK;
     }
     int64_t others = s->num_workers - 1, done = 0;
-    if (others > 0) {
+    /* the others that must announce; the optional ones (sync replicas'
+     * backup workers) get op_timeout_ms more */
+    int64_t need = others - s->finish_optional;
+    if (need > 0) {
         rf_status st = rf_ps_wait_workers_done(
-            s->client, others, FINISH_POLL_MS,
+            s->client, need, FINISH_POLL_MS,
             timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, &done);
         if (st != RF_OK)
+            return st;
+    }
+    if (others > need && done < others) {
+        int grace = s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000;
+        rf_status st = rf_ps_wait_workers_done(s->client, others,
+                                               FINISH_POLL_MS, grace, &done);
+        if (st == RF_ERR_TIMEOUT)
+            RF_LOG_WARN("session: %lld of %lld other workers announced they "
+                        "finished; not waiting for the %lld backup "
+                        "worker%s still missing (sync replicas)",
+                        (long long)done, (long long)others,
+                        (long long)(others - done),
+                        others - done == 1 ? "" : "s");
+        else if (st != RF_OK)
             return st;
     }
     return sess_pull_all(s, true);

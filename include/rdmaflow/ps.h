@@ -68,6 +68,8 @@ extern "C" {
 
 /* Longest variable name (bytes, without the terminating NUL). */
 #define RF_PS_MAX_NAME 255
+/* Most replicas a sync-replicas shard may have (total_num_replicas). */
+#define RF_PS_MAX_SYNC_REPLICAS 1024
 
 /* ---- ps server ---------------------------------------------------------- */
 
@@ -167,7 +169,8 @@ typedef struct rf_ps_shard_spec {
     rf_optim_config optim; /* read only when trainable */
     /* Sync replicas (trainable only; both 0: an async shard): gradients
      * are averaged over replicas_to_aggregate workers per step (>= 1) of
-     * total_num_replicas (>= replicas_to_aggregate, at most 1024) pushing;
+     * total_num_replicas (>= replicas_to_aggregate, at most
+     * RF_PS_MAX_SYNC_REPLICAS) pushing;
      * a lookup with other counts is refused like another optimizer. */
     uint32_t replicas_to_aggregate, total_num_replicas;
 } rf_ps_shard_spec;
