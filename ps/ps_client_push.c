@@ -130,6 +130,13 @@ static rf_status wait_pushes(rf_ps_client *c,
         rf_status st = cli_progress(c, left > 100 ? 100 : (int)left);
         if (st != RF_OK)
             return st;
+        /* A connection that went down (the ps dropped it, or died) will
+         * not acknowledge: its pushes fail now, not at the timeout. */
+        for (size_t i = 0; i < c->num_ps; i++) {
+            ps_cli_conn *p = &c->conns[i];
+            if (!p->up && p->ep && p->pushes_inflight)
+                cli_conn_close(p);
+        }
     }
     return RF_OK;
 }
