@@ -371,8 +371,10 @@ static void print_sync(rf_session *s, const task_opts *o)
 
 /* --push_stale: until global_step passed this worker's local step (every
  * shard applied it without this worker), so the next run's gradients are
- * stale; false when the job reached its last step meanwhile. */
-static bool wait_until_stale(rf_session *s, const task_opts *o,
+ * stale. The first run always comes (so the driver sees at least one stale
+ * push even if the others finished meanwhile); false for a later one when
+ * the job reached its last step. */
+static bool wait_until_stale(rf_session *s, const task_opts *o, int64_t runs,
                              int64_t *step)
 {
     rf_session_sync_stats st;
@@ -381,6 +383,8 @@ static bool wait_until_stale(rf_session *s, const task_opts *o,
     for (;;) {
         int64_t now = 0;
         CHECK_OK(rf_session_global_step(s, &now));
+        if (now > st.local_step && runs == 0)
+            return true;
         if (now >= o->steps) {
             *step = now;
             return false;
@@ -470,8 +474,12 @@ static int run_worker(const task_opts *o)
     int64_t step = 0, k = 0;
     double first = NAN, last = NAN;
     CHECK_OK(rf_session_global_step(s, &step));
+    if (o->sync_replicas) {
+        printf("sync session ready at global_step %" PRId64 "\n", step);
+        fflush(stdout);
+    }
     bool stopped = false;
-    while (step < o->steps) {
+    while (step < o->steps || (o->push_stale && k == 0)) {
         if (o->stop_at_step > 0 && step >= o->stop_at_step && !stopped) {
             printf("stopping at step %" PRId64 " pid %ld\n", step,
                    (long)getpid());
@@ -479,7 +487,7 @@ static int run_worker(const task_opts *o)
             stopped = true;
             raise(SIGSTOP);
         }
-        if (o->push_stale && !wait_until_stale(s, o, &step))
+        if (o->push_stale && !wait_until_stale(s, o, k, &step))
             break;
         batch(o->seed, self->worker_id, step, x, y);
         k++;

@@ -256,7 +256,10 @@ sync_tolerance=1e-6
 
 # sync_run NPS NW LOCALN ARGS...: local training on LOCALN workers' batches
 # vs a sync cluster of NPS ps and NW workers (ARGS go to every worker; a
-# worker's own extra arguments in wargs_I). Leaves outputs in $tmp.
+# worker's own extra arguments in wargs_I). Workers start from the last;
+# with late_w1 set, worker 1 only once every other worker's session is
+# ready (a backup worker then takes part from step 0). Leaves outputs in
+# $tmp.
 sync_run() {
     local nps=$1 nw=$2 localn=$3
     shift 3
@@ -273,14 +276,35 @@ sync_run() {
         RF_LOG_LEVEL=info start "ps$i" ps --task_index=$i "${common[@]}"
     done
     for ((i = nw - 1; i >= 0; i--)); do
+        [[ $i -eq 1 && -n ${late_w1:-} ]] && continue
         local extra=wargs_$i[@]
         start "w$i" worker --task_index=$i "${common[@]}" --sync_replicas "$@" \
             ${!extra+"${!extra}"} $([[ $i -eq 0 ]] && echo --out="$tmp/dist.bin")
     done
+    if [[ -n ${late_w1:-} ]]; then
+        for ((i = 0; i < nw; i++)); do
+            [[ $i -eq 1 ]] && continue
+            wait_line "w$i" '^sync session ready at global_step \([0-9]*\)$' >/dev/null ||
+                { fail "worker $i's session never became ready"; show "$tmp/w$i"; return 1; }
+        done
+        start w1 worker --task_index=1 "${common[@]}" --sync_replicas "$@"
+    fi
     local all=0
     for ((i = 0; i < nw; i++)); do finish "w$i" 0 || all=1; done
     for ((i = 0; i < nps; i++)); do finish "ps$i" 0 || all=1; done
     return $all
+}
+
+# wait_line NAME PATTERN: until task NAME's output has a line matching the
+# sed pattern (within 30 s, scaled); prints the line's first group.
+wait_line() {
+    local i got
+    for ((i = 0; i < $(t 30) * 10; i++)); do
+        got=$(sed -n "s/$2/\1/p" "$tmp/$1" | head -n 1)
+        [[ -n $got ]] && { echo "$got"; return 0; }
+        sleep 0.1
+    done
+    return 1
 }
 
 # field FILE KEY: the number after KEY on FILE's "sync" or "steps" lines.
@@ -331,9 +355,12 @@ case_sync_oracle() {
 }
 
 case_sync_stale() {
+    # workers 0 and 2 first: the chief cannot pass step 0 alone (worker 2
+    # never helps), so worker 2 is there from the start
     wargs_2=(--push_stale)
+    late_w1=1
     sync_run 2 3 2 --replicas_to_aggregate=2 --total_num_replicas=3 || return
-    unset wargs_2
+    unset wargs_2 late_w1
     sync_compare "N=2 of M=3, worker 2 always stale: variables vs local on workers 0 and 1"
     local k2 acc2 st2 i
     k2=$(sed -n 's/^steps \([0-9]*\) .*/\1/p' "$tmp/w2")
@@ -369,25 +396,23 @@ case_sync_stale() {
 }
 
 case_sync_backup() {
+    # workers 0 and 2 train steps 0-4 (2 of 3 needed); worker 2 stops
+    # itself at step 5, where the chief waits until worker 1 starts; the
+    # chief and worker 1 train on to 30
     cluster 1 3 || return
     local common=(--steps=30 --optim=adagrad --seed=17 --sync_replicas
         --replicas_to_aggregate=2 --total_num_replicas=3
-        --op_timeout_ms=$(($(t 5) * 1000)))
+        --op_timeout_ms=$(($(t 10) * 1000)))
     start ps0 ps --task_index=0 "${common[@]}"
     start w2 worker --task_index=2 "${common[@]}" --stop_at_step=5
-    start w1 worker --task_index=1 "${common[@]}"
     start w0 worker --task_index=0 "${common[@]}"
-    local pid= i
-    for ((i = 0; i < $(t 30) * 10; i++)); do
-        pid=$(sed -n 's/^stopping at step [0-9]* pid \([0-9]*\)$/\1/p' "$tmp/w2")
-        [[ -n $pid ]] && break
-        sleep 0.1
-    done
-    if [[ -z $pid ]]; then
+    local pid
+    if ! pid=$(wait_line w2 '^stopping at step 5 pid \([0-9]*\)$'); then
         fail "worker 2 never reached step 5"
         show "$tmp/w2"
         return
     fi
+    start w1 worker --task_index=1 "${common[@]}"
     sleep 0.2
     local state
     state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null)
