@@ -31,6 +31,11 @@
 #   sync_backup     3 workers, N=2 of M=3; worker 2 SIGSTOPs itself at step
 #                   5: the others reach the last step and exit 0 (the chief
 #                   does not wait for the stopped backup), then it is killed
+#   sync_restore    2 sync workers save at step 10 on 1 ps; a new cluster
+#                   of 2 ps restores it (the chief sets every shard's sync
+#                   step to the restored global_step) and trains on to 25:
+#                   the variables equal 25 local steps on both workers'
+#                   batches within the sync tolerance
 #   sync_refusals   bad replicas_to_aggregate / total_num_replicas and
 #                   sync with apply=worker refused before connecting; a
 #                   worker whose sync config differs from the shards' (or
@@ -440,6 +445,46 @@ case_sync_backup() {
     fi
 }
 
+case_sync_restore() {
+    local common=(--optim=adam --seed=13)
+    timeout "$(t 60)" "$task" local "${common[@]}" --steps=25 --sync_workers=2 \
+        --out="$tmp/local.bin" >"$tmp/local" 2>&1 || {
+        fail "local run failed"
+        show "$tmp/local"
+        return
+    }
+    local dir=$tmp/ckpt
+    mkdir -p "$dir"
+    cluster 1 2 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}" --sync_replicas --steps=10
+    start w0 worker --task_index=0 "${common[@]}" --sync_replicas --steps=10 \
+        --save_every=10 --checkpoint_dir="$dir"
+    finish w0 0 && finish w1 0 && finish ps0 0 || return
+    grep -q "^saved $dir/model.ckpt-10.safetensors" "$tmp/w0" || {
+        fail "no checkpoint at step 10"
+        show "$tmp/w0"
+        return
+    }
+    cluster 2 2 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}" --sync_replicas --steps=25
+    start w0 worker --task_index=0 "${common[@]}" --sync_replicas --steps=25 \
+        --checkpoint_dir="$dir" --out="$tmp/dist.bin"
+    local all=1 n
+    for n in w0 w1 ps0 ps1; do finish "$n" 0 || all=0; done
+    [[ $all -eq 1 ]] || return
+    if grep -q "^restored from $dir/model.ckpt-10.safetensors" "$tmp/w0" &&
+        grep -q '^steps 15 global_step 25' "$tmp/w0" &&
+        grep -q '^steps 15 global_step 25' "$tmp/w1"; then
+        ok "restored at global_step 10 on 2 ps; both workers tagged from 10 and ran 15 steps to 25"
+    else
+        fail "restore: $(grep -m1 '^restored' "$tmp/w0"); chief $(grep -m1 '^steps' "$tmp/w0"); worker 1 $(grep -m1 '^steps' "$tmp/w1")"
+    fi
+    sync_compare "saved at 10 on 1 ps, restored on 2 ps, trained to 25 vs 25 local steps on both workers' batches"
+}
+
 # refused NAME WANT ARGS...: a worker that rf_session_create refuses (exit
 # 3) with a message containing WANT.
 refused() {
@@ -507,6 +552,7 @@ checkpoint) case_checkpoint ;;
 sync_oracle) case_sync_oracle ;;
 sync_stale) case_sync_stale ;;
 sync_backup) case_sync_backup ;;
+sync_restore) case_sync_restore ;;
 sync_refusals) case_sync_refusals ;;
 *)
     echo "unknown case $case_name"
