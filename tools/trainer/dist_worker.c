@@ -224,6 +224,9 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
     so.global_step = d.s.global_step;
     so.apply = f->apply_mode;
     so.use_locking = f->use_locking;
+    so.sync_replicas = f->sync_replicas; /* SyncReplicasOptimizer */
+    so.replicas_to_aggregate = (int)f->replicas_to_aggregate;
+    so.total_num_replicas = (int)f->total_num_replicas;
     if (rf_session_create(d.server, d.s.g, d.s.ex, &so, &d.session) != RF_OK) {
         rc = fail(who, rf_error_message());
         goto out;
