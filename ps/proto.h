@@ -231,8 +231,9 @@ rf_status ps_dec_dir_reply(const void *buf, size_t len, ps_dir_reply *m,
 
 /* Structural checks shared by encode and decode: name, dtype, rank, dims,
  * optimizer kind and flags, trainable => float32, the sync replicas counts
- * (0, 0 or 1 <= n <= m <= PS_SYNC_MAX_REPLICAS, trainable only). Not the optimizer's
- * hyper-parameter ranges (rf_optim_validate does that where it is linked). */
+ * (0, 0 or 1 <= n <= m <= PS_SYNC_MAX_REPLICAS, trainable only). Not the
+ * optimizer's hyper-parameter ranges (rf_optim_validate does that where it is
+ * linked). */
 rf_status ps_spec_check(const ps_spec *s);
 /* Entry consistency: the layout the spec implies (ps_layout) matches the
  * offsets and sizes, slots counted right. */

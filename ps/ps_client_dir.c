@@ -91,8 +91,8 @@ static bool entry_inside(const ps_cli_conn *p, const ps_entry *e)
     if (!locate(p, e->record, e->record_bytes, &a, &k))
         return false;
     if (e->inbox.region != PS_NO_REGION &&
-        !locate(p, e->inbox, ps_inbox_bytes(e->values_bytes, e->spec.sync_n > 0),
-                &a, &k))
+        !locate(p, e->inbox,
+                ps_inbox_bytes(e->values_bytes, e->spec.sync_n > 0), &a, &k))
         return false;
     return true;
 }

@@ -212,8 +212,8 @@ void cli_vars_invalidate(rf_ps_client *c, size_t ps);
 /* ps_client_push.c */
 /* apply=ps (sync false) or sync pushes (tagged with step) of n gradients,
  * checked by the caller. */
-rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
-                      bool sync, int64_t step);
+rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
+                      int64_t step);
 /* The checks every push makes of each transfer (shard, field, inbox,
  * alignment, no shard twice; a sync shard only with sync). */
 rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *g, size_t n,

@@ -170,8 +170,8 @@ static rf_status tag_word(rf_ps_var *v)
     return cli_pool_alloc(v->client, 8, &v->sync_tag, &v->sync_tag_mr);
 }
 
-rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
-                      bool sync, int64_t step)
+rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
+                      int64_t step)
 {
     for (size_t i = 0; sync && i < n; i++) {
         rf_status st = tag_word(g[i].var);

@@ -93,15 +93,14 @@ static rf_status step_words(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
                                  .group = &g,
                                  .var = v,
                                  .conn = &c->conns[ps]};
-            wrs[used] = (rf_wr){.op = op,
-                                .context = &ops[used],
-                                .local = op == RF_OP_READ ? &words[2 * i]
-                                                          : &words[0],
-                                .len = op == RF_OP_READ ? 16 : 8,
-                                .local_mr = c->words_mr,
-                                .remote_addr =
-                                    v->rec_addr + PS_REC_SYNC_STEP_OFF,
-                                .rkey = v->rkey};
+            wrs[used] =
+                (rf_wr){.op = op,
+                        .context = &ops[used],
+                        .local = op == RF_OP_READ ? &words[2 * i] : &words[0],
+                        .len = op == RF_OP_READ ? 16 : 8,
+                        .local_mr = c->words_mr,
+                        .remote_addr = v->rec_addr + PS_REC_SYNC_STEP_OFF,
+                        .rkey = v->rkey};
             used++;
         }
         if (used > first)
@@ -136,8 +135,8 @@ rf_status rf_ps_sync_read(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
     return st;
 }
 
-rf_status rf_ps_sync_set_step(rf_ps_client *c, rf_ps_var *const *vars,
-                              size_t n, int64_t step)
+rf_status rf_ps_sync_set_step(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                              int64_t step)
 {
     if (!c || (n && !vars))
         return rf_error_set(RF_ERR_INVALID_ARG,

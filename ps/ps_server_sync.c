@@ -131,8 +131,7 @@ bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
         snprintf(why, sizeof why,
                  "a gradient of '%s' part %u tagged with step %lld, ahead "
                  "of the shard's step %lld (sync replicas)",
-                 sh->spec.name, sh->spec.part, (long long)tag,
-                 (long long)step);
+                 sh->spec.name, sh->spec.part, (long long)tag, (long long)step);
         ps_conn_drop(c, why);
         return false;
     }

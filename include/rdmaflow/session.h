@@ -223,8 +223,8 @@ typedef struct rf_session_sync_stats {
     int replicas_to_aggregate, total_num_replicas;
     /* the step this worker's next gradients are tagged with */
     int64_t local_step;
-    uint64_t accepted; /* this worker's gradients taken by an accumulator */
-    uint64_t stale;    /* this worker's gradients dropped as stale */
+    uint64_t accepted;  /* this worker's gradients taken by an accumulator */
+    uint64_t stale;     /* this worker's gradients dropped as stale */
     uint64_t published; /* steps whose global_step this worker advanced */
     /* every shard's stale counter summed (READ from the ps tasks now):
      * the gradients of every worker dropped as stale */

@@ -140,8 +140,7 @@ void case_sync(void)
                      .mr = w[0].g.mr};
     CHECK_ST(rf_ps_push_sync(cl.chief, &px, 1, 9), RF_ERR_INVALID_ARG);
     CHECK_MSG("an async shard");
-    CHECK_ST(rf_ps_sync_read(cl.chief, &pv, 1, NULL, NULL),
-             RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_ps_sync_read(cl.chief, &pv, 1, NULL, NULL), RF_ERR_INVALID_ARG);
     rf_ps_shard_spec other = spec;
     other.replicas_to_aggregate = 3;
     rf_ps_var *ov = NULL;

@@ -295,15 +295,14 @@ static void check_description(const task_opts *o, const model *m,
     size_t nv = rf_graph_trainable_variables(m->g, vars, 16);
     const char *push =
         o->apply == RF_PS_APPLY_PS ? "WRITE_WITH_IMM" : "APPLY_WORKER";
-    const char *apply = o->sync_replicas            ? "sync"
+    const char *apply = o->sync_replicas             ? "sync"
                         : o->apply == RF_PS_APPLY_PS ? "ps"
                                                      : "worker";
     CHECK(!strcmp(d->apply, apply), "apply %s, want %s", d->apply, apply);
-    CHECK(o->sync_replicas ? d->replicas_to_aggregate >= 1 &&
-                                 d->total_num_replicas >=
-                                     d->replicas_to_aggregate
-                           : d->replicas_to_aggregate == 0 &&
-                                 d->total_num_replicas == 0,
+    CHECK(o->sync_replicas
+              ? d->replicas_to_aggregate >= 1 &&
+                    d->total_num_replicas >= d->replicas_to_aggregate
+              : d->replicas_to_aggregate == 0 && d->total_num_replicas == 0,
           "described sync replicas %d of %d", d->replicas_to_aggregate,
           d->total_num_replicas);
     CHECK(d->num_vars == nv + 1, "%zu variables described, want %zu",
@@ -343,16 +342,16 @@ static void check_description(const task_opts *o, const model *m,
           "step[%zu] is %s, want COMPUTE", nv, d->step[nv].name);
     const rf_step_op *w = &d->step[2 * nv + 1];
     CHECK(w->kind == RF_STEP_WAIT &&
-              !strcmp(w->name, o->sync_replicas ? "wait accumulator acks"
-                                                : w->name),
+              !strcmp(w->name,
+                      o->sync_replicas ? "wait accumulator acks" : w->name),
           "step[%zu] is %s, want the wait", 2 * nv + 1, w->name);
     const rf_step_op *adv = &d->step[2 * nv + 2];
     rf_step_op_kind kind =
         o->sync_replicas ? RF_STEP_WAIT_STEP : RF_STEP_FETCH_AND_ADD;
     const char *name = o->sync_replicas ? "WAIT_GLOBAL_STEP global_step"
                                         : "FETCH_AND_ADD global_step";
-    CHECK(adv->kind == kind && !strcmp(adv->name, name) &&
-              adv->ps_task == 0 && adv->bytes == 8,
+    CHECK(adv->kind == kind && !strcmp(adv->name, name) && adv->ps_task == 0 &&
+              adv->bytes == 8,
           "the last step op is %s, want %s", adv->name, name);
 }
 
@@ -568,8 +567,8 @@ static int run_compare(const task_opts *o)
     build(o, NULL, &m);
     size_t la, lb;
     unsigned char *a = slurp(o->compare_a, &la), *b = slurp(o->compare_b, &lb);
-    CHECK(la == lb, "%s has %zu bytes, %s %zu", o->compare_a, la,
-          o->compare_b, lb);
+    CHECK(la == lb, "%s has %zu bytes, %s %zu", o->compare_a, la, o->compare_b,
+          lb);
     size_t off = 0;
     double worst = 0;
     char where[128] = "nowhere";
@@ -589,12 +588,12 @@ static int run_compare(const task_opts *o)
                 memcpy(&x, a + off + 4 * k, 4);
                 memcpy(&y, b + off + 4 * k, 4);
                 double d = fabs((double)x - (double)y);
-                CHECK(isfinite(x) && isfinite(y), "%s[%zu]: %g vs %g", name,
-                      k, x, y);
+                CHECK(isfinite(x) && isfinite(y), "%s[%zu]: %g vs %g", name, k,
+                      x, y);
                 if (d > worst) {
                     worst = d;
-                    snprintf(where, sizeof where, "%s[%zu]: %.9g vs %.9g",
-                             name, k, x, y);
+                    snprintf(where, sizeof where, "%s[%zu]: %.9g vs %.9g", name,
+                             k, x, y);
                 }
             }
         }
@@ -622,8 +621,7 @@ static const char *value_of(const char *arg, const char *flag)
 
 int main(int argc, char **argv)
 {
-    CHECK(argc >= 2,
-          "usage: rf_session_task local|ps|worker|compare OPTIONS");
+    CHECK(argc >= 2, "usage: rf_session_task local|ps|worker|compare OPTIONS");
     task_opts o = {.role = argv[1],
                    .steps = 20,
                    .optim = "adam",
