@@ -407,7 +407,7 @@ case_sync_backup() {
     cluster 1 3 || return
     local common=(--steps=30 --optim=adagrad --seed=17 --sync_replicas
         --replicas_to_aggregate=2 --total_num_replicas=3
-        --op_timeout_ms=$(($(t 10) * 1000)))
+        --op_timeout_ms=$(($(t 6) * 1000)))
     start ps0 ps --task_index=0 "${common[@]}"
     start w2 worker --task_index=2 "${common[@]}" --stop_at_step=5
     start w0 worker --task_index=0 "${common[@]}"
