@@ -39,7 +39,9 @@
 #   sync_refusals   bad replicas_to_aggregate / total_num_replicas and
 #                   sync with apply=worker refused before connecting; a
 #                   worker whose sync config differs from the shards' (or
-#                   async) refused naming both; the cluster trains on
+#                   async) refused naming both; the cluster trains on; a
+#                   chief alone (N=2) times out waiting for step 0, saying
+#                   which shards lack gradients
 # Environment: RF_FABRIC (default sock), RF_TEST_HOST (default 127.0.0.1),
 # RF_TEST_TIME_SCALE (multiplies every timeout). Needs only bash and
 # coreutils (or busybox), so it also runs in the rxe guest (rxe.session).
@@ -529,6 +531,22 @@ case_sync_refusals() {
     for n in w1 w0 ps0; do finish "$n" 0 || all=0; done
     [[ $all -eq 1 ]] && grep -q '^final global_step 20$' "$tmp/w0" &&
         ok "the sync cluster trained on after the refusals (global_step 20, every task exited 0)"
+    # the wait for the step is bounded: a chief whose second worker never
+    # comes fails its first run with RF_ERR_TIMEOUT naming what is missing
+    cluster 1 2 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --sync_replicas \
+        --op_timeout_ms=$(($(t 2) * 1000))
+    finish w0 1
+    if grep -q "RF_ERR_TIMEOUT\|global_step still 0 after" "$tmp/w0" &&
+        grep -qF "4 of 4 shards have not applied step 0" "$tmp/w0" &&
+        grep -qF "replicas_to_aggregate=2 gradients of that step" "$tmp/w0"; then
+        ok "alone, the chief's wait for step 0 timed out: $(grep -o 'sync_replicas: global_step still.*running?)' "$tmp/w0" | head -n 1)"
+    else
+        fail "the chief alone did not time out naming the missing gradients"
+        show "$tmp/w0"
+    fi
+    kill "$pid_ps0" 2>/dev/null
 }
 
 case $case_name in
