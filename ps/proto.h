@@ -39,6 +39,8 @@
 #define PS_MAX_REGIONS 65536u
 /* Largest encoded directory entry (a 255-byte name, rank 8, 3 slots). */
 #define PS_ENTRY_MAX 480u
+/* Most replicas a sync-replicas shard may aggregate (rf_ps_shard_spec). */
+#define PS_SYNC_MAX_REPLICAS ((uint32_t)RF_PS_MAX_SYNC_REPLICAS)
 
 typedef enum ps_msg_type {
     PS_MSG_HELLO = 1,
@@ -128,6 +130,10 @@ typedef struct ps_spec {
     rf_shape shape;
     bool trainable;
     rf_optim_config optim; /* kind and fields; zero when not trainable */
+    /* Sync replicas (trainable only): replicas_to_aggregate and
+     * total_num_replicas, 1 <= sync_n <= sync_m <= PS_SYNC_MAX_REPLICAS;
+     * both 0 for an async shard. */
+    uint32_t sync_n, sync_m;
 } ps_spec;
 
 typedef struct ps_entry {
@@ -140,10 +146,14 @@ typedef struct ps_entry {
     uint32_t num_slots;
     uint64_t slot_off[RF_OPTIM_MAX_SLOTS];
     /* Header words (offsets in the record): init flag, seqlock version,
-     * lock, beta powers. Fixed by ps_layout.h; sent so that a peer with
-     * another layout is refused instead of misread. */
+     * lock, beta powers, the sync step and stale count. Fixed by
+     * ps_layout.h; sent so that a peer with another layout is refused
+     * instead of misread. */
     uint16_t init_off, version_off, lock_off, scalars_off;
-    ps_loc inbox; /* this worker's gradient inbox; PS_NO_REGION if none */
+    uint16_t sync_step_off, sync_stale_off;
+    /* this worker's gradient inbox (ps_inbox_bytes long); PS_NO_REGION if
+     * none */
+    ps_loc inbox;
 } ps_entry;
 
 typedef struct ps_dir_reply {
@@ -220,8 +230,10 @@ rf_status ps_dec_dir_reply(const void *buf, size_t len, ps_dir_reply *m,
                            void *ctx);
 
 /* Structural checks shared by encode and decode: name, dtype, rank, dims,
- * optimizer kind and flags, trainable => float32. Not the optimizer's
- * hyper-parameter ranges (rf_optim_validate does that where it is linked). */
+ * optimizer kind and flags, trainable => float32, the sync replicas counts
+ * (0, 0 or 1 <= n <= m <= PS_SYNC_MAX_REPLICAS, trainable only). Not the
+ * optimizer's hyper-parameter ranges (rf_optim_validate does that where it is
+ * linked). */
 rf_status ps_spec_check(const ps_spec *s);
 /* Entry consistency: the layout the spec implies (ps_layout) matches the
  * offsets and sizes, slots counted right. */

@@ -503,6 +503,15 @@ rf_status ps_spec_check(const ps_spec *s)
             return CORRUPT("ps shard '%s': unknown optimizer kind %d", s->name,
                            (int)s->optim.kind);
     }
+    bool async = s->sync_n == 0 && s->sync_m == 0;
+    if (!async && (!s->trainable || s->sync_n < 1 || s->sync_n > s->sync_m ||
+                   s->sync_m > PS_SYNC_MAX_REPLICAS))
+        return CORRUPT("ps shard '%s': sync replicas %u of %u%s (1 <= "
+                       "replicas_to_aggregate <= total_num_replicas <= %u, "
+                       "or both 0)",
+                       s->name, s->sync_n, s->sync_m,
+                       s->trainable ? "" : " on a shard that is not trainable",
+                       PS_SYNC_MAX_REPLICAS);
     return RF_OK;
 }
 
@@ -522,19 +531,21 @@ static void w_spec(wcur *w, const ps_spec *s)
     if (!s->trainable) {
         unsigned char zero[32] = {0};
         w_bytes(w, zero, sizeof zero);
-        return;
+    } else {
+        w_u8(w, (uint8_t)o->kind);
+        w_u8(w, o->use_nesterov ? 1 : 0);
+        w_u8(w, o->centered ? 1 : 0);
+        w_u8(w, 0);
+        w_f32(w, o->learning_rate);
+        w_f32(w, o->momentum);
+        w_f32(w, o->initial_accumulator_value);
+        w_f32(w, o->beta1);
+        w_f32(w, o->beta2);
+        w_f32(w, o->epsilon);
+        w_f32(w, o->decay);
     }
-    w_u8(w, (uint8_t)o->kind);
-    w_u8(w, o->use_nesterov ? 1 : 0);
-    w_u8(w, o->centered ? 1 : 0);
-    w_u8(w, 0);
-    w_f32(w, o->learning_rate);
-    w_f32(w, o->momentum);
-    w_f32(w, o->initial_accumulator_value);
-    w_f32(w, o->beta1);
-    w_f32(w, o->beta2);
-    w_f32(w, o->epsilon);
-    w_f32(w, o->decay);
+    w_u32(w, s->sync_n);
+    w_u32(w, s->sync_m);
 }
 
 static rf_status r_spec(rcur *r, ps_spec *s)
@@ -581,6 +592,8 @@ static rf_status r_spec(rcur *r, ps_spec *s)
         memcpy(&b, &f[i], 4);
         bits_or |= b;
     }
+    s->sync_n = r_u32(r, "replicas_to_aggregate");
+    s->sync_m = r_u32(r, "total_num_replicas");
     if (r->bad)
         return RF_OK;
     if (!trainable) {
@@ -665,12 +678,17 @@ rf_status ps_entry_check(const ps_entry *e)
                        (unsigned long long)l.record_bytes);
     if (e->init_off != PS_REC_INIT_OFF ||
         e->version_off != PS_REC_VERSION_OFF ||
-        e->lock_off != PS_REC_LOCK_OFF || e->scalars_off != PS_REC_SCALARS_OFF)
-        return CORRUPT("ps entry '%s': header words at %u/%u/%u/%u, this side "
-                       "uses %u/%u/%u/%u",
+        e->lock_off != PS_REC_LOCK_OFF ||
+        e->scalars_off != PS_REC_SCALARS_OFF ||
+        e->sync_step_off != PS_REC_SYNC_STEP_OFF ||
+        e->sync_stale_off != PS_REC_SYNC_STALE_OFF)
+        return CORRUPT("ps entry '%s': header words at %u/%u/%u/%u/%u/%u, "
+                       "this side uses %u/%u/%u/%u/%u/%u",
                        name, e->init_off, e->version_off, e->lock_off,
-                       e->scalars_off, PS_REC_INIT_OFF, PS_REC_VERSION_OFF,
-                       PS_REC_LOCK_OFF, PS_REC_SCALARS_OFF);
+                       e->scalars_off, e->sync_step_off, e->sync_stale_off,
+                       PS_REC_INIT_OFF, PS_REC_VERSION_OFF, PS_REC_LOCK_OFF,
+                       PS_REC_SCALARS_OFF, PS_REC_SYNC_STEP_OFF,
+                       PS_REC_SYNC_STALE_OFF);
     for (uint32_t i = 0; i < slots; i++)
         if (e->slot_off[i] != l.slot_off[i])
             return CORRUPT("ps entry '%s': slot %u at %llu, expected %llu",
@@ -684,7 +702,8 @@ rf_status ps_entry_check(const ps_entry *e)
         if (e->inbox.offset)
             return CORRUPT("ps entry '%s': inbox offset without region", name);
     } else if (!e->spec.trainable || e->inbox.offset % PS_ALIGN ||
-               e->inbox.offset + bytes < e->inbox.offset) {
+               e->inbox.offset + ps_inbox_bytes(bytes, e->spec.sync_n > 0) <
+                   e->inbox.offset) {
         return CORRUPT("ps entry '%s': inbox at region %u offset %llu", name,
                        e->inbox.region, (unsigned long long)e->inbox.offset);
     }
@@ -710,6 +729,8 @@ static void w_entry(wcur *w, const ps_entry *e)
     w_u16(w, e->version_off);
     w_u16(w, e->lock_off);
     w_u16(w, e->scalars_off);
+    w_u16(w, e->sync_step_off);
+    w_u16(w, e->sync_stale_off);
     w_u32(w, e->inbox.region);
     w_u64(w, e->inbox.offset);
 }
@@ -740,6 +761,8 @@ static rf_status r_entry(rcur *r, ps_entry *e)
     e->version_off = r_u16(r, "version_off");
     e->lock_off = r_u16(r, "lock_off");
     e->scalars_off = r_u16(r, "scalars_off");
+    e->sync_step_off = r_u16(r, "sync_step_off");
+    e->sync_stale_off = r_u16(r, "sync_stale_off");
     e->inbox.region = r_u32(r, "inbox.region");
     e->inbox.offset = r_u64(r, "inbox.offset");
     if (r->bad)

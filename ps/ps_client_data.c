@@ -370,6 +370,20 @@ rf_status rf_ps_global_step_write(rf_ps_client *c, int64_t value)
                    "global_step WRITE on ps task 0");
 }
 
+rf_status rf_ps_global_step_cas(rf_ps_client *c, int64_t expected,
+                                int64_t desired, int64_t *old)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_global_step_cas: NULL");
+    uint64_t v = 0;
+    rf_status st = globals_rmw(c, PS_GLOBAL_STEP_OFF, RF_OP_CMP_SWAP,
+                               (uint64_t)expected, (uint64_t)desired, &v,
+                               "global_step CMP_AND_SWP on ps task 0");
+    if (st == RF_OK && old)
+        *old = (int64_t)v;
+    return st;
+}
+
 /* The workers-done bitmap: RF_PS_DONE_WORDS words from PS_WORKERS_DONE_OFF,
  * bit id % 64 of word id / 64 for client id. */
 static uint32_t done_word_off(uint32_t id)

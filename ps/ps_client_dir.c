@@ -91,7 +91,8 @@ static bool entry_inside(const ps_cli_conn *p, const ps_entry *e)
     if (!locate(p, e->record, e->record_bytes, &a, &k))
         return false;
     if (e->inbox.region != PS_NO_REGION &&
-        !locate(p, e->inbox, e->values_bytes, &a, &k))
+        !locate(p, e->inbox,
+                ps_inbox_bytes(e->values_bytes, e->spec.sync_n > 0), &a, &k))
         return false;
     return true;
 }
@@ -103,7 +104,8 @@ static void var_bind(rf_ps_var *v, ps_cli_conn *p, const ps_entry *e)
     v->inbox_addr = 0;
     v->inbox_rkey = 0;
     if (e->inbox.region != PS_NO_REGION)
-        locate(p, e->inbox, e->values_bytes, &v->inbox_addr, &v->inbox_rkey);
+        locate(p, e->inbox, ps_inbox_bytes(e->values_bytes, e->spec.sync_n > 0),
+               &v->inbox_addr, &v->inbox_rkey);
     v->stale = false;
     p->by_shard[e->shard_id] = v;
 }
@@ -254,7 +256,7 @@ static const ps_entry *dir_find(const ps_cli_conn *p, const ps_spec *s)
 static rf_status mismatch(const ps_cli_conn *p, const ps_spec *have,
                           const ps_spec *want)
 {
-    char name[340], a[256], b[256];
+    char name[340], a[384], b[384];
     ps_spec_describe(have, a, sizeof a);
     ps_spec_describe(want, b, sizeof b);
     return rf_error_set(RF_ERR_INVALID_ARG,
@@ -291,6 +293,7 @@ static rf_status bind(ps_cli_conn *p, const ps_spec *spec, const ps_entry *e,
     v->spec = *spec;
     var_bind(v, p, e);
     v->push_op = (cli_op){.kind = CLI_OP_PUSH, .var = v, .conn = p};
+    v->tag_op = (cli_op){.kind = CLI_OP_TAG, .var = v, .conn = p};
     v->wm_op = (cli_op){.kind = CLI_OP_WM, .var = v, .conn = p};
     *out = v;
     return RF_OK;

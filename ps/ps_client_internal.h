@@ -3,7 +3,8 @@
  * ps_client_progress.c (completions, waits, posting, control RPCs),
  * ps_client_dir.c (regions, directories, create/lookup), ps_client_data.c
  * (read, write, init flags, global step, workers done, shutdown),
- * ps_client_push.c (apply=ps and apply=worker pushes) and
+ * ps_client_push.c (apply=ps and apply=worker pushes),
+ * ps_client_sync.c (sync-replicas pushes and step words) and
  * ps_client_readset.c (prepared read sets).
  *
  * One completion queue serves every endpoint (sends and receives); every
@@ -37,6 +38,7 @@ enum cli_op_kind {
     CLI_OP_PUSH,      /* apply=ps write_imm of a var */
     CLI_OP_WM,        /* an apply=worker stage of a var */
     CLI_OP_RECV,      /* a posted receive */
+    CLI_OP_TAG,       /* the tag WRITE before a sync push's write_imm */
 };
 
 typedef struct cli_op {
@@ -96,11 +98,16 @@ struct rf_ps_var {
     uint32_t rkey, inbox_rkey;
     bool stale;
 
-    /* apply=ps */
+    /* apply=ps and sync pushes */
     cli_op push_op;
     bool push_busy, push_sent, push_acked;
+    bool push_sync; /* the push in flight is a sync push */
     uint8_t push_seq;
-    uint64_t version; /* from the last ack */
+    uint64_t version; /* from the last ack (a sync push: the shard's step) */
+    /* sync pushes: the tag's registered word (allocated on first use) */
+    cli_op tag_op;
+    unsigned char *sync_tag;
+    rf_mr *sync_tag_mr;
 
     /* apply=worker, init flags: scratch copy of the record (registered) */
     unsigned char *scratch;
@@ -144,6 +151,7 @@ struct rf_ps_client {
     size_t words_cap;
     uint64_t lock_token;
     uint32_t pushes_busy;
+    uint64_t sync_accepted, sync_stale; /* sync pushes acknowledged */
     rf_status push_status; /* first apply=ps failure since the last wait */
     char push_err[1200];
     pthread_cond_t progress_cv; /* CLOCK_MONOTONIC; broadcast after
@@ -202,6 +210,14 @@ rf_status cli_fetch_dir(ps_cli_conn *p);
 void cli_vars_invalidate(rf_ps_client *c, size_t ps);
 
 /* ps_client_push.c */
+/* apply=ps (sync false) or sync pushes (tagged with step) of n gradients,
+ * checked by the caller. */
+rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
+                      int64_t step);
+/* The checks every push makes of each transfer (shard, field, inbox,
+ * alignment, no shard twice; a sync shard only with sync). */
+rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
+                         bool sync, const char *what);
 void cli_push_on_ack(ps_cli_conn *p, uint32_t imm);
 void cli_push_on_send(rf_ps_var *v, rf_status st);
 void cli_wm_on_completion(rf_ps_var *v, rf_status st);

@@ -114,6 +114,11 @@ static void dispatch(rf_ps_client *c, const rf_completion *x)
     case CLI_OP_WM:
         cli_wm_on_completion(op->var, x->status);
         break;
+    case CLI_OP_TAG: /* its write_imm, behind it, reports the push */
+        if (x->status != RF_OK)
+            cli_conn_fail(p, "a sync push's tag WRITE failed: %s",
+                          rf_status_string(x->status));
+        break;
     default:
         break;
     }

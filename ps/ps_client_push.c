@@ -6,7 +6,10 @@
  * ps's ack (a write_imm into the ack ring echoing the immediate; the ring
  * word is the new version or an error) arrived. At most one push per shard
  * is in flight (the inbox is reused) and fewer than the ps's receive depth
- * per ps.
+ * per ps. A sync-replicas push (rf_ps_push_sync, ps_client_sync.c) is the
+ * same with a WRITE of its tag into the inbox's first 8 bytes posted just
+ * before the gradient's WRITE_WITH_IMM, which goes after the tag; its ack
+ * says accepted or stale.
  *
  * apply=worker: every shard runs a small state machine, all of them
  * advancing together, their work batched per ps at each round:
@@ -25,6 +28,7 @@
 
 #include "core/log.h"
 #include "ps/ps_client_internal.h"
+#include "rdmaflow/byteorder.h"
 #include "rdmaflow/status.h"
 
 /* ---- apply=ps ------------------------------------------------------------ */
@@ -89,6 +93,12 @@ void cli_push_on_ack(ps_cli_conn *p, uint32_t imm)
     if (word & PS_ACK_ERROR) {
         rf_status st = (rf_status)(-(int32_t)(uint32_t)word);
         push_error(v, st, "the ps could not apply it");
+    } else if (v->push_sync) {
+        if (word & PS_ACK_STALE)
+            p->client->sync_stale++;
+        else
+            p->client->sync_accepted++;
+        v->version = word & ~PS_ACK_STALE;
     } else {
         v->version = word;
     }
@@ -120,6 +130,13 @@ static rf_status wait_pushes(rf_ps_client *c,
         rf_status st = cli_progress(c, left > 100 ? 100 : (int)left);
         if (st != RF_OK)
             return st;
+        /* A connection that went down (the ps dropped it, or died) will
+         * not acknowledge: its pushes fail now, not at the timeout. */
+        for (size_t i = 0; i < c->num_ps; i++) {
+            ps_cli_conn *p = &c->conns[i];
+            if (!p->up && p->ep && p->pushes_inflight)
+                cli_conn_close(p);
+        }
     }
     return RF_OK;
 }
@@ -145,15 +162,32 @@ static bool all_idle(rf_ps_client *c, const void *arg)
     return c->pushes_busy == 0;
 }
 
-static rf_status push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n)
+/* The tag of a sync push: the var's registered word. */
+static rf_status tag_word(rf_ps_var *v)
 {
-    rf_wr *wrs = calloc(n ? n : 1, sizeof *wrs);
+    if (v->sync_tag)
+        return RF_OK;
+    return cli_pool_alloc(v->client, 8, &v->sync_tag, &v->sync_tag_mr);
+}
+
+rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
+                      int64_t step)
+{
+    for (size_t i = 0; sync && i < n; i++) {
+        rf_status st = tag_word(g[i].var);
+        if (st != RF_OK)
+            return st;
+    }
+    /* per var: (sync: the tag WRITE,) the gradient's WRITE_WITH_IMM */
+    size_t per = sync ? 2 : 1;
+    rf_wr *wrs = calloc(per * n + 1, sizeof *wrs);
     size_t *order = calloc(n ? n : 1, sizeof *order);
     if (!wrs || !order) {
         free(wrs), free(order);
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
     }
     rf_status st = RF_OK;
+    uint64_t off = sync ? PS_SYNC_TAG_BYTES : 0;
     /* Batch per ps, in the order given. */
     for (size_t ps = 0; ps < c->num_ps && st == RF_OK; ps++) {
         ps_cli_conn *p = &c->conns[ps];
@@ -165,7 +199,7 @@ static rf_status push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n)
             continue;
         size_t posted = 0;
         while (posted < k && st == RF_OK) {
-            size_t m = 0;
+            size_t m = 0, nw = 0;
             for (; posted + m < k; m++) {
                 rf_ps_var *v = g[order[posted + m]].var;
                 if (v->push_busy || !ps_has_room(c, p))
@@ -173,25 +207,37 @@ static rf_status push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n)
                 const rf_ps_xfer *x = &g[order[posted + m]];
                 v->push_busy = true;
                 v->push_sent = v->push_acked = false;
+                v->push_sync = sync;
                 v->push_seq++;
                 c->pushes_busy++;
                 p->pushes_inflight++;
-                wrs[m] =
+                if (sync) {
+                    rf_put_le64(v->sync_tag, (uint64_t)step);
+                    wrs[nw++] = (rf_wr){.op = RF_OP_WRITE,
+                                        .context = &v->tag_op,
+                                        .local = v->sync_tag,
+                                        .len = 8,
+                                        .local_mr = v->sync_tag_mr,
+                                        .remote_addr = v->inbox_addr,
+                                        .rkey = v->inbox_rkey};
+                }
+                wrs[nw++] =
                     (rf_wr){.op = RF_OP_WRITE_IMM,
                             .context = &v->push_op,
                             .local = x->buf,
                             .len = x->len,
                             .local_mr = x->mr,
-                            .remote_addr = v->inbox_addr,
+                            .remote_addr = v->inbox_addr + off,
                             .rkey = v->inbox_rkey,
                             .imm = ps_imm_make(v->e.shard_id, v->push_seq)};
             }
             if (m) {
                 size_t done = 0;
-                st = cli_post_n(p, wrs, m, &done);
+                st = cli_post_n(p, wrs, nw, &done);
                 if (st != RF_OK) {
-                    /* What was not posted is not in flight. */
-                    for (size_t j = done; j < m; j++) {
+                    /* A var whose write_imm was not posted is not in
+                     * flight (a tag WRITE posted alone just completes). */
+                    for (size_t j = done / per; j < m; j++) {
                         rf_ps_var *v = g[order[posted + j]].var;
                         v->push_busy = false;
                         c->pushes_busy--;
@@ -572,6 +618,49 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
 /* ---- entry point ----------------------------------------------------------
  */
 
+rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
+                         bool sync, const char *what)
+{
+    rf_status st = RF_OK;
+    for (size_t i = 0; i < n && st == RF_OK; i++) {
+        uint64_t remote;
+        const rf_ps_xfer *x = &grads[i];
+        st = cli_check_xfer(c, x, true, &remote);
+        if (st != RF_OK)
+            break;
+        rf_ps_var *v = x->var;
+        bool sync_shard = v->e.spec.sync_n > 0;
+        if (x->field != RF_PS_FIELD_VALUES || !v->spec.trainable)
+            st = rf_error_set(RF_ERR_INVALID_ARG, "%s: '%s' part %u: %s", what,
+                              v->spec.name, v->spec.part,
+                              v->spec.trainable ? "gradients go to field VALUES"
+                                                : "not trainable");
+        else if (sync_shard != sync)
+            st = rf_error_set(
+                RF_ERR_INVALID_ARG, "%s: '%s' part %u is %s shard%s", what,
+                v->spec.name, v->spec.part,
+                sync_shard ? "a sync-replicas" : "an async",
+                sync_shard ? ": its gradients go to its accumulator "
+                             "(rf_ps_push_sync)"
+                           : ", without an accumulator (rf_ps_push)");
+        else if (sync && !v->inbox_rkey && !v->inbox_addr)
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "%s: '%s' part %u has no inbox on its ps", what,
+                              v->spec.name, v->spec.part);
+        else if ((uintptr_t)x->buf % sizeof(float))
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "%s: '%s' part %u: gradient buffer not float "
+                              "aligned",
+                              what, v->spec.name, v->spec.part);
+        for (size_t j = 0; j < i && st == RF_OK; j++)
+            if (grads[j].var == v)
+                st = rf_error_set(RF_ERR_INVALID_ARG,
+                                  "%s: '%s' part %u appears twice", what,
+                                  v->spec.name, v->spec.part);
+    }
+    return st;
+}
+
 rf_status rf_ps_push(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
                      rf_ps_apply_mode mode, bool use_locking)
 {
@@ -581,38 +670,15 @@ rf_status rf_ps_push(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push: apply mode %d",
                             (int)mode);
     pthread_mutex_lock(&c->mu);
-    rf_status st = RF_OK;
-    for (size_t i = 0; i < n && st == RF_OK; i++) {
-        uint64_t remote;
-        const rf_ps_xfer *x = &grads[i];
-        st = cli_check_xfer(c, x, true, &remote);
-        if (st != RF_OK)
-            break;
-        rf_ps_var *v = x->var;
-        if (x->field != RF_PS_FIELD_VALUES || !v->spec.trainable)
-            st =
-                rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push: '%s' part %u: %s",
-                             v->spec.name, v->spec.part,
-                             v->spec.trainable ? "gradients go to field VALUES"
-                                               : "not trainable");
-        else if (mode == RF_PS_APPLY_PS && !v->inbox_rkey && !v->inbox_addr)
+    rf_status st = cli_push_check(c, grads, n, false, "rf_ps_push");
+    for (size_t i = 0; st == RF_OK && mode == RF_PS_APPLY_PS && i < n; i++)
+        if (!grads[i].var->inbox_rkey && !grads[i].var->inbox_addr)
             st = rf_error_set(RF_ERR_INVALID_ARG,
                               "rf_ps_push: '%s' part %u has no inbox on its "
                               "ps",
-                              v->spec.name, v->spec.part);
-        else if ((uintptr_t)x->buf % sizeof(float))
-            st = rf_error_set(RF_ERR_INVALID_ARG,
-                              "rf_ps_push: '%s' part %u: gradient buffer not "
-                              "float aligned",
-                              v->spec.name, v->spec.part);
-        for (size_t j = 0; j < i && st == RF_OK; j++)
-            if (grads[j].var == v)
-                st = rf_error_set(RF_ERR_INVALID_ARG,
-                                  "rf_ps_push: '%s' part %u appears twice",
-                                  v->spec.name, v->spec.part);
-    }
+                              grads[i].var->spec.name, grads[i].var->spec.part);
     if (st == RF_OK && n)
-        st = mode == RF_PS_APPLY_PS ? push_ps(c, grads, n)
+        st = mode == RF_PS_APPLY_PS ? cli_push_ps(c, grads, n, false, 0)
                                     : push_worker(c, grads, n, use_locking);
     pthread_mutex_unlock(&c->mu);
     return st;

@@ -3,8 +3,8 @@
  * the globals block (64 bytes at the start of a ps's first chunk, zero when
  * the ps starts: global_step at 0, the workers-done count at 8, the rest
  * reserved; the cluster's are ps task 0's), the write_imm immediates of
- * pushes and acks and the ack word. Pure functions, shared by server, client
- * and the protocol checks. */
+ * pushes and acks, the ack word and the inbox of a sync-replicas shard.
+ * Pure functions, shared by server, client and the protocol checks. */
 #ifndef RF_GRAPH_DIST_PS_LAYOUT_H
 #define RF_GRAPH_DIST_PS_LAYOUT_H
 
@@ -24,7 +24,15 @@
 #define PS_REC_LOCK_OFF    16u
 #define PS_REC_SCALARS_OFF 32u /* beta1_power f32, beta2_power f32 */
 #define PS_REC_UPDATES_OFF 40u
-#define PS_REC_HEADER      64u
+/* Sync replicas (ps/ps_server_sync.c): the step whose gradients the
+ * shard's accumulator takes (int64; the chief sets it, the ps advances it
+ * after each averaged update: the publication workers READ), and the
+ * gradients dropped as stale (u64). Zero and unused on async shards. */
+#define PS_REC_SYNC_STEP_OFF  48u
+#define PS_REC_SYNC_STALE_OFF 56u
+#define PS_REC_HEADER         64u
+_Static_assert(PS_REC_SYNC_STALE_OFF + 8 <= PS_REC_HEADER,
+               "the header words fit the record header");
 /* apply=worker reads and writes back [PS_REC_SCALARS_OFF, record end). */
 #define PS_REC_RMW_OFF PS_REC_SCALARS_OFF
 
@@ -75,12 +83,31 @@ static inline uint32_t ps_imm_seq(uint32_t imm)
     return imm >> 24;
 }
 
+/* A sync-replicas push (rf_ps_push_sync) is two writes on one connection:
+ * a WRITE of the tag (the worker's local step, int64 little-endian) into
+ * the first PS_SYNC_TAG_BYTES of its inbox, then the WRITE_WITH_IMM of the
+ * gradient right after it; RC ordering places the tag before the ps sees
+ * the gradient's completion. An async shard's inbox is the gradient
+ * alone. */
+#define PS_SYNC_TAG_BYTES 8u
+static inline uint64_t ps_inbox_bytes(uint64_t values_bytes, bool sync)
+{
+    return values_bytes + (sync ? PS_SYNC_TAG_BYTES : 0);
+}
+
 /* Ack word written into the worker's ack ring: the shard's version after
- * the update, or bit 63 set and the negated rf_status in the low 32 bits. */
+ * the update (a sync push: the shard's step after it, with PS_ACK_STALE
+ * when the gradient was dropped as stale), or bit 63 set and the negated
+ * rf_status in the low 32 bits. */
 #define PS_ACK_ERROR (1ull << 63)
+#define PS_ACK_STALE (1ull << 62)
 static inline uint64_t ps_ack_ok(uint64_t version)
 {
     return version & ~PS_ACK_ERROR;
+}
+static inline uint64_t ps_ack_sync(bool stale, uint64_t step)
+{
+    return (step & ~(PS_ACK_ERROR | PS_ACK_STALE)) | (stale ? PS_ACK_STALE : 0);
 }
 static inline uint64_t ps_ack_err(rf_status st)
 {

@@ -4,8 +4,10 @@
  * record's own beta powers (then advances them, AdamOptimizer._finish per
  * shard), bumps the seqlock version around the update (odd while writing)
  * and acknowledges with a write_imm of the new version into the worker's ack
- * ring, echoing the immediate. A push that breaks the protocol (unknown
- * shard, no inbox, wrong length) drops the connection. */
+ * ring, echoing the immediate. A push to a sync-replicas shard goes to its
+ * accumulator instead (ps_server_sync.c), which applies through the same
+ * update. A push that breaks the protocol (unknown shard, no inbox, wrong
+ * length) drops the connection. */
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +23,7 @@ static uint64_t *rec_word(ps_shard *sh, uint32_t off)
 
 /* The update itself, on the arena memory remote peers may read at any
  * time (that is the point: pulls are one-sided). */
-static rf_status apply_shard(ps_shard *sh, const float *grad)
+rf_status ps_apply_update(ps_shard *sh, const float *grad)
 {
     uint64_t *version = rec_word(sh, PS_REC_VERSION_OFF);
     /* Odd while writing: an acquire-release exchange keeps the update's
@@ -49,7 +51,22 @@ static rf_status apply_shard(ps_shard *sh, const float *grad)
     return st;
 }
 
-static bool send_ack(ps_server_conn *c, uint32_t imm, uint64_t word)
+void ps_apply_traced(ps_server_conn *c, const ps_shard *sh, uint64_t t0,
+                     uint64_t done, uint32_t len)
+{
+    rf_ps_server *s = c->srv;
+    if (!s->opt.on_apply ||
+        (s->opt.trace_updates != 0 && done >= s->opt.trace_updates))
+        return;
+    char name[RF_PS_MAX_NAME + 16], args[96];
+    snprintf(name, sizeof name, "apply %s", sh->spec.name);
+    snprintf(args, sizeof args, "\"bytes\":%u,\"worker\":%u", len,
+             c->client_id);
+    s->opt.on_apply(s->opt.on_apply_ctx, name, args, t0, rf_now_ns() - t0,
+                    done);
+}
+
+bool ps_send_ack(ps_server_conn *c, uint32_t imm, uint64_t word)
 {
     uint32_t k = (uint32_t)(c->acks % PS_SRV_RECV_DEPTH);
     uint64_t *stage = (uint64_t *)(void *)(c->mem + ps_conn_stage_off()) + k;
@@ -85,7 +102,7 @@ bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
         return false;
     }
     ps_shard *sh = &s->shards[id];
-    const ps_inbox *ib = ps_shard_find_inbox(sh, c->client_id);
+    ps_inbox *ib = ps_shard_find_inbox(sh, c->client_id);
     if (!sh->spec.trainable || !ib) {
         snprintf(why, sizeof why, "a push to '%s' part %u, which %s",
                  sh->spec.name, sh->spec.part,
@@ -103,18 +120,12 @@ bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
         ps_conn_drop(c, why);
         return false;
     }
+    if (sh->sync)
+        return ps_sync_push(c, sh, ib, imm, len);
     uint64_t t0 = s->opt.on_apply ? rf_now_ns() : 0;
     uint64_t done = *rec_word(sh, PS_REC_UPDATES_OFF);
-    rf_status st = apply_shard(sh, ib->ptr);
-    if (s->opt.on_apply &&
-        (s->opt.trace_updates == 0 || done < s->opt.trace_updates)) {
-        char name[RF_PS_MAX_NAME + 16], args[96];
-        snprintf(name, sizeof name, "apply %s", sh->spec.name);
-        snprintf(args, sizeof args, "\"bytes\":%u,\"worker\":%u", len,
-                 c->client_id);
-        s->opt.on_apply(s->opt.on_apply_ctx, name, args, t0, rf_now_ns() - t0,
-                        done);
-    }
+    rf_status st = ps_apply_update(sh, (const float *)(const void *)ib->ptr);
+    ps_apply_traced(c, sh, t0, done, len);
     uint64_t word;
     if (st == RF_OK) {
         word = ps_ack_ok(__atomic_load_n(rec_word(sh, PS_REC_VERSION_OFF),
@@ -125,5 +136,5 @@ bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
                     rf_error_message());
         word = ps_ack_err(st);
     }
-    return send_ack(c, imm, word);
+    return ps_send_ack(c, imm, word);
 }

@@ -152,7 +152,7 @@ static bool on_create(ps_server_conn *c, uint32_t req_id,
     ps_shard *sh = ps_shard_find(s, spec.name, spec.part);
     bool created = false;
     if (sh && !ps_spec_same(&sh->spec, &spec)) {
-        char have[256], want[256];
+        char have[320], want[320];
         ps_spec_describe(&sh->spec, have, sizeof have);
         ps_spec_describe(&spec, want, sizeof want);
         snprintf(text, sizeof text,
@@ -200,6 +200,7 @@ static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
     char who[96];
     ps_conn_label(c, who, sizeof who);
     RF_LOG_INFO("ps %d: SHUTDOWN from %s", c->srv->opt.task_index, who);
+    ps_sync_log_stats(c->srv);
     c->srv->shutdown = true;
     return ps_ctrl_send(c, buf, n);
 }

@@ -1,7 +1,8 @@
 /* ps/ps_server_internal.h: the ps server's types, shared by its
  * files: ps_server.c (threads, connection lifecycle), ps_server_ctrl.c
  * (control messages), ps_server_shards.c (shard table, records, inboxes),
- * ps_server_apply.c (apply=ps pushes and acks).
+ * ps_server_apply.c (apply=ps pushes and acks), ps_server_sync.c (the
+ * accumulators of sync-replicas shards).
  *
  * Threads: a listener thread accepts connections (validating the connect
  * private data) and queues the endpoints; the service thread (bound to the
@@ -43,8 +44,22 @@ typedef struct ps_tag {
 typedef struct ps_inbox {
     uint32_t client_id;
     ps_loc loc;
-    float *ptr;
+    unsigned char *ptr; /* ps_inbox_bytes: (sync: the tag, then) the
+                           gradient */
+    int64_t sync_step;  /* sync: the step of the client's gradient the
+                           accumulator holds; -1: none */
 } ps_inbox;
+
+/* A sync-replicas shard's accumulator (TensorFlow's ConditionalAccumulator;
+ * ps_server_sync.c). Service thread only; the step it accepts is the
+ * record's sync step word, which the chief may rewrite one-sidedly. */
+typedef struct ps_sync_acc {
+    float *sum;       /* the gradients taken for `step`, summed */
+    uint32_t count;   /* how many (from distinct clients) */
+    int64_t step;     /* the step they belong to */
+    uint64_t applied; /* averaged updates applied */
+    uint64_t taken;   /* gradients taken, in all */
+} ps_sync_acc;
 
 typedef struct ps_shard {
     uint32_t id;
@@ -52,6 +67,7 @@ typedef struct ps_shard {
     ps_layout layout;
     ps_loc rec;
     unsigned char *rec_ptr;
+    ps_sync_acc *sync; /* NULL: an async shard */
     ps_inbox *inboxes;
     uint32_t num_inboxes, cap_inboxes;
     uint32_t hash_next; /* chain in the name hash (UINT32_MAX ends) */
@@ -148,12 +164,31 @@ rf_status ps_shard_create(rf_ps_server *s, const ps_spec *spec, ps_shard **out);
 /* The client's inbox for a trainable shard, allocated on first use. */
 rf_status ps_shard_inbox(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
                          ps_inbox **out);
-const ps_inbox *ps_shard_find_inbox(const ps_shard *sh, uint32_t client_id);
+ps_inbox *ps_shard_find_inbox(ps_shard *sh, uint32_t client_id);
 /* Fills a directory entry (allocating the client's inbox if trainable). */
 rf_status ps_shard_entry(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
                          ps_entry *e);
 /* ps_server_apply.c: a write_imm completion of len bytes; false if the
  * connection was dropped. */
 bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len);
+/* One optimizer update of sh with grad under the record's seqlock (beta
+ * powers and the update count advanced). */
+rf_status ps_apply_update(ps_shard *sh, const float *grad);
+/* The on_apply trace callback for an update of sh that started at t0 (the
+ * shard had `done` updates before it). */
+void ps_apply_traced(ps_server_conn *c, const ps_shard *sh, uint64_t t0,
+                     uint64_t done, uint32_t len);
+/* Writes the ack word into the client's ack ring (write_imm echoing imm);
+ * false if the connection was dropped. */
+bool ps_send_ack(ps_server_conn *c, uint32_t imm, uint64_t word);
+
+/* ps_server_sync.c */
+rf_status ps_sync_create(ps_shard *sh);
+void ps_sync_free(ps_shard *sh);
+/* A push to a sync shard (already checked: trainable, inbox, length). */
+bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
+                  uint32_t len);
+/* One log line per sync shard: its step, updates, stale gradients. */
+void ps_sync_log_stats(rf_ps_server *s);
 
 #endif

@@ -1,7 +1,8 @@
 /* ps/ps_server_shards.c: the ps's shard table: a name/part hash over
  * an array indexed by shard id, record creation in the arena (slots at the
- * optimizer's initial values, beta powers at beta1/beta2), per-client
- * gradient inboxes and directory entries. Service thread only. */
+ * optimizer's initial values, beta powers at beta1/beta2, a sync shard's
+ * accumulator), per-client gradient inboxes (a sync shard's with room for
+ * the tag) and directory entries. Service thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,10 @@ rf_status ps_shards_init(rf_ps_server *s)
 
 void ps_shards_free(rf_ps_server *s)
 {
-    for (uint32_t i = 0; i < s->num_shards; i++)
+    for (uint32_t i = 0; i < s->num_shards; i++) {
         free(s->shards[i].inboxes);
+        ps_sync_free(&s->shards[i]);
+    }
     free(s->shards);
     free(s->hash);
     s->shards = NULL;
@@ -120,6 +123,9 @@ rf_status ps_shard_create(rf_ps_server *s, const ps_spec *spec, ps_shard **out)
                      .layout = l,
                      .rec = loc,
                      .rec_ptr = rec};
+    if (spec->sync_n && (st = ps_sync_create(sh)) != RF_OK)
+        return st; /* the record stays allocated, unused: the arena only
+                      grows */
     uint32_t b = hash_key(spec->name, spec->part) & (s->hash_cap - 1);
     sh->hash_next = s->hash[b];
     s->hash[b] = sh->id;
@@ -128,7 +134,7 @@ rf_status ps_shard_create(rf_ps_server *s, const ps_spec *spec, ps_shard **out)
     return RF_OK;
 }
 
-const ps_inbox *ps_shard_find_inbox(const ps_shard *sh, uint32_t client_id)
+ps_inbox *ps_shard_find_inbox(ps_shard *sh, uint32_t client_id)
 {
     for (uint32_t i = 0; i < sh->num_inboxes; i++)
         if (sh->inboxes[i].client_id == client_id)
@@ -139,9 +145,9 @@ const ps_inbox *ps_shard_find_inbox(const ps_shard *sh, uint32_t client_id)
 rf_status ps_shard_inbox(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
                          ps_inbox **out)
 {
-    const ps_inbox *found = ps_shard_find_inbox(sh, client_id);
+    ps_inbox *found = ps_shard_find_inbox(sh, client_id);
     if (found) {
-        *out = (ps_inbox *)found;
+        *out = found;
         return RF_OK;
     }
     if (sh->num_inboxes == sh->cap_inboxes) {
@@ -152,14 +158,15 @@ rf_status ps_shard_inbox(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
         sh->inboxes = n;
         sh->cap_inboxes = cap;
     }
-    uint64_t bytes = sh->layout.values_bytes ? sh->layout.values_bytes : 8;
+    uint64_t bytes = ps_inbox_bytes(sh->layout.values_bytes, sh->sync != NULL);
     ps_loc loc;
     void *p;
-    rf_status st = ps_arena_alloc(&s->arena, bytes, &loc, &p);
+    rf_status st = ps_arena_alloc(&s->arena, bytes ? bytes : 8, &loc, &p);
     if (st != RF_OK)
         return st;
     ps_inbox *ib = &sh->inboxes[sh->num_inboxes++];
-    *ib = (ps_inbox){.client_id = client_id, .loc = loc, .ptr = p};
+    *ib = (ps_inbox){
+        .client_id = client_id, .loc = loc, .ptr = p, .sync_step = -1};
     *out = ib;
     return RF_OK;
 }
@@ -181,6 +188,8 @@ rf_status ps_shard_entry(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
     e->version_off = PS_REC_VERSION_OFF;
     e->lock_off = PS_REC_LOCK_OFF;
     e->scalars_off = PS_REC_SCALARS_OFF;
+    e->sync_step_off = PS_REC_SYNC_STEP_OFF;
+    e->sync_stale_off = PS_REC_SYNC_STALE_OFF;
     e->inbox.region = PS_NO_REGION;
     if (sh->spec.trainable) {
         ps_inbox *ib;

@@ -53,6 +53,8 @@ rf_status ps_spec_from_public(const rf_ps_shard_spec *in, const char *what,
     out->dtype = in->dtype;
     out->shape = in->shape;
     out->trainable = in->trainable;
+    out->sync_n = in->replicas_to_aggregate;
+    out->sync_m = in->total_num_replicas;
     if (in->trainable) {
         out->optim = in->optim;
         if (rf_optim_validate(&out->optim) != RF_OK) {
@@ -75,11 +77,18 @@ void ps_spec_describe(const ps_spec *spec, char *buf, size_t len)
 {
     char shape[200];
     rf_shape_format(&spec->shape, shape, sizeof shape);
-    char opt[160] = "not trainable";
+    char opt[160] = "not trainable", sync[96] = "";
     if (spec->trainable)
         rf_optim_format(&spec->optim, opt, sizeof opt);
-    snprintf(buf, len, "shape %s %s, %s", shape, rf_dtype_name(spec->dtype),
-             opt);
+    if (spec->sync_n)
+        snprintf(sync, sizeof sync,
+                 ", sync replicas (replicas_to_aggregate=%u, "
+                 "total_num_replicas=%u)",
+                 spec->sync_n, spec->sync_m);
+    else if (spec->trainable)
+        snprintf(sync, sizeof sync, ", no sync replicas");
+    snprintf(buf, len, "shape %s %s, %s%s", shape, rf_dtype_name(spec->dtype),
+             opt, sync);
 }
 
 static bool feq(float a, float b)
@@ -90,7 +99,8 @@ static bool feq(float a, float b)
 bool ps_spec_same(const ps_spec *a, const ps_spec *b)
 {
     if (a->dtype != b->dtype || !rf_shape_equal(&a->shape, &b->shape) ||
-        a->trainable != b->trainable)
+        a->trainable != b->trainable || a->sync_n != b->sync_n ||
+        a->sync_m != b->sync_m)
         return false;
     if (!a->trainable)
         return true;

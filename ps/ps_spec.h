@@ -15,9 +15,11 @@ rf_status ps_spec_from_public(const rf_ps_shard_spec *in, const char *what,
                               ps_spec *out);
 /* Zeroes the optimizer fields the kind does not read. */
 void ps_spec_canonical_optim(rf_optim_config *cfg);
-/* "shape [784,256] float32, adam(learning_rate=0.001, ...)". */
+/* "shape [784,256] float32, adam(learning_rate=0.001, ...), no sync
+ * replicas" (or ", sync replicas (replicas_to_aggregate=2, ...)"). */
 void ps_spec_describe(const ps_spec *spec, char *buf, size_t len);
-/* Same dtype, shape, trainability and (canonical) optimizer, bitwise. */
+/* Same dtype, shape, trainability, sync replicas and (canonical)
+ * optimizer, bitwise. */
 bool ps_spec_same(const ps_spec *a, const ps_spec *b);
 
 #endif

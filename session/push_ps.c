@@ -6,12 +6,6 @@
  * acknowledgement before global_step moves. */
 #include "session/session_internal.h"
 
-static rf_status start_nothing(rf_session *s)
-{
-    (void)s;
-    return RF_OK;
-}
-
 static void stop_nothing(rf_session *s)
 {
     (void)s;
@@ -49,10 +43,16 @@ const sess_push_ops sess_push_apply_ps = {
     .push_op = "WRITE_WITH_IMM",
     .wait_op = "WAIT_ACKS",
     .wait_span = "wait apply acks",
-    .start = start_nothing,
+    .advance_kind = RF_STEP_FETCH_AND_ADD,
+    .advance_op = "FETCH_AND_ADD",
+    .configure = sess_push_nothing,
+    .start = sess_push_nothing,
     .stop = stop_nothing,
+    .init_shards = sess_push_nothing,
+    .begin = sess_push_nothing,
     .on_gradient = on_gradient,
     .drain = drain_nothing,
     .wait = wait_acks,
+    .advance = sess_advance_fetch_add,
     .name_threads = no_threads,
 };

@@ -1,13 +1,14 @@
 /* session/session.c: the worker's session (rdmaflow/session.h): creating it
  * over a placed graph, one step (READs posted, the plan run with its hooks,
- * the push strategy drained and waited for, global_step advanced by
- * FETCH_AND_ADD), tracing, the end of the job (announce, or wait for the
- * others and pull every variable back), shutting the cluster down, and the
- * description of a step. */
+ * the push strategy drained and waited for, global_step advanced by the
+ * strategy: FETCH_AND_ADD, or sync's wait for publication), tracing, the
+ * end of the job (announce, or wait for the others and pull every variable
+ * back), shutting the cluster down, and the description of a step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "session/session_internal.h"
 
 /* How long the chief waits for the other workers to finish by default. */
@@ -93,8 +94,9 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
     s->chief = s->self->is_chief;
     s->num_ps = rf_cluster_num_ps(server->cluster);
     s->num_workers = rf_cluster_num_workers(server->cluster);
-    s->push = options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
-                                                   : &sess_push_apply_ps;
+    s->push = options->sync_replicas                 ? &sess_push_sync
+              : options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
+                                                     : &sess_push_apply_ps;
     s->attempt_ms = attempt_ms;
     s->prefer_adopt = prefer_adopt;
     s->restored_step = s->saved_step = -1;
@@ -102,6 +104,8 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
     rf_status st = s->num_ps > 0 ? RF_OK
                                  : rf_error_set(RF_ERR_INVALID_ARG,
                                                 "the cluster has no ps task");
+    if (st == RF_OK)
+        st = s->push->configure(s);
     if (st == RF_OK)
         st = sess_map(s);
     if (st == RF_OK)
@@ -158,17 +162,34 @@ static void give_fetches(rf_session *s, const sess_plan *p, rf_tensor *out)
                                       &s->step_value);
 }
 
-static rf_status advance_global_step(rf_session *s, const sess_plan *p)
+rf_status sess_push_nothing(rf_session *s)
+{
+    (void)s;
+    return RF_OK;
+}
+
+rf_status sess_advance_fetch_add(rf_session *s, int64_t *step)
 {
     int64_t old = 0;
-    uint64_t t0 = rf_now_ns();
     rf_status st = rf_ps_global_step_add(s->client, 1, &old);
     if (st != RF_OK)
         return rf_error_set(st, "incrementing global_step: %s",
                             rf_error_message());
-    sess_span(s, p->ops[p->faa_op].name, "\"bytes\":8,\"ps_task\":0", t0, 0);
-    s->global_step = s->step_value = old + 1;
-    *(int64_t *)rf_variable_data(s->global_step_var) = old + 1;
+    *step = old + 1;
+    return RF_OK;
+}
+
+static rf_status advance_global_step(rf_session *s, const sess_plan *p)
+{
+    int64_t step = 0;
+    uint64_t t0 = rf_now_ns();
+    rf_status st = s->push->advance(s, &step);
+    if (st != RF_OK)
+        return st;
+    sess_span(s, p->ops[p->advance_op].name, "\"bytes\":8,\"ps_task\":0", t0,
+              0);
+    s->global_step = s->step_value = step;
+    *(int64_t *)rf_variable_data(s->global_step_var) = step;
     return RF_OK;
 }
 
@@ -190,7 +211,9 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
         s->v[i].t_post = t0;
         atomic_store(&s->v[i].read_traced, 0);
     }
-    st = rf_ps_read_set_post(s->reads);
+    st = p->train ? s->push->begin(s) : RF_OK;
+    if (st == RF_OK)
+        st = rf_ps_read_set_post(s->reads);
     if (st == RF_OK)
         st = rf_plan_run(p->plan, values, p->out);
     char err[600] = "";
@@ -255,11 +278,30 @@ void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
     snprintf(buf, len, "client %u", id);
 }
 
+/* The tasks of the ids not in bits, comma-separated; how many. */
+static size_t name_missing(const rf_session *s, const uint32_t *ids, size_t n,
+                           const uint64_t *bits, char *list, size_t len)
+{
+    size_t k = 0;
+    if (len)
+        list[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (rf_ps_worker_is_done(bits, ids[i]))
+            continue;
+        char name[64];
+        sess_task_of_id(s, ids[i], name, sizeof name);
+        size_t used = strlen(list);
+        if (used + 1 < len)
+            snprintf(list + used, len - used, "%s%s", k ? ", " : "", name);
+        k++;
+    }
+    return k;
+}
+
 rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
                             size_t len, uint64_t *bits_out)
 {
-    if (missing && len)
-        missing[0] = '\0';
+    char list[1024] = "";
     uint32_t *ids = calloc((size_t)s->num_workers + 1, sizeof *ids);
     if (!ids)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
@@ -268,34 +310,45 @@ rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
         if (id != s->self->worker_id)
             ids[n++] = (uint32_t)id;
     uint64_t bits[RF_PS_DONE_WORDS];
-    rf_status st =
-        rf_ps_wait_workers_done(s->client, ids, n, FINISH_POLL_MS,
-                                timeout_ms > 0 ? timeout_ms : 0, bits);
-    if (st == RF_ERR_TIMEOUT) {
-        char list[1024] = "";
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (rf_ps_worker_is_done(bits, ids[i]))
-                continue;
-            char name[64];
-            sess_task_of_id(s, ids[i], name, sizeof name);
-            size_t used = strlen(list);
-            if (used < sizeof list)
-                snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "",
-                         name);
-            k++;
+    int64_t deadline = rf_deadline_ms(timeout_ms > 0 ? timeout_ms : 0);
+    rf_status st;
+    for (;;) {
+        st = rf_ps_workers_done_read(s->client, bits);
+        if (st != RF_OK) {
+            st = rf_error_set(st, "waiting for the other workers: %s",
+                              rf_error_message());
+            break;
         }
-        if (missing && len)
-            snprintf(missing, len, "%s", list);
-        st = rf_error_set(RF_ERR_TIMEOUT,
-                          "%zu of %zu other worker%s did not finish within "
-                          "%g s: %s",
-                          k, n, n == 1 ? "" : "s",
-                          (timeout_ms > 0 ? timeout_ms : 0) / 1000.0, list);
-    } else if (st != RF_OK) {
-        st = rf_error_set(st, "waiting for the other workers: %s",
-                          rf_error_message());
+        size_t k = name_missing(s, ids, n, bits, list, sizeof list);
+        if (k == 0)
+            break;
+        /* sync replicas' backup workers: once only they are missing, they
+         * get op_timeout_ms more, not the whole wait */
+        if ((int64_t)k <= s->finish_optional) {
+            if (s->optional_deadline == 0)
+                s->optional_deadline = rf_deadline_ms(
+                    s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000);
+            if (rf_deadline_passed(s->optional_deadline)) {
+                RF_LOG_WARN("session: not waiting for %s (backup worker%s of "
+                            "sync replicas)",
+                            list, k == 1 ? "" : "s");
+                list[0] = '\0';
+                break;
+            }
+        }
+        if (rf_deadline_passed(deadline)) {
+            st = rf_error_set(RF_ERR_TIMEOUT,
+                              "%zu of %zu other worker%s did not finish "
+                              "within %g s: %s",
+                              k, n, n == 1 ? "" : "s",
+                              (timeout_ms > 0 ? timeout_ms : 0) / 1000.0, list);
+            break;
+        }
+        int64_t left = rf_deadline_left_ms(deadline);
+        rf_sleep_ms(left < FINISH_POLL_MS ? left : FINISH_POLL_MS);
     }
+    if (missing && len)
+        snprintf(missing, len, "%s", st == RF_ERR_TIMEOUT ? list : "");
     if (bits_out && (st == RF_OK || st == RF_ERR_TIMEOUT))
         memcpy(bits_out, bits, sizeof bits);
     free(ids);

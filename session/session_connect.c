@@ -1,7 +1,8 @@
 /* session/session_connect.c: the session's remote variables: connecting to
  * every ps task, one registered block holding every variable's values
  * (their graph storage) and gradient staging, creating the shards (chief)
- * or looking them up, the chief's initialisation or the others' wait for
+ * or looking them up, the chief's initialisation (restore, the push
+ * strategy's init_shards, values and init flags) or the others' wait for
  * it, the prepared per-step reads, and pulling everything back into the
  * graph at the end of the job. */
 #include <stdio.h>
@@ -79,7 +80,9 @@ static rf_status create_or_look_up(rf_session *s)
                                  .dtype = rf_node_dtype(v->var),
                                  .shape = rf_node_shape(v->var),
                                  .trainable = true,
-                                 .optim = *v->apply.cfg};
+                                 .optim = *v->apply.cfg,
+                                 .replicas_to_aggregate = s->sync_n,
+                                 .total_num_replicas = s->sync_m};
         rf_status st =
             s->chief ? rf_ps_create(s->client, v->ps_task, &spec, &v->shard)
                      : rf_ps_lookup(s->client, v->ps_task, &spec, &v->shard);
@@ -148,6 +151,9 @@ static rf_status chief_init(rf_session *s, rf_ps_xfer *x, rf_ps_var **vars)
             return rf_error_set(st, "initialising global_step: %s",
                                 rf_error_message());
     }
+    st = s->push->init_shards(s); /* sync: the shards' step, before the flags */
+    if (st != RF_OK)
+        return st;
     st = rf_ps_init_values(s->client, x, s->nv);
     if (st != RF_OK)
         rf_error_set(st, "initialising the variables: %s", rf_error_message());

@@ -11,10 +11,10 @@
  *   session.c         create, one step, the global_step FETCH_AND_ADD,
  *                     finish, describe
  *   session_ckpt.c    checkpoints: the chief's save and restore
- *   push_ps.c, push_worker.c
- *                     the push strategies (apply=ps, apply=worker), one ops
- *                     table each: the step loop calls the table, never
- *                     tests the mode. */
+ *   push_ps.c, push_worker.c, push_sync.c
+ *                     the push strategies (apply=ps, apply=worker, sync
+ *                     replicas), one ops table each: the step loop calls
+ *                     the table, never tests the mode. */
 #ifndef RF_SESSION_INTERNAL_H
 #define RF_SESSION_INTERNAL_H
 
@@ -85,6 +85,13 @@ struct rf_session {
 
     const sess_push_ops *push;
     void *push_state; /* the strategy's own */
+    /* sync replicas (set by the sync strategy's configure; 0 otherwise):
+     * the shards' replicas_to_aggregate and total_num_replicas, and how
+     * many of the other workers the chief's finish may go without */
+    uint32_t sync_n, sync_m;
+    int64_t finish_optional;
+    /* when the wait for only optional (backup) workers ends; 0: not yet */
+    int64_t optional_deadline;
 
     unsigned char *snap; /* checkpoints: values, slots, powers; registered */
     size_t snap_len;
@@ -117,13 +124,27 @@ struct rf_session {
 /* A push strategy (the same pattern as the fabric's rf_provider_ops: a
  * constant table of designated initializers, every entry present). */
 struct sess_push_ops {
-    const char *name;    /* "ps", "worker" (rf_session_desc.apply) */
+    const char *name;    /* "ps", "worker", "sync" (rf_session_desc.apply) */
     const char *push_op; /* the step op of a push, its span-name prefix */
     const char *wait_op; /* the step op of the wait */
     const char *wait_span;
-    /* Starts what the strategy runs beside the executor (a thread). */
+    /* The step's last op, which moves global_step: its kind and op, whose
+     * span is "<advance_op> global_step". */
+    rf_step_op_kind advance_kind;
+    const char *advance_op;
+    /* Checks the options against the cluster (before anything connects)
+     * and sets the session fields the strategy decides. */
+    rf_status (*configure)(rf_session *s);
+    /* After the session connected (and the chief initialised): starts what
+     * the strategy runs beside the executor (a thread). stop also undoes
+     * configure, and may follow a failed configure or start. */
     rf_status (*start)(rf_session *s);
     void (*stop)(rf_session *s);
+    /* The chief, after a restore and before it writes the initial values
+     * and the init flags (so a worker that sees the flags sees this too). */
+    rf_status (*init_shards)(rf_session *s);
+    /* At the start of a training run, before anything is read. */
+    rf_status (*begin)(rf_session *s);
     /* On the executor thread tid, just after the gradient of v[i] was
      * copied into its staging buffer; span is the push's span name. */
     rf_status (*on_gradient)(rf_session *s, size_t i, const char *span,
@@ -133,12 +154,21 @@ struct sess_push_ops {
     rf_status (*drain)(rf_session *s);
     /* Then: until every push was applied (acknowledged). */
     rf_status (*wait)(rf_session *s);
+    /* Then, if the step succeeded: moves global_step past this step;
+     * *step gets its new value. */
+    rf_status (*advance)(rf_session *s, int64_t *step);
     /* Names the strategy's threads in the trace. */
     void (*name_threads)(rf_session *s, rf_trace *t);
 };
 
 extern const sess_push_ops sess_push_apply_ps;
 extern const sess_push_ops sess_push_apply_worker;
+extern const sess_push_ops sess_push_sync;
+
+/* session.c: the async strategies' shared entries: nothing to do, and
+ * global_step += 1 by FETCH_AND_ADD on ps task 0. */
+rf_status sess_push_nothing(rf_session *s);
+rf_status sess_advance_fetch_add(rf_session *s, int64_t *step);
 
 /* A plan of the session with its hooks and its step description. */
 struct sess_plan {
@@ -163,7 +193,7 @@ struct sess_plan {
     size_t nops;
     size_t *read_op; /* v[i]'s READ in ops */
     size_t *push_op; /* v[i]'s push in ops */
-    size_t wait_op, faa_op;
+    size_t wait_op, advance_op;
     rf_session_desc desc;
 };
 

@@ -241,7 +241,8 @@ static rf_step_op var_op(const sess_var *v, rf_step_op_kind kind,
 }
 
 /* READs (all posted at once), COMPUTE, one push per gradient in the order
- * the plan makes them, the wait, the FETCH_AND_ADD. */
+ * the plan makes them, the wait, the strategy's advance of global_step
+ * (FETCH_AND_ADD, or sync's WAIT_GLOBAL_STEP). */
 static rf_status describe_plan(rf_session *s, sess_plan *p)
 {
     size_t cap = 2 * s->nv + 3;
@@ -278,19 +279,21 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
                     s->push->wait_span, NULL);
     }
     if (p->train && st == RF_OK) {
-        p->faa_op = p->nops;
-        rf_step_op faa = {.kind = RF_STEP_FETCH_AND_ADD,
-                          .op = "FETCH_AND_ADD",
+        p->advance_op = p->nops;
+        rf_step_op adv = {.kind = s->push->advance_kind,
+                          .op = s->push->advance_op,
                           .var = rf_node_name(s->global_step_var),
                           .ps_task = 0,
                           .bytes = 8};
-        st = add_op(p, cap, faa, "FETCH_AND_ADD",
+        st = add_op(p, cap, adv, s->push->advance_op,
                     rf_node_name(s->global_step_var));
     }
     if (st != RF_OK)
         return st;
     p->desc = (rf_session_desc){.apply = s->push->name,
                                 .use_locking = s->opt.use_locking,
+                                .replicas_to_aggregate = (int)s->sync_n,
+                                .total_num_replicas = (int)s->sync_m,
                                 .compute_threads = rf_executor_threads(s->ex),
                                 .vars = s->var_desc,
                                 .num_vars = 1 + s->nv,

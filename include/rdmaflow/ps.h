@@ -14,6 +14,10 @@
  *   32  beta1_power, beta2_power (2 x f32: Adam's bias-correction powers,
  *       one pair per shard, advanced by every apply of that shard)
  *   40  updates   (u64: number of optimizer applies done)
+ *   48  sync step (int64, sync-replicas shards: the step whose gradients
+ *       the accumulator takes; the ps advances it after each averaged
+ *       update, which publishes that update)
+ *   56  stale     (u64, sync-replicas shards: gradients dropped as stale)
  *   64  values, then each optimizer slot, each 64-byte aligned.
  * Globals block (64 bytes per ps, zero when the ps starts; the cluster's
  * are ps task 0's): global_step, an int64 at offset 0, and the workers-done
@@ -32,6 +36,14 @@
  *     with CMP_AND_SWP first and released (fenced) after the writes.
  * With one worker both give bitwise the values of rf_optim_apply run
  * locally with the same gradients.
+ *   Sync replicas (TensorFlow's SyncReplicasOptimizer, a shard created with
+ *     replicas_to_aggregate N > 0; rf_ps_push_sync): the gradient is tagged
+ *     with the worker's local step; the ps's accumulator for the shard drops
+ *     (and counts) a gradient tagged below the shard's sync step, adds one
+ *     tagged with it (one per worker and step), and when N were added
+ *     applies their mean once with the shard's optimizer and advances the
+ *     sync step; a tag above the step is a protocol error (the connection
+ *     is dropped). Every push is acknowledged, accepted or stale.
  *
  * A client may be shared by threads: its calls are serialised (a wait holds
  * the client; a read-set wait only while it handles completions). Errors are
@@ -57,6 +69,8 @@ extern "C" {
 
 /* Longest variable name (bytes, without the terminating NUL). */
 #define RF_PS_MAX_NAME 255
+/* Most replicas a sync-replicas shard may have (total_num_replicas). */
+#define RF_PS_MAX_SYNC_REPLICAS 1024
 
 /* ---- ps server ---------------------------------------------------------- */
 
@@ -158,10 +172,17 @@ typedef struct rf_ps_shard_spec {
     rf_shape shape; /* fully known */
     bool trainable;
     rf_optim_config optim; /* read only when trainable */
+    /* Sync replicas (trainable only; both 0: an async shard): gradients
+     * are averaged over replicas_to_aggregate workers per step (>= 1) of
+     * total_num_replicas (>= replicas_to_aggregate, at most
+     * RF_PS_MAX_SYNC_REPLICAS) pushing;
+     * a lookup with other counts is refused like another optimizer. */
+    uint32_t replicas_to_aggregate, total_num_replicas;
 } rf_ps_shard_spec;
 
 /* Chief: creates the shard on ps task ps_task (slots at their initial
- * values, beta powers at beta1/beta2, init flag clear). Creating a shard
+ * values, beta powers at beta1/beta2, init flag clear, sync step 0, empty
+ * accumulator). Creating a shard
  * that exists with the same spec returns it; with a different spec:
  * RF_ERR_INVALID_ARG naming both. Calling it again for a stale handle
  * refreshes the same handle. */
@@ -271,16 +292,40 @@ typedef enum rf_ps_apply_mode {
 } rf_ps_apply_mode;
 
 /* Pushes gradients (field RF_PS_FIELD_VALUES, float32, values_bytes each) of
- * trainable shards. apply=ps: posts the write_imms (one batch per ps) and
+ * trainable async shards (a sync-replicas shard is refused: see
+ * rf_ps_push_sync). apply=ps: posts the write_imms (one batch per ps) and
  * returns; a gradient buffer may be reused once rf_ps_push_wait returned,
  * and a second push to a shard first waits for the previous one's ack.
  * apply=worker: completes every update before returning (use_locking as
  * described at the top). */
 rf_status rf_ps_push(rf_ps_client *client, const rf_ps_xfer *grads, size_t n,
                      rf_ps_apply_mode mode, bool use_locking);
-/* Waits for the acknowledgements of every outstanding apply=ps push. The
- * first failure is returned (every push is still waited for). */
+/* Sync replicas: pushes gradients (as rf_ps_push) of sync-replicas shards
+ * (an async shard is refused) into their accumulators, tagged with
+ * local_step (>= 0): per shard a WRITE of the tag into the inbox, then the
+ * WRITE_WITH_IMM of the gradient, one batch per ps; returns once posted.
+ * rf_ps_push_wait waits for the acknowledgements (accepted or stale: see
+ * rf_ps_sync_counts). */
+rf_status rf_ps_push_sync(rf_ps_client *client, const rf_ps_xfer *grads,
+                          size_t n, int64_t local_step);
+/* Waits for the acknowledgements of every outstanding apply=ps or sync
+ * push. The first failure is returned (every push is still waited for). */
 rf_status rf_ps_push_wait(rf_ps_client *client);
+/* Sync pushes of this client acknowledged so far: taken by an accumulator
+ * (accepted) and dropped as stale. Either may be NULL. */
+void rf_ps_sync_counts(rf_ps_client *client, uint64_t *accepted,
+                       uint64_t *stale);
+/* Sync-replicas shards: READs every shard's sync step and stale count (one
+ * batch per ps) into steps[i] and stale[i] (either may be NULL). */
+rf_status rf_ps_sync_read(rf_ps_client *client, rf_ps_var *const *vars,
+                          size_t n, int64_t *steps, uint64_t *stale);
+/* Chief: WRITEs step (>= 0) into every shard's sync step word (one batch
+ * per ps, waited for): the step the accumulators take next, the
+ * global_step training starts from. An accumulator whose step is rewritten
+ * drops what it held. Before rf_ps_init_values, so a worker that sees the
+ * init flags sees the step. */
+rf_status rf_ps_sync_set_step(rf_ps_client *client, rf_ps_var *const *vars,
+                              size_t n, int64_t step);
 
 /* global_step (ps task 0): atomic add returning the previous value, a read,
  * and a write (chief restore). */
@@ -288,6 +333,10 @@ rf_status rf_ps_global_step_add(rf_ps_client *client, int64_t add,
                                 int64_t *old);
 rf_status rf_ps_global_step_read(rf_ps_client *client, int64_t *value);
 rf_status rf_ps_global_step_write(rf_ps_client *client, int64_t value);
+/* CMP_AND_SWP of global_step: desired if it is expected; *old (may be
+ * NULL) gets the value before, so the swap happened iff *old == expected. */
+rf_status rf_ps_global_step_cas(rf_ps_client *client, int64_t expected,
+                                int64_t desired, int64_t *old);
 
 /* The end of a job. A worker that finished training announces it by
  * setting the bit of its client id in ps task 0's workers-done bitmap

@@ -50,6 +50,13 @@
  *      record's CMP_AND_SWP lock) while backprop goes on;
  *   3. the pushes are waited for, then global_step is advanced by
  *      FETCH_AND_ADD on ps task 0; its new value is the run's step.
+ * With sync_replicas (TensorFlow's SyncReplicasOptimizer) step 2 pushes
+ * each gradient, tagged with this worker's local step (the global_step it
+ * read), into the variable's accumulator on its ps, which drops stale
+ * gradients and applies the mean of replicas_to_aggregate of them once;
+ * step 3 waits until every shard applied this step's mean (READs of their
+ * step words) and global_step was published past the local step (by
+ * CMP_AND_SWP, exactly once in the cluster); that value is the run's step.
  * A run whose fetches do not include train_op only reads and computes
  * (nothing is pushed, global_step does not move).
  *
@@ -139,6 +146,21 @@ typedef struct rf_session_options {
      * verifies (rdmaflow/checkpoint.h; a newer corrupt one is skipped and
      * named) instead of initialising, if there is one. NULL: initialise. */
     const char *checkpoint_dir;
+    /* Synchronous replicas (TensorFlow 1.x's SyncReplicasOptimizer): every
+     * step the gradients of replicas_to_aggregate workers (N; 0: every
+     * training worker) are averaged on the ps and applied once; a gradient
+     * computed from an older step is dropped as stale (counted: see
+     * rf_session_sync_stats); each worker waits for the step to be
+     * published (at most op_timeout_ms). total_num_replicas (M; 0: every
+     * training worker) is the number of workers pushing, the training
+     * workers of the cluster; M > N gives M - N backup workers, whose late
+     * gradients are dropped and which the others never wait for. The
+     * average is applied on the ps: apply must be RF_PS_APPLY_PS. Every
+     * worker must give the same N and M (a shard created with others is
+     * refused, naming both). */
+    bool sync_replicas;
+    int replicas_to_aggregate;
+    int total_num_replicas;
 } rf_session_options;
 
 void rf_session_options_init(rf_session_options *o);
@@ -197,6 +219,21 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
 /* Reads the cluster's global_step (ps task 0). */
 rf_status rf_session_global_step(rf_session *s, int64_t *value);
 
+/* Sync replicas: what this session's pushes became, and the shards'. */
+typedef struct rf_session_sync_stats {
+    int replicas_to_aggregate, total_num_replicas;
+    /* the step this worker's next gradients are tagged with */
+    int64_t local_step;
+    uint64_t accepted;  /* this worker's gradients taken by an accumulator */
+    uint64_t stale;     /* this worker's gradients dropped as stale */
+    uint64_t published; /* steps whose global_step this worker advanced */
+    /* every shard's stale counter summed (READ from the ps tasks now):
+     * the gradients of every worker dropped as stale */
+    uint64_t stale_on_ps;
+} rf_session_sync_stats;
+/* RF_ERR_INVALID_ARG unless the session has sync_replicas. */
+rf_status rf_session_sync_stats_get(rf_session *s, rf_session_sync_stats *out);
+
 /* Traces the following runs (executor ops and the session's fabric
  * operations, category "fabric", args bytes and ps_task) into t; NULL
  * stops. The apply=worker pusher thread is named in it. */
@@ -205,7 +242,10 @@ void rf_session_set_trace(rf_session *s, rf_trace *t);
 /* The end of this worker's job. A non-chief worker announces that it has
  * finished (the chief waits for that before shutting the cluster down). The
  * chief waits at most timeout_ms (0: 30 minutes) for every other training
- * worker's announcement (RF_ERR_TIMEOUT says how many came), then reads
+ * worker's announcement (RF_ERR_TIMEOUT says how many came; with sync
+ * replicas and backup workers only replicas_to_aggregate - 1 others are
+ * required, the rest are waited for at most op_timeout_ms more, so a
+ * stopped backup worker does not hold the job), then reads
  * every variable of the graph from the ps tasks, optimizer slots, Adam's
  * beta powers (the first variable's: see docs/DESIGN.md, Departures) and
  * global_step included, so the graph can be evaluated and exported
@@ -237,19 +277,26 @@ typedef enum rf_step_op_kind {
     RF_STEP_READ = 0,      /* READ of a variable, all posted at once */
     RF_STEP_COMPUTE,       /* forward + backward on this worker */
     RF_STEP_PUSH,          /* a gradient pushed by the push strategy */
-    RF_STEP_WAIT,          /* wait for every push to be applied */
+    RF_STEP_WAIT,          /* wait for every push to be applied (sync:
+                              taken or dropped by its accumulator) */
     RF_STEP_FETCH_AND_ADD, /* global_step += 1 on ps 0 */
+    RF_STEP_WAIT_STEP,     /* sync: wait until every shard applied this
+                              step (READ of their step words) and
+                              global_step passed the local step (published
+                              by CMP_AND_SWP, once in the cluster) */
 } rf_step_op_kind;
 
 /* One operation of a training step, in the order the step issues them
  * (pushes in the order the plan produces the gradients). name is also the
  * name of its span in a trace ("READ dense/kernel", "WRITE_WITH_IMM
  * dense/kernel", "APPLY_WORKER dense/kernel", "wait apply acks",
- * "FETCH_AND_ADD global_step"). */
+ * "FETCH_AND_ADD global_step"; sync: "wait accumulator acks",
+ * "WAIT_GLOBAL_STEP global_step"). */
 typedef struct rf_step_op {
     rf_step_op_kind kind;
     const char *op;   /* "READ", "COMPUTE", "WRITE_WITH_IMM", "APPLY_WORKER",
-                         "WAIT_ACKS", "WAIT_APPLIES", "FETCH_AND_ADD" */
+                         "WAIT_ACKS", "WAIT_APPLIES", "FETCH_AND_ADD",
+                         "WAIT_GLOBAL_STEP" */
     const char *name; /* span name */
     const char *var;  /* the variable, NULL for COMPUTE and WAIT */
     size_t ps_task;
@@ -259,8 +306,10 @@ typedef struct rf_step_op {
 } rf_step_op;
 
 typedef struct rf_session_desc {
-    const char *apply; /* "ps" or "worker" (the push strategy) */
+    const char *apply; /* "ps", "worker" or "sync" (the push strategy) */
     bool use_locking;
+    /* sync: replicas_to_aggregate and total_num_replicas; 0 otherwise */
+    int replicas_to_aggregate, total_num_replicas;
     int compute_threads;
     const rf_session_var_desc *vars;
     size_t num_vars;

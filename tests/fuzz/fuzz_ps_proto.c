@@ -155,6 +155,8 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
                                 .beta1 = 0.9f,
                                 .beta2 = 0.999f,
                                 .epsilon = 1e-8f};
+    s.sync_n = 2; /* a sync-replicas shard: 2 of 3 replicas */
+    s.sync_m = 3;
     static ps_entry e;
     memset(&e, 0, sizeof e);
     e.shard_id = 0;
@@ -172,6 +174,8 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
     e.version_off = PS_REC_VERSION_OFF;
     e.lock_off = PS_REC_LOCK_OFF;
     e.scalars_off = PS_REC_SCALARS_OFF;
+    e.sync_step_off = PS_REC_SYNC_STEP_OFF;
+    e.sync_stale_off = PS_REC_SYNC_STALE_OFF;
     e.inbox = (ps_loc){.region = 0, .offset = 128};
     size_t len = 0;
     switch (k % 8) {
@@ -220,6 +224,7 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
         ps_dir_add(&w, &e);
         e.shard_id = 1;
         e.spec.trainable = false;
+        e.spec.sync_n = e.spec.sync_m = 0;
         e.spec.dtype = RF_I64;
         e.num_slots = 0;
         ps_layout_compute(280, 0, &l);

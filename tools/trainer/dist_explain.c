@@ -3,7 +3,8 @@
  * NUMA binding, each variable's placement (device, ps task, bytes, the
  * record with its optimizer slots), and the operations one step issues, in
  * order (the READs, the compute, one push per gradient in the order the
- * plan produces them, the ack wait, the global_step FETCH_AND_ADD). All of
+ * plan produces them, the ack wait, the global_step FETCH_AND_ADD, or with
+ * --sync_replicas the wait for global_step's publication). All of
  * it comes from the session (rf_session_describe: the same list the
  * session executes and names its trace spans from); the text and the JSON
  * are built from the same json-c document. */
@@ -74,6 +75,12 @@ static json_object *op_json(const rf_step_op *op)
         break;
     case RF_STEP_WAIT:
         break;
+    case RF_STEP_WAIT_STEP:
+        add_str(o, "what",
+                "wait until every shard applied this step's averaged "
+                "gradients (READ of each shard's step word), then publish "
+                "global_step by CMP_AND_SWP (once in the cluster)");
+        /* fall through */
     case RF_STEP_READ:
     case RF_STEP_PUSH:
     case RF_STEP_FETCH_AND_ADD:
@@ -133,6 +140,10 @@ static json_object *build(const explain_ctx *e)
     add_str(ex, "apply", e->desc->apply);
     json_object_object_add(ex, "use_locking",
                            json_object_new_boolean(e->desc->use_locking));
+    if (e->desc->replicas_to_aggregate) {
+        add_int(ex, "replicas_to_aggregate", e->desc->replicas_to_aggregate);
+        add_int(ex, "total_num_replicas", e->desc->total_num_replicas);
+    }
 
     /* creation order: global_step first (the session creates it first),
      * then the trainable variables in the order of their applies */
@@ -213,17 +224,30 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
         fprintf(out, "  ps task %d holds %lld B of shard records\n", p,
                 (long long)per_ps[p]);
     free(per_ps);
-    fprintf(out, "explain: each step of this worker (apply=%s%s):\n",
-            e->f->apply, e->f->use_locking ? ", use_locking" : "");
+    if (e->desc->replicas_to_aggregate)
+        fprintf(out,
+                "explain: each step of this worker (sync replicas: the mean "
+                "of %d of %d workers' gradients applied on the ps):\n",
+                e->desc->replicas_to_aggregate, e->desc->total_num_replicas);
+    else
+        fprintf(out, "explain: each step of this worker (apply=%s%s):\n",
+                e->f->apply, e->f->use_locking ? ", use_locking" : "");
     for (size_t i = 0; i < json_object_array_length(step); i++) {
         json_object *o = json_object_array_get_idx(step, i);
         const char *op = str_of(o, "op");
         if (!strcmp(op, "COMPUTE"))
             fprintf(out, "  %2zu. COMPUTE %lld ops: %s\n", i + 1,
                     (long long)int_of(o, "ops"), str_of(o, "what"));
+        else if (!strcmp(op, "WAIT_ACKS") && e->desc->replicas_to_aggregate)
+            fprintf(out,
+                    "  %2zu. wait for every accumulator's acknowledgement "
+                    "(taken, or dropped as stale)\n",
+                    i + 1);
         else if (!strcmp(op, "WAIT_ACKS"))
             fprintf(out, "  %2zu. wait for every ps's apply acknowledgement\n",
                     i + 1);
+        else if (!strcmp(op, "WAIT_GLOBAL_STEP"))
+            fprintf(out, "  %2zu. %s: %s\n", i + 1, op, str_of(o, "what"));
         else if (!strcmp(op, "WAIT_APPLIES"))
             fprintf(out, "  %2zu. wait for every read-apply-write to finish\n",
                     i + 1);
@@ -232,6 +256,10 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
                     str_of(o, "var"), (long long)int_of(o, "ps_task"),
                     (long long)int_of(o, "bytes"),
                     !strcmp(op, "READ") ? "  (all READs posted at once)"
+                    : !strcmp(op, "WRITE_WITH_IMM") &&
+                            e->desc->replicas_to_aggregate
+                        ? "  (WRITE of the step tag, then the gradient into "
+                          "the accumulator)"
                     : !strcmp(op, "WRITE_WITH_IMM")
                         ? "  (gradient, as soon as backprop made it)"
                     : !strcmp(op, "APPLY_WORKER")

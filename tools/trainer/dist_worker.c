@@ -193,12 +193,19 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
     mo.session.global_step = d->s.global_step;
     mo.session.apply = f->apply_mode;
     mo.session.use_locking = f->use_locking;
+    mo.session.sync_replicas = f->sync_replicas; /* SyncReplicasOptimizer */
+    mo.session.replicas_to_aggregate = (int)f->replicas_to_aggregate;
+    mo.session.total_num_replicas = (int)f->total_num_replicas;
     mo.checkpoint_dir = f->checkpoint_dir;
     mo.save_checkpoint_steps = f->save_checkpoint_steps;
     mo.save_checkpoint_secs = f->save_checkpoint_secs;
     mo.max_to_keep = (int)f->max_to_keep;
     mo.log_step_count_steps = f->log_step_count_steps;
-    mo.examples_per_step = f->batch_size;
+    /* a global step is N workers' batches in sync training */
+    int64_t per_step = !f->sync_replicas          ? 1
+                       : f->replicas_to_aggregate ? f->replicas_to_aggregate
+                                                  : d->num_workers;
+    mo.examples_per_step = f->batch_size * per_step;
     mo.max_wait_secs = (int)f->max_wait_secs;
     mo.stop_grace_secs = (int)f->stop_grace_secs;
     rf_hook *hooks[2] = {NULL, NULL};

@@ -348,6 +348,32 @@ static const flag_def flag_table[] = {
      .help = "how long the chief waits at the end for the other workers "
              "to finish before it names the missing ones, saves, shuts the "
              "ps tasks down and exits 1 (default 120)"},
+    {.name = "sync_replicas",
+     .kind = FK_BOOL,
+     .offset = FIELD(sync_replicas),
+     .distributed = true,
+     .help = "synchronous training (SyncReplicasOptimizer): each step the "
+             "ps applies the mean of --replicas_to_aggregate workers' "
+             "gradients once, stale gradients are dropped, workers wait for "
+             "the step (needs --apply=ps)"},
+    {.name = "replicas_to_aggregate",
+     .kind = FK_INT,
+     .offset = FIELD(replicas_to_aggregate),
+     .min = 0,
+     .max = RF_PS_MAX_SYNC_REPLICAS,
+     .distributed = true,
+     .arg = "N",
+     .help = "with --sync_replicas, gradients averaged per step, 1 to "
+             "--total_num_replicas (default 0: every worker)"},
+    {.name = "total_num_replicas",
+     .kind = FK_INT,
+     .offset = FIELD(total_num_replicas),
+     .min = 0,
+     .max = RF_PS_MAX_SYNC_REPLICAS,
+     .distributed = true,
+     .arg = "M",
+     .help = "with --sync_replicas, the workers pushing: the cluster's "
+             "training workers (default 0: them); M - N are backup workers"},
     {.name = "explain",
      .kind = FK_CUSTOM,
      .fn = set_explain,
@@ -540,6 +566,37 @@ static int resolve_optimizer(tr_flags *f, char *err, size_t errlen)
     return 0;
 }
 
+/* The sync flags together (the cluster's part: tr_flags_check_cluster). */
+static int check_sync(const tr_flags *f, char *err, size_t errlen)
+{
+    if (!f->sync_replicas) {
+        const char *given = f->replicas_to_aggregate ? "replicas_to_aggregate"
+                            : f->total_num_replicas  ? "total_num_replicas"
+                                                     : NULL;
+        if (given) {
+            snprintf(err, errlen, "--%s: only with --sync_replicas", given);
+            return -1;
+        }
+        return 0;
+    }
+    if (f->apply_mode != RF_PS_APPLY_PS) {
+        snprintf(err, errlen,
+                 "--sync_replicas: the averaged gradient is applied on the "
+                 "ps; not with --apply=%s",
+                 f->apply);
+        return -1;
+    }
+    if (f->replicas_to_aggregate && f->total_num_replicas &&
+        f->replicas_to_aggregate > f->total_num_replicas) {
+        snprintf(err, errlen,
+                 "--replicas_to_aggregate: %" PRId64 " exceeds "
+                 "--total_num_replicas=%" PRId64,
+                 f->replicas_to_aggregate, f->total_num_replicas);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- parsing ------------------------------------------------------------ */
 
 int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
@@ -597,7 +654,33 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
     if (f->help)
         return 0;
     resolve_model_defaults(f);
+    if (check_sync(f, err, errlen) != 0)
+        return -1;
     return resolve_optimizer(f, err, errlen);
+}
+
+int tr_flags_check_cluster(const tr_flags *f, int num_workers, char *err,
+                           size_t errlen)
+{
+    if (!f->sync_replicas)
+        return 0;
+    int64_t n = f->replicas_to_aggregate, m = f->total_num_replicas;
+    if (m && m != num_workers) {
+        snprintf(err, errlen,
+                 "--total_num_replicas: %" PRId64 ", but the cluster has %d "
+                 "training worker%s, which all push gradients (give %d, or "
+                 "leave it out)",
+                 m, num_workers, num_workers == 1 ? "" : "s", num_workers);
+        return -1;
+    }
+    if (n > num_workers) {
+        snprintf(err, errlen,
+                 "--replicas_to_aggregate: %" PRId64 " is more than the "
+                 "cluster's %d training worker%s",
+                 n, num_workers, num_workers == 1 ? "" : "s");
+        return -1;
+    }
+    return 0;
 }
 
 void tr_flags_usage(FILE *out, const char *prog)

@@ -49,6 +49,10 @@ typedef struct tr_flags {
     const char *apply; /* --apply as given ("ps" by default) */
     rf_ps_apply_mode apply_mode;
     bool use_locking;
+    /* --sync_replicas, --replicas_to_aggregate, --total_num_replicas (0:
+     * every training worker) */
+    bool sync_replicas;
+    int64_t replicas_to_aggregate, total_num_replicas;
     tr_explain explain;
     /* MonitoredTrainingSession's */
     const char *checkpoint_dir;    /* --checkpoint_dir (NULL: none) */
@@ -67,6 +71,12 @@ typedef struct tr_flags {
  * learning rate per optimizer, rf_optim_validate). */
 int tr_flags_parse(int argc, char **argv, tr_flags *out, char *err,
                    size_t errlen);
+
+/* The flags that depend on the cluster: --replicas_to_aggregate and
+ * --total_num_replicas against its num_workers training workers. -1 with
+ * a message naming the flag in err (a usage error). */
+int tr_flags_check_cluster(const tr_flags *f, int num_workers, char *err,
+                           size_t errlen);
 
 /* Prints the flag reference (for --help). */
 void tr_flags_usage(FILE *f, const char *prog);

@@ -128,6 +128,12 @@ int main(int argc, char **argv)
         tr_blas_report(stdout);
         return run_local(&f);
     }
+    if (tr_flags_check_cluster(&f, rf_cluster_num_workers(cluster), err,
+                               sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: %s\n", err);
+        rf_cluster_destroy(cluster);
+        return TR_EXIT_USAGE;
+    }
     const rf_cluster_task *self = rf_cluster_self(cluster);
     int rc;
     if (!strcmp(self->job, "ps")) {

@@ -4,6 +4,10 @@
  *   rf_session_task local  OPTIONS            train locally (the oracle)
  *   rf_session_task ps     CLUSTER OPTIONS    rf_server_start + join
  *   rf_session_task worker CLUSTER OPTIONS    a worker's session
+ *   rf_session_task compare A B --tolerance=T OPTIONS
+ *                                             two --out files of the model
+ *                                             OPTIONS describe: int64s equal,
+ *                                             floats within T (absolute)
  *
  *   CLUSTER  --ps_hosts=H:P,... --worker_hosts=H:P,... --task_index=I
  *   OPTIONS  --steps=N (last step, StopAtStepHook) --optim=adam|adagrad|sgd|
@@ -11,6 +15,15 @@
  *            --seed=S --out=FILE --threads=T --extra_ps_variable
  *            --checkpoint_dir=D (the chief restores the newest checkpoint
  *            there, if any) --save_every=N (the chief saves every N steps)
+ *            --op_timeout_ms=T
+ *   sync     --sync_replicas --replicas_to_aggregate=N --total_num_replicas=M
+ *            (the session's options); --sync_workers=N (local: each step's
+ *            batch is the N workers' batches of that step, one after the
+ *            other: SyncReplicasOptimizer's oracle); --push_stale (a worker
+ *            waits before each run until global_step passed its local step,
+ *            so every gradient it pushes is stale); --stop_at_step=K (a
+ *            worker prints "stopping at step K pid P" and SIGSTOPs itself
+ *            before its first run at global step >= K)
  *
  * The model: x [?, 24] -> dense(width, relu) "hidden" -> dense(4) "logits",
  * mean sparse softmax cross-entropy, the optimizer through rf_minimize with
@@ -24,13 +37,18 @@
  * description (rf_session_describe) against the graph, that a run without
  * train_op moves nothing, and the refusals (no train_op, a ps server, a
  * worker server joined). Lines on stdout: "steps N global_step G", "loss
- * FIRST LAST". A failed check prints the reason and exits 1; a session the
- * library refused (rf_session_create failing) exits 3 with its message. */
+ * FIRST LAST", with sync replicas "sync accepted A stale S published P" (this
+ * worker's pushes) and, from the chief after every worker finished, "sync
+ * stale_on_ps T" (the shards' stale counters summed). A failed check prints
+ * the reason and exits 1; a session the library refused (rf_session_create
+ * failing) exits 3 with its message. */
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rdmaflow/clock.h"
 #include "rdmaflow/cluster.h"
@@ -51,8 +69,15 @@ typedef struct task_opts {
     int64_t save_every;
     rf_ps_apply_mode apply;
     bool use_locking, extra_ps_variable;
-    int width, threads;
+    int width, threads, op_timeout_ms;
     uint64_t seed;
+    /* sync replicas */
+    bool sync_replicas, push_stale;
+    int replicas_to_aggregate, total_num_replicas, sync_workers;
+    int64_t stop_at_step;
+    /* compare */
+    const char *compare_a, *compare_b;
+    double tolerance;
 } task_opts;
 
 typedef struct model {
@@ -187,6 +212,10 @@ static void print_result(int64_t steps, int64_t global_step, double first,
     fflush(stdout);
 }
 
+/* Synchronous replicas' oracle with --sync_workers=N: each step trains on
+ * the N workers' batches of that step, worker 0's rows first. */
+#define MAX_SYNC_WORKERS 8
+
 static int run_local(const task_opts *o)
 {
     model m = {0};
@@ -194,14 +223,19 @@ static int run_local(const task_opts *o)
     rf_node *feeds[] = {m.x, m.y}, *fetches[] = {m.loss, m.train_op};
     rf_plan *plan = NULL;
     CHECK_OK(rf_plan_create(m.ex, m.g, fetches, 2, feeds, 2, NULL, 0, &plan));
-    float x[BATCH * DIM];
-    int32_t y[BATCH];
-    rf_tensor in[2] = {rf_tensor_make(RF_F32, RF_SHAPE(BATCH, DIM), x),
-                       rf_tensor_make(RF_I32, RF_SHAPE(BATCH), y)};
+    int nw = o->sync_workers > 0 ? o->sync_workers : 1;
+    CHECK(nw <= MAX_SYNC_WORKERS, "--sync_workers=%d (at most %d)", nw,
+          MAX_SYNC_WORKERS);
+    static float x[MAX_SYNC_WORKERS * BATCH * DIM];
+    static int32_t y[MAX_SYNC_WORKERS * BATCH];
+    rf_tensor in[2] = {rf_tensor_make(RF_F32, RF_SHAPE(nw * BATCH, DIM), x),
+                       rf_tensor_make(RF_I32, RF_SHAPE(nw * BATCH), y)};
     int64_t step = 0, k = 0;
     double first = NAN, last = NAN;
     while (step < o->steps) {
-        batch(o->seed, 0, k++, x, y);
+        for (int w = 0; w < nw; w++)
+            batch(o->seed, w, k, x + w * BATCH * DIM, y + w * BATCH);
+        k++;
         rf_tensor out[2];
         CHECK_OK(rf_plan_run(plan, in, out));
         step = *(const int64_t *)out[1].data;
@@ -261,8 +295,16 @@ static void check_description(const task_opts *o, const model *m,
     size_t nv = rf_graph_trainable_variables(m->g, vars, 16);
     const char *push =
         o->apply == RF_PS_APPLY_PS ? "WRITE_WITH_IMM" : "APPLY_WORKER";
-    CHECK(!strcmp(d->apply, o->apply == RF_PS_APPLY_PS ? "ps" : "worker"),
-          "apply %s", d->apply);
+    const char *apply = o->sync_replicas             ? "sync"
+                        : o->apply == RF_PS_APPLY_PS ? "ps"
+                                                     : "worker";
+    CHECK(!strcmp(d->apply, apply), "apply %s, want %s", d->apply, apply);
+    CHECK(o->sync_replicas
+              ? d->replicas_to_aggregate >= 1 &&
+                    d->total_num_replicas >= d->replicas_to_aggregate
+              : d->replicas_to_aggregate == 0 && d->total_num_replicas == 0,
+          "described sync replicas %d of %d", d->replicas_to_aggregate,
+          d->total_num_replicas);
     CHECK(d->num_vars == nv + 1, "%zu variables described, want %zu",
           d->num_vars, nv + 1);
     CHECK(!strcmp(d->vars[0].name, "global_step") && d->vars[0].ps_task == 0 &&
@@ -298,12 +340,60 @@ static void check_description(const task_opts *o, const model *m,
     }
     CHECK(d->step[nv].kind == RF_STEP_COMPUTE && d->step[nv].num_ops > 0,
           "step[%zu] is %s, want COMPUTE", nv, d->step[nv].name);
-    CHECK(d->step[2 * nv + 1].kind == RF_STEP_WAIT, "no wait before the add");
-    const rf_step_op *faa = &d->step[2 * nv + 2];
-    CHECK(faa->kind == RF_STEP_FETCH_AND_ADD &&
-              !strcmp(faa->name, "FETCH_AND_ADD global_step") &&
-              faa->ps_task == 0 && faa->bytes == 8,
-          "the last step op is %s", faa->name);
+    const rf_step_op *w = &d->step[2 * nv + 1];
+    CHECK(w->kind == RF_STEP_WAIT &&
+              !strcmp(w->name,
+                      o->sync_replicas ? "wait accumulator acks" : w->name),
+          "step[%zu] is %s, want the wait", 2 * nv + 1, w->name);
+    const rf_step_op *adv = &d->step[2 * nv + 2];
+    rf_step_op_kind kind =
+        o->sync_replicas ? RF_STEP_WAIT_STEP : RF_STEP_FETCH_AND_ADD;
+    const char *name = o->sync_replicas ? "WAIT_GLOBAL_STEP global_step"
+                                        : "FETCH_AND_ADD global_step";
+    CHECK(adv->kind == kind && !strcmp(adv->name, name) && adv->ps_task == 0 &&
+              adv->bytes == 8,
+          "the last step op is %s, want %s", adv->name, name);
+}
+
+/* Sync replicas: this worker's pushes, as the acks said. */
+static void print_sync(rf_session *s, const task_opts *o)
+{
+    if (!o->sync_replicas)
+        return;
+    rf_session_sync_stats st;
+    CHECK_OK(rf_session_sync_stats_get(s, &st));
+    printf("sync accepted %" PRIu64 " stale %" PRIu64 " published %" PRIu64
+           " local_step %" PRId64 "\n",
+           st.accepted, st.stale, st.published, st.local_step);
+    fflush(stdout);
+}
+
+/* --push_stale: until global_step passed this worker's local step (every
+ * shard applied it without this worker), so the next run's gradients are
+ * stale. The first run always comes (so the driver sees at least one stale
+ * push even if the others finished meanwhile); false for a later one when
+ * the job reached its last step. */
+static bool wait_until_stale(rf_session *s, const task_opts *o, int64_t runs,
+                             int64_t *step)
+{
+    rf_session_sync_stats st;
+    CHECK_OK(rf_session_sync_stats_get(s, &st));
+    int64_t deadline = rf_deadline_ms(60000);
+    for (;;) {
+        int64_t now = 0;
+        CHECK_OK(rf_session_global_step(s, &now));
+        if (now > st.local_step && runs == 0)
+            return true;
+        if (now >= o->steps) {
+            *step = now;
+            return false;
+        }
+        if (now > st.local_step)
+            return true;
+        CHECK(!rf_deadline_passed(deadline),
+              "global_step stayed at %" PRId64 " for 60 s", now);
+        rf_sleep_ms(1);
+    }
 }
 
 /* A run without train_op reads and computes, and moves nothing. */
@@ -351,7 +441,11 @@ static int run_worker(const task_opts *o)
     so.apply = o->apply;
     so.use_locking = o->use_locking;
     so.init_timeout_ms = 60000;
+    so.op_timeout_ms = o->op_timeout_ms;
     so.checkpoint_dir = o->checkpoint_dir;
+    so.sync_replicas = o->sync_replicas;
+    so.replicas_to_aggregate = o->replicas_to_aggregate;
+    so.total_num_replicas = o->total_num_replicas;
     rf_session *s = NULL;
     CHECK_ST(rf_session_create(sv, m.g, m.ex, &so, &s), RF_ERR_INVALID_ARG);
     so.train_op = m.train_op;
@@ -379,7 +473,21 @@ static int run_worker(const task_opts *o)
     int64_t step = 0, k = 0;
     double first = NAN, last = NAN;
     CHECK_OK(rf_session_global_step(s, &step));
-    while (step < o->steps) {
+    if (o->sync_replicas) {
+        printf("sync session ready at global_step %" PRId64 "\n", step);
+        fflush(stdout);
+    }
+    bool stopped = false;
+    while (step < o->steps || (o->push_stale && k == 0)) {
+        if (o->stop_at_step > 0 && step >= o->stop_at_step && !stopped) {
+            printf("stopping at step %" PRId64 " pid %ld\n", step,
+                   (long)getpid());
+            fflush(stdout);
+            stopped = true;
+            raise(SIGSTOP);
+        }
+        if (o->push_stale && !wait_until_stale(s, o, k, &step))
+            break;
         batch(o->seed, self->worker_id, step, x, y);
         k++;
         rf_tensor out[2];
@@ -400,12 +508,21 @@ static int run_worker(const task_opts *o)
         }
     }
     print_result(k, step, first, last);
+    print_sync(s, o);
     if (rf_cluster_num_workers(c) == 1)
         check_read_only_run(s, &m, step);
     CHECK_OK(rf_session_finish(s, 60000));
     if (self->is_chief) {
         printf("final global_step %" PRId64 "\n",
                *(const int64_t *)rf_variable_data(m.gs));
+        if (o->sync_replicas) {
+            rf_session_sync_stats st;
+            CHECK_OK(rf_session_sync_stats_get(s, &st));
+            printf("sync stale_on_ps %" PRIu64 "\n", st.stale_on_ps);
+        } else {
+            rf_session_sync_stats st;
+            CHECK_ST(rf_session_sync_stats_get(s, &st), RF_ERR_INVALID_ARG);
+        }
         CHECK_OK(rf_session_shutdown_cluster(s));
     } else {
         CHECK_ST(rf_session_shutdown_cluster(s), RF_ERR_INVALID_ARG);
@@ -421,6 +538,78 @@ static int run_worker(const task_opts *o)
     return 0;
 }
 
+/* ---- compare -------------------------------------------------------------
+ */
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot read %s", path);
+    CHECK(fseek(f, 0, SEEK_END) == 0, "%s: seek", path);
+    long n = ftell(f);
+    CHECK(n >= 0 && fseek(f, 0, SEEK_SET) == 0, "%s: size", path);
+    unsigned char *b = malloc(n ? (size_t)n : 1);
+    CHECK(b != NULL, "out of memory");
+    CHECK(fread(b, 1, (size_t)n, f) == (size_t)n, "%s: short read", path);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+/* Two --out files of this model (write_variables): every variable in
+ * creation order; int64s must be equal, float32s within the tolerance.
+ * Prints the largest difference and where it is. */
+static int run_compare(const task_opts *o)
+{
+    CHECK(o->compare_a && o->compare_b && o->tolerance >= 0,
+          "usage: compare A B --tolerance=T");
+    model m = {0};
+    build(o, NULL, &m);
+    size_t la, lb;
+    unsigned char *a = slurp(o->compare_a, &la), *b = slurp(o->compare_b, &lb);
+    CHECK(la == lb, "%s has %zu bytes, %s %zu", o->compare_a, la, o->compare_b,
+          lb);
+    size_t off = 0;
+    double worst = 0;
+    char where[128] = "nowhere";
+    for (size_t i = 0; i < rf_graph_num_variables(m.g); i++) {
+        rf_node *v = rf_graph_variable(m.g, i);
+        const char *name = rf_node_name(v);
+        size_t nl = strlen(name) + 1, bytes = rf_variable_bytes(v);
+        CHECK(off + nl + bytes <= la && !memcmp(a + off, name, nl) &&
+                  !memcmp(b + off, name, nl),
+              "variable %zu (%s) is not where this model puts it", i, name);
+        off += nl;
+        if (rf_node_dtype(v) != RF_F32) {
+            CHECK(!memcmp(a + off, b + off, bytes), "%s differs", name);
+        } else {
+            for (size_t k = 0; k < bytes / 4; k++) {
+                float x, y;
+                memcpy(&x, a + off + 4 * k, 4);
+                memcpy(&y, b + off + 4 * k, 4);
+                double d = fabs((double)x - (double)y);
+                CHECK(isfinite(x) && isfinite(y), "%s[%zu]: %g vs %g", name, k,
+                      x, y);
+                if (d > worst) {
+                    worst = d;
+                    snprintf(where, sizeof where, "%s[%zu]: %.9g vs %.9g", name,
+                             k, x, y);
+                }
+            }
+        }
+        off += bytes;
+    }
+    CHECK(off == la, "%zu trailing bytes", la - off);
+    printf("max abs diff %.3g at %s (tolerance %g)\n", worst, where,
+           o->tolerance);
+    CHECK(worst <= o->tolerance, "max abs diff %.3g at %s exceeds %g", worst,
+          where, o->tolerance);
+    free(a);
+    free(b);
+    destroy(&m);
+    return 0;
+}
+
 /* ---- flags ---------------------------------------------------------------
  */
 
@@ -432,7 +621,7 @@ static const char *value_of(const char *arg, const char *flag)
 
 int main(int argc, char **argv)
 {
-    CHECK(argc >= 2, "usage: rf_session_task local|ps|worker OPTIONS");
+    CHECK(argc >= 2, "usage: rf_session_task local|ps|worker|compare OPTIONS");
     task_opts o = {.role = argv[1],
                    .steps = 20,
                    .optim = "adam",
@@ -471,12 +660,34 @@ int main(int argc, char **argv)
             o.checkpoint_dir = v;
         else if ((v = value_of(a, "--save_every")))
             o.save_every = atoll(v);
+        else if ((v = value_of(a, "--op_timeout_ms")))
+            o.op_timeout_ms = atoi(v);
+        else if (!strcmp(a, "--sync_replicas"))
+            o.sync_replicas = true;
+        else if ((v = value_of(a, "--replicas_to_aggregate")))
+            o.replicas_to_aggregate = atoi(v);
+        else if ((v = value_of(a, "--total_num_replicas")))
+            o.total_num_replicas = atoi(v);
+        else if ((v = value_of(a, "--sync_workers")))
+            o.sync_workers = atoi(v);
+        else if (!strcmp(a, "--push_stale"))
+            o.push_stale = true;
+        else if ((v = value_of(a, "--stop_at_step")))
+            o.stop_at_step = atoll(v);
+        else if ((v = value_of(a, "--tolerance")))
+            o.tolerance = strtod(v, NULL);
+        else if (!strcmp(o.role, "compare") && !o.compare_a)
+            o.compare_a = a;
+        else if (!strcmp(o.role, "compare") && !o.compare_b)
+            o.compare_b = a;
         else
             CHECK(0, "unknown argument %s", a);
     }
     rft_set_who(o.role);
     if (!strcmp(o.role, "local"))
         return run_local(&o);
+    if (!strcmp(o.role, "compare"))
+        return run_compare(&o);
     o.cluster.job_name = !strcmp(o.role, "ps") ? "ps" : "worker";
     if (!strcmp(o.role, "ps"))
         return run_ps(&o);

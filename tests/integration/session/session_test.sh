@@ -17,6 +17,31 @@
 #   refusals        a worker whose model differs is refused naming the
 #                   variable and both shapes while the cluster goes on; a
 #                   variable on a ps that nothing trains is refused by name
+#   sync_oracle     sync replicas (SyncReplicasOptimizer): 1 worker, N=1 is
+#                   byte-identical to local training; 2 workers on 2 ps
+#                   (N=2) and 3 workers on 1 ps (N=3) equal local training
+#                   on each step's N worker batches within a float
+#                   tolerance (see sync_tolerance); no gradient stale, the
+#                   workers in lockstep
+#   sync_stale      3 workers, N=2 of M=3; worker 2 pushes only after the
+#                   step it computed for was published, so every gradient
+#                   of it is stale: dropped and counted (its acks, the
+#                   shards' stale words, the ps's shutdown log agree), and
+#                   the variables equal the 2-worker oracle
+#   sync_backup     3 workers, N=2 of M=3; worker 2 SIGSTOPs itself at step
+#                   5: the others reach the last step and exit 0 (the chief
+#                   does not wait for the stopped backup), then it is killed
+#   sync_restore    2 sync workers save at step 10 on 1 ps; a new cluster
+#                   of 2 ps restores it (the chief sets every shard's sync
+#                   step to the restored global_step) and trains on to 25:
+#                   the variables equal 25 local steps on both workers'
+#                   batches within the sync tolerance
+#   sync_refusals   bad replicas_to_aggregate / total_num_replicas and
+#                   sync with apply=worker refused before connecting; a
+#                   worker whose sync config differs from the shards' (or
+#                   async) refused naming both; the cluster trains on; a
+#                   chief alone (N=2) times out waiting for step 0, saying
+#                   which shards lack gradients
 # Environment: RF_FABRIC (default sock), RF_TEST_HOST (default 127.0.0.1),
 # RF_TEST_TIME_SCALE (multiplies every timeout). Needs only bash and
 # coreutils (or busybox), so it also runs in the rxe guest (rxe.session).
@@ -223,6 +248,307 @@ case_checkpoint() {
     fi
 }
 
+# The tolerance of the sync oracles (absolute, on every float of the
+# variables, slots and beta powers): the distributed step applies the mean
+# of N per-worker means of B rows, local training one mean of N*B rows; they
+# differ by float rounding only (each worker's gradient is reduced over B
+# rows, then summed and divided by N on the ps, in another order than the
+# one reduction over N*B rows), a few ulps of the gradient per step, which
+# the optimizer carries on. After 25 steps of Adam on this model the largest
+# difference measured was 6e-8 (one ulp of a weight near 0.5) for N=2 and
+# N=3; 1e-6 leaves room for other arrival orders without hiding a wrong
+# average: an average off by 0.1% gave 6e-5, one that kept a single
+# worker's gradient 4e-2.
+sync_tolerance=1e-6
+
+# sync_run NPS NW LOCALN ARGS...: local training on LOCALN workers' batches
+# vs a sync cluster of NPS ps and NW workers (ARGS go to every worker; a
+# worker's own extra arguments in wargs_I). Workers start from the last;
+# with late_w1 set, worker 1 only once every other worker's session is
+# ready (a backup worker then takes part from step 0). Leaves outputs in
+# $tmp.
+sync_run() {
+    local nps=$1 nw=$2 localn=$3
+    shift 3
+    local common=(--steps=25 --optim=adam --seed=13)
+    timeout "$(t 60)" "$task" local "${common[@]}" --sync_workers="$localn" \
+        --out="$tmp/local.bin" >"$tmp/local" 2>&1 || {
+        fail "local run on $localn workers' batches failed"
+        show "$tmp/local"
+        return 1
+    }
+    cluster "$nps" "$nw" || return 1
+    local i
+    for ((i = 0; i < nps; i++)); do
+        RF_LOG_LEVEL=info start "ps$i" ps --task_index=$i "${common[@]}"
+    done
+    for ((i = nw - 1; i >= 0; i--)); do
+        [[ $i -eq 1 && -n ${late_w1:-} ]] && continue
+        local extra=wargs_$i[@]
+        start "w$i" worker --task_index=$i "${common[@]}" --sync_replicas "$@" \
+            ${!extra+"${!extra}"} $([[ $i -eq 0 ]] && echo --out="$tmp/dist.bin")
+    done
+    if [[ -n ${late_w1:-} ]]; then
+        for ((i = 0; i < nw; i++)); do
+            [[ $i -eq 1 ]] && continue
+            wait_line "w$i" '^sync session ready at global_step \([0-9]*\)$' >/dev/null ||
+                { fail "worker $i's session never became ready"; show "$tmp/w$i"; return 1; }
+        done
+        start w1 worker --task_index=1 "${common[@]}" --sync_replicas "$@"
+    fi
+    local all=0
+    for ((i = 0; i < nw; i++)); do finish "w$i" 0 || all=1; done
+    for ((i = 0; i < nps; i++)); do finish "ps$i" 0 || all=1; done
+    return $all
+}
+
+# wait_line NAME PATTERN: until task NAME's output has a line matching the
+# sed pattern (within 30 s, scaled); prints the line's first group.
+wait_line() {
+    local i got
+    for ((i = 0; i < $(t 30) * 10; i++)); do
+        got=$(sed -n "s/$2/\1/p" "$tmp/$1" | head -n 1)
+        [[ -n $got ]] && { echo "$got"; return 0; }
+        sleep 0.1
+    done
+    return 1
+}
+
+# field FILE KEY: the number after KEY on FILE's "sync" or "steps" lines.
+field() { sed -n "s/.*[ ^]$2 \([0-9]*\).*/\1/p" "$1" | head -n 1; }
+
+# sync_compare WHAT: the chief's variables vs the local oracle's.
+sync_compare() {
+    if timeout "$(t 60)" "$task" compare "$tmp/local.bin" "$tmp/dist.bin" \
+        --optim=adam --seed=13 --tolerance=$sync_tolerance >"$tmp/cmp" 2>&1; then
+        ok "$1: $(cat "$tmp/cmp")"
+    else
+        fail "$1: $(tail -n 1 "$tmp/cmp")"
+    fi
+}
+
+# lockstep NW: every worker ran 25 steps, all 4 gradients of each taken,
+# none stale; the chief ended at global_step 25.
+lockstep() {
+    local i bad=0
+    for ((i = 0; i < $1; i++)); do
+        local k acc st
+        k=$(sed -n 's/^steps \([0-9]*\) .*/\1/p' "$tmp/w$i")
+        acc=$(field "$tmp/w$i" accepted)
+        st=$(field "$tmp/w$i" stale)
+        if [[ $k != 25 || $acc != 100 || $st != 0 ]]; then
+            fail "worker $i: $k steps, $acc gradients taken, $st stale (want 25, 100, 0)"
+            bad=1
+        fi
+    done
+    [[ $bad -eq 0 ]] && ok "$1 workers in lockstep: 25 steps each, every gradient taken, none stale"
+    grep -q '^final global_step 25$' "$tmp/w0" || fail "final global_step: $(grep '^final' "$tmp/w0")"
+}
+
+case_sync_oracle() {
+    sync_run 1 1 1 || return
+    if cmp -s "$tmp/local.bin" "$tmp/dist.bin"; then
+        ok "1 worker, replicas_to_aggregate=1: byte-identical to local training"
+    else
+        fail "1 worker, replicas_to_aggregate=1 differs from local training: $(cmp "$tmp/local.bin" "$tmp/dist.bin" 2>&1 | head -n 1)"
+    fi
+    lockstep 1
+    sync_run 2 2 2 || return
+    sync_compare "2 ps x 2 workers, replicas_to_aggregate=2 vs local on both workers' batches"
+    lockstep 2
+    sync_run 1 3 3 --replicas_to_aggregate=3 --total_num_replicas=3 || return
+    sync_compare "1 ps x 3 workers, replicas_to_aggregate=3 vs local on the 3 workers' batches"
+    lockstep 3
+}
+
+case_sync_stale() {
+    # workers 0 and 2 first: the chief cannot pass step 0 alone (worker 2
+    # never helps), so worker 2 is there from the start
+    wargs_2=(--push_stale)
+    late_w1=1
+    sync_run 2 3 2 --replicas_to_aggregate=2 --total_num_replicas=3 || return
+    unset wargs_2 late_w1
+    sync_compare "N=2 of M=3, worker 2 always stale: variables vs local on workers 0 and 1"
+    local k2 acc2 st2 i
+    k2=$(sed -n 's/^steps \([0-9]*\) .*/\1/p' "$tmp/w2")
+    acc2=$(field "$tmp/w2" accepted)
+    st2=$(field "$tmp/w2" stale)
+    if [[ -n $k2 && $k2 -gt 0 && $acc2 == 0 && $st2 == $((4 * k2)) ]]; then
+        ok "worker 2: $k2 runs, all $st2 of its gradients dropped as stale"
+    else
+        fail "worker 2: $k2 runs, $acc2 taken, $st2 stale (want all 4 per run stale)"
+        show "$tmp/w2"
+    fi
+    for i in 0 1; do
+        [[ $(field "$tmp/w$i" stale) == 0 && $(field "$tmp/w$i" accepted) == 100 ]] ||
+            fail "worker $i: $(grep '^sync' "$tmp/w$i") (want 100 taken, 0 stale)"
+    done
+    local onps
+    onps=$(field "$tmp/w0" stale_on_ps)
+    if [[ $onps == "$st2" ]]; then
+        ok "the shards' stale counters (READ by the chief) sum to $onps, worker 2's dropped gradients"
+    else
+        fail "the shards' stale counters sum to '$onps', worker 2 had $st2 dropped"
+    fi
+    local logged
+    logged=$(sed -n 's/.*sync replicas .* \([0-9]*\) dropped as stale.*/\1/p' "$tmp/ps0" "$tmp/ps1" |
+        awk '{ s += $1 } END { print s + 0 }')
+    if [[ $logged == "$st2" ]]; then
+        ok "the ps tasks' shutdown lines count $logged stale gradients"
+    else
+        fail "the ps tasks' shutdown lines count '$logged' stale gradients, want $st2"
+        show "$tmp/ps0"
+    fi
+    grep -q '^final global_step 25$' "$tmp/w0" || fail "final global_step: $(grep '^final' "$tmp/w0")"
+}
+
+case_sync_backup() {
+    # workers 0 and 2 train steps 0-4 (2 of 3 needed); worker 2 stops
+    # itself at step 5, where the chief waits until worker 1 starts; the
+    # chief and worker 1 train on to 30
+    cluster 1 3 || return
+    local common=(--steps=30 --optim=adagrad --seed=17 --sync_replicas
+        --replicas_to_aggregate=2 --total_num_replicas=3
+        --op_timeout_ms=$(($(t 6) * 1000)))
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w2 worker --task_index=2 "${common[@]}" --stop_at_step=5
+    start w0 worker --task_index=0 "${common[@]}"
+    local pid
+    if ! pid=$(wait_line w2 '^stopping at step 5 pid \([0-9]*\)$'); then
+        fail "worker 2 never reached step 5"
+        show "$tmp/w2"
+        return
+    fi
+    start w1 worker --task_index=1 "${common[@]}"
+    sleep 0.2
+    local state
+    state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null)
+    if [[ $state == T ]]; then
+        ok "worker 2 (pid $pid) is stopped (SIGSTOP) at step 5"
+    else
+        fail "worker 2 (pid $pid) is in state '$state', not stopped"
+    fi
+    local all=1 n
+    for n in w1 w0 ps0; do finish "$n" 0 || all=0; done
+    if [[ $all -eq 1 ]] && grep -q '^final global_step 30$' "$tmp/w0"; then
+        ok "with worker 2 stopped, the others reached global_step 30 and every other task exited 0"
+    else
+        fail "the job did not complete without the stopped worker: $(grep '^final' "$tmp/w0")"
+    fi
+    state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null)
+    [[ $state == T ]] || fail "worker 2 was not stopped all along (state '$state')"
+    kill -KILL "$pid" 2>/dev/null
+    { wait "$pid_w2"; } 2>/dev/null
+    if grep -q "not waiting for /job:worker/task:2 (backup worker" "$tmp/w0"; then
+        ok "the chief went on without the stopped backup worker: $(grep -m1 -o 'session: .*' "$tmp/w0")"
+    else
+        fail "the chief did not say it went on without the backup worker"
+        show "$tmp/w0"
+    fi
+}
+
+case_sync_restore() {
+    local common=(--optim=adam --seed=13)
+    timeout "$(t 60)" "$task" local "${common[@]}" --steps=25 --sync_workers=2 \
+        --out="$tmp/local.bin" >"$tmp/local" 2>&1 || {
+        fail "local run failed"
+        show "$tmp/local"
+        return
+    }
+    local dir=$tmp/ckpt
+    mkdir -p "$dir"
+    cluster 1 2 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}" --sync_replicas --steps=10
+    start w0 worker --task_index=0 "${common[@]}" --sync_replicas --steps=10 \
+        --save_every=10 --checkpoint_dir="$dir"
+    finish w0 0 && finish w1 0 && finish ps0 0 || return
+    grep -q "^saved $dir/model.ckpt-10.safetensors" "$tmp/w0" || {
+        fail "no checkpoint at step 10"
+        show "$tmp/w0"
+        return
+    }
+    cluster 2 2 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}" --sync_replicas --steps=25
+    start w0 worker --task_index=0 "${common[@]}" --sync_replicas --steps=25 \
+        --checkpoint_dir="$dir" --out="$tmp/dist.bin"
+    local all=1 n
+    for n in w0 w1 ps0 ps1; do finish "$n" 0 || all=0; done
+    [[ $all -eq 1 ]] || return
+    if grep -q "^restored from $dir/model.ckpt-10.safetensors" "$tmp/w0" &&
+        grep -q '^steps 15 global_step 25' "$tmp/w0" &&
+        grep -q '^steps 15 global_step 25' "$tmp/w1"; then
+        ok "restored at global_step 10 on 2 ps; both workers tagged from 10 and ran 15 steps to 25"
+    else
+        fail "restore: $(grep -m1 '^restored' "$tmp/w0"); chief $(grep -m1 '^steps' "$tmp/w0"); worker 1 $(grep -m1 '^steps' "$tmp/w1")"
+    fi
+    sync_compare "saved at 10 on 1 ps, restored on 2 ps, trained to 25 vs 25 local steps on both workers' batches"
+}
+
+# refused NAME WANT ARGS...: a worker that rf_session_create refuses (exit
+# 3) with a message containing WANT.
+refused() {
+    local name=$1 want=$2
+    shift 2
+    start "$name" worker "$@"
+    finish "$name" 3 || return
+    if grep -qF -- "$want" "$tmp/$name"; then
+        ok "$name: $(grep -m1 refused "$tmp/$name")"
+    else
+        fail "$name: the refusal does not say '$want'"
+        show "$tmp/$name"
+    fi
+}
+
+case_sync_refusals() {
+    cluster 1 2 || return
+    local common=(--steps=20 --optim=adam --seed=3)
+    # before anything connects: no ps is running yet
+    refused n_gt_m "replicas_to_aggregate=3 exceeds total_num_replicas=2" \
+        --task_index=0 "${common[@]}" --sync_replicas --replicas_to_aggregate=3
+    refused m_gt_w "total_num_replicas=3 but the cluster has 2 training workers" \
+        --task_index=1 "${common[@]}" --sync_replicas --total_num_replicas=3
+    refused m_lt_w "total_num_replicas=1 but all 2 training workers" \
+        --task_index=1 "${common[@]}" --sync_replicas --replicas_to_aggregate=1 \
+        --total_num_replicas=1
+    refused negative "replicas_to_aggregate -1, total_num_replicas 0: negative" \
+        --task_index=0 "${common[@]}" --sync_replicas --replicas_to_aggregate=-1
+    refused with_worker "apply=worker cannot be combined with it" \
+        --task_index=0 "${common[@]}" --sync_replicas --apply=worker
+    # a running cluster whose shards aggregate 2 of 2
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --sync_replicas
+    refused other_n "this worker's graph has shape [24,16] float32" \
+        --task_index=1 "${common[@]}" --sync_replicas --replicas_to_aggregate=1
+    grep -qF "sync replicas (replicas_to_aggregate=1, total_num_replicas=2)" "$tmp/other_n" &&
+        grep -qF "sync replicas (replicas_to_aggregate=2, total_num_replicas=2)" "$tmp/other_n" ||
+        fail "the sync mismatch does not name both configs: $(grep -m1 refused "$tmp/other_n")"
+    refused async "no sync replicas" --task_index=1 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}" --sync_replicas
+    local all=1 n
+    for n in w1 w0 ps0; do finish "$n" 0 || all=0; done
+    [[ $all -eq 1 ]] && grep -q '^final global_step 20$' "$tmp/w0" &&
+        ok "the sync cluster trained on after the refusals (global_step 20, every task exited 0)"
+    # the wait for the step is bounded: a chief whose second worker never
+    # comes fails its first run with RF_ERR_TIMEOUT naming what is missing
+    cluster 1 2 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --sync_replicas \
+        --op_timeout_ms=$(($(t 2) * 1000))
+    finish w0 1
+    if grep -q "RF_ERR_TIMEOUT\|global_step still 0 after" "$tmp/w0" &&
+        grep -qF "4 of 4 shards have not applied step 0" "$tmp/w0" &&
+        grep -qF "replicas_to_aggregate=2 gradients of that step" "$tmp/w0"; then
+        ok "alone, the chief's wait for step 0 timed out: $(grep -o 'sync_replicas: global_step still.*running?)' "$tmp/w0" | head -n 1)"
+    else
+        fail "the chief alone did not time out naming the missing gradients"
+        show "$tmp/w0"
+    fi
+    kill "$pid_ps0" 2>/dev/null
+}
+
 case $case_name in
 oracle_ps)
     oracle 1 adam
@@ -241,6 +567,11 @@ oracle_locking)
 async) case_async ;;
 refusals) case_refusals ;;
 checkpoint) case_checkpoint ;;
+sync_oracle) case_sync_oracle ;;
+sync_stale) case_sync_stale ;;
+sync_backup) case_sync_backup ;;
+sync_restore) case_sync_restore ;;
+sync_refusals) case_sync_refusals ;;
 *)
     echo "unknown case $case_name"
     exit 2

@@ -112,6 +112,22 @@ case_flags() {
     # distributed-only flags in a local run
     expect_usage "--apply: only for distributed training" --apply=worker
     expect_usage "--use_locking: only for distributed training" --use_locking
+    expect_usage "--sync_replicas: only for distributed training" \
+        --sync_replicas
+    # sync replicas: ranges and combinations (the cluster's part in
+    # trainer_dist.bad_cluster)
+    expect_usage "--replicas_to_aggregate: -1 is out of range [0, 1024]" \
+        --sync_replicas --replicas_to_aggregate=-1
+    expect_usage "--total_num_replicas: 2000 is out of range [0, 1024]" \
+        --sync_replicas --total_num_replicas=2000
+    expect_usage "--replicas_to_aggregate: only with --sync_replicas" \
+        --replicas_to_aggregate=2
+    expect_usage "--total_num_replicas: only with --sync_replicas" \
+        --total_num_replicas=2
+    expect_usage "--sync_replicas: the averaged gradient is applied on the ps; not with --apply=worker" \
+        --sync_replicas --apply=worker
+    expect_usage "--replicas_to_aggregate: 3 exceeds --total_num_replicas=2" \
+        --sync_replicas --replicas_to_aggregate=3 --total_num_replicas=2
     # --help
     "$trainer" --help >"$tmp/help" 2>&1
     local st=$?

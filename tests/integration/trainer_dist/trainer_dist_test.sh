@@ -412,6 +412,36 @@ case_explain_json() {
     fi
 }
 
+case_sync() {
+    # 2 workers with --sync_replicas on 2 ps: each step the ps tasks apply
+    # the mean of both workers' gradients once and every worker waits for
+    # the step, so both train every one of the T steps (the first waits at
+    # step 0 for the second) and global_step ends at exactly T
+    local T=40
+    run_launch "$tmp/o" 2 2 --model=mlp:16 --optimizer=adam --batch_size=50 \
+        --train_steps=$T --threads=1 --log_every=0 --sync_replicas --explain
+    if [[ $rc -ne 0 ]]; then
+        fail "exit $rc"
+        show "$tmp/o" 30
+        return
+    fi
+    local m0 m1 g
+    m0=$(steps_of "$tmp/o" worker0)
+    m1=$(steps_of "$tmp/o" worker1)
+    g=$(tline "$tmp/o" worker0 "global_step at the end: .*")
+    [[ $m0 == "$T" && $m1 == "$T" && $g == "global_step at the end: $T" ]] &&
+        ok "sync replicas: both workers trained all $T steps, '$g'" ||
+        fail "sync replicas: worker steps '$m0' and '$m1', '$g' (want $T each)"
+    if grep -q "^\[worker0\] explain: each step of this worker (sync replicas: the mean of 2 of 2 workers' gradients applied on the ps)" "$tmp/o" &&
+        grep -q '^\[worker0\] .*WAIT_GLOBAL_STEP: wait until every shard applied' "$tmp/o" &&
+        grep -q '^\[worker0\] .*WRITE_WITH_IMM .*(WRITE of the step tag' "$tmp/o"; then
+        ok "--explain names the sync strategy's pushes and its wait for global_step"
+    else
+        fail "--explain does not describe the sync step"
+        grep '^\[worker0\] ' "$tmp/o" | grep -A12 'each step' | head -n 14
+    fi
+}
+
 # expect_usage "WANT" ARGS...: exit 2 and WANT in stderr (env TF_CONFIG
 # from the caller's "tf_config" variable when set).
 expect_usage() {
@@ -444,6 +474,15 @@ case_bad_cluster() {
         --ps_hosts=127.0.0.1:1 "$w2"
     expect_usage "--apply: 'bogus'" --apply=bogus --job_name=worker \
         --task_index=0 --ps_hosts=127.0.0.1:1 "$w2"
+    expect_usage "--total_num_replicas: 3, but the cluster has 2 training workers" \
+        --sync_replicas --total_num_replicas=3 --job_name=worker \
+        --task_index=0 --ps_hosts=127.0.0.1:1 "$w2"
+    expect_usage "--total_num_replicas: 1, but the cluster has 2 training workers" \
+        --sync_replicas --total_num_replicas=1 --job_name=ps \
+        --task_index=0 --ps_hosts=127.0.0.1:1 "$w2"
+    expect_usage "--replicas_to_aggregate: 3 is more than the cluster's 2 training workers" \
+        --sync_replicas --replicas_to_aggregate=3 --job_name=worker \
+        --task_index=1 --ps_hosts=127.0.0.1:1 "$w2"
     tf_config='{"cluster": {"ps": ["127.0.0.1:1"], "worker": ['
     expect_usage "TF_CONFIG" --model=softmax
     tf_config='{"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 3}}'
@@ -548,6 +587,10 @@ mismatch)
 trace)
     need_data
     case_trace
+    ;;
+sync)
+    need_data
+    case_sync
     ;;
 *)
     echo "unknown case $case_name"

@@ -1,0 +1,162 @@
+/* ps/ps_client_sync.c: the worker side of sync replicas (see rdmaflow/ps.h
+ * and ps/ps_server_sync.c): tagged pushes into the shards' accumulators (the
+ * apply=ps push path of ps_client_push.c with the tag WRITE in front), the
+ * counts of their acknowledgements, one-sided READs of every shard's sync
+ * step and stale count (the publication a worker waits for), and the
+ * chief's WRITE of the step the accumulators start from. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ps/ps_client_internal.h"
+#include "rdmaflow/status.h"
+
+rf_status rf_ps_push_sync(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
+                          int64_t local_step)
+{
+    if (!c || (n && !grads))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_push_sync: NULL argument");
+    if (local_step < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_push_sync: local step %lld is negative",
+                            (long long)local_step);
+    pthread_mutex_lock(&c->mu);
+    rf_status st = cli_push_check(c, grads, n, true, "rf_ps_push_sync");
+    if (st == RF_OK && n)
+        st = cli_push_ps(c, grads, n, true, local_step);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+void rf_ps_sync_counts(rf_ps_client *c, uint64_t *accepted, uint64_t *stale)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    if (accepted)
+        *accepted = c->sync_accepted;
+    if (stale)
+        *stale = c->sync_stale;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Every var usable and a sync-replicas shard. */
+static rf_status check_vars(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                            const char *what)
+{
+    for (size_t i = 0; i < n; i++) {
+        rf_ps_var *v = vars[i];
+        char name[340];
+        if (!v || v->client != c)
+            return rf_error_set(RF_ERR_INVALID_ARG, "%s: bad variable %zu",
+                                what, i);
+        if (v->stale)
+            return rf_error_set(
+                RF_ERR_ABORTED, "%s: '%s' part %u is gone: %s restarted", what,
+                v->spec.name, v->spec.part,
+                cli_ps_name(&c->conns[v->ps], name, sizeof name));
+        if (v->e.spec.sync_n == 0)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "%s: '%s' part %u is not a sync-replicas "
+                                "shard",
+                                what, v->spec.name, v->spec.part);
+        rf_status st = cli_conn_check(&c->conns[v->ps]);
+        if (st != RF_OK)
+            return st;
+    }
+    return RF_OK;
+}
+
+/* One READ (16 bytes: step, stale) or WRITE (the step, 8 bytes) per var at
+ * its sync step word, one batch per ps, waited for; READs land in
+ * c->words[2i], c->words[2i + 1], a WRITE goes from c->words[0]. */
+static rf_status step_words(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                            rf_op op, const char *what)
+{
+    rf_wr *wrs = calloc(n + 1, sizeof *wrs);
+    cli_op *ops = calloc(n + 1, sizeof *ops);
+    if (!wrs || !ops) {
+        free(wrs), free(ops);
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    }
+    uint64_t *words = (uint64_t *)(void *)c->words;
+    cli_group g = {0};
+    size_t used = 0;
+    for (size_t ps = 0; ps < c->num_ps; ps++) {
+        size_t first = used;
+        for (size_t i = 0; i < n; i++) {
+            rf_ps_var *v = vars[i];
+            if (v->ps != ps)
+                continue;
+            ops[used] = (cli_op){.kind = CLI_OP_GROUP,
+                                 .group = &g,
+                                 .var = v,
+                                 .conn = &c->conns[ps]};
+            wrs[used] =
+                (rf_wr){.op = op,
+                        .context = &ops[used],
+                        .local = op == RF_OP_READ ? &words[2 * i] : &words[0],
+                        .len = op == RF_OP_READ ? 16 : 8,
+                        .local_mr = c->words_mr,
+                        .remote_addr = v->rec_addr + PS_REC_SYNC_STEP_OFF,
+                        .rkey = v->rkey};
+            used++;
+        }
+        if (used > first)
+            cli_post_group(&c->conns[ps], &g, wrs + first, used - first);
+    }
+    rf_status st = cli_group_wait(c, &g, what);
+    free(wrs), free(ops);
+    return st;
+}
+
+rf_status rf_ps_sync_read(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                          int64_t *steps, uint64_t *stale)
+{
+    if (!c || (n && !vars))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_sync_read: NULL argument");
+    pthread_mutex_lock(&c->mu);
+    rf_status st = check_vars(c, vars, n, "rf_ps_sync_read");
+    if (st == RF_OK)
+        st = cli_words(c, 2 * n + 1);
+    if (st == RF_OK && n)
+        st = step_words(c, vars, n, RF_OP_READ,
+                        "reading the shards' sync steps");
+    const uint64_t *words = (const uint64_t *)(const void *)c->words;
+    for (size_t i = 0; st == RF_OK && i < n; i++) {
+        if (steps)
+            steps[i] = (int64_t)words[2 * i];
+        if (stale)
+            stale[i] = words[2 * i + 1];
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+rf_status rf_ps_sync_set_step(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                              int64_t step)
+{
+    if (!c || (n && !vars))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_sync_set_step: NULL argument");
+    if (!c->opt.is_chief)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_sync_set_step: only the chief sets the "
+                            "sync step");
+    if (step < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_sync_set_step: step %lld is negative",
+                            (long long)step);
+    pthread_mutex_lock(&c->mu);
+    rf_status st = check_vars(c, vars, n, "rf_ps_sync_set_step");
+    if (st == RF_OK)
+        st = cli_words(c, 1);
+    if (st == RF_OK && n) {
+        *(uint64_t *)(void *)c->words = (uint64_t)step;
+        st = step_words(c, vars, n, RF_OP_WRITE, "writing the sync steps");
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}

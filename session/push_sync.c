@@ -1,0 +1,308 @@
+/* session/push_sync.c: the sync-replicas push strategy (TensorFlow 1.x's
+ * SyncReplicasOptimizer; docs/DESIGN.md section 4, "Sync replicas"). Each
+ * training run is tagged with this worker's local step G, the global_step
+ * it last saw published:
+ *   push     every gradient goes to its shard's accumulator on the ps
+ *            (rf_ps_push_sync: a WRITE of the tag G, then the gradient's
+ *            WRITE_WITH_IMM) from the executor thread that produced it;
+ *   wait     every push is acknowledged: taken, or dropped as stale;
+ *   advance  until global_step > G: a READ of global_step, else READs of
+ *            every shard's step word; once every shard applied step G
+ *            (step > G), CMP_AND_SWP global_step G -> G + 1, which exactly
+ *            one worker of the cluster wins (the others see it by READ).
+ *            Back-to-back polls for 2 ms, then 1 ms sleeps (5 ms after
+ *            100 ms), bounded by op_timeout_ms (RF_ERR_TIMEOUT naming the
+ *            shards still behind). The value reached is the run's step and
+ *            the next local step.
+ * A run that failed before advancing re-reads global_step at the next run,
+ * so a recovered worker tags with the step the cluster is at. The chief
+ * sets every shard's sync step to the global_step it starts from (after a
+ * restore) before the init flags. Refused unless apply=ps (the average is
+ * applied on the ps); replicas_to_aggregate N and total_num_replicas M
+ * default to the training workers, 1 <= N <= M, M = the training workers;
+ * M - N backup workers may be missing at the chief's finish. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "session/session_internal.h"
+
+/* Polling the publication: back-to-back at first, then sleeping. */
+#define SPIN_MS       2
+#define SLEEP_MS      1
+#define LONG_WAIT_MS  100
+#define LONG_SLEEP_MS 5
+
+typedef struct sync_state {
+    rf_ps_var **shards; /* every variable's shard, in s->v order */
+    int64_t *steps;     /* their step words, as last read */
+    uint64_t *stale;
+    int64_t local_step;
+    bool stepping;      /* a run began and has not advanced */
+    uint64_t published; /* CMP_AND_SWPs this worker won */
+} sync_state;
+
+static rf_status configure(rf_session *s)
+{
+    const rf_session_options *o = &s->opt;
+    int workers = s->num_workers;
+    if (o->apply != RF_PS_APPLY_PS)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "sync_replicas: the averaged gradient is applied "
+                            "on the ps (as TensorFlow's SyncReplicasOptimizer "
+                            "does); apply=worker cannot be combined with it");
+    if (o->replicas_to_aggregate < 0 || o->total_num_replicas < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "sync_replicas: replicas_to_aggregate %d, "
+                            "total_num_replicas %d: negative (0 means every "
+                            "training worker)",
+                            o->replicas_to_aggregate, o->total_num_replicas);
+    int n = o->replicas_to_aggregate ? o->replicas_to_aggregate : workers;
+    int m = o->total_num_replicas ? o->total_num_replicas : workers;
+    if (m > workers)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "sync_replicas: total_num_replicas=%d but the "
+                            "cluster has %d training worker%s",
+                            m, workers, workers == 1 ? "" : "s");
+    if (m < workers)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "sync_replicas: total_num_replicas=%d but all %d "
+                            "training workers of the cluster push "
+                            "gradients; give %d (or 0)",
+                            m, workers, workers);
+    if (n > m)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "sync_replicas: replicas_to_aggregate=%d exceeds "
+                            "total_num_replicas=%d: no step could gather its "
+                            "gradients",
+                            n, m);
+    if (n < 1 || m > RF_PS_MAX_SYNC_REPLICAS)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "sync_replicas: replicas_to_aggregate=%d of "
+                            "total_num_replicas=%d (1..%d)",
+                            n, m, RF_PS_MAX_SYNC_REPLICAS);
+    sync_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return rf_error_set(RF_ERR_NO_MEMORY, "sync_replicas: out of memory");
+    s->push_state = st;
+    s->sync_n = (uint32_t)n;
+    s->sync_m = (uint32_t)m;
+    s->finish_optional = m - n;
+    return RF_OK;
+}
+
+static void stop(rf_session *s)
+{
+    sync_state *st = s->push_state;
+    if (!st)
+        return;
+    free(st->shards);
+    free(st->steps);
+    free(st->stale);
+    free(st);
+    s->push_state = NULL;
+}
+
+static rf_status read_step(rf_session *s, int64_t *step)
+{
+    rf_status st = rf_ps_global_step_read(s->client, step);
+    if (st != RF_OK)
+        return rf_error_set(st, "sync_replicas: reading global_step: %s",
+                            rf_error_message());
+    return RF_OK;
+}
+
+/* The shard handles (kept current: the session may look them up again). */
+static void collect_shards(rf_session *s, sync_state *st)
+{
+    for (size_t i = 0; i < s->nv; i++)
+        st->shards[i] = s->v[i].shard;
+}
+
+static rf_status start(rf_session *s)
+{
+    sync_state *st = s->push_state;
+    size_t n = s->nv ? s->nv : 1;
+    st->shards = calloc(n, sizeof *st->shards);
+    st->steps = calloc(n, sizeof *st->steps);
+    st->stale = calloc(n, sizeof *st->stale);
+    if (!st->shards || !st->steps || !st->stale)
+        return rf_error_set(RF_ERR_NO_MEMORY, "sync_replicas: out of memory");
+    return read_step(s, &st->local_step);
+}
+
+/* The chief: every shard starts at the global_step training starts from
+ * (restored, or what ps 0 holds). Runs before start: its own array. */
+static rf_status init_shards(rf_session *s)
+{
+    int64_t step = 0;
+    rf_status st = read_step(s, &step);
+    if (st != RF_OK)
+        return st;
+    rf_ps_var **vars = calloc(s->nv ? s->nv : 1, sizeof *vars);
+    if (!vars)
+        return rf_error_set(RF_ERR_NO_MEMORY, "sync_replicas: out of memory");
+    for (size_t i = 0; i < s->nv; i++)
+        vars[i] = s->v[i].shard;
+    st = rf_ps_sync_set_step(s->client, vars, s->nv, step);
+    free(vars);
+    if (st != RF_OK)
+        return rf_error_set(st,
+                            "sync_replicas: setting the shards' step to "
+                            "global_step %lld: %s",
+                            (long long)step, rf_error_message());
+    return RF_OK;
+}
+
+static rf_status begin(rf_session *s)
+{
+    sync_state *st = s->push_state;
+    if (st->stepping) { /* the last run failed before it advanced */
+        rf_status rst = read_step(s, &st->local_step);
+        if (rst != RF_OK)
+            return rst;
+    }
+    st->stepping = true;
+    return RF_OK;
+}
+
+static rf_status on_gradient(rf_session *s, size_t i, const char *span, int tid)
+{
+    sync_state *st = s->push_state;
+    uint64_t t0 = rf_now_ns();
+    rf_ps_xfer x = sess_grad_xfer(s, i);
+    rf_status rst = rf_ps_push_sync(s->client, &x, 1, st->local_step);
+    sess_span(s, span, s->v[i].args, t0, tid);
+    return rst;
+}
+
+static rf_status wait_acks(rf_session *s)
+{
+    return rf_ps_push_wait(s->client);
+}
+
+static rf_status timed_out(rf_session *s, const sync_state *st, int64_t gs,
+                           int timeout)
+{
+    size_t behind = 0, first = 0;
+    for (size_t i = 0; i < s->nv; i++)
+        if (st->steps[i] <= st->local_step && behind++ == 0)
+            first = i;
+    if (!behind)
+        return rf_error_set(RF_ERR_TIMEOUT,
+                            "sync_replicas: global_step still %lld after "
+                            "%d ms waiting for it to pass step %lld",
+                            (long long)gs, timeout, (long long)st->local_step);
+    return rf_error_set(
+        RF_ERR_TIMEOUT,
+        "sync_replicas: global_step still %lld after %d ms: %zu of %zu "
+        "shards have not applied step %lld ('%s' on ps task %zu is at step "
+        "%lld); each needs replicas_to_aggregate=%u gradients of that step "
+        "(are %u workers running?)",
+        (long long)gs, timeout, behind, s->nv, (long long)st->local_step,
+        rf_node_name(s->v[first].var), s->v[first].ps_task,
+        (long long)st->steps[first], s->sync_n, s->sync_n);
+}
+
+/* Until global_step > local_step: its new value in *step. */
+static rf_status advance(rf_session *s, int64_t *step)
+{
+    sync_state *st = s->push_state;
+    int64_t g = st->local_step, gs = g;
+    int timeout = s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000;
+    int64_t t0 = rf_now_ms(), deadline = rf_deadline_ms(timeout);
+    collect_shards(s, st);
+    for (;;) {
+        rf_status rst = read_step(s, &gs);
+        if (rst != RF_OK)
+            return rst;
+        if (gs > g)
+            break;
+        rst = rf_ps_sync_read(s->client, st->shards, s->nv, st->steps, NULL);
+        if (rst != RF_OK)
+            return rf_error_set(rst, "sync_replicas: %s", rf_error_message());
+        size_t behind = 0;
+        for (size_t i = 0; i < s->nv; i++)
+            behind += st->steps[i] <= g;
+        if (!behind) { /* every shard applied step g: publish it */
+            int64_t old = 0;
+            rst = rf_ps_global_step_cas(s->client, g, g + 1, &old);
+            if (rst != RF_OK)
+                return rf_error_set(rst,
+                                    "sync_replicas: publishing global_step "
+                                    "%lld: %s",
+                                    (long long)(g + 1), rf_error_message());
+            if (old == g) {
+                st->published++;
+                gs = g + 1;
+                break;
+            }
+            gs = old;
+            if (gs > g)
+                break;
+            return rf_error_set(RF_ERR_ABORTED,
+                                "sync_replicas: global_step is %lld, below "
+                                "this worker's step %lld, while every shard "
+                                "passed it (was a checkpoint restored?)",
+                                (long long)gs, (long long)g);
+        }
+        if (rf_deadline_passed(deadline))
+            return timed_out(s, st, gs, timeout);
+        int64_t waited = rf_now_ms() - t0;
+        if (waited >= SPIN_MS)
+            rf_sleep_ms(waited < LONG_WAIT_MS ? SLEEP_MS : LONG_SLEEP_MS);
+    }
+    st->local_step = gs;
+    st->stepping = false;
+    *step = gs;
+    return RF_OK;
+}
+
+static void no_threads(rf_session *s, rf_trace *t)
+{
+    (void)s;
+    (void)t;
+}
+
+rf_status rf_session_sync_stats_get(rf_session *s, rf_session_sync_stats *out)
+{
+    if (!s || !out)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_sync_stats_get: NULL argument");
+    if (s->push != &sess_push_sync)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_sync_stats_get: the session has no "
+                            "sync_replicas");
+    sync_state *st = s->push_state;
+    *out = (rf_session_sync_stats){.replicas_to_aggregate = (int)s->sync_n,
+                                   .total_num_replicas = (int)s->sync_m,
+                                   .local_step = st->local_step,
+                                   .published = st->published};
+    rf_ps_sync_counts(s->client, &out->accepted, &out->stale);
+    collect_shards(s, st);
+    rf_status rst =
+        rf_ps_sync_read(s->client, st->shards, s->nv, st->steps, st->stale);
+    if (rst != RF_OK)
+        return rf_error_set(rst, "sync_replicas: %s", rf_error_message());
+    for (size_t i = 0; i < s->nv; i++)
+        out->stale_on_ps += st->stale[i];
+    return RF_OK;
+}
+
+const sess_push_ops sess_push_sync = {
+    .name = "sync",
+    .push_op = "WRITE_WITH_IMM",
+    .wait_op = "WAIT_ACKS",
+    .wait_span = "wait accumulator acks",
+    .advance_kind = RF_STEP_WAIT_STEP,
+    .advance_op = "WAIT_GLOBAL_STEP",
+    .configure = configure,
+    .start = start,
+    .stop = stop,
+    .init_shards = init_shards,
+    .begin = begin,
+    .on_gradient = on_gradient,
+    .drain = sess_push_nothing,
+    .wait = wait_acks,
+    .advance = advance,
+    .name_threads = no_threads,
+};
