@@ -20,6 +20,9 @@
  *              the next run recovers (the chief restores model.ckpt-3 into
  *              the new ps), hooks see after_create_session again, the last
  *              step stays 10 (12 runs in all), global_step ends at 10
+ *   sync_recovery
+ *              the same with sync replicas (N = M = 1): the recreated
+ *              shards' sync step follows the restored global_step
  *   stopped_ps the ps is SIGSTOPped after 5 steps and continued 4 s later
  *              (RF_PEER_TIMEOUT_MS=1500, so sock notices within seconds):
  *              the session is lost and created again, and since no ps
@@ -401,7 +404,7 @@ static void case_nan(void)
     teardown(&f, ms);
 }
 
-static void case_recovery(void)
+static void recovery(bool sync)
 {
     fixture f;
     setup(&f);
@@ -414,6 +417,7 @@ static void case_recovery(void)
     rf_monitored_session_options o;
     rf_monitored_session_options_init(&o);
     o.session.train_op = f.train_op;
+    o.session.sync_replicas = sync; /* N = M = 1: the chief alone */
     o.checkpoint_dir = f.dir;
     o.save_checkpoint_steps = 3;
     o.log_step_count_steps = 0;
@@ -459,6 +463,18 @@ static void case_recovery(void)
     CHECK_OK(rf_monitored_session_close(ms));
     teardown(&f, ms);
     fclose(log);
+}
+
+static void case_recovery(void)
+{
+    recovery(false);
+}
+
+/* The same with sync replicas: the recreated shards' sync step is set to
+ * the restored global_step, so the re-run step's tag matches. */
+static void case_sync_recovery(void)
+{
+    recovery(true);
 }
 
 /* SIGCONTs the ps after a while, while the driver is blocked in a run. */
@@ -578,6 +594,10 @@ static const rft_case cases[] = {
      .budget_s = 120,
      .run = case_recovery,
      .desc = "a SIGKILLed ps: restored from the checkpoint, last step kept"},
+    {.name = "sync_recovery",
+     .budget_s = 120,
+     .run = case_sync_recovery,
+     .desc = "the recovery case with sync replicas (N = M = 1)"},
     {.name = "stopped_ps",
      .budget_s = 120,
      .run = case_stopped_ps,
@@ -603,7 +623,7 @@ int main(int argc, char **argv)
                             : NULL;
     if (!c) {
         fprintf(stderr, "usage: rf_monitored_test --case hooks|nan|recovery|"
-                        "stopped_ps|refusals\n");
+                        "sync_recovery|stopped_ps|refusals\n");
         return 2;
     }
     char context[128];
