@@ -285,6 +285,11 @@ const void *rf_conn_req_private_data(const rf_conn_req *req, size_t *len)
     return req->priv;
 }
 
+const char *rf_conn_req_peer(const rf_conn_req *req)
+{
+    return req && req->peer[0] ? req->peer : "an unknown address";
+}
+
 rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,
                     size_t priv_len, rf_ep **out)
 {

@@ -37,6 +37,7 @@ struct rf_conn_req {
     rf_listener *listener;
     unsigned char priv[RF_MAX_PRIVATE_DATA];
     size_t priv_len;
+    char peer[64]; /* the connector's address ("ip:port"), "" if unknown */
 };
 
 struct rf_ep {

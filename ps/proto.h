@@ -27,7 +27,7 @@
 #include "rdmaflow/types.h"
 
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 1u
+#define PS_PROTO_VERSION 2u /* 2: authentication, PS_CONN_FLAG_AUTH */
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */
@@ -54,6 +54,10 @@ typedef enum ps_msg_type {
     PS_MSG_SHUTDOWN_REQ,
     PS_MSG_SHUTDOWN_REPLY,
     PS_MSG_ERROR_REPLY,
+    PS_MSG_AUTH_REQ,       /* worker: its nonce and claimed identity */
+    PS_MSG_AUTH_CHALLENGE, /* ps: its nonce, identity and HMAC */
+    PS_MSG_AUTH_PROOF,     /* worker: its HMAC */
+    PS_MSG_AUTH_OK,        /* ps: the worker is authenticated */
     PS_MSG_TYPE_END /* one past the last */
 } ps_msg_type;
 
@@ -75,6 +79,11 @@ typedef struct ps_loc {
 /* --- connection private data --- */
 
 #define PS_CONN_FLAG_CHIEF 1u
+/* The connector has a cluster secret and will authenticate (ps_auth.c). */
+#define PS_CONN_FLAG_AUTH 2u
+/* A reject whose text starts with this is an authentication or role
+ * refusal (RF_ERR_AUTH at the connector, not retried); the rest says why. */
+#define PS_REJECT_AUTH "auth: "
 typedef struct ps_conn_hello {
     uint32_t client_id;
     uint32_t flags;
@@ -173,6 +182,24 @@ typedef struct ps_error_reply {
     char text[PS_ERR_TEXT_MAX + 1];
 } ps_error_reply;
 
+/* Authentication (ps_auth.c; layouts in proto_codec.c). */
+#define PS_AUTH_NONCE 32u
+#define PS_AUTH_MAC   32u
+typedef struct ps_auth_req {
+    unsigned char nonce[PS_AUTH_NONCE];
+    uint32_t client_id;
+    uint32_t flags; /* as in the connect hello */
+} ps_auth_req;
+typedef struct ps_auth_challenge {
+    unsigned char nonce[PS_AUTH_NONCE];
+    int32_t ps_index;
+    uint64_t incarnation;
+    unsigned char mac[PS_AUTH_MAC];
+} ps_auth_challenge;
+typedef struct ps_auth_proof {
+    unsigned char mac[PS_AUTH_MAC];
+} ps_auth_proof;
+
 /* --- encoding: each writes a whole message (header included) into buf and
  * stores its size; RF_ERR_INVALID_ARG if it does not fit in cap. --- */
 
@@ -189,7 +216,13 @@ rf_status ps_enc_create_req(void *buf, size_t cap, uint32_t req_id,
 rf_status ps_enc_create_reply(void *buf, size_t cap, uint32_t req_id,
                               const ps_create_reply *m, size_t *len);
 rf_status ps_enc_empty(void *buf, size_t cap, uint16_t type, uint32_t req_id,
-                       size_t *len); /* SHUTDOWN_REQ / SHUTDOWN_REPLY */
+                       size_t *len); /* SHUTDOWN_REQ/_REPLY, AUTH_OK */
+rf_status ps_enc_auth_req(void *buf, size_t cap, uint32_t req_id,
+                          const ps_auth_req *m, size_t *len);
+rf_status ps_enc_auth_challenge(void *buf, size_t cap, uint32_t req_id,
+                                const ps_auth_challenge *m, size_t *len);
+rf_status ps_enc_auth_proof(void *buf, size_t cap, uint32_t req_id,
+                            const ps_auth_proof *m, size_t *len);
 rf_status ps_enc_error_reply(void *buf, size_t cap, uint32_t req_id,
                              int32_t status, const char *text, size_t *len);
 /* DIR_REPLY is built incrementally: begin, then add entries while
@@ -222,6 +255,10 @@ rf_status ps_dec_regions_reply(const void *buf, size_t len,
 rf_status ps_dec_create_req(const void *buf, size_t len, ps_spec *m);
 rf_status ps_dec_create_reply(const void *buf, size_t len, ps_create_reply *m);
 rf_status ps_dec_empty(const void *buf, size_t len, uint16_t type);
+rf_status ps_dec_auth_req(const void *buf, size_t len, ps_auth_req *m);
+rf_status ps_dec_auth_challenge(const void *buf, size_t len,
+                                ps_auth_challenge *m);
+rf_status ps_dec_auth_proof(const void *buf, size_t len, ps_auth_proof *m);
 rf_status ps_dec_error_reply(const void *buf, size_t len, ps_error_reply *m);
 /* Decodes the DIR_REPLY header and then calls each(entry) for its count
  * entries, in order; stops at the first error (decode or callback). */

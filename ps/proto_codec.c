@@ -126,6 +126,10 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_SHUTDOWN_REQ] = "SHUTDOWN_REQ",
     [PS_MSG_SHUTDOWN_REPLY] = "SHUTDOWN_REPLY",
     [PS_MSG_ERROR_REPLY] = "ERROR_REPLY",
+    [PS_MSG_AUTH_REQ] = "AUTH_REQ",
+    [PS_MSG_AUTH_CHALLENGE] = "AUTH_CHALLENGE",
+    [PS_MSG_AUTH_PROOF] = "AUTH_PROOF",
+    [PS_MSG_AUTH_OK] = "AUTH_OK",
 };
 
 const char *ps_msg_type_name(uint32_t type)
@@ -248,7 +252,7 @@ rf_status ps_conn_hello_decode(const void *data, size_t len, ps_conn_hello *h)
         return st;
     h->client_id = rf_get_le32(p + 8);
     h->flags = rf_get_le32(p + 12);
-    if (h->flags & ~PS_CONN_FLAG_CHIEF)
+    if (h->flags & ~(PS_CONN_FLAG_CHIEF | PS_CONN_FLAG_AUTH))
         return CORRUPT("ps hello: unknown flags 0x%x", h->flags);
     return RF_OK;
 }
@@ -937,4 +941,109 @@ rf_status ps_dec_error_reply(const void *buf, size_t len, ps_error_reply *m)
         return CORRUPT("ps ERROR_REPLY: status %d is not an error",
                        (int)m->status);
     return RF_OK;
+}
+
+/* ---- authentication -------------------------------------------------------
+ * AUTH_REQ       nonce[32] client_id u32 flags u32
+ * AUTH_CHALLENGE nonce[32] ps_index i32 incarnation u64 mac[32]
+ * AUTH_PROOF     mac[32]
+ * AUTH_OK        (empty) */
+
+static rf_status check_auth_flags(uint32_t flags, const char *what)
+{
+    if (flags & ~(PS_CONN_FLAG_CHIEF | PS_CONN_FLAG_AUTH))
+        return CORRUPT("ps %s: unknown flags 0x%x", what, flags);
+    if (!(flags & PS_CONN_FLAG_AUTH))
+        return CORRUPT("ps %s: flags 0x%x lack the authentication flag", what,
+                       flags);
+    return RF_OK;
+}
+
+rf_status ps_enc_auth_req(void *buf, size_t cap, uint32_t req_id,
+                          const ps_auth_req *m, size_t *len)
+{
+    rf_status st = check_auth_flags(m->flags, "AUTH_REQ");
+    if (st != RF_OK)
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s", rf_error_message());
+    wcur w;
+    w_begin(&w, buf, cap, PS_MSG_AUTH_REQ, req_id);
+    w_bytes(&w, m->nonce, PS_AUTH_NONCE);
+    w_u32(&w, m->client_id);
+    w_u32(&w, m->flags);
+    return w_end(&w, len);
+}
+
+rf_status ps_dec_auth_req(const void *buf, size_t len, ps_auth_req *m)
+{
+    rcur r;
+    rf_status st = r_begin(&r, buf, len, PS_MSG_AUTH_REQ);
+    if (st != RF_OK)
+        return st;
+    const unsigned char *at;
+    if (r_take(&r, PS_AUTH_NONCE, "nonce", &at))
+        memcpy(m->nonce, at, PS_AUTH_NONCE);
+    m->client_id = r_u32(&r, "client_id");
+    m->flags = r_u32(&r, "flags");
+    if ((st = r_end(&r, PS_MSG_AUTH_REQ)) != RF_OK)
+        return st;
+    return check_auth_flags(m->flags, "AUTH_REQ");
+}
+
+rf_status ps_enc_auth_challenge(void *buf, size_t cap, uint32_t req_id,
+                                const ps_auth_challenge *m, size_t *len)
+{
+    if (m->ps_index < 0 || m->incarnation == 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "AUTH_CHALLENGE: ps index %d, incarnation 0",
+                            (int)m->ps_index);
+    wcur w;
+    w_begin(&w, buf, cap, PS_MSG_AUTH_CHALLENGE, req_id);
+    w_bytes(&w, m->nonce, PS_AUTH_NONCE);
+    w_u32(&w, (uint32_t)m->ps_index);
+    w_u64(&w, m->incarnation);
+    w_bytes(&w, m->mac, PS_AUTH_MAC);
+    return w_end(&w, len);
+}
+
+rf_status ps_dec_auth_challenge(const void *buf, size_t len,
+                                ps_auth_challenge *m)
+{
+    rcur r;
+    rf_status st = r_begin(&r, buf, len, PS_MSG_AUTH_CHALLENGE);
+    if (st != RF_OK)
+        return st;
+    const unsigned char *at;
+    if (r_take(&r, PS_AUTH_NONCE, "nonce", &at))
+        memcpy(m->nonce, at, PS_AUTH_NONCE);
+    m->ps_index = (int32_t)r_u32(&r, "ps_index");
+    m->incarnation = r_u64(&r, "incarnation");
+    if (r_take(&r, PS_AUTH_MAC, "mac", &at))
+        memcpy(m->mac, at, PS_AUTH_MAC);
+    if ((st = r_end(&r, PS_MSG_AUTH_CHALLENGE)) != RF_OK)
+        return st;
+    if (m->ps_index < 0 || m->incarnation == 0)
+        return CORRUPT("ps AUTH_CHALLENGE: ps index %d, incarnation 0x%llx",
+                       (int)m->ps_index, (unsigned long long)m->incarnation);
+    return RF_OK;
+}
+
+rf_status ps_enc_auth_proof(void *buf, size_t cap, uint32_t req_id,
+                            const ps_auth_proof *m, size_t *len)
+{
+    wcur w;
+    w_begin(&w, buf, cap, PS_MSG_AUTH_PROOF, req_id);
+    w_bytes(&w, m->mac, PS_AUTH_MAC);
+    return w_end(&w, len);
+}
+
+rf_status ps_dec_auth_proof(const void *buf, size_t len, ps_auth_proof *m)
+{
+    rcur r;
+    rf_status st = r_begin(&r, buf, len, PS_MSG_AUTH_PROOF);
+    if (st != RF_OK)
+        return st;
+    const unsigned char *at;
+    if (r_take(&r, PS_AUTH_MAC, "mac", &at))
+        memcpy(m->mac, at, PS_AUTH_MAC);
+    return r_end(&r, PS_MSG_AUTH_PROOF);
 }

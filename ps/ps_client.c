@@ -222,6 +222,13 @@ static try_result handshake(ps_cli_conn *p, const ps_conn_welcome *w)
         cli_conn_fail(p, "posting receives: %s", rf_error_message());
         return TRY_AGAIN;
     }
+    if (c->opt.secret && (st = cli_authenticate(p, w)) != RF_OK) {
+        if (st == RF_ERR_AUTH) {
+            p->fatal = RF_ERR_AUTH;
+            return TRY_FATAL;
+        }
+        return st == RF_ERR_CORRUPT ? TRY_FATAL : TRY_AGAIN;
+    }
     uint64_t *ring = (uint64_t *)(void *)(cli_req_buf(p) + PS_REQ_MAX);
     ps_hello h = {.client_id = c->opt.client_id,
                   .flags = c->opt.is_chief ? PS_CONN_FLAG_CHIEF : 0,
@@ -289,9 +296,11 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
 {
     rf_ps_client *c = p->client;
     cli_conn_close(p);
+    p->fatal = RF_OK;
     unsigned char priv[PS_CONN_HELLO_SIZE];
     ps_conn_hello hello = {.client_id = c->opt.client_id,
-                           .flags = c->opt.is_chief ? PS_CONN_FLAG_CHIEF : 0};
+                           .flags = (c->opt.is_chief ? PS_CONN_FLAG_CHIEF : 0) |
+                                    (c->opt.secret ? PS_CONN_FLAG_AUTH : 0)};
     ps_conn_hello_encode(&hello, priv);
     rf_ep_attr attr = {.send_cq = c->cq,
                        .recv_cq = c->cq,
@@ -306,6 +315,12 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
         size_t rlen = 0;
         const char *data =
             st == RF_ERR_UNAVAILABLE ? rf_connect_reject_data(&rlen) : NULL;
+        size_t alen = strlen(PS_REJECT_AUTH);
+        if (data && rlen >= alen && memcmp(data, PS_REJECT_AUTH, alen) == 0) {
+            cli_auth_refused(p, data, rlen);
+            p->fatal = RF_ERR_AUTH;
+            return TRY_FATAL;
+        }
         if (data && rlen) {
             rf_error_set(RF_ERR_UNAVAILABLE, "%s refused the connection: %.*s",
                          name, (int)rlen, data);
@@ -347,8 +362,9 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
         char why[512];
         snprintf(why, sizeof why, "%s", rf_error_message());
         cli_conn_close(p);
-        rf_error_set(RF_ERR_CORRUPT, "%s", why);
-        p->fatal = RF_ERR_CORRUPT;
+        rf_status fatal = p->fatal == RF_ERR_AUTH ? RF_ERR_AUTH : RF_ERR_CORRUPT;
+        rf_error_set(fatal, "%s", why);
+        p->fatal = fatal;
     }
     return r;
 }

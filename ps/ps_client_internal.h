@@ -162,6 +162,11 @@ struct rf_ps_client {
 
 /* ps_client.c */
 const char *cli_ps_name(const ps_cli_conn *p, char *buf, size_t len);
+/* ps_client_auth.c: the handshake before HELLO (RF_ERR_AUTH: refused, not
+ * retried), and the status and message of a connect reject whose data
+ * starts with PS_REJECT_AUTH. */
+rf_status cli_authenticate(ps_cli_conn *p, const ps_conn_welcome *w);
+rf_status cli_auth_refused(const ps_cli_conn *p, const char *data, size_t len);
 /* Marks the connection down (keeping the endpoint for reconnect). */
 void cli_conn_fail(ps_cli_conn *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

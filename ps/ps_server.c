@@ -33,7 +33,8 @@ bool ps_srv_stopping(rf_ps_server *s)
 
 void ps_conn_label(const ps_server_conn *c, char *buf, size_t len)
 {
-    snprintf(buf, len, "client %u%s", c->client_id, c->chief ? " (chief)" : "");
+    snprintf(buf, len, "client %u%s from %s", c->client_id,
+             c->chief ? " (chief)" : "", c->peer);
 }
 
 static void conn_close(ps_server_conn *c)
@@ -53,7 +54,7 @@ void ps_conn_drop(ps_server_conn *c, const char *why)
 {
     if (c->dead)
         return;
-    char text[512], who[96];
+    char text[512], who[160];
     snprintf(text, sizeof text, "%s", why ? why : "");
     ps_conn_label(c, who, sizeof who);
     RF_LOG_WARN("ps %d: dropping the connection of %s: %s",
@@ -63,7 +64,7 @@ void ps_conn_drop(ps_server_conn *c, const char *why)
 
 static void conn_lost(ps_server_conn *c, rf_status st)
 {
-    char who[96];
+    char who[160];
     ps_conn_label(c, who, sizeof who);
     RF_LOG_INFO("ps %d: %s disconnected (%s)", c->srv->opt.task_index, who,
                 rf_status_string(st));
@@ -91,6 +92,8 @@ static void adopt(rf_ps_server *s, ps_pending *p)
         c->ep = p->ep;
         c->client_id = p->hello.client_id;
         c->chief = p->hello.flags & PS_CONN_FLAG_CHIEF;
+        memcpy(c->peer, p->peer, sizeof c->peer);
+        c->auth = s->opt.secret ? PS_AUTH_WAIT_REQ : PS_AUTH_DONE;
         c->stag = (ps_tag){.conn = c, .kind = PS_TAG_SEND};
         c->mem_len = PS_CONN_MEM_LEN;
         c->mem = aligned_alloc(64, c->mem_len);
@@ -125,8 +128,9 @@ static void adopt(rf_ps_server *s, ps_pending *p)
     c->next = s->conns;
     s->conns = c;
     s->num_conns++;
-    RF_LOG_INFO("ps %d: client %u%s connected", s->opt.task_index, c->client_id,
-                c->chief ? " (chief)" : "");
+    RF_LOG_INFO("ps %d: client %u%s connected from %s%s", s->opt.task_index,
+                c->client_id, c->chief ? " (chief)" : "", c->peer,
+                s->opt.secret ? " (authenticating)" : "");
 }
 
 static void handle(rf_ps_server *s, const rf_completion *comp)
@@ -140,6 +144,8 @@ static void handle(rf_ps_server *s, const rf_completion *comp)
         c->sends_done++;
         if (comp->status != RF_OK)
             conn_lost(c, comp->status);
+        else if (c->closing && c->sends_done >= c->sends_posted)
+            ps_conn_drop(c, "refused (the reason was sent)");
         return;
     }
     if (comp->status != RF_OK) {
@@ -252,12 +258,14 @@ static void *service_main(void *arg)
 
 static void reject(rf_ps_server *s, rf_conn_req *req, const char *why)
 {
+    const char *peer = rf_conn_req_peer(req);
     /* the reason travels in the reject's private data: cut it to fit */
     char text[RF_MAX_PRIVATE_DATA + 1];
     size_t n = strnlen(why, RF_MAX_PRIVATE_DATA);
     memcpy(text, why, n);
     text[n] = '\0';
-    RF_LOG_WARN("ps %d: rejecting a connection: %s", s->opt.task_index, why);
+    RF_LOG_WARN("ps %d: rejecting a connection from %s: %s", s->opt.task_index,
+                peer, why);
     rf_reject(req, text, strlen(text));
 }
 
@@ -289,6 +297,15 @@ static void *listen_main(void *arg)
             char why[300];
             snprintf(why, sizeof why, "%s", rf_error_message());
             reject(s, req, why);
+            free(p);
+            continue;
+        }
+        snprintf(p->peer, sizeof p->peer, "%s", rf_conn_req_peer(req));
+        char text[RF_MAX_PRIVATE_DATA + 1];
+        const char *refused =
+            ps_auth_admit(s, &p->hello, p->peer, text, sizeof text);
+        if (refused) {
+            rf_reject(req, refused, strlen(refused));
             free(p);
             continue;
         }
@@ -363,6 +380,12 @@ static rf_status read_options(const rf_ps_server_options *in,
                             out->max_bytes, out->chunk_bytes);
     if (!out->max_workers)
         out->max_workers = DEFAULT_MAX_WORKERS;
+    if (out->bind_roles &&
+        (out->num_workers == 0 || out->chief_id >= out->num_workers))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_server_start: role binding with chief id "
+                            "%u of %u workers",
+                            out->chief_id, out->num_workers);
     if (out->max_workers > 1024)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_server_start: max_workers %d exceeds 1024",

@@ -31,20 +31,29 @@ bool ps_ctrl_send(ps_server_conn *c, const unsigned char *buf, size_t len)
     return true;
 }
 
-static bool reply_error(ps_server_conn *c, uint32_t req_id, rf_status status,
-                        const char *text)
+bool ps_ctrl_reply_error(ps_server_conn *c, uint32_t req_id,
+                         rf_status status, const char *text)
 {
     unsigned char *buf = ps_ctrl_reply_buf(c);
     size_t len;
     if (ps_enc_error_reply(buf, PS_MSG_MAX, req_id, status, text, &len) !=
         RF_OK)
         return false;
-    char who[96];
+    char who[160];
     ps_conn_label(c, who, sizeof who);
     RF_LOG_INFO("ps %d: refusing a request of %s: %s", c->srv->opt.task_index,
                 who, text);
     return ps_ctrl_send(c, buf, len);
 }
+
+void ps_ctrl_refuse(ps_server_conn *c, uint32_t req_id, rf_status status,
+                    const char *text)
+{
+    if (ps_ctrl_reply_error(c, req_id, status, text))
+        c->closing = true;
+}
+
+#define reply_error ps_ctrl_reply_error
 
 static bool on_hello(ps_server_conn *c, uint32_t req_id,
                      const unsigned char *msg, size_t len)
@@ -61,11 +70,22 @@ static bool on_hello(ps_server_conn *c, uint32_t req_id,
                                  : "HELLO disagrees with the connect data");
         return false;
     }
-    /* A client reconnecting under the same id replaces its old
-     * connection: they would share inboxes. */
-    for (ps_server_conn *o = s->conns; o; o = o->next)
-        if (o != c && !o->dead && o->hello && o->client_id == c->client_id)
-            ps_conn_drop(o, "the same client connected again");
+    /* Never evict on a duplicate id: the connected one keeps its inboxes
+     * until its endpoint reports it dead (then it is closed and the id is
+     * free). The newcomer is told to retry (RF_ERR_UNAVAILABLE): it may
+     * be a restarted worker whose predecessor's death is not noticed
+     * yet. */
+    for (ps_server_conn *o = s->conns; o; o = o->next) {
+        if (o != c && !o->dead && o->hello && o->client_id == c->client_id) {
+            char text[PS_ERR_TEXT_MAX];
+            snprintf(text, sizeof text,
+                     "client id %u is connected already from %s; refusing "
+                     "the new connection from %s",
+                     c->client_id, o->peer, c->peer);
+            ps_ctrl_refuse(c, req_id, RF_ERR_UNAVAILABLE, text);
+            return false;
+        }
+    }
     c->hello = true;
     c->ring = h.ring;
     c->ring_slots = h.ring_slots;
@@ -197,7 +217,7 @@ static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
     if (ps_enc_empty(buf, PS_MSG_MAX, PS_MSG_SHUTDOWN_REPLY, req_id, &n) !=
         RF_OK)
         return false;
-    char who[96];
+    char who[160];
     ps_conn_label(c, who, sizeof who);
     RF_LOG_INFO("ps %d: SHUTDOWN from %s", c->srv->opt.task_index, who);
     ps_sync_log_stats(c->srv);
@@ -212,6 +232,12 @@ bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
         ps_conn_drop(c, rf_error_message());
         return false;
     }
+    if (c->closing) {
+        ps_conn_drop(c, "a request after its connection was refused");
+        return false;
+    }
+    if (c->auth != PS_AUTH_DONE)
+        return ps_auth_handle(c, &h, msg, len);
     if (!c->hello && h.type != PS_MSG_HELLO) {
         char why[128];
         snprintf(why, sizeof why, "%s before HELLO", ps_msg_type_name(h.type));
@@ -236,7 +262,9 @@ bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
         return on_shutdown(c, h.req_id);
     default: {
         char why[128];
-        snprintf(why, sizeof why, "unexpected %s (a reply type) from a worker",
+        snprintf(why, sizeof why,
+                 "unexpected %s (a reply, or a handshake message out of "
+                 "place)",
                  ps_msg_type_name(h.type));
         ps_conn_drop(c, why);
         return false;

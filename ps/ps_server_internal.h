@@ -80,6 +80,12 @@ struct ps_server_conn {
     bool hello; /* HELLO received */
     uint32_t client_id;
     bool chief;
+    char peer[64]; /* the connector's address */
+    /* Authentication (ps_server_auth.c): PS_AUTH_DONE when the server has
+     * no secret. */
+    int auth;
+    unsigned char client_nonce[PS_AUTH_NONCE], ps_nonce[PS_AUTH_NONCE];
+    bool closing; /* refused: closed once its last reply was sent */
     rf_mr_desc ring;
     uint32_t ring_slots;
     uint64_t acks;      /* acks sent */
@@ -97,6 +103,7 @@ struct ps_server_conn {
 typedef struct ps_pending {
     rf_ep *ep;
     ps_conn_hello hello;
+    char peer[64];
     struct ps_pending *next;
 } ps_pending;
 
@@ -143,6 +150,8 @@ static inline size_t ps_conn_stage_off(void)
 }
 #define PS_CONN_MEM_LEN (ps_conn_stage_off() + 8u * PS_SRV_RECV_DEPTH)
 
+enum { PS_AUTH_WAIT_REQ = 1, PS_AUTH_WAIT_PROOF, PS_AUTH_DONE };
+
 /* ps_server.c */
 void ps_conn_drop(ps_server_conn *c, const char *why);
 bool ps_srv_stopping(rf_ps_server *s);
@@ -154,6 +163,25 @@ bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len);
 /* Sends a reply prepared in the buffer from ps_ctrl_reply_buf. */
 unsigned char *ps_ctrl_reply_buf(ps_server_conn *c);
 bool ps_ctrl_send(ps_server_conn *c, const unsigned char *buf, size_t len);
+
+/* Replies with an ERROR_REPLY {status, text} (logged); false if the
+ * connection was dropped. */
+bool ps_ctrl_reply_error(ps_server_conn *c, uint32_t req_id, rf_status status,
+                         const char *text);
+/* Sends the ERROR_REPLY and closes the connection once it is sent. */
+void ps_ctrl_refuse(ps_server_conn *c, uint32_t req_id, rf_status status,
+                    const char *text);
+
+/* ps_server_auth.c: the connect-time checks (secret configured on both
+ * sides, roles bound to the cluster spec): NULL if the hello may proceed,
+ * else the short reject text (PS_REJECT_AUTH...) with the full reason,
+ * naming peer, logged. */
+const char *ps_auth_admit(rf_ps_server *s, const ps_conn_hello *h,
+                          const char *peer, char *text, size_t len);
+/* An AUTH_* request on a connection still authenticating; false if the
+ * connection was dropped. */
+bool ps_auth_handle(ps_server_conn *c, const ps_msg_hdr *h,
+                    const unsigned char *msg, size_t len);
 
 /* ps_server_shards.c */
 rf_status ps_shards_init(rf_ps_server *s);

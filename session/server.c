@@ -1,7 +1,8 @@
 /* session/server.c: rf_server, what every task starts (tf.train.Server):
  * the NUMA binding of the calling thread and the fabric on the task's
- * cluster address, and for a ps task the ps server that serves until the
- * chief's SHUTDOWN. Knows nothing of the model. */
+ * cluster address, the cluster secret if any, and for a ps task the ps
+ * server that serves until the chief's SHUTDOWN, its roles bound to the
+ * cluster spec. Knows nothing of the model. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,13 @@ static void apply_span(void *ctx, const char *name, const char *args,
                        uint64_t t0_ns, uint64_t dur_ns, uint64_t update)
 {
     rf_trace_add_span(ctx, name, "ps", args, t0_ns, dur_ns, 0, update);
+}
+
+/* The chief's worker id (id_in_cluster: 0). */
+static int chief_id(const rf_cluster *cluster)
+{
+    const rf_cluster_task *t = rf_cluster_chief(cluster);
+    return t && t->worker_id >= 0 ? t->worker_id : 0;
 }
 
 static bool is_ps(const rf_server *sv)
@@ -40,7 +48,13 @@ rf_status rf_server_start(const rf_cluster *cluster,
     /* A worker binds itself (threads created from now on, the executor's
      * pool and the fabric's progress thread, inherit it); a ps task's
      * server binds its arena and service threads itself. */
-    rf_status st = RF_OK;
+    rf_status st = rf_secret_load_default(sv->opt.cluster_secret_file,
+                                          &sv->secret);
+    if (st != RF_OK) {
+        free(sv);
+        return st;
+    }
+    sv->opt.cluster_secret_file = NULL; /* not kept: the caller's string */
     if (!is_ps(sv)) {
         st = rf_topology_open(&sv->topo);
         if (st == RF_OK)
@@ -70,6 +84,10 @@ rf_status rf_server_start(const rf_cluster *cluster,
             .on_apply = sv->opt.trace ? apply_span : NULL,
             .on_apply_ctx = sv->opt.trace,
             .trace_updates = sv->opt.trace_updates,
+            .secret = sv->secret,
+            .bind_roles = true,
+            .chief_id = (uint32_t)chief_id(cluster),
+            .num_workers = (uint32_t)rf_cluster_num_workers(cluster),
         };
         st =
             rf_ps_server_start(sv->fabric, self->host, self->port, &o, &sv->ps);
@@ -84,6 +102,7 @@ err_fabric:
 err_topo:
     if (sv->topo)
         rf_topology_close(sv->topo);
+    rf_secret_free(sv->secret);
     free(sv);
     return st;
 }
@@ -105,6 +124,7 @@ void rf_server_stop(rf_server *sv)
     rf_fabric_close(sv->fabric);
     if (sv->topo)
         rf_topology_close(sv->topo);
+    rf_secret_free(sv->secret);
     free(sv);
 }
 

@@ -210,6 +210,7 @@ rf_status sess_connect(rf_session *s)
         addrs[i] = rf_cluster_task_address(c, "ps", (int)i);
     rf_ps_client_options o = {.client_id = (uint32_t)s->self->worker_id,
                               .is_chief = s->chief,
+                              .secret = s->server->secret,
                               .connect_timeout_ms =
                                   attempt_or(s, s->opt.connect_timeout_ms, 0),
                               .op_timeout_ms = s->opt.op_timeout_ms,

@@ -35,6 +35,7 @@ struct rf_server {
     rf_fabric *fabric;
     rf_ps_server *ps; /* ps tasks only */
     rf_server_options opt;
+    rf_cluster_secret *secret; /* NULL: the cluster is not authenticated */
 };
 
 /* A trained variable that lives on a ps task. */

@@ -218,6 +218,7 @@ static void hs_complete(sock_fabric *fab, sock_hs *hs)
     r->fd = hs->fd;
     r->peer_max = in.max_send_wr;
     memcpy(r->peer, hs->peer, sizeof r->peer);
+    memcpy(r->base.peer, hs->peer, sizeof r->base.peer);
     epoll_ctl(fab->epfd, EPOLL_CTL_DEL, hs->fd, NULL);
     hs_unlink(fab, hs);
     free(hs);

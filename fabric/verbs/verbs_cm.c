@@ -67,6 +67,24 @@ void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
     }
 }
 
+/* The connector's address as "ip:port" (IPv4 or IPv6), for logs. */
+static void describe_peer(struct rdma_cm_id *id, char *buf, size_t len)
+{
+    struct sockaddr *sa = rdma_get_peer_addr(id);
+    char ip[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (sa && sa->sa_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)(void *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof ip);
+        port = ntohs(in->sin_port);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        struct sockaddr_in6 *in = (struct sockaddr_in6 *)(void *)sa;
+        inet_ntop(AF_INET6, &in->sin6_addr, ip, sizeof ip);
+        port = ntohs(in->sin6_port);
+    }
+    snprintf(buf, len, "%s:%u", ip, port);
+}
+
 int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev)
 {
     vfab *fab = l->fab;
@@ -91,6 +109,7 @@ int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev)
     }
     r->base.listener = &l->base;
     r->id = ev->id;
+    describe_peer(ev->id, r->base.peer, sizeof r->base.peer);
     r->peer_resp_res = ev->param.conn.responder_resources;
     r->peer_init_depth = ev->param.conn.initiator_depth;
     pthread_mutex_lock(&l->mu);

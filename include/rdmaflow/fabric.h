@@ -174,6 +174,8 @@ void rf_listener_close(rf_listener *listener);
 rf_status rf_listener_get_request(rf_listener *listener, int timeout_ms,
                                   rf_conn_req **out);
 const void *rf_conn_req_private_data(const rf_conn_req *req, size_t *len);
+/* The connecting peer's address ("ip:port"), for logs; never NULL. */
+const char *rf_conn_req_peer(const rf_conn_req *req);
 /* Accepts the request (consuming it) with up to RF_MAX_PRIVATE_DATA bytes of
  * reply data, creating a connected endpoint. */
 rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,

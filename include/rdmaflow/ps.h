@@ -60,6 +60,7 @@
 
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/optim.h"
+#include "rdmaflow/secret.h"
 #include "rdmaflow/status.h"
 #include "rdmaflow/types.h"
 
@@ -92,6 +93,18 @@ typedef struct rf_ps_server_options {
                      uint64_t t0_ns, uint64_t dur_ns, uint64_t update);
     void *on_apply_ctx;
     uint64_t trace_updates;
+    /* NULL: no authentication (a client that offers it is refused).
+     * Otherwise every connection must complete the mutual HMAC-SHA256
+     * challenge-response with this secret before any request but the
+     * handshake's is served (a client without one is refused). Must
+     * outlive the server. */
+    const rf_cluster_secret *secret;
+    /* Role binding to the cluster spec: when bind_roles, client ids must
+     * be below num_workers (the training workers, chief included) and only
+     * chief_id may claim the chief flag (create shards, SHUTDOWN). */
+    bool bind_roles;
+    uint32_t chief_id;
+    uint32_t num_workers;
 } rf_ps_server_options;
 
 /* Listens on host:port (port 0: a free port, see rf_ps_server_port) and
@@ -127,6 +140,10 @@ typedef struct rf_ps_client_options {
     int op_timeout_ms;      /* bound on any one wait; 0: 30000 */
     int lock_timeout_ms;    /* use_locking spin bound; 0: 10000 */
     int lookup_timeout_ms;  /* rf_ps_lookup wait for the chief; 0: 30000 */
+    /* NULL: no authentication. Otherwise every ps task must have the
+     * same secret; a ps without one, or with another, fails the connect
+     * with RF_ERR_AUTH (not retried). Must outlive the client. */
+    const rf_cluster_secret *secret;
     /* May be NULL: when a connect or reconnect fails with
      * RF_ERR_UNAVAILABLE, gets the first ps task that did not come up (what
      * a readiness wait names). */

@@ -93,6 +93,12 @@ typedef struct rf_server_options {
      * rf_server_stop. */
     rf_trace *trace;
     uint64_t trace_updates;
+    /* The cluster secret (rdmaflow/secret.h; --cluster_secret_file): NULL
+     * or "" means RF_CLUSTER_SECRET_FILE, and neither means an
+     * unauthenticated cluster. Loaded once by rf_server_start; a ps task
+     * then authenticates every connection, a worker's sessions
+     * authenticate to every ps. */
+    const char *cluster_secret_file;
 } rf_server_options;
 
 /* Starts this task's server, for the task rf_cluster_self(cluster) names:
@@ -101,7 +107,10 @@ typedef struct rf_server_options {
  *   and the fabric's, inherit it) and opens the fabric on that address
  *   (RF_FABRIC);
  * - a ps task also starts serving on its address (rf_ps_server_start): the
- *   chief will create its shards.
+ *   chief will create its shards. Its roles are bound to the cluster: only
+ *   the chief's worker id may claim the chief's role, only training
+ *   workers' ids may connect, and with a cluster secret every connection
+ *   must authenticate.
  * options may be NULL. The cluster must outlive the server. */
 rf_status rf_server_start(const rf_cluster *cluster,
                           const rf_server_options *options, rf_server **out);
