@@ -69,6 +69,7 @@ typedef struct flags {
     long long seed;             /* initial weights and the data's shuffling */
     const char *checkpoint_dir; /* NULL: no checkpoints */
     long long save_checkpoint_steps;
+    const char *cluster_secret_file; /* NULL: RF_CLUSTER_SECRET_FILE */
 } flags;
 
 static const char usage[] =
@@ -77,7 +78,8 @@ static const char usage[] =
     "         [--data_dir=DIR] [--train_steps=N (8000)] [--batch_size=N "
     "(100)]\n"
     "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n"
-    "         [--checkpoint_dir=DIR [--save_checkpoint_steps=N (1000)]]\n";
+    "         [--checkpoint_dir=DIR [--save_checkpoint_steps=N (1000)]]\n"
+    "         [--cluster_secret_file=FILE]\n";
 
 /* A usage error: the message on stderr; returns exit status 2. */
 static int usage_error(const char *fmt, ...)
@@ -147,6 +149,7 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"seed", &seed},
         {"checkpoint_dir", &f->checkpoint_dir},
         {"save_checkpoint_steps", &save_steps},
+        {"cluster_secret_file", &f->cluster_secret_file},
     };
     memset(f, 0, sizeof *f);
     for (int i = 1; i < argc; i++) {
@@ -182,11 +185,12 @@ static int fail(const char *what)
     return 1;
 }
 
-static int run_ps(const rf_cluster *cluster)
+static int run_ps(const flags *f, const rf_cluster *cluster)
 {
     const rf_cluster_task *self = rf_cluster_self(cluster);
     rf_server *server;
-    if (rf_server_start(cluster, NULL, &server) != RF_OK)
+    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
+    if (rf_server_start(cluster, &so, &server) != RF_OK)
         return fail("starting the ps server");
     printf("ps task %d: serving on %s (fabric %s)\n", self->index,
            self->address, rf_fabric_provider(rf_server_fabric(server)));
@@ -468,7 +472,8 @@ static int run_worker(const flags *f, const rf_cluster *cluster)
 {
     worker w = {.f = f, .cluster = cluster, .self = rf_cluster_self(cluster)};
     int rc = 1;
-    if (rf_server_start(cluster, NULL, &w.server) != RF_OK)
+    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
+    if (rf_server_start(cluster, &so, &w.server) != RF_OK)
         rc = fail("starting the server");
     else if (load_data(&w) != RF_OK)
         rc = fail("loading Fashion-MNIST (--data_dir)");
@@ -505,7 +510,7 @@ int main(int argc, char **argv)
                            "--job_name and --task_index, or TF_CONFIG");
     const char *job = rf_cluster_self(cluster)->job;
     if (!strcmp(job, "ps"))
-        rc = run_ps(cluster);
+        rc = run_ps(&f, cluster);
     else if (!strcmp(job, "worker") || !strcmp(job, "chief"))
         rc = run_worker(&f, cluster);
     else

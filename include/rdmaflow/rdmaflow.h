@@ -26,6 +26,7 @@
 #include "rdmaflow/graph.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"
+#include "rdmaflow/secret.h"
 #include "rdmaflow/session.h"
 #include "rdmaflow/spawn.h"
 #include "rdmaflow/status.h"

@@ -63,6 +63,9 @@ static void decode_all(const uint8_t *data, size_t size)
     static ps_spec spec;
     static ps_create_reply cr;
     static ps_error_reply er;
+    ps_auth_req aq;
+    ps_auth_challenge ac;
+    ps_auth_proof ap;
     ps_dir_reply dr;
     switch (h.type) {
     case PS_MSG_HELLO:
@@ -118,8 +121,25 @@ static void decode_all(const uint8_t *data, size_t size)
             REQUIRE(n == size && memcmp(out, data, size) == 0);
         }
         break;
+    case PS_MSG_AUTH_REQ:
+        if (ps_dec_auth_req(data, size, &aq) == RF_OK)
+            same(data, size,
+                 ps_enc_auth_req(out, sizeof out, h.req_id, &aq, &len), len);
+        break;
+    case PS_MSG_AUTH_CHALLENGE:
+        if (ps_dec_auth_challenge(data, size, &ac) == RF_OK)
+            same(data, size,
+                 ps_enc_auth_challenge(out, sizeof out, h.req_id, &ac, &len),
+                 len);
+        break;
+    case PS_MSG_AUTH_PROOF:
+        if (ps_dec_auth_proof(data, size, &ap) == RF_OK)
+            same(data, size,
+                 ps_enc_auth_proof(out, sizeof out, h.req_id, &ap, &len), len);
+        break;
     case PS_MSG_SHUTDOWN_REQ:
     case PS_MSG_SHUTDOWN_REPLY:
+    case PS_MSG_AUTH_OK:
         if (ps_dec_empty(data, size, h.type) == RF_OK)
             same(data, size,
                  ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), len);

@@ -31,6 +31,7 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
         rf_trace_set_thread_name(trace, 0, "apply thread");
     }
     rf_server_options o = {.trace = trace,
+                           .cluster_secret_file = f->cluster_secret_file,
                            .trace_updates =
                                (uint64_t)f->trace_steps *
                                (uint64_t)rf_cluster_num_workers(cluster)};

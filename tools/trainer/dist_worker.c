@@ -250,7 +250,8 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
                 rf_error_message());
         return 2;
     }
-    if (rf_server_start(cluster, NULL, &d.server) != RF_OK) {
+    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
+    if (rf_server_start(cluster, &so, &d.server) != RF_OK) {
         rc = fail(who, rf_error_message());
         goto out;
     }

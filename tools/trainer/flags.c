@@ -252,6 +252,14 @@ static const flag_def flag_table[] = {
      .distributed = true,
      .arg = "H:P,...",
      .help = "parameter-server tasks, in task order"},
+    {.name = "cluster_secret_file",
+     .kind = FK_STRING,
+     .offset = FIELD(cluster_secret_file),
+     .distributed = true,
+     .arg = "FILE",
+     .help = "the cluster's shared secret (a file of 32 to 4096 bytes "
+             "readable by its owner only): every connection to a ps task "
+             "authenticates with it; overrides RF_CLUSTER_SECRET_FILE"},
     {.name = "worker_hosts",
      .kind = FK_CUSTOM,
      .fn = set_worker_hosts,

@@ -44,6 +44,8 @@ typedef struct tr_flags {
     int64_t eval_batch_size;   /* --eval_batch_size */
     bool help;                 /* --help / -h */
     const char *variables_out; /* --variables_out (NULL: none) */
+    /* --cluster_secret_file (NULL: RF_CLUSTER_SECRET_FILE, else none) */
+    const char *cluster_secret_file;
     /* distributed: the cluster flags as given (NULL: not given) */
     const char *ps_hosts, *worker_hosts, *job_name, *task_index;
     const char *apply; /* --apply as given ("ps" by default) */
