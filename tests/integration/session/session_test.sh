@@ -36,6 +36,11 @@
 #                   step to the restored global_step) and trains on to 25:
 #                   the variables equal 25 local steps on both workers'
 #                   batches within the sync tolerance
+#   secret          a cluster secret (RF_CLUSTER_SECRET_FILE): one worker on
+#                   1 ps trains byte-identically to local training; a
+#                   worker without the secret, or with another, fails at
+#                   once (not retried) saying why, and so does a ps whose
+#                   secret file is group-readable
 #   sync_refusals   bad replicas_to_aggregate / total_num_replicas and
 #                   sync with apply=worker refused before connecting; a
 #                   worker whose sync config differs from the shards' (or
@@ -98,6 +103,53 @@ finish() {
         return 1
     fi
     return 0
+}
+
+# finish_fail NAME NEEDLE: task NAME must exit non-zero within its timeout
+# saying NEEDLE.
+finish_fail() {
+    local pid_var=pid_$1 rc
+    wait "${!pid_var}"
+    rc=$?
+    if [[ $rc -eq 0 || $rc -eq 124 ]] || ! grep -qF "$2" "$tmp/$1"; then
+        fail "$1 exited $rc, want a failure saying '$2'"
+        show "$tmp/$1"
+        return 1
+    fi
+    ok "$1 refused: $(grep -m1 -F "$2" "$tmp/$1")"
+}
+
+case_secret() {
+    head -c 48 /dev/urandom >"$tmp/secret" && chmod 600 "$tmp/secret"
+    head -c 48 /dev/urandom >"$tmp/other" && chmod 600 "$tmp/other"
+    RF_CLUSTER_SECRET_FILE=$tmp/secret oracle 1 adam
+    local common=(--steps=25 --optim=adam --seed=11)
+    cluster 1 1 || return
+    RF_CLUSTER_SECRET_FILE=$tmp/secret start ps0 ps --task_index=0 "${common[@]}"
+    local t0=$SECONDS
+    start w0 worker --task_index=0 "${common[@]}"
+    finish_fail w0 "requires a cluster secret but this task has none"
+    RF_CLUSTER_SECRET_FILE=$tmp/other start w0 worker --task_index=0 "${common[@]}"
+    finish_fail w0 "failed authentication"
+    ((SECONDS - t0 < $(t 20))) || fail "refusals took $((SECONDS - t0)) s: retried?"
+    grep -q "requires a cluster secret and the client has none" "$tmp/ps0" &&
+        grep -q "authentication of client 0 (chief) from $host:[0-9]* failed" "$tmp/ps0" &&
+        ok "the ps logged both refusals naming the peer" ||
+        { fail "the ps did not log both refusals"; show "$tmp/ps0"; }
+    RF_CLUSTER_SECRET_FILE=$tmp/secret start w0 worker --task_index=0 "${common[@]}"
+    finish w0 0 && finish ps0 0 && ok "with the secret the job completes after the refusals"
+    cluster 1 1 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    RF_CLUSTER_SECRET_FILE=$tmp/secret start w0 worker --task_index=0 "${common[@]}"
+    finish_fail w0 "has no cluster secret but this task has one"
+    grep -q "the client has a cluster secret but this ps task has none" "$tmp/ps0" &&
+        ok "the ps without a secret logged it" ||
+        { fail "the ps without a secret did not log it"; show "$tmp/ps0"; }
+    kill "$pid_ps0" 2>/dev/null
+    chmod 640 "$tmp/secret"
+    cluster 1 1 || return
+    RF_CLUSTER_SECRET_FILE=$tmp/secret start ps0 ps --task_index=0 "${common[@]}"
+    finish_fail ps0 "has mode 0640: group or others may read or write it"
 }
 
 # oracle NPS OPTIM ARGS...: local training vs one worker on NPS ps tasks.
@@ -572,6 +624,7 @@ sync_stale) case_sync_stale ;;
 sync_backup) case_sync_backup ;;
 sync_restore) case_sync_restore ;;
 sync_refusals) case_sync_refusals ;;
+secret) case_secret ;;
 *)
     echo "unknown case $case_name"
     exit 2
