@@ -113,8 +113,7 @@ rf_status rf_secret_load(const char *path, rf_cluster_secret **out)
     return RF_OK;
 }
 
-rf_status rf_secret_load_default(const char *flag_path,
-                                 rf_cluster_secret **out)
+rf_status rf_secret_load_default(const char *flag_path, rf_cluster_secret **out)
 {
     if (!out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_secret_load_default: NULL");

@@ -27,7 +27,7 @@
 #include "rdmaflow/types.h"
 
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 2u /* 2: authentication, PS_CONN_FLAG_AUTH */
+#define PS_PROTO_VERSION 2u          /* 2: authentication, PS_CONN_FLAG_AUTH */
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */
@@ -58,7 +58,7 @@ typedef enum ps_msg_type {
     PS_MSG_AUTH_CHALLENGE, /* ps: its nonce, identity and HMAC */
     PS_MSG_AUTH_PROOF,     /* worker: its HMAC */
     PS_MSG_AUTH_OK,        /* ps: the worker is authenticated */
-    PS_MSG_TYPE_END /* one past the last */
+    PS_MSG_TYPE_END        /* one past the last */
 } ps_msg_type;
 
 const char *ps_msg_type_name(uint32_t type);

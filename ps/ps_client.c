@@ -362,7 +362,8 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
         char why[512];
         snprintf(why, sizeof why, "%s", rf_error_message());
         cli_conn_close(p);
-        rf_status fatal = p->fatal == RF_ERR_AUTH ? RF_ERR_AUTH : RF_ERR_CORRUPT;
+        rf_status fatal =
+            p->fatal == RF_ERR_AUTH ? RF_ERR_AUTH : RF_ERR_CORRUPT;
         rf_error_set(fatal, "%s", why);
         p->fatal = fatal;
     }

@@ -30,9 +30,9 @@ rf_status cli_auth_refused(const ps_cli_conn *p, const char *data, size_t len)
                             "none (--cluster_secret_file, "
                             "RF_CLUSTER_SECRET_FILE)",
                             name);
-    return rf_error_set(RF_ERR_AUTH, "%s refused this task (client id %u%s): %.*s",
-                        name, c->opt.client_id,
-                        c->opt.is_chief ? ", chief" : "", wlen, why);
+    return rf_error_set(
+        RF_ERR_AUTH, "%s refused this task (client id %u%s): %.*s", name,
+        c->opt.client_id, c->opt.is_chief ? ", chief" : "", wlen, why);
 }
 
 rf_status cli_authenticate(ps_cli_conn *p, const ps_conn_welcome *w)
@@ -40,11 +40,11 @@ rf_status cli_authenticate(ps_cli_conn *p, const ps_conn_welcome *w)
     rf_ps_client *c = p->client;
     char name[340];
     cli_ps_name(p, name, sizeof name);
-    ps_auth_transcript t = {
-        .client_id = c->opt.client_id,
-        .flags = PS_CONN_FLAG_AUTH | (c->opt.is_chief ? PS_CONN_FLAG_CHIEF : 0),
-        .ps_index = w->ps_index,
-        .incarnation = w->incarnation};
+    ps_auth_transcript t = {.client_id = c->opt.client_id,
+                            .flags = PS_CONN_FLAG_AUTH |
+                                     (c->opt.is_chief ? PS_CONN_FLAG_CHIEF : 0),
+                            .ps_index = w->ps_index,
+                            .incarnation = w->incarnation};
     ps_auth_req q = {.client_id = t.client_id, .flags = t.flags};
     ps_auth_nonce(q.nonce);
     memcpy(t.client_nonce, q.nonce, PS_AUTH_NONCE);
@@ -69,14 +69,13 @@ rf_status cli_authenticate(ps_cli_conn *p, const ps_conn_welcome *w)
     }
     if (ch.ps_index != w->ps_index || ch.incarnation != w->incarnation) {
         cli_conn_fail(p, "AUTH_CHALLENGE names another ps");
-        return rf_error_set(RF_ERR_AUTH,
-                            "%s: its AUTH_CHALLENGE names ps task %d "
-                            "incarnation 0x%016llx, the welcome ps task %d "
-                            "0x%016llx",
-                            name, (int)ch.ps_index,
-                            (unsigned long long)ch.incarnation,
-                            (int)w->ps_index,
-                            (unsigned long long)w->incarnation);
+        return rf_error_set(
+            RF_ERR_AUTH,
+            "%s: its AUTH_CHALLENGE names ps task %d "
+            "incarnation 0x%016llx, the welcome ps task %d "
+            "0x%016llx",
+            name, (int)ch.ps_index, (unsigned long long)ch.incarnation,
+            (int)w->ps_index, (unsigned long long)w->incarnation);
     }
     memcpy(t.ps_nonce, ch.nonce, PS_AUTH_NONCE);
     bool ps_ok = ps_auth_verify(c->opt.secret, PS_AUTH_BY_PS, &t, ch.mac);

@@ -31,8 +31,8 @@ bool ps_ctrl_send(ps_server_conn *c, const unsigned char *buf, size_t len)
     return true;
 }
 
-bool ps_ctrl_reply_error(ps_server_conn *c, uint32_t req_id,
-                         rf_status status, const char *text)
+bool ps_ctrl_reply_error(ps_server_conn *c, uint32_t req_id, rf_status status,
+                         const char *text)
 {
     unsigned char *buf = ps_ctrl_reply_buf(c);
     size_t len;
@@ -82,6 +82,7 @@ static bool on_hello(ps_server_conn *c, uint32_t req_id,
                      "client id %u is connected already from %s; refusing "
                      "the new connection from %s",
                      c->client_id, o->peer, c->peer);
+            RF_LOG_WARN("ps %d: %s", s->opt.task_index, text);
             ps_ctrl_refuse(c, req_id, RF_ERR_UNAVAILABLE, text);
             return false;
         }

@@ -48,8 +48,8 @@ rf_status rf_server_start(const rf_cluster *cluster,
     /* A worker binds itself (threads created from now on, the executor's
      * pool and the fabric's progress thread, inherit it); a ps task's
      * server binds its arena and service threads itself. */
-    rf_status st = rf_secret_load_default(sv->opt.cluster_secret_file,
-                                          &sv->secret);
+    rf_status st =
+        rf_secret_load_default(sv->opt.cluster_secret_file, &sv->secret);
     if (st != RF_OK) {
         free(sv);
         return st;

@@ -1,6 +1,7 @@
 /* tests/integration/ps/helper.c: rf_ps_helper, the processes the ps tests
  * start (fork + exec). Roles:
  *   ps --index I --port P [--chunk-kb K] [--max-workers M]
+ *      [--secret FILE] [--workers N --chief C]
  *                                  a ps task: prints "READY <port> <incarn.>"
  *                                  then serves until SHUTDOWN; exit 0 then
  *   push --ps A[,B] --id N --steps S --mode ps|worker --locking 0|1
@@ -15,6 +16,13 @@
  *   done --ps A[,B] --id N         a worker that finished: connects and
  *                                  announces it (rf_ps_worker_done); prints
  *                                  "DONE"
+ *   hold --ps A --id N --ms T [--secret FILE]
+ *                                  a worker that stays connected for T ms,
+ *                                  reading global_step every 20 ms (each
+ *                                  read must succeed); prints "CONNECTED"
+ *                                  then "HELD <reads>"
+ * --secret FILE: the cluster secret (ps: authenticate every client; a
+ * client: authenticate); --workers/--chief: the ps binds roles.
  * Every failure is a CHECK (message on stderr, exit 1). */
 #include <signal.h>
 #include <stdio.h>
@@ -50,6 +58,17 @@ static int role_ps(int argc, char **argv)
         .chunk_bytes = (size_t)atoi(arg(argc, argv, "--chunk-kb", "1024"))
                        << 10,
         .max_workers = atoi(arg(argc, argv, "--max-workers", "0"))};
+    rf_cluster_secret *secret = NULL;
+    const char *sf = arg(argc, argv, "--secret", "");
+    if (sf[0])
+        CHECK_OK(rf_secret_load(sf, &secret));
+    o.secret = secret;
+    int workers = atoi(arg(argc, argv, "--workers", "0"));
+    if (workers > 0) {
+        o.bind_roles = true;
+        o.num_workers = (uint32_t)workers;
+        o.chief_id = (uint32_t)atoi(arg(argc, argv, "--chief", "0"));
+    }
     rf_ps_server *s = NULL;
     CHECK_OK(rf_ps_server_start(
         f, pt_host(), (uint16_t)atoi(arg(argc, argv, "--port", "0")), &o, &s));
@@ -61,7 +80,42 @@ static int role_ps(int argc, char **argv)
     fflush(stdout);
     rf_ps_server_stop(s);
     rf_fabric_close(f);
+    rf_secret_free(secret);
     return st == RF_OK ? 0 : 1;
+}
+
+static int role_hold(int argc, char **argv)
+{
+    rft_set_who("hold-worker");
+    const char *addrs[1] = {arg(argc, argv, "--ps", NULL)};
+    uint32_t id = (uint32_t)atoi(arg(argc, argv, "--id", "1"));
+    long long ms = atoll(arg(argc, argv, "--ms", "1000"));
+    rf_cluster_secret *secret = NULL;
+    const char *sf = arg(argc, argv, "--secret", "");
+    if (sf[0])
+        CHECK_OK(rf_secret_load(sf, &secret));
+    rf_fabric *f = pt_fabric();
+    rf_ps_client_options o = {.client_id = id,
+                              .secret = secret,
+                              .connect_timeout_ms = rft_ms(20000),
+                              .op_timeout_ms = rft_ms(20000)};
+    rf_ps_client *c = NULL;
+    CHECK_OK(rf_ps_client_connect(f, addrs, 1, &o, &c));
+    printf("CONNECTED\n");
+    fflush(stdout);
+    long long end = rf_now_ms() + ms, reads = 0;
+    while (rf_now_ms() < end) {
+        int64_t v;
+        CHECK_OK(rf_ps_global_step_read(c, &v));
+        reads++;
+        rf_sleep_ms(20);
+    }
+    printf("HELD %lld\n", reads);
+    fflush(stdout);
+    rf_ps_client_close(c);
+    rf_fabric_close(f);
+    rf_secret_free(secret);
+    return 0;
 }
 
 static int role_push(int argc, char **argv)
@@ -185,6 +239,8 @@ int main(int argc, char **argv)
         rc = role_wait_init(argc, argv);
     else if (strcmp(argv[1], "done") == 0)
         rc = role_done(argc, argv);
+    else if (strcmp(argv[1], "hold") == 0)
+        rc = role_hold(argc, argv);
     else
         fprintf(stderr, "rf_ps_helper: unknown role %s\n", argv[1]);
     pt_buf_release_all();
