@@ -12,7 +12,9 @@
  * Before any message, the connect private data carries a short hello
  * (ps_conn_hello: magic, version, client id, flags) and the accept carries
  * ps_conn_welcome (magic, version, ps task index, incarnation); a version
- * mismatch is rejected with a text reason. */
+ * mismatch is rejected with a text reason. When the ps has a cluster secret
+ * the first messages are AUTH_REQ / AUTH_CHALLENGE / AUTH_PROOF / AUTH_OK
+ * (ps_auth.h, docs/DESIGN.md), before HELLO. */
 #ifndef RF_GRAPH_DIST_PROTO_H
 #define RF_GRAPH_DIST_PROTO_H
 
