@@ -511,6 +511,56 @@ case_trace() {
 # shard is refused naming the variable and both shapes, it exits 1, and the
 # ps keeps serving the chief's variables (the chief is then stopped by the
 # test: it would wait for the failed worker).
+# secret: 1 ps x 1 worker with --cluster_secret_file; a worker with another
+# secret and one without are refused at once (RF_ERR_AUTH is not retried by
+# the monitored session) while the ps serves on; then the job completes.
+case_secret() {
+    local ps0 w0
+    used_ports=" "
+    free_port ps0 && free_port w0 || {
+        fail "no free ports"
+        return
+    }
+    head -c 32 /dev/urandom >"$tmp/s" && chmod 600 "$tmp/s"
+    head -c 32 /dev/urandom >"$tmp/o" && chmod 600 "$tmp/o"
+    local cluster=(--ps_hosts="$host:$ps0" --worker_hosts="$host:$w0")
+    local train=(--model=softmax --batch_size=50 --threads=1 --log_every=0
+        --train_steps=30)
+    local to t0 rc
+    to=$(t 120)
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=ps --task_index=0 \
+        --cluster_secret_file="$tmp/s" >"$tmp/p0" 2>&1 &
+    local pp0=$!
+    t0=$SECONDS
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=worker --task_index=0 \
+        "${train[@]}" --cluster_secret_file="$tmp/o" >"$tmp/bad" 2>&1
+    rc=$?
+    if [[ $rc -ne 0 && $rc -ne 124 ]] && grep -q "failed authentication" "$tmp/bad"; then
+        ok "a worker with another secret exits $rc: $(grep -m1 -o 'ps task 0.*failed authentication' "$tmp/bad")"
+    else
+        fail "a worker with another secret: exit $rc"
+        show "$tmp/bad"
+    fi
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=worker --task_index=0 \
+        "${train[@]}" >"$tmp/none" 2>&1
+    rc=$?
+    if [[ $rc -ne 0 && $rc -ne 124 ]] && grep -q "requires a cluster secret but this task has none" "$tmp/none"; then
+        ok "a worker without the secret exits $rc, saying the ps requires one"
+    else
+        fail "a worker without the secret: exit $rc"
+        show "$tmp/none"
+    fi
+    ((SECONDS - t0 < $(t 30))) || fail "the refusals took $((SECONDS - t0)) s: retried?"
+    timeout "$to" "$trainer" "${cluster[@]}" --job_name=worker --task_index=0 \
+        "${train[@]}" --cluster_secret_file="$tmp/s" >"$tmp/w0" 2>&1
+    rc=$?
+    [[ $rc -eq 0 ]] || { fail "the worker with the secret exited $rc"; show "$tmp/w0"; }
+    wait "$pp0"
+    rc=$?
+    [[ $rc -eq 0 ]] && ok "with the secret the job completes and the ps exits 0" ||
+        { fail "ps exited $rc"; show "$tmp/p0"; }
+}
+
 case_mismatch() {
     local ps0 w0 w1
     used_ports=" "
@@ -591,6 +641,10 @@ trace)
 sync)
     need_data
     case_sync
+    ;;
+secret)
+    need_data
+    case_secret
     ;;
 *)
     echo "unknown case $case_name"
