@@ -85,6 +85,17 @@ static void expect_log(const char *log, const char *needle)
     }
 }
 
+/* prefix followed by this test's host and a colon (a peer address), in a
+ * static ring of buffers. */
+static const char *at_host(const char *prefix)
+{
+    static char bufs[4][256];
+    static int next;
+    char *b = bufs[next++ % 4];
+    snprintf(b, 256, "%s%s:", prefix, pt_host());
+    return b;
+}
+
 static rf_status try_client(rf_fabric *f, uint16_t port, uint32_t id,
                             bool chief, const rf_cluster_secret *secret,
                             int timeout_ms, rf_ps_client **out)
@@ -171,7 +182,7 @@ void case_auth_connect(void)
     /* No secret against a ps with one. */
     expect_refused(f, ps.port, 3, false, NULL, RF_ERR_AUTH,
                    "requires a cluster secret but this task has none");
-    expect_log(log, "refusing client 3 from 127.");
+    expect_log(log, at_host("refusing client 3 from "));
     expect_log(log, "this ps task requires a cluster secret and the client "
                     "has none");
     /* The authenticated clients are undisturbed. */
@@ -186,7 +197,7 @@ void case_auth_connect(void)
     start_ps(&ps, "ps-plain", NULL, log, sizeof log);
     expect_refused(f, ps.port, 1, false, secret, RF_ERR_AUTH,
                    "has no cluster secret but this task has one");
-    expect_log(log, "refusing client 1 from 127.");
+    expect_log(log, at_host("refusing client 1 from "));
     expect_log(log, "the client has a cluster secret but this ps task has "
                     "none");
     chief = client(f, ps.port, 0, true, NULL);
@@ -320,7 +331,7 @@ void case_auth_raw(void)
     send_range(&r, PS_MSG_REGIONS_REQ);
     expect_dropped_silently(&r);
     raw_close(&r);
-    expect_log(log, "authentication of client 1 from 127.");
+    expect_log(log, at_host("authentication of client 1 from "));
     /* No authentication offered at all: refused at connect. */
     unsigned char priv[PS_CONN_HELLO_SIZE];
     ps_conn_hello h = {.client_id = 1};
@@ -428,8 +439,8 @@ void case_auth_duplicate(void)
     long long t0 = rf_now_ms();
     CHECK_ST(try_client(f, ps.port, 1, false, secret, rft_ms(1000), &c),
              RF_ERR_UNAVAILABLE);
-    CHECK_MSG("client id 1 is connected already from 127.");
-    CHECK_MSG("refusing the new connection from 127.");
+    CHECK_MSG(at_host("client id 1 is connected already from "));
+    CHECK_MSG(at_host("refusing the new connection from "));
     rft_note("duplicate refused (retried for %lld ms): %s", rf_now_ms() - t0,
              rf_error_message());
     expect_log(log, "client id 1 is connected already from");
