@@ -19,10 +19,14 @@
 
 static unsigned char out[PS_MSG_MAX];
 
-static void same(const uint8_t *data, size_t size, rf_status st, size_t len)
+/* len is read here, after the encoder (the call that is st) wrote it: a
+ * size_t argument beside that call could be evaluated before it (C leaves
+ * the order unspecified; gcc does so). */
+static void same(const uint8_t *data, size_t size, rf_status st,
+                 const size_t *len)
 {
     REQUIRE(st == RF_OK);
-    REQUIRE(len == size && memcmp(out, data, size) == 0);
+    REQUIRE(*len == size && memcmp(out, data, size) == 0);
 }
 
 static ps_entry dir_entries[PS_MSG_MAX / 40];
@@ -68,32 +72,33 @@ static void decode_all(const uint8_t *data, size_t size)
     case PS_MSG_HELLO:
         if (ps_dec_hello(data, size, &hello) == RF_OK)
             same(data, size,
-                 ps_enc_hello(out, sizeof out, h.req_id, &hello, &len), len);
+                 ps_enc_hello(out, sizeof out, h.req_id, &hello, &len), &len);
         break;
     case PS_MSG_HELLO_REPLY:
         if (ps_dec_hello_reply(data, size, &hr) == RF_OK)
             same(data, size,
-                 ps_enc_hello_reply(out, sizeof out, h.req_id, &hr, &len), len);
+                 ps_enc_hello_reply(out, sizeof out, h.req_id, &hr, &len),
+                 &len);
         break;
     case PS_MSG_REGIONS_REQ:
     case PS_MSG_DIR_REQ:
         if (ps_dec_range_req(data, size, h.type, &rq) == RF_OK)
             same(data, size,
                  ps_enc_range_req(out, sizeof out, h.type, h.req_id, &rq, &len),
-                 len);
+                 &len);
         break;
     case PS_MSG_REGIONS_REPLY:
         if (ps_dec_regions_reply(data, size, &rr) == RF_OK)
             same(data, size,
                  ps_enc_regions_reply(out, sizeof out, h.req_id, &rr, &len),
-                 len);
+                 &len);
         break;
     case PS_MSG_CREATE_REQ:
         if (ps_dec_create_req(data, size, &spec) == RF_OK) {
             REQUIRE(ps_spec_check(&spec) == RF_OK);
             same(data, size,
                  ps_enc_create_req(out, sizeof out, h.req_id, &spec, &len),
-                 len);
+                 &len);
         }
         break;
     case PS_MSG_CREATE_REPLY:
@@ -102,7 +107,7 @@ static void decode_all(const uint8_t *data, size_t size)
             REQUIRE(ps_entry_size(&cr.entry) <= PS_ENTRY_MAX);
             same(data, size,
                  ps_enc_create_reply(out, sizeof out, h.req_id, &cr, &len),
-                 len);
+                 &len);
         }
         break;
     case PS_MSG_DIR_REPLY:
@@ -122,7 +127,7 @@ static void decode_all(const uint8_t *data, size_t size)
     case PS_MSG_SHUTDOWN_REPLY:
         if (ps_dec_empty(data, size, h.type) == RF_OK)
             same(data, size,
-                 ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), len);
+                 ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), &len);
         break;
     case PS_MSG_ERROR_REPLY:
         if (ps_dec_error_reply(data, size, &er) == RF_OK) {
@@ -130,7 +135,7 @@ static void decode_all(const uint8_t *data, size_t size)
             same(data, size,
                  ps_enc_error_reply(out, sizeof out, h.req_id, er.status,
                                     er.text, &len),
-                 len);
+                 &len);
         }
         break;
     default:
