@@ -3,8 +3,10 @@
  * two strings, each parsed; a refusal must say why and leave the spec
  * cleared. A parsed spec must print canonically and reparse to an equal
  * spec (canonicalize gives the same text); the two are then merged
- * (DeviceSpec.merge_from and MergeDevNames, soft placement on and off) and
- * compared, checking the relations those promise. */
+ * (DeviceSpec.merge_from and MergeDevNames, soft placement on and off),
+ * compared, checking the relations those promise, and pushed as two nested
+ * tf.device scopes (graph/device_stack.c) whose result for a new op must be
+ * the merge. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,26 @@ static bool parse(const char *s, rf_device_spec *d)
     REQUIRE(strcmp(buf, canon) == 0);
     REQUIRE(rf_device_spec_is_specification(&again, d) || !d->type[0]);
     return true;
+}
+
+/* with tf.device(outer): with tf.device(inner): a new op gets inner's
+ * fields over outer's, the same as merged (graph/device_stack.c). */
+static void stack_apply(const char *outer, const char *inner,
+                        const rf_device_spec *merged)
+{
+    rf_device_stack *st = NULL;
+    REQUIRE(rf_device_stack_create(&st) == RF_OK);
+    REQUIRE(rf_device_stack_push(st, outer) == RF_OK);
+    REQUIRE(rf_device_stack_push(st, inner) == RF_OK);
+    const rf_op_desc op = {.type = "VariableV2", .name = "v", .device = ""};
+    char got[RF_DEVICE_STRING_MAX], want[RF_DEVICE_STRING_MAX];
+    REQUIRE(rf_device_stack_apply(st, &op, got, sizeof got) == RF_OK);
+    REQUIRE(rf_device_spec_to_string(merged, want, sizeof want) == RF_OK);
+    REQUIRE(strcmp(got, want) == 0);
+    REQUIRE(rf_device_stack_pop(st) == RF_OK &&
+            rf_device_stack_pop(st) == RF_OK &&
+            rf_device_stack_pop(st) != RF_OK);
+    rf_device_stack_destroy(st);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -72,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  rf_device_spec_is_specification(&b, &a)));
         if (rf_device_spec_same_address_space(&a, &b))
             REQUIRE(rf_device_spec_same_address_space(&b, &a));
+        stack_apply(text, second ? second : "", &m);
     }
     free(text);
     return 0;
