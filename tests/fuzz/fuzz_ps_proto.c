@@ -3,7 +3,9 @@
  * every decoder, or (first byte odd) used to mutate a valid message built by
  * the encoders (so the fuzzer reaches deep fields without a corpus). Every
  * message that decodes must re-encode to exactly the same bytes and pass the
- * consistency checks the decoders promise. */
+ * consistency checks the decoders promise; a directory reply's callback that
+ * refuses an entry stops its decoder with the callback's status. Seeds in
+ * corpus/ps_proto: bytes 0x01 K, the valid message of kind K (0..7). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,18 @@ static rf_status keep(void *ctx, const ps_entry *e)
     REQUIRE(ps_entry_check(e) == RF_OK);
     REQUIRE(dir_n < sizeof dir_entries / sizeof dir_entries[0]);
     dir_entries[dir_n++] = *e;
+    return RF_OK;
+}
+
+static uint32_t refuse_at;
+
+static rf_status refuse(void *ctx, const ps_entry *e)
+{
+    (void)ctx;
+    REQUIRE(e->shard_id == dir_entries[dir_n].shard_id);
+    if (dir_n == refuse_at)
+        return RF_ERR_ABORTED;
+    dir_n++;
     return RF_OK;
 }
 
@@ -121,6 +135,16 @@ static void decode_all(const uint8_t *data, size_t size)
                 REQUIRE(ps_dir_add(&w, &dir_entries[i]));
             size_t n = ps_dir_finish(&w);
             REQUIRE(n == size && memcmp(out, data, size) == 0);
+            /* A callback that refuses the last entry stops the decoder with
+             * its own status, after every entry before it. */
+            if (dir_n > 0) {
+                uint32_t all = dir_n;
+                refuse_at = all - 1;
+                dir_n = 0;
+                REQUIRE(ps_dec_dir_reply(data, size, &dr, refuse, NULL) ==
+                        RF_ERR_ABORTED);
+                REQUIRE(dir_n == all - 1);
+            }
         }
         break;
     case PS_MSG_SHUTDOWN_REQ:
