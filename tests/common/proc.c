@@ -63,11 +63,17 @@ void rft_proc_init(bool is_child)
     }
 }
 
-/* The path to exec for program (see rft_spawn). */
+/* The path to exec for program (see rft_spawn). This program is its
+ * resolved path, not "/proc/self/exe": under valgrind --trace-children the
+ * latter would name valgrind's own tool binary, while readlink gives the
+ * program valgrind runs. */
 static void resolve(const char *program, char *path, size_t cap)
 {
     if (!program) {
-        snprintf(path, cap, "/proc/self/exe");
+        ssize_t n = readlink("/proc/self/exe", path, cap - 1);
+        CHECK(n > 0 && (size_t)n < cap - 1, "readlink /proc/self/exe: %s",
+              n < 0 ? strerror(errno) : "too long");
+        path[n] = '\0';
         return;
     }
     if (strchr(program, '/')) {

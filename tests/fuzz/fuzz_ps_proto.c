@@ -3,7 +3,9 @@
  * every decoder, or (first byte odd) used to mutate a valid message built by
  * the encoders (so the fuzzer reaches deep fields without a corpus). Every
  * message that decodes must re-encode to exactly the same bytes and pass the
- * consistency checks the decoders promise. */
+ * consistency checks the decoders promise; a directory reply's callback that
+ * refuses an entry stops its decoder with the callback's status. Seeds in
+ * corpus/ps_proto: bytes 0x01 K, the valid message of kind K (0..7). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +21,14 @@
 
 static unsigned char out[PS_MSG_MAX];
 
-static void same(const uint8_t *data, size_t size, rf_status st, size_t len)
+/* len is read here, after the encoder (the call that is st) wrote it: a
+ * size_t argument beside that call could be evaluated before it (C leaves
+ * the order unspecified; gcc does so). */
+static void same(const uint8_t *data, size_t size, rf_status st,
+                 const size_t *len)
 {
     REQUIRE(st == RF_OK);
-    REQUIRE(len == size && memcmp(out, data, size) == 0);
+    REQUIRE(*len == size && memcmp(out, data, size) == 0);
 }
 
 static ps_entry dir_entries[PS_MSG_MAX / 40];
@@ -34,6 +40,18 @@ static rf_status keep(void *ctx, const ps_entry *e)
     REQUIRE(ps_entry_check(e) == RF_OK);
     REQUIRE(dir_n < sizeof dir_entries / sizeof dir_entries[0]);
     dir_entries[dir_n++] = *e;
+    return RF_OK;
+}
+
+static uint32_t refuse_at;
+
+static rf_status refuse(void *ctx, const ps_entry *e)
+{
+    (void)ctx;
+    REQUIRE(e->shard_id == dir_entries[dir_n].shard_id);
+    if (dir_n == refuse_at)
+        return RF_ERR_ABORTED;
+    dir_n++;
     return RF_OK;
 }
 
@@ -71,32 +89,33 @@ static void decode_all(const uint8_t *data, size_t size)
     case PS_MSG_HELLO:
         if (ps_dec_hello(data, size, &hello) == RF_OK)
             same(data, size,
-                 ps_enc_hello(out, sizeof out, h.req_id, &hello, &len), len);
+                 ps_enc_hello(out, sizeof out, h.req_id, &hello, &len), &len);
         break;
     case PS_MSG_HELLO_REPLY:
         if (ps_dec_hello_reply(data, size, &hr) == RF_OK)
             same(data, size,
-                 ps_enc_hello_reply(out, sizeof out, h.req_id, &hr, &len), len);
+                 ps_enc_hello_reply(out, sizeof out, h.req_id, &hr, &len),
+                 &len);
         break;
     case PS_MSG_REGIONS_REQ:
     case PS_MSG_DIR_REQ:
         if (ps_dec_range_req(data, size, h.type, &rq) == RF_OK)
             same(data, size,
                  ps_enc_range_req(out, sizeof out, h.type, h.req_id, &rq, &len),
-                 len);
+                 &len);
         break;
     case PS_MSG_REGIONS_REPLY:
         if (ps_dec_regions_reply(data, size, &rr) == RF_OK)
             same(data, size,
                  ps_enc_regions_reply(out, sizeof out, h.req_id, &rr, &len),
-                 len);
+                 &len);
         break;
     case PS_MSG_CREATE_REQ:
         if (ps_dec_create_req(data, size, &spec) == RF_OK) {
             REQUIRE(ps_spec_check(&spec) == RF_OK);
             same(data, size,
                  ps_enc_create_req(out, sizeof out, h.req_id, &spec, &len),
-                 len);
+                 &len);
         }
         break;
     case PS_MSG_CREATE_REPLY:
@@ -105,7 +124,7 @@ static void decode_all(const uint8_t *data, size_t size)
             REQUIRE(ps_entry_size(&cr.entry) <= PS_ENTRY_MAX);
             same(data, size,
                  ps_enc_create_reply(out, sizeof out, h.req_id, &cr, &len),
-                 len);
+                 &len);
         }
         break;
     case PS_MSG_DIR_REPLY:
@@ -119,30 +138,40 @@ static void decode_all(const uint8_t *data, size_t size)
                 REQUIRE(ps_dir_add(&w, &dir_entries[i]));
             size_t n = ps_dir_finish(&w);
             REQUIRE(n == size && memcmp(out, data, size) == 0);
+            /* A callback that refuses the last entry stops the decoder with
+             * its own status, after every entry before it. */
+            if (dir_n > 0) {
+                uint32_t all = dir_n;
+                refuse_at = all - 1;
+                dir_n = 0;
+                REQUIRE(ps_dec_dir_reply(data, size, &dr, refuse, NULL) ==
+                        RF_ERR_ABORTED);
+                REQUIRE(dir_n == all - 1);
+            }
         }
         break;
     case PS_MSG_AUTH_REQ:
         if (ps_dec_auth_req(data, size, &aq) == RF_OK)
             same(data, size,
-                 ps_enc_auth_req(out, sizeof out, h.req_id, &aq, &len), len);
+                 ps_enc_auth_req(out, sizeof out, h.req_id, &aq, &len), &len);
         break;
     case PS_MSG_AUTH_CHALLENGE:
         if (ps_dec_auth_challenge(data, size, &ac) == RF_OK)
             same(data, size,
                  ps_enc_auth_challenge(out, sizeof out, h.req_id, &ac, &len),
-                 len);
+                 &len);
         break;
     case PS_MSG_AUTH_PROOF:
         if (ps_dec_auth_proof(data, size, &ap) == RF_OK)
             same(data, size,
-                 ps_enc_auth_proof(out, sizeof out, h.req_id, &ap, &len), len);
+                 ps_enc_auth_proof(out, sizeof out, h.req_id, &ap, &len), &len);
         break;
     case PS_MSG_SHUTDOWN_REQ:
     case PS_MSG_SHUTDOWN_REPLY:
     case PS_MSG_AUTH_OK:
         if (ps_dec_empty(data, size, h.type) == RF_OK)
             same(data, size,
-                 ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), len);
+                 ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), &len);
         break;
     case PS_MSG_ERROR_REPLY:
         if (ps_dec_error_reply(data, size, &er) == RF_OK) {
@@ -150,7 +179,7 @@ static void decode_all(const uint8_t *data, size_t size)
             same(data, size,
                  ps_enc_error_reply(out, sizeof out, h.req_id, er.status,
                                     er.text, &len),
-                 len);
+                 &len);
         }
         break;
     default:
@@ -198,7 +227,7 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
     e.sync_stale_off = PS_REC_SYNC_STALE_OFF;
     e.inbox = (ps_loc){.region = 0, .offset = 128};
     size_t len = 0;
-    switch (k % 8) {
+    switch (k % 11) {
     case 0: {
         ps_hello h = {.client_id = 2,
                       .flags = PS_CONN_FLAG_CHIEF,
@@ -258,6 +287,26 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
     case 6:
         ps_enc_error_reply(buf, cap, 5, RF_ERR_INVALID_ARG, "exists", &len);
         break;
+    case 8: {
+        ps_auth_req q = {.client_id = 1,
+                         .flags = PS_CONN_FLAG_AUTH | PS_CONN_FLAG_CHIEF};
+        memset(q.nonce, 0x3c, sizeof q.nonce);
+        ps_enc_auth_req(buf, cap, 7, &q, &len);
+        break;
+    }
+    case 9: {
+        ps_auth_challenge c = {.ps_index = 1, .incarnation = 0x77};
+        memset(c.nonce, 0x5a, sizeof c.nonce);
+        memset(c.mac, 0xa5, sizeof c.mac);
+        ps_enc_auth_challenge(buf, cap, 7, &c, &len);
+        break;
+    }
+    case 10: {
+        ps_auth_proof p;
+        memset(p.mac, 0x96, sizeof p.mac);
+        ps_enc_auth_proof(buf, cap, 8, &p, &len);
+        break;
+    }
     default: {
         ps_range_req q = {.start = 1};
         ps_enc_range_req(buf, cap, PS_MSG_DIR_REQ, 6, &q, &len);
