@@ -241,8 +241,6 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
     char who[64];
     snprintf(who, sizeof who, "%s %d", d.self->job, d.self->index);
 
-    if (f->trace_path && tr_check_trace_path(f->trace_path) != 0)
-        return 1;
     /* the chief makes (or checks) --checkpoint_dir before any work */
     if (chief && f->checkpoint_dir &&
         rf_ckpt_dir_create(f->checkpoint_dir) != RF_OK) {
