@@ -190,10 +190,10 @@ rf_status rf_file_check_input(const char *path)
         return rf_error_set(RF_ERR_IO, "%s: cannot open: %s", path,
                             strerror(errno));
     if (S_ISDIR(st.st_mode))
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s is a directory, not a file",
+        return rf_error_set(RF_ERR_IO, "%s is a directory, not a file",
                             path);
     if (!S_ISREG(st.st_mode))
-        return rf_error_set(RF_ERR_INVALID_ARG,
+        return rf_error_set(RF_ERR_IO,
                             "%s is not a regular file (a FIFO, device or "
                             "socket): refusing to read it",
                             path);

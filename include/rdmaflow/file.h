@@ -68,8 +68,9 @@ rf_status rf_file_check_output(const char *path);
 
 /* Checks that path is an existing regular file (symbolic links followed)
  * that this process can read, without opening it, so that a FIFO never
- * blocks: RF_ERR_IO for a missing or unreadable file, RF_ERR_INVALID_ARG
- * for a directory, FIFO, device or socket, with the path in the message. */
+ * blocks: RF_ERR_IO with the path and why for a missing or unreadable
+ * file, a directory, FIFO, device or socket. A reader should still fstat
+ * what it opens (with O_NONBLOCK): the path may change in between. */
 rf_status rf_file_check_input(const char *path);
 
 /* Writes the n chunks to path as described above (the output check
