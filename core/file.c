@@ -113,11 +113,8 @@ static rf_status check_target(const char *who, const char *target)
                                 "%s is not a regular file (a device, FIFO or "
                                 "socket)",
                                 who);
-    } else if (errno == ENOTDIR) {
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "%s: a component of the path is not a directory",
-                            who);
-    } else if (errno != ENOENT) {
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+        /* ENOTDIR: the parent is not a directory, said below */
         return rf_error_set(RF_ERR_INVALID_ARG, "%s: %s", who, strerror(errno));
     }
     char *dir = dir_of(target);
