@@ -24,6 +24,24 @@
  * under NAME_MAX). */
 #define FILE_TMP_BASE_MAX 200
 
+/* Paths longer than this are shown in messages by their last bytes, so
+ * that a long path never pushes the reason out of rf_error_message(). */
+#define FILE_PATH_SHOWN 120
+
+/* path, or "..." and its last FILE_PATH_SHOWN - 3 bytes, in buf. */
+static const char *shown(const char *path, char buf[FILE_PATH_SHOWN + 1])
+{
+    size_t n = strlen(path);
+    if (n <= FILE_PATH_SHOWN)
+        return path;
+    const char *tail = path + n - (FILE_PATH_SHOWN - 3);
+    while (((unsigned char)*tail & 0xc0) == 0x80)
+        tail++; /* do not split a UTF-8 sequence */
+    snprintf(buf, FILE_PATH_SHOWN + 1, "...%s", tail);
+    return buf;
+}
+#define SHOWN(path) shown((path), (char[FILE_PATH_SHOWN + 1]){0})
+
 struct rf_file_out {
     char *target; /* the file replaced (the path with links resolved) */
     char *dir;    /* its directory */
@@ -123,15 +141,15 @@ static rf_status check_target(const char *who, const char *target)
     rf_status rc = RF_OK;
     if (stat(dir, &st) != 0)
         rc = rf_error_set(RF_ERR_INVALID_ARG,
-                          "%s: directory %s does not exist (%s)", who, dir,
-                          strerror(errno));
+                          "%s: directory %s does not exist (%s)", who,
+                          SHOWN(dir), strerror(errno));
     else if (!S_ISDIR(st.st_mode))
         rc = rf_error_set(RF_ERR_INVALID_ARG, "%s: %s is not a directory", who,
-                          dir);
+                          SHOWN(dir));
     else if (access(dir, W_OK | X_OK) != 0)
         rc = rf_error_set(RF_ERR_INVALID_ARG,
-                          "%s: directory %s is not writable (%s)", who, dir,
-                          strerror(errno));
+                          "%s: directory %s is not writable (%s)", who,
+                          SHOWN(dir), strerror(errno));
     free(dir);
     return rc;
 }
@@ -144,25 +162,28 @@ static rf_status check_output(const char *path, char **target_out)
         return rf_error_set(RF_ERR_INVALID_ARG, "output file name is empty");
     if (path[strlen(path) - 1] == '/')
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "%s: a file name cannot end in '/'", path);
+                            "%s: a file name cannot end in '/'", SHOWN(path));
     char *target = resolve_links(path);
     if (!target)
         return errno == ENOMEM
-                   ? rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", path)
+                   ? rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory",
+                                  SHOWN(path))
                    : rf_error_set(RF_ERR_INVALID_ARG,
                                   "%s: cannot follow the symbolic link: %s",
-                                  path, strerror(errno));
+                                  SHOWN(path), strerror(errno));
     rf_status rc;
     if (strcmp(target, path) == 0) {
-        rc = check_target(path, target);
+        rc = check_target(SHOWN(path), target);
     } else {
         size_t len = strlen(path) + strlen(target) + 48;
         char *who = malloc(len);
         if (!who) {
             free(target);
-            return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", path);
+            return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory",
+                                SHOWN(path));
         }
-        snprintf(who, len, "%s (a symbolic link to %s)", path, target);
+        snprintf(who, len, "%s (a symbolic link to %s)", SHOWN(path),
+                 SHOWN(target));
         rc = check_target(who, target);
         free(who);
     }
@@ -184,18 +205,18 @@ rf_status rf_file_check_input(const char *path)
         return rf_error_set(RF_ERR_INVALID_ARG, "input file name is empty");
     struct stat st;
     if (stat(path, &st) != 0)
-        return rf_error_set(RF_ERR_IO, "%s: cannot open: %s", path,
+        return rf_error_set(RF_ERR_IO, "%s: cannot open: %s", SHOWN(path),
                             strerror(errno));
     if (S_ISDIR(st.st_mode))
         return rf_error_set(RF_ERR_IO, "%s is a directory, not a file",
-                            path);
+                            SHOWN(path));
     if (!S_ISREG(st.st_mode))
         return rf_error_set(RF_ERR_IO,
                             "%s is not a regular file (a FIFO, device or "
                             "socket): refusing to read it",
-                            path);
+                            SHOWN(path));
     if (access(path, R_OK) != 0)
-        return rf_error_set(RF_ERR_IO, "%s: cannot open: %s", path,
+        return rf_error_set(RF_ERR_IO, "%s: cannot open: %s", SHOWN(path),
                             strerror(errno));
     return RF_OK;
 }
@@ -273,12 +294,12 @@ rf_status rf_file_out_open(const char *path, rf_file_out **out)
         rf_file_out_abort(o);
         if (!o)
             free(target);
-        return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", path);
+        return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", SHOWN(path));
     }
     remove_stale(o->dir, base_of(target));
     int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
-        rc = rf_error_set(RF_ERR_IO, "cannot create %s: %s", o->tmp,
+        rc = rf_error_set(RF_ERR_IO, "cannot create %s: %s", SHOWN(o->tmp),
                           strerror(errno));
         free(o->tmp);
         o->tmp = NULL;
@@ -290,7 +311,8 @@ rf_status rf_file_out_open(const char *path, rf_file_out **out)
         (void)fchmod(fd, st.st_mode & 07777); /* keep the target's mode */
     o->f = fdopen(fd, "w");
     if (!o->f) {
-        rc = rf_error_set(RF_ERR_NO_MEMORY, "%s: %s", o->tmp, strerror(errno));
+        rc = rf_error_set(RF_ERR_NO_MEMORY, "%s: %s", SHOWN(o->tmp),
+                          strerror(errno));
         close(fd);
         rf_file_out_abort(o);
         return rc;
@@ -353,19 +375,21 @@ rf_status rf_file_out_commit(rf_file_out *o)
     rf_status rc = RF_OK;
     errno = 0;
     if (fflush(o->f) != 0 || ferror(o->f))
-        rc = rf_error_set(RF_ERR_IO, "cannot write %s: %s", o->target,
+        rc = rf_error_set(RF_ERR_IO, "cannot write %s: %s", SHOWN(o->target),
                           strerror(errno ? errno : EIO));
     if (rc == RF_OK && fsync(fileno(o->f)) != 0)
-        rc = rf_error_set(RF_ERR_IO, "fsync %s: %s", o->tmp, strerror(errno));
+        rc = rf_error_set(RF_ERR_IO, "fsync %s: %s", SHOWN(o->tmp),
+                          strerror(errno));
     int closed = fclose(o->f);
     o->f = NULL;
     if (closed != 0 && rc == RF_OK)
-        rc = rf_error_set(RF_ERR_IO, "closing %s: %s", o->tmp, strerror(errno));
+        rc = rf_error_set(RF_ERR_IO, "closing %s: %s", SHOWN(o->tmp),
+                          strerror(errno));
     if (rc == RF_OK)
         test_stop_before_rename(base_of(o->target));
     if (rc == RF_OK && rename(o->tmp, o->target) != 0)
-        rc = rf_error_set(RF_ERR_IO, "renaming %s to %s: %s", o->tmp, o->target,
-                          strerror(errno));
+        rc = rf_error_set(RF_ERR_IO, "renaming %s to %s: %s", SHOWN(o->tmp),
+                          SHOWN(o->target), strerror(errno));
     if (rc != RF_OK) {
         rf_file_out_abort(o);
         return rc;
@@ -376,7 +400,7 @@ rf_status rf_file_out_commit(rf_file_out *o)
         rc = rf_error_set(RF_ERR_IO,
                           "%s is written but fsync of its directory %s "
                           "failed: %s",
-                          o->target, o->dir, strerror(errno));
+                          SHOWN(o->target), SHOWN(o->dir), strerror(errno));
     rf_file_out_abort(o);
     return rc;
 }
@@ -393,8 +417,8 @@ rf_status rf_file_write_atomic(const char *path, const rf_file_chunk *c,
             continue;
         errno = 0;
         if (fwrite(c[i].p, 1, c[i].len, o->f) != c[i].len) {
-            rc = rf_error_set(RF_ERR_IO, "cannot write %s: %s", o->target,
-                              strerror(errno ? errno : EIO));
+            rc = rf_error_set(RF_ERR_IO, "cannot write %s: %s",
+                              SHOWN(o->target), strerror(errno ? errno : EIO));
             rf_file_out_abort(o);
             return rc;
         }

@@ -106,6 +106,14 @@ case_long_values() {
     expect_usage "unexpected argument '${long:0:64}...' (flags are" "$long"
     expect_usage "--seed: '1${long:0:63}...' is not a non-negative integer" \
         --seed="1$long"
+    # a long path: its end is shown, the reason kept
+    local deep=$tmp
+    for _ in 1 2 3 4 5 6 7 8; do deep+=/$(printf 'd%.0s' $(seq 60)); done
+    expect_usage "/$(printf 'd%.0s' $(seq 60))/v.st: directory ..." \
+        --variables_out="$deep/v.st"
+    grep -q "does not exist (No such file or directory)$" "$tmp/err" &&
+        ok "the reason is kept for a ${#deep}-byte path" ||
+        fail "long path: $(cat "$tmp/err")"
     local digits
     digits=$(printf '9%.0s' $(seq 500))
     expect_usage "--threads: ${digits:0:64}... is out of range [0, 256]" \
