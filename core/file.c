@@ -23,6 +23,8 @@
 /* The base name as it appears in a temporary's name (cut to keep the name
  * under NAME_MAX). */
 #define FILE_TMP_BASE_MAX 200
+/* Temporary names tried before giving up on EEXIST. */
+#define FILE_TMP_TRIES 1000
 
 /* Paths longer than this are shown in messages by their last bytes, so
  * that a long path never pushes the reason out of rf_error_message(). */
@@ -281,28 +283,41 @@ rf_status rf_file_out_open(const char *path, rf_file_out **out)
     if (rc != RF_OK)
         return rc;
     rf_file_out *o = calloc(1, sizeof *o);
-    char name[FILE_TMP_BASE_MAX + 64];
-    int k = snprintf(name, sizeof name, ".%.*s.tmp.%ld.%u", FILE_TMP_BASE_MAX,
-                     base_of(target), (long)getpid(),
-                     atomic_fetch_add(&counter, 1));
     if (o) {
         o->target = target;
         o->dir = dir_of(target);
-        o->tmp = o->dir && k > 0 ? join(o->dir, name) : NULL;
     }
-    if (!o || !o->tmp) {
+    if (!o || !o->dir) {
         rf_file_out_abort(o);
         if (!o)
             free(target);
         return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", SHOWN(path));
     }
     remove_stale(o->dir, base_of(target));
-    int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    /* EEXIST: a stale file with this very name (a dead writer whose PID
+     * this process now has, as after a container restart): next number */
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < FILE_TMP_TRIES; tries++) {
+        char name[FILE_TMP_BASE_MAX + 64];
+        snprintf(name, sizeof name, ".%.*s.tmp.%ld.%u", FILE_TMP_BASE_MAX,
+                 base_of(target), (long)getpid(),
+                 atomic_fetch_add(&counter, 1));
+        free(o->tmp);
+        o->tmp = join(o->dir, name);
+        if (!o->tmp) {
+            rf_file_out_abort(o);
+            return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory",
+                                SHOWN(path));
+        }
+        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     if (fd < 0) {
         rc = rf_error_set(RF_ERR_IO, "cannot create %s: %s", SHOWN(o->tmp),
                           strerror(errno));
         free(o->tmp);
-        o->tmp = NULL;
+        o->tmp = NULL; /* not ours: never unlinked */
         rf_file_out_abort(o);
         return rc;
     }
