@@ -22,7 +22,8 @@
  *     process of this host (kill(PID, 0) fails with ESRCH), logging each.
  *     Readers never look at temporaries (a checkpoint directory is read
  *     through its state file), so one left by a live or foreign process is
- *     harmless too.
+ *     harmless too; a name already taken (this process's PID reused) moves
+ *     the writer to the next N.
  *
  * Usage:
  *   if (rf_file_check_output(path) != RF_OK) ... // before training: exit 2
