@@ -2,6 +2,7 @@
  * Every malformed or contradictory flag is a usage error (exit 2) with a
  * message naming it; nothing is silently replaced by a default. */
 #include "bench_opts.h"
+#include "rdmaflow/env.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -142,12 +143,12 @@ static int parse_u64(const char *flag, const char *text, uint64_t min,
 {
     if (!text || !*text || *text == '-' || *text == '+')
         return bad("%s: '%s' is not a non-negative number", flag,
-                   text ? text : "");
+                   RF_ECHO(text ? text : ""));
     errno = 0;
     char *end = NULL;
     unsigned long long v = strtoull(text, &end, 10);
     if (errno || end == text)
-        return bad("%s: '%s' is not a number", flag, text);
+        return bad("%s: '%s' is not a number", flag, RF_ECHO(text));
     if (allow_suffix && *end && !end[1]) {
         unsigned shift = 0;
         switch (*end) {
@@ -165,18 +166,18 @@ static int parse_u64(const char *flag, const char *text, uint64_t min,
             break;
         default:
             return bad("%s: '%s' has an unknown suffix (K, M or G)", flag,
-                       text);
+                       RF_ECHO(text));
         }
         if (v > (UINT64_MAX >> shift))
-            return bad("%s: '%s' is too large", flag, text);
+            return bad("%s: '%s' is too large", flag, RF_ECHO(text));
         v <<= shift;
         end++;
     }
     if (*end)
-        return bad("%s: '%s' has trailing characters", flag, text);
+        return bad("%s: '%s' has trailing characters", flag, RF_ECHO(text));
     if (v < min || v > max) {
-        return bad("%s: %s is outside [%" PRIu64 ", %" PRIu64 "]", flag, text,
-                   min, max);
+        return bad("%s: %s is outside [%" PRIu64 ", %" PRIu64 "]", flag,
+                   RF_ECHO(text), min, max);
     }
     *out = v;
     return 0;
@@ -191,7 +192,7 @@ static int parse_target(const char *text, bench_opts *o, bool *port_given)
     if (text[0] == '[') {
         const char *close = strchr(text, ']');
         if (!close || (close[1] && close[1] != ':'))
-            return bad("--connect: malformed address '%s'", text);
+            return bad("--connect: malformed address '%s'", RF_ECHO(text));
         host = text + 1;
         host_len = (size_t)(close - host);
         if (close[1] == ':')
@@ -204,7 +205,7 @@ static int parse_target(const char *text, bench_opts *o, bool *port_given)
         }
     }
     if (host_len == 0 || host_len >= sizeof o->host)
-        return bad("--connect: bad host in '%s'", text);
+        return bad("--connect: bad host in '%s'", RF_ECHO(text));
     memcpy(o->host, host, host_len);
     o->host[host_len] = '\0';
     if (port) {
@@ -352,7 +353,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
             break;
         case OPT_HOST:
             if (!*optarg || strlen(optarg) >= sizeof o->host)
-                return bad("--host: bad address '%s'", optarg);
+                return bad("--host: bad address '%s'", RF_ECHO(optarg));
             snprintf(o->host, sizeof o->host, "%s", optarg);
             host_set = true;
             host_flag = true;
@@ -430,7 +431,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
             else if (strcmp(optarg, "tsc") == 0 && BENCH_HAVE_TSC)
                 o->timer_tsc = true;
             else
-                return bad("--timer: '%s' is not %s", optarg,
+                return bad("--timer: '%s' is not %s", RF_ECHO(optarg),
                            BENCH_HAVE_TSC ? "tsc or clock" : "clock");
             break;
         case OPT_PROVIDERS:
@@ -438,9 +439,9 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
                 printf("%s\n", *p);
             return 1;
         case ':':
-            return bad("option '%s' needs a value", argv[optind - 1]);
+            return bad("option '%s' needs a value", RF_ECHO(argv[optind - 1]));
         default:
-            return bad("unknown option '%s'", argv[optind - 1]);
+            return bad("unknown option '%s'", RF_ECHO(argv[optind - 1]));
         }
     }
     if (o->mode == BENCH_MODE_CONNECT && host_flag)
@@ -454,15 +455,15 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     if (o->mode == BENCH_MODE_SERVE) {
         if (optind < argc)
             return bad("--serve takes no TEST ('%s'): the client chooses it",
-                       argv[optind]);
+                       RF_ECHO(argv[optind]));
     } else if (o->mode != BENCH_MODE_NONE) {
         if (optind >= argc)
             return bad("missing TEST (e.g. read_lat, write_bw)");
         if (optind + 1 < argc)
-            return bad("unexpected argument '%s'", argv[optind + 1]);
+            return bad("unexpected argument '%s'", RF_ECHO(argv[optind + 1]));
         int t = bench_test_find(argv[optind]);
         if (t < 0)
-            return bad("unknown TEST '%s' (see --help)", argv[optind]);
+            return bad("unknown TEST '%s' (see --help)", RF_ECHO(argv[optind]));
         o->test = (bench_test)t;
     }
     return check_combination(o, host_set, port_set, tx_set);

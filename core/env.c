@@ -19,7 +19,7 @@ rf_status rf_parse_int(const char *text, int64_t min, int64_t max,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s: '%s' is not an integer (bad character at "
                             "offset %ld)",
-                            what, text, (long)(end - text));
+                            what, RF_ECHO(text), (long)(end - text));
     if (v < min || v > max)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s: %lld is out of range [%lld, %lld]", what, v,
@@ -67,4 +67,28 @@ rf_status rf_env_choice(const char *name, const char *const *choices,
     }
     return rf_error_set(RF_ERR_INVALID_ARG, "%s=%s is not one of %s", name, v,
                         list);
+}
+
+const char *rf_echo(const char *text, char *buf, size_t len)
+{
+    if (!buf || len < 4) {
+        if (buf && len)
+            buf[0] = '\0';
+        return buf ? buf : "";
+    }
+    if (!text)
+        text = "(null)";
+    size_t n = strlen(text);
+    size_t keep = len > 4 ? len - 4 : 0; /* room for "..." and the NUL */
+    if (keep > RF_ECHO_MAX)
+        keep = RF_ECHO_MAX;
+    if (n < len && n <= RF_ECHO_MAX) {
+        memcpy(buf, text, n + 1);
+        return buf;
+    }
+    while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
+        keep--; /* do not split a UTF-8 sequence */
+    memcpy(buf, text, keep);
+    memcpy(buf + keep, "...", 4);
+    return buf;
 }

@@ -36,6 +36,7 @@
  * worker rejoins, the chief restores and goes on.
  *
  * Exit status: 0 success, 1 runtime error, 2 bad flags. */
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -48,6 +49,7 @@
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/data.h"
 #include "rdmaflow/device.h"
+#include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/optim.h"
@@ -102,7 +104,7 @@ static int parse_int(const char *name, const char *text, long long min,
     long long v = strtoll(text, &end, 10);
     if (end == text || *end || v < min || v > max)
         return usage_error("--%s: '%s' is not an integer in [%lld, %lld]", name,
-                           text, min, max);
+                           RF_ECHO(text), min, max);
     *out = v;
     return 0;
 }
@@ -129,7 +131,7 @@ static int find_flag(const flag_def *table, size_t n, int argc, char **argv,
             return usage_error("--%s: needs a value", table[k].name), -1;
         return (int)k;
     }
-    return usage_error("%s: unknown flag", arg), -1;
+    return usage_error("%s: unknown flag", RF_ECHO(arg)), -1;
 }
 
 /* Returns 0, 1 for --help, or 2 after a message for a bad flag. */
@@ -173,7 +175,15 @@ static int parse_flags(int argc, char **argv, flags *f)
     if (end == lr || *end || !(f->learning_rate > 0) ||
         !isfinite(f->learning_rate))
         return usage_error("--learning_rate: '%s' is not a positive number",
-                           lr);
+                           RF_ECHO(lr));
+    /* it is used as a float32: refuse what would become 0 or infinity */
+    if (!isfinite((float)f->learning_rate) || (float)f->learning_rate < FLT_MIN)
+        return usage_error("--learning_rate: %s is out of range: it %s in "
+                           "float32",
+                           RF_ECHO(lr),
+                           isinf((float)f->learning_rate) ? "rounds to infinity"
+                           : (float)f->learning_rate == 0 ? "rounds to 0"
+                                                          : "is subnormal");
     return 0;
 }
 

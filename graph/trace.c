@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "graph/graph_internal.h"
+#include "rdmaflow/file.h"
 #include "rdmaflow/status.h"
 
 typedef struct tnode {
@@ -238,10 +239,11 @@ rf_status rf_trace_write_json(const rf_trace *t, const char *path)
 {
     if (!t || !path)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_trace_write_json: NULL");
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return rf_error_set(RF_ERR_IO, "trace: cannot open %s: %s", path,
-                            strerror(errno));
+    rf_file_out *out;
+    rf_status st = rf_file_out_open(path, &out);
+    if (st != RF_OK)
+        return st;
+    FILE *f = rf_file_out_stream(out);
     rf_trace *mt = (rf_trace *)t;
     pthread_mutex_lock(&mt->mu);
     fprintf(f, "{\"traceEvents\":[\n");
@@ -294,8 +296,5 @@ rf_status rf_trace_write_json(const rf_trace *t, const char *path)
             "%.3f}}\n",
             (double)t->epoch / 1000.0);
     pthread_mutex_unlock(&mt->mu);
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0 || bad)
-        return rf_error_set(RF_ERR_IO, "trace: write to %s failed", path);
-    return RF_OK;
+    return rf_file_out_commit(out);
 }

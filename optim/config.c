@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rdmaflow/env.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/status.h"
 
@@ -144,7 +145,7 @@ rf_status rf_optim_parse(const char *name, rf_optim_config *cfg)
     return rf_error_set(RF_ERR_INVALID_ARG,
                         "unknown optimizer '%s': expected one of "
                         "sgd|momentum|adagrad|adam|rmsprop",
-                        name);
+                        RF_ECHO(name));
 }
 
 int rf_optim_format(const rf_optim_config *cfg, char *buf, size_t len)

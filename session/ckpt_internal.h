@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "rdmaflow/checkpoint.h"
+#include "rdmaflow/file.h"
 
 #define CKPT_CRC_PREFIX "crc32c/"
 /* Not under CKPT_CRC_PREFIX, so no tensor name can collide with it; caller
@@ -34,14 +35,11 @@ struct rf_ckpt {
 };
 
 /* One piece of a file's contents. */
-typedef struct ckpt_chunk {
-    const void *p;
-    size_t len;
-} ckpt_chunk;
+typedef rf_file_chunk ckpt_chunk;
 
-/* Writes the chunks to a temporary file beside path, fsyncs it, renames it
- * to path and fsyncs the directory (ckpt_file.c). path must have passed
- * rf_ckpt_check_path. */
+/* Writes the chunks to a temporary file beside path (beside the target of
+ * a symbolic link), fsyncs it, renames it to path and fsyncs the directory:
+ * rf_file_write_atomic (rdmaflow/file.h). */
 rf_status ckpt_atomic_write(const char *path, const ckpt_chunk *c, size_t n);
 
 /* rf_ckpt_open on len bytes already in memory (a copy is kept), name

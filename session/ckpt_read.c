@@ -54,7 +54,9 @@ void rf_ckpt_close(rf_ckpt *ck)
 
 static rf_status slurp(rf_ckpt *ck)
 {
-    int fd = open(ck->path, O_RDONLY | O_CLOEXEC);
+    /* non-blocking: a FIFO in place of a checkpoint must not block (it is
+     * refused by the fstat below); a regular file ignores the flag */
+    int fd = open(ck->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return rf_error_set(RF_ERR_IO, "cannot open %s: %s", ck->path,
                             strerror(errno));
@@ -63,7 +65,10 @@ static rf_status slurp(rf_ckpt *ck)
     if (fstat(fd, &st) != 0) {
         rc = rf_error_set(RF_ERR_IO, "%s: %s", ck->path, strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
-        rc = rf_error_set(RF_ERR_IO, "%s is not a regular file", ck->path);
+        rc = rf_error_set(RF_ERR_IO,
+                          "%s is not a regular file (a directory, FIFO, "
+                          "device or socket)",
+                          ck->path);
     } else {
         ck->size = (size_t)st.st_size;
         ck->buf = malloc(ck->size ? ck->size : 1);

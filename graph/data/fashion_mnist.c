@@ -1,6 +1,7 @@
 /* graph/data/fashion_mnist.c: Fashion-MNIST's file names and the shape it
  * must have (28x28 images, labels 0..9) on top of rf_dataset_load_idx. */
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "rdmaflow/data.h"
 #include "rdmaflow/env.h"
@@ -22,6 +23,12 @@ rf_status rf_dataset_load_fashion_mnist(const char *dir, rf_data_split split,
                             (int)split);
     if (!dir)
         dir = rf_env_str("RF_FASHION_MNIST_DIR", RF_FASHION_MNIST_DIR);
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+        return rf_error_set(RF_ERR_IO,
+                            "%s is not a directory (Fashion-MNIST is read "
+                            "from a directory of IDX files)",
+                            dir);
     const char *prefix = split == RF_DATA_TRAIN ? "train" : "t10k";
     char images[4096], labels[4096];
     int a = snprintf(images, sizeof images, "%s/%s-images-idx3-ubyte.gz", dir,

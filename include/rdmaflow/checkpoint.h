@@ -11,7 +11,8 @@
  * the whole padded header with that value's 8 digits read as "00000000", so
  * a changed byte anywhere in the file is found. Files are written to a
  * temporary name in the same directory, fsynced, renamed and the directory
- * fsynced: a crash leaves the old file or the new one, never a mix. The
+ * fsynced (rdmaflow/file.h, which also removes the temporaries of killed
+ * writers): a crash leaves the old file or the new one, never a mix. The
  * same tensors and metadata always give the same bytes.
  *
  * A checkpoint directory works like TensorFlow 1.x's tf.train.Saver:
@@ -82,8 +83,11 @@ typedef struct rf_ckpt_tensor {
 uint32_t rf_ckpt_crc32c(const void *data, size_t len);
 
 /* Checks that path can be written as a checkpoint file without writing
- * anything: not a directory, device node, fifo, socket or symbolic link,
- * in an existing directory. RF_ERR_INVALID_ARG saying why otherwise. */
+ * anything (rf_file_check_output, rdmaflow/file.h): not a directory,
+ * device node, FIFO or socket, in an existing directory this process can
+ * write into; a symbolic link is followed (its target is checked, and
+ * written by rf_ckpt_write; the link stays). RF_ERR_INVALID_ARG saying why
+ * otherwise. */
 rf_status rf_ckpt_check_path(const char *path);
 
 /* Writes the n tensors t (any order: written sorted by name) to path, as

@@ -1,9 +1,11 @@
 /* rdmaflow/env.h: typed, validated reading of RF_* environment variables.
  * A variable that is set but malformed is an error (never silently replaced
- * by the default), reported with the variable's name and value. */
+ * by the default), reported with the variable's name and value. Also how
+ * every error message echoes an input value (rf_echo). */
 #ifndef RDMAFLOW_ENV_H
 #define RDMAFLOW_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rdmaflow/status.h"
@@ -22,5 +24,16 @@ rf_status rf_env_choice(const char *name, const char *const *choices,
  * what names the source in the error message. */
 rf_status rf_parse_int(const char *text, int64_t min, int64_t max,
                        const char *what, int64_t *out);
+
+/* An input value as an error message echoes it: text itself when it has
+ * at most RF_ECHO_MAX bytes, else its first RF_ECHO_MAX bytes (cut before
+ * a UTF-8 continuation byte) and "...", in buf; so a long value never
+ * pushes the reason out of a message. buf should hold RF_ECHO_BUF bytes
+ * (a smaller one is cut shorter); returns buf ("(null)" for NULL text).
+ * RF_ECHO(text) is the expression to pass to a "%s". */
+#define RF_ECHO_MAX 64
+#define RF_ECHO_BUF (RF_ECHO_MAX + 4)
+const char *rf_echo(const char *text, char *buf, size_t len);
+#define RF_ECHO(text) rf_echo((text), (char[RF_ECHO_BUF]){0}, RF_ECHO_BUF)
 
 #endif

@@ -531,7 +531,9 @@ size_t rf_trace_num_events(const rf_trace *t);
 void rf_trace_set_process(rf_trace *t, int pid, const char *label);
 /* Writes {"traceEvents":[{"name","cat","ph":"X","ts","dur","pid","tid",
  * "args":{"op","step","shape"}},...]} (ts/dur in microseconds) plus thread
- * and process name metadata events. */
+ * and process name metadata events, through rdmaflow/file.h's writer (the
+ * path checked, a symbolic link followed, a temporary file renamed into
+ * place). */
 rf_status rf_trace_write_json(const rf_trace *t, const char *path);
 /* The trace's clock (CLOCK_MONOTONIC nanoseconds), for rf_trace_add_span. */
 uint64_t rf_trace_clock_ns(void);

@@ -23,6 +23,7 @@
 #include "rdmaflow/device.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
+#include "rdmaflow/file.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"

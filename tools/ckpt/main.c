@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "ckpt_tool.h"
+#include "rdmaflow/env.h"
 
 static const char usage[] =
     "usage: rf-ckpt list FILE|DIR\n"
@@ -168,14 +169,16 @@ static int cmd_diff(int argc, char **argv)
                           : k == 6 && !strncmp(a, "--atol", 6) ? &atol
                                                                : NULL;
             if (!dst)
-                return usage_error("unknown flag %s", a);
+                return usage_error("unknown flag %s", RF_ECHO(a));
             const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (parse_tol(a, v, dst) != 0)
-                return usage_error("%s needs a non-negative number", a);
+                return usage_error("%s needs a non-negative number",
+                                   RF_ECHO(a));
             continue;
         }
         if (nfiles == 2)
-            return usage_error("diff takes two paths, not also '%s'", a);
+            return usage_error("diff takes two paths, not also '%s'",
+                               RF_ECHO(a));
         files[nfiles++] = a;
     }
     if (nfiles != 2)
@@ -195,12 +198,13 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "diff"))
         return cmd_diff(argc - 2, argv + 2);
     if (strcmp(cmd, "list") && strcmp(cmd, "verify"))
-        return usage_error(
-            cmd[0] == '-' ? "unknown flag %s" : "unknown command '%s'", cmd);
+        return usage_error(cmd[0] == '-' ? "unknown flag %s"
+                                         : "unknown command '%s'",
+                           RF_ECHO(cmd));
     if (argc != 3 || argv[2][0] == '-')
         return usage_error(argc < 3   ? "%s needs FILE|DIR"
                            : argc > 3 ? "%s takes one FILE|DIR"
                                       : "%s: unknown flag",
-                           argc == 3 ? argv[2] : cmd);
+                           RF_ECHO(argc == 3 ? argv[2] : cmd));
     return !strcmp(cmd, "list") ? cmd_list(argv[2]) : cmd_verify(argv[2]);
 }

@@ -54,7 +54,6 @@
  * and every task has PR_SET_PDEATHSIG(SIGKILL) in case rf-launch itself is
  * killed (descendants of a task are then not covered). */
 #include <errno.h>
-#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +65,7 @@
 #include "cluster.h"
 #include "opts.h"
 #include "rdmaflow/clock.h"
+#include "rdmaflow/file.h"
 #include "supervise.h"
 #include "task.h"
 #include "trace_merge.h"
@@ -94,20 +94,16 @@ static int setup_signals(lt_sigstate *orig)
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-/* --trace: the directory must be writable; stale per-task files go. */
+/* --trace: the merged file must be writable (rf_file_check_output: not a
+ * directory, device, FIFO or socket, in a writable directory; a symbolic
+ * link is followed), checked before any task starts; stale per-task files
+ * go. */
 static int prepare_trace(const lt_opts *o, lt_task *t, int n)
 {
-    char *copy = strdup(o->trace);
-    if (!copy)
+    if (rf_file_check_output(o->trace) != RF_OK) {
+        lt_msg("--trace: %s", rf_error_message());
         return -1;
-    const char *dir = dirname(copy);
-    int ok = access(dir, W_OK | X_OK);
-    if (ok != 0)
-        lt_msg("--trace: cannot write in directory %s: %s", dir,
-               strerror(errno));
-    free(copy);
-    if (ok != 0)
-        return -1;
+    }
     for (int i = 0; i < n; i++)
         if (unlink(t[i].trace_path) != 0 && errno != ENOENT)
             lt_msg("--trace: cannot remove the old %s: %s", t[i].trace_path,

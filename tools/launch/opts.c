@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rdmaflow/env.h"
+
 void lt_opts_usage(FILE *f)
 {
     fprintf(
@@ -85,11 +87,12 @@ static int parse_count(const char *flag, const char *v, int max, int *out,
     errno = 0;
     long x = strtol(v, &end, 10);
     if (*v == '\0' || *end != '\0' || (*v != '-' && (*v < '0' || *v > '9'))) {
-        snprintf(err, errlen, "--%s: '%s' is not an integer", flag, v);
+        snprintf(err, errlen, "--%s: '%s' is not an integer", flag, RF_ECHO(v));
         return -1;
     }
     if (errno == ERANGE || x < 0 || x > max) {
-        snprintf(err, errlen, "--%s: %s is out of range [0, %d]", flag, v, max);
+        snprintf(err, errlen, "--%s: %s is out of range [0, %d]", flag,
+                 RF_ECHO(v), max);
         return -1;
     }
     *out = (int)x;
@@ -104,12 +107,13 @@ static int parse_secs(const char *flag, const char *v, double min, double *out,
     double x = strtod(v, &end);
     if (*v == '\0' || *end != '\0' || !isfinite(x) ||
         !((*v >= '0' && *v <= '9') || *v == '.' || *v == '-')) {
-        snprintf(err, errlen, "--%s: '%s' is not a number of seconds", flag, v);
+        snprintf(err, errlen, "--%s: '%s' is not a number of seconds", flag,
+                 RF_ECHO(v));
         return -1;
     }
     if (x < min || x > 1e6) {
         snprintf(err, errlen, "--%s: %s is out of range [%g, 1e6] seconds",
-                 flag, v, min);
+                 flag, RF_ECHO(v), min);
         return -1;
     }
     *out = x;
@@ -167,7 +171,7 @@ static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
         return 0;
     case F_HOST:
         if (*v == '\0' || strpbrk(v, ", \t\"\\[]")) {
-            snprintf(err, errlen, "--host: '%s' is not an address", v);
+            snprintf(err, errlen, "--host: '%s' is not an address", RF_ECHO(v));
             return -1;
         }
         o->host = v;
@@ -229,7 +233,7 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
             snprintf(err, errlen,
                      "unexpected argument '%s' (put '--' before the program: "
                      "rf-launch --ps N --workers N -- PROGRAM ARGS...)",
-                     a);
+                     RF_ECHO(a));
             return -1;
         }
         const char *body = a + 2;
@@ -241,8 +245,9 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
                               strncmp(flags[k].name, body, nlen) != 0))
             k++;
         if (k == nflags) {
-            snprintf(err, errlen, "--%.*s: unknown flag (see --help)",
-                     (int)nlen, body);
+            snprintf(err, errlen, "--%.*s%s: unknown flag (see --help)",
+                     nlen > RF_ECHO_MAX ? RF_ECHO_MAX : (int)nlen, body,
+                     nlen > RF_ECHO_MAX ? "..." : "");
             return -1;
         }
         const char *name = flags[k].name;

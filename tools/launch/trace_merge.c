@@ -1,7 +1,8 @@
 /* tools/launch/trace_merge.c: merges per-task Chrome trace event JSON files
  * with json-c. Each part is parsed whole (with the tokener, to report where
  * a corrupt file breaks), its events re-labelled and appended; the result
- * is written to a temporary file and renamed into place. */
+ * is written by rdmaflow/file.h's writer (a temporary file beside the
+ * target, fsynced and renamed into place; a symbolic link followed). */
 #include "trace_merge.h"
 
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "launch.h"
+#include "rdmaflow/file.h"
 
 typedef struct part_in {
     json_object *root;   /* parsed file, or NULL */
@@ -239,20 +241,18 @@ int lt_trace_merge(const char *out_path, const lt_trace_part *parts, int n)
     json_object_object_add(root, "otherData", other);
 
     int rc = loaded;
-    char *tmp = NULL;
-    if (asprintf(&tmp, "%s.tmp%d", out_path, (int)getpid()) < 0) {
+    size_t len = 0;
+    const char *text = json_object_to_json_string_length(
+        root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    if (!text) {
         lt_msg("trace: out of memory");
         rc = -1;
-    } else if (json_object_to_file_ext(tmp, root,
-                                       JSON_C_TO_STRING_PLAIN |
-                                           JSON_C_TO_STRING_NOSLASHESCAPE) !=
-                   0 ||
-               rename(tmp, out_path) != 0) {
-        lt_msg("trace: cannot write %s: %s", out_path, strerror(errno));
-        unlink(tmp);
+    } else if (rf_file_write_atomic(out_path,
+                                    (rf_file_chunk[]){{text, len}, {"\n", 1}},
+                                    2) != RF_OK) {
+        lt_msg("trace: %s", rf_error_message());
         rc = -1;
     }
-    free(tmp);
     json_object_put(root);
     for (int i = 0; i < n; i++)
         if (in[i].root)

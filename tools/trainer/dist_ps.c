@@ -21,8 +21,6 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
         char label[96];
         snprintf(label, sizeof label, "rf-trainer /job:ps/task:%d",
                  self->index);
-        if (tr_check_trace_path(f->trace_path) != 0)
-            return 1;
         if (rf_trace_create(&trace) != RF_OK) {
             fprintf(stderr, "rf-trainer: --trace: %s\n", rf_error_message());
             return 1;

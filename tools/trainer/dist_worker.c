@@ -21,6 +21,7 @@
 #include "export.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
+#include "rdmaflow/file.h"
 #include "report.h"
 #include "train.h"
 
@@ -241,14 +242,19 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
     char who[64];
     snprintf(who, sizeof who, "%s %d", d.self->job, d.self->index);
 
-    if (f->trace_path && tr_check_trace_path(f->trace_path) != 0)
-        return 1;
-    /* the chief makes (or checks) --checkpoint_dir before any work */
-    if (chief && f->checkpoint_dir &&
-        rf_ckpt_dir_create(f->checkpoint_dir) != RF_OK) {
-        fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
-                rf_error_message());
-        return 2;
+    /* the chief makes (or checks) --checkpoint_dir before any work, and
+     * that the state file it rewrites after every save can be written */
+    if (chief && f->checkpoint_dir) {
+        char state[4096];
+        int k =
+            snprintf(state, sizeof state, "%s/checkpoint", f->checkpoint_dir);
+        if (rf_ckpt_dir_create(f->checkpoint_dir) != RF_OK ||
+            (k > 0 && (size_t)k < sizeof state &&
+             rf_file_check_output(state) != RF_OK)) {
+            fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
+                    rf_error_message());
+            return 2;
+        }
     }
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
     if (rf_server_start(cluster, &so, &d.server) != RF_OK) {

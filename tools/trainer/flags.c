@@ -5,6 +5,7 @@
 #include "flags.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "rdmaflow/data.h"
+#include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 
 typedef enum flag_kind {
@@ -32,6 +34,7 @@ typedef struct flag_def {
     size_t offset; /* field in tr_flags (not FK_CUSTOM) */
     double min, max;
     bool min_open;
+    bool f32; /* FK_FLOAT stored as a float32: must not round to 0 or inf */
     flag_fn fn;
     bool distributed;    /* meaningful only in a distributed run */
     bool optional_value; /* "--name" alone means "--name=true" */
@@ -67,11 +70,11 @@ static int set_seed(tr_flags *f, const char *v, char *err, size_t errlen)
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
     if (*v < '0' || *v > '9' || *end != '\0') {
-        snprintf(err, errlen, "'%s' is not a non-negative integer", v);
+        snprintf(err, errlen, "'%s' is not a non-negative integer", RF_ECHO(v));
         return -1;
     }
     if (errno == ERANGE) {
-        snprintf(err, errlen, "%s is out of range [0, %" PRIu64 "]", v,
+        snprintf(err, errlen, "%s is out of range [0, %" PRIu64 "]", RF_ECHO(v),
                  UINT64_MAX);
         return -1;
     }
@@ -85,7 +88,7 @@ static int one_of(const char *v, const char *const *choices, char *err,
     for (int i = 0; choices[i]; i++)
         if (!strcmp(v, choices[i]))
             return 0;
-    int off = snprintf(err, errlen, "'%s' is not one of", v);
+    int off = snprintf(err, errlen, "'%s' is not one of", RF_ECHO(v));
     for (int i = 0; choices[i] && off >= 0 && (size_t)off < errlen; i++)
         off += snprintf(err + off, errlen - (size_t)off, "%s %s", i ? "," : "",
                         choices[i]);
@@ -166,6 +169,7 @@ static const flag_def flag_table[] = {
      .offset = FIELD(learning_rate),
      .min = 0,
      .min_open = true,
+     .f32 = true,
      .max = 1e6,
      .arg = "LR",
      .help = "learning rate > 0 (default per optimizer: sgd 0.1, momentum "
@@ -174,6 +178,7 @@ static const flag_def flag_table[] = {
      .kind = FK_FLOAT,
      .offset = FIELD(momentum),
      .min = 0,
+     .f32 = true,
      .max = 1,
      .arg = "M",
      .help = "momentum in [0, 1] for momentum (default 0.9) and rmsprop "
@@ -413,12 +418,12 @@ static rf_status parse_int(const char *v, int64_t min, int64_t max,
     long long x = strtoll(v, &end, 10);
     if (!*v || end == v || *end != '\0' ||
         (*v != '-' && *v != '+' && (*v < '0' || *v > '9'))) {
-        snprintf(err, errlen, "'%s' is not an integer", v);
+        snprintf(err, errlen, "'%s' is not an integer", RF_ECHO(v));
         return RF_ERR_INVALID_ARG;
     }
     if (errno == ERANGE || x < min || x > max) {
         snprintf(err, errlen, "%s is out of range [%" PRId64 ", %" PRId64 "]",
-                 v, min, max);
+                 RF_ECHO(v), min, max);
         return RF_ERR_INVALID_ARG;
     }
     *out = x;
@@ -433,13 +438,28 @@ static int set_float(const flag_def *d, double *out, const char *v, char *err,
     double x = strtod(v, &end);
     if (!*v || end == v || *end != '\0' ||
         (*v != '-' && *v != '+' && *v != '.' && (*v < '0' || *v > '9'))) {
-        snprintf(err, errlen, "'%s' is not a number", v);
+        snprintf(err, errlen, "'%s' is not a number", RF_ECHO(v));
         return -1;
     }
     bool below = d->min_open ? !(x > d->min) : !(x >= d->min);
     if (errno == ERANGE || !isfinite(x) || below || x > d->max) {
-        snprintf(err, errlen, "%s is out of range %c%g, %g]", v,
+        snprintf(err, errlen, "%s is out of range %c%g, %g]", RF_ECHO(v),
                  d->min_open ? '(' : '[', d->min, d->max);
+        return -1;
+    }
+    /* a float32 hyper-parameter: a value that becomes 0 or infinity (or
+     * loses all but a few bits as a subnormal) would train with something
+     * else than what was asked */
+    if (d->f32 && x != 0 &&
+        (!isfinite((float)x) || fabsf((float)x) < FLT_MIN)) {
+        snprintf(err, errlen,
+                 "%s is out of range: it %s in float32 (the smallest normal "
+                 "float32 is %g, the largest %g)",
+                 RF_ECHO(v),
+                 (float)x == 0     ? "rounds to 0"
+                 : isinf((float)x) ? "rounds to infinity"
+                                   : "is subnormal",
+                 (double)FLT_MIN, (double)FLT_MAX);
         return -1;
     }
     *out = x;
@@ -456,7 +476,8 @@ static int set_bool(bool *out, const char *v, char *err, size_t errlen)
         *out = false;
         return 0;
     }
-    snprintf(err, errlen, "'%s' is not a boolean (true, false, 1, 0)", v);
+    snprintf(err, errlen, "'%s' is not a boolean (true, false, 1, 0)",
+             RF_ECHO(v));
     return -1;
 }
 
@@ -621,7 +642,7 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
             snprintf(err, errlen,
                      "unexpected argument '%s' (flags are --name=value or "
                      "--name value; see --help)",
-                     a);
+                     RF_ECHO(a));
             return -1;
         }
         const char *body = a + 2;
@@ -639,8 +660,9 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
             value = "false";
         }
         if (!d) {
-            snprintf(err, errlen, "--%.*s: unknown flag (see --help)",
-                     (int)nlen, body);
+            snprintf(err, errlen, "--%.*s%s: unknown flag (see --help)",
+                     nlen > RF_ECHO_MAX ? RF_ECHO_MAX : (int)nlen, body,
+                     nlen > RF_ECHO_MAX ? "..." : "");
             return -1;
         }
         if (!value && (d->kind == FK_BOOL || d->optional_value))

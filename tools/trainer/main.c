@@ -14,7 +14,6 @@
 #include "dist.h"
 #include "export.h"
 #include "flags.h"
-#include "rdmaflow/checkpoint.h"
 #include "report.h"
 #include "train.h"
 #include "train_graph.h"
@@ -33,8 +32,6 @@ static int run_local(const tr_flags *f)
     tr_session s = {0};
     int rc = 1;
     double t_load = 0;
-    if (f->trace_path && tr_check_trace_path(f->trace_path) != 0)
-        return 1;
     if (tr_load_data(f, &train, &test, &t_load, err, sizeof err) != 0)
         return fail("data", err);
     if (tr_session_create(f, (int)rf_dataset_rows(train),
@@ -99,13 +96,12 @@ int main(int argc, char **argv)
         tr_flags_usage(stdout, "rf-trainer");
         return 0;
     }
-    /* before any long work: a directory, a device node, a symlink or a
-     * missing directory would throw the trained model away at the end */
-    if (f.variables_out && rf_ckpt_check_path(f.variables_out) != RF_OK) {
-        fprintf(stderr, "rf-trainer: --variables_out: %s\n",
-                rf_error_message());
+    /* before any long work: a directory, a device node, a missing or
+     * unwritable directory would throw the trained model away at the end
+     * (a symbolic link is followed: its target is written) */
+    if (tr_check_output("--variables_out", f.variables_out) != 0 ||
+        tr_check_output("--trace", f.trace_path) != 0)
         return TR_EXIT_USAGE;
-    }
     rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
                            .worker_hosts = f.worker_hosts,
                            .job_name = f.job_name,

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rdmaflow/env.h"
+
 /* Parses "W1,W2,..." into widths; exact count if want > 0. */
 static int parse_widths(const char *list, tr_model *out, int want, char *err,
                         size_t errlen)
@@ -27,29 +29,30 @@ static int parse_widths(const char *list, tr_model *out, int want, char *err,
         long v = (*p >= '0' && *p <= '9') ? strtol(p, &end, 10) : 0;
         if (!end || end == p) {
             snprintf(err, errlen, "'%s': expected a layer width at offset %ld",
-                     list, (long)(p - list));
+                     RF_ECHO(list), (long)(p - list));
             return -1;
         }
         if (errno == ERANGE || v < 1 || v > TR_MODEL_MAX_WIDTH) {
             snprintf(err, errlen,
                      "'%s': layer width %.*s is out of range "
                      "[1, %d]",
-                     list, (int)(end - p), p, TR_MODEL_MAX_WIDTH);
+                     RF_ECHO(list), end - p > 20 ? 20 : (int)(end - p), p,
+                     TR_MODEL_MAX_WIDTH);
             return -1;
         }
         out->widths[out->nwidths++] = (int)v;
         if (*end == '\0')
             break;
         if (*end != ',') {
-            snprintf(err, errlen, "'%s': unexpected '%c' at offset %ld", list,
-                     *end, (long)(end - list));
+            snprintf(err, errlen, "'%s': unexpected '%c' at offset %ld",
+                     RF_ECHO(list), *end, (long)(end - list));
             return -1;
         }
         p = end + 1;
     }
     if (want > 0 && out->nwidths != want) {
-        snprintf(err, errlen, "'%s': expected %d widths, got %d", list, want,
-                 out->nwidths);
+        snprintf(err, errlen, "'%s': expected %d widths, got %d", RF_ECHO(list),
+                 want, out->nwidths);
         return -1;
     }
     return 0;
@@ -63,7 +66,8 @@ int tr_model_parse(const char *text, tr_model *out, char *err, size_t errlen)
     if (name_len == 7 && !strncmp(text, "softmax", 7)) {
         out->kind = TR_MODEL_SOFTMAX;
         if (colon) {
-            snprintf(err, errlen, "'%s': softmax takes no widths", text);
+            snprintf(err, errlen, "'%s': softmax takes no widths",
+                     RF_ECHO(text));
             return -1;
         }
         return 0;
@@ -92,7 +96,7 @@ int tr_model_parse(const char *text, tr_model *out, char *err, size_t errlen)
     snprintf(err, errlen,
              "unknown model '%s' (expected softmax, mlp[:W1,W2,...] or "
              "cnn[:C1,C2,D])",
-             text);
+             RF_ECHO(text));
     return -1;
 }
 

@@ -1,13 +1,13 @@
 /* tools/trainer/report.c: what local and distributed runs share: the
- * data directory, the configuration summary, the trace-path check, and
+ * data directory, the configuration summary, the output-path checks, and
  * loading Fashion-MNIST. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rdmaflow/clock.h"
+#include "rdmaflow/file.h"
 #include "report.h"
 
 const char *tr_data_dir(const tr_flags *f)
@@ -58,17 +58,12 @@ void tr_print_config(const tr_flags *f, const tr_session *s,
     fflush(stdout);
 }
 
-/* Fails early, before any training, if the trace file cannot be written. */
-int tr_check_trace_path(const char *path)
+int tr_check_output(const char *flag, const char *path)
 {
-    FILE *fp = fopen(path, "w");
-    if (!fp) {
-        fprintf(stderr, "rf-trainer: --trace: cannot write %s: %s\n", path,
-                strerror(errno));
-        return -1;
-    }
-    fclose(fp);
-    return 0;
+    if (!path || rf_file_check_output(path) == RF_OK)
+        return 0;
+    fprintf(stderr, "rf-trainer: %s: %s\n", flag, rf_error_message());
+    return -1;
 }
 
 int tr_write_trace(rf_trace *trace, const char *path, char *err, size_t errlen)

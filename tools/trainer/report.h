@@ -17,8 +17,10 @@ int tr_load_data(const tr_flags *f, rf_dataset **train, rf_dataset **test,
 void tr_print_config(const tr_flags *f, const tr_session *s,
                      const rf_dataset *train, const rf_dataset *test,
                      const char *data_dir);
-/* Fails early, before any training, if the trace file cannot be written. */
-int tr_check_trace_path(const char *path);
+/* Before any long work: -1 with "rf-trainer: FLAG: why" on stderr if path
+ * (NULL: not given) cannot be written (rf_file_check_output: a directory,
+ * device, FIFO, socket, missing or unwritable directory); 0 otherwise. */
+int tr_check_output(const char *flag, const char *path);
 /* Writes the trace and says so; -1 with err on failure. */
 int tr_write_trace(rf_trace *trace, const char *path, char *err, size_t errlen);
 /* "final loss: ..." and "training: M steps of B in S s, ..." (or "nothing

@@ -159,6 +159,16 @@ case_bad_flags() {
         --batch_size=ten
     usage "--learning_rate" "${c[@]}" --job_name=ps --task_index=0 \
         --learning_rate=-1
+    usage "--learning_rate: 1e-300 is out of range: it rounds to 0 in float32" \
+        "${c[@]}" --job_name=ps --task_index=0 --learning_rate=1e-300
+    usage "--learning_rate: 1e39 is out of range: it rounds to infinity" \
+        "${c[@]}" --job_name=ps --task_index=0 --learning_rate=1e39
+    local long
+    long=$(printf 'q%.0s' $(seq 2000))
+    usage "--batch_size: '${long:0:64}...' is not an integer" "${c[@]}" \
+        --job_name=ps --task_index=0 --batch_size="$long"
+    usage "--${long:0:62}...: unknown flag" "${c[@]}" --job_name=ps \
+        --task_index=0 --"$long"=1
     usage "--data_dir: needs a value" "${c[@]}" --job_name=ps --data_dir
     usage "--bogus" "${c[@]}" --job_name=ps --task_index=0 --bogus=1
     usage "--ps_hosts" --train_steps=10

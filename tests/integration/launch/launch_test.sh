@@ -320,6 +320,17 @@ case_trace() {
   [ "$(grep -c '^events' "$TMP/check")" = 2 ] || fail "extra pids"
   grep -qxF "nopid 0" "$TMP/check" || fail "events without pid"
   grep -qxF "aligned false" "$TMP/check" || fail "aligned"
+  # A symbolic link as --trace: its target is written, the link stays.
+  mkdir "$TMP/sub"
+  ln -s sub/merged.json "$TMP/link.json"
+  launch --ps 1 --workers 1 --trace "$TMP/link.json" -- "$HELPER" \
+    --write-trace --marker="$M"
+  expect_rc 0
+  [ -L "$TMP/link.json" ] && [ -f "$TMP/sub/merged.json" ] ||
+    fail "--trace through a link: $(ls -l "$TMP" "$TMP/sub")"
+  "$HELPER" --check-trace "$TMP/link.json" >"$TMP/check" ||
+    fail "merged trace through a link unreadable"
+  ls -A "$TMP" "$TMP/sub" | grep -q '\.tmp\.' && fail "a temporary left"
   # Every task with an epoch: one time origin.
   launch --ps 2 --workers 2 --trace "$T" -- "$HELPER" --write-trace \
     --epoch=1000 --marker="$M"
@@ -577,7 +588,10 @@ case_restart_signal() {
 }
 
 case_usage() {
-  local spec
+  local spec LONG
+  LONG=$(printf 'y%.0s' $(seq 2000))
+  mkfifo "$TMP/fifo"
+  echo plain >"$TMP/plain"
   while IFS='|' read -r spec msg; do
     # shellcheck disable=SC2086
     launch $spec
@@ -600,7 +614,14 @@ case_usage() {
 --ps 1 --workers 1 --chief=1 -- true|--chief takes no value
 --ps 1 --workers 1 --ps|--ps: missing value
 --ps 1 --workers 1 --host a,b -- true|--host: 'a,b' is not an address
---ps 1 --workers 1 --trace /nonexistent-dir/x.json -- true|--trace: cannot write in directory /nonexistent-dir
+--ps 1 --workers 1 --trace /nonexistent-dir/x.json -- true|--trace: /nonexistent-dir/x.json: directory /nonexistent-dir does not exist
+--ps 1 --workers 1 --trace $TMP -- true|--trace: $TMP is a directory
+--ps 1 --workers 1 --trace /dev/null -- true|--trace: /dev/null is not a regular file
+--ps 1 --workers 1 --trace $TMP/fifo -- true|--trace: $TMP/fifo is not a regular file
+--ps 1 --workers 1 --trace $TMP/plain/x.json -- true|--trace: $TMP/plain/x.json: $TMP/plain is not a directory
+--ps 1 --workers $LONG -- true|--workers: '${LONG:0:64}...' is not an integer
+--ps 1 --workers 1 --timeout $LONG -- true|--timeout: '${LONG:0:64}...' is not a number of seconds
+--ps 1 --workers 1 --$LONG -- true|--${LONG:0:64}...: unknown flag
 --ps 1 --workers 1 --restart_on_failure --max_restarts=-1 -- true|--max_restarts: -1 is out of range [0, 1000]
 --ps 1 --workers 1 --restart_on_failure --max_restarts 1001 -- true|--max_restarts: 1001 is out of range [0, 1000]
 --ps 1 --workers 1 --restart_on_failure --max_restarts=abc -- true|--max_restarts: 'abc' is not an integer

@@ -32,7 +32,7 @@ line() { grep -m1 "^$2" "$1" || true; }
 expect_usage() {
     local want=$1
     shift
-    "$trainer" "$@" >"$tmp/out" 2>"$tmp/err"
+    timeout "$(t 60)" "$trainer" "$@" >"$tmp/out" 2>"$tmp/err"
     local st=$?
     if [[ $st -ne 2 ]]; then
         fail "rf-trainer $* exited $st, want 2 ($(head -c 300 "$tmp/err"))"
@@ -41,6 +41,83 @@ expect_usage() {
     else
         ok "rf-trainer $* -> 2: $(head -1 "$tmp/err")"
     fi
+}
+
+# Output paths refused before any work (exit 2, the flag named, nothing
+# created or touched); none of these needs the dataset.
+case_output_paths() {
+    local flag
+    mkfifo "$tmp/fifo"
+    python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+        "$tmp/sock"
+    echo plain >"$tmp/file"
+    ln -s /dev/null "$tmp/link-to-null"
+    ln -s "$tmp" "$tmp/link-to-dir"
+    for flag in variables_out trace; do
+        expect_usage "--$flag: $tmp is a directory" --$flag="$tmp"
+        expect_usage "--$flag: /dev/null is not a regular file" \
+            --$flag=/dev/null
+        expect_usage "--$flag: $tmp/none/v.st: directory $tmp/none does not exist" \
+            --$flag="$tmp/none/v.st"
+        # a FIFO is never opened (it would block): timeout guards that
+        expect_usage "--$flag: $tmp/fifo is not a regular file" \
+            --$flag="$tmp/fifo"
+        expect_usage "--$flag: $tmp/sock is not a regular file" \
+            --$flag="$tmp/sock"
+        # a parent that is a regular file: refused as root too
+        expect_usage "--$flag: $tmp/file/v.st: $tmp/file is not a directory" \
+            --$flag="$tmp/file/v.st"
+        # a symbolic link is followed: what it points to is judged
+        expect_usage "--$flag: $tmp/link-to-null (a symbolic link to /dev/null) is not a regular file" \
+            --$flag="$tmp/link-to-null"
+        expect_usage "is a directory" --$flag="$tmp/link-to-dir"
+        if [[ $(id -u) -eq 0 ]]; then
+            echo "NOTE: running as root: an unwritable directory cannot be" \
+                "refused here (root writes anyway); the parent-is-a-file" \
+                "case above stands for it"
+        else
+            mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
+            expect_usage "--$flag: $tmp/ro/v.st: directory $tmp/ro is not writable" \
+                --$flag="$tmp/ro/v.st"
+            chmod 755 "$tmp/ro" && rmdir "$tmp/ro"
+        fi
+    done
+    [[ -p $tmp/fifo && -S $tmp/sock && -c /dev/null && -L $tmp/link-to-null &&
+        $(cat "$tmp/file") == plain ]] &&
+        ok "the refused paths are as they were" ||
+        fail "a refused output path was changed"
+    ! ls -A "$tmp" | grep -q '\.tmp\.' &&
+        ok "no temporary file left" || fail "temporaries: $(ls -A "$tmp")"
+}
+
+# Long values are echoed cut, with the reason kept.
+case_long_values() {
+    local long
+    long=$(printf 'x%.0s' $(seq 3000))
+    expect_usage "--batch_size: '${long:0:64}...' is not an integer" \
+        --batch_size="$long"
+    expect_usage "--learning_rate: '${long:0:64}...' is not a number" \
+        --learning_rate="$long"
+    expect_usage "--model: unknown model '${long:0:64}...' (expected softmax" \
+        --model="$long"
+    expect_usage "--explain: '${long:0:64}...' is not one of text, json" \
+        --explain="$long"
+    expect_usage "--${long:0:64}...: unknown flag" --"$long"=1
+    expect_usage "unexpected argument '${long:0:64}...' (flags are" "$long"
+    expect_usage "--seed: '1${long:0:63}...' is not a non-negative integer" \
+        --seed="1$long"
+    # a long path: its end is shown, the reason kept
+    local deep=$tmp
+    for _ in 1 2 3 4 5 6 7 8; do deep+=/$(printf 'd%.0s' $(seq 60)); done
+    expect_usage "/$(printf 'd%.0s' $(seq 60))/v.st: directory ..." \
+        --variables_out="$deep/v.st"
+    grep -q "does not exist (No such file or directory)$" "$tmp/err" &&
+        ok "the reason is kept for a ${#deep}-byte path" ||
+        fail "long path: $(cat "$tmp/err")"
+    local digits
+    digits=$(printf '9%.0s' $(seq 500))
+    expect_usage "--threads: ${digits:0:64}... is out of range [0, 256]" \
+        --threads="$digits"
 }
 
 case_flags() {
@@ -59,6 +136,15 @@ case_flags() {
     expect_usage "--learning_rate: 'nan' is not a number" --learning_rate=nan
     expect_usage "--learning_rate: 1e999 is out of range" \
         --learning_rate=1e999
+    # values that float32 cannot hold: 0 or infinity would train something
+    # else than asked (1e-300 used to train nothing with exit 0)
+    expect_usage "--learning_rate: 1e-300 is out of range: it rounds to 0 in float32" \
+        --learning_rate=1e-300
+    expect_usage "--learning_rate: 1e39 is out of range" --learning_rate=1e39
+    expect_usage "--learning_rate: 1e-40 is out of range: it is subnormal in float32" \
+        --learning_rate=1e-40
+    expect_usage "--momentum: 1e-46 is out of range: it rounds to 0 in float32" \
+        --optimizer=momentum --momentum=1e-46
     expect_usage "--momentum: 1.5 is out of range [0, 1]" \
         --optimizer=momentum --momentum=1.5
     expect_usage "--momentum: not used by --optimizer=adam" --momentum=0.5
@@ -93,12 +179,8 @@ case_flags() {
         --variables_out=/dev/null
     expect_usage "--variables_out: $tmp/none/v.st: directory $tmp/none does not exist" \
         --variables_out="$tmp/none/v.st"
-    ln -s "$tmp/target" "$tmp/link.st"
-    expect_usage "--variables_out: $tmp/link.st is a symbolic link" \
-        --variables_out="$tmp/link.st"
-    [[ -L $tmp/link.st && ! -e $tmp/target ]] &&
-        ok "the symbolic link is left as it was" ||
-        fail "--variables_out replaced or followed the symbolic link"
+    case_output_paths
+    case_long_values
     # cluster flags: checked by rf_cluster_resolve, exit 2 naming the flag
     expect_usage "--job_name" --job_name=boss --ps_hosts=ps0:2222 \
         --worker_hosts=w0:2222 --task_index=0
@@ -237,10 +319,90 @@ assert all(e["dur"] >= 0 and "ts" in e for e in ev)
 print("%d events, %d ops, steps %s" % (len(ev), len(ops), sorted(steps)))
 ' "$tmp/t.json" && ok "trace parses" || fail "trace JSON check"
     run "$tmp/o" --model=softmax --train_steps=1 --trace=/nonexistent/t.json
-    [[ $rc -eq 1 ]] && grep -q "^rf-trainer: --trace: cannot write" "$tmp/o" &&
+    [[ $rc -eq 2 ]] &&
+        grep -q "^rf-trainer: --trace: /nonexistent/t.json: directory /nonexistent does not exist" "$tmp/o" &&
         ! grep -q "^step" "$tmp/o" &&
         ok "unwritable trace: $(grep '^rf-trainer' "$tmp/o")" ||
         fail "unwritable trace: exit $rc: $(cat "$tmp/o")"
+    # the check writes nothing: an existing trace survives a failed run
+    echo old >"$tmp/old.json"
+    run "$tmp/o" --model=softmax --train_steps=1 --trace="$tmp/old.json" \
+        --data_dir="$tmp/missing"
+    [[ $rc -eq 1 && $(cat "$tmp/old.json") == old ]] &&
+        ok "a failed run leaves the existing trace alone" ||
+        fail "exit $rc, trace now '$(head -c 80 "$tmp/old.json")'"
+}
+
+# safetensors check of FILE: the header's JSON parses and names global_step.
+is_checkpoint() {
+    python3 -c '
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+assert "global_step" in h, h.keys()
+' "$1"
+}
+
+# Outputs through symbolic links, and a writer killed before its rename.
+case_outputs() {
+    mkdir "$tmp/sub"
+    ln -s "$tmp/sub/v-target.st" "$tmp/v-link.st" # dangling: created
+    echo old >"$tmp/sub/t-target.json"
+    chmod 640 "$tmp/sub/t-target.json"
+    ln -s sub/t-target.json "$tmp/t-link.json" # relative, existing
+    run "$tmp/o" --model=softmax --train_steps=3 --log_every=0 \
+        --variables_out="$tmp/v-link.st" --trace="$tmp/t-link.json"
+    if [[ $rc -ne 0 ]]; then
+        fail "through links: exit $rc: $(tail -3 "$tmp/o")"
+        return
+    fi
+    [[ -L $tmp/v-link.st && -f $tmp/sub/v-target.st && ! -L $tmp/sub/v-target.st ]] &&
+        is_checkpoint "$tmp/sub/v-target.st" &&
+        ok "--variables_out through a symbolic link: the target written, the link kept" ||
+        fail "--variables_out link: $(ls -l "$tmp" "$tmp/sub")"
+    [[ -L $tmp/t-link.json ]] &&
+        python3 -c 'import json,sys; json.load(open(sys.argv[1]))["traceEvents"]' \
+            "$tmp/sub/t-target.json" &&
+        [[ $(stat -c %a "$tmp/sub/t-target.json") == 640 ]] &&
+        ok "--trace through a symbolic link: the target replaced (mode 640 kept), the link kept" ||
+        fail "--trace link: $(ls -l "$tmp" "$tmp/sub")"
+    ! ls -A "$tmp" "$tmp/sub" | grep -q '\.tmp\.' &&
+        ok "no temporary file left" || fail "temporaries: $(ls -A "$tmp" "$tmp/sub")"
+
+    # a writer stopped between fsync and rename (the test hook), then
+    # SIGKILLed: its temporary stays, the real name is untouched
+    echo old >"$tmp/v.st"
+    echo v.st >"$tmp/marker"
+    RF_TEST_CKPT_STOP_BEFORE_RENAME="$tmp/marker" "$trainer" --model=softmax \
+        --train_steps=2 --log_every=0 --variables_out="$tmp/v.st" \
+        >"$tmp/killed.out" 2>&1 &
+    local pid=$! state="" i
+    for ((i = 0; i < $(t 120) * 10; i++)); do
+        state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)
+        [[ $state == T || -z $state ]] && break
+        sleep 0.1
+    done
+    if [[ $state != T ]]; then
+        fail "the writer did not stop before its rename (state '$state'): $(tail -3 "$tmp/killed.out")"
+        kill -9 "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        return
+    fi
+    local stale
+    stale=$(ls -A "$tmp" | grep "^\.v\.st\.tmp\.$pid\.[0-9]*$")
+    kill -9 "$pid"
+    wait "$pid" 2>/dev/null
+    [[ -n $stale && -s $tmp/$stale && $(cat "$tmp/v.st") == old ]] &&
+        ok "killed before its rename: $stale left, v.st untouched" ||
+        fail "after the kill: '$stale', $(ls -lA "$tmp")"
+    # the next writer of v.st is not disturbed and removes the stale file
+    run "$tmp/o" --model=softmax --train_steps=2 --log_every=0 \
+        --variables_out="$tmp/v.st"
+    [[ $rc -eq 0 ]] && is_checkpoint "$tmp/v.st" && [[ ! -e $tmp/$stale ]] &&
+        ! ls -A "$tmp" | grep -q '\.tmp\.' &&
+        ok "the next run writes v.st and removes the dead writer's $stale" ||
+        fail "next run: exit $rc, $(ls -lA "$tmp"): $(tail -3 "$tmp/o")"
 }
 
 # expect_data_error DIR WANT: exit 1 and WANT in the message.
@@ -263,8 +425,38 @@ case_data_dir() {
         [[ -r $data/$f.gz ]] && head -c 20000 "$data/$f.gz" >"$tmp/trunc/$f.gz"
     done
     expect_data_error "$tmp/junk" "train-images-idx3-ubyte"
+    echo plain >"$tmp/plain"
+    expect_data_error "$tmp/plain" "$tmp/plain is not a directory"
+    # a FIFO in place of a file: refused, never read (which would block)
+    mkdir "$tmp/fifo"
+    mkfifo "$tmp/fifo/train-images-idx3-ubyte.gz"
+    timeout "$(t 60)" "$trainer" --model=softmax --train_steps=1 \
+        --data_dir="$tmp/fifo" >"$tmp/o" 2>&1
+    rc=$?
+    [[ $rc -eq 1 ]] && grep -q "train-images-idx3-ubyte.gz is not a regular file" "$tmp/o" &&
+        ok "a FIFO as input: $(grep '^rf-trainer' "$tmp/o")" ||
+        fail "a FIFO as input: exit $rc (124: blocked): $(cat "$tmp/o")"
     need_data
     expect_data_error "$tmp/trunc" "train-images-idx3-ubyte"
+    # a complete file followed by garbage; a trailer with a wrong CRC32
+    mkdir -p "$tmp/garbage" "$tmp/crc"
+    for f in train-images-idx3-ubyte train-labels-idx1-ubyte \
+        t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+        cp "$data/$f.gz" "$tmp/garbage/$f.gz"
+        cp "$data/$f.gz" "$tmp/crc/$f.gz"
+    done
+    printf 'junk' >>"$tmp/garbage/train-labels-idx1-ubyte.gz"
+    expect_data_error "$tmp/garbage" \
+        "train-labels-idx1-ubyte.gz: trailing garbage: 4 bytes after the end of the gzip stream"
+    python3 - "$tmp/crc/train-labels-idx1-ubyte.gz" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[-8] ^= 0xFF  # first byte of the trailer's CRC32
+open(p, "wb").write(b)
+PY
+    expect_data_error "$tmp/crc" \
+        "train-labels-idx1-ubyte.gz: damaged gzip data: incorrect data check"
 }
 
 case "$case_name" in
@@ -290,6 +482,10 @@ loss_decreases)
 trace)
     need_data
     case_trace
+    ;;
+outputs)
+    need_data
+    case_outputs
     ;;
 data_dir) case_data_dir ;;
 *)

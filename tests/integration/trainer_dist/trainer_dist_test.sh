@@ -483,6 +483,20 @@ case_bad_cluster() {
     expect_usage "--replicas_to_aggregate: 3 is more than the cluster's 2 training workers" \
         --sync_replicas --replicas_to_aggregate=3 --job_name=worker \
         --task_index=1 --ps_hosts=127.0.0.1:1 "$w2"
+    # output paths: refused before the task starts its server (exit 2)
+    local cw="--job_name=worker --task_index=0 --ps_hosts=127.0.0.1:1"
+    echo plain >"$tmp/plain"
+    # shellcheck disable=SC2086
+    expect_usage "--checkpoint_dir: " --checkpoint_dir="$tmp/plain" $cw "$w2"
+    mkdir -p "$tmp/ckd/checkpoint"
+    # shellcheck disable=SC2086
+    expect_usage "--checkpoint_dir: $tmp/ckd/checkpoint is a directory" \
+        --checkpoint_dir="$tmp/ckd" $cw "$w2"
+    # shellcheck disable=SC2086
+    expect_usage "--variables_out: /dev/null is not a regular file" \
+        --variables_out=/dev/null $cw "$w2"
+    expect_usage "--trace: $tmp is a directory" --trace="$tmp" \
+        --job_name=ps --task_index=0 --ps_hosts=127.0.0.1:1 "$w2"
     tf_config='{"cluster": {"ps": ["127.0.0.1:1"], "worker": ['
     expect_usage "TF_CONFIG" --model=softmax
     tf_config='{"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 3}}'

@@ -36,6 +36,8 @@ void case_crc(void);
 void case_roundtrip(void);
 void case_determinism(void);
 void case_paths(void);
+void case_links(void);
+void case_stale(void);
 void case_corrupt(void);
 void case_malformed(void);
 void case_dir(void);

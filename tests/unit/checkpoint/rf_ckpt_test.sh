@@ -129,4 +129,21 @@ has "diff other" "only in $tmp/other.safetensors: y/extra"
 has "diff other" "dtype differs: c/i64: int64 vs int32"
 has "diff other" "shape differs: b/i32: [4] vs [2,2]"
 run 1 "diff a missing file" "$ckpt" diff "$f" "$tmp/absent"
+
+# inputs that are not regular files: refused, a FIFO without blocking
+mkfifo "$tmp/fifo"
+run 1 "verify a FIFO" timeout "$(t 30)" "$ckpt" verify "$tmp/fifo"
+has "verify a FIFO" "$tmp/fifo is not a regular file"
+run 1 "list /dev/null" "$ckpt" list /dev/null
+has "list /dev/null" "/dev/null is not a regular file"
+run 1 "diff against a FIFO" timeout "$(t 30)" "$ckpt" diff "$f" "$tmp/fifo"
+has "diff against a FIFO" "not a regular file"
+ln -s "$f" "$tmp/link.safetensors"
+run 0 "verify through a symbolic link" "$ckpt" verify "$tmp/link.safetensors"
+# long arguments are echoed cut, the reason kept
+long=$(printf 'z%.0s' $(seq 2000))
+run 2 "a long unknown command" "$ckpt" "$long" "$f"
+has "a long unknown command" "unknown command '${long:0:64}...'"
+run 2 "a long tolerance" "$ckpt" diff "$f" "$f" --atol="$long"
+has "a long tolerance" "--atol=${long:0:57}... needs a non-negative number"
 rft_finish

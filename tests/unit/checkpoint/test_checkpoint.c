@@ -226,6 +226,8 @@ static const struct {
     {"roundtrip", case_roundtrip},
     {"determinism", case_determinism},
     {"paths", case_paths},
+    {"links", case_links},
+    {"stale", case_stale},
     {"corrupt", case_corrupt},
     {"malformed", case_malformed},
     {"dir", case_dir},

@@ -1,8 +1,10 @@
 /* tests/unit/checkpoint/test_ckpt_file.c: CRC32C against RFC 3720's
  * vectors, the write/read round trip of every dtype (scalars, empty
  * tensors, metadata) checked against the file's raw layout too,
- * determinism, and the paths rf_ckpt_write refuses or fails on without
- * leaving anything behind or touching an existing file. */
+ * determinism, the paths rf_ckpt_write refuses or fails on without
+ * leaving anything behind or touching an existing file, symbolic links
+ * followed (the target written, the link kept), and the temporaries of a
+ * dead writer removed by the next writer of the same file. */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ckpt_test.h"
@@ -207,7 +210,6 @@ void case_paths(void)
     CHECK(mkdir(sp("adir"), 0755) == 0, "%s", "mkdir");
     CHECK(symlink(sp("target"), sp("link")) == 0, "%s", "symlink");
     refused(sp("adir"), "is a directory", 3);
-    refused(sp("link"), "symbolic link", 3);
     refused("/dev/null", "not a regular file", 3);
     refused(sp("missing/x.safetensors"), "does not exist", 3);
     refused(sp("target/x.safetensors"), "not a directory", 3);
@@ -239,7 +241,8 @@ void case_paths(void)
     rf_status st2 = rf_ckpt_write(sp("target"), &t, 1, NULL);
     CHECK(setrlimit(RLIMIT_FSIZE, &saved) == 0, "%s", "setrlimit");
     CHECK_ST(st2, RF_ERR_IO);
-    CHECK_MSG("writing");
+    CHECK_MSG("cannot write");
+    CHECK_MSG(strerror(EFBIG)); /* the errno is named */
     old = slurp(sp("target"), &n);
     CHECK(n == 3 && !memcmp(old, "old", 3), "%s", "target changed");
     free(old);
@@ -257,4 +260,122 @@ void case_paths(void)
     CHECK_EQ_U64(rf_ckpt_find(ck, "big")->t.bytes, sizeof big);
     rf_ckpt_close(ck);
     CHECK(dir_entries(scratch()) == 3, "%d entries", dir_entries(scratch()));
+}
+
+/* A write through path must succeed, leave path a symbolic link and put
+ * the file at target. */
+static void through_link(const char *path, const char *target)
+{
+    rf_ckpt_tensor t[FIX_N];
+    fix_tensors(t, 7);
+    CHECK_OK(rf_ckpt_check_path(path));
+    CHECK_OK(rf_ckpt_write(path, t, FIX_N, NULL));
+    struct stat st;
+    CHECK(lstat(path, &st) == 0 && S_ISLNK(st.st_mode),
+          "%s is no longer a symbolic link", path);
+    CHECK(lstat(target, &st) == 0 && S_ISREG(st.st_mode),
+          "%s is not the regular file written", target);
+    rf_ckpt *ck;
+    CHECK_OK(rf_ckpt_open(target, &ck));
+    rf_ckpt_close(ck);
+}
+
+void case_links(void)
+{
+    CHECK(mkdir(sp("adir"), 0755) == 0 && mkdir(sp("sub"), 0755) == 0, "%s",
+          "mkdir");
+    spill(sp("t1"), "old", 3);
+    CHECK(chmod(sp("t1"), 0600) == 0, "%s", "chmod");
+    CHECK(symlink(sp("t1"), sp("l1")) == 0, "%s", "symlink"); /* absolute */
+    through_link(sp("l1"), sp("t1"));
+    struct stat st;
+    CHECK(stat(sp("t1"), &st) == 0 && (st.st_mode & 07777) == 0600,
+          "the target's mode 0%o was not kept", (unsigned)st.st_mode & 07777);
+    /* relative to the link's directory: the temporary goes beside the
+     * target, in sub/, and nothing is left in either directory */
+    CHECK(symlink("sub/t2", sp("l2")) == 0, "%s", "symlink");
+    through_link(sp("l2"), sp("sub/t2"));
+    CHECK(dir_entries(sp("sub")) == 1, "%d entries in sub/",
+          dir_entries(sp("sub")));
+    /* a dangling link names the file to create; a chain is followed */
+    CHECK(symlink("t3", sp("l3")) == 0, "%s", "symlink");
+    through_link(sp("l3"), sp("t3"));
+    CHECK(symlink("l1", sp("l4")) == 0, "%s", "symlink");
+    through_link(sp("l4"), sp("t1"));
+    int before = dir_entries(scratch());
+    /* refused through a link: what the target is, naming both */
+    CHECK(symlink(sp("adir"), sp("l5")) == 0, "%s", "symlink");
+    CHECK(symlink("/dev/null", sp("l6")) == 0, "%s", "symlink");
+    CHECK(symlink("l8", sp("l7")) == 0 && symlink("l7", sp("l8")) == 0, "%s",
+          "symlink");
+    CHECK(symlink("missing/x", sp("l9")) == 0, "%s", "symlink");
+    before += 5;
+    refused(sp("l5"), "is a directory", before);
+    CHECK_MSG("a symbolic link to");
+    refused(sp("l6"), "not a regular file", before);
+    CHECK_MSG("/dev/null");
+    refused(sp("l7"), "cannot follow the symbolic link", before);
+    refused(sp("l9"), "does not exist", before);
+    CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode), "%s",
+          "/dev/null changed");
+    CHECK(lstat(sp("l6"), &st) == 0 && S_ISLNK(st.st_mode), "%s",
+          "the link to /dev/null changed");
+}
+
+/* A process id that was just used and is now gone. */
+static long dead_pid(void)
+{
+    pid_t p = fork();
+    if (p == 0)
+        _exit(0);
+    CHECK(p > 0 && waitpid(p, NULL, 0) == p, "%s", "fork");
+    return (long)p;
+}
+
+void case_stale(void)
+{
+    long dead = dead_pid(), live = (long)getppid();
+    char name[128];
+    const char *keep[4];
+    snprintf(name, sizeof name, ".model.st.tmp.%ld.0", dead);
+    spill(sp(name), "partial", 7); /* a killed writer's: removed */
+    snprintf(name, sizeof name, ".model.st.tmp.%ld.3", live);
+    keep[0] = strdup(sp(name)); /* a live process's: kept */
+    spill(keep[0], "partial", 7);
+    snprintf(name, sizeof name, ".other.st.tmp.%ld.0", dead);
+    keep[1] = strdup(sp(name)); /* another target's: kept */
+    spill(keep[1], "partial", 7);
+    keep[2] = strdup(sp(".model.st.tmp.x.0")); /* not a temporary name */
+    spill(keep[2], "partial", 7);
+    snprintf(name, sizeof name, ".model.st.tmp.%ld.0", dead);
+    const char *gone = strdup(sp(name));
+    rf_ckpt_tensor t[FIX_N];
+    fix_tensors(t, 3);
+    CHECK_OK(rf_ckpt_write(sp("model.st"), t, FIX_N, NULL));
+    CHECK(access(gone, F_OK) != 0, "the dead writer's %s is still there", gone);
+    for (int i = 0; i < 3; i++) {
+        CHECK(access(keep[i], F_OK) == 0, "%s was removed", keep[i]);
+        free((void *)keep[i]);
+    }
+    free((void *)gone);
+    /* stale files with this process's own PID (a dead writer's PID reused,
+     * as after a container restart) do not block a write */
+    for (int i = 0; i < 40; i++) {
+        snprintf(name, sizeof name, ".model.st.tmp.%ld.%d", (long)getpid(), i);
+        spill(sp(name), "partial", 7);
+    }
+    CHECK_OK(rf_ckpt_write(sp("model.st"), t, FIX_N, NULL));
+    /* the state file's writer cleans its own temporaries the same way, and
+     * a checkpoint directory never lists a temporary */
+    snprintf(name, sizeof name, ".checkpoint.tmp.%ld.1", dead);
+    gone = strdup(sp(name));
+    spill(gone, "model_checkpoint_path: \"x\"", 26);
+    CHECK_OK(rf_ckpt_dir_save(scratch(), 5, t, FIX_N, NULL, 0, NULL, 0));
+    CHECK(access(gone, F_OK) != 0, "%s is still there", gone);
+    free((void *)gone);
+    rf_ckpt_list l;
+    CHECK_OK(rf_ckpt_dir_list(scratch(), &l));
+    CHECK(l.n == 1 && strstr(l.paths[0], "model.ckpt-5.safetensors"),
+          "%zu checkpoints listed", l.n);
+    rf_ckpt_list_free(&l);
 }

@@ -130,6 +130,40 @@ static void test_env(void)
           "default idx %d", idx);
 }
 
+/* rf_echo: short values unchanged, long ones cut to RF_ECHO_MAX bytes and
+ * "...", never inside a UTF-8 sequence, small buffers respected. */
+static void test_echo(void)
+{
+    char buf[RF_ECHO_BUF], big[300];
+    CHECK(!strcmp(rf_echo("abc", buf, sizeof buf), "abc"), "%s", buf);
+    memset(big, 'x', sizeof big);
+    big[RF_ECHO_MAX] = '\0';
+    CHECK(!strcmp(rf_echo(big, buf, sizeof buf), big), "64 bytes cut: %s", buf);
+    big[RF_ECHO_MAX] = 'y';
+    big[sizeof big - 1] = '\0';
+    rf_echo(big, buf, sizeof buf);
+    CHECK(strlen(buf) == RF_ECHO_MAX + 3 && !strncmp(buf, big, RF_ECHO_MAX) &&
+              !strcmp(buf + RF_ECHO_MAX, "..."),
+          "long: '%s'", buf);
+    /* a 2-byte UTF-8 character across the cut is dropped whole */
+    memset(big, 'x', sizeof big);
+    memcpy(big + RF_ECHO_MAX - 1, "\xc3\xa9", 2);
+    big[sizeof big - 1] = '\0';
+    rf_echo(big, buf, sizeof buf);
+    CHECK(strlen(buf) == RF_ECHO_MAX - 1 + 3 && buf[RF_ECHO_MAX - 2] == 'x',
+          "utf-8 cut: '%s'", buf);
+    char small[8];
+    CHECK(!strcmp(rf_echo(big, small, sizeof small), "xxxx..."), "small: %s",
+          small);
+    CHECK(!strcmp(rf_echo(NULL, buf, sizeof buf), "(null)"), "%s", buf);
+    CHECK(!strcmp(RF_ECHO("ok"), "ok"), "%s", "RF_ECHO");
+    /* in a message, the reason after the value survives */
+    CHECK(rf_parse_int(big, 0, 1, "--n", &(int64_t){0}) == RF_ERR_INVALID_ARG,
+          "%s", "parse");
+    CHECK(strstr(rf_error_message(), "...' is not an integer") != NULL, "%s",
+          rf_error_message());
+}
+
 static void test_log_levels(void)
 {
     rf_log_level l;
@@ -242,6 +276,7 @@ int main(void)
     test_error_message();
     test_shape_format();
     test_env();
+    test_echo();
     test_log_levels();
     test_desc_pack();
     test_provider_selection();

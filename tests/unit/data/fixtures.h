@@ -95,6 +95,43 @@ static inline void write_raw(const char *path, const void *data, size_t len)
     }
 }
 
+/* Appends len bytes to path. */
+static inline void append_raw(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "ab");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+        fprintf(stderr, "cannot append to %s\n", path);
+        exit(1);
+    }
+}
+
+/* An IDX file as two concatenated gzip members: the header and the first
+ * half of the payload, then the rest. */
+static inline void write_two_members(const char *path, uint32_t magic,
+                                     const uint32_t *dims, unsigned ndims,
+                                     const uint8_t *payload, size_t len)
+{
+    char part[512];
+    snprintf(part, sizeof part, "%s.part", path);
+    write_idx(path, 1, magic, dims, ndims, payload, len / 2);
+    gzFile f = gzopen(part, "wb");
+    if (!f ||
+        gzwrite(f, payload + len / 2, (unsigned)(len - len / 2)) !=
+            (int)(len - len / 2) ||
+        gzclose(f) != Z_OK) {
+        fprintf(stderr, "cannot write %s\n", part);
+        exit(1);
+    }
+    FILE *in = fopen(part, "rb");
+    char buf[4096];
+    size_t n;
+    while (in && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        append_raw(path, buf, n);
+    if (in)
+        fclose(in);
+    unlink(part);
+}
+
 static inline long file_size(const char *path)
 {
     struct stat sb;

@@ -1,9 +1,13 @@
 /* tests/unit/data/test_idx.c: loading IDX files: valid gzip and plain files
  * give exact values; every kind of missing, truncated or corrupt file (made
- * here in a temporary directory) gives RF_ERR_IO or RF_ERR_CORRUPT with a
- * message naming the file and the problem, and returns nothing. */
+ * here in a temporary directory: truncated streams and trailers, damaged
+ * CRC32 and ISIZE, trailing garbage, FIFOs and devices) gives RF_ERR_IO or
+ * RF_ERR_CORRUPT with a message naming the file and the problem, and
+ * returns nothing. */
 #include <stdarg.h>
 #include <stdbool.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fixtures.h"
 #include "rdmaflow/data.h"
@@ -88,8 +92,25 @@ static void test_missing_and_unreadable(void)
     expect_fail(missing, lab, RF_ERR_IO, missing, "cannot open", "No such file",
                 NULL);
     expect_fail(img, missing, RF_ERR_IO, missing, "cannot open", NULL);
-    /* A directory opens but cannot be read. */
-    expect_fail(tmp_dir, lab, RF_ERR_IO, tmp_dir, "cannot read", NULL);
+    /* Not regular files: refused before anything is read. */
+    expect_fail(tmp_dir, lab, RF_ERR_IO, tmp_dir, "is a directory", NULL);
+    expect_fail("/dev/null", lab, RF_ERR_IO, "/dev/null", "not a regular file",
+                NULL);
+    /* A FIFO nobody writes to must not block the reader: the alarm kills
+     * the test (and fails it) if it does. */
+    const char *fifo = tmp_path("fifo-images.gz");
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    alarm(10);
+    expect_fail(fifo, lab, RF_ERR_IO, fifo, "not a regular file", NULL);
+    expect_fail(img, fifo, RF_ERR_IO, fifo, "not a regular file", NULL);
+    alarm(0);
+    /* A symbolic link to a good file is read. */
+    const char *link = tmp_path("link-images.gz");
+    CHECK(symlink(img, link) == 0, "symlink %s", link);
+    rf_dataset *ds = NULL;
+    CHECK(rf_dataset_load_idx(link, lab, &ds) == RF_OK, "through a link: %s",
+          rf_error_message());
+    rf_dataset_free(ds);
 }
 
 static void test_bad_headers(void)
@@ -198,6 +219,49 @@ static void test_damaged_gzip(void)
     for (long off = 40; off < 60; off++)
         flip_byte(p, off, 0xff);
     expect_fail(p, lab, RF_ERR_CORRUPT, p, NULL);
+
+    /* Trailing garbage after the gzip member: refused, with its size. */
+    p = tmp_path("trailing.gz");
+    write_idx(p, 1, 0x803, dims, 3, px, (size_t)N * R * C);
+    long full = file_size(p);
+    append_raw(p, "garbage", 7);
+    expect_fail(p, lab, RF_ERR_CORRUPT, p, "trailing garbage",
+                "7 bytes after the end of the gzip stream", NULL);
+    /* One stray zero byte is garbage too (gzip(1) would only warn). */
+    p = tmp_path("trailing-zero.gz");
+    write_idx(p, 1, 0x803, dims, 3, px, (size_t)N * R * C);
+    append_raw(p, "", 1);
+    expect_fail(p, lab, RF_ERR_CORRUPT, p, "trailing garbage", NULL);
+    /* A damaged length (ISIZE) in the trailer. */
+    p = tmp_path("bad-isize.gz");
+    write_idx(p, 1, 0x803, dims, 3, px, (size_t)N * R * C);
+    flip_byte(p, full - 2, 0x01);
+    expect_fail(p, lab, RF_ERR_CORRUPT, p, "damaged gzip data",
+                "incorrect length check", NULL);
+    /* Cut inside the trailer's CRC: every data byte is there. */
+    p = tmp_path("cut-crc.gz");
+    write_idx(p, 1, 0x803, dims, 3, px, (size_t)N * R * C);
+    cut_file(p, full - 6);
+    expect_fail(p, lab, RF_ERR_CORRUPT, p, "truncated gzip",
+                "trailer is missing or incomplete", NULL);
+    /* Two gzip members (cat a.gz b.gz, RFC 1952) are one valid stream. */
+    p = tmp_path("two-members.gz");
+    write_two_members(p, 0x803, dims, 3, px, (size_t)N * R * C);
+    rf_dataset *ds = NULL;
+    const char *lab200 = tmp_path("labels200.gz");
+    uint8_t lb[N] = {0};
+    const uint32_t ld[1] = {N};
+    write_idx(lab200, 1, 0x801, ld, 1, lb, N);
+    CHECK(rf_dataset_load_idx(p, lab200, &ds) == RF_OK, "two members: %s",
+          rf_error_message());
+    const float *x = NULL;
+    CHECK(ds && rf_dataset_example(ds, N - 1, &x, NULL, NULL) == RF_OK &&
+              x[R * C - 1] == (float)px[(size_t)N * R * C - 1] / 255.0f,
+          "%s", "the second member's bytes");
+    rf_dataset_free(ds);
+    /* ...and garbage after the second member is still refused. */
+    append_raw(p, "\x1f", 1);
+    expect_fail(p, lab200, RF_ERR_CORRUPT, p, "trailing garbage", NULL);
 
     /* Not gzip at all (zlib reads it as a plain file): the magic says so. */
     p = tmp_path("garbage.gz");
