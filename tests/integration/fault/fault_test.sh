@@ -84,7 +84,7 @@ started=()
 children() {
     local p ppid rest
     for p in /proc/[0-9]*; do
-        read -r _ _ _ ppid rest <"$p/stat" 2>/dev/null || continue
+        read -r _ _ _ ppid rest 2>/dev/null <"$p/stat" || continue
         [[ $ppid == "$1" ]] && echo "${p#/proc/}"
     done
 }
@@ -170,8 +170,19 @@ finish_launch() {
     echo "rf-launch: exit $rc after $(elapsed "$lt0") s"
 }
 
-# start_task OUT NAME ARGS...: one rf-trainer by hand under timeout -s KILL,
-# its lines stamped into OUT; sets tpid (the timeout) and tpid_task.
+# running PPID PROG: the pid of PPID's child running PROG (argv[0])
+running() {
+    local c a0
+    for c in $(children "$1"); do
+        IFS= read -r -d '' a0 2>/dev/null <"/proc/$c/cmdline"
+        [[ $a0 == "$2" ]] && echo "$c" && return 0
+    done
+    return 1
+}
+
+# start_task OUT ARGS...: one rf-trainer by hand under timeout -s KILL, its
+# lines stamped into OUT; sets tpid (the timeout) and tpid_task (the
+# rf-trainer; the stamping shell is the timeout's child too).
 start_task() {
     local out=$1
     shift
@@ -180,10 +191,10 @@ start_task() {
         > >(stamp >"$out"; touch "$out.done") 2>&1 &
     tpid=$!
     started+=("$tpid")
-    local i
+    local i=0
     tpid_task=
-    for ((i = 0; i < 200 && -z $tpid_task; i++)); do
-        tpid_task=$(children "$tpid" | head -n 1)
+    while [[ -z $tpid_task ]] && ((i++ < 200)); do
+        tpid_task=$(running "$tpid" "$trainer")
         [[ -n $tpid_task ]] || sleep 0.02
     done
     [[ -n $tpid_task ]] && started+=("$tpid_task")
@@ -206,6 +217,7 @@ task_pid() {
 # dropped); TASK "" for rf-launch's own lines and "-" for a hand-started
 # task's file.
 lines_of() {
+    [[ -e $1 ]] || return 0
     case $2 in
     -) cat "$1" ;;
     "") sed -n 's/^\([0-9.]*\) \(rf-launch: \)/\1 \2/p' "$1" ;;
@@ -441,7 +453,447 @@ case_ps_kill() {
     printf '    %s\n' "${timings[@]}"
 }
 
+# ---- worker_kill -----------------------------------------------------------
+
+# The classic command lines of a 2 ps + 2 worker cluster on free ports:
+# sets cluster=(--ps_hosts=... --worker_hosts=...).
+make_cluster() {
+    local nps=$1 nw=$2 i port ps= ws=
+    used_ports=" "
+    for ((i = 0; i < nps; i++)); do
+        free_port port || return 1
+        ps+=${ps:+,}$host:$port
+    done
+    for ((i = 0; i < nw; i++)); do
+        free_port port || return 1
+        ws+=${ws:+,}$host:$port
+    done
+    cluster=(--ps_hosts="$ps" --worker_hosts="$ws")
+}
+
+# wait_exit PID SECS: waits at most SECS for PID (a child of this shell);
+# sets wrc (its status, or "running" when it did not exit in time)
+wait_exit() {
+    local pid=$1 secs=$2 t0
+    t0=$(now)
+    while kill -0 "$pid" 2>/dev/null; do
+        if awk -v a="$t0" -v b="$(now)" -v s="$secs" 'BEGIN { exit !(b - a > s) }'; then
+            wrc=running
+            return 1
+        fi
+        sleep 0.05
+    done
+    wait "$pid" 2>/dev/null
+    wrc=$?
+}
+
+worker_kill_by_hand() {
+    echo "--- without restart: 2 ps + 2 workers started by hand, --stop_grace_secs=5"
+    make_cluster 2 2 || {
+        fail "no free ports"
+        return
+    }
+    local train=("${job_flags[@]}" --train_steps="$steps" --stop_grace_secs=5)
+    local name pid_ps0 pid_ps1 pid_w0 pid_w1 task_w1
+    for name in ps:0 ps:1 worker:0 worker:1; do
+        start_task "$tmp/${name/:/}.out" "${cluster[@]}" --job_name="${name%:*}" \
+            --task_index="${name#*:}" "${train[@]}"
+        case $name in
+        ps:0) pid_ps0=$tpid ;;
+        ps:1) pid_ps1=$tpid ;;
+        worker:0) pid_w0=$tpid ;;
+        worker:1) pid_w1=$tpid task_w1=$tpid_task ;;
+        esac
+    done
+    local w0=$tmp/worker0.out
+    if ! wait_until "$(t 60)" "$pid_w0" gs_at_least "$w0" - $((steps / 4)); then
+        fail "the chief never reached global_step $((steps / 4))"
+        show "$w0" 20
+        return
+    fi
+    local gs_k tk
+    gs_k=$(last_gs "$w0" -)
+    tk=$(now)
+    kill -9 "$task_w1"
+    echo "killed worker 1 (pid $task_w1) with the chief at global_step $gs_k"
+    wait_exit "$pid_w0" "$(t 60)"
+    local rc0=$wrc tend
+    tend=$(now)
+    local i=0
+    while [[ ! -e $w0.done ]] && ((i++ < 100)); do sleep 0.05; done
+    echo "chief: exit $rc0, $(elapsed "$tk" "$tend") s after the kill"
+    [[ $rc0 == 1 ]] && ok "the chief exits 1" || {
+        fail "the chief exit '$rc0', want 1"
+        show "$w0" 20
+    }
+    local twait tnamed
+    twait=$(first_after "$w0" - "$tk" ": waiting at most 5 s for 1 other worker")
+    tnamed=$(first_after "$w0" - "$tk" "/job:worker/task:1 did not finish")
+    if [[ -n $twait && -n $tnamed ]]; then
+        local waited
+        waited=$(elapsed "$twait" "$tend")
+        echo "the chief waited from its 'waiting at most 5 s' line to its exit: $waited s"
+        awk -v w="$waited" -v m="$(t 10)" 'BEGIN { exit !(w >= 4.9 && w <= 5 + m) }' &&
+            ok "the chief gave worker 1 the grace (5 s) and no more than $(t 10) s more: $waited s" ||
+            fail "the chief waited $waited s, want 5 to $((5 + $(t 10))) s"
+        ok "the chief names it: $(lines_of "$w0" - | grep -m1 'did not finish' | cut -d' ' -f2-)"
+    else
+        fail "the chief printed no 'waiting at most 5 s' or no '/job:worker/task:1 did not finish' line"
+        show "$w0" 15
+    fi
+    local g
+    g=$(lines_of "$w0" - | sed -n 's/^[0-9.]* global_step at the end: //p')
+    [[ $g =~ ^[0-9]+$ ]] && ((g >= steps)) &&
+        ok "the chief trained on alone to the last step: global_step at the end $g" ||
+        fail "global_step at the end '$g', want >= $steps"
+    [[ -n $(accuracy "$w0" -) ]] && ok "the chief evaluated: test accuracy $(accuracy "$w0" -)" ||
+        fail "the chief printed no test accuracy"
+    local k p
+    for k in 0 1; do
+        p=pid_ps$k
+        wait_exit "${!p}" "$(t 20)"
+        if [[ $wrc == 0 ]] && has_line "$tmp/ps$k.out" - "ps task $k: shut down by the chief"; then
+            ok "ps$k: shut down by the chief, exit 0"
+        else
+            fail "ps$k: exit '$wrc' (running: not shut down)"
+            show "$tmp/ps$k.out" 8
+        fi
+    done
+    wait_exit "$pid_w1" 5
+    [[ $wrc == 137 ]] && ok "worker 1 died of SIGKILL (status 137)" ||
+        fail "worker 1's timeout wrapper: status '$wrc', want 137"
+}
+
+worker_kill_restart() {
+    echo "--- with rf-launch --restart_on_failure"
+    local out=$tmp/wr.out
+    start_launch "$out" 2 2 --restart_on_failure -- "${job_flags[@]}" \
+        --train_steps=$((steps * 2))
+    if ! wait_until "$(t 60)" "$lpid" gs_at_least "$out" worker0 $((steps / 4)); then
+        fail "the chief never reached global_step $((steps / 4))"
+        finish_launch "$out"
+        show "$out" 20
+        return
+    fi
+    local victim tk
+    victim=$(task_pid worker 1)
+    tk=$(now)
+    kill -9 "$victim"
+    echo "killed worker1 (pid $victim) with the chief at global_step $(last_gs "$out" worker0)"
+    finish_launch "$out"
+    [[ $rc == 0 ]] && ok "job exit 0" || {
+        fail "job exit $rc"
+        show "$out" 30
+    }
+    has_line "$out" "" "rf-launch: worker1 was killed by signal 9 (SIGKILL); restarting it" &&
+        ok "rf-launch restarted worker1" || fail "no 'worker1 was killed by signal 9 ... restarting it' line"
+    expect_restarts "$out" "ps0 0, ps1 0, worker0 0, worker1 1"
+    local tj
+    tj=$(first_after "$out" worker1 "$tk" ": session ready: joined, global_step ")
+    if [[ -n $tj ]]; then
+        ok "worker1 rejoined $(elapsed "$tk" "$tj") s after the kill: $(lines_of "$out" worker1 | awk -v t="$tk" '$1 >= t && /session ready: joined/' | head -n 1 | cut -d' ' -f2-)"
+    else
+        fail "the restarted worker1 printed no 'session ready: joined'"
+        show "$out" 20
+    fi
+    [[ -n $(first_after "$out" worker1 "$tk" "^[0-9.]* worker 1: done after ") ]] &&
+        ok "the restarted worker1 finished: $(lines_of "$out" worker1 | grep 'done after' | tail -n 1 | cut -d' ' -f2-)" ||
+        fail "the restarted worker1 printed no 'worker 1: done after'"
+    has_line "$out" worker0 "did not finish" && fail "the chief reports a worker that did not finish"
+}
+
+# ---- chief_kill ------------------------------------------------------------
+
+# state_newest DIR: the state file's model_checkpoint_path
+state_newest() {
+    sed -n 's/^model_checkpoint_path: "\(.*\)"$/\1/p' "$1/checkpoint" 2>/dev/null
+}
+# state_all DIR: every checkpoint the state file names
+state_all() {
+    sed -n 's/^[a-z_]*: "\(.*\)"$/\1/p' "$1/checkpoint" 2>/dev/null | sort -u
+}
+
+case_chief_kill() {
+    local out=$tmp/ck.out dir=$tmp/ck.ckpt T=$((steps * 2)) S=$((steps / 3))
+    start_launch "$out" 2 2 --restart_on_failure -- "${job_flags[@]}" \
+        --train_steps=$T --checkpoint_dir="$dir" --save_checkpoint_steps=$S
+    # between checkpoints: a quarter interval after the first periodic one
+    local c1=
+    if wait_until "$(t 60)" "$lpid" ckpt_after "$out" "$S"; then
+        c1=$(saved_ckpts "$out" | awk -v s="$S" '$1 >= s { print; exit }')
+    fi
+    if [[ -z $c1 ]] || ! wait_until "$(t 60)" "$lpid" gs_at_least "$out" worker0 $((c1 + S / 4)); then
+        fail "no periodic checkpoint or no progress after it"
+        finish_launch "$out"
+        show "$out" 20
+        return
+    fi
+    local victim tk newest
+    victim=$(task_pid worker 0)
+    tk=$(now)
+    kill -9 "$victim"
+    newest=$(state_newest "$dir")
+    echo "killed worker0 (pid $victim) at global_step $(last_gs "$out" worker0); the state file's newest: $newest"
+    finish_launch "$out"
+    [[ $rc == 0 ]] && ok "job exit 0" || {
+        fail "job exit $rc"
+        show "$out" 30
+    }
+    has_line "$out" "" "rf-launch: worker0 was killed by signal 9 (SIGKILL); restarting it" &&
+        ok "rf-launch restarted worker0" || fail "no 'worker0 was killed by signal 9 ... restarting it' line"
+    expect_restarts "$out" "ps0 0, ps1 0, worker0 1, worker1 0"
+    local want="session ready: restored $dir/$newest, global_step ${newest//[^0-9]/}"
+    local got
+    got=$(lines_of "$out" worker0 | awk -v t="$tk" '$1 >= t && /: session ready: /' | head -n 1 | cut -d' ' -f2-)
+    [[ -n $newest && $got == *": $want" ]] &&
+        ok "the restarted chief: $got" ||
+        fail "the restarted chief: '$got', want '...: $want'"
+    check_steps "$out" "$tk"
+    local acc
+    acc=$(accuracy "$out" worker0)
+    [[ -n $acc ]] && awk -v a="$acc" 'BEGIN { exit !(a >= 0.78) }' &&
+        ok "test accuracy $acc >= 0.78" || fail "test accuracy '$acc' < 0.78"
+    verify_dir "$dir"
+}
+
+# ---- chief_mid_checkpoint --------------------------------------------------
+
+proc_state() { awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null; }
+stopped() { [[ ! -e $2 && $(proc_state "$1") == T ]]; }
+
+case_chief_mid_checkpoint() {
+    local out=$tmp/mc.out dir=$tmp/mc.ckpt S=$every
+    local stop_at=model.ckpt-$((2 * S)).safetensors prev=model.ckpt-$S.safetensors
+    echo "$stop_at" >"$tmp/marker"
+    echo "one worker: checkpoints at multiples of $S; the chief stops before renaming $stop_at"
+    RF_TEST_CKPT_STOP_BEFORE_RENAME=$tmp/marker start_launch "$out" 2 1 \
+        --restart_on_failure -- "${job_flags[@]}" --train_steps="$steps" \
+        --checkpoint_dir="$dir" --save_checkpoint_steps="$S"
+    local chief= i=0
+    while [[ -z $chief ]] && ((i++ < 100)); do
+        chief=$(task_pid worker 0) || sleep 0.05
+    done
+    if [[ -z $chief ]] || ! wait_until "$(t 60)" "$lpid" stopped "$chief" "$tmp/marker"; then
+        fail "the chief (pid '$chief') did not stop (state '$(proc_state "$chief")', marker $(ls "$tmp/marker" 2>&1))"
+        finish_launch "$out"
+        show "$out" 20
+        return
+    fi
+    local tmpfile
+    tmpfile=$(ls -a "$dir" | grep "^\.$stop_at\.tmp\.$chief\." | head -n 1)
+    ok "the chief (pid $chief) is stopped: state $(proc_state "$chief"), marker consumed"
+    [[ -n $tmpfile && -s $dir/$tmpfile ]] && ok "its temporary file $tmpfile is written ($(wc -c <"$dir/$tmpfile") bytes)" ||
+        fail "no .$stop_at.tmp.$chief.* in $dir: $(ls -a "$dir" | tr '\n' ' ')"
+    [[ ! -e $dir/$stop_at ]] && ok "$stop_at does not exist" || fail "$stop_at exists before the rename"
+    [[ $(state_newest "$dir") == "$prev" ]] && ok "the state file's newest is $prev" ||
+        fail "the state file's newest is '$(state_newest "$dir")', want $prev"
+    local tk
+    tk=$(now)
+    kill -9 "$chief"
+    finish_launch "$out"
+    [[ $rc == 0 ]] && ok "job exit 0" || {
+        fail "job exit $rc"
+        show "$out" 30
+    }
+    expect_restarts "$out" "ps0 0, ps1 0, worker0 1"
+    local want="session ready: restored $dir/$prev, global_step $S" got
+    got=$(lines_of "$out" worker0 | awk -v t="$tk" '$1 >= t && /: session ready: /' | head -n 1 | cut -d' ' -f2-)
+    [[ $got == *": $want" ]] && ok "the restarted chief: $got" ||
+        fail "the restarted chief: '$got', want '...: $want'"
+    local f n=0 bad=0 names
+    names=$(state_all "$dir")
+    for f in $names; do
+        n=$((n + 1))
+        if [[ $f == *.tmp* || $f == .* ]]; then
+            fail "the state file names a temporary file: $f"
+            bad=$((bad + 1))
+        elif ! "$rfckpt" verify "$dir/$f" >"$tmp/verify" 2>&1; then
+            fail "rf-ckpt verify $dir/$f: $(cat "$tmp/verify")"
+            bad=$((bad + 1))
+        fi
+    done
+    ((n > 0 && bad == 0)) && ok "the $n checkpoints the state file names verify: $(echo $names)" ||
+        { ((n == 0)) && fail "the state file names no checkpoint"; }
+    [[ $(state_newest "$dir") == "model.ckpt-$steps.safetensors" ]] &&
+        ok "the newest is the final model.ckpt-$steps.safetensors" ||
+        fail "the state file's newest '$(state_newest "$dir")', want model.ckpt-$steps.safetensors"
+    echo "left over: $(ls -a "$dir" | grep '\.tmp\.' | tr '\n' ' ') (tolerated)"
+}
+
+# ---- corrupt_checkpoint ----------------------------------------------------
+
+# flip_byte FILE OFFSET MASK: XORs the byte at OFFSET with MASK
+flip_byte() {
+    local b
+    b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+    # shellcheck disable=SC2059
+    printf "\\$(printf %03o $((b ^ $3)))" |
+        dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+case_corrupt_checkpoint() {
+    local base=$tmp/cc.ckpt S=$every out
+    out=$tmp/cc0.out
+    start_launch "$out" 1 1 -- "${job_flags[@]}" --train_steps=$((3 * S)) \
+        --checkpoint_dir="$base" --save_checkpoint_steps="$S"
+    finish_launch "$out"
+    local newest=model.ckpt-$((3 * S)).safetensors prev=model.ckpt-$((2 * S)).safetensors
+    if [[ $rc -ne 0 || $(state_newest "$base") != "$newest" || ! -e $base/$prev ]]; then
+        fail "the first job: exit $rc, newest '$(state_newest "$base")', want $newest and $prev"
+        show "$out" 20
+        return
+    fi
+    ok "the first job left $(ls "$base" | grep -c safetensors) checkpoints, newest $newest"
+    local kind
+    for kind in truncate data header; do
+        local dir=$tmp/cc-$kind.ckpt
+        cp -r "$base" "$dir"
+        local f=$dir/$newest size hlen
+        size=$(wc -c <"$f")
+        hlen=$(od -An -tu8 -N8 "$f" | tr -d ' ')
+        case $kind in
+        truncate)
+            truncate -s $((size / 2)) "$f"
+            echo "--- $kind: $newest cut from $size to $((size / 2)) bytes"
+            ;;
+        data)
+            local off=$((8 + hlen + (size - 8 - hlen) / 2))
+            flip_byte "$f" "$off" 255
+            echo "--- $kind: byte $off of $newest (tensor data $((8 + hlen))..$size) XOR 0xff"
+            ;;
+        header)
+            local hdr idx off
+            hdr=$(head -c $((8 + hlen)) "$f" | tail -c "$hlen")
+            idx=${hdr%%logits/kernel\"*}
+            off=$((8 + ${#idx} + 7))
+            flip_byte "$f" "$off" 32
+            echo "--- $kind: byte $off of $newest (in the JSON header, 8..$((8 + hlen))): 'k' of \"logits/kernel\" -> '$(head -c $((off + 1)) "$f" | tail -c 1)'"
+            ;;
+        esac
+        if "$rfckpt" verify "$f" >"$tmp/verify" 2>&1; then
+            fail "$kind: rf-ckpt verify accepts the corrupted file"
+            continue
+        fi
+        echo "rf-ckpt verify: $(head -n 1 "$tmp/verify")"
+        out=$tmp/cc-$kind.out
+        start_launch "$out" 1 1 -- "${job_flags[@]}" --train_steps=$((5 * S)) \
+            --checkpoint_dir="$dir" --save_checkpoint_steps="$S"
+        finish_launch "$out"
+        [[ $rc == 0 ]] && ok "$kind: job exit 0" || {
+            fail "$kind: job exit $rc"
+            show "$out" 20
+        }
+        # "session ready: restored DIR/PREV; skipped DIR/NEWEST: <reason>,
+        # global_step 2S"
+        local got want="session ready: restored $dir/$prev; skipped $f: "
+        got=$(lines_of "$out" worker0 | grep -m1 ': session ready: ' | cut -d' ' -f2-)
+        [[ $got == *": $want"* && $got == *", global_step $((2 * S))" ]] &&
+            ok "$kind: $got" ||
+            fail "$kind: '$got', want '...: $want<reason>, global_step $((2 * S))'"
+        local g
+        g=$(lines_of "$out" worker0 | sed -n 's/^[0-9.]* global_step at the end: //p')
+        [[ $g == $((5 * S)) ]] && ok "$kind: completed, global_step at the end $g" ||
+            fail "$kind: global_step at the end '$g', want $((5 * S))"
+    done
+}
+
+# ---- still_waiting ---------------------------------------------------------
+
+case_still_waiting() {
+    echo "--- no ps at all, worker 1 with --max_wait_secs=25"
+    make_cluster 1 2 || {
+        fail "no free ports"
+        return
+    }
+    local train=("${job_flags[@]/--max_wait_secs=*/--max_wait_secs=25}" --train_steps=200)
+    local t0 out=$tmp/sw1.out
+    t0=$(now)
+    start_task "$out" "${cluster[@]}" --job_name=worker --task_index=1 "${train[@]}"
+    local pid=$tpid
+    wait_exit "$pid" "$(t 60)"
+    local rc1=$wrc tend
+    tend=$(now)
+    local i=0
+    while [[ ! -e $out.done ]] && ((i++ < 100)); do sleep 0.05; done
+    local tw took
+    took=$(elapsed "$t0" "$tend")
+    tw=$(first_after "$out" - "$t0" "still waiting for /job:ps/task:0: ")
+    echo "worker 1: exit $rc1 after $took s"
+    if [[ -n $tw ]]; then
+        local at
+        at=$(elapsed "$t0" "$tw")
+        awk -v a="$at" -v m="$(t 15)" 'BEGIN { exit !(a <= m) }' &&
+            ok "'still waiting' after $at s: $(lines_of "$out" - | grep -m1 'still waiting' | cut -d' ' -f2-)" ||
+            fail "the first 'still waiting' line came after $at s, want <= $(t 15)"
+    else
+        fail "no 'still waiting for /job:ps/task:0:' line"
+        show "$out" 10
+    fi
+    [[ $rc1 != 0 && $rc1 != running ]] && ok "exit $rc1 (non-zero)" || fail "exit '$rc1', want non-zero"
+    awk -v a="$took" -v m="$(t 20)" 'BEGIN { exit !(a >= 25 && a <= 25 + m) }' &&
+        ok "gave up after $took s (25 s .. $((25 + $(t 20))) s)" ||
+        fail "gave up after $took s, want 25 .. $((25 + $(t 20))) s"
+    local why
+    why=$(lines_of "$out" - | grep -m1 'max_wait_secs=25' | cut -d' ' -f2-)
+    [[ $why == *"/job:ps/task:0"* ]] && ok "the error: $why" ||
+        fail "no error naming max_wait_secs=25 and /job:ps/task:0 ('$why')"
+
+    echo "--- the chief first, its ps 12 s later"
+    make_cluster 1 1 || {
+        fail "no free ports"
+        return
+    }
+    train=("${job_flags[@]/--max_wait_secs=*/--max_wait_secs=$(t 25)}" --train_steps=200)
+    local ow=$tmp/sw2w.out op=$tmp/sw2p.out pw pp
+    t0=$(now)
+    start_task "$ow" "${cluster[@]}" --job_name=worker --task_index=0 "${train[@]}"
+    pw=$tpid
+    sleep 12
+    local tps
+    tps=$(now)
+    start_task "$op" "${cluster[@]}" --job_name=ps --task_index=0 "${train[@]}"
+    pp=$tpid
+    wait_exit "$pw" "$(t 60)"
+    local rcw=$wrc
+    wait_exit "$pp" "$(t 20)"
+    local rcp=$wrc
+    i=0
+    while [[ ! -e $ow.done ]] && ((i++ < 100)); do sleep 0.05; done
+    echo "chief: exit $rcw after $(elapsed "$t0") s, ps: exit $rcp"
+    tw=$(first_after "$ow" - "$t0" "still waiting for /job:ps/task:0: ")
+    [[ -n $tw ]] && awk -v a="$tw" -v b="$tps" 'BEGIN { exit !(a < b) }' &&
+        ok "the chief waited: 'still waiting' $(elapsed "$t0" "$tw") s after its start, the ps started after $(elapsed "$t0" "$tps") s" ||
+        fail "no 'still waiting for /job:ps/task:0:' line before the ps started"
+    [[ $rcw == 0 && $rcp == 0 ]] && ok "the job completed: chief and ps exit 0" || {
+        fail "chief exit '$rcw', ps exit '$rcp', want 0 and 0"
+        show "$ow" 10
+    }
+    [[ -n $(accuracy "$ow" -) ]] && ok "test accuracy $(accuracy "$ow" -)" ||
+        fail "the chief printed no test accuracy"
+}
+
 case "$case_name" in
+worker_kill)
+    need_data
+    worker_kill_by_hand
+    worker_kill_restart
+    ;;
+chief_kill)
+    need_data
+    case_chief_kill
+    ;;
+chief_mid_checkpoint)
+    need_data
+    case_chief_mid_checkpoint
+    ;;
+corrupt_checkpoint)
+    need_data
+    case_corrupt_checkpoint
+    ;;
+still_waiting)
+    need_data
+    case_still_waiting
+    ;;
 ps_kill)
     need_data
     case_ps_kill
