@@ -63,7 +63,8 @@
 # 10.77.0.1 in the rxe guest), RF_TEST_TIME_SCALE (multiplies every
 # timeout), RF_FASHION_MNIST_DIR, RF_FAULT_KILL_POINTS (ps_kill's points,
 # comma-separated), RF_FAULT_STEPS (train steps of ps_kill, default 2400;
-# checkpoints every sixth of them), RF_FAULT_KEEP (set: keep the outputs
+# checkpoints every sixth of them), RF_FAULT_BATCH (batch size, default
+# 1000), RF_FAULT_KEEP (set: keep the outputs
 # and checkpoint directories, and print where). Needs bash 5 ($EPOCHREALTIME),
 # coreutils or busybox and /proc, so it runs in the rxe guest too.
 set -uo pipefail
@@ -134,7 +135,7 @@ need_data() {
 steps=${RF_FAULT_STEPS:-2400}
 every=$((steps / 6))
 job_flags=(--model=softmax --optimizer=adagrad --learning_rate=0.05
-    --batch_size=1000 --threads=1 --log_every=$every
+    --batch_size="${RF_FAULT_BATCH:-1000}" --threads=1 --log_every=$every
     --log_step_count_steps=$((every / 4 > 0 ? every / 4 : 1))
     --max_wait_secs="$(t 60)")
 
@@ -423,6 +424,11 @@ kill_run() {
     expect_restarts "$out" "$want"
     check_steps "$out" "$tk"
     verify_dir "$dir"
+    # the chief was not killed: a save the kill broke leaves no file behind
+    local left
+    left=$(ls -a "$dir" | grep '\.tmp\.' | tr '\n' ' ')
+    [[ -z $left ]] && ok "$point: no temporary checkpoint file left" ||
+        fail "$point: temporary files left in the directory: $left"
     lost1=$(first_after "$out" worker1 "$tk" ": session lost \\(")
     rec1=$(first_after "$out" worker1 "$tk" ": recovered in ")
     local row
