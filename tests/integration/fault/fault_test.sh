@@ -289,6 +289,18 @@ first_after() {
     lines_of "$1" "$2" | awk -v t="$3" -v re="$4" '$1 >= t && $0 ~ re { print $1; exit }'
 }
 
+# split OUT: "M0 + M1", the steps each worker ran ("training: M steps";
+# several lines for a restarted worker)
+split() {
+    local w m desc=
+    for w in worker0 worker1; do
+        m=$(lines_of "$1" "$w" | sed -n 's/^[0-9.]* training: \([0-9]*\) steps of .*/\1/p' |
+            awk 'NR > 1 { printf "+" } { printf "%s", $0 }')
+        desc+="${desc:+ + }${m:-?}"
+    done
+    echo "$desc"
+}
+
 # accuracy OUT TASK: the chief's "test accuracy: A"
 accuracy() {
     lines_of "$1" "$2" | sed -n 's/^[0-9.]* test accuracy: \([0-9.]*\) .*/\1/p' | tail -n 1
@@ -381,7 +393,7 @@ reference_run() {
         fail "reference run $1 lost its session without a fault"
     fi
     expect_restarts "$out" "ps0 0, ps1 0, worker0 0, worker1 0"
-    ok "reference run $1: test accuracy $acc, $(saved_ckpts "$out" | wc -l) checkpoints"
+    ok "reference run $1: test accuracy $acc, $(saved_ckpts "$out" | wc -l) checkpoints, worker steps $(split "$out")"
     refs+=("$acc")
 }
 
@@ -437,8 +449,8 @@ kill_run() {
     local acc
     acc=$(accuracy "$out" worker0)
     [[ -n $acc ]] && awk -v a="$acc" -v r="$ref_acc" 'BEGIN { d = a - r; exit !(d <= 0.01 && d >= -0.01) }' &&
-        ok "$point: test accuracy $acc within 0.01 of the reference $ref_acc" ||
-        fail "$point: test accuracy '$acc', reference $ref_acc"
+        ok "$point: test accuracy $acc within 0.01 of the reference $ref_acc (worker steps $(split "$out"))" ||
+        fail "$point: test accuracy '$acc', reference $ref_acc (worker steps $(split "$out"))"
     local lost rec lost1 rec1
     lost=$(first_after "$out" worker0 "$tk" ": session lost \\(")
     rec=$(first_after "$out" worker0 "$tk" ": recovered in ")
@@ -462,6 +474,9 @@ kill_run() {
     local w
     for w in worker0 worker1; do
         echo "$point: $w: $(lines_of "$out" "$w" | awk -v t="$tk" '$1 >= t && /: session lost \(/' | head -n 1 | cut -d' ' -f2- | cut -c1-400)"
+        lines_of "$out" "$w" | awk -v t="$tk" -v w="$w" '$1 >= t && /connection lost: / {
+            s = $0; sub(/.*connection lost: /, "", s)
+            printf "    %s +%.2f s: connection lost: %s\n", w, $1 - t, substr(s, 1, 200) }' | head -n 4
     done
     lost1=$(first_after "$out" worker1 "$tk" ": session lost \\(")
     rec1=$(first_after "$out" worker1 "$tk" ": recovered in ")
