@@ -65,7 +65,7 @@
 # timeout), RF_FASHION_MNIST_DIR, RF_FAULT_KILL_POINTS (ps_kill's points,
 # comma-separated), RF_FAULT_STEPS (train steps of ps_kill, default 2400;
 # checkpoints every sixth of them), RF_FAULT_BATCH (batch size, default
-# 1000), RF_FAULT_KEEP (set: keep the outputs
+# 1000), RF_FAULT_LR (adagrad's learning rate, default 0.05), RF_FAULT_KEEP (set: keep the outputs
 # and checkpoint directories, and print where). Needs bash 5 ($EPOCHREALTIME),
 # coreutils or busybox and /proc, so it runs in the rxe guest too.
 set -uo pipefail
@@ -149,7 +149,8 @@ need_data() {
 # 0.006-0.02 on a loaded machine), large batches, checkpoints by steps.
 steps=${RF_FAULT_STEPS:-2400}
 every=$((steps / 6))
-job_flags=(--model=softmax --optimizer=adagrad --learning_rate=0.05
+job_flags=(--model=softmax --optimizer=adagrad
+    --learning_rate="${RF_FAULT_LR:-0.05}"
     --batch_size="${RF_FAULT_BATCH:-1000}" --threads=1 --log_every=$every
     --log_step_count_steps=$((every / 4 > 0 ? every / 4 : 1))
     --max_wait_secs="$(t 60)")
