@@ -167,6 +167,7 @@ int main(int argc, char **argv)
         lt_msg("warning: PR_SET_CHILD_SUBREAPER: %s (descendants that leave "
                "their process group may outlive the launch)",
                strerror(errno));
+    lt_note_inherited();
     lt_task *t = NULL;
     int n = 0;
     int rc = lt_cluster_create(&o, &t, &n, err, sizeof err);

@@ -392,6 +392,25 @@ static int list_children(pid_t *out, int max)
     return n;
 }
 
+/* Children rf-launch had before it started any task (lt_note_inherited):
+ * not descendants of the tasks, so never killed here. */
+#define MAX_INHERITED 64
+static pid_t inherited[MAX_INHERITED];
+static int num_inherited;
+
+void lt_note_inherited(void)
+{
+    num_inherited = list_children(inherited, MAX_INHERITED);
+}
+
+static bool was_inherited(pid_t pid)
+{
+    for (int i = 0; i < num_inherited; i++)
+        if (inherited[i] == pid)
+            return true;
+    return false;
+}
+
 /* SIGKILLs what may be left of the tasks: their process groups, and every
  * remaining descendant (orphans reparented to us, including those that
  * left their group), reaping them, for at most about two seconds. */
@@ -404,11 +423,14 @@ static void kill_leftovers(sup *s)
         while (waitpid(-1, NULL, WNOHANG) > 0)
             ;
         pid_t kids[256];
-        int k = list_children(kids, 256);
-        if (k == 0)
-            break;
+        int k = list_children(kids, 256), left = 0;
         for (int i = 0; i < k; i++)
-            kill(kids[i], SIGKILL);
+            if (!was_inherited(kids[i])) {
+                kill(kids[i], SIGKILL);
+                left++;
+            }
+        if (left == 0)
+            break;
         rf_sleep_ms(20);
     }
 }

@@ -19,6 +19,13 @@
 int lt_supervise(lt_task *t, int n, const lt_opts *o, const lt_sigstate *sig,
                  int sigfd, int64_t start_ms);
 
+/* Records the children this process has before any task starts (e.g. a
+ * shell's process substitution `rf-launch ... > >(tee log)`, which runs
+ * as a child of the shell that exec'd rf-launch): the end of the launch
+ * kills the tasks' leftover descendants, never those. Call once, before
+ * the first lt_task_start. */
+void lt_note_inherited(void);
+
 /* Stops every started task (SIGTERM, then SIGKILL after o->grace_s) and
  * reaps it: used when the launch fails before all tasks are started. */
 void lt_stop_all(lt_task *t, int n, const lt_opts *o, int sigfd);
