@@ -20,7 +20,10 @@ typedef struct saver {
     double t_last;
 } saver;
 
-static rf_status save(saver *h, rf_monitored_session *ms)
+/* Saves now; seen is the global_step the caller last saw (the run's, or
+ * the session's at creation and at the end): the checkpoint's own step,
+ * read first by rf_session_save, is >= it when other workers go on. */
+static rf_status save(saver *h, rf_monitored_session *ms, int64_t seen)
 {
     char path[4096 + 64];
     double t0 = rf_now_s();
@@ -39,8 +42,10 @@ static rf_status save(saver *h, rf_monitored_session *ms)
     int64_t step = s->saved_step; /* global_step as the save read it */
     h->last_step = step;
     h->t_last = rf_now_s();
-    fprintf(h->out, "saved checkpoint %s (global_step %lld, %.2f s)\n", path,
-            (long long)step, h->t_last - t0);
+    fprintf(h->out,
+            "saved checkpoint %s (global_step %lld, %.2f s; this task was "
+            "at %lld)\n",
+            path, (long long)step, h->t_last - t0, (long long)seen);
     fflush(h->out);
     return RF_OK;
 }
@@ -60,7 +65,7 @@ static rf_status saver_after_create(void *ctx, rf_monitored_session *ms,
         h->t_last = rf_now_s();
         return RF_OK;
     }
-    return save(h, ms);
+    return save(h, ms, global_step);
 }
 
 static bool due(const saver *h, int64_t step)
@@ -78,7 +83,7 @@ static rf_status saver_after_run(void *ctx, rf_monitored_session *ms,
     saver *h = ctx;
     if (!v->train || !due(h, v->global_step))
         return RF_OK;
-    return save(h, ms);
+    return save(h, ms, v->global_step);
 }
 
 static rf_status saver_end(void *ctx, rf_monitored_session *ms)
@@ -86,7 +91,7 @@ static rf_status saver_end(void *ctx, rf_monitored_session *ms)
     saver *h = ctx;
     if (rf_monitored_session_global_step(ms) == h->last_step)
         return RF_OK;
-    return save(h, ms);
+    return save(h, ms, rf_monitored_session_global_step(ms));
 }
 
 /* The directory is made when the job begins, not at the first save. */
