@@ -58,8 +58,14 @@ host=${RF_TEST_HOST:-127.0.0.1}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
-    local p
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    local p c
+    # each pid is a timeout(1) process: its task first, or it outlives it
+    for p in "${pids[@]}"; do
+        for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
+            kill -9 "$c" 2>/dev/null
+        done
+        kill -9 "$p" 2>/dev/null
+    done
     wait 2>/dev/null
     rm -rf "$tmp"
 }
@@ -243,7 +249,8 @@ case_refusals() {
         fail "the untrained ps variable was not refused by name"
         show "$tmp/w0"
     fi
-    kill "$pid_ps0" 2>/dev/null
+    kill "$pid_ps0" 2>/dev/null # timeout(1) passes the TERM on to the ps
+    wait "$pid_ps0" 2>/dev/null
 }
 
 case_checkpoint() {
@@ -598,7 +605,8 @@ case_sync_refusals() {
         fail "the chief alone did not time out naming the missing gradients"
         show "$tmp/w0"
     fi
-    kill "$pid_ps0" 2>/dev/null
+    kill "$pid_ps0" 2>/dev/null # timeout(1) passes the TERM on to the ps
+    wait "$pid_ps0" 2>/dev/null
 }
 
 case $case_name in
