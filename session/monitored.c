@@ -145,12 +145,12 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
         return rf_error_set(st, "recovering from \"%s\": %s", err,
                             rf_error_message());
     ms->recoveries++;
-    if (ms->chief) { /* a restarted ps 0 forgot who finished */
-        st = rf_ps_workers_done_merge(ms->s->client, ms->done_seen);
-        if (st != RF_OK)
-            return rf_error_set(st, "restoring the workers-done bits: %s",
-                                rf_error_message());
-    }
+    /* a restarted ps 0 forgot who finished; if this fails the session is
+     * lost again, and the next run recovers and writes them then */
+    if (ms->chief &&
+        rf_ps_workers_done_merge(ms->s->client, ms->done_seen) != RF_OK)
+        ms_note(ms, "the workers-done bits were not written back: %s",
+                rf_error_message());
     char how[1400];
     describe_start(ms, how, sizeof how);
     ms_note(ms, "recovered in %.1f s: %s, global_step %lld (recovery %d)",
@@ -391,10 +391,12 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
                             "rf_monitored_session_run: NULL session or "
                             "fetches");
     if (ms->stop || ms->closed || !ms->s)
-        return rf_error_set(RF_ERR_INVALID_ARG, "rf_monitored_session_run: %s",
-                            ms->closed ? "the session was closed"
-                                       : "a stop was requested "
-                                         "(rf_monitored_session_should_stop)");
+        return rf_error_set(
+            RF_ERR_INVALID_ARG, "rf_monitored_session_run: %s",
+            ms->closed ? "the session was closed"
+            : !ms->s   ? "the session was lost and could not be recovered"
+                       : "a stop was requested "
+                         "(rf_monitored_session_should_stop)");
     rf_status st = reserve(ms, num_fetches);
     if (st != RF_OK)
         return st;
