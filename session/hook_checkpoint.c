@@ -50,18 +50,17 @@ static rf_status save(saver *h, rf_monitored_session *ms, int64_t seen)
     return RF_OK;
 }
 
-/* After a restore, the checkpoint of that very step exists already. */
-static bool just_restored_at(rf_monitored_session *ms, int64_t step)
-{
-    return rf_monitored_session_session(ms)->restored_step == step;
-}
-
+/* A session that has just restored a checkpoint is not saved again at
+ * creation: that checkpoint exists (other workers may have moved
+ * global_step on by a step or two since, which is no reason for another).
+ * The next save is counted from it. */
 static rf_status saver_after_create(void *ctx, rf_monitored_session *ms,
                                     int64_t global_step)
 {
     saver *h = ctx;
-    if (just_restored_at(ms, global_step) || h->last_step == global_step) {
-        h->last_step = global_step;
+    int64_t restored = rf_monitored_session_session(ms)->restored_step;
+    if (restored >= 0 || h->last_step == global_step) {
+        h->last_step = restored >= 0 ? restored : global_step;
         h->t_last = rf_now_s();
         return RF_OK;
     }

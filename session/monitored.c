@@ -114,19 +114,27 @@ static rf_status create_session(rf_monitored_session *ms)
     return hooks_after_create(ms);
 }
 
-/* How the session just created got its variables, for the log. */
+/* How the session just created got its variables and at which
+ * global_step, for the log: "restored PATH, global_step N" names the
+ * checkpoint's step, and the step read after it when other workers have
+ * moved it on since ("(now M)"). */
 static void describe_start(rf_monitored_session *ms, char *buf, size_t len)
 {
     const char *note = NULL;
     const char *from = rf_session_restored_from(ms->s, &note);
+    long long gs = (long long)ms->global_step;
     if (!ms->chief)
-        snprintf(buf, len, "joined");
+        snprintf(buf, len, "joined, global_step %lld", gs);
+    else if (from && ms->s->restored_step != ms->global_step)
+        snprintf(buf, len, "restored %s%s%s, global_step %lld (now %lld)", from,
+                 note && *note ? "; " : "", note ? note : "",
+                 (long long)ms->s->restored_step, gs);
     else if (from)
-        snprintf(buf, len, "restored %s%s%s", from, note && *note ? "; " : "",
-                 note ? note : "");
+        snprintf(buf, len, "restored %s%s%s, global_step %lld", from,
+                 note && *note ? "; " : "", note ? note : "", gs);
     else
-        snprintf(buf, len, "%s the variables",
-                 ms->s->init_how ? ms->s->init_how : "initialised");
+        snprintf(buf, len, "%s the variables, global_step %lld",
+                 ms->s->init_how ? ms->s->init_how : "initialised", gs);
 }
 
 /* The session was lost (err): drop it and create it again. */
@@ -153,8 +161,8 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
                 rf_error_message());
     char how[1400];
     describe_start(ms, how, sizeof how);
-    ms_note(ms, "recovered in %.1f s: %s, global_step %lld (recovery %d)",
-            rf_now_s() - t0, how, (long long)ms->global_step, ms->recoveries);
+    ms_note(ms, "recovered in %.1f s: %s (recovery %d)", rf_now_s() - t0, how,
+            ms->recoveries);
     return RF_OK;
 }
 
@@ -287,8 +295,7 @@ rf_status rf_monitored_session_create(rf_server *server, rf_graph *g,
     }
     char how[1400];
     describe_start(ms, how, sizeof how);
-    ms_note(ms, "session ready: %s, global_step %lld", how,
-            (long long)ms->global_step);
+    ms_note(ms, "session ready: %s", how);
     *out = ms;
     return RF_OK;
 }

@@ -439,8 +439,9 @@ rf_status rf_step_counter_hook_create(int64_t every_n_steps,
                                       int64_t examples_per_step, FILE *out,
                                       rf_hook **out_hook);
 /* CheckpointSaverHook (the chief): saves into dir (rf_session_save, keeping
- * max_to_keep, 0: 5) after the session is created (unless it was just
- * restored from a checkpoint of that very step), every save_steps global
+ * max_to_keep, 0: 5) after the session is created (unless it has just
+ * restored a checkpoint: the next save is counted from that checkpoint's
+ * step, though other workers may have moved on since), every save_steps global
  * steps if save_steps > 0, else every save_secs seconds if save_secs > 0,
  * and at the end. One line per save to out (NULL: stdout). */
 rf_status rf_checkpoint_saver_hook_create(const char *dir, double save_secs,
