@@ -236,6 +236,9 @@ static rf_status check_ep_attr(const char *what, rf_fabric *fabric,
     if (!attr || !attr->send_cq)
         return rf_error_set(RF_ERR_INVALID_ARG, "%s: attr->send_cq is required",
                             what);
+    if (attr->flags & ~(uint32_t)RF_EP_REMOTE_ACCESS_OFF)
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: unknown attr->flags 0x%x",
+                            what, attr->flags);
     if (attr->send_cq->fabric != fabric ||
         (attr->recv_cq && attr->recv_cq->fabric != fabric))
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -376,6 +379,16 @@ rf_status rf_ep_state(const rf_ep *ep)
     if (!ep->fabric->ops->ep_state)
         return RF_OK;
     return ep->fabric->ops->ep_state(ep);
+}
+
+rf_status rf_ep_enable_remote_access(rf_ep *ep)
+{
+    if (!ep)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ep_enable_remote_access: NULL endpoint");
+    if (!ep->fabric->ops->ep_enable_remote_access)
+        return UNSUPPORTED(ep->fabric, "rf_ep_enable_remote_access");
+    return ep->fabric->ops->ep_enable_remote_access(ep);
 }
 
 /* --- data transfer ----------------------------------------------------- */

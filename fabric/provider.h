@@ -80,6 +80,7 @@ struct rf_provider_ops {
                          size_t priv_len, int timeout_ms, rf_ep **out);
     void (*ep_close)(rf_ep *ep);
     rf_status (*ep_state)(const rf_ep *ep);
+    rf_status (*ep_enable_remote_access)(rf_ep *ep);
 
     /* wrs are validated: ops in range, local buffers inside local_mr with
      * the needed access, atomics with len 8 and an 8-byte local buffer. */

@@ -302,7 +302,10 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
                            .flags = (c->opt.is_chief ? PS_CONN_FLAG_CHIEF : 0) |
                                     (c->opt.secret ? PS_CONN_FLAG_AUTH : 0)};
     ps_conn_hello_encode(&hello, priv);
-    rf_ep_attr attr = {.send_cq = c->cq,
+    /* with a secret, the ps may write our ack ring only once it proved it
+     * holds the secret (cli_authenticate) */
+    rf_ep_attr attr = {.flags = c->opt.secret ? RF_EP_REMOTE_ACCESS_OFF : 0,
+                       .send_cq = c->cq,
                        .recv_cq = c->cq,
                        .max_send_wr = PS_CLI_SQ_DEPTH,
                        .max_recv_wr = PS_CLI_RECV_DEPTH};

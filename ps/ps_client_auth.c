@@ -101,5 +101,9 @@ rf_status cli_authenticate(ps_cli_conn *p, const ps_conn_welcome *w)
     if (st != RF_OK)
         return st;
     cli_rpc_done(p);
+    if ((st = rf_ep_enable_remote_access(p->ep)) != RF_OK) {
+        cli_conn_fail(p, "%s", rf_error_message());
+        return st;
+    }
     return RF_OK;
 }

@@ -326,7 +326,9 @@ static void *listen_main(void *arg)
         ps_conn_welcome w = {.ps_index = s->opt.task_index,
                              .incarnation = s->incarnation};
         ps_conn_welcome_encode(&w, welcome);
-        rf_ep_attr attr = {.send_cq = s->cq,
+        /* with a secret, one-sided access waits for the peer's proof */
+        rf_ep_attr attr = {.flags = s->opt.secret ? RF_EP_REMOTE_ACCESS_OFF : 0,
+                           .send_cq = s->cq,
                            .recv_cq = s->cq,
                            .max_send_wr = SEND_DEPTH,
                            .max_recv_wr = PS_SRV_RECV_DEPTH};

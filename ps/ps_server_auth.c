@@ -116,6 +116,11 @@ static bool on_auth_proof(ps_server_conn *c, uint32_t req_id,
                        "ps task's cluster secret");
         return false;
     }
+    /* only now may the peer use an rkey on this connection */
+    if (rf_ep_enable_remote_access(c->ep) != RF_OK) {
+        ps_conn_drop(c, rf_error_message());
+        return false;
+    }
     c->auth = PS_AUTH_DONE;
     RF_LOG_INFO("ps %d: %s authenticated", s->opt.task_index, who);
     unsigned char *buf = ps_ctrl_reply_buf(c);

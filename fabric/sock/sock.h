@@ -280,6 +280,9 @@ struct sock_ep {
     int64_t progress_ms;
     char peer[64];
     uint32_t peer_max; /* the peer's max_send_wr (handshake) */
+    /* 1: RF_EP_REMOTE_ACCESS_OFF and not enabled yet; read by the target
+     * code (progress thread), cleared by rf_ep_enable_remote_access */
+    int remote_off;
 
     /* initiator: [wr_head, wr_sent) sent, [wr_sent, wr_tail) held by a
      * fence; slot i at wrs[i % max_wr] */
@@ -396,6 +399,7 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
                          uint32_t peer_max, sock_ep **out);
 void sock_ep_close(rf_ep *ep);
 rf_status sock_ep_state(const rf_ep *ep);
+rf_status sock_ep_enable_remote_access(rf_ep *ep);
 /* Enters the error state (ep->mu held): every outstanding work request and
  * posted receive completes with RF_ERR_DISCONNECTED, queued request frames
  * are dropped, an ERROR frame is queued and the socket starts draining. */

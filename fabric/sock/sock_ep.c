@@ -81,6 +81,7 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
     ep->phase = SOCK_OPEN;
     ep->state = RF_OK;
     ep->peer_max = peer_max;
+    ep->remote_off = (attr->flags & RF_EP_REMOTE_ACCESS_OFF) != 0;
     ep->max_wr = max_wr;
     ep->max_recv = max_recv;
     sock_net_peer_name(fd, ep->peer, sizeof ep->peer);
@@ -387,6 +388,19 @@ rf_status sock_ep_state(const rf_ep *base)
     rf_status st = ep->state;
     pthread_mutex_unlock(&ep->mu);
     return st;
+}
+
+rf_status sock_ep_enable_remote_access(rf_ep *base)
+{
+    sock_ep *ep = SOCK_EP(base);
+    __atomic_store_n(&ep->remote_off, 0, __ATOMIC_RELEASE);
+    rf_status st = sock_ep_state(base);
+    if (st != RF_OK)
+        return rf_error_set(st,
+                            "rf_ep_enable_remote_access: the endpoint "
+                            "to %s is in the error state",
+                            ep->peer);
+    return RF_OK;
 }
 
 void sock_ep_detach(sock_fabric *fab, sock_ep *ep)

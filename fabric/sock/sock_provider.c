@@ -187,6 +187,7 @@ const rf_provider_ops rf_sock_provider = {
     .connect = sock_connect,
     .ep_close = sock_ep_close,
     .ep_state = sock_ep_state,
+    .ep_enable_remote_access = sock_ep_enable_remote_access,
     .post = sock_post,
     .post_recv = sock_post_recv,
 };

@@ -7,7 +7,8 @@
  * RF_RNR_TIMEOUT_MS.
  *
  * Error semantics (as verbs, see fabric.h):
- *  - unknown rkey, out of bounds, missing access right: the initiator's work
+ *  - remote access not enabled on the endpoint (RF_EP_REMOTE_ACCESS_OFF),
+ *    unknown rkey, out of bounds, missing access right: the initiator's work
  *    completes with RF_ERR_REMOTE_ACCESS; unaligned atomic: with
  *    RF_ERR_INVALID_ARG. Both endpoints then enter the error state.
  *  - a send larger than the receive buffer (verbs: local length error at the
@@ -99,6 +100,11 @@ static rf_status lookup(sock_ep *ep, const rf_sock_hdr *h, uint64_t len,
                         uint32_t need, sock_mr **mr_out, unsigned char **p,
                         const char **why)
 {
+    if (__atomic_load_n(&ep->remote_off, __ATOMIC_ACQUIRE)) {
+        *why = "remote access is not enabled on this connection (not "
+               "authenticated)";
+        return RF_ERR_REMOTE_ACCESS;
+    }
     sock_mr *mr = sock_mr_find(ep->fab, h->key);
     if (!mr) {
         *why = "unknown rkey";

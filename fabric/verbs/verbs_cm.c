@@ -543,6 +543,10 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
     rf_verbs_cm_lock(fab);
     int rc = rdma_accept(ep->cm.id, &cp);
     int err = errno;
+    /* rdma_accept set the QP's remote access flags; take them away before
+     * the connector can have our reply and its first request here */
+    if (rc == 0)
+        rf_verbs_ep_hold_remote_access(ep);
     rf_verbs_cm_unlock(fab);
     if (rc) {
         /* EINVAL: the request is no longer pending (connector gave up). */

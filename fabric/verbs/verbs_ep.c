@@ -41,6 +41,7 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     ep->rcq = (vcq *)ep->base.recv_cq;
     ep->cm.kind = VCM_EP;
     ep->can_atomic = fab->dev_attr.atomic_cap != IBV_ATOMIC_NONE;
+    ep->remote_off = (attr->flags & RF_EP_REMOTE_ACCESS_OFF) != 0;
     pthread_mutex_init(&ep->sq_lock, NULL);
     pthread_mutex_init(&ep->rq_lock, NULL);
     pthread_mutex_init(&ep->cm_mu, NULL);
@@ -140,6 +141,7 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
 
 void rf_verbs_ep_established(vep *ep)
 {
+    rf_verbs_ep_hold_remote_access(ep);
     /* rdma_cm leaves min_rnr_timer at 0 (655 ms); RTS->RTS may set it. It
      * is what this side asks a sender to wait when no receive is posted. */
     struct ibv_qp_attr a = {.min_rnr_timer = ep->fab->qp.min_rnr_timer};
@@ -147,6 +149,58 @@ void rf_verbs_ep_established(vep *ep)
     if (rc)
         RF_LOG_INFO("verbs: ibv_modify_qp(QP %u, min_rnr_timer %u): %s",
                     ep->qp->qp_num, a.min_rnr_timer, strerror(rc));
+}
+
+void rf_verbs_ep_hold_remote_access(vep *ep)
+{
+    pthread_mutex_lock(&ep->sq_lock);
+    if (ep->remote_off) {
+        struct ibv_qp_attr a;
+        struct ibv_qp_init_attr ia;
+        if (ibv_query_qp(ep->qp, &a, IBV_QP_ACCESS_FLAGS, &ia) == 0 &&
+            a.qp_access_flags != 0) {
+            ep->remote_flags |= a.qp_access_flags;
+            struct ibv_qp_attr z = {.qp_access_flags = 0};
+            int rc = ibv_modify_qp(ep->qp, &z, IBV_QP_ACCESS_FLAGS);
+            if (rc) {
+                /* the peer cannot be kept out: fail the endpoint */
+                RF_LOG_ERRORF("verbs: ibv_modify_qp(QP %u, no remote access): "
+                              "%s; closing the connection",
+                              ep->qp->qp_num, strerror(rc));
+                rf_verbs_ep_set_error(ep, 1);
+            }
+        }
+    }
+    pthread_mutex_unlock(&ep->sq_lock);
+}
+
+rf_status rf_verbs_ep_enable_remote_access(rf_ep *base)
+{
+    vep *ep = (vep *)base;
+    rf_status st = RF_OK;
+    pthread_mutex_lock(&ep->sq_lock);
+    if (ep->remote_off) {
+        unsigned flags =
+            ep->remote_flags
+                ? ep->remote_flags
+                : IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+                      (ep->can_atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+        struct ibv_qp_attr a = {.qp_access_flags = flags};
+        int rc = ibv_modify_qp(ep->qp, &a, IBV_QP_ACCESS_FLAGS);
+        if (rc)
+            st = rf_error_set(rf_verbs_errno_status(rc),
+                              "rf_ep_enable_remote_access: ibv_modify_qp(QP "
+                              "%u, access 0x%x): %s",
+                              ep->qp->qp_num, flags, strerror(rc));
+        else
+            ep->remote_off = 0;
+    }
+    pthread_mutex_unlock(&ep->sq_lock);
+    if (st == RF_OK && atomic_load(&ep->error))
+        st = rf_error_set(RF_ERR_DISCONNECTED,
+                          "rf_ep_enable_remote_access: the endpoint is in "
+                          "the error state");
+    return st;
 }
 
 void rf_verbs_ep_set_error(vep *ep, int request_disconnect)

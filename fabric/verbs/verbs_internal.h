@@ -155,6 +155,12 @@ typedef struct vep {
     _Atomic int error;           /* in the error state */
     _Atomic int want_disconnect; /* 1: event thread should disconnect */
     int can_atomic;
+    /* RF_EP_REMOTE_ACCESS_OFF: the QP's remote access flags are cleared as
+     * soon as rdma_cm has set them (it does at every transition it makes),
+     * and remote_flags (what rdma_cm had set) restored by
+     * rf_ep_enable_remote_access. Under sq_lock. */
+    int remote_off;
+    unsigned remote_flags;
 
     /* Connection management, written by the event thread under cm_mu. */
     pthread_mutex_t cm_mu;
@@ -266,6 +272,9 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
                                 const char *what);
 /* Applies the post-establishment QP attributes (min_rnr_timer). */
 void rf_verbs_ep_established(vep *ep);
+/* RF_EP_REMOTE_ACCESS_OFF: clears the QP's remote access flags (RTS). */
+void rf_verbs_ep_hold_remote_access(vep *ep);
+rf_status rf_verbs_ep_enable_remote_access(rf_ep *ep);
 /* Tears down an endpoint that is not (or no longer) registered. */
 void rf_verbs_ep_destroy(vep *ep);
 void rf_verbs_ep_close(rf_ep *ep);

@@ -27,6 +27,13 @@
  *    3930 with verbs, the longest finite RC RNR retry) and the initiator's
  *    work then completes with RF_ERR_NO_RESOURCE.
  *  - An error completion is always reported, even for unsignaled work.
+ *  - An endpoint created with RF_EP_REMOTE_ACCESS_OFF lets its peer send
+ *    (and receive) but not read, write, write_imm or run atomics on this
+ *    fabric's regions until rf_ep_enable_remote_access: such a request is
+ *    refused as an access violation (RF_ERR_REMOTE_ACCESS; verbs NICs may
+ *    report it as RF_ERR_INVALID_ARG, an invalid-request NAK), target memory
+ *    untouched. A server enables it once the peer has authenticated, so a
+ *    peer that only guessed an rkey gets nothing.
  */
 #ifndef RDMAFLOW_FABRIC_H
 #define RDMAFLOW_FABRIC_H
@@ -126,7 +133,14 @@ typedef struct rf_ep_attr {
     rf_cq *recv_cq;       /* completions of receives (NULL: send_cq) */
     uint32_t max_send_wr; /* outstanding posted work; 0: 1024 */
     uint32_t max_recv_wr; /* outstanding receives; 0: 256 */
+    uint32_t flags;       /* rf_ep_flags */
 } rf_ep_attr;
+
+enum rf_ep_flags {
+    /* The peer's one-sided operations are refused until
+     * rf_ep_enable_remote_access (see the semantics above). */
+    RF_EP_REMOTE_ACCESS_OFF = 1 << 0,
+};
 
 /* --- fabric ------------------------------------------------------------ */
 
@@ -201,6 +215,11 @@ const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len);
 void rf_ep_close(rf_ep *ep);
 /* RF_OK while usable, RF_ERR_DISCONNECTED once in the error state. */
 rf_status rf_ep_state(const rf_ep *ep);
+/* Lets the peer of an endpoint created with RF_EP_REMOTE_ACCESS_OFF read,
+ * write and run atomics on this fabric's regions (as their access flags
+ * allow) from now on. Idempotent; RF_ERR_DISCONNECTED on a failed
+ * endpoint. */
+rf_status rf_ep_enable_remote_access(rf_ep *ep);
 
 /* --- data transfer ----------------------------------------------------- */
 

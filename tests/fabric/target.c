@@ -114,6 +114,9 @@ static void handle_request(rf_conn_req *req)
                        .recv_cq = cq,
                        .max_send_wr = RT_SEND_WR,
                        .max_recv_wr = RT_RECV_WR};
+    /* 'G': remote access gated until an "enable" command */
+    if (len > 0 && priv[0] == 'G')
+        attr.flags = RF_EP_REMOTE_ACCESS_OFF;
     rf_ep *ep = NULL;
     if (len > 0 && priv[0] == 'O') {
         memset(reply, 'o', sizeof reply);
@@ -528,6 +531,13 @@ int rt_target_main(void)
             cmd_waitrecv(&save);
         } else if (strcmp(cmd, "immstream") == 0) {
             cmd_immstream(&save);
+        } else if (strcmp(cmd, "enable") == 0) {
+            slot *s = find_slot(next_word(&save), 1);
+            rf_status st = rf_ep_enable_remote_access(s->ep);
+            if (st == RF_OK)
+                reply("ok");
+            else
+                reply("fail %s: %s", rf_status_string(st), rf_error_message());
         } else if (strcmp(cmd, "epstate") == 0) {
             cmd_epstate(&save);
         } else if (strcmp(cmd, "stats") == 0) {
