@@ -86,6 +86,9 @@ typedef struct ps_loc {
 /* A reject whose text starts with this is an authentication or role
  * refusal (RF_ERR_AUTH at the connector, not retried); the rest says why. */
 #define PS_REJECT_AUTH "auth: "
+/* A connect rejected with private data starting with this is retried (too
+ * many connections setting up at the ps: ps_server_admit.c). */
+#define PS_REJECT_BUSY "busy: "
 typedef struct ps_conn_hello {
     uint32_t client_id;
     uint32_t flags;

@@ -324,6 +324,13 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
             p->fatal = RF_ERR_AUTH;
             return TRY_FATAL;
         }
+        size_t blen = strlen(PS_REJECT_BUSY);
+        if (data && rlen >= blen && memcmp(data, PS_REJECT_BUSY, blen) == 0) {
+            /* the ps is flooded with connections setting up: retried */
+            snprintf(last, last_len, "%s is busy: %.*s", name,
+                     (int)(rlen - blen), data + blen);
+            return TRY_AGAIN;
+        }
         if (data && rlen) {
             rf_error_set(RF_ERR_UNAVAILABLE, "%s refused the connection: %.*s",
                          name, (int)rlen, data);

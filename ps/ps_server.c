@@ -44,10 +44,7 @@ static void conn_close(ps_server_conn *c)
     c->dead = true;
     rf_ep_close(c->ep);
     c->ep = NULL;
-    rf_ps_server *s = c->srv;
-    pthread_mutex_lock(&s->mu);
-    s->accepted--;
-    pthread_mutex_unlock(&s->mu);
+    ps_admit_release(c->srv, c->peer, c->hello);
 }
 
 void ps_conn_drop(ps_server_conn *c, const char *why)
@@ -59,6 +56,8 @@ void ps_conn_drop(ps_server_conn *c, const char *why)
     ps_conn_label(c, who, sizeof who);
     RF_LOG_WARN("ps %d: dropping the connection of %s: %s",
                 c->srv->opt.task_index, who, text);
+    if (!c->closing)
+        PS_COUNT(c->srv, dropped_protocol);
     conn_close(c);
 }
 
@@ -120,11 +119,10 @@ static void adopt(rf_ps_server *s, ps_pending *p)
         } else {
             rf_ep_close(p->ep);
         }
-        pthread_mutex_lock(&s->mu);
-        s->accepted--;
-        pthread_mutex_unlock(&s->mu);
+        ps_admit_release(s, p->peer, false);
         return;
     }
+    c->deadline_ms = rf_now_ms() + s->opt.handshake_timeout_ms;
     c->next = s->conns;
     s->conns = c;
     s->num_conns++;
@@ -218,6 +216,9 @@ static void *service_main(void *arg)
             free(pend);
             pend = next;
         }
+        /* before the wait, so that the completions its closes flush are
+         * seen before the graveyard is freed below */
+        ps_admit_expire(s);
         int n = rf_cq_wait(s->cq, comps, 64, 20);
         if (n == RF_ERR_TIMEOUT) {
             n = 0;
@@ -305,20 +306,14 @@ static void *listen_main(void *arg)
         const char *refused =
             ps_auth_admit(s, &p->hello, p->peer, text, sizeof text);
         if (refused) {
+            PS_COUNT(s, refused_auth);
             rf_reject(req, refused, strlen(refused));
             free(p);
             continue;
         }
-        pthread_mutex_lock(&s->mu);
-        bool full = s->accepted >= (uint32_t)s->opt.max_workers;
-        if (!full)
-            s->accepted++;
-        pthread_mutex_unlock(&s->mu);
-        if (full) {
-            char why[64];
-            snprintf(why, sizeof why, "ps task %d is full (%d clients)",
-                     s->opt.task_index, s->opt.max_workers);
-            reject(s, req, why);
+        char busy[160];
+        if (ps_admit_connection(s, p->peer, busy, sizeof busy)) {
+            reject(s, req, busy);
             free(p);
             continue;
         }
@@ -336,10 +331,8 @@ static void *listen_main(void *arg)
         if (st != RF_OK) {
             RF_LOG_WARN("ps %d: accepting client %u: %s", s->opt.task_index,
                         p->hello.client_id, rf_error_message());
+            ps_admit_release(s, p->peer, false);
             free(p);
-            pthread_mutex_lock(&s->mu);
-            s->accepted--;
-            pthread_mutex_unlock(&s->mu);
             continue;
         }
         pthread_mutex_lock(&s->mu);
@@ -382,6 +375,16 @@ static rf_status read_options(const rf_ps_server_options *in,
                             out->max_bytes, out->chunk_bytes);
     if (!out->max_workers)
         out->max_workers = DEFAULT_MAX_WORKERS;
+    if (out->handshake_timeout_ms < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_server_start: handshake_timeout_ms %d",
+                            out->handshake_timeout_ms);
+    if (!out->handshake_timeout_ms) {
+        st = rf_env_int("RF_PS_HANDSHAKE_TIMEOUT_MS", 10000, 100, 3600000, &v);
+        if (st != RF_OK)
+            return st;
+        out->handshake_timeout_ms = (int)v;
+    }
     if (out->bind_roles &&
         (out->num_workers == 0 || out->chief_id >= out->num_workers))
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -480,8 +483,10 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
         goto fail;
     if ((st = ps_shards_init(s)) != RF_OK)
         goto fail;
-    uint32_t depth =
-        (uint32_t)s->opt.max_workers * (PS_SRV_RECV_DEPTH + SEND_DEPTH);
+    /* every connection's receives and sends may complete at once (a
+     * close flushes them): clients and those still setting up */
+    uint32_t depth = ((uint32_t)s->opt.max_workers + PS_SRV_MAX_UNADMITTED) *
+                     (PS_SRV_RECV_DEPTH + SEND_DEPTH);
     if ((st = rf_cq_create(fabric, depth, &s->cq)) != RF_OK)
         goto fail;
     if ((st = rf_listen(fabric, host, port, &s->listener)) != RF_OK)

@@ -111,6 +111,7 @@ static bool on_auth_proof(ps_server_conn *c, uint32_t req_id,
         RF_LOG_WARN("ps %d: authentication of %s failed: its proof does not "
                     "match this ps task's cluster secret (a wrong secret)",
                     s->opt.task_index, who);
+        PS_COUNT(s, refused_auth);
         ps_ctrl_refuse(c, req_id, RF_ERR_AUTH,
                        "authentication failed: the proof does not match this "
                        "ps task's cluster secret");

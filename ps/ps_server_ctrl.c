@@ -83,9 +83,18 @@ static bool on_hello(ps_server_conn *c, uint32_t req_id,
                      "the new connection from %s",
                      c->client_id, o->peer, c->peer);
             RF_LOG_WARN("ps %d: %s", s->opt.task_index, text);
+            PS_COUNT(s, refused_duplicate);
             ps_ctrl_refuse(c, req_id, RF_ERR_UNAVAILABLE, text);
             return false;
         }
+    }
+    if (!ps_admit_client(c)) {
+        char text[PS_ERR_TEXT_MAX];
+        snprintf(text, sizeof text, "ps task %d is full (%d clients)",
+                 s->opt.task_index, s->opt.max_workers);
+        RF_LOG_WARN("ps %d: refusing %s: %s", s->opt.task_index, c->peer, text);
+        ps_ctrl_refuse(c, req_id, RF_ERR_UNAVAILABLE, text);
+        return false;
     }
     c->hello = true;
     c->ring = h.ring;
@@ -163,6 +172,7 @@ static bool on_create(ps_server_conn *c, uint32_t req_id,
                  "client %u is not the chief: only the chief creates shards "
                  "(creating '%s' part %u)",
                  c->client_id, spec.name, spec.part);
+        PS_COUNT(c->srv, refused_auth);
         return reply_error(c, req_id, RF_ERR_INVALID_ARG, text);
     }
     if (spec.trainable && rf_optim_validate(&spec.optim) != RF_OK) {
@@ -210,9 +220,11 @@ static bool on_create(ps_server_conn *c, uint32_t req_id,
 
 static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
 {
-    if (!c->chief)
+    if (!c->chief) {
+        PS_COUNT(c->srv, refused_auth);
         return reply_error(c, req_id, RF_ERR_INVALID_ARG,
                            "only the chief may shut a ps task down");
+    }
     unsigned char *buf = ps_ctrl_reply_buf(c);
     size_t n;
     if (ps_enc_empty(buf, PS_MSG_MAX, PS_MSG_SHUTDOWN_REPLY, req_id, &n) !=

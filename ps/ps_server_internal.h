@@ -30,7 +30,17 @@
  * protocol, the ring is slack for a misbehaving peer). */
 #define PS_SRV_REPLY_BUFS 4u
 
+/* Connections not yet clients (ps_server_admit.c): at most this many at
+ * once, and this many from one address. */
+#define PS_SRV_MAX_UNADMITTED      32u
+#define PS_SRV_UNADMITTED_PER_ADDR 16u
+
 typedef struct ps_server_conn ps_server_conn;
+
+typedef struct ps_addr_count {
+    char addr[64];
+    uint32_t count; /* 0: a free entry */
+} ps_addr_count;
 
 enum { PS_TAG_RECV = 1, PS_TAG_SEND };
 
@@ -85,7 +95,8 @@ struct ps_server_conn {
      * no secret. */
     int auth;
     unsigned char client_nonce[PS_AUTH_NONCE], ps_nonce[PS_AUTH_NONCE];
-    bool closing; /* refused: closed once its last reply was sent */
+    bool closing;          /* refused: closed once its last reply was sent */
+    long long deadline_ms; /* a client by then (HELLO) or dropped */
     rf_mr_desc ring;
     uint32_t ring_slots;
     uint64_t acks;      /* acks sent */
@@ -134,11 +145,15 @@ struct rf_ps_server {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     ps_pending *pending; /* mu */
-    uint32_t accepted;   /* mu: live + pending connections */
-    bool stop;           /* mu: threads must exit */
-    bool done;           /* mu: the service thread exited */
-    rf_status status;    /* mu: why it exited (RF_OK: shutdown) */
-    bool shutdown;       /* service thread: a SHUTDOWN was answered */
+    uint32_t unadmitted; /* mu: connections not yet clients (admit.c) */
+    uint32_t clients;    /* mu: connections that said HELLO */
+    ps_addr_count addrs[PS_SRV_MAX_UNADMITTED]; /* mu: unadmitted ones */
+    rf_ps_server_counters counters;             /* mu */
+    long long next_expiry_check;                /* service thread */
+    bool stop;                                  /* mu: threads must exit */
+    bool done;        /* mu: the service thread exited */
+    rf_status status; /* mu: why it exited (RF_OK: shutdown) */
+    bool shutdown;    /* service thread: a SHUTDOWN was answered */
 };
 
 /* Connection memory: receives (PS_SRV_RECV_DEPTH x PS_REQ_MAX), reply
@@ -153,7 +168,23 @@ static inline size_t ps_conn_stage_off(void)
 enum { PS_AUTH_WAIT_REQ = 1, PS_AUTH_WAIT_PROOF, PS_AUTH_DONE };
 
 /* ps_server.c */
+/* Logs, counts as a protocol drop (unless the connection was refused,
+ * c->closing, or is counted otherwise) and closes. */
 void ps_conn_drop(ps_server_conn *c, const char *why);
+
+/* ps_server_admit.c. Listener thread: NULL if a new connection from peer
+ * may set up, else why not (in why, counted). */
+const char *ps_admit_connection(rf_ps_server *s, const char *peer, char *why,
+                                size_t len);
+/* A connection closes: it was a client (said HELLO) or not. */
+void ps_admit_release(rf_ps_server *s, const char *peer, bool client);
+/* At HELLO: takes a client slot; false (counted) when max_workers are. */
+bool ps_admit_client(ps_server_conn *c);
+/* Service thread: drops connections past their deadline_ms. */
+void ps_admit_expire(rf_ps_server *s);
+/* counters field at offset, + 1 */
+void ps_count(rf_ps_server *s, size_t offset);
+#define PS_COUNT(s, field) ps_count((s), offsetof(rf_ps_server_counters, field))
 bool ps_srv_stopping(rf_ps_server *s);
 void ps_conn_label(const ps_server_conn *c, char *buf, size_t len);
 

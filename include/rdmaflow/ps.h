@@ -78,10 +78,16 @@ extern "C" {
 typedef struct rf_ps_server rf_ps_server;
 
 typedef struct rf_ps_server_options {
-    int task_index;       /* this ps task's index, for logs (>= 0) */
-    size_t chunk_bytes;   /* arena chunk; 0: RF_PS_CHUNK_MB (default 64 MiB) */
-    size_t max_bytes;     /* arena limit; 0: RF_PS_ARENA_MAX_MB (0 = none) */
-    int max_workers;      /* concurrent worker connections; 0: 64 */
+    int task_index;     /* this ps task's index, for logs (>= 0) */
+    size_t chunk_bytes; /* arena chunk; 0: RF_PS_CHUNK_MB (default 64 MiB) */
+    size_t max_bytes;   /* arena limit; 0: RF_PS_ARENA_MAX_MB (0 = none) */
+    int max_workers;    /* concurrent worker connections; 0: 64 */
+    /* A connection must be a client (authenticated, with a secret, and its
+     * HELLO answered) within this many ms or is dropped; 0:
+     * RF_PS_HANDSHAKE_TIMEOUT_MS (default 10000). Until then it holds no
+     * client slot; at most 32 such connections at once, 16 from one
+     * address. */
+    int handshake_timeout_ms;
     uint64_t incarnation; /* 0: a random 64-bit id (tests may force one) */
     /* NULL, or called by the service thread once per apply=ps update
      * while that shard has had fewer than trace_updates updates (0: all),
@@ -121,6 +127,20 @@ int rf_ps_server_numa_node(const rf_ps_server *server, const char **why);
 /* Blocks until a chief sent SHUTDOWN (RF_OK) or the server failed (its
  * status). Does not free anything. */
 rf_status rf_ps_server_join(rf_ps_server *server);
+/* Connections this ps refused or dropped, by reason, since it started. */
+typedef struct rf_ps_server_counters {
+    uint64_t refused_auth;      /* no secret, a wrong one, or a role (client
+                                   id, chief) the cluster does not give it */
+    uint64_t refused_busy;      /* too many connections setting up, in all
+                                   or from one address */
+    uint64_t refused_full;      /* max_workers clients connected already */
+    uint64_t refused_duplicate; /* its client id is connected already */
+    uint64_t dropped_idle;      /* not a client within the handshake time */
+    uint64_t dropped_protocol;  /* a malformed, oversized, unexpected or
+                                   unversioned message */
+} rf_ps_server_counters;
+void rf_ps_server_get_counters(rf_ps_server *server,
+                               rf_ps_server_counters *out);
 /* Stops serving (closing every connection), joins the threads and frees the
  * server and its arena. Call once, after or instead of join. */
 void rf_ps_server_stop(rf_ps_server *server);

@@ -468,3 +468,80 @@ void case_auth_duplicate(void)
     rf_fabric_close(f);
     rf_secret_free(secret);
 }
+
+/* Connections that authenticate nothing: at most 16 from one address set
+ * up at once (the others are refused as busy at connect), none holds a
+ * client slot, each is dropped after the handshake timeout; a real client
+ * refused meanwhile retries and gets in; the ps counts it all. */
+void case_auth_flood(void)
+{
+    const char *path = make_file("f", 64, 0600);
+    rf_cluster_secret *secret = load(path);
+    char log[256];
+    pt_ps ps;
+    const char *extra[] = {"--secret", path, "--max-workers", "2", NULL};
+    setenv("RF_PS_HANDSHAKE_TIMEOUT_MS", "1500", 1);
+    start_ps(&ps, "ps-flood", extra, log, sizeof log);
+    unsetenv("RF_PS_HANDSHAKE_TIMEOUT_MS");
+    rf_fabric *f = pt_fabric();
+    enum { N = 24 };
+    static raw_peer r[N];
+    int in = 0, busy = 0;
+    long long t_flood = rf_now_ms();
+    for (int i = 0; i < N; i++) {
+        unsigned char priv[PS_CONN_HELLO_SIZE];
+        ps_conn_hello h = {.client_id = (uint32_t)i,
+                           .flags = PS_CONN_FLAG_AUTH};
+        ps_conn_hello_encode(&h, priv);
+        rf_status st = raw_connect(&r[i], f, ps.port, priv, sizeof priv);
+        if (st == RF_OK) {
+            in++;
+            continue;
+        }
+        size_t len = 0;
+        const char *data = rf_connect_reject_data(&len);
+        CHECK(st == RF_ERR_UNAVAILABLE && data &&
+                  memcmp(data, PS_REJECT_BUSY, 6) == 0,
+              "flood connection %d: %s (%.*s)", i, rf_status_string(st),
+              (int)len, data ? data : "");
+        busy++;
+    }
+    CHECK(in == (int)16 && busy == N - 16,
+          "%d of %d idle connections were let in, %d refused as busy (want "
+          "16 and %d)",
+          in, N, busy, N - 16);
+    /* More clients than max_workers=2 could be held if idle ones took
+     * slots: two real ones must get in (after retrying while the flood
+     * holds the address's setup slots). */
+    long long t0 = rf_now_ms();
+    rf_ps_client *chief = client(f, ps.port, 0, true, secret);
+    rf_ps_client *w1 = client(f, ps.port, 1, false, secret);
+    long long took = rf_now_ms() - t0;
+    rft_note("16 idle connections held; 2 real clients in after %lld ms", took);
+    expect_log(log, "no HELLO within 1500 ms (not authenticated)");
+    for (int i = 0; i < N; i++) {
+        if (r[i].ep)
+            raw_expect_dropped(&r[i], rft_ms(5000));
+        raw_close(&r[i]);
+    }
+    CHECK(rf_now_ms() - t_flood >= 1400,
+          "idle connections dropped after %lld ms, before the 1500 ms "
+          "handshake timeout",
+          rf_now_ms() - t_flood);
+    rf_ps_client_close(w1);
+    CHECK_OK(rf_ps_shutdown(chief));
+    char rest[256];
+    rft_expect(&ps.child, "COUNTERS ", rest, sizeof rest, rft_ms(10000));
+    unsigned long long c_busy = 0, c_idle = 0;
+    CHECK(sscanf(rest, "auth=%*u busy=%llu full=%*u duplicate=%*u idle=%llu",
+                 &c_busy, &c_idle) == 2,
+          "COUNTERS %s", rest);
+    CHECK(c_idle == 16 && c_busy >= (unsigned long long)(N - 16),
+          "ps counters: %s (want idle=16, busy >= %d)", rest, N - 16);
+    rft_note("ps counters: %s", rest);
+    rft_wait_ok(&ps.child, rft_ms(10000));
+    rf_ps_client_close(chief);
+    rf_fabric_close(f);
+    rf_secret_free(secret);
+    unlink(path);
+}

@@ -76,6 +76,16 @@ static int role_ps(int argc, char **argv)
            (unsigned long long)rf_ps_server_incarnation(s));
     fflush(stdout);
     rf_status st = rf_ps_server_join(s);
+    rf_ps_server_counters k;
+    rf_ps_server_get_counters(s, &k);
+    printf("COUNTERS auth=%llu busy=%llu full=%llu duplicate=%llu idle=%llu "
+           "protocol=%llu\n",
+           (unsigned long long)k.refused_auth,
+           (unsigned long long)k.refused_busy,
+           (unsigned long long)k.refused_full,
+           (unsigned long long)k.refused_duplicate,
+           (unsigned long long)k.dropped_idle,
+           (unsigned long long)k.dropped_protocol);
     printf("EXIT %s\n", rf_status_string(st));
     fflush(stdout);
     rf_ps_server_stop(s);
