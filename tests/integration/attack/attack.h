@@ -50,6 +50,12 @@ bool at_open_accepted(const at_opts *o, rsock *s, uint32_t id, uint32_t flags,
 void at_expect_dropped(const at_opts *o, rsock *s, uint32_t msgs_allowed,
                        const char *what);
 
+/* One request frame on a fresh connection that said hello {id, flags} and
+ * never authenticated, and the verdict on its reply (attack_raw.c). */
+void at_one_sided(const at_opts *o, uint32_t id, uint32_t flags,
+                  const rf_sock_hdr *req, const void *payload,
+                  const char *what);
+
 /* Subcommands (attack_ps.c). */
 int at_nosecret(const at_opts *o);
 int at_wrongsecret(const at_opts *o);

@@ -210,6 +210,23 @@ int at_chief(const at_opts *o)
         send_empty(o, &s, PS_MSG_SHUTDOWN_REQ);
         at_expect_dropped(o, &s, had, "SHUTDOWN_REQ after it");
     }
+    if (o->have_globals) {
+        /* The chief's one-sided writes of global_step: an add of 0 and a
+         * compare-and-swap that cannot change it, so that a target that
+         * executes them does not disturb the job. */
+        rf_sock_hdr fa = {.op = RF_SOCK_FADD_REQ,
+                          .key = o->globals.rkey,
+                          .addr = o->globals.addr};
+        at_one_sided(o, 0, fl, &fa, NULL,
+                     "FETCH_AND_ADD on global_step as the chief");
+        rf_sock_hdr cs = {.op = RF_SOCK_CSWAP_REQ,
+                          .key = o->globals.rkey,
+                          .addr = o->globals.addr,
+                          .arg0 = 0x5a5a5a5a5a5a5a5aull,
+                          .arg1 = 0x5a5a5a5a5a5a5a5aull};
+        at_one_sided(o, 0, fl, &cs, NULL,
+                     "CMP_AND_SWP on global_step as the chief");
+    }
     return 0;
 }
 

@@ -17,12 +17,11 @@
 
 #define MIB (1024ull * 1024ull)
 
-/* The reply to one request frame on a fresh unauthenticated connection. */
-static void one_sided(const at_opts *o, const rf_sock_hdr *req,
-                      const void *payload, const char *what)
+void at_one_sided(const at_opts *o, uint32_t id, uint32_t flags,
+                  const rf_sock_hdr *req, const void *payload, const char *what)
 {
     rsock s;
-    if (!at_open_accepted(o, &s, o->id, PS_CONN_FLAG_AUTH, what))
+    if (!at_open_accepted(o, &s, id, flags, what))
         return;
     rs_result r = rs_frame(&s, req, payload);
     rf_sock_hdr h = {0};
@@ -65,21 +64,21 @@ static void four_ops(const at_opts *o, uint32_t rkey, uint64_t addr,
     rf_sock_hdr rd = {
         .op = RF_SOCK_READ_REQ, .key = rkey, .aux = 8, .addr = addr};
     snprintf(what, sizeof what, "READ %s rkey 0x%x", kind, rkey);
-    one_sided(o, &rd, NULL, what);
+    at_one_sided(o, o->id, PS_CONN_FLAG_AUTH, &rd, NULL, what);
     rf_sock_hdr wr = {
         .op = RF_SOCK_WRITE_REQ, .key = rkey, .len = 8, .addr = write_addr};
     snprintf(what, sizeof what, "WRITE %s rkey 0x%x", kind, rkey);
-    one_sided(o, &wr, zeros, what);
+    at_one_sided(o, o->id, PS_CONN_FLAG_AUTH, &wr, zeros, what);
     rf_sock_hdr fa = {.op = RF_SOCK_FADD_REQ, .key = rkey, .addr = addr};
     snprintf(what, sizeof what, "FETCH_AND_ADD %s rkey 0x%x", kind, rkey);
-    one_sided(o, &fa, NULL, what);
+    at_one_sided(o, o->id, PS_CONN_FLAG_AUTH, &fa, NULL, what);
     rf_sock_hdr cs = {.op = RF_SOCK_CSWAP_REQ,
                       .key = rkey,
                       .addr = addr,
                       .arg0 = 0x5a5a5a5a5a5a5a5aull,
                       .arg1 = 0x5a5a5a5a5a5a5a5aull};
     snprintf(what, sizeof what, "CMP_AND_SWP %s rkey 0x%x", kind, rkey);
-    one_sided(o, &cs, NULL, what);
+    at_one_sided(o, o->id, PS_CONN_FLAG_AUTH, &cs, NULL, what);
 }
 
 int at_onesided(const at_opts *o)
