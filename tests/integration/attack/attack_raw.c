@@ -143,8 +143,8 @@ int at_flood(const at_opts *o)
     rsock *s = calloc((size_t)n, sizeof *s);
     if (!s)
         return 2;
-    int accepted = 0, rejected = 0, other = 0;
-    char reason[64] = "";
+    int accepted = 0, rejected = 0, bounded = 0, other = 0;
+    char full_reason[64] = "", other_reason[64] = "";
     /* Half only open TCP; half finish the sock handshake (the ps accepts
      * them and waits for AUTH_REQ) and then say nothing. */
     for (int i = 0; i < n; i++) {
@@ -158,8 +158,16 @@ int at_flood(const at_opts *o)
         if (r == RS_OK) {
             accepted++;
         } else if (r == RS_REJECTED) {
-            rejected++;
-            snprintf(reason, sizeof reason, "%.*s", (int)s[i].priv_len,
+            /* a ps that turns the flood away is right to; one whose client
+             * slots the flood has taken is not */
+            char *why = full_reason;
+            if (!memmem(s[i].priv, s[i].priv_len, "is full", 7)) {
+                why = other_reason;
+                bounded++;
+            } else {
+                rejected++;
+            }
+            snprintf(why, sizeof full_reason, "%.*s", (int)s[i].priv_len,
                      (const char *)s[i].priv);
             rs_close(&s[i]);
         } else {
@@ -191,9 +199,9 @@ int at_flood(const at_opts *o)
         rf_sleep_ms(100);
     }
     if (rejected)
-        at_succeeded("%d of %d handshakes rejected while the flood held the "
-                     "others ('%s')",
-                     rejected, n / 2, reason);
+        at_succeeded("%d of %d handshakes rejected because the flood held "
+                     "the ps's client slots ('%s')",
+                     rejected, n / 2, full_reason);
     if (open_tcp)
         at_succeeded("%d of %d bare TCP connections still open after %d ms",
                      open_tcp, (n + 1) / 2, o->timeout_ms);
@@ -202,9 +210,10 @@ int at_flood(const at_opts *o)
                      "still open after %d ms",
                      open_acc, accepted, o->timeout_ms);
     if (!rejected && !open_tcp && !open_acc)
-        at_refused("%d connections (%d bare TCP, %d accepted, %d other) all "
-                   "closed by the ps within %d ms",
-                   n, (n + 1) / 2, accepted, other, o->timeout_ms);
+        at_refused("%d connections (%d bare TCP, %d accepted, %d rejected "
+                   "('%s'), %d other) all closed by the ps within %d ms",
+                   n, (n + 1) / 2, accepted, bounded, other_reason, other,
+                   o->timeout_ms);
     for (int i = 0; i < n; i++)
         rs_close(&s[i]);
     free(s);
