@@ -88,6 +88,17 @@ int at_onesided(const at_opts *o)
     uint64_t a = o->have_target ? o->target.addr : 0x7f0000000000ull;
     for (uint32_t k = 1; k <= 4; k++)
         four_ops(o, k, a, a, "guessed");
+    /* A zero-length WRITE_IMM needs no rkey; its immediate reaches the ps
+     * as a push notification (apply the gradient of shard 0), which a
+     * connection that never authenticated (so never said HELLO) must not
+     * get applied: the ps must drop it. */
+    rsock s;
+    const char *imm = "WRITE_IMM of 0 bytes (a push of shard 0)";
+    if (at_open_accepted(o, &s, o->id, PS_CONN_FLAG_AUTH, imm)) {
+        rf_sock_hdr wi = {.op = RF_SOCK_WRITE_IMM_REQ, .key = 1, .aux = 0};
+        rs_frame(&s, &wi, NULL);
+        at_expect_dropped(o, &s, 0, imm);
+    }
     if (o->have_target) {
         uint64_t g = o->have_globals ? o->globals.addr : o->target.addr;
         four_ops(o, o->target.rkey, g, o->target.addr + o->target.len - 8,
