@@ -107,6 +107,7 @@ tline() { sed -n "s/^\[$2\] \($3\)/\1/p" "$1" | head -n 1; }
 wait_ps() {
     local k i p
     for ((i = 0; i < $(t 300); i++)); do
+        [[ -e $1 ]] || { sleep 0.1 && continue; } # rf-launch not forked yet
         port0=$(tline "$1" ps0 "ps task 0: serving on .*" | sed -n 's/.*:\([0-9]*\) (fabric.*/\1/p')
         port1=$(tline "$1" ps1 "ps task 1: serving on .*" | sed -n 's/.*:\([0-9]*\) (fabric.*/\1/p')
         [[ -n $port0 && -n $port1 ]] && break
