@@ -54,6 +54,11 @@
  * RF_RNR_TIMEOUT_MS) while they total at most this many bytes per endpoint;
  * a larger one stops reading the connection until a receive is posted. */
 #define SOCK_STAGE_MAX (1024 * 1024)
+/* A write or atomic that overlaps read data still to be sent copies that
+ * data first while the copies of an endpoint total at most this many bytes;
+ * past that it waits, with reading the connection paused, until those
+ * reads have been sent (RX_WAIT_READS). */
+#define SOCK_COPY_MAX (1024 * 1024)
 /* Incoming connections whose handshake is unfinished, per fabric. */
 #define SOCK_MAX_HANDSHAKES 1024
 /* Completed handshakes waiting for rf_listener_get_request, per listener. */
@@ -213,6 +218,7 @@ typedef struct sock_txi {
     size_t data_len;
     sock_mr *mr;          /* region of read data, else NULL */
     unsigned char *owned; /* heap copy backing data, else NULL */
+    size_t owned_len;     /* its size, counted in the ep's copy_bytes */
     rf_completion ev;     /* receive completion (has_event) */
 } sock_txi;
 
@@ -242,9 +248,11 @@ enum sock_phase {
 };
 
 enum sock_rx_phase {
-    RX_HDR = 0,   /* reading a frame header */
-    RX_PAYLOAD,   /* reading payload into rx_dst (or discarding) */
-    RX_WAIT_RECV, /* a send header is parsed, waiting for a receive */
+    RX_HDR = 0,    /* reading a frame header */
+    RX_PAYLOAD,    /* reading payload into rx_dst (or discarding) */
+    RX_WAIT_RECV,  /* a send header is parsed, waiting for a receive */
+    RX_WAIT_READS, /* a write/atomic (rx_h) waits for overlapped reads to
+                      be sent */
 };
 
 enum sock_rx_sink {
@@ -302,6 +310,7 @@ struct sock_ep {
     int tx_partial;
     uint32_t rep_open;    /* peer requests whose reply is not written */
     uint32_t rep_mr_refs; /* rep items pointing into target regions */
+    size_t copy_bytes;    /* read data copied for queued replies */
 
     /* receive */
     unsigned char *rxbuf;
@@ -475,7 +484,11 @@ int sock_tgt_timers(sock_ep *ep, int64_t now);
 sock_txi *sock_tgt_reply(sock_ep *ep, uint8_t op, rf_status status,
                          uint64_t value);
 /* Copies pending read data of this endpoint that overlaps [p, p+len). */
-void sock_tgt_materialize_overlap(sock_ep *ep, const void *p, size_t len);
+/* RX_WAIT_READS: runs the waiting write or atomic if it may run now. */
+void sock_tgt_resume(sock_ep *ep);
+/* A reply was written: its copy is no longer counted; a write waiting for
+ * overlapped reads is looked at again. ep->mu held. */
+void sock_tgt_reply_sent(sock_ep *ep, const sock_txi *t);
 /* Region being deregistered: fix up this endpoint (ep->mu held). */
 void sock_tgt_region_gone(sock_ep *ep, sock_mr *mr);
 void sock_tgt_free_stage(sock_ep *ep);

@@ -128,7 +128,8 @@ void sock_ep_update_events(sock_ep *ep)
     if (ep->fd < 0)
         return;
     uint32_t m = 0;
-    if (!(ep->phase == SOCK_OPEN && ep->rx_phase == RX_WAIT_RECV))
+    if (!(ep->phase == SOCK_OPEN &&
+          (ep->rx_phase == RX_WAIT_RECV || ep->rx_phase == RX_WAIT_READS)))
         m |= EPOLLIN;
     if (sock_tx_pending(ep) && !(ep->phase == SOCK_DRAIN && ep->shut_wr))
         m |= EPOLLOUT;
@@ -296,6 +297,7 @@ void sock_ep_sock_dead(sock_ep *ep)
     sock_txq_clear(&ep->req);
     sock_txq_clear(&ep->rep);
     ep->rep_mr_refs = 0;
+    ep->copy_bytes = 0;
     ep->rep_open = 0;
 }
 
@@ -307,7 +309,7 @@ void sock_ep_service(sock_ep *ep, uint32_t events)
      * hang-up while reading is paused (a send waiting for a receive) would
      * repeat forever: the sender is gone, so is the connection. */
     if ((events & (EPOLLHUP | EPOLLERR)) && ep->phase == SOCK_OPEN &&
-        ep->rx_phase == RX_WAIT_RECV) {
+        (ep->rx_phase == RX_WAIT_RECV || ep->rx_phase == RX_WAIT_READS)) {
         sock_ep_fail(ep, RF_ERR_DISCONNECTED, "connection lost");
         sock_ep_sock_dead(ep);
         return;

@@ -166,6 +166,10 @@ static void consume(sock_ep *ep)
             ep->rx_left -= n;
             if (ep->rx_left == 0)
                 sock_rx_payload_done(ep);
+        } else if (ep->rx_phase == RX_WAIT_READS) {
+            sock_tgt_resume(ep);
+            if (ep->rx_phase == RX_WAIT_READS)
+                return;
         } else {
             return; /* RX_WAIT_RECV */
         }
@@ -212,7 +216,8 @@ static size_t rx_loop(sock_ep *ep)
         consume(ep);
         if (ep->fd < 0 || ep->phase != SOCK_OPEN)
             continue;
-        if (ep->rx_phase == RX_WAIT_RECV || budget == 0)
+        if (ep->rx_phase == RX_WAIT_RECV || ep->rx_phase == RX_WAIT_READS ||
+            budget == 0)
             return RX_BUDGET - budget;
         if (ep->rx_start == ep->rx_end)
             ep->rx_start = ep->rx_end = 0;

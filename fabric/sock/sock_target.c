@@ -22,9 +22,11 @@
  *    connection keeps flowing; past that, reading the connection pauses.
  *  - Read data is taken from the region when it is written to the socket;
  *    a later write or atomic on the same endpoint that overlaps a pending
- *    read first copies that read's data, so requests of one endpoint take
- *    effect in order. A region deregistered while a read reply is queued
- *    fails that read with RF_ERR_REMOTE_ACCESS (or, if already partly
+ *    read first copies that read's data (up to SOCK_COPY_MAX per endpoint;
+ *    past that it waits, reading paused, until those reads are sent), so
+ *    requests of one endpoint take effect in order and what a peer makes
+ *    the target copy stays bounded. A region deregistered while a read reply is
+ * queued fails that read with RF_ERR_REMOTE_ACCESS (or, if already partly
  *    written, finishes it from a copy). */
 #include <stdlib.h>
 #include <string.h>
@@ -135,11 +137,10 @@ static void access_error(sock_ep *ep, const rf_sock_hdr *h, uint64_t len,
     reject(ep, h->op, st, why);
 }
 
-void sock_tgt_materialize_overlap(sock_ep *ep, const void *p, size_t len)
+/* Copies queued read data that overlaps [a, b) (copy) or counts it. */
+static size_t overlapped_reads(sock_ep *ep, uintptr_t a, uintptr_t b, int copy)
 {
-    if (!ep->rep_mr_refs || len == 0)
-        return;
-    uintptr_t a = (uintptr_t)p, b = a + len;
+    size_t bytes = 0;
     for (uint64_t s = ep->rep.head; s != ep->rep.tail; s++) {
         sock_txi *t = sock_txq_at(&ep->rep, s);
         if (!t->mr || t->data_len == 0)
@@ -147,13 +148,51 @@ void sock_tgt_materialize_overlap(sock_ep *ep, const void *p, size_t len)
         uintptr_t ta = (uintptr_t)t->data, tb = ta + t->data_len;
         if (ta >= b || a >= tb)
             continue;
+        bytes += t->data_len;
+        if (!copy)
+            continue;
         if (sock_txi_materialize(t) < 0) {
             no_memory(ep);
-            return;
+            return bytes;
         }
+        t->owned_len = t->data_len;
+        ep->copy_bytes += t->data_len;
         t->mr = NULL;
         ep->rep_mr_refs--;
     }
+    return bytes;
+}
+
+/* 1 if the write or atomic h of [p, p+len) may take effect now: no queued
+ * read overlaps it, or those that do were copied (the endpoint's copies
+ * staying within SOCK_COPY_MAX). Else 0: it waits (RX_WAIT_READS, reading
+ * paused) until they have been sent, so requests still take effect in
+ * order and what a peer can make the target copy stays bounded. */
+static int overlap_ready(sock_ep *ep, const rf_sock_hdr *h, const void *p,
+                         size_t len)
+{
+    if (!ep->rep_mr_refs || len == 0)
+        return 1;
+    uintptr_t a = (uintptr_t)p, b = a + len;
+    size_t need = overlapped_reads(ep, a, b, 0);
+    if (need == 0)
+        return 1;
+    if (ep->copy_bytes + need <= SOCK_COPY_MAX) {
+        overlapped_reads(ep, a, b, 1);
+        return ep->state == RF_OK;
+    }
+    ep->rx_h = *h;
+    ep->rx_sink = SINK_NONE;
+    ep->rx_phase = RX_WAIT_READS;
+    return 0;
+}
+
+void sock_tgt_reply_sent(sock_ep *ep, const sock_txi *t)
+{
+    if (t->owned_len && ep->copy_bytes >= t->owned_len)
+        ep->copy_bytes -= t->owned_len;
+    if (ep->rx_phase == RX_WAIT_READS && t->data_len == 0)
+        sock_ep_kick(ep);
 }
 
 static void do_read(sock_ep *ep, const rf_sock_hdr *h)
@@ -198,8 +237,7 @@ static void do_write(sock_ep *ep, const rf_sock_hdr *h)
         access_error(ep, h, h->len, st, why);
         return;
     }
-    sock_tgt_materialize_overlap(ep, p, h->len);
-    if (ep->state != RF_OK)
+    if (!overlap_ready(ep, h, p, h->len))
         return;
     ep->rx_phase = RX_PAYLOAD;
     ep->rx_dst = p;
@@ -225,8 +263,7 @@ static void do_atomic(sock_ep *ep, const rf_sock_hdr *h)
         access_error(ep, h, 8, st, why);
         return;
     }
-    sock_tgt_materialize_overlap(ep, p, 8);
-    if (ep->state != RF_OK)
+    if (!overlap_ready(ep, h, p, 8))
         return;
     uint64_t *word = (uint64_t *)(void *)p;
     uint64_t old;
@@ -407,6 +444,16 @@ void sock_tgt_payload_done(sock_ep *ep)
         return;
     }
     }
+}
+
+void sock_tgt_resume(sock_ep *ep)
+{
+    rf_sock_hdr h = ep->rx_h;
+    ep->rx_phase = RX_HDR;
+    if (h.op == RF_SOCK_WRITE_REQ || h.op == RF_SOCK_WRITE_IMM_REQ)
+        do_write(ep, &h);
+    else
+        do_atomic(ep, &h);
 }
 
 void sock_tgt_match(sock_ep *ep)

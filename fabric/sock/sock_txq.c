@@ -93,6 +93,7 @@ static void item_done(sock_ep *ep, int q)
             ep->rep_mr_refs--;
         if (t->is_reply && ep->rep_open > 0)
             ep->rep_open--;
+        sock_tgt_reply_sent(ep, t);
         sock_txq_pop(&ep->rep);
     } else {
         sock_txq_pop(&ep->req);

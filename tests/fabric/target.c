@@ -531,6 +531,18 @@ int rt_target_main(void)
             cmd_waitrecv(&save);
         } else if (strcmp(cmd, "immstream") == 0) {
             cmd_immstream(&save);
+        } else if (strcmp(cmd, "hwm") == 0) {
+            /* peak resident memory, kB */
+            FILE *st = fopen("/proc/self/status", "r");
+            char l[256];
+            long kb = -1;
+            while (st && fgets(l, sizeof l, st))
+                if (sscanf(l, "VmHWM: %ld", &kb) == 1)
+                    break;
+            if (st)
+                fclose(st);
+            CHECK(kb >= 0, "no VmHWM in /proc/self/status");
+            reply("ok %ld", kb);
         } else if (strcmp(cmd, "enable") == 0) {
             slot *s = find_slot(next_word(&save), 1);
             rf_status st = rf_ep_enable_remote_access(s->ep);

@@ -6,7 +6,8 @@
  * with bit 7 set on each byte; requests whose data starts with 'R' are
  * rejected with that reply instead, and 'O' requests are answered by an
  * rf_accept with oversize private data, which must fail; 'G' requests are
- * accepted with RF_EP_REMOTE_ACCESS_OFF, until an "enable TOKEN" command)
+ * accepted with RF_EP_REMOTE_ACCESS_OFF, until an "enable TOKEN" command;
+ * "hwm" gives the target's peak resident memory in kB)
  * and closes endpoints
  * once they are disconnected; and a line protocol on stdin/stdout through
  * which the driver registers regions, fills and verifies them (including

@@ -68,6 +68,8 @@ tol=0.02
 margin_mb=32
 hs_ms=$((2000 * scale))
 export RF_SOCK_HANDSHAKE_TIMEOUT_MS=$hs_ms
+# the ps's own bound on a connection that is not yet a client
+export RF_PS_HANDSHAKE_TIMEOUT_MS=$hs_ms
 to_ms=$((hs_ms + 3000 * scale)) # how long the ps may take to drop us
 steps=8000
 head -c 48 /dev/urandom >"$tmp/secret" && chmod 600 "$tmp/secret"
