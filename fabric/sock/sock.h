@@ -126,6 +126,10 @@ struct sock_fabric {
     int rnr_timeout_ms;
     int peer_timeout_ms;
     int hs_timeout_ms;
+    /* requests of one peer this fabric serves outstanding at once
+     * (RF_SOCK_SERVE_MAX, default 4096; told to the peer in the handshake,
+     * which holds more back; a peer that sends more is dropped) */
+    uint32_t serve_max;
     int drain_timeout_ms;
 
     pthread_mutex_t mr_mu; /* region table and target memory access */
@@ -154,6 +158,7 @@ typedef struct sock_conn_req {
     rf_conn_req base;
     int fd;
     uint32_t peer_max;
+    uint32_t peer_serve;
     char peer[64];
     struct sock_conn_req *next;
 } sock_conn_req;
@@ -287,7 +292,9 @@ struct sock_ep {
      * no progress for RF_PEER_TIMEOUT_MS + RF_RNR_TIMEOUT_MS. */
     int64_t progress_ms;
     char peer[64];
-    uint32_t peer_max; /* the peer's max_send_wr (handshake) */
+    uint32_t peer_max;   /* the peer's max_send_wr (handshake) */
+    uint32_t peer_serve; /* requests the peer serves at once (handshake):
+                            more are held back until replies come */
     /* 1: RF_EP_REMOTE_ACCESS_OFF and not enabled yet; read by the target
      * code (progress thread), cleared by rf_ep_enable_remote_access */
     int remote_off;
@@ -405,7 +412,7 @@ rf_status sock_ep_check_attr(const rf_ep_attr *attr, uint32_t *max_wr,
  * to the progress thread. Closes fd on failure. */
 rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
                          const void *peer_priv, size_t peer_priv_len,
-                         uint32_t peer_max, sock_ep **out);
+                         uint32_t peer_max, uint32_t peer_serve, sock_ep **out);
 void sock_ep_close(rf_ep *ep);
 rf_status sock_ep_state(const rf_ep *ep);
 rf_status sock_ep_enable_remote_access(rf_ep *ep);

@@ -40,6 +40,7 @@ rf_status sock_connect(rf_fabric *fabric, const char *host, uint16_t port,
 
     rf_sock_hs hs = {.type = RF_SOCK_HS_CONNECT,
                      .max_send_wr = max_wr,
+                     .serve_max = fab->serve_max,
                      .priv_len = (uint8_t)priv_len};
     if (priv_len)
         memcpy(hs.priv, priv, priv_len);
@@ -69,7 +70,8 @@ rf_status sock_connect(rf_fabric *fabric, const char *host, uint16_t port,
         return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rf_connect: %s:%u speaks sock protocol version "
                             "%u, this side %u",
-                            host, (unsigned)port, in.version, RF_SOCK_VERSION);
+                            host, (unsigned)port, in.version,
+                            RF_SOCK_HS_VERSION);
     }
     if (p != RF_SOCK_PARSE_OK || in.type == RF_SOCK_HS_CONNECT) {
         close(fd);
@@ -91,7 +93,7 @@ rf_status sock_connect(rf_fabric *fabric, const char *host, uint16_t port,
     }
     sock_ep *ep;
     st = sock_ep_create(fab, fd, attr, in.priv, in.priv_len, in.max_send_wr,
-                        &ep);
+                        in.serve_max, &ep);
     if (st != RF_OK)
         return st;
     *out = &ep->base;

@@ -43,7 +43,7 @@ static void ep_free(sock_ep *ep)
 
 rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
                          const void *peer_priv, size_t peer_priv_len,
-                         uint32_t peer_max, sock_ep **out)
+                         uint32_t peer_max, uint32_t peer_serve, sock_ep **out)
 {
     uint32_t max_wr, max_recv;
     rf_status st = sock_ep_check_attr(attr, &max_wr, &max_recv);
@@ -81,6 +81,7 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
     ep->phase = SOCK_OPEN;
     ep->state = RF_OK;
     ep->peer_max = peer_max;
+    ep->peer_serve = peer_serve;
     ep->remote_off = (attr->flags & RF_EP_REMOTE_ACCESS_OFF) != 0;
     ep->max_wr = max_wr;
     ep->max_recv = max_recv;

@@ -174,10 +174,11 @@ void rf_sock_hs_encode(const rf_sock_hs *hs, unsigned char out[RF_SOCK_HS_SIZE])
     size_t n = hs->priv_len <= RF_SOCK_HS_PRIV ? hs->priv_len : 0;
     memset(out, 0, RF_SOCK_HS_SIZE);
     rf_put_le32(out, RF_SOCK_HS_MAGIC);
-    out[4] = RF_SOCK_VERSION;
+    out[4] = RF_SOCK_HS_VERSION;
     out[5] = hs->type;
     out[6] = (unsigned char)n;
     rf_put_le32(out + 8, hs->max_send_wr);
+    rf_put_le32(out + 12, hs->serve_max);
     if (n)
         memcpy(out + 16, hs->priv, n);
 }
@@ -191,7 +192,7 @@ rf_sock_parse rf_sock_hs_decode(const unsigned char *in, size_t avail,
     if (rf_get_le32(in) != RF_SOCK_HS_MAGIC)
         return RF_SOCK_PARSE_MAGIC;
     out->version = in[4];
-    if (in[4] != RF_SOCK_VERSION)
+    if (in[4] != RF_SOCK_HS_VERSION)
         return RF_SOCK_PARSE_VERSION;
     out->type = in[5];
     if (out->type < RF_SOCK_HS_CONNECT || out->type > RF_SOCK_HS_REJECT)
@@ -199,16 +200,18 @@ rf_sock_parse rf_sock_hs_decode(const unsigned char *in, size_t avail,
     if (in[6] > RF_SOCK_HS_PRIV)
         return RF_SOCK_PARSE_LENGTH;
     out->priv_len = in[6];
-    if (in[7] != 0 || rf_get_le32(in + 12) != 0)
+    if (in[7] != 0)
         return RF_SOCK_PARSE_RESERVED;
     for (size_t i = 16 + out->priv_len; i < RF_SOCK_HS_SIZE; i++)
         if (in[i] != 0)
             return RF_SOCK_PARSE_RESERVED;
     out->max_send_wr = rf_get_le32(in + 8);
+    out->serve_max = rf_get_le32(in + 12);
     if (out->type == RF_SOCK_HS_REJECT) {
-        if (out->max_send_wr != 0)
+        if (out->max_send_wr != 0 || out->serve_max != 0)
             return RF_SOCK_PARSE_RESERVED;
-    } else if (out->max_send_wr == 0 || out->max_send_wr > RF_SOCK_MAX_QUEUE) {
+    } else if (out->max_send_wr == 0 || out->max_send_wr > RF_SOCK_MAX_QUEUE ||
+               out->serve_max == 0 || out->serve_max > RF_SOCK_MAX_QUEUE) {
         return RF_SOCK_PARSE_LENGTH;
     }
     memcpy(out->priv, in + 16, out->priv_len);

@@ -19,12 +19,13 @@
  *
  * Handshake: one 72-byte frame each way before any data frame.
  *   0   4    magic 0x48534652 ("RFSH")
- *   4   1    version
+ *   4   1    version (RF_SOCK_HS_VERSION)
  *   5   1    type (CONNECT, ACCEPT, REJECT)
  *   6   1    private data length (<= 56)
  *   7   1    reserved, 0
  *   8   4    max_send_wr of the sender (1..RF_SOCK_MAX_QUEUE; 0 in REJECT)
- *   12  4    reserved, 0
+ *   12  4    requests the sender serves outstanding at once as a target
+ *            (1..RF_SOCK_MAX_QUEUE; 0 in REJECT): its peer holds more back
  *   16  56   private data, zero padded */
 #ifndef RF_FABRIC_SOCK_FRAME_H
 #define RF_FABRIC_SOCK_FRAME_H
@@ -35,9 +36,11 @@
 #define RF_SOCK_MAGIC    0x4652u
 #define RF_SOCK_HS_MAGIC 0x48534652u
 #define RF_SOCK_VERSION  1
-#define RF_SOCK_HDR_SIZE 40
-#define RF_SOCK_HS_SIZE  72
-#define RF_SOCK_HS_PRIV  56
+/* The handshake's own version: 2 added the serve limit at offset 12. */
+#define RF_SOCK_HS_VERSION 2
+#define RF_SOCK_HDR_SIZE   40
+#define RF_SOCK_HS_SIZE    72
+#define RF_SOCK_HS_PRIV    56
 /* Largest queue depth an endpoint may declare (and so the most replies a
  * target keeps queued for one peer). */
 #define RF_SOCK_MAX_QUEUE (1u << 20)
@@ -87,6 +90,7 @@ typedef struct rf_sock_hs {
     uint8_t type;    /* rf_sock_hs_type */
     uint8_t priv_len;
     uint32_t max_send_wr;
+    uint32_t serve_max;
     unsigned char priv[RF_SOCK_HS_PRIV];
 } rf_sock_hs;
 
@@ -111,8 +115,8 @@ const char *rf_sock_op_name(uint8_t op);
 const char *rf_sock_parse_string(rf_sock_parse p);
 
 /* Handshake. decode checks magic, version, type, priv_len <= 56, zero
- * padding and reserved bytes, and max_send_wr in 1..RF_SOCK_MAX_QUEUE (0 for
- * REJECT). On RF_SOCK_PARSE_VERSION out->version holds the peer's version. */
+ * padding and reserved bytes, and max_send_wr and serve_max in
+ * 1..RF_SOCK_MAX_QUEUE (both 0 for REJECT). On RF_SOCK_PARSE_VERSION out->version holds the peer's version. */
 void rf_sock_hs_encode(const rf_sock_hs *hs,
                        unsigned char out[RF_SOCK_HS_SIZE]);
 rf_sock_parse rf_sock_hs_decode(const unsigned char *in, size_t avail,

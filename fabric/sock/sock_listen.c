@@ -130,11 +130,14 @@ static void hs_drop(sock_fabric *fab, sock_hs *hs)
     free(hs);
 }
 
-static void send_hs(int fd, uint8_t type, uint32_t max_wr, const void *priv,
-                    size_t priv_len, int64_t deadline, rf_status *st)
+static void send_hs(int fd, uint8_t type, uint32_t max_wr, uint32_t serve_max,
+                    const void *priv, size_t priv_len, int64_t deadline,
+                    rf_status *st)
 {
-    rf_sock_hs hs = {
-        .type = type, .max_send_wr = max_wr, .priv_len = (uint8_t)priv_len};
+    rf_sock_hs hs = {.type = type,
+                     .max_send_wr = max_wr,
+                     .serve_max = serve_max,
+                     .priv_len = (uint8_t)priv_len};
     if (priv_len)
         memcpy(hs.priv, priv, priv_len);
     unsigned char buf[RF_SOCK_HS_SIZE];
@@ -193,8 +196,8 @@ static void hs_complete(sock_fabric *fab, sock_hs *hs)
     if (p == RF_SOCK_PARSE_VERSION) {
         RF_LOG_WARN("sock: %s speaks sock protocol version %u, this side "
                     "%u; rejecting",
-                    hs->peer, in.version, RF_SOCK_VERSION);
-        send_hs(hs->fd, RF_SOCK_HS_REJECT, 0, NULL, 0, 0, NULL);
+                    hs->peer, in.version, RF_SOCK_HS_VERSION);
+        send_hs(hs->fd, RF_SOCK_HS_REJECT, 0, 0, NULL, 0, 0, NULL);
         hs_drop(fab, hs);
         return;
     }
@@ -217,6 +220,7 @@ static void hs_complete(sock_fabric *fab, sock_hs *hs)
     r->base.priv_len = in.priv_len;
     r->fd = hs->fd;
     r->peer_max = in.max_send_wr;
+    r->peer_serve = in.serve_max;
     memcpy(r->peer, hs->peer, sizeof r->peer);
     memcpy(r->base.peer, hs->peer, sizeof r->base.peer);
     epoll_ctl(fab->epfd, EPOLL_CTL_DEL, hs->fd, NULL);
@@ -229,7 +233,7 @@ static void hs_complete(sock_fabric *fab, sock_hs *hs)
         RF_LOG_WARN("sock: %u connection requests already wait on port %u; "
                     "rejecting %s",
                     (unsigned)SOCK_MAX_READY, (unsigned)l->base.port, r->peer);
-        send_hs(r->fd, RF_SOCK_HS_REJECT, 0, NULL, 0, 0, NULL);
+        send_hs(r->fd, RF_SOCK_HS_REJECT, 0, 0, NULL, 0, 0, NULL);
         close(r->fd);
         free(r);
         return;
@@ -369,7 +373,7 @@ rf_status sock_accept(rf_conn_req *base, const rf_ep_attr *attr,
         sock_reject(base, NULL, 0);
         return st;
     }
-    send_hs(r->fd, RF_SOCK_HS_ACCEPT, max_wr, priv, priv_len,
+    send_hs(r->fd, RF_SOCK_HS_ACCEPT, max_wr, fab->serve_max, priv, priv_len,
             rf_deadline_ms(fab->hs_timeout_ms), &st);
     if (st != RF_OK) {
         free_req(r);
@@ -380,7 +384,7 @@ rf_status sock_accept(rf_conn_req *base, const rf_ep_attr *attr,
     int fd = r->fd;
     r->fd = -1; /* owned by the endpoint (or closed by its creation) */
     st = sock_ep_create(fab, fd, attr, r->base.priv, r->base.priv_len,
-                        r->peer_max, &ep);
+                        r->peer_max, r->peer_serve, &ep);
     free_req(r);
     if (st != RF_OK)
         return st;
@@ -391,7 +395,7 @@ rf_status sock_accept(rf_conn_req *base, const rf_ep_attr *attr,
 void sock_reject(rf_conn_req *base, const void *priv, size_t priv_len)
 {
     sock_conn_req *r = (sock_conn_req *)base;
-    send_hs(r->fd, RF_SOCK_HS_REJECT, 0, priv, priv_len, rf_deadline_ms(1000),
-            NULL);
+    send_hs(r->fd, RF_SOCK_HS_REJECT, 0, 0, priv, priv_len,
+            rf_deadline_ms(1000), NULL);
     free_req(r);
 }

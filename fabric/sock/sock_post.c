@@ -65,8 +65,12 @@ static int transmit(sock_ep *ep)
     return 0;
 }
 
+/* Held back: a fence waiting for earlier reads and atomics, or as many
+ * requests outstanding as the peer serves at once. */
 static int fenced(const sock_ep *ep, const sock_wr *w)
 {
+    if (ep->wr_sent - ep->wr_head >= ep->peer_serve)
+        return 1;
     return (w->flags & RF_WR_FENCE) && ep->rd_atomic_inflight > 0;
 }
 

@@ -39,6 +39,10 @@ static rf_status read_config(sock_fabric *fab)
     if (st != RF_OK)
         return st;
     fab->hs_timeout_ms = (int)v;
+    st = rf_env_int("RF_SOCK_SERVE_MAX", 4096, 1, RF_SOCK_MAX_QUEUE, &v);
+    if (st != RF_OK)
+        return st;
+    fab->serve_max = (uint32_t)v;
     fab->drain_timeout_ms =
         fab->peer_timeout_ms < 2000 ? fab->peer_timeout_ms : 2000;
     return RF_OK;

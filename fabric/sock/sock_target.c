@@ -337,12 +337,15 @@ static void start_send(sock_ep *ep)
 void sock_tgt_request(sock_ep *ep, const rf_sock_hdr *h)
 {
     /* Each request holds one reply slot until its reply is written; the
-     * peer declared how many it may have outstanding. */
-    if (ep->rep_open >= ep->peer_max) {
+     * peer declared how many it may have outstanding and was told how many
+     * this target serves at once: more is a protocol violation. */
+    uint32_t limit =
+        ep->peer_max < ep->fab->serve_max ? ep->peer_max : ep->fab->serve_max;
+    if (ep->rep_open >= limit) {
         sock_rx_protocol_error(ep,
-                               "more than its declared %u outstanding "
-                               "requests",
-                               ep->peer_max);
+                               "more than %u outstanding requests (it "
+                               "declared %u, this target serves %u)",
+                               limit, ep->peer_max, ep->fab->serve_max);
         return;
     }
     ep->rep_open++;

@@ -30,7 +30,8 @@
 #define PEERS         2
 #define SLICE         65536
 
-static int tcp_connect(uint16_t port)
+/* rcvbuf > 0: SO_RCVBUF before connecting (a peer slow to take replies) */
+static int tcp_connect_rcvbuf(uint16_t port, int rcvbuf)
 {
     char service[8];
     snprintf(service, sizeof service, "%u", (unsigned)port);
@@ -41,10 +42,19 @@ static int tcp_connect(uint16_t port)
     CHECK(rc == 0, "getaddrinfo(%s): %s", rt_opts.host, gai_strerror(rc));
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     CHECK(fd >= 0, "socket: %s", strerror(errno));
+    if (rcvbuf > 0)
+        CHECK(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) ==
+                  0,
+              "SO_RCVBUF: %s", strerror(errno));
     CHECK(connect(fd, ai->ai_addr, ai->ai_addrlen) == 0, "connect: %s",
           strerror(errno));
     freeaddrinfo(ai);
     return fd;
+}
+
+static int tcp_connect(uint16_t port)
+{
+    return tcp_connect_rcvbuf(port, 0);
 }
 
 /* Sends everything unless the peer already dropped us (returns -1 then). */
@@ -117,7 +127,8 @@ static void encode_connect(unsigned char out[RF_SOCK_HS_SIZE],
 {
     rf_sock_hs hs = {.type = RF_SOCK_HS_CONNECT,
                      .priv_len = (uint8_t)strlen(token),
-                     .max_send_wr = 16};
+                     .max_send_wr = 16,
+                     .serve_max = 16};
     memcpy(hs.priv, token, strlen(token));
     rf_sock_hs_encode(&hs, out);
 }
@@ -284,6 +295,36 @@ void case_sock_garbage(void)
     fd = tcp_connect(t.port);
     send_all(fd, hs, sizeof hs);
     expect_dropped(fd, "handshake with max_send_wr 0", drop_ms);
+    /* serving no request at once (offset 12) */
+    encode_connect(hs, "badhs");
+    memset(hs + 12, 0, 4);
+    fd = tcp_connect(t.port);
+    send_all(fd, hs, sizeof hs);
+    expect_dropped(fd, "handshake with serve_max 0", drop_ms);
+    /* A peer that declares the largest queue, then sends 20000 zero-length
+     * reads (no rkey needed) and takes no reply: the target serves only
+     * its own limit (RF_SOCK_SERVE_MAX, 4096) outstanding and drops it,
+     * instead of queueing a reply per request the peer declared. */
+    {
+        rf_sock_hs big = {.type = RF_SOCK_HS_CONNECT,
+                          .priv_len = 3,
+                          .max_send_wr = RF_SOCK_MAX_QUEUE,
+                          .serve_max = 16};
+        memcpy(big.priv, "big", 3);
+        rf_sock_hs_encode(&big, hs);
+        fd = tcp_connect_rcvbuf(t.port, 4096);
+        CHECK(send_all(fd, hs, sizeof hs) == 0, "sending the handshake");
+        unsigned char reply[RF_SOCK_HS_SIZE];
+        CHECK(recv_exact(fd, reply, sizeof reply, rft_ms(10000)) == 0,
+              "no handshake reply");
+        static unsigned char reads[20000 * RF_SOCK_HDR_SIZE];
+        rf_sock_hdr rd = {.op = RF_SOCK_READ_REQ};
+        for (size_t k = 0; k < 20000; k++)
+            rf_sock_hdr_encode(&rd, reads + k * RF_SOCK_HDR_SIZE);
+        send_all(fd, reads, sizeof reads); /* may be cut short: dropped */
+        expect_dropped(fd, "20000 reads outstanding, no reply taken",
+                       rft_ms(10000));
+    }
 
     /* 5. Connections that close at once, or mid-handshake. */
     for (int k = 0; k < 50; k++) {

@@ -118,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     rf_ep_attr at = {.send_cq = cq, .max_send_wr = 16, .max_recv_wr = 8};
     sock_ep *ep;
-    if (sock_ep_create(SOCK_FAB(fab), sv[0], &at, NULL, 0, 8, &ep) != RF_OK)
+    if (sock_ep_create(SOCK_FAB(fab), sv[0], &at, NULL, 0, 8, 8, &ep) != RF_OK)
         abort();
     /* Receives for sends and write_imms in the input. */
     for (unsigned i = 0; i < (mode & 3); i++)

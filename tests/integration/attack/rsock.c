@@ -117,7 +117,8 @@ rs_result rs_handshake(rsock *s, const void *priv, size_t len, int timeout_ms)
 {
     rf_sock_hs hs = {.type = RF_SOCK_HS_CONNECT,
                      .priv_len = (uint8_t)len,
-                     .max_send_wr = 64};
+                     .max_send_wr = 64,
+                     .serve_max = 64};
     memcpy(hs.priv, priv, len < RF_SOCK_HS_PRIV ? len : RF_SOCK_HS_PRIV);
     unsigned char buf[RF_SOCK_HS_SIZE];
     rf_sock_hs_encode(&hs, buf);
