@@ -148,6 +148,13 @@ uint16_t rf_server_port(const rf_server *sv)
     return sv && sv->ps ? rf_ps_server_port(sv->ps) : 0;
 }
 
+void rf_server_ps_counters(rf_server *sv, rf_ps_server_counters *out)
+{
+    *out = (rf_ps_server_counters){0};
+    if (sv && sv->ps)
+        rf_ps_server_get_counters(sv->ps, out);
+}
+
 int rf_server_numa_node(const rf_server *sv, const char **why)
 {
     if (!sv || !sv->ps) {

@@ -121,6 +121,9 @@ rf_status rf_server_join(rf_server *server);
  * destroyed first). NULL is ignored. */
 void rf_server_stop(rf_server *server);
 
+/* A ps task's refused and dropped connections so far (all zero on a
+ * worker's server). */
+void rf_server_ps_counters(rf_server *server, rf_ps_server_counters *out);
 rf_fabric *rf_server_fabric(const rf_server *server);
 const rf_cluster *rf_server_cluster(const rf_server *server);
 const rf_binding *rf_server_binding(const rf_server *server);

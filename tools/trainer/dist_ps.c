@@ -46,6 +46,22 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
            rf_fabric_provider(rf_server_fabric(server)), node, why);
     fflush(stdout);
     rf_status st = rf_server_join(server);
+    rf_ps_server_counters k;
+    rf_server_ps_counters(server, &k);
+    uint64_t refused = k.refused_auth + k.refused_busy + k.refused_full +
+                       k.refused_duplicate,
+             dropped = k.dropped_idle + k.dropped_protocol;
+    if (refused || dropped)
+        printf("ps task %d: refused %llu connections (authentication or "
+               "role %llu, busy %llu, full %llu, duplicate id %llu) and "
+               "dropped %llu (not a client in time %llu, protocol %llu)\n",
+               self->index, (unsigned long long)refused,
+               (unsigned long long)k.refused_auth,
+               (unsigned long long)k.refused_busy,
+               (unsigned long long)k.refused_full,
+               (unsigned long long)k.refused_duplicate,
+               (unsigned long long)dropped, (unsigned long long)k.dropped_idle,
+               (unsigned long long)k.dropped_protocol);
     int rc = 0;
     if (st == RF_OK) {
         printf("ps task %d: shut down by the chief\n", self->index);

@@ -291,6 +291,13 @@ done
 finish_job
 echo "attacked: $round round(s) of attacks; the job took $((SECONDS - t0)) s"
 check_job "$tmp/att.out" attacked
+# each ps counted what it refused and dropped, and says so at the end
+for k in 0 1; do
+    line=$(tline "$tmp/att.out" "ps$k" "ps task $k: refused [0-9]* connections .*")
+    n=$(sed -n 's/^ps task [0-9]*: refused \([0-9]*\) connections .*/\1/p' <<<"$line")
+    [[ -n $n && $n -gt 0 ]] && ok "attacked: ps$k counted: $line" ||
+        fail "attacked: ps$k printed no count of refused connections ('$line')"
+done
 
 # ---- verdicts ----
 att_acc=$(accuracy "$tmp/att.out")
