@@ -409,7 +409,9 @@ static rf_status connect_all(rf_ps_client *c, bool force)
             if (!retry_ps[i])
                 continue;
             long long now = rf_now_ms();
-            if (now >= next[i] && now < deadline) {
+            /* an attempt with almost no time left could only time out,
+             * hiding why the earlier ones failed */
+            if (now >= next[i] && deadline - now >= 100) {
                 long long left = deadline - now;
                 try_result r =
                     try_connect(&c->conns[i], left > 5000 ? 5000 : (int)left,
@@ -433,7 +435,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
                                                              : backoff[i] * 2;
             }
             pending = true;
-            if (next[i] < wake)
+            if (next[i] < wake && next[i] > now)
                 wake = next[i];
         }
         if (!pending)

@@ -174,8 +174,9 @@ rf_status rf_ps_init_values(rf_ps_client *c, const rf_ps_xfer *x, size_t n)
     return st;
 }
 
-/* Reads every var's init flag into c->words[1 + i]. */
-static rf_status read_flags(rf_ps_client *c, rf_ps_var *const *vars, size_t n)
+rf_status cli_record_words(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                           rf_op op, uint64_t off, size_t len, size_t first,
+                           size_t stride, const char *what)
 {
     rf_wr *wrs = calloc(n + 1, sizeof *wrs);
     cli_op *ops = calloc(n + 1, sizeof *ops);
@@ -187,29 +188,31 @@ static rf_status read_flags(rf_ps_client *c, rf_ps_var *const *vars, size_t n)
     cli_group g = {0};
     size_t used = 0;
     for (size_t ps = 0; ps < c->num_ps; ps++) {
-        size_t first = used;
+        size_t from = used;
         for (size_t i = 0; i < n; i++) {
             rf_ps_var *v = vars[i];
             if (v->ps != ps)
                 continue;
-            words[1 + i] = 0;
+            uint64_t *local = &words[first + stride * i];
+            if (op == RF_OP_READ)
+                memset(local, 0, len);
             ops[used] = (cli_op){.kind = CLI_OP_GROUP,
                                  .group = &g,
                                  .var = v,
                                  .conn = &c->conns[ps]};
-            wrs[used] = (rf_wr){.op = RF_OP_READ,
+            wrs[used] = (rf_wr){.op = op,
                                 .context = &ops[used],
-                                .local = &words[1 + i],
-                                .len = 8,
+                                .local = local,
+                                .len = len,
                                 .local_mr = c->words_mr,
-                                .remote_addr = v->rec_addr + PS_REC_INIT_OFF,
+                                .remote_addr = v->rec_addr + off,
                                 .rkey = v->rkey};
             used++;
         }
-        if (used > first)
-            cli_post_group(&c->conns[ps], &g, wrs + first, used - first);
+        if (used > from)
+            cli_post_group(&c->conns[ps], &g, wrs + from, used - from);
     }
-    rf_status st = cli_group_wait(c, &g, "reading init flags");
+    rf_status st = cli_group_wait(c, &g, what);
     free(wrs), free(ops);
     return st;
 }
@@ -242,7 +245,9 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
         st = cli_words(c, n + 1);
     long long deadline = rf_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     while (st == RF_OK) {
-        if ((st = read_flags(c, vars, n)) != RF_OK)
+        /* every var's init flag into c->words[1 + i] */
+        if ((st = cli_record_words(c, vars, n, RF_OP_READ, PS_REC_INIT_OFF, 8,
+                                   1, 1, "reading init flags")) != RF_OK)
             break;
         const uint64_t *words = (const uint64_t *)(const void *)c->words;
         size_t missing = 0;

@@ -167,6 +167,13 @@ const char *cli_ps_name(const ps_cli_conn *p, char *buf, size_t len);
  * starts with PS_REJECT_AUTH. */
 rf_status cli_authenticate(ps_cli_conn *p, const ps_conn_welcome *w);
 rf_status cli_auth_refused(const ps_cli_conn *p, const char *data, size_t len);
+/* One one-sided op per var on bytes [off, off + len) of its record, one
+ * batch per ps, waited for: READ into c->words[first + stride * i] (zeroed
+ * first), or WRITE from there (stride 0: the same words for every var).
+ * c->words must hold them. Caller holds c->mu. */
+rf_status cli_record_words(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                           rf_op op, uint64_t off, size_t len, size_t first,
+                           size_t stride, const char *what);
 /* Marks the connection down (keeping the endpoint for reconnect). */
 void cli_conn_fail(ps_cli_conn *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -68,49 +68,6 @@ static rf_status check_vars(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
     return RF_OK;
 }
 
-/* One READ (16 bytes: step, stale) or WRITE (the step, 8 bytes) per var at
- * its sync step word, one batch per ps, waited for; READs land in
- * c->words[2i], c->words[2i + 1], a WRITE goes from c->words[0]. */
-static rf_status step_words(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
-                            rf_op op, const char *what)
-{
-    rf_wr *wrs = calloc(n + 1, sizeof *wrs);
-    cli_op *ops = calloc(n + 1, sizeof *ops);
-    if (!wrs || !ops) {
-        free(wrs), free(ops);
-        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
-    }
-    uint64_t *words = (uint64_t *)(void *)c->words;
-    cli_group g = {0};
-    size_t used = 0;
-    for (size_t ps = 0; ps < c->num_ps; ps++) {
-        size_t first = used;
-        for (size_t i = 0; i < n; i++) {
-            rf_ps_var *v = vars[i];
-            if (v->ps != ps)
-                continue;
-            ops[used] = (cli_op){.kind = CLI_OP_GROUP,
-                                 .group = &g,
-                                 .var = v,
-                                 .conn = &c->conns[ps]};
-            wrs[used] =
-                (rf_wr){.op = op,
-                        .context = &ops[used],
-                        .local = op == RF_OP_READ ? &words[2 * i] : &words[0],
-                        .len = op == RF_OP_READ ? 16 : 8,
-                        .local_mr = c->words_mr,
-                        .remote_addr = v->rec_addr + PS_REC_SYNC_STEP_OFF,
-                        .rkey = v->rkey};
-            used++;
-        }
-        if (used > first)
-            cli_post_group(&c->conns[ps], &g, wrs + first, used - first);
-    }
-    rf_status st = cli_group_wait(c, &g, what);
-    free(wrs), free(ops);
-    return st;
-}
-
 rf_status rf_ps_sync_read(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
                           int64_t *steps, uint64_t *stale)
 {
@@ -122,8 +79,9 @@ rf_status rf_ps_sync_read(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
     if (st == RF_OK)
         st = cli_words(c, 2 * n + 1);
     if (st == RF_OK && n)
-        st = step_words(c, vars, n, RF_OP_READ,
-                        "reading the shards' sync steps");
+        /* step, stale: 16 bytes of each record into c->words[2i] */
+        st = cli_record_words(c, vars, n, RF_OP_READ, PS_REC_SYNC_STEP_OFF, 16,
+                              0, 2, "reading the shards' sync steps");
     const uint64_t *words = (const uint64_t *)(const void *)c->words;
     for (size_t i = 0; st == RF_OK && i < n; i++) {
         if (steps)
@@ -155,7 +113,9 @@ rf_status rf_ps_sync_set_step(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
         st = cli_words(c, 1);
     if (st == RF_OK && n) {
         *(uint64_t *)(void *)c->words = (uint64_t)step;
-        st = step_words(c, vars, n, RF_OP_WRITE, "writing the sync steps");
+        /* the step, from c->words[0], to every record */
+        st = cli_record_words(c, vars, n, RF_OP_WRITE, PS_REC_SYNC_STEP_OFF, 8,
+                              0, 0, "writing the sync steps");
     }
     pthread_mutex_unlock(&c->mu);
     return st;
