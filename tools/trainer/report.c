@@ -28,7 +28,13 @@ int tr_load_data(const tr_flags *f, rf_dataset **train, rf_dataset **test,
     *train = *test = NULL;
     if (rf_dataset_load_fashion_mnist(dir, RF_DATA_TRAIN, train) != RF_OK ||
         rf_dataset_load_fashion_mnist(dir, RF_DATA_TEST, test) != RF_OK) {
-        snprintf(err, errlen, "cannot load Fashion-MNIST (--data_dir): %s",
+        /* where the directory came from: the flag, the variable or the
+         * default (a bad RF_FASHION_MNIST_DIR is not a --data_dir) */
+        const char *env = getenv("RF_FASHION_MNIST_DIR");
+        const char *from = f->data_dir   ? "--data_dir"
+                           : env && *env ? "RF_FASHION_MNIST_DIR"
+                                         : "the default --data_dir";
+        snprintf(err, errlen, "cannot load Fashion-MNIST (%s): %s", from,
                  rf_error_message());
         rf_dataset_free(*train);
         *train = NULL;
