@@ -151,11 +151,11 @@ while IFS= read -r line || [[ -n $line ]]; do
     words=${rest#* | }
     n=$((n + 1))
     where="$(basename "$cases"):$lineno"
-    if [[ -n ${seen[$words]:-} ]]; then
-        fail "$where: the same invocation as line ${seen[$words]}: $words"
+    if [[ -n ${seen["w $words"]:-} ]]; then
+        fail "$where: the same invocation as line ${seen["w $words"]}: $words"
         continue
     fi
-    seen[$words]=$lineno
+    seen["w $words"]=$lineno
     S=$root/case
     rm -rf "$S"
     cp -a "$tmpl" "$S"
