@@ -196,13 +196,14 @@ while IFS= read -r line || [[ -n $line ]]; do
     before=$(snapshot)
     t0=$EPOCHREALTIME
     (cd "$S" && exec "${wrap[@]}" env -u TF_CONFIG -u RF_CLUSTER_SECRET_FILE \
-        "${envs[@]}" timeout -k 5 "$per_case_timeout" "$tool" "${args[@]}") \
+        "${envs[@]}" timeout --preserve-status -k 5 "$per_case_timeout" "$tool" \
+        "${args[@]}") \
         </dev/null >"$root/out" 2>"$root/err"
     rc=$?
     ms=$(((${EPOCHREALTIME/./} - ${t0/./}) / 1000))
     problems=()
-    if ((rc == 124 || rc == 137)); then
-        problems+=("timed out after ${per_case_timeout} s (exit $rc)")
+    if ((rc >= 128 && ms >= per_case_timeout * 1000)); then
+        problems+=("hung: stopped after ${per_case_timeout} s (exit $rc)")
     elif ((rc >= 128)); then
         problems+=("killed by signal $((rc - 128))")
     elif [[ $rc != "$want_rc" ]]; then
