@@ -18,7 +18,9 @@
 # case FAILS, it is never skipped. @ro runs the tool in a private mount
 # namespace (unshare -m) in which $S/ro is a read-only tmpfs, a directory
 # that root cannot write into either; where no such mount can be made
-# (no CAP_SYS_ADMIN) the case is not run and the run says so. FRAGMENT
+# (no CAP_SYS_ADMIN) the case is not run and the run says so; @noverbs
+# marks a case that expects no RDMA device (not run on a host with one,
+# /sys/class/infiniband not empty). FRAGMENT
 # and ARGS may use
 #   $S     the case's scratch directory, the tool's working directory, made
 #          afresh for each case with: existing (a regular file, "old"),
@@ -110,6 +112,8 @@ else
     rm -f "$tmpl/ro/x"
 fi
 not_run=0
+have_verbs=0
+[[ -n $(ls -A /sys/class/infiniband 2>/dev/null) ]] && have_verbs=1
 
 # snapshot: every entry of $S and $F (type, path, mode, size, link
 # target; the modification time of $F's files) and the checksum of every
@@ -169,6 +173,7 @@ while IFS= read -r line || [[ -n $line ]]; do
     envs=()
     need_data=0
     wrap=()
+    skip=""
     while ((${#args[@]})); do
         if [[ ${args[0]} =~ ^[A-Z_][A-Z0-9_]*= ]]; then
             envs+=("${args[0]}")
@@ -176,6 +181,9 @@ while IFS= read -r line || [[ -n $line ]]; do
             need_data=1
         elif [[ ${args[0]} == @ro ]]; then
             wrap=(unshare -m bash -c "$ro_mount" _ "$S/ro")
+            ((have_ro)) || skip="no read-only tmpfs"
+        elif [[ ${args[0]} == @noverbs ]]; then
+            ((have_verbs)) && skip="this host has an RDMA device"
         else
             break
         fi
@@ -187,8 +195,8 @@ while IFS= read -r line || [[ -n $line ]]; do
         fail "$where: needs Fashion-MNIST in $DATA (install the dataset-fashion-mnist package): $show_args"
         continue
     fi
-    if ((${#wrap[@]} && !have_ro)); then
-        echo "not run: $where: $show_args (no read-only tmpfs)"
+    if [[ -n $skip ]]; then
+        echo "not run: $where: $show_args ($skip)"
         n=$((n - 1))
         not_run=$((not_run + 1))
         continue
@@ -240,7 +248,7 @@ done <"$cases"
 rm -rf "$root/case"
 
 echo "$case_name: $passed of $n cases passed ($(basename "$tool"))$(
-    ((not_run)) && echo "; $not_run not run (no read-only tmpfs)")"
+    ((not_run)) && echo "; $not_run not run (see 'not run:' above)")"
 if ((n < min_cases)); then
     fail "only $n cases in $cases, want at least $min_cases"
 fi
