@@ -121,8 +121,8 @@ have_verbs=0
 snapshot() {
     find "$S" "$F" \( -type d -printf '%y %p %m\n' \) -o \
         \( -path "$F/*" -printf '%y %p %m %s %T@ %l\n' \) -o \
-        -printf '%y %p %m %s %l\n' | LC_ALL=C sort
-    find "$S" -type f -print0 | LC_ALL=C sort -z | xargs -0r md5sum
+        -printf '%y %p %m %s %l\n'
+    find "$S" -type f -exec md5sum {} +
 }
 
 # leftovers DIR: pids of processes whose working directory is DIR.
@@ -134,8 +134,17 @@ leftovers() {
     echo "$out"
 }
 
-sanitizer_report() {
-    grep -Eq '^(==[0-9]+==ERROR: |SUMMARY: [A-Za-z]+Sanitizer|WARNING: ThreadSanitizer)|[^ ]+:[0-9]+:[0-9]+: runtime error: ' "$@"
+# a sanitizer's report in the text $1 (ASan, LSan, UBSan, TSan)
+sanitizer_re=$'(^|\n)(==[0-9]+==ERROR: |SUMMARY: [A-Za-z]+Sanitizer|WARNING: ThreadSanitizer)|[^ ]+:[0-9]+:[0-9]+: runtime error: '
+sanitizer_report() { [[ $1 =~ $sanitizer_re ]]; }
+
+# first_line TEXT WANT: the first line of TEXT holding WANT
+first_line() {
+    local l
+    while IFS= read -r l; do
+        [[ $l == *"$2"* ]] && printf '%s' "$l" && return 0
+    done <<<"$1"
+    return 1
 }
 
 n=0
@@ -217,9 +226,11 @@ while IFS= read -r line || [[ -n $line ]]; do
     elif [[ $rc != "$want_rc" ]]; then
         problems+=("exit status $rc, want $want_rc")
     fi
-    sanitizer_report "$root/err" "$root/out" &&
+    err_text=$(<"$root/err")
+    out_text=$(<"$root/out")
+    sanitizer_report "$err_text" || sanitizer_report "$out_text" &&
         problems+=("a sanitizer report")
-    if ! grep -qF -- "$want" "$root/err" && ! grep -qF -- "$want" "$root/out"; then
+    if [[ $err_text != *"$want"* && $out_text != *"$want"* ]]; then
         problems+=("no '${want:0:200}' in its output")
     fi
     left=$(leftovers "$S")
@@ -234,7 +245,7 @@ while IFS= read -r line || [[ -n $line ]]; do
     fi
     if ((${#problems[@]} == 0)); then
         passed=$((passed + 1))
-        msg=$(grep -m1 -F -- "$want" "$root/err" || grep -m1 -F -- "$want" "$root/out")
+        msg=$(first_line "$err_text" "$want" || first_line "$out_text" "$want")
         ok "$where: $show_args -> $rc ($ms ms): ${msg:0:240}"
     else
         fail "$where: $show_args: $(
