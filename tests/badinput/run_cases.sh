@@ -20,7 +20,12 @@
 # that root cannot write into either; where no such mount can be made
 # (no CAP_SYS_ADMIN) the case is not run and the run says so; @noverbs
 # marks a case that expects no RDMA device (not run on a host with one,
-# /sys/class/infiniband not empty). FRAGMENT
+# /sys/class/infiniband not empty). @ps starts, for this case only, one
+# real ps task (rf-trainer --job_name=ps, outside $S) on free loopback
+# ports and sets $PSC to the cluster flags naming it (--ps_hosts,
+# --worker_hosts with one worker), so a chief gets as far as its restore;
+# the ps is stopped after the case. @copy=NAME copies $F/NAME into $S
+# first (a checkpoint directory the tool may write into). FRAGMENT
 # and ARGS may use
 #   $S     the case's scratch directory, the tool's working directory, made
 #          afresh for each case with: existing (a regular file, "old"),
@@ -172,6 +177,16 @@ while IFS= read -r line || [[ -n $line ]]; do
     S=$root/case
     rm -rf "$S"
     cp -a "$tmpl" "$S"
+    # a ps for this case: its ports are needed before the words expand
+    PSC=""
+    ps_pid=""
+    if [[ $words == *@ps* ]]; then
+        if ! free_port ps_port || ! free_port w_port; then
+            fail "$where: no free loopback port for @ps"
+            continue
+        fi
+        PSC="--ps_hosts=$host:$ps_port --worker_hosts=$host:$w_port"
+    fi
     # the words, with $S, $F, ... expanded (the case files are ours)
     args=()
     if ! eval "args=($words)" 2>"$root/eval.err" ||
@@ -193,6 +208,10 @@ while IFS= read -r line || [[ -n $line ]]; do
             ((have_ro)) || skip="no read-only tmpfs"
         elif [[ ${args[0]} == @noverbs ]]; then
             ((have_verbs)) && skip="this host has an RDMA device"
+        elif [[ ${args[0]} == @ps ]]; then
+            :
+        elif [[ ${args[0]} == @copy=* ]]; then
+            cp -a "$F/${args[0]#@copy=}" "$S/"
         else
             break
         fi
@@ -209,6 +228,12 @@ while IFS= read -r line || [[ -n $line ]]; do
         n=$((n - 1))
         not_run=$((not_run + 1))
         continue
+    fi
+    if [[ -n $PSC ]]; then
+        mkdir -p "$root/ps"
+        (cd "$root/ps" && exec "$RF_TRAINER" $PSC --job_name=ps \
+            --task_index=0) >"$root/ps.log" 2>&1 &
+        ps_pid=$!
     fi
     before=$(snapshot)
     t0=$EPOCHREALTIME
@@ -239,6 +264,10 @@ while IFS= read -r line || [[ -n $line ]]; do
         kill -9 $left 2>/dev/null
     fi
     after=$(snapshot)
+    if [[ -n $ps_pid ]]; then
+        kill "$ps_pid" 2>/dev/null
+        wait "$ps_pid" 2>/dev/null
+    fi
     if [[ $before != "$after" ]]; then
         problems+=("files changed: $(diff <(echo "$before") <(echo "$after") |
             grep '^[<>]' | head -5 | tr '\n' ';')")
