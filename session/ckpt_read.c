@@ -121,6 +121,9 @@ static rf_status parse_entry(const char *path, const char *name, json_object *o,
                              rf_ckpt_entry *e, span *sp)
 {
     json_object *dt = NULL, *shape = NULL, *offs = NULL;
+    if (!*name) /* rf_ckpt_write refuses such a name too */
+        return rf_error_set(RF_ERR_CORRUPT, "%s: a tensor has an empty name",
+                            path);
     if (!json_object_is_type(o, json_type_object))
         return rf_error_set(RF_ERR_CORRUPT,
                             "%s: tensor '%s' is not a JSON object", path, name);
