@@ -70,6 +70,12 @@ variant("idx-label-range", tl, labels(20, top=11))   # a label 10
 variant("idx-empty", ti, raw=b"")
 variant("idx-empty-gz", ti, b"")                     # a gzip of nothing
 variant("idx-zero-count", ti, images(0))
+# a header claiming 47 GB of images (60 million) over 1000 bytes, and one
+# whose dimension sizes overflow 64 bits: refused, nothing allocated first
+variant("idx-huge-count", ti, struct.pack(">IIII", 0x803, 60000000, 28, 28)
+        + bytes(1000))
+variant("idx-overflow", ti, struct.pack(">IIII", 0x803, 0xFFFFFFFF, 0x10000,
+                                        0x10000))
 variant("gz-truncated", ti, raw=gz(g[ti])[:200])
 variant("gz-trailing", tl, raw=gz(g[tl]) + b"junk")
 b = bytearray(gz(g[tl])); b[-8] ^= 0xFF
@@ -179,6 +185,11 @@ w("ck-no-dtype.st", plain({}, raw_header=b'{"a":{"shape":[2],'
 w("ck-meta-type.st", plain({"a": ("F32", [2], f4)}, meta={"k": 5}))
 w("ck-bad-crc-text.st", plain({"a": ("F32", [2], f4)},
     meta={"crc32c/a": "nothex!!"}))
+w("ck-empty-name.st", plain({"": ("F32", [2], f4)}))
+w("ck-shape-overflow.st", plain({"a": ("F32", [1 << 32, 1 << 32], f4)}))
+w("ck-rank.st", plain({"a": ("F32", [1] * 20 + [2], f4)}))
+w("ck-unknown-field.st", plain({}, raw_header=b'{"a":{"dtype":"F32",'
+    b'"shape":[2],"data_offsets":[0,8],"extra":1}}') + f4)
 w("ck-dup-name.st", plain({}, raw_header=b'{"a":{"dtype":"F32","shape":[1],'
     b'"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],'
     b'"data_offsets":[4,8]}}') + f4)
