@@ -41,14 +41,18 @@
 #
 # For each case the tool runs in $S with stdin from /dev/null, TF_CONFIG
 # and RF_CLUSTER_SECRET_FILE unset (unless the case sets them), RF_FABRIC
-# sock unless set, under timeout. The checks: the exit status is STATUS
-# (so neither 0, nor a signal, nor a timeout), no sanitizer report, the
+# sock unless set, under timeout (30 s x RF_TEST_TIME_SCALE). The checks:
+# the exit status is STATUS (so neither 0, nor a signal, nor a hang), no
+# sanitizer report (ASan, LSan, UBSan, TSan) on stderr or stdout, the
 # message has FRAGMENT, nothing was created, removed or changed in $S or
 # $F (every entry's type, mode and size, every regular file's checksum in
 # $S and modification time in $F: so no partial or stale .NAME.tmp.* file
-# either, and no pre-existing output touched), and no process is left running in $S. One ok:/FAIL:
-# line per case, then a summary; exits 1 on any failure, or when fewer
-# than 60 cases ran, or when two cases are the same invocation.
+# either, and no pre-existing output touched), and no process is left
+# running in $S (a task of rf-launch, the target of rf-fabric-demo). One
+# ok:/FAIL: line per case, then a summary; exits 1 on any failure, when
+# fewer than 60 cases ran, or when two cases are the same invocation.
+# (the variables the cases use, and want, are read and set through eval)
+# shellcheck disable=SC2034,SC2154
 set -uo pipefail
 tool=${1:?tool}
 cases=${2:?cases file}
@@ -232,7 +236,7 @@ while IFS= read -r line || [[ -n $line ]]; do
     if [[ -n $PSC ]]; then
         mkdir -p "$root/ps"
         (cd "$root/ps" && exec "$RF_TRAINER" $PSC --job_name=ps \
-            --task_index=0) >"$root/ps.log" 2>&1 &
+            --task_index=0) </dev/null >"$root/ps.log" 2>&1 &
         ps_pid=$!
     fi
     before=$(snapshot)
