@@ -45,12 +45,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/data.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
+#include "rdmaflow/file.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/session.h"
@@ -102,7 +104,9 @@ static int parse_int(const char *name, const char *text, long long min,
 {
     char *end;
     long long v = strtoll(text, &end, 10);
-    if (end == text || *end || v < min || v > max)
+    /* whole decimal numbers only: strtoll would skip leading blanks */
+    bool digits = (*text >= '0' && *text <= '9') || *text == '-';
+    if (!digits || end == text || *end || v < min || v > max)
         return usage_error("--%s: '%s' is not an integer in [%lld, %lld]", name,
                            RF_ECHO(text), min, max);
     *out = v;
@@ -125,10 +129,13 @@ static int find_flag(const flag_def *table, size_t n, int argc, char **argv,
             continue;
         if (eq)
             *value = eq + 1;
-        else if (*i + 1 < argc)
+        else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0)
             *value = argv[++*i];
-        else
+        else /* the next argument is a flag, not this one's value */
             return usage_error("--%s: needs a value", table[k].name), -1;
+        if (!**value) /* "--data_dir=" would read /, "--cluster_secret_file="
+                       * would run without the secret */
+            return usage_error("--%s: empty value", table[k].name), -1;
         return (int)k;
     }
     return usage_error("%s: unknown flag", RF_ECHO(arg)), -1;
@@ -478,10 +485,32 @@ static rf_status create_session(worker *w)
                                        &w->session);
 }
 
+/* The chief makes (or checks) --checkpoint_dir, and that the checkpoint
+ * state file it rewrites after every save can be written, before any
+ * work: a file, a FIFO or an unwritable place is a usage error now, not
+ * a failure after loading the data and waiting for the ps tasks. */
+static int check_checkpoint_dir(const flags *f, const rf_cluster_task *self)
+{
+    if (!self->is_chief || !f->checkpoint_dir)
+        return 0;
+    char state[4096];
+    int n = snprintf(state, sizeof state, "%s/checkpoint", f->checkpoint_dir);
+    if (n < 0 || (size_t)n >= sizeof state)
+        return usage_error("--checkpoint_dir: '%s' is too long",
+                           RF_ECHO(f->checkpoint_dir));
+    if (rf_ckpt_dir_create(f->checkpoint_dir) != RF_OK ||
+        rf_file_check_output(state) != RF_OK)
+        return usage_error("--checkpoint_dir: %s", rf_error_message());
+    return 0;
+}
+
 static int run_worker(const flags *f, const rf_cluster *cluster)
 {
     worker w = {.f = f, .cluster = cluster, .self = rf_cluster_self(cluster)};
-    int rc = 1;
+    int rc = check_checkpoint_dir(f, w.self);
+    if (rc != 0)
+        return rc;
+    rc = 1;
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
     if (rf_server_start(cluster, &so, &w.server) != RF_OK)
         rc = fail("starting the server");

@@ -54,13 +54,21 @@ void rf_ckpt_close(rf_ckpt *ck)
 
 static rf_status slurp(rf_ckpt *ck)
 {
-    /* non-blocking: a FIFO in place of a checkpoint must not block (it is
-     * refused by the fstat below); a regular file ignores the flag */
+    /* what is not a regular file is refused before it is opened (opening
+     * a socket fails with ENXIO, "No such device or address"; a device
+     * may act on an open); non-blocking: a FIFO swapped in after the stat
+     * must not block (the fstat below refuses it); a regular file ignores
+     * the flag */
+    struct stat st;
+    if (stat(ck->path, &st) == 0 && !S_ISREG(st.st_mode))
+        return rf_error_set(RF_ERR_IO,
+                            "%s is not a regular file (a directory, FIFO, "
+                            "device or socket)",
+                            ck->path);
     int fd = open(ck->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return rf_error_set(RF_ERR_IO, "cannot open %s: %s", ck->path,
                             strerror(errno));
-    struct stat st;
     rf_status rc = RF_OK;
     if (fstat(fd, &st) != 0) {
         rc = rf_error_set(RF_ERR_IO, "%s: %s", ck->path, strerror(errno));
@@ -113,6 +121,9 @@ static rf_status parse_entry(const char *path, const char *name, json_object *o,
                              rf_ckpt_entry *e, span *sp)
 {
     json_object *dt = NULL, *shape = NULL, *offs = NULL;
+    if (!*name) /* rf_ckpt_write refuses such a name too */
+        return rf_error_set(RF_ERR_CORRUPT, "%s: a tensor has an empty name",
+                            path);
     if (!json_object_is_type(o, json_type_object))
         return rf_error_set(RF_ERR_CORRUPT,
                             "%s: tensor '%s' is not a JSON object", path, name);

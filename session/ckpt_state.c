@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include "rdmaflow/file.h"
 
 #define STATE_MAX_BYTES (1u << 20)
 
@@ -156,6 +159,19 @@ rf_status ckpt_state_read(const char *dir, ckpt_state *s, bool *found)
     char *path = ckpt_join(dir, CKPT_STATE_NAME);
     if (!path)
         return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+    /* a directory, FIFO, device or socket in its place is refused, never
+     * opened (a FIFO would block the reader forever) */
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT) {
+        free(path);
+        return RF_OK;
+    }
+    rf_status cst = rf_file_check_input(path);
+    if (cst != RF_OK) {
+        free(path);
+        return rf_error_set(cst, "checkpoint state file %s",
+                            rf_error_message());
+    }
     FILE *fp = fopen(path, "r");
     if (!fp) {
         rf_status rc = errno == ENOENT

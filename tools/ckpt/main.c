@@ -176,6 +176,8 @@ static int cmd_diff(int argc, char **argv)
                                    RF_ECHO(a));
             continue;
         }
+        if (!*a)
+            return usage_error("%s", "diff: a path is an empty string");
         if (nfiles == 2)
             return usage_error("diff takes two paths, not also '%s'",
                                RF_ECHO(a));
@@ -206,5 +208,7 @@ int main(int argc, char **argv)
                            : argc > 3 ? "%s takes one FILE|DIR"
                                       : "%s: unknown flag",
                            RF_ECHO(argc == 3 ? argv[2] : cmd));
+    if (argv[2][0] == '\0')
+        return usage_error("%s: the FILE|DIR is an empty string", cmd);
     return !strcmp(cmd, "list") ? cmd_list(argv[2]) : cmd_verify(argv[2]);
 }

@@ -68,6 +68,8 @@ static int parse_endpoint(char *text, int need_host, const char **host,
         if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
             h[n - 1] = '\0';
             h++;
+        } else if (strpbrk(h, "[]")) {
+            return -1; /* "[::1" or "a]": a bracket without its pair */
         }
         if (!*h)
             return -1;
@@ -174,7 +176,7 @@ int main(int argc, char **argv)
         if (strcmp(a, "--provider") && strcmp(a, "--host") &&
             strcmp(a, "--serve") && strcmp(a, "--connect") &&
             strcmp(a, "--role") && strcmp(a, "--port-fd"))
-            return bad_usage("unknown option '%s'", a);
+            return bad_usage("unknown option '%s'", RF_ECHO(a));
         if (i + 1 >= argc || argv[i + 1][0] == '\0')
             return bad_usage("%s needs a value", a);
         char *v = argv[++i];
@@ -191,7 +193,8 @@ int main(int argc, char **argv)
         } else {
             int64_t fd;
             if (rf_parse_int(v, 3, 1024, "--port-fd", &fd) != RF_OK)
-                return bad_usage("--port-fd: '%s' is not a descriptor", v);
+                return bad_usage("--port-fd: '%s' is not a descriptor",
+                                 RF_ECHO(v));
             o.port_fd = (int)fd;
         }
     }
@@ -206,32 +209,39 @@ int main(int argc, char **argv)
                 strncat(list, *p, sizeof list - strlen(list) - 1);
             }
             return bad_usage("--provider: unknown provider '%s' (%s)",
-                             o.provider, list);
+                             RF_ECHO(o.provider), list);
         }
     }
     if (serve && connect_to)
         return bad_usage("%s", "--serve and --connect exclude each other");
     if (role && (serve || connect_to || strcmp(role, "target") != 0))
         return bad_usage("--role '%s' is internal (only 'target', alone)",
-                         role);
+                         RF_ECHO(role));
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
 
     if (role)
         return demo_target(&o);
+    /* the endpoint is parsed in a copy; a longer one is refused, not cut
+     * (a cut "[HOST:]PORT" could name another port) */
+    char copy[256];
     if (serve) {
-        char copy[256];
+        if (strlen(serve) >= sizeof copy)
+            return bad_usage("--serve: '%s' is too long", RF_ECHO(serve));
         snprintf(copy, sizeof copy, "%s", serve);
         if (parse_endpoint(copy, 0, &o.host, &o.port, 0) != 0)
-            return bad_usage("--serve: '%s' is not [HOST:]PORT", serve);
+            return bad_usage("--serve: '%s' is not [HOST:]PORT",
+                             RF_ECHO(serve));
         return demo_target(&o);
     }
     if (connect_to) {
-        char copy[256];
+        if (strlen(connect_to) >= sizeof copy)
+            return bad_usage("--connect: '%s' is too long",
+                             RF_ECHO(connect_to));
         snprintf(copy, sizeof copy, "%s", connect_to);
         if (parse_endpoint(copy, 1, &o.host, &o.port, 1) != 0)
             return bad_usage("--connect: '%s' is not HOST:PORT (port 1..65535)",
-                             connect_to);
+                             RF_ECHO(connect_to));
         return demo_initiator(&o);
     }
     /* Loopback: target child + initiator here. */

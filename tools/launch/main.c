@@ -122,7 +122,9 @@ static int merge_traces(const lt_opts *o, const lt_task *t, int n)
         parts[i] = (lt_trace_part){t[i].name, t[i].trace_path};
     int merged = lt_trace_merge(o->trace, parts, n);
     free(parts);
-    if (merged >= 0)
+    if (merged == 0)
+        lt_msg("trace: no task wrote a trace; %s not written", o->trace);
+    else if (merged > 0)
         lt_msg("trace: %s: merged the traces of %d of %d tasks", o->trace,
                merged, n);
     return merged < 0 ? -1 : 0;

@@ -205,6 +205,12 @@ int lt_trace_merge(const char *out_path, const lt_trace_part *parts, int n)
         all_epochs &= in[i].has_epoch;
         loaded++;
     }
+    if (loaded == 0) {
+        /* nothing to merge: out_path is neither made nor replaced by an
+         * empty trace */
+        free(in);
+        return 0;
+    }
     if (loaded > 1 && !all_epochs)
         lt_msg("trace: not every task trace has otherData.rf_epoch_us; each "
                "task's timeline in %s starts at its own origin",

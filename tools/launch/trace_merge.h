@@ -17,8 +17,9 @@ typedef struct lt_trace_part {
  * time of its ts 0, in microseconds), timestamps are shifted onto a common
  * origin; otherwise each part keeps its own origin and this is reported.
  * A missing, empty or malformed part is reported (task, file, problem)
- * and left out. Returns the number of parts merged, or -1 when out_path
- * could not be written. */
+ * and left out. Returns the number of parts merged (0: none could be
+ * read, and out_path is not written, so an existing file stays as it
+ * was), or -1 when out_path could not be written. */
 int lt_trace_merge(const char *out_path, const lt_trace_part *parts, int n);
 
 #endif

@@ -100,7 +100,9 @@ int main(int argc, char **argv)
      * unwritable directory would throw the trained model away at the end
      * (a symbolic link is followed: its target is written) */
     if (tr_check_output("--variables_out", f.variables_out) != 0 ||
-        tr_check_output("--trace", f.trace_path) != 0)
+        tr_check_output("--trace", f.trace_path) != 0 ||
+        tr_check_distinct_outputs("--variables_out", f.variables_out, "--trace",
+                                  f.trace_path) != 0)
         return TR_EXIT_USAGE;
     rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
                            .worker_hosts = f.worker_hosts,

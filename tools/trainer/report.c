@@ -2,9 +2,14 @@
  * data directory, the configuration summary, the output-path checks, and
  * loading Fashion-MNIST. */
 #include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rdmaflow/clock.h"
 #include "rdmaflow/file.h"
@@ -28,7 +33,13 @@ int tr_load_data(const tr_flags *f, rf_dataset **train, rf_dataset **test,
     *train = *test = NULL;
     if (rf_dataset_load_fashion_mnist(dir, RF_DATA_TRAIN, train) != RF_OK ||
         rf_dataset_load_fashion_mnist(dir, RF_DATA_TEST, test) != RF_OK) {
-        snprintf(err, errlen, "cannot load Fashion-MNIST (--data_dir): %s",
+        /* where the directory came from: the flag, the variable or the
+         * default (a bad RF_FASHION_MNIST_DIR is not a --data_dir) */
+        const char *env = getenv("RF_FASHION_MNIST_DIR");
+        const char *from = f->data_dir   ? "--data_dir"
+                           : env && *env ? "RF_FASHION_MNIST_DIR"
+                                         : "the default --data_dir";
+        snprintf(err, errlen, "cannot load Fashion-MNIST (%s): %s", from,
                  rf_error_message());
         rf_dataset_free(*train);
         *train = NULL;
@@ -63,6 +74,56 @@ int tr_check_output(const char *flag, const char *path)
     if (!path || rf_file_check_output(path) == RF_OK)
         return 0;
     fprintf(stderr, "rf-trainer: %s: %s\n", flag, rf_error_message());
+    return -1;
+}
+
+/* path as an absolute name: realpath of the file, or, when it does not
+ * exist yet, of what a dangling symbolic link names (the writer follows
+ * it) or of its directory plus its last component. false if none
+ * resolves (tr_check_output has judged such a path already). */
+static bool canonical(const char *path, char *out, size_t len, int depth)
+{
+    char buf[PATH_MAX];
+    if (realpath(path, buf)) {
+        snprintf(out, len, "%s", buf);
+        return true;
+    }
+    char dir[PATH_MAX], base[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    snprintf(base, sizeof base, "%s", path);
+    struct stat st;
+    if (depth < 8 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        ssize_t n = readlink(path, buf, sizeof buf - 1);
+        if (n <= 0)
+            return false;
+        buf[n] = '\0';
+        char target[2 * PATH_MAX + 2];
+        snprintf(target, sizeof target, "%s%s%s",
+                 buf[0] == '/' ? "" : dirname(dir), buf[0] == '/' ? "" : "/",
+                 buf);
+        return canonical(target, out, len, depth + 1);
+    }
+    if (!realpath(dirname(dir), buf))
+        return false;
+    int n = snprintf(out, len, "%s/%s", buf, basename(base));
+    return n > 0 && (size_t)n < len;
+}
+
+int tr_check_distinct_outputs(const char *flag_a, const char *a,
+                              const char *flag_b, const char *b)
+{
+    if (!a || !b)
+        return 0;
+    char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+    bool same =
+        !strcmp(a, b) || (canonical(a, ca, sizeof ca, 0) &&
+                          canonical(b, cb, sizeof cb, 0) && !strcmp(ca, cb));
+    if (!same)
+        return 0;
+    fprintf(stderr,
+            "rf-trainer: %s and %s name the same file (%s): one would "
+            "overwrite the other\n",
+            flag_a, flag_b, a);
     return -1;
 }
 

@@ -21,6 +21,11 @@ void tr_print_config(const tr_flags *f, const tr_session *s,
  * (NULL: not given) cannot be written (rf_file_check_output: a directory,
  * device, FIFO, socket, missing or unwritable directory); 0 otherwise. */
 int tr_check_output(const char *flag, const char *path);
+
+/* Two output flags must not name the same file (through another spelling
+ * or a symbolic link too): -1 after a message naming both. */
+int tr_check_distinct_outputs(const char *flag_a, const char *a,
+                              const char *flag_b, const char *b);
 /* Writes the trace and says so; -1 with err on failure. */
 int tr_write_trace(rf_trace *trace, const char *path, char *err, size_t errlen);
 /* "final loss: ..." and "training: M steps of B in S s, ..." (or "nothing
