@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fabric/sock/sock.h"
 #include "rdmaflow/clock.h"
 
 const char *rs_result_name(rs_result r)
@@ -91,26 +92,10 @@ static rs_result read_all(rsock *s, void *buf, size_t len, int64_t deadline)
 
 rs_result rs_write(rsock *s, const void *buf, size_t len)
 {
-    const unsigned char *p = buf;
-    int64_t deadline = rf_deadline_ms(10000);
-    while (len) {
-        ssize_t n = send(s->fd, p, len, MSG_NOSIGNAL);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return RS_CLOSED;
-        int left = rf_deadline_left_ms(deadline);
-        if (left <= 0)
-            return RS_TIMEOUT;
-        struct pollfd q = {.fd = s->fd, .events = POLLOUT};
-        poll(&q, 1, left);
-    }
-    return RS_OK;
+    rf_status st = sock_net_send_all(s->fd, buf, len, rf_deadline_ms(10000));
+    if (st == RF_OK)
+        return RS_OK;
+    return st == RF_ERR_TIMEOUT ? RS_TIMEOUT : RS_CLOSED;
 }
 
 rs_result rs_handshake(rsock *s, const void *priv, size_t len, int timeout_ms)
