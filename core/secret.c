@@ -118,9 +118,13 @@ rf_status rf_secret_load_default(const char *flag_path, rf_cluster_secret **out)
     if (!out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_secret_load_default: NULL");
     *out = NULL;
-    const char *path = flag_path && flag_path[0]
-                           ? flag_path
-                           : rf_env_str("RF_CLUSTER_SECRET_FILE", NULL);
+    const char *env = getenv("RF_CLUSTER_SECRET_FILE");
+    if (!(flag_path && flag_path[0]) && env && !env[0])
+        /* a security setting: an empty value is not quietly "none" */
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "RF_CLUSTER_SECRET_FILE is set but empty (unset "
+                            "it to run without a cluster secret)");
+    const char *path = flag_path && flag_path[0] ? flag_path : env;
     if (!path || !path[0])
         return RF_OK;
     return rf_secret_load(path, out);

@@ -192,6 +192,13 @@ static void test_default(void)
     CHECK(rf_secret_load_default(NULL, &x) == RF_ERR_IO &&
               has("/nonexistent/rf-secret"),
           "missing file: %s", rf_error_message());
+    setenv("RF_CLUSTER_SECRET_FILE", "", 1);
+    CHECK(rf_secret_load_default(NULL, &x) == RF_ERR_INVALID_ARG && !x &&
+              has("RF_CLUSTER_SECRET_FILE is set but empty"),
+          "set but empty: %s", rf_error_message());
+    CHECK(rf_secret_load_default(f2, &x) == RF_OK && x,
+          "the flag wins over an empty variable");
+    rf_secret_free(x);
     unsetenv("RF_CLUSTER_SECRET_FILE");
     rf_secret_free(s);
     rf_secret_free(e);
