@@ -7,9 +7,11 @@
 # TCP connection to one ps, or every connection of one worker, closed from
 # outside with `ss -K`; see drop_conns). The kinds are drawn from a
 # shuffled deck of all seven (kill ps0/ps1/worker0/worker1/worker2, drop
-# ps, drop worker), so any 7 consecutive faults cover every kind. After
-# each fault the driver waits for the job to recover (every task running and
-# training again), then 1.5-4.5 s; one fault in four is instead followed by
+# ps, drop worker), a fresh one per run, a card that cannot be applied now
+# (its task in its restart backoff) going back under the deck, so each run's
+# first 7 faults cover every kind. After each fault the driver waits for
+# the job to recover (every task running and training again), then 1-3 s;
+# one fault in four is instead followed by
 # another within 0.3-1.5 s, during the recovery. Faults stop once the chief
 # is at 90% of --train_steps; the job then finishes.
 #
@@ -127,8 +129,10 @@ rand() {
 }
 echo "seed $seed (replay the fault schedule: RF_SOAK_SEED=$seed)"
 
-# The deck of fault kinds: drawn without replacement, reshuffled when empty.
+# The deck of fault kinds: drawn without replacement, reshuffled when empty
+# (a run starts with deck=()); undraw puts the card back under it.
 deck=()
+undraw() { deck+=("$card"); }
 draw() {
     if ((${#deck[@]} == 0)); then
         deck=(kill:ps0 kill:ps1 kill:worker0 kill:worker1 kill:worker2 drop:ps drop:worker)
@@ -199,7 +203,8 @@ drop_conns() {
 
 # The faults of the current run: "T KIND TARGET DETAIL" lines in $faults.
 # inject: draws cards until one applies (a task to kill must be running: not
-# in its restart backoff; a drop must find a connection), at most 7 tries.
+# in its restart backoff; a drop must find a connection), at most 7 tries;
+# the others go back under the deck.
 inject() {
     local try gs victim
     for ((try = 0; try < 7; try++)); do
@@ -208,8 +213,11 @@ inject() {
         case $card in
         kill:*)
             local name=${card#kill:}
-            victim=$(task_pid "${name%%[0-9]*}" "${name##*[a-z]}") || continue
-            kill -9 "$victim" 2>/dev/null || continue
+            victim=$(task_pid "${name%%[0-9]*}" "${name##*[a-z]}") &&
+                kill -9 "$victim" 2>/dev/null || {
+                undraw
+                continue
+            }
             echo "$(now) kill $name pid=$victim" >>"$faults"
             printf '  +%6.1f s  kill -9 %-7s (pid %s), the chief at global_step %s%s\n' \
                 "$(elapsed "$t_run")" "$name" "$victim" "$gs" "$during"
@@ -220,7 +228,10 @@ inject() {
             rand $([[ $what == ps ]] && echo 2 || echo 3)
             t0=$(now)
             drop_conns "$what" "$r"
-            ((dropped > 0)) || continue
+            ((dropped > 0)) || {
+                undraw
+                continue
+            }
             echo "$t0 drop $what$r n=$dropped hit=${hit// /,}" >>"$faults"
             printf '  +%6.1f s  drop    %-7s (%s TCP connections closed), the chief at global_step %s%s\n' \
                 "$(elapsed "$t_run")" "$what$r" "$dropped" "$gs" "$during"
@@ -417,13 +428,13 @@ faulted_run() {
         return
     fi
     # After a fault the driver waits until the job has recovered (healthy,
-    # at most $(t 120) s: longer is a hang, and fails), then 1.5-4.5 s; one
+    # at most $(t 120) s: longer is a hang, and fails), then 1-3 s; one
     # fault in four is followed by another 0.3-1.5 s later instead, while
     # the job is still recovering from it (not two in a row: rf-launch's
     # backoff doubles with each restart of a task, and faults faster than
     # the recoveries would stall the job for good).
     local tf burst=0
-    during=
+    during= deck=()
     while kill -0 "$lpid" 2>/dev/null && (($(last_gs "$out" worker0) < stop_gs)); do
         tf=$(now)
         inject || tf=
@@ -442,8 +453,8 @@ faulted_run() {
             show "$out" 40
             break
         fi
-        rand 31
-        sleep_while_running "$(awk -v r="$r" 'BEGIN { printf "%.1f", 1.5 + r / 10 }')" || break
+        rand 21
+        sleep_while_running "$(awk -v r="$r" 'BEGIN { printf "%.1f", 1 + r / 10 }')" || break
     done
     echo "faults stopped at +$(elapsed "$t_run") s (the chief at global_step $(last_gs "$out" worker0)); waiting for the job"
     finish_launch "$out"
