@@ -99,7 +99,7 @@ command -v ss >/dev/null || {
 }
 
 # The job: softmax with adagrad (fault_test.sh's model) for many epochs, so
-# that it has converged and async noise is small: nine fault-free runs
+# that it has converged and async noise is small: eleven fault-free runs
 # with these flags here gave 0.8449-0.8467 (spread 0.0018, README.md's
 # Reliability section); 2 ps x 3 workers; checkpoints every twentieth of
 # the run.
