@@ -11,9 +11,9 @@
 # (its task in its restart backoff) going back under the deck, so each run's
 # first 7 faults cover every kind. After each fault the driver waits for
 # the job to recover (every task running and training again), then 1-3 s;
-# one fault in four is instead followed by
-# another within 0.3-1.5 s, during the recovery. Faults stop once the chief
-# is at 90% of --train_steps; the job then finishes.
+# one fault in four is instead followed by another within 0.3-1.5 s, during
+# the recovery. Faults stop once the chief is at 90% of --train_steps; the
+# job then finishes.
 #
 # Without --minutes (the short soak, `ctest -L soak`, about 3 minutes on 2
 # cores): one fault-free reference run, then one faulted run of the same
@@ -32,9 +32,9 @@
 # task (a task failing by itself would show as a restart more); each drop
 # closed at least one connection and a worker it hit printed "session lost"
 # or (a drop during a recovery, whose session is lost already) its ps
-# client's "connection lost" within 5 s; every checkpoint file in the directory verifies (rf-ckpt
-# verify), the state file names only existing, verifying, non-temporary
-# files, and the newest is the final step's; the chief's global_step never
+# client's "connection lost" within 5 s; every checkpoint file in the
+# directory verifies (rf-ckpt verify), the state file names only existing,
+# verifying, non-temporary files, and the newest is the final step's; the chief's global_step never
 # went below the last checkpoint it saved and every restore is of exactly
 # that checkpoint (check_steps of tests/common/job.sh). Then a summary
 # line: faults by kind, recoveries ("recovered in" lines per task),
