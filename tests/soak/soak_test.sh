@@ -225,7 +225,7 @@ inject() {
             ;;
         drop:*)
             local what=${card#drop:} t0
-            rand $([[ $what == ps ]] && echo 2 || echo 3)
+            if [[ $what == ps ]]; then rand 2; else rand 3; fi
             t0=$(now)
             drop_conns "$what" "$r"
             ((dropped > 0)) || {
@@ -434,7 +434,7 @@ faulted_run() {
     # backoff doubles with each restart of a task, and faults faster than
     # the recoveries would stall the job for good).
     local tf burst=0
-    during= deck=()
+    during='' deck=()
     while kill -0 "$lpid" 2>/dev/null && (($(last_gs "$out" worker0) < stop_gs)); do
         tf=$(now)
         inject || tf=
