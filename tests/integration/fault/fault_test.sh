@@ -88,71 +88,10 @@ export RF_FABRIC=${RF_FABRIC:-sock}
 host=${RF_TEST_HOST:-127.0.0.1}
 unset TF_CONFIG RF_TEST_CKPT_STOP_BEFORE_RENAME
 source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../common/job.sh"
 tmp=$(mktemp -d)
-
-# Every process this script starts (rf-launch, timeout wrappers, tasks).
-started=()
-# pids of PPID's children
-children() {
-    local p ppid rest
-    for p in /proc/[0-9]*; do
-        read -r _ _ _ ppid rest 2>/dev/null <"$p/stat" || continue
-        [[ $ppid == "$1" ]] && echo "${p#/proc/}"
-    done
-}
-kill_tree() {
-    local c
-    for c in $(children "$1"); do
-        kill_tree "$c"
-    done
-    kill -CONT "$1" 2>/dev/null
-    kill -KILL "$1" 2>/dev/null
-}
-cleanup() {
-    local p
-    for p in "${started[@]}"; do
-        kill -0 "$p" 2>/dev/null && kill_tree "$p"
-    done
-    wait 2>/dev/null
-    if [[ -n ${RF_FAULT_KEEP:-} ]]; then
-        echo "kept $tmp"
-    else
-        rm -rf "$tmp"
-    fi
-}
+keep=${RF_FAULT_KEEP:-}
 trap cleanup EXIT
-
-now() { echo "$EPOCHREALTIME"; }
-# elapsed A [B]: B - A seconds (B default now), 2 decimals
-elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.2f", b - a }'; }
-# stamp: each input line prefixed with the time it was read
-stamp() {
-    local l
-    while IFS= read -r l; do
-        printf '%s %s\n' "$EPOCHREALTIME" "$l"
-    done
-}
-# stamp_into OUT: a FIFO OUT.fifo whose lines a background stamp writes
-# into OUT, then OUT.done once every writer has closed it (a FIFO, not a
-# process substitution: the rxe guest has no /dev/fd).
-stamp_into() {
-    rm -f "$1" "$1.done" "$1.fifo"
-    mkfifo "$1.fifo"
-    { stamp <"$1.fifo" >"$1"; touch "$1.done"; } &
-    started+=("$!")
-}
-# stamped OUT: waits (at most 5 s) for OUT.done
-stamped() {
-    local i=0
-    while [[ ! -e $1.done ]] && ((i++ < 100)); do sleep 0.05; done
-}
-
-need_data() {
-    if [[ ! -r $data/train-images-idx3-ubyte.gz ]]; then
-        echo "SKIP: no Fashion-MNIST in $data (package dataset-fashion-mnist)"
-        exit 77
-    fi
-}
 
 # The job: a softmax model with adagrad, whose fault-free accuracy varied by
 # 0.0024 over six 2-worker runs (0.8356-0.8380; mlp:64 runs varied by
@@ -165,46 +104,6 @@ job_flags=(--model=softmax --optimizer=adagrad
     --log_step_count_steps=$((every / 4 > 0 ? every / 4 : 1))
     --max_wait_secs="$(t 60)")
 
-# start_launch OUT NPS NWORKERS [LAUNCH_ARGS... --] TRAINER_ARGS...: rf-launch
-# in the background, its lines stamped into OUT; sets lpid.
-start_launch() {
-    local out=$1 nps=$2 nw=$3
-    shift 3
-    local largs=()
-    if [[ " $* " == *" -- "* ]]; then
-        while [[ $1 != -- ]]; do
-            largs+=("$1")
-            shift
-        done
-        shift
-    fi
-    stamp_into "$out"
-    "$launch" --host "$host" --ps "$nps" --workers "$nw" \
-        --timeout "$(t 150)" "${largs[@]}" -- "$trainer" "$@" \
-        >"$out.fifo" 2>&1 &
-    lpid=$!
-    lt0=$(now)
-    started+=("$lpid")
-    echo "rf-launch --ps $nps --workers $nw ${largs[*]} -- rf-trainer $*"
-}
-
-# finish_launch OUT: waits for rf-launch (and its stamped output); sets rc.
-finish_launch() {
-    wait "$lpid"
-    rc=$?
-    stamped "$1"
-    echo "rf-launch: exit $rc after $(elapsed "$lt0") s"
-}
-
-# running PPID PROG: the pid of PPID's child running PROG (argv[0])
-running() {
-    local c a0
-    for c in $(children "$1"); do
-        IFS= read -r -d '' a0 2>/dev/null <"/proc/$c/cmdline"
-        [[ $a0 == "$2" ]] && echo "$c" && return 0
-    done
-    return 1
-}
 
 # start_task OUT ARGS...: one rf-trainer by hand under timeout -s KILL, its
 # lines stamped into OUT; sets tpid (the timeout) and tpid_task (the
@@ -225,80 +124,6 @@ start_task() {
     [[ -n $tpid_task ]] && started+=("$tpid_task")
 }
 
-# task_pid JOB INDEX: the pid of rf-launch's ($lpid) child running that task
-task_pid() {
-    local c
-    for c in $(children "$lpid"); do
-        if tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null |
-            grep -q -- "--job_name=$1 --task_index=$2\( \|$\)"; then
-            echo "$c"
-            return 0
-        fi
-    done
-    return 1
-}
-
-# lines_of OUT TASK: "TIME TEXT" of TASK's lines (rf-launch's prefix
-# dropped); TASK "" for rf-launch's own lines and "-" for a hand-started
-# task's file.
-lines_of() {
-    [[ -e $1 ]] || return 0
-    case $2 in
-    -) cat "$1" ;;
-    "") sed -n 's/^\([0-9.]*\) \(rf-launch: \)/\1 \2/p' "$1" ;;
-    *) sed -n "s/^\([0-9.]*\) \[$2\] /\1 /p" "$1" ;;
-    esac
-}
-
-# The global_step values in one line of the chief (empty: none): "step N,
-# loss", "(global_step N", "global_step N (recovery", "session ready: ...,
-# global_step N", "global_step at the end: N".
-gs_awk='
-function gs(s,   m) {
-    if (match(s, /^step [0-9]+, loss/)) { m = substr(s, 6); sub(/,.*/, "", m); return m }
-    if (match(s, /global_step at the end: [0-9]+/)) { m = substr(s, RSTART + 24, RLENGTH - 24); return m }
-    if (match(s, /global_step [0-9]+/)) { m = substr(s, RSTART + 12, RLENGTH - 12); return m }
-    return ""
-}'
-
-# last_gs OUT TASK: the last global_step TASK printed
-last_gs() {
-    lines_of "$1" "$2" | awk "$gs_awk"'
-        { $1 = ""; sub(/^ /, ""); g = gs($0); if (g != "") last = g }
-        END { print last + 0 }'
-}
-
-# wait_until SECS PID CMD...: polls CMD until it succeeds (0), SECS pass
-# or PID exits (1).
-wait_until() {
-    local secs=$1 pid=$2 t0
-    shift 2
-    t0=$(now)
-    while ! "$@"; do
-        if ! kill -0 "$pid" 2>/dev/null; then
-            "$@"
-            return
-        fi
-        awk -v a="$t0" -v b="$(now)" -v s="$secs" 'BEGIN { exit !(b - a > s) }' &&
-            return 1
-        sleep 0.05
-    done
-}
-gs_at_least() { (($(last_gs "$1" "$2") >= $3)); }
-has_line() { lines_of "$1" "$2" | grep -q -- "$3"; }
-# saved_ckpts OUT: the chief's "saved checkpoint" global steps, in order
-saved_ckpts() {
-    lines_of "$1" worker0 |
-        sed -n 's/^[0-9.]* saved checkpoint .* (global_step \([0-9]*\),.*/\1/p'
-}
-# ckpt_after OUT N: a checkpoint of global_step >= N was saved
-ckpt_after() { saved_ckpts "$1" | awk -v n="$2" '$1 >= n { f = 1 } END { exit !f }'; }
-
-# first_after OUT TASK T REGEX: the time of TASK's first line matching REGEX
-# printed at or after time T
-first_after() {
-    lines_of "$1" "$2" | awk -v t="$3" -v re="$4" '$1 >= t && $0 ~ re { print $1; exit }'
-}
 
 # split OUT: "M0 + M1", the steps each worker ran ("training: M steps";
 # several lines for a restarted worker)
@@ -312,96 +137,10 @@ split() {
     echo "$desc"
 }
 
-# accuracy OUT TASK: the chief's "test accuracy: A"
-accuracy() {
-    lines_of "$1" "$2" | sed -n 's/^[0-9.]* test accuracy: \([0-9.]*\) .*/\1/p' | tail -n 1
-}
-
-# check_steps OUT TKILL: the chief's global_step invariant (see the top);
-# TKILL: restores at or after it must be of the newest checkpoint saved
-# before them. Prints what it checked.
-check_steps() {
-    local report
-    report=$(lines_of "$1" worker0 | awk -v tk="$2" "$gs_awk"'
-        {
-            t = $1; $1 = ""; sub(/^ /, ""); line = $0
-            if (line ~ /^saved checkpoint /) {
-                c = gs(line) + 0
-                if (nc > 0 && c < last_c) { bad++; print "BAD checkpoint " c " after " last_c }
-                last_c = c; nc++
-                # the step this task had seen when it saved: its progress
-                # line for that run comes after the save line
-                seen = line; sub(/.*this task was at /, "", seen); sub(/\).*/, "", seen)
-                last_seen = seen + 0
-                next
-            }
-            if (line ~ /: (recovered in|session ready).*: restored /) {
-                r = line; sub(/.*model\.ckpt-/, "", r); sub(/\.safetensors.*/, "", r)
-                g = gs(line) + 0
-                if (t >= tk && (r + 0 != last_c || g != last_c)) {
-                    bad++; print "BAD restore of model.ckpt-" r " (global_step " g ") after saving model.ckpt-" last_c ": " line
-                }
-                if (t >= tk) restores = restores " " r
-            }
-            g = gs(line)
-            if (g == "") next
-            n++
-            if (nc > 0 && g + 0 < last_c && g + 0 != last_seen) { bad++; print "BAD global_step " g " < last checkpoint " last_c ": " line }
-        }
-        END { printf "SUMMARY %d values, %d checkpoints, %d violations, restores after the kill:%s\n", n, nc, bad, restores }')
-    local summary
-    summary=$(echo "$report" | grep '^SUMMARY' | sed 's/^SUMMARY //')
-    if echo "$report" | grep -q '^BAD'; then
-        fail "global_step invariant: $summary"
-        echo "$report" | grep '^BAD' | head -n 5 | sed 's/^/    | /'
-    elif [[ $summary != *" 0 checkpoints"* && $summary == *"restores after the kill: "[0-9]* ]]; then
-        ok "global_step never below the last saved checkpoint's, restores of exactly it: $summary"
-    else
-        fail "global_step invariant: nothing to check or no restore after the kill: $summary"
-    fi
-}
-
-# tmp_files DIR: the temporary checkpoint files (.NAME.tmp.PID.K) in DIR,
-# each followed by a space
-tmp_files() {
-    local f
-    for f in "$1"/.*.tmp.*; do
-        [[ -e $f ]] && printf '%s ' "${f##*/}"
-    done
-}
-
-# verify_dir DIR: every checkpoint file in DIR verifies
-verify_dir() {
-    local f n=0 bad=0
-    for f in "$1"/model.ckpt-*.safetensors; do
-        [[ -e $f ]] || continue
-        n=$((n + 1))
-        if ! "$rfckpt" verify "$f" >"$tmp/verify" 2>&1; then
-            bad=$((bad + 1))
-            fail "rf-ckpt verify $f: $(cat "$tmp/verify")"
-        fi
-    done
-    ((n > 0 && bad == 0)) && ok "all $n checkpoint files in the directory verify" ||
-        { ((n == 0)) && fail "no checkpoint file left in $1"; }
-}
-
-# restarts OUT: rf-launch's "restarts: ps0 0, ..." summary, after "restarts: "
-restarts() {
-    lines_of "$1" "" | sed -n 's/^[0-9.]* rf-launch: restarts: //p' | tail -n 1
-}
-
-# expect_restarts OUT WANT: the summary equals WANT
-expect_restarts() {
-    local got
-    got=$(restarts "$1")
-    [[ $got == "$2" ]] && ok "rf-launch: restarts: $got" ||
-        fail "rf-launch restarts '$got', want '$2'"
-}
 
 # ---- ps_kill ----------------------------------------------------------------
 
 # reference_run K: fault-free run K; appends its accuracy to refs
-refs=()
 reference_run() {
     local out=$tmp/ref$1.out dir=$tmp/ref$1.ckpt acc
     start_launch "$out" 2 2 --restart_on_failure -- "${job_flags[@]}" \
@@ -426,15 +165,9 @@ reference_run() {
 # meaningful only while they agree well within the tolerance (tol, 0.01;
 # here six runs spread over 0.0024): more than half of it apart fails.
 tol=${RF_FAULT_ACC_TOL:-0.01}
-ref_acc=
 references() {
     reference_run 1 && reference_run 2 || return 1
-    local spread
-    spread=$(awk -v a="${refs[0]}" -v b="${refs[1]}" 'BEGIN { d = a - b; printf "%.4f", d < 0 ? -d : d }')
-    ref_acc=$(awk -v a="${refs[0]}" -v b="${refs[1]}" 'BEGIN { printf "%.5f", (a + b) / 2 }')
-    awk -v d="$spread" -v t="$tol" 'BEGIN { exit !(d <= t / 2) }' &&
-        ok "reference accuracies ${refs[*]}: spread $spread <= $tol / 2, mean $ref_acc" ||
-        fail "reference accuracies ${refs[*]} differ by $spread > $tol / 2: async noise too large for a comparison within $tol"
+    check_references "$tol"
 }
 
 # kill_run POINT JOB INDEX WAIT...: one job with a kill -9 of JOB INDEX when
@@ -474,7 +207,7 @@ kill_run() {
     fi
     local acc
     acc=$(accuracy "$out" worker0)
-    [[ -n $acc ]] && awk -v a="$acc" -v r="$ref_acc" -v t="$tol" 'BEGIN { d = a - r; exit !(d <= t && d >= -t) }' &&
+    within "$acc" "$ref_acc" "$tol" &&
         ok "$point: test accuracy $acc within $tol of the reference $ref_acc (worker steps $(split "$out"))" ||
         fail "$point: test accuracy '$acc', reference $ref_acc (worker steps $(split "$out"))"
     local lost rec lost1 rec1
@@ -553,21 +286,6 @@ make_cluster() {
     cluster=(--ps_hosts="$ps" --worker_hosts="$ws")
 }
 
-# wait_exit PID SECS: waits at most SECS for PID (a child of this shell);
-# sets wrc (its status, or "running" when it did not exit in time)
-wait_exit() {
-    local pid=$1 secs=$2 t0
-    t0=$(now)
-    while kill -0 "$pid" 2>/dev/null; do
-        if awk -v a="$t0" -v b="$(now)" -v s="$secs" 'BEGIN { exit !(b - a > s) }'; then
-            wrc=running
-            return 1
-        fi
-        sleep 0.05
-    done
-    wait "$pid" 2>/dev/null
-    wrc=$?
-}
 
 worker_kill_by_hand() {
     echo "--- without restart: 2 ps + 2 workers started by hand, --stop_grace_secs=5"
@@ -686,14 +404,6 @@ worker_kill_restart() {
 
 # ---- chief_kill ------------------------------------------------------------
 
-# state_newest DIR: the state file's model_checkpoint_path
-state_newest() {
-    sed -n 's/^model_checkpoint_path: "\(.*\)"$/\1/p' "$1/checkpoint" 2>/dev/null
-}
-# state_all DIR: every checkpoint the state file names
-state_all() {
-    sed -n 's/^[a-z_]*: "\(.*\)"$/\1/p' "$1/checkpoint" 2>/dev/null | sort -u
-}
 
 case_chief_kill() {
     local out=$tmp/ck.out dir=$tmp/ck.ckpt T=$((steps * 2)) S=$((steps / 3))
@@ -784,20 +494,7 @@ case_chief_mid_checkpoint() {
     [[ $got == *": $want" || $got == *": $want (now "[0-9]*")" ]] &&
         ok "the restarted chief: $got" ||
         fail "the restarted chief: '$got', want '...: $want'"
-    local f n=0 bad=0 names
-    names=$(state_all "$dir")
-    for f in $names; do
-        n=$((n + 1))
-        if [[ $f == *.tmp* || $f == .* ]]; then
-            fail "the state file names a temporary file: $f"
-            bad=$((bad + 1))
-        elif ! "$rfckpt" verify "$dir/$f" >"$tmp/verify" 2>&1; then
-            fail "rf-ckpt verify $dir/$f: $(cat "$tmp/verify")"
-            bad=$((bad + 1))
-        fi
-    done
-    ((n > 0 && bad == 0)) && ok "the $n checkpoints the state file names verify: $(echo "$names" | tr '\n' ' ')" ||
-        { ((n == 0)) && fail "the state file names no checkpoint"; }
+    verify_state "$dir"
     [[ $(state_newest "$dir") == "model.ckpt-$steps.safetensors" ]] &&
         ok "the newest is the final model.ckpt-$steps.safetensors" ||
         fail "the state file's newest '$(state_newest "$dir")', want model.ckpt-$steps.safetensors"
