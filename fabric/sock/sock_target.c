@@ -25,9 +25,10 @@
  *    read first copies that read's data (up to SOCK_COPY_MAX per endpoint;
  *    past that it waits, reading paused, until those reads are sent), so
  *    requests of one endpoint take effect in order and what a peer makes
- *    the target copy stays bounded. A region deregistered while a read reply is
- * queued fails that read with RF_ERR_REMOTE_ACCESS (or, if already partly
- *    written, finishes it from a copy). */
+ *    the target copy stays bounded.
+ *  - A region deregistered while a read reply is queued fails that read
+ *    with RF_ERR_REMOTE_ACCESS (or, if already partly written, finishes it
+ *    from a copy). */
 #include <stdlib.h>
 #include <string.h>
 
