@@ -22,7 +22,8 @@ static char verdicts[8192];
 static char froms[8192];
 static bool any_success;
 
-static void add(const char *tag, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void
+add(const char *tag, const char *fmt, va_list ap)
 {
     size_t n = strlen(verdicts);
     if (n + 4 >= sizeof verdicts)
