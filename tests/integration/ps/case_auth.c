@@ -255,9 +255,8 @@ static void raw_auth_req(raw_peer *r, uint32_t id)
     unsigned char msg[PS_REQ_MAX];
     size_t len;
     CHECK_OK(ps_enc_auth_req(msg, sizeof msg, ++r->req, &q, &len));
-    raw_send(r, msg, len);
-    static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(r, reply, sizeof reply, rft_ms(10000));
+    const unsigned char *reply;
+    size_t n = raw_rpc(r, msg, len, &reply);
     ps_auth_challenge ch;
     CHECK_OK(ps_dec_auth_challenge(reply, n, &ch));
 }

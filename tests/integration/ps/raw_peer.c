@@ -93,6 +93,15 @@ size_t raw_recv(raw_peer *r, void *buf, size_t cap, int timeout_ms)
     return c.len;
 }
 
+size_t raw_rpc(raw_peer *r, const void *msg, size_t len,
+               const unsigned char **reply)
+{
+    static unsigned char buf[PS_MSG_MAX];
+    raw_send(r, msg, len);
+    *reply = buf;
+    return raw_recv(r, buf, sizeof buf, rft_ms(10000));
+}
+
 void raw_hello(raw_peer *r, uint32_t id, bool chief)
 {
     rf_mr_desc all;
@@ -107,9 +116,8 @@ void raw_hello(raw_peer *r, uint32_t id, bool chief)
     unsigned char msg[PS_REQ_MAX];
     size_t len;
     CHECK_OK(ps_enc_hello(msg, sizeof msg, ++r->req, &h, &len));
-    raw_send(r, msg, len);
-    static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(r, reply, sizeof reply, rft_ms(10000));
+    const unsigned char *reply;
+    size_t n = raw_rpc(r, msg, len, &reply);
     ps_hello_reply hr;
     CHECK_OK(ps_dec_hello_reply(reply, n, &hr));
 }
@@ -121,9 +129,8 @@ rf_mr_desc raw_region0(raw_peer *r)
     ps_range_req q = {.start = 0};
     CHECK_OK(ps_enc_range_req(msg, sizeof msg, PS_MSG_REGIONS_REQ, ++r->req, &q,
                               &len));
-    raw_send(r, msg, len);
-    static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(r, reply, sizeof reply, rft_ms(10000));
+    const unsigned char *reply;
+    size_t n = raw_rpc(r, msg, len, &reply);
     static ps_regions_reply rr;
     CHECK_OK(ps_dec_regions_reply(reply, n, &rr));
     CHECK(rr.count >= 1, "no regions");

@@ -33,6 +33,10 @@ rf_status raw_send_status(raw_peer *r, const void *buf, size_t len);
 /* The next receive's bytes (up to cap), within timeout; returns its length
  * or fails. */
 size_t raw_recv(raw_peer *r, void *buf, size_t cap, int timeout_ms);
+/* Sends a request and returns its reply's length; *reply points at the
+ * reply's bytes until the next call. */
+size_t raw_rpc(raw_peer *r, const void *msg, size_t len,
+               const unsigned char **reply);
 /* HELLO (valid, with an ack ring in r->mem) and its reply. */
 void raw_hello(raw_peer *r, uint32_t id, bool chief);
 /* Region 0 of the ps arena (REGIONS_REQ). */
