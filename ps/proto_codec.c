@@ -975,7 +975,7 @@ rf_status ps_enc_auth_req(void *buf, size_t cap, uint32_t req_id,
 
 rf_status ps_dec_auth_req(const void *buf, size_t len, ps_auth_req *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_AUTH_REQ);
     if (st != RF_OK)
         return st;
@@ -1008,7 +1008,7 @@ rf_status ps_enc_auth_challenge(void *buf, size_t cap, uint32_t req_id,
 rf_status ps_dec_auth_challenge(const void *buf, size_t len,
                                 ps_auth_challenge *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_AUTH_CHALLENGE);
     if (st != RF_OK)
         return st;
@@ -1038,7 +1038,7 @@ rf_status ps_enc_auth_proof(void *buf, size_t cap, uint32_t req_id,
 
 rf_status ps_dec_auth_proof(const void *buf, size_t len, ps_auth_proof *m)
 {
-    rcur r;
+    rcur r = {0};
     rf_status st = r_begin(&r, buf, len, PS_MSG_AUTH_PROOF);
     if (st != RF_OK)
         return st;

@@ -163,7 +163,7 @@ static rf_status parse_entry(const char *path, const char *name, json_object *o,
     uint64_t elems = 1;
     bool overflow = false;
     for (int d = 0; d < e->t.shape.rank; d++) {
-        uint64_t dim;
+        uint64_t dim = 0;
         rf_status st =
             get_u64(path, name, json_object_array_get_idx(shape, (size_t)d),
                     "shape", &dim);

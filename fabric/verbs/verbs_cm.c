@@ -1,10 +1,16 @@
 /* fabric/verbs/verbs_cm.c: connection management with librdmacm.
- * Active side: rdma_resolve_addr -> rdma_resolve_route -> rdma_create_qp
- * (fabric's PD and CQs) -> rdma_connect with private data -> ESTABLISHED.
+ * Active side: rdma_resolve_addr -> rdma_resolve_route -> the QP (fabric's
+ * PD and CQs, INIT) -> rdma_connect with private data -> CONNECT_RESPONSE
+ * -> the QP to RTS -> rdma_establish (the RTU).
  * Passive side: rdma_bind_addr + rdma_listen; CONNECT_REQUEST events become
- * rf_conn_req (queued by the event thread); rdma_accept / rdma_reject with
- * reply private data; rf_accept returns once ESTABLISHED (the connector's
- * QP is then ready to receive). The calling thread issues each rdma_cm
+ * rf_conn_req (queued by the event thread); the QP to RTS, then
+ * rdma_accept / rdma_reject with reply private data; rf_accept returns
+ * once ESTABLISHED (the connector's QP is then ready to receive).
+ * The QP is not attached to the cm_id: this provider makes its transitions
+ * with rdma_init_qp_attr's attributes, as librdmacm would, except that a
+ * gated endpoint (RF_EP_REMOTE_ACCESS_OFF) never has remote access before
+ * rf_ep_enable_remote_access (librdmacm grants it as the QP leaves INIT,
+ * before the reply goes out). The calling thread issues each rdma_cm
  * step and sleeps on the endpoint's condition variable until the event
  * thread (verbs_event.c) reports that step's event. */
 #include <arpa/inet.h>
@@ -36,6 +42,7 @@ void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
         rf_verbs_ep_set_error(ep, 0);
         disconnect = ev->event == RDMA_CM_EVENT_DISCONNECTED;
         break;
+    case RDMA_CM_EVENT_CONNECT_RESPONSE:
     case RDMA_CM_EVENT_ESTABLISHED:
     case RDMA_CM_EVENT_REJECTED:
         ep->ev_priv_len = 0;
@@ -60,11 +67,8 @@ void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
     pthread_cond_broadcast(&ep->cm_cv);
     pthread_mutex_unlock(&ep->cm_mu);
     /* The peer disconnected: flush our QP and answer with a DREP. */
-    if (disconnect) {
-        rf_verbs_cm_lock(ep->fab);
-        rdma_disconnect(ev->id);
-        rf_verbs_cm_unlock(ep->fab);
-    }
+    if (disconnect)
+        rf_verbs_ep_disconnect(ep);
 }
 
 /* The connector's address as "ip:port" (IPv4 or IPv6), for logs. */
@@ -294,6 +298,7 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         .initiator_depth = cap8(fab->dev_attr.max_qp_init_rd_atom),
         .retry_count = fab->qp.retry_cnt,
         .rnr_retry_count = fab->qp.rnr_retry,
+        .qp_num = ep->qp->qp_num,
     };
     rf_verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
     rf_verbs_cm_lock(fab);
@@ -329,8 +334,20 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
                               peer, status);
         return connect_fail(ep, st);
     }
-    if (type != RDMA_CM_EVENT_ESTABLISHED)
+    if (type != RDMA_CM_EVENT_CONNECT_RESPONSE)
         return connect_fail(ep, step_error("rdma_connect", peer, type, status));
+    /* The accept reply: our QP to RTS with the attributes it brings, then
+     * the RTU (rdma_establish), after which the peer may send. */
+    if ((st = rf_verbs_ep_qp_ready(ep, -1, -1, "rf_connect")) != RF_OK)
+        return connect_fail(ep, st);
+    rf_verbs_cm_lock(fab);
+    rc = rdma_establish(id);
+    err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc)
+        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
+                                             "rdma_establish(%s): %s", peer,
+                                             strerror(err)));
     pthread_mutex_lock(&ep->cm_mu);
     int ok = ep->ev_priv_ok;
     memcpy(ep->base.peer_priv, ep->ev_priv, ep->ev_priv_len);
@@ -340,7 +357,6 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         RF_LOG_WARN("verbs: rf_connect(%s): malformed private data in the "
                     "accept reply (ignored)",
                     peer);
-    rf_verbs_ep_established(ep);
     RF_LOG_DEBUG("verbs: connected to %s (QP %u)", peer, ep->qp->qp_num);
     *out = &ep->base;
     return RF_OK;
@@ -536,18 +552,26 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
         .initiator_depth =
             cap8(init < r->peer_resp_res ? init : r->peer_resp_res),
         .rnr_retry_count = fab->qp.rnr_retry,
+        .qp_num = ep->qp->qp_num,
     };
     rf_verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
     free(r);
     unsigned seq = current_seq(ep);
+    /* RTS before the reply goes out: the connector may send as soon as it
+     * has it. A gated endpoint gets there with no remote access at all. */
     rf_verbs_cm_lock(fab);
-    int rc = rdma_accept(ep->cm.id, &cp);
-    int err = errno;
-    /* rdma_accept set the QP's remote access flags; take them away before
-     * the connector can have our reply and its first request here */
-    if (rc == 0)
-        rf_verbs_ep_hold_remote_access(ep);
+    st = rf_verbs_ep_qp_ready(ep, cp.responder_resources, cp.initiator_depth,
+                              "rf_accept");
+    int rc = -1, err = 0;
+    if (st != RF_OK)
+        rdma_reject(ep->cm.id, NULL, 0);
+    else {
+        rc = rdma_accept(ep->cm.id, &cp);
+        err = errno;
+    }
     rf_verbs_cm_unlock(fab);
+    if (st != RF_OK)
+        return connect_fail(ep, st);
     if (rc) {
         /* EINVAL: the request is no longer pending (connector gave up). */
         rf_status ast = err == ENOMEM ? RF_ERR_NO_MEMORY : RF_ERR_UNAVAILABLE;
@@ -574,7 +598,6 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
     }
     if (type != RDMA_CM_EVENT_ESTABLISHED)
         return connect_fail(ep, step_error("rf_accept", peer, type, status));
-    rf_verbs_ep_established(ep);
     RF_LOG_DEBUG("verbs: accepted %s (QP %u)", peer, ep->qp->qp_num);
     *out = &ep->base;
     return RF_OK;

@@ -206,6 +206,7 @@ static rf_status pick_gid(vfab *fab, const struct ibv_port_attr *pa,
                                 "address on its netdev?)",
                                 fab->devname, fab->port);
     }
+    fab->link_ib = pa->link_layer != IBV_LINK_LAYER_ETHERNET;
     fab->gid_index = (int)best.gid_index;
     fab->gid = best.gid;
     fab->gid_type = (int)best.gid_type;

@@ -85,6 +85,47 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     return RF_OK;
 }
 
+/* One transition with the attributes rdma_cm gives for it (the path,
+ * PSNs, timeouts, the peer's QP number), for the caller to adjust. */
+static rf_status qp_transition(vep *ep, enum ibv_qp_state to,
+                               struct ibv_qp_attr *a, int *mask,
+                               const char *what)
+{
+    memset(a, 0, sizeof *a);
+    a->qp_state = to;
+    if (rdma_init_qp_attr(ep->cm.id, a, mask)) {
+        int err = errno;
+        return rf_error_set(rf_verbs_errno_status(err),
+                            "%s: rdma_init_qp_attr(QP %u, state %d): %s", what,
+                            ep->qp->qp_num, (int)to, strerror(err));
+    }
+    return RF_OK;
+}
+
+static rf_status qp_modify(vep *ep, struct ibv_qp_attr *a, int mask,
+                           const char *what)
+{
+    int rc = ibv_modify_qp(ep->qp, a, mask);
+    if (rc)
+        return rf_error_set(rf_verbs_errno_status(rc),
+                            "%s: ibv_modify_qp(QP %u, state %d, mask 0x%x): %s",
+                            what, ep->qp->qp_num, (int)a->qp_state, mask,
+                            strerror(rc));
+    return RF_OK;
+}
+
+static rf_status qp_to_init(vep *ep, const char *what)
+{
+    struct ibv_qp_attr a;
+    int mask = 0;
+    rf_status st = qp_transition(ep, IBV_QPS_INIT, &a, &mask, what);
+    if (st != RF_OK)
+        return st;
+    /* no remote access yet: it comes with the connection's attributes */
+    a.qp_access_flags = 0;
+    return qp_modify(ep, &a, mask | IBV_QP_ACCESS_FLAGS, what);
+}
+
 rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
                                 const char *what)
 {
@@ -113,8 +154,8 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
             .qp_type = IBV_QPT_RC,
             .sq_sig_all = 0,
         };
-        if (rdma_create_qp(id, fab->pd, &qa) == 0) {
-            ep->qp = id->qp;
+        ep->qp = ibv_create_qp(fab->pd, &qa);
+        if (ep->qp) {
             ep->max_inline = qa.cap.max_inline_data;
             err = 0;
             break;
@@ -125,8 +166,8 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
     }
     if (!ep->qp)
         return rf_error_set(rf_verbs_errno_status(err),
-                            "%s: rdma_create_qp(%s, send %u, recv %u): %s",
-                            what, fab->devname, ep->sq_size + 1, ep->rq_size,
+                            "%s: ibv_create_qp(%s, send %u, recv %u): %s", what,
+                            fab->devname, ep->sq_size + 1, ep->rq_size,
                             strerror(err));
     uint8_t timeout = fab->qp.timeout;
     if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
@@ -136,42 +177,50 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
                     timeout, strerror(errno));
     RF_LOG_DEBUG("verbs: QP %u: send %u recv %u inline %u", ep->qp->qp_num,
                  ep->sq_size, ep->rq_size, ep->max_inline);
-    return RF_OK;
+    return qp_to_init(ep, what);
 }
 
-void rf_verbs_ep_established(vep *ep)
+rf_status rf_verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
+                               const char *what)
 {
-    rf_verbs_ep_hold_remote_access(ep);
-    /* rdma_cm leaves min_rnr_timer at 0 (655 ms); RTS->RTS may set it. It
-     * is what this side asks a sender to wait when no receive is posted. */
-    struct ibv_qp_attr a = {.min_rnr_timer = ep->fab->qp.min_rnr_timer};
-    int rc = ibv_modify_qp(ep->qp, &a, IBV_QP_MIN_RNR_TIMER);
-    if (rc)
-        RF_LOG_INFO("verbs: ibv_modify_qp(QP %u, min_rnr_timer %u): %s",
-                    ep->qp->qp_num, a.min_rnr_timer, strerror(rc));
-}
-
-void rf_verbs_ep_hold_remote_access(vep *ep)
-{
+    vfab *fab = ep->fab;
+    struct ibv_qp_attr a;
+    int mask = 0;
+    /* INIT -> INIT: now that the connection exists, rdma_cm's INIT
+     * attributes carry its remote access flags (remote write, and read and
+     * atomics when the peer may issue them). A gated endpoint keeps none;
+     * they are applied by rf_ep_enable_remote_access. */
+    rf_status st = qp_transition(ep, IBV_QPS_INIT, &a, &mask, what);
+    if (st != RF_OK)
+        return st;
     pthread_mutex_lock(&ep->sq_lock);
     if (ep->remote_off) {
-        struct ibv_qp_attr a;
-        struct ibv_qp_init_attr ia;
-        if (ibv_query_qp(ep->qp, &a, IBV_QP_ACCESS_FLAGS, &ia) == 0 &&
-            a.qp_access_flags != 0) {
-            ep->remote_flags |= a.qp_access_flags;
-            struct ibv_qp_attr z = {.qp_access_flags = 0};
-            int rc = ibv_modify_qp(ep->qp, &z, IBV_QP_ACCESS_FLAGS);
-            if (rc) {
-                /* the peer cannot be kept out: fail the endpoint */
-                RF_LOG_ERRORF("verbs: ibv_modify_qp(QP %u, no remote access): "
-                              "%s; closing the connection",
-                              ep->qp->qp_num, strerror(rc));
-                rf_verbs_ep_set_error(ep, 1);
-            }
-        }
+        ep->remote_flags = a.qp_access_flags;
+        a.qp_access_flags = 0;
     }
     pthread_mutex_unlock(&ep->sq_lock);
+    if ((st = qp_modify(ep, &a, mask, what)) != RF_OK)
+        return st;
+    if (fab->iwarp) /* iw_cm moves an iWARP QP to RTS itself */
+        return RF_OK;
+    if ((st = qp_transition(ep, IBV_QPS_RTR, &a, &mask, what)) != RF_OK)
+        return st;
+    /* as librdmacm does: older kernels set RoCE-only mask bits on IB */
+    if (fab->link_ib)
+        mask &= ~0xe00000;
+    if (resp_res >= 0)
+        a.max_dest_rd_atomic = (uint8_t)resp_res;
+    /* what this side asks a sender to wait when no receive is posted
+     * (rdma_cm would leave 0, 655 ms) */
+    a.min_rnr_timer = fab->qp.min_rnr_timer;
+    mask |= IBV_QP_MIN_RNR_TIMER;
+    if ((st = qp_modify(ep, &a, mask, what)) != RF_OK)
+        return st;
+    if ((st = qp_transition(ep, IBV_QPS_RTS, &a, &mask, what)) != RF_OK)
+        return st;
+    if (init_depth >= 0)
+        a.max_rd_atomic = (uint8_t)init_depth;
+    return qp_modify(ep, &a, mask, what);
 }
 
 rf_status rf_verbs_ep_enable_remote_access(rf_ep *base)
@@ -659,14 +708,33 @@ static void complete_leftovers(vep *ep)
     pthread_mutex_unlock(&ep->rcq->lock);
 }
 
+void rf_verbs_ep_disconnect(vep *ep)
+{
+    /* The error state flushes all outstanding work; rdma_disconnect does
+     * not move a QP it does not own (this provider makes the transitions).
+     * Then the DREQ (or the DREP to the peer's). */
+    if (ep->qp) {
+        struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+        ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
+    }
+    rf_verbs_cm_lock(ep->fab);
+    rdma_disconnect(ep->cm.id);
+    rf_verbs_cm_unlock(ep->fab);
+}
+
+static void destroy_qp(vep *ep)
+{
+    int rc = ibv_destroy_qp(ep->qp);
+    if (rc)
+        RF_LOG_WARN("verbs: ibv_destroy_qp(QP %u): %s", ep->qp->qp_num,
+                    strerror(rc));
+    ep->qp = NULL;
+}
+
 void rf_verbs_ep_destroy(vep *ep)
 {
-    if (ep->qp) {
-        rf_verbs_cm_lock(ep->fab);
-        rdma_destroy_qp(ep->cm.id);
-        rf_verbs_cm_unlock(ep->fab);
-        ep->qp = NULL;
-    }
+    if (ep->qp)
+        destroy_qp(ep);
     if (ep->cm.id)
         rdma_destroy_id(ep->cm.id);
     pthread_mutex_destroy(&ep->sq_lock);
@@ -688,13 +756,7 @@ void rf_verbs_ep_close(rf_ep *e)
     rf_verbs_unregister(fab, &ep->cm);
     atomic_store(&ep->error, 1);
     if (ep->qp) {
-        /* DREQ to the peer; for IB/RoCE librdmacm also moves the QP to the
-         * error state, which flushes all outstanding work. */
-        rf_verbs_cm_lock(fab);
-        rdma_disconnect(ep->cm.id);
-        rf_verbs_cm_unlock(fab);
-        struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-        ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
+        rf_verbs_ep_disconnect(ep);
         int marker = post_marker(ep);
         int64_t deadline = rf_deadline_ms(
             fab->qp.peer_timeout_ms < 2000 ? fab->qp.peer_timeout_ms : 2000);
@@ -707,10 +769,7 @@ void rf_verbs_ep_close(rf_ep *e)
             }
             usleep(200);
         }
-        rf_verbs_cm_lock(fab);
-        rdma_destroy_qp(ep->cm.id);
-        rf_verbs_cm_unlock(fab);
-        ep->qp = NULL;
+        destroy_qp(ep);
         complete_leftovers(ep);
     }
     rf_verbs_ep_destroy(ep);

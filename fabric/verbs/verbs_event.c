@@ -141,9 +141,7 @@ static void process_disconnects(vfab *fab)
             o->id) {
             RF_LOG_DEBUG("verbs: disconnecting QP %u after an error",
                          ep->qp ? ep->qp->qp_num : 0);
-            rf_verbs_cm_lock(fab);
-            rdma_disconnect(o->id);
-            rf_verbs_cm_unlock(fab);
+            rf_verbs_ep_disconnect(ep);
         }
     }
     pthread_mutex_unlock(&fab->reg_lock);

@@ -57,7 +57,8 @@ typedef struct vfab {
     struct ibv_pd *pd;
     struct ibv_device_attr dev_attr;
     char devname[IBV_SYSFS_NAME_MAX];
-    int iwarp; /* private data lengths are exact: no framing */
+    int iwarp;   /* private data lengths are exact: no framing */
+    int link_ib; /* the port's link layer is InfiniBand (not Ethernet) */
     uint8_t port;
     int gid_index;
     union ibv_gid gid;
@@ -155,10 +156,10 @@ typedef struct vep {
     _Atomic int error;           /* in the error state */
     _Atomic int want_disconnect; /* 1: event thread should disconnect */
     int can_atomic;
-    /* RF_EP_REMOTE_ACCESS_OFF: the QP's remote access flags are cleared as
-     * soon as rdma_cm has set them (it does at every transition it makes),
-     * and remote_flags (what rdma_cm had set) restored by
-     * rf_ep_enable_remote_access. Under sq_lock. */
+    /* RF_EP_REMOTE_ACCESS_OFF: the QP reaches RTS with no remote access
+     * flags (this provider makes the QP's transitions, not rdma_cm), and
+     * remote_flags (what the connection's attributes would have set) are
+     * applied by rf_ep_enable_remote_access. Under sq_lock. */
     int remote_off;
     unsigned remote_flags;
 
@@ -268,13 +269,21 @@ void rf_verbs_cq_push_locked(vcq *cq, const rf_completion *c);
 /* Allocates an endpoint (queues sized from attr) bound to cm_id; the QP is
  * created by rf_verbs_ep_create_qp once id->verbs is known. */
 rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out);
+/* Creates the RC QP (not attached to the cm_id: rdma_cm makes no
+ * transition of it) and moves it to INIT with no remote access. */
 rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
                                 const char *what);
-/* Applies the post-establishment QP attributes (min_rnr_timer). */
-void rf_verbs_ep_established(vep *ep);
-/* RF_EP_REMOTE_ACCESS_OFF: clears the QP's remote access flags (RTS). */
-void rf_verbs_ep_hold_remote_access(vep *ep);
+/* Moves the QP to RTS with the connection's attributes, once they are
+ * known (passive side: before rdma_accept; active side: at
+ * CONNECT_RESPONSE, before rdma_establish). resp_res / init_depth < 0 keep
+ * rdma_cm's values. Remote access is granted here unless the endpoint is
+ * gated (RF_EP_REMOTE_ACCESS_OFF). */
+rf_status rf_verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
+                               const char *what);
 rf_status rf_verbs_ep_enable_remote_access(rf_ep *ep);
+/* Moves the QP to the error state (flushing its work) and disconnects:
+ * the DREQ, or the DREP to the peer's. */
+void rf_verbs_ep_disconnect(vep *ep);
 /* Tears down an endpoint that is not (or no longer) registered. */
 void rf_verbs_ep_destroy(vep *ep);
 void rf_verbs_ep_close(rf_ep *ep);
