@@ -87,6 +87,7 @@ static json_object *op_json(const rf_step_op *op)
         add_str(o, "var", op->var);
         add_int(o, "ps_task", (int64_t)op->ps_task);
         add_int(o, "bytes", (int64_t)op->bytes);
+        add_int(o, "wire_bytes", (int64_t)op->wire_bytes);
         if (op->kind == RF_STEP_PUSH && !strcmp(op->op, "APPLY_WORKER"))
             json_object_object_add(o, "locking",
                                    json_object_new_boolean(op->locking));
@@ -168,6 +169,22 @@ static json_object *build(const explain_ctx *e)
     json_object_object_add(pl, "ps_record_bytes", per_ps);
     json_object_object_add(ex, "placement", pl);
 
+    /* what one step moves: in all, and with each ps task */
+    json_object *wire = json_object_new_object();
+    int64_t total = 0;
+    json_object *wire_ps = json_object_new_array();
+    for (int p = 0; p < num_ps; p++) {
+        int64_t sum = 0;
+        for (size_t i = 0; i < e->desc->num_step_ops; i++)
+            if (e->desc->step[i].var && (int)e->desc->step[i].ps_task == p)
+                sum += (int64_t)e->desc->step[i].wire_bytes;
+        json_object_array_add(wire_ps, json_object_new_int64(sum));
+        total += sum;
+    }
+    add_int(wire, "total", total);
+    json_object_object_add(wire, "per_ps", wire_ps);
+    json_object_object_add(ex, "step_wire_bytes", wire);
+
     json_object *step = json_object_new_array();
     for (size_t i = 0; i < e->desc->num_step_ops; i++)
         json_object_array_add(step, op_json(&e->desc->step[i]));
@@ -246,6 +263,17 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
         fprintf(out, "  ps task %zu holds %lld B of shard records\n", p,
                 (long long)json_object_get_int64(
                     json_object_array_get_idx(per_ps, p)));
+    json_object *wire = json_object_object_get(ex, "step_wire_bytes");
+    json_object *wire_ps = json_object_object_get(wire, "per_ps");
+    fprintf(out,
+            "explain: bytes on the wire per step (payload, both ways): "
+            "%lld B",
+            (long long)int_of(wire, "total"));
+    for (size_t p = 0; wire_ps && p < json_object_array_length(wire_ps); p++)
+        fprintf(out, "%s ps %zu %lld B", p ? "," : ";", p,
+                (long long)json_object_get_int64(
+                    json_object_array_get_idx(wire_ps, p)));
+    fputc('\n', out);
     if (e->desc->replicas_to_aggregate)
         fprintf(out,
                 "explain: each step of this worker (sync replicas: the mean "
