@@ -1,0 +1,106 @@
+/* fabric/shm/shm_cq.c: completion queues of the shm provider. The progress
+ * thread (and rf_ep_close) push completions; rf_cq_poll / rf_cq_wait take
+ * them under the queue's mutex, waiting on a condition variable (no
+ * spinning). Never loses a completion: past the depth the queue grows (it
+ * is bounded by the work this process posted, never by a peer) and logs a
+ * warning once. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "fabric/shm/shm.h"
+
+rf_status shm_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
+{
+    shm_cq *cq = calloc(1, sizeof *cq);
+    if (!cq)
+        return rf_error_set(RF_ERR_NO_MEMORY, "shm: rf_cq_create: no memory");
+    cq->v = calloc(depth, sizeof *cq->v);
+    if (!cq->v) {
+        free(cq);
+        return rf_error_set(RF_ERR_NO_MEMORY, "shm: rf_cq_create: no memory");
+    }
+    cq->cap = depth;
+    pthread_mutex_init(&cq->mu, NULL);
+    rf_cond_init_monotonic(&cq->cv);
+    cq->base.fabric = fabric;
+    *out = &cq->base;
+    return RF_OK;
+}
+
+void shm_cq_destroy(rf_cq *base)
+{
+    shm_cq *cq = (shm_cq *)base;
+    pthread_mutex_destroy(&cq->mu);
+    pthread_cond_destroy(&cq->cv);
+    free(cq->v);
+    free(cq);
+}
+
+void shm_cq_push(shm_cq *cq, const rf_completion *c)
+{
+    pthread_mutex_lock(&cq->mu);
+    if (cq->count == cq->cap) {
+        size_t ncap = cq->cap * 2;
+        rf_completion *nv = malloc(ncap * sizeof *nv);
+        if (!nv) {
+            RF_LOG_ERRORF("shm: completion queue overflow and no memory: a "
+                          "completion is lost");
+            pthread_mutex_unlock(&cq->mu);
+            return;
+        }
+        for (size_t i = 0; i < cq->count; i++)
+            nv[i] = cq->v[(cq->head + i) % cq->cap];
+        RF_LOG_WARN("shm: completion queue of depth %zu overflowed; grown to "
+                    "%zu",
+                    cq->cap, ncap);
+        free(cq->v);
+        cq->v = nv;
+        cq->cap = ncap;
+        cq->head = 0;
+    }
+    cq->v[(cq->head + cq->count) % cq->cap] = *c;
+    cq->count++;
+    pthread_cond_broadcast(&cq->cv);
+    pthread_mutex_unlock(&cq->mu);
+}
+
+static int take_locked(shm_cq *cq, rf_completion *out, int max)
+{
+    int n = 0;
+    while (n < max && cq->count > 0) {
+        out[n++] = cq->v[cq->head];
+        cq->head = (cq->head + 1) % cq->cap;
+        cq->count--;
+    }
+    return n;
+}
+
+int shm_cq_poll(rf_cq *base, rf_completion *out, int max)
+{
+    shm_cq *cq = (shm_cq *)base;
+    pthread_mutex_lock(&cq->mu);
+    int n = take_locked(cq, out, max);
+    pthread_mutex_unlock(&cq->mu);
+    return n;
+}
+
+int shm_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
+{
+    shm_cq *cq = (shm_cq *)base;
+    int64_t deadline = rf_deadline_ms(timeout_ms);
+    pthread_mutex_lock(&cq->mu);
+    while (cq->count == 0) {
+        if (rf_cond_wait_until(&cq->cv, &cq->mu, deadline) == ETIMEDOUT &&
+            cq->count == 0) {
+            pthread_mutex_unlock(&cq->mu);
+            return rf_error_set(RF_ERR_TIMEOUT,
+                                "rf_cq_wait: no completion within %d ms",
+                                timeout_ms);
+        }
+    }
+    int n = take_locked(cq, out, max);
+    pthread_mutex_unlock(&cq->mu);
+    return n;
+}
