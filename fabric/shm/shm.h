@@ -49,7 +49,7 @@
 #define SHM_RING_SLOTS 32
 #define SHM_SLOT_DATA  (64 * 1024)
 /* Copies are done in pieces of this size, checking the peer in between. */
-#define SHM_COPY_CHUNK (1u << 20)
+#define SHM_COPY_CHUNK (256u * 1024)
 /* Work the progress thread runs on one endpoint before moving on. */
 #define SHM_RUN_BUDGET 256
 

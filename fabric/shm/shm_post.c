@@ -166,7 +166,9 @@ static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len)
         size_t n = len - off < SHM_COPY_CHUNK ? len - off : SHM_COPY_CHUNK;
         memcpy((unsigned char *)dst + off, (const unsigned char *)src + off, n);
         off += n;
-        if (off < len && shm_ep_peer_gone(ep))
+        /* Also after the last piece: a large transfer completes only if
+         * the peer was still there when it ended (as an RC ack would). */
+        if (len >= SHM_COPY_CHUNK && shm_ep_peer_gone(ep))
             return RF_ERR_DISCONNECTED;
     }
     return RF_OK;
