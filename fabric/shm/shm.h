@@ -128,6 +128,12 @@ int shm_msg_recv(int fd, shm_msg *m, int *fds, int maxfds, int *nfds);
 int shm_msg_wait(int fd, shm_msg *m, int *fds, int maxfds, int *nfds,
                  int64_t deadline);
 
+/* A sealed (no shrink, no grow) memfd of len bytes; -1 with errno. */
+int shm_memfd_new(const char *name, size_t len);
+/* True if a peer's fd is a regular file (memfd) of at least len bytes that
+ * cannot shrink. */
+int shm_fd_usable(int fd, uint64_t len);
+
 /* --- objects ---------------------------------------------------------------
  */
 

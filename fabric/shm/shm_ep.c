@@ -41,16 +41,10 @@ rf_status shm_ep_new(shm_fabric *fab, const rf_ep_attr *attr, int sock,
         st = rf_error_set(RF_ERR_NO_MEMORY, "shm: out of memory for queues");
         goto err;
     }
-    int rfd = memfd_create("rdmaflow-shm-ring", MFD_CLOEXEC);
+    int rfd = shm_memfd_new("rdmaflow-shm-ring", SHM_RING_BYTES);
     if (rfd < 0) {
         st = rf_error_set(RF_ERR_NO_RESOURCE, "shm: ring memfd: %s",
                           strerror(errno));
-        goto err;
-    }
-    if (ftruncate(rfd, (off_t)SHM_RING_BYTES) != 0) {
-        st = rf_error_set(RF_ERR_NO_MEMORY, "shm: ring memfd size: %s",
-                          strerror(errno));
-        close(rfd);
         goto err;
     }
     void *m =
@@ -79,11 +73,11 @@ err:
 
 rf_status shm_ep_attach(shm_ep *ep, int ring_fd, int efd)
 {
-    struct stat sb;
     rf_status st = RF_OK;
-    if (fstat(ring_fd, &sb) != 0 || (size_t)sb.st_size < SHM_RING_BYTES) {
+    if (!shm_fd_usable(ring_fd, SHM_RING_BYTES)) {
         st = rf_error_set(RF_ERR_UNAVAILABLE,
-                          "shm: the peer's ring is smaller than %zu bytes",
+                          "shm: the peer's ring is not a sealed memfd of at "
+                          "least %zu bytes",
                           (size_t)SHM_RING_BYTES);
     } else {
         void *m = mmap(NULL, SHM_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -255,9 +249,7 @@ static shm_peer_seg *find_pseg(shm_ep *ep, uint32_t id)
 
 static void on_table(shm_ep *ep, int fd)
 {
-    struct stat sb;
-    if (ep->peer_table || fstat(fd, &sb) != 0 ||
-        (size_t)sb.st_size < SHM_TABLE_BYTES) {
+    if (ep->peer_table || !shm_fd_usable(fd, SHM_TABLE_BYTES)) {
         close(fd);
         shm_ep_fail(ep, RF_OK, 1, RF_ERR_DISCONNECTED,
                     "bad region table message from the peer");
@@ -275,13 +267,12 @@ static void on_table(shm_ep *ep, int fd)
 
 static void on_seg(shm_ep *ep, uint32_t id, uint64_t len, int fd)
 {
-    struct stat sb;
     if (find_pseg(ep, id)) { /* announced again (another region) */
         close(fd);
         return;
     }
     if (ep->npsegs >= SHM_MAX_PEER_SEGS || len == 0 || len > SHM_MAX_SEG_LEN ||
-        fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < len) {
+        !shm_fd_usable(fd, len)) {
         close(fd);
         shm_ep_fail(ep, RF_OK, 1, RF_ERR_DISCONNECTED,
                     "the peer announced a segment beyond this process's "
@@ -384,13 +375,16 @@ void shm_ep_drain(shm_ep *ep)
 
 int shm_ep_peer_gone(shm_ep *ep)
 {
-    struct pollfd p = {.fd = ep->sock, .events = POLLIN | POLLRDHUP};
+    /* Only looks: handling messages here could unmap (SEG_GONE) the
+     * segment a copy is using. */
+    struct pollfd p = {.fd = ep->sock, .events = POLLRDHUP};
     if (poll(&p, 1, 0) <= 0)
         return 0;
-    if (p.revents & POLLIN)
-        shm_ep_drain(ep);
-    return ep->state != SHM_EP_OK || (p.revents & (POLLHUP | POLLRDHUP)) ||
-           (p.revents & POLLERR);
+    if (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) {
+        shm_ep_fail(ep, RF_OK, 0, RF_OK, "the peer closed the connection");
+        return 1;
+    }
+    return 0;
 }
 
 /* Looks the peer segment up (used by shm_post.c through shm_ep_drain). */

@@ -60,19 +60,12 @@ static rf_status seg_create(uintptr_t start, size_t len, shm_seg **out)
                             "shm: rf_mr_reg: [%p, +%zu) is not all mapped",
                             (void *)start, len);
     }
-    int fd = memfd_create("rdmaflow-shm-region", MFD_CLOEXEC);
+    int fd = shm_memfd_new("rdmaflow-shm-region", len);
     if (fd < 0) {
         free(s);
-        return rf_error_set(RF_ERR_NO_RESOURCE, "shm: memfd_create: %s",
+        return rf_error_set(RF_ERR_NO_RESOURCE,
+                            "shm: memfd of %zu bytes for a region: %s", len,
                             strerror(errno));
-    }
-    if (ftruncate(fd, (off_t)len) != 0) {
-        rf_status st =
-            rf_error_set(RF_ERR_NO_MEMORY, "shm: ftruncate memfd to %zu: %s",
-                         len, strerror(errno));
-        close(fd);
-        free(s);
-        return st;
     }
     void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (tmp == MAP_FAILED) {
@@ -94,6 +87,9 @@ static rf_status seg_create(uintptr_t start, size_t len, shm_seg **out)
         free(s);
         return st;
     }
+    /* As verbs does for registered memory: a fork()ed child does not
+     * inherit the shared pages (it would otherwise share them, not copy). */
+    (void)madvise((void *)start, len, MADV_DONTFORK);
     s->id = next_seg_id++;
     s->fd = fd;
     s->start = start;
@@ -106,6 +102,18 @@ static rf_status seg_create(uintptr_t start, size_t len, shm_seg **out)
 /* Moves the segment's pages back to private anonymous memory. */
 static void seg_destroy(shm_seg *s)
 {
+    size_t pages = s->len / page_size();
+    unsigned char *vec = malloc(pages ? pages : 1);
+    int hole =
+        vec && mincore((void *)s->start, s->len, vec) != 0 && errno == ENOMEM;
+    free(vec);
+    if (hole) { /* the user unmapped (freed) it before rf_mr_dereg */
+        RF_LOG_WARN("shm: rf_mr_dereg: %p+%zu was unmapped while registered",
+                    (void *)s->start, s->len);
+        close(s->fd);
+        free(s);
+        return;
+    }
     void *tmp = mmap(NULL, s->len, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (tmp == MAP_FAILED) {
@@ -260,18 +268,17 @@ rf_status shm_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
 
     pthread_mutex_lock(&seg_mu);
     pthread_mutex_lock(&fab->mu);
+    /* Free index from this process's own list (the shared table is only
+     * ever written here). */
     uint32_t idx = SHM_TABLE_ENTRIES;
-    for (uint32_t i = 0; i < SHM_TABLE_ENTRIES; i++) {
+    for (uint32_t i = 0; i < SHM_TABLE_ENTRIES && idx == SHM_TABLE_ENTRIES;
+         i++) {
         uint32_t j = (fab->next_gen + i) % SHM_TABLE_ENTRIES;
-        if (!__atomic_load_n(&fab->table[j].valid, __ATOMIC_RELAXED)) {
-            int used = 0;
-            for (shm_mr *m = fab->mrs; m && !used; m = m->next)
-                used = m->index == j;
-            if (!used) {
-                idx = j;
-                break;
-            }
-        }
+        int used = 0;
+        for (shm_mr *m = fab->mrs; m && !used; m = m->next)
+            used = m->index == j;
+        if (!used)
+            idx = j;
     }
     rf_status st = RF_OK;
     if (idx == SHM_TABLE_ENTRIES)

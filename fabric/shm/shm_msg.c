@@ -4,9 +4,12 @@
  * SCM_RIGHTS. Receiving validates magic, version, size and type and never
  * keeps more descriptors than the caller expects (extra ones are closed). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fabric/shm/shm.h"
@@ -114,4 +117,29 @@ int shm_msg_wait(int fd, shm_msg *m, int *fds, int maxfds, int *nfds,
         if (pr < 0 && errno != EINTR)
             return -errno;
     }
+}
+
+int shm_memfd_new(const char *name, size_t len)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)len) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int shm_fd_usable(int fd, uint64_t len)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+        (uint64_t)sb.st_size < len)
+        return 0;
+    int seals = fcntl(fd, F_GET_SEALS);
+    return seals >= 0 && (seals & F_SEAL_SHRINK);
 }

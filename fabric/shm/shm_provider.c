@@ -5,6 +5,7 @@
  * receive), then runs every endpoint's queued work and ring traffic. It
  * never spins: with nothing runnable it blocks. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -119,9 +120,8 @@ static rf_status shm_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     pthread_mutex_init(&fab->mu, NULL);
     fab->next_ep_id = 1;
 
-    fab->table_fd = memfd_create("rdmaflow-shm-table", MFD_CLOEXEC);
-    if (fab->table_fd < 0 ||
-        ftruncate(fab->table_fd, (off_t)SHM_TABLE_BYTES) != 0) {
+    fab->table_fd = shm_memfd_new("rdmaflow-shm-table", SHM_TABLE_BYTES);
+    if (fab->table_fd < 0) {
         st = rf_error_set(RF_ERR_NO_RESOURCE, "shm: region table memfd: %s",
                           strerror(errno));
         goto err_table_fd;
@@ -133,7 +133,17 @@ static rf_status shm_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
                           strerror(errno));
         goto err_table_fd;
     }
-    /* Other processes may only read the table, and never resize it. */
+    /* Peers may only map the table read-only from now on (this process
+     * keeps its writable mapping). */
+    if (fcntl(fab->table_fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) !=
+        0) {
+        st = rf_error_set(RF_ERR_UNAVAILABLE,
+                          "shm: cannot seal the region table against peer "
+                          "writes (F_SEAL_FUTURE_WRITE needs Linux 5.1): %s",
+                          strerror(errno));
+        munmap(fab->table, SHM_TABLE_BYTES);
+        goto err_table_fd;
+    }
     fab->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     fab->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (fab->wakefd < 0 || fab->epfd < 0) {
