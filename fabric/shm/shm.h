@@ -50,6 +50,12 @@
 #define SHM_SLOT_DATA  (64 * 1024)
 /* Copies are done in pieces of this size, checking the peer in between. */
 #define SHM_COPY_CHUNK (256u * 1024)
+/* Pacing: a transfer of at least SHM_PACE_MIN bytes does not start while
+ * its send queue's completion queue holds SHM_PACE_BYTES or more of
+ * completed, unconsumed transfers, for up to RF_SHM_PACE_MS (default 100;
+ * 0 disables); see README.md. */
+#define SHM_PACE_MIN   (1u << 20)
+#define SHM_PACE_BYTES (16u << 20)
 /* Work the progress thread runs on one endpoint before moving on. */
 #define SHM_RUN_BUDGET 256
 
@@ -145,6 +151,7 @@ typedef struct shm_fabric {
     pthread_mutex_t mu;
     int rnr_timeout_ms;
     int hs_timeout_ms;
+    int pace_ms;
     /* Region table. */
     int table_fd;
     shm_tentry *table;
@@ -171,6 +178,8 @@ typedef struct shm_cq {
     pthread_cond_t cv;
     rf_completion *v;
     size_t cap, head, count;
+    uint64_t lead; /* bytes of the transfers completed in v */
+    int paced;     /* a progress thread waits for lead to drop */
 } shm_cq;
 
 typedef struct shm_listener {
@@ -234,7 +243,8 @@ struct shm_ep {
     int rx_active;
     uint64_t rx_off, rx_total, rx_msg;
     uint32_t rx_op, rx_imm;
-    int64_t rnr_since; /* rf_now_ms() when a message found no receive */
+    int64_t rnr_since;  /* rf_now_ms() when a message found no receive */
+    int64_t pace_since; /* rf_now_ms() when the head started to wait */
 };
 
 /* shm_provider.c */
@@ -255,6 +265,9 @@ void shm_cq_destroy(rf_cq *cq);
 int shm_cq_poll(rf_cq *cq, rf_completion *out, int max);
 int shm_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
 void shm_cq_push(shm_cq *cq, const rf_completion *c);
+/* Bytes of completed transfers not yet taken; marks the queue so taking
+ * completions wakes the fabric's progress thread. */
+uint64_t shm_cq_lead(shm_cq *cq);
 
 /* shm_cm.c */
 rf_status shm_listen(rf_fabric *fabric, const char *host, uint16_t port,
@@ -310,7 +323,8 @@ rf_status shm_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
 rf_status shm_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
                         void *context);
 /* Runs queued work and ring traffic of one endpoint (progress thread,
- * fab->mu and ep->mu held). Returns 1 if work remains that can run now. */
-int shm_ep_progress(shm_ep *ep, int64_t *rnr_deadline);
+ * fab->mu and ep->mu held). Returns 1 if work remains that can run now;
+ * lowers *deadline to when a timed wait (RNR, pacing) ends. */
+int shm_ep_progress(shm_ep *ep, int64_t *deadline);
 
 #endif

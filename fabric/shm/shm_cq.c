@@ -1,9 +1,11 @@
 /* fabric/shm/shm_cq.c: completion queues of the shm provider. The progress
  * thread (and rf_ep_close) push completions; rf_cq_poll / rf_cq_wait take
  * them under the queue's mutex, waiting on a condition variable (no
- * spinning). Never loses a completion: past the depth the queue grows (it
- * is bounded by the work this process posted, never by a peer) and logs a
- * warning once. */
+ * spinning). The queue counts the bytes of the transfers whose completions
+ * it holds, for pacing (shm.h), and wakes the progress thread when taking
+ * completions brings that below SHM_PACE_BYTES. Never loses a completion: past
+ * the depth the queue grows (it is bounded by the work this process posted,
+ * never by a peer) and logs a warning once. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,17 +64,36 @@ void shm_cq_push(shm_cq *cq, const rf_completion *c)
     }
     cq->v[(cq->head + cq->count) % cq->cap] = *c;
     cq->count++;
+    if (c->status == RF_OK && c->op <= RF_OP_SEND)
+        cq->lead += c->len;
     pthread_cond_broadcast(&cq->cv);
     pthread_mutex_unlock(&cq->mu);
+}
+
+uint64_t shm_cq_lead(shm_cq *cq)
+{
+    pthread_mutex_lock(&cq->mu);
+    uint64_t lead = cq->lead;
+    if (lead >= SHM_PACE_BYTES)
+        cq->paced = 1;
+    pthread_mutex_unlock(&cq->mu);
+    return lead;
 }
 
 static int take_locked(shm_cq *cq, rf_completion *out, int max)
 {
     int n = 0;
     while (n < max && cq->count > 0) {
-        out[n++] = cq->v[cq->head];
+        const rf_completion *c = &cq->v[cq->head];
+        if (c->status == RF_OK && c->op <= RF_OP_SEND)
+            cq->lead -= c->len;
+        out[n++] = *c;
         cq->head = (cq->head + 1) % cq->cap;
         cq->count--;
+    }
+    if (n && cq->paced && cq->lead < SHM_PACE_BYTES) {
+        cq->paced = 0;
+        shm_fab_wake((shm_fabric *)cq->base.fabric);
     }
     return n;
 }

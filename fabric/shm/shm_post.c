@@ -20,6 +20,7 @@
  * Everything the peer wrote in the ring is read once and validated; a
  * corrupt ring fails the endpoint. */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -168,8 +169,14 @@ static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len)
         off += n;
         /* Also after the last piece: a large transfer completes only if
          * the peer was still there when it ended (as an RC ack would). */
-        if (len >= SHM_COPY_CHUNK && shm_ep_peer_gone(ep))
-            return RF_ERR_DISCONNECTED;
+        if (len >= SHM_COPY_CHUNK) {
+            if (shm_ep_peer_gone(ep))
+                return RF_ERR_DISCONNECTED;
+            /* A long copy keeps a core busy (there is no NIC doing it):
+             * let the threads waiting for its completions, and the peer,
+             * run in between. */
+            sched_yield();
+        }
     }
     return RF_OK;
 }
@@ -269,6 +276,12 @@ static void complete_recv(shm_ep *ep, rf_op op, rf_status st, uint32_t len,
     shm_cq_push((shm_cq *)ep->base.recv_cq, &c);
 }
 
+static void lower(int64_t *deadline, int64_t d)
+{
+    if (*deadline == RF_DEADLINE_NONE || d < *deadline)
+        *deadline = d;
+}
+
 static void rx_process(shm_ep *ep, int64_t *rnr_deadline)
 {
     int consumed = 0;
@@ -304,9 +317,7 @@ static void rx_process(shm_ep *ep, int64_t *rnr_deadline)
                                 "no receive posted within RF_RNR_TIMEOUT_MS");
                     return;
                 }
-                int64_t d = ep->rnr_since + ep->fab->rnr_timeout_ms;
-                if (*rnr_deadline == RF_DEADLINE_NONE || d < *rnr_deadline)
-                    *rnr_deadline = d;
+                lower(rnr_deadline, ep->rnr_since + ep->fab->rnr_timeout_ms);
                 break;
             }
             ep->rnr_since = 0;
@@ -360,11 +371,32 @@ static void pop(shm_ep *ep)
     ep->sq_count--;
 }
 
-int shm_ep_progress(shm_ep *ep, int64_t *rnr_deadline)
+/* True if the head transfer should wait for the application to take
+ * completions (pacing, see shm.h). */
+static int pace(shm_ep *ep, const rf_wr *wr, int64_t *deadline)
+{
+    int pace_ms = ep->fab->pace_ms;
+    if (!pace_ms || wr->len < SHM_PACE_MIN || (wr->flags & RF_WR_UNSIGNALED) ||
+        shm_cq_lead((shm_cq *)ep->base.send_cq) < SHM_PACE_BYTES) {
+        ep->pace_since = 0;
+        return 0;
+    }
+    int64_t now = rf_now_ms();
+    if (!ep->pace_since)
+        ep->pace_since = now ? now : 1;
+    if (now - ep->pace_since >= pace_ms) {
+        ep->pace_since = 0;
+        return 0;
+    }
+    lower(deadline, ep->pace_since + pace_ms);
+    return 1;
+}
+
+int shm_ep_progress(shm_ep *ep, int64_t *deadline)
 {
     if (ep->state != SHM_EP_OK || !ep->tx)
         return 0;
-    rx_process(ep, rnr_deadline);
+    rx_process(ep, deadline);
     int budget = SHM_RUN_BUDGET;
     while (ep->sq_count > 0 && ep->state == SHM_EP_OK) {
         shm_wqe *w = &ep->sq[ep->sq_head];
@@ -383,6 +415,8 @@ int shm_ep_progress(shm_ep *ep, int64_t *rnr_deadline)
         }
         if (budget-- == 0)
             return 1;
+        if (pace(ep, &w->wr, deadline))
+            break;
         rf_status st = RF_OK;
         if (w->wr.op != RF_OP_SEND)
             st = exec_one_sided(ep, &w->wr);

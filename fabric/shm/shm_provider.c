@@ -85,17 +85,17 @@ static void *progress(void *arg)
             pthread_mutex_unlock(&ep->mu);
         }
         int more = 0;
-        int64_t rnr_deadline = RF_DEADLINE_NONE;
+        int64_t deadline = RF_DEADLINE_NONE;
         for (shm_ep *ep = fab->eps; ep; ep = ep->next) {
             pthread_mutex_lock(&ep->mu);
-            more |= shm_ep_progress(ep, &rnr_deadline);
+            more |= shm_ep_progress(ep, &deadline);
             pthread_mutex_unlock(&ep->mu);
         }
         pthread_mutex_unlock(&fab->mu);
         if (more)
             timeout = 0;
-        else if (rnr_deadline != RF_DEADLINE_NONE)
-            timeout = rf_deadline_left_ms(rnr_deadline) + 1;
+        else if (deadline != RF_DEADLINE_NONE)
+            timeout = rf_deadline_left_ms(deadline) + 1;
         else
             timeout = -1;
     }
@@ -117,6 +117,10 @@ static rf_status shm_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     if (st != RF_OK)
         goto err_free;
     fab->hs_timeout_ms = (int)v;
+    st = rf_env_int("RF_SHM_PACE_MS", 100, 0, 60000, &v);
+    if (st != RF_OK)
+        goto err_free;
+    fab->pace_ms = (int)v;
     pthread_mutex_init(&fab->mu, NULL);
     fab->next_ep_id = 1;
 
