@@ -22,7 +22,9 @@
  *    peer is told with an ERR message. Later rf_post / rf_post_recv return
  *    RF_ERR_DISCONNECTED and post nothing.
  *  - Dead peer: its socket hangs up (EOF). Long copies check the socket
- *    every SHM_COPY_CHUNK bytes. */
+ *    every SHM_COPY_CHUNK bytes. A live but frozen receiver fails an
+ *    in-flight send/write_imm after RF_PEER_TIMEOUT_MS + RF_RNR_TIMEOUT_MS
+ *    without consuming a slot. */
 #ifndef RF_FABRIC_SHM_H
 #define RF_FABRIC_SHM_H
 
@@ -151,6 +153,7 @@ typedef struct shm_fabric {
     pthread_mutex_t mu;
     int rnr_timeout_ms;
     int hs_timeout_ms;
+    int peer_timeout_ms;
     int pace_ms;
     /* Region table. */
     int table_fd;
@@ -243,8 +246,10 @@ struct shm_ep {
     int rx_active;
     uint64_t rx_off, rx_total, rx_msg;
     uint32_t rx_op, rx_imm;
-    int64_t rnr_since;  /* rf_now_ms() when a message found no receive */
-    int64_t pace_since; /* rf_now_ms() when the head started to wait */
+    int64_t rnr_since;     /* rf_now_ms() when a message found no receive */
+    int64_t pace_since;    /* rf_now_ms() when the head started to wait */
+    int64_t tx_wait_since; /* the in-flight message's receiver last moved */
+    uint64_t tx_seen_cons;
 };
 
 /* shm_provider.c */

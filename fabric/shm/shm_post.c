@@ -371,6 +371,28 @@ static void pop(shm_ep *ep)
     ep->sq_count--;
 }
 
+/* A send/write_imm waits for its receiver. A receiver that consumes
+ * nothing (process stopped or wedged, not dead: that is EOF) for
+ * RF_PEER_TIMEOUT_MS + RF_RNR_TIMEOUT_MS fails the endpoint. */
+static int stalled(shm_ep *ep, int64_t *deadline)
+{
+    int64_t now = rf_now_ms();
+    uint64_t cons = __atomic_load_n(&ep->tx->cons, __ATOMIC_ACQUIRE);
+    if (!ep->tx_wait_since || cons != ep->tx_seen_cons) {
+        ep->tx_wait_since = now ? now : 1;
+        ep->tx_seen_cons = cons;
+    }
+    int64_t limit = (int64_t)ep->fab->peer_timeout_ms + ep->fab->rnr_timeout_ms;
+    if (now - ep->tx_wait_since >= limit) {
+        shm_ep_fail(ep, RF_ERR_DISCONNECTED, 1, RF_ERR_DISCONNECTED,
+                    "the peer consumed nothing for RF_PEER_TIMEOUT_MS + "
+                    "RF_RNR_TIMEOUT_MS");
+        return 1;
+    }
+    lower(deadline, ep->tx_wait_since + limit);
+    return 0;
+}
+
 /* True if the head transfer should wait for the application to take
  * completions (pacing, see shm.h). */
 static int pace(shm_ep *ep, const rf_wr *wr, int64_t *deadline)
@@ -401,17 +423,18 @@ int shm_ep_progress(shm_ep *ep, int64_t *deadline)
     while (ep->sq_count > 0 && ep->state == SHM_EP_OK) {
         shm_wqe *w = &ep->sq[ep->sq_head];
         if (w->inflight) {
-            if (w->pushed < w->nslots) {
+            if (w->pushed < w->nslots)
                 push_slots(ep, w);
-                if (w->pushed < w->nslots)
-                    break;
-            }
             uint64_t acked = __atomic_load_n(&ep->tx->acked, __ATOMIC_ACQUIRE);
-            if (acked < w->msg)
-                break;
-            shm_ep_complete(ep, &w->wr, RF_OK);
-            pop(ep);
-            continue;
+            if (w->pushed == w->nslots && acked >= w->msg) {
+                shm_ep_complete(ep, &w->wr, RF_OK);
+                pop(ep);
+                ep->tx_wait_since = 0;
+                continue;
+            }
+            if (stalled(ep, deadline))
+                return 0;
+            break;
         }
         if (budget-- == 0)
             return 1;

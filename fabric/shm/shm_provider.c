@@ -117,6 +117,10 @@ static rf_status shm_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     if (st != RF_OK)
         goto err_free;
     fab->hs_timeout_ms = (int)v;
+    st = rf_env_int("RF_PEER_TIMEOUT_MS", 10000, 100, 3600000, &v);
+    if (st != RF_OK)
+        goto err_free;
+    fab->peer_timeout_ms = (int)v;
     st = rf_env_int("RF_SHM_PACE_MS", 100, 0, 60000, &v);
     if (st != RF_OK)
         goto err_free;
