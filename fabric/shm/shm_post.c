@@ -107,15 +107,14 @@ static int read_entry(const shm_tentry *t, uint32_t rkey, shm_tentry *out)
         uint64_t s1 = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
         if (s1 & 1)
             continue;
-        out->addr = __atomic_load_n(&e->addr, __ATOMIC_RELAXED);
-        out->len = __atomic_load_n(&e->len, __ATOMIC_RELAXED);
-        out->seg_off = __atomic_load_n(&e->seg_off, __ATOMIC_RELAXED);
-        out->rkey = __atomic_load_n(&e->rkey, __ATOMIC_RELAXED);
-        out->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
-        out->seg_id = __atomic_load_n(&e->seg_id, __ATOMIC_RELAXED);
-        out->valid = __atomic_load_n(&e->valid, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) == s1)
+        out->addr = __atomic_load_n(&e->addr, __ATOMIC_ACQUIRE);
+        out->len = __atomic_load_n(&e->len, __ATOMIC_ACQUIRE);
+        out->seg_off = __atomic_load_n(&e->seg_off, __ATOMIC_ACQUIRE);
+        out->rkey = __atomic_load_n(&e->rkey, __ATOMIC_ACQUIRE);
+        out->access = __atomic_load_n(&e->access, __ATOMIC_ACQUIRE);
+        out->seg_id = __atomic_load_n(&e->seg_id, __ATOMIC_ACQUIRE);
+        out->valid = __atomic_load_n(&e->valid, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == s1)
             return 1;
     }
     return 0;
