@@ -185,9 +185,20 @@ typedef struct shm_cq {
     int paced;     /* a progress thread waits for lead to drop */
 } shm_cq;
 
+/* Connections accepted but whose CONNECT has not arrived yet. */
+#define SHM_MAX_PENDING 64
+
+typedef struct shm_pending {
+    int fd;
+    int64_t deadline;
+    char who[64];
+} shm_pending;
+
 typedef struct shm_listener {
     rf_listener base;
     int fd;
+    shm_pending pending[SHM_MAX_PENDING];
+    int npending;
 } shm_listener;
 
 typedef struct shm_conn_req {
@@ -216,6 +227,8 @@ typedef struct shm_peer_seg {
 } shm_peer_seg;
 
 enum { SHM_EP_OK = 0, SHM_EP_ERROR };
+/* Handshake state of an accepted endpoint (connectors start UP). */
+enum { SHM_HS_UP = 0, SHM_HS_WAIT_READY, SHM_HS_WAIT_DONE };
 
 struct shm_ep {
     rf_ep base;
@@ -226,6 +239,9 @@ struct shm_ep {
     int sock;
     int state;
     int granted; /* table and segments sent to the peer */
+    int gated;   /* created with RF_EP_REMOTE_ACCESS_OFF */
+    int hs;      /* SHM_HS_* */
+    int64_t hs_deadline;
     char peer[64];
     /* Send queue (ring buffer of max_send_wr). */
     shm_wqe *sq;

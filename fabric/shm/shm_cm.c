@@ -12,7 +12,10 @@
  * No region, segment or table descriptor is passed before the handshake is
  * complete, and none at all on a gated endpoint until
  * rf_ep_enable_remote_access. A connection that does not send its request
- * within RF_SHM_HANDSHAKE_TIMEOUT_MS is dropped. */
+ * within RF_SHM_HANDSHAKE_TIMEOUT_MS is dropped; connections waiting for
+ * theirs are kept across rf_listener_get_request calls (at most
+ * SHM_MAX_PENDING; more are refused), so a slow or silent connector never
+ * makes the call overrun its timeout or delays the others. */
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
@@ -130,8 +133,75 @@ rf_status shm_listen(rf_fabric *fabric, const char *host, uint16_t port,
 void shm_listener_close(rf_listener *base)
 {
     shm_listener *l = (shm_listener *)base;
+    for (int i = 0; i < l->npending; i++)
+        close(l->pending[i].fd);
     close(l->fd);
     free(l);
+}
+
+static void drop_pending(shm_listener *l, int i, const char *why)
+{
+    RF_LOG_WARN("shm: dropped a connection from %s on port %u: %s",
+                l->pending[i].who, (unsigned)l->base.port, why);
+    close(l->pending[i].fd);
+    l->pending[i] = l->pending[--l->npending];
+}
+
+/* Takes every waiting connection into the pending set (bounded). */
+static void take_new(shm_listener *l, shm_fabric *fab)
+{
+    for (;;) {
+        int c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (c < 0)
+            return;
+        if (l->npending == SHM_MAX_PENDING) {
+            char who[64];
+            describe_peer(c, who, sizeof who);
+            RF_LOG_WARN("shm: refused a connection from %s on port %u: %d "
+                        "connections are still in their handshake",
+                        who, (unsigned)l->base.port, SHM_MAX_PENDING);
+            close(c);
+            continue;
+        }
+        shm_pending *p = &l->pending[l->npending++];
+        p->fd = c;
+        p->deadline = rf_deadline_ms(fab->hs_timeout_ms);
+        describe_peer(c, p->who, sizeof p->who);
+    }
+}
+
+/* A pending connection's CONNECT, if it arrived: 1 request made, 0 not
+ * yet, -1 dropped. */
+static int try_pending(shm_listener *l, int i, rf_conn_req **out)
+{
+    shm_msg m;
+    int nfds = 0, fds[1];
+    int r = shm_msg_recv(l->pending[i].fd, &m, fds, 0, &nfds);
+    if (r == -EAGAIN) {
+        if (!rf_deadline_passed(l->pending[i].deadline))
+            return 0;
+        drop_pending(l, i, "no connect request in time");
+        return -1;
+    }
+    if (r != 1 || m.type != SHM_MSG_CONNECT || m.len > RF_MAX_PRIVATE_DATA) {
+        drop_pending(l, i, "not a valid connect request");
+        return -1;
+    }
+    shm_conn_req *req = calloc(1, sizeof *req);
+    if (!req) {
+        drop_pending(l, i, "out of memory");
+        return -1;
+    }
+    req->base.listener = &l->base;
+    req->base.priv_len = m.len;
+    memcpy(req->base.priv, m.priv, m.len);
+    snprintf(req->base.peer, sizeof req->base.peer, "%s", l->pending[i].who);
+    req->fd = l->pending[i].fd;
+    RF_LOG_INFO("shm: connection request from %s on port %u", l->pending[i].who,
+                (unsigned)l->base.port);
+    l->pending[i] = l->pending[--l->npending];
+    *out = &req->base;
+    return 1;
 }
 
 rf_status shm_get_request(rf_listener *base, int timeout_ms, rf_conn_req **out)
@@ -140,50 +210,32 @@ rf_status shm_get_request(rf_listener *base, int timeout_ms, rf_conn_req **out)
     shm_fabric *fab = (shm_fabric *)base->fabric;
     int64_t deadline = rf_deadline_ms(timeout_ms);
     for (;;) {
-        int c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (c < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                errno != ECONNABORTED)
-                return rf_error_set(RF_ERR_IO, "shm: accept: %s",
-                                    strerror(errno));
-            int left = rf_deadline_left_ms(deadline);
-            if (left == 0)
-                return rf_error_set(RF_ERR_TIMEOUT,
-                                    "rf_listener_get_request: no connection "
-                                    "request within %d ms",
-                                    timeout_ms);
-            struct pollfd p = {.fd = l->fd, .events = POLLIN};
-            (void)poll(&p, 1, left);
-            continue;
+        take_new(l, fab);
+        int64_t next = deadline;
+        for (int i = 0; i < l->npending;) {
+            int r = try_pending(l, i, out);
+            if (r == 1)
+                return RF_OK;
+            if (r == 0) {
+                if (next == RF_DEADLINE_NONE || l->pending[i].deadline < next)
+                    next = l->pending[i].deadline;
+                i++;
+            }
         }
-        char who[64];
-        describe_peer(c, who, sizeof who);
-        int hs = fab->hs_timeout_ms;
-        shm_msg m;
-        int nfds = 0, fds[1];
-        int r = shm_msg_wait(c, &m, fds, 0, &nfds, rf_deadline_ms(hs));
-        if (r != 1 || m.type != SHM_MSG_CONNECT ||
-            m.len > RF_MAX_PRIVATE_DATA) {
-            RF_LOG_WARN("shm: dropped a connection from %s: %s", who,
-                        r == -ETIMEDOUT ? "no request in time"
-                                        : "not a valid connect request");
-            close(c);
-            continue;
-        }
-        shm_conn_req *req = calloc(1, sizeof *req);
-        if (!req) {
-            close(c);
-            return rf_error_set(RF_ERR_NO_MEMORY, "shm: out of memory");
-        }
-        req->base.listener = base;
-        req->base.priv_len = m.len;
-        memcpy(req->base.priv, m.priv, m.len);
-        snprintf(req->base.peer, sizeof req->base.peer, "%s", who);
-        req->fd = c;
-        RF_LOG_INFO("shm: connection request from %s on port %u", who,
-                    (unsigned)base->port);
-        *out = &req->base;
-        return RF_OK;
+        if (rf_deadline_passed(deadline))
+            return rf_error_set(RF_ERR_TIMEOUT,
+                                "rf_listener_get_request: no connection "
+                                "request within %d ms",
+                                timeout_ms);
+        struct pollfd p[1 + SHM_MAX_PENDING];
+        p[0] = (struct pollfd){.fd = l->fd, .events = POLLIN};
+        for (int i = 0; i < l->npending; i++)
+            p[1 + i] =
+                (struct pollfd){.fd = l->pending[i].fd, .events = POLLIN};
+        int left = rf_deadline_left_ms(next);
+        if (poll(p, (nfds_t)(1 + l->npending), left) < 0 && errno != EINTR)
+            return rf_error_set(RF_ERR_IO, "shm: poll on the listener: %s",
+                                strerror(errno));
     }
 }
 
@@ -221,33 +273,13 @@ rf_status shm_accept(rf_conn_req *base, const rf_ep_attr *attr,
     }
     close(ep->rx_ring_fd);
     ep->rx_ring_fd = -1;
-    shm_msg m;
-    int nfds = 0, rfds[2];
-    int r = shm_msg_wait(ep->sock, &m, rfds, 2, &nfds,
-                         rf_deadline_ms(fab->hs_timeout_ms));
-    if (r != 1 || m.type != SHM_MSG_READY || nfds != 2) {
-        for (int i = 0; i < nfds; i++)
-            close(rfds[i]);
-        st = rf_error_set(RF_ERR_DISCONNECTED,
-                          "rf_accept: the connector (%s) did not complete the "
-                          "handshake",
-                          ep->peer);
-        shm_ep_free(ep);
-        return st;
-    }
-    st = shm_ep_attach(ep, rfds[0], rfds[1]);
-    if (st != RF_OK) {
-        shm_ep_free(ep);
-        return st;
-    }
-    st = shm_ep_register(ep, attr->flags & RF_EP_REMOTE_ACCESS_OFF);
-    if (st == RF_OK &&
-        shm_msg_send(ep->sock, SHM_MSG_ESTABLISHED, 0, 0, NULL, 0, NULL, 0))
-        st = rf_error_set(RF_ERR_DISCONNECTED,
-                          "rf_accept: the connector (%s) is gone", ep->peer);
-    if (st == RF_OK)
-        st = shm_ep_handshake_wait(ep, SHM_MSG_DONE,
-                                   rf_deadline_ms(fab->hs_timeout_ms));
+    /* The progress thread finishes the handshake (READY: the connector's
+     * ring; grants unless gated; ESTABLISHED; DONE), so a connector that
+     * stalls costs this call nothing. Work posted meanwhile waits. */
+    ep->hs = SHM_HS_WAIT_READY;
+    ep->hs_deadline = rf_deadline_ms(fab->hs_timeout_ms);
+    ep->gated = (attr->flags & RF_EP_REMOTE_ACCESS_OFF) != 0;
+    st = shm_ep_register(ep, 1);
     if (st == RF_OK)
         st = shm_ep_watch(ep);
     if (st != RF_OK) {

@@ -310,10 +310,35 @@ static void on_seg_gone(shm_ep *ep, uint32_t id)
     *s = ep->psegs[--ep->npsegs];
 }
 
+/* Acceptor side, progress thread (fab->mu and ep->mu held). */
+static void on_ready(shm_ep *ep, int *fds)
+{
+    if (ep->hs != SHM_HS_WAIT_READY) {
+        close(fds[0]);
+        close(fds[1]);
+        shm_ep_fail(ep, RF_OK, 1, RF_ERR_DISCONNECTED,
+                    "READY outside the handshake");
+        return;
+    }
+    if (shm_ep_attach(ep, fds[0], fds[1]) != RF_OK) {
+        shm_ep_fail(ep, RF_OK, 1, RF_ERR_DISCONNECTED, rf_error_message());
+        return;
+    }
+    if (!ep->gated && !ep->granted && shm_grant(ep) != RF_OK)
+        return; /* failed the endpoint */
+    if (shm_msg_send(ep->sock, SHM_MSG_ESTABLISHED, 0, 0, NULL, 0, NULL, 0)) {
+        shm_ep_fail(ep, RF_OK, 0, RF_OK, "the connector went away");
+        return;
+    }
+    ep->hs = SHM_HS_WAIT_DONE;
+}
+
 void shm_ep_handle(shm_ep *ep, const shm_msg *mp, int *fds, int nfds)
 {
     shm_msg m = *mp;
     int want = m.type == SHM_MSG_TABLE || m.type == SHM_MSG_SEG;
+    if (m.type == SHM_MSG_READY)
+        want = 2;
     if (nfds != want) {
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
@@ -335,6 +360,16 @@ void shm_ep_handle(shm_ep *ep, const shm_msg *mp, int *fds, int nfds)
         break;
     case SHM_MSG_SEG_GONE:
         on_seg_gone(ep, m.a);
+        break;
+    case SHM_MSG_READY:
+        on_ready(ep, fds);
+        break;
+    case SHM_MSG_DONE:
+        if (ep->hs != SHM_HS_WAIT_DONE)
+            shm_ep_fail(ep, RF_OK, 1, RF_ERR_DISCONNECTED,
+                        "DONE outside the handshake");
+        else
+            ep->hs = SHM_HS_UP;
         break;
     case SHM_MSG_ERR: {
         rf_status st = (rf_status)(int32_t)m.a;

@@ -415,8 +415,17 @@ static int pace(shm_ep *ep, const rf_wr *wr, int64_t *deadline)
 
 int shm_ep_progress(shm_ep *ep, int64_t *deadline)
 {
-    if (ep->state != SHM_EP_OK || !ep->tx)
+    if (ep->state != SHM_EP_OK)
         return 0;
+    if (ep->hs != SHM_HS_UP) {
+        if (rf_deadline_passed(ep->hs_deadline))
+            shm_ep_fail(ep, RF_OK, 1, RF_ERR_DISCONNECTED,
+                        "the connector did not complete the handshake within "
+                        "RF_SHM_HANDSHAKE_TIMEOUT_MS");
+        else
+            lower(deadline, ep->hs_deadline);
+        return 0;
+    }
     rx_process(ep, deadline);
     int budget = SHM_RUN_BUDGET;
     while (ep->sq_count > 0 && ep->state == SHM_EP_OK) {
