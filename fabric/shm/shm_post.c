@@ -293,8 +293,14 @@ static void rx_process(shm_ep *ep, int64_t *rnr_deadline)
             return;
         }
         const shm_slot *s = &ep->rx->slots[ep->rx_cons % SHM_RING_SLOTS];
-        uint32_t flags = s->flags, op = s->op, chunk = s->chunk, imm = s->imm;
-        uint64_t total = s->total, msg = s->msg;
+        /* Each header field loaded once (the peer may be rewriting it): what
+         * is validated is what is used. */
+        uint32_t flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+        uint32_t op = __atomic_load_n(&s->op, __ATOMIC_RELAXED);
+        uint32_t chunk = __atomic_load_n(&s->chunk, __ATOMIC_RELAXED);
+        uint32_t imm = __atomic_load_n(&s->imm, __ATOMIC_RELAXED);
+        uint64_t total = __atomic_load_n(&s->total, __ATOMIC_RELAXED);
+        uint64_t msg = __atomic_load_n(&s->msg, __ATOMIC_RELAXED);
         if (chunk > SHM_SLOT_DATA ||
             (op != RF_OP_SEND && op != RF_OP_WRITE_IMM) || total > UINT32_MAX ||
             (op == RF_OP_WRITE_IMM &&
