@@ -159,6 +159,7 @@ typedef struct shm_fabric {
     int table_fd;
     shm_tentry *table;
     uint32_t next_gen;
+    unsigned char slot_used[SHM_TABLE_ENTRIES];
     struct shm_mr *mrs; /* remote-access regions of this fabric */
     /* Endpoints and the progress thread. */
     shm_ep *eps;

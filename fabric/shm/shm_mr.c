@@ -269,17 +269,15 @@ rf_status shm_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
 
     pthread_mutex_lock(&seg_mu);
     pthread_mutex_lock(&fab->mu);
-    /* Free index from this process's own list (the shared table is only
-     * ever written here). */
+    /* A free slot from this process's own bitmap (the shared table is
+     * only ever written here, never trusted). */
     uint32_t idx = SHM_TABLE_ENTRIES;
-    for (uint32_t i = 0; i < SHM_TABLE_ENTRIES && idx == SHM_TABLE_ENTRIES;
-         i++) {
+    for (uint32_t i = 0; i < SHM_TABLE_ENTRIES; i++) {
         uint32_t j = (fab->next_gen + i) % SHM_TABLE_ENTRIES;
-        int used = 0;
-        for (shm_mr *m = fab->mrs; m && !used; m = m->next)
-            used = m->index == j;
-        if (!used)
+        if (!fab->slot_used[j]) {
             idx = j;
+            break;
+        }
     }
     rf_status st = RF_OK;
     if (idx == SHM_TABLE_ENTRIES)
@@ -300,6 +298,7 @@ rf_status shm_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
     if (gen == 0)
         gen = 1;
     mr->index = idx;
+    fab->slot_used[idx] = 1;
     mr->base.rkey = gen << SHM_TABLE_BITS | idx;
     /* The peers get the segment before the entry is valid, so an initiator
      * that sees the entry finds the segment's message on its socket. */
@@ -334,6 +333,7 @@ rf_status shm_mr_dereg(rf_mr *base)
     pthread_mutex_lock(&seg_mu);
     pthread_mutex_lock(&fab->mu);
     table_write(fab, mr->index, mr, 0);
+    fab->slot_used[mr->index] = 0;
     for (shm_mr **p = &fab->mrs; *p; p = &(*p)->next) {
         if (*p == mr) {
             *p = mr->next;
