@@ -5,9 +5,11 @@
  * Threads and locks. Each fabric has one progress thread owning an epoll set
  * of a wake eventfd and, per endpoint, its Unix socket (control messages,
  * peer death) and its doorbell eventfd (the peer produced or consumed ring
- * slots). User threads only queue work (rf_post, rf_post_recv) under the
- * endpoint lock and wake the thread; the progress thread executes every
- * work request, in posting order, with fab->mu and ep->mu held. Lock order:
+ * slots). User threads queue work (rf_post, rf_post_recv) under the
+ * endpoint lock and wake the thread; the progress thread executes the work
+ * requests, in posting order, with fab->mu and ep->mu held. Exception: a
+ * one-sided request of at most SHM_INLINE_MAX bytes posted on an endpoint
+ * with nothing queued runs at once in rf_post (ep->mu held). Lock order:
  * shm_seg_mu (process-wide segments) -> fab->mu -> ep->mu -> cq->mu.
  *
  * Semantics beyond fabric.h:
@@ -58,6 +60,9 @@
  * 0 disables); see README.md. */
 #define SHM_PACE_MIN   (1u << 20)
 #define SHM_PACE_BYTES (16u << 20)
+/* One-sided work up to this size posted on an idle endpoint runs in the
+ * posting thread. */
+#define SHM_INLINE_MAX (64u * 1024)
 /* Work the progress thread runs on one endpoint before moving on. */
 #define SHM_RUN_BUDGET 256
 
