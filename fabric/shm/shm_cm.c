@@ -70,15 +70,19 @@ static rf_status check_local(const char *what, const char *host)
     return RF_OK;
 }
 
+/* The peer's credentials, shaped like "address:port" (the user in the place
+ * of the address, the pid in that of the port), so that a caller grouping
+ * connections by address (the ps admission bound) groups them by user, as
+ * every process of a host shares one address on sock. */
 static void describe_peer(int fd, char *out, size_t cap)
 {
     struct ucred cr;
     socklen_t l = sizeof cr;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) == 0)
-        snprintf(out, cap, "pid %ld uid %ld gid %ld", (long)cr.pid,
-                 (long)cr.uid, (long)cr.gid);
+        snprintf(out, cap, "uid%ld/gid%ld:%ld", (long)cr.uid, (long)cr.gid,
+                 (long)cr.pid);
     else
-        snprintf(out, cap, "unknown process");
+        snprintf(out, cap, "unknown:0");
 }
 
 /* --- listener ---------------------------------------------------------------

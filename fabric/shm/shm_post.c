@@ -191,6 +191,10 @@ static rf_status resolve(shm_ep *ep, const rf_wr *wr, uint32_t need,
     if (!s || e.seg_off > s->len || e.len > s->len - e.seg_off)
         return RF_ERR_REMOTE_ACCESS;
     *out = s->map + e.seg_off + (a - e.addr);
+    /* The table is the peer's: an entry whose offset disagrees with its
+     * address must not make an atomic run on a misaligned word here. */
+    if (atomic && (uintptr_t)*out % 8)
+        return RF_ERR_INVALID_ARG;
     return RF_OK;
 }
 
