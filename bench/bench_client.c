@@ -222,7 +222,7 @@ int bench_client(const bench_opts *o, const char *host, uint16_t port)
         return 1;
     }
     bench_session s;
-    if (bench_session_init(&s, WHO, fab, max_size, txd, o->events,
+    if (bench_session_init(&s, WHO, fab, max_size, txd, o->events, o->spin_us,
                            o->timeout_s)) {
         rf_fabric_close(fab);
         return 1;

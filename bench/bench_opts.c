@@ -98,9 +98,14 @@ static void usage(FILE *f)
             "(default %d for\n"
             "                      write latency tests, else 0)\n"
             "  -N, --no-peak       do not compute the peak bandwidth\n"
-            "  -e, --events        wait on the completion queue "
-            "(rf_cq_wait) instead of\n"
-            "                      busy polling\n"
+            "  --poll MODE         how completions are awaited: wait "
+            "(default: rf_cq_wait,\n"
+            "                      which spins RF_CQ_SPIN_US, 20 us, then "
+            "blocks), busy\n"
+            "                      (rf_cq_poll in a loop, as perftest), or "
+            "events\n"
+            "                      (rf_cq_wait with no spin)\n"
+            "  -e, --events        --poll events (perftest's -e)\n"
             "  --json              one JSON object per result row, nothing "
             "else on stdout\n"
             "  --forever           --serve: keep serving clients (default: "
@@ -230,7 +235,29 @@ enum {
     OPT_READY_FD,
     OPT_PROVIDERS,
     OPT_TIMER,
+    OPT_POLL,
 };
+
+/* --poll MODE (and -e): sets poll, events and spin_us. */
+static int set_poll(bench_opts *o, const char *mode)
+{
+    if (strcmp(mode, "busy") == 0) {
+        o->events = false;
+        o->spin_us = -1;
+    } else if (strcmp(mode, "wait") == 0) {
+        o->events = true;
+        o->spin_us = -1;
+    } else if (strcmp(mode, "events") == 0) {
+        o->events = true;
+        o->spin_us = 0;
+    } else {
+        return bad("--poll: '%s' is not busy, wait or events", RF_ECHO(mode));
+    }
+    o->poll = strcmp(mode, "busy") == 0   ? "busy"
+              : strcmp(mode, "wait") == 0 ? "wait"
+                                          : "events";
+    return 0;
+}
 
 static int set_mode(bench_opts *o, bench_mode m, const char *flag)
 {
@@ -305,6 +332,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         {"inline-size", required_argument, NULL, 'I'},
         {"no-peak", no_argument, NULL, 'N'},
         {"events", no_argument, NULL, 'e'},
+        {"poll", required_argument, NULL, OPT_POLL},
         {"json", no_argument, NULL, OPT_JSON},
         {"forever", no_argument, NULL, OPT_FOREVER},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -320,6 +348,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     o->cq_mod = BENCH_DEFAULT_CQ_MOD;
     o->timeout_s = 60;
     o->timer_tsc = BENCH_HAVE_TSC;
+    set_poll(o, "wait");
     o->ready_fd = -1;
     bool host_set = false, port_set = false, tx_set = false;
     bool host_flag = false;
@@ -404,7 +433,11 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
             o->no_peak = true;
             break;
         case 'e':
-            o->events = true;
+            set_poll(o, "events");
+            break;
+        case OPT_POLL:
+            if (set_poll(o, optarg))
+                return 2;
             break;
         case OPT_JSON:
             o->json = true;

@@ -80,7 +80,12 @@ typedef struct bench_opts {
     uint32_t inline_size;
     bool inline_set;
     bool no_peak;
-    bool events;
+    /* --poll: busy = rf_cq_poll in a loop (perftest's way); wait (the
+     * default) = rf_cq_wait, which spins RF_CQ_SPIN_US then blocks; events
+     * (-e) = rf_cq_wait with no spin */
+    const char *poll;
+    bool events; /* rf_cq_wait (wait or events), not rf_cq_poll */
+    int spin_us; /* the CQs' spin: -1 = the library's (RF_CQ_SPIN_US) */
     bool json;
     bool forever;
     int timeout_s;

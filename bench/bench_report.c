@@ -21,6 +21,16 @@
     " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   "    \
     "MsgRate[Mpps]\n"
 
+/* How completions were awaited, for the header. */
+static const char *completions(const bench_opts *o)
+{
+    if (!o->events)
+        return "busy poll";
+    if (o->spin_us == 0)
+        return "rf_cq_wait, no spin";
+    return "rf_cq_wait, spin";
+}
+
 void bench_report_header(const bench_report_ctx *c)
 {
     if (c->o->json)
@@ -39,12 +49,11 @@ void bench_report_header(const bench_report_ctx *c)
     if (bench_clock_use_tsc)
         printf(" Completions     : %-14s Timer          : rdtsc, %.3f GHz "
                "(vs CLOCK_MONOTONIC)\n",
-               c->o->events ? "rf_cq_wait" : "busy poll",
-               1.0 / bench_clock_ns_per_tick());
+               completions(c->o), 1.0 / bench_clock_ns_per_tick());
     else
         printf(" Completions     : %-14s Timer          : "
                "CLOCK_MONOTONIC\n",
-               c->o->events ? "rf_cq_wait" : "busy poll");
+               completions(c->o));
     if (c->t->pingpong)
         printf(" Latency         : ping-pong round trip / 2\n");
     else if (!c->t->bw)

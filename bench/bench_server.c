@@ -206,7 +206,7 @@ static int serve_one(const bench_opts *o, rf_fabric *fab, rf_conn_req *req)
 
     bench_session s;
     if (bench_session_init(&s, WHO, fab, st.hello.max_size, st.hello.tx_depth,
-                           o->events, o->timeout_s)) {
+                           o->events, o->spin_us, o->timeout_s)) {
         rf_reject(req, NULL, 0);
         return -1;
     }

@@ -44,13 +44,14 @@ static void layout(uint64_t max_size, uint32_t tx_depth, uint32_t slots,
 
 int bench_session_init(bench_session *s, const char *who, rf_fabric *fab,
                        uint64_t max_size, uint32_t tx_depth, bool events,
-                       int timeout_s)
+                       int spin_us, int timeout_s)
 {
     memset(s, 0, sizeof *s);
     s->who = who;
     s->fab = fab;
     s->tx_depth = tx_depth;
     s->events = events;
+    s->spin_us = spin_us;
     s->timeout_ns = (uint64_t)timeout_s * 1000000000u;
     /* Enough receives that a write_imm stream at full TX depth never
      * waits for one (the receiver reposts as it consumes). */
@@ -69,6 +70,10 @@ int bench_session_init(bench_session *s, const char *who, rf_fabric *fab,
         st = rf_cq_create(fab, 2 * tx_depth + 64, &s->scq);
     if (st == RF_OK)
         st = rf_cq_create(fab, s->recv_slots + 16, &s->rcq);
+    if (st == RF_OK && events && spin_us >= 0)
+        st = rf_cq_set_spin_us(s->scq, (unsigned)spin_us);
+    if (st == RF_OK && events && spin_us >= 0)
+        st = rf_cq_set_spin_us(s->rcq, (unsigned)spin_us);
     if (st != RF_OK) {
         bench_err(s, "setup: %s: %s", rf_status_string(st), rf_error_message());
         bench_session_fini(s);

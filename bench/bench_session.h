@@ -48,6 +48,7 @@ typedef struct bench_session {
     rf_ep *ep;
     rf_mr_desc peer; /* the peer's region */
     bool events;     /* rf_cq_wait instead of polling */
+    int spin_us;     /* with events: the CQs' spin, -1 = the library's */
     uint64_t timeout_ns;
 } bench_session;
 
@@ -56,7 +57,7 @@ typedef struct bench_session {
  * Returns 0 or -1 (message printed). */
 int bench_session_init(bench_session *s, const char *who, rf_fabric *fab,
                        uint64_t max_size, uint32_t tx_depth, bool events,
-                       int timeout_s);
+                       int spin_us, int timeout_s);
 /* Endpoint attributes matching the session's queues. */
 rf_ep_attr bench_session_ep_attr(const bench_session *s);
 /* Posts every receive slot (after the endpoint exists). */

@@ -35,8 +35,8 @@ int bench_spawn_server(const bench_opts *o, rf_child *server, uint16_t *port)
         argv[n++] = "--provider";
         argv[n++] = o->provider;
     }
-    if (o->events)
-        argv[n++] = "--events";
+    argv[n++] = "--poll";
+    argv[n++] = o->poll;
     argv[n] = NULL;
 
     rf_spawn_opts so = {.argv = argv,

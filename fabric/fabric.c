@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "fabric/provider.h"
 #include "rdmaflow/byteorder.h"
+#include "rdmaflow/clock.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 
@@ -88,10 +89,16 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
     if (!ops->fabric_open)
         return rf_error_set(RF_ERR_UNSUPPORTED, "provider %s cannot open",
                             ops->name);
+    int64_t spin = 0;
+    rf_status st = rf_env_int("RF_CQ_SPIN_US", RF_CQ_SPIN_US_DEFAULT, 0,
+                              RF_CQ_SPIN_US_MAX, &spin);
+    if (st != RF_OK)
+        return st;
     rf_fabric_attr none = {0};
-    rf_status st = ops->fabric_open(attr ? attr : &none, out);
+    st = ops->fabric_open(attr ? attr : &none, out);
     if (st == RF_OK) {
         (*out)->ops = ops;
+        (*out)->cq_spin_us = (unsigned)spin;
         RF_LOG_INFO("fabric: opened provider %s", ops->name);
     }
     return st;
@@ -192,7 +199,20 @@ rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
                             depth);
     if (!fabric->ops->cq_create)
         return UNSUPPORTED(fabric, "rf_cq_create");
-    return fabric->ops->cq_create(fabric, depth, out);
+    rf_status st = fabric->ops->cq_create(fabric, depth, out);
+    if (st == RF_OK)
+        (*out)->spin_us = fabric->cq_spin_us;
+    return st;
+}
+
+rf_status rf_cq_set_spin_us(rf_cq *cq, unsigned spin_us)
+{
+    if (!cq || spin_us > RF_CQ_SPIN_US_MAX)
+        return rf_error_set(
+            RF_ERR_INVALID_ARG, "rf_cq_set_spin_us: %s (at most %d us)",
+            cq ? "spin too long" : "NULL CQ", RF_CQ_SPIN_US_MAX);
+    cq->spin_us = spin_us;
+    return RF_OK;
 }
 
 void rf_cq_destroy(rf_cq *cq)
@@ -210,12 +230,43 @@ int rf_cq_poll(rf_cq *cq, rf_completion *out, int max)
     return cq->fabric->ops->cq_poll(cq, out, max);
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
 int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
 {
     if (!cq || !out || max <= 0 || timeout_ms < -1)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_wait: bad arguments");
     if (!cq->fabric->ops->cq_wait)
         return UNSUPPORTED(cq->fabric, "rf_cq_wait");
+    /* Spin first, then block: a completion due within the spin costs no
+     * sleep and wake-up, and a waiter that finds nothing soon gives the
+     * CPU back (to the provider's own threads and the peer, on a small
+     * host) instead of busy-polling until the timeout. */
+    if (cq->spin_us && timeout_ms != 0) {
+        uint64_t now = rf_now_ns(), end = now + (uint64_t)cq->spin_us * 1000u;
+        if (timeout_ms > 0 && end > now + (uint64_t)timeout_ms * 1000000u)
+            end = now + (uint64_t)timeout_ms * 1000000u;
+        for (;;) {
+            int n = cq->fabric->ops->cq_poll(cq, out, max);
+            if (n != 0)
+                return n;
+            now = rf_now_ns();
+            if (now >= end)
+                break;
+            cpu_relax();
+        }
+        if (timeout_ms > 0) {
+            int64_t left = (int64_t)timeout_ms - (int64_t)(cq->spin_us / 1000u);
+            timeout_ms = left > 0 ? (int)left : 0;
+        }
+    }
     return cq->fabric->ops->cq_wait(cq, out, max, timeout_ms);
 }
 

@@ -12,6 +12,7 @@ typedef struct rf_provider_ops rf_provider_ops;
 
 struct rf_fabric {
     const rf_provider_ops *ops;
+    unsigned cq_spin_us; /* RF_CQ_SPIN_US: new CQs' rf_cq_wait spin */
 };
 
 struct rf_mr {
@@ -26,6 +27,7 @@ struct rf_mr {
 
 struct rf_cq {
     rf_fabric *fabric;
+    unsigned spin_us; /* rf_cq_wait polls this long before it blocks */
 };
 
 struct rf_listener {

@@ -31,6 +31,7 @@ static void node_free(rf_node *n)
     rf_gfree(n->optim);
     if (n->var) {
         rf_var_release(n->var);
+        rf_gfree(n->var->slice);
         rf_gfree(n->var);
     }
     rf_gfree(n);
@@ -44,6 +45,7 @@ void rf_graph_destroy(rf_graph *g)
         node_free(g->nodes[i]);
     rf_gfree(g->nodes);
     rf_gfree(g->vars);
+    rf_gfree(g->partitioner);
     for (size_t i = 0; i < g->cap_names; i++)
         rf_gfree(g->names[i].key);
     rf_gfree(g->names);

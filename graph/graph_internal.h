@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rdmaflow/clock.h"
+#include "rdmaflow/device.h"
 #include "rdmaflow/graph.h"
 
 /* ---- counted allocator (alloc.c) --------------------------------------- */
@@ -118,6 +119,7 @@ typedef struct rf_var {
     rf_initializer init;
     rf_node *slot_primary;
     char slot_name[32];
+    rf_save_slice *slice; /* a part of a partitioned variable, else NULL */
 } rf_var;
 
 struct rf_node {
@@ -172,6 +174,7 @@ struct rf_graph {
     int coloc_depth;
     uint64_t seed;
     rf_variable_storage storage; /* for new variables (alloc NULL: own) */
+    rf_partitioner *partitioner; /* rf_get_variable's, NULL: none */
     rf_status err;
     char errmsg[512];
 };

@@ -36,10 +36,10 @@ rf_node *rf_dense(rf_graph *g, rf_node *x, int units, rf_activation act,
                              name ? name : "", x->name, SHAPE_STR(&x->shape));
     if (rf_name_scope_push(g, name ? name : "dense") != RF_OK)
         return rf_graph_fail(g, RF_ERR_INVALID_ARG, "dense: bad name");
-    rf_node *w = rf_variable(g, RF_F32, RF_SHAPE(in, units),
-                             rf_init_glorot_uniform(), "kernel");
+    rf_node *w = rf_get_variable(g, RF_F32, RF_SHAPE(in, units),
+                                 rf_init_glorot_uniform(), "kernel");
     rf_node *b =
-        rf_variable(g, RF_F32, RF_SHAPE(units), rf_init_zeros(), "bias");
+        rf_get_variable(g, RF_F32, RF_SHAPE(units), rf_init_zeros(), "bias");
     rf_node *y =
         rf_bias_add(g, rf_matmul(g, x, w, false, false, NULL), b, NULL);
     y = rf_activation_apply(g, y, act, NULL);
@@ -63,10 +63,10 @@ rf_node *rf_conv2d_layer(rf_graph *g, rf_node *x, int filters, int kh, int kw,
     if (rf_name_scope_push(g, name ? name : "conv2d") != RF_OK)
         return rf_graph_fail(g, RF_ERR_INVALID_ARG, "conv2d: bad name");
     rf_node *w =
-        rf_variable(g, RF_F32, RF_SHAPE(kh, kw, x->shape.dims[3], filters),
-                    rf_init_glorot_uniform(), "kernel");
+        rf_get_variable(g, RF_F32, RF_SHAPE(kh, kw, x->shape.dims[3], filters),
+                        rf_init_glorot_uniform(), "kernel");
     rf_node *b =
-        rf_variable(g, RF_F32, RF_SHAPE(filters), rf_init_zeros(), "bias");
+        rf_get_variable(g, RF_F32, RF_SHAPE(filters), rf_init_zeros(), "bias");
     rf_node *y = rf_bias_add(
         g, rf_conv2d(g, x, w, stride, stride, padding, NULL), b, NULL);
     y = rf_activation_apply(g, y, act, NULL);

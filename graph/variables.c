@@ -2,7 +2,8 @@
  * buffer (64-byte aligned) unless the distributed runtime pointed it at
  * external storage (rf_variable_set_storage); initializers (zeros, constant,
  * uniform, truncated normal, glorot_uniform) draw from a seeded xoshiro256**
- * stream, so values depend only on the seeds and the variable's name. */
+ * stream, so values depend only on the seeds and the variable's name (a
+ * part of a partitioned variable: its slice of what the whole gets). */
 #include <math.h>
 #include <string.h>
 
@@ -319,12 +320,13 @@ static double normal01(rng *r)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static uint64_t var_seed(const rf_node *var)
+/* name: the variable's, or for a part its whole's */
+static uint64_t var_seed(const rf_node *var, const char *name)
 {
     if (var->var->init.seed)
         return var->var->init.seed;
     uint64_t h = 1469598103934665603ull;
-    for (const char *p = var->name; *p; p++)
+    for (const char *p = name; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
     uint64_t x = var->graph->seed ^ h;
     return splitmix64(&x);
@@ -349,28 +351,14 @@ static void fans(const rf_shape *s, double *fan_in, double *fan_out)
     }
 }
 
-rf_status rf_variable_initialize(rf_node *var)
+/* n float32 values of a variable of shape s by its initializer, from the
+ * stream seeded with seed. */
+static void fill_f32(const rf_initializer *in, uint64_t seed, const rf_shape *s,
+                     float *d)
 {
-    if (!var || !var->var)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_variable_initialize: not a variable");
-    rf_var *v = var->var;
-    int64_t n = rf_shape_numel(&var->shape);
-    const rf_initializer *in = &v->init;
-    if (var->dtype != RF_F32) {
-        double c = in->kind == RF_INIT_CONSTANT ? in->a : 0.0;
-        for (int64_t i = 0; i < n; i++) {
-            if (var->dtype == RF_I32)
-                ((int32_t *)v->data)[i] = (int32_t)c;
-            else
-                ((int64_t *)v->data)[i] = (int64_t)c;
-        }
-        v->initialized = true;
-        return RF_OK;
-    }
-    float *d = v->data;
+    int64_t n = rf_shape_numel(s);
     rng r;
-    rng_seed(&r, var_seed(var));
+    rng_seed(&r, seed);
     double fi, fo, lim;
     switch (in->kind) {
     case RF_INIT_ZEROS:
@@ -394,11 +382,49 @@ rf_status rf_variable_initialize(rf_node *var)
         }
         break;
     case RF_INIT_GLOROT_UNIFORM:
-        fans(&var->shape, &fi, &fo);
+        fans(s, &fi, &fo);
         lim = sqrt(6.0 / (fi + fo > 0 ? fi + fo : 1.0));
         for (int64_t i = 0; i < n; i++)
             d[i] = (float)(-lim + 2.0 * lim * uniform01(&r));
         break;
+    }
+}
+
+rf_status rf_variable_initialize(rf_node *var)
+{
+    if (!var || !var->var)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_variable_initialize: not a variable");
+    rf_var *v = var->var;
+    int64_t n = rf_shape_numel(&var->shape);
+    const rf_initializer *in = &v->init;
+    if (var->dtype != RF_F32) {
+        double c = in->kind == RF_INIT_CONSTANT ? in->a : 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            if (var->dtype == RF_I32)
+                ((int32_t *)v->data)[i] = (int32_t)c;
+            else
+                ((int64_t *)v->data)[i] = (int64_t)c;
+        }
+        v->initialized = true;
+        return RF_OK;
+    }
+    if (!v->slice) {
+        fill_f32(in, var_seed(var, var->name), &var->shape, v->data);
+    } else {
+        /* A part of a partitioned variable: its slice of the values the
+         * whole would have (so partitioning changes where a variable lives,
+         * not its numbers; TF draws each part on its own). */
+        size_t whole = (size_t)rf_shape_numel(&v->slice->full_shape);
+        float *w = rf_gmalloc((whole ? whole : 1) * sizeof *w);
+        if (!w)
+            return rf_error_set(RF_ERR_NO_MEMORY,
+                                "initializing %s: no memory for %zu values",
+                                var->name, whole);
+        fill_f32(in, var_seed(var, v->slice->full_name), &v->slice->full_shape,
+                 w);
+        rf_save_slice_copy(v->slice, sizeof(float), w, v->data, false);
+        rf_gfree(w);
     }
     v->initialized = true;
     return RF_OK;

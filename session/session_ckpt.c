@@ -3,7 +3,8 @@
  * first variable's Adam beta powers) and global_step with one-sided reads
  * into a registered snapshot block while the other workers go on training,
  * and writes them under TensorFlow's names (dense/kernel,
- * dense/kernel/Adagrad, beta1_power, global_step) as
+ * dense/kernel/Adagrad, beta1_power, global_step; a partitioned variable
+ * whole under its own name, rf_ckpt_vars) as
  * model.ckpt-<step>.safetensors. Restoring (the chief, when the session is
  * created): the newest checkpoint that verifies is written into the shards
  * in place of the initial values: slots, beta powers and global_step
@@ -79,46 +80,37 @@ static rf_ps_xfer *xfer_array(const rf_session *s)
     return calloc(s->nv * (RF_OPTIM_MAX_SLOTS + 1) + 1, sizeof(rf_ps_xfer));
 }
 
-/* The checkpoint's tensors over the snapshot block and gs. */
-static size_t snapshot_tensors(const rf_session *s, const int64_t *gs,
-                               rf_ckpt_tensor *t)
+/* The checkpoint's tensors over the snapshot block and gs, under TF's
+ * names (partitioned variables whole: rf_ckpt_vars). */
+static rf_status snapshot_tensors(const rf_session *s, const int64_t *gs,
+                                  rf_ckpt_vars **out)
 {
-    size_t n = 0, off = 64;
-    for (size_t i = 0; i < s->nv; i++) {
+    rf_ckpt_vars *b = NULL;
+    rf_status st =
+        rf_ckpt_vars_create(s->nv * (RF_OPTIM_MAX_SLOTS + 1) + 3, &b);
+    size_t off = 64;
+    for (size_t i = 0; st == RF_OK && i < s->nv; i++) {
         const sess_var *v = &s->v[i];
         size_t step = ALIGN64(v->info.values_bytes);
-        for (unsigned k = 0; k <= v->apply.num_slots; k++, off += step)
-            t[n++] = (rf_ckpt_tensor){.name = k == 0 ? rf_node_name(v->var)
-                                                     : v->slot_names[k - 1],
-                                      .dtype = RF_F32,
-                                      .shape = v->info.shape,
-                                      .data = s->snap + off,
-                                      .bytes = v->info.values_bytes};
+        for (unsigned k = 0; st == RF_OK && k <= v->apply.num_slots;
+             k++, off += step)
+            st = rf_ckpt_vars_add(b, k == 0 ? v->var : v->apply.slots[k - 1],
+                                  s->snap + off);
     }
     const rf_apply_info *a = &s->v[0].apply;
-    if (a->beta1_power) {
-        t[n++] = (rf_ckpt_tensor){.name = rf_node_name(a->beta1_power),
-                                  .dtype = RF_F32,
-                                  .shape = rf_shape_make(0, NULL),
-                                  .data = s->snap,
-                                  .bytes = 4};
-        t[n++] = (rf_ckpt_tensor){.name = rf_node_name(a->beta2_power),
-                                  .dtype = RF_F32,
-                                  .shape = rf_shape_make(0, NULL),
-                                  .data = s->snap + 4,
-                                  .bytes = 4};
+    if (st == RF_OK && a->beta1_power) {
+        st = rf_ckpt_vars_add(b, a->beta1_power, s->snap);
+        if (st == RF_OK)
+            st = rf_ckpt_vars_add(b, a->beta2_power, s->snap + 4);
     }
-    t[n++] = (rf_ckpt_tensor){.name = rf_node_name(s->global_step_var),
-                              .dtype = RF_I64,
-                              .shape = rf_shape_make(0, NULL),
-                              .data = gs,
-                              .bytes = 8};
-    return n;
-}
-
-static rf_ckpt_tensor *tensor_array(const rf_session *s)
-{
-    return calloc(s->nv * (RF_OPTIM_MAX_SLOTS + 1) + 3, sizeof(rf_ckpt_tensor));
+    if (st == RF_OK)
+        st = rf_ckpt_vars_add(b, s->global_step_var, gs);
+    if (st != RF_OK) {
+        rf_ckpt_vars_free(b);
+        b = NULL;
+    }
+    *out = b;
+    return st;
 }
 
 rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
@@ -134,8 +126,8 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
     if (st != RF_OK)
         return st;
     rf_ps_xfer *x = xfer_array(s);
-    rf_ckpt_tensor *t = tensor_array(s);
-    if (!x || !t) {
+    rf_ckpt_vars *cv = NULL;
+    if (!x) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
         goto out;
     }
@@ -157,74 +149,46 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
     snprintf(step, sizeof step, "%lld", (long long)gs);
     const char *meta[] = {"format", "rdmaflow checkpoint", "global_step", step,
                           NULL};
-    st = rf_ckpt_dir_save(dir, gs, t, snapshot_tensors(s, &gs, t), meta,
-                          max_to_keep, path_out, len);
+    const rf_ckpt_tensor *t = NULL;
+    size_t nt = 0;
+    st = snapshot_tensors(s, &gs, &cv);
+    if (st == RF_OK)
+        st = rf_ckpt_vars_tensors(cv, &t, &nt);
+    if (st == RF_OK)
+        st = rf_ckpt_dir_save(dir, gs, t, nt, meta, max_to_keep, path_out, len);
     if (st == RF_OK)
         s->saved_step = gs;
 out:
     free(x);
-    free(t);
+    rf_ckpt_vars_free(cv);
     return st;
-}
-
-/* The checkpoint's tensor name, checked against what the graph has. */
-static rf_status find_tensor(const rf_ckpt *ck, const char *name, rf_dtype dt,
-                             rf_shape shape, const void **data)
-{
-    const rf_ckpt_entry *e = rf_ckpt_find(ck, name);
-    if (!e)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "checkpoint %s has no tensor '%s' for this graph",
-                            rf_ckpt_path(ck), name);
-    if (e->t.dtype != dt || !rf_shape_equal(&e->t.shape, &shape)) {
-        char a[64], b[64];
-        rf_shape_format(&e->t.shape, a, sizeof a);
-        rf_shape_format(&shape, b, sizeof b);
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "checkpoint %s has '%s' as %s%s; this graph has "
-                            "%s%s",
-                            rf_ckpt_path(ck), name, rf_dtype_name(e->t.dtype),
-                            a, rf_dtype_name(dt), b);
-    }
-    *data = e->t.data;
-    return RF_OK;
 }
 
 /* Fills the variables' storage, the snapshot block (slots, powers) and the
  * graph's own slot variables from ck, every tensor checked first. */
 static rf_status fill_from(rf_session *s, const rf_ckpt *ck, int64_t *gs)
 {
-    rf_shape scalar = rf_shape_make(0, NULL);
-    const void *p = NULL;
-    rf_status st =
-        find_tensor(ck, rf_node_name(s->global_step_var), RF_I64, scalar, &p);
+    rf_status st = rf_ckpt_read_variable(ck, s->global_step_var, gs);
     if (st != RF_OK)
         return st;
-    memcpy(gs, p, 8);
     size_t off = 64;
     for (size_t i = 0; i < s->nv; i++) {
         sess_var *v = &s->v[i];
-        size_t bytes = v->info.values_bytes, step = ALIGN64(bytes);
+        size_t step = ALIGN64(v->info.values_bytes);
         for (unsigned k = 0; k <= v->apply.num_slots; k++, off += step) {
-            const char *name =
-                k == 0 ? rf_node_name(v->var) : v->slot_names[k - 1];
-            st = find_tensor(ck, name, RF_F32, v->info.shape, &p);
+            st = rf_ckpt_read_variable(
+                ck, k == 0 ? v->var : v->apply.slots[k - 1], s->snap + off);
             if (st != RF_OK)
                 return st;
-            memcpy(s->snap + off, p, bytes);
         }
     }
     const rf_apply_info *a = &s->v[0].apply;
     if (a->beta1_power) {
-        st = find_tensor(ck, rf_node_name(a->beta1_power), RF_F32, scalar, &p);
+        st = rf_ckpt_read_variable(ck, a->beta1_power, s->snap);
         if (st == RF_OK)
-            memcpy(s->snap, p, 4);
-        if (st == RF_OK)
-            st = find_tensor(ck, rf_node_name(a->beta2_power), RF_F32, scalar,
-                             &p);
+            st = rf_ckpt_read_variable(ck, a->beta2_power, s->snap + 4);
         if (st != RF_OK)
             return st;
-        memcpy(s->snap + 4, p, 4);
     }
     /* checked: now into the graph (values are the shards' source) */
     off = 64;

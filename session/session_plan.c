@@ -237,7 +237,21 @@ static rf_step_op var_op(const sess_var *v, rf_step_op_kind kind,
                         .op = op,
                         .var = rf_node_name(v->var),
                         .ps_task = v->ps_task,
-                        .bytes = v->info.values_bytes};
+                        .bytes = v->info.values_bytes,
+                        .wire_bytes = v->info.values_bytes};
+}
+
+/* A push's payload both ways (rf_step_op.wire_bytes; ps_client_push.c
+ * says what each strategy posts). */
+static size_t push_wire_bytes(const rf_session *s, const sess_var *v)
+{
+    size_t vb = v->info.values_bytes;
+    if (s->opt.apply != RF_PS_APPLY_WORKER)
+        return vb + 8 + (s->sync_n ? 8 : 0); /* gradient, ack, tag */
+    /* READ and WRITE of beta powers + values + slots, FETCH_AND_ADD of
+     * the version; locking: CMP_AND_SWP, a second FETCH_AND_ADD, WRITE 0 */
+    size_t range = 8 + (1 + (size_t)v->apply.num_slots) * vb;
+    return 2 * range + 8 + (s->opt.use_locking ? 24 : 0);
 }
 
 /* READs (all posted at once), COMPUTE, one push per gradient in the order
@@ -269,6 +283,7 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
             continue;
         rf_step_op op = var_op(&s->v[i], RF_STEP_PUSH, s->push->push_op);
         op.locking = s->opt.apply == RF_PS_APPLY_WORKER && s->opt.use_locking;
+        op.wire_bytes = push_wire_bytes(s, &s->v[i]);
         p->push_op[i] = p->nops;
         st = add_op(p, cap, op, s->push->push_op, rf_node_name(s->v[i].var));
     }
@@ -284,7 +299,8 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
                           .op = s->push->advance_op,
                           .var = rf_node_name(s->global_step_var),
                           .ps_task = 0,
-                          .bytes = 8};
+                          .bytes = 8,
+                          .wire_bytes = 8};
         st = add_op(p, cap, adv, s->push->advance_op,
                     rf_node_name(s->global_step_var));
     }

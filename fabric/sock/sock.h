@@ -95,6 +95,10 @@ typedef struct sock_cq {
     uint32_t cap, head, count;
     sock_cq_chunk *ovf_head, *ovf_tail; /* completions past the depth */
     size_t ovf_count;
+    /* count + ovf_count, stored under mu and read without it: an empty
+     * queue is polled without taking the lock the progress thread pushes
+     * under */
+    _Atomic size_t pending;
     int waiters;
     int refs;      /* endpoints using it */
     int destroyed; /* rf_cq_destroy called; freed when refs reaches 0 */

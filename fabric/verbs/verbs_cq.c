@@ -2,9 +2,10 @@
  * queue (completions already taken from the device: batch overflow, work
  * completed by rf_ep_close) and then ibv_poll_cq in batches, translating
  * each CQE through the endpoint's ring of posted work (verbs_ep.c). One
- * mutex per CQ lets several threads poll it. rf_cq_wait busy-polls
- * (RF_VERBS_CQ_MODE=poll, the default) or sleeps on a completion channel
- * (RF_VERBS_CQ_MODE=event: ibv_req_notify_cq + poll() on its fd). */
+ * mutex per CQ lets several threads poll it. rf_cq_wait, after the spin
+ * fabric.c makes (RF_CQ_SPIN_US), sleeps on a completion channel
+ * (RF_VERBS_CQ_MODE=event, the default: ibv_req_notify_cq + poll() on its
+ * fd) or busy-polls on (RF_VERBS_CQ_MODE=poll). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

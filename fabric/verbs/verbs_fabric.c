@@ -115,7 +115,7 @@ rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
 
     static const char *const modes[] = {"poll", "event", NULL};
     rf_status st =
-        rf_env_choice("RF_VERBS_CQ_MODE", modes, 0, &fab->cq_event_mode);
+        rf_env_choice("RF_VERBS_CQ_MODE", modes, 1, &fab->cq_event_mode);
     int64_t inline_cap = 256;
     if (st == RF_OK)
         st = rf_env_int("RF_VERBS_MAX_INLINE", 256, 0, 1024, &inline_cap);

@@ -59,6 +59,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdmaflow/graph.h"
 #include "rdmaflow/status.h"
 #include "rdmaflow/types.h"
 
@@ -170,6 +171,29 @@ void rf_ckpt_list_free(rf_ckpt_list *list);
  * (an empty one too, as TensorFlow's get_checkpoint_state refuses it). */
 rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
                                   char *path_out, size_t len);
+
+/* Graph variables as checkpoint tensors, as TF's Saver names them: each
+ * under rf_variable_checkpoint_name, the parts of a partitioned variable
+ * (and their slots) assembled into one tensor of the whole shape, so a
+ * checkpoint restores into any partitioning. Add every variable with the
+ * bytes to save for it (its value, or a snapshot of it; read when added),
+ * then write rf_ckpt_vars_tensors. A whole some of whose parts were never
+ * added is an error there. */
+typedef struct rf_ckpt_vars rf_ckpt_vars;
+rf_status rf_ckpt_vars_create(size_t max_vars, rf_ckpt_vars **out);
+rf_status rf_ckpt_vars_add(rf_ckpt_vars *b, const rf_node *var,
+                           const void *data);
+rf_status rf_ckpt_vars_tensors(const rf_ckpt_vars *b,
+                               const rf_ckpt_tensor **t, size_t *n);
+void rf_ckpt_vars_free(rf_ckpt_vars *b); /* NULL is fine */
+
+/* Restoring one variable: copies its value (a part's slice of the whole
+ * tensor) from ck into dst (rf_variable_bytes(var) bytes). The tensor
+ * named rf_variable_checkpoint_name(var) must exist with var's dtype and
+ * shape (the whole's, for a part): RF_ERR_INVALID_ARG naming the file and
+ * the tensor otherwise. */
+rf_status rf_ckpt_read_variable(const rf_ckpt *ck, const rf_node *var,
+                                void *dst);
 
 #ifdef __cplusplus
 }

@@ -174,8 +174,15 @@ void rf_cq_destroy(rf_cq *cq);
  * rf_status. Never blocks. */
 int rf_cq_poll(rf_cq *cq, rf_completion *out, int max);
 /* Like rf_cq_poll but waits up to timeout_ms (-1: forever) for at least one
- * completion; returns RF_ERR_TIMEOUT if none arrived. */
+ * completion; returns RF_ERR_TIMEOUT if none arrived. It polls for up to
+ * the CQ's spin time first (RF_CQ_SPIN_US, default 20 us, set per CQ with
+ * rf_cq_set_spin_us; 0 = block at once), then blocks in the provider (a
+ * condition variable on sock; a completion channel on verbs unless
+ * RF_VERBS_CQ_MODE=poll). */
+#define RF_CQ_SPIN_US_DEFAULT 20
+#define RF_CQ_SPIN_US_MAX     1000000
 int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
+rf_status rf_cq_set_spin_us(rf_cq *cq, unsigned spin_us);
 
 /* --- connection management -------------------------------------------- */
 

@@ -326,6 +326,49 @@ rf_initializer rf_init_glorot_uniform(void);
  * updates it in place and never reallocates it. */
 rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
                      rf_initializer init, const char *name);
+/* variable_scope(partitioner=p) for the variables the layer builders
+ * create (rf_dense, rf_conv2d_layer: kernels and biases) through
+ * rf_get_variable; NULL clears it. The partitioner (rdmaflow/device.h) is
+ * copied; a RF_PARTITIONER_CUSTOM one's ctx must outlive its use. */
+struct rf_partitioner;
+rf_status rf_graph_set_partitioner(rf_graph *g, const struct rf_partitioner *p);
+
+/* get_variable(name, shape, initializer) under the graph's partitioner.
+ * Without one, or for a scalar, rf_variable. With one, as TF's
+ * _get_partitioned_variable: the variable is sliced along the first axis
+ * whose partition count is > 1 (rf_partition_variable's slicing), each
+ * slice a variable "<name>/part_<i>" created in order (so a round-robin
+ * replica_device_setter advances once per part) and initialised with the
+ * whole variable's shape for the initializer's fans (TF's partition_info),
+ * and the result is what a PartitionedVariable is as a tensor: ConcatV2 of
+ * the parts along that axis (the part itself when there is one). Each part
+ * knows its slice of the whole (rf_variable_save_slice). */
+rf_node *rf_get_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
+                         rf_initializer init, const char *name);
+
+/* TF's Variable.SaveSliceInfo: where a part of a partitioned variable sits
+ * in the whole, which checkpoints store under the whole's name. */
+#define RF_SAVE_SLICE_NAME_MAX 512
+typedef struct rf_save_slice {
+    char full_name[RF_SAVE_SLICE_NAME_MAX]; /* "dense/kernel" */
+    rf_shape full_shape;
+    int64_t offset[RF_MAX_RANK]; /* of the part in the whole */
+    rf_shape shape;              /* the part's */
+} rf_save_slice;
+
+/* True for a part of a partitioned variable, and for an optimizer slot of
+ * one (TF's slot_creator: full_name "<primary's full name>/<slot's own
+ * name>", e.g. "dense/kernel/Adam_1" for "dense/kernel/part_0/Adam_1"). */
+bool rf_variable_save_slice(const rf_node *var, rf_save_slice *out);
+/* The name a checkpoint stores var under: its save slice's full_name, or
+ * its own name. */
+const char *rf_variable_checkpoint_name(const rf_node *var, char *buf,
+                                        size_t len);
+/* Copies a slice's elements into its place in the whole tensor (to_whole)
+ * or out of it. */
+void rf_save_slice_copy(const rf_save_slice *s, size_t elem_size, void *whole,
+                        void *part, bool to_whole);
+
 /* tf.train.get_or_create_global_step: int64 scalar "global_step", zero,
  * not trainable. */
 rf_node *rf_global_step(rf_graph *g);

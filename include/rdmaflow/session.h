@@ -313,6 +313,12 @@ typedef struct rf_step_op {
     const char *var;  /* the variable, NULL for COMPUTE and WAIT */
     size_t ps_task;
     size_t bytes;
+    /* payload bytes the operation moves between this worker and the ps,
+     * both directions: a READ its values; an apply=ps push the gradient
+     * and the 8-byte ack (sync: and the 8-byte step tag); an apply=worker
+     * push the record's values, slots and beta powers read and written
+     * back plus its version word (and lock word); FETCH_AND_ADD 8 */
+    size_t wire_bytes;
     size_t num_ops; /* COMPUTE: ops in the plan */
     bool locking;   /* an APPLY_WORKER push under use_locking */
 } rf_step_op;

@@ -87,6 +87,7 @@ static json_object *op_json(const rf_step_op *op)
         add_str(o, "var", op->var);
         add_int(o, "ps_task", (int64_t)op->ps_task);
         add_int(o, "bytes", (int64_t)op->bytes);
+        add_int(o, "wire_bytes", (int64_t)op->wire_bytes);
         if (op->kind == RF_STEP_PUSH && !strcmp(op->op, "APPLY_WORKER"))
             json_object_object_add(o, "locking",
                                    json_object_new_boolean(op->locking));
@@ -152,6 +153,38 @@ static json_object *build(const explain_ctx *e)
         json_object_array_add(vars, var_json(&e->desc->vars[i]));
     json_object_object_add(ex, "variables", vars);
 
+    /* how they were placed, and the bytes each ps task holds */
+    int num_ps = rf_cluster_num_ps(e->cluster);
+    json_object *pl = json_object_new_object();
+    add_str(pl, "ps_strategy", e->f->ps_strategy);
+    add_int(pl, "partition_min_slice_bytes", e->f->partition_min_slice_bytes);
+    json_object *per_ps = json_object_new_array();
+    for (int p = 0; p < num_ps; p++) {
+        int64_t sum = 0;
+        for (size_t i = 0; i < e->desc->num_vars; i++)
+            if ((int)e->desc->vars[i].ps_task == p)
+                sum += (int64_t)e->desc->vars[i].record_bytes;
+        json_object_array_add(per_ps, json_object_new_int64(sum));
+    }
+    json_object_object_add(pl, "ps_record_bytes", per_ps);
+    json_object_object_add(ex, "placement", pl);
+
+    /* what one step moves: in all, and with each ps task */
+    json_object *wire = json_object_new_object();
+    int64_t total = 0;
+    json_object *wire_ps = json_object_new_array();
+    for (int p = 0; p < num_ps; p++) {
+        int64_t sum = 0;
+        for (size_t i = 0; i < e->desc->num_step_ops; i++)
+            if (e->desc->step[i].var && (int)e->desc->step[i].ps_task == p)
+                sum += (int64_t)e->desc->step[i].wire_bytes;
+        json_object_array_add(wire_ps, json_object_new_int64(sum));
+        total += sum;
+    }
+    add_int(wire, "total", total);
+    json_object_object_add(wire, "per_ps", wire_ps);
+    json_object_object_add(ex, "step_wire_bytes", wire);
+
     json_object *step = json_object_new_array();
     for (size_t i = 0; i < e->desc->num_step_ops; i++)
         json_object_array_add(step, op_json(&e->desc->step[i]));
@@ -191,14 +224,20 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
             rf_fabric_provider(rf_server_fabric(e->server)), e->self->address,
             bind_name(b), b->numa_node, b->cpus[0] ? b->cpus : "-", b->why,
             e->desc->compute_threads);
-    fprintf(out,
-            "explain: placement (replica_device_setter, round-robin over %d "
-            "ps tasks in creation order):\n",
-            num_ps);
-    int64_t *per_ps = calloc((size_t)num_ps, sizeof *per_ps);
+    if (e->f->partition_min_slice_bytes > 0)
+        fprintf(out,
+                "explain: placement (replica_device_setter, ps_strategy %s "
+                "over %d ps tasks; min_max_variable_partitioner("
+                "max_partitions=%d, min_slice_size=%lld)):\n",
+                e->f->ps_strategy, num_ps, num_ps,
+                (long long)e->f->partition_min_slice_bytes);
+    else
+        fprintf(out,
+                "explain: placement (replica_device_setter, ps_strategy %s "
+                "over %d ps tasks, no partitioner):\n",
+                e->f->ps_strategy, num_ps);
     for (size_t i = 0; i < json_object_array_length(vars); i++) {
         json_object *v = json_object_array_get_idx(vars, i);
-        int64_t ps = int_of(v, "ps_task");
         fprintf(out, "  %-24s %-8s %-16s %10lld B  %s", str_of(v, "name"),
                 str_of(v, "dtype"),
                 json_object_to_json_string_ext(
@@ -213,17 +252,28 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
                 fprintf(out, "%s%s", k ? ", " : " with slots ",
                         json_object_get_string(
                             json_object_array_get_idx(slots, k)));
-            if (per_ps && ps >= 0 && ps < num_ps)
-                per_ps[ps] += int_of(v, "record_bytes");
         } else {
             fprintf(out, "  (%s)", str_of(v, "where"));
         }
         fputc('\n', out);
     }
-    for (int p = 0; per_ps && p < num_ps; p++)
-        fprintf(out, "  ps task %d holds %lld B of shard records\n", p,
-                (long long)per_ps[p]);
-    free(per_ps);
+    json_object *pl = json_object_object_get(ex, "placement");
+    json_object *per_ps = json_object_object_get(pl, "ps_record_bytes");
+    for (size_t p = 0; per_ps && p < json_object_array_length(per_ps); p++)
+        fprintf(out, "  ps task %zu holds %lld B of shard records\n", p,
+                (long long)json_object_get_int64(
+                    json_object_array_get_idx(per_ps, p)));
+    json_object *wire = json_object_object_get(ex, "step_wire_bytes");
+    json_object *wire_ps = json_object_object_get(wire, "per_ps");
+    fprintf(out,
+            "explain: bytes on the wire per step (payload, both ways): "
+            "%lld B",
+            (long long)int_of(wire, "total"));
+    for (size_t p = 0; wire_ps && p < json_object_array_length(wire_ps); p++)
+        fprintf(out, "%s ps %zu %lld B", p ? "," : ";", p,
+                (long long)json_object_get_int64(
+                    json_object_array_get_idx(wire_ps, p)));
+    fputc('\n', out);
     if (e->desc->replicas_to_aggregate)
         fprintf(out,
                 "explain: each step of this worker (sync replicas: the mean "

@@ -55,6 +55,7 @@ static int make_setter(const tr_worker *d, rf_replica_device_setter **out,
     rf_replica_device_setter_options_init(&o);
     o.cluster = &desc;
     o.worker_device = worker_device;
+    o.strategy = d->f->ps_strategy_kind;
     if (rf_replica_device_setter_create(&o, out) != RF_OK || !*out) {
         snprintf(err, errlen, "replica_device_setter: %s",
                  *out ? rf_error_message() : "no ps tasks");

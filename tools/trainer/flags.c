@@ -136,6 +136,17 @@ static int set_apply(tr_flags *f, const char *v, char *err, size_t errlen)
     return 0;
 }
 
+static int set_ps_strategy(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    static const char *const kinds[] = {"round_robin", "greedy", NULL};
+    if (one_of(v, kinds, err, errlen) != 0)
+        return -1;
+    f->ps_strategy = v;
+    f->ps_strategy_kind =
+        strcmp(v, "greedy") ? RF_PS_ROUND_ROBIN : RF_PS_GREEDY;
+    return 0;
+}
+
 /* --explain (text), --explain=text|json|true|false, --noexplain. */
 static int set_explain(tr_flags *f, const char *v, char *err, size_t errlen)
 {
@@ -296,6 +307,26 @@ static const flag_def flag_table[] = {
      .distributed = true,
      .help = "with --apply=worker, hold each shard's lock word "
              "(compare-and-swap) during its update"},
+    {.name = "ps_strategy",
+     .kind = FK_CUSTOM,
+     .fn = set_ps_strategy,
+     .distributed = true,
+     .arg = "round_robin|greedy",
+     .help = "how replica_device_setter picks each variable's ps task: "
+             "round_robin, or greedy = the least loaded by bytes so far "
+             "(GreedyLoadBalancingStrategy, byte_size_load_fn) "
+             "(default " TR_DEFAULT_PS_STRATEGY ")"},
+    {.name = "partition_min_slice_bytes",
+     .kind = FK_INT,
+     .offset = FIELD(partition_min_slice_bytes),
+     .min = 0,
+     .max = 1e15,
+     .distributed = true,
+     .arg = "N",
+     .help = "partition each variable along its first axis into at most one "
+             "part per ps task, each at least N bytes "
+             "(min_max_variable_partitioner); 0 = no partitioning "
+             "(default " TR_DEFAULT_PARTITION_STR ")"},
     /* MonitoredTrainingSession's */
     {.name = "checkpoint_dir",
      .kind = FK_STRING,
@@ -531,6 +562,8 @@ static void set_defaults(tr_flags *f)
     f->eval_batch_size = 1000;
     f->apply = "ps";
     f->apply_mode = RF_PS_APPLY_PS;
+    set_ps_strategy(f, TR_DEFAULT_PS_STRATEGY, NULL, 0);
+    f->partition_min_slice_bytes = TR_DEFAULT_PARTITION_BYTES;
     f->save_checkpoint_secs = 600;
     f->max_to_keep = 5;
     f->log_step_count_steps = 100;

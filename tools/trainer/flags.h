@@ -12,12 +12,19 @@
 #include <stdio.h>
 
 #include "model.h"
+#include "rdmaflow/device.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"
 
 /* Exit status for a usage error (unknown flag, malformed or out-of-range
  * value); 1 is a runtime failure. */
 #define TR_EXIT_USAGE 2
+
+/* Distributed placement by default: what bench/train/dist-throughput
+ * measured fastest (bench/train/README.md). */
+#define TR_DEFAULT_PS_STRATEGY     "greedy"
+#define TR_DEFAULT_PARTITION_BYTES 262144
+#define TR_DEFAULT_PARTITION_STR   "262144"
 
 typedef enum tr_explain {
     TR_EXPLAIN_NONE = 0,
@@ -51,6 +58,14 @@ typedef struct tr_flags {
     const char *apply; /* --apply as given ("ps" by default) */
     rf_ps_apply_mode apply_mode;
     bool use_locking;
+    /* --ps_strategy: replica_device_setter's ps_strategy (round_robin or
+     * greedy, GreedyLoadBalancingStrategy with byte_size_load_fn) */
+    const char *ps_strategy;
+    rf_ps_strategy_kind ps_strategy_kind;
+    /* --partition_min_slice_bytes: min_max_variable_partitioner(
+     * max_partitions=ps tasks, min_slice_size=N) over the model's
+     * variables; 0 = no partitioner */
+    int64_t partition_min_slice_bytes;
     /* --sync_replicas, --replicas_to_aggregate, --total_num_replicas (0:
      * every training worker) */
     bool sync_replicas;

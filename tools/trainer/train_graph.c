@@ -24,6 +24,20 @@ int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
         snprintf(err, errlen, "replica_device_setter: %s", rf_error_message());
         goto fail;
     }
+    /* variable_scope(partitioner=min_max_variable_partitioner(
+     * max_partitions=<ps tasks>, min_slice_size=N)) around the model */
+    if (setter && f->partition_min_slice_bytes > 0) {
+        rf_partitioner p;
+        if (rf_min_max_variable_partitioner(
+                rf_replica_device_setter_ps_tasks(setter), 0,
+                f->partition_min_slice_bytes,
+                RF_BYTES_PER_STRING_ELEMENT_DEFAULT, &p) != RF_OK ||
+            rf_graph_set_partitioner(g, &p) != RF_OK) {
+            snprintf(err, errlen, "--partition_min_slice_bytes: %s",
+                     rf_error_message());
+            goto fail;
+        }
+    }
     /* get_or_create_global_step first, as the classic trainer does: with
      * round-robin placement it lands on ps task 0, where the cluster's
      * global_step word is. */
@@ -32,6 +46,7 @@ int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
         rf_placeholder(g, RF_F32, RF_SHAPE(-1, (int64_t)s->example_dim), "x");
     s->y = rf_placeholder(g, RF_I32, RF_SHAPE(-1), "y");
     s->logits = tr_model_build(g, &f->model, s->x, rows, cols, classes);
+    rf_graph_set_partitioner(g, NULL); /* the model's variables only */
     s->loss = rf_reduce_mean(
         g,
         rf_sparse_softmax_cross_entropy_with_logits(g, s->y, s->logits, NULL),

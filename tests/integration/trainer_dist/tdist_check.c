@@ -16,6 +16,9 @@
  *       apply=ps|worker     locking=0|1   provider=sock|verbs
  *       ps=H:P,...          the ps addresses (from "serving on" lines)
  *       workers=N           number of workers in the cluster
+ *       placement=round_robin|greedy  how the variables' ps tasks were
+ *                           chosen (greedy: least bytes so far, lowest
+ *                           task on a tie; global_step counts 8 bytes)
  *   tdist_check trace FILE num_ps=N tasks=ps0,worker0
  *                   ops=READ,WRITE_WITH_IMM,FETCH_AND_ADD read_bytes=B
  *       FILE is rf-launch's merged trace. Every task of tasks is in
@@ -223,8 +226,23 @@ static int cmd_explain(const char *path, int argc, char **argv)
         w->rank = nd;
         free(ds);
     }
-    for (int i = 0; i < n; i++)
-        want[i].ps_task = i % num_ps;
+    /* placement=round_robin: variable i on task i mod P; greedy: each on
+     * the task with the fewest bytes placed so far, the lowest on a tie
+     * (GreedyLoadBalancingStrategy with byte_size_load_fn) */
+    bool greedy = !strcmp(arg(argc, argv, "placement"), "greedy");
+    int64_t *load = calloc((size_t)num_ps, sizeof *load);
+    for (int i = 0; i < n; i++) {
+        int t = i % num_ps;
+        if (greedy) {
+            t = 0;
+            for (int k = 1; k < num_ps; k++)
+                if (load[k] < load[t])
+                    t = k;
+        }
+        want[i].ps_task = t;
+        load[t] += want[i].bytes;
+    }
+    free(load);
 
     json_object *root = parse_file(path);
     if (!root)
@@ -309,8 +327,8 @@ static int cmd_explain(const char *path, int argc, char **argv)
         snprintf(where, sizeof where, "variable %s", w->name);
         int64_t t = get_int(o, "ps_task", where);
         if (t != w->ps_task)
-            fail("%s: ps_task %" PRId64 ", want %d (index %d mod %d)", where, t,
-                 w->ps_task, i, num_ps);
+            fail("%s: ps_task %" PRId64 ", want %d (%s)", where, t,
+                 w->ps_task, greedy ? "greedy by bytes" : "round-robin");
         snprintf(dev, sizeof dev, "/job:ps/task:%d", w->ps_task);
         if (!str_is(get_str(o, "device"), dev))
             fail("%s: device '%s', want '%s'", where,

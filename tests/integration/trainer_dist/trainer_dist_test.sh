@@ -117,15 +117,27 @@ oracle() {
     want_steps=$(losses "$tmp/local.out" "")
     [[ -n $want_loss && -n $want_steps ]] ||
         fail "local run printed no 'final loss:' or progress lines"
-    local nps
-    for nps in 1 2; do
-        local o=$tmp/d$nps.out v=$tmp/d$nps.st
-        run_launch "$o" "$nps" 1 "${oracle_flags[@]}" "$@" \
-            --variables_out="$v"
+    # 1 ps, 2 ps, and 2 ps with dense/kernel (100352 bytes) in two parts
+    # of 392 rows (min_max_variable_partitioner, min_slice_size 32768):
+    # partitioning moves variables, not numbers, and --variables_out holds
+    # the whole tensors under their own names
+    local nps spec
+    for spec in 1 2 2:32768; do
+        nps=${spec%%:*}
+        local part=()
+        [[ $spec != *:* ]] || part=(--partition_min_slice_bytes="${spec#*:}")
+        local o=$tmp/d${spec/:/p}.out v=$tmp/d${spec/:/p}.st
+        run_launch "$o" "$nps" 1 "${oracle_flags[@]}" "$@" "${part[@]}" \
+            --explain --variables_out="$v"
         if [[ $rc -ne 0 ]]; then
-            fail "$nps ps + 1 worker $*: exit $rc"
+            fail "$nps ps + 1 worker $* ${part[*]}: exit $rc"
             show "$o" 25
             continue
+        fi
+        if [[ -n ${part[*]} ]]; then
+            grep -q '^\[worker0\]   dense/kernel/part_1 .*\[392,32\]' "$o" &&
+                ok "${part[*]}: dense/kernel in two parts of 392 rows" ||
+                fail "${part[*]}: no dense/kernel/part_1 [392,32] in --explain"
         fi
         if cmp "$tmp/local.st" "$v"; then
             ok "$nps ps $*: variables bitwise equal to local ($(wc -c <"$v") bytes)"
@@ -390,26 +402,86 @@ explain_json() {
 }
 
 case_explain_json() {
-    explain_json 3 apply=ps locking=0 slots=Adam,Adam_1 \
+    # replica_device_setter's own default placement: every variable whole,
+    # round-robin
+    local rr=(--ps_strategy=round_robin --partition_min_slice_bytes=0)
+    explain_json 3 apply=ps locking=0 slots=Adam,Adam_1 placement=round_robin \
         vars=dense/kernel:784x32,dense/bias:32,dense_1/kernel:32x16,dense_1/bias:16,logits/kernel:16x10,logits/bias:10 \
-        -- --model=mlp:32,16 --optimizer=adam
-    explain_json 2 apply=ps locking=0 slots=Adam,Adam_1 \
+        -- --model=mlp:32,16 --optimizer=adam "${rr[@]}"
+    explain_json 2 apply=ps locking=0 slots=Adam,Adam_1 placement=round_robin \
         vars=logits/kernel:784x10,logits/bias:10 \
-        -- --model=softmax --optimizer=adam
-    explain_json 2 apply=worker locking=1 slots= \
+        -- --model=softmax --optimizer=adam "${rr[@]}"
+    explain_json 2 apply=worker locking=1 slots= placement=round_robin \
         vars=logits/kernel:784x10,logits/bias:10 \
-        -- --model=softmax --optimizer=sgd --apply=worker --use_locking
+        -- --model=softmax --optimizer=sgd --apply=worker --use_locking "${rr[@]}"
+    # greedy by bytes, whole variables
+    explain_json 2 apply=ps locking=0 slots=Adam,Adam_1 placement=greedy \
+        vars=dense/kernel:784x32,dense/bias:32,dense_1/kernel:32x16,dense_1/bias:16,logits/kernel:16x10,logits/bias:10 \
+        -- --model=mlp:32,16 --optimizer=adam --ps_strategy=greedy \
+        --partition_min_slice_bytes=0
+    # rf-trainer's default (greedy, min_max_variable_partitioner with
+    # max_partitions = 3 ps tasks): dense/kernel's 100352 bytes with
+    # min_slice_size 32768 give min(3, ceil(3.06)) = 3 parts of 784 rows
+    # (262, 261, 261: _iter_slices), the others one part each
+    explain_json 3 apply=ps locking=0 slots=Adam,Adam_1 placement=greedy \
+        vars=dense/kernel/part_0:262x32,dense/kernel/part_1:261x32,dense/kernel/part_2:261x32,dense/bias/part_0:32,dense_1/kernel/part_0:32x16,dense_1/bias/part_0:16,logits/kernel/part_0:16x10,logits/bias/part_0:10 \
+        -- --model=mlp:32,16 --optimizer=adam --partition_min_slice_bytes=32768
     # the text form names the same placement, and is not the JSON line
     run_launch "$tmp/o" 2 1 --explain --train_steps=1 --threads=1 \
-        --log_every=0 --model=softmax
+        --log_every=0 --model=softmax "${rr[@]}"
     if [[ $rc -eq 0 ]] && grep -q '^\[worker0\] .*logits/kernel.*/job:ps/task:1' "$tmp/o" &&
         grep -q '^\[worker0\] .*global_step.*/job:ps/task:0' "$tmp/o" &&
+        grep -q '^\[worker0\] explain: placement (replica_device_setter, ps_strategy round_robin over 2 ps tasks, no partitioner)' "$tmp/o" &&
         ! grep -q '{"explain":' "$tmp/o"; then
         ok "--explain (text) names logits/kernel on /job:ps/task:1"
     else
         fail "--explain (text): exit $rc"
         show "$tmp/o" 30
     fi
+}
+
+case_repartition() {
+    # A checkpoint saved by 2 ps with dense/kernel in two parts holds the
+    # whole tensors under their own names, and restores into 3 ps tasks
+    # without a partitioner (and the other way round).
+    local d=$tmp/ckpt flags=(--model=mlp:32,16 --optimizer=adam
+        --batch_size=50 --threads=1 --log_every=0 --checkpoint_dir="$tmp/ckpt")
+    run_launch "$tmp/o1" 2 1 "${flags[@]}" --train_steps=40 \
+        --partition_min_slice_bytes=32768 --explain
+    local f=$d/model.ckpt-40.safetensors
+    if [[ $rc -ne 0 || ! -s $f ]]; then
+        fail "the partitioned job: exit $rc, $(ls "$d" 2>&1 | tr '\n' ' ')"
+        show "$tmp/o1" 20
+        return
+    fi
+    grep -q '^\[worker0\]   dense/kernel/part_1 .*\[392,32\]' "$tmp/o1" ||
+        fail "the first job did not partition dense/kernel"
+    "$check" st "$f" >"$tmp/keys"
+    if grep -q '^dense/kernel F32 \[784,32\]$' "$tmp/keys" &&
+        grep -q '^dense/kernel/Adam_1 F32 \[784,32\]$' "$tmp/keys" &&
+        ! grep -q 'part_' "$tmp/keys"; then
+        ok "model.ckpt-40 holds dense/kernel and its slots whole, no part names"
+    else
+        fail "model.ckpt-40's tensors:"
+        sed 's/^/    | /' "$tmp/keys"
+    fi
+    run_launch "$tmp/o2" 3 1 "${flags[@]}" --train_steps=60 \
+        --partition_min_slice_bytes=0
+    local got
+    got=$(tline "$tmp/o2" worker0 "[^ ]*: session ready: .*")
+    if [[ $rc -eq 0 && $got == *"restored $f"*"global_step 40"* ]] &&
+        [[ $(tline "$tmp/o2" worker0 "global_step at the end: .*") == "global_step at the end: 60" ]]; then
+        ok "3 ps, whole variables: '$got', then to global_step 60"
+    else
+        fail "3 ps, whole variables: exit $rc, '$got'"
+        show "$tmp/o2" 20
+    fi
+    run_launch "$tmp/o3" 2 1 "${flags[@]}" --train_steps=80 \
+        --partition_min_slice_bytes=32768
+    got=$(tline "$tmp/o3" worker0 "[^ ]*: session ready: .*")
+    [[ $rc -eq 0 && $got == *"model.ckpt-60.safetensors"*"global_step 60"* ]] &&
+        ok "back to 2 ps in parts: '$got'" ||
+        fail "back to 2 ps in parts: exit $rc, '$got'"
 }
 
 case_sync() {
@@ -655,6 +727,10 @@ trace)
 sync)
     need_data
     case_sync
+    ;;
+repartition)
+    need_data
+    case_repartition
     ;;
 secret)
     need_data
