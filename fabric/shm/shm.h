@@ -187,8 +187,9 @@ typedef struct shm_cq {
     pthread_cond_t cv;
     rf_completion *v;
     size_t cap, head, count;
-    uint64_t lead; /* bytes of the transfers completed in v */
-    int paced;     /* a progress thread waits for lead to drop */
+    size_t pending; /* count, readable without mu (atomic) */
+    uint64_t lead;  /* bytes of the transfers completed in v */
+    int paced;      /* a progress thread waits for lead to drop */
 } shm_cq;
 
 /* Connections accepted but whose CONNECT has not arrived yet. */

@@ -1,11 +1,12 @@
 /* fabric/shm/shm_cq.c: completion queues of the shm provider. The progress
- * thread (and rf_ep_close) push completions; rf_cq_poll / rf_cq_wait take
- * them under the queue's mutex, waiting on a condition variable (no
- * spinning). The queue counts the bytes of the transfers whose completions
- * it holds, for pacing (shm.h), and wakes the progress thread when taking
- * completions brings that below SHM_PACE_BYTES. Never loses a completion: past
- * the depth the queue grows (it is bounded by the work this process posted,
- * never by a peer) and logs a warning once. */
+ * thread (and rf_post, rf_ep_close) push completions; rf_cq_poll and
+ * rf_cq_wait take them under the queue's mutex, rf_cq_wait blocking on a
+ * condition variable after fabric.c's short spin (for which an empty queue
+ * is polled without the lock). The queue counts the bytes of the transfers
+ * whose completions it holds, for pacing (shm.h), and wakes the progress
+ * thread when taking completions brings that below SHM_PACE_BYTES. It never
+ * loses a completion: past its depth it grows (bounded by the work this
+ * process posted, never by a peer) and logs a warning each time. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,7 @@ void shm_cq_push(shm_cq *cq, const rf_completion *c)
     }
     cq->v[(cq->head + cq->count) % cq->cap] = *c;
     cq->count++;
+    __atomic_store_n(&cq->pending, cq->count, __ATOMIC_RELEASE);
     if (c->status == RF_OK && c->op <= RF_OP_SEND)
         cq->lead += c->len;
     pthread_cond_broadcast(&cq->cv);
@@ -91,6 +93,7 @@ static int take_locked(shm_cq *cq, rf_completion *out, int max)
         cq->head = (cq->head + 1) % cq->cap;
         cq->count--;
     }
+    __atomic_store_n(&cq->pending, cq->count, __ATOMIC_RELEASE);
     if (n && cq->paced && cq->lead < SHM_PACE_BYTES) {
         cq->paced = 0;
         shm_fab_wake((shm_fabric *)cq->base.fabric);
@@ -101,6 +104,10 @@ static int take_locked(shm_cq *cq, rf_completion *out, int max)
 int shm_cq_poll(rf_cq *base, rf_completion *out, int max)
 {
     shm_cq *cq = (shm_cq *)base;
+    /* An empty queue takes no lock: rf_cq_wait's spin (fabric.c) polls
+     * here and must not contend with the progress thread's pushes. */
+    if (__atomic_load_n(&cq->pending, __ATOMIC_ACQUIRE) == 0)
+        return 0;
     pthread_mutex_lock(&cq->mu);
     int n = take_locked(cq, out, max);
     pthread_mutex_unlock(&cq->mu);
