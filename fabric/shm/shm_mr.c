@@ -11,6 +11,7 @@
  * operations with that rkey fail at the initiator. Local-only regions need
  * no memfd. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,25 +42,72 @@ static size_t page_size(void)
     return p > 0 ? (size_t)p : 4096;
 }
 
+/* RF_OK if [start, start+len) is all private anonymous read-write memory
+ * (malloc, anonymous mmap; not a stack): the only kind that can be moved into a
+ * memfd without changing what it is (a file mapping would stop being the
+ * file, a read-only one would become writable). */
+static rf_status check_movable(uintptr_t start, size_t len)
+{
+    /* The calling thread's stack cannot be moved under its own frames (the
+     * copy would be stale the moment it is mapped back). */
+    pthread_attr_t at;
+    if (pthread_getattr_np(pthread_self(), &at) == 0) {
+        void *sa = NULL;
+        size_t sl = 0;
+        int got = pthread_attr_getstack(&at, &sa, &sl) == 0;
+        pthread_attr_destroy(&at);
+        uintptr_t lo = (uintptr_t)sa, hi = lo + sl;
+        if (got && start < hi && start + len > lo)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "shm: rf_mr_reg: [%p, +%zu) is on the calling "
+                                "thread's stack; register heap or mmap'd "
+                                "memory for remote access",
+                                (void *)start, len);
+    }
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return rf_error_set(RF_ERR_IO, "shm: rf_mr_reg: /proc/self/maps: %s",
+                            strerror(errno));
+    uintptr_t end = start + len, covered = start;
+    char line[512];
+    rf_status st = RF_OK;
+    while (st == RF_OK && covered < end && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, ino;
+        char perms[8] = "", path[256] = "";
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %255s", &lo, &hi, perms, &ino,
+                   path) < 4)
+            continue;
+        if (hi <= covered || lo >= end)
+            continue;
+        if (lo > covered)
+            break; /* a hole */
+        int anon = ino == 0 && (!path[0] || strcmp(path, "[heap]") == 0);
+        if (strcmp(perms, "rw-p") != 0 || !anon)
+            st = rf_error_set(
+                RF_ERR_INVALID_ARG,
+                "shm: rf_mr_reg: [%p, +%zu) lies in a %s mapping%s%s; only "
+                "private anonymous read-write memory (malloc, anonymous mmap) "
+                "can be registered for remote access",
+                (void *)start, len, perms, path[0] ? " of " : "", path);
+        covered = hi;
+    }
+    fclose(f);
+    if (st == RF_OK && covered < end)
+        st = rf_error_set(RF_ERR_INVALID_ARG,
+                          "shm: rf_mr_reg: [%p, +%zu) is not all mapped",
+                          (void *)start, len);
+    return st;
+}
+
 /* Moves [start, start+len) into a new memfd, in place. */
 static rf_status seg_create(uintptr_t start, size_t len, shm_seg **out)
 {
-    size_t pages = len / page_size();
-    unsigned char *vec = malloc(pages ? pages : 1);
+    rf_status st = check_movable(start, len);
+    if (st != RF_OK)
+        return st;
     shm_seg *s = calloc(1, sizeof *s);
-    if (!vec || !s) {
-        free(vec);
-        free(s);
+    if (!s)
         return rf_error_set(RF_ERR_NO_MEMORY, "shm: out of memory");
-    }
-    int hole = mincore((void *)start, len, vec) != 0 && errno == ENOMEM;
-    free(vec);
-    if (hole) {
-        free(s);
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "shm: rf_mr_reg: [%p, +%zu) is not all mapped",
-                            (void *)start, len);
-    }
     int fd = shm_memfd_new("rdmaflow-shm-region", len);
     if (fd < 0) {
         free(s);
@@ -69,9 +117,8 @@ static rf_status seg_create(uintptr_t start, size_t len, shm_seg **out)
     }
     void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (tmp == MAP_FAILED) {
-        rf_status st =
-            rf_error_set(RF_ERR_NO_MEMORY, "shm: mmap memfd of %zu bytes: %s",
-                         len, strerror(errno));
+        st = rf_error_set(RF_ERR_NO_MEMORY, "shm: mmap memfd of %zu bytes: %s",
+                          len, strerror(errno));
         close(fd);
         free(s);
         return st;
@@ -79,9 +126,8 @@ static rf_status seg_create(uintptr_t start, size_t len, shm_seg **out)
     memcpy(tmp, (void *)start, len);
     if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) ==
         MAP_FAILED) {
-        rf_status st =
-            rf_error_set(RF_ERR_NO_MEMORY, "shm: mremap memfd over %p+%zu: %s",
-                         (void *)start, len, strerror(errno));
+        st = rf_error_set(RF_ERR_NO_MEMORY, "shm: mremap memfd over %p+%zu: %s",
+                          (void *)start, len, strerror(errno));
         munmap(tmp, len);
         close(fd);
         free(s);
