@@ -11,10 +11,12 @@
  * operations with that rkey fail at the initiator. Local-only regions need
  * no memfd. */
 #include <errno.h>
+#include <linux/mempolicy.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -99,6 +101,24 @@ static rf_status check_movable(uintptr_t start, size_t len)
     return st;
 }
 
+/* Gives the new mapping the NUMA policy of the range's first page (e.g.
+ * hwloc_alloc_membind), so the pages the copy allocates land where the
+ * original ones were meant to. Best effort: raw syscalls, no libnuma. */
+static void copy_policy(void *tmp, uintptr_t start, size_t len)
+{
+    int mode = 0;
+    unsigned long mask[16] = {0}; /* 1024 nodes */
+    unsigned long maxnode = sizeof mask * 8;
+    if (syscall(SYS_get_mempolicy, &mode, mask, maxnode, (void *)start,
+                MPOL_F_ADDR) != 0 ||
+        mode == MPOL_DEFAULT)
+        return;
+    if (syscall(SYS_mbind, tmp, len, (unsigned long)mode, mask, maxnode, 0) !=
+        0)
+        RF_LOG_DEBUG("shm: mbind of a new segment (mode %d): %s", mode,
+                     strerror(errno));
+}
+
 /* Moves [start, start+len) into a new memfd, in place. */
 static rf_status seg_create(uintptr_t start, size_t len, shm_seg **out)
 {
@@ -123,6 +143,7 @@ static rf_status seg_create(uintptr_t start, size_t len, shm_seg **out)
         free(s);
         return st;
     }
+    copy_policy(tmp, start, len);
     memcpy(tmp, (void *)start, len);
     if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) ==
         MAP_FAILED) {
@@ -167,6 +188,7 @@ static void seg_destroy(shm_seg *s)
                       "back to private memory (%s); they stay shared",
                       s->len, (void *)s->start, strerror(errno));
     } else {
+        copy_policy(tmp, s->start, s->len);
         memcpy(tmp, (void *)s->start, s->len);
         if (mremap(tmp, s->len, s->len, MREMAP_MAYMOVE | MREMAP_FIXED,
                    (void *)s->start) == MAP_FAILED) {
