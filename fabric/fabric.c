@@ -17,6 +17,7 @@ static const rf_provider_ops *const providers[] = {
     &rf_verbs_provider,
 #endif
     &rf_sock_provider,
+    &rf_shm_provider,
 };
 #define PROVIDER_COUNT (sizeof providers / sizeof providers[0])
 
@@ -25,6 +26,7 @@ static const char *const provider_names[] = {
     "verbs",
 #endif
     "sock",
+    "shm",
     NULL,
 };
 _Static_assert(sizeof provider_names / sizeof provider_names[0] ==

@@ -97,6 +97,7 @@ void rf_set_reject_data(const void *priv, size_t len);
 
 /* The providers compiled in (fabric/providers.c). */
 extern const rf_provider_ops rf_sock_provider;
+extern const rf_provider_ops rf_shm_provider;
 #ifdef RF_HAVE_VERBS
 extern const rf_provider_ops rf_verbs_provider;
 #endif

@@ -56,7 +56,7 @@ static void usage(void)
             "usage: rf_fabric_conformance --list [--provider P]\n"
             "       rf_fabric_conformance [--provider P] [--host H] --case "
             "NAME|all\n"
-            "  --provider P  fabric provider (sock, verbs, auto; default "
+            "  --provider P  fabric provider (sock, verbs, shm, auto; default "
             "auto)\n"
             "  --host H      address to listen on and connect to (default "
             "127.0.0.1)\n"
