@@ -76,6 +76,42 @@ static void pool_chunk(void *arg, size_t chunk, int tid)
 
 #define POOL_CBLOCK 64
 
+/* One window's gradient, channels [c0, c0 + nc): the scan keeps, per
+ * channel, the value and the window position (0 .. window size - 1, row
+ * major) of the first maximum; the second pass adds the gradient where the
+ * position matches. Both loops run over channels with 32-bit lanes (float
+ * compare, int32 select), so they vectorise; the old per-channel scatter
+ * with 64-bit indices did not. */
+static void grad_window(const pool_job *j, int64_t n, int64_t y0, int64_t y1,
+                        int64_t x0, int64_t x1, int64_t c0, int64_t nc,
+                        const float *d)
+{
+    float bv[POOL_CBLOCK];
+    int32_t bi[POOL_CBLOCK];
+    const float *first = j->x + ((n * j->ih + y0) * j->iw + x0) * j->c + c0;
+    for (int64_t c = 0; c < nc; c++) {
+        bv[c] = first[c];
+        bi[c] = 0;
+    }
+    int32_t pos = 0;
+    for (int64_t y = y0; y < y1; y++)
+        for (int64_t x = x0; x < x1; x++, pos++) {
+            const float *p = j->x + ((n * j->ih + y) * j->iw + x) * j->c + c0;
+            for (int64_t c = 0; c < nc; c++) {
+                bool gt = p[c] > bv[c]; /* strictly greater: first max */
+                bi[c] = gt ? pos : bi[c];
+                bv[c] = gt ? p[c] : bv[c];
+            }
+        }
+    pos = 0;
+    for (int64_t y = y0; y < y1; y++)
+        for (int64_t x = x0; x < x1; x++, pos++) {
+            float *o = j->out + ((n * j->ih + y) * j->iw + x) * j->c + c0;
+            for (int64_t c = 0; c < nc; c++)
+                o[c] = bi[c] == pos ? o[c] + d[c] : o[c];
+        }
+}
+
 static void pool_grad_chunk(void *arg, size_t chunk, int tid)
 {
     (void)tid;
@@ -85,8 +121,6 @@ static void pool_grad_chunk(void *arg, size_t chunk, int tid)
         n1 = j->n;
     int64_t img = j->ih * j->iw * j->c;
     memset(j->out + n0 * img, 0, (size_t)((n1 - n0) * img) * sizeof(float));
-    float bv[POOL_CBLOCK];
-    int64_t bi[POOL_CBLOCK];
     for (int64_t n = n0; n < n1; n++)
         for (int64_t oy = 0; oy < j->oh; oy++)
             for (int64_t ox = 0; ox < j->ow; ox++) {
@@ -98,26 +132,7 @@ static void pool_grad_chunk(void *arg, size_t chunk, int tid)
                 for (int64_t c0 = 0; c0 < j->c; c0 += POOL_CBLOCK) {
                     int64_t nc =
                         j->c - c0 < POOL_CBLOCK ? j->c - c0 : POOL_CBLOCK;
-                    /* the first window element starts the scan; a later one
-                     * wins only if strictly greater (first maximum) */
-                    int64_t first = ((n * j->ih + y0) * j->iw + x0) * j->c + c0;
-                    for (int64_t c = 0; c < nc; c++) {
-                        bv[c] = j->x[first + c];
-                        bi[c] = first + c;
-                    }
-                    for (int64_t y = y0; y < y1; y++)
-                        for (int64_t x = x0; x < x1; x++) {
-                            int64_t base =
-                                ((n * j->ih + y) * j->iw + x) * j->c + c0;
-                            const float *p = j->x + base;
-                            for (int64_t c = 0; c < nc; c++) {
-                                bool gt = p[c] > bv[c];
-                                bi[c] = gt ? base + c : bi[c];
-                                bv[c] = rf_maxf(p[c], bv[c]);
-                            }
-                        }
-                    for (int64_t c = 0; c < nc; c++)
-                        j->out[bi[c]] += d[c0 + c];
+                    grad_window(j, n, y0, y1, x0, x1, c0, nc, d + c0);
                 }
             }
 }
