@@ -8,7 +8,9 @@
 
 #include "graph/graph_internal.h"
 
-#define CONV_ROWS      1024 /* output pixels per chunk (at least one image) */
+#ifndef CONV_ROWS      /* overridable only to measure alternatives */
+#define CONV_ROWS 1024 /* output pixels per chunk (at least one image) */
+#endif
 #define CONV_MAX_PARTS 16
 
 static rf_conv_geom geom_of(const rf_node *n, const rf_shape *in,

@@ -43,8 +43,10 @@ static void mm_chunk(void *arg, size_t chunk, int tid)
 
 /* Fixed constants, so the cut (and the bits of the result) never depends
  * on the thread count. */
+#ifndef MM_MAX_PARTS /* overridable only to measure alternatives */
+#define MM_MAX_PARTS 2
+#endif
 #define MM_PART_FLOPS ((int64_t)1 << 23)
-#define MM_MAX_PARTS  4
 #define MM_ALIGN      16
 
 RF_KERNEL(rf_k_matmul)
