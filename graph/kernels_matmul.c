@@ -1,7 +1,19 @@
 /* graph/kernels_matmul.c: MatMul on OpenBLAS cblas_sgemm. OpenBLAS runs
- * single-threaded (see rf_executor_create); the executor splits a large
- * product into row (or column) blocks, a pure function of the shape, each
- * one sgemm on one pool thread. */
+ * single-threaded (see rf_executor_create); the executor cuts a large
+ * product into a few blocks, each one sgemm on one pool thread. The cut is
+ * a pure function of the shape (never of the thread count): OpenBLAS's
+ * bits depend on the block shapes it is given (its small-matrix kernels),
+ * so a fixed cut keeps results bitwise equal for any number of threads.
+ *
+ * The blocks are few and large because every sgemm call packs both of its
+ * operands: a block of rows repacks the whole right-hand matrix, a block of
+ * columns the whole left-hand one. The product is cut along the dimension
+ * whose cut duplicates the smaller operand (rows when M >= N), at most
+ * MM_MAX_PARTS blocks of at least MM_PART_FLOPS (4 MFLOP, ~40 us) each, edges
+ * on multiples of MM_ALIGN (OpenBLAS's register tiles). Measured on a Zen 4
+ * EPYC at one thread (bench/train/README.md): 2 blocks cost 0-6% over one
+ * call, 4 blocks 2-11%, the former 16-row chunks 42%. Two threads split a
+ * large product evenly; more threads get parallelism only across ops. */
 
 #include "graph/graph_internal.h"
 
@@ -31,10 +43,13 @@ static void mm_chunk(void *arg, size_t chunk, int tid)
     }
 }
 
-/* Work per chunk and the chunk cap: fixed constants, so the partition (and
- * the bits of the result) never depends on the thread count. */
-#define MM_CHUNK_FLOPS (1 << 18)
-#define MM_MAX_CHUNKS  16
+/* Fixed constants, so the cut (and the bits of the result) never depends
+ * on the thread count. */
+#ifndef MM_MAX_PARTS /* overridable only to measure alternatives */
+#define MM_MAX_PARTS 2
+#endif
+#define MM_PART_FLOPS ((int64_t)1 << 22)
+#define MM_ALIGN      16
 
 RF_KERNEL(rf_k_matmul)
 {
@@ -47,20 +62,21 @@ RF_KERNEL(rf_k_matmul)
     j.m = k->out->shape.dims[0];
     j.n = k->out->shape.dims[1];
     j.k = j.ta ? A->shape.dims[0] : A->shape.dims[1];
-    int64_t per_row = j.n * j.k > 0 ? j.n * j.k : 1;
-    int64_t per_col = j.m * j.k > 0 ? j.m * j.k : 1;
-    j.by_rows = j.m >= j.n || j.m >= 64;
+    j.by_rows = j.m >= j.n;
     int64_t units = j.by_rows ? j.m : j.n;
-    int64_t grain = MM_CHUNK_FLOPS / (j.by_rows ? per_row : per_col);
-    if (grain < 8)
-        grain = 8;
-    size_t chunks = rf_chunks_for(units, grain, MM_MAX_CHUNKS);
-    j.step = (units + (int64_t)chunks - 1) / (int64_t)chunks;
+    int64_t flops = 2 * j.m * j.n * j.k;
+    int64_t parts = flops / MM_PART_FLOPS;
+    if (parts > MM_MAX_PARTS)
+        parts = MM_MAX_PARTS;
+    if (parts > units / MM_ALIGN)
+        parts = units / MM_ALIGN;
+    if (parts < 1)
+        parts = 1;
+    j.step = (units + parts - 1) / parts;
+    j.step = (j.step + MM_ALIGN - 1) / MM_ALIGN * MM_ALIGN;
     if (j.step < 1)
         j.step = 1;
-    chunks = (size_t)((units + j.step - 1) / j.step);
-    if (chunks == 0)
-        chunks = 1;
+    size_t chunks = units > 0 ? (size_t)((units + j.step - 1) / j.step) : 1;
     rf_parallel_for(k, chunks, mm_chunk, &j);
     return RF_OK;
 }

@@ -74,7 +74,53 @@ static void pool_chunk(void *arg, size_t chunk, int tid)
             }
 }
 
-#define POOL_CBLOCK 64
+/* One window's gradient over all channels: per channel, the scan keeps the
+ * value and the window position (0 .. window size - 1, row major) of the
+ * first maximum (a later element wins only if strictly greater); the
+ * second pass adds the gradient where the position matches. Four channels
+ * at a time in vector registers with branch-free selects: with a branch per
+ * element, which of two random values is larger mispredicts half the time. */
+static void grad_window(const pool_job *j, int64_t n, int64_t y0, int64_t y1,
+                        int64_t x0, int64_t x1, const float *d)
+{
+    int64_t row = j->iw * j->c;
+    const float *x = j->x + ((n * j->ih + y0) * j->iw + x0) * j->c;
+    float *out = j->out + ((n * j->ih + y0) * j->iw + x0) * j->c;
+    int64_t c = 0;
+    for (; c + 4 <= j->c; c += 4) {
+        rf_v4f best = rf_v4_load(x + c);
+        rf_v4i at = {0, 0, 0, 0}, pos = at;
+        for (int64_t y = 0; y < y1 - y0; y++)
+            for (int64_t xx = 0; xx < x1 - x0; xx++, pos += 1) {
+                rf_v4f v = rf_v4_load(x + y * row + xx * j->c + c);
+                rf_v4i gt = v > best;
+                at = (pos & gt) | (at & ~gt);
+                best = (rf_v4f)(((rf_v4i)v & gt) | ((rf_v4i)best & ~gt));
+            }
+        rf_v4f g = rf_v4_load(d + c);
+        pos = (rf_v4i){0, 0, 0, 0};
+        for (int64_t y = 0; y < y1 - y0; y++)
+            for (int64_t xx = 0; xx < x1 - x0; xx++, pos += 1) {
+                float *o = out + y * row + xx * j->c + c;
+                rf_v4f ov = rf_v4_load(o);
+                rf_v4i hit = at == pos;
+                rf_v4_store(o, (rf_v4f)(((rf_v4i)(ov + g) & hit) |
+                                        ((rf_v4i)ov & ~hit)));
+            }
+    }
+    for (; c < j->c; c++) {
+        float best = x[c];
+        int64_t at = 0, pos = 0;
+        for (int64_t y = 0; y < y1 - y0; y++)
+            for (int64_t xx = 0; xx < x1 - x0; xx++, pos++) {
+                float v = x[y * row + xx * j->c + c];
+                at = v > best ? pos : at;
+                best = rf_maxf(v, best);
+            }
+        int64_t w = x1 - x0;
+        out[(at / w) * row + (at % w) * j->c + c] += d[c];
+    }
+}
 
 static void pool_grad_chunk(void *arg, size_t chunk, int tid)
 {
@@ -85,8 +131,6 @@ static void pool_grad_chunk(void *arg, size_t chunk, int tid)
         n1 = j->n;
     int64_t img = j->ih * j->iw * j->c;
     memset(j->out + n0 * img, 0, (size_t)((n1 - n0) * img) * sizeof(float));
-    float bv[POOL_CBLOCK];
-    int64_t bi[POOL_CBLOCK];
     for (int64_t n = n0; n < n1; n++)
         for (int64_t oy = 0; oy < j->oh; oy++)
             for (int64_t ox = 0; ox < j->ow; ox++) {
@@ -95,30 +139,7 @@ static void pool_grad_chunk(void *arg, size_t chunk, int tid)
                 window(j, oy, ox, &y0, &y1, &x0, &x1);
                 if (y0 >= y1 || x0 >= x1)
                     continue;
-                for (int64_t c0 = 0; c0 < j->c; c0 += POOL_CBLOCK) {
-                    int64_t nc =
-                        j->c - c0 < POOL_CBLOCK ? j->c - c0 : POOL_CBLOCK;
-                    /* the first window element starts the scan; a later one
-                     * wins only if strictly greater (first maximum) */
-                    int64_t first = ((n * j->ih + y0) * j->iw + x0) * j->c + c0;
-                    for (int64_t c = 0; c < nc; c++) {
-                        bv[c] = j->x[first + c];
-                        bi[c] = first + c;
-                    }
-                    for (int64_t y = y0; y < y1; y++)
-                        for (int64_t x = x0; x < x1; x++) {
-                            int64_t base =
-                                ((n * j->ih + y) * j->iw + x) * j->c + c0;
-                            const float *p = j->x + base;
-                            for (int64_t c = 0; c < nc; c++) {
-                                bool gt = p[c] > bv[c];
-                                bi[c] = gt ? base + c : bi[c];
-                                bv[c] = rf_maxf(p[c], bv[c]);
-                            }
-                        }
-                    for (int64_t c = 0; c < nc; c++)
-                        j->out[bi[c]] += d[c0 + c];
-                }
+                grad_window(j, n, y0, y1, x0, x1, d);
             }
 }
 

@@ -492,6 +492,75 @@ static void test_relu_grad_at_zero(void)
     rf_graph_destroy(g);
 }
 
+/* MaxPoolGrad against a scalar reference (first maximum of each window in
+ * row-major order, strictly-greater scan, overlapping windows add up), with
+ * ties (values on a coarse grid) and 7 channels, so the kernel's 4-channel
+ * vector path and its scalar tail both run. */
+static void pool_grad_case(int64_t h, int64_t w, int64_t k, int64_t s,
+                           bool same)
+{
+    enum { N = 2, C = 7 };
+    int64_t oh, ow, pt, pl;
+    pads(h, k, s, same, &oh, &pt);
+    pads(w, k, s, same, &ow, &pl);
+    int64_t nx = N * h * w * C, ny = N * oh * ow * C;
+    float *x = malloc((size_t)nx * sizeof *x), *dy = malloc((size_t)ny * 4);
+    double *want = calloc((size_t)nx, sizeof *want);
+    double *got = malloc((size_t)nx * sizeof *got);
+    test_seed(77);
+    for (int64_t i = 0; i < nx; i++)
+        x[i] = (float)(int)(test_uniform() * 4); /* many ties */
+    test_fill(dy, (size_t)ny, -1, 1);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++)
+                for (int64_t c = 0; c < C; c++) {
+                    int64_t best = -1;
+                    for (int64_t ky = 0; ky < k; ky++)
+                        for (int64_t kx = 0; kx < k; kx++) {
+                            int64_t y = oy * s - pt + ky, xx = ox * s - pl + kx;
+                            if (y < 0 || y >= h || xx < 0 || xx >= w)
+                                continue;
+                            int64_t i = ((n * h + y) * w + xx) * C + c;
+                            if (best < 0 || x[i] > x[best])
+                                best = i;
+                        }
+                    if (best >= 0)
+                        want[best] += dy[((n * oh + oy) * ow + ox) * C + c];
+                }
+    rf_graph *g;
+    CHECK_OK(rf_graph_create(&g));
+    rf_node *im =
+        rf_variable(g, RF_F32, RF_SHAPE(N, h, w, C), rf_init_zeros(), "im");
+    rf_node *mp = rf_max_pool(g, im, (int)k, (int)k, (int)s, (int)s,
+                              same ? RF_PADDING_SAME : RF_PADDING_VALID, NULL);
+    rf_node *loss = rf_reduce_sum(
+        g, rf_mul(g, mp, cst(g, RF_SHAPE(N, oh, ow, C), dy), NULL), NULL, 0,
+        false, NULL);
+    rf_node *dx = NULL;
+    CHECK_OK(rf_gradients(g, loss, &im, 1, &dx));
+    CHECK_OK(rf_graph_initialize_variables(g));
+    memcpy(rf_variable_data(im), x, (size_t)nx * sizeof *x);
+    CHECK(test_eval(ex, g, dx, NULL, NULL, 0, got, (size_t)nx) == nx, "eval");
+    char what[64];
+    snprintf(what, sizeof what, "maxpool grad %lldx%lld k%lld s%lld %s",
+             (long long)h, (long long)w, (long long)k, (long long)s,
+             same ? "SAME" : "VALID");
+    check_vec(what, got, want, nx, 1e-6, 1e-6);
+    rf_graph_destroy(g);
+    free(x);
+    free(dy);
+    free(want);
+    free(got);
+}
+
+static void test_max_pool_grad(void)
+{
+    pool_grad_case(5, 5, 2, 2, true);  /* clipped right/bottom windows */
+    pool_grad_case(6, 7, 3, 1, true);  /* overlapping windows add up */
+    pool_grad_case(7, 6, 3, 2, false); /* overlap, VALID */
+}
+
 static void test_argmax_cast_accuracy(void)
 {
     rf_graph *g;
@@ -540,6 +609,7 @@ int main(void)
     test_conv2d();
     test_max_pool();
     test_relu_grad_at_zero();
+    test_max_pool_grad();
     test_argmax_cast_accuracy();
     rf_executor_destroy(ex);
     printf("graph kernels: all checks passed\n");
