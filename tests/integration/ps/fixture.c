@@ -95,6 +95,20 @@ const char *pt_peer_addr(void)
     return addr;
 }
 
+bool pt_reads_need_target_cpu(void)
+{
+    const char *p = pt_provider();
+    if (!strcmp(p, "sock"))
+        return true;
+    if (!strcmp(p, "verbs") || !strcmp(p, "shm"))
+        return false;
+    CHECK(false,
+          "provider '%s': pt_reads_need_target_cpu does not know whether "
+          "its one-sided reads need the target's CPU",
+          p);
+    return true;
+}
+
 void pt_spawn(rft_child *c, const char *name, const char *const *args)
 {
     const char *helper = getenv("RF_PS_HELPER");
