@@ -354,5 +354,8 @@ rf_status shm_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
  * fab->mu and ep->mu held). Returns 1 if work remains that can run now;
  * lowers *deadline to when a timed wait (RNR, pacing) ends. */
 int shm_ep_progress(shm_ep *ep, int64_t *deadline);
+/* Completes the in-flight send/write_imm at the head with RF_OK if the
+ * receiver has acknowledged it (ep->mu held); returns 1 if it did. */
+int shm_ep_take_ack(shm_ep *ep);
 
 #endif

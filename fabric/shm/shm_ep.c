@@ -213,6 +213,11 @@ void shm_ep_fail(shm_ep *ep, rf_status head_status, int notify,
 {
     if (ep->state != SHM_EP_OK)
         return;
+    /* A message the receiver acknowledged was delivered: it completes
+     * RF_OK even if the peer closed or failed right after (as an RC ACK
+     * that arrived before the error). */
+    if (shm_ep_take_ack(ep))
+        head_status = RF_OK;
     ep->state = SHM_EP_ERROR;
     RF_LOG_INFO("shm: endpoint to %s enters the error state: %s", ep->peer,
                 why);
@@ -373,6 +378,7 @@ void shm_ep_handle(shm_ep *ep, const shm_msg *mp, int *fds, int nfds)
         break;
     case SHM_MSG_ERR: {
         rf_status st = (rf_status)(int32_t)m.a;
+        (void)shm_ep_take_ack(ep);
         int inflight = ep->sq_count > 0 && ep->sq[ep->sq_head].inflight;
         if (st >= 0 || st < -100)
             st = RF_ERR_DISCONNECTED;

@@ -416,6 +416,20 @@ static void pop(shm_ep *ep)
     ep->sq_count--;
 }
 
+int shm_ep_take_ack(shm_ep *ep)
+{
+    if (ep->sq_count == 0 || !ep->tx)
+        return 0;
+    shm_wqe *w = &ep->sq[ep->sq_head];
+    if (!w->inflight || w->pushed < w->nslots ||
+        __atomic_load_n(&ep->tx->acked, __ATOMIC_ACQUIRE) < w->msg)
+        return 0;
+    shm_ep_complete(ep, &w->wr, RF_OK);
+    pop(ep);
+    ep->tx_wait_since = 0;
+    return 1;
+}
+
 /* A send/write_imm waits for its receiver. A receiver that consumes
  * nothing (process stopped or wedged, not dead: that is EOF) for
  * RF_PEER_TIMEOUT_MS + RF_RNR_TIMEOUT_MS fails the endpoint. */
@@ -479,13 +493,8 @@ int shm_ep_progress(shm_ep *ep, int64_t *deadline)
         if (w->inflight) {
             if (w->pushed < w->nslots)
                 push_slots(ep, w);
-            uint64_t acked = __atomic_load_n(&ep->tx->acked, __ATOMIC_ACQUIRE);
-            if (w->pushed == w->nslots && acked >= w->msg) {
-                shm_ep_complete(ep, &w->wr, RF_OK);
-                pop(ep);
-                ep->tx_wait_since = 0;
+            if (shm_ep_take_ack(ep))
                 continue;
-            }
             if (stalled(ep, deadline))
                 return 0;
             break;

@@ -26,6 +26,11 @@
  *    posted the message waits up to RF_RNR_TIMEOUT_MS (default 2000; at most
  *    3930 with verbs, the longest finite RC RNR retry) and the initiator's
  *    work then completes with RF_ERR_NO_RESOURCE.
+ *  - A send longer than the receive it consumes is an error: the receive
+ *    completes with RF_ERR_INVALID_ARG, the send with RF_ERR_REMOTE_ACCESS
+ *    (verbs may report RF_ERR_INVALID_ARG, the responder's invalid-request
+ *    NAK), and the endpoint enters the error state on both sides. Nothing
+ *    outside the receive buffer is written.
  *  - An error completion is always reported, even for unsignaled work.
  *  - An endpoint created with RF_EP_REMOTE_ACCESS_OFF lets its peer send
  *    (and receive) but not read, write, write_imm or run atomics on this

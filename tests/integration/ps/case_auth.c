@@ -85,14 +85,15 @@ static void expect_log(const char *log, const char *needle)
     }
 }
 
-/* prefix followed by this test's host and a colon (a peer address), in a
- * static ring of buffers. */
+/* prefix followed by how the ps names a peer on this host (the provider's
+ * label, pt_peer_addr: the test's host on sock and verbs, uid/gid on shm)
+ * and a colon, in a static ring of buffers. */
 static const char *at_host(const char *prefix)
 {
     static char bufs[4][256];
     static int next;
     char *b = bufs[next++ % 4];
-    snprintf(b, 256, "%s%s:", prefix, pt_host());
+    snprintf(b, 256, "%s%s:", prefix, pt_peer_addr());
     return b;
 }
 

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,67 @@ const char *pt_addr(uint16_t port)
     char *b = ring[next++ % 16];
     snprintf(b, 300, "%s:%u", pt_host(), port);
     return b;
+}
+
+typedef struct peer_probe {
+    rf_fabric *f;
+    uint16_t port;
+} peer_probe;
+
+static void *probe_connect(void *arg)
+{
+    peer_probe *p = arg;
+    rf_cq *cq = NULL;
+    CHECK_OK(rf_cq_create(p->f, 4, &cq));
+    rf_ep_attr attr = {.send_cq = cq, .max_send_wr = 1, .max_recv_wr = 1};
+    rf_ep *ep = NULL;
+    rf_status st =
+        rf_connect(p->f, pt_host(), p->port, &attr, NULL, 0, rft_ms(5000), &ep);
+    CHECK(st == RF_ERR_UNAVAILABLE, "probe connection: %s, not rejected",
+          rf_status_string(st));
+    rf_cq_destroy(cq);
+    return NULL;
+}
+
+const char *pt_peer_addr(void)
+{
+    static char addr[128];
+    if (addr[0])
+        return addr;
+    peer_probe p = {.f = pt_fabric()};
+    rf_listener *l = NULL;
+    CHECK_OK(rf_listen(p.f, pt_host(), 0, &l));
+    p.port = rf_listener_port(l);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, probe_connect, &p) == 0,
+          "pthread_create failed");
+    rf_conn_req *req = NULL;
+    CHECK_OK(rf_listener_get_request(l, rft_ms(5000), &req));
+    const char *peer = rf_conn_req_peer(req);
+    const char *colon = strrchr(peer, ':');
+    CHECK(colon && colon > peer && (size_t)(colon - peer) < sizeof addr,
+          "peer '%s' is not shaped address:port", peer);
+    memcpy(addr, peer, (size_t)(colon - peer));
+    addr[colon - peer] = '\0';
+    rf_reject(req, NULL, 0);
+    pthread_join(t, NULL);
+    rf_listener_close(l);
+    rf_fabric_close(p.f);
+    return addr;
+}
+
+bool pt_reads_need_target_cpu(void)
+{
+    const char *p = pt_provider();
+    if (!strcmp(p, "sock"))
+        return true;
+    if (!strcmp(p, "verbs") || !strcmp(p, "shm"))
+        return false;
+    CHECK(false,
+          "provider '%s': pt_reads_need_target_cpu does not know whether "
+          "its one-sided reads need the target's CPU",
+          p);
+    return true;
 }
 
 void pt_spawn(rft_child *c, const char *name, const char *const *args)

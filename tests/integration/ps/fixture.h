@@ -28,6 +28,18 @@ rf_fabric *pt_fabric(void);    /* opens the provider on pt_host() */
 uint16_t pt_free_port(void);
 /* "host:port" in a static ring of buffers. */
 const char *pt_addr(uint16_t port);
+/* How a listener of this provider names a connection from this host and
+ * user: rf_conn_req_peer of a connection made to itself, up to its last
+ * colon (pt_host() on sock and verbs, "uid<U>/gid<G>" on shm). Learned once
+ * from the provider, so a test of what the ps logs about a peer asserts the
+ * same text for any provider. */
+const char *pt_peer_addr(void);
+/* Whether the provider needs the target process's CPU to serve one-sided
+ * reads (sock: its progress thread is the target), so that a stopped
+ * (SIGSTOP) ps holds them in flight; false for verbs (the NIC serves them)
+ * and shm (the initiator copies from the shared segment). Fails for a
+ * provider it does not know. */
+bool pt_reads_need_target_cpu(void);
 
 /* Starts the ps helper (RF_PS_HELPER, or rf_ps_helper beside this program)
  * with args (NULL-terminated; the role first), stdin /dev/null. */

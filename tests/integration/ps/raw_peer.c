@@ -67,6 +67,10 @@ rf_status raw_send_status(raw_peer *r, const void *buf, size_t len)
         rf_completion c = next(r, rft_ms(10000));
         if (c.op == RF_OP_SEND)
             return c.status;
+        CHECK(r->nheld < sizeof r->held / sizeof r->held[0],
+              "more than %zu receives completed before a send",
+              sizeof r->held / sizeof r->held[0]);
+        r->held[r->nheld++] = c;
     }
 }
 
@@ -78,7 +82,13 @@ void raw_send(raw_peer *r, const void *buf, size_t len)
 
 size_t raw_recv(raw_peer *r, void *buf, size_t cap, int timeout_ms)
 {
-    rf_completion c = next(r, timeout_ms);
+    rf_completion c;
+    if (r->nheld) {
+        c = r->held[0];
+        memmove(r->held, r->held + 1, --r->nheld * sizeof r->held[0]);
+    } else {
+        c = next(r, timeout_ms);
+    }
     CHECK(c.op == RF_OP_RECV && c.status == RF_OK, "receive: op %d, %s",
           (int)c.op, rf_status_string(c.status));
     uint32_t i = (uint32_t)(uintptr_t)c.context - 1;
@@ -151,6 +161,9 @@ rf_status raw_do(raw_peer *r, rf_wr wr)
 void raw_expect_dropped(raw_peer *r, int timeout_ms)
 {
     long long deadline = rf_now_ms() + timeout_ms;
+    for (uint32_t i = 0; i < r->nheld; i++)
+        if (r->held[i].status != RF_OK)
+            return;
     while (rf_ep_state(r->ep) == RF_OK) {
         CHECK(rf_now_ms() < deadline,
               "the ps did not drop the connection within %d ms", timeout_ms);

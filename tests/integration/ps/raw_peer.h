@@ -18,6 +18,11 @@ typedef struct raw_peer {
     unsigned char *mem; /* [0, 64K) receives, [64K, 128K) sends */
     rf_mr *mr;
     uint32_t req;
+    /* Receive completions taken while waiting for a send's: fabric.h orders
+     * completions per queue, not a receive after the send it answers, so a
+     * reply may be reported first (shm). raw_recv returns these first. */
+    rf_completion held[8];
+    uint32_t nheld;
 } raw_peer;
 
 /* Connects with priv; returns the rf_connect status (no check). */
