@@ -27,10 +27,12 @@
  *    3930 with verbs, the longest finite RC RNR retry) and the initiator's
  *    work then completes with RF_ERR_NO_RESOURCE.
  *  - A send longer than the receive it consumes is an error: the receive
- *    completes with RF_ERR_INVALID_ARG, the send with RF_ERR_REMOTE_ACCESS
- *    (verbs may report RF_ERR_INVALID_ARG, the responder's invalid-request
- *    NAK), and the endpoint enters the error state on both sides. Nothing
- *    outside the receive buffer is written.
+ *    completes with RF_ERR_INVALID_ARG, the send with RF_ERR_REMOTE_ACCESS,
+ *    and the endpoint enters the error state on both sides. Nothing
+ *    outside the receive buffer is written. On verbs the send may report
+ *    RF_ERR_INVALID_ARG (the responder's invalid-request NAK) and either
+ *    side RF_ERR_DISCONNECTED (rxe completes the short receive as flushed,
+ *    and the flush of the disconnect can reach the send before the NAK).
  *  - An error completion is always reported, even for unsignaled work.
  *  - An endpoint created with RF_EP_REMOTE_ACCESS_OFF lets its peer send
  *    (and receive) but not read, write, write_imm or run atomics on this
