@@ -1,6 +1,7 @@
 /* fabric/fabric.c: the public transport API. Finds providers by name in one
- * fixed table, validates arguments once for all providers, and dispatches to
- * the provider's ops table (a missing op gives RF_ERR_UNSUPPORTED). */
+ * fixed table (plus "auto", fabric/auto/), validates arguments once for all
+ * providers, and dispatches to the provider's ops table (a missing op gives
+ * RF_ERR_UNSUPPORTED). */
 #include <stdint.h>
 #include <string.h>
 
@@ -11,7 +12,8 @@
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 
-/* Order matters for "auto": the first provider whose probe succeeds wins. */
+/* The providers that carry endpoints. "auto" (fabric/auto/) is not one of
+ * them: it opens several of these and chooses one per peer. */
 static const rf_provider_ops *const providers[] = {
 #ifdef RF_HAVE_VERBS
     &rf_verbs_provider,
@@ -25,13 +27,11 @@ static const char *const provider_names[] = {
 #ifdef RF_HAVE_VERBS
     "verbs",
 #endif
-    "sock",
-    "shm",
-    NULL,
+    "sock",  "shm", "auto", NULL,
 };
 _Static_assert(sizeof provider_names / sizeof provider_names[0] ==
-                   PROVIDER_COUNT + 1,
-               "provider_names must list every provider");
+                   PROVIDER_COUNT + 2,
+               "provider_names must list every provider, then auto");
 
 const char *const *rf_fabric_providers(void)
 {
@@ -40,51 +40,22 @@ const char *const *rf_fabric_providers(void)
 
 static const rf_provider_ops *find_provider(const char *name)
 {
+    if (strcmp(name, rf_auto_provider.name) == 0)
+        return &rf_auto_provider;
     for (size_t i = 0; i < PROVIDER_COUNT; i++)
         if (strcmp(providers[i]->name, name) == 0)
             return providers[i];
     return NULL;
 }
 
-rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
-                         rf_fabric **out)
+rf_status rf_provider_open(const rf_provider_ops *ops,
+                           const rf_fabric_attr *attr, rf_fabric **out)
 {
-    if (!out)
-        return rf_error_set(RF_ERR_INVALID_ARG, "rf_fabric_open: out is NULL");
     *out = NULL;
-    const char *name = provider;
-    if (!name || !*name || strcmp(name, "auto") == 0)
-        name = rf_env_str("RF_FABRIC", "auto");
-
-    const rf_provider_ops *ops = NULL;
-    if (strcmp(name, "auto") == 0) {
-        for (size_t i = 0; i < PROVIDER_COUNT && !ops; i++) {
-            if (!providers[i]->probe || providers[i]->probe() == RF_OK)
-                ops = providers[i];
-            else
-                RF_LOG_INFO("fabric auto: provider %s unavailable: %s",
-                            providers[i]->name, rf_error_message());
-        }
-        if (!ops)
-            return rf_error_set(
-                RF_ERR_UNAVAILABLE,
-                "rf_fabric_open: no provider works on this host");
-    } else {
-        ops = find_provider(name);
-        if (!ops) {
-            char list[128] = "";
-            for (size_t i = 0; i < PROVIDER_COUNT; i++) {
-                if (i)
-                    strncat(list, "|", sizeof list - strlen(list) - 1);
-                strncat(list, providers[i]->name,
-                        sizeof list - strlen(list) - 1);
-            }
-            return rf_error_set(
-                RF_ERR_INVALID_ARG,
-                "rf_fabric_open: unknown provider '%s' (compiled "
-                "in: %s)",
-                name, list);
-        }
+    if (ops->probe) {
+        rf_status pst = ops->probe();
+        if (pst != RF_OK)
+            return pst;
     }
     if (!ops->fabric_open)
         return rf_error_set(RF_ERR_UNSUPPORTED, "provider %s cannot open",
@@ -99,8 +70,35 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
     if (st == RF_OK) {
         (*out)->ops = ops;
         (*out)->cq_spin_us = (unsigned)spin;
-        RF_LOG_INFO("fabric: opened provider %s", ops->name);
     }
+    return st;
+}
+
+rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
+                         rf_fabric **out)
+{
+    if (!out)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_fabric_open: out is NULL");
+    *out = NULL;
+    const char *name = provider;
+    if (!name || !*name || strcmp(name, "auto") == 0)
+        name = rf_env_str("RF_FABRIC", "auto");
+    const rf_provider_ops *ops = find_provider(name);
+    if (!ops) {
+        char list[128] = "";
+        for (const char *const *p = provider_names; *p; p++) {
+            if (*list)
+                strncat(list, "|", sizeof list - strlen(list) - 1);
+            strncat(list, *p, sizeof list - strlen(list) - 1);
+        }
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_fabric_open: unknown provider '%s' (compiled "
+                            "in: %s)",
+                            name, list);
+    }
+    rf_status st = rf_provider_open(ops, attr, out);
+    if (st == RF_OK)
+        RF_LOG_INFO("fabric: opened provider %s", ops->name);
     return st;
 }
 
@@ -376,9 +374,22 @@ void rf_reject(rf_conn_req *req, const void *priv, size_t priv_len)
 
 static _Thread_local unsigned char reject_data[RF_MAX_PRIVATE_DATA];
 static _Thread_local size_t reject_len;
+static _Thread_local int rejected;
+
+int rf_connect_was_rejected(void)
+{
+    return rejected;
+}
+
+void rf_connect_reject_clear(void)
+{
+    rejected = 0;
+    reject_len = 0;
+}
 
 void rf_set_reject_data(const void *priv, size_t len)
 {
+    rejected = 1;
     reject_len = len < RF_MAX_PRIVATE_DATA ? len : RF_MAX_PRIVATE_DATA;
     if (reject_len)
         memcpy(reject_data, priv, reject_len);
@@ -395,7 +406,7 @@ rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
                      const rf_ep_attr *attr, const void *priv, size_t priv_len,
                      int timeout_ms, rf_ep **out)
 {
-    reject_len = 0;
+    rf_connect_reject_clear();
     if (!fabric || !out || !host || timeout_ms < -1)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_connect: bad arguments");
     *out = NULL;
@@ -423,6 +434,15 @@ void rf_ep_close(rf_ep *ep)
 {
     if (ep && ep->fabric->ops->ep_close)
         ep->fabric->ops->ep_close(ep);
+}
+
+const char *rf_ep_provider(const rf_ep *ep)
+{
+    if (!ep)
+        return "";
+    if (ep->fabric->ops->ep_provider)
+        return ep->fabric->ops->ep_provider(ep);
+    return ep->fabric->ops->name;
 }
 
 rf_status rf_ep_state(const rf_ep *ep)

@@ -48,7 +48,16 @@ struct rf_ep {
     rf_cq *recv_cq;
     unsigned char peer_priv[RF_MAX_PRIVATE_DATA];
     size_t peer_priv_len;
+    /* The endpoint the user holds when this one carries it for another
+     * provider (auto); NULL otherwise. Completions name rf_ep_public(). */
+    rf_ep *owner;
 };
+
+/* The endpoint a completion of ep reports: its owner's if it has one. */
+static inline rf_ep *rf_ep_public(rf_ep *ep)
+{
+    return ep->owner ? ep->owner : ep;
+}
 
 /* A NULL op means unsupported: the generic layer returns RF_ERR_UNSUPPORTED.
  * Every op that fails sets the thread's error message (rf_error_set). */
@@ -62,6 +71,11 @@ struct rf_provider_ops {
     /* Registers [addr, addr+len); must fill the base fields. */
     rf_status (*mr_reg)(rf_fabric *fabric, void *addr, size_t len,
                         uint32_t access, rf_mr **out);
+    /* Optional: the same with the rkey chosen by the caller (non-zero;
+     * fails if that rkey is registered already). The auto provider
+     * registers a region on every provider under one rkey with it. */
+    rf_status (*mr_reg_keyed)(rf_fabric *fabric, void *addr, size_t len,
+                              uint32_t access, uint32_t rkey, rf_mr **out);
     rf_status (*mr_dereg)(rf_mr *mr);
 
     rf_status (*cq_create)(rf_fabric *fabric, uint32_t depth, rf_cq **out);
@@ -83,6 +97,8 @@ struct rf_provider_ops {
     void (*ep_close)(rf_ep *ep);
     rf_status (*ep_state)(const rf_ep *ep);
     rf_status (*ep_enable_remote_access)(rf_ep *ep);
+    /* Optional: the provider that carries ep (auto); NULL: this one. */
+    const char *(*ep_provider)(const rf_ep *ep);
 
     /* wrs are validated: ops in range, local buffers inside local_mr with
      * the needed access, atomics with len 8 and an 8-byte local buffer. */
@@ -94,10 +110,20 @@ struct rf_provider_ops {
 /* Providers call this from connect when the listener rejected the request,
  * before returning RF_ERR_UNAVAILABLE (see rf_connect_reject_data). */
 void rf_set_reject_data(const void *priv, size_t len);
+/* Whether the last connect on this thread was rejected by a listener (as
+ * opposed to finding none), and forgetting it before the next attempt. */
+int rf_connect_was_rejected(void);
+void rf_connect_reject_clear(void);
+
+/* Opens one provider's fabric (no "auto" lookup): what rf_fabric_open does
+ * once it has found the provider. */
+rf_status rf_provider_open(const rf_provider_ops *ops,
+                           const rf_fabric_attr *attr, rf_fabric **out);
 
 /* The providers compiled in (fabric/providers.c). */
 extern const rf_provider_ops rf_sock_provider;
 extern const rf_provider_ops rf_shm_provider;
+extern const rf_provider_ops rf_auto_provider;
 #ifdef RF_HAVE_VERBS
 extern const rf_provider_ops rf_verbs_provider;
 #endif

@@ -41,9 +41,12 @@
 #define SHM_VERSION 1
 
 /* Region table: fixed size, one memfd per fabric, mapped read-only by
- * peers. rkey = generation << SHM_TABLE_BITS | index. */
+ * peers. The entry of an rkey is one of the SHM_PROBE_WINDOW slots from
+ * index rkey % SHM_TABLE_ENTRIES; an rkey this provider picks is
+ * generation << SHM_TABLE_BITS | index, in the window's first slot. */
 #define SHM_TABLE_BITS    12
 #define SHM_TABLE_ENTRIES (1u << SHM_TABLE_BITS)
+#define SHM_PROBE_WINDOW  16
 /* Segments a peer may make this process map on one endpoint. */
 #define SHM_MAX_PEER_SEGS 4096
 /* Largest segment a peer may announce (virtual address space only). */
@@ -282,6 +285,10 @@ void shm_fab_wake(shm_fabric *fab);
 /* shm_mr.c */
 rf_status shm_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
                      rf_mr **out);
+/* The same with the rkey chosen by the caller (the auto provider gives
+ * every provider's registration of a region one rkey); 0: pick one. */
+rf_status shm_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
+                           uint32_t access, uint32_t want_rkey, rf_mr **out);
 rf_status shm_mr_dereg(rf_mr *mr);
 /* Sends the table and every segment of the fabric to the peer (fab->mu and
  * ep->mu held). */

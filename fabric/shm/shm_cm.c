@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "fabric/local_addr.h"
 #include "fabric/shm/shm.h"
 
 static socklen_t make_name(struct sockaddr_un *sa, uint16_t port)
@@ -42,25 +43,11 @@ static socklen_t make_name(struct sockaddr_un *sa, uint16_t port)
 /* RF_OK if host names an address of this host (or the wildcard). */
 static rf_status check_local(const char *what, const char *host)
 {
-    if (!host || !*host || strcmp(host, "0.0.0.0") == 0 ||
-        strcmp(host, "::") == 0 || strcmp(host, "*") == 0)
-        return RF_OK;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM};
-    struct addrinfo *res = NULL;
-    int e = getaddrinfo(host, NULL, &hints, &res);
-    if (e != 0)
+    int local = rf_addr_is_local(host);
+    if (local < 0)
         return rf_error_set(RF_ERR_UNAVAILABLE,
                             "shm: %s: cannot resolve %s: %s", what, host,
-                            gai_strerror(e));
-    int local = 0;
-    for (struct addrinfo *ai = res; ai && !local; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            continue;
-        local = bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
-        close(fd);
-    }
-    freeaddrinfo(res);
+                            rf_error_message());
     if (!local)
         return rf_error_set(RF_ERR_UNAVAILABLE,
                             "shm: %s: %s is not an address of this host; the "

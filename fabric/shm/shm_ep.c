@@ -201,7 +201,7 @@ void shm_ep_complete(shm_ep *ep, const rf_wr *wr, rf_status st)
     if (st == RF_OK && (wr->flags & RF_WR_UNSIGNALED))
         return;
     rf_completion c = {.context = wr->context,
-                       .ep = &ep->base,
+                       .ep = rf_ep_public(&ep->base),
                        .op = wr->op,
                        .status = st,
                        .len = st == RF_OK ? (uint32_t)wr->len : 0};
@@ -234,7 +234,7 @@ void shm_ep_fail(shm_ep *ep, rf_status head_status, int notify,
     for (uint32_t i = 0; i < ep->rq_count; i++) {
         shm_rqe *r = &ep->rq[(ep->rq_head + i) % ep->rq_cap];
         rf_completion c = {.context = r->context,
-                           .ep = &ep->base,
+                           .ep = rf_ep_public(&ep->base),
                            .op = RF_OP_RECV,
                            .status = RF_ERR_DISCONNECTED};
         shm_cq_push((shm_cq *)ep->base.recv_cq, &c);

@@ -7,7 +7,10 @@
  * registering the same pages share one); a registration inside an existing
  * segment shares it (refcount), a partial overlap is refused. Each fabric
  * publishes its regions in its region table (a memfd peers map read-only),
- * one seqlocked entry per region; dereg invalidates the entry, so later
+ * one seqlocked entry per region, found from the rkey in a probe window of
+ * SHM_PROBE_WINDOW slots (an rkey this provider picks is found at the first;
+ * a caller-chosen one, from the auto provider, anywhere in its window);
+ * dereg invalidates the entry, so later
  * operations with that rkey fail at the initiator. Local-only regions need
  * no memfd. */
 #include <errno.h>
@@ -340,8 +343,59 @@ rf_status shm_grant(shm_ep *ep)
                               "shm: passing segments to %s failed", ep->peer);
 }
 
+/* A free slot for rkey `want` (0: choose one and the rkey) in its probe
+ * window; fab->mu held. Returns SHM_TABLE_ENTRIES if there is none or the
+ * wanted rkey is registered already. */
+static uint32_t pick_slot(shm_fabric *fab, uint32_t want, uint32_t *rkey)
+{
+    if (want) {
+        uint32_t h = want & (SHM_TABLE_ENTRIES - 1),
+                 free_idx = SHM_TABLE_ENTRIES;
+        for (uint32_t i = 0; i < SHM_PROBE_WINDOW; i++) {
+            uint32_t j = (h + i) & (SHM_TABLE_ENTRIES - 1);
+            if (fab->slot_used[j] && fab->table[j].rkey == want)
+                return SHM_TABLE_ENTRIES;
+            if (!fab->slot_used[j] && free_idx == SHM_TABLE_ENTRIES)
+                free_idx = j;
+        }
+        *rkey = want;
+        return free_idx;
+    }
+    for (uint32_t i = 0; i < SHM_TABLE_ENTRIES; i++) {
+        uint32_t j = (fab->next_gen + i) % SHM_TABLE_ENTRIES;
+        if (fab->slot_used[j])
+            continue;
+        /* rkey = generation << SHM_TABLE_BITS | index: found at the first
+         * probe. A generation whose rkey a keyed registration holds in this
+         * window is skipped. */
+        for (int tries = 0; tries < 64; tries++) {
+            fab->next_gen++;
+            uint32_t gen = fab->next_gen & ((1u << (32 - SHM_TABLE_BITS)) - 1);
+            if (gen == 0)
+                continue;
+            uint32_t k = gen << SHM_TABLE_BITS | j;
+            int taken = 0;
+            for (uint32_t w = 0; w < SHM_PROBE_WINDOW && !taken; w++) {
+                uint32_t x = (j + w) & (SHM_TABLE_ENTRIES - 1);
+                taken = fab->slot_used[x] && fab->table[x].rkey == k;
+            }
+            if (!taken) {
+                *rkey = k;
+                return j;
+            }
+        }
+    }
+    return SHM_TABLE_ENTRIES;
+}
+
 rf_status shm_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
                      rf_mr **out)
+{
+    return shm_mr_reg_keyed(fabric, addr, len, access, 0, out);
+}
+
+rf_status shm_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
+                           uint32_t access, uint32_t want_rkey, rf_mr **out)
 {
     shm_fabric *fab = (shm_fabric *)fabric;
     shm_mr *mr = calloc(1, sizeof *mr);
@@ -369,16 +423,15 @@ rf_status shm_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
     pthread_mutex_lock(&fab->mu);
     /* A free slot from this process's own bitmap (the shared table is
      * only ever written here, never trusted). */
-    uint32_t idx = SHM_TABLE_ENTRIES;
-    for (uint32_t i = 0; i < SHM_TABLE_ENTRIES; i++) {
-        uint32_t j = (fab->next_gen + i) % SHM_TABLE_ENTRIES;
-        if (!fab->slot_used[j]) {
-            idx = j;
-            break;
-        }
-    }
+    uint32_t rkey = 0;
+    uint32_t idx = pick_slot(fab, want_rkey, &rkey);
     rf_status st = RF_OK;
-    if (idx == SHM_TABLE_ENTRIES)
+    if (idx == SHM_TABLE_ENTRIES && want_rkey)
+        st = rf_error_set(RF_ERR_NO_RESOURCE,
+                          "shm: rf_mr_reg: rkey 0x%x is registered already or "
+                          "its %u table slots are in use",
+                          want_rkey, SHM_PROBE_WINDOW);
+    else if (idx == SHM_TABLE_ENTRIES)
         st = rf_error_set(RF_ERR_NO_RESOURCE,
                           "shm: rf_mr_reg: all %u remote-access regions of "
                           "this fabric are in use",
@@ -391,13 +444,9 @@ rf_status shm_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
         free(mr);
         return st;
     }
-    fab->next_gen++;
-    uint32_t gen = (fab->next_gen & ((1u << (32 - SHM_TABLE_BITS)) - 1));
-    if (gen == 0)
-        gen = 1;
     mr->index = idx;
     fab->slot_used[idx] = 1;
-    mr->base.rkey = gen << SHM_TABLE_BITS | idx;
+    mr->base.rkey = rkey;
     /* The peers get the segment before the entry is valid, so an initiator
      * that sees the entry finds the segment's message on its socket. */
     int new_for_fabric = !fabric_uses_seg(fab, mr->seg);

@@ -135,10 +135,9 @@ rf_status shm_post_recv(rf_ep *base, void *buf, size_t len, rf_mr *mr,
 /* --- one-sided execution ---------------------------------------------------
  */
 
-/* Reads the peer's table entry for rkey consistently (seqlock). */
-static int read_entry(const shm_tentry *t, uint32_t rkey, shm_tentry *out)
+/* Reads one entry of the peer's table consistently (seqlock). */
+static int read_slot(const shm_tentry *e, shm_tentry *out)
 {
-    const shm_tentry *e = &t[rkey & (SHM_TABLE_ENTRIES - 1)];
     for (int tries = 0; tries < 10000; tries++) {
         uint64_t s1 = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
         if (s1 & 1)
@@ -151,6 +150,20 @@ static int read_entry(const shm_tentry *t, uint32_t rkey, shm_tentry *out)
         out->seg_id = __atomic_load_n(&e->seg_id, __ATOMIC_ACQUIRE);
         out->valid = __atomic_load_n(&e->valid, __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) == s1)
+            return 1;
+    }
+    return 0;
+}
+
+/* Finds the valid entry for rkey in its probe window (SHM_PROBE_WINDOW
+ * slots from rkey % SHM_TABLE_ENTRIES). 0 if there is none. */
+static int read_entry(const shm_tentry *t, uint32_t rkey, shm_tentry *out)
+{
+    for (uint32_t i = 0; i < SHM_PROBE_WINDOW; i++) {
+        const shm_tentry *e = &t[(rkey + i) & (SHM_TABLE_ENTRIES - 1)];
+        if (__atomic_load_n(&e->rkey, __ATOMIC_ACQUIRE) != rkey)
+            continue;
+        if (read_slot(e, out) && out->valid && out->rkey == rkey)
             return 1;
     }
     return 0;
@@ -305,7 +318,7 @@ static void complete_recv(shm_ep *ep, rf_op op, rf_status st, uint32_t len,
 {
     shm_rqe *r = &ep->rq[ep->rq_head];
     rf_completion c = {.context = r->context,
-                       .ep = &ep->base,
+                       .ep = rf_ep_public(&ep->base),
                        .op = op,
                        .status = st,
                        .len = len,

@@ -220,6 +220,7 @@ const rf_provider_ops rf_shm_provider = {
     .fabric_open = shm_fabric_open,
     .fabric_close = shm_fabric_close,
     .mr_reg = shm_mr_reg,
+    .mr_reg_keyed = shm_mr_reg_keyed,
     .mr_dereg = shm_mr_dereg,
     .cq_create = shm_cq_create,
     .cq_destroy = shm_cq_destroy,

@@ -361,6 +361,10 @@ void *sock_progress_main(void *arg);
 /* sock_mr.c */
 rf_status sock_mr_reg(rf_fabric *fabric, void *addr, size_t len,
                       uint32_t access, rf_mr **out);
+/* The same with the rkey chosen by the caller (the auto provider); 0: pick
+ * a random one. */
+rf_status sock_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
+                            uint32_t access, uint32_t want_rkey, rf_mr **out);
 rf_status sock_mr_dereg(rf_mr *mr);
 sock_mr *sock_mr_find(sock_fabric *fab, uint32_t rkey); /* holds mr_mu */
 void sock_mr_free_all(sock_fabric *fab);

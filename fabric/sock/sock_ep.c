@@ -168,7 +168,7 @@ void sock_ep_complete_head(sock_ep *ep, rf_status status)
     if (status == RF_OK && (w->flags & RF_WR_UNSIGNALED))
         return;
     rf_completion c = {.context = w->context,
-                       .ep = &ep->base,
+                       .ep = rf_ep_public(&ep->base),
                        .op = (rf_op)w->op,
                        .status = status,
                        .len = status == RF_OK ? w->len : 0};
@@ -248,7 +248,7 @@ void sock_ep_fail(sock_ep *ep, rf_status reason, const char *fmt, ...)
     trim_replies(ep);
     if (ep->rx_sink == SINK_TGT_SEND) {
         rf_completion c = {.context = ep->rx_ctx,
-                           .ep = &ep->base,
+                           .ep = rf_ep_public(&ep->base),
                            .op = RF_OP_RECV,
                            .status = RF_ERR_DISCONNECTED};
         sock_ep_push_recv_comp(ep, &c);
@@ -259,7 +259,7 @@ void sock_ep_fail(sock_ep *ep, rf_status reason, const char *fmt, ...)
     while (ep->recv_head != ep->recv_tail) {
         sock_recv *r = &ep->recvs[ep->recv_head++ % ep->max_recv];
         rf_completion c = {.context = r->context,
-                           .ep = &ep->base,
+                           .ep = rf_ep_public(&ep->base),
                            .op = RF_OP_RECV,
                            .status = RF_ERR_DISCONNECTED};
         sock_ep_push_recv_comp(ep, &c);

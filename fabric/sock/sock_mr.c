@@ -66,6 +66,12 @@ static void grow_table(sock_fabric *fab)
 rf_status sock_mr_reg(rf_fabric *fabric, void *addr, size_t len,
                       uint32_t access, rf_mr **out)
 {
+    return sock_mr_reg_keyed(fabric, addr, len, access, 0, out);
+}
+
+rf_status sock_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
+                            uint32_t access, uint32_t want_rkey, rf_mr **out)
+{
     sock_fabric *fab = SOCK_FAB(fabric);
     sock_mr *mr = calloc(1, sizeof *mr);
     if (!mr)
@@ -77,10 +83,15 @@ rf_status sock_mr_reg(rf_fabric *fabric, void *addr, size_t len,
     mr->base.remote_addr = (uint64_t)(uintptr_t)addr;
 
     pthread_mutex_lock(&fab->mr_mu);
-    uint32_t key;
-    do {
+    uint32_t key = want_rkey;
+    if (key && sock_mr_find(fab, key)) {
+        pthread_mutex_unlock(&fab->mr_mu);
+        free(mr);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_mr_reg: rkey 0x%x is registered already", key);
+    }
+    while (key == 0 || sock_mr_find(fab, key))
         key = random_u32();
-    } while (key == 0 || sock_mr_find(fab, key));
     mr->base.rkey = key;
     if (fab->mr_count >= fab->mr_nbuckets)
         grow_table(fab);

@@ -178,6 +178,7 @@ const rf_provider_ops rf_sock_provider = {
     .fabric_open = sock_fabric_open,
     .fabric_close = sock_fabric_close,
     .mr_reg = sock_mr_reg,
+    .mr_reg_keyed = sock_mr_reg_keyed,
     .mr_dereg = sock_mr_dereg,
     .cq_create = sock_cq_create,
     .cq_destroy = sock_cq_destroy,

@@ -289,7 +289,7 @@ static void start_send(sock_ep *ep)
         sock_recv r = pop_recv(ep);
         if (h->len > r.len) {
             rf_completion c = {.context = r.context,
-                               .ep = &ep->base,
+                               .ep = rf_ep_public(&ep->base),
                                .op = RF_OP_RECV,
                                .status = RF_ERR_INVALID_ARG};
             sock_ep_push_recv_comp(ep, &c);
@@ -375,7 +375,7 @@ static void deliver(sock_ep *ep, sock_txi *t, void *ctx, int is_imm,
     t->blocked = 0;
     t->has_event = 1;
     t->ev = (rf_completion){.context = ctx,
-                            .ep = &ep->base,
+                            .ep = rf_ep_public(&ep->base),
                             .op = is_imm ? RF_OP_RECV_WRITE_IMM : RF_OP_RECV,
                             .status = RF_OK,
                             .len = len,
@@ -473,7 +473,7 @@ void sock_tgt_match(sock_ep *ep)
         sock_txi *t = sock_txq_at(&ep->rep, s->rep_seq);
         if (!s->is_imm && s->len > r.len) {
             rf_completion c = {.context = r.context,
-                               .ep = &ep->base,
+                               .ep = rf_ep_public(&ep->base),
                                .op = RF_OP_RECV,
                                .status = RF_ERR_INVALID_ARG};
             sock_ep_push_recv_comp(ep, &c);

@@ -316,7 +316,7 @@ static void emit_slot(vemit *em, vep *ep, const vslot *s, rf_status st,
                       uint32_t len)
 {
     rf_completion c = {.context = s->context,
-                       .ep = &ep->base,
+                       .ep = rf_ep_public(&ep->base),
                        .op = (rf_op)s->op,
                        .status = st,
                        .len = len,
@@ -391,7 +391,7 @@ static void handle_recv_wc(vemit *em, vep *ep, vslot *slot,
     for (uint64_t s = tail; s < target; s++)
         emit_slot(em, ep, &ep->rq[s & ep->rq_mask], RF_ERR_DISCONNECTED, 0);
     rf_completion c = {.context = slot->context,
-                       .ep = &ep->base,
+                       .ep = rf_ep_public(&ep->base),
                        .op = RF_OP_RECV,
                        .status = recv_status(wc->status),
                        .len = 0,

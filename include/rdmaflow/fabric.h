@@ -151,8 +151,13 @@ enum rf_ep_flags {
 
 /* --- fabric ------------------------------------------------------------ */
 
-/* Opens a provider by name: "sock", "verbs", or "auto" / NULL (the value of
- * RF_FABRIC if set, else the first provider that works on this host). */
+/* Opens a provider by name: "sock", "shm", "verbs", or "auto"; NULL or ""
+ * mean the value of RF_FABRIC if set, else "auto". An auto fabric opens
+ * every provider that works on this host, registers each region on all of
+ * them under one rkey, listens on all of them, and chooses per peer when it
+ * connects: shm for an address of this host, verbs where an RDMA device
+ * serves the address, sock otherwise (falling back to the next when the
+ * peer has no listener of that provider); rf_ep_provider tells which. */
 rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
                          rf_fabric **out);
 void rf_fabric_close(rf_fabric *fabric);
@@ -227,6 +232,9 @@ const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len);
 /* Closes the endpoint; outstanding work completes with
  * RF_ERR_DISCONNECTED before this returns. */
 void rf_ep_close(rf_ep *ep);
+/* The provider carrying the endpoint ("shm", "sock", "verbs"): the
+ * fabric's own, or the one an auto fabric chose for this peer. */
+const char *rf_ep_provider(const rf_ep *ep);
 /* RF_OK while usable, RF_ERR_DISCONNECTED once in the error state. */
 rf_status rf_ep_state(const rf_ep *ep);
 /* Lets the peer of an endpoint created with RF_EP_REMOTE_ACCESS_OFF read,

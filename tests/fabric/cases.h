@@ -5,6 +5,7 @@
 
 #define RT_ALL       0
 #define RT_SOCK_ONLY 1
+#define RT_AUTO_ONLY 2
 
 #define RT_CASE(name, budget, flags, desc) void case_##name(void);
 #include "tests/fabric/cases.def"

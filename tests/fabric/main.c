@@ -84,6 +84,8 @@ static const char *resolved_provider(void)
 
 static int applies(const rft_case *c, const char *provider)
 {
+    if (c->flags & RT_AUTO_ONLY)
+        return strcmp(provider, "auto") == 0;
     return !(c->flags & RT_SOCK_ONLY) || strcmp(provider, "sock") == 0;
 }
 
@@ -91,8 +93,8 @@ static int run_case(const rft_case *c)
 {
     const char *provider = resolved_provider();
     if (!applies(c, provider)) {
-        printf("SKIP %s: sock provider only (provider is %s)\n", c->name,
-               provider);
+        printf("SKIP %s: %s provider only (provider is %s)\n", c->name,
+               c->flags & RT_AUTO_ONLY ? "auto" : "sock", provider);
         return EXIT_SKIP;
     }
     char context[256];

@@ -203,9 +203,10 @@ int main(int argc, char **argv)
         for (const char *const *p = rf_fabric_providers(); *p; p++)
             known |= strcmp(*p, o.provider) == 0;
         if (!known) {
-            char list[128] = "auto";
+            char list[128] = "";
             for (const char *const *p = rf_fabric_providers(); *p; p++) {
-                strncat(list, "|", sizeof list - strlen(list) - 1);
+                if (*list)
+                    strncat(list, "|", sizeof list - strlen(list) - 1);
                 strncat(list, *p, sizeof list - strlen(list) - 1);
             }
             return bad_usage("--provider: unknown provider '%s' (%s)",

@@ -215,6 +215,14 @@ static void test_provider_selection(void)
         rf_fabric_close(fab);
     }
     unsetenv("RF_FABRIC");
+    /* Unset, the default is auto: one fabric over every provider. */
+    CHECK(rf_fabric_open(NULL, NULL, &fab) == RF_OK, "open default: %s",
+          rf_error_message());
+    if (fab) {
+        CHECK(strcmp(rf_fabric_provider(fab), "auto") == 0,
+              "default opened %s, not auto", rf_fabric_provider(fab));
+        rf_fabric_close(fab);
+    }
 }
 
 static void test_argument_checks(void)
