@@ -358,6 +358,7 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
         return TRY_FATAL;
     }
     p->ep = ep;
+    p->provider = rf_ep_provider(ep);
     p->up = true;
     p->why[0] = '\0';
     p->reply_ready = false;
@@ -562,6 +563,12 @@ size_t rf_ps_client_num_ps(const rf_ps_client *c)
 uint64_t rf_ps_client_incarnation(const rf_ps_client *c, size_t ps)
 {
     return c && ps < c->num_ps ? c->conns[ps].incarnation : 0;
+}
+
+const char *rf_ps_client_provider(const rf_ps_client *c, size_t ps)
+{
+    return c && ps < c->num_ps && c->conns[ps].provider ? c->conns[ps].provider
+                                                        : "";
 }
 
 void rf_ps_client_close(rf_ps_client *c)

@@ -67,6 +67,7 @@ struct ps_cli_conn {
     char why[400];   /* why it is down */
     rf_status fatal; /* why the last connect attempt cannot be retried */
     uint64_t incarnation;
+    const char *provider; /* rf_ep_provider of the last connection, "" */
     int32_t ps_index;
     uint32_t ps_recv_depth;
     rf_mr_desc *regions;

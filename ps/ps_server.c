@@ -126,8 +126,9 @@ static void adopt(rf_ps_server *s, ps_pending *p)
     c->next = s->conns;
     s->conns = c;
     s->num_conns++;
-    RF_LOG_INFO("ps %d: client %u%s connected from %s%s", s->opt.task_index,
-                c->client_id, c->chief ? " (chief)" : "", c->peer,
+    RF_LOG_INFO("ps %d: client %u%s connected from %s over %s%s",
+                s->opt.task_index, c->client_id, c->chief ? " (chief)" : "",
+                c->peer, rf_ep_provider(c->ep),
                 s->opt.secret ? " (authenticating)" : "");
 }
 

@@ -137,6 +137,7 @@ void rf_session_destroy(rf_session *s)
     sess_snapshot_free(s);
     sess_disconnect(s);
     free(s->v);
+    free(s->ps_providers);
     free(s->var_of_node);
     free(s->var_desc);
     free(s);
@@ -394,6 +395,16 @@ rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
     rf_status st = sess_plan_get(s, feeds, num_feeds, fetches, num_fetches, &p);
     if (st != RF_OK)
         return st;
+    if (!s->ps_providers && s->num_ps > 0) {
+        s->ps_providers = calloc((size_t)s->num_ps, sizeof *s->ps_providers);
+        if (!s->ps_providers)
+            return rf_error_set(RF_ERR_NO_MEMORY,
+                                "rf_session_describe: out of memory");
+    }
+    for (int i = 0; i < s->num_ps; i++)
+        s->ps_providers[i] = rf_ps_client_provider(s->client, (size_t)i);
+    p->desc.ps_providers = s->ps_providers;
+    p->desc.num_ps = (size_t)s->num_ps;
     *out = &p->desc;
     return RF_OK;
 }

@@ -75,6 +75,7 @@ struct rf_session {
     size_t nnodes;        /* graph nodes when the session was made */
 
     rf_ps_client *client;
+    const char **ps_providers; /* num_ps, filled by rf_session_describe */
     unsigned char *mem; /* values and gradient staging, registered once */
     size_t mem_len;
     rf_mr *mem_mr;

@@ -184,6 +184,9 @@ rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
 void rf_ps_client_close(rf_ps_client *client);
 size_t rf_ps_client_num_ps(const rf_ps_client *client);
 uint64_t rf_ps_client_incarnation(const rf_ps_client *client, size_t ps_task);
+/* The fabric provider carrying the connection to ps_task (rf_ep_provider:
+ * what RF_FABRIC=auto chose for that peer), "" before the first one. */
+const char *rf_ps_client_provider(const rf_ps_client *client, size_t ps_task);
 /* Reconnects every connection that failed (all of them if force), with the
  * same backoff and deadline as connect, and refetches directories. If a ps
  * came back with a different incarnation its var handles become stale (every

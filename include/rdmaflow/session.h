@@ -333,6 +333,10 @@ typedef struct rf_session_desc {
     size_t num_vars;
     const rf_step_op *step; /* the training step */
     size_t num_step_ops;
+    /* per ps task: the fabric provider carrying this task's connection to
+     * it (rf_ps_client_provider: what RF_FABRIC=auto chose), "" if none */
+    const char *const *ps_providers;
+    size_t num_ps;
 } rf_session_desc;
 
 /* The description of the training step of this session's train plan for

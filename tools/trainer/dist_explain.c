@@ -137,6 +137,17 @@ static json_object *build(const explain_ctx *e)
     add_str(fab, "cpus", b->cpus);
     add_str(fab, "numa_why", b->why);
     add_int(fab, "compute_threads", e->desc->compute_threads);
+    /* the provider carrying each connection (auto chooses per peer) */
+    json_object *peers = json_object_new_array();
+    for (size_t p = 0; p < e->desc->num_ps; p++) {
+        json_object *peer = json_object_new_object();
+        add_int(peer, "ps_task", (int64_t)p);
+        const char *a = rf_cluster_task_address(e->cluster, "ps", (int)p);
+        add_str(peer, "address", a ? a : "");
+        add_str(peer, "provider", e->desc->ps_providers[p]);
+        json_object_array_add(peers, peer);
+    }
+    json_object_object_add(fab, "peers", peers);
     json_object_object_add(ex, "fabric", fab);
     add_str(ex, "apply", e->desc->apply);
     json_object_object_add(ex, "use_locking",
@@ -224,6 +235,14 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
             rf_fabric_provider(rf_server_fabric(e->server)), e->self->address,
             bind_name(b), b->numa_node, b->cpus[0] ? b->cpus : "-", b->why,
             e->desc->compute_threads);
+    fprintf(out, "explain: connections:");
+    for (size_t p = 0; p < e->desc->num_ps; p++) {
+        const char *a = rf_cluster_task_address(e->cluster, "ps", (int)p);
+        fprintf(out, "%s ps %zu (%s) over %s", p ? "," : "", p, a ? a : "?",
+                e->desc->ps_providers[p][0] ? e->desc->ps_providers[p]
+                                            : "(not connected)");
+    }
+    fputc('\n', out);
     if (e->f->partition_min_slice_bytes > 0)
         fprintf(out,
                 "explain: placement (replica_device_setter, ps_strategy %s "
