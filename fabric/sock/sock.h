@@ -86,6 +86,7 @@ typedef struct sock_mr {
 } sock_mr;
 
 typedef struct sock_cq_chunk sock_cq_chunk;
+#define SOCK_CQ_DIRECT_MAX 4
 
 typedef struct sock_cq {
     rf_cq base;
@@ -100,6 +101,13 @@ typedef struct sock_cq {
      * under */
     _Atomic size_t pending;
     int waiters;
+    /* Direct progress (sock_direct.c): the endpoints using this queue, if
+     * at most SOCK_CQ_DIRECT_MAX, whose sockets a poller or waiter reads
+     * itself instead of waiting for the progress thread (mu). */
+    struct sock_ep *direct[SOCK_CQ_DIRECT_MAX];
+    int ndirect, direct_over; /* direct_over: more endpoints than fit */
+    int efd;                  /* eventfd: a push while poll_waiters > 0 */
+    int poll_waiters;
     int refs;      /* endpoints using it */
     int destroyed; /* rf_cq_destroy called; freed when refs reaches 0 */
     int overflow_logged;
@@ -135,6 +143,7 @@ struct sock_fabric {
      * which holds more back; a peer that sends more is dropped) */
     uint32_t serve_max;
     int drain_timeout_ms;
+    int direct; /* RF_SOCK_DIRECT (default 1): direct progress allowed */
 
     pthread_mutex_t mr_mu; /* region table and target memory access */
     sock_mr **mr_buckets;
@@ -284,6 +293,10 @@ struct sock_ep {
     int kicked;           /* (fab->kick_mu) */
 
     int fd;
+    /* fd for direct progress: -1 before fd is closed (written under mu,
+     * read without it); and how many direct pollers hold the endpoint */
+    _Atomic int direct_fd;
+    _Atomic int direct_pins;
     int phase;        /* sock_phase */
     uint32_t ev_mask; /* events registered with epoll */
     rf_status state;  /* RF_OK or RF_ERR_DISCONNECTED */
@@ -368,6 +381,20 @@ rf_status sock_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
 rf_status sock_mr_dereg(rf_mr *mr);
 sock_mr *sock_mr_find(sock_fabric *fab, uint32_t rkey); /* holds mr_mu */
 void sock_mr_free_all(sock_fabric *fab);
+
+/* sock_direct.c: a poller or waiter on a CQ of at most SOCK_CQ_DIRECT_MAX
+ * endpoints reads their sockets itself (as a TCP ping-pong does) rather
+ * than waiting for the progress thread to read and wake it. RF_SOCK_DIRECT=0
+ * turns it off. */
+void sock_direct_attach(sock_cq *cq, sock_ep *ep);
+void sock_direct_detach(sock_cq *cq, sock_ep *ep);
+/* Reads what has arrived on the CQ's endpoints (no blocking, no waiting
+ * for a lock the progress thread holds). */
+void sock_direct_poll(sock_cq *cq);
+/* Blocks until a completion, readable data on an endpoint or the deadline;
+ * returns 1 if it did wait with direct progress, 0 if the CQ does not
+ * allow it (the caller uses its condition variable). */
+int sock_direct_wait(sock_cq *cq, int64_t deadline);
 
 /* sock_cq.c */
 rf_status sock_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);

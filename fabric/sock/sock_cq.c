@@ -5,10 +5,13 @@
  * is logged once per queue, and the endpoint that produced it is put in the
  * error state, like a CQ overrun in verbs. A queue destroyed while endpoints
  * still use it is freed when the last of them closes. rf_cq_poll on an
- * empty queue takes no lock (an atomic count). */
+ * empty queue takes no lock (an atomic count) unless it reads its few
+ * endpoints' sockets itself (sock_direct.c), as rf_cq_wait then does. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "fabric/sock/sock.h"
@@ -36,6 +39,7 @@ rf_status sock_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
     }
     cq->base.fabric = fabric;
     cq->cap = depth;
+    cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: no direct wait */
     pthread_mutex_init(&cq->mu, NULL);
     rf_cond_init_monotonic(&cq->cond);
 
@@ -56,6 +60,8 @@ void sock_cq_free(sock_cq *cq)
         cq->ovf_head = c->next;
         free(c);
     }
+    if (cq->efd >= 0)
+        close(cq->efd);
     pthread_mutex_destroy(&cq->mu);
     pthread_cond_destroy(&cq->cond);
     free(cq->ring);
@@ -150,6 +156,11 @@ int sock_cq_push(sock_cq *cq, const rf_completion *c)
                           memory_order_release);
     if (cq->waiters)
         pthread_cond_broadcast(&cq->cond);
+    if (cq->poll_waiters) {
+        uint64_t one = 1;
+        ssize_t r = write(cq->efd, &one, sizeof one);
+        (void)r; /* EAGAIN: saturated, the waiter wakes anyway */
+    }
     pthread_mutex_unlock(&cq->mu);
     return overflow;
 }
@@ -182,9 +193,13 @@ static int take(sock_cq *cq, rf_completion *out, int max)
 int sock_cq_poll(rf_cq *base, rf_completion *out, int max)
 {
     sock_cq *cq = (sock_cq *)base;
-    /* nothing pushed (as of this load): no lock */
-    if (atomic_load_explicit(&cq->pending, memory_order_acquire) == 0)
-        return 0;
+    /* nothing pushed (as of this load): read the sockets here if the
+     * queue allows it, else return without a lock */
+    if (atomic_load_explicit(&cq->pending, memory_order_acquire) == 0) {
+        sock_direct_poll(cq);
+        if (atomic_load_explicit(&cq->pending, memory_order_acquire) == 0)
+            return 0;
+    }
     pthread_mutex_lock(&cq->mu);
     int n = take(cq, out, max);
     pthread_mutex_unlock(&cq->mu);
@@ -195,6 +210,16 @@ int sock_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
 {
     sock_cq *cq = (sock_cq *)base;
     int64_t deadline = rf_deadline_ms(timeout_ms);
+    /* Direct progress: poll the sockets and the queue's eventfd. */
+    if (timeout_ms != 0) {
+        for (;;) {
+            int n = sock_cq_poll(base, out, max);
+            if (n != 0)
+                return n;
+            if (rf_deadline_passed(deadline) || !sock_direct_wait(cq, deadline))
+                break;
+        }
+    }
     pthread_mutex_lock(&cq->mu);
     cq->waiters++;
     while (cq->count == 0 && cq->ovf_count == 0 && timeout_ms != 0)

@@ -116,7 +116,8 @@ const char *rf_sock_parse_string(rf_sock_parse p);
 
 /* Handshake. decode checks magic, version, type, priv_len <= 56, zero
  * padding and reserved bytes, and max_send_wr and serve_max in
- * 1..RF_SOCK_MAX_QUEUE (both 0 for REJECT). On RF_SOCK_PARSE_VERSION out->version holds the peer's version. */
+ * 1..RF_SOCK_MAX_QUEUE (both 0 for REJECT). On RF_SOCK_PARSE_VERSION
+ * out->version holds the peer's version. */
 void rf_sock_hs_encode(const rf_sock_hs *hs,
                        unsigned char out[RF_SOCK_HS_SIZE]);
 rf_sock_parse rf_sock_hs_decode(const unsigned char *in, size_t avail,

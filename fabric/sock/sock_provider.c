@@ -45,6 +45,10 @@ static rf_status read_config(sock_fabric *fab)
     fab->serve_max = (uint32_t)v;
     fab->drain_timeout_ms =
         fab->peer_timeout_ms < 2000 ? fab->peer_timeout_ms : 2000;
+    st = rf_env_int("RF_SOCK_DIRECT", 1, 0, 1, &v);
+    if (st != RF_OK)
+        return st;
+    fab->direct = (int)v;
     return RF_OK;
 }
 

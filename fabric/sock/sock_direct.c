@@ -1,0 +1,169 @@
+/* fabric/sock/sock_direct.c: direct progress. A thread polling or waiting
+ * on a completion queue that at most SOCK_CQ_DIRECT_MAX endpoints use reads
+ * their sockets itself, under the same locks as the progress thread
+ * (fab->mr_mu, then ep->mu), so a reply reaches the waiter with the one
+ * wake-up of a TCP ping-pong instead of the progress thread's wake-up and
+ * then the waiter's. The progress thread keeps watching the same sockets:
+ * whichever thread takes the locks first reads; the other finds nothing.
+ *
+ * Lifetime: a poller pins the endpoints it reads (direct_pins) after
+ * finding them in the queue's list under cq->mu; rf_ep_close takes the
+ * endpoint off the lists, wakes pollers through the queue's eventfd and
+ * waits until no pin is left, before anything is freed. A waiter polls the
+ * queue's eventfd (written by every push while a waiter polls) and the
+ * sockets whose reading is not paused. */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fabric/sock/sock.h"
+
+void sock_direct_attach(sock_cq *cq, sock_ep *ep)
+{
+    pthread_mutex_lock(&cq->mu);
+    if (cq->ndirect < SOCK_CQ_DIRECT_MAX)
+        cq->direct[cq->ndirect++] = ep;
+    else
+        cq->direct_over++;
+    pthread_mutex_unlock(&cq->mu);
+}
+
+void sock_direct_detach(sock_cq *cq, sock_ep *ep)
+{
+    pthread_mutex_lock(&cq->mu);
+    int found = 0;
+    for (int i = 0; i < cq->ndirect; i++) {
+        if (cq->direct[i] == ep) {
+            cq->direct[i] = cq->direct[--cq->ndirect];
+            found = 1;
+            break;
+        }
+    }
+    if (!found && cq->direct_over > 0)
+        cq->direct_over--;
+    int wake = cq->poll_waiters > 0;
+    pthread_mutex_unlock(&cq->mu);
+    if (wake && cq->efd >= 0) {
+        uint64_t one = 1;
+        ssize_t r = write(cq->efd, &one, sizeof one);
+        (void)r; /* EAGAIN: saturated, the waiter wakes anyway */
+    }
+    while (atomic_load_explicit(&ep->direct_pins, memory_order_acquire))
+        sched_yield();
+}
+
+/* The endpoints to read, pinned; 0 when direct progress does not apply. */
+static int pin_all(sock_cq *cq, sock_ep **eps)
+{
+    int n = 0;
+    pthread_mutex_lock(&cq->mu);
+    if (!cq->direct_over) {
+        n = cq->ndirect;
+        for (int i = 0; i < n; i++) {
+            eps[i] = cq->direct[i];
+            atomic_fetch_add_explicit(&eps[i]->direct_pins, 1,
+                                      memory_order_acquire);
+        }
+    }
+    pthread_mutex_unlock(&cq->mu);
+    return n;
+}
+
+static void unpin_all(sock_ep **eps, int n)
+{
+    for (int i = 0; i < n; i++)
+        atomic_fetch_sub_explicit(&eps[i]->direct_pins, 1,
+                                  memory_order_release);
+}
+
+/* Services ep if its reading is not paused; block: wait for the locks
+ * (a waiter), else give up when the progress thread holds them. */
+static void service(sock_ep *ep, int block)
+{
+    sock_fabric *fab = ep->fab;
+    if (block)
+        pthread_mutex_lock(&fab->mr_mu);
+    else if (pthread_mutex_trylock(&fab->mr_mu) != 0)
+        return;
+    pthread_mutex_lock(&ep->mu);
+    if (ep->fd >= 0 && !ep->closing && (ep->ev_mask & EPOLLIN))
+        sock_ep_service(ep, EPOLLIN);
+    pthread_mutex_unlock(&ep->mu);
+    pthread_mutex_unlock(&fab->mr_mu);
+}
+
+static int has_data(int fd)
+{
+    char b;
+    return fd >= 0 &&
+           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1; /* or EOF: 0 */
+}
+
+void sock_direct_poll(sock_cq *cq)
+{
+    if (!SOCK_FAB(cq->base.fabric)->direct)
+        return;
+    sock_ep *eps[SOCK_CQ_DIRECT_MAX];
+    int n = pin_all(cq, eps);
+    for (int i = 0; i < n; i++)
+        if (has_data(
+                atomic_load_explicit(&eps[i]->direct_fd, memory_order_acquire)))
+            service(eps[i], 0);
+    unpin_all(eps, n);
+}
+
+int sock_direct_wait(sock_cq *cq, int64_t deadline)
+{
+    if (!SOCK_FAB(cq->base.fabric)->direct || cq->efd < 0)
+        return 0;
+    sock_ep *eps[SOCK_CQ_DIRECT_MAX];
+    int n = pin_all(cq, eps);
+    if (n == 0) {
+        unpin_all(eps, n);
+        return 0;
+    }
+    struct pollfd pfd[SOCK_CQ_DIRECT_MAX + 1];
+    sock_ep *owner[SOCK_CQ_DIRECT_MAX + 1];
+    int np = 0;
+    pfd[np] = (struct pollfd){.fd = cq->efd, .events = POLLIN};
+    owner[np++] = NULL;
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&eps[i]->mu);
+        int fd = eps[i]->fd;
+        int reading = (eps[i]->ev_mask & EPOLLIN) && !eps[i]->closing;
+        pthread_mutex_unlock(&eps[i]->mu);
+        if (fd >= 0 && reading) {
+            pfd[np] = (struct pollfd){.fd = fd, .events = POLLIN};
+            owner[np++] = eps[i];
+        }
+    }
+    pthread_mutex_lock(&cq->mu);
+    int ready = cq->count > 0 || cq->ovf_count > 0;
+    if (!ready)
+        cq->poll_waiters++;
+    pthread_mutex_unlock(&cq->mu);
+    if (!ready) {
+        int left = rf_deadline_left_ms(deadline);
+        int r = poll(pfd, (nfds_t)np, left);
+        pthread_mutex_lock(&cq->mu);
+        cq->poll_waiters--;
+        pthread_mutex_unlock(&cq->mu);
+        if (r > 0) {
+            if (pfd[0].revents & POLLIN) {
+                uint64_t v;
+                ssize_t k = read(cq->efd, &v, sizeof v);
+                (void)k;
+            }
+            for (int i = 1; i < np; i++)
+                if (pfd[i].revents)
+                    service(owner[i], 1);
+        }
+    }
+    unpin_all(eps, n);
+    return 1;
+}
