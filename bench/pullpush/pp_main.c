@@ -27,14 +27,10 @@ int main(int argc, char **argv)
     rf_child ps[PP_PS_TASKS] = {0};
     uint16_t ports[PP_PS_TASKS] = {0};
     int started = 0;
-    rc = 0;
-    for (; started < PP_PS_TASKS && rc == 0; started++)
-        if (pp_ps_spawn(&o, started, &ps[started], &ports[started]))
-            rc = 1;
-    if (rc == 0)
-        rc = pp_bench_run(&o, &m, ports);
-    else
-        started--;
+    while (started < PP_PS_TASKS &&
+           pp_ps_spawn(&o, started, &ps[started], &ports[started]) == 0)
+        started++;
+    rc = started == PP_PS_TASKS ? pp_bench_run(&o, &m, ports) : 1;
     /* After a good run the tasks exit on SHUTDOWN; otherwise stop them. */
     for (int i = 0; i < started; i++) {
         int st = pp_ps_reap(&ps[i], rc != 0, rc ? 5 : o.timeout_s);

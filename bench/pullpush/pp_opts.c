@@ -154,7 +154,7 @@ int pp_opts_parse(int argc, char **argv, pp_opts *o)
     int rc = parse_optimizer("sgd", &o->optim);
     if (rc)
         return rc;
-    bool optim_set = false, sized = false, index_set = false;
+    bool optim_set = false, client_flag = false, index_set = false;
     const char *env = getenv("RF_FABRIC");
     if (env && *env)
         o->provider = env;
@@ -173,15 +173,15 @@ int pp_opts_parse(int argc, char **argv, pp_opts *o)
             break;
         case OPT_SIZE:
             rc = parse_size(optarg, &o->size);
-            sized = true;
+            client_flag = true;
             break;
         case OPT_ROUNDS:
             rc = parse_int("--rounds", optarg, 1, 1000, &o->rounds);
-            sized = true;
+            client_flag = true;
             break;
         case OPT_WARMUP:
             rc = parse_int("--warmup", optarg, 0, 100, &o->warmup);
-            sized = true;
+            client_flag = true;
             break;
         case OPT_OPTIMIZER:
             rc = parse_optimizer(optarg, &o->optim);
@@ -219,7 +219,7 @@ int pp_opts_parse(int argc, char **argv, pp_opts *o)
     if (o->serve_ps) {
         if (!index_set || o->ready_fd < 0)
             return bad("--serve-ps needs --index and --ready-fd");
-        if (sized || optim_set || o->inject_extra_push)
+        if (client_flag || optim_set || o->inject_extra_push)
             return bad("--serve-ps: the client chooses the model; give "
                        "--size/--rounds/--warmup/--optimizer to it");
     } else if (index_set || o->ready_fd >= 0) {
