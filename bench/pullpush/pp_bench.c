@@ -8,6 +8,7 @@
  * applies the same gradients, so the final check knows the values. */
 #include "pp_bench.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +116,9 @@ static int setup(pp_client *k, const uint16_t *ports)
     char addr[PP_PS_TASKS][300];
     const char *addrs[PP_PS_TASKS];
     for (int i = 0; i < PP_PS_TASKS; i++) {
-        snprintf(addr[i], sizeof addr[i], "%s:%u", o->host, ports[i]);
+        bool v6 = strchr(o->host, ':') != NULL; /* "[v6]:port" */
+        snprintf(addr[i], sizeof addr[i], "%s%s%s:%u", v6 ? "[" : "", o->host,
+                 v6 ? "]" : "", ports[i]);
         addrs[i] = addr[i];
     }
     rf_ps_client_options co = {.client_id = 0,
