@@ -411,6 +411,8 @@ void rf_ps_var_get_info(const rf_ps_var *v, rf_ps_var_info *info)
                              .values_bytes = (size_t)v->e.values_bytes,
                              .num_slots = v->e.num_slots,
                              .record_bytes = (size_t)v->e.record_bytes,
+                             .rmw_bytes =
+                                 (size_t)(v->e.record_bytes - PS_REC_RMW_OFF),
                              .remote_addr = v->rec_addr,
                              .rkey = v->rkey};
 }

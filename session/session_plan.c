@@ -248,10 +248,10 @@ static size_t push_wire_bytes(const rf_session *s, const sess_var *v)
     size_t vb = v->info.values_bytes;
     if (s->opt.apply != RF_PS_APPLY_WORKER)
         return vb + 8 + (s->sync_n ? 8 : 0); /* gradient, ack, tag */
-    /* READ and WRITE of beta powers + values + slots, FETCH_AND_ADD of
-     * the version; locking: CMP_AND_SWP, a second FETCH_AND_ADD, WRITE 0 */
-    size_t range = 8 + (1 + (size_t)v->apply.num_slots) * vb;
-    return 2 * range + 8 + (s->opt.use_locking ? 24 : 0);
+    /* READ and WRITE of the record's beta powers, values, slots and their
+     * padding, FETCH_AND_ADD of the version; locking: CMP_AND_SWP, a
+     * second FETCH_AND_ADD, WRITE 0 */
+    return 2 * v->info.rmw_bytes + 8 + (s->opt.use_locking ? 24 : 0);
 }
 
 /* READs (all posted at once), COMPUTE, one push per gradient in the order

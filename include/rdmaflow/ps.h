@@ -245,6 +245,8 @@ typedef struct rf_ps_var_info {
     size_t values_bytes;  /* numel * dtype size */
     unsigned num_slots;   /* optimizer slots, each values_bytes */
     size_t record_bytes;  /* the whole record in the ps arena */
+    size_t rmw_bytes;     /* what an apply=worker push READs and WRITEs back:
+                             beta powers, values, slots and their padding */
     uint64_t remote_addr; /* record address on the ps */
     uint32_t rkey;
 } rf_ps_var_info;
