@@ -7,10 +7,12 @@
  * blocks in the provider when only one does. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/log.h"
 #include "fabric/auto/auto.h"
 #include "rdmaflow/clock.h"
+#include "rdmaflow/env.h"
 
 static const rf_provider_ops *slot_ops(int which)
 {
@@ -42,15 +44,54 @@ static void auto_fabric_close(rf_fabric *fabric)
     free(fab);
 }
 
+/* RF_AUTO_PROVIDERS: the providers auto may use, a comma-separated list
+ * of shm, verbs and sock (sock required); unset: all. */
+static rf_status allowed_providers(int allowed[AUTO_N])
+{
+    const char *v = rf_env_str("RF_AUTO_PROVIDERS", NULL);
+    for (int i = 0; i < AUTO_N; i++)
+        allowed[i] = v == NULL;
+    if (!v)
+        return RF_OK;
+    const char *p = v;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int found = 0;
+        for (int i = 0; i < AUTO_N; i++) {
+            const char *name = auto_slot_name(i);
+            if (n == strlen(name) && strncmp(p, name, n) == 0)
+                allowed[i] = found = 1;
+        }
+        if (!found)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "RF_AUTO_PROVIDERS: '%.*s' in '%s' is not "
+                                "one of shm, verbs, sock",
+                                (int)n, p, v);
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (!allowed[AUTO_SOCK])
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "RF_AUTO_PROVIDERS: '%s' must include sock (the "
+                            "provider every peer can reach)",
+                            v);
+    return RF_OK;
+}
+
 static rf_status auto_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
 {
+    int allowed[AUTO_N];
+    rf_status ast = allowed_providers(allowed);
+    if (ast != RF_OK)
+        return ast;
     auto_fabric *fab = calloc(1, sizeof *fab);
     if (!fab)
         return rf_error_set(RF_ERR_NO_MEMORY, "auto: out of memory");
     char chosen[64] = "";
     for (int i = 0; i < AUTO_N; i++) {
         const rf_provider_ops *ops = slot_ops(i);
-        if (!ops)
+        if (!ops || !allowed[i])
             continue;
         rf_status st = rf_provider_open(ops, attr, &fab->sub[i]);
         if (st != RF_OK) {
