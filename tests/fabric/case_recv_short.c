@@ -72,7 +72,7 @@ void case_recv_short(void)
         /* verbs: the responder's invalid-request NAK (RF_ERR_INVALID_ARG),
          * or, on rxe, the flush of the disconnect the failed responder
          * starts, which can arrive first (RF_ERR_DISCONNECTED) */
-        bool verbs = strcmp(rt_opts.provider, "verbs") == 0;
+        bool verbs = strcmp(rf_ep_provider(c.ep), "verbs") == 0;
         CHECK(comp.context == (void *)1 && comp.op == RF_OP_SEND &&
                   (comp.status == RF_ERR_REMOTE_ACCESS ||
                    (verbs && (comp.status == RF_ERR_INVALID_ARG ||
