@@ -1,6 +1,8 @@
 /* tests/fabric/conn.c: fabric, buffer, endpoint and completion helpers. */
 #include "tests/fabric/conn.h"
 
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +55,14 @@ rf_status rt_try_connect(rf_fabric *fabric, uint16_t port, const void *priv,
                               timeout_ms, &c->ep);
     if (st == RF_OK)
         CHECK(c->ep != NULL, "rf_connect returned RF_OK but no endpoint");
-    else
+    static atomic_int told; /* which provider auto chose, for the log */
+    if (st == RF_OK && strcmp(rf_fabric_provider(fabric), "auto") == 0 &&
+        !atomic_exchange(&told, 1)) {
+        printf("note: auto carries the first endpoint with %s\n",
+               rf_ep_provider(c->ep));
+        fflush(stdout);
+    }
+    if (st != RF_OK)
         CHECK(c->ep == NULL, "failed rf_connect (%s) left *out = %p",
               rf_status_string(st), (void *)c->ep);
     return st;
