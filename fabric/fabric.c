@@ -519,37 +519,6 @@ static rf_status check_wr(const rf_ep *ep, const rf_wr *wr, size_t index)
     return RF_OK;
 }
 
-/* What each postable op requires of its work request (wr_ok). */
-enum { WR_POSTABLE = 1, WR_LOCAL_WRITE = 2, WR_ATOMIC = 4 };
-static const unsigned char wr_rule[] = {
-    [RF_OP_READ] = WR_POSTABLE | WR_LOCAL_WRITE,
-    [RF_OP_WRITE] = WR_POSTABLE,
-    [RF_OP_WRITE_IMM] = WR_POSTABLE,
-    [RF_OP_FETCH_ADD] = WR_POSTABLE | WR_LOCAL_WRITE | WR_ATOMIC,
-    [RF_OP_CMP_SWAP] = WR_POSTABLE | WR_LOCAL_WRITE | WR_ATOMIC,
-    [RF_OP_SEND] = WR_POSTABLE,
-};
-
-/* The checks of check_wr as one expression, without the messages: true
- * exactly when check_wr would return RF_OK. The post path runs this and
- * calls check_wr only for a request it refuses, to say why. */
-static inline int wr_ok(const rf_ep *ep, const rf_wr *wr)
-{
-    unsigned op = (unsigned)wr->op;
-    unsigned rule = op < sizeof wr_rule ? wr_rule[op] : 0;
-    const rf_mr *mr = wr->local_mr;
-    uint32_t need = (rule & WR_LOCAL_WRITE) ? RF_ACCESS_LOCAL_WRITE : 0;
-    return rule &&
-           !(wr->flags &
-             ~(uint32_t)(RF_WR_UNSIGNALED | RF_WR_INLINE | RF_WR_FENCE)) &&
-           (!(rule & WR_ATOMIC) ||
-            (wr->len == 8 && (uintptr_t)wr->local % 8 == 0)) &&
-           wr->len <= UINT32_MAX &&
-           (wr->len == 0 ||
-            (wr->local && mr && mr->fabric == ep->fabric &&
-             inside(mr, wr->local, wr->len) && (mr->access & need) == need));
-}
-
 rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted)
 {
     if (posted)
@@ -560,13 +529,9 @@ rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted)
         return RF_OK;
     /* Validate everything first so a bad request posts nothing. */
     for (size_t i = 0; i < n; i++) {
-        if (wr_ok(ep, &wrs[i]))
-            continue;
         rf_status st = check_wr(ep, &wrs[i], i);
-        /* (check_wr finds the same fault; never post a refused request) */
-        return st != RF_OK ? st
-                           : rf_error_set(RF_ERR_INVALID_ARG,
-                                          "rf_post: wr[%zu] refused", i);
+        if (st != RF_OK)
+            return st;
     }
     if (!ep->fabric->ops->post)
         return UNSUPPORTED(ep->fabric, "rf_post");

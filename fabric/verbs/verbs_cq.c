@@ -116,7 +116,10 @@ void rf_verbs_cq_push_locked(vcq *cq, const rf_completion *c)
     cq->sw_count++;
 }
 
-static void poll_device_locked(vcq *cq, vemit *em)
+/* Inlined into rf_verbs_cq_poll: an empty poll then costs the lock, the
+ * software queue check and ibv_poll_cq, without a call of its own. */
+static inline __attribute__((always_inline)) void poll_device_locked(vcq *cq,
+                                                                     vemit *em)
 {
     struct ibv_wc wc[16];
     for (;;) {
@@ -134,7 +137,8 @@ static void poll_device_locked(vcq *cq, vemit *em)
             return;
         }
         for (int i = 0; i < k; i++)
-            rf_verbs_ep_handle_wc(em, &wc[i]);
+            if (!rf_verbs_fast_send_wc(em, &wc[i]))
+                rf_verbs_ep_handle_wc(em, &wc[i]);
         if (k < want)
             return;
     }
@@ -146,16 +150,23 @@ void rf_verbs_cq_progress_locked(vcq *cq)
     poll_device_locked(cq, &em);
 }
 
-int rf_verbs_cq_poll(rf_cq *c, rf_completion *out, int max)
+/* Moves up to max queued software completions to out. */
+static int drain_sw_locked(vcq *cq, rf_completion *out, int max)
 {
-    vcq *cq = (vcq *)c;
-    rf_verbs_lock(&cq->lock);
     int n = 0;
     while (n < max && cq->sw_count) {
         out[n++] = cq->sw[cq->sw_head];
         cq->sw_head = (cq->sw_head + 1) % cq->sw_cap;
         cq->sw_count--;
     }
+    return n;
+}
+
+int rf_verbs_cq_poll(rf_cq *c, rf_completion *out, int max)
+{
+    vcq *cq = (vcq *)c;
+    rf_verbs_lock(&cq->lock);
+    int n = cq->sw_count ? drain_sw_locked(cq, out, max) : 0;
     if (n < max) {
         vemit em = {.cq = cq, .out = out, .max = max, .n = n};
         poll_device_locked(cq, &em);

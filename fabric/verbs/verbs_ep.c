@@ -352,20 +352,6 @@ static void handle_send_wc(vemit *em, vep *ep, vslot *slot,
                       wc->qp_num);
         return;
     }
-    if (target == tail && wc->status == IBV_WC_SUCCESS &&
-        slot->flags == (VSLOT_USER_SIGNALED | VSLOT_HW_SIGNALED) &&
-        em->n < em->max) {
-        /* The common case: the oldest outstanding request, signaled by the
-         * user, succeeded, and the caller has room for it. */
-        em->out[em->n++] = (rf_completion){.context = slot->context,
-                                           .ep = &ep->base,
-                                           .op = (rf_op)slot->op,
-                                           .status = RF_OK,
-                                           .len = slot->len,
-                                           .imm = 0};
-        atomic_store_explicit(&ep->sq_tail, target + 1, memory_order_release);
-        return;
-    }
     for (uint64_t s = tail; s < target; s++) {
         const vslot *u = &ep->sq[s & ep->sq_mask];
         if (ep->sq_failed && u->op != VOP_MARKER)

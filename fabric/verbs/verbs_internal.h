@@ -344,6 +344,34 @@ static inline void rf_verbs_emit(vemit *em, const rf_completion *c)
 }
 void rf_verbs_ep_handle_wc(vemit *em, const struct ibv_wc *wc);
 
+/* The common CQE, translated in the poll loop itself: the oldest
+ * outstanding request of a send queue, signaled by the user, succeeded,
+ * and the caller's array has room. Returns 0 for any other CQE, which
+ * rf_verbs_ep_handle_wc then translates. Caller holds the CQ's lock. */
+static inline int rf_verbs_fast_send_wc(vemit *em, const struct ibv_wc *wc)
+{
+    if (wc->status != IBV_WC_SUCCESS || em->n >= em->max)
+        return 0;
+    vslot *slot = (vslot *)(uintptr_t)wc->wr_id;
+    vep *ep = slot->ep;
+    if (slot < ep->sq || slot > ep->sq + ep->sq_mask)
+        return 0; /* a receive */
+    /* Acquire: the slot contents were written before sq_head's release. */
+    uint64_t head = atomic_load_explicit(&ep->sq_head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&ep->sq_tail, memory_order_relaxed);
+    if (tail >= head || slot != &ep->sq[tail & ep->sq_mask] ||
+        slot->flags != (VSLOT_USER_SIGNALED | VSLOT_HW_SIGNALED))
+        return 0;
+    em->out[em->n++] = (rf_completion){.context = slot->context,
+                                       .ep = &ep->base,
+                                       .op = (rf_op)slot->op,
+                                       .status = RF_OK,
+                                       .len = slot->len,
+                                       .imm = 0};
+    atomic_store_explicit(&ep->sq_tail, tail + 1, memory_order_release);
+    return 1;
+}
+
 /* --- connection management (verbs_cm.c) --------------------------------- */
 
 rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
