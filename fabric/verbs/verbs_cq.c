@@ -2,10 +2,10 @@
  * queue (completions already taken from the device: batch overflow, work
  * completed by rf_ep_close) and then ibv_poll_cq in batches, translating
  * each CQE through the endpoint's ring of posted work (verbs_ep.c). One
- * mutex per CQ lets several threads poll it. rf_cq_wait, after the spin
- * fabric.c makes (RF_CQ_SPIN_US), sleeps on a completion channel
- * (RF_VERBS_CQ_MODE=event, the default: ibv_req_notify_cq + poll() on its
- * fd) or busy-polls on (RF_VERBS_CQ_MODE=poll). */
+ * lock per CQ (a vlock, verbs_internal.h) lets several threads poll it.
+ * rf_cq_wait, after the spin fabric.c makes (RF_CQ_SPIN_US), sleeps on a
+ * completion channel (RF_VERBS_CQ_MODE=event, the default: ibv_req_notify_cq +
+ * poll() on its fd) or busy-polls on (RF_VERBS_CQ_MODE=poll). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -38,7 +38,7 @@ rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_cq_create: out of memory");
     cq->base.fabric = fabric;
     cq->fab = fab;
-    pthread_mutex_init(&cq->lock, NULL);
+    rf_verbs_lock_init(&cq->lock);
     rf_status st = RF_OK;
     if (fab->cq_event_mode) {
         cq->ch = ibv_create_comp_channel(fab->ctx);
@@ -90,7 +90,6 @@ void rf_verbs_cq_destroy(rf_cq *c)
     }
     if (cq->ch)
         ibv_destroy_comp_channel(cq->ch);
-    pthread_mutex_destroy(&cq->lock);
     free(cq->sw);
     free(cq);
 }
@@ -117,15 +116,10 @@ void rf_verbs_cq_push_locked(vcq *cq, const rf_completion *c)
     cq->sw_count++;
 }
 
-void rf_verbs_emit(vemit *em, const rf_completion *c)
-{
-    if (em->n < em->max)
-        em->out[em->n++] = *c;
-    else
-        rf_verbs_cq_push_locked(em->cq, c);
-}
-
-static void poll_device_locked(vcq *cq, vemit *em)
+/* Inlined into rf_verbs_cq_poll: an empty poll then costs the lock, the
+ * software queue check and ibv_poll_cq, without a call of its own. */
+static inline __attribute__((always_inline)) void poll_device_locked(vcq *cq,
+                                                                     vemit *em)
 {
     struct ibv_wc wc[16];
     for (;;) {
@@ -143,7 +137,8 @@ static void poll_device_locked(vcq *cq, vemit *em)
             return;
         }
         for (int i = 0; i < k; i++)
-            rf_verbs_ep_handle_wc(em, &wc[i]);
+            if (!rf_verbs_fast_send_wc(em, &wc[i]))
+                rf_verbs_ep_handle_wc(em, &wc[i]);
         if (k < want)
             return;
     }
@@ -155,22 +150,29 @@ void rf_verbs_cq_progress_locked(vcq *cq)
     poll_device_locked(cq, &em);
 }
 
-int rf_verbs_cq_poll(rf_cq *c, rf_completion *out, int max)
+/* Moves up to max queued software completions to out. */
+static int drain_sw_locked(vcq *cq, rf_completion *out, int max)
 {
-    vcq *cq = (vcq *)c;
-    pthread_mutex_lock(&cq->lock);
     int n = 0;
     while (n < max && cq->sw_count) {
         out[n++] = cq->sw[cq->sw_head];
         cq->sw_head = (cq->sw_head + 1) % cq->sw_cap;
         cq->sw_count--;
     }
+    return n;
+}
+
+int rf_verbs_cq_poll(rf_cq *c, rf_completion *out, int max)
+{
+    vcq *cq = (vcq *)c;
+    rf_verbs_lock(&cq->lock);
+    int n = cq->sw_count ? drain_sw_locked(cq, out, max) : 0;
     if (n < max) {
         vemit em = {.cq = cq, .out = out, .max = max, .n = n};
         poll_device_locked(cq, &em);
         n = em.n;
     }
-    pthread_mutex_unlock(&cq->lock);
+    rf_verbs_unlock(&cq->lock);
     return n;
 }
 
@@ -185,9 +187,9 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
         int n = rf_verbs_cq_poll(&cq->base, out, max);
         if (n)
             return n;
-        pthread_mutex_lock(&cq->lock);
+        rf_verbs_lock(&cq->lock);
         int rc = ibv_req_notify_cq(cq->cq, 0);
-        pthread_mutex_unlock(&cq->lock);
+        rf_verbs_unlock(&cq->lock);
         if (rc)
             return rf_error_set(rf_verbs_errno_status(rc),
                                 "ibv_req_notify_cq: %s", strerror(rc));
@@ -206,10 +208,10 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
         if (rc > 0) {
             struct ibv_cq *ev_cq;
             void *ev_ctx;
-            pthread_mutex_lock(&cq->lock);
+            rf_verbs_lock(&cq->lock);
             while (ibv_get_cq_event(cq->ch, &ev_cq, &ev_ctx) == 0)
                 ibv_ack_cq_events(ev_cq, 1);
-            pthread_mutex_unlock(&cq->lock);
+            rf_verbs_unlock(&cq->lock);
         }
     }
 }

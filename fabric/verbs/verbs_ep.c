@@ -20,6 +20,8 @@
 
 #include "fabric/verbs/verbs_internal.h"
 
+static rf_status grow_scratch(vep *ep, size_t n);
+
 static uint32_t pow2_at_least(uint32_t v)
 {
     uint32_t p = 1;
@@ -42,8 +44,8 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     ep->cm.kind = VCM_EP;
     ep->can_atomic = fab->dev_attr.atomic_cap != IBV_ATOMIC_NONE;
     ep->remote_off = (attr->flags & RF_EP_REMOTE_ACCESS_OFF) != 0;
-    pthread_mutex_init(&ep->sq_lock, NULL);
-    pthread_mutex_init(&ep->rq_lock, NULL);
+    rf_verbs_lock_init(&ep->sq_lock);
+    rf_verbs_lock_init(&ep->rq_lock);
     pthread_mutex_init(&ep->cm_mu, NULL);
     rf_cond_init_monotonic(&ep->cm_cv);
 
@@ -68,7 +70,7 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     ep->rq_mask = rq_ring - 1;
     ep->sq = calloc(sq_ring, sizeof *ep->sq);
     ep->rq = calloc(rq_ring, sizeof *ep->rq);
-    if (!ep->sq || !ep->rq) {
+    if (!ep->sq || !ep->rq || grow_scratch(ep, 1) != RF_OK) {
         rf_verbs_ep_destroy(ep);
         return rf_error_set(RF_ERR_NO_MEMORY, "verbs: out of memory");
     }
@@ -77,10 +79,10 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     for (uint32_t i = 0; i < rq_ring; i++)
         ep->rq[i].ep = ep;
     /* Pollers read slot->ep under the CQ lock: publish the rings. */
-    pthread_mutex_lock(&ep->scq->lock);
-    pthread_mutex_unlock(&ep->scq->lock);
-    pthread_mutex_lock(&ep->rcq->lock);
-    pthread_mutex_unlock(&ep->rcq->lock);
+    rf_verbs_lock(&ep->scq->lock);
+    rf_verbs_unlock(&ep->scq->lock);
+    rf_verbs_lock(&ep->rcq->lock);
+    rf_verbs_unlock(&ep->rcq->lock);
     *out = ep;
     return RF_OK;
 }
@@ -193,12 +195,12 @@ rf_status rf_verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
     rf_status st = qp_transition(ep, IBV_QPS_INIT, &a, &mask, what);
     if (st != RF_OK)
         return st;
-    pthread_mutex_lock(&ep->sq_lock);
+    rf_verbs_lock(&ep->sq_lock);
     if (ep->remote_off) {
         ep->remote_flags = a.qp_access_flags;
         a.qp_access_flags = 0;
     }
-    pthread_mutex_unlock(&ep->sq_lock);
+    rf_verbs_unlock(&ep->sq_lock);
     if ((st = qp_modify(ep, &a, mask, what)) != RF_OK)
         return st;
     if (fab->iwarp) /* iw_cm moves an iWARP QP to RTS itself */
@@ -227,7 +229,7 @@ rf_status rf_verbs_ep_enable_remote_access(rf_ep *base)
 {
     vep *ep = (vep *)base;
     rf_status st = RF_OK;
-    pthread_mutex_lock(&ep->sq_lock);
+    rf_verbs_lock(&ep->sq_lock);
     if (ep->remote_off) {
         unsigned flags =
             ep->remote_flags
@@ -244,7 +246,7 @@ rf_status rf_verbs_ep_enable_remote_access(rf_ep *base)
         else
             ep->remote_off = 0;
     }
-    pthread_mutex_unlock(&ep->sq_lock);
+    rf_verbs_unlock(&ep->sq_lock);
     if (st == RF_OK && atomic_load(&ep->error))
         st = rf_error_set(RF_ERR_DISCONNECTED,
                           "rf_ep_enable_remote_access: the endpoint is in "
@@ -426,6 +428,9 @@ static int is_atomic(rf_op op)
     return op == RF_OP_FETCH_ADD || op == RF_OP_CMP_SWAP;
 }
 
+/* The work requests of one rf_post. Allocated zeroed and never cleared:
+ * build_wr writes every field the op uses, and the fields no op of ours
+ * uses (qp_type, bind_mw/tso) stay zero. */
 static rf_status grow_scratch(vep *ep, size_t n)
 {
     if (ep->scratch_cap >= n)
@@ -433,54 +438,70 @@ static rf_status grow_scratch(vep *ep, size_t n)
     size_t cap = ep->scratch_cap ? ep->scratch_cap : 16;
     while (cap < n)
         cap *= 2;
-    struct ibv_send_wr *w = realloc(ep->wr_scratch, cap * sizeof *w);
-    if (w)
-        ep->wr_scratch = w;
-    struct ibv_sge *g = realloc(ep->sge_scratch, cap * sizeof *g);
-    if (g)
-        ep->sge_scratch = g;
-    if (!w || !g)
+    struct ibv_send_wr *w = calloc(cap, sizeof *w);
+    struct ibv_sge *g = calloc(cap, sizeof *g);
+    if (!w || !g) {
+        free(w);
+        free(g);
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_post: out of memory");
+    }
+    free(ep->wr_scratch);
+    free(ep->sge_scratch);
+    ep->wr_scratch = w;
+    ep->sge_scratch = g;
     ep->scratch_cap = cap;
     return RF_OK;
 }
 
+/* ibv_wr_opcode of each postable rf_op (fabric.c rejects the others). */
+static const enum ibv_wr_opcode wr_opcode[] = {
+    [RF_OP_READ] = IBV_WR_RDMA_READ,
+    [RF_OP_WRITE] = IBV_WR_RDMA_WRITE,
+    [RF_OP_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+    [RF_OP_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+    [RF_OP_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
+    [RF_OP_SEND] = IBV_WR_SEND,
+};
+
+/* Fills the slot and the verbs work request of r: every field the op
+ * uses (w is one of the zeroed scratch requests, grow_scratch). */
 static void build_wr(vep *ep, const rf_wr *r, vslot *slot,
                      struct ibv_send_wr *w, struct ibv_sge *g)
 {
-    memset(w, 0, sizeof *w);
+    unsigned flags = 0;
+    if (!(r->flags & RF_WR_UNSIGNALED))
+        flags = VSLOT_USER_SIGNALED | VSLOT_HW_SIGNALED;
+    else if (ep->unsig_run + 1 >= ep->sig_interval)
+        flags = VSLOT_HW_SIGNALED;
+    int atomic = is_atomic(r->op);
+    if (atomic && (r->remote_addr & 7))
+        flags |= VSLOT_MISALIGNED;
+    ep->unsig_run = (flags & VSLOT_HW_SIGNALED) ? 0 : ep->unsig_run + 1;
+    slot->context = r->context;
+    slot->len = (uint32_t)r->len;
+    slot->op = (uint8_t)r->op;
+    slot->flags = (uint8_t)flags;
+
+    unsigned send_flags = (flags & VSLOT_HW_SIGNALED) ? IBV_SEND_SIGNALED : 0;
+    if (r->flags & RF_WR_FENCE)
+        send_flags |= IBV_SEND_FENCE;
+    /* Inline data is copied at post time: a fenced WR must read its
+     * source only once the earlier reads/atomics have landed in it. */
+    else if (r->len && r->len <= ep->max_inline &&
+             (r->op == RF_OP_SEND || r->op == RF_OP_WRITE ||
+              r->op == RF_OP_WRITE_IMM))
+        send_flags |= IBV_SEND_INLINE;
+    *g = (struct ibv_sge){.addr = (uint64_t)(uintptr_t)r->local,
+                          .length = (uint32_t)r->len,
+                          .lkey =
+                              r->local_mr ? ((vmr *)r->local_mr)->mr->lkey : 0};
     w->wr_id = (uint64_t)(uintptr_t)slot;
-    g->addr = (uint64_t)(uintptr_t)r->local;
-    g->length = (uint32_t)r->len;
-    g->lkey = r->local_mr ? ((vmr *)r->local_mr)->mr->lkey : 0;
     w->sg_list = g;
     w->num_sge = r->len ? 1 : 0;
-    if (slot->flags & VSLOT_HW_SIGNALED)
-        w->send_flags |= IBV_SEND_SIGNALED;
-    if (r->flags & RF_WR_FENCE)
-        w->send_flags |= IBV_SEND_FENCE;
-    switch (r->op) {
-    case RF_OP_READ:
-        w->opcode = IBV_WR_RDMA_READ;
-        break;
-    case RF_OP_WRITE:
-        w->opcode = IBV_WR_RDMA_WRITE;
-        break;
-    case RF_OP_WRITE_IMM:
-        w->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-        w->imm_data = htonl(r->imm);
-        break;
-    case RF_OP_FETCH_ADD:
-        w->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
-        break;
-    case RF_OP_CMP_SWAP:
-        w->opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
-        break;
-    default: /* RF_OP_SEND; fabric.c rejects the rest */
-        w->opcode = IBV_WR_SEND;
-        break;
-    }
-    if (is_atomic(r->op)) {
+    w->opcode = wr_opcode[r->op];
+    w->send_flags = send_flags;
+    w->imm_data = r->op == RF_OP_WRITE_IMM ? htonl(r->imm) : 0;
+    if (atomic) {
         /* An unaligned atomic must complete with an error and break the
          * connection, as on hardware that sends it (the responder NAKs it
          * as an invalid request). Providers such as rxe refuse it at post
@@ -488,7 +509,7 @@ static void build_wr(vep *ep, const rf_wr *r, vslot *slot,
          * responder rejects it with an access error and touches nothing;
          * the completion is reported as RF_ERR_INVALID_ARG. */
         w->wr.atomic.remote_addr =
-            (slot->flags & VSLOT_MISALIGNED) ? UINT64_MAX - 7 : r->remote_addr;
+            (flags & VSLOT_MISALIGNED) ? UINT64_MAX - 7 : r->remote_addr;
         w->wr.atomic.rkey = r->rkey;
         w->wr.atomic.compare_add = r->compare_add;
         w->wr.atomic.swap = r->swap;
@@ -496,12 +517,6 @@ static void build_wr(vep *ep, const rf_wr *r, vslot *slot,
         w->wr.rdma.remote_addr = r->remote_addr;
         w->wr.rdma.rkey = r->rkey;
     }
-    /* Inline data is copied at post time: a fenced WR must read its
-     * source only once the earlier reads/atomics have landed in it. */
-    if (r->len && r->len <= ep->max_inline && !(r->flags & RF_WR_FENCE) &&
-        (r->op == RF_OP_SEND || r->op == RF_OP_WRITE ||
-         r->op == RF_OP_WRITE_IMM))
-        w->send_flags |= IBV_SEND_INLINE;
 }
 
 static rf_status post_error(int rc, size_t index, size_t n)
@@ -510,6 +525,30 @@ static rf_status post_error(int rc, size_t index, size_t n)
         rc == ENOMEM ? RF_ERR_NO_RESOURCE : rf_verbs_errno_status(rc);
     return rf_error_set(st, "ibv_post_send(wr %zu of %zu): %s", index, n,
                         strerror(rc));
+}
+
+/* rf_post of one work request with room in the send queue (the common
+ * case: rf-bench's loops, the ps's reads and atomics): the list path
+ * without its loop, reclaim and partial-post bookkeeping. Returns 0 if
+ * the queue is full, for the list path to reclaim; -1 and *st after an
+ * ibv_post_send failure; 1 when posted. Caller holds sq_lock. */
+static int post_one_locked(vep *ep, const rf_wr *r, rf_status *st)
+{
+    uint64_t head = atomic_load_explicit(&ep->sq_head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&ep->sq_tail, memory_order_acquire);
+    if (head - tail >= ep->sq_size)
+        return 0;
+    struct ibv_send_wr *w = ep->wr_scratch, *bad = NULL;
+    build_wr(ep, r, &ep->sq[head & ep->sq_mask], w, ep->sge_scratch);
+    w->next = NULL;
+    atomic_store_explicit(&ep->sq_head, head + 1, memory_order_release);
+    int rc = ibv_post_send(ep->qp, w, &bad);
+    if (rc == 0)
+        return 1;
+    atomic_store_explicit(&ep->sq_head, head, memory_order_release);
+    ep->unsig_run = ep->sig_interval; /* next WR signaled: stay safe */
+    *st = post_error(rc, 0, 1);
+    return -1;
 }
 
 rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
@@ -528,21 +567,30 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
                                     "IBV_ATOMIC_NONE)",
                                     i, ep->fab->devname);
 
-    pthread_mutex_lock(&ep->sq_lock);
+    rf_verbs_lock(&ep->sq_lock);
+    if (n == 1) {
+        rf_status st = RF_OK;
+        int done = post_one_locked(ep, wrs, &st);
+        if (done) {
+            rf_verbs_unlock(&ep->sq_lock);
+            *posted = done > 0;
+            return st;
+        }
+    }
     uint64_t head = atomic_load_explicit(&ep->sq_head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&ep->sq_tail, memory_order_acquire);
     size_t room = ep->sq_size - (size_t)(head - tail);
     if (room < n) {
         /* Reclaim what the device has completed (completions are kept). */
-        pthread_mutex_lock(&ep->scq->lock);
+        rf_verbs_lock(&ep->scq->lock);
         rf_verbs_cq_progress_locked(ep->scq);
-        pthread_mutex_unlock(&ep->scq->lock);
+        rf_verbs_unlock(&ep->scq->lock);
         tail = atomic_load_explicit(&ep->sq_tail, memory_order_acquire);
         room = ep->sq_size - (size_t)(head - tail);
     }
     size_t k = n < room ? n : room;
     if (k == 0) {
-        pthread_mutex_unlock(&ep->sq_lock);
+        rf_verbs_unlock(&ep->sq_lock);
         return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post: send queue full (%u outstanding); "
                             "poll the send completion queue",
@@ -550,43 +598,29 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     }
     rf_status st = grow_scratch(ep, k);
     if (st != RF_OK) {
-        pthread_mutex_unlock(&ep->sq_lock);
+        rf_verbs_unlock(&ep->sq_lock);
         return st;
     }
+    struct ibv_send_wr *w = ep->wr_scratch;
+    struct ibv_sge *g = ep->sge_scratch;
     for (size_t i = 0; i < k; i++) {
-        const rf_wr *r = &wrs[i];
-        vslot *slot = &ep->sq[(head + i) & ep->sq_mask];
-        slot->context = r->context;
-        slot->len = (uint32_t)r->len;
-        slot->op = (uint8_t)r->op;
-        slot->flags = 0;
-        if (!(r->flags & RF_WR_UNSIGNALED))
-            slot->flags = VSLOT_USER_SIGNALED | VSLOT_HW_SIGNALED;
-        else if (ep->unsig_run + 1 >= ep->sig_interval)
-            slot->flags = VSLOT_HW_SIGNALED;
-        if (is_atomic(r->op) && (r->remote_addr & 7))
-            slot->flags |= VSLOT_MISALIGNED;
-        if (slot->flags & VSLOT_HW_SIGNALED)
-            ep->unsig_run = 0;
-        else
-            ep->unsig_run++;
-        build_wr(ep, r, slot, &ep->wr_scratch[i], &ep->sge_scratch[i]);
-        ep->wr_scratch[i].next = i + 1 < k ? &ep->wr_scratch[i + 1] : NULL;
+        build_wr(ep, &wrs[i], &ep->sq[(head + i) & ep->sq_mask], &w[i], &g[i]);
+        w[i].next = i + 1 < k ? &w[i + 1] : NULL;
     }
     atomic_store_explicit(&ep->sq_head, head + k, memory_order_release);
     struct ibv_send_wr *bad = NULL;
-    int rc = ibv_post_send(ep->qp, ep->wr_scratch, &bad);
+    int rc = ibv_post_send(ep->qp, w, &bad);
     if (rc) {
-        size_t j = bad ? (size_t)(bad - ep->wr_scratch) : 0;
+        size_t j = bad ? (size_t)(bad - w) : 0;
         if (j > k)
             j = 0;
         atomic_store_explicit(&ep->sq_head, head + j, memory_order_release);
         ep->unsig_run = ep->sig_interval; /* next WR signaled: stay safe */
-        pthread_mutex_unlock(&ep->sq_lock);
+        rf_verbs_unlock(&ep->sq_lock);
         *posted = j;
         return post_error(rc, j, n);
     }
-    pthread_mutex_unlock(&ep->sq_lock);
+    rf_verbs_unlock(&ep->sq_lock);
     *posted = k;
     if (k < n)
         return rf_error_set(RF_ERR_NO_RESOURCE,
@@ -603,11 +637,11 @@ rf_status rf_verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
     if (atomic_load(&ep->error))
         return rf_error_set(RF_ERR_DISCONNECTED,
                             "rf_post_recv: endpoint is in the error state");
-    pthread_mutex_lock(&ep->rq_lock);
+    rf_verbs_lock(&ep->rq_lock);
     uint64_t head = atomic_load_explicit(&ep->rq_head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&ep->rq_tail, memory_order_acquire);
     if (head - tail >= ep->rq_size) {
-        pthread_mutex_unlock(&ep->rq_lock);
+        rf_verbs_unlock(&ep->rq_lock);
         return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post_recv: receive queue full (%u posted)",
                             ep->rq_size);
@@ -628,12 +662,12 @@ rf_status rf_verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
     int rc = ibv_post_recv(ep->qp, &w, &bad);
     if (rc) {
         atomic_store_explicit(&ep->rq_head, head, memory_order_release);
-        pthread_mutex_unlock(&ep->rq_lock);
+        rf_verbs_unlock(&ep->rq_lock);
         return rf_error_set(rc == ENOMEM ? RF_ERR_NO_RESOURCE
                                          : rf_verbs_errno_status(rc),
                             "ibv_post_recv: %s", strerror(rc));
     }
-    pthread_mutex_unlock(&ep->rq_lock);
+    rf_verbs_unlock(&ep->rq_lock);
     return RF_OK;
 }
 
@@ -643,7 +677,7 @@ rf_status rf_verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
  * slot. Returns 0 if it could not be posted. */
 static int post_marker(vep *ep)
 {
-    pthread_mutex_lock(&ep->sq_lock);
+    rf_verbs_lock(&ep->sq_lock);
     uint64_t head = atomic_load_explicit(&ep->sq_head, memory_order_relaxed);
     vslot *slot = &ep->sq[head & ep->sq_mask];
     slot->context = NULL;
@@ -658,7 +692,7 @@ static int post_marker(vep *ep)
     int rc = ibv_post_send(ep->qp, &w, &bad);
     if (rc)
         atomic_store_explicit(&ep->sq_head, head, memory_order_release);
-    pthread_mutex_unlock(&ep->sq_lock);
+    rf_verbs_unlock(&ep->sq_lock);
     if (rc)
         RF_LOG_DEBUG("verbs: QP %u: drain marker not posted: %s",
                      ep->qp->qp_num, strerror(rc));
@@ -668,17 +702,17 @@ static int post_marker(vep *ep)
 static int drained(vep *ep, int marker)
 {
     int done = 1;
-    pthread_mutex_lock(&ep->scq->lock);
+    rf_verbs_lock(&ep->scq->lock);
     rf_verbs_cq_progress_locked(ep->scq);
     if (marker ? !ep->sq_drained
                : atomic_load(&ep->sq_tail) != atomic_load(&ep->sq_head))
         done = 0;
-    pthread_mutex_unlock(&ep->scq->lock);
-    pthread_mutex_lock(&ep->rcq->lock);
+    rf_verbs_unlock(&ep->scq->lock);
+    rf_verbs_lock(&ep->rcq->lock);
     rf_verbs_cq_progress_locked(ep->rcq);
     if (atomic_load(&ep->rq_tail) != atomic_load(&ep->rq_head))
         done = 0;
-    pthread_mutex_unlock(&ep->rcq->lock);
+    rf_verbs_unlock(&ep->rcq->lock);
     return done;
 }
 
@@ -686,7 +720,7 @@ static int drained(vep *ep, int marker)
  * completes here with RF_ERR_DISCONNECTED. */
 static void complete_leftovers(vep *ep)
 {
-    pthread_mutex_lock(&ep->scq->lock);
+    rf_verbs_lock(&ep->scq->lock);
     rf_verbs_cq_progress_locked(ep->scq);
     vemit em = {.cq = ep->scq, .out = NULL, .max = 0, .n = 0};
     uint64_t head = atomic_load(&ep->sq_head);
@@ -696,16 +730,16 @@ static void complete_leftovers(vep *ep)
             emit_slot(&em, ep, u, RF_ERR_DISCONNECTED, 0);
     }
     atomic_store(&ep->sq_tail, head);
-    pthread_mutex_unlock(&ep->scq->lock);
+    rf_verbs_unlock(&ep->scq->lock);
 
-    pthread_mutex_lock(&ep->rcq->lock);
+    rf_verbs_lock(&ep->rcq->lock);
     rf_verbs_cq_progress_locked(ep->rcq);
     em.cq = ep->rcq;
     head = atomic_load(&ep->rq_head);
     for (uint64_t s = atomic_load(&ep->rq_tail); s < head; s++)
         emit_slot(&em, ep, &ep->rq[s & ep->rq_mask], RF_ERR_DISCONNECTED, 0);
     atomic_store(&ep->rq_tail, head);
-    pthread_mutex_unlock(&ep->rcq->lock);
+    rf_verbs_unlock(&ep->rcq->lock);
 }
 
 void rf_verbs_ep_disconnect(vep *ep)
@@ -737,8 +771,6 @@ void rf_verbs_ep_destroy(vep *ep)
         destroy_qp(ep);
     if (ep->cm.id)
         rdma_destroy_id(ep->cm.id);
-    pthread_mutex_destroy(&ep->sq_lock);
-    pthread_mutex_destroy(&ep->rq_lock);
     pthread_mutex_destroy(&ep->cm_mu);
     pthread_cond_destroy(&ep->cm_cv);
     free(ep->sq);
