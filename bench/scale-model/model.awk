@@ -25,7 +25,10 @@
 #   ps MODEL APPLY P I OUT IN GRAD SHARDS   ps I of P: bytes it sends and
 #                                   receives per worker step, gradient
 #                                   bytes it applies, shards it holds
-#   predict MODEL APPLY P W LINK WHERE
+#   predict MODEL APPLY P W LINK WHERE [COMPUTE]
+#                                   COMPUTE: the compute/cv key to use
+#                                   (default MODEL: e.g. a compute time
+#                                   measured right before a run)
 #                                   APPLY ps | worker | sync (sync: the
 #                                   apply=ps shape, SyncReplicasOptimizer
 #                                   rules); WHERE host (every task shares
@@ -67,9 +70,10 @@ $1 == "ps" {
     out[k, i] = $6; in_[k, i] = $7; grad[k, i] = $8; shards[k, i] = $9; seen[k, i] = 1; next
 }
 $1 == "predict" {
-    need(NF == 7 && $5 >= 1 && ($7 == "host" || $7 == "cluster"), "predict MODEL APPLY P W LINK host|cluster")
+    need((NF == 7 || NF == 8) && $5 >= 1 && ($7 == "host" || $7 == "cluster"), "predict MODEL APPLY P W LINK host|cluster [COMPUTE]")
     need($3 == "ps" || $3 == "worker" || $3 == "sync", "APPLY must be ps, worker or sync")
     np++; pm[np] = $2; pa[np] = $3; pp[np] = $4; pw[np] = $5; pl[np] = $6; pwhere[np] = $7
+    pc[np] = (NF == 8) ? $8 : $2
     pline[np] = FILENAME ":" FNR
     next
 }
@@ -82,18 +86,18 @@ END {
         "lat_ms", "apply_ms", "wait_ms", "workers_bound", "ps_nic_bound", "ps_apply_bound", \
         "host_bound", "bottleneck"
     for (n = 1; n <= np; n++) {
-        m = pm[n]; a = pa[n]; P = pp[n]; W = pw[n]; L = pl[n]; where = pwhere[n]
+        m = pm[n]; a = pa[n]; P = pp[n]; W = pw[n]; L = pl[n]; where = pwhere[n]; c = pc[n]
         sa = (a == "sync") ? "ps" : a # the sync push moves the apply=ps bytes
         k = m SUBSEP sa SUBSEP P
-        if (!(m in tc)) die(pline[n] ": no compute line for " m)
+        if (!(c in tc)) die(pline[n] ": no compute line for " c)
         if (!(L in bw)) die(pline[n] ": no link line for " L)
         if (!(k in wire)) die(pline[n] ": no shape line for " m " " sa " " P)
         if (apply_bps == "") die(pline[n] ": no apply line")
-        if (a == "sync" && !(m in cv)) die(pline[n] ": no cv line for " m)
+        if (a == "sync" && !(c in cv)) die(pline[n] ": no cv line for " c)
         if (where == "host" && (cores == "" || !have_cpu)) die(pline[n] ": host rows need cores and cpu_per_byte")
         # one worker step: compute, the step's wire bytes through its NIC,
         # the serial round trips, and the apply it waits for
-        t_c = tc[m]; t_net = wire[k] / bw[L]; t_lat = rounds[k] * rtt[L]
+        t_c = tc[c]; t_net = wire[k] / bw[L]; t_lat = rounds[k] * rtt[L]
         sum_grad = 0; t_apply = 0; ps_apply_x = ""; ps_nic_x = ""
         for (i = 0; i < P; i++) {
             if (!((k, i) in seen)) die(pline[n] ": no ps line " i " for " m " " sa " " P)
@@ -121,7 +125,7 @@ END {
         # maximum of W normal step times: sqrt(2 ln W) standard deviations)
         # and for the step's publication (2 more round trips)
         t_wait = 0
-        if (a == "sync") t_wait = t_c * cv[m] * (W > 1 ? sqrt(2 * log(W)) : 0) + 2 * rtt[L]
+        if (a == "sync") t_wait = t_c * cv[c] * (W > 1 ? sqrt(2 * log(W)) : 0) + 2 * rtt[L]
         t_step = t_c + t_net + t_lat + t_apply + t_wait
         workers_x = W / t_step
         host_x = ""
@@ -142,7 +146,7 @@ END {
             if (t_apply > big) { big = t_apply; b = (a == "worker") ? "worker apply CPU" : "ps apply latency" }
             if (t_wait > big) { big = t_wait; b = "sync barrier" }
         }
-        B = batch[m]
+        B = batch[c]
         printf "%-10s %-6s %4d %7d %-8s %10s %9s %10s %8s %8s %8s %8s %13s %12s %14s %10s  %s\n", \
             m, a, P, W, L, fmt_rate(x * B), ms(t_step), ms(t_c), ms(t_net), ms(t_lat), \
             ms(t_apply), ms(t_wait), fmt_rate(workers_x * B), \
