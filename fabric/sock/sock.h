@@ -293,9 +293,7 @@ struct sock_ep {
     int kicked;           /* (fab->kick_mu) */
 
     int fd;
-    /* fd for direct progress: -1 before fd is closed (written under mu,
-     * read without it); and how many direct pollers hold the endpoint */
-    _Atomic int direct_fd;
+    /* direct pollers holding the endpoint (sock_direct.c) */
     _Atomic int direct_pins;
     int phase;        /* sock_phase */
     uint32_t ev_mask; /* events registered with epoll */

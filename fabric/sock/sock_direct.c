@@ -11,7 +11,8 @@
  * endpoint off the lists, wakes pollers through the queue's eventfd and
  * waits until no pin is left, before anything is freed. A waiter polls the
  * queue's eventfd (written by every push while a waiter polls) and the
- * sockets whose reading is not paused. */
+ * sockets of the endpoints with work outstanding whose replies complete on
+ * that queue (what else arrives is the progress thread's to read). */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -97,6 +98,23 @@ static void service(sock_ep *ep, int block)
     pthread_mutex_unlock(&fab->mr_mu);
 }
 
+/* ep's socket if a completion on cq may come from what arrives on it
+ * (ep->mu held), else -1: a reply to work it posted (send queue), or, with
+ * recvs, a send or write_imm for a posted receive. A blocked waiter does
+ * not wake for the peer's requests to this side as a target (the progress
+ * thread's work), so it leaves out receives; a busy poller looks anyway. */
+static int reply_fd(const sock_cq *cq, const sock_ep *ep, int recvs)
+{
+    if (ep->fd < 0 || ep->closing || !(ep->ev_mask & EPOLLIN))
+        return -1;
+    if (ep->base.send_cq == &cq->base && ep->wr_head != ep->wr_sent)
+        return ep->fd;
+    if (recvs && ep->base.recv_cq == &cq->base &&
+        ep->recv_head != ep->recv_tail)
+        return ep->fd;
+    return -1;
+}
+
 static int has_data(int fd)
 {
     char b;
@@ -110,10 +128,14 @@ void sock_direct_poll(sock_cq *cq)
         return;
     sock_ep *eps[SOCK_CQ_DIRECT_MAX];
     int n = pin_all(cq, eps);
-    for (int i = 0; i < n; i++)
-        if (has_data(
-                atomic_load_explicit(&eps[i]->direct_fd, memory_order_acquire)))
+    for (int i = 0; i < n; i++) {
+        if (pthread_mutex_trylock(&eps[i]->mu) != 0)
+            continue; /* another thread is at it */
+        int fd = reply_fd(cq, eps[i], 1);
+        pthread_mutex_unlock(&eps[i]->mu);
+        if (has_data(fd))
             service(eps[i], 0);
+    }
     unpin_all(eps, n);
 }
 
@@ -134,10 +156,9 @@ int sock_direct_wait(sock_cq *cq, int64_t deadline)
     owner[np++] = NULL;
     for (int i = 0; i < n; i++) {
         pthread_mutex_lock(&eps[i]->mu);
-        int fd = eps[i]->fd;
-        int reading = (eps[i]->ev_mask & EPOLLIN) && !eps[i]->closing;
+        int fd = reply_fd(cq, eps[i], 0);
         pthread_mutex_unlock(&eps[i]->mu);
-        if (fd >= 0 && reading) {
+        if (fd >= 0) {
             pfd[np] = (struct pollfd){.fd = fd, .events = POLLIN};
             owner[np++] = eps[i];
         }
@@ -161,7 +182,7 @@ int sock_direct_wait(sock_cq *cq, int64_t deadline)
             }
             for (int i = 1; i < np; i++)
                 if (pfd[i].revents)
-                    service(owner[i], 1);
+                    service(owner[i], 0);
         }
     }
     unpin_all(eps, n);

@@ -90,7 +90,6 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
     sock_net_tune(fd, fab->peer_timeout_ms);
     sock_cq_ref((sock_cq *)ep->base.send_cq);
     sock_cq_ref((sock_cq *)ep->base.recv_cq);
-    atomic_store_explicit(&ep->direct_fd, fd, memory_order_release);
     sock_direct_attach((sock_cq *)ep->base.send_cq, ep);
     if (ep->base.recv_cq != ep->base.send_cq)
         sock_direct_attach((sock_cq *)ep->base.recv_cq, ep);
@@ -294,7 +293,6 @@ void sock_ep_fail(sock_ep *ep, rf_status reason, const char *fmt, ...)
 void sock_ep_sock_dead(sock_ep *ep)
 {
     if (ep->fd >= 0) {
-        atomic_store_explicit(&ep->direct_fd, -1, memory_order_release);
         epoll_ctl(ep->fab->epfd, EPOLL_CTL_DEL, ep->fd, NULL);
         close(ep->fd);
         ep->fd = -1;
