@@ -58,9 +58,9 @@ rf_status rt_try_connect(rf_fabric *fabric, uint16_t port, const void *priv,
     static atomic_int told; /* which provider auto chose, for the log */
     if (st == RF_OK && strcmp(rf_fabric_provider(fabric), "auto") == 0 &&
         !atomic_exchange(&told, 1)) {
-        printf("note: auto carries the first endpoint with %s\n",
-               rf_ep_provider(c->ep));
-        fflush(stdout);
+        /* stderr: a role's stdout is its line protocol */
+        fprintf(stderr, "note: auto carries the first endpoint with %s\n",
+                rf_ep_provider(c->ep));
     }
     if (st != RF_OK)
         CHECK(c->ep == NULL, "failed rf_connect (%s) left *out = %p",
