@@ -20,6 +20,7 @@
 struct rf_executor {
     rf_pool *pool;
     int threads;
+    bool fusion;            /* fuse bias and Relu into their producers */
     pthread_mutex_t run_mu; /* one plan runs at a time */
     rf_trace *trace;
 };
@@ -72,6 +73,8 @@ struct rf_plan {
     uint64_t trace_gen;
     size_t trace_base;
     unsigned char *hook; /* per plan node: RF_HOOK_BEFORE | RF_HOOK_AFTER */
+    rf_fuse *fuse;       /* per plan node, this layout's fused groups */
+    uint32_t *fuse_work;
     rf_plan_hook_fn hook_before, hook_after;
     void *hook_ctx;
 };
@@ -92,6 +95,10 @@ rf_status rf_executor_create(const rf_executor_options *opts, rf_executor **out)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_executor_create: %d threads is too many",
                             threads);
+    bool fusion;
+    rf_status fst = rf_fusion_enabled(&fusion);
+    if (fst != RF_OK)
+        return fst;
     /* The threading policy: all compute parallelism is the pool's.
      * OpenBLAS runs each (already chunked) GEMM on the calling thread. */
     openblas_set_num_threads(1);
@@ -99,6 +106,7 @@ rf_status rf_executor_create(const rf_executor_options *opts, rf_executor **out)
     if (!ex)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_executor_create: no memory");
     ex->threads = threads;
+    ex->fusion = fusion;
     pthread_mutex_init(&ex->run_mu, NULL);
     rf_status st = rf_pool_create(threads, &ex->pool);
     if (st != RF_OK) {
@@ -299,6 +307,8 @@ void rf_plan_destroy(rf_plan *p)
     rf_gfree(p->t1);
     rf_gfree(p->ttid);
     rf_gfree(p->hook);
+    rf_gfree(p->fuse);
+    rf_gfree(p->fuse_work);
     pthread_mutex_destroy(&p->err_mu);
     rf_gfree(p);
 }
@@ -400,6 +410,8 @@ static rf_status plan_alloc(rf_plan *p, size_t n_in, size_t n_succ)
     p->t0 = rf_gcalloc(n, sizeof *p->t0);
     p->t1 = rf_gcalloc(n, sizeof *p->t1);
     p->ttid = rf_gcalloc(n, sizeof *p->ttid);
+    p->fuse = rf_gcalloc(n, sizeof *p->fuse);
+    p->fuse_work = rf_gcalloc(n, sizeof *p->fuse_work);
     p->feed_p = rf_gcalloc(p->nfeed ? p->nfeed : 1, sizeof *p->feed_p);
     p->fetch_p = rf_gcalloc(p->nfetch ? p->nfetch : 1, sizeof *p->fetch_p);
     p->feed_shapes =
@@ -408,7 +420,8 @@ static rf_status plan_alloc(rf_plan *p, size_t n_in, size_t n_succ)
         !p->succ_off || !p->succ || !p->npred0 || !p->npred || !p->feed_of ||
         !p->vals || !p->kind || !p->off || !p->scratch_off ||
         !p->scratch_bytes || !p->out_bytes || !p->t0 || !p->t1 || !p->ttid ||
-        !p->feed_p || !p->fetch_p || !p->feed_shapes)
+        !p->fuse || !p->fuse_work || !p->feed_p || !p->fetch_p ||
+        !p->feed_shapes)
         return rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
     return RF_OK;
 }
@@ -597,6 +610,14 @@ size_t rf_plan_arena_bytes(const rf_plan *p)
     return p->arena_bytes;
 }
 
+size_t rf_plan_fused_nodes(const rf_plan *p)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < p->n; k++)
+        n += p->fuse[k].role != RF_FUSE_NONE;
+    return n;
+}
+
 uint64_t rf_plan_steps(const rf_plan *p)
 {
     return p->steps;
@@ -621,8 +642,8 @@ typedef struct block {
     size_t off, size;
     uint32_t *users; /* who touches the current tenant */
     size_t n_users;
-    uint32_t sole; /* the user of a scratch tenant */
-    bool pinned;   /* a fetched value lives here */
+    uint32_t sole[2]; /* the users of a scratch tenant */
+    bool pinned;      /* a fetched value lives here */
 } block;
 
 static bool share_buffers(rf_plan *p, size_t *total_out)
@@ -724,11 +745,14 @@ static bool share_buffers(rf_plan *p, size_t *total_out)
                 total += need;
             }
             block *bl = &blocks[best];
-            if (what) { /* scratch: only the node itself touches it */
+            if (what) { /* scratch: only the node itself touches it, and
+                           the BiasAddGrad a fused ReluGrad fills it for */
                 p->scratch_off[k] = bl->off;
-                bl->sole = (uint32_t)k;
-                bl->users = &bl->sole;
+                bl->sole[0] = (uint32_t)k;
+                bl->users = bl->sole;
                 bl->n_users = 1;
+                if (p->fuse[k].role == RF_FUSE_GRAD_HEAD)
+                    bl->sole[bl->n_users++] = p->fuse[k].peer;
                 bl->pinned = false;
             } else {
                 p->off[k] = bl->off;
@@ -750,6 +774,44 @@ out:
     if (ok)
         *total_out = total;
     return ok;
+}
+
+/* Decides this layout's fused groups (fusion.c) and adjusts the values'
+ * kinds and scratch to them: folded nodes alias their head's buffer; a
+ * fused ReluGrad owns the partials of its BiasAddGrad as its scratch. */
+static void apply_fusion(rf_plan *p)
+{
+    memset(p->fuse, 0, p->n * sizeof *p->fuse);
+    if (!p->ex->fusion)
+        return;
+    rf_fuse_view v = {.n = p->n,
+                      .nodes = p->nodes,
+                      .source = p->source,
+                      .in_off = p->in_off,
+                      .in_idx = p->in_idx,
+                      .succ_off = p->succ_off,
+                      .succ = p->succ,
+                      .fetch_p = p->fetch_p,
+                      .nfetch = p->nfetch,
+                      .hook = p->hook,
+                      .vals = p->vals};
+    rf_fuse_plan(&v, p->fuse, p->fuse_work);
+    for (size_t k = 0; k < p->n; k++) {
+        rf_fuse *f = &p->fuse[k];
+        if (f->role == RF_FUSE_HEAD && p->kind[k] != OUT_ARENA) {
+            /* an empty product: nothing to fuse */
+            p->fuse[f->peer].role = RF_FUSE_NONE;
+            if (f->relu != UINT32_MAX)
+                p->fuse[f->relu].role = RF_FUSE_NONE;
+            f->role = RF_FUSE_NONE;
+        } else if (f->role == RF_FUSE_FOLDED) {
+            p->kind[k] = OUT_ALIAS;
+            p->out_bytes[k] = 0;
+        } else if (f->role == RF_FUSE_GRAD_TAIL) {
+            p->scratch_bytes[f->peer] = p->scratch_bytes[k];
+            p->scratch_bytes[k] = 0;
+        }
+    }
 }
 
 /* Infers every node's concrete shape and lays out the arena. */
@@ -828,6 +890,7 @@ static rf_status layout(rf_plan *p, const rf_tensor *feeds)
             p->kind[k] = OUT_ARENA;
         p->out_bytes[k] = p->kind[k] == OUT_ARENA ? bytes : 0;
     }
+    apply_fusion(p);
     p->shared = share_buffers(p, &total);
     if (!p->shared) {
         total = 0;
@@ -873,21 +936,35 @@ static void record_error(rf_plan *p, rf_status st)
     atomic_store(&p->failed, 1);
 }
 
+static void hook_before(rf_plan *p, size_t idx, int tid)
+{
+    if (p->hook && (p->hook[idx] & RF_HOOK_BEFORE) && p->hook_before &&
+        !atomic_load(&p->failed)) {
+        rf_status st = p->hook_before(p->hook_ctx, p->nodes[idx], NULL, tid);
+        if (st != RF_OK)
+            record_error(p, st);
+    }
+}
+
 static void run_node(void *arg, size_t idx, int tid)
 {
     rf_plan *p = arg;
     for (;;) {
         rf_node *node = p->nodes[idx];
         const rf_op_def *def = rf_op_def_get(node->op);
+        const rf_fuse *fu = &p->fuse[idx];
         p->t0[idx] = rf_now_ns();
-        unsigned hook = p->hook ? p->hook[idx] : 0;
-        if ((hook & RF_HOOK_BEFORE) && p->hook_before &&
-            !atomic_load(&p->failed)) {
-            rf_status st = p->hook_before(p->hook_ctx, node, NULL, tid);
-            if (st != RF_OK)
-                record_error(p, st);
+        /* a folded node's work (and its before-hook) was its head's */
+        bool folded = fu->role == RF_FUSE_FOLDED;
+        unsigned hook = p->hook && !folded ? p->hook[idx] : 0;
+        if (!folded)
+            hook_before(p, idx, tid);
+        if (fu->role == RF_FUSE_HEAD) {
+            hook_before(p, fu->peer, tid);
+            if (fu->relu != UINT32_MAX)
+                hook_before(p, fu->relu, tid);
         }
-        if (def->kernel && !atomic_load(&p->failed)) {
+        if (def->kernel && !folded && !atomic_load(&p->failed)) {
             rf_kctx k = {
                 .node = node,
                 .in = p->in_ptrs + p->in_off[idx],
@@ -899,6 +976,16 @@ static void run_node(void *arg, size_t idx, int tid)
                 .tid = tid,
                 .nthreads = p->ex->threads,
             };
+            if (fu->role == RF_FUSE_HEAD) {
+                k.epi_bias = p->vals[p->in_idx[p->in_off[fu->peer] + 1]].data;
+                k.epi_relu = fu->relu != UINT32_MAX;
+            } else if (fu->role == RF_FUSE_GRAD_HEAD) {
+                k.bias_partials = (double *)k.scratch;
+            } else if (fu->role == RF_FUSE_GRAD_TAIL) {
+                k.scratch = (char *)p->arena + p->scratch_off[fu->peer];
+                k.scratch_bytes = p->scratch_bytes[fu->peer];
+                k.partials_done = true;
+            }
             rf_status st = def->kernel(&k);
             if (st != RF_OK)
                 record_error(p, st);
@@ -1119,6 +1206,7 @@ rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node, unsigned when)
                                 "rf_plan_hook_node: no memory");
     }
     p->hook[k] |= (unsigned char)when;
+    p->have_layout = false; /* fusion looks at the hooks: decide again */
     return RF_OK;
 }
 

@@ -240,6 +240,15 @@ typedef struct rf_kctx {
     rf_pool *pool;
     int tid;      /* thread running the kernel body */
     int nthreads; /* pool size (scratch functions were given this) */
+    /* Set by the executor's fusion (fusion.c), zero when the node runs
+     * alone. MatMul, Conv2D: after each block, out += epi_bias per row of
+     * the last dimension, then Relu if epi_relu (the folded BiasAdd and
+     * Relu). ReluGrad: also write BiasAddGrad's partial sums into
+     * bias_partials. BiasAddGrad: partials_done, its scratch holds them. */
+    const float *epi_bias;
+    bool epi_relu;
+    double *bias_partials;
+    bool partials_done;
 } rf_kctx;
 
 typedef rf_status (*rf_shape_fn)(const rf_node *n, const rf_shape *in,
@@ -458,6 +467,69 @@ size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
  * the event buffer grows). */
 void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
                   int tid, uint64_t step);
+
+/* ---- executor-level fusion (fusion.c, kernels_fused.c) ------------------ */
+
+/* A node's part in a fused group. Forward: a MatMul or Conv2D (HEAD) runs
+ * its BiasAdd and optionally the Relu after it as an epilogue of each
+ * output block; those nodes are FOLDED (no kernel, output aliased to the
+ * head's). Backward: a ReluGrad (GRAD_HEAD) also computes the partial sums
+ * of the BiasAddGrad that reduces its output (GRAD_TAIL), which only adds
+ * the partials up. Every float operation and every addition order is the
+ * unfused kernels', so results are bitwise the same. */
+typedef enum rf_fuse_role {
+    RF_FUSE_NONE = 0,
+    RF_FUSE_HEAD,
+    RF_FUSE_FOLDED,
+    RF_FUSE_GRAD_HEAD,
+    RF_FUSE_GRAD_TAIL,
+} rf_fuse_role;
+
+typedef struct rf_fuse {
+    uint8_t role;
+    /* HEAD: bias_add, relu (UINT32_MAX if none); FOLDED: peer = the head;
+     * GRAD_HEAD: peer = the BiasAddGrad; GRAD_TAIL: peer = the ReluGrad */
+    uint32_t peer, relu;
+} rf_fuse;
+
+/* The parts of a plan fusion looks at (plan indices, topological order). */
+typedef struct rf_fuse_view {
+    size_t n;
+    rf_node *const *nodes;
+    const bool *source; /* no kernel: fed, Variable, Const */
+    const size_t *in_off;
+    const uint32_t *in_idx;
+    const size_t *succ_off;
+    const uint32_t *succ;
+    const uint32_t *fetch_p;
+    size_t nfetch;
+    const unsigned char *hook; /* per node RF_HOOK_* bits, or NULL */
+    const rf_tensor *vals;     /* dtypes and shapes of this layout */
+} rf_fuse_view;
+
+/* Fills out[n] with the fused groups of the plan (all RF_FUSE_NONE when
+ * none qualify). work: n uint32_t. */
+void rf_fuse_plan(const rf_fuse_view *v, rf_fuse *out, uint32_t *work);
+/* Whether fusion is on for new executors: RF_FUSION unset, empty or 1;
+ * 0 turns it off. Any other value is an error (RF_ERR_INVALID_ARG). */
+rf_status rf_fusion_enabled(bool *on);
+/* How many nodes of p's current layout run fused (heads, folded nodes,
+ * ReluGrad/BiasAddGrad pairs all count); for tests. */
+size_t rf_plan_fused_nodes(const rf_plan *p);
+
+/* The forward epilogue on a rows x cols block of out (row stride ld):
+ * out += bias[j] (float add, as BiasAdd), then Relu if relu. */
+void rf_epilogue_rows(float *out, int64_t rows, int64_t cols, int64_t ld,
+                      const float *bias, bool relu);
+/* ReluGrad that also leaves BiasAddGrad's partials in k->bias_partials. */
+rf_status rf_relu_grad_with_bias_partials(rf_kctx *k);
+
+/* BiasAddGrad's partition (kernels_reduce.c): rows of c values are cut
+ * into parts of per_part rows; each part sums its rows in order into
+ * partial[part][c] (double), and the parts are added in order. */
+size_t rf_bias_grad_parts(int64_t rows, int64_t c, int64_t *per_part);
+void rf_bias_grad_finish(const double *partial, size_t parts, int64_t c,
+                         float *out);
 
 /* BLAS row-major sgemm (blas.c): C[m,n] = A (m x k, or k x m if ta) * B (k x n,
  * or n x k if tb) (+ C if accumulate), lda/ldb/ldc given. */

@@ -183,7 +183,9 @@ typedef struct conv_job {
     const float *x, *w, *dy;
     float *out;
     void *scratch;
-    float *partials; /* filter grad: [parts][K * OC] */
+    float *partials;   /* filter grad: [parts][K * OC] */
+    const float *bias; /* forward: fused epilogue (kernels_fused.c) */
+    bool relu;
     size_t chunks, parts;
 } conv_job;
 
@@ -204,8 +206,11 @@ static void fwd_chunk(void *arg, size_t chunk, int tid)
     float *col = thread_col(j->scratch, g, tid);
     im2col(g, j->x, n0, n1, col);
     int64_t rows = (n1 - n0) * g->oh * g->ow;
-    rf_sgemm(false, false, rows, g->oc, K, col, K, j->w, g->oc,
-             j->out + n0 * g->oh * g->ow * g->oc, g->oc, false);
+    float *out = j->out + n0 * g->oh * g->ow * g->oc;
+    rf_sgemm(false, false, rows, g->oc, K, col, K, j->w, g->oc, out, g->oc,
+             false);
+    if (j->bias)
+        rf_epilogue_rows(out, rows, g->oc, g->oc, j->bias, j->relu);
 }
 
 size_t rf_scratch_conv2d(const rf_node *n, const rf_shape *in,
@@ -222,7 +227,9 @@ RF_KERNEL(rf_k_conv2d)
                   .x = k->in[0]->data,
                   .w = k->in[1]->data,
                   .out = k->out->data,
-                  .scratch = k->scratch};
+                  .scratch = k->scratch,
+                  .bias = k->epi_bias,
+                  .relu = k->epi_relu};
     if (j.g.n == 0 || j.g.oh == 0 || j.g.ow == 0)
         return RF_OK;
     rf_parallel_for(k, n_chunks(&j.g), fwd_chunk, &j);

@@ -340,6 +340,8 @@ RF_KERNEL(rf_k_tanh)
 
 RF_KERNEL(rf_k_relu_grad)
 {
+    if (k->bias_partials) /* fused with the BiasAddGrad of its output */
+        return rf_relu_grad_with_bias_partials(k);
     return run_flat(k, UN_RELU_GRAD);
 }
 

@@ -13,7 +13,8 @@
  * on multiples of MM_ALIGN (OpenBLAS's register tiles). Measured on a Zen 4
  * EPYC at one thread (bench/train/README.md): 2 blocks cost 0-6% over one
  * call, 4 blocks 2-11%, the former 16-row chunks 42%. Two threads split a
- * large product evenly; more threads get parallelism only across ops. */
+ * large product evenly; more threads get parallelism only across ops.
+ * A fused BiasAdd (+ Relu) runs on each block right after its sgemm. */
 
 #include "graph/graph_internal.h"
 
@@ -22,6 +23,8 @@ typedef struct mm_job {
     int64_t m, n, k, step;
     const float *a, *b;
     float *c;
+    const float *bias; /* fused epilogue (kernels_fused.c), or NULL */
+    bool relu;
 } mm_job;
 
 static void mm_chunk(void *arg, size_t chunk, int tid)
@@ -35,11 +38,17 @@ static void mm_chunk(void *arg, size_t chunk, int tid)
         const float *a = j->ta ? j->a + lo : j->a + lo * lda;
         rf_sgemm(j->ta, j->tb, hi - lo, j->n, j->k, a, lda, j->b, ldb,
                  j->c + lo * j->n, j->n, false);
+        if (j->bias)
+            rf_epilogue_rows(j->c + lo * j->n, hi - lo, j->n, j->n, j->bias,
+                             j->relu);
     } else {
         int64_t hi = lo + j->step < j->n ? lo + j->step : j->n;
         const float *b = j->tb ? j->b + lo * ldb : j->b + lo;
         rf_sgemm(j->ta, j->tb, j->m, hi - lo, j->k, j->a, lda, b, ldb,
                  j->c + lo, j->n, false);
+        if (j->bias)
+            rf_epilogue_rows(j->c + lo, j->m, hi - lo, j->n, j->bias + lo,
+                             j->relu);
     }
 }
 
@@ -58,7 +67,9 @@ RF_KERNEL(rf_k_matmul)
                 .tb = k->node->attr.transpose_b,
                 .a = A->data,
                 .b = B->data,
-                .c = k->out->data};
+                .c = k->out->data,
+                .bias = k->epi_bias,
+                .relu = k->epi_relu};
     j.m = k->out->shape.dims[0];
     j.n = k->out->shape.dims[1];
     j.k = j.ta ? A->shape.dims[0] : A->shape.dims[1];

@@ -311,10 +311,24 @@ typedef struct bg_job {
     int64_t rows, c, per_part;
 } bg_job;
 
-static size_t bias_parts(int64_t rows, int64_t c)
+size_t rf_bias_grad_parts(int64_t rows, int64_t c, int64_t *per_part)
 {
     int64_t grain = RED_GRAIN / (c ? c : 1);
-    return rf_chunks_for(rows, grain > 0 ? grain : 1, RED_MAX_PARTS);
+    size_t parts = rf_chunks_for(rows, grain > 0 ? grain : 1, RED_MAX_PARTS);
+    int64_t pp = (rows + (int64_t)parts - 1) / (int64_t)parts;
+    *per_part = pp < 1 ? 1 : pp;
+    return parts;
+}
+
+void rf_bias_grad_finish(const double *partial, size_t parts, int64_t c,
+                         float *out)
+{
+    for (int64_t i = 0; i < c; i++) {
+        double s = 0;
+        for (size_t q = 0; q < parts; q++)
+            s += partial[(int64_t)q * c + i];
+        out[i] = (float)s;
+    }
 }
 
 size_t rf_scratch_bias_add_grad(const rf_node *n, const rf_shape *in,
@@ -322,9 +336,9 @@ size_t rf_scratch_bias_add_grad(const rf_node *n, const rf_shape *in,
 {
     (void)n;
     (void)nthreads;
-    int64_t c = out->dims[0], numel = rf_shape_numel(&in[0]);
+    int64_t c = out->dims[0], numel = rf_shape_numel(&in[0]), per_part;
     int64_t rows = c ? numel / c : 0;
-    return bias_parts(rows, c) * (size_t)c * sizeof(double);
+    return rf_bias_grad_parts(rows, c, &per_part) * (size_t)c * sizeof(double);
 }
 
 static void bg_chunk(void *arg, size_t part, int tid)
@@ -350,17 +364,10 @@ RF_KERNEL(rf_k_bias_add_grad)
     j.c = k->out->shape.dims[0];
     int64_t numel = rf_shape_numel(&k->in[0]->shape);
     j.rows = j.c ? numel / j.c : 0;
-    float *o = k->out->data;
-    size_t parts = bias_parts(j.rows, j.c);
-    j.per_part = (j.rows + (int64_t)parts - 1) / (int64_t)parts;
-    if (j.per_part < 1)
-        j.per_part = 1;
-    rf_parallel_for(k, parts, bg_chunk, &j);
-    for (int64_t i = 0; i < j.c; i++) {
-        double s = 0;
-        for (size_t q = 0; q < parts; q++)
-            s += j.partial[(int64_t)q * j.c + i];
-        o[i] = (float)s;
-    }
+    size_t parts = rf_bias_grad_parts(j.rows, j.c, &j.per_part);
+    /* fused: the ReluGrad producing dy already summed the parts */
+    if (!k->partials_done)
+        rf_parallel_for(k, parts, bg_chunk, &j);
+    rf_bias_grad_finish(j.partial, parts, j.c, k->out->data);
     return RF_OK;
 }
