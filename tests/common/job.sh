@@ -119,6 +119,7 @@ finish_launch() {
 running() {
     local c a0
     for c in $(children "$1"); do
+        a0= # stays empty if the child exited before its cmdline was read
         IFS= read -r -d '' a0 2>/dev/null <"/proc/$c/cmdline"
         [[ $a0 == "$2" ]] && echo "$c" && return 0
     done
