@@ -25,12 +25,27 @@ show() { tail -n "${2:-15}" "$1" | sed 's/^/    | /'; }
 # /dev/tcp) and that this run has not handed out yet. Verbs tasks listen
 # with rdma_cm, whose ports are not TCP ports, but in the rxe guest nothing
 # else runs. A port taken between the probe and the bind is retried by the
-# caller.
+# caller. Tests running at once (ctest -j) would otherwise hand out the same
+# port when one holds its port a while before listening (a ps started late):
+# each port handed out is also reserved for the life of this script's shell
+# by a directory in $RF_TEST_PORT_DIR (default $TMPDIR or /tmp, then
+# rf-test-ports), made with mkdir (atomic); another script's reservation is
+# skipped unless its shell is gone.
 free_port() {
-    local p i
+    local p i dir=${RF_TEST_PORT_DIR:-${TMPDIR:-/tmp}/rf-test-ports} owner
+    local reserve=1
+    mkdir -p "$dir" 2>/dev/null || reserve=0 # nowhere to: probe only
     for ((i = 0; i < 100; i++)); do
         p=$((20000 + (RANDOM * 32768 + RANDOM) % 12768))
         [[ $used_ports == *" $p "* ]] && continue
+        if [[ $reserve == 1 ]] && ! mkdir "$dir/$p" 2>/dev/null; then
+            # held, unless its script is gone (no pid yet: being made)
+            owner=$(cat "$dir/$p/pid" 2>/dev/null) || continue
+            [[ -z $owner ]] || kill -0 "$owner" 2>/dev/null && continue
+            rm -rf "$dir/$p"
+            mkdir "$dir/$p" 2>/dev/null || continue
+        fi
+        [[ $reserve == 1 ]] && echo "$$" >"$dir/$p/pid"
         timeout 2 bash -c "exec 3<>/dev/tcp/$host/$p" 2>/dev/null && continue
         used_ports+="$p "
         printf -v "$1" %s "$p"

@@ -628,6 +628,6 @@ int main(int argc, char **argv)
     }
     char context[128];
     snprintf(context, sizeof context, "fabric %s",
-             getenv("RF_FABRIC") ? getenv("RF_FABRIC") : "sock");
+             getenv("RF_FABRIC") ? getenv("RF_FABRIC") : "auto");
     return rft_case_run(c, context);
 }
