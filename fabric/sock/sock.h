@@ -295,12 +295,13 @@ struct sock_ep {
     int fd;
     /* direct pollers holding the endpoint (sock_direct.c) */
     _Atomic int direct_pins;
-    int phase;        /* sock_phase */
-    uint32_t ev_mask; /* events registered with epoll */
-    rf_status state;  /* RF_OK or RF_ERR_DISCONNECTED */
-    int closing;      /* rf_ep_close in progress */
-    int cq_overflow;  /* a completion of this ep overflowed its CQ */
-    int shut_wr;      /* shutdown(SHUT_WR) done (SOCK_DRAIN) */
+    int direct_attached; /* on its queues' direct lists (creator, closer) */
+    int phase;           /* sock_phase */
+    uint32_t ev_mask;    /* events registered with epoll */
+    rf_status state;     /* RF_OK or RF_ERR_DISCONNECTED */
+    int closing;         /* rf_ep_close in progress */
+    int cq_overflow;     /* a completion of this ep overflowed its CQ */
+    int shut_wr;         /* shutdown(SHUT_WR) done (SOCK_DRAIN) */
     int64_t drain_deadline;
     /* Last time bytes moved either way, or work was sent on an idle
      * endpoint: the watchdog fails an endpoint that owes replies and made

@@ -14,6 +14,7 @@
  * sockets of the endpoints with work outstanding whose replies complete on
  * that queue (what else arrives is the progress thread's to read). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -131,9 +132,10 @@ void sock_direct_poll(sock_cq *cq)
     for (int i = 0; i < n; i++) {
         if (pthread_mutex_trylock(&eps[i]->mu) != 0)
             continue; /* another thread is at it */
-        int fd = reply_fd(cq, eps[i], 1);
+        /* peek under ep->mu: the progress thread closes fd under it */
+        int data = has_data(reply_fd(cq, eps[i], 1));
         pthread_mutex_unlock(&eps[i]->mu);
-        if (has_data(fd))
+        if (data)
             service(eps[i], 0);
     }
     unpin_all(eps, n);
@@ -155,8 +157,13 @@ int sock_direct_wait(sock_cq *cq, int64_t deadline)
     pfd[np] = (struct pollfd){.fd = cq->efd, .events = POLLIN};
     owner[np++] = NULL;
     for (int i = 0; i < n; i++) {
+        /* A duplicate, made under ep->mu, is what poll waits on: the
+         * progress thread may close the endpoint's own fd meanwhile (it
+         * then fails the outstanding work, whose completions wake us). */
         pthread_mutex_lock(&eps[i]->mu);
         int fd = reply_fd(cq, eps[i], 0);
+        if (fd >= 0)
+            fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
         pthread_mutex_unlock(&eps[i]->mu);
         if (fd >= 0) {
             pfd[np] = (struct pollfd){.fd = fd, .events = POLLIN};
@@ -185,6 +192,8 @@ int sock_direct_wait(sock_cq *cq, int64_t deadline)
                     service(owner[i], 0);
         }
     }
+    for (int i = 1; i < np; i++)
+        close(pfd[i].fd);
     unpin_all(eps, n);
     return 1;
 }

@@ -90,9 +90,6 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
     sock_net_tune(fd, fab->peer_timeout_ms);
     sock_cq_ref((sock_cq *)ep->base.send_cq);
     sock_cq_ref((sock_cq *)ep->base.recv_cq);
-    sock_direct_attach((sock_cq *)ep->base.send_cq, ep);
-    if (ep->base.recv_cq != ep->base.send_cq)
-        sock_direct_attach((sock_cq *)ep->base.recv_cq, ep);
 
     pthread_mutex_lock(&fab->mu);
     ep->next = fab->eps;
@@ -108,6 +105,11 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
         sock_ep_close(&ep->base);
         return rf_error_set(RF_ERR_IO, "sock: epoll_ctl: %s", strerror(e));
     }
+    /* Direct pollers find it only now, fully made (cq->mu orders this). */
+    sock_direct_attach((sock_cq *)ep->base.send_cq, ep);
+    if (ep->base.recv_cq != ep->base.send_cq)
+        sock_direct_attach((sock_cq *)ep->base.recv_cq, ep);
+    ep->direct_attached = 1;
     RF_LOG_DEBUG("sock: endpoint connected to %s", ep->peer);
     *out = ep;
     return RF_OK;
@@ -457,9 +459,11 @@ void sock_ep_close(rf_ep *base)
     sock_ep *ep = SOCK_EP(base);
     sock_fabric *fab = ep->fab;
     /* No direct poller may hold it past this point. */
-    sock_direct_detach((sock_cq *)ep->base.send_cq, ep);
-    if (ep->base.recv_cq != ep->base.send_cq)
-        sock_direct_detach((sock_cq *)ep->base.recv_cq, ep);
+    if (ep->direct_attached) {
+        sock_direct_detach((sock_cq *)ep->base.send_cq, ep);
+        if (ep->base.recv_cq != ep->base.send_cq)
+            sock_direct_detach((sock_cq *)ep->base.recv_cq, ep);
+    }
     linger(ep);
     pthread_mutex_lock(&ep->mu);
     if (ep->state == RF_OK)
