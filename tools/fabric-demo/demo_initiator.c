@@ -10,6 +10,8 @@
 #include "rdmaflow/clock.h"
 
 #define ROLE "initiator"
+/* The context of the verdict's receive. */
+#define VERDICT_CONTEXT ((void *)9)
 
 typedef struct demo {
     rf_ep *ep;
@@ -17,7 +19,37 @@ typedef struct demo {
     rf_mr *mr;
     unsigned char *buf; /* local region */
     rf_mr_desc d;       /* the target's region */
+    /* The verdict's receive completion when it arrived while a step was
+     * still waiting for its own: a receive may complete before the send
+     * completion of the write that caused the peer to answer (RC orders
+     * neither queue against the other). */
+    rf_completion verdict;
+    int have_verdict;
 } demo;
+
+/* Waits for the completion of the work request with `context`, setting
+ * aside the verdict's receive completion if it comes first. */
+static rf_status wait_for(demo *s, void *context, rf_completion *c)
+{
+    for (;;) {
+        rf_status st = demo_wait(s->cq, c);
+        if (st != RF_OK)
+            return st;
+        if (c->context == VERDICT_CONTEXT && context != VERDICT_CONTEXT &&
+            !s->have_verdict) {
+            s->verdict = *c;
+            s->have_verdict = 1;
+            continue;
+        }
+        if (c->context != context) {
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "completion for context %p (op %d) while "
+                                "waiting for %p",
+                                c->context, (int)c->op, context);
+        }
+        return RF_OK;
+    }
+}
 
 /* Posts one work request, waits for it, prints the step. Returns 0 on
  * success. */
@@ -27,7 +59,7 @@ static int step(demo *s, rf_wr wr, const char *label, uint64_t *us)
     rf_completion c;
     rf_status st = rf_post(s->ep, &wr, 1, NULL);
     if (st == RF_OK)
-        st = demo_wait(s->cq, &c);
+        st = wait_for(s, wr.context, &c);
     if (st == RF_OK)
         st = c.status;
     *us = rf_now_us() - t0;
@@ -146,8 +178,8 @@ static int run(demo *s)
              (unsigned long long)(raddr + DEMO_IMM_OFF), s->d.rkey,
              (unsigned long long)us, DEMO_IMM_VALUE);
     /* 7. the target's verdict */
-    rf_completion c;
-    rf_status st = demo_wait(s->cq, &c);
+    rf_completion c = s->verdict;
+    rf_status st = s->have_verdict ? RF_OK : wait_for(s, VERDICT_CONTEXT, &c);
     if (st == RF_OK)
         st = c.status;
     if (st != RF_OK || c.op != RF_OP_RECV) {
@@ -212,7 +244,7 @@ int demo_initiator(const demo_opts *o)
     }
     /* The receive for the verdict, posted before anything can trigger it. */
     if ((st = rf_post_recv(s.ep, s.buf + 3072, DEMO_REPORT_LEN, s.mr,
-                           (void *)9)) != RF_OK) {
+                           VERDICT_CONTEXT)) != RF_OK) {
         demo_say(ROLE, "FAILED: rf_post_recv: %s", rf_status_string(st));
         goto out;
     }
