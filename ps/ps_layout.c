@@ -46,3 +46,38 @@ rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
     out->record_bytes = off;
     return RF_OK;
 }
+
+rf_status rf_ps_shard_spec_info(const rf_ps_shard_spec *spec, size_t ps_task,
+                                rf_ps_var_info *info)
+{
+    if (!spec || !info)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_shard_spec_info: spec and info required");
+    int64_t n = ps_shape_numel(&spec->shape);
+    size_t esize = rf_dtype_size(spec->dtype);
+    if (n < 0 || esize == 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "shard '%s': bad shape or dtype",
+                            spec->name ? spec->name : "");
+    rf_optim_layout ol = {0};
+    if (spec->trainable) {
+        rf_status st = rf_optim_layout_get(&spec->optim, &ol);
+        if (st != RF_OK)
+            return st;
+    }
+    ps_layout l;
+    rf_status st = ps_layout_compute((uint64_t)n * esize, ol.num_slots, &l);
+    if (st != RF_OK)
+        return st;
+    *info = (rf_ps_var_info){.name = spec->name,
+                             .part = spec->part,
+                             .ps_task = ps_task,
+                             .dtype = spec->dtype,
+                             .shape = spec->shape,
+                             .values_bytes = (size_t)l.values_bytes,
+                             .num_slots = l.num_slots,
+                             .record_bytes = (size_t)l.record_bytes,
+                             .rmw_bytes =
+                                 (size_t)(l.record_bytes - PS_REC_RMW_OFF)};
+    return RF_OK;
+}

@@ -268,6 +268,10 @@ rf_status rf_session_sync_stats_get(rf_session *s, rf_session_sync_stats *out)
     if (!s || !out)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_session_sync_stats_get: NULL argument");
+    if (s->offline)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_sync_stats_get: an offline session "
+                            "only describes");
     if (s->push != &sess_push_sync)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_session_sync_stats_get: the session has no "

@@ -59,6 +59,114 @@ rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
     return sess_create(server, g, ex, options, 0, false, out, NULL, 0);
 }
 
+/* The push strategy the options choose (after rf_session_create's checks). */
+static const sess_push_ops *push_of(const rf_session_options *o)
+{
+    return o->sync_replicas                 ? &sess_push_sync
+           : o->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
+                                            : &sess_push_apply_ps;
+}
+
+static rf_status check_options(const rf_session_options *options)
+{
+    if (options->apply != RF_PS_APPLY_PS &&
+        options->apply != RF_PS_APPLY_WORKER)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_create: unknown apply mode %d",
+                            (int)options->apply);
+    return RF_OK;
+}
+
+/* Offline: each variable's shard sizes from its spec, as the ps will
+ * make it (the same spec create_or_look_up sends). */
+static rf_status offline_infos(rf_session *s)
+{
+    for (size_t i = 0; i < s->nv; i++) {
+        sess_var *v = &s->v[i];
+        rf_ps_shard_spec spec = {.name = rf_node_name(v->var),
+                                 .dtype = rf_node_dtype(v->var),
+                                 .shape = rf_node_shape(v->var),
+                                 .trainable = true,
+                                 .optim = *v->apply.cfg,
+                                 .replicas_to_aggregate = s->sync_n,
+                                 .total_num_replicas = s->sync_m};
+        rf_status st = rf_ps_shard_spec_info(&spec, v->ps_task, &v->info);
+        if (st != RF_OK)
+            return rf_error_set(st, "'%s': %s", rf_node_name(v->var),
+                                rf_error_message());
+    }
+    return RF_OK;
+}
+
+rf_status rf_session_create_offline(const rf_cluster *cluster,
+                                    const rf_cluster_task *as, rf_graph *g,
+                                    rf_executor *ex,
+                                    const rf_session_options *options,
+                                    rf_session **out)
+{
+    if (!out)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_create_offline: out NULL");
+    *out = NULL;
+    if (!cluster || !as || !g || !ex || !options || !options->train_op)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_create_offline: cluster, task, "
+                            "graph, executor and options with a train_op "
+                            "are required");
+    if (strcmp(as->job, "worker") != 0 && strcmp(as->job, "chief") != 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_create_offline: /job:%s/task:%d "
+                            "does not run a session (only chief and worker "
+                            "tasks train)",
+                            as->job, as->index);
+    rf_status st = check_options(options);
+    if (st != RF_OK)
+        return st;
+    rf_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
+    s->offline = true;
+    s->g = g;
+    s->ex = ex;
+    s->opt = *options;
+    s->train_op = options->train_op;
+    s->self = as;
+    s->chief = as->is_chief;
+    s->num_ps = rf_cluster_num_ps(cluster);
+    s->num_workers = rf_cluster_num_workers(cluster);
+    s->push = push_of(options);
+    s->restored_step = s->saved_step = -1;
+    s->unreachable_ps = -1;
+    st = s->num_ps > 0
+             ? RF_OK
+             : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
+    if (st == RF_OK)
+        st = s->push->configure(s);
+    if (st == RF_OK)
+        st = sess_map(s);
+    if (st == RF_OK)
+        st = offline_infos(s);
+    if (st == RF_OK)
+        st = describe_vars(s);
+    if (st != RF_OK) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "%s", rf_error_message());
+        rf_session_destroy(s);
+        return rf_error_set(st, "%s", msg);
+    }
+    *out = s;
+    return RF_OK;
+}
+
+/* What an offline session answers to everything but describe. */
+static rf_status refuse_offline(const char *what)
+{
+    return rf_error_set(RF_ERR_INVALID_ARG,
+                        "%s: this session was made by "
+                        "rf_session_create_offline and only describes",
+                        what);
+}
+
 rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
                       const rf_session_options *options, int attempt_ms,
                       bool prefer_adopt, rf_session **out, char *waiting_for,
@@ -77,11 +185,9 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_session_create: this is a ps task's server; "
                             "a ps task serves (rf_server_join)");
-    if (options->apply != RF_PS_APPLY_PS &&
-        options->apply != RF_PS_APPLY_WORKER)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_session_create: unknown apply mode %d",
-                            (int)options->apply);
+    rf_status st0 = check_options(options);
+    if (st0 != RF_OK)
+        return st0;
     rf_session *s = calloc(1, sizeof *s);
     if (!s)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
@@ -94,9 +200,7 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
     s->chief = s->self->is_chief;
     s->num_ps = rf_cluster_num_ps(server->cluster);
     s->num_workers = rf_cluster_num_workers(server->cluster);
-    s->push = options->sync_replicas                 ? &sess_push_sync
-              : options->apply == RF_PS_APPLY_WORKER ? &sess_push_apply_worker
-                                                     : &sess_push_apply_ps;
+    s->push = push_of(options);
     s->attempt_ms = attempt_ms;
     s->prefer_adopt = prefer_adopt;
     s->restored_step = s->saved_step = -1;
@@ -199,6 +303,8 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
                          rf_node *const *fetches, size_t num_fetches,
                          rf_tensor *fetched, int64_t *global_step)
 {
+    if (s->offline)
+        return refuse_offline("rf_session_run");
     if (!s || (num_feeds && (!feeds || !values)) ||
         (num_fetches && (!fetches || !fetched)))
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -257,6 +363,8 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
 
 rf_status rf_session_global_step(rf_session *s, int64_t *value)
 {
+    if (s->offline)
+        return refuse_offline("rf_session_global_step");
     rf_status st = rf_ps_global_step_read(s->client, value);
     if (st != RF_OK)
         return rf_error_set(st, "reading global_step: %s", rf_error_message());
@@ -358,6 +466,8 @@ rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
 
 rf_status rf_session_finish(rf_session *s, int timeout_ms)
 {
+    if (s->offline)
+        return refuse_offline("rf_session_finish");
     if (!s->chief) {
         rf_status st = rf_ps_worker_done(s->client);
         if (st != RF_OK)
@@ -377,6 +487,8 @@ rf_status rf_session_finish(rf_session *s, int timeout_ms)
 
 rf_status rf_session_shutdown_cluster(rf_session *s)
 {
+    if (s->offline)
+        return refuse_offline("rf_session_shutdown_cluster");
     if (!s->chief)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "only the chief shuts the cluster down");
@@ -402,7 +514,8 @@ rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
                                 "rf_session_describe: out of memory");
     }
     for (int i = 0; i < s->num_ps; i++)
-        s->ps_providers[i] = rf_ps_client_provider(s->client, (size_t)i);
+        s->ps_providers[i] =
+            s->offline ? "" : rf_ps_client_provider(s->client, (size_t)i);
     p->desc.ps_providers = s->ps_providers;
     p->desc.num_ps = (size_t)s->num_ps;
     *out = &p->desc;

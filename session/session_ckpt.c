@@ -119,6 +119,10 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
     if (!s || !dir)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_session_save: session and dir are required");
+    if (s->offline)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_save: an offline session only "
+                            "describes");
     if (!s->chief)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "only the chief saves checkpoints");

@@ -59,7 +59,9 @@ typedef struct sess_plan sess_plan;
 typedef struct sess_push_ops sess_push_ops;
 
 struct rf_session {
-    rf_server *server;
+    rf_server *server; /* NULL for an offline session */
+    /* rf_session_create_offline: describes, never connects */
+    bool offline;
     rf_graph *g;
     rf_executor *ex;
     rf_session_options opt;

@@ -251,6 +251,13 @@ typedef struct rf_ps_var_info {
     uint32_t rkey;
 } rf_ps_var_info;
 void rf_ps_var_get_info(const rf_ps_var *var, rf_ps_var_info *info);
+/* What a shard of this spec will be on ps task ps_task before it exists
+ * (--explain_only): the same sizes rf_ps_var_get_info gives once the ps
+ * has created it (values, slots, record, apply=worker's READ/WRITE span);
+ * remote_addr and rkey 0. RF_ERR_INVALID_ARG for a spec the ps would
+ * refuse for its shape, dtype or optimizer. */
+rf_status rf_ps_shard_spec_info(const rf_ps_shard_spec *spec, size_t ps_task,
+                                rf_ps_var_info *info);
 
 /* ---- data operations ---------------------------------------------------- */
 

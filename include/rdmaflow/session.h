@@ -347,6 +347,21 @@ rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
                               size_t num_feeds, rf_node *const *fetches,
                               size_t num_fetches, const rf_session_desc **out);
 
+/* A session that never connects (--explain_only): what task `as` (a chief
+ * or worker task of cluster) would do over g, placed by
+ * replica_device_setter, with these options. The shards' sizes are those
+ * the ps tasks will make (rf_ps_shard_spec_info), so its description is
+ * the one the live session gives, with every ps_providers entry "" (no
+ * connection was made). Only rf_session_describe, rf_session_set_trace and
+ * rf_session_destroy may be used on it; run, global_step, finish, save,
+ * shutdown_cluster and sync_stats_get return RF_ERR_INVALID_ARG. The
+ * cluster and the task must outlive the session. */
+rf_status rf_session_create_offline(const rf_cluster *cluster,
+                                    const rf_cluster_task *as, rf_graph *g,
+                                    rf_executor *ex,
+                                    const rf_session_options *options,
+                                    rf_session **out);
+
 /* ---- monitored session (tf.train.MonitoredTrainingSession) -------------- */
 
 /* A session that makes a long job survivable, with TensorFlow's semantics:

@@ -13,6 +13,7 @@
 #ifndef RF_TRAINER_DIST_H
 #define RF_TRAINER_DIST_H
 
+#include <json-c/json.h>
 #include <stdio.h>
 
 #include "flags.h"
@@ -20,16 +21,46 @@
 #include "rdmaflow/session.h"
 #include "train_graph.h"
 
+/* dist_common.c: replica_device_setter(cluster, worker_device=
+ * "/job:<job>/task:<i>", ps_strategy of the flags) for task; -1 with err. */
+int tr_make_setter(const tr_flags *f, const rf_cluster *cluster,
+                   const rf_cluster_task *task, rf_replica_device_setter **out,
+                   char *err, size_t errlen);
+/* The session options of the flags (train_op and global_step from s). */
+void tr_session_options_fill(const tr_flags *f, const tr_session *s,
+                             rf_session_options *o);
+
 /* dist_ps.c: the ps job: serves until the chief's shutdown (exit status). */
 int tr_run_ps(const tr_flags *f, rf_cluster *cluster);
 
-/* dist_worker.c: the worker job (and the chief); exit status. */
-int tr_run_worker(const tr_flags *f, rf_cluster *cluster);
+/* dist_worker.c: the worker job (and the chief); exit status. --explain
+ * goes to explain. */
+int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain);
 
 /* dist_explain.c: --explain (text) and --explain=json, before training,
  * from the session's description of its training step. */
 int tr_dist_explain(const tr_flags *f, const rf_server *server,
-                    const tr_session *ts, const rf_session_desc *desc,
-                    FILE *out, char *err, size_t errlen);
+                    const rf_session_desc *desc, FILE *out, char *err,
+                    size_t errlen);
+/* Its pieces, for --explain_only too (server NULL: nothing opened): one
+ * worker task's "explain" JSON member (NULL when out of memory), and its
+ * text with every header line starting with pfx; the cluster's line. */
+json_object *tr_explain_worker_json(const tr_flags *f, const rf_cluster *c,
+                                    const rf_cluster_task *self,
+                                    const rf_server *server,
+                                    const rf_session_desc *desc);
+void tr_explain_worker_text(const tr_flags *f, const rf_cluster *c,
+                            const rf_cluster_task *self,
+                            const rf_server *server,
+                            const rf_session_desc *desc, json_object *ex,
+                            const char *pfx, FILE *out);
+void tr_explain_cluster_line(const rf_cluster *c, const char *pfx, FILE *out);
+
+/* explain_only.c: --explain_only for cluster c (NULL: local mode) on out;
+ * exit status. */
+int tr_explain_only(const tr_flags *f, const rf_cluster *c, FILE *out);
+/* explain_local.c: --explain of a local run (text or JSON) on out. */
+int tr_explain_local(const tr_flags *f, const tr_session *s, FILE *out,
+                     char *err, size_t errlen);
 
 #endif

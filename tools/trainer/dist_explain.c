@@ -98,19 +98,56 @@ static json_object *op_json(const rf_step_op *op)
 
 typedef struct explain_ctx {
     const tr_flags *f;
-    const rf_server *server;
-    const tr_session *ts;
+    const rf_server *server; /* NULL: --explain_only, nothing opened */
     const rf_session_desc *desc;
     const rf_cluster *cluster;
     const rf_cluster_task *self;
 } explain_ctx;
 
-static json_object *build(const explain_ctx *e)
+/* The provider a server would open: RF_FABRIC, else auto (fabric.h). */
+static const char *configured_provider(void)
 {
-    const rf_binding *b = rf_server_binding(e->server);
-    json_object *root = json_object_new_object();
+    const char *p = getenv("RF_FABRIC");
+    return p && p[0] ? p : "auto";
+}
+
+static json_object *fabric_json(const explain_ctx *e)
+{
+    json_object *fab = json_object_new_object();
+    add_str(fab, "address", e->self->address);
+    if (e->server) {
+        const rf_binding *b = rf_server_binding(e->server);
+        add_str(fab, "provider",
+                rf_fabric_provider(rf_server_fabric(e->server)));
+        add_str(fab, "bind", bind_name(b));
+        add_int(fab, "numa_node", b->numa_node);
+        add_str(fab, "cpus", b->cpus);
+        add_str(fab, "numa_why", b->why);
+    } else {
+        add_str(fab, "provider", configured_provider());
+        add_str(fab, "numa_why",
+                "not bound: --explain_only opens no fabric; the task binds "
+                "at start (RF_BIND)");
+    }
+    add_int(fab, "compute_threads", e->desc->compute_threads);
+    /* the provider carrying each connection (auto chooses per peer) */
+    json_object *peers = json_object_new_array();
+    for (size_t p = 0; p < e->desc->num_ps; p++) {
+        json_object *peer = json_object_new_object();
+        add_int(peer, "ps_task", (int64_t)p);
+        const char *a = rf_cluster_task_address(e->cluster, "ps", (int)p);
+        add_str(peer, "address", a ? a : "");
+        add_str(peer, "provider", e->desc->ps_providers[p]);
+        json_object_array_add(peers, peer);
+    }
+    json_object_object_add(fab, "peers", peers);
+    return fab;
+}
+
+/* The "explain" member: this task's whole description. */
+static json_object *build_explain(const explain_ctx *e)
+{
     json_object *ex = json_object_new_object();
-    json_object_object_add(root, "explain", ex);
 
     char *cj = rf_cluster_to_json(e->cluster, false);
     json_object *cluster = cj ? json_tokener_parse(cj) : NULL;
@@ -129,26 +166,7 @@ static json_object *build(const explain_ctx *e)
         json_object_object_add(ex, "source", json_object_get(member));
     json_object_put(cluster);
 
-    json_object *fab = json_object_new_object();
-    add_str(fab, "provider", rf_fabric_provider(rf_server_fabric(e->server)));
-    add_str(fab, "address", e->self->address);
-    add_str(fab, "bind", bind_name(b));
-    add_int(fab, "numa_node", b->numa_node);
-    add_str(fab, "cpus", b->cpus);
-    add_str(fab, "numa_why", b->why);
-    add_int(fab, "compute_threads", e->desc->compute_threads);
-    /* the provider carrying each connection (auto chooses per peer) */
-    json_object *peers = json_object_new_array();
-    for (size_t p = 0; p < e->desc->num_ps; p++) {
-        json_object *peer = json_object_new_object();
-        add_int(peer, "ps_task", (int64_t)p);
-        const char *a = rf_cluster_task_address(e->cluster, "ps", (int)p);
-        add_str(peer, "address", a ? a : "");
-        add_str(peer, "provider", e->desc->ps_providers[p]);
-        json_object_array_add(peers, peer);
-    }
-    json_object_object_add(fab, "peers", peers);
-    json_object_object_add(ex, "fabric", fab);
+    json_object_object_add(ex, "fabric", fabric_json(e));
     add_str(ex, "apply", e->desc->apply);
     json_object_object_add(ex, "use_locking",
                            json_object_new_boolean(e->desc->use_locking));
@@ -200,7 +218,7 @@ static json_object *build(const explain_ctx *e)
     for (size_t i = 0; i < e->desc->num_step_ops; i++)
         json_object_array_add(step, op_json(&e->desc->step[i]));
     json_object_object_add(ex, "step", step);
-    return root;
+    return ex;
 }
 
 static const char *str_of(json_object *o, const char *k)
@@ -215,46 +233,62 @@ static int64_t int_of(json_object *o, const char *k)
     return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : -1;
 }
 
-static void print_text(const explain_ctx *e, json_object *root, FILE *out)
+/* The cluster on one line (rf_cluster_format without its newline). */
+void tr_explain_cluster_line(const rf_cluster *c, const char *pfx, FILE *out)
 {
-    json_object *ex = NULL, *vars = NULL, *step = NULL;
-    json_object_object_get_ex(root, "explain", &ex);
-    json_object_object_get_ex(ex, "variables", &vars);
-    json_object_object_get_ex(ex, "step", &step);
-    const rf_binding *b = rf_server_binding(e->server);
-    int num_ps = rf_cluster_num_ps(e->cluster);
-    char *cl = rf_cluster_format(e->cluster);
+    char *cl = rf_cluster_format(c);
     size_t cl_len = cl ? strlen(cl) : 0;
     while (cl_len > 0 && cl[cl_len - 1] == '\n')
         cl[--cl_len] = '\0';
-    fprintf(out, "explain: %s\n", cl ? cl : "(cluster)");
+    fprintf(out, "%s%s\n", pfx, cl ? cl : "(cluster)");
     free(cl);
-    fprintf(out,
-            "explain: fabric %s on %s; RF_BIND=%s: NUMA node %d, CPUs %s "
-            "(%s); %d compute threads bound there\n",
-            rf_fabric_provider(rf_server_fabric(e->server)), e->self->address,
-            bind_name(b), b->numa_node, b->cpus[0] ? b->cpus : "-", b->why,
-            e->desc->compute_threads);
-    fprintf(out, "explain: connections:");
-    for (size_t p = 0; p < e->desc->num_ps; p++) {
-        const char *a = rf_cluster_task_address(e->cluster, "ps", (int)p);
-        fprintf(out, "%s ps %zu (%s) over %s", p ? "," : "", p, a ? a : "?",
-                e->desc->ps_providers[p][0] ? e->desc->ps_providers[p]
-                                            : "(not connected)");
+}
+
+/* The text form of one worker's "explain" member, each header line
+ * starting with pfx. */
+static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
+                       FILE *out)
+{
+    json_object *vars = NULL, *step = NULL;
+    json_object_object_get_ex(ex, "variables", &vars);
+    json_object_object_get_ex(ex, "step", &step);
+    int num_ps = rf_cluster_num_ps(e->cluster);
+    if (e->server) {
+        const rf_binding *b = rf_server_binding(e->server);
+        tr_explain_cluster_line(e->cluster, pfx, out);
+        fprintf(out,
+                "%sfabric %s on %s; RF_BIND=%s: NUMA node %d, CPUs %s "
+                "(%s); %d compute threads bound there\n",
+                pfx, rf_fabric_provider(rf_server_fabric(e->server)),
+                e->self->address, bind_name(b), b->numa_node,
+                b->cpus[0] ? b->cpus : "-", b->why, e->desc->compute_threads);
+        fprintf(out, "%sconnections:", pfx);
+        for (size_t p = 0; p < e->desc->num_ps; p++) {
+            const char *a = rf_cluster_task_address(e->cluster, "ps", (int)p);
+            fprintf(out, "%s ps %zu (%s) over %s", p ? "," : "", p, a ? a : "?",
+                    e->desc->ps_providers[p][0] ? e->desc->ps_providers[p]
+                                                : "(not connected)");
+        }
+        fputc('\n', out);
+    } else {
+        fprintf(out,
+                "%sfabric %s on %s, connecting to every ps task at start; "
+                "%d compute threads, bound at start (RF_BIND)\n",
+                pfx, configured_provider(), e->self->address,
+                e->desc->compute_threads);
     }
-    fputc('\n', out);
     if (e->f->partition_min_slice_bytes > 0)
         fprintf(out,
-                "explain: placement (replica_device_setter, ps_strategy %s "
+                "%splacement (replica_device_setter, ps_strategy %s "
                 "over %d ps tasks; min_max_variable_partitioner("
                 "max_partitions=%d, min_slice_size=%lld)):\n",
-                e->f->ps_strategy, num_ps, num_ps,
+                pfx, e->f->ps_strategy, num_ps, num_ps,
                 (long long)e->f->partition_min_slice_bytes);
     else
         fprintf(out,
-                "explain: placement (replica_device_setter, ps_strategy %s "
+                "%splacement (replica_device_setter, ps_strategy %s "
                 "over %d ps tasks, no partitioner):\n",
-                e->f->ps_strategy, num_ps);
+                pfx, e->f->ps_strategy, num_ps);
     for (size_t i = 0; i < json_object_array_length(vars); i++) {
         json_object *v = json_object_array_get_idx(vars, i);
         fprintf(out, "  %-24s %-8s %-16s %10lld B  %s", str_of(v, "name"),
@@ -285,9 +319,9 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
     json_object *wire = json_object_object_get(ex, "step_wire_bytes");
     json_object *wire_ps = json_object_object_get(wire, "per_ps");
     fprintf(out,
-            "explain: bytes on the wire per step (payload, both ways): "
+            "%sbytes on the wire per step (payload, both ways): "
             "%lld B",
-            (long long)int_of(wire, "total"));
+            pfx, (long long)int_of(wire, "total"));
     for (size_t p = 0; wire_ps && p < json_object_array_length(wire_ps); p++)
         fprintf(out, "%s ps %zu %lld B", p ? "," : ";", p,
                 (long long)json_object_get_int64(
@@ -295,11 +329,12 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
     fputc('\n', out);
     if (e->desc->replicas_to_aggregate)
         fprintf(out,
-                "explain: each step of this worker (sync replicas: the mean "
+                "%seach step of this worker (sync replicas: the mean "
                 "of %d of %d workers' gradients applied on the ps):\n",
-                e->desc->replicas_to_aggregate, e->desc->total_num_replicas);
+                pfx, e->desc->replicas_to_aggregate,
+                e->desc->total_num_replicas);
     else
-        fprintf(out, "explain: each step of this worker (apply=%s%s):\n",
+        fprintf(out, "%seach step of this worker (apply=%s%s):\n", pfx,
                 e->f->apply, e->f->use_locking ? ", use_locking" : "");
     for (size_t i = 0; i < json_object_array_length(step); i++) {
         json_object *o = json_object_array_get_idx(step, i);
@@ -337,29 +372,50 @@ static void print_text(const explain_ctx *e, json_object *root, FILE *out)
     }
 }
 
+json_object *tr_explain_worker_json(const tr_flags *f, const rf_cluster *c,
+                                    const rf_cluster_task *self,
+                                    const rf_server *server,
+                                    const rf_session_desc *desc)
+{
+    explain_ctx e = {
+        .f = f, .server = server, .desc = desc, .cluster = c, .self = self};
+    return build_explain(&e);
+}
+
+void tr_explain_worker_text(const tr_flags *f, const rf_cluster *c,
+                            const rf_cluster_task *self,
+                            const rf_server *server,
+                            const rf_session_desc *desc, json_object *ex,
+                            const char *pfx, FILE *out)
+{
+    explain_ctx e = {
+        .f = f, .server = server, .desc = desc, .cluster = c, .self = self};
+    print_text(&e, ex, pfx, out);
+}
+
 int tr_dist_explain(const tr_flags *f, const rf_server *server,
-                    const tr_session *ts, const rf_session_desc *desc,
-                    FILE *out, char *err, size_t errlen)
+                    const rf_session_desc *desc, FILE *out, char *err,
+                    size_t errlen)
 {
     const rf_cluster *cluster = rf_server_cluster(server);
-    explain_ctx e = {.f = f,
-                     .server = server,
-                     .ts = ts,
-                     .desc = desc,
-                     .cluster = cluster,
-                     .self = rf_cluster_self(cluster)};
-    json_object *root = build(&e);
-    if (!root) {
+    const rf_cluster_task *self = rf_cluster_self(cluster);
+    json_object *ex = tr_explain_worker_json(f, cluster, self, server, desc);
+    json_object *root = json_object_new_object();
+    if (!ex || !root) {
+        json_object_put(ex);
+        json_object_put(root);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    json_object_object_add(root, "explain", ex);
     if (f->explain == TR_EXPLAIN_JSON)
         fprintf(
             out, "%s\n",
             json_object_to_json_string_ext(
                 root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     else
-        print_text(&e, root, out);
+        tr_explain_worker_text(f, cluster, self, server, desc, ex,
+                               "explain: ", out);
     fflush(out);
     json_object_put(root);
     return 0;

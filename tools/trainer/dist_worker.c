@@ -42,28 +42,6 @@ static int fail(const char *what, const char *msg)
     return 1;
 }
 
-/* replica_device_setter(cluster=..., worker_device="/job:<job>/task:<i>") */
-static int make_setter(const tr_worker *d, rf_replica_device_setter **out,
-                       char *err, size_t errlen)
-{
-    rf_cluster_desc desc;
-    rf_cluster_device_desc(d->cluster, &desc);
-    char worker_device[96];
-    snprintf(worker_device, sizeof worker_device, "/job:%s/task:%d",
-             d->self->job, d->self->index);
-    rf_replica_device_setter_options o;
-    rf_replica_device_setter_options_init(&o);
-    o.cluster = &desc;
-    o.worker_device = worker_device;
-    o.strategy = d->f->ps_strategy_kind;
-    if (rf_replica_device_setter_create(&o, out) != RF_OK || !*out) {
-        snprintf(err, errlen, "replica_device_setter: %s",
-                 *out ? rf_error_message() : "no ps tasks");
-        return -1;
-    }
-    return 0;
-}
-
 /* Worker i's part of the training data: everything with one worker (so one
  * worker reproduces local training), else shard i of W, shuffled per
  * epoch with a seed of its own. */
@@ -191,13 +169,7 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
     const tr_flags *f = d->f;
     rf_monitored_session_options mo;
     rf_monitored_session_options_init(&mo);
-    mo.session.train_op = d->s.train_op;
-    mo.session.global_step = d->s.global_step;
-    mo.session.apply = f->apply_mode;
-    mo.session.use_locking = f->use_locking;
-    mo.session.sync_replicas = f->sync_replicas; /* SyncReplicasOptimizer */
-    mo.session.replicas_to_aggregate = (int)f->replicas_to_aggregate;
-    mo.session.total_num_replicas = (int)f->total_num_replicas;
+    tr_session_options_fill(f, &d->s, &mo.session);
     mo.checkpoint_dir = f->checkpoint_dir;
     mo.save_checkpoint_steps = f->save_checkpoint_steps;
     mo.save_checkpoint_secs = f->save_checkpoint_secs;
@@ -227,7 +199,7 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
     return 0;
 }
 
-int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
+int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
 {
     char err[2048];
     tr_worker d = {.f = f, .cluster = cluster};
@@ -266,7 +238,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
         rc = fail("data", err);
         goto out;
     }
-    if (make_setter(&d, &setter, err, sizeof err) != 0 ||
+    if (tr_make_setter(f, cluster, d.self, &setter, err, sizeof err) != 0 ||
         tr_session_create(f, (int)rf_dataset_rows(train_set),
                           (int)rf_dataset_cols(train_set),
                           (int)rf_dataset_num_classes(train_set), setter, &d.s,
@@ -291,8 +263,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster)
         goto out;
     }
     if (f->explain != TR_EXPLAIN_NONE &&
-        tr_dist_explain(f, d.server, &d.s, desc, stdout, err, sizeof err) !=
-            0) {
+        tr_dist_explain(f, d.server, desc, explain, err, sizeof err) != 0) {
         rc = fail("--explain", err);
         goto out;
     }

@@ -425,7 +425,22 @@ static const flag_def flag_table[] = {
      .arg = "[text|json]",
      .help = "before training, print the cluster, each variable's shard "
              "placement, the fabric and NUMA binding, and the operations "
-             "of one step (json: one line of JSON)"},
+             "of one step (json: one JSON document, on stdout alone: the "
+             "trainer's other lines then go to stderr; or to "
+             "--explain_out)"},
+    {.name = "explain_only",
+     .kind = FK_BOOL,
+     .offset = FIELD(explain_only),
+     .help = "print the explanation of every task of the cluster (what "
+             "each ps, worker and the chief does) from the flags alone, "
+             "connecting to nothing, and exit (implies --explain; local "
+             "mode: this process's)"},
+    {.name = "explain_out",
+     .kind = FK_STRING,
+     .offset = FIELD(explain_out),
+     .arg = "FILE",
+     .help = "write the --explain output to FILE instead of stdout ('-': "
+             "stdout)"},
 };
 
 #define NFLAGS (sizeof flag_table / sizeof flag_table[0])

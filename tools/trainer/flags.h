@@ -75,6 +75,8 @@ typedef struct tr_flags {
     bool sync_replicas;
     int64_t replicas_to_aggregate, total_num_replicas;
     tr_explain explain;
+    bool explain_only;       /* --explain_only */
+    const char *explain_out; /* --explain_out (NULL or "-": stdout) */
     /* MonitoredTrainingSession's */
     const char *checkpoint_dir;    /* --checkpoint_dir (NULL: none) */
     int64_t save_checkpoint_steps; /* 0: by seconds */

@@ -5,10 +5,12 @@
  * --worker_hosts, --job_name and --task_index (or TF_CONFIG); see dist.h.
  * Exit status: 0 success, 1 runtime error, 2 usage error. Local runs are
  * deterministic for a fixed --seed and --threads. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blas_core.h"
 #include "dist.h"
@@ -24,7 +26,7 @@ static int fail(const char *what, const char *msg)
     return 1;
 }
 
-static int run_local(const tr_flags *f)
+static int run_local(const tr_flags *f, FILE *explain)
 {
     char err[1024];
     rf_dataset *train = NULL, *test = NULL;
@@ -42,10 +44,11 @@ static int run_local(const tr_flags *f)
         goto out;
     }
     tr_print_config(f, &s, train, test, tr_data_dir(f));
-    if (f->explain != TR_EXPLAIN_NONE)
-        printf("explain: local run: every variable and op in this process, "
-               "no fabric (give --ps_hosts/--worker_hosts/--job_name/"
-               "--task_index for a cluster)\n");
+    if (f->explain != TR_EXPLAIN_NONE &&
+        tr_explain_local(f, &s, explain, err, sizeof err) != 0) {
+        rc = fail("--explain", err);
+        goto out;
+    }
     if (f->trace_path && rf_trace_create(&trace) != RF_OK) {
         rc = fail("--trace", rf_error_message());
         goto out;
@@ -83,6 +86,42 @@ out:
     return rc;
 }
 
+/* Where --explain goes: --explain_out FILE; else for JSON stdout alone
+ * (every other line of this process then goes to stderr, so `rf-trainer
+ * --explain=json ... > explain.json` holds the document and nothing else);
+ * else stdout. NULL (said on stderr) if FILE cannot be opened. */
+static FILE *open_explain(const tr_flags *f, const char *path)
+{
+    if (path) {
+        FILE *fp = fopen(path, "w");
+        if (!fp)
+            fprintf(stderr,
+                    "rf-trainer: --explain_out: cannot write '%s': %s\n", path,
+                    strerror(errno));
+        return fp;
+    }
+    if (f->explain != TR_EXPLAIN_JSON)
+        return stdout;
+    fflush(stdout);
+    int fd = dup(STDOUT_FILENO);
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!fp || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        fprintf(stderr, "rf-trainer: --explain=json: %s\n", strerror(errno));
+        if (fp)
+            fclose(fp);
+        else if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    return fp;
+}
+
+static void close_explain(FILE *fp)
+{
+    if (fp && fp != stdout)
+        fclose(fp);
+}
+
 int main(int argc, char **argv)
 {
     tr_blas_reexec(argv);
@@ -99,16 +138,38 @@ int main(int argc, char **argv)
     /* before any long work: a directory, a device node, a missing or
      * unwritable directory would throw the trained model away at the end
      * (a symbolic link is followed: its target is written) */
+    const char *explain_path =
+        f.explain_out && strcmp(f.explain_out, "-") != 0 ? f.explain_out : NULL;
     if (tr_check_output("--variables_out", f.variables_out) != 0 ||
         tr_check_output("--trace", f.trace_path) != 0 ||
+        tr_check_output("--explain_out", explain_path) != 0 ||
         tr_check_distinct_outputs("--variables_out", f.variables_out, "--trace",
+                                  f.trace_path) != 0 ||
+        tr_check_distinct_outputs("--explain_out", explain_path,
+                                  "--variables_out", f.variables_out) != 0 ||
+        tr_check_distinct_outputs("--explain_out", explain_path, "--trace",
                                   f.trace_path) != 0)
         return TR_EXIT_USAGE;
+    if (f.explain_only && f.explain == TR_EXPLAIN_NONE)
+        f.explain = TR_EXPLAIN_TEXT;
+    if (f.explain_out && f.explain == TR_EXPLAIN_NONE) {
+        fprintf(stderr, "rf-trainer: --explain_out: give --explain, "
+                        "--explain=json or --explain_only too\n");
+        return TR_EXIT_USAGE;
+    }
     rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
                            .worker_hosts = f.worker_hosts,
                            .job_name = f.job_name,
                            .task_index = f.task_index};
+    /* --explain_only describes every task: which one this process would
+     * be does not matter, so the cluster flags alone are enough */
+    if (f.explain_only && (f.ps_hosts || f.worker_hosts) && !f.job_name &&
+        !f.task_index) {
+        cf.job_name = "worker";
+        cf.task_index = "0";
+    }
     rf_cluster *cluster = NULL;
+    int rc;
     rf_status st = rf_cluster_resolve(&cf, getenv("TF_CONFIG"), &cluster);
     if (st != RF_OK) {
         fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
@@ -123,8 +184,17 @@ int main(int argc, char **argv)
                     f.distributed_flag);
             return TR_EXIT_USAGE;
         }
-        tr_blas_report(stdout);
-        return run_local(&f);
+        FILE *ex = open_explain(&f, explain_path);
+        if (!ex)
+            return 1;
+        if (f.explain_only) {
+            rc = tr_explain_only(&f, NULL, ex);
+        } else {
+            tr_blas_report(stdout);
+            rc = run_local(&f, ex);
+        }
+        close_explain(ex);
+        return rc;
     }
     if (tr_flags_check_cluster(&f, rf_cluster_num_workers(cluster), err,
                                sizeof err) != 0) {
@@ -133,12 +203,21 @@ int main(int argc, char **argv)
         return TR_EXIT_USAGE;
     }
     const rf_cluster_task *self = rf_cluster_self(cluster);
-    int rc;
+    if (f.explain_only) {
+        FILE *ex = open_explain(&f, explain_path);
+        rc = ex ? tr_explain_only(&f, cluster, ex) : 1;
+        close_explain(ex);
+        rf_cluster_destroy(cluster);
+        return rc;
+    }
+    FILE *ex = NULL;
     if (!strcmp(self->job, "ps")) {
         rc = tr_run_ps(&f, cluster);
     } else if (!strcmp(self->job, "worker") || !strcmp(self->job, "chief")) {
+        ex = open_explain(&f, explain_path);
         tr_blas_report(stdout);
-        rc = tr_run_worker(&f, cluster);
+        rc = ex ? tr_run_worker(&f, cluster, ex) : 1;
+        close_explain(ex);
     } else {
         fprintf(stderr,
                 "rf-trainer: --job_name: the %s job does not train (this "

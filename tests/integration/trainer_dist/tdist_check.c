@@ -27,6 +27,14 @@
  *       ops, each present, with integer args bytes > 0 and 0 <= ps_task <
  *       num_ps) or waits ("wait ..."); the READ bytes of each traced step
  *       add up to B (the model's values).
+ *   tdist_check same_explain LIVE OFFLINE
+ *       LIVE holds a live worker 0's --explain=json document, OFFLINE the
+ *       --explain_only --explain=json document of the same flags: its
+ *       worker task 0 says the same as the live one in every member but
+ *       the fabric (nothing is opened offline) and the cluster's
+ *       addresses, its fabric names no provider per peer, it adds the
+ *       data and (the chief) its duties, and its ps tasks' records add
+ *       up to the placement's bytes per ps task.
  *   tdist_check st FILE
  *       prints "KEY DTYPE SHAPE" per tensor of a safetensors file (sorted
  *       keys, offsets inside the file, contiguous) and "global_step=N".
@@ -327,8 +335,8 @@ static int cmd_explain(const char *path, int argc, char **argv)
         snprintf(where, sizeof where, "variable %s", w->name);
         int64_t t = get_int(o, "ps_task", where);
         if (t != w->ps_task)
-            fail("%s: ps_task %" PRId64 ", want %d (%s)", where, t,
-                 w->ps_task, greedy ? "greedy by bytes" : "round-robin");
+            fail("%s: ps_task %" PRId64 ", want %d (%s)", where, t, w->ps_task,
+                 greedy ? "greedy by bytes" : "round-robin");
         snprintf(dev, sizeof dev, "/job:ps/task:%d", w->ps_task);
         if (!str_is(get_str(o, "device"), dev))
             fail("%s: device '%s', want '%s'", where,
@@ -687,11 +695,80 @@ static int cmd_st(const char *path)
     return failures ? 1 : 0;
 }
 
+static int cmd_same_explain(const char *live_path, const char *off_path)
+{
+    json_object *live = parse_file(live_path), *off = parse_file(off_path);
+    json_object *lex = live ? get(live, "explain") : NULL;
+    json_object *oex = off ? get(off, "explain_only") : NULL;
+    json_object *workers = oex ? get(oex, "worker_tasks") : NULL;
+    json_object *w0 = workers && json_object_array_length(workers) > 0
+                          ? json_object_array_get_idx(workers, 0)
+                          : NULL;
+    if (!lex || !w0) {
+        fail("no explain document in %s or no worker task in %s", live_path,
+             off_path);
+        goto out;
+    }
+    json_object_object_foreach(lex, key, lval)
+    {
+        if (!strcmp(key, "fabric") || !strcmp(key, "cluster") ||
+            !strcmp(key, "source"))
+            continue;
+        json_object *oval = get(w0, key);
+        if (!oval || !json_object_equal(lval, oval))
+            fail("member %s differs: live %.300s, offline %.300s", key,
+                 json_object_to_json_string(lval),
+                 oval ? json_object_to_json_string(oval) : "(missing)");
+        else
+            printf("same %s\n", key);
+    }
+    json_object *peers = get(get(w0, "fabric"), "peers");
+    for (size_t i = 0; peers && i < json_object_array_length(peers); i++)
+        if (!str_is(get_str(json_object_array_get_idx(peers, i), "provider"),
+                    ""))
+            fail("offline peer %zu names a provider", i);
+    if (!get(w0, "data") || get_int(get(w0, "data"), "examples", "data") <= 0)
+        fail("offline worker 0 has no data member");
+    if (!get(w0, "chief"))
+        fail("offline worker 0 (the chief) lists no chief duties");
+    json_object *ps = get(oex, "ps_tasks");
+    json_object *per_ps = get(get(lex, "placement"), "ps_record_bytes");
+    size_t nps = ps ? json_object_array_length(ps) : 0;
+    if (!per_ps || nps != json_object_array_length(per_ps))
+        fail("offline describes %zu ps tasks, the placement %zu", nps,
+             per_ps ? json_object_array_length(per_ps) : 0);
+    for (size_t p = 0;
+         per_ps && p < nps && p < json_object_array_length(per_ps); p++) {
+        json_object *t = json_object_array_get_idx(ps, p);
+        int64_t want =
+            json_object_get_int64(json_object_array_get_idx(per_ps, p));
+        int64_t got = get_int(t, "record_bytes", "ps task");
+        json_object *recs = get(t, "records");
+        int64_t sum = 0;
+        for (size_t r = 0; recs && r < json_object_array_length(recs); r++) {
+            json_object *rec = json_object_array_get_idx(recs, r);
+            if (get(rec, "record_bytes"))
+                sum += get_int(rec, "record_bytes", "record");
+        }
+        if (got != want || sum != want)
+            fail("ps task %zu: records %" PRId64 " (sum %" PRId64
+                 "), placement %" PRId64,
+                 p, got, sum, want);
+        else
+            printf("ps task %zu holds %" PRId64 " B\n", p, got);
+    }
+out:
+    json_object_put(live);
+    json_object_put(off);
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr,
-                "usage: tdist_check explain|trace|st FILE [KEY=VALUE...]\n");
+                "usage: tdist_check explain|trace|st FILE [KEY=VALUE...] | "
+                "same_explain LIVE OFFLINE\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -701,6 +778,8 @@ int main(int argc, char **argv)
         return cmd_trace(argv[2], argc - 3, argv + 3);
     if (!strcmp(argv[1], "st"))
         return cmd_st(argv[2]);
+    if (!strcmp(argv[1], "same_explain") && argc == 4)
+        return cmd_same_explain(argv[2], argv[3]);
     fprintf(stderr, "tdist_check: unknown command %s\n", argv[1]);
     return 2;
 }

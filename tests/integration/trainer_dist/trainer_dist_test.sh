@@ -440,6 +440,78 @@ case_explain_json() {
     fi
 }
 
+# --explain_only: from the flags alone, every task, without a connection;
+# what it says of worker 0 is what a live worker 0 says (same flags).
+case_explain_only() {
+    local m=(--model=mlp:32,16 --optimizer=adam --partition_min_slice_bytes=32768
+        --threads=1)
+    run_launch "$tmp/o" 2 1 --explain=json --train_steps=1 --log_every=0 "${m[@]}"
+    sed -n 's/^\[worker0\] \({"explain":.*\)/\1/p' "$tmp/o" | head -n 1 \
+        >"$tmp/live.json"
+    local ps0 ps1 w0=127.0.0.1:1
+    ps0=$(tline "$tmp/o" ps0 "ps task 0: serving on .*" | sed -n 's/^ps task 0: serving on \([^ ]*\) .*/\1/p')
+    ps1=$(tline "$tmp/o" ps1 "ps task 1: serving on .*" | sed -n 's/^ps task 1: serving on \([^ ]*\) .*/\1/p')
+    [[ $rc -eq 0 && -s $tmp/live.json && -n $ps0 && -n $ps1 ]] &&
+        ok "a live worker 0 explained itself" || { fail "live run: exit $rc"; show "$tmp/o" 20; }
+    # nothing listens on any of these: nothing is connected to
+    local cl=(--ps_hosts="$ps0,$ps1" --worker_hosts="$w0")
+    timeout "$(t 60)" "$trainer" --explain_only --explain=json "${cl[@]}" \
+        "${m[@]}" >"$tmp/off.json" 2>"$tmp/off.err"
+    rc=$?
+    local lines
+    lines=$(wc -l <"$tmp/off.json")
+    [[ $rc -eq 0 && $lines == 1 ]] &&
+        ok "--explain_only --explain=json: exit 0, stdout is the one JSON line" ||
+        { fail "--explain_only: exit $rc, $lines lines on stdout"; show "$tmp/off.err" 10; }
+    if "$check" same_explain "$tmp/live.json" "$tmp/off.json"; then
+        ok "the offline worker 0 says what the live one says"
+    else
+        fail "offline and live explanations differ"
+    fi
+    # the text names every task and what only the chief does; a ps task's
+    # records; without --job_name/--task_index, over TF_CONFIG's cluster too
+    timeout "$(t 60)" "$trainer" --explain_only \
+        --ps_hosts=127.0.0.1:1,127.0.0.1:2 --worker_hosts=127.0.0.1:3,127.0.0.1:4 \
+        "${m[@]}" --apply=worker --checkpoint_dir="$tmp/ck" >"$tmp/text" 2>&1
+    rc=$?
+    if [[ $rc -eq 0 ]] &&
+        grep -q '^explain: /job:ps/task:1 at 127.0.0.1:2: parameter server' "$tmp/text" &&
+        grep -q '^explain: \[ps 0\] each step, apply=worker (this run):' "$tmp/text" &&
+        grep -q '^explain: /job:worker/task:1 at 127.0.0.1:4: worker 1 of 2$' "$tmp/text" &&
+        grep -q '^explain: \[worker 0\] as the chief, beyond the others:' "$tmp/text" &&
+        ! grep -q '^explain: \[worker 1\] as the chief' "$tmp/text" &&
+        grep -q "restores the newest checkpoint of $tmp/ck" "$tmp/text" &&
+        grep -q '^explain: \[worker 1\] data: 30000 of the 60000 training examples' "$tmp/text" &&
+        grep -q '^explain: \[worker 0\] each step of this worker (apply=worker):' "$tmp/text" &&
+        [[ ! -e $tmp/ck ]]; then
+        ok "--explain_only (text): every ps and worker task, the chief's duties, nothing made"
+    else
+        fail "--explain_only (text): exit $rc"
+        show "$tmp/text" 40
+    fi
+    # --explain_out FILE; local mode; usage errors before any work
+    timeout "$(t 60)" "$trainer" --explain_only --explain=json \
+        --explain_out="$tmp/local.json" --model=softmax >"$tmp/o2" 2>&1
+    rc=$?
+    if [[ $rc -eq 0 && ! -s $tmp/o2 ]] && grep -q '^{"explain":{"mode":"local"' "$tmp/local.json" &&
+        grep -q '"name":"logits/kernel","dtype":"float32","shape":\[784,10\],"bytes":31360' "$tmp/local.json"; then
+        ok "--explain_out holds the local explanation, stdout nothing"
+    else
+        fail "--explain_out, local: exit $rc"
+        show "$tmp/o2" 10
+    fi
+    local bad
+    for bad in "--explain_out=$tmp/x.json" "--explain --explain_out=$tmp" \
+        "--explain --explain_out=$tmp/missing/x.json"; do
+        # shellcheck disable=SC2086
+        timeout "$(t 30)" "$trainer" $bad --model=softmax >"$tmp/o3" 2>&1
+        rc=$?
+        [[ $rc -eq 2 ]] && grep -q -- "--explain_out" "$tmp/o3" &&
+            ok "$bad: usage error naming --explain_out" ||
+            { fail "$bad: exit $rc"; show "$tmp/o3" 5; }
+    done
+}
+
 case_repartition() {
     # A checkpoint saved by 2 ps with dense/kernel in two parts holds the
     # whole tensors under their own names, and restores into 3 ps tasks
@@ -731,6 +803,10 @@ sync)
 repartition)
     need_data
     case_repartition
+    ;;
+explain_only)
+    need_data
+    case_explain_only
     ;;
 secret)
     need_data

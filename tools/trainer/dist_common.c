@@ -1,0 +1,41 @@
+/* tools/trainer/dist_common.c: what a worker's live run and --explain_only
+ * build the same way from the flags: the replica_device_setter of a task,
+ * and the session options (apply mode, locking, sync replicas). */
+#include <stdio.h>
+
+#include "dist.h"
+
+int tr_make_setter(const tr_flags *f, const rf_cluster *cluster,
+                   const rf_cluster_task *task, rf_replica_device_setter **out,
+                   char *err, size_t errlen)
+{
+    rf_cluster_desc desc;
+    rf_cluster_device_desc(cluster, &desc);
+    char worker_device[96];
+    snprintf(worker_device, sizeof worker_device, "/job:%s/task:%d", task->job,
+             task->index);
+    rf_replica_device_setter_options o;
+    rf_replica_device_setter_options_init(&o);
+    o.cluster = &desc;
+    o.worker_device = worker_device;
+    o.strategy = f->ps_strategy_kind;
+    *out = NULL;
+    if (rf_replica_device_setter_create(&o, out) != RF_OK || !*out) {
+        snprintf(err, errlen, "replica_device_setter: %s",
+                 *out ? rf_error_message() : "no ps tasks");
+        return -1;
+    }
+    return 0;
+}
+
+void tr_session_options_fill(const tr_flags *f, const tr_session *s,
+                             rf_session_options *o)
+{
+    o->train_op = s->train_op;
+    o->global_step = s->global_step;
+    o->apply = f->apply_mode;
+    o->use_locking = f->use_locking;
+    o->sync_replicas = f->sync_replicas; /* SyncReplicasOptimizer */
+    o->replicas_to_aggregate = (int)f->replicas_to_aggregate;
+    o->total_num_replicas = (int)f->total_num_replicas;
+}
