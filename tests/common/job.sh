@@ -141,11 +141,11 @@ task_pid() {
 
 # lines_of OUT TASK: "TIME TEXT" of TASK's lines (rf-launch's prefix
 # dropped); TASK "" for rf-launch's own lines and "-" for a hand-started
-# task's file.
+# task's file (whose lines carry the task's own "[name] ", dropped too).
 lines_of() {
     [[ -e $1 ]] || return 0
     case $2 in
-    -) cat "$1" ;;
+    -) sed 's/^\([0-9.]*\) \[[a-z]*[0-9]*\] /\1 /' "$1" ;;
     "") sed -n 's/^\([0-9.]*\) \(rf-launch: \)/\1 \2/p' "$1" ;;
     *) sed -n "s/^\([0-9.]*\) \[$2\] /\1 /p" "$1" ;;
     esac

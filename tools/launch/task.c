@@ -19,10 +19,18 @@ rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
     char *tf_config = NULL;
     if (t->tf_config && asprintf(&tf_config, "TF_CONFIG=%s", t->tf_config) < 0)
         return rf_error_set(RF_ERR_NO_MEMORY, "out of memory");
-    const char *set[] = {tf_config, NULL}, *unset[] = {"TF_CONFIG", NULL};
+    /* the task's lines are prefixed here: RF_LAUNCH_TASK tells rf-trainer
+     * not to prefix them itself */
+    char *task_name = NULL;
+    if (asprintf(&task_name, "RF_LAUNCH_TASK=%s", t->name) < 0) {
+        free(tf_config);
+        return rf_error_set(RF_ERR_NO_MEMORY, "out of memory");
+    }
+    const char *set[] = {task_name, tf_config, NULL},
+               *unset[] = {"TF_CONFIG", NULL};
     rf_spawn_opts o = {
         .argv = (const char *const *)t->argv,
-        .env_set = tf_config ? set : NULL,
+        .env_set = set,
         .env_unset = tf_config ? NULL : unset,
         .new_pgroup = true,
         .die_with_parent = true,
@@ -34,6 +42,7 @@ rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
     rf_child c;
     rf_status st = rf_spawn(&o, &c);
     free(tf_config);
+    free(task_name);
     if (st != RF_OK)
         return st;
     t->pid = c.pid;

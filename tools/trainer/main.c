@@ -203,6 +203,8 @@ int main(int argc, char **argv)
         return TR_EXIT_USAGE;
     }
     const rf_cluster_task *self = rf_cluster_self(cluster);
+    if (!f.explain_only)
+        tr_prefix_task_output(self);
     if (f.explain_only) {
         FILE *ex = open_explain(&f, explain_path);
         rc = ex ? tr_explain_only(&f, cluster, ex) : 1;

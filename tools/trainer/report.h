@@ -4,6 +4,7 @@
 #define RF_TRAINER_REPORT_H
 
 #include "flags.h"
+#include "rdmaflow/cluster.h"
 #include "rdmaflow/data.h"
 #include "train.h"
 #include "train_graph.h"
@@ -35,5 +36,10 @@ void tr_print_training(const tr_flags *f, const tr_train_result *tr,
 /* Evaluates on test and prints "test accuracy: ...". */
 int tr_report_accuracy(const tr_flags *f, tr_session *s, rf_dataset *test,
                        char *err, size_t errlen);
+
+/* task_prefix.c: unless rf-launch started this task (RF_LAUNCH_TASK set),
+ * every later line on stdout and stderr starts with "[ps0] ", "[worker1] "
+ * or "[chief] ", as rf-launch's prefixes do. */
+void tr_prefix_task_output(const rf_cluster_task *self);
 
 #endif

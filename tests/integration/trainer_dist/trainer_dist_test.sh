@@ -69,8 +69,9 @@ run_launch() {
 tline() {
     sed -n "s/^\[$2\] \($3\)/\1/p" "$1" | head -n 1
 }
-# first_line OUT PREFIX: the first line of a single-process output.
-first_line() { grep -m1 "^$2" "$1" || true; }
+# first_line OUT PREFIX: the first line of a single-process output (a
+# hand-started task's own "[name] " dropped).
+first_line() { sed 's/^\[[a-z]*[0-9]*\] //' "$1" | grep -m1 "^$2" || true; }
 # progress losses "step N, loss L" (without examples/s) of a task or a file
 losses() {
     if [[ -n $2 ]]; then
@@ -316,6 +317,15 @@ four_lines() {
     wait "$pp1"
     rc_p1=$?
     echo "exit: worker0 $rc_w0, worker1 $rc_w1, ps0 $rc_p0, ps1 $rc_p1"
+    # started by hand, each task names itself on every line (rf-launch's
+    # tasks leave that to rf-launch: RF_LAUNCH_TASK)
+    local f n bad
+    for f in w0:worker0 w1:worker1 p0:ps0 p1:ps1; do
+        n=$(wc -l <"$tmp/${f%:*}")
+        bad=$(grep -vc "^\[${f#*:}\] " "$tmp/${f%:*}")
+        ((n > 0 && bad == 0)) && ok "${f#*:}: all $n lines start with [${f#*:}]" ||
+            { fail "${f#*:}: $bad of $n lines lack [${f#*:}]"; show "$tmp/${f%:*}" 5; }
+    done
     [[ -z $early ]] ||
         fail "worker(s)$early exited before the ps tasks started (should retry)"
 }
@@ -352,8 +362,8 @@ case_workers_first() {
     d=$(first_line "$tmp/w1" "worker 1: done after [0-9]* steps")
     [[ -n $d ]] && ok "worker1: $d" || fail "worker1 printed no 'done after'"
     for f in 0 1; do
-        grep -q "^ps task $f: serving on $host:[0-9]* (fabric $RF_FABRIC" \
-            "$tmp/p$f" && grep -q "^ps task $f: shut down by the chief" \
+        grep -q "^\[ps$f\] ps task $f: serving on $host:[0-9]* (fabric $RF_FABRIC" \
+            "$tmp/p$f" && grep -q "^\[ps$f\] ps task $f: shut down by the chief" \
             "$tmp/p$f" &&
             ok "ps$f: served on $host with $RF_FABRIC and was shut down" ||
             { fail "ps$f: no 'serving on $host... (fabric $RF_FABRIC' or shutdown line" &&
