@@ -15,6 +15,7 @@
 #ifndef RDMAFLOW_RDMAFLOW_H
 #define RDMAFLOW_RDMAFLOW_H
 
+#include "rdmaflow/api.h"
 #include "rdmaflow/byteorder.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
@@ -33,5 +34,6 @@
 #include "rdmaflow/status.h"
 #include "rdmaflow/topology.h"
 #include "rdmaflow/types.h"
+#include "rdmaflow/version.h"
 
 #endif
