@@ -8,7 +8,7 @@
 #   Tools        bin/: the tools (RF_INSTALLED_TOOLS), and their man pages in
 #                share/man/man1, made at build time by help2man from each
 #                tool's --help and --version (skipped, with a message,
-#                without help2man)
+#                without help2man; and in sanitizer builds)
 # cmake/rf_package.cmake makes the Debian package from the same rules.
 include(CMakePackageConfigHelpers)
 
@@ -60,9 +60,13 @@ set(RF_MAN_rf-fabric-demo "one-sided RDMA operations between two processes over 
 set(RF_MAN_rf-example-trainer "the classic distributed TensorFlow example trainer, in C on rdmaflow")
 set(RF_MAN_rf-bench "latency and bandwidth of rdmaflow's fabric operations, in the manner of perftest")
 
+# Not in sanitizer builds (test builds, never installed), where a leak
+# report at exit would fail the page.
 find_program(RF_HELP2MAN help2man)
 if(NOT RF_HELP2MAN)
   message(STATUS "rdmaflow: help2man not found, no man pages (tools/rf-setup deps installs it)")
+elseif(RF_SANITIZERS)
+  set(RF_HELP2MAN "")
 endif()
 set(RF_MAN_PAGES)
 foreach(tool ${RF_INSTALLED_TOOLS})
