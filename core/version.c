@@ -9,4 +9,7 @@
 #define RF_VERSION_FULL RF_VERSION_STRING
 #endif
 
-const char *rf_version(void) { return RF_VERSION_FULL; }
+const char *rf_version(void)
+{
+    return RF_VERSION_FULL;
+}
