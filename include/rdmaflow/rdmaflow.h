@@ -3,7 +3,8 @@
  * only those before it; docs/DESIGN.md section 1):
  *   core     status.h (rf_status, rf_error_set), types.h (dtypes, shapes),
  *            clock.h, byteorder.h, env.h, spawn.h (fork + exec of
- *            programs), topology.h (hwloc NUMA binding)
+ *            programs), topology.h (hwloc NUMA binding), version.h
+ *            (rf_version), api.h (RF_API, the export mark)
  *   fabric   fabric.h (RDMA-shaped transport: verbs, sock)
  *   optim    optim.h (TensorFlow 1.x update rules)
  *   ps       ps.h (ps server and worker client)
