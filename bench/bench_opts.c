@@ -15,6 +15,7 @@
 #include "bench_clock.h"
 #include "bench_stats.h"
 #include <rdmaflow/fabric.h>
+#include <rdmaflow/version.h>
 
 static const bench_test_info tests[BENCH_TEST_COUNT] = {
     [BENCH_READ_LAT] = {"read_lat", "RDMA_Read Latency", BENCH_VERB_READ, false,
@@ -119,6 +120,7 @@ static void usage(FILE *f)
             "itself\n"
             "  --providers         list the compiled-in providers and exit\n"
             "  -h, --help          this text\n"
+            "  --version           print the version and exit\n"
             "\n"
             "Exit status: 0 ok, 1 failure (including data verification), 2 "
             "usage error.\n",
@@ -236,6 +238,7 @@ enum {
     OPT_PROVIDERS,
     OPT_TIMER,
     OPT_POLL,
+    OPT_VERSION,
 };
 
 /* --poll MODE (and -e): sets poll, events and spin_us. */
@@ -340,6 +343,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         {"providers", no_argument, NULL, OPT_PROVIDERS},
         {"timer", required_argument, NULL, OPT_TIMER},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -457,6 +461,9 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
             break;
         case 'h':
             usage(stdout);
+            return 1;
+        case OPT_VERSION:
+            printf("rf-bench (rdmaflow) %s\n", rf_version());
             return 1;
         case OPT_TIMER:
             if (strcmp(optarg, "clock") == 0)

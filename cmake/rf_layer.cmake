@@ -7,10 +7,18 @@
 # outside the layers (tools, examples, bench) that include one no longer
 # compile. Which layer may use which is checked by tests/layers/check-layers
 # (ctest layers.*), which the compiler alone cannot see.
+#
+# The same objects also make the installable library (lib/CMakeLists.txt:
+# librdmaflow.so and librdmaflow.a), so they are position-independent and
+# compiled with hidden visibility: only what a public header marks RF_API
+# (rdmaflow/api.h) is exported from librdmaflow.so. Tests link the layers
+# themselves and still see everything.
 function(rf_layer name)
   cmake_parse_arguments(L "" "" "SOURCES;DEPS;LIBS" ${ARGN})
   add_library(${name} STATIC ${L_SOURCES})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/include
                                      PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PUBLIC ${L_DEPS} PRIVATE ${L_LIBS})
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                        C_VISIBILITY_PRESET hidden)
 endfunction()

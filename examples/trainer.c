@@ -56,6 +56,7 @@
 #include "rdmaflow/graph.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/session.h"
+#include "rdmaflow/version.h"
 
 #define PROG         "rf-example-trainer"
 #define HIDDEN_UNITS 128
@@ -83,7 +84,8 @@ static const char usage[] =
     "(100)]\n"
     "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n"
     "         [--checkpoint_dir=DIR [--save_checkpoint_steps=N (1000)]]\n"
-    "         [--cluster_secret_file=FILE]\n";
+    "         [--cluster_secret_file=FILE]\n"
+    "       " PROG " --help | --version\n";
 
 /* A usage error: the message on stderr; returns exit status 2. */
 static int usage_error(const char *fmt, ...)
@@ -141,7 +143,8 @@ static int find_flag(const flag_def *table, size_t n, int argc, char **argv,
     return usage_error("%s: unknown flag", RF_ECHO(arg)), -1;
 }
 
-/* Returns 0, 1 for --help, or 2 after a message for a bad flag. */
+/* Returns 0, 1 for --help, 3 for --version, or 2 after a message for a bad
+ * flag. */
 static int parse_flags(int argc, char **argv, flags *f)
 {
     const char *steps = "8000", *batch = "100", *lr = "0.05", *seed = "1",
@@ -164,6 +167,8 @@ static int parse_flags(int argc, char **argv, flags *f)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
             return 1;
+        if (!strcmp(argv[i], "--version"))
+            return 3;
         const char *v;
         int k = find_flag(table, sizeof table / sizeof table[0], argc, argv, &i,
                           &v);
@@ -535,8 +540,10 @@ int main(int argc, char **argv)
     int rc = parse_flags(argc, argv, &f);
     if (rc == 1)
         printf("%s", usage);
+    if (rc == 3)
+        printf(PROG " (rdmaflow) %s\n", rf_version());
     if (rc)
-        return rc == 1 ? 0 : 2;
+        return rc == 2 ? 2 : 0;
     rf_cluster *cluster;
     rf_status st =
         rf_cluster_resolve(&f.cluster, getenv("TF_CONFIG"), &cluster);

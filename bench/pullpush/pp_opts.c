@@ -11,6 +11,7 @@
 
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
+#include "rdmaflow/version.h"
 
 static void usage(FILE *f)
 {
@@ -45,6 +46,7 @@ static void usage(FILE *f)
             "(for the smoke\n"
             "                      test: the run must then fail its check)\n"
             "  -h, --help          this text\n"
+            "  --version           print the version and exit\n"
             "\n"
             "Exit status: 0 ok, 1 failure (including the data check), 2 usage "
             "error.\n",
@@ -124,6 +126,7 @@ enum {
     OPT_SERVE_PS,
     OPT_INDEX,
     OPT_READY_FD,
+    OPT_VERSION,
 };
 
 int pp_opts_parse(int argc, char **argv, pp_opts *o)
@@ -141,6 +144,7 @@ int pp_opts_parse(int argc, char **argv, pp_opts *o)
         {"index", required_argument, NULL, OPT_INDEX},
         {"ready-fd", required_argument, NULL, OPT_READY_FD},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
     };
     *o = (pp_opts){.provider = "auto",
@@ -205,6 +209,9 @@ int pp_opts_parse(int argc, char **argv, pp_opts *o)
             break;
         case 'h':
             usage(stdout);
+            return 1;
+        case OPT_VERSION:
+            printf("rf-bench-pullpush (rdmaflow) %s\n", rf_version());
             return 1;
         case ':':
             return bad("%s needs a value", argv[optind - 1]);

@@ -55,6 +55,8 @@
 #ifndef RDMAFLOW_CHECKPOINT_H
 #define RDMAFLOW_CHECKPOINT_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -81,7 +83,7 @@ typedef struct rf_ckpt_tensor {
 
 /* CRC32C (Castagnoli, RFC 3720) of len bytes, with ISA-L's crc32_iscsi:
  * initial value and final xor 0xffffffff (32 zero bytes -> 0x8a9136aa). */
-uint32_t rf_ckpt_crc32c(const void *data, size_t len);
+RF_API uint32_t rf_ckpt_crc32c(const void *data, size_t len);
 
 /* Checks that path can be written as a checkpoint file without writing
  * anything (rf_file_check_output, rdmaflow/file.h): not a directory,
@@ -89,14 +91,14 @@ uint32_t rf_ckpt_crc32c(const void *data, size_t len);
  * write into; a symbolic link is followed (its target is checked, and
  * written by rf_ckpt_write; the link stays). RF_ERR_INVALID_ARG saying why
  * otherwise. */
-rf_status rf_ckpt_check_path(const char *path);
+RF_API rf_status rf_ckpt_check_path(const char *path);
 
 /* Writes the n tensors t (any order: written sorted by name) to path, as
  * above. meta is NULL or "key", "value", ..., NULL (keys unique, not
  * starting with "crc32c"). On failure the temporary file is removed and
  * an existing file at path is left as it was. */
-rf_status rf_ckpt_write(const char *path, const rf_ckpt_tensor *t, size_t n,
-                        const char *const *meta);
+RF_API rf_status rf_ckpt_write(const char *path, const rf_ckpt_tensor *t,
+                               size_t n, const char *const *meta);
 
 /* An opened, verified checkpoint file. */
 typedef struct rf_ckpt rf_ckpt;
@@ -116,22 +118,22 @@ typedef struct rf_ckpt_entry {
  * tensors contiguous from 0 to the end of the file (no gap, overlap,
  * truncation or trailing bytes), and every CRC32C. RF_ERR_CORRUPT or
  * RF_ERR_IO with the path and the reason; *out is NULL on failure. */
-rf_status rf_ckpt_open(const char *path, rf_ckpt **out);
-void rf_ckpt_close(rf_ckpt *ck); /* NULL is fine */
+RF_API rf_status rf_ckpt_open(const char *path, rf_ckpt **out);
+RF_API void rf_ckpt_close(rf_ckpt *ck); /* NULL is fine */
 
-const char *rf_ckpt_path(const rf_ckpt *ck);
-size_t rf_ckpt_count(const rf_ckpt *ck);
+RF_API const char *rf_ckpt_path(const rf_ckpt *ck);
+RF_API size_t rf_ckpt_count(const rf_ckpt *ck);
 /* The i-th tensor in name order; NULL if i >= count. */
-const rf_ckpt_entry *rf_ckpt_at(const rf_ckpt *ck, size_t i);
+RF_API const rf_ckpt_entry *rf_ckpt_at(const rf_ckpt *ck, size_t i);
 /* The tensor called name, or NULL. */
-const rf_ckpt_entry *rf_ckpt_find(const rf_ckpt *ck, const char *name);
+RF_API const rf_ckpt_entry *rf_ckpt_find(const rf_ckpt *ck, const char *name);
 /* A caller's metadata value ("crc32c/..." keys included), or NULL. */
-const char *rf_ckpt_meta(const rf_ckpt *ck, const char *key);
+RF_API const char *rf_ckpt_meta(const rf_ckpt *ck, const char *key);
 /* True if the file carries CRC32Cs (every tensor's was verified). */
-bool rf_ckpt_has_crc(const rf_ckpt *ck);
+RF_API bool rf_ckpt_has_crc(const rf_ckpt *ck);
 /* From rf_ckpt_dir_open_latest: the newer checkpoints that were skipped
  * and why ("" if none). */
-const char *rf_ckpt_note(const rf_ckpt *ck);
+RF_API const char *rf_ckpt_note(const rf_ckpt *ck);
 
 /* Saves t as DIR/model.ckpt-<step>.safetensors (dir must exist), then
  * rewrites DIR/checkpoint with it as the newest (a step saved again moves to
@@ -139,15 +141,15 @@ const char *rf_ckpt_note(const rf_ckpt *ck);
  * means 5, TensorFlow's default). path_out (if not NULL) receives the
  * file's path. A malformed state file is replaced (with a warning; the
  * files it named are then not deleted). */
-rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
-                           const rf_ckpt_tensor *t, size_t n,
-                           const char *const *meta, int max_to_keep,
-                           char *path_out, size_t len);
+RF_API rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
+                                  const rf_ckpt_tensor *t, size_t n,
+                                  const char *const *meta, int max_to_keep,
+                                  char *path_out, size_t len);
 
 /* Creates dir and its missing parents (as TensorFlow's Saver does for a
  * checkpoint directory); RF_OK if it exists already. Refused: a path that
  * is not a directory, or one this process cannot write into. */
-rf_status rf_ckpt_dir_create(const char *dir);
+RF_API rf_status rf_ckpt_dir_create(const char *dir);
 
 /* The kept checkpoints of a directory, newest first, as paths (DIR/name for
  * a relative name in the state file). */
@@ -159,8 +161,8 @@ typedef struct rf_ckpt_list {
 /* Reads DIR/checkpoint. No state file or no directory: RF_OK with n == 0
  * (no checkpoint);
  * a malformed one: RF_ERR_CORRUPT with its path and line. */
-rf_status rf_ckpt_dir_list(const char *dir, rf_ckpt_list *out);
-void rf_ckpt_list_free(rf_ckpt_list *list);
+RF_API rf_status rf_ckpt_dir_list(const char *dir, rf_ckpt_list *out);
+RF_API void rf_ckpt_list_free(rf_ckpt_list *list);
 
 /* Opens the newest checkpoint of dir that opens and verifies, trying the
  * older ones in turn: each one skipped is logged (RF_LOG_WARN, path and
@@ -169,8 +171,8 @@ void rf_ckpt_list_free(rf_ckpt_list *list);
  * state file), RF_ERR_CORRUPT when every one is bad (their names and the
  * newest's reason; each reason is logged) or the state file is malformed
  * (an empty one too, as TensorFlow's get_checkpoint_state refuses it). */
-rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
-                                  char *path_out, size_t len);
+RF_API rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
+                                         char *path_out, size_t len);
 
 /* Graph variables as checkpoint tensors, as TF's Saver names them: each
  * under rf_variable_checkpoint_name, the parts of a partitioned variable
@@ -180,20 +182,20 @@ rf_status rf_ckpt_dir_open_latest(const char *dir, rf_ckpt **out,
  * then write rf_ckpt_vars_tensors. A whole some of whose parts were never
  * added is an error there. */
 typedef struct rf_ckpt_vars rf_ckpt_vars;
-rf_status rf_ckpt_vars_create(size_t max_vars, rf_ckpt_vars **out);
-rf_status rf_ckpt_vars_add(rf_ckpt_vars *b, const rf_node *var,
-                           const void *data);
-rf_status rf_ckpt_vars_tensors(const rf_ckpt_vars *b,
-                               const rf_ckpt_tensor **t, size_t *n);
-void rf_ckpt_vars_free(rf_ckpt_vars *b); /* NULL is fine */
+RF_API rf_status rf_ckpt_vars_create(size_t max_vars, rf_ckpt_vars **out);
+RF_API rf_status rf_ckpt_vars_add(rf_ckpt_vars *b, const rf_node *var,
+                                  const void *data);
+RF_API rf_status rf_ckpt_vars_tensors(const rf_ckpt_vars *b,
+                                      const rf_ckpt_tensor **t, size_t *n);
+RF_API void rf_ckpt_vars_free(rf_ckpt_vars *b); /* NULL is fine */
 
 /* Restoring one variable: copies its value (a part's slice of the whole
  * tensor) from ck into dst (rf_variable_bytes(var) bytes). The tensor
  * named rf_variable_checkpoint_name(var) must exist with var's dtype and
  * shape (the whole's, for a part): RF_ERR_INVALID_ARG naming the file and
  * the tensor otherwise. */
-rf_status rf_ckpt_read_variable(const rf_ckpt *ck, const rf_node *var,
-                                void *dst);
+RF_API rf_status rf_ckpt_read_variable(const rf_ckpt *ck, const rf_node *var,
+                                       void *dst);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #ifndef RDMAFLOW_CLOCK_H
 #define RDMAFLOW_CLOCK_H
 
+#include "rdmaflow/api.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,37 +19,37 @@ extern "C" {
 #endif
 
 /* Monotonic time since an arbitrary origin (boot). */
-uint64_t rf_now_ns(void);
-uint64_t rf_now_us(void);
-int64_t rf_now_ms(void);
-double rf_now_s(void);
+RF_API uint64_t rf_now_ns(void);
+RF_API uint64_t rf_now_us(void);
+RF_API int64_t rf_now_ms(void);
+RF_API double rf_now_s(void);
 
 /* A deadline is an absolute rf_now_ms() value, or RF_DEADLINE_NONE (wait
  * forever). */
 #define RF_DEADLINE_NONE ((int64_t)-1)
 
 /* now + timeout_ms; a negative timeout gives RF_DEADLINE_NONE. */
-int64_t rf_deadline_ms(int64_t timeout_ms);
+RF_API int64_t rf_deadline_ms(int64_t timeout_ms);
 /* Milliseconds left: 0 once passed, -1 for RF_DEADLINE_NONE, at most
  * INT32_MAX (so it can be handed to poll() or rf_cq_wait()). */
-int rf_deadline_left_ms(int64_t deadline);
+RF_API int rf_deadline_left_ms(int64_t deadline);
 /* True once the deadline has passed (never for RF_DEADLINE_NONE). */
-bool rf_deadline_passed(int64_t deadline);
+RF_API bool rf_deadline_passed(int64_t deadline);
 
 /* Initialises cv to time its waits on the monotonic clock (a wall-clock
  * step must not shorten or stretch a timeout). 0 or an errno value. */
-int rf_cond_init_monotonic(pthread_cond_t *cv);
+RF_API int rf_cond_init_monotonic(pthread_cond_t *cv);
 /* pthread_cond_timedwait until deadline (a cv from
  * rf_cond_init_monotonic); a plain wait for RF_DEADLINE_NONE. 0 when
  * woken, ETIMEDOUT once the deadline has passed. */
-int rf_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
-                       int64_t deadline);
+RF_API int rf_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                              int64_t deadline);
 /* The same for a relative timeout in ms (< 0: no timeout). */
-int rf_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu,
-                    int64_t timeout_ms);
+RF_API int rf_cond_wait_ms(pthread_cond_t *cv, pthread_mutex_t *mu,
+                           int64_t timeout_ms);
 
 /* Sleeps ms milliseconds (resumed after signals); nothing for ms <= 0. */
-void rf_sleep_ms(int64_t ms);
+RF_API void rf_sleep_ms(int64_t ms);
 
 #ifdef __cplusplus
 }

@@ -69,6 +69,8 @@
 #ifndef RDMAFLOW_CLUSTER_H
 #define RDMAFLOW_CLUSTER_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,13 +89,13 @@ extern "C" {
 /* Parses "host:port" or "[ipv6]:port" (rules above) into host (without the
  * brackets) and port. `what` starts the error message (NULL: "address"):
  *   <what> "<text>" has no port (expected HOST:PORT) */
-rf_status rf_parse_host_port(const char *text, const char *what,
-                             char host[RF_HOST_MAX], uint16_t *port);
+RF_API rf_status rf_parse_host_port(const char *text, const char *what,
+                                    char host[RF_HOST_MAX], uint16_t *port);
 
 /* Formats host and port as "host:port", bracketing a host that contains ':'
  * (IPv6). RF_ERR_INVALID_ARG if len is too small (buf then holds ""). */
-rf_status rf_format_host_port(const char *host, uint16_t port, char *buf,
-                              size_t len);
+RF_API rf_status rf_format_host_port(const char *host, uint16_t port, char *buf,
+                                     size_t len);
 
 /* ---- The cluster ------------------------------------------------------- */
 
@@ -130,39 +132,39 @@ typedef struct rf_cluster_flags {
  * - Otherwise RF_OK with a cluster whose own task is set, or
  *   RF_ERR_INVALID_ARG (message as above) with *out = NULL; RF_ERR_NO_MEMORY
  *   if an allocation fails. */
-rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
-                             const char *tf_config, rf_cluster **out);
+RF_API rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
+                                    const char *tf_config, rf_cluster **out);
 
-void rf_cluster_destroy(rf_cluster *c);
+RF_API void rf_cluster_destroy(rf_cluster *c);
 
 /* This process's task: the same pointer as rf_cluster_task_at() gives
  * for it (an evaluator outside the cluster has its own). */
-const rf_cluster_task *rf_cluster_self(const rf_cluster *c);
+RF_API const rf_cluster_task *rf_cluster_self(const rf_cluster *c);
 
 /* The chief task (chief job's task, else worker 0). */
-const rf_cluster_task *rf_cluster_chief(const rf_cluster *c);
+RF_API const rf_cluster_task *rf_cluster_chief(const rf_cluster *c);
 
 /* Number of tasks of a job; 0 for a job not in the cluster or unknown. */
-int rf_cluster_num_tasks(const rf_cluster *c, const char *job);
+RF_API int rf_cluster_num_tasks(const rf_cluster *c, const char *job);
 
 /* Task `index` of `job`, NULL if there is none. */
-const rf_cluster_task *rf_cluster_task_at(const rf_cluster *c, const char *job,
-                                          int index);
+RF_API const rf_cluster_task *rf_cluster_task_at(const rf_cluster *c,
+                                                 const char *job, int index);
 
 /* Its "host:port", NULL if there is none (tf.train.ClusterSpec
  * .task_address). */
-const char *rf_cluster_task_address(const rf_cluster *c, const char *job,
-                                    int index);
+RF_API const char *rf_cluster_task_address(const rf_cluster *c, const char *job,
+                                           int index);
 
 /* Number of ps tasks (RunConfig.num_ps_replicas). */
-int rf_cluster_num_ps(const rf_cluster *c);
+RF_API int rf_cluster_num_ps(const rf_cluster *c);
 
 /* Number of training workers: chief + worker tasks. */
-int rf_cluster_num_workers(const rf_cluster *c);
+RF_API int rf_cluster_num_workers(const rf_cluster *c);
 
 /* Where the cluster and the task came from, e.g. "cluster from
  * --ps_hosts/--worker_hosts, task from --job_name/--task_index". */
-const char *rf_cluster_source(const rf_cluster *c);
+RF_API const char *rf_cluster_source(const rf_cluster *c);
 
 /* A job of a cluster (tf.train.ClusterSpec) as far as placement needs it. */
 typedef struct rf_cluster_job {
@@ -178,7 +180,7 @@ typedef struct rf_cluster_desc {
 /* The cluster as rf_replica_device_setter (rdmaflow/device.h) needs it: every
  * job present, in name order (chief, evaluator, ps, worker), with its number
  * of tasks. out->jobs points into c and is valid while c lives. */
-void rf_cluster_device_desc(const rf_cluster *c, rf_cluster_desc *out);
+RF_API void rf_cluster_device_desc(const rf_cluster *c, rf_cluster_desc *out);
 
 /* Human-readable description for --explain: a summary line, one line per
  * task in name order with its device string, address and marks (chief,
@@ -193,7 +195,7 @@ void rf_cluster_device_desc(const rf_cluster *c, rf_cluster_desc *out);
  *     --ps_hosts/--worker_hosts, task from --job_name/--task_index
  * (the summary and last lines are single lines). Returns a malloc'd string
  * (free it), NULL if out of memory or c is NULL. */
-char *rf_cluster_format(const rf_cluster *c);
+RF_API char *rf_cluster_format(const rf_cluster *c);
 
 /* The same as JSON; also a valid TF_CONFIG that resolves to the same cluster
  * and task (keys beyond "cluster" and task.type/index are ignored by
@@ -205,7 +207,7 @@ char *rf_cluster_format(const rf_cluster *c);
  *    "num_ps": 2, "num_workers": 2, "source": "..."}
  * Jobs in name order. pretty: indented over several lines, else one line.
  * Returns a malloc'd string (free it), NULL if out of memory. */
-char *rf_cluster_to_json(const rf_cluster *c, bool pretty);
+RF_API char *rf_cluster_to_json(const rf_cluster *c, bool pretty);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,8 @@
 #ifndef RDMAFLOW_DEVICE_H
 #define RDMAFLOW_DEVICE_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,7 +48,7 @@ typedef struct rf_device_spec {
 } rf_device_spec;
 
 /* Sets every field to unset. */
-void rf_device_spec_clear(rf_device_spec *spec);
+RF_API void rf_device_spec_clear(rf_device_spec *spec);
 
 /* Parses a device string. Accepted (the union of what TF1's Python
  * DeviceSpec.from_string and C++ DeviceNameUtils::ParseFullName accept):
@@ -66,7 +68,7 @@ void rf_device_spec_clear(rf_device_spec *spec);
  * NULL is the same as "". On error returns RF_ERR_INVALID_ARG, leaves *out
  * cleared and sets a message naming the offset and text of the culprit:
  *   device string "/job:ps/tsk:1": unknown field at offset 8 ("tsk:1") */
-rf_status rf_device_spec_parse(const char *str, rf_device_spec *out);
+RF_API rf_status rf_device_spec_parse(const char *str, rf_device_spec *out);
 
 /* Canonical form, exactly DeviceSpec.to_string() and
  * DeviceNameUtils::ParsedNameToString(): "/job:J" "/replica:R" "/task:T"
@@ -74,41 +76,43 @@ rf_status rf_device_spec_parse(const char *str, rf_device_spec *out);
  * '*' ("/device:GPU:*"); an id without a type is not printed. The empty spec
  * prints "". Returns RF_ERR_INVALID_ARG if len is too small (buf then holds
  * "") or spec holds a value the parser would not accept. */
-rf_status rf_device_spec_to_string(const rf_device_spec *spec, char *buf,
-                                   size_t len);
+RF_API rf_status rf_device_spec_to_string(const rf_device_spec *spec, char *buf,
+                                          size_t len);
 
 /* Parses str and prints its canonical form into buf. */
-rf_status rf_device_canonicalize(const char *str, char *buf, size_t len);
+RF_API rf_status rf_device_canonicalize(const char *str, char *buf, size_t len);
 
 /* DeviceSpec.make_merged_spec / merge_from: every field set in `dev` replaces
  * the one in *base; fields unset in `dev` are kept. No conflict is possible.
  */
-void rf_device_spec_merge(rf_device_spec *base, const rf_device_spec *dev);
+RF_API void rf_device_spec_merge(rf_device_spec *base,
+                                 const rf_device_spec *dev);
 
 /* DeviceNameUtils::MergeDevNames (used for colocation): fields set in both
  * must agree, else RF_ERR_INVALID_ARG ("Cannot merge devices with
  * incompatible jobs: '/job:foo' and '/job:bar'"), except that with
  * allow_soft_placement a type or id conflict is resolved by unsetting the
  * type and id (type conflict) or the id (id conflict), as TF does. */
-rf_status rf_device_spec_merge_strict(rf_device_spec *target,
-                                      const rf_device_spec *other,
-                                      bool allow_soft_placement);
+RF_API rf_status rf_device_spec_merge_strict(rf_device_spec *target,
+                                             const rf_device_spec *other,
+                                             bool allow_soft_placement);
 
 /* True when every field is equal (both unset or both set to the same). */
-bool rf_device_spec_equal(const rf_device_spec *a, const rf_device_spec *b);
+RF_API bool rf_device_spec_equal(const rf_device_spec *a,
+                                 const rf_device_spec *b);
 
 /* True when no field is set. */
-bool rf_device_spec_is_empty(const rf_device_spec *spec);
+RF_API bool rf_device_spec_is_empty(const rf_device_spec *spec);
 
 /* DeviceNameUtils::IsSpecification: every field set in `less` is set to the
  * same value in `more`. */
-bool rf_device_spec_is_specification(const rf_device_spec *less,
-                                     const rf_device_spec *more);
+RF_API bool rf_device_spec_is_specification(const rf_device_spec *less,
+                                            const rf_device_spec *more);
 
 /* DeviceNameUtils::IsSameAddressSpace: job, replica and task are set in both
  * and equal (the two devices are in the same process). */
-bool rf_device_spec_same_address_space(const rf_device_spec *a,
-                                       const rf_device_spec *b);
+RF_API bool rf_device_spec_same_address_space(const rf_device_spec *a,
+                                              const rf_device_spec *b);
 
 /* ---- Ops and device functions ----------------------------------------- */
 
@@ -132,29 +136,30 @@ typedef rf_status (*rf_op_device_fn)(void *ctx, const rf_op_desc *op, char *out,
  * contrib.training.byte_size_load_fn: num_elements * elem_size. A negative
  * (unknown) dimension or an overflow is RF_ERR_INVALID_ARG. Rank 0 is a
  * scalar (1 element). */
-rf_status rf_device_byte_size(const int64_t *shape, int rank, size_t elem_size,
-                              size_t *out);
+RF_API rf_status rf_device_byte_size(const int64_t *shape, int rank,
+                                     size_t elem_size, size_t *out);
 
 /* ---- Device scopes (tf.device) ---------------------------------------- */
 
 typedef struct rf_device_stack rf_device_stack;
 
-rf_status rf_device_stack_create(rf_device_stack **out);
-void rf_device_stack_destroy(rf_device_stack *stack);
+RF_API rf_status rf_device_stack_create(rf_device_stack **out);
+RF_API void rf_device_stack_destroy(rf_device_stack *stack);
 
 /* `with tf.device("...")`: the string is parsed now (RF_ERR_INVALID_ARG if
  * malformed). NULL is `with tf.device(None)`: scopes outside it are ignored
  * for ops created inside it. */
-rf_status rf_device_stack_push(rf_device_stack *stack, const char *device);
+RF_API rf_status rf_device_stack_push(rf_device_stack *stack,
+                                      const char *device);
 
 /* `with tf.device(fn)`. fn NULL is `tf.device(None)`. ctx is not owned. */
-rf_status rf_device_stack_push_fn(rf_device_stack *stack, rf_op_device_fn fn,
-                                  void *ctx);
+RF_API rf_status rf_device_stack_push_fn(rf_device_stack *stack,
+                                         rf_op_device_fn fn, void *ctx);
 
 /* Leaves the innermost scope. RF_ERR_INVALID_ARG if the stack is empty. */
-rf_status rf_device_stack_pop(rf_device_stack *stack);
+RF_API rf_status rf_device_stack_pop(rf_device_stack *stack);
 
-size_t rf_device_stack_depth(const rf_device_stack *stack);
+RF_API size_t rf_device_stack_depth(const rf_device_stack *stack);
 
 /* Computes the device of a new op, as Graph._apply_device_functions: starting
  * from op->device ("" for a new op), the scopes are applied from the
@@ -164,8 +169,9 @@ size_t rf_device_stack_depth(const rf_device_stack *stack);
  * scope is skipped (MergeDevice.is_null_merge); a function scope receives
  * the op with its device as computed so far and its result replaces it.
  * Writes the canonical device string into out. */
-rf_status rf_device_stack_apply(rf_device_stack *stack, const rf_op_desc *op,
-                                char *out, size_t out_len);
+RF_API rf_status rf_device_stack_apply(rf_device_stack *stack,
+                                       const rf_op_desc *op, char *out,
+                                       size_t out_len);
 
 /* ---- replica_device_setter -------------------------------------------- */
 
@@ -188,8 +194,8 @@ typedef rf_status (*rf_ps_strategy_fn)(void *ctx, const rf_op_desc *op,
                                        int num_tasks, int *task);
 
 /* TensorFlow's device_setter.STANDARD_PS_OPS (14 op types). */
-extern const char *const rf_standard_ps_ops[];
-extern const size_t rf_standard_ps_ops_count;
+extern RF_API const char *const rf_standard_ps_ops[];
+extern RF_API const size_t rf_standard_ps_ops_count;
 
 typedef struct rf_replica_device_setter_options {
     int ps_tasks;                   /* ignored when cluster is set */
@@ -207,7 +213,8 @@ typedef struct rf_replica_device_setter_options {
 } rf_replica_device_setter_options;
 
 /* Fills *opts with replica_device_setter's defaults. */
-void rf_replica_device_setter_options_init(rf_replica_device_setter_options *o);
+RF_API void
+rf_replica_device_setter_options_init(rf_replica_device_setter_options *o);
 
 typedef struct rf_replica_device_setter rf_replica_device_setter;
 
@@ -219,10 +226,10 @@ typedef struct rf_replica_device_setter rf_replica_device_setter;
  * rf_device_stack_push_setter). Bad options (negative ps_tasks, malformed
  * device strings, RF_PS_CUSTOM without a callback) are RF_ERR_INVALID_ARG.
  * The strings of opts are copied. */
-rf_status
+RF_API rf_status
 rf_replica_device_setter_create(const rf_replica_device_setter_options *opts,
                                 rf_replica_device_setter **out);
-void rf_replica_device_setter_destroy(rf_replica_device_setter *setter);
+RF_API void rf_replica_device_setter_destroy(rf_replica_device_setter *setter);
 
 /* _ReplicaDeviceChooser.device_function, usable as an rf_op_device_fn with the
  * setter as ctx:
@@ -232,20 +239,21 @@ void rf_replica_device_setter_destroy(rf_replica_device_setter *setter);
  *    op->device has no job or the same job (only then does the strategy run
  *    and round-robin advance), then the fields set in op->device override;
  *  - otherwise worker_device with the fields set in op->device overriding. */
-rf_status rf_replica_device_setter_fn(void *setter, const rf_op_desc *op,
-                                      char *out, size_t out_len);
+RF_API rf_status rf_replica_device_setter_fn(void *setter, const rf_op_desc *op,
+                                             char *out, size_t out_len);
 
 /* `with tf.device(replica_device_setter(...))`: pushes the setter's device
  * function, or tf.device(None) when setter is NULL (TF's no-op case). */
-rf_status rf_device_stack_push_setter(rf_device_stack *stack,
-                                      rf_replica_device_setter *setter);
+RF_API rf_status rf_device_stack_push_setter(rf_device_stack *stack,
+                                             rf_replica_device_setter *setter);
 
 /* Number of ps tasks the setter places on. */
-int rf_replica_device_setter_ps_tasks(const rf_replica_device_setter *setter);
+RF_API int
+rf_replica_device_setter_ps_tasks(const rf_replica_device_setter *setter);
 
 /* RF_PS_GREEDY: the load placed so far on ps task `task` (0 otherwise). */
-double rf_replica_device_setter_load(const rf_replica_device_setter *setter,
-                                     int task);
+RF_API double
+rf_replica_device_setter_load(const rf_replica_device_setter *setter, int task);
 
 /* ---- Graph integration (rdmaflow/graph.h) ------------------------------ */
 
@@ -259,13 +267,13 @@ struct rf_node;
 /* The rf_op_desc of a node whose current requested device is `device`:
  * type = rf_node_op_name, name = rf_node_name, bytes = elements * dtype size
  * when the static shape is fully known, else 0. */
-void rf_device_node_desc(const struct rf_node *node, const char *device,
-                         rf_op_desc *out);
+RF_API void rf_device_node_desc(const struct rf_node *node, const char *device,
+                                rf_op_desc *out);
 
 /* tf.device("..."): ctx is a const rf_device_spec * that must outlive the
  * scope; its set fields fill those the node's device leaves unset. */
-rf_status rf_device_node_merge_fn(void *spec, const struct rf_node *node,
-                                  char *device, size_t cap);
+RF_API rf_status rf_device_node_merge_fn(void *spec, const struct rf_node *node,
+                                         char *device, size_t cap);
 
 /* tf.device(fn) for an rf_op_device_fn: ctx is an rf_op_device_binding that
  * must outlive the scope. */
@@ -273,24 +281,24 @@ typedef struct rf_op_device_binding {
     rf_op_device_fn fn;
     void *ctx;
 } rf_op_device_binding;
-rf_status rf_device_node_fn(void *binding, const struct rf_node *node,
-                            char *device, size_t cap);
+RF_API rf_status rf_device_node_fn(void *binding, const struct rf_node *node,
+                                   char *device, size_t cap);
 
 /* tf.device(replica_device_setter(...)) on a graph: ctx is the setter. */
-rf_status rf_replica_device_setter_node_fn(void *setter,
-                                           const struct rf_node *node,
-                                           char *device, size_t cap);
+RF_API rf_status rf_replica_device_setter_node_fn(void *setter,
+                                                  const struct rf_node *node,
+                                                  char *device, size_t cap);
 
 /* Pushes the setter's node function on g's device stack, or tf.device(None)
  * when setter is NULL (replica_device_setter returned None). */
-rf_status rf_graph_push_replica_device_setter(struct rf_graph *g,
-                                              rf_replica_device_setter *setter);
+RF_API rf_status rf_graph_push_replica_device_setter(
+    struct rf_graph *g, rf_replica_device_setter *setter);
 
 /* Parses device into *storage (which must outlive the scope) and pushes
  * rf_device_node_merge_fn with it: `with tf.device("...")` on a graph. NULL
  * pushes tf.device(None). */
-rf_status rf_graph_push_device(struct rf_graph *g, const char *device,
-                               rf_device_spec *storage);
+RF_API rf_status rf_graph_push_device(struct rf_graph *g, const char *device,
+                                      rf_device_spec *storage);
 
 /* ---- Partitioners ----------------------------------------------------- */
 
@@ -323,35 +331,33 @@ typedef struct rf_partitioner {
 } rf_partitioner;
 
 /* fixed_size_partitioner(num_shards, axis=0). */
-rf_status rf_fixed_size_partitioner(int num_shards, int axis,
-                                    rf_partitioner *out);
+RF_API rf_status rf_fixed_size_partitioner(int num_shards, int axis,
+                                           rf_partitioner *out);
 
 /* min_max_variable_partitioner(max_partitions=1, axis=0,
  * min_slice_size=256<<10, bytes_per_string_element=16). */
 #define RF_MIN_SLICE_SIZE_DEFAULT           (256 << 10)
 #define RF_BYTES_PER_STRING_ELEMENT_DEFAULT 16
-rf_status rf_min_max_variable_partitioner(int max_partitions, int axis,
-                                          int64_t min_slice_size,
-                                          int64_t bytes_per_string_element,
-                                          rf_partitioner *out);
+RF_API rf_status rf_min_max_variable_partitioner(
+    int max_partitions, int axis, int64_t min_slice_size,
+    int64_t bytes_per_string_element, rf_partitioner *out);
 
 /* variable_axis_size_partitioner(max_shard_bytes, axis=0,
  * bytes_per_string_element=16, max_shards=None (0)). As TF, max_shard_bytes
  * and bytes_per_string_element must be >= 1 and max_shards >= 0, else
  * RF_ERR_INVALID_ARG. */
-rf_status rf_variable_axis_size_partitioner(int64_t max_shard_bytes, int axis,
-                                            int64_t bytes_per_string_element,
-                                            int max_shards,
-                                            rf_partitioner *out);
+RF_API rf_status rf_variable_axis_size_partitioner(
+    int64_t max_shard_bytes, int axis, int64_t bytes_per_string_element,
+    int max_shards, rf_partitioner *out);
 
 /* Calls the partitioner (variable_scope._call_partitioner): writes rank
  * partition counts, computed exactly as TF (float arithmetic included), and
  * validates them: every count >= 1 and at most one > 1. Rank must be in
  * [1, RF_PARTITION_MAX_RANK] and every dimension >= 0. */
-rf_status rf_partitioner_partitions(const rf_partitioner *p,
-                                    const int64_t *shape, int rank,
-                                    size_t elem_size, bool is_string,
-                                    int *partitions);
+RF_API rf_status rf_partitioner_partitions(const rf_partitioner *p,
+                                           const int64_t *shape, int rank,
+                                           size_t elem_size, bool is_string,
+                                           int *partitions);
 
 /* One shard of a partitioned variable (or the whole variable). */
 typedef struct rf_var_part {
@@ -384,13 +390,14 @@ typedef struct rf_partitioned_var {
  * named <name>. Zero-sized dimensions or more slices than rows are
  * RF_ERR_INVALID_ARG (TF's _PartitionInfo rejects an offset >= the
  * dimension). Free the result with rf_partitioned_var_free. */
-rf_status rf_partition_variable(const rf_partitioner *p, const char *name,
-                                const char *op_type, const int64_t *shape,
-                                int rank, size_t elem_size, bool is_string,
-                                rf_device_stack *stack,
-                                rf_partitioned_var *out);
+RF_API rf_status rf_partition_variable(const rf_partitioner *p,
+                                       const char *name, const char *op_type,
+                                       const int64_t *shape, int rank,
+                                       size_t elem_size, bool is_string,
+                                       rf_device_stack *stack,
+                                       rf_partitioned_var *out);
 
-void rf_partitioned_var_free(rf_partitioned_var *var);
+RF_API void rf_partitioned_var_free(rf_partitioned_var *var);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,8 @@
 #ifndef RDMAFLOW_FABRIC_H
 #define RDMAFLOW_FABRIC_H
 
+#include "rdmaflow/api.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -158,33 +160,33 @@ enum rf_ep_flags {
  * connects: shm for an address of this host, verbs where an RDMA device
  * serves the address, sock otherwise (falling back to the next when the
  * peer has no listener of that provider); rf_ep_provider tells which. */
-rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
-                         rf_fabric **out);
-void rf_fabric_close(rf_fabric *fabric);
-const char *rf_fabric_provider(const rf_fabric *fabric);
+RF_API rf_status rf_fabric_open(const char *provider,
+                                const rf_fabric_attr *attr, rf_fabric **out);
+RF_API void rf_fabric_close(rf_fabric *fabric);
+RF_API const char *rf_fabric_provider(const rf_fabric *fabric);
 /* Names of the compiled-in providers, NULL-terminated. */
-const char *const *rf_fabric_providers(void);
+RF_API const char *const *rf_fabric_providers(void);
 
 /* --- memory regions ---------------------------------------------------- */
 
-rf_status rf_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
-                    rf_mr **out);
-rf_status rf_mr_dereg(rf_mr *mr);
-void rf_mr_describe(const rf_mr *mr, rf_mr_desc *desc);
-void *rf_mr_addr(const rf_mr *mr);
-size_t rf_mr_len(const rf_mr *mr);
-void rf_mr_desc_pack(const rf_mr_desc *desc,
-                     unsigned char out[RF_MR_DESC_PACKED_SIZE]);
-void rf_mr_desc_unpack(const unsigned char in[RF_MR_DESC_PACKED_SIZE],
-                       rf_mr_desc *desc);
+RF_API rf_status rf_mr_reg(rf_fabric *fabric, void *addr, size_t len,
+                           uint32_t access, rf_mr **out);
+RF_API rf_status rf_mr_dereg(rf_mr *mr);
+RF_API void rf_mr_describe(const rf_mr *mr, rf_mr_desc *desc);
+RF_API void *rf_mr_addr(const rf_mr *mr);
+RF_API size_t rf_mr_len(const rf_mr *mr);
+RF_API void rf_mr_desc_pack(const rf_mr_desc *desc,
+                            unsigned char out[RF_MR_DESC_PACKED_SIZE]);
+RF_API void rf_mr_desc_unpack(const unsigned char in[RF_MR_DESC_PACKED_SIZE],
+                              rf_mr_desc *desc);
 
 /* --- completion queues ------------------------------------------------- */
 
-rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);
-void rf_cq_destroy(rf_cq *cq);
+RF_API rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);
+RF_API void rf_cq_destroy(rf_cq *cq);
 /* Returns the number of completions stored (0 if none), or a negative
  * rf_status. Never blocks. */
-int rf_cq_poll(rf_cq *cq, rf_completion *out, int max);
+RF_API int rf_cq_poll(rf_cq *cq, rf_completion *out, int max);
 /* Like rf_cq_poll but waits up to timeout_ms (-1: forever) for at least one
  * completion; returns RF_ERR_TIMEOUT if none arrived. It polls for up to
  * the CQ's spin time first (RF_CQ_SPIN_US, default 20 us, set per CQ with
@@ -193,82 +195,84 @@ int rf_cq_poll(rf_cq *cq, rf_completion *out, int max);
  * RF_VERBS_CQ_MODE=poll). */
 #define RF_CQ_SPIN_US_DEFAULT 20
 #define RF_CQ_SPIN_US_MAX     1000000
-int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
-rf_status rf_cq_set_spin_us(rf_cq *cq, unsigned spin_us);
+RF_API int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
+RF_API rf_status rf_cq_set_spin_us(rf_cq *cq, unsigned spin_us);
 
 /* --- connection management -------------------------------------------- */
 
 /* Listens on host:port (port 0 picks a free port; see rf_listener_port). */
-rf_status rf_listen(rf_fabric *fabric, const char *host, uint16_t port,
-                    rf_listener **out);
-uint16_t rf_listener_port(const rf_listener *listener);
-void rf_listener_close(rf_listener *listener);
+RF_API rf_status rf_listen(rf_fabric *fabric, const char *host, uint16_t port,
+                           rf_listener **out);
+RF_API uint16_t rf_listener_port(const rf_listener *listener);
+RF_API void rf_listener_close(rf_listener *listener);
 /* Waits up to timeout_ms (-1: forever) for an incoming connection request. */
-rf_status rf_listener_get_request(rf_listener *listener, int timeout_ms,
-                                  rf_conn_req **out);
-const void *rf_conn_req_private_data(const rf_conn_req *req, size_t *len);
+RF_API rf_status rf_listener_get_request(rf_listener *listener, int timeout_ms,
+                                         rf_conn_req **out);
+RF_API const void *rf_conn_req_private_data(const rf_conn_req *req,
+                                            size_t *len);
 /* The connecting peer's address ("ip:port"), for logs; never NULL. */
-const char *rf_conn_req_peer(const rf_conn_req *req);
+RF_API const char *rf_conn_req_peer(const rf_conn_req *req);
 /* Accepts the request (consuming it) with up to RF_MAX_PRIVATE_DATA bytes of
  * reply data, creating a connected endpoint. */
-rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,
-                    size_t priv_len, rf_ep **out);
+RF_API rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr,
+                           const void *priv, size_t priv_len, rf_ep **out);
 /* Rejects the request (consuming it); the connector's rf_connect returns
  * RF_ERR_UNAVAILABLE and rf_connect_reject_data() gives it this data. */
-void rf_reject(rf_conn_req *req, const void *priv, size_t priv_len);
+RF_API void rf_reject(rf_conn_req *req, const void *priv, size_t priv_len);
 
 /* Connects to host:port carrying private data; waits up to timeout_ms. A
  * refused or absent listener gives RF_ERR_UNAVAILABLE. */
-rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
-                     const rf_ep_attr *attr, const void *priv, size_t priv_len,
-                     int timeout_ms, rf_ep **out);
+RF_API rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
+                            const rf_ep_attr *attr, const void *priv,
+                            size_t priv_len, int timeout_ms, rf_ep **out);
 /* After rf_connect on this thread returned RF_ERR_UNAVAILABLE because the
  * listener rejected it: the reject's private data (*len 0 otherwise). Valid
  * until the next rf_connect on the same thread. */
-const void *rf_connect_reject_data(size_t *len);
+RF_API const void *rf_connect_reject_data(size_t *len);
 /* The private data the peer sent (accept reply for a connector, connect
  * request for an acceptor). */
-const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len);
+RF_API const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len);
 /* Closes the endpoint; outstanding work completes with
  * RF_ERR_DISCONNECTED before this returns. */
-void rf_ep_close(rf_ep *ep);
+RF_API void rf_ep_close(rf_ep *ep);
 /* The provider carrying the endpoint ("shm", "sock", "verbs"): the
  * fabric's own, or the one an auto fabric chose for this peer. */
-const char *rf_ep_provider(const rf_ep *ep);
+RF_API const char *rf_ep_provider(const rf_ep *ep);
 /* RF_OK while usable, RF_ERR_DISCONNECTED once in the error state. */
-rf_status rf_ep_state(const rf_ep *ep);
+RF_API rf_status rf_ep_state(const rf_ep *ep);
 /* Lets the peer of an endpoint created with RF_EP_REMOTE_ACCESS_OFF read,
  * write and run atomics on this fabric's regions (as their access flags
  * allow) from now on. Idempotent; RF_ERR_DISCONNECTED on a failed
  * endpoint. */
-rf_status rf_ep_enable_remote_access(rf_ep *ep);
+RF_API rf_status rf_ep_enable_remote_access(rf_ep *ep);
 
 /* --- data transfer ----------------------------------------------------- */
 
 /* Posts n work requests in one call (one doorbell where the provider has
  * one). *posted (may be NULL) receives how many were accepted; on error the
  * rest were not posted. RF_ERR_NO_RESOURCE: send queue full. */
-rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
+RF_API rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
 /* Posts a receive buffer for one incoming send or write_imm. */
-rf_status rf_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
-                       void *context);
+RF_API rf_status rf_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
+                              void *context);
 
 /* Single-operation helpers (signaled). */
-rf_status rf_read(rf_ep *ep, void *local, size_t len, rf_mr *local_mr,
-                  uint64_t remote_addr, uint32_t rkey, void *context);
-rf_status rf_write(rf_ep *ep, const void *local, size_t len, rf_mr *local_mr,
-                   uint64_t remote_addr, uint32_t rkey, void *context);
-rf_status rf_write_imm(rf_ep *ep, const void *local, size_t len,
-                       rf_mr *local_mr, uint64_t remote_addr, uint32_t rkey,
-                       uint32_t imm, void *context);
-rf_status rf_fetch_add(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
-                       uint64_t remote_addr, uint32_t rkey, uint64_t add,
-                       void *context);
-rf_status rf_cmp_swap(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
-                      uint64_t remote_addr, uint32_t rkey, uint64_t compare,
-                      uint64_t swap, void *context);
-rf_status rf_send(rf_ep *ep, const void *local, size_t len, rf_mr *local_mr,
-                  void *context);
+RF_API rf_status rf_read(rf_ep *ep, void *local, size_t len, rf_mr *local_mr,
+                         uint64_t remote_addr, uint32_t rkey, void *context);
+RF_API rf_status rf_write(rf_ep *ep, const void *local, size_t len,
+                          rf_mr *local_mr, uint64_t remote_addr, uint32_t rkey,
+                          void *context);
+RF_API rf_status rf_write_imm(rf_ep *ep, const void *local, size_t len,
+                              rf_mr *local_mr, uint64_t remote_addr,
+                              uint32_t rkey, uint32_t imm, void *context);
+RF_API rf_status rf_fetch_add(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
+                              uint64_t remote_addr, uint32_t rkey, uint64_t add,
+                              void *context);
+RF_API rf_status rf_cmp_swap(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
+                             uint64_t remote_addr, uint32_t rkey,
+                             uint64_t compare, uint64_t swap, void *context);
+RF_API rf_status rf_send(rf_ep *ep, const void *local, size_t len,
+                         rf_mr *local_mr, void *context);
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,8 @@
 #ifndef RDMAFLOW_FILE_H
 #define RDMAFLOW_FILE_H
 
+#include "rdmaflow/api.h"
+
 #include <stddef.h>
 #include <stdio.h>
 
@@ -65,34 +67,34 @@ typedef struct rf_file_chunk {
  * "X: directory D does not exist (...)", "X: D is not a directory",
  * "X: directory D is not writable (...)"). A symbolic link is followed and
  * the message then names its target as well. */
-rf_status rf_file_check_output(const char *path);
+RF_API rf_status rf_file_check_output(const char *path);
 
 /* Checks that path is an existing regular file (symbolic links followed)
  * that this process can read, without opening it, so that a FIFO never
  * blocks: RF_ERR_IO with the path and why for a missing or unreadable
  * file, a directory, FIFO, device or socket. A reader should still fstat
  * what it opens (with O_NONBLOCK): the path may change in between. */
-rf_status rf_file_check_input(const char *path);
+RF_API rf_status rf_file_check_input(const char *path);
 
 /* Writes the n chunks to path as described above (the output check
  * included). RF_ERR_INVALID_ARG for a refused path, RF_ERR_IO naming the
  * errno for a failed create, write, fsync or rename, RF_ERR_NO_MEMORY. */
-rf_status rf_file_write_atomic(const char *path, const rf_file_chunk *c,
-                               size_t n);
+RF_API rf_status rf_file_write_atomic(const char *path, const rf_file_chunk *c,
+                                      size_t n);
 
 /* A file being written: a stdio stream on the temporary file. */
 typedef struct rf_file_out rf_file_out;
 
 /* Checks path, removes stale temporaries of it and creates a new
  * temporary; *out is NULL on failure. */
-rf_status rf_file_out_open(const char *path, rf_file_out **out);
+RF_API rf_status rf_file_out_open(const char *path, rf_file_out **out);
 /* The stream to write to (do not close it). */
-FILE *rf_file_out_stream(rf_file_out *o);
+RF_API FILE *rf_file_out_stream(rf_file_out *o);
 /* Flushes, fsyncs, renames over the target and fsyncs the directory;
  * frees o whatever the outcome (on failure the temporary is removed). */
-rf_status rf_file_out_commit(rf_file_out *o);
+RF_API rf_status rf_file_out_commit(rf_file_out *o);
 /* Removes the temporary and frees o (NULL is fine). */
-void rf_file_out_abort(rf_file_out *o);
+RF_API void rf_file_out_abort(rf_file_out *o);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,8 @@
 #ifndef RDMAFLOW_GRAPH_H
 #define RDMAFLOW_GRAPH_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,12 +48,12 @@ typedef struct rf_tensor {
 } rf_tensor;
 
 /* A tensor view over data. */
-rf_tensor rf_tensor_make(rf_dtype dtype, rf_shape shape, void *data);
+RF_API rf_tensor rf_tensor_make(rf_dtype dtype, rf_shape shape, void *data);
 static inline float *rf_tensor_f32(const rf_tensor *t)
 {
     return (float *)t->data;
 }
-size_t rf_tensor_bytes(const rf_tensor *t);
+RF_API size_t rf_tensor_bytes(const rf_tensor *t);
 
 /* ---- Ops ---------------------------------------------------------------- */
 
@@ -111,9 +113,9 @@ typedef enum rf_op_type {
 } rf_op_type;
 
 /* TensorFlow's type name ("MatMul", "VariableV2", ...); "?" if unknown. */
-const char *rf_op_name(rf_op_type op);
+RF_API const char *rf_op_name(rf_op_type op);
 /* True if the op has a gradient builder (rf_gradients flows through it). */
-bool rf_op_is_differentiable(rf_op_type op);
+RF_API bool rf_op_is_differentiable(rf_op_type op);
 
 typedef enum rf_padding { RF_PADDING_VALID = 0, RF_PADDING_SAME } rf_padding;
 
@@ -130,36 +132,36 @@ typedef enum rf_activation {
 typedef struct rf_graph rf_graph;
 typedef struct rf_node rf_node; /* one op instance; one output tensor */
 
-rf_status rf_graph_create(rf_graph **out);
-void rf_graph_destroy(rf_graph *g);
+RF_API rf_status rf_graph_create(rf_graph **out);
+RF_API void rf_graph_destroy(rf_graph *g);
 
 /* Graph-level seed (tf.set_random_seed); variables created without an
  * explicit seed derive theirs from it and their name. Default 0. */
-void rf_graph_set_seed(rf_graph *g, uint64_t seed);
-uint64_t rf_graph_seed(const rf_graph *g);
+RF_API void rf_graph_set_seed(rf_graph *g, uint64_t seed);
+RF_API uint64_t rf_graph_seed(const rf_graph *g);
 
 /* First error a builder hit (RF_OK if none), and its message ("" if none). */
-rf_status rf_graph_status(const rf_graph *g);
-const char *rf_graph_error(const rf_graph *g);
-void rf_graph_clear_error(rf_graph *g);
+RF_API rf_status rf_graph_status(const rf_graph *g);
+RF_API const char *rf_graph_error(const rf_graph *g);
+RF_API void rf_graph_clear_error(rf_graph *g);
 
 /* tf.name_scope: names created inside get the prefix "<scope>/". The scope
  * name itself is made unique ("dense", "dense_1", ...) unless it ends in '/'
  * (then it is used as is, without the '/', like TF re-entering a scope). */
-rf_status rf_name_scope_push(rf_graph *g, const char *name);
-void rf_name_scope_pop(rf_graph *g);
+RF_API rf_status rf_name_scope_push(rf_graph *g, const char *name);
+RF_API void rf_name_scope_pop(rf_graph *g);
 /* The current scope ("" at top level, else e.g. "dense_1"). */
-const char *rf_name_scope(const rf_graph *g);
+RF_API const char *rf_name_scope(const rf_graph *g);
 /* Makes name unique in the graph under the current scope, as TensorFlow's
  * Graph.unique_name (case-insensitive, "x", "x_1", ...), marks it used and
  * writes it to buf. */
-rf_status rf_graph_unique_name(rf_graph *g, const char *name, char *buf,
-                               size_t len);
+RF_API rf_status rf_graph_unique_name(rf_graph *g, const char *name, char *buf,
+                                      size_t len);
 
 /* tf.control_dependencies: nodes created inside depend on these nodes. */
-rf_status rf_control_dependencies_push(rf_graph *g, rf_node *const *deps,
-                                       size_t n);
-void rf_control_dependencies_pop(rf_graph *g);
+RF_API rf_status rf_control_dependencies_push(rf_graph *g, rf_node *const *deps,
+                                              size_t n);
+RF_API void rf_control_dependencies_pop(rf_graph *g);
 
 /* Device functions (tf.device). When a node is created (and not under a
  * colocation scope) the functions on the stack are applied innermost first,
@@ -169,45 +171,47 @@ void rf_control_dependencies_pop(rf_graph *g);
  * rdmaflow/device.h. An error fails the node's creation. */
 typedef rf_status (*rf_device_fn)(void *ctx, const rf_node *node, char *device,
                                   size_t cap);
-rf_status rf_device_fn_push(rf_graph *g, rf_device_fn fn, void *ctx);
-void rf_device_fn_pop(rf_graph *g);
+RF_API rf_status rf_device_fn_push(rf_graph *g, rf_device_fn fn, void *ctx);
+RF_API void rf_device_fn_pop(rf_graph *g);
 
 /* tf.colocate_with(node): nodes created inside take node's requested device,
  * record it in rf_node_colocated_with(), and skip the device functions. */
-rf_status rf_colocation_push(rf_graph *g, rf_node *node);
-void rf_colocation_pop(rf_graph *g);
+RF_API rf_status rf_colocation_push(rf_graph *g, rf_node *node);
+RF_API void rf_colocation_pop(rf_graph *g);
 
 /* ---- Nodes -------------------------------------------------------------- */
 
 #define RF_DEVICE_MAX 160 /* longest device string, with the NUL */
 
-size_t rf_graph_num_nodes(const rf_graph *g);
-rf_node *rf_graph_node(const rf_graph *g, size_t id); /* creation order */
-rf_node *rf_graph_find(const rf_graph *g, const char *name);
+RF_API size_t rf_graph_num_nodes(const rf_graph *g);
+RF_API rf_node *rf_graph_node(const rf_graph *g,
+                              size_t id); /* creation order */
+RF_API rf_node *rf_graph_find(const rf_graph *g, const char *name);
 
-size_t rf_node_id(const rf_node *n);
-rf_graph *rf_node_graph(const rf_node *n);
-const char *rf_node_name(const rf_node *n);
-rf_op_type rf_node_op(const rf_node *n);
-const char *rf_node_op_name(const rf_node *n);
-rf_dtype rf_node_dtype(const rf_node *n);
-rf_shape rf_node_shape(const rf_node *n); /* static, may have -1 dims */
-size_t rf_node_num_inputs(const rf_node *n);
-rf_node *rf_node_input(const rf_node *n, size_t i);
-size_t rf_node_num_control_inputs(const rf_node *n);
-rf_node *rf_node_control_input(const rf_node *n, size_t i);
-rf_status rf_node_add_control_input(rf_node *n, rf_node *dep);
+RF_API size_t rf_node_id(const rf_node *n);
+RF_API rf_graph *rf_node_graph(const rf_node *n);
+RF_API const char *rf_node_name(const rf_node *n);
+RF_API rf_op_type rf_node_op(const rf_node *n);
+RF_API const char *rf_node_op_name(const rf_node *n);
+RF_API rf_dtype rf_node_dtype(const rf_node *n);
+RF_API rf_shape rf_node_shape(const rf_node *n); /* static, may have -1 dims */
+RF_API size_t rf_node_num_inputs(const rf_node *n);
+RF_API rf_node *rf_node_input(const rf_node *n, size_t i);
+RF_API size_t rf_node_num_control_inputs(const rf_node *n);
+RF_API rf_node *rf_node_control_input(const rf_node *n, size_t i);
+RF_API rf_status rf_node_add_control_input(rf_node *n, rf_node *dep);
 
-const char *rf_node_requested_device(const rf_node *n); /* "" if none */
-rf_status rf_node_set_requested_device(rf_node *n, const char *device);
-const char *rf_node_assigned_device(const rf_node *n); /* "" until placed */
-rf_status rf_node_set_assigned_device(rf_node *n, const char *device);
-rf_node *rf_node_colocated_with(const rf_node *n); /* NULL if none */
+RF_API const char *rf_node_requested_device(const rf_node *n); /* "" if none */
+RF_API rf_status rf_node_set_requested_device(rf_node *n, const char *device);
+RF_API const char *
+rf_node_assigned_device(const rf_node *n); /* "" until placed */
+RF_API rf_status rf_node_set_assigned_device(rf_node *n, const char *device);
+RF_API rf_node *rf_node_colocated_with(const rf_node *n); /* NULL if none */
 /* One line for logs and --explain, e.g.
  * "dense/MatMul = MatMul(x, dense/kernel) float32[?,256] @/job:worker"
  * (the assigned device if placed, else the requested one); returns what
  * snprintf would. */
-int rf_node_format(const rf_node *n, char *buf, size_t len);
+RF_API int rf_node_format(const rf_node *n, char *buf, size_t len);
 
 /* ---- Building ops ----------------------------------------------------- */
 /* name may be NULL for the op's default name ("MatMul"); it is made unique
@@ -215,86 +219,90 @@ int rf_node_format(const rf_node *n, char *buf, size_t len);
  * is used verbatim without the '/' (TF's convention for the name a
  * name_scope returned; a duplicate is RF_ERR_INVALID_ARG). */
 
-rf_node *rf_placeholder(rf_graph *g, rf_dtype dtype, rf_shape shape,
-                        const char *name);
+RF_API rf_node *rf_placeholder(rf_graph *g, rf_dtype dtype, rf_shape shape,
+                               const char *name);
 /* Copies data (numel * dtype size bytes); shape must be fully known. */
-rf_node *rf_const(rf_graph *g, rf_dtype dtype, rf_shape shape, const void *data,
-                  const char *name);
-rf_node *rf_const_f32(rf_graph *g, float value, const char *name);
-rf_node *rf_const_i64(rf_graph *g, int64_t value, const char *name);
-rf_node *rf_identity(rf_graph *g, rf_node *x, const char *name);
-rf_node *rf_no_op(rf_graph *g, rf_node *const *deps, size_t n,
-                  const char *name); /* tf.group */
+RF_API rf_node *rf_const(rf_graph *g, rf_dtype dtype, rf_shape shape,
+                         const void *data, const char *name);
+RF_API rf_node *rf_const_f32(rf_graph *g, float value, const char *name);
+RF_API rf_node *rf_const_i64(rf_graph *g, int64_t value, const char *name);
+RF_API rf_node *rf_identity(rf_graph *g, rf_node *x, const char *name);
+RF_API rf_node *rf_no_op(rf_graph *g, rf_node *const *deps, size_t n,
+                         const char *name); /* tf.group */
 /* var.assign(value) / var.assign_add(value): var must be a Variable; the
  * output is the variable itself (its storage), after the update. */
-rf_node *rf_assign(rf_graph *g, rf_node *var, rf_node *value, const char *name);
-rf_node *rf_assign_add(rf_graph *g, rf_node *var, rf_node *value,
-                       const char *name);
+RF_API rf_node *rf_assign(rf_graph *g, rf_node *var, rf_node *value,
+                          const char *name);
+RF_API rf_node *rf_assign_add(rf_graph *g, rf_node *var, rf_node *value,
+                              const char *name);
 
-rf_node *rf_matmul(rf_graph *g, rf_node *a, rf_node *b, bool transpose_a,
-                   bool transpose_b, const char *name);
+RF_API rf_node *rf_matmul(rf_graph *g, rf_node *a, rf_node *b, bool transpose_a,
+                          bool transpose_b, const char *name);
 /* NumPy broadcasting; both operands the same dtype. */
-rf_node *rf_add(rf_graph *g, rf_node *a, rf_node *b, const char *name);
-rf_node *rf_sub(rf_graph *g, rf_node *a, rf_node *b, const char *name);
-rf_node *rf_mul(rf_graph *g, rf_node *a, rf_node *b, const char *name);
-rf_node *rf_neg(rf_graph *g, rf_node *x, const char *name);
-rf_node *rf_add_n(rf_graph *g, rf_node *const *xs, size_t n,
-                  const char *name); /* same shapes */
-rf_node *rf_bias_add(rf_graph *g, rf_node *x, rf_node *bias,
-                     const char *name); /* bias over the last dim */
-rf_node *rf_relu(rf_graph *g, rf_node *x, const char *name);
-rf_node *rf_sigmoid(rf_graph *g, rf_node *x, const char *name);
-rf_node *rf_tanh(rf_graph *g, rf_node *x, const char *name);
-rf_node *rf_softmax(rf_graph *g, rf_node *logits, const char *name);
+RF_API rf_node *rf_add(rf_graph *g, rf_node *a, rf_node *b, const char *name);
+RF_API rf_node *rf_sub(rf_graph *g, rf_node *a, rf_node *b, const char *name);
+RF_API rf_node *rf_mul(rf_graph *g, rf_node *a, rf_node *b, const char *name);
+RF_API rf_node *rf_neg(rf_graph *g, rf_node *x, const char *name);
+RF_API rf_node *rf_add_n(rf_graph *g, rf_node *const *xs, size_t n,
+                         const char *name); /* same shapes */
+RF_API rf_node *rf_bias_add(rf_graph *g, rf_node *x, rf_node *bias,
+                            const char *name); /* bias over the last dim */
+RF_API rf_node *rf_relu(rf_graph *g, rf_node *x, const char *name);
+RF_API rf_node *rf_sigmoid(rf_graph *g, rf_node *x, const char *name);
+RF_API rf_node *rf_tanh(rf_graph *g, rf_node *x, const char *name);
+RF_API rf_node *rf_softmax(rf_graph *g, rf_node *logits, const char *name);
 /* Per-example loss [batch]: labels int32/int64 [batch] in [0, classes),
  * logits float [batch, classes]. Out-of-range labels fail the run. */
-rf_node *rf_sparse_softmax_cross_entropy_with_logits(rf_graph *g,
-                                                     rf_node *labels,
-                                                     rf_node *logits,
-                                                     const char *name);
+RF_API rf_node *rf_sparse_softmax_cross_entropy_with_logits(rf_graph *g,
+                                                            rf_node *labels,
+                                                            rf_node *logits,
+                                                            const char *name);
 /* Reductions over axes (negative axes count from the end); axes NULL or
  * naxes 0 reduces over every axis. */
-rf_node *rf_reduce_sum(rf_graph *g, rf_node *x, const int *axes, int naxes,
-                       bool keep_dims, const char *name);
-rf_node *rf_reduce_mean(rf_graph *g, rf_node *x, const int *axes, int naxes,
-                        bool keep_dims, const char *name);
+RF_API rf_node *rf_reduce_sum(rf_graph *g, rf_node *x, const int *axes,
+                              int naxes, bool keep_dims, const char *name);
+RF_API rf_node *rf_reduce_mean(rf_graph *g, rf_node *x, const int *axes,
+                               int naxes, bool keep_dims, const char *name);
 /* At most one -1 dim, inferred from the element count. */
-rf_node *rf_reshape(rf_graph *g, rf_node *x, rf_shape shape, const char *name);
-rf_node *rf_concat(rf_graph *g, rf_node *const *xs, size_t n, int axis,
-                   const char *name);
+RF_API rf_node *rf_reshape(rf_graph *g, rf_node *x, rf_shape shape,
+                           const char *name);
+RF_API rf_node *rf_concat(rf_graph *g, rf_node *const *xs, size_t n, int axis,
+                          const char *name);
 /* input NHWC, filter HWIO; TF's SAME/VALID output size and padding. */
-rf_node *rf_conv2d(rf_graph *g, rf_node *input, rf_node *filter, int stride_h,
-                   int stride_w, rf_padding padding, const char *name);
-rf_node *rf_max_pool(rf_graph *g, rf_node *input, int ksize_h, int ksize_w,
-                     int stride_h, int stride_w, rf_padding padding,
-                     const char *name);
+RF_API rf_node *rf_conv2d(rf_graph *g, rf_node *input, rf_node *filter,
+                          int stride_h, int stride_w, rf_padding padding,
+                          const char *name);
+RF_API rf_node *rf_max_pool(rf_graph *g, rf_node *input, int ksize_h,
+                            int ksize_w, int stride_h, int stride_w,
+                            rf_padding padding, const char *name);
 /* Index of the first maximum along axis; out_type RF_I32 or RF_I64. */
-rf_node *rf_argmax(rf_graph *g, rf_node *x, int axis, rf_dtype out_type,
-                   const char *name);
-rf_node *rf_equal(rf_graph *g, rf_node *a, rf_node *b, const char *name);
-rf_node *rf_cast(rf_graph *g, rf_node *x, rf_dtype dtype, const char *name);
-rf_node *rf_ones_like(rf_graph *g, rf_node *x, const char *name);
-rf_node *rf_zeros_like(rf_graph *g, rf_node *x, const char *name);
+RF_API rf_node *rf_argmax(rf_graph *g, rf_node *x, int axis, rf_dtype out_type,
+                          const char *name);
+RF_API rf_node *rf_equal(rf_graph *g, rf_node *a, rf_node *b, const char *name);
+RF_API rf_node *rf_cast(rf_graph *g, rf_node *x, rf_dtype dtype,
+                        const char *name);
+RF_API rf_node *rf_ones_like(rf_graph *g, rf_node *x, const char *name);
+RF_API rf_node *rf_zeros_like(rf_graph *g, rf_node *x, const char *name);
 
 /* Composites. rf_accuracy is Mean(Cast(Equal(ArgMax(logits, -1), labels)))
  * under name scope name (default "accuracy"). rf_flatten reshapes to
  * [batch, rest]. */
-rf_node *rf_accuracy(rf_graph *g, rf_node *logits, rf_node *labels,
-                     const char *name);
-rf_node *rf_flatten(rf_graph *g, rf_node *x, const char *name);
-rf_node *rf_activation_apply(rf_graph *g, rf_node *x, rf_activation act,
-                             const char *name);
+RF_API rf_node *rf_accuracy(rf_graph *g, rf_node *logits, rf_node *labels,
+                            const char *name);
+RF_API rf_node *rf_flatten(rf_graph *g, rf_node *x, const char *name);
+RF_API rf_node *rf_activation_apply(rf_graph *g, rf_node *x, rf_activation act,
+                                    const char *name);
 
 /* tf.layers.dense: under a unique name scope (default "dense") creates
  * "kernel" [in, units] (glorot_uniform) and "bias" [units] (zeros), then
  * MatMul, BiasAdd and the activation. x must have a known last dim. */
-rf_node *rf_dense(rf_graph *g, rf_node *x, int units, rf_activation act,
-                  const char *name);
+RF_API rf_node *rf_dense(rf_graph *g, rf_node *x, int units, rf_activation act,
+                         const char *name);
 /* tf.layers.conv2d (NHWC): "kernel" [kh, kw, in, filters] (glorot_uniform),
  * "bias" [filters] (zeros), Conv2D, BiasAdd, activation. */
-rf_node *rf_conv2d_layer(rf_graph *g, rf_node *x, int filters, int kh, int kw,
-                         int stride, rf_padding padding, rf_activation act,
-                         const char *name);
+RF_API rf_node *rf_conv2d_layer(rf_graph *g, rf_node *x, int filters, int kh,
+                                int kw, int stride, rf_padding padding,
+                                rf_activation act, const char *name);
 
 /* ---- Variables ---------------------------------------------------------- */
 
@@ -314,24 +322,25 @@ typedef struct rf_initializer {
     uint64_t seed;
 } rf_initializer;
 
-rf_initializer rf_init_zeros(void);
-rf_initializer rf_init_constant(double value);
-rf_initializer rf_init_random_uniform(double minval, double maxval);
-rf_initializer rf_init_truncated_normal(double mean, double stddev);
-rf_initializer rf_init_glorot_uniform(void);
+RF_API rf_initializer rf_init_zeros(void);
+RF_API rf_initializer rf_init_constant(double value);
+RF_API rf_initializer rf_init_random_uniform(double minval, double maxval);
+RF_API rf_initializer rf_init_truncated_normal(double mean, double stddev);
+RF_API rf_initializer rf_init_glorot_uniform(void);
 
 /* A trainable variable of a fully known shape. Its value lives in the
  * graph's variable store, allocated at creation (64-byte aligned), or in
  * storage supplied with rf_variable_set_storage(); the executor reads and
  * updates it in place and never reallocates it. */
-rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
-                     rf_initializer init, const char *name);
+RF_API rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
+                            rf_initializer init, const char *name);
 /* variable_scope(partitioner=p) for the variables the layer builders
  * create (rf_dense, rf_conv2d_layer: kernels and biases) through
  * rf_get_variable; NULL clears it. The partitioner (rdmaflow/device.h) is
  * copied; a RF_PARTITIONER_CUSTOM one's ctx must outlive its use. */
 struct rf_partitioner;
-rf_status rf_graph_set_partitioner(rf_graph *g, const struct rf_partitioner *p);
+RF_API rf_status rf_graph_set_partitioner(rf_graph *g,
+                                          const struct rf_partitioner *p);
 
 /* get_variable(name, shape, initializer) under the graph's partitioner.
  * Without one, or for a scalar, rf_variable. With one, as TF's
@@ -343,8 +352,8 @@ rf_status rf_graph_set_partitioner(rf_graph *g, const struct rf_partitioner *p);
  * and the result is what a PartitionedVariable is as a tensor: ConcatV2 of
  * the parts along that axis (the part itself when there is one). Each part
  * knows its slice of the whole (rf_variable_save_slice). */
-rf_node *rf_get_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
-                         rf_initializer init, const char *name);
+RF_API rf_node *rf_get_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
+                                rf_initializer init, const char *name);
 
 /* TF's Variable.SaveSliceInfo: where a part of a partitioned variable sits
  * in the whole, which checkpoints store under the whole's name. */
@@ -359,35 +368,36 @@ typedef struct rf_save_slice {
 /* True for a part of a partitioned variable, and for an optimizer slot of
  * one (TF's slot_creator: full_name "<primary's full name>/<slot's own
  * name>", e.g. "dense/kernel/Adam_1" for "dense/kernel/part_0/Adam_1"). */
-bool rf_variable_save_slice(const rf_node *var, rf_save_slice *out);
+RF_API bool rf_variable_save_slice(const rf_node *var, rf_save_slice *out);
 /* The name a checkpoint stores var under: its save slice's full_name, or
  * its own name. */
-const char *rf_variable_checkpoint_name(const rf_node *var, char *buf,
-                                        size_t len);
+RF_API const char *rf_variable_checkpoint_name(const rf_node *var, char *buf,
+                                               size_t len);
 /* Copies a slice's elements into its place in the whole tensor (to_whole)
  * or out of it. */
-void rf_save_slice_copy(const rf_save_slice *s, size_t elem_size, void *whole,
-                        void *part, bool to_whole);
+RF_API void rf_save_slice_copy(const rf_save_slice *s, size_t elem_size,
+                               void *whole, void *part, bool to_whole);
 
 /* tf.train.get_or_create_global_step: int64 scalar "global_step", zero,
  * not trainable. */
-rf_node *rf_global_step(rf_graph *g);
+RF_API rf_node *rf_global_step(rf_graph *g);
 
-size_t rf_graph_num_variables(const rf_graph *g);
-rf_node *rf_graph_variable(const rf_graph *g, size_t i); /* creation order */
+RF_API size_t rf_graph_num_variables(const rf_graph *g);
+RF_API rf_node *rf_graph_variable(const rf_graph *g,
+                                  size_t i); /* creation order */
 /* The trainable variables in creation order (tf.trainable_variables). Fills
  * up to cap; returns the count. */
-size_t rf_graph_trainable_variables(const rf_graph *g, rf_node **out,
-                                    size_t cap);
-bool rf_variable_trainable(const rf_node *var);
-void rf_variable_set_trainable(rf_node *var, bool trainable);
-rf_initializer rf_variable_initializer(const rf_node *var);
+RF_API size_t rf_graph_trainable_variables(const rf_graph *g, rf_node **out,
+                                           size_t cap);
+RF_API bool rf_variable_trainable(const rf_node *var);
+RF_API void rf_variable_set_trainable(rf_node *var, bool trainable);
+RF_API rf_initializer rf_variable_initializer(const rf_node *var);
 /* The variable whose slot this is (NULL for an ordinary variable), and the
  * slot's name ("m", "v", "momentum", "accumulator", "rms", "mg"). */
-rf_node *rf_variable_slot_primary(const rf_node *var);
-const char *rf_variable_slot_name(const rf_node *var);
+RF_API rf_node *rf_variable_slot_primary(const rf_node *var);
+RF_API const char *rf_variable_slot_name(const rf_node *var);
 /* optimizer.get_slot(var, name): the slot variable or NULL. */
-rf_node *rf_variable_get_slot(const rf_node *var, const char *slot_name);
+RF_API rf_node *rf_variable_get_slot(const rf_node *var, const char *slot_name);
 
 /* ---- The rf_variable_storage hook ----
  * Variable values live in memory the distributed runtime may need to own
@@ -406,33 +416,33 @@ typedef struct rf_variable_storage {
     void *ctx;
 } rf_variable_storage;
 /* hook NULL restores the graph's own allocation for later variables. */
-void rf_graph_set_variable_storage(rf_graph *g,
-                                   const rf_variable_storage *hook);
+RF_API void rf_graph_set_variable_storage(rf_graph *g,
+                                          const rf_variable_storage *hook);
 
 /* The current value buffer and its size. */
-void *rf_variable_data(const rf_node *var);
-size_t rf_variable_bytes(const rf_node *var);
+RF_API void *rf_variable_data(const rf_node *var);
+RF_API size_t rf_variable_bytes(const rf_node *var);
 /* Points the variable at external storage (e.g. RDMA-registered memory):
  * data must hold rf_variable_bytes() and be aligned to 64 bytes; the caller
  * keeps ownership and must keep it alive while the graph uses it. With
  * copy_current the current value is copied in (and the initialized flag is
  * kept); otherwise the variable is marked uninitialized. The graph's own
  * buffer is released. No plan may be running. */
-rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
-                                  bool copy_current);
+RF_API rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
+                                         bool copy_current);
 /* Undoes rf_variable_set_storage: the variable gets a buffer of the graph's
  * own again, with its current value copied in (the initialized flag kept),
  * so the external storage may be freed. RF_OK at once if it already owns
  * its buffer; RF_ERR_NO_MEMORY (nothing changed) if none can be had. No
  * plan may be running. */
-rf_status rf_variable_own_storage(rf_node *var);
+RF_API rf_status rf_variable_own_storage(rf_node *var);
 
 /* Runs the variable's initializer into its storage (deterministic). */
-rf_status rf_variable_initialize(rf_node *var);
+RF_API rf_status rf_variable_initialize(rf_node *var);
 /* tf.global_variables_initializer, run directly: every variable. */
-rf_status rf_graph_initialize_variables(rf_graph *g);
-bool rf_variable_is_initialized(const rf_node *var);
-void rf_variable_mark_initialized(rf_node *var, bool initialized);
+RF_API rf_status rf_graph_initialize_variables(rf_graph *g);
+RF_API bool rf_variable_is_initialized(const rf_node *var);
+RF_API void rf_variable_mark_initialized(rf_node *var, bool initialized);
 
 /* ---- Autodiff ----------------------------------------------------------- */
 
@@ -440,8 +450,8 @@ void rf_variable_mark_initialized(rf_node *var, bool initialized);
  * "gradients" and writes d(sum of loss)/d(xs[i]) to grads_out[i], or NULL
  * where loss does not depend on xs[i] (TF's None). Partial gradients of a
  * node used several times are summed with AddN in a fixed order. */
-rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
-                       rf_node **grads_out);
+RF_API rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs,
+                              size_t n, rf_node **grads_out);
 
 /* ---- Optimizers (tf.train.Optimizer) ---------------------------------- */
 
@@ -453,14 +463,15 @@ rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
  * of them, then, if global_step is non-NULL, AssignAdd(global_step, 1) named
  * "<Name>". *train_op is that last op (a NoOp "<Name>" without global_step).
  * name NULL means the optimizer's TF name ("Adam", ...). */
-rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
-                             rf_node *const *vars, rf_node *const *grads,
-                             size_t n, rf_node *global_step, const char *name,
-                             rf_node **train_op);
+RF_API rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
+                                    rf_node *const *vars, rf_node *const *grads,
+                                    size_t n, rf_node *global_step,
+                                    const char *name, rf_node **train_op);
 /* minimize = rf_gradients over every trainable variable +
  * rf_apply_gradients. RF_ERR_INVALID_ARG if no variable has a gradient. */
-rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg, rf_node *loss,
-                      rf_node *global_step, rf_node **train_op);
+RF_API rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg,
+                             rf_node *loss, rf_node *global_step,
+                             rf_node **train_op);
 
 /* For an ApplyOptimizer node: its config, variable, gradient, slots (in
  * rf_optim_layout order) and Adam's beta power variables (NULL otherwise).
@@ -473,7 +484,7 @@ typedef struct rf_apply_info {
     unsigned num_slots;
     rf_node *beta1_power, *beta2_power;
 } rf_apply_info;
-rf_status rf_node_apply_info(const rf_node *apply, rf_apply_info *out);
+RF_API rf_status rf_node_apply_info(const rf_node *apply, rf_apply_info *out);
 
 /* ---- Executor ----------------------------------------------------------- */
 
@@ -496,8 +507,8 @@ typedef struct rf_executor_options {
  * partial sum) is computed by one chunk in a fixed order, so results are
  * bitwise reproducible for a fixed seed, and in practice independent of the
  * thread count too. */
-rf_status rf_executor_create(const rf_executor_options *opts,
-                             rf_executor **out);
+RF_API rf_status rf_executor_create(const rf_executor_options *opts,
+                                    rf_executor **out);
 /* OpenBLAS picks its kernels from the CPU model when it loads; a CPU newer
  * than the library gets the slow "Prescott" (SSE3) fallback. rf_blas_core()
  * names the kernels in use; rf_blas_suggested_core() returns the
@@ -507,12 +518,12 @@ rf_status rf_executor_create(const rf_executor_options *opts,
  * process starts (a program may setenv and re-exec itself early in main).
  * rf_executor_create logs a warning when there is a suggestion. Results are
  * bitwise reproducible for a fixed kernel choice, not across choices. */
-const char *rf_blas_core(void);
-const char *rf_blas_suggested_core(void);
-void rf_executor_destroy(rf_executor *ex);
-int rf_executor_threads(const rf_executor *ex);
+RF_API const char *rf_blas_core(void);
+RF_API const char *rf_blas_suggested_core(void);
+RF_API void rf_executor_destroy(rf_executor *ex);
+RF_API int rf_executor_threads(const rf_executor *ex);
 /* Plans run on ex append their per-op timings to trace (NULL stops). */
-void rf_executor_set_trace(rf_executor *ex, rf_trace *trace);
+RF_API void rf_executor_set_trace(rf_executor *ex, rf_trace *trace);
 
 /* A run plan (TF's Session.make_callable): the nodes fetches and targets
  * need, not looking past fed nodes (any node may be fed), with dependencies
@@ -525,19 +536,20 @@ void rf_executor_set_trace(rf_executor *ex, rf_trace *trace);
  * arena blocks; fetched values never do. */
 /* A plan keeps pointers into g and ex: destroy it before either. Nodes
  * added to g later are not part of an existing plan. */
-rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
-                         size_t nfetch, rf_node *const *feeds, size_t nfeed,
-                         rf_node *const *targets, size_t ntarget,
-                         rf_plan **out);
-void rf_plan_destroy(rf_plan *p);
+RF_API rf_status rf_plan_create(rf_executor *ex, rf_graph *g,
+                                rf_node *const *fetches, size_t nfetch,
+                                rf_node *const *feeds, size_t nfeed,
+                                rf_node *const *targets, size_t ntarget,
+                                rf_plan **out);
+RF_API void rf_plan_destroy(rf_plan *p);
 /* feed_values[i] feeds feeds[i] (dtype must match, shape must be compatible
  * with the node's static shape; the data is read in place, not copied).
  * fetch_out[i] receives a view of fetches[i]'s value, valid until the next
  * run of this plan (a variable fetch views its storage). On error nothing
  * is partially fetched; variables may have been partially updated. */
-rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
-                      rf_tensor *fetch_out);
-size_t rf_plan_num_nodes(const rf_plan *p);
+RF_API rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
+                             rf_tensor *fetch_out);
+RF_API size_t rf_plan_num_nodes(const rf_plan *p);
 
 /* Hooks (TensorFlow's Send/Recv points, for the distributed runtime). A node
  * marked RF_HOOK_BEFORE calls before() on the executor thread just before
@@ -553,44 +565,45 @@ typedef rf_status (*rf_plan_hook_fn)(void *ctx, rf_node *node,
                                      const rf_tensor *value, int tid);
 #define RF_HOOK_BEFORE 1u
 #define RF_HOOK_AFTER  2u
-void rf_plan_set_hooks(rf_plan *p, rf_plan_hook_fn before,
-                       rf_plan_hook_fn after, void *ctx);
-rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node, unsigned when);
+RF_API void rf_plan_set_hooks(rf_plan *p, rf_plan_hook_fn before,
+                              rf_plan_hook_fn after, void *ctx);
+RF_API rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node,
+                                   unsigned when);
 /* Whether node is part of the plan (runs or is read by it). */
-bool rf_plan_contains(const rf_plan *p, const rf_node *node);
+RF_API bool rf_plan_contains(const rf_plan *p, const rf_node *node);
 /* The plan's nodes in topological order (for the distributed runtime to
  * find the consumers of remote variables). */
-rf_node *rf_plan_node(const rf_plan *p, size_t i);
-size_t rf_plan_arena_bytes(const rf_plan *p);
+RF_API rf_node *rf_plan_node(const rf_plan *p, size_t i);
+RF_API size_t rf_plan_arena_bytes(const rf_plan *p);
 /* Number of runs so far. */
-uint64_t rf_plan_steps(const rf_plan *p);
+RF_API uint64_t rf_plan_steps(const rf_plan *p);
 
 /* ---- Trace (Chrome trace event JSON, viewable in Perfetto) ------------ */
 
-rf_status rf_trace_create(rf_trace **out);
-void rf_trace_destroy(rf_trace *t);
-size_t rf_trace_num_events(const rf_trace *t);
+RF_API rf_status rf_trace_create(rf_trace **out);
+RF_API void rf_trace_destroy(rf_trace *t);
+RF_API size_t rf_trace_num_events(const rf_trace *t);
 /* Sets the process id and label of the events (default: getpid(), ""). */
-void rf_trace_set_process(rf_trace *t, int pid, const char *label);
+RF_API void rf_trace_set_process(rf_trace *t, int pid, const char *label);
 /* Writes {"traceEvents":[{"name","cat","ph":"X","ts","dur","pid","tid",
  * "args":{"op","step","shape"}},...]} (ts/dur in microseconds) plus thread
  * and process name metadata events, through rdmaflow/file.h's writer (the
  * path checked, a symbolic link followed, a temporary file renamed into
  * place). */
-rf_status rf_trace_write_json(const rf_trace *t, const char *path);
+RF_API rf_status rf_trace_write_json(const rf_trace *t, const char *path);
 /* The trace's clock (CLOCK_MONOTONIC nanoseconds), for rf_trace_add_span. */
-uint64_t rf_trace_clock_ns(void);
+RF_API uint64_t rf_trace_clock_ns(void);
 /* Appends a complete event the caller timed (a fabric operation, a wait):
  * name (e.g. "READ dense/kernel"), category cat (e.g. "fabric"), args the
  * JSON object members to put in "args" (e.g. "\"bytes\":1024", or NULL),
  * to which "step" is added. Thread-safe; allocates only the first time a
  * (name, cat, args) triple is seen and when the event buffer grows. */
-void rf_trace_add_span(rf_trace *t, const char *name, const char *cat,
-                       const char *args, uint64_t ts_ns, uint64_t dur_ns,
-                       int tid, uint64_t step);
+RF_API void rf_trace_add_span(rf_trace *t, const char *name, const char *cat,
+                              const char *args, uint64_t ts_ns, uint64_t dur_ns,
+                              int tid, uint64_t step);
 /* Names thread tid (0..63) in the trace's metadata (default "caller" for 0,
  * "worker N" for the executor's pool threads). */
-void rf_trace_set_thread_name(rf_trace *t, int tid, const char *name);
+RF_API void rf_trace_set_thread_name(rf_trace *t, int tid, const char *name);
 
 /* ---- Allocation accounting ----------------------------------------------- */
 
@@ -602,7 +615,7 @@ typedef struct rf_graph_alloc_stats {
     uint64_t frees;
     int64_t live_bytes;
 } rf_graph_alloc_stats;
-rf_graph_alloc_stats rf_graph_alloc_stats_get(void);
+RF_API rf_graph_alloc_stats rf_graph_alloc_stats_get(void);
 
 #ifdef __cplusplus
 }

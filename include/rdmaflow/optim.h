@@ -8,6 +8,8 @@
 #ifndef RDMAFLOW_OPTIM_H
 #define RDMAFLOW_OPTIM_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -52,27 +54,28 @@ typedef struct rf_optim_config {
  * A value TensorFlow requires (it has no default) is set to NaN and
  * rf_optim_validate() rejects it until the caller sets it. Returns
  * RF_ERR_INVALID_ARG for an unknown kind or a NULL cfg. */
-rf_status rf_optim_defaults(rf_optimizer_kind kind, rf_optim_config *cfg);
+RF_API rf_status rf_optim_defaults(rf_optimizer_kind kind,
+                                   rf_optim_config *cfg);
 
 /* Checks that every hyper-parameter the kind uses is set and in range:
  * learning_rate finite and >= 0; momentum in [0, 1]; beta1, beta2 in [0, 1);
  * epsilon finite and >= 0; decay in [0, 1]; initial_accumulator_value finite
  * and > 0 (TensorFlow's own ValueError). RF_ERR_INVALID_ARG with a message
  * naming the optimizer and the field otherwise. */
-rf_status rf_optim_validate(const rf_optim_config *cfg);
+RF_API rf_status rf_optim_validate(const rf_optim_config *cfg);
 
 /* "sgd", "momentum", "adagrad", "adam", "rmsprop"; "unknown" otherwise. */
-const char *rf_optim_kind_name(rf_optimizer_kind kind);
+RF_API const char *rf_optim_kind_name(rf_optimizer_kind kind);
 
 /* Parses a --optimizer value (exactly one of the names above, case
  * sensitive) and fills *cfg with that kind's defaults. RF_ERR_INVALID_ARG,
  * naming the value and listing the accepted names, otherwise. */
-rf_status rf_optim_parse(const char *name, rf_optim_config *cfg);
+RF_API rf_status rf_optim_parse(const char *name, rf_optim_config *cfg);
 
 /* Writes a one-line description such as
  * "adam(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08)" for logs
  * and --explain; returns what snprintf would (the full length). */
-int rf_optim_format(const rf_optim_config *cfg, char *buf, size_t len);
+RF_API int rf_optim_format(const rf_optim_config *cfg, char *buf, size_t len);
 
 /* ---- Slot layout ------------------------------------------------------ */
 
@@ -102,15 +105,16 @@ typedef struct rf_optim_layout {
 } rf_optim_layout;
 
 /* Fills *out for a valid config (RF_ERR_INVALID_ARG otherwise). */
-rf_status rf_optim_layout_get(const rf_optim_config *cfg, rf_optim_layout *out);
+RF_API rf_status rf_optim_layout_get(const rf_optim_config *cfg,
+                                     rf_optim_layout *out);
 /* The number of slots of kind (with centered for RMSProp) without a whole
  * config: for code that checks a layout it has not validated the
  * hyper-parameters of (the ps wire checks). UINT_MAX for an unknown kind. */
-unsigned rf_optim_num_slots(rf_optimizer_kind kind, bool centered);
+RF_API unsigned rf_optim_num_slots(rf_optimizer_kind kind, bool centered);
 
 /* Sets the n elements of slot slot_index to its initial value. */
-rf_status rf_optim_slot_init(const rf_optim_config *cfg, unsigned slot_index,
-                             float *slot, size_t n);
+RF_API rf_status rf_optim_slot_init(const rf_optim_config *cfg,
+                                    unsigned slot_index, float *slot, size_t n);
 
 /* ---- Shared non-slot scalars ------------------------------------------ */
 
@@ -125,12 +129,13 @@ typedef struct rf_optim_scalars {
 
 /* Sets the scalars to their initial values (beta1, beta2 for adam; zero for
  * the others). */
-rf_status rf_optim_scalars_init(const rf_optim_config *cfg,
-                                rf_optim_scalars *s);
+RF_API rf_status rf_optim_scalars_init(const rf_optim_config *cfg,
+                                       rf_optim_scalars *s);
 
 /* Advances the scalars once: beta1_power *= beta1, beta2_power *= beta2 (in
  * float, as TensorFlow's assign). A no-op for kinds without scalars. */
-rf_status rf_optim_finish_step(const rf_optim_config *cfg, rf_optim_scalars *s);
+RF_API rf_status rf_optim_finish_step(const rf_optim_config *cfg,
+                                      rf_optim_scalars *s);
 
 /* ---- Kernels ---------------------------------------------------------- */
 
@@ -154,9 +159,9 @@ rf_status rf_optim_finish_step(const rf_optim_config *cfg, rf_optim_scalars *s);
  * grad must not overlap. n = 0 does nothing. RF_ERR_INVALID_ARG for an
  * invalid config, NULL arrays with n > 0, missing adam scalars or beta
  * powers outside [0, 1). */
-rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
-                         float *const *slots, const float *grad, size_t n,
-                         const rf_optim_scalars *scalars);
+RF_API rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
+                                float *const *slots, const float *grad,
+                                size_t n, const rf_optim_scalars *scalars);
 
 #ifdef __cplusplus
 }

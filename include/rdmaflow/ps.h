@@ -54,6 +54,8 @@
 #ifndef RDMAFLOW_PS_H
 #define RDMAFLOW_PS_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -116,17 +118,18 @@ typedef struct rf_ps_server_options {
 /* Listens on host:port (port 0: a free port, see rf_ps_server_port) and
  * starts serving on fabric, which must stay open until rf_ps_server_stop.
  * The arena's NUMA node is chosen from host (rf_topology_choose, RF_BIND). */
-rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
-                             const rf_ps_server_options *options,
-                             rf_ps_server **out);
-uint16_t rf_ps_server_port(const rf_ps_server *server);
-uint64_t rf_ps_server_incarnation(const rf_ps_server *server);
+RF_API rf_status rf_ps_server_start(rf_fabric *fabric, const char *host,
+                                    uint16_t port,
+                                    const rf_ps_server_options *options,
+                                    rf_ps_server **out);
+RF_API uint16_t rf_ps_server_port(const rf_ps_server *server);
+RF_API uint64_t rf_ps_server_incarnation(const rf_ps_server *server);
 /* The NUMA node the arena (and the service threads) are bound to, -1 when
  * not bound (RF_BIND=none), and in *why (may be NULL) how it was chosen. */
-int rf_ps_server_numa_node(const rf_ps_server *server, const char **why);
+RF_API int rf_ps_server_numa_node(const rf_ps_server *server, const char **why);
 /* Blocks until a chief sent SHUTDOWN (RF_OK) or the server failed (its
  * status). Does not free anything. */
-rf_status rf_ps_server_join(rf_ps_server *server);
+RF_API rf_status rf_ps_server_join(rf_ps_server *server);
 /* Connections this ps refused or dropped, by reason, since it started. */
 typedef struct rf_ps_server_counters {
     uint64_t refused_auth;      /* no secret, a wrong one, or a role (client
@@ -139,11 +142,11 @@ typedef struct rf_ps_server_counters {
     uint64_t dropped_protocol;  /* a malformed, oversized, unexpected or
                                    unversioned message */
 } rf_ps_server_counters;
-void rf_ps_server_get_counters(rf_ps_server *server,
-                               rf_ps_server_counters *out);
+RF_API void rf_ps_server_get_counters(rf_ps_server *server,
+                                      rf_ps_server_counters *out);
 /* Stops serving (closing every connection), joins the threads and frees the
  * server and its arena. Call once, after or instead of join. */
-void rf_ps_server_stop(rf_ps_server *server);
+RF_API void rf_ps_server_stop(rf_ps_server *server);
 
 /* ---- worker client ------------------------------------------------------ */
 
@@ -175,32 +178,35 @@ typedef struct rf_ps_client_options {
  * start before its ps tasks. Fetches each ps's directory and incarnation. A
  * task that never answers: RF_ERR_UNAVAILABLE naming it ("ps task 1
  * (127.0.0.1:2223) did not come up within 30 s"). */
-rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
-                               size_t num_ps,
-                               const rf_ps_client_options *options,
-                               rf_ps_client **out);
+RF_API rf_status rf_ps_client_connect(rf_fabric *fabric,
+                                      const char *const *ps_addrs,
+                                      size_t num_ps,
+                                      const rf_ps_client_options *options,
+                                      rf_ps_client **out);
 /* Closes every connection and frees the client, its var handles and the
  * regions registered with rf_ps_client_register. */
-void rf_ps_client_close(rf_ps_client *client);
-size_t rf_ps_client_num_ps(const rf_ps_client *client);
-uint64_t rf_ps_client_incarnation(const rf_ps_client *client, size_t ps_task);
+RF_API void rf_ps_client_close(rf_ps_client *client);
+RF_API size_t rf_ps_client_num_ps(const rf_ps_client *client);
+RF_API uint64_t rf_ps_client_incarnation(const rf_ps_client *client,
+                                         size_t ps_task);
 /* The fabric provider carrying the connection to ps_task (rf_ep_provider:
  * what RF_FABRIC=auto chose for that peer), "" before the first one. */
-const char *rf_ps_client_provider(const rf_ps_client *client, size_t ps_task);
+RF_API const char *rf_ps_client_provider(const rf_ps_client *client,
+                                         size_t ps_task);
 /* Reconnects every connection that failed (all of them if force), with the
  * same backoff and deadline as connect, and refetches directories. If a ps
  * came back with a different incarnation its var handles become stale (every
  * operation on them returns RF_ERR_ABORTED until rf_ps_create/rf_ps_lookup is
  * called again for them) and this returns RF_ERR_ABORTED naming the tasks;
  * the client itself is connected and usable. */
-rf_status rf_ps_client_reconnect(rf_ps_client *client, bool force);
+RF_API rf_status rf_ps_client_reconnect(rf_ps_client *client, bool force);
 
 /* Registers a block of worker memory (tensors to pull into, gradients to
  * push from) once: *out stays valid until rf_ps_client_close or
  * rf_ps_client_deregister. */
-rf_status rf_ps_client_register(rf_ps_client *client, void *addr, size_t len,
-                                rf_mr **out);
-void rf_ps_client_deregister(rf_ps_client *client, rf_mr *mr);
+RF_API rf_status rf_ps_client_register(rf_ps_client *client, void *addr,
+                                       size_t len, rf_mr **out);
+RF_API void rf_ps_client_deregister(rf_ps_client *client, rf_mr *mr);
 
 /* What a shard is. trainable shards must be float32 and have a valid
  * optimizer config (its slot layout is allocated beside the values);
@@ -226,14 +232,14 @@ typedef struct rf_ps_shard_spec {
  * that exists with the same spec returns it; with a different spec:
  * RF_ERR_INVALID_ARG naming both. Calling it again for a stale handle
  * refreshes the same handle. */
-rf_status rf_ps_create(rf_ps_client *client, size_t ps_task,
-                       const rf_ps_shard_spec *spec, rf_ps_var **out);
+RF_API rf_status rf_ps_create(rf_ps_client *client, size_t ps_task,
+                              const rf_ps_shard_spec *spec, rf_ps_var **out);
 /* Others: finds the shard by name and part in ps_task's directory, waiting
  * up to lookup_timeout_ms for the chief to create it (RF_ERR_TIMEOUT). A
  * shard whose dtype, shape or optimizer differs from spec is refused with
  * RF_ERR_INVALID_ARG naming both. */
-rf_status rf_ps_lookup(rf_ps_client *client, size_t ps_task,
-                       const rf_ps_shard_spec *spec, rf_ps_var **out);
+RF_API rf_status rf_ps_lookup(rf_ps_client *client, size_t ps_task,
+                              const rf_ps_shard_spec *spec, rf_ps_var **out);
 
 /* Facts about a handle (for --explain and checkpoints). */
 typedef struct rf_ps_var_info {
@@ -250,14 +256,14 @@ typedef struct rf_ps_var_info {
     uint64_t remote_addr; /* record address on the ps */
     uint32_t rkey;
 } rf_ps_var_info;
-void rf_ps_var_get_info(const rf_ps_var *var, rf_ps_var_info *info);
+RF_API void rf_ps_var_get_info(const rf_ps_var *var, rf_ps_var_info *info);
 /* What a shard of this spec will be on ps task ps_task before it exists
  * (--explain_only): the same sizes rf_ps_var_get_info gives once the ps
  * has created it (values, slots, record, apply=worker's READ/WRITE span);
  * remote_addr and rkey 0. RF_ERR_INVALID_ARG for a spec the ps would
  * refuse for its shape, dtype or optimizer. */
-rf_status rf_ps_shard_spec_info(const rf_ps_shard_spec *spec, size_t ps_task,
-                                rf_ps_var_info *info);
+RF_API rf_status rf_ps_shard_spec_info(const rf_ps_shard_spec *spec,
+                                       size_t ps_task, rf_ps_var_info *info);
 
 /* ---- data operations ---------------------------------------------------- */
 
@@ -280,7 +286,8 @@ typedef struct rf_ps_xfer {
 
 /* Pull: RDMA READs every transfer straight into its buffer, all reads to one
  * ps posted in one rf_post batch, one batch per ps, then waits for all. */
-rf_status rf_ps_read(rf_ps_client *client, const rf_ps_xfer *xfers, size_t n);
+RF_API rf_status rf_ps_read(rf_ps_client *client, const rf_ps_xfer *xfers,
+                            size_t n);
 /* A prepared pull (the per-step read of every variable a worker needs):
  * transfers validated once, work requests built once, then posted every step
  * (one rf_post batch per ps, as rf_ps_read) and waited for one transfer at a
@@ -292,11 +299,12 @@ rf_status rf_ps_read(rf_ps_client *client, const rf_ps_xfer *xfers, size_t n);
 typedef struct rf_ps_read_set rf_ps_read_set;
 /* Checks every transfer as rf_ps_read does (refusing the set, naming the
  * transfer, if one is bad) and builds the work requests. n may be 0. */
-rf_status rf_ps_read_set_create(rf_ps_client *client, const rf_ps_xfer *xfers,
-                                size_t n, rf_ps_read_set **out);
+RF_API rf_status rf_ps_read_set_create(rf_ps_client *client,
+                                       const rf_ps_xfer *xfers, size_t n,
+                                       rf_ps_read_set **out);
 /* Waits (bounded by op_timeout_ms) for anything still in flight, then frees
  * the set. No wait on it may be running. NULL is ignored. */
-void rf_ps_read_set_destroy(rf_ps_read_set *set);
+RF_API void rf_ps_read_set_destroy(rf_ps_read_set *set);
 /* Posts every read. The previous post must have been waited for entirely
  * (rf_ps_read_set_wait_all, or rf_ps_read_set_wait of every transfer) --
  * else RF_ERR_INVALID_ARG. A ps that is not connected or a stale handle
@@ -306,7 +314,7 @@ void rf_ps_read_set_destroy(rf_ps_read_set *set);
  * flight, the first failure is returned, and the post must still be waited
  * for before the next one (the failed transfers' waits return at once).
  * Allocates nothing. */
-rf_status rf_ps_read_set_post(rf_ps_read_set *set);
+RF_API rf_status rf_ps_read_set_post(rf_ps_read_set *set);
 /* Waits for transfer i of the last post (any thread; several threads may
  * wait for different transfers at once, each call is serialised on the
  * client like every other call, but the client is held only while
@@ -317,23 +325,25 @@ rf_status rf_ps_read_set_post(rf_ps_read_set *set);
  * complete; a failure names the variable and the ps). Calling it again for
  * a completed transfer returns its status at once. i out of range, or no
  * post yet: RF_ERR_INVALID_ARG. Allocates nothing. */
-rf_status rf_ps_read_set_wait(rf_ps_read_set *set, size_t i);
+RF_API rf_status rf_ps_read_set_wait(rf_ps_read_set *set, size_t i);
 /* Waits for every transfer of the last post (one op_timeout_ms bound for
  * all); returns the first failure by transfer index. RF_OK if nothing was
  * posted yet. */
-rf_status rf_ps_read_set_wait_all(rf_ps_read_set *set);
+RF_API rf_status rf_ps_read_set_wait_all(rf_ps_read_set *set);
 
 /* WRITEs the buffers into the shards (chief: initial values, restores). */
-rf_status rf_ps_write(rf_ps_client *client, const rf_ps_xfer *xfers, size_t n);
+RF_API rf_status rf_ps_write(rf_ps_client *client, const rf_ps_xfer *xfers,
+                             size_t n);
 /* Chief: writes the values (field RF_PS_FIELD_VALUES) and then sets each
  * shard's init flag, ordered after its values on the same connection. */
-rf_status rf_ps_init_values(rf_ps_client *client, const rf_ps_xfer *xfers,
-                            size_t n);
+RF_API rf_status rf_ps_init_values(rf_ps_client *client,
+                                   const rf_ps_xfer *xfers, size_t n);
 /* Non-chief: polls the init flags with READs every poll_ms until all are set
  * or timeout_ms passed; then RF_ERR_TIMEOUT naming the uninitialised
  * variables. */
-rf_status rf_ps_wait_initialized(rf_ps_client *client, rf_ps_var *const *vars,
-                                 size_t n, int poll_ms, int timeout_ms);
+RF_API rf_status rf_ps_wait_initialized(rf_ps_client *client,
+                                        rf_ps_var *const *vars, size_t n,
+                                        int poll_ms, int timeout_ms);
 
 typedef enum rf_ps_apply_mode {
     RF_PS_APPLY_PS = 0, /* default: the ps applies (write_imm + apply thread) */
@@ -347,45 +357,46 @@ typedef enum rf_ps_apply_mode {
  * and a second push to a shard first waits for the previous one's ack.
  * apply=worker: completes every update before returning (use_locking as
  * described at the top). */
-rf_status rf_ps_push(rf_ps_client *client, const rf_ps_xfer *grads, size_t n,
-                     rf_ps_apply_mode mode, bool use_locking);
+RF_API rf_status rf_ps_push(rf_ps_client *client, const rf_ps_xfer *grads,
+                            size_t n, rf_ps_apply_mode mode, bool use_locking);
 /* Sync replicas: pushes gradients (as rf_ps_push) of sync-replicas shards
  * (an async shard is refused) into their accumulators, tagged with
  * local_step (>= 0): per shard a WRITE of the tag into the inbox, then the
  * WRITE_WITH_IMM of the gradient, one batch per ps; returns once posted.
  * rf_ps_push_wait waits for the acknowledgements (accepted or stale: see
  * rf_ps_sync_counts). */
-rf_status rf_ps_push_sync(rf_ps_client *client, const rf_ps_xfer *grads,
-                          size_t n, int64_t local_step);
+RF_API rf_status rf_ps_push_sync(rf_ps_client *client, const rf_ps_xfer *grads,
+                                 size_t n, int64_t local_step);
 /* Waits for the acknowledgements of every outstanding apply=ps or sync
  * push. The first failure is returned (every push is still waited for). */
-rf_status rf_ps_push_wait(rf_ps_client *client);
+RF_API rf_status rf_ps_push_wait(rf_ps_client *client);
 /* Sync pushes of this client acknowledged so far: taken by an accumulator
  * (accepted) and dropped as stale. Either may be NULL. */
-void rf_ps_sync_counts(rf_ps_client *client, uint64_t *accepted,
-                       uint64_t *stale);
+RF_API void rf_ps_sync_counts(rf_ps_client *client, uint64_t *accepted,
+                              uint64_t *stale);
 /* Sync-replicas shards: READs every shard's sync step and stale count (one
  * batch per ps) into steps[i] and stale[i] (either may be NULL). */
-rf_status rf_ps_sync_read(rf_ps_client *client, rf_ps_var *const *vars,
-                          size_t n, int64_t *steps, uint64_t *stale);
+RF_API rf_status rf_ps_sync_read(rf_ps_client *client, rf_ps_var *const *vars,
+                                 size_t n, int64_t *steps, uint64_t *stale);
 /* Chief: WRITEs step (>= 0) into every shard's sync step word (one batch
  * per ps, waited for): the step the accumulators take next, the
  * global_step training starts from. An accumulator whose step is rewritten
  * drops what it held. Before rf_ps_init_values, so a worker that sees the
  * init flags sees the step. */
-rf_status rf_ps_sync_set_step(rf_ps_client *client, rf_ps_var *const *vars,
-                              size_t n, int64_t step);
+RF_API rf_status rf_ps_sync_set_step(rf_ps_client *client,
+                                     rf_ps_var *const *vars, size_t n,
+                                     int64_t step);
 
 /* global_step (ps task 0): atomic add returning the previous value, a read,
  * and a write (chief restore). */
-rf_status rf_ps_global_step_add(rf_ps_client *client, int64_t add,
-                                int64_t *old);
-rf_status rf_ps_global_step_read(rf_ps_client *client, int64_t *value);
-rf_status rf_ps_global_step_write(rf_ps_client *client, int64_t value);
+RF_API rf_status rf_ps_global_step_add(rf_ps_client *client, int64_t add,
+                                       int64_t *old);
+RF_API rf_status rf_ps_global_step_read(rf_ps_client *client, int64_t *value);
+RF_API rf_status rf_ps_global_step_write(rf_ps_client *client, int64_t value);
 /* CMP_AND_SWP of global_step: desired if it is expected; *old (may be
  * NULL) gets the value before, so the swap happened iff *old == expected. */
-rf_status rf_ps_global_step_cas(rf_ps_client *client, int64_t expected,
-                                int64_t desired, int64_t *old);
+RF_API rf_status rf_ps_global_step_cas(rf_ps_client *client, int64_t expected,
+                                       int64_t desired, int64_t *old);
 
 /* The end of a job. A worker that finished training announces it by
  * setting the bit of its client id in ps task 0's workers-done bitmap
@@ -394,27 +405,29 @@ rf_status rf_ps_global_step_cas(rf_ps_client *client, int64_t expected,
  * Client ids must be below RF_PS_MAX_DONE_WORKERS (RF_ERR_INVALID_ARG). */
 #define RF_PS_DONE_WORDS       7
 #define RF_PS_MAX_DONE_WORKERS (64 * RF_PS_DONE_WORDS)
-rf_status rf_ps_worker_done(rf_ps_client *client);
+RF_API rf_status rf_ps_worker_done(rf_ps_client *client);
 /* Reads the bitmap. */
-rf_status rf_ps_workers_done_read(rf_ps_client *client,
-                                  uint64_t bits[RF_PS_DONE_WORDS]);
+RF_API rf_status rf_ps_workers_done_read(rf_ps_client *client,
+                                         uint64_t bits[RF_PS_DONE_WORDS]);
 /* Chief: ORs bits into the bitmap (what it had seen before ps task 0
  * restarted with an empty one). */
-rf_status rf_ps_workers_done_merge(rf_ps_client *client,
-                                   const uint64_t bits[RF_PS_DONE_WORDS]);
-bool rf_ps_worker_is_done(const uint64_t bits[RF_PS_DONE_WORDS], uint32_t id);
+RF_API rf_status rf_ps_workers_done_merge(
+    rf_ps_client *client, const uint64_t bits[RF_PS_DONE_WORDS]);
+RF_API bool rf_ps_worker_is_done(const uint64_t bits[RF_PS_DONE_WORDS],
+                                 uint32_t id);
 /* Chief: reads the bitmap every poll_ms (<= 0: 50) until every client id of
  * ids[0..n) announced or timeout_ms passed (<= 0: a single read);
  * RF_ERR_TIMEOUT then says how many announced and names the missing ids
  * ("1 of 2 workers announced they finished ... within 5 s; missing client
  * id 2"). bits gets the last bitmap read. */
-rf_status rf_ps_wait_workers_done(rf_ps_client *client, const uint32_t *ids,
-                                  size_t n, int poll_ms, int timeout_ms,
-                                  uint64_t bits[RF_PS_DONE_WORDS]);
+RF_API rf_status rf_ps_wait_workers_done(rf_ps_client *client,
+                                         const uint32_t *ids, size_t n,
+                                         int poll_ms, int timeout_ms,
+                                         uint64_t bits[RF_PS_DONE_WORDS]);
 
 /* Chief: tells every ps task to stop serving (its rf_ps_server_join returns
  * RF_OK) and waits for each to acknowledge. */
-rf_status rf_ps_shutdown(rf_ps_client *client);
+RF_API rf_status rf_ps_shutdown(rf_ps_client *client);
 
 #ifdef __cplusplus
 }

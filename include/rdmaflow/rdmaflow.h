@@ -3,7 +3,8 @@
  * only those before it; docs/DESIGN.md section 1):
  *   core     status.h (rf_status, rf_error_set), types.h (dtypes, shapes),
  *            clock.h, byteorder.h, env.h, spawn.h (fork + exec of
- *            programs), topology.h (hwloc NUMA binding)
+ *            programs), topology.h (hwloc NUMA binding), version.h
+ *            (rf_version), api.h (RF_API, the export mark)
  *   fabric   fabric.h (RDMA-shaped transport: verbs, sock)
  *   optim    optim.h (TensorFlow 1.x update rules)
  *   ps       ps.h (ps server and worker client)
@@ -15,6 +16,7 @@
 #ifndef RDMAFLOW_RDMAFLOW_H
 #define RDMAFLOW_RDMAFLOW_H
 
+#include "rdmaflow/api.h"
 #include "rdmaflow/byteorder.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
@@ -33,5 +35,6 @@
 #include "rdmaflow/status.h"
 #include "rdmaflow/topology.h"
 #include "rdmaflow/types.h"
+#include "rdmaflow/version.h"
 
 #endif

@@ -10,6 +10,8 @@
 #ifndef RDMAFLOW_SECRET_H
 #define RDMAFLOW_SECRET_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -28,17 +30,17 @@ typedef struct rf_cluster_secret rf_cluster_secret;
 /* Loads path. Errors: RF_ERR_AUTH naming the path and the reason (not a
  * regular file, mode 0640 readable by group or others, too short, too
  * long), RF_ERR_IO for a file that cannot be opened or read. */
-rf_status rf_secret_load(const char *path, rf_cluster_secret **out);
+RF_API rf_status rf_secret_load(const char *path, rf_cluster_secret **out);
 /* The file named by RF_CLUSTER_SECRET_FILE, if set (else *out = NULL and
  * RF_OK); flag_path, when not NULL or empty, wins over the variable. */
-rf_status rf_secret_load_default(const char *flag_path,
-                                 rf_cluster_secret **out);
+RF_API rf_status rf_secret_load_default(const char *flag_path,
+                                        rf_cluster_secret **out);
 /* The 32-byte HMAC-SHA256 key. */
-const unsigned char *rf_secret_key(const rf_cluster_secret *secret);
+RF_API const unsigned char *rf_secret_key(const rf_cluster_secret *secret);
 /* The path it was loaded from, for logs. */
-const char *rf_secret_path(const rf_cluster_secret *secret);
+RF_API const char *rf_secret_path(const rf_cluster_secret *secret);
 /* Wipes and frees; NULL is ignored. */
-void rf_secret_free(rf_cluster_secret *secret);
+RF_API void rf_secret_free(rf_cluster_secret *secret);
 
 #ifdef __cplusplus
 }

@@ -66,6 +66,8 @@
 #ifndef RDMAFLOW_SESSION_H
 #define RDMAFLOW_SESSION_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,26 +114,28 @@ typedef struct rf_server_options {
  *   workers' ids may connect, and with a cluster secret every connection
  *   must authenticate.
  * options may be NULL. The cluster must outlive the server. */
-rf_status rf_server_start(const rf_cluster *cluster,
-                          const rf_server_options *options, rf_server **out);
+RF_API rf_status rf_server_start(const rf_cluster *cluster,
+                                 const rf_server_options *options,
+                                 rf_server **out);
 /* A ps task: blocks until the chief shut the cluster down (RF_OK) or the
  * server failed. RF_ERR_INVALID_ARG on a worker's server. */
-rf_status rf_server_join(rf_server *server);
+RF_API rf_status rf_server_join(rf_server *server);
 /* Stops serving and frees the server (every session on it must be
  * destroyed first). NULL is ignored. */
-void rf_server_stop(rf_server *server);
+RF_API void rf_server_stop(rf_server *server);
 
 /* A ps task's refused and dropped connections so far (all zero on a
  * worker's server). */
-void rf_server_ps_counters(rf_server *server, rf_ps_server_counters *out);
-rf_fabric *rf_server_fabric(const rf_server *server);
-const rf_cluster *rf_server_cluster(const rf_server *server);
-const rf_binding *rf_server_binding(const rf_server *server);
+RF_API void rf_server_ps_counters(rf_server *server,
+                                  rf_ps_server_counters *out);
+RF_API rf_fabric *rf_server_fabric(const rf_server *server);
+RF_API const rf_cluster *rf_server_cluster(const rf_server *server);
+RF_API const rf_binding *rf_server_binding(const rf_server *server);
 /* A ps task's listening port (0 on a worker). */
-uint16_t rf_server_port(const rf_server *server);
+RF_API uint16_t rf_server_port(const rf_server *server);
 /* A ps task's arena NUMA node and why (rf_ps_server_numa_node); -1 and ""
  * on a worker. */
-int rf_server_numa_node(const rf_server *server, const char **why);
+RF_API int rf_server_numa_node(const rf_server *server, const char **why);
 
 /* ---- session ------------------------------------------------------------ */
 
@@ -175,7 +179,7 @@ typedef struct rf_session_options {
     int total_num_replicas;
 } rf_session_options;
 
-void rf_session_options_init(rf_session_options *o);
+RF_API void rf_session_options_init(rf_session_options *o);
 
 /* Creates the worker session of this task over g, whose variables
  * replica_device_setter placed (every variable on /job:ps must be trained
@@ -190,14 +194,15 @@ void rf_session_options_init(rf_session_options *o);
  *   optimizer differs from this graph's is refused, naming both) and waits
  *   for the chief's initialisation, at most init_timeout_ms.
  * g and ex must outlive the session; g's variables must be initialised. */
-rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
-                            const rf_session_options *options,
-                            rf_session **out);
+RF_API rf_status rf_session_create(rf_server *server, rf_graph *g,
+                                   rf_executor *ex,
+                                   const rf_session_options *options,
+                                   rf_session **out);
 /* Waits for anything in flight, closes the ps connections and frees the
  * session. The graph's variables get buffers of their own back
  * (rf_variable_own_storage) holding their last values, so the graph stays
  * usable. NULL is ignored. */
-void rf_session_destroy(rf_session *s);
+RF_API void rf_session_destroy(rf_session *s);
 
 /* One step (see the top): feeds[i] gets values[i]; fetched[j] receives the
  * value of fetches[j] (views into the plan's buffers, valid until the next
@@ -206,15 +211,16 @@ void rf_session_destroy(rf_session *s);
  * gets global_step's value after a training run, and the last value this
  * session saw otherwise. On failure nothing of the step is outstanding
  * any more when it returns (every read and push was waited for). */
-rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
-                         const rf_tensor *values, size_t num_feeds,
-                         rf_node *const *fetches, size_t num_fetches,
-                         rf_tensor *fetched, int64_t *global_step);
+RF_API rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
+                                const rf_tensor *values, size_t num_feeds,
+                                rf_node *const *fetches, size_t num_fetches,
+                                rf_tensor *fetched, int64_t *global_step);
 
 /* The chief: the checkpoint it restored when the session was created (NULL
  * if it initialised); *note (may be NULL) says which newer checkpoints were
  * skipped as corrupt, "" if none. */
-const char *rf_session_restored_from(const rf_session *s, const char **note);
+RF_API const char *rf_session_restored_from(const rf_session *s,
+                                            const char **note);
 
 /* The chief: a checkpoint of the job now, as TensorFlow's Saver: every
  * shard's values, optimizer slots and the first variable's beta powers,
@@ -225,11 +231,11 @@ const char *rf_session_restored_from(const rf_session *s, const char **note);
  * checkpoints beyond max_to_keep (0: 5) deleted (rf_ckpt_dir_save). The
  * path written goes to path_out (may be NULL). A checkpoint restores into
  * any number of ps tasks: shards are matched by name. */
-rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
-                          char *path_out, size_t len);
+RF_API rf_status rf_session_save(rf_session *s, const char *dir,
+                                 int max_to_keep, char *path_out, size_t len);
 
 /* Reads the cluster's global_step (ps task 0). */
-rf_status rf_session_global_step(rf_session *s, int64_t *value);
+RF_API rf_status rf_session_global_step(rf_session *s, int64_t *value);
 
 /* Sync replicas: what this session's pushes became, and the shards'. */
 typedef struct rf_session_sync_stats {
@@ -244,12 +250,13 @@ typedef struct rf_session_sync_stats {
     uint64_t stale_on_ps;
 } rf_session_sync_stats;
 /* RF_ERR_INVALID_ARG unless the session has sync_replicas. */
-rf_status rf_session_sync_stats_get(rf_session *s, rf_session_sync_stats *out);
+RF_API rf_status rf_session_sync_stats_get(rf_session *s,
+                                           rf_session_sync_stats *out);
 
 /* Traces the following runs (executor ops and the session's fabric
  * operations, category "fabric", args bytes and ps_task) into t; NULL
  * stops. The apply=worker pusher thread is named in it. */
-void rf_session_set_trace(rf_session *s, rf_trace *t);
+RF_API void rf_session_set_trace(rf_session *s, rf_trace *t);
 
 /* The end of this worker's job. A non-chief worker announces that it has
  * finished (the chief waits for that before shutting the cluster down). The
@@ -262,11 +269,11 @@ void rf_session_set_trace(rf_session *s, rf_trace *t);
  * beta powers (the first variable's: see docs/DESIGN.md, Departures) and
  * global_step included, so the graph can be evaluated and exported
  * locally. Call once, after the last run. */
-rf_status rf_session_finish(rf_session *s, int timeout_ms);
+RF_API rf_status rf_session_finish(rf_session *s, int timeout_ms);
 
 /* Chief: tells every ps task to stop serving (their rf_server_join
  * returns RF_OK). */
-rf_status rf_session_shutdown_cluster(rf_session *s);
+RF_API rf_status rf_session_shutdown_cluster(rf_session *s);
 
 /* ---- what a step does (--explain, traces) ------------------------------- */
 
@@ -343,9 +350,10 @@ typedef struct rf_session_desc {
  * (feeds, fetches), made (with that plan) if it was not yet run. It is the
  * same list the session executes and names its trace spans from. Valid
  * until the session is destroyed. */
-rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
-                              size_t num_feeds, rf_node *const *fetches,
-                              size_t num_fetches, const rf_session_desc **out);
+RF_API rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
+                                     size_t num_feeds, rf_node *const *fetches,
+                                     size_t num_fetches,
+                                     const rf_session_desc **out);
 
 /* A session that never connects (--explain_only): what task `as` (a chief
  * or worker task of cluster) would do over g, placed by
@@ -356,11 +364,11 @@ rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
  * rf_session_destroy may be used on it; run, global_step, finish, save,
  * shutdown_cluster and sync_stats_get return RF_ERR_INVALID_ARG. The
  * cluster and the task must outlive the session. */
-rf_status rf_session_create_offline(const rf_cluster *cluster,
-                                    const rf_cluster_task *as, rf_graph *g,
-                                    rf_executor *ex,
-                                    const rf_session_options *options,
-                                    rf_session **out);
+RF_API rf_status rf_session_create_offline(const rf_cluster *cluster,
+                                           const rf_cluster_task *as,
+                                           rf_graph *g, rf_executor *ex,
+                                           const rf_session_options *options,
+                                           rf_session **out);
 
 /* ---- monitored session (tf.train.MonitoredTrainingSession) -------------- */
 
@@ -440,41 +448,44 @@ typedef struct rf_hook_ops {
 
 /* A hook of the caller's: ops (must outlive the hook) and ctx, which
  * ops->destroy frees with the hook. */
-rf_status rf_hook_create(const rf_hook_ops *ops, void *ctx, rf_hook **out);
+RF_API rf_status rf_hook_create(const rf_hook_ops *ops, void *ctx,
+                                rf_hook **out);
 /* Frees a hook not handed to a monitored session. NULL is ignored. */
-void rf_hook_destroy(rf_hook *hook);
+RF_API void rf_hook_destroy(rf_hook *hook);
 
 /* StopAtStepHook: stop when global_step reaches last_step, or num_steps
  * after the global_step the first session started from (computed once);
  * exactly one of the two is > 0. A session created when the job is already
  * at its last step stops before running (a late or restarted worker). */
-rf_status rf_stop_at_step_hook_create(int64_t num_steps, int64_t last_step,
-                                      rf_hook **out);
+RF_API rf_status rf_stop_at_step_hook_create(int64_t num_steps,
+                                             int64_t last_step, rf_hook **out);
 /* NanTensorHook(loss, fail_on_nan_loss=True): a run whose loss (a float32
  * scalar node) is NaN fails with RF_ERR_NUMERIC ("NaN loss during training
  * (global_step N)") and the job stops. */
-rf_status rf_nan_tensor_hook_create(rf_node *loss, rf_hook **out);
+RF_API rf_status rf_nan_tensor_hook_create(rf_node *loss, rf_hook **out);
 /* LoggingTensorHook: every every_n_iter runs of this task, one line to out
  * (NULL: stdout) with the value of each node ("loss = 0.4127, global_step =
  * 1200 (0.812 sec)"); a non-scalar shows its first values. */
-rf_status rf_logging_hook_create(rf_node *const *nodes, size_t num_nodes,
-                                 int64_t every_n_iter, FILE *out,
-                                 rf_hook **out_hook);
+RF_API rf_status rf_logging_hook_create(rf_node *const *nodes, size_t num_nodes,
+                                        int64_t every_n_iter, FILE *out,
+                                        rf_hook **out_hook);
 /* StepCounterHook: every every_n_steps of global_step, the cluster's
  * global_step/sec and, with examples_per_step > 0, examples/sec, to out
  * (NULL: stdout). */
-rf_status rf_step_counter_hook_create(int64_t every_n_steps,
-                                      int64_t examples_per_step, FILE *out,
-                                      rf_hook **out_hook);
+RF_API rf_status rf_step_counter_hook_create(int64_t every_n_steps,
+                                             int64_t examples_per_step,
+                                             FILE *out, rf_hook **out_hook);
 /* CheckpointSaverHook (the chief): saves into dir (rf_session_save, keeping
  * max_to_keep, 0: 5) after the session is created (unless it has just
  * restored a checkpoint: the next save is counted from that checkpoint's
  * step, though other workers may have moved on since), every save_steps global
  * steps if save_steps > 0, else every save_secs seconds if save_secs > 0,
  * and at the end. One line per save to out (NULL: stdout). */
-rf_status rf_checkpoint_saver_hook_create(const char *dir, double save_secs,
-                                          int64_t save_steps, int max_to_keep,
-                                          FILE *out, rf_hook **out_hook);
+RF_API rf_status rf_checkpoint_saver_hook_create(const char *dir,
+                                                 double save_secs,
+                                                 int64_t save_steps,
+                                                 int max_to_keep, FILE *out,
+                                                 rf_hook **out_hook);
 
 typedef struct rf_monitored_session_options {
     /* train_op, apply mode, timeouts (see rf_session_options). Its
@@ -505,34 +516,32 @@ typedef struct rf_monitored_session_options {
     FILE *log;
 } rf_monitored_session_options;
 
-void rf_monitored_session_options_init(rf_monitored_session_options *o);
+RF_API void rf_monitored_session_options_init(rf_monitored_session_options *o);
 
 /* Creates the session as described above (begin, the readiness wait, then
  * after_create_session). RF_ERR_TIMEOUT after max_wait_secs names what it
  * waited for; a refusal (a model that differs, a corrupt checkpoint
  * directory) fails at once. */
-rf_status rf_monitored_session_create(rf_server *server, rf_graph *g,
-                                      rf_executor *ex,
-                                      const rf_monitored_session_options *o,
-                                      rf_monitored_session **out);
+RF_API rf_status rf_monitored_session_create(
+    rf_server *server, rf_graph *g, rf_executor *ex,
+    const rf_monitored_session_options *o, rf_monitored_session **out);
 /* One run (rf_session_run) with the hooks around it, recovering as above.
  * After a stop was requested it refuses to run (RF_ERR_INVALID_ARG). */
-rf_status rf_monitored_session_run(rf_monitored_session *ms,
-                                   rf_node *const *feeds,
-                                   const rf_tensor *values, size_t num_feeds,
-                                   rf_node *const *fetches, size_t num_fetches,
-                                   rf_tensor *fetched, int64_t *global_step);
-bool rf_monitored_session_should_stop(const rf_monitored_session *ms);
-void rf_monitored_session_request_stop(rf_monitored_session *ms);
+RF_API rf_status rf_monitored_session_run(
+    rf_monitored_session *ms, rf_node *const *feeds, const rf_tensor *values,
+    size_t num_feeds, rf_node *const *fetches, size_t num_fetches,
+    rf_tensor *fetched, int64_t *global_step);
+RF_API bool rf_monitored_session_should_stop(const rf_monitored_session *ms);
+RF_API void rf_monitored_session_request_stop(rf_monitored_session *ms);
 /* The session now (a new one after each recovery): for hooks and for
  * rf_session_save, describe, trace. */
-rf_session *rf_monitored_session_session(rf_monitored_session *ms);
-bool rf_monitored_session_is_chief(const rf_monitored_session *ms);
+RF_API rf_session *rf_monitored_session_session(rf_monitored_session *ms);
+RF_API bool rf_monitored_session_is_chief(const rf_monitored_session *ms);
 /* The last global_step seen; recoveries so far. */
-int64_t rf_monitored_session_global_step(const rf_monitored_session *ms);
-int rf_monitored_session_recoveries(const rf_monitored_session *ms);
+RF_API int64_t rf_monitored_session_global_step(const rf_monitored_session *ms);
+RF_API int rf_monitored_session_recoveries(const rf_monitored_session *ms);
 /* Where log lines go (the options' log or stdout). */
-FILE *rf_monitored_session_log(const rf_monitored_session *ms);
+RF_API FILE *rf_monitored_session_log(const rf_monitored_session *ms);
 
 /* The end of this task's job. A non-chief announces that it finished and
  * runs the hooks' end. The chief waits at most stop_grace_secs for every
@@ -542,11 +551,12 @@ FILE *rf_monitored_session_log(const rf_monitored_session *ms);
  * returns RF_ERR_TIMEOUT naming it ("/job:worker/task:1 did not finish
  * within 120 s") after doing all of that, so the chief can still evaluate
  * and shut the cluster down before exiting with an error. Call once. */
-rf_status rf_monitored_session_close(rf_monitored_session *ms);
+RF_API rf_status rf_monitored_session_close(rf_monitored_session *ms);
 /* The chief: rf_session_shutdown_cluster. */
-rf_status rf_monitored_session_shutdown_cluster(rf_monitored_session *ms);
+RF_API rf_status
+rf_monitored_session_shutdown_cluster(rf_monitored_session *ms);
 /* Frees the session and its hooks. NULL is ignored. */
-void rf_monitored_session_destroy(rf_monitored_session *ms);
+RF_API void rf_monitored_session_destroy(rf_monitored_session *ms);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,8 @@
 #ifndef RDMAFLOW_SPAWN_H
 #define RDMAFLOW_SPAWN_H
 
+#include "rdmaflow/api.h"
+
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -111,17 +113,18 @@ typedef struct rf_child {
  * set-up), "fork: REASON", "pipe: REASON", "out of memory". Bad options
  * are RF_ERR_INVALID_ARG. *child is cleared (pid 0) first, also on
  * failure. */
-rf_status rf_spawn(const rf_spawn_opts *o, rf_child *child);
+RF_API rf_status rf_spawn(const rf_spawn_opts *o, rf_child *child);
 
 /* Waits up to timeout_ms (negative: no limit, 0: just look) for the child
  * to exit. RF_OK: reaped, *wstatus (may be NULL) is its waitpid status.
  * RF_ERR_TIMEOUT: still running. RF_ERR_IO: waitpid failed (e.g. someone
  * else reaped it). A reaped child gives its status again. */
-rf_status rf_child_wait(rf_child *child, int64_t timeout_ms, int *wstatus);
+RF_API rf_status rf_child_wait(rf_child *child, int64_t timeout_ms,
+                               int *wstatus);
 
 /* Sends sig to the child (to its group when it leads one). RF_ERR_INVALID_ARG
  * once it has been reaped (its pid may belong to another process). */
-rf_status rf_child_signal(rf_child *child, int sig);
+RF_API rf_status rf_child_signal(rf_child *child, int sig);
 
 /* Stops the child: sends sig (0: none, only wait), waits up to grace_ms
  * (negative: no limit, no SIGKILL) for it to exit, then sends SIGKILL (to
@@ -129,11 +132,11 @@ rf_status rf_child_signal(rf_child *child, int sig);
  * reaped, *wstatus (may be NULL) set, *killed (may be NULL) tells whether
  * SIGKILL was needed. RF_ERR_TIMEOUT: still there after SIGKILL (stuck in the
  * kernel); not reaped. RF_ERR_IO: waitpid failed. */
-rf_status rf_child_stop(rf_child *child, int sig, int64_t grace_ms,
-                        int *wstatus, bool *killed);
+RF_API rf_status rf_child_stop(rf_child *child, int sig, int64_t grace_ms,
+                               int *wstatus, bool *killed);
 
 /* Closes the pipe ends still open; does not wait. */
-void rf_child_close(rf_child *child);
+RF_API void rf_child_close(rf_child *child);
 
 /* The parent's side of a ready-fd handshake: reads one line from fd (byte
  * by byte, so nothing after it is consumed) within timeout_ms (negative: no
@@ -142,8 +145,8 @@ void rf_child_close(rf_child *child);
  * RF_ERR_TIMEOUT: no whole line in time. RF_ERR_DISCONNECTED: the writer
  * closed fd first (the child died or failed before listening).
  * RF_ERR_CORRUPT: a line of another form. RF_ERR_IO: read/poll failed. */
-rf_status rf_spawn_read_port(int fd, const char *prefix, int64_t timeout_ms,
-                             uint16_t *port);
+RF_API rf_status rf_spawn_read_port(int fd, const char *prefix,
+                                    int64_t timeout_ms, uint16_t *port);
 
 #ifdef __cplusplus
 }

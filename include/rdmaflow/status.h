@@ -4,6 +4,8 @@
 #ifndef RDMAFLOW_STATUS_H
 #define RDMAFLOW_STATUS_H
 
+#include "rdmaflow/api.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,15 +34,15 @@ typedef enum rf_status {
 
 /* Short constant name of a code, e.g. "RF_ERR_TIMEOUT"; "RF_ERR_UNKNOWN" for
  * a value outside the enum. Never NULL. */
-const char *rf_status_string(rf_status status);
+RF_API const char *rf_status_string(rf_status status);
 
 /* Human-readable explanation of the most recent error set on this thread
  * (e.g. "rf_mr_reg: length 0 is invalid"). Empty string when none. The
  * pointer stays valid until the next failing call on the same thread. */
-const char *rf_error_message(void);
+RF_API const char *rf_error_message(void);
 
 /* Clears the calling thread's error message. */
-void rf_error_clear(void);
+RF_API void rf_error_clear(void);
 
 /* Sets the calling thread's error message (printf-style), logs it at debug
  * level and returns status, so a failure is one line:
@@ -49,7 +51,7 @@ void rf_error_clear(void);
  * The arguments may include rf_error_message() to wrap a cause:
  *   return rf_error_set(st, "reading '%s': %s", name, rf_error_message());
  * For libraries and programs built on rdmaflow as much as for its layers. */
-rf_status rf_error_set(rf_status status, const char *fmt, ...)
+RF_API rf_status rf_error_set(rf_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus

@@ -6,6 +6,8 @@
 #ifndef RDMAFLOW_TOPOLOGY_H
 #define RDMAFLOW_TOPOLOGY_H
 
+#include "rdmaflow/api.h"
+
 #include <stddef.h>
 
 #include "rdmaflow/status.h"
@@ -25,28 +27,29 @@ typedef struct rf_binding {
     char why[200]; /* how the choice was made, for logs and --explain */
 } rf_binding;
 
-rf_status rf_topology_open(rf_topology **out);
-void rf_topology_close(rf_topology *topo);
+RF_API rf_status rf_topology_open(rf_topology **out);
+RF_API void rf_topology_close(rf_topology *topo);
 /* Number of NUMA nodes hwloc sees (at least 1). */
-int rf_topology_numa_nodes(const rf_topology *topo);
+RF_API int rf_topology_numa_nodes(const rf_topology *topo);
 
 /* Chooses where to run and allocate. device is a verbs device name ("mlx5_0",
  * "rxe0"), a network interface ("eth0"), a local IPv4/IPv6 address, or NULL.
  * Honours RF_BIND; a malformed RF_BIND or a node that does not exist is
  * RF_ERR_INVALID_ARG. A device without PCI locality (virtual interfaces, rxe,
  * loopback) falls back to the first node, and says so in why. */
-rf_status rf_topology_choose(rf_topology *topo, const char *device,
-                             rf_binding *out);
+RF_API rf_status rf_topology_choose(rf_topology *topo, const char *device,
+                                    rf_binding *out);
 
 /* Binds the calling thread to the binding's CPUs (no-op for RF_BIND_NONE). */
-rf_status rf_topology_bind_thread(rf_topology *topo, const rf_binding *b);
+RF_API rf_status rf_topology_bind_thread(rf_topology *topo,
+                                         const rf_binding *b);
 
 /* Allocates len bytes (page-aligned, zeroed) bound to the binding's node.
  * If the kernel refuses the memory policy (e.g. in a container), the memory
  * is allocated unbound and a warning is logged. Free with
  * rf_topology_free. */
-rf_status rf_topology_alloc(rf_topology *topo, const rf_binding *b, size_t len,
-                            void **out);
-void rf_topology_free(rf_topology *topo, void *p, size_t len);
+RF_API rf_status rf_topology_alloc(rf_topology *topo, const rf_binding *b,
+                                   size_t len, void **out);
+RF_API void rf_topology_free(rf_topology *topo, void *p, size_t len);
 
 #endif

@@ -5,6 +5,8 @@
 #ifndef RDMAFLOW_TYPES_H
 #define RDMAFLOW_TYPES_H
 
+#include "rdmaflow/api.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,15 +39,15 @@ typedef struct rf_shape {
         (const int64_t[]){__VA_ARGS__})
 #define RF_SCALAR rf_shape_make(0, NULL)
 
-size_t rf_dtype_size(rf_dtype dtype);
-const char *rf_dtype_name(rf_dtype dtype); /* "float32", "int32", ... */
-rf_shape rf_shape_make(int rank, const int64_t *dims); /* rank clamped */
+RF_API size_t rf_dtype_size(rf_dtype dtype);
+RF_API const char *rf_dtype_name(rf_dtype dtype); /* "float32", "int32", ... */
+RF_API rf_shape rf_shape_make(int rank, const int64_t *dims); /* rank clamped */
 /* Product of the dims; -1 if any is unknown; 1 for a scalar. */
-int64_t rf_shape_numel(const rf_shape *s);
-bool rf_shape_is_known(const rf_shape *s);
-bool rf_shape_equal(const rf_shape *a, const rf_shape *b);
+RF_API int64_t rf_shape_numel(const rf_shape *s);
+RF_API bool rf_shape_is_known(const rf_shape *s);
+RF_API bool rf_shape_equal(const rf_shape *a, const rf_shape *b);
 /* "[2,3]", "[?,784]", "[]"; returns what snprintf would. */
-int rf_shape_format(const rf_shape *s, char *buf, size_t len);
+RF_API int rf_shape_format(const rf_shape *s, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -13,12 +13,13 @@
 
 #include "ckpt_tool.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/version.h"
 
 static const char usage[] =
     "usage: rf-ckpt list FILE|DIR\n"
     "       rf-ckpt verify FILE|DIR\n"
     "       rf-ckpt diff A B [--rtol R] [--atol A]\n"
-    "       rf-ckpt --help\n"
+    "       rf-ckpt --help | --version\n"
     "\n"
     "  list    each tensor's name, dtype, shape, bytes and CRC32C; for a\n"
     "          checkpoint directory its latest checkpoint and the kept list\n"
@@ -195,6 +196,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("rf-ckpt (rdmaflow) %s\n", rf_version());
         return 0;
     }
     if (!strcmp(cmd, "diff"))

@@ -21,6 +21,7 @@
 #include "demo.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/spawn.h"
+#include "rdmaflow/version.h"
 
 #define EXIT_USAGE 2
 #define WATCHDOG_S 120
@@ -39,7 +40,9 @@ static void usage(FILE *to)
                 "  --serve          run only the target: serves one initiator, "
                 "then exits\n"
                 "                   (PORT 0: any free port, printed)\n"
-                "  --connect        run only the initiator against a target\n");
+                "  --connect        run only the initiator against a target\n"
+                "  --help           this message\n"
+                "  --version        print the version and exit\n");
 }
 
 __attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
@@ -171,6 +174,10 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0) {
+            printf("rf-fabric-demo (rdmaflow) %s\n", rf_version());
             return 0;
         }
         if (strcmp(a, "--provider") && strcmp(a, "--host") &&

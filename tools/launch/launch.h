@@ -47,6 +47,7 @@ typedef struct lt_opts {
     char **prog;             /* PROGRAM ARGS... (NULL-terminated, in argv) */
     int prog_argc;
     bool help;
+    bool version;
 } lt_opts;
 
 typedef enum lt_job { LT_JOB_PS, LT_JOB_CHIEF, LT_JOB_WORKER } lt_job;

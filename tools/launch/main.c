@@ -66,6 +66,7 @@
 #include "opts.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/file.h"
+#include "rdmaflow/version.h"
 #include "supervise.h"
 #include "task.h"
 #include "trace_merge.h"
@@ -157,6 +158,10 @@ int main(int argc, char **argv)
     }
     if (o.help) {
         lt_opts_usage(stdout);
+        return LT_EXIT_OK;
+    }
+    if (o.version) {
+        printf("rf-launch (rdmaflow) %s\n", rf_version());
         return LT_EXIT_OK;
     }
     lt_sigstate orig;

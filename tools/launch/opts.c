@@ -71,7 +71,8 @@ void lt_opts_usage(FILE *f)
         "                  --restart_on_failure); a failure beyond them "
         "stops\n"
         "                  everything (exit 1)\n"
-        "  --help          this message\n\n"
+        "  --help          this message\n"
+        "  --version       print the version and exit\n\n"
         "exit status: 0 success, 1 a task failed, 2 usage error, 124 "
         "timeout,\n"
         "128+N stopped by signal N\n",
@@ -133,6 +134,7 @@ typedef enum flag_id {
     F_RESTART_ON_FAILURE,
     F_MAX_RESTARTS,
     F_HELP,
+    F_VERSION,
 } flag_id;
 
 static const struct {
@@ -152,6 +154,7 @@ static const struct {
     {"restart_on_failure", F_RESTART_ON_FAILURE, false},
     {"max_restarts", F_MAX_RESTARTS, true},
     {"help", F_HELP, false},
+    {"version", F_VERSION, false},
 };
 
 static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
@@ -203,6 +206,9 @@ static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
                            err, errlen);
     case F_HELP:
         o->help = true;
+        return 0;
+    case F_VERSION:
+        o->version = true;
         return 0;
     }
     return -1;
@@ -269,7 +275,7 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
     bool max_restarts_given = o->max_restarts >= 0;
     if (!max_restarts_given)
         o->max_restarts = LT_DEFAULT_MAX_RESTARTS;
-    if (o->help)
+    if (o->help || o->version)
         return 0;
     if (!dashdash) {
         snprintf(err, errlen,

@@ -686,6 +686,10 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
             f->help = true;
             continue;
         }
+        if (!strcmp(a, "--version")) {
+            f->version = true;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0 || a[2] == '\0' || a[2] == '=') {
             snprintf(err, errlen,
                      "unexpected argument '%s' (flags are --name=value or "
@@ -780,5 +784,6 @@ void tr_flags_usage(FILE *out, const char *prog)
         fprintf(out, "  %-28s %s\n", lhs, d->help);
     }
     fprintf(out, "  %-28s %s\n", "--help", "this message");
+    fprintf(out, "  %-28s %s\n", "--version", "print the version and exit");
     fprintf(out, "\nexit status: 0 success, 1 runtime error, 2 usage error\n");
 }

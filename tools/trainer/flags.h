@@ -54,6 +54,7 @@ typedef struct tr_flags {
     int64_t log_every;         /* --log_every (0: never) */
     int64_t eval_batch_size;   /* --eval_batch_size */
     bool help;                 /* --help / -h */
+    bool version;              /* --version */
     const char *variables_out; /* --variables_out (NULL: none) */
     /* --cluster_secret_file (NULL: RF_CLUSTER_SECRET_FILE, else none) */
     const char *cluster_secret_file;

@@ -20,6 +20,8 @@
 #include "train.h"
 #include "train_graph.h"
 
+#include "rdmaflow/version.h"
+
 static int fail(const char *what, const char *msg)
 {
     fprintf(stderr, "rf-trainer: %s: %s\n", what, msg);
@@ -133,6 +135,10 @@ int main(int argc, char **argv)
     }
     if (f.help) {
         tr_flags_usage(stdout, "rf-trainer");
+        return 0;
+    }
+    if (f.version) {
+        printf("rf-trainer (rdmaflow) %s\n", rf_version());
         return 0;
     }
     /* before any long work: a directory, a device node, a missing or

@@ -1,0 +1,92 @@
+# cmake/rf_install.cmake: what `cmake --install` puts under the prefix
+# (GNUInstallDirs paths), in three components:
+#   Runtime      lib/librdmaflow.so.0.1.0 and its soname link
+#   Development  the librdmaflow.so link, librdmaflow.a, include/rdmaflow/*.h,
+#                lib/pkgconfig/rdmaflow.pc and lib/cmake/rdmaflow/ (the CMake
+#                package: find_package(rdmaflow) gives rdmaflow::rdmaflow,
+#                the shared library, and rdmaflow::rdmaflow_static)
+#   Tools        bin/: the tools (RF_INSTALLED_TOOLS), and their man pages in
+#                share/man/man1, made at build time by help2man from each
+#                tool's --help and --version (skipped, with a message,
+#                without help2man; and in sanitizer builds)
+# cmake/rf_package.cmake makes the Debian package from the same rules.
+include(CMakePackageConfigHelpers)
+
+set(RF_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rdmaflow)
+set(RF_PC_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+install(TARGETS rdmaflow_shared rdmaflow_static EXPORT rdmaflowTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Runtime
+          NAMELINK_COMPONENT Development
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rdmaflow
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT Development
+  FILES_MATCHING PATTERN "*.h")
+
+# rdmaflow.pc: relocatable (prefix from ${pcfiledir}) unless LIBDIR is
+# absolute, so `cmake --install --prefix DIR` gives a working file.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(RF_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH RF_PC_UP /${RF_PC_DIR} /)
+  string(REGEX REPLACE "/$" "" RF_PC_UP "${RF_PC_UP}")
+  set(RF_PC_PREFIX "\${pcfiledir}/${RF_PC_UP}")
+endif()
+list(JOIN RF_PC_REQUIRES " " RF_PC_REQUIRES_PRIVATE)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/rdmaflow.pc.in
+               ${PROJECT_BINARY_DIR}/rdmaflow.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/rdmaflow.pc DESTINATION ${RF_PC_DIR}
+        COMPONENT Development)
+
+install(EXPORT rdmaflowTargets NAMESPACE rdmaflow:: DESTINATION ${RF_CMAKE_DIR}
+        COMPONENT Development)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/rdmaflowConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/rdmaflowConfig.cmake INSTALL_DESTINATION ${RF_CMAKE_DIR})
+# 0.x: a minor release may break the API, so only 0.1.* satisfies 0.1.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/rdmaflowConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/rdmaflowConfig.cmake
+              ${PROJECT_BINARY_DIR}/rdmaflowConfigVersion.cmake
+        DESTINATION ${RF_CMAKE_DIR} COMPONENT Development)
+
+# The tools and one line for each man page's NAME section.
+set(RF_INSTALLED_TOOLS rf-trainer rf-launch rf-ckpt rf-fabric-demo
+    rf-example-trainer rf-bench)
+set(RF_MAN_rf-trainer "train a model on Fashion-MNIST, in this process or as one task of a ps/worker cluster")
+set(RF_MAN_rf-launch "run a whole ps/worker cluster on this machine")
+set(RF_MAN_rf-ckpt "list, verify and compare rdmaflow checkpoints")
+set(RF_MAN_rf-fabric-demo "one-sided RDMA operations between two processes over an rdmaflow fabric provider")
+set(RF_MAN_rf-example-trainer "the classic distributed TensorFlow example trainer, in C on rdmaflow")
+set(RF_MAN_rf-bench "latency and bandwidth of rdmaflow's fabric operations, in the manner of perftest")
+
+# Not in sanitizer builds (test builds, never installed), where a leak
+# report at exit would fail the page.
+find_program(RF_HELP2MAN help2man)
+if(NOT RF_HELP2MAN)
+  message(STATUS "rdmaflow: help2man not found, no man pages (tools/rf-setup deps installs it)")
+elseif(RF_SANITIZERS)
+  set(RF_HELP2MAN "")
+endif()
+set(RF_MAN_PAGES)
+foreach(tool ${RF_INSTALLED_TOOLS})
+  if(NOT TARGET ${tool})
+    continue()
+  endif()
+  install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Tools)
+  if(RF_HELP2MAN)
+    set(page ${PROJECT_BINARY_DIR}/man/${tool}.1)
+    add_custom_command(OUTPUT ${page}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+      COMMAND ${RF_HELP2MAN} --no-info --section=1 --name=${RF_MAN_${tool}}
+              --output=${page} $<TARGET_FILE:${tool}>
+      DEPENDS ${tool}
+      COMMENT "Generating the man page ${tool}.1 (help2man)"
+      VERBATIM)
+    list(APPEND RF_MAN_PAGES ${page})
+  endif()
+endforeach()
+if(RF_MAN_PAGES)
+  add_custom_target(rf_man_pages ALL DEPENDS ${RF_MAN_PAGES})
+  install(FILES ${RF_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT Tools)
+endif()

@@ -1,0 +1,55 @@
+# cmake/rf_package.cmake: the Debian packages, made by `cpack -G DEB` in the
+# build tree from the install() rules of cmake/rf_install.cmake, one per
+# component, in rdma-core's manner (libibverbs1, libibverbs-dev,
+# ibverbs-utils):
+#   librdmaflow0     Runtime      /usr/lib/librdmaflow.so.0*
+#   librdmaflow-dev  Development  headers, librdmaflow.so link, librdmaflow.a,
+#                                 rdmaflow.pc, the CMake package
+#   rdmaflow-tools   Tools        rf-trainer, rf-launch, ... and man pages
+# Depends come from dpkg-shlibdeps (CPACK_DEBIAN_PACKAGE_SHLIBDEPS) for the
+# binaries; the -dev package names the -dev packages of rdmaflow.pc's
+# Requires.private, which pkg-config needs. Tested by install.deb.
+set(CPACK_PACKAGE_NAME rdmaflow)
+set(CPACK_PACKAGE_VENDOR rdmaflow)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "parameter-server training runtime whose data plane is RDMA")
+set(CPACK_PACKAGE_CONTACT "rdmaflow developers <rdmaflow@localhost>")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_GENERATOR DEB)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL Runtime Development Tools)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
+
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME librdmaflow${PROJECT_VERSION_MAJOR})
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
+    "rdmaflow shared library\n librdmaflow.so.${PROJECT_VERSION_MAJOR}: fabric (verbs, sock, shm), ps data plane, graph executor and sessions.")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
+# The verbs provider needs a userspace driver (rxe, mlx5, ...) at run time.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS ibverbs-providers)
+
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME librdmaflow-dev)
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
+set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
+    "rdmaflow development files\n Headers, static library, pkg-config file and CMake package of librdmaflow.")
+set(CPACK_COMPONENT_DEVELOPMENT_DEPENDS Runtime)
+set(RF_DEB_DEV_DEPENDS libhwloc-dev libsodium-dev libjson-c-dev libopenblas-dev
+    libisal-dev zlib1g-dev)
+if(RF_HAVE_VERBS)
+  list(APPEND RF_DEB_DEV_DEPENDS libibverbs-dev librdmacm-dev)
+endif()
+list(JOIN RF_DEB_DEV_DEPENDS ", " CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS)
+
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME rdmaflow-tools)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION
+    "rdmaflow tools\n rf-trainer, rf-launch, rf-ckpt, rf-bench, rf-fabric-demo and the example trainer.")
+set(CPACK_COMPONENT_TOOLS_DEPENDS Runtime)
+# dpkg-shlibdeps finds librdmaflow.so.0 of the Runtime component here.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
+
+include(CPack)
