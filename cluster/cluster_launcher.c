@@ -152,6 +152,11 @@ static rf_status resolve_slurm(char *const *envp, cl_launch *out)
                            RF_HOSTLIST_MAX, &rank);
     if (st != RF_OK)
         return st;
+    if ((st = same_rank(envp, "PMIX_RANK", rank, RF_HOSTLIST_MAX,
+                        "SLURM_PROCID")) != RF_OK ||
+        (st = same_rank(envp, "OMPI_COMM_WORLD_RANK", rank, RF_HOSTLIST_MAX,
+                        "SLURM_PROCID")) != RF_OK)
+        return st;
     if (!nt)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "SLURM_PROCID is set but neither "
@@ -170,11 +175,6 @@ static rf_status resolve_slurm(char *const *envp, cl_launch *out)
                             "SLURM_PROCID=%d is out of range (%s=%d: ranks "
                             "0-%d)",
                             rank, nt_var, ntasks, ntasks - 1);
-    if ((st = same_rank(envp, "PMIX_RANK", rank, RF_HOSTLIST_MAX,
-                        "SLURM_PROCID")) != RF_OK ||
-        (st = same_rank(envp, "OMPI_COMM_WORLD_RANK", rank, RF_HOSTLIST_MAX,
-                        "SLURM_PROCID")) != RF_OK)
-        return st;
     if ((st = rf_hostlist_expand(nodes, nodes_var, &out->hosts,
                                  &out->nhosts)) != RF_OK)
         return st;
