@@ -107,9 +107,11 @@ int main(int argc, char **argv)
     rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
                            .worker_hosts = f.worker_hosts,
                            .job_name = f.job_name,
-                           .task_index = f.task_index};
+                           .task_index = f.task_index,
+                           .num_ps = f.num_ps,
+                           .port_base = f.port_base};
     rf_cluster *cluster = NULL;
-    rf_status st = rf_cluster_resolve(&cf, getenv("TF_CONFIG"), &cluster);
+    rf_status st = rf_cluster_resolve_env(&cf, NULL, &cluster);
     if (st != RF_OK) {
         fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
         return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
