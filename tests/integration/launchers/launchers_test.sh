@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# tests/integration/launchers/launchers_test.sh CASE RF_TRAINER RF_LAUNCH:
+# rf-trainer's tasks started by the launchers users have (see
+# CMakeLists.txt): Debian's mpirun (4 ranks, --num_ps 2), Slurm's variables
+# set by hand as srun would (no slurmd), on 127.0.0.1. Each trains a few
+# hundred steps to completion; the checks are on what each rank became and
+# on the run's end (global_step, accuracy line, ps tasks shut down).
+# Exits 0 on success, 1 on failure, 77 without the Fashion-MNIST dataset.
+set -uo pipefail
+case_name=${1:?case}
+trainer=${2:?path to rf-trainer}
+launch=${3:?path to rf-launch}
+data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+export RF_FABRIC=${RF_FABRIC:-sock}
+host=127.0.0.1
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do
+        kill -9 "$p" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+unset TF_CONFIG SLURM_PROCID SLURM_NTASKS SLURM_STEP_NUM_TASKS \
+    SLURM_JOB_NODELIST SLURM_STEP_NODELIST SLURM_NODELIST \
+    SLURM_TASKS_PER_NODE SLURM_STEP_TASKS_PER_NODE SLURM_NTASKS_PER_NODE \
+    OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMIX_RANK RF_MPI_HOSTS
+source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
+
+# Few steps, small batches: the point is who talks to whom.
+train=(--train_steps=300 --batch_size=100 --log_every=100
+    --log_step_count_steps=100 --threads=1 --max_wait_secs="$(t 60)")
+
+need_data() {
+    if [[ ! -r $data/train-images-idx3-ubyte.gz ]]; then
+        echo "SKIP: no Fashion-MNIST in $data (package dataset-fashion-mnist)"
+        exit 77
+    fi
+}
+
+# expect FILE PATTERN WHAT: a line of FILE matches the extended regex.
+expect() {
+    if grep -Eq -- "$2" "$1"; then
+        ok "$3"
+    else
+        fail "$3: no line matching /$2/ in $1:"
+        show "$1" 25
+    fi
+}
+
+# check_cluster PREFIX_FMT BASE: the 4 tasks' outputs (PREFIX_FMT turns a
+# rank into its lines' prefix, a sed regex) show ranks 0-1 as ps 0-1 on
+# BASE, BASE+1 and ranks 2-3 as workers 0 (chief) and 1; training ended.
+check_cluster() {
+    local out=$1 pfx=$2 base=$3
+    expect "$out" "^$(printf "$pfx" 0)ps task 0: serving on $host:$base " \
+        "rank 0 is ps task 0 on port $base"
+    expect "$out" "^$(printf "$pfx" 1)ps task 1: serving on $host:$((base + 1)) " \
+        "rank 1 is ps task 1 on port $((base + 1))"
+    expect "$out" "^$(printf "$pfx" 2)worker 0 of 2 workers \(chief\), 2 ps tasks" \
+        "rank 2 is worker 0, the chief"
+    expect "$out" "^$(printf "$pfx" 3)worker 1 of 2 workers, 2 ps tasks" \
+        "rank 3 is worker 1"
+    local gs
+    gs=$(sed -n "s/^$(printf "$pfx" 2)global_step at the end: \([0-9]*\)$/\1/p" "$out")
+    if [[ -n $gs && $gs -ge 300 ]]; then
+        ok "the chief saw global_step $gs >= 300 at the end"
+    else
+        fail "global_step at the end: '${gs}' (want >= 300)"
+        show "$out" 25
+    fi
+    expect "$out" "^$(printf "$pfx" 2)test accuracy: 0\.[5-9]" \
+        "the chief evaluated the trained model"
+    expect "$out" "^$(printf "$pfx" 0)ps task 0: shut down by the chief" \
+        "ps 0 shut down by the chief"
+    expect "$out" "^$(printf "$pfx" 1)ps task 1: shut down by the chief" \
+        "ps 1 shut down by the chief"
+}
+
+mpirun_cmd() {
+    # as root mpirun needs --allow-run-as-root; 4 ranks on 2 cores need
+    # --oversubscribe; only loopback
+    timeout "$(t 90)" mpirun --allow-run-as-root --oversubscribe \
+        --bind-to none --tag-output -np 4 --mca btl self \
+        --mca oob_tcp_if_include lo "$@"
+}
+
+case_mpirun() {
+    need_data
+    command -v mpirun >/dev/null || {
+        fail "no mpirun (package openmpi-bin: tools/rf-setup deps)"
+        return
+    }
+    local base out=$tmp/mpirun.out rc
+    free_port_range base 4 || {
+        fail "no 4 free consecutive ports"
+        return
+    }
+    mpirun_cmd "$trainer" --num_ps=2 --port_base="$base" "${train[@]}" \
+        >"$out" 2>&1
+    rc=$?
+    [[ $rc == 0 ]] && ok "mpirun -np 4 rf-trainer --num_ps=2: exit 0" ||
+        fail "mpirun -np 4: exit $rc"
+    check_cluster "$out" '\\[1,%d\\]<stdout>:' "$base"
+
+    # every rank a ps: a usage error naming the flag, exit 2 in each rank
+    mpirun_cmd "$trainer" --num_ps=4 --port_base="$base" >"$out" 2>&1
+    rc=$?
+    [[ $rc == 2 ]] && ok "--num_ps=4 of 4 ranks: exit 2" ||
+        fail "--num_ps=4 of 4 ranks: exit $rc (want 2)"
+    expect "$out" "rf-trainer: --num_ps: 4 ps tasks leave no worker among the 4 tasks of MPI \(OMPI_COMM_WORLD_RANK [0-3] of OMPI_COMM_WORLD_SIZE 4" \
+        "the message names --num_ps and the MPI variables"
+}
+
+case_slurm() {
+    need_data
+    local base out=$tmp/slurm.out rc r
+    free_port_range base 4 || {
+        fail "no 4 free consecutive ports"
+        return
+    }
+    # srun -n4 on one node: the step's variables, a bracketed node list
+    for r in 0 1 2 3; do
+        SLURM_PROCID=$r SLURM_NTASKS=4 SLURM_STEP_NUM_TASKS=4 \
+            SLURM_JOB_NODELIST=127.0.0.[1] SLURM_STEP_NODELIST=127.0.0.[1] \
+            SLURM_TASKS_PER_NODE=4 SLURM_STEP_TASKS_PER_NODE=4 \
+            timeout "$(t 90)" "$trainer" --num_ps=2 --port_base="$base" \
+            "${train[@]}" >"$tmp/slurm.$r" 2>&1 &
+        pids+=($!)
+    done
+    rc=0
+    for r in 0 1 2 3; do
+        wait "${pids[$r]}" || rc=1
+    done
+    pids=()
+    for r in 0 1 2 3; do
+        sed "s/^/[$r] /" "$tmp/slurm.$r"
+    done >"$out"
+    [[ $rc == 0 ]] && ok "4 tasks with SLURM_PROCID 0-3: all exit 0" ||
+        fail "a task with SLURM_PROCID failed"
+    check_cluster "$out" '\\[%d\\] ' "$base"
+
+    # a partial Slurm environment: exit 2 naming the missing variables
+    SLURM_PROCID=0 SLURM_JOB_NODELIST=127.0.0.1 "$trainer" --num_ps=1 \
+        >"$out" 2>&1
+    rc=$?
+    [[ $rc == 2 ]] && ok "SLURM_PROCID without SLURM_NTASKS: exit 2" ||
+        fail "SLURM_PROCID without SLURM_NTASKS: exit $rc (want 2)"
+    expect "$out" "SLURM_PROCID is set but neither SLURM_STEP_NUM_TASKS nor SLURM_NTASKS is" \
+        "the message names the variables"
+}
+
+case "$case_name" in
+mpirun) case_mpirun ;;
+slurm) case_slurm ;;
+*)
+    echo "unknown case $case_name"
+    exit 2
+    ;;
+esac
+rft_finish
