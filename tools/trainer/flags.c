@@ -326,6 +326,14 @@ static const flag_def flag_table[] = {
      .arg = "P",
      .help = "with --num_ps, the k-th task on a host listens on port P + k "
              "(default 8888)"},
+    {.name = "bind_addr",
+     .kind = FK_STRING,
+     .offset = FIELD(bind_addr),
+     .distributed = true,
+     .arg = "ADDR",
+     .help = "a ps task listens on this local address (0.0.0.0: every "
+             "address) instead of its cluster address, which still picks "
+             "the RDMA device and NUMA node; overrides RF_BIND_ADDR"},
     {.name = "apply",
      .kind = FK_CUSTOM,
      .fn = set_apply,

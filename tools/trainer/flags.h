@@ -61,7 +61,8 @@ typedef struct tr_flags {
     /* distributed: the cluster flags as given (NULL: not given) */
     const char *ps_hosts, *worker_hosts, *job_name, *task_index;
     const char *num_ps, *port_base; /* --num_ps, --port_base as given */
-    const char *apply;              /* --apply as given ("ps" by default) */
+    const char *bind_addr; /* --bind_addr (NULL: RF_BIND_ADDR, else none) */
+    const char *apply;     /* --apply as given ("ps" by default) */
     rf_ps_apply_mode apply_mode;
     bool use_locking;
     /* --ps_strategy: replica_device_setter's ps_strategy (round_robin or
