@@ -2,7 +2,9 @@
 # tests/integration/launchers/launchers_test.sh CASE RF_TRAINER RF_LAUNCH:
 # rf-trainer's tasks started by the launchers users have (see
 # CMakeLists.txt): Debian's mpirun (4 ranks, --num_ps 2), Slurm's variables
-# set by hand as srun would (no slurmd), on 127.0.0.1. Each trains a few
+# set by hand as srun would (no slurmd), on 127.0.0.1; a ps listening on
+# 0.0.0.0 (--bind_addr, RF_BIND_ADDR); cluster hosts that never resolve
+# (--max_wait_secs). Those that train run a few
 # hundred steps to completion; the checks are on what each rank became and
 # on the run's end (global_step, accuracy line, ps tasks shut down).
 # Exits 0 on success, 1 on failure, 77 without the Fashion-MNIST dataset.
@@ -152,9 +154,86 @@ case_slurm() {
         "the message names the variables"
 }
 
+# A ps whose cluster address is 127.0.0.2 (loopback, but not 127.0.0.1)
+# listens on 0.0.0.0 with --bind_addr (ps 0) or RF_BIND_ADDR (ps 1); the
+# worker's cluster names them 127.0.0.1, so it reaches them only through
+# the wildcard listener. Without it the same worker cannot connect.
+case_bind_addr() {
+    need_data
+    local p0 p1 w out=$tmp/bind.out rc ps_spec wk_spec
+    free_port p0 && free_port p1 && free_port w || {
+        fail "no free ports"
+        return
+    }
+    ps_spec=(--ps_hosts=127.0.0.2:$p0,127.0.0.2:$p1 --worker_hosts=$host:$w)
+    wk_spec=(--ps_hosts=$host:$p0,$host:$p1 --worker_hosts=$host:$w)
+    "$trainer" "${ps_spec[@]}" --job_name=ps --task_index=0 \
+        --bind_addr=0.0.0.0 "${train[@]}" >"$tmp/ps0" 2>&1 &
+    pids+=($!)
+    RF_BIND_ADDR=0.0.0.0 "$trainer" "${ps_spec[@]}" --job_name=ps \
+        --task_index=1 "${train[@]}" >"$tmp/ps1" 2>&1 &
+    pids+=($!)
+    timeout "$(t 90)" "$trainer" "${wk_spec[@]}" --job_name=worker \
+        --task_index=0 "${train[@]}" >"$out" 2>&1
+    rc=$?
+    [[ $rc == 0 ]] && ok "the worker trained through 127.0.0.1: exit 0" ||
+        fail "the worker: exit $rc"
+    expect "$out" "^global_step at the end: 3[0-9][0-9]$" "training ended"
+    wait "${pids[0]}" && wait "${pids[1]}" && ok "both ps tasks exit 0" ||
+        fail "a ps task failed"
+    pids=()
+    expect "$tmp/ps0" "^ps task 0: serving on 127\.0\.0\.2:$p0, listening on 0\.0\.0\.0 " \
+        "ps 0 (--bind_addr) says where it listens"
+    expect "$tmp/ps1" "^ps task 1: serving on 127\.0\.0\.2:$p1, listening on 0\.0\.0\.0 " \
+        "ps 1 (RF_BIND_ADDR) says where it listens"
+    expect "$tmp/ps0" "^ps task 0: shut down by the chief" "ps 0 shut down"
+
+    # the control: listening on its cluster address only, the ps is out of
+    # the worker's reach (the run above depended on the bind address)
+    "$trainer" --ps_hosts=127.0.0.2:$p0 --worker_hosts=$host:$w \
+        --job_name=ps --task_index=0 "${train[@]}" >"$tmp/ps0" 2>&1 &
+    pids+=($!)
+    timeout "$(t 60)" "$trainer" --ps_hosts=$host:$p0 --worker_hosts=$host:$w \
+        --job_name=worker --task_index=0 "${train[@]}" --max_wait_secs=3 \
+        >"$out" 2>&1
+    rc=$?
+    [[ $rc == 1 ]] && ok "without a bind address the worker fails: exit 1" ||
+        fail "without a bind address: exit $rc (want 1)"
+    expect "$tmp/ps0" "^ps task 0: serving on 127\.0\.0\.2:$p0 \(" \
+        "that ps listened on its cluster address"
+}
+
+# Cluster hosts that never resolve: after --max_wait_secs a worker names
+# its ps's host, a ps its own; exit 1 (a runtime failure, not usage).
+case_unresolved() {
+    local w out=$tmp/unres.out rc
+    free_port w || {
+        fail "no free port"
+        return
+    }
+    timeout "$(t 60)" "$trainer" --ps_hosts=rf-never-ps.invalid:2222 \
+        --worker_hosts=$host:$w --job_name=worker --task_index=0 \
+        --max_wait_secs=2 >"$out" 2>&1
+    rc=$?
+    [[ $rc == 1 ]] && ok "a worker whose ps never resolves: exit 1" ||
+        fail "a worker whose ps never resolves: exit $rc (want 1)"
+    expect "$out" 'cannot resolve host "rf-never-ps\.invalid" of /job:ps/task:0 \(rf-never-ps\.invalid:2222\) within 2 s \(max_wait_secs\)' \
+        "the message names the host, its task and the wait"
+    timeout "$(t 60)" "$trainer" --ps_hosts=rf-never-self.invalid:2222 \
+        --worker_hosts=$host:$w --job_name=ps --task_index=0 \
+        --max_wait_secs=2 >"$out" 2>&1
+    rc=$?
+    [[ $rc == 1 ]] && ok "a ps whose own host never resolves: exit 1" ||
+        fail "a ps whose own host never resolves: exit $rc (want 1)"
+    expect "$out" 'cannot resolve host "rf-never-self\.invalid" of /job:ps/task:0 \(rf-never-self\.invalid:2222\) within 2 s' \
+        "the message names the ps's own host"
+}
+
 case "$case_name" in
 mpirun) case_mpirun ;;
 slurm) case_slurm ;;
+bind_addr) case_bind_addr ;;
+unresolved) case_unresolved ;;
 *)
     echo "unknown case $case_name"
     exit 2
