@@ -26,6 +26,10 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster);
 /* dist_worker.c: the worker job (and the chief); exit status. */
 int tr_run_worker(const tr_flags *f, rf_cluster *cluster);
 
+/* dist_eval.c: the evaluator job: evaluates the chief's checkpoints;
+ * exit status. */
+int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster);
+
 /* dist_explain.c: --explain (text) and --explain=json, before training,
  * from the session's description of its training step. */
 int tr_dist_explain(const tr_flags *f, const rf_server *server,

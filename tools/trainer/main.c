@@ -142,11 +142,7 @@ int main(int argc, char **argv)
         tr_blas_report(stdout);
         rc = tr_run_worker(&f, cluster);
     } else {
-        fprintf(stderr,
-                "rf-trainer: --job_name: the %s job does not train (this "
-                "trainer runs ps, worker and chief tasks)\n",
-                self->job);
-        rc = TR_EXIT_USAGE;
+        rc = tr_run_evaluator(&f, cluster);
     }
     rf_cluster_destroy(cluster);
     return rc;
