@@ -229,7 +229,67 @@ case_unresolved() {
         "the message names the ps's own host"
 }
 
+# TF_CONFIG as TFJob sets it with a chief and an evaluator: the chief job's
+# task is the chief (worker 0 is not), the evaluator is outside the
+# training cluster (TFJob leaves it out) and evaluates the chief's
+# checkpoints until the last; without --checkpoint_dir it is a usage error.
+case_tf_config_roles() {
+    need_data
+    local pp cp wp out=$tmp/roles.out rc ck=$tmp/ckpt cl
+    free_port pp && free_port cp && free_port wp || {
+        fail "no free ports"
+        return
+    }
+    cl="\"cluster\": {\"ps\": [\"$host:$pp\"], \"chief\": [\"$host:$cp\"], \"worker\": [\"$host:$wp\"]}"
+    local args=("${train[@]}" --checkpoint_dir="$ck" --save_checkpoint_steps=100)
+    TF_CONFIG="{$cl, \"task\": {\"type\": \"ps\", \"index\": 0}}" \
+        "$trainer" "${args[@]}" >"$tmp/ps" 2>&1 &
+    pids+=($!)
+    TF_CONFIG="{$cl, \"task\": {\"type\": \"chief\", \"index\": 0}}" \
+        "$trainer" "${args[@]}" >"$tmp/chief" 2>&1 &
+    pids+=($!)
+    TF_CONFIG="{$cl, \"task\": {\"type\": \"worker\", \"index\": 0}}" \
+        "$trainer" "${args[@]}" >"$tmp/worker" 2>&1 &
+    pids+=($!)
+    TF_CONFIG="{$cl, \"task\": {\"type\": \"evaluator\", \"index\": 0}}" \
+        timeout "$(t 90)" "$trainer" "${args[@]}" >"$tmp/eval" 2>&1
+    rc=$?
+    [[ $rc == 0 ]] && ok "the evaluator: exit 0" || fail "the evaluator: exit $rc"
+    local k name
+    for k in 0 1 2; do
+        name=(ps chief worker)
+        wait "${pids[$k]}" && ok "${name[$k]}: exit 0" ||
+            fail "${name[$k]}: exit $?"
+    done
+    pids=()
+    expect "$tmp/chief" "^chief 0 of 2 workers \(chief\), 1 ps task" \
+        "the chief job's task is the chief"
+    expect "$tmp/chief" "^/job:chief/task:0: session ready: initialised the variables" \
+        "the chief initialised the variables"
+    expect "$tmp/worker" "^worker 0 of 2 workers, 1 ps task" \
+        "worker 0 trains and is not the chief"
+    expect "$tmp/worker" "^/job:worker/task:0: session ready: joined" \
+        "worker 0 waited for the chief's variables"
+    expect "$tmp/chief" "^chief: ps tasks shut down" "the chief shut the ps down"
+    expect "$tmp/eval" "^evaluator 0: not in the training cluster" \
+        "the evaluator does not join the training cluster"
+    expect "$tmp/eval" "^evaluator 0: .*model\.ckpt-[0-9]+\.safetensors \(global_step [0-9]+\)$" \
+        "the evaluator evaluated a checkpoint"
+    expect "$tmp/eval" "^test accuracy: 0\.[5-9]" "with a test accuracy"
+    expect "$tmp/eval" "^evaluator 0: done: global_step 3[0-9][0-9] reached --train_steps$" \
+        "it stopped after the last checkpoint"
+
+    TF_CONFIG="{$cl, \"task\": {\"type\": \"evaluator\", \"index\": 0}}" \
+        "$trainer" >"$out" 2>&1
+    rc=$?
+    [[ $rc == 2 ]] && ok "an evaluator without --checkpoint_dir: exit 2" ||
+        fail "an evaluator without --checkpoint_dir: exit $rc (want 2)"
+    expect "$out" "^rf-trainer: --checkpoint_dir: required for the evaluator task" \
+        "the message names --checkpoint_dir"
+}
+
 case "$case_name" in
+tf_config_roles) case_tf_config_roles ;;
 mpirun) case_mpirun ;;
 slurm) case_slurm ;;
 bind_addr) case_bind_addr ;;
