@@ -12,13 +12,16 @@ set -uo pipefail
 case_name=${1:?case}
 trainer=${2:?path to rf-trainer}
 launch=${3:?path to rf-launch}
+helper=${4:-}
 data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 export RF_FABRIC=${RF_FABRIC:-sock}
 host=127.0.0.1
 tmp=$(mktemp -d)
 pids=()
+sshd_pid=
 cleanup() {
     local p
+    [[ -n $sshd_pid ]] && kill "$sshd_pid" 2>/dev/null
     for p in "${pids[@]}"; do
         kill -9 "$p" 2>/dev/null
     done
@@ -288,7 +291,127 @@ case_tf_config_roles() {
         "the message names --checkpoint_dir"
 }
 
+# start_sshd: Debian's sshd on a free loopback port with its own config,
+# host key and authorized key in $tmp/ssh (root logs in with the key);
+# sets ssh_cmd (the --ssh value). A failure to start is a test failure.
+start_sshd() {
+    local d=$tmp/ssh sp i
+    command -v ssh >/dev/null && [[ -x /usr/sbin/sshd ]] || {
+        fail "no ssh or /usr/sbin/sshd (packages openssh-client, openssh-server: tools/rf-setup deps)"
+        return 1
+    }
+    mkdir -p "$d" && chmod 700 "$d"
+    ssh-keygen -q -t ed25519 -N '' -f "$d/host_key" &&
+        ssh-keygen -q -t ed25519 -N '' -f "$d/id" &&
+        cp "$d/id.pub" "$d/authorized_keys" || {
+        fail "ssh-keygen failed"
+        return 1
+    }
+    free_port sp || {
+        fail "no free port for sshd"
+        return 1
+    }
+    cat >"$d/sshd_config" <<EOC
+Port $sp
+ListenAddress 127.0.0.1
+HostKey $d/host_key
+AuthorizedKeysFile $d/authorized_keys
+PidFile $d/sshd.pid
+UsePAM no
+StrictModes no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+PrintMotd no
+EOC
+    # the privilege separation directory (missing where no sshd ever ran)
+    mkdir -p /run/sshd 2>/dev/null
+    /usr/sbin/sshd -D -e -f "$d/sshd_config" 2>"$d/log" &
+    sshd_pid=$!
+    ssh_cmd="ssh -F /dev/null -p $sp -i $d/id -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$sshd_pid" 2>/dev/null || break
+        if $ssh_cmd 127.0.0.1 true 2>/dev/null; then
+            ok "sshd on 127.0.0.1:$sp accepts our key"
+            return 0
+        fi
+        sleep 0.2
+    done
+    fail "sshd did not start on 127.0.0.1:$sp:"
+    show "$d/log"
+    return 1
+}
+
+stop_sshd() {
+    [[ -n ${sshd_pid:-} ]] || return
+    kill "$sshd_pid" 2>/dev/null
+    wait "$sshd_pid" 2>/dev/null
+    sshd_pid=
+}
+
+# rf-launch --hostfile over ssh to this machine under two names: a
+# trainer's ps and worker, then a failing task that stops the others
+# (their remote processes too), then the TF_CONFIG the remote tasks get.
+case_hostfile() {
+    need_data
+    start_sshd || return
+    local hf=$tmp/hosts out=$tmp/hostfile.out rc m=rf-hostfile-$$-$RANDOM
+    printf '# two names for this machine\n127.0.0.1 slots=1\n\nlocalhost   # the worker\n' >"$hf"
+    timeout "$(t 120)" "$launch" --hostfile "$hf" --ssh "$ssh_cmd" \
+        --ps 1 --workers 1 -- "$trainer" "${train[@]}" >"$out" 2>&1
+    rc=$?
+    [[ $rc == 0 ]] && ok "rf-launch --hostfile (127.0.0.1, localhost): exit 0" ||
+        fail "rf-launch --hostfile: exit $rc"
+    expect "$out" "^\[ps0\] ps task 0: serving on 127\.0\.0\.1:[0-9]+ " \
+        "ps0 runs on 127.0.0.1, its lines prefixed"
+    expect "$out" "^\[worker0\] worker 0 of 1 workers \(chief\), 1 ps task" \
+        "worker0 (on localhost) trains, its lines prefixed"
+    expect "$out" "^\[worker0\] global_step at the end: 3[0-9][0-9]$" \
+        "training ended"
+    expect "$out" "^\[ps0\] ps task 0: shut down by the chief" \
+        "the chief shut ps0 down"
+
+    # a failing worker stops the job; ps0's remote process goes too
+    timeout "$(t 60)" "$launch" --hostfile "$hf" --ssh "$ssh_cmd" --ps 1 \
+        --workers 1 -- "$helper" --marker="$m" --ready --ps-then=forever \
+        --exit=worker0:3:1000 --then=forever >"$out" 2>&1
+    rc=$?
+    [[ $rc == 1 ]] && ok "a worker exiting 3 fails the launch: exit 1" ||
+        fail "a failing worker: exit $rc (want 1)"
+    expect "$out" "rf-launch: worker0 exited with status 3" \
+        "rf-launch names the failed task"
+    expect "$out" "^\[ps0\] ready" "ps0 had started remotely"
+    local i left=1
+    for ((i = 0; i < 50; i++)); do
+        pgrep -f -- "--marker=$m" >/dev/null || {
+            left=0
+            break
+        }
+        sleep 0.2
+    done
+    [[ $left == 0 ]] && ok "no task process is left on the hosts" ||
+        fail "task processes left: $(pgrep -af -- "--marker=$m")"
+
+    # TF_CONFIG and RF_* travel in the ssh command
+    RF_LAUNCH_TEST_VAR=x timeout "$(t 60)" "$launch" --hostfile "$hf" \
+        --ssh "$ssh_cmd" --tf_config --ps 1 --workers 1 -- "$helper" --echo \
+        --runs="$tmp" >"$out" 2>&1
+    rc=$?
+    [[ $rc == 0 ]] && ok "--tf_config over ssh: exit 0" ||
+        fail "--tf_config over ssh: exit $rc"
+    expect "$out" '^\[worker0\] tf_cluster ps 127\.0\.0\.1:[0-9]+$' \
+        "TF_CONFIG's ps is on 127.0.0.1"
+    expect "$out" '^\[worker0\] tf_cluster worker localhost:[0-9]+$' \
+        "TF_CONFIG's worker is on localhost"
+    grep -qx 'env RF_LAUNCH_TEST_VAR=x' "$tmp/worker0.1" &&
+        ok "RF_* variables reach the remote task" ||
+        fail "RF_LAUNCH_TEST_VAR did not reach worker0: $(grep -c . "$tmp/worker0.1" 2>/dev/null) lines recorded"
+    stop_sshd
+}
+
 case "$case_name" in
+hostfile) case_hostfile ;;
 tf_config_roles) case_tf_config_roles ;;
 mpirun) case_mpirun ;;
 slurm) case_slurm ;;
