@@ -43,7 +43,8 @@ static int parse_word(const char *w, int *slots, const char *path, int line,
                                  !strncmp(w, "max-slots", 9)));
     if (!eq || (!is_slots && !is_max)) {
         snprintf(err, errlen,
-                 "%s:%d: '%s': expected slots=N after the host (lines are "
+                 "--hostfile: %s:%d: '%s': expected slots=N after the host "
+                 "(lines are "
                  "\"HOST [slots=N]\")",
                  path, line, RF_ECHO(w));
         return -1;
@@ -53,7 +54,8 @@ static int parse_word(const char *w, int *slots, const char *path, int line,
     long v = strtol(eq + 1, &end, 10);
     if (eq[1] < '0' || eq[1] > '9' || *end || errno || v < 1 ||
         v > 2 * LT_MAX_TASKS_PER_JOB + 1) {
-        snprintf(err, errlen, "%s:%d: '%s': %.*s must be an integer in [1, %d]",
+        snprintf(err, errlen,
+                 "--hostfile: %s:%d: '%s': %.*s must be an integer in [1, %d]",
                  path, line, RF_ECHO(w), (int)klen, w,
                  2 * LT_MAX_TASKS_PER_JOB + 1);
         return -1;
@@ -91,7 +93,7 @@ int lt_hostfile_read(const char *path, lt_hostfile *out, char *err,
             rf_parse_host_port(hq, "host", h, &port) != RF_OK ||
             strchr(host, ':')) {
             snprintf(err, errlen,
-                     "%s:%d: '%s' is not a host name or IPv4 "
+                     "--hostfile: %s:%d: '%s' is not a host name or IPv4 "
                      "address",
                      path, line, RF_ECHO(host));
             rc = -1;

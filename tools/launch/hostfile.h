@@ -12,7 +12,8 @@ typedef struct lt_hostfile {
 } lt_hostfile;
 
 /* Reads path. Returns 0, or -1 with err naming the file and line:
- * "FILE:3: 'slots=x': slots must be an integer in [1, 64]". Lines:
+ * "--hostfile: FILE:3: 'slots=x': slots must be an integer in [1, 129]".
+ * Lines:
  *   host [slots=N] [max_slots=M]   (max_slots, Open MPI's, is ignored)
  * blank lines and everything after '#' are ignored; a file with no host is
  * an error. */
