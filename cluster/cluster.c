@@ -1,9 +1,11 @@
 /* cluster/cluster.c: rf_cluster_resolve (flags over TF_CONFIG, field by
- * field; the task checked against the cluster; chief and worker ids as TF
- * derives them) and the queries on the result. */
+ * field; or Slurm/MPI ranks with --num_ps; the task checked against the
+ * cluster; chief and worker ids as TF derives them) and the queries on the
+ * result. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cluster/cluster_internal.h"
 #include "core/log.h"
@@ -197,8 +199,57 @@ static void set_source(rf_cluster *c, const char *cluster_src,
                  index_src);
 }
 
-rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
-                             const char *tf_config, rf_cluster **out)
+/* --num_ps/--port_base come alone: every other source is an error. */
+static rf_status check_launcher_alone(const rf_cluster_flags *f,
+                                      const cl_tfconfig *tf)
+{
+    const char *lf = f->num_ps ? "--num_ps" : "--port_base";
+    const char *other = f->ps_hosts       ? "--ps_hosts"
+                        : f->worker_hosts ? "--worker_hosts"
+                        : f->job_name     ? "--job_name"
+                        : f->task_index   ? "--task_index"
+                                          : NULL;
+    if (other)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: not with %s (%s takes the cluster and the "
+                            "task from Slurm's or MPI's rank; %s gives them "
+                            "itself: drop one)",
+                            lf, other, lf, other);
+    if (tf->has_cluster || tf->has_task)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: not with TF_CONFIG's %s (%s takes the "
+                            "cluster and the task from Slurm's or MPI's rank: "
+                            "unset TF_CONFIG or drop %s)",
+                            lf, tf->has_cluster ? "cluster" : "task", lf, lf);
+    return RF_OK;
+}
+
+/* The cluster and task from Slurm or MPI (--num_ps given). */
+static rf_status from_launcher(const rf_cluster_flags *f, const cl_tfconfig *tf,
+                               char *const *envp, rf_cluster *c)
+{
+    int num_ps, port_base;
+    cl_launch l;
+    memset(&l, 0, sizeof l);
+    rf_status st = check_launcher_alone(f, tf);
+    if (st == RF_OK)
+        st = cl_launcher_flags(f, &num_ps, &port_base);
+    if (st == RF_OK)
+        st = cl_resolve_launcher(envp, num_ps, port_base, &l, &c->jobs);
+    if (st == RF_OK) {
+        assign_roles(c);
+        st = place_task(c, l.job, "rank", l.index, "rank", l.source);
+    }
+    if (st == RF_OK)
+        snprintf(c->source, sizeof c->source,
+                 "cluster and task from %s, --num_ps %d, --port_base %d",
+                 l.source, num_ps, port_base);
+    cl_launch_free(&l);
+    return st;
+}
+
+static rf_status resolve(const rf_cluster_flags *flags, const char *tf_config,
+                         char *const *envp, rf_cluster **out)
 {
     static const rf_cluster_flags none;
     if (!out)
@@ -212,6 +263,18 @@ rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
     rf_status st = RF_OK;
     if (tf_config && *tf_config && (st = cl_parse_tfconfig(tf_config, &tf)))
         return st;
+    if (flags->num_ps || flags->port_base) {
+        rf_cluster *c = calloc(1, sizeof *c);
+        st = c ? from_launcher(flags, &tf, envp, c)
+               : rf_error_set(RF_ERR_NO_MEMORY, "cluster: out of memory");
+        cl_jobs_free(&tf.jobs);
+        if (st != RF_OK) {
+            rf_cluster_destroy(c);
+            return st;
+        }
+        *out = c;
+        return RF_OK;
+    }
 
     rf_cluster *c = calloc(1, sizeof *c);
     if (!c) {
@@ -236,6 +299,9 @@ rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
     int job = -1, index = -1;
     const char *job_src = NULL, *index_src = NULL;
     if (st == RF_OK && !cluster_src) {
+        if (cl_launcher_present(envp))
+            RF_LOG_INFO("cluster: a Slurm or MPI rank is set but --num_ps "
+                        "is not given: a local run");
         st = check_local(flags, &tf);
         rf_cluster_destroy(c);
         return st; /* local run: *out stays NULL */
@@ -254,6 +320,21 @@ rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
     set_source(c, cluster_src, job_src, index_src);
     *out = c;
     return RF_OK;
+}
+
+rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
+                             const char *tf_config, rf_cluster **out)
+{
+    char *const no_env[] = {NULL};
+    return resolve(flags, tf_config, no_env, out);
+}
+
+rf_status rf_cluster_resolve_env(const rf_cluster_flags *flags,
+                                 char *const *envp, rf_cluster **out)
+{
+    if (!envp)
+        envp = environ;
+    return resolve(flags, cl_getenv(envp, "TF_CONFIG"), envp, out);
 }
 
 void rf_cluster_destroy(rf_cluster *c)

@@ -81,12 +81,46 @@ typedef struct cl_tfconfig {
  * whether the task is in the cluster is left to the resolver. */
 rf_status cl_parse_tfconfig(const char *text, cl_tfconfig *out);
 
+/* Launchers (cluster_launcher.c) ----------------------------------------- */
+
+/* The value of variable name in envp ("NAME=value" entries), NULL if unset. */
+const char *cl_getenv(char *const *envp, const char *name);
+
+/* Whether a Slurm or MPI rank variable is set. */
+bool cl_launcher_present(char *const *envp);
+
+/* --num_ps (required) and --port_base (default 8888) checked. */
+rf_status cl_launcher_flags(const rf_cluster_flags *f, int *num_ps,
+                            int *port_base);
+
+/* Tasks per node "2(x3),1" -> {2, 2, 2, 1} (malloc'd). */
+rf_status cl_tasks_per_node(const char *text, const char *what, int **counts,
+                            size_t *n);
+
+/* What a launcher said: every host, its number of ranks, this rank. */
+typedef struct cl_launch {
+    char **hosts;
+    size_t nhosts;
+    int *counts;
+    size_t ncounts;
+    int rank, size;
+    int job, index; /* this task */
+    char source[128];
+} cl_launch;
+
+void cl_launch_free(cl_launch *l);
+
+/* The cluster (ps = ranks 0..num_ps-1, worker = the rest) into jobs and
+ * this task into out->job/index, from Slurm's or MPI's variables. */
+rf_status cl_resolve_launcher(char *const *envp, int num_ps, int port_base,
+                              cl_launch *out, cl_jobs *jobs);
+
 struct rf_cluster {
     cl_jobs jobs;
     const rf_cluster_task *self; /* into jobs, or &outside */
     rf_cluster_task outside;     /* an evaluator not listed (TFJob style) */
     const rf_cluster_task *chief;
-    char source[160];
+    char source[256];
     rf_cluster_job desc[CL_NJOBS];
     size_t num_desc;
 };

@@ -15,9 +15,11 @@
  *   rf-example-trainer $C --job_name=worker --task_index=0
  *   rf-example-trainer $C --job_name=worker --task_index=1
  *
- * (TF_CONFIG can give the cluster and the task instead of the four flags.)
+ * (TF_CONFIG can give the cluster and the task instead of the four flags;
+ * under srun or mpirun, --num_ps=N takes them from the rank: ranks 0..N-1
+ * are the ps tasks, the others the workers, ports from --port_base.)
  * What each step of the tutorial's Python becomes:
- *   cluster = tf.train.ClusterSpec(...)      rf_cluster_resolve
+ *   cluster = tf.train.ClusterSpec(...)      rf_cluster_resolve_env
  *   server = tf.train.Server(cluster, ...)   rf_server_start
  *   server.join()                            rf_server_join (ps tasks)
  *   with tf.device(replica_device_setter(    make_setter() and
@@ -79,7 +81,8 @@ typedef struct flags {
 
 static const char usage[] =
     "usage: " PROG " --ps_hosts=H:P,... --worker_hosts=H:P,...\n"
-    "         --job_name=ps|worker --task_index=N  (or TF_CONFIG)\n"
+    "         --job_name=ps|worker --task_index=N  (or TF_CONFIG,\n"
+    "         or under srun/mpirun: --num_ps=N [--port_base=P (8888)])\n"
     "         [--data_dir=DIR] [--train_steps=N (8000)] [--batch_size=N "
     "(100)]\n"
     "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n"
@@ -154,6 +157,9 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"worker_hosts", &f->cluster.worker_hosts},
         {"job_name", &f->cluster.job_name},
         {"task_index", &f->cluster.task_index},
+        /* under srun or mpirun: the cluster and task from the rank */
+        {"num_ps", &f->cluster.num_ps},
+        {"port_base", &f->cluster.port_base},
         {"data_dir", &f->data_dir},
         {"train_steps", &steps},
         {"batch_size", &batch},
@@ -545,8 +551,7 @@ int main(int argc, char **argv)
     if (rc)
         return rc == 2 ? 2 : 0;
     rf_cluster *cluster;
-    rf_status st =
-        rf_cluster_resolve(&f.cluster, getenv("TF_CONFIG"), &cluster);
+    rf_status st = rf_cluster_resolve_env(&f.cluster, NULL, &cluster);
     if (st != RF_OK) {
         fprintf(stderr, PROG ": %s\n", rf_error_message());
         return st == RF_ERR_INVALID_ARG ? 2 : 1;

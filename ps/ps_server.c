@@ -490,8 +490,14 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
                      (PS_SRV_RECV_DEPTH + SEND_DEPTH);
     if ((st = rf_cq_create(fabric, depth, &s->cq)) != RF_OK)
         goto fail;
-    if ((st = rf_listen(fabric, host, port, &s->listener)) != RF_OK)
+    const char *lhost =
+        options && options->listen_host ? options->listen_host : host;
+    if ((st = rf_listen(fabric, lhost, port, &s->listener)) != RF_OK) {
+        if (lhost != host)
+            st = rf_error_set(st, "listening on %s (bind address): %s", lhost,
+                              rf_error_message());
         goto fail;
+    }
     s->port = rf_listener_port(s->listener);
     if (pthread_create(&s->service_thread, NULL, service_main, s) != 0) {
         st = rf_error_set(RF_ERR_NO_RESOURCE, "ps: pthread_create failed");
@@ -504,11 +510,12 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
         return st;
     }
     s->listen_started = true;
-    RF_LOG_INFO("ps %d: serving on %s:%u (%s), incarnation 0x%016llx, arena "
-                "chunks of %zu bytes on NUMA node %d (%s)",
+    RF_LOG_INFO("ps %d: serving on %s:%u (%s%s%s), incarnation 0x%016llx, "
+                "arena chunks of %zu bytes on NUMA node %d (%s)",
                 s->opt.task_index, host, s->port, rf_fabric_provider(fabric),
-                (unsigned long long)s->incarnation, s->opt.chunk_bytes,
-                s->binding.numa_node, s->binding.why);
+                lhost != host ? ", listening on " : "",
+                lhost != host ? lhost : "", (unsigned long long)s->incarnation,
+                s->opt.chunk_bytes, s->binding.numa_node, s->binding.why);
     *out = s;
     return RF_OK;
 fail:;

@@ -1,11 +1,14 @@
 /* session/server.c: rf_server, what every task starts (tf.train.Server):
- * the NUMA binding of the calling thread and the fabric on the task's
+ * the cluster's host names resolved (retried, server_resolve.c), the NUMA
+ * binding of the calling thread and the fabric on the task's
  * cluster address, the cluster secret if any, and for a ps task the ps
  * server that serves until the chief's SHUTDOWN, its roles bound to the
  * cluster spec. Knows nothing of the model. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "rdmaflow/env.h"
+#include "session/server_resolve.h"
 #include "session/session_internal.h"
 
 /* The ps's apply=ps updates as spans of the server's trace. */
@@ -55,6 +58,13 @@ rf_status rf_server_start(const rf_cluster *cluster,
         return st;
     }
     sv->opt.cluster_secret_file = NULL; /* not kept: the caller's string */
+    const char *bind = sv->opt.bind_addr && *sv->opt.bind_addr
+                           ? sv->opt.bind_addr
+                           : rf_env_str("RF_BIND_ADDR", NULL);
+    sv->opt.bind_addr = NULL; /* not kept either */
+    st = sess_resolve_hosts(cluster, sv->opt.resolve_wait_secs);
+    if (st != RF_OK)
+        goto err_topo;
     if (!is_ps(sv)) {
         st = rf_topology_open(&sv->topo);
         if (st == RF_OK)
@@ -88,6 +98,7 @@ rf_status rf_server_start(const rf_cluster *cluster,
             .bind_roles = true,
             .chief_id = (uint32_t)chief_id(cluster),
             .num_workers = (uint32_t)rf_cluster_num_workers(cluster),
+            .listen_host = bind,
         };
         st =
             rf_ps_server_start(sv->fabric, self->host, self->port, &o, &sv->ps);

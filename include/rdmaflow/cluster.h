@@ -49,6 +49,42 @@
  * multi_worker_util.id_in_cluster: the chief 0, worker i is i + (number of
  * chief tasks).
  *
+ * Launchers (rf_cluster_resolve_env), TensorFlow's SlurmClusterResolver(
+ * jobs={"ps": N, "worker": size - N}, port_base=P): opted into with
+ * --num_ps N (and --port_base P, default 8888, as TensorFlow). Without
+ * --num_ps the rank variables are ignored (a local run inside an sbatch
+ * allocation stays local; the decision is logged at info level).
+ *  - Slurm, when SLURM_PROCID is set: the rank is SLURM_PROCID, the number
+ *    of tasks SLURM_STEP_NUM_TASKS (srun's step), else SLURM_NTASKS; the
+ *    hosts SLURM_STEP_NODELIST, else SLURM_JOB_NODELIST, else SLURM_NODELIST,
+ *    expanded as `scontrol show hostnames` (rf_hostlist_expand); the tasks
+ *    on each node SLURM_STEP_TASKS_PER_NODE, else SLURM_TASKS_PER_NODE
+ *    ("2(x3),1"), else SLURM_NTASKS_PER_NODE (the same on every node).
+ *    PMIX_RANK and OMPI_COMM_WORLD_RANK, if set too (srun --mpi=pmix), must
+ *    agree with SLURM_PROCID.
+ *  - Open MPI / PMIx, otherwise: the rank is OMPI_COMM_WORLD_RANK, else
+ *    PMIX_RANK; the number of ranks OMPI_COMM_WORLD_SIZE (required; PMIx
+ *    exports none). The ranks learn each other's addresses from
+ *    RF_MPI_HOSTS, a host list in Slurm's syntax with OMPI_COMM_WORLD_
+ *    LOCAL_SIZE ranks on each host in rank order (mpirun's --map-by slot
+ *    with equal slots, or ppr:N:node); without RF_MPI_HOSTS every rank must
+ *    be on this host (OMPI_COMM_WORLD_LOCAL_SIZE, if set, equal to
+ *    OMPI_COMM_WORLD_SIZE) and the host is 127.0.0.1. OMPI_COMM_WORLD_
+ *    LOCAL_RANK, if set, must be rank % LOCAL_SIZE.
+ * The tasks are placed in rank order, host by host: the k-th task on a host
+ * gets port P + k (SlurmClusterResolver's port offsets). Jobs are taken in
+ * name order as TensorFlow does (sorted(jobs)): ranks 0..N-1 are ps tasks
+ * 0..N-1, the others workers 0..; worker 0 is the chief (there is no chief
+ * job). N must leave at least one worker.
+ * Precedence: --ps_hosts/--worker_hosts and TF_CONFIG win over the
+ * environment: a rank variable is then ignored. Mixing the sources is an
+ * error naming both: --num_ps or --port_base with --ps_hosts/--worker_hosts,
+ * --job_name, --task_index or a TF_CONFIG (with a cluster or a task);
+ * --port_base without --num_ps; --num_ps with no rank variable set; a
+ * partial launcher environment (SLURM_PROCID without SLURM_NTASKS, a node
+ * list or tasks-per-node, PMIX_RANK without OMPI_COMM_WORLD_SIZE), counts
+ * that do not add up, ranks that disagree, or a rank out of range.
+ *
  * Addresses are HOST:PORT with HOST a hostname (letters, digits, '-', '_',
  * dot-separated labels of at most 63 characters, 253 in all, an optional
  * final dot), a dotted-quad IPv4 address, or an IPv6 address in brackets
@@ -97,6 +133,25 @@ RF_API rf_status rf_parse_host_port(const char *text, const char *what,
 RF_API rf_status rf_format_host_port(const char *host, uint16_t port, char *buf,
                                      size_t len);
 
+/* ---- Slurm host lists ------------------------------------------------- */
+
+/* Most hosts (and tasks) a host list may expand to. */
+#define RF_HOSTLIST_MAX 65536
+
+/* Expands a Slurm host list as `scontrol show hostnames` does, in order and
+ * without removing duplicates: hosts separated by commas, each with any
+ * number of bracket groups of comma-separated numbers and N-M ranges whose
+ * zero padding (the low bound's width) is kept, the leftmost group varying
+ * slowest: "node[01-03,07],gpu-a[1-2]" -> node01 node02 node03 node07
+ * gpu-a1 gpu-a2; "r[1-2]n[8-9]" -> r1n8 r1n9 r2n8 r2n9. Malformed lists
+ * (unbalanced or nested brackets, empty hosts, ranges or brackets, a range
+ * going down, a non-number, blanks, more than RF_HOSTLIST_MAX hosts) are
+ * RF_ERR_INVALID_ARG with a message starting with `what` (NULL: "host list")
+ * and naming the offset. *hosts is malloc'd: rf_hostlist_free(*hosts, *n). */
+RF_API rf_status rf_hostlist_expand(const char *text, const char *what,
+                                    char ***hosts, size_t *n);
+RF_API void rf_hostlist_free(char **hosts, size_t n);
+
 /* ---- The cluster ------------------------------------------------------- */
 
 typedef struct rf_cluster rf_cluster;
@@ -120,6 +175,9 @@ typedef struct rf_cluster_flags {
     const char *worker_hosts;
     const char *job_name;
     const char *task_index;
+    /* launchers (rf_cluster_resolve_env): --num_ps N, --port_base P */
+    const char *num_ps;
+    const char *port_base;
 } rf_cluster_flags;
 
 /* Builds the cluster and this task from the flags and the TF_CONFIG text
@@ -134,6 +192,14 @@ typedef struct rf_cluster_flags {
  *   if an allocation fails. */
 RF_API rf_status rf_cluster_resolve(const rf_cluster_flags *flags,
                                     const char *tf_config, rf_cluster **out);
+
+/* The same from an environment: envp is a NULL-terminated array of
+ * "NAME=value" strings (NULL: the process's environ). TF_CONFIG is read from
+ * it, and with flags->num_ps the Slurm or MPI rank variables (above).
+ * rf_cluster_resolve(flags, tf_config, out) is this with an environment
+ * holding TF_CONFIG only. */
+RF_API rf_status rf_cluster_resolve_env(const rf_cluster_flags *flags,
+                                        char *const *envp, rf_cluster **out);
 
 RF_API void rf_cluster_destroy(rf_cluster *c);
 

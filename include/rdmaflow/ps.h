@@ -113,6 +113,10 @@ typedef struct rf_ps_server_options {
     bool bind_roles;
     uint32_t chief_id;
     uint32_t num_workers;
+    /* NULL: listen on host. Otherwise the local address the listener binds
+     * ("0.0.0.0" or "::": every address), while host still chooses the
+     * arena's NUMA node (and the caller opened the fabric on host). */
+    const char *listen_host;
 } rf_ps_server_options;
 
 /* Listens on host:port (port 0: a free port, see rf_ps_server_port) and

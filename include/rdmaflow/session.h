@@ -101,14 +101,29 @@ typedef struct rf_server_options {
      * then authenticates every connection, a worker's sessions
      * authenticate to every ps. */
     const char *cluster_secret_file;
+    /* The local address a ps task listens on (--bind_addr): NULL or ""
+     * means RF_BIND_ADDR, and neither the task's cluster host. "0.0.0.0"
+     * or "::" listens on every address, e.g. in a Kubernetes pod whose
+     * own name resolves to a service address rather than its interface;
+     * the cluster address still chooses the fabric's RDMA device and the
+     * NUMA node. A worker listens on nothing: it is accepted (the same
+     * command line serves every task) and changes nothing there. */
+    const char *bind_addr;
+    /* How long rf_server_start retries the cluster's host names that do
+     * not resolve yet (this task's; a worker's ps tasks' too), as a
+     * Kubernetes pod's peers at start (--max_wait_secs); 0: one try. The
+     * error at the end names the host and its task. */
+    int resolve_wait_secs;
 } rf_server_options;
 
 /* Starts this task's server, for the task rf_cluster_self(cluster) names:
+ * - every task first resolves the host names it needs (resolve_wait_secs);
  * - every task binds the calling thread to the NUMA node nearest its
  *   cluster address (RF_BIND; threads created afterwards, the executor's
  *   and the fabric's, inherit it) and opens the fabric on that address
  *   (RF_FABRIC);
- * - a ps task also starts serving on its address (rf_ps_server_start): the
+ * - a ps task also starts serving on its address, or on bind_addr
+ *   (rf_ps_server_start): the
  *   chief will create its shards. Its roles are bound to the cluster: only
  *   the chief's worker id may claim the chief's role, only training
  *   workers' ids may connect, and with a cluster secret every connection

@@ -235,6 +235,14 @@ mkfifo secret.fifo
 ln -s secret.group secret.link-group
 # a Unix socket (as an output path it must be refused)
 python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' sock
+# ---- rf-launch --hostfile: malformed hostfiles -------------------------
+mkdir -p hostfiles
+printf 'a\nb slots=x\n' >hostfiles/slots-x
+printf 'a slots=0\n' >hostfiles/slots-0
+printf 'a cpus=2\n' >hostfiles/keyword
+printf 'a,b\n' >hostfiles/comma
+printf '# nothing\n\n' >hostfiles/empty
+printf 'a\nb # c\n' >hostfiles/two
 # ---- the valid ones must be accepted, else every case below lies -------
 ck=${RF_CKPT:-} # run_cases.sh gets it from CMake
 if [[ -n $ck ]]; then

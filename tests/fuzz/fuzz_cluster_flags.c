@@ -5,8 +5,11 @@
  * not given), resolved without TF_CONFIG; the whole input, up to its first
  * NUL, is also parsed as one HOST:PORT. A refusal must say why; an address
  * that parses must format back to text that parses to the same host and
- * port, and a resolved cluster's tasks must have parsed addresses. */
+ * port, and a resolved cluster's tasks must have parsed addresses. The
+ * input is also a Slurm host list (rf_hostlist_expand, and a Slurm step
+ * through rf_cluster_resolve_env). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +77,37 @@ static void flags(char *text)
     rf_cluster_destroy(c);
 }
 
+/* The input as a Slurm host list, and as SLURM_JOB_NODELIST of a
+ * two-task step under --num_ps 1: refused with a reason, or hosts that are
+ * non-empty and short enough, and a cluster only if there are 1 or 2. */
+static void hostlist(const char *text)
+{
+    char **h = NULL;
+    size_t n = 0;
+    if (rf_hostlist_expand(text, "fuzz", &h, &n) != RF_OK) {
+        REQUIRE(!h && n == 0 && rf_error_message()[0]);
+    } else {
+        REQUIRE(n >= 1 && n <= RF_HOSTLIST_MAX);
+        for (size_t i = 0; i < n; i++)
+            REQUIRE(h[i][0] && strlen(h[i]) < RF_HOST_MAX);
+        rf_hostlist_free(h, n);
+    }
+    if (strlen(text) > 200)
+        return; /* keep each run short */
+    char nodes[256];
+    snprintf(nodes, sizeof nodes, "SLURM_JOB_NODELIST=%s", text);
+    char *env[] = {"SLURM_PROCID=1", "SLURM_NTASKS=2", nodes,
+                   "SLURM_NTASKS_PER_NODE=1", NULL};
+    const rf_cluster_flags f = {.num_ps = "1"};
+    rf_cluster *c = NULL;
+    if (rf_cluster_resolve_env(&f, env, &c) != RF_OK) {
+        REQUIRE(!c && rf_error_message()[0]);
+        return;
+    }
+    REQUIRE(c && rf_cluster_num_ps(c) == 1 && rf_cluster_num_workers(c) == 1);
+    rf_cluster_destroy(c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -84,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data, size);
     text[size] = '\0';
     host_port(text);
+    hostlist(text);
     flags(text);
     free(text);
     return 0;

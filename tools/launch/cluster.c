@@ -1,6 +1,7 @@
-/* tools/launch/cluster.c: names, ports, argv and TF_CONFIG of every task.
- * The host lists are "host:port,..." (an IPv6 address in brackets) in task
- * index order, the same for every task. */
+/* tools/launch/cluster.c: names, hosts, ports, argv and TF_CONFIG of every
+ * task. The host lists are "host:port,..." (an IPv6 address in brackets) in
+ * task index order, the same for every task; with --hostfile the tasks are
+ * placed on its hosts and their argv wrapped in ssh (remote.c). */
 #include "cluster.h"
 
 #include <json-c/json.h>
@@ -10,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hostfile.h"
 #include "ports.h"
+#include "remote.h"
 
 static const char *job_str(lt_job j)
 {
@@ -18,28 +21,29 @@ static const char *job_str(lt_job j)
 }
 
 /* "host:p1,host:p2" for the tasks of job j; malloc'd. */
-static char *host_list(const char *host, const lt_task *t, int n, lt_job j)
+static char *host_list(const lt_task *t, int n, lt_job j)
 {
-    bool v6 = strchr(host, ':') != NULL;
-    size_t cap = (size_t)n * (strlen(host) + 10) + 1, len = 0;
+    size_t cap = 1, len = 0;
+    for (int i = 0; i < n; i++)
+        cap += strlen(t[i].host) + 10;
     char *s = malloc(cap);
     if (!s)
         return NULL;
     s[0] = '\0';
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        bool v6 = strchr(t[i].host, ':') != NULL;
         if (t[i].job == j)
             len += (size_t)snprintf(s + len, cap - len, "%s%s%s%s:%d",
-                                    len ? "," : "", v6 ? "[" : "", host,
+                                    len ? "," : "", v6 ? "[" : "", t[i].host,
                                     v6 ? "]" : "", t[i].port);
+    }
     return s;
 }
 
-static char *tf_config_json(const lt_task *t, int n, const lt_task *self,
-                            const char *host)
+static char *tf_config_json(const lt_task *t, int n, const lt_task *self)
 {
     json_object *root = json_object_new_object();
     json_object *cluster = json_object_new_object();
-    bool v6 = strchr(host, ':') != NULL;
     static const lt_job jobs[] = {LT_JOB_PS, LT_JOB_CHIEF, LT_JOB_WORKER};
     for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; j++) {
         json_object *list = NULL;
@@ -47,7 +51,8 @@ static char *tf_config_json(const lt_task *t, int n, const lt_task *self,
             if (t[i].job != jobs[j])
                 continue;
             char addr[300];
-            snprintf(addr, sizeof addr, "%s%s%s:%d", v6 ? "[" : "", host,
+            bool v6 = strchr(t[i].host, ':') != NULL;
+            snprintf(addr, sizeof addr, "%s%s%s:%d", v6 ? "[" : "", t[i].host,
                      v6 ? "]" : "", t[i].port);
             if (!list)
                 list = json_object_new_array();
@@ -104,6 +109,43 @@ static int build_argv(const lt_opts *o, lt_task *t, const char *ps_hosts,
     return 0;
 }
 
+/* --hostfile: the tasks in start order fill each host's slots in turn
+ * (Open MPI's --map-by slot). The host names live in the first task's
+ * hostfile copy (freed with the table). -2 for a usage error. */
+static int place_on_hosts(const lt_opts *o, lt_task *t, int total, char *err,
+                          size_t errlen)
+{
+    lt_hostfile *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (lt_hostfile_read(o->hostfile, h, err, errlen) != 0) {
+        free(h);
+        return -2;
+    }
+    t[0].hosts = h;
+    int slots = 0;
+    for (int i = 0; i < h->n; i++)
+        slots += h->slots[i];
+    if (slots < total) {
+        snprintf(err, errlen,
+                 "--hostfile: %s has %d slot%s for %d tasks (give its hosts "
+                 "more with slots=N)",
+                 o->hostfile, slots, slots == 1 ? "" : "s", total);
+        return -2;
+    }
+    for (int i = 0, hi = 0, used = 0; i < total; i++, used++) {
+        if (used == h->slots[hi]) {
+            hi++;
+            used = 0;
+        }
+        t[i].host = h->host[hi];
+        t[i].remote = true;
+    }
+    return 0;
+}
+
 int lt_cluster_create(const lt_opts *o, lt_task **tasks, int *n, char *err,
                       size_t errlen)
 {
@@ -136,19 +178,35 @@ int lt_cluster_create(const lt_opts *o, lt_task **tasks, int *n, char *err,
     for (int i = 0; i < total; i++) {
         snprintf(t[i].prefix, sizeof t[i].prefix, "[%s] ", t[i].name);
         t[i].port_fd = -1;
+        t[i].stdin_fd = -1;
         t[i].out.in_fd = t[i].err.in_fd = -1;
+        t[i].host = o->host;
     }
-    int prc = lt_ports_reserve(o->host, total, fds, ports, err, errlen);
-    if (prc != 0) {
-        rc = prc;
-        goto out;
+    if (o->hostfile) {
+        int hrc = place_on_hosts(o, t, total, err, errlen);
+        if (hrc != 0) {
+            rc = hrc;
+            goto out;
+        }
     }
-    for (int i = 0; i < total; i++) {
-        t[i].port_fd = fds[i];
-        t[i].port = ports[i];
+    if (o->port_base > 0) {
+        for (int i = 0; i < total; i++)
+            t[i].port = o->port_base + i;
+    } else {
+        /* --hostfile: ports free here, a guess for the other machines */
+        int prc = lt_ports_reserve(o->hostfile ? "0.0.0.0" : o->host, total,
+                                   fds, ports, err, errlen);
+        if (prc != 0) {
+            rc = prc;
+            goto out;
+        }
+        for (int i = 0; i < total; i++) {
+            t[i].port_fd = fds[i];
+            t[i].port = ports[i];
+        }
     }
-    ps_hosts = host_list(o->host, t, total, LT_JOB_PS);
-    worker_hosts = host_list(o->host, t, total, LT_JOB_WORKER);
+    ps_hosts = host_list(t, total, LT_JOB_PS);
+    worker_hosts = host_list(t, total, LT_JOB_WORKER);
     if (!ps_hosts || !worker_hosts) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -160,11 +218,12 @@ int lt_cluster_create(const lt_opts *o, lt_task **tasks, int *n, char *err,
             goto out;
         }
         if (o->tf_config &&
-            !(t[i].tf_config = tf_config_json(t, total, &t[i], o->host))) {
+            !(t[i].tf_config = tf_config_json(t, total, &t[i]))) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
-        if (build_argv(o, &t[i], ps_hosts, worker_hosts) != 0) {
+        if (build_argv(o, &t[i], ps_hosts, worker_hosts) != 0 ||
+            (t[i].remote && lt_remote_wrap(o, &t[i]) != 0)) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
@@ -192,6 +251,12 @@ void lt_cluster_free(lt_task *tasks, int n)
         lt_task *t = &tasks[i];
         if (t->port_fd >= 0)
             close(t->port_fd);
+        if (t->stdin_fd >= 0)
+            close(t->stdin_fd);
+        if (t->hosts) {
+            lt_hostfile_free(t->hosts);
+            free(t->hosts);
+        }
         for (char **a = t->argv; a && *a; a++)
             free(*a);
         free(t->argv);

@@ -1,5 +1,6 @@
 /* tools/launch/launch.h: types shared by rf-launch's parts. rf-launch runs a
- * whole ps/worker cluster on this machine (see main.c for the behaviour);
+ * whole ps/worker cluster on this machine, or over ssh on the hosts of a
+ * hostfile (hostfile.c, remote.c) (see main.c for the behaviour);
  * opts.c parses its command line, ports.c reserves loopback ports,
  * cluster.c builds each task's argv and environment, task.c starts a task
  * (rdmaflow/spawn.h), output.c prefixes their output lines, supervise.c
@@ -44,7 +45,13 @@ typedef struct lt_opts {
     double ps_grace_s; /* --ps_grace: ps wait after every worker succeeded */
     bool restart_on_failure; /* --restart_on_failure */
     int max_restarts;        /* --max_restarts: per task */
-    char **prog;             /* PROGRAM ARGS... (NULL-terminated, in argv) */
+    /* --hostfile FILE: the tasks run over ssh on its hosts (--ssh CMD,
+     * default "ssh -o BatchMode=yes"); --port_base P: task k (in start
+     * order) listens on P + k, else on a port free on this machine */
+    const char *hostfile;
+    const char *ssh;
+    int port_base;
+    char **prog; /* PROGRAM ARGS... (NULL-terminated, in argv) */
     int prog_argc;
     bool help;
     bool version;
@@ -68,10 +75,15 @@ typedef struct lt_task {
     lt_job job;
     int index;
     int port;
-    int port_fd;        /* reservation socket, -1 once released */
-    char **argv;        /* owned, NULL-terminated */
-    char *tf_config;    /* owned TF_CONFIG JSON, or NULL (flags mode) */
-    char *trace_path;   /* owned, or NULL */
+    int port_fd;               /* reservation socket, -1 once released */
+    const char *host;          /* where it runs and listens (o->host or a
+                                  --hostfile host, owned by the table) */
+    bool remote;               /* started over ssh (--hostfile) */
+    int stdin_fd;              /* remote: ssh's stdin, held open; else -1 */
+    struct lt_hostfile *hosts; /* the hostfile (task 0 owns it) or NULL */
+    char **argv;               /* owned, NULL-terminated */
+    char *tf_config;           /* owned TF_CONFIG JSON, or NULL (flags mode) */
+    char *trace_path;          /* owned, or NULL */
     pid_t pid;          /* also the task's process group; 0: not started */
     bool running;       /* started and not yet reaped */
     int wstatus;        /* waitpid status once reaped */

@@ -52,7 +52,15 @@
  * own process group, which is killed at the end; rf-launch is a child
  * subreaper, so descendants that leave their group are found and killed too;
  * and every task has PR_SET_PDEATHSIG(SIGKILL) in case rf-launch itself is
- * killed (descendants of a task are then not covered). */
+ * killed (descendants of a task are then not covered).
+ *
+ * Several machines: with --hostfile FILE (Open MPI's "HOST [slots=N]"
+ * lines) the tasks fill the hosts' slots in start order and each is
+ * started as ssh (--ssh CMD) running it there (remote.c): in this
+ * directory, with TF_CONFIG and the RF_* variables, listening on its host
+ * and on a port free here (or --port_base P + k). Its output is prefixed
+ * and its failure stops the job as above; stopping the ssh stops the
+ * remote task (a watcher on ssh's stdin), and its exit status is ssh's. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>

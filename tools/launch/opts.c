@@ -17,7 +17,8 @@ void lt_opts_usage(FILE *f)
         "usage: rf-launch --ps N --workers N [--chief] [--tf_config]\n"
         "                 [--host ADDR] [--trace FILE] [--timeout SECS]\n"
         "                 [--grace SECS] [--ps_grace SECS]\n"
-        "                 [--restart_on_failure [--max_restarts N]] -- "
+        "                 [--restart_on_failure [--max_restarts N]]\n"
+        "                 [--hostfile FILE [--ssh CMD]] [--port_base P] -- "
         "PROGRAM ARGS...\n"
         "Runs a ps/worker cluster on this machine, one process per task,\n"
         "each running PROGRAM ARGS... --ps_hosts=H:P,... "
@@ -71,6 +72,23 @@ void lt_opts_usage(FILE *f)
         "                  --restart_on_failure); a failure beyond them "
         "stops\n"
         "                  everything (exit 1)\n"
+        "  --hostfile FILE run the tasks over ssh on the hosts of FILE "
+        "(Open MPI's\n"
+        "                  format: \"HOST [slots=N]\" lines, '#' "
+        "comments; slots\n"
+        "                  default 1), filling each host's slots in task "
+        "order; each\n"
+        "                  task listens on its host; the RF_* variables "
+        "and\n"
+        "                  TF_CONFIG go along, and it runs in this "
+        "directory\n"
+        "  --ssh CMD       the ssh command, split at blanks (default \""
+        "ssh -o\n"
+        "                  BatchMode=yes\"; e.g. \"ssh -p 2222 -i key\")\n"
+        "  --port_base P   task k (in start order ps0.., chief, worker0..) "
+        "listens\n"
+        "                  on port P + k (default: ports free on this "
+        "machine)\n"
         "  --help          this message\n"
         "  --version       print the version and exit\n\n"
         "exit status: 0 success, 1 a task failed, 2 usage error, 124 "
@@ -135,6 +153,9 @@ typedef enum flag_id {
     F_MAX_RESTARTS,
     F_HELP,
     F_VERSION,
+    F_HOSTFILE,
+    F_SSH,
+    F_PORT_BASE,
 } flag_id;
 
 static const struct {
@@ -155,6 +176,10 @@ static const struct {
     {"max_restarts", F_MAX_RESTARTS, true},
     {"help", F_HELP, false},
     {"version", F_VERSION, false},
+    /* several machines over ssh */
+    {"hostfile", F_HOSTFILE, true},
+    {"ssh", F_SSH, true},
+    {"port_base", F_PORT_BASE, true},
 };
 
 static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
@@ -210,6 +235,28 @@ static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
     case F_VERSION:
         o->version = true;
         return 0;
+    case F_HOSTFILE:
+        if (*v == '\0') {
+            snprintf(err, errlen, "--hostfile: empty file name");
+            return -1;
+        }
+        o->hostfile = v;
+        return 0;
+    case F_SSH:
+        if (v[strspn(v, " \t")] == '\0') {
+            snprintf(err, errlen, "--ssh: empty command");
+            return -1;
+        }
+        o->ssh = v;
+        return 0;
+    case F_PORT_BASE:
+        if (parse_count(name, v, 65535, &o->port_base, err, errlen) != 0)
+            return -1;
+        if (o->port_base == 0) {
+            snprintf(err, errlen, "--port_base: 0 is not a port");
+            return -1;
+        }
+        return 0;
     }
     return -1;
 }
@@ -223,7 +270,7 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
                    .ps_grace_s = 10,
                    .max_restarts = -1}; /* -1: not given */
     int i = 1;
-    bool dashdash = false;
+    bool dashdash = false, host_given = false;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) {
@@ -271,6 +318,7 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
         }
         if (set_flag(o, flags[k].id, name, v ? v : "", err, errlen) != 0)
             return -1;
+        host_given |= flags[k].id == F_HOST;
     }
     bool max_restarts_given = o->max_restarts >= 0;
     if (!max_restarts_given)
@@ -304,6 +352,22 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
         snprintf(err, errlen,
                  "--max_restarts: needs --restart_on_failure (without it no "
                  "task is restarted)");
+        return -1;
+    }
+    if (o->ssh && !o->hostfile) {
+        snprintf(err, errlen, "--ssh: only with --hostfile");
+        return -1;
+    }
+    if (o->hostfile && host_given) {
+        snprintf(err, errlen,
+                 "--host: not with --hostfile (each task listens on its "
+                 "hostfile host)");
+        return -1;
+    }
+    int total = o->ps + (o->chief ? 1 : 0) + o->workers;
+    if (o->port_base > 0 && o->port_base + total - 1 > 65535) {
+        snprintf(err, errlen, "--port_base: %d + %d tasks go past port 65535",
+                 o->port_base, total);
         return -1;
     }
     if (o->chief)

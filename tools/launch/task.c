@@ -34,7 +34,9 @@ rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
         .env_unset = tf_config ? NULL : unset,
         .new_pgroup = true,
         .die_with_parent = true,
-        .stdio = {RF_SPAWN_DEVNULL, RF_SPAWN_PIPE, RF_SPAWN_PIPE},
+        /* over ssh: a stdin held open, whose end stops the remote task */
+        .stdio = {t->remote ? RF_SPAWN_PIPE : RF_SPAWN_DEVNULL, RF_SPAWN_PIPE,
+                  RF_SPAWN_PIPE},
         .pipe_nonblock = true,
         .sigmask = &sig->mask,
         .sigdefault = &sig->dfl,
@@ -47,6 +49,9 @@ rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
         return st;
     t->pid = c.pid;
     t->running = true;
+    if (t->stdin_fd >= 0)
+        close(t->stdin_fd); /* the previous run's */
+    t->stdin_fd = t->remote ? c.stdio_fd[0] : -1;
     lt_lines_init(&t->out, c.stdio_fd[1], 1, t->prefix);
     lt_lines_init(&t->err, c.stdio_fd[2], 2, t->prefix);
     return RF_OK;

@@ -19,7 +19,8 @@ typedef struct lt_sigstate {
 /* Starts task t (its argv, PATH searched) as the leader of its own process
  * group, killed if rf-launch dies (PR_SET_PDEATHSIG, tied to the calling
  * thread: rf-launch's only one), with the signal state of sig, stdin from
- * /dev/null, stdout and stderr into non-blocking pipes forwarded line by
+ * /dev/null (a remote task's ssh: a pipe held open in t->stdin_fd, see
+ * remote.h), stdout and stderr into non-blocking pipes forwarded line by
  * line to rf-launch's, and TF_CONFIG set to t->tf_config (or removed in
  * flags mode). Releases t's port reservation first so the task can bind
  * the port. Sets t->pid and t->running. On failure the message says why

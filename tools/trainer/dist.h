@@ -37,6 +37,10 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster);
  * goes to explain. */
 int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain);
 
+/* dist_eval.c: the evaluator job: evaluates the chief's checkpoints;
+ * exit status. */
+int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster);
+
 /* dist_explain.c: --explain (text) and --explain=json, before training,
  * from the session's description of its training step. */
 int tr_dist_explain(const tr_flags *f, const rf_server *server,

@@ -7,6 +7,7 @@
  * first --trace_steps steps of each worker are written as a Chrome trace
  * when the ps stops. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dist.h"
 #include "report.h"
@@ -30,6 +31,8 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
     }
     rf_server_options o = {.trace = trace,
                            .cluster_secret_file = f->cluster_secret_file,
+                           .bind_addr = f->bind_addr,
+                           .resolve_wait_secs = (int)f->max_wait_secs,
                            .trace_updates =
                                (uint64_t)f->trace_steps *
                                (uint64_t)rf_cluster_num_workers(cluster)};
@@ -41,8 +44,12 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
     }
     const char *why = "";
     int node = rf_server_numa_node(server, &why);
-    printf("ps task %d: serving on %s (fabric %s, NUMA node %d: %s)\n",
-           self->index, self->address,
+    const char *bind = f->bind_addr ? f->bind_addr : getenv("RF_BIND_ADDR");
+    char listening[RF_HOST_MAX + 32] = "";
+    if (bind && *bind)
+        snprintf(listening, sizeof listening, ", listening on %s", bind);
+    printf("ps task %d: serving on %s%s (fabric %s, NUMA node %d: %s)\n",
+           self->index, self->address, listening,
            rf_fabric_provider(rf_server_fabric(server)), node, why);
     fflush(stdout);
     rf_status st = rf_server_join(server);

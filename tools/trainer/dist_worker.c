@@ -229,7 +229,9 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
             return 2;
         }
     }
-    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
+    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
+                            .bind_addr = f->bind_addr,
+                            .resolve_wait_secs = (int)f->max_wait_secs};
     if (rf_server_start(cluster, &so, &d.server) != RF_OK) {
         rc = fail(who, rf_error_message());
         goto out;

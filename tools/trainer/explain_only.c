@@ -415,8 +415,8 @@ static int explain_cluster(const tr_flags *f, const rf_cluster *c,
                 "explain: --explain_only: from the flags alone, nothing "
                 "opened or connected; %d ps, %d training workers%s\n",
                 rf_cluster_num_ps(c), rf_cluster_num_workers(c),
-                evaluators ? ", and an evaluator (rf-trainer does not run "
-                             "evaluator tasks: it exits 2 there)"
+                evaluators ? ", and an evaluator (it evaluates the chief's "
+                             "checkpoints as they appear, training nothing)"
                            : "");
         json_object *e = json_object_object_get(root, "explain_only");
         json_object *ps = json_object_object_get(e, "ps_tasks");

@@ -126,6 +126,20 @@ static int set_task_index(tr_flags *f, const char *v, char *err, size_t errlen)
     return 0;
 }
 
+static int set_num_ps(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    f->num_ps = v;
+    return 0;
+}
+
+static int set_port_base(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    f->port_base = v;
+    return 0;
+}
+
 static int set_apply(tr_flags *f, const char *v, char *err, size_t errlen)
 {
     static const char *const modes[] = {"ps", "worker", NULL};
@@ -294,6 +308,32 @@ static const flag_def flag_table[] = {
      .distributed = true,
      .arg = "I",
      .help = "this task's index in its job"},
+    /* launchers: the cluster and the task from Slurm's or MPI's rank
+     * (SlurmClusterResolver; rf_cluster_resolve_env checks them) */
+    {.name = "num_ps",
+     .kind = FK_CUSTOM,
+     .fn = set_num_ps,
+     .distributed = true,
+     .arg = "N",
+     .help = "under srun or mpirun: ranks 0..N-1 are the ps tasks, the "
+             "others the workers (SLURM_PROCID, OMPI_COMM_WORLD_RANK or "
+             "PMIX_RANK; hosts from Slurm's node list or RF_MPI_HOSTS, else "
+             "127.0.0.1)"},
+    {.name = "port_base",
+     .kind = FK_CUSTOM,
+     .fn = set_port_base,
+     .distributed = true,
+     .arg = "P",
+     .help = "with --num_ps, the k-th task on a host listens on port P + k "
+             "(default 8888)"},
+    {.name = "bind_addr",
+     .kind = FK_STRING,
+     .offset = FIELD(bind_addr),
+     .distributed = true,
+     .arg = "ADDR",
+     .help = "a ps task listens on this local address (0.0.0.0: every "
+             "address) instead of its cluster address, which still picks "
+             "the RDMA device and NUMA node; overrides RF_BIND_ADDR"},
     {.name = "apply",
      .kind = FK_CUSTOM,
      .fn = set_apply,
@@ -772,7 +812,8 @@ void tr_flags_usage(FILE *out, const char *prog)
             "Trains a model on Fashion-MNIST and reports test accuracy: in "
             "this process, or\nas one task of a ps/worker cluster "
             "(--ps_hosts, --worker_hosts, --job_name,\n--task_index, or "
-            "TF_CONFIG; run the same command once per task).\n\nflags:\n",
+            "TF_CONFIG, or --num_ps under srun or mpirun; run the same\n"
+            "command once per task).\n\nflags:\n",
             prog);
     for (size_t i = 0; i < NFLAGS; i++) {
         const flag_def *d = &flag_table[i];

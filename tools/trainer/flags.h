@@ -1,8 +1,9 @@
 /* tools/trainer/flags.h: rf-trainer's command line. TensorFlow/absl style:
  * "--name=value" or "--name value"; booleans "--name", "--name=true|false",
  * "--noname". Every flag is one row of a table in flags.c. The cluster flags
- * (--ps_hosts, --worker_hosts, --job_name, --task_index) are kept as text
- * and checked by rf_cluster_resolve together with TF_CONFIG. */
+ * (--ps_hosts, --worker_hosts, --job_name, --task_index, and --num_ps,
+ * --port_base for srun/mpirun) are kept as text and checked by
+ * rf_cluster_resolve_env together with TF_CONFIG and the rank variables. */
 #ifndef RF_TRAINER_FLAGS_H
 #define RF_TRAINER_FLAGS_H
 
@@ -60,7 +61,9 @@ typedef struct tr_flags {
     const char *cluster_secret_file;
     /* distributed: the cluster flags as given (NULL: not given) */
     const char *ps_hosts, *worker_hosts, *job_name, *task_index;
-    const char *apply; /* --apply as given ("ps" by default) */
+    const char *num_ps, *port_base; /* --num_ps, --port_base as given */
+    const char *bind_addr; /* --bind_addr (NULL: RF_BIND_ADDR, else none) */
+    const char *apply;     /* --apply as given ("ps" by default) */
     rf_ps_apply_mode apply_mode;
     bool use_locking;
     /* --ps_strategy: replica_device_setter's ps_strategy (round_robin or

@@ -166,7 +166,9 @@ int main(int argc, char **argv)
     rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
                            .worker_hosts = f.worker_hosts,
                            .job_name = f.job_name,
-                           .task_index = f.task_index};
+                           .task_index = f.task_index,
+                           .num_ps = f.num_ps,
+                           .port_base = f.port_base};
     /* --explain_only describes every task: which one this process would
      * be does not matter, so the cluster flags alone are enough */
     if (f.explain_only && (f.ps_hosts || f.worker_hosts) && !f.job_name &&
@@ -176,7 +178,7 @@ int main(int argc, char **argv)
     }
     rf_cluster *cluster = NULL;
     int rc;
-    rf_status st = rf_cluster_resolve(&cf, getenv("TF_CONFIG"), &cluster);
+    rf_status st = rf_cluster_resolve_env(&cf, NULL, &cluster);
     if (st != RF_OK) {
         fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
         return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
@@ -227,11 +229,7 @@ int main(int argc, char **argv)
         rc = ex ? tr_run_worker(&f, cluster, ex) : 1;
         close_explain(ex);
     } else {
-        fprintf(stderr,
-                "rf-trainer: --job_name: the %s job does not train (this "
-                "trainer runs ps, worker and chief tasks)\n",
-                self->job);
-        rc = TR_EXIT_USAGE;
+        rc = tr_run_evaluator(&f, cluster);
     }
     rf_cluster_destroy(cluster);
     return rc;

@@ -22,10 +22,13 @@ static const char *nz(const char *s)
 static rf_cluster_flags F(const char *ps, const char *workers, const char *job,
                           const char *index)
 {
-    return (rf_cluster_flags){ps, workers, job, index};
+    return (rf_cluster_flags){.ps_hosts = ps,
+                              .worker_hosts = workers,
+                              .job_name = job,
+                              .task_index = index};
 }
 
-static const rf_cluster_flags NOFLAGS = {NULL, NULL, NULL, NULL};
+static const rf_cluster_flags NOFLAGS = {0};
 
 /* Resolves and requires success with a cluster. */
 static rf_cluster *ok_at(int line, rf_cluster_flags f, const char *tf)

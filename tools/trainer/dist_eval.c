@@ -1,0 +1,114 @@
+/* tools/trainer/dist_eval.c: the evaluator job, as TensorFlow's evaluator
+ * task (Estimator's train_and_evaluate): not part of the training cluster
+ * (no server, no connection to the ps tasks), it builds the same model in
+ * this process and evaluates every new checkpoint the chief writes in
+ * --checkpoint_dir on the test set, until one whose global_step reached
+ * --train_steps (then exit 0). With no new checkpoint for --max_wait_secs
+ * it gives up (exit 1); without --checkpoint_dir it has nothing to
+ * evaluate (usage error, exit 2). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dist.h"
+#include "rdmaflow/checkpoint.h"
+#include "rdmaflow/clock.h"
+#include "report.h"
+
+#define POLL_MS 500 /* between looks at the checkpoint directory */
+
+/* Restores every variable of s from ck; its global_step in *step. */
+static int restore(tr_session *s, const rf_ckpt *ck, int64_t *step)
+{
+    size_t n = rf_graph_num_variables(s->g);
+    for (size_t i = 0; i < n; i++) {
+        rf_node *v = rf_graph_variable(s->g, i);
+        if (rf_ckpt_read_variable(ck, v, rf_variable_data(v)) != RF_OK) {
+            fprintf(stderr, "rf-trainer: evaluator: %s\n", rf_error_message());
+            return -1;
+        }
+    }
+    memcpy(step, rf_variable_data(s->global_step), sizeof *step);
+    return 0;
+}
+
+int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
+{
+    const rf_cluster_task *self = rf_cluster_self(cluster);
+    if (!f->checkpoint_dir) {
+        fprintf(stderr,
+                "rf-trainer: --checkpoint_dir: required for the evaluator "
+                "task (it evaluates the chief's checkpoints, as "
+                "TensorFlow's evaluator)\n");
+        return TR_EXIT_USAGE;
+    }
+    char err[1024];
+    rf_dataset *train = NULL, *test = NULL;
+    tr_session s = {0};
+    double t_load;
+    int rc = 1;
+    if (tr_load_data(f, &train, &test, &t_load, err, sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: data: %s\n", err);
+        return 1;
+    }
+    if (tr_session_create(f, (int)rf_dataset_rows(test),
+                          (int)rf_dataset_cols(test),
+                          (int)rf_dataset_num_classes(test), NULL, &s, err,
+                          sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: setup: %s\n", err);
+        goto out;
+    }
+    printf("evaluator %d: not in the training cluster; evaluating the "
+           "checkpoints in %s until global_step %" PRId64 "\n",
+           self->index, f->checkpoint_dir, f->train_steps);
+    fflush(stdout);
+    char last[4096] = "", path[4096];
+    int64_t deadline = rf_deadline_ms(f->max_wait_secs * 1000);
+    for (;;) {
+        rf_ckpt *ck = NULL;
+        rf_status st =
+            rf_ckpt_dir_open_latest(f->checkpoint_dir, &ck, path, sizeof path);
+        if (st != RF_OK && st != RF_ERR_UNAVAILABLE) {
+            fprintf(stderr, "rf-trainer: evaluator: %s\n", rf_error_message());
+            goto out;
+        }
+        if (st == RF_OK && strcmp(path, last) != 0) {
+            int64_t step = 0;
+            int r = restore(&s, ck, &step);
+            rf_ckpt_close(ck);
+            if (r != 0)
+                goto out;
+            printf("evaluator %d: %s (global_step %" PRId64 ")\n", self->index,
+                   path, step);
+            if (tr_report_accuracy(f, &s, test, err, sizeof err) != 0) {
+                fprintf(stderr, "rf-trainer: evaluation: %s\n", err);
+                goto out;
+            }
+            if (step >= f->train_steps) {
+                printf("evaluator %d: done: global_step %" PRId64
+                       " reached --train_steps\n",
+                       self->index, step);
+                rc = 0;
+                goto out;
+            }
+            snprintf(last, sizeof last, "%s", path);
+            deadline = rf_deadline_ms(f->max_wait_secs * 1000);
+        } else {
+            rf_ckpt_close(ck);
+        }
+        if (rf_deadline_passed(deadline)) {
+            fprintf(stderr,
+                    "rf-trainer: evaluator: no new checkpoint in %s for "
+                    "--max_wait_secs=%" PRId64 " s (last evaluated: %s)\n",
+                    f->checkpoint_dir, f->max_wait_secs, *last ? last : "none");
+            goto out;
+        }
+        rf_sleep_ms(POLL_MS);
+    }
+out:
+    fflush(stdout);
+    tr_session_destroy(&s);
+    rf_dataset_free(train);
+    rf_dataset_free(test);
+    return rc;
+}
