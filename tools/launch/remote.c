@@ -62,8 +62,16 @@ static char *remote_command(const lt_task *t)
     if (!t->tf_config)
         rc = rc || put(&b, " -u TF_CONFIG", 13);
     for (char **e = environ; !rc && *e; e++)
-        if (!strncmp(*e, "RF_", 3) && strchr(*e, '='))
+        if (!strncmp(*e, "RF_", 3) && strchr(*e, '=') &&
+            strncmp(*e, "RF_LAUNCH_TASK=", 15) != 0)
             rc = put_quoted(&b, *e);
+    /* rf-launch prefixes the task's lines itself (task.c) */
+    if (!rc) {
+        char *kv = NULL;
+        rc = asprintf(&kv, "RF_LAUNCH_TASK=%s", t->name) < 0 ? -1 : 0;
+        rc = rc || put_quoted(&b, kv);
+        free(kv);
+    }
     if (!rc && t->tf_config) {
         char *kv = NULL;
         rc = asprintf(&kv, "TF_CONFIG=%s", t->tf_config) < 0 ? -1 : 0;

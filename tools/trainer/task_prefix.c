@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "report.h"
@@ -23,16 +24,31 @@ typedef struct prefix_sink {
     size_t prefix_len;
 } prefix_sink;
 
-static int write_all(int fd, const char *p, size_t n)
+/* Writes the prefix (when set) and p[0..n) with one writev, so a reader
+ * that tags what each read returns (mpirun --tag-output) sees the line
+ * whole; the rest of a short write is finished plainly. */
+static int write_line(int fd, const char *prefix, size_t plen, const char *p,
+                      size_t n)
 {
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
+    struct iovec iov[2] = {{(void *)prefix, plen}, {(void *)p, n}};
+    struct iovec *v = plen ? iov : iov + 1;
+    int cnt = plen ? 2 : 1;
+    while (cnt > 0) {
+        ssize_t w = writev(fd, v, cnt);
+        if (w < 0 && errno == EINTR)
             continue;
-        if (k <= 0)
+        if (w <= 0)
             return -1;
-        p += k;
-        n -= (size_t)k;
+        size_t left = (size_t)w;
+        while (cnt > 0 && left >= v->iov_len) {
+            left -= v->iov_len;
+            v++;
+            cnt--;
+        }
+        if (cnt > 0) {
+            v->iov_base = (char *)v->iov_base + left;
+            v->iov_len -= left;
+        }
     }
     return 0;
 }
@@ -42,11 +58,10 @@ static ssize_t sink_write(void *cookie, const char *buf, size_t n)
     prefix_sink *s = cookie;
     size_t done = 0;
     while (done < n) {
-        if (s->at_line_start && write_all(s->fd, s->prefix, s->prefix_len) != 0)
-            return done ? (ssize_t)done : -1;
         const char *nl = memchr(buf + done, '\n', n - done);
         size_t len = nl ? (size_t)(nl - (buf + done)) + 1 : n - done;
-        if (write_all(s->fd, buf + done, len) != 0)
+        if (write_line(s->fd, s->prefix, s->at_line_start ? s->prefix_len : 0,
+                       buf + done, len) != 0)
             return done ? (ssize_t)done : -1;
         s->at_line_start = nl != NULL;
         done += len;

@@ -60,27 +60,27 @@ expect() {
 # BASE, BASE+1 and ranks 2-3 as workers 0 (chief) and 1; training ended.
 check_cluster() {
     local out=$1 pfx=$2 base=$3
-    expect "$out" "^$(printf "$pfx" 0)ps task 0: serving on $host:$base " \
+    expect "$out" "^$(printf "$pfx" 0)\[ps0\] ps task 0: serving on $host:$base " \
         "rank 0 is ps task 0 on port $base"
-    expect "$out" "^$(printf "$pfx" 1)ps task 1: serving on $host:$((base + 1)) " \
+    expect "$out" "^$(printf "$pfx" 1)\[ps1\] ps task 1: serving on $host:$((base + 1)) " \
         "rank 1 is ps task 1 on port $((base + 1))"
-    expect "$out" "^$(printf "$pfx" 2)worker 0 of 2 workers \(chief\), 2 ps tasks" \
+    expect "$out" "^$(printf "$pfx" 2)\[worker0\] worker 0 of 2 workers \(chief\), 2 ps tasks" \
         "rank 2 is worker 0, the chief"
-    expect "$out" "^$(printf "$pfx" 3)worker 1 of 2 workers, 2 ps tasks" \
+    expect "$out" "^$(printf "$pfx" 3)\[worker1\] worker 1 of 2 workers, 2 ps tasks" \
         "rank 3 is worker 1"
     local gs
-    gs=$(sed -n "s/^$(printf "$pfx" 2)global_step at the end: \([0-9]*\)$/\1/p" "$out")
+    gs=$(sed -n "s/^$(printf "$pfx" 2)\[worker0\] global_step at the end: \([0-9]*\)$/\1/p" "$out")
     if [[ -n $gs && $gs -ge 300 ]]; then
         ok "the chief saw global_step $gs >= 300 at the end"
     else
         fail "global_step at the end: '${gs}' (want >= 300)"
         show "$out" 25
     fi
-    expect "$out" "^$(printf "$pfx" 2)test accuracy: 0\.[5-9]" \
+    expect "$out" "^$(printf "$pfx" 2)\[worker0\] test accuracy: 0\.[5-9]" \
         "the chief evaluated the trained model"
-    expect "$out" "^$(printf "$pfx" 0)ps task 0: shut down by the chief" \
+    expect "$out" "^$(printf "$pfx" 0)\[ps0\] ps task 0: shut down by the chief" \
         "ps 0 shut down by the chief"
-    expect "$out" "^$(printf "$pfx" 1)ps task 1: shut down by the chief" \
+    expect "$out" "^$(printf "$pfx" 1)\[ps1\] ps task 1: shut down by the chief" \
         "ps 1 shut down by the chief"
 }
 
@@ -181,15 +181,15 @@ case_bind_addr() {
     rc=$?
     [[ $rc == 0 ]] && ok "the worker trained through 127.0.0.1: exit 0" ||
         fail "the worker: exit $rc"
-    expect "$out" "^global_step at the end: 3[0-9][0-9]$" "training ended"
+    expect "$out" "^\[worker0\] global_step at the end: 3[0-9][0-9]$" "training ended"
     wait "${pids[0]}" && wait "${pids[1]}" && ok "both ps tasks exit 0" ||
         fail "a ps task failed"
     pids=()
-    expect "$tmp/ps0" "^ps task 0: serving on 127\.0\.0\.2:$p0, listening on 0\.0\.0\.0 " \
+    expect "$tmp/ps0" "^\[ps0\] ps task 0: serving on 127\.0\.0\.2:$p0, listening on 0\.0\.0\.0 " \
         "ps 0 (--bind_addr) says where it listens"
-    expect "$tmp/ps1" "^ps task 1: serving on 127\.0\.0\.2:$p1, listening on 0\.0\.0\.0 " \
+    expect "$tmp/ps1" "^\[ps1\] ps task 1: serving on 127\.0\.0\.2:$p1, listening on 0\.0\.0\.0 " \
         "ps 1 (RF_BIND_ADDR) says where it listens"
-    expect "$tmp/ps0" "^ps task 0: shut down by the chief" "ps 0 shut down"
+    expect "$tmp/ps0" "^\[ps0\] ps task 0: shut down by the chief" "ps 0 shut down"
 
     # the control: listening on its cluster address only, the ps is out of
     # the worker's reach (the run above depended on the bind address)
@@ -202,7 +202,7 @@ case_bind_addr() {
     rc=$?
     [[ $rc == 1 ]] && ok "without a bind address the worker fails: exit 1" ||
         fail "without a bind address: exit $rc (want 1)"
-    expect "$tmp/ps0" "^ps task 0: serving on 127\.0\.0\.2:$p0 \(" \
+    expect "$tmp/ps0" "^\[ps0\] ps task 0: serving on 127\.0\.0\.2:$p0 \(" \
         "that ps listened on its cluster address"
 }
 
@@ -265,21 +265,21 @@ case_tf_config_roles() {
             fail "${name[$k]}: exit $?"
     done
     pids=()
-    expect "$tmp/chief" "^chief 0 of 2 workers \(chief\), 1 ps task" \
+    expect "$tmp/chief" "^\[chief\] chief 0 of 2 workers \(chief\), 1 ps task" \
         "the chief job's task is the chief"
-    expect "$tmp/chief" "^/job:chief/task:0: session ready: initialised the variables" \
+    expect "$tmp/chief" "^\[chief\] /job:chief/task:0: session ready: initialised the variables" \
         "the chief initialised the variables"
-    expect "$tmp/worker" "^worker 0 of 2 workers, 1 ps task" \
+    expect "$tmp/worker" "^\[worker0\] worker 0 of 2 workers, 1 ps task" \
         "worker 0 trains and is not the chief"
-    expect "$tmp/worker" "^/job:worker/task:0: session ready: joined" \
+    expect "$tmp/worker" "^\[worker0\] /job:worker/task:0: session ready: joined" \
         "worker 0 waited for the chief's variables"
-    expect "$tmp/chief" "^chief: ps tasks shut down" "the chief shut the ps down"
-    expect "$tmp/eval" "^evaluator 0: not in the training cluster" \
+    expect "$tmp/chief" "^\[chief\] chief: ps tasks shut down" "the chief shut the ps down"
+    expect "$tmp/eval" "^\[evaluator0\] evaluator 0: not in the training cluster" \
         "the evaluator does not join the training cluster"
-    expect "$tmp/eval" "^evaluator 0: .*model\.ckpt-[0-9]+\.safetensors \(global_step [0-9]+\)$" \
+    expect "$tmp/eval" "^\[evaluator0\] evaluator 0: .*model\.ckpt-[0-9]+\.safetensors \(global_step [0-9]+\)$" \
         "the evaluator evaluated a checkpoint"
-    expect "$tmp/eval" "^test accuracy: 0\.[5-9]" "with a test accuracy"
-    expect "$tmp/eval" "^evaluator 0: done: global_step 3[0-9][0-9] reached --train_steps$" \
+    expect "$tmp/eval" "^\[evaluator0\] test accuracy: 0\.[5-9]" "with a test accuracy"
+    expect "$tmp/eval" "^\[evaluator0\] evaluator 0: done: global_step 3[0-9][0-9] reached --train_steps$" \
         "it stopped after the last checkpoint"
 
     TF_CONFIG="{$cl, \"task\": {\"type\": \"evaluator\", \"index\": 0}}" \
@@ -287,7 +287,7 @@ case_tf_config_roles() {
     rc=$?
     [[ $rc == 2 ]] && ok "an evaluator without --checkpoint_dir: exit 2" ||
         fail "an evaluator without --checkpoint_dir: exit $rc (want 2)"
-    expect "$out" "^rf-trainer: --checkpoint_dir: required for the evaluator task" \
+    expect "$out" "^\[evaluator0\] rf-trainer: --checkpoint_dir: required for the evaluator task" \
         "the message names --checkpoint_dir"
 }
 
