@@ -91,11 +91,24 @@ static rf_status auto_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     char chosen[64] = "";
     for (int i = 0; i < AUTO_N; i++) {
         const rf_provider_ops *ops = slot_ops(i);
-        if (!ops || !allowed[i])
+        if (!ops) {
+            snprintf(fab->why_not[i], sizeof fab->why_not[i],
+                     "%s is not built in (libibverbs/librdmacm were not "
+                     "found at build time)",
+                     auto_slot_name(i));
             continue;
+        }
+        if (!allowed[i]) {
+            snprintf(fab->why_not[i], sizeof fab->why_not[i],
+                     "RF_AUTO_PROVIDERS=%s leaves it out",
+                     RF_ECHO(rf_env_str("RF_AUTO_PROVIDERS", "")));
+            continue;
+        }
         rf_status st = rf_provider_open(ops, attr, &fab->sub[i]);
         if (st != RF_OK) {
             fab->sub[i] = NULL;
+            snprintf(fab->why_not[i], sizeof fab->why_not[i], "%s",
+                     rf_error_message());
             if (i == AUTO_SOCK) {
                 rf_status e =
                     rf_error_set(st, "auto: the sock provider cannot open: %s",
