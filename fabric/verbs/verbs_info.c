@@ -55,6 +55,27 @@ static const char *transport_name(enum ibv_transport_type t)
     }
 }
 
+/* As ibv_devinfo prints it (ibv_port_state_str says "active"). */
+static const char *port_state_name(enum ibv_port_state st)
+{
+    switch (st) {
+    case IBV_PORT_NOP:
+        return "PORT_NOP";
+    case IBV_PORT_DOWN:
+        return "PORT_DOWN";
+    case IBV_PORT_INIT:
+        return "PORT_INIT";
+    case IBV_PORT_ARMED:
+        return "PORT_ARMED";
+    case IBV_PORT_ACTIVE:
+        return "PORT_ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER:
+        return "PORT_ACTIVE_DEFER";
+    default:
+        return "unknown";
+    }
+}
+
 static int mtu_bytes(enum ibv_mtu m)
 {
     return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
@@ -166,8 +187,7 @@ static rf_status query_device(struct ibv_device *dev, rf_verbs_device_info *d)
         }
         rf_port_info *pi = &d->ports[d->port_count++];
         pi->port = p;
-        snprintf(pi->state, sizeof pi->state, "%s",
-                 ibv_port_state_str(pa.state));
+        snprintf(pi->state, sizeof pi->state, "%s", port_state_name(pa.state));
         pi->active_mtu = mtu_bytes(pa.active_mtu);
         pi->max_mtu = mtu_bytes(pa.max_mtu);
         snprintf(pi->link_layer, sizeof pi->link_layer, "%s",

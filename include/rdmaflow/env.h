@@ -36,6 +36,14 @@ rf_status rf_parse_int(const char *text, int64_t min, int64_t max,
 const char *rf_echo(const char *text, char *buf, size_t len);
 #define RF_ECHO(text) rf_echo((text), (char[RF_ECHO_BUF]){0}, RF_ECHO_BUF)
 
+/* The logger's variables as it reads them at first use: RF_OK, or
+ * RF_ERR_INVALID_ARG for an RF_LOG_LEVEL that is not one of
+ * error|warn|info|debug|trace (the message names the variable, its value
+ * and those), or RF_ERR_IO for an RF_LOG_FILE that cannot be opened for
+ * appending (the logger then writes to stderr at warn). rf_fabric_open
+ * returns the same error; every tool calls it first and exits 2 on it. */
+rf_status rf_log_env_check(void);
+
 /* One RF_* environment variable the project reads: its name, its default
  * as text ("none" when unset means nothing is done), the layer or tool
  * that reads it, and what it does. rf_env_vars() is the one table of them

@@ -49,7 +49,7 @@ typedef struct rf_gid_info {
 
 typedef struct rf_port_info {
     int port;            /* 1-based */
-    char state[24];      /* ibv_port_state_str: "PORT_ACTIVE", "PORT_DOWN" */
+    char state[24];      /* as ibv_devinfo: "PORT_ACTIVE", "PORT_DOWN", ... */
     int active_mtu;      /* bytes (256 .. 4096) */
     int max_mtu;         /* bytes */
     char link_layer[16]; /* "Ethernet", "InfiniBand" or "unknown" */

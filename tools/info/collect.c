@@ -124,7 +124,8 @@ static json_object *device_json(const rf_verbs_device_info *d,
     put_int(o, "vendor_id", d->vendor_id);
     put_int(o, "vendor_part_id", d->vendor_part_id);
     json_object *lim = json_object_new_object();
-    put_int(lim, "max_mr_size", (int64_t)d->max_mr_size);
+    json_object_object_add(lim, "max_mr_size",
+                           json_object_new_uint64(d->max_mr_size));
     put_int(lim, "max_mr", d->max_mr);
     put_int(lim, "max_qp", d->max_qp);
     put_int(lim, "max_qp_wr", d->max_qp_wr);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "info.h"
+#include "rdmaflow/env.h"
 
 #define EXIT_USAGE 2
 
@@ -41,6 +42,12 @@ __attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
+    /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
+     * is a usage error, before anything runs. */
+    if (rf_log_env_check() != RF_OK) {
+        fprintf(stderr, "rf-info: %s\n", rf_error_message());
+        return 2;
+    }
     const char *addr = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {

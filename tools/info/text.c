@@ -100,7 +100,7 @@ static void print_verbs(FILE *out, json_object *v)
         fprintf(out, "\t\tvendor_part_id:\t\t%" PRId64 "\n",
                 num(d, "vendor_part_id"));
         fprintf(out, "\t\tmax_mr_size:\t\t0x%" PRIx64 "\n",
-                num(lim, "max_mr_size"));
+                json_object_get_uint64(get(lim, "max_mr_size")));
         static const char *const keys[] = {
             "max_mr", "max_qp",  "max_qp_wr", "max_sge",
             "max_cq", "max_cqe", "max_pd",    "max_qp_rd_atom"};

@@ -34,6 +34,21 @@ static json_object *select_elem(json_object *arr, const char *sel)
     return NULL;
 }
 
+/* The next dot-separated key of *p (dots inside [...] do not separate:
+ * gids[gid=::ffff:10.77.0.1]); NULL at the end. */
+static char *next_key(char *p, char **rest)
+{
+    if (!p || !*p)
+        return NULL;
+    int depth = 0;
+    char *q = p;
+    for (; *q && (*q != '.' || depth); q++)
+        depth += *q == '[' ? 1 : *q == ']' ? -1 : 0;
+    *rest = *q ? q + 1 : q;
+    *q = '\0';
+    return p;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || argc > 3) {
@@ -48,9 +63,9 @@ int main(int argc, char **argv)
     }
     json_object *cur = doc;
     if (argc == 3) {
-        char *path = strdup(argv[2]);
-        for (char *tok = strtok(path, "."); tok && cur;
-             tok = strtok(NULL, ".")) {
+        char *path = strdup(argv[2]), *rest = NULL;
+        for (char *tok = next_key(path, &rest); tok && cur;
+             tok = next_key(rest, &rest)) {
             char *br = strchr(tok, '[');
             if (br)
                 *br = '\0';

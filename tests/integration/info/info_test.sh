@@ -160,6 +160,38 @@ usage)
     rc_is 0
     has "--addr HOST" "$OUT"
     ;;
+rxe)
+    # in the rxe guest (tests/rxe): rxe0 on veth0, 10.77.0.1
+    run
+    rc_is 0
+    has "hca_id:	rxe0" "$OUT"
+    has "state:			PORT_ACTIVE" "$OUT"
+    has "link_layer:		Ethernet" "$OUT"
+    grep -E 'GID\[ *[0-9]+\]:\s+::ffff:10\.77\.0\.1, RoCE v2, netdev veth0' \
+        "$OUT" >/dev/null && ok "RoCE v2 GID of 10.77.0.1" ||
+        { fail "no RoCE v2 GID of 10.77.0.1 on veth0"; show "$OUT" 60; }
+    grep -E '^\s+verbs +usable' "$OUT" >/dev/null || fail "verbs is not usable"
+    run --json
+    rc_is 0
+    jval 'verbs.devices[name=rxe0].ports[0].port' 1
+    jval 'verbs.devices[name=rxe0].ports[0].state' PORT_ACTIVE
+    jval 'verbs.devices[name=rxe0].ports[0].active_mtu' "${RF_TEST_RXE_MTU:-1024}"
+    jval 'verbs.devices[name=rxe0].ports[0].link_layer' Ethernet
+    jval 'verbs.devices[name=rxe0].ports[0].gids[gid=::ffff:10.77.0.1].netdev' veth0
+    for k in max_mr max_qp max_qp_wr max_cqe max_mr_size; do
+        v=$("$JQ" "$OUT" "verbs.devices[name=rxe0].limits.$k")
+        [[ $v =~ ^[1-9][0-9]*$ ]] && ok "$k = $v" || fail "$k is '$v'"
+    done
+    runenv RF_AUTO_PROVIDERS=verbs,sock -- --json --addr 10.77.0.1
+    rc_is 0
+    jval address.provider verbs
+    jval 'address.order[1]' sock
+    runenv RF_AUTO_PROVIDERS=verbs,sock -- --addr 10.77.0.1
+    has "provider:	verbs (tried in order: verbs, sock)" "$OUT"
+    # with shm allowed, this host's own address goes over shm
+    run --json --addr 10.77.0.1
+    jval address.provider shm
+    ;;
 *)
     fail "unknown case $CASE"
     ;;
