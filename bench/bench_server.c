@@ -113,6 +113,10 @@ static int handle(bench_session *s, serve_state *st, const bench_msg *m)
         return 0;
     case BENCH_MSG_DONE:
         reply.type = BENCH_MSG_RESULT;
+        /* A duration run (-D) says in DONE how many of RUN's operations it
+         * executed; a ping-pong always runs them all. */
+        if (st->size && !st->t->pingpong && m->iters <= st->iters)
+            st->iters = m->iters;
         if (!st->size) {
             reply.status = BENCH_CHECK_PROTO;
         } else {

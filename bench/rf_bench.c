@@ -28,6 +28,7 @@ int main(int argc, char **argv)
     if (rc)
         return 2;
     bench_clock_init(o.timer_tsc);
+    bench_opts_apply_env(&o);
 
     switch (o.mode) {
     case BENCH_MODE_SERVE:

@@ -38,6 +38,19 @@ rf_status rf_fabric_choose(rf_fabric *fabric, const char *host,
     return RF_OK;
 }
 
+rf_status rf_fabric_device_info(rf_fabric *fabric, rf_fabric_device *out)
+{
+    if (!fabric || !out)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_fabric_device_info: fabric or out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!fabric->ops->device_info)
+        return rf_error_set(RF_ERR_UNSUPPORTED,
+                            "the %s provider uses no RDMA device",
+                            fabric->ops->name);
+    return fabric->ops->device_info(fabric, out);
+}
+
 #ifndef RF_HAVE_VERBS
 rf_status rf_verbs_devices(rf_verbs_device_info **out, int *count)
 {

@@ -293,6 +293,16 @@ int auto_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
     }
 }
 
+static rf_status auto_device_info(rf_fabric *fabric, rf_fabric_device *out)
+{
+    auto_fabric *fab = AUTO_FAB(fabric);
+    if (!fab->sub[AUTO_VERBS])
+        return rf_error_set(RF_ERR_UNSUPPORTED,
+                            "this auto fabric uses no RDMA device (verbs: %s)",
+                            fab->why_not[AUTO_VERBS]);
+    return rf_fabric_device_info(fab->sub[AUTO_VERBS], out);
+}
+
 const rf_provider_ops rf_auto_provider = {
     .name = "auto",
     .fabric_open = auto_fabric_open,
@@ -313,6 +323,7 @@ const rf_provider_ops rf_auto_provider = {
     .ep_state = auto_ep_state,
     .ep_enable_remote_access = auto_ep_enable_remote_access,
     .ep_provider = auto_ep_provider,
+    .device_info = auto_device_info,
     .post = auto_post,
     .post_recv = auto_post_recv,
 };

@@ -1,7 +1,8 @@
 /* fabric/verbs/verbs_info.c: rf_verbs_devices (fabric_info.h), the RDMA
  * devices with their limits, ports and non-empty GIDs, as ibv_devinfo -v
  * shows them, for rf-info. Opens each device on its own (not through a
- * fabric) and closes it again. */
+ * fabric) and closes it again; and rf_fabric_device_info of a verbs
+ * fabric: the device, port and GID it chose (verbs_device.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -79,6 +80,27 @@ static const char *port_state_name(enum ibv_port_state st)
 static int mtu_bytes(enum ibv_mtu m)
 {
     return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
+}
+
+rf_status rf_verbs_fabric_device(rf_fabric *fabric, rf_fabric_device *out)
+{
+    vfab *fab = (vfab *)fabric;
+    snprintf(out->device, sizeof out->device, "%s", fab->devname);
+    out->port = fab->port;
+    struct ibv_port_attr pa;
+    int rc = ibv_query_port(fab->ctx, fab->port, &pa);
+    if (rc)
+        return rf_error_set(RF_ERR_UNAVAILABLE, "ibv_query_port(%s, %u): %s",
+                            fab->devname, fab->port, strerror(rc));
+    out->active_mtu = mtu_bytes(pa.active_mtu);
+    snprintf(out->link_layer, sizeof out->link_layer, "%s",
+             fab->link_ib ? "InfiniBand" : "Ethernet");
+    out->gid_index = fab->gid_index;
+    inet_ntop(AF_INET6, fab->gid.raw, out->gid, sizeof out->gid);
+    snprintf(out->gid_type, sizeof out->gid_type, "%s",
+             gid_type_name((unsigned)fab->gid_type));
+    snprintf(out->netdev, sizeof out->netdev, "%s", fab->netdev);
+    return RF_OK;
 }
 
 void rf_verbs_devices_free(rf_verbs_device_info *devs, int count)

@@ -81,6 +81,26 @@ typedef struct rf_verbs_device_info {
 rf_status rf_verbs_devices(rf_verbs_device_info **out, int *count);
 void rf_verbs_devices_free(rf_verbs_device_info *devs, int count);
 
+/* --- the device a fabric uses -------------------------------------------- */
+
+typedef struct rf_fabric_device {
+    char device[64];     /* "rxe0" */
+    int port;            /* 1-based */
+    int active_mtu;      /* bytes */
+    char link_layer[16]; /* "Ethernet" or "InfiniBand" */
+    int gid_index;
+    char gid[48];      /* "::ffff:10.77.0.1" */
+    char gid_type[12]; /* "IB", "RoCE v1", "RoCE v2" */
+    char netdev[20];   /* the GID's interface, "" if none */
+} rf_fabric_device;
+
+/* The RDMA device, port and GID the fabric's verbs endpoints use (for an
+ * auto fabric: its verbs provider's), as the verbs provider chose them
+ * (RF_VERBS_DEVICE, RF_VERBS_PORT, RF_VERBS_GID_INDEX, else by address and
+ * port state). RF_ERR_UNSUPPORTED when the fabric uses no RDMA device (sock,
+ * shm, auto without verbs). */
+rf_status rf_fabric_device_info(rf_fabric *fabric, rf_fabric_device *out);
+
 /* --- which provider reaches a peer -----------------------------------------
  */
 
