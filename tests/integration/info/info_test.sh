@@ -192,6 +192,32 @@ rxe)
     run --json --addr 10.77.0.1
     jval address.provider shm
     ;;
+rxe_bench)
+    # in the rxe guest: rf-bench ($2) over verbs prints perftest's device
+    # banner, and -d/-i/-x choose the device, port and GID
+    BENCH=$INFO
+    b() { env $(env | sed -n 's/^\(RF_[A-Z0-9_]*\)=.*/-u \1/p') \
+        timeout -s KILL 120 "$BENCH" --loopback --provider verbs \
+        --host 10.77.0.1 "$@" >"$OUT" 2>"$ERR"; RC=$?; }
+    b -n 20 read_lat
+    rc_is 0
+    has " Device          : rxe0" "$OUT"
+    has " Mtu             : ${RF_TEST_RXE_MTU:-1024}[B]" "$OUT"
+    has " Link type       : Ethernet" "$OUT"
+    grep -E '^ GID index       : [0-9]+$' "$OUT" >/dev/null || fail "no GID index line"
+    has "::ffff:10.77.0.1 (RoCE v2, netdev veth0)" "$OUT"
+    gid=$(sed -n 's/^ GID index       : \([0-9]*\)$/\1/p' "$OUT")
+    b -d rxe0 -i 1 -x "$gid" -n 20 --report_gbits read_bw
+    rc_is 0
+    has " GID index       : $gid" "$OUT"
+    has "BW average[Gb/sec]" "$OUT"
+    b -d nosuch0 -n 20 read_lat
+    rc_is 1
+    has "RF_VERBS_DEVICE=nosuch0: no such RDMA device" "$ERR"
+    b -D 5 -f 1 -s 4096 write_bw
+    rc_is 0
+    has "Duration        : 5 s" "$OUT"
+    ;;
 *)
     fail "unknown case $CASE"
     ;;
