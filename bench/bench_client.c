@@ -237,9 +237,13 @@ int bench_client(const bench_opts *o, const char *host, uint16_t port)
     rf_fabric *fab = NULL;
     rf_status st = rf_fabric_open(o->provider, NULL, &fab);
     if (st != RF_OK) {
-        fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s\n",
+        fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s%s\n",
                 o->provider ? o->provider : "auto", rf_status_string(st),
-                rf_error_message());
+                rf_error_message(), bench_opts_env_note(o));
+        return 1;
+    }
+    if (bench_opts_check_device(o, fab, WHO)) {
+        rf_fabric_close(fab);
         return 1;
     }
     bench_session s;

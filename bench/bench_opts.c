@@ -15,6 +15,7 @@
 #include "bench_clock.h"
 #include "bench_stats.h"
 #include <rdmaflow/fabric.h>
+#include <rdmaflow/fabric_info.h>
 
 static const bench_test_info tests[BENCH_TEST_COUNT] = {
     [BENCH_READ_LAT] = {"read_lat", "RDMA_Read Latency", BENCH_VERB_READ, false,
@@ -619,6 +620,29 @@ void bench_opts_apply_env(const bench_opts *o)
         snprintf(buf, sizeof buf, "%d", o->gid_index);
         setenv("RF_VERBS_GID_INDEX", buf, 1);
     }
+}
+
+int bench_opts_check_device(const bench_opts *o, rf_fabric *fab,
+                            const char *who)
+{
+    if (!o->ib_dev && !o->ib_port && o->gid_index < 0)
+        return 0;
+    rf_fabric_device dev;
+    if (rf_fabric_device_info(fab, &dev) == RF_OK)
+        return 0;
+    fprintf(stderr,
+            "%s: -d/-i/-x ask for an RDMA device, but the %s fabric "
+            "uses none: %s\n",
+            who, rf_fabric_provider(fab), rf_error_message());
+    return -1;
+}
+
+const char *bench_opts_env_note(const bench_opts *o)
+{
+    return o->ib_dev || o->ib_port || o->gid_index >= 0
+               ? " (RF_VERBS_DEVICE / RF_VERBS_PORT / RF_VERBS_GID_INDEX as "
+                 "set by -d/--ib-dev, -i/--ib-port, -x/--gid-index)"
+               : "";
 }
 
 size_t bench_opts_sizes(const bench_opts *o, uint64_t sizes[BENCH_MAX_SIZES])
