@@ -293,8 +293,10 @@ static int check_combination(bench_opts *o, bool host_set, bool port_set,
         return bad("one of --serve, --connect HOST or --loopback is "
                    "required");
     if (o->ib_dev || o->ib_port || o->gid_index >= 0) {
-        const char *p =
-            o->provider ? o->provider : rf_env_str("RF_FABRIC", "auto");
+        /* "auto" (and no --provider) is RF_FABRIC's provider when set */
+        const char *p = o->provider && strcmp(o->provider, "auto") != 0
+                            ? o->provider
+                            : rf_env_str("RF_FABRIC", "auto");
         if (strcmp(p, "sock") == 0 || strcmp(p, "shm") == 0)
             return bad("%s: the %s provider uses no RDMA device (-d, -i and "
                        "-x are for --provider verbs or auto)",

@@ -254,6 +254,9 @@ static void test_perftest_opts(void)
         parse("rf-bench --loopback --provider sock -d rxe0 read_lat", &o) == 2);
     setenv("RF_FABRIC", "shm", 1);
     CHECK_TRUE(parse("rf-bench --loopback -x 1 read_lat", &o) == 2);
+    /* --provider auto is RF_FABRIC's provider */
+    CHECK_TRUE(parse("rf-bench --loopback --provider auto -x 1 read_lat", &o) ==
+               2);
     unsetenv("RF_FABRIC");
     CHECK_TRUE(parse("rf-bench --loopback -i 0 read_lat", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -i 256 read_lat", &o) == 2);
