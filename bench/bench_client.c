@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <rdmaflow/fabric.h>
+#include <rdmaflow/fabric_info.h>
 
 #include "bench_clock.h"
 #include "bench_loops.h"
@@ -91,12 +92,18 @@ static int run_size(bench_session *s, const bench_opts *o,
                    .tx_depth = 1,
                    .cq_mod = 1,
                    .inline_size = rc->inline_size};
+    const bool duration = o->duration_s > 0;
     if (t->bw)
-        effective_bw(o, size, r.iters, &r.tx_depth, &r.cq_mod);
-    r.tposted = calloc(r.iters, sizeof *r.tposted);
-    r.tcompleted = calloc(r.iters, sizeof *r.tcompleted);
+        effective_bw(o, size, duration ? UINT32_MAX : r.iters, &r.tx_depth,
+                     &r.cq_mod);
+    if (duration)
+        r.iters = UINT32_MAX; /* the most RUN allows; DONE says how many */
+    else {
+        r.tposted = calloc(r.iters, sizeof *r.tposted);
+        r.tcompleted = calloc(r.iters, sizeof *r.tcompleted);
+    }
     int rv = -1;
-    if (!r.tposted || !r.tcompleted) {
+    if (!duration && (!r.tposted || !r.tcompleted)) {
         bench_err(s, "out of memory");
         goto out;
     }
@@ -116,7 +123,18 @@ static int run_size(bench_session *s, const bench_opts *o,
     }
 
     int loop;
-    if (t->pingpong)
+    bench_duration dur = {0};
+    if (duration) {
+        double tps = 1e9 / bench_clock_ns_per_tick();
+        dur.run_ticks = (uint64_t)(o->duration_s * tps);
+        dur.margin_ticks =
+            (uint64_t)((o->margin_s ? o->margin_s : BENCH_DEFAULT_MARGIN) *
+                       tps);
+    }
+    if (duration)
+        loop = t->bw ? bench_run_bw_duration(s, &r, &dur)
+                     : bench_run_lat_duration(s, &r, &dur);
+    else if (t->pingpong)
         loop = bench_run_pingpong(s, t, size, r.iters, r.inline_size, true,
                                   r.tposted);
     else if (t->bw)
@@ -140,7 +158,9 @@ static int run_size(bench_session *s, const bench_opts *o,
     if (verify_local(s, &r))
         goto out;
 
-    if (t->bw) {
+    if (duration) {
+        bench_report_duration(rc, size, r.cq_mod, &dur);
+    } else if (t->bw) {
         bench_bw_stats bw;
         bench_bw_compute(r.tposted, r.tcompleted, r.iters, r.cq_mod, size,
                          !o->no_peak, bench_clock_ns_per_tick(), &bw);
@@ -211,14 +231,19 @@ int bench_client(const bench_opts *o, const char *host, uint16_t port)
     uint32_t iters = bench_opts_iters(o);
     uint32_t txd = 1, cqm = 1;
     if (t->bw)
-        effective_bw(o, sizes[0], iters, &txd, &cqm);
+        effective_bw(o, sizes[0], o->duration_s ? UINT32_MAX : iters, &txd,
+                     &cqm);
 
     rf_fabric *fab = NULL;
     rf_status st = rf_fabric_open(o->provider, NULL, &fab);
     if (st != RF_OK) {
-        fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s\n",
+        fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s%s\n",
                 o->provider ? o->provider : "auto", rf_status_string(st),
-                rf_error_message());
+                rf_error_message(), bench_opts_env_note(o));
+        return 1;
+    }
+    if (bench_opts_check_device(o, fab, WHO)) {
+        rf_fabric_close(fab);
         return 1;
     }
     bench_session s;
@@ -231,7 +256,11 @@ int bench_client(const bench_opts *o, const char *host, uint16_t port)
     if (connect_server(&s, o, host, port, iters, max_size) == 0) {
         char peer[300];
         snprintf(peer, sizeof peer, "%s:%u", host, (unsigned)port);
+        rf_fabric_device dev;
+        bool have_dev = strcmp(rf_ep_provider(s.ep), "verbs") == 0 &&
+                        rf_fabric_device_info(fab, &dev) == RF_OK;
         bench_report_ctx rc = {.o = o,
+                               .dev = have_dev ? &dev : NULL,
                                .t = t,
                                .provider = rf_fabric_provider(fab),
                                .peer = peer,

@@ -223,6 +223,170 @@ int bench_run_bw(bench_session *s, bench_run *r)
     return report_results(s, r, &rc);
 }
 
+/* Sampling of a duration run: the first call at or after the first
+ * margin starts it, the first at or after the last margin ends it. */
+typedef struct sampler {
+    uint64_t t0, start, stop, end;
+    bool on, off;
+    uint64_t c0, tstart;
+} sampler;
+
+static void sampler_init(sampler *sm, const bench_duration *d)
+{
+    *sm = (sampler){0};
+    sm->t0 = bench_ticks();
+    sm->start = sm->t0 + d->margin_ticks;
+    sm->stop = sm->t0 + d->run_ticks - d->margin_ticks;
+    sm->end = sm->t0 + d->run_ticks;
+}
+
+/* Records the sample's edges at now, with count operations completed;
+ * returns true once the run is over. */
+static bool sampler_tick(sampler *sm, bench_duration *d, uint64_t now,
+                         uint64_t count)
+{
+    if (!sm->on && now >= sm->start) {
+        sm->on = true;
+        sm->tstart = now;
+        sm->c0 = count;
+    }
+    if (sm->on && !sm->off && now >= sm->stop) {
+        sm->off = true;
+        d->sample_ticks = now - sm->tstart;
+        d->sample_ops = count - sm->c0;
+    }
+    return now >= sm->end;
+}
+
+int bench_run_lat_duration(bench_session *s, bench_run *r, bench_duration *d)
+{
+    rf_wr wr = base_wr(s, r);
+    uint64_t base = bench_atomic_base(r->size);
+    bool atomic = r->t->atomic;
+    result_check rc = {0};
+    sampler sm;
+    sampler_init(&sm, d);
+    uint32_t i = 0;
+    for (bool over = false; !over && i < UINT32_MAX - 1; i++) {
+        wr.compare_add = r->t->verb == BENCH_VERB_CMP_SWAP ? base + i : 1;
+        wr.swap = base + i + 1;
+        wr.context = (void *)(uintptr_t)i;
+        if (post(s, &wr, i))
+            return -1;
+        rf_completion c;
+        if (bench_poll1(s, s->scq, &c, BENCH_WAIT_SPIN) < 0)
+            return -1;
+        if (c.status != RF_OK || c.context != wr.context) {
+            bench_err(s, "operation %u completed with %s", i,
+                      rf_status_string(c.status));
+            return -1;
+        }
+        if (atomic)
+            check_result(&rc, wr.local, base + i, i);
+        over = sampler_tick(&sm, d, bench_ticks(), (uint64_t)i + 1);
+    }
+    d->done = i;
+    r->iters = i;
+    return report_results(s, r, &rc);
+}
+
+int bench_run_bw_duration(bench_session *s, bench_run *r, bench_duration *d)
+{
+    rf_wr wr = base_wr(s, r);
+    const uint32_t txd = r->tx_depth, cqm = r->cq_mod;
+    const uint32_t keep = wr.flags;
+    const bench_verb verb = r->t->verb;
+    const bool atomic =
+        verb == BENCH_VERB_FETCH_ADD || verb == BENCH_VERB_CMP_SWAP;
+    uint64_t base = bench_atomic_base(r->size);
+    unsigned char *results = bench_at(s, s->lay.results);
+    uint32_t scnt = 0, ccnt = 0;
+    bool stopping = false, last_signaled = false;
+    stall_watch w = {0, 0};
+    rf_completion comps[16];
+    result_check rc = {0};
+    sampler sm;
+    sampler_init(&sm, d);
+
+    for (;;) {
+        if (sampler_tick(&sm, d, bench_ticks(), ccnt) ||
+            scnt >= UINT32_MAX - txd - 1)
+            stopping = true;
+        /* Once stopping, one more (signaled) operation if the last one
+         * posted was not, so that its completion shows everything done. */
+        while (scnt - ccnt < txd &&
+               (!stopping || (scnt > 0 && !last_signaled))) {
+            bool signaled = scnt % cqm == cqm - 1 || stopping;
+            wr.flags = keep | (signaled ? 0 : RF_WR_UNSIGNALED);
+            wr.context = (void *)(uintptr_t)scnt;
+            if (verb == BENCH_VERB_WRITE_IMM) {
+                wr.imm = scnt + 1;
+            } else if (atomic) {
+                wr.local = results + (size_t)(scnt % txd) * 8;
+                if (scnt >= txd)
+                    check_result(&rc, wr.local, base + scnt - txd, scnt - txd);
+                if (verb == BENCH_VERB_CMP_SWAP) {
+                    wr.compare_add = base + scnt;
+                    wr.swap = base + scnt + 1;
+                }
+            }
+            rf_status st = rf_post(s->ep, &wr, 1, NULL);
+            if (st == RF_ERR_NO_RESOURCE)
+                break;
+            if (st != RF_OK) {
+                bench_err(s, "rf_post (operation %u): %s: %s", scnt,
+                          rf_status_string(st), rf_error_message());
+                return -1;
+            }
+            last_signaled = signaled;
+            scnt++;
+        }
+        if (stopping && last_signaled && ccnt == scnt)
+            break;
+        int got;
+        if (s->events) {
+            got = rf_cq_wait(s->scq, comps, 16, 100);
+            if (got == RF_ERR_TIMEOUT)
+                got = 0;
+        } else {
+            got = rf_cq_poll(s->scq, comps, 16);
+        }
+        if (got < 0) {
+            bench_err(s, "rf_cq_poll: %s: %s", rf_status_string((rf_status)got),
+                      rf_error_message());
+            return -1;
+        }
+        if (got == 0) {
+            if (stalled(s, &w, r->t->name))
+                return -1;
+            continue;
+        }
+        for (int k = 0; k < got; k++) {
+            uintptr_t idx = (uintptr_t)comps[k].context;
+            if (comps[k].status != RF_OK) {
+                bench_err(s, "operation %zu completed with %s", (size_t)idx,
+                          rf_status_string(comps[k].status));
+                return -1;
+            }
+            if (idx >= scnt || idx < ccnt) {
+                bench_err(s,
+                          "completion out of order (operation %zu after "
+                          "%u)",
+                          (size_t)idx, ccnt);
+                return -1;
+            }
+            ccnt = (uint32_t)idx + 1;
+        }
+        w.deadline = 0;
+    }
+    if (atomic)
+        for (uint32_t i = scnt > txd ? scnt - txd : 0; i < scnt; i++)
+            check_result(&rc, results + (size_t)(i % txd) * 8, base + i, i);
+    d->done = scnt;
+    r->iters = scnt;
+    return report_results(s, r, &rc);
+}
+
 /* The peer's write lands in this memory behind the compiler's back (the
  * NIC's DMA with verbs, the provider's progress thread with sock): a
  * volatile load as perftest's poll_buf, kept out of ThreadSanitizer's view

@@ -25,10 +25,25 @@ typedef struct bench_run {
     uint64_t *tcompleted; /* iters entries (bandwidth): completion times */
 } bench_run;
 
+/* -D: what a duration run measured between its margins. */
+typedef struct bench_duration {
+    uint64_t run_ticks, margin_ticks; /* the whole run, each margin */
+    uint32_t done;                    /* operations executed in all */
+    uint64_t sample_ops;              /* completed between the margins */
+    uint64_t sample_ticks;            /* the time between them */
+} bench_duration;
+
 /* Client side of read, fetch_add and cmp_swap latency. */
 int bench_run_lat(bench_session *s, bench_run *r);
 /* Client side of every bandwidth test. */
 int bench_run_bw(bench_session *s, bench_run *r);
+/* -D, as perftest's duration mode: the same loops run until run_ticks
+ * have passed (iters and the timestamp arrays unused; every operation is
+ * still checked), counting only what completed after the first margin and
+ * before the last. d->done is the number of operations executed, for the
+ * server's verification. */
+int bench_run_lat_duration(bench_session *s, bench_run *r, bench_duration *d);
+int bench_run_bw_duration(bench_session *s, bench_run *r, bench_duration *d);
 /* One side of the write / write_imm ping-pong. The initiator (client)
  * posts first and, at the end, waits for the peer's last message; tposted
  * may be NULL (server). */

@@ -15,6 +15,7 @@
 #include "bench_clock.h"
 #include "bench_stats.h"
 #include <rdmaflow/fabric.h>
+#include <rdmaflow/fabric_info.h>
 #include <rdmaflow/version.h>
 
 static const bench_test_info tests[BENCH_TEST_COUNT] = {
@@ -99,6 +100,21 @@ static void usage(FILE *f)
             "(default %d for\n"
             "                      write latency tests, else 0)\n"
             "  -N, --no-peak       do not compute the peak bandwidth\n"
+            "  -D, --duration SEC  run for SEC seconds instead of -n "
+            "iterations, measuring\n"
+            "                      between the margins (read, atomic and "
+            "bandwidth tests;\n"
+            "                      SEC > 2 x margin; not with -a, -n or -e)\n"
+            "  -f, --margin SEC    -D: seconds left out at either end "
+            "(default %d)\n"
+            "  --report_gbits      bandwidth in Gb/sec (10^9 bits) instead "
+            "of MiB/sec\n"
+            "  -q, --qp N          endpoints (QPs); rf-bench runs one, so "
+            "only 1\n"
+            "  -d, --ib-dev DEV    verbs: the RDMA device (RF_VERBS_DEVICE; "
+            "the flag wins)\n"
+            "  -i, --ib-port PORT  verbs: its port (RF_VERBS_PORT)\n"
+            "  -x, --gid-index N   verbs: the GID index (RF_VERBS_GID_INDEX)\n"
             "  --poll MODE         how completions are awaited: wait "
             "(default: rf_cq_wait,\n"
             "                      which spins RF_CQ_SPIN_US, 20 us, then "
@@ -126,7 +142,8 @@ static void usage(FILE *f)
             "usage error.\n",
             BENCH_DEFAULT_PORT, BENCH_DEFAULT_LAT_SIZE, BENCH_DEFAULT_BW_SIZE,
             BENCH_MIN_ITERS, BENCH_DEFAULT_TX_DEPTH, BENCH_DEFAULT_CQ_MOD,
-            BENCH_CQ_MOD_SIZE_LIMIT, BENCH_DEFAULT_INLINE);
+            BENCH_CQ_MOD_SIZE_LIMIT, BENCH_DEFAULT_INLINE,
+            BENCH_DEFAULT_MARGIN);
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -239,6 +256,7 @@ enum {
     OPT_TIMER,
     OPT_POLL,
     OPT_VERSION,
+    OPT_REPORT_GBITS,
 };
 
 /* --poll MODE (and -e): sets poll, events and spin_us. */
@@ -277,12 +295,30 @@ static int check_combination(bench_opts *o, bool host_set, bool port_set,
     if (o->mode == BENCH_MODE_NONE)
         return bad("one of --serve, --connect HOST or --loopback is "
                    "required");
+    if (o->ib_dev || o->ib_port || o->gid_index >= 0) {
+        /* "auto" (and no --provider) is RF_FABRIC's provider when set */
+        const char *p = o->provider && strcmp(o->provider, "auto") != 0
+                            ? o->provider
+                            : rf_env_str("RF_FABRIC", "auto");
+        if (strcmp(p, "sock") == 0 || strcmp(p, "shm") == 0)
+            return bad("%s: the %s provider uses no RDMA device (-d, -i and "
+                       "-x are for --provider verbs or auto)",
+                       o->ib_dev    ? "-d/--ib-dev"
+                       : o->ib_port ? "-i/--ib-port"
+                                    : "-x/--gid-index",
+                       p);
+    }
+    if (o->qps > 1)
+        return bad("-q/--qp %u: rf-bench runs one endpoint (QP) per test; "
+                   "more than one is not implemented",
+                   o->qps);
     if (o->mode == BENCH_MODE_SERVE) {
         if (o->size_set || o->all_sizes || o->iters_set || tx_set ||
-            o->cq_mod_set || o->inline_set || o->no_peak || o->json)
+            o->cq_mod_set || o->inline_set || o->no_peak || o->json ||
+            o->duration_s || o->margin_s || o->report_gbits)
             return bad("--serve: the client chooses the test and its "
-                       "parameters; give -s/-a/-n/-t/-Q/-I/-N/--json to the "
-                       "client");
+                       "parameters; give -s/-a/-n/-t/-Q/-I/-N/-D/-f/"
+                       "--report_gbits/--json to the client");
         if (!host_set)
             snprintf(o->host, sizeof o->host, "0.0.0.0");
         return 0;
@@ -315,6 +351,33 @@ static int check_combination(bench_opts *o, bool host_set, bool port_set,
                    t->name);
     if (t->verb == BENCH_VERB_READ && o->inline_set)
         return bad("-I: a read carries no payload to inline");
+    if (o->report_gbits && !t->bw)
+        return bad("--report_gbits applies to bandwidth tests; %s reports "
+                   "latency",
+                   t->name);
+    if (o->margin_s && !o->duration_s)
+        return bad("-f/--margin applies to -D/--duration");
+    if (o->duration_s) {
+        uint32_t margin = o->margin_s ? o->margin_s : BENCH_DEFAULT_MARGIN;
+        if (o->all_sizes)
+            return bad("-D: duration mode does not run all sizes (-a), as "
+                       "perftest");
+        if (o->iters_set)
+            return bad("-D and -n exclude each other: -D runs for a duration "
+                       "instead of -n iterations");
+        if (o->spin_us == 0)
+            return bad("-D: duration mode does not work with events (-e, "
+                       "--poll events), as perftest");
+        if (t->pingpong)
+            return bad("-D: %s is a ping-pong of a fixed count (the server "
+                       "answers -n writes); duration mode is not implemented "
+                       "for it",
+                       t->name);
+        if (o->duration_s <= 2 * margin)
+            return bad("-D %u: the duration must be more than twice the "
+                       "margin (-f, %u s), as perftest",
+                       o->duration_s, margin);
+    }
     return 0;
 }
 
@@ -342,6 +405,14 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         {"ready-fd", required_argument, NULL, OPT_READY_FD},
         {"providers", no_argument, NULL, OPT_PROVIDERS},
         {"timer", required_argument, NULL, OPT_TIMER},
+        {"ib-dev", required_argument, NULL, 'd'},
+        {"ib-port", required_argument, NULL, 'i'},
+        {"gid-index", required_argument, NULL, 'x'},
+        {"duration", required_argument, NULL, 'D'},
+        {"margin", required_argument, NULL, 'f'},
+        {"qp", required_argument, NULL, 'q'},
+        {"report_gbits", no_argument, NULL, OPT_REPORT_GBITS},
+        {"report-gbits", no_argument, NULL, OPT_REPORT_GBITS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -354,6 +425,8 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     o->timer_tsc = BENCH_HAVE_TSC;
     set_poll(o, "wait");
     o->ready_fd = -1;
+    o->gid_index = -1;
+    o->qps = 1;
     bool host_set = false, port_set = false, tx_set = false;
     bool host_flag = false;
     bool connect_port = false;
@@ -362,8 +435,8 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     opterr = 0;
     optind = 0; /* glibc: 0 re-initialises getopt completely */
     int c;
-    while ((c = getopt_long(argc, argv, ":p:s:an:t:Q:I:Neh", longopts, NULL)) !=
-           -1) {
+    while ((c = getopt_long(argc, argv, ":p:s:an:t:Q:I:Nehd:i:x:D:f:q:",
+                            longopts, NULL)) != -1) {
         switch (c) {
         case OPT_SERVE:
             if (set_mode(o, BENCH_MODE_SERVE, "--serve"))
@@ -436,6 +509,40 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         case 'N':
             o->no_peak = true;
             break;
+        case 'd':
+            if (!*optarg || strlen(optarg) >= 64)
+                return bad("-d/--ib-dev: bad device name '%s'",
+                           RF_ECHO(optarg));
+            o->ib_dev = optarg;
+            break;
+        case 'i':
+            if (parse_u64("-i/--ib-port", optarg, 1, 255, false, &v))
+                return 2;
+            o->ib_port = (int)v;
+            break;
+        case 'x':
+            if (parse_u64("-x/--gid-index", optarg, 0, 65535, false, &v))
+                return 2;
+            o->gid_index = (int)v;
+            break;
+        case 'D':
+            if (parse_u64("-D/--duration", optarg, 1, 86400, false, &v))
+                return 2;
+            o->duration_s = (uint32_t)v;
+            break;
+        case 'f':
+            if (parse_u64("-f/--margin", optarg, 1, 43200, false, &v))
+                return 2;
+            o->margin_s = (uint32_t)v;
+            break;
+        case 'q':
+            if (parse_u64("-q/--qp", optarg, 1, 16384, false, &v))
+                return 2;
+            o->qps = (uint32_t)v;
+            break;
+        case OPT_REPORT_GBITS:
+            o->report_gbits = true;
+            break;
         case 'e':
             set_poll(o, "events");
             break;
@@ -507,6 +614,44 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         o->test = (bench_test)t;
     }
     return check_combination(o, host_set, port_set, tx_set);
+}
+
+void bench_opts_apply_env(const bench_opts *o)
+{
+    char buf[16];
+    if (o->ib_dev)
+        setenv("RF_VERBS_DEVICE", o->ib_dev, 1);
+    if (o->ib_port) {
+        snprintf(buf, sizeof buf, "%d", o->ib_port);
+        setenv("RF_VERBS_PORT", buf, 1);
+    }
+    if (o->gid_index >= 0) {
+        snprintf(buf, sizeof buf, "%d", o->gid_index);
+        setenv("RF_VERBS_GID_INDEX", buf, 1);
+    }
+}
+
+int bench_opts_check_device(const bench_opts *o, rf_fabric *fab,
+                            const char *who)
+{
+    if (!o->ib_dev && !o->ib_port && o->gid_index < 0)
+        return 0;
+    rf_fabric_device dev;
+    if (rf_fabric_device_info(fab, &dev) == RF_OK)
+        return 0;
+    fprintf(stderr,
+            "%s: -d/-i/-x ask for an RDMA device, but the %s fabric "
+            "uses none: %s\n",
+            who, rf_fabric_provider(fab), rf_error_message());
+    return -1;
+}
+
+const char *bench_opts_env_note(const bench_opts *o)
+{
+    return o->ib_dev || o->ib_port || o->gid_index >= 0
+               ? " (RF_VERBS_DEVICE / RF_VERBS_PORT / RF_VERBS_GID_INDEX as "
+                 "set by -d/--ib-dev, -i/--ib-port, -x/--gid-index)"
+               : "";
 }
 
 size_t bench_opts_sizes(const bench_opts *o, uint64_t sizes[BENCH_MAX_SIZES])

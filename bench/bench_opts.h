@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rdmaflow/fabric.h>
+
 typedef enum bench_test {
     BENCH_READ_LAT = 0,
     BENCH_WRITE_LAT,
@@ -91,11 +93,35 @@ typedef struct bench_opts {
     int timeout_s;
     bool timer_tsc; /* --timer: tsc (default where there is one) or clock */
     int ready_fd;   /* internal (--ready-fd): loopback child reports its port */
+    /* perftest's device flags, passed to the verbs provider as
+     * RF_VERBS_DEVICE / RF_VERBS_PORT / RF_VERBS_GID_INDEX (the flag wins
+     * over the environment; bench_opts_apply_env) */
+    const char *ib_dev;  /* -d; NULL: unset */
+    int ib_port;         /* -i; 0: unset */
+    int gid_index;       /* -x; -1: unset */
+    uint32_t duration_s; /* -D: run this long instead of -n iterations */
+    uint32_t margin_s;   /* -f: not measured at either end of -D (2) */
+    uint32_t qps;        /* -q: endpoints (only 1 is implemented) */
+    bool report_gbits;   /* --report_gbits: bandwidth in Gb/s (10^9 bit) */
 } bench_opts;
+
+#define BENCH_DEFAULT_MARGIN 2 /* perftest DEF_MARGIN, seconds */
 
 /* Parses the command line. Returns 0 to run, 1 after printing help (exit
  * 0), 2 after printing a usage error to stderr (exit 2). */
 int bench_opts_parse(int argc, char **argv, bench_opts *o);
+
+/* Sets RF_VERBS_DEVICE, RF_VERBS_PORT and RF_VERBS_GID_INDEX from -d, -i
+ * and -x (so the loopback server child gets them too). */
+void bench_opts_apply_env(const bench_opts *o);
+/* With -d/-i/-x: 0 if fab uses an RDMA device, else -1 after a message
+ * (an auto fabric whose verbs provider did not open would otherwise fall
+ * back to sock, ignoring them). */
+int bench_opts_check_device(const bench_opts *o, rf_fabric *fab,
+                            const char *who);
+/* " (RF_VERBS_* set by -d/-i/-x)" when any of them was given, else "": for
+ * a failure to open the fabric, which names the variable. */
+const char *bench_opts_env_note(const bench_opts *o);
 
 /* The message sizes to run, in order (perftest's -a: 2 .. 2^23). */
 size_t bench_opts_sizes(const bench_opts *o, uint64_t sizes[BENCH_MAX_SIZES]);

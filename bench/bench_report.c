@@ -17,9 +17,21 @@
     " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]  "     \
     "  t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% "           \
     "percentile[usec] \n"
+#define BW_COLUMNS_GBITS                                                       \
+    " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "      \
+    "MsgRate[Mpps]\n"
+/* perftest's duration latency columns */
+#define LAT_DURATION_COLUMNS                                                   \
+    " #bytes        #iterations       t_avg[usec]    tps average\n"
 #define BW_COLUMNS                                                             \
     " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   "    \
     "MsgRate[Mpps]\n"
+
+/* --report_gbits: MiB/s as perftest's Gb/s (10^9 bits per second). */
+static double gbits(double mib_per_sec)
+{
+    return mib_per_sec * 1048576.0 * 8.0 / 1e9;
+}
 
 /* How completions were awaited, for the header. */
 static const char *completions(const bench_opts *o)
@@ -39,11 +51,34 @@ void bench_report_header(const bench_report_ctx *c)
     printf("                    %s Test (rf-bench)\n", c->t->title);
     printf(" Provider        : %-14s Peer           : %s\n", c->provider,
            c->peer);
-    printf(" Iterations      : %-14" PRIu32 " TX depth       : %" PRIu32 "\n",
-           c->iters, c->tx_depth);
+    printf(" Number of qps   : %-14" PRIu32 " Transport type : %s\n", c->o->qps,
+           c->dev ? "IB" : c->provider);
+    if (c->dev) {
+        /* perftest's device lines */
+        printf(" Device          : %-14s Port           : %d\n", c->dev->device,
+               c->dev->port);
+        printf(" Mtu             : %d[B]\n", c->dev->active_mtu);
+        printf(" Link type       : %s\n", c->dev->link_layer);
+        printf(" GID index       : %d\n", c->dev->gid_index);
+        printf(" GID             : %s (%s%s%s)\n", c->dev->gid,
+               c->dev->gid_type, c->dev->netdev[0] ? ", netdev " : "",
+               c->dev->netdev);
+    }
+    if (c->o->duration_s) {
+        char dur[24];
+        snprintf(dur, sizeof dur, "%" PRIu32 " s", c->o->duration_s);
+        printf(" Duration        : %-14s TX depth       : %" PRIu32 "\n"
+               " Margins         : %" PRIu32 " s (not measured, at either "
+               "end)\n",
+               dur, c->tx_depth,
+               c->o->margin_s ? c->o->margin_s : BENCH_DEFAULT_MARGIN);
+    } else
+        printf(" Iterations      : %-14" PRIu32 " TX depth       : %" PRIu32
+               "\n",
+               c->iters, c->tx_depth);
     if (c->t->bw)
         printf(" CQ Moderation   : %-14" PRIu32 " Peak BW        : %s\n",
-               c->cq_mod, c->o->no_peak ? "off" : "on");
+               c->cq_mod, c->o->no_peak || c->o->duration_s ? "off" : "on");
     if (c->t->verb == BENCH_VERB_WRITE || c->t->verb == BENCH_VERB_WRITE_IMM)
         printf(" Inline hint     : %" PRIu32 "[B]\n", c->inline_size);
     if (bench_clock_use_tsc)
@@ -59,7 +94,12 @@ void bench_report_header(const bench_report_ctx *c)
     else if (!c->t->bw)
         printf(" Latency         : full round trip (post to completion)\n");
     printf(RULE);
-    printf("%s", c->t->bw ? BW_COLUMNS : LAT_COLUMNS);
+    if (c->o->duration_s && !c->t->bw)
+        printf("%s", LAT_DURATION_COLUMNS);
+    else if (c->t->bw)
+        printf("%s", c->o->report_gbits ? BW_COLUMNS_GBITS : BW_COLUMNS);
+    else
+        printf("%s", LAT_COLUMNS);
     fflush(stdout);
 }
 
@@ -93,14 +133,64 @@ void bench_report_bw(const bench_report_ctx *c, uint64_t size, uint32_t cq_mod,
         printf("{\"test\":\"%s\",\"provider\":\"%s\",\"bytes\":%" PRIu64
                ",\"iterations\":%" PRIu32 ",\"tx_depth\":%" PRIu32
                ",\"cq_mod\":%" PRIu32 ",\"bw_peak_mib_per_sec\":%.2f,"
-               "\"bw_avg_mib_per_sec\":%.2f,\"msg_rate_mpps\":%.6f,"
-               "\"timer\":\"%s\",\"verified\":true}\n",
+               "\"bw_avg_mib_per_sec\":%.2f,\"msg_rate_mpps\":%.6f,",
                c->t->name, c->provider, size, c->iters, c->tx_depth, cq_mod,
-               st->bw_peak, st->bw_avg, st->msg_rate, bench_clock_name());
+               st->bw_peak, st->bw_avg, st->msg_rate);
+        if (c->o->report_gbits)
+            printf("\"bw_peak_gbit_per_sec\":%.2f,"
+                   "\"bw_avg_gbit_per_sec\":%.2f,",
+                   gbits(st->bw_peak), gbits(st->bw_avg));
+        printf("\"timer\":\"%s\",\"verified\":true}\n", bench_clock_name());
     } else {
+        double k = c->o->report_gbits ? gbits(1.0) : 1.0;
         printf(" %-7" PRIu64 "    %-10" PRIu32 "     %-7.2f             "
                "%-7.2f               %-7.6f\n",
-               size, c->iters, st->bw_peak, st->bw_avg, st->msg_rate);
+               size, c->iters, st->bw_peak * k, st->bw_avg * k, st->msg_rate);
+    }
+    fflush(stdout);
+}
+
+void bench_report_duration(const bench_report_ctx *c, uint64_t size,
+                           uint32_t cq_mod, const bench_duration *d)
+{
+    double secs = (double)d->sample_ticks * bench_clock_ns_per_tick() / 1e9;
+    double rate = secs > 0 ? (double)d->sample_ops / secs : 0;
+    if (!c->t->bw) {
+        double t_avg = d->sample_ops ? secs * 1e6 / (double)d->sample_ops /
+                                           c->t->rtt_factor
+                                     : 0;
+        if (c->o->json)
+            printf("{\"test\":\"%s\",\"provider\":\"%s\",\"bytes\":%" PRIu64
+                   ",\"duration_s\":%" PRIu32 ",\"iterations\":%" PRIu64
+                   ",\"t_avg_usec\":%.3f,\"tps\":%.2f,\"timer\":\"%s\","
+                   "\"verified\":true}\n",
+                   c->t->name, c->provider, size, c->o->duration_s,
+                   d->sample_ops, t_avg, rate, bench_clock_name());
+        else
+            printf(" %-7" PRIu64 "       %-10" PRIu64 "        %-7.2f        "
+                   "%-7.2f\n",
+                   size, d->sample_ops, t_avg, rate);
+        fflush(stdout);
+        return;
+    }
+    bench_bw_stats st = {.bw_peak = 0,
+                         .bw_avg = rate * (double)size / 1048576.0,
+                         .msg_rate = rate / 1e6};
+    if (c->o->json) {
+        printf("{\"test\":\"%s\",\"provider\":\"%s\",\"bytes\":%" PRIu64
+               ",\"duration_s\":%" PRIu32 ",\"iterations\":%" PRIu64
+               ",\"tx_depth\":%" PRIu32 ",\"cq_mod\":%" PRIu32
+               ",\"bw_avg_mib_per_sec\":%.2f,\"msg_rate_mpps\":%.6f,",
+               c->t->name, c->provider, size, c->o->duration_s, d->sample_ops,
+               c->tx_depth, cq_mod, st.bw_avg, st.msg_rate);
+        if (c->o->report_gbits)
+            printf("\"bw_avg_gbit_per_sec\":%.2f,", gbits(st.bw_avg));
+        printf("\"timer\":\"%s\",\"verified\":true}\n", bench_clock_name());
+    } else {
+        double k = c->o->report_gbits ? gbits(1.0) : 1.0;
+        printf(" %-7" PRIu64 "    %-10" PRIu64 "     %-7.2f             "
+               "%-7.2f               %-7.6f\n",
+               size, d->sample_ops, 0.0, st.bw_avg * k, st.msg_rate);
     }
     fflush(stdout);
 }

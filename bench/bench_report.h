@@ -6,6 +6,9 @@
 
 #include <stdint.h>
 
+#include <rdmaflow/fabric_info.h>
+
+#include "bench_loops.h"
 #include "bench_opts.h"
 #include "bench_stats.h"
 
@@ -14,6 +17,8 @@ typedef struct bench_report_ctx {
     const bench_test_info *t;
     const char *provider;
     const char *peer; /* "HOST:PORT" */
+    /* the RDMA device, port and GID of a verbs endpoint; NULL otherwise */
+    const rf_fabric_device *dev;
     uint32_t iters;
     uint32_t tx_depth;
     uint32_t cq_mod;
@@ -25,6 +30,10 @@ void bench_report_lat(const bench_report_ctx *c, uint64_t size,
                       const bench_lat_stats *st);
 void bench_report_bw(const bench_report_ctx *c, uint64_t size, uint32_t cq_mod,
                      const bench_bw_stats *st);
+/* -D: perftest's duration report (bandwidth: average only, no peak;
+ * latency: t_avg and transactions per second). */
+void bench_report_duration(const bench_report_ctx *c, uint64_t size,
+                           uint32_t cq_mod, const bench_duration *d);
 void bench_report_footer(const bench_report_ctx *c);
 
 #endif

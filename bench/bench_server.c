@@ -113,6 +113,10 @@ static int handle(bench_session *s, serve_state *st, const bench_msg *m)
         return 0;
     case BENCH_MSG_DONE:
         reply.type = BENCH_MSG_RESULT;
+        /* A duration run (-D) says in DONE how many of RUN's operations it
+         * executed; a ping-pong always runs them all. */
+        if (st->size && !st->t->pingpong && m->iters <= st->iters)
+            st->iters = m->iters;
         if (!st->size) {
             reply.status = BENCH_CHECK_PROTO;
         } else {
@@ -257,9 +261,13 @@ int bench_server(const bench_opts *o)
     rf_fabric_attr fattr = {.bind_addr = any ? NULL : o->host};
     rf_status st = rf_fabric_open(o->provider, &fattr, &fab);
     if (st != RF_OK) {
-        fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s\n",
+        fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s%s\n",
                 o->provider ? o->provider : "auto", rf_status_string(st),
-                rf_error_message());
+                rf_error_message(), bench_opts_env_note(o));
+        return 1;
+    }
+    if (bench_opts_check_device(o, fab, WHO)) {
+        rf_fabric_close(fab);
         return 1;
     }
     rf_listener *l = NULL;

@@ -10,9 +10,16 @@
 #include "bench_opts.h"
 #include "bench_server.h"
 #include "bench_spawn.h"
+#include "rdmaflow/env.h"
 
 int main(int argc, char **argv)
 {
+    /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
+     * is a usage error, before anything runs. */
+    if (rf_log_env_check() != RF_OK) {
+        fprintf(stderr, "rf-bench: %s\n", rf_error_message());
+        return 2;
+    }
     signal(SIGPIPE, SIG_IGN);
     bench_opts o;
     int rc = bench_opts_parse(argc, argv, &o);
@@ -21,6 +28,7 @@ int main(int argc, char **argv)
     if (rc)
         return 2;
     bench_clock_init(o.timer_tsc);
+    bench_opts_apply_env(&o);
 
     switch (o.mode) {
     case BENCH_MODE_SERVE:

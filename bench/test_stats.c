@@ -4,6 +4,7 @@
  * test program, so it uses the tests' harness (tests/common/check.h). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench_opts.h"
@@ -148,7 +149,7 @@ static void test_proto(void)
 
 static int parse(const char *line, bench_opts *o)
 {
-    char copy[512];
+    static char copy[512]; /* the options point into it, as into argv */
     char *argv[32];
     int argc = 0;
     snprintf(copy, sizeof copy, "%s", line);
@@ -204,6 +205,77 @@ static void test_opts(void)
     CHECK_TRUE(!o.timer_tsc);
 }
 
+/* perftest's -d -i -x -D -f -q --report_gbits. */
+static void test_perftest_opts(void)
+{
+    bench_opts o;
+    unsetenv("RF_FABRIC");
+    CHECK_TRUE(parse("rf-bench --loopback read_lat", &o) == 0);
+    CHECK_TRUE(!o.ib_dev && o.ib_port == 0 && o.gid_index == -1);
+    CHECK_TRUE(o.qps == 1 && o.duration_s == 0 && !o.report_gbits);
+    CHECK_TRUE(parse("rf-bench --loopback --provider verbs -d rxe0 -i 1 -x 3 "
+                     "read_lat",
+                     &o) == 0);
+    CHECK_TRUE(strcmp(o.ib_dev, "rxe0") == 0 && o.ib_port == 1 &&
+               o.gid_index == 3);
+    CHECK_TRUE(parse("rf-bench --connect h --ib-dev mlx5_0 --ib-port 2 "
+                     "--gid-index 0 read_lat",
+                     &o) == 0); /* auto: may use verbs */
+    CHECK_TRUE(strcmp(o.ib_dev, "mlx5_0") == 0 && o.ib_port == 2 &&
+               o.gid_index == 0);
+    /* the flags reach the verbs provider through its variables, winning
+     * over the environment */
+    setenv("RF_VERBS_PORT", "9", 1);
+    unsetenv("RF_VERBS_DEVICE");
+    unsetenv("RF_VERBS_GID_INDEX");
+    bench_opts_apply_env(&o);
+    CHECK_TRUE(strcmp(getenv("RF_VERBS_DEVICE"), "mlx5_0") == 0);
+    CHECK_TRUE(strcmp(getenv("RF_VERBS_PORT"), "2") == 0);
+    CHECK_TRUE(strcmp(getenv("RF_VERBS_GID_INDEX"), "0") == 0);
+    unsetenv("RF_VERBS_DEVICE");
+    unsetenv("RF_VERBS_PORT");
+    unsetenv("RF_VERBS_GID_INDEX");
+    CHECK_TRUE(parse("rf-bench --serve -d rxe0", &o) == 0); /* its device */
+
+    CHECK_TRUE(parse("rf-bench --loopback -D 5 write_bw", &o) == 0);
+    CHECK_TRUE(o.duration_s == 5 && o.margin_s == 0);
+    CHECK_TRUE(parse("rf-bench --loopback --duration 3 -f 1 read_lat", &o) ==
+               0);
+    CHECK_TRUE(o.duration_s == 3 && o.margin_s == 1);
+    CHECK_TRUE(parse("rf-bench --loopback -D 3 --margin 1 fetch_add_bw", &o) ==
+               0);
+    CHECK_TRUE(parse("rf-bench --loopback --report_gbits read_bw", &o) == 0);
+    CHECK_TRUE(o.report_gbits);
+    CHECK_TRUE(parse("rf-bench --loopback -q 1 read_bw", &o) == 0);
+    CHECK_TRUE(parse("rf-bench --loopback --qp 1 read_lat", &o) == 0);
+
+    fprintf(stderr, "(usage errors expected below)\n");
+    CHECK_TRUE(
+        parse("rf-bench --loopback --provider sock -d rxe0 read_lat", &o) == 2);
+    setenv("RF_FABRIC", "shm", 1);
+    CHECK_TRUE(parse("rf-bench --loopback -x 1 read_lat", &o) == 2);
+    /* --provider auto is RF_FABRIC's provider */
+    CHECK_TRUE(parse("rf-bench --loopback --provider auto -x 1 read_lat", &o) ==
+               2);
+    unsetenv("RF_FABRIC");
+    CHECK_TRUE(parse("rf-bench --loopback -i 0 read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -i 256 read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -x -1 read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -q 2 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -q 0 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -D 0 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -D 4 write_bw", &o) == 2); /* 2x2 */
+    CHECK_TRUE(parse("rf-bench --loopback -D 2 -f 1 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -D 5 -a write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -D 5 -n 100 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -D 5 -e write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -D 5 write_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -f 1 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback --report_gbits read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --serve -D 5", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --serve --report_gbits", &o) == 2);
+}
+
 int main(void)
 {
     test_lat_odd();
@@ -212,6 +284,7 @@ int main(void)
     test_bw();
     test_proto();
     test_opts();
+    test_perftest_opts();
     printf("bench_test_stats: all checks passed\n");
     return 0;
 }

@@ -2,6 +2,8 @@
  * "<time> <level> <pid>:<tid> <file>:<line> <message>". */
 #include "core/log.h"
 
+#include <errno.h>
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -11,6 +13,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "rdmaflow/clock.h"
+#include "rdmaflow/env.h"
+#include "rdmaflow/status.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug",
                                           "trace"};
@@ -31,19 +37,26 @@ int rf_log_parse_level(const char *name, rf_log_level *out)
     return -1;
 }
 
+/* What was wrong with RF_LOG_LEVEL / RF_LOG_FILE at first use, for
+ * rf_log_env_check ("" when nothing). */
+static rf_status env_status = RF_OK;
+static char env_error[400];
+
 static void log_init(void)
 {
     const char *level = getenv("RF_LOG_LEVEL");
     rf_log_level parsed;
     log_stream = stderr;
     if (level && *level) {
-        if (rf_log_parse_level(level, &parsed) == 0)
+        if (rf_log_parse_level(level, &parsed) == 0) {
             atomic_store(&threshold, (int)parsed);
-        else
-            fprintf(stderr,
-                    "rdmaflow: RF_LOG_LEVEL=%s is not one of "
-                    "error|warn|info|debug|trace; using warn\n",
-                    level);
+        } else {
+            env_status = RF_ERR_INVALID_ARG;
+            snprintf(env_error, sizeof env_error,
+                     "RF_LOG_LEVEL=%s is not one of "
+                     "error|warn|info|debug|trace",
+                     RF_ECHO(level));
+        }
     }
     const char *path = getenv("RF_LOG_FILE");
     if (path && *path) {
@@ -51,12 +64,21 @@ static void log_init(void)
         if (f) {
             setvbuf(f, NULL, _IOLBF, 0);
             log_stream = f;
-        } else {
-            fprintf(stderr,
-                    "rdmaflow: cannot open RF_LOG_FILE=%s; using stderr\n",
-                    path);
+        } else if (env_status == RF_OK) {
+            env_status = RF_ERR_IO;
+            snprintf(env_error, sizeof env_error,
+                     "RF_LOG_FILE=%s: cannot open it for appending: %s",
+                     RF_ECHO(path), strerror(errno));
         }
     }
+}
+
+rf_status rf_log_env_check(void)
+{
+    pthread_once(&log_once, log_init);
+    if (env_status != RF_OK)
+        return rf_error_set(env_status, "%s", env_error);
+    return RF_OK;
 }
 
 rf_log_level rf_log_threshold(void)
@@ -71,15 +93,16 @@ void rf_log_set_threshold(rf_log_level level)
     atomic_store(&threshold, (int)level);
 }
 
-void rf_log_write(rf_log_level level, const char *file, int line,
-                  const char *fmt, ...)
+static void log_vwrite(rf_log_level level, const char *file, int line,
+                       unsigned suppressed, const char *fmt, va_list ap)
 {
     pthread_once(&log_once, log_init);
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
+    char tail[64] = "";
+    if (suppressed)
+        snprintf(tail, sizeof tail, " [%u similar lines suppressed]",
+                 suppressed);
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -89,9 +112,42 @@ void rf_log_write(rf_log_level level, const char *file, int line,
     base = base ? base + 1 : file;
 
     pthread_mutex_lock(&log_mutex);
-    fprintf(log_stream, "%02d:%02d:%02d.%06ld %-5s %d:%ld %s:%d %s\n",
+    fprintf(log_stream, "%02d:%02d:%02d.%06ld %-5s %d:%ld %s:%d %s%s\n",
             tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000,
             level_names[level], (int)getpid(), (long)syscall(SYS_gettid), base,
-            line, msg);
+            line, msg, tail);
     pthread_mutex_unlock(&log_mutex);
+}
+
+void rf_log_write(rf_log_level level, const char *file, int line,
+                  const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vwrite(level, file, line, 0, fmt, ap);
+    va_end(ap);
+}
+
+void rf_log_write_suppressed(rf_log_level level, const char *file, int line,
+                             unsigned suppressed, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    log_vwrite(level, file, line, suppressed, fmt, ap);
+    va_end(ap);
+}
+
+int rf_log_limit_pass(rf_log_limit *limit, unsigned *suppressed)
+{
+    unsigned long long now = rf_now_ns();
+    unsigned long long next =
+        atomic_load_explicit(&limit->next_ns, memory_order_relaxed);
+    if (now >= next &&
+        atomic_compare_exchange_strong(&limit->next_ns, &next,
+                                       now + RF_LOG_LIMIT_INTERVAL_NS)) {
+        *suppressed = atomic_exchange(&limit->suppressed, 0);
+        return 1;
+    }
+    atomic_fetch_add_explicit(&limit->suppressed, 1, memory_order_relaxed);
+    return 0;
 }

@@ -59,6 +59,14 @@ rf_status rf_error_set(rf_status status, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     memcpy(error_message, text, sizeof error_message);
-    RF_LOG_DEBUG("%s: %s", rf_status_string(status), error_message);
+    /* A timeout or a full queue is the normal outcome of a poll or wait
+     * that loops while idle (a listener thread, a CQ wait, a retry):
+     * those are rate-limited, one limit per status (core/log.h). */
+    if (status == RF_ERR_TIMEOUT)
+        RF_LOG_DEBUG_LIMITED("%s: %s", rf_status_string(status), error_message);
+    else if (status == RF_ERR_NO_RESOURCE)
+        RF_LOG_DEBUG_LIMITED("%s: %s", rf_status_string(status), error_message);
+    else
+        RF_LOG_DEBUG("%s: %s", rf_status_string(status), error_message);
     return status;
 }

@@ -33,6 +33,16 @@ rf_status rf_topology_open(rf_topology **out)
     /* Keep PCI devices and their OS devices (network, OpenFabrics). */
     hwloc_topology_set_io_types_filter(t->topo,
                                        HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    /* Not the optional plugins (Debian's libhwloc-plugins, pulled in by
+     * Open MPI): Linux's own component finds the PCI devices and NICs from
+     * sysfs; the libpciaccess one adds nothing here and leaks about 600 KB
+     * per load (hwloc 2.9), and the GPU ones (OpenCL, GL) would start GPU
+     * runtimes for nothing. */
+    static const char *const skip[] = {"pci",  "opencl", "gl",       "cuda",
+                                       "nvml", "rsmi",   "levelzero"};
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+        hwloc_topology_set_components(
+            t->topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, skip[i]);
     if (hwloc_topology_load(t->topo) != 0) {
         int err = errno;
         hwloc_topology_destroy(t->topo);

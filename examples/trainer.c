@@ -542,6 +542,12 @@ static int run_worker(const flags *f, const rf_cluster *cluster)
 
 int main(int argc, char **argv)
 {
+    /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
+     * is a usage error, before anything runs. */
+    if (rf_log_env_check() != RF_OK) {
+        fprintf(stderr, "rf-example-trainer: %s\n", rf_error_message());
+        return 2;
+    }
     flags f;
     int rc = parse_flags(argc, argv, &f);
     if (rc == 1)

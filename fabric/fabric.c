@@ -80,6 +80,9 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
     if (!out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_fabric_open: out is NULL");
     *out = NULL;
+    rf_status lst = rf_log_env_check();
+    if (lst != RF_OK)
+        return rf_error_set(lst, "rf_fabric_open: %s", rf_error_message());
     const char *name = provider;
     if (!name || !*name || strcmp(name, "auto") == 0)
         name = rf_env_str("RF_FABRIC", "auto");

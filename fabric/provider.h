@@ -7,6 +7,7 @@
 #define RF_FABRIC_PROVIDER_H
 
 #include "rdmaflow/fabric.h"
+#include "rdmaflow/fabric_info.h"
 
 typedef struct rf_provider_ops rf_provider_ops;
 
@@ -97,6 +98,8 @@ struct rf_provider_ops {
     void (*ep_close)(rf_ep *ep);
     rf_status (*ep_state)(const rf_ep *ep);
     rf_status (*ep_enable_remote_access)(rf_ep *ep);
+    /* Optional: the RDMA device the fabric uses (rf_fabric_device_info). */
+    rf_status (*device_info)(rf_fabric *fabric, rf_fabric_device *out);
     /* Optional: the provider that carries ep (auto); NULL: this one. */
     const char *(*ep_provider)(const rf_ep *ep);
 

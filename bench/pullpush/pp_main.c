@@ -9,9 +9,16 @@
 #include "pp_model.h"
 #include "pp_opts.h"
 #include "pp_ps.h"
+#include "rdmaflow/env.h"
 
 int main(int argc, char **argv)
 {
+    /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
+     * is a usage error, before anything runs. */
+    if (rf_log_env_check() != RF_OK) {
+        fprintf(stderr, "rf-bench-pullpush: %s\n", rf_error_message());
+        return 2;
+    }
     pp_opts o;
     int rc = pp_opts_parse(argc, argv, &o);
     if (rc)

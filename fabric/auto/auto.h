@@ -15,8 +15,9 @@ enum { AUTO_SHM = 0, AUTO_VERBS, AUTO_SOCK, AUTO_N };
 
 typedef struct auto_fabric {
     rf_fabric base;
-    rf_fabric *sub[AUTO_N]; /* NULL: that provider does not work here */
-    int primary;            /* the provider whose rkeys every region uses */
+    rf_fabric *sub[AUTO_N];    /* NULL: that provider does not work here */
+    int primary;               /* the provider whose rkeys every region uses */
+    char why_not[AUTO_N][320]; /* for a NULL sub: why it is not in use */
 } auto_fabric;
 
 typedef struct auto_mr {
@@ -65,6 +66,12 @@ int auto_cq_poll(rf_cq *cq, rf_completion *out, int max);
 int auto_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
 
 /* auto_cm.c */
+/* The providers connect tries for host, in order (shm for an address of
+ * this host, verbs when it opened, then sock), into order; returns how
+ * many, or -1 when host does not resolve (the thread's error says why).
+ * why (may be NULL) gets one clause per provider, for rf_fabric_choose. */
+int auto_connect_order(const auto_fabric *fab, const char *host,
+                       int order[AUTO_N], char *why, size_t why_len);
 rf_status auto_listen(rf_fabric *fabric, const char *host, uint16_t port,
                       rf_listener **out);
 void auto_listener_close(rf_listener *listener);

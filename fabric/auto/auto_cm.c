@@ -4,6 +4,7 @@
  * this host's, verbs when there is an RDMA device, sock otherwise, moving on
  * to the next when the peer has no listener of that provider (never after
  * a listener refused the request: the next would refuse it too). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,22 +166,74 @@ void auto_reject(rf_conn_req *base, const void *priv, size_t priv_len)
 
 /* --- connect ----------------------------------------------------------- */
 
+static void why_add(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void why_add(char *why, size_t len, const char *fmt, ...)
+{
+    if (!why || !len)
+        return;
+    size_t l = strlen(why);
+    if (l + 3 >= len)
+        return;
+    if (l) {
+        memcpy(why + l, "; ", 3);
+        l += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why + l, len - l, fmt, ap);
+    va_end(ap);
+}
+
+int auto_connect_order(const auto_fabric *fab, const char *host,
+                       int order[AUTO_N], char *why, size_t why_len)
+{
+    if (why && why_len)
+        why[0] = '\0';
+    int local = rf_addr_is_local(host);
+    if (local < 0)
+        return -1;
+    int n = 0;
+    const char *h = host && *host ? host : "(no host)";
+    if (local && fab->sub[AUTO_SHM]) {
+        order[n++] = AUTO_SHM;
+        why_add(why, why_len, "shm: %s is an address of this host", h);
+    } else if (local) {
+        why_add(why, why_len,
+                "shm: %s is an address of this host, but shm is not in use "
+                "(%s)",
+                h, fab->why_not[AUTO_SHM]);
+    } else {
+        why_add(why, why_len, "shm: %s is not an address of this host", h);
+    }
+    if (fab->sub[AUTO_VERBS]) {
+        order[n++] = AUTO_VERBS;
+        why_add(why, why_len,
+                "verbs: an RDMA device opened here%s (a peer without a "
+                "verbs listener falls through to the next)",
+                n > 1 ? ", tried after shm" : "");
+    } else {
+        why_add(why, why_len, "verbs: not in use (%s)",
+                fab->why_not[AUTO_VERBS]);
+    }
+    order[n++] = AUTO_SOCK;
+    why_add(why, why_len, "sock: reaches every peer%s",
+            n > 1 ? " (the fallback)" : "");
+    return n;
+}
+
 rf_status auto_connect(rf_fabric *fabric, const char *host, uint16_t port,
                        const rf_ep_attr *attr, const void *priv,
                        size_t priv_len, int timeout_ms, rf_ep **out)
 {
     auto_fabric *fab = AUTO_FAB(fabric);
-    int local = rf_addr_is_local(host);
-    if (local < 0)
+    int order[AUTO_N];
+    int n = auto_connect_order(fab, host, order, NULL, 0);
+    if (n < 0)
         return rf_error_set(RF_ERR_UNAVAILABLE,
                             "rf_connect: cannot resolve %s: %s", host,
                             rf_error_message());
-    int order[AUTO_N], n = 0;
-    if (local && fab->sub[AUTO_SHM])
-        order[n++] = AUTO_SHM;
-    if (fab->sub[AUTO_VERBS])
-        order[n++] = AUTO_VERBS;
-    order[n++] = AUTO_SOCK;
     int64_t deadline = rf_deadline_ms(timeout_ms);
     char tried[192] = "";
     for (int k = 0; k < n; k++) {

@@ -91,11 +91,24 @@ static rf_status auto_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     char chosen[64] = "";
     for (int i = 0; i < AUTO_N; i++) {
         const rf_provider_ops *ops = slot_ops(i);
-        if (!ops || !allowed[i])
+        if (!ops) {
+            snprintf(fab->why_not[i], sizeof fab->why_not[i],
+                     "%s is not built in (libibverbs/librdmacm were not "
+                     "found at build time)",
+                     auto_slot_name(i));
             continue;
+        }
+        if (!allowed[i]) {
+            snprintf(fab->why_not[i], sizeof fab->why_not[i],
+                     "RF_AUTO_PROVIDERS=%s leaves it out",
+                     RF_ECHO(rf_env_str("RF_AUTO_PROVIDERS", "")));
+            continue;
+        }
         rf_status st = rf_provider_open(ops, attr, &fab->sub[i]);
         if (st != RF_OK) {
             fab->sub[i] = NULL;
+            snprintf(fab->why_not[i], sizeof fab->why_not[i], "%s",
+                     rf_error_message());
             if (i == AUTO_SOCK) {
                 rf_status e =
                     rf_error_set(st, "auto: the sock provider cannot open: %s",
@@ -280,6 +293,16 @@ int auto_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
     }
 }
 
+static rf_status auto_device_info(rf_fabric *fabric, rf_fabric_device *out)
+{
+    auto_fabric *fab = AUTO_FAB(fabric);
+    if (!fab->sub[AUTO_VERBS])
+        return rf_error_set(RF_ERR_UNSUPPORTED,
+                            "this auto fabric uses no RDMA device (verbs: %s)",
+                            fab->why_not[AUTO_VERBS]);
+    return rf_fabric_device_info(fab->sub[AUTO_VERBS], out);
+}
+
 const rf_provider_ops rf_auto_provider = {
     .name = "auto",
     .fabric_open = auto_fabric_open,
@@ -300,6 +323,7 @@ const rf_provider_ops rf_auto_provider = {
     .ep_state = auto_ep_state,
     .ep_enable_remote_access = auto_ep_enable_remote_access,
     .ep_provider = auto_ep_provider,
+    .device_info = auto_device_info,
     .post = auto_post,
     .post_recv = auto_post_recv,
 };

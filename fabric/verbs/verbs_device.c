@@ -20,6 +20,7 @@
 
 #include "fabric/verbs/verbs_internal.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/fabric_info.h"
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
@@ -70,8 +71,10 @@ rf_status rf_verbs_probe(void)
         if (list)
             rdma_free_devices(list);
         return rf_error_set(RF_ERR_UNAVAILABLE,
-                            "verbs: no RDMA device (rdma_get_devices: %s)",
-                            n == 0 && !err ? "none found" : strerror(err));
+                            "verbs: no RDMA device (rdma_get_devices: %s); "
+                            "%s",
+                            n == 0 && !err ? "none found" : strerror(err),
+                            RF_VERBS_NO_DEVICE_FIX);
     }
     int found = 0;
     for (int i = 0; i < n && !found; i++)
@@ -79,7 +82,9 @@ rf_status rf_verbs_probe(void)
     rdma_free_devices(list);
     if (!found)
         return rf_error_set(RF_ERR_UNAVAILABLE,
-                            "verbs: no RDMA device has an ACTIVE port");
+                            "verbs: no RDMA device has an ACTIVE port (rf-info "
+                            "shows their ports; is the netdev up?); %s",
+                            RF_VERBS_NO_DEVICE_FIX);
     return RF_OK;
 }
 
@@ -239,8 +244,10 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
     if (!fab->devlist || n == 0) {
         int err = errno;
         return rf_error_set(RF_ERR_UNAVAILABLE,
-                            "verbs: no RDMA device (rdma_get_devices: %s)",
-                            n == 0 && !err ? "none found" : strerror(err));
+                            "verbs: no RDMA device (rdma_get_devices: %s); "
+                            "%s",
+                            n == 0 && !err ? "none found" : strerror(err),
+                            RF_VERBS_NO_DEVICE_FIX);
     }
     char names[256];
     device_names(fab->devlist, n, names, sizeof names);

@@ -258,6 +258,8 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr);
 rf_status rf_verbs_probe(void);
 /* ibv_fork_init() once per process (see verbs_device.c). */
 void rf_verbs_fork_init(void);
+/* verbs_info.c: rf_fabric_device_info for a verbs fabric. */
+rf_status rf_verbs_fabric_device(rf_fabric *fabric, rf_fabric_device *out);
 
 /* --- fabric and event thread (verbs_fabric.c, verbs_event.c) ------------ */
 

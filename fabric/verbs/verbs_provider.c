@@ -22,6 +22,7 @@ const rf_provider_ops rf_verbs_provider = {
     .ep_close = rf_verbs_ep_close,
     .ep_state = rf_verbs_ep_state,
     .ep_enable_remote_access = rf_verbs_ep_enable_remote_access,
+    .device_info = rf_verbs_fabric_device,
     .post = rf_verbs_post,
     .post_recv = rf_verbs_post_recv,
 };

@@ -38,4 +38,35 @@ RF_API rf_status rf_parse_int(const char *text, int64_t min, int64_t max,
 RF_API const char *rf_echo(const char *text, char *buf, size_t len);
 #define RF_ECHO(text) rf_echo((text), (char[RF_ECHO_BUF]){0}, RF_ECHO_BUF)
 
+/* The logger's variables as it reads them at first use: RF_OK, or
+ * RF_ERR_INVALID_ARG for an RF_LOG_LEVEL that is not one of
+ * error|warn|info|debug|trace (the message names the variable, its value
+ * and those), or RF_ERR_IO for an RF_LOG_FILE that cannot be opened for
+ * appending (the logger then writes to stderr at warn). rf_fabric_open
+ * returns the same error; every tool calls it first and exits 2 on it. */
+RF_API rf_status rf_log_env_check(void);
+
+/* One RF_* environment variable the project reads: its name, its default
+ * as text ("none" when unset means nothing is done), the layer or tool
+ * that reads it, and what it does. rf_env_vars() is the one table of them
+ * (core/env_table.c), NULL-name terminated, in the README's order; rf-info
+ * prints it with each variable's value here. A test checks that every
+ * RF_* name the sources read is in it. */
+typedef struct rf_env_var {
+    const char *name;
+    const char *def;
+    const char *reader;
+    const char *meaning;
+} rf_env_var;
+RF_API const rf_env_var *rf_env_vars(void);
+
+/* Where a variable's effective value comes from: RF_ENV_DEFAULT when it is
+ * unset or empty (empty counts as unset, as rf_env_* read it), else
+ * RF_ENV_ENVIRONMENT; *value is the environment's text or the default. */
+typedef enum rf_env_source {
+    RF_ENV_DEFAULT = 0,
+    RF_ENV_ENVIRONMENT,
+} rf_env_source;
+RF_API rf_env_source rf_env_effective(const rf_env_var *var, const char **value);
+
 #endif

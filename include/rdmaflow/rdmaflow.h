@@ -25,6 +25,7 @@
 #include "rdmaflow/device.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
+#include "rdmaflow/fabric_info.h"
 #include "rdmaflow/file.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/optim.h"

@@ -191,6 +191,12 @@ static int cmd_diff(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
+     * is a usage error, before anything runs. */
+    if (rf_log_env_check() != RF_OK) {
+        fprintf(stderr, "rf-ckpt: %s\n", rf_error_message());
+        return 2;
+    }
     if (argc < 2)
         return usage_error("%s", "no command");
     const char *cmd = argv[1];

@@ -167,6 +167,12 @@ static int reap_target(void)
 
 int main(int argc, char **argv)
 {
+    /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
+     * is a usage error, before anything runs. */
+    if (rf_log_env_check() != RF_OK) {
+        fprintf(stderr, "rf-fabric-demo: %s\n", rf_error_message());
+        return 2;
+    }
     demo_opts o = {.provider = NULL, .host = "127.0.0.1", .port_fd = -1};
     char *serve = NULL, *connect_to = NULL;
     const char *role = NULL;

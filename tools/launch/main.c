@@ -73,6 +73,7 @@
 #include "cluster.h"
 #include "opts.h"
 #include "rdmaflow/clock.h"
+#include "rdmaflow/env.h"
 #include "rdmaflow/file.h"
 #include "rdmaflow/version.h"
 #include "supervise.h"
@@ -158,6 +159,12 @@ static void print_restarts(const lt_task *t, int n)
 
 int main(int argc, char **argv)
 {
+    /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
+     * is a usage error, before anything runs. */
+    if (rf_log_env_check() != RF_OK) {
+        fprintf(stderr, "rf-launch: %s\n", rf_error_message());
+        return 2;
+    }
     lt_opts o;
     char err[512];
     if (lt_opts_parse(argc, argv, &o, err, sizeof err) != 0) {

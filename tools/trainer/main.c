@@ -16,6 +16,7 @@
 #include "dist.h"
 #include "export.h"
 #include "flags.h"
+#include "rdmaflow/env.h"
 #include "report.h"
 #include "train.h"
 #include "train_graph.h"
@@ -126,6 +127,12 @@ static void close_explain(FILE *fp)
 
 int main(int argc, char **argv)
 {
+    /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
+     * is a usage error, before anything runs. */
+    if (rf_log_env_check() != RF_OK) {
+        fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
+        return 2;
+    }
     tr_blas_reexec(argv);
     tr_flags f;
     char err[1024];
