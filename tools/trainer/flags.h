@@ -55,6 +55,8 @@ typedef struct tr_flags {
     int64_t eval_batch_size;   /* --eval_batch_size */
     bool help;                 /* --help / -h */
     const char *variables_out; /* --variables_out (NULL: none) */
+    const char *metrics_out;   /* --metrics_out (NULL: none) */
+    int64_t metrics_every_steps; /* --metrics_every_steps (default 100) */
     /* --cluster_secret_file (NULL: RF_CLUSTER_SECRET_FILE, else none) */
     const char *cluster_secret_file;
     /* distributed: the cluster flags as given (NULL: not given) */

@@ -6,6 +6,7 @@
  * Exit status: 0 success, 1 runtime error, 2 usage error. Local runs are
  * deterministic for a fixed --seed and --threads. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "dist.h"
 #include "export.h"
 #include "flags.h"
+#include "metrics.h"
 #include "report.h"
 #include "train.h"
 #include "train_graph.h"
@@ -29,6 +31,7 @@ static int run_local(const tr_flags *f)
     char err[1024];
     rf_dataset *train = NULL, *test = NULL;
     rf_trace *trace = NULL;
+    rf_metrics_writer *metrics = NULL;
     tr_session s = {0};
     int rc = 1;
     double t_load = 0;
@@ -52,10 +55,16 @@ static int run_local(const tr_flags *f)
     }
     if (trace)
         rf_trace_set_process(trace, 0, "rf-trainer (local)");
+    if (tr_metrics_open(f, "local", f->batch_size, &metrics, err,
+                        sizeof err) != 0) {
+        rc = fail("--metrics_out", err);
+        goto out;
+    }
 
     tr_train_result tr;
     rf_dataset_set_shuffle(train, true, f->seed);
-    if (tr_train(f, &s, train, trace, stdout, &tr, err, sizeof err) != 0) {
+    if (tr_train(f, &s, train, trace, metrics, stdout, &tr, err, sizeof err) !=
+        0) {
         rc = fail("training", err);
         goto out;
     }
@@ -64,8 +73,13 @@ static int run_local(const tr_flags *f)
         goto out;
     }
     tr_print_training(f, &tr, t_load);
-    if (tr_report_accuracy(f, &s, test, err, sizeof err) != 0) {
+    double accuracy = NAN;
+    if (tr_report_accuracy(f, &s, test, &accuracy, err, sizeof err) != 0) {
         rc = fail("evaluation", err);
+        goto out;
+    }
+    if (tr_metrics_finish(metrics, accuracy, err, sizeof err) != 0) {
+        rc = fail("--metrics_out", err);
         goto out;
     }
     if (f->variables_out &&
@@ -76,6 +90,7 @@ static int run_local(const tr_flags *f)
     rc = 0;
 out:
     fflush(stdout);
+    rf_metrics_writer_close(metrics);
     rf_trace_destroy(trace);
     tr_session_destroy(&s);
     rf_dataset_free(train);
@@ -102,7 +117,8 @@ int main(int argc, char **argv)
     if (tr_check_output("--variables_out", f.variables_out) != 0 ||
         tr_check_output("--trace", f.trace_path) != 0 ||
         tr_check_distinct_outputs("--variables_out", f.variables_out, "--trace",
-                                  f.trace_path) != 0)
+                                  f.trace_path) != 0 ||
+        tr_metrics_check(&f) != 0)
         return TR_EXIT_USAGE;
     rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
                            .worker_hosts = f.worker_hosts,
