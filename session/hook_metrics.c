@@ -10,7 +10,7 @@
 
 typedef struct metrics_hook {
     rf_metrics_writer *w;
-    rf_node *fetch[2]; /* loss, accuracy (either may be absent) */
+    rf_node *fetch[2];   /* loss, accuracy (either may be absent) */
     int loss_at, acc_at; /* index in the results, or -1 */
     size_t n;
     bool started;

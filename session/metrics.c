@@ -20,8 +20,8 @@
 #include "rdmaflow/file.h"
 #include "rdmaflow/session.h"
 
-#define DEFAULT_EVERY   100
-#define FIRST_LINE_MAX  65536 /* what is read of an existing file */
+#define DEFAULT_EVERY    100
+#define FIRST_LINE_MAX   65536 /* what is read of an existing file */
 #define METRICS_TASK_MAX 64
 
 struct rf_metrics_writer {
@@ -36,7 +36,7 @@ struct rf_metrics_writer {
     uint64_t bytes_read, bytes_pushed;
     /* the last step counted */
     rf_metrics_step last;
-    double t_last;
+    double t_last, wall_last; /* when (rf_now_s, rf_wall_s) */
     /* at the last line written */
     int64_t line_steps, line_global_step;
     uint64_t line_read, line_pushed;
@@ -89,8 +89,8 @@ rf_status rf_metrics_check_output(const char *path)
     if (fd < 0) {
         if (errno == ENOENT)
             return RF_OK; /* a new file (or a dangling link's target) */
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: cannot be read (%s)",
-                            path, strerror(errno));
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: cannot be read (%s)", path,
+                            strerror(errno));
     }
     struct stat st;
     bool empty = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
@@ -191,8 +191,7 @@ static rf_status put_line(rf_metrics_writer *w, json_object *o)
         ssize_t n = write(w->fd, line, len + 1);
         if (n != (ssize_t)(len + 1))
             st = rf_error_set(RF_ERR_IO, "%s: writing a metrics line: %s",
-                              w->path,
-                              n < 0 ? strerror(errno) : "short write");
+                              w->path, n < 0 ? strerror(errno) : "short write");
         free(line);
     }
     json_object_put(o);
@@ -228,7 +227,7 @@ static rf_status step_line(rf_metrics_writer *w)
     json_object_object_add(o, "global_step_per_sec", num(gs_rate, 6, false));
     json_object_object_add(o, "cluster_examples_per_sec",
                            num(gs_rate * (double)w->per_global_step, 6, false));
-    json_object_object_add(o, "wall_time", num(rf_wall_s(), 6, true));
+    json_object_object_add(o, "wall_time", num(w->wall_last, 6, true));
     json_object_object_add(o, "elapsed", num(w->t_last - w->t0, 6, true));
     json_object_object_add(
         o, "bytes_read",
@@ -237,10 +236,10 @@ static rf_status step_line(rf_metrics_writer *w)
                   : 0));
     json_object_object_add(
         o, "bytes_pushed",
-        json_object_new_int64(steps ? (int64_t)((w->bytes_pushed -
-                                                 w->line_pushed) /
-                                                (uint64_t)steps)
-                                    : 0));
+        json_object_new_int64(
+            steps ? (int64_t)((w->bytes_pushed - w->line_pushed) /
+                              (uint64_t)steps)
+                  : 0));
     w->line_steps = w->steps;
     w->line_global_step = w->last.global_step;
     w->line_read = w->bytes_read;
@@ -258,6 +257,7 @@ rf_status rf_metrics_writer_step(rf_metrics_writer *w,
     w->steps++;
     w->last = *step;
     w->t_last = rf_now_s();
+    w->wall_last = rf_wall_s();
     w->bytes_read += step->bytes_read;
     w->bytes_pushed += step->bytes_pushed;
     if (w->steps == 1 || w->steps % w->every == 0)
@@ -288,8 +288,7 @@ void rf_metrics_writer_totals(const rf_metrics_writer *w,
 rf_status rf_metrics_writer_summary(rf_metrics_writer *w, double test_accuracy)
 {
     if (!w || w->summarised)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_metrics_writer_summary: %s",
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_metrics_writer_summary: %s",
                             w ? "written already" : "NULL writer");
     w->summarised = true;
     rf_status st = RF_OK;
@@ -313,7 +312,8 @@ rf_status rf_metrics_writer_summary(rf_metrics_writer *w, double test_accuracy)
                            num(t.cluster_examples_per_sec, 6, false));
     json_object_object_add(o, "final_loss", num(t.final_loss, 9, false));
     if (!isnan(test_accuracy))
-        json_object_object_add(o, "test_accuracy", num(test_accuracy, 6, false));
+        json_object_object_add(o, "test_accuracy",
+                               num(test_accuracy, 6, false));
     json_object_object_add(o, "bytes_read",
                            json_object_new_int64((int64_t)t.bytes_read));
     json_object_object_add(o, "bytes_pushed",

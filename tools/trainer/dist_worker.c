@@ -220,9 +220,9 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
     rf_hook *hooks[3] = {NULL, NULL, NULL};
     if (rf_stop_at_step_hook_create(0, f->train_steps, &hooks[0]) != RF_OK ||
         rf_nan_tensor_hook_create(d->s.loss, &hooks[1]) != RF_OK ||
-        (d->metrics && rf_metrics_hook_create(d->metrics, d->s.loss,
-                                              d->s.accuracy,
-                                              &hooks[2]) != RF_OK)) {
+        (d->metrics &&
+         rf_metrics_hook_create(d->metrics, d->s.loss, d->s.accuracy,
+                                &hooks[2]) != RF_OK)) {
         snprintf(err, errlen, "%s", rf_error_message());
         rf_hook_destroy(hooks[0]);
         rf_hook_destroy(hooks[1]);

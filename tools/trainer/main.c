@@ -55,8 +55,8 @@ static int run_local(const tr_flags *f)
     }
     if (trace)
         rf_trace_set_process(trace, 0, "rf-trainer (local)");
-    if (tr_metrics_open(f, "local", f->batch_size, &metrics, err,
-                        sizeof err) != 0) {
+    if (tr_metrics_open(f, "local", f->batch_size, &metrics, err, sizeof err) !=
+        0) {
         rc = fail("--metrics_out", err);
         goto out;
     }

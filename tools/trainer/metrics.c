@@ -17,8 +17,8 @@ int tr_metrics_check(const tr_flags *f)
         fprintf(stderr, "rf-trainer: --metrics_out: %s\n", rf_error_message());
         return -1;
     }
-    return tr_check_distinct_outputs("--metrics_out", f->metrics_out,
-                                     "--trace", f->trace_path) ||
+    return tr_check_distinct_outputs("--metrics_out", f->metrics_out, "--trace",
+                                     f->trace_path) ||
                    tr_check_distinct_outputs("--metrics_out", f->metrics_out,
                                              "--variables_out",
                                              f->variables_out)

@@ -36,8 +36,8 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
         snprintf(err, errlen, "no memory for a batch of %zu", bs);
         goto out;
     }
-    if (rf_plan_create(s->ex, s->g, fetches, nfetch, feeds, 2, NULL, 0, &plan) !=
-        RF_OK) {
+    if (rf_plan_create(s->ex, s->g, fetches, nfetch, feeds, 2, NULL, 0,
+                       &plan) != RF_OK) {
         snprintf(err, errlen, "creating the training plan: %s",
                  rf_error_message());
         goto out;

@@ -13,12 +13,12 @@
 #include "train_graph.h"
 
 typedef struct tr_train_result {
-    int64_t steps;       /* steps run by this process */
-    int64_t global_step; /* global_step at the end */
+    int64_t steps;             /* steps run by this process */
+    int64_t global_step;       /* global_step at the end */
     int64_t start_global_step; /* global_step when training started */
-    double first_loss;   /* loss of the first step (NAN if none) */
-    double final_loss;   /* loss of the last step (NAN if none) */
-    double seconds;      /* wall time of the training loop */
+    double first_loss;         /* loss of the first step (NAN if none) */
+    double final_loss;         /* loss of the last step (NAN if none) */
+    double seconds;            /* wall time of the training loop */
 } tr_train_result;
 
 /* Trains on train (the caller sets its shuffling) until global_step reaches
