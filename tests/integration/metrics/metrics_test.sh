@@ -11,6 +11,7 @@ trainer=$build/tools/rf-trainer
 launch=$build/tools/rf-launch
 example=$build/examples/rf-example-trainer
 plot=$build/tools/rf-plot
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 host=127.0.0.1
 tmp=$(mktemp -d)
@@ -244,8 +245,50 @@ case_killed() {
     rft_finish
 }
 
+# bench/plot-fabric on rf-bench's text and --json output (sock, shm) and
+# on a sample of perftest's format: both pictures valid PNGs, each data
+# file the rows of its input.
+case_bench_plot() {
+    need_plot
+    local bench=$build/bench/rf-bench pf=$src/bench/plot-fabric
+    local fixture=$src/tests/integration/metrics/perftest-format.txt d=$tmp/bp
+    mkdir "$d"
+    "$bench" --loopback --provider sock -a -n 50 read_lat >"$tmp/sock.txt" 2>&1 &&
+        "$bench" --loopback --provider shm -a -n 50 --json read_lat >"$tmp/shm.json" 2>&1 &&
+        "$bench" --loopback --provider sock -a -n 50 read_bw >"$tmp/sockbw.txt" 2>&1 ||
+        { fail "rf-bench failed"; show "$tmp/sock.txt"; rft_finish; }
+    "$pf" --out "$d" sock="$tmp/sock.txt" shm="$tmp/shm.json" \
+        sock="$tmp/sockbw.txt" perftest="$fixture" >"$tmp/plot" 2>&1 ||
+        { fail "plot-fabric exited $?"; show "$tmp/plot"; }
+    checked "latency.png" png "$d/latency.png"
+    checked "bandwidth.png" png "$d/bandwidth.png"
+    # rows: bytes and the columns plotted, as the input's table has them
+    rows() { awk -v n="$2" '$1 ~ /^[0-9]+$/ && NF >= n' "$1"; }
+    dat() { grep -v '^#' "$1" | tr '\t' ' '; }
+    [[ $(rows "$tmp/sock.txt" 9 | awk '{ print $1, $3, $5, $6, $8, $9 }') == "$(dat "$d/sock.read_lat.lat.dat")" ]] &&
+        ok "sock.read_lat.lat.dat is rf-bench's latency table" ||
+        fail "sock.read_lat.lat.dat differs from rf-bench's rows"
+    [[ $(rows "$tmp/sockbw.txt" 5 | awk '{ print $1, $3, $4, $5 }') == "$(dat "$d/sock.read_bw.bw.dat")" ]] &&
+        ok "sock.read_bw.bw.dat is rf-bench's bandwidth table" ||
+        fail "sock.read_bw.bw.dat differs from rf-bench's rows"
+    [[ $(grep -c . "$tmp/shm.json") == "$(dat "$d/shm.read_lat.lat.dat" | wc -l)" &&
+        $(jq -r -s 'map(.bytes | tostring) | join(" ")' "$tmp/shm.json") == "$(dat "$d/shm.read_lat.lat.dat" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 }')" ]] &&
+        ok "shm.read_lat.lat.dat has a row per --json line" ||
+        fail "shm.read_lat.lat.dat rows differ from the --json lines"
+    [[ $(awk '/t_typical/ { on = 1; next } /^-/ { on = 0 } on && $1 ~ /^[0-9]+$/ { print $1, $3, $5, $6, $8, $9 }' "$fixture") == "$(dat "$d/perftest.read_lat.lat.dat")" ]] &&
+        ok "perftest.read_lat.lat.dat is the perftest table" ||
+        fail "perftest.read_lat.lat.dat differs from the perftest rows"
+    echo "no table here" >"$tmp/empty.txt"
+    "$pf" --out "$d" x="$tmp/empty.txt" >"$tmp/out" 2>&1
+    local st=$?
+    [[ $st == 2 ]] && grep -q "x: $tmp/empty.txt has no rf-bench or perftest rows" "$tmp/out" &&
+        ok "a file without rows: exit 2 naming it" ||
+        fail "a file without rows: exit $st: $(cat "$tmp/out")"
+    rft_finish
+}
+
 case "$case_name" in
-local | dist | example | bad_paths | killed) "case_$case_name" ;;
+local | dist | example | bad_paths | killed | bench_plot) "case_$case_name" ;;
 *)
     echo "unknown case $case_name"
     exit 2
