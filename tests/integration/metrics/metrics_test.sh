@@ -275,9 +275,9 @@ case_bench_plot() {
         $(jq -r -s 'map(.bytes | tostring) | join(" ")' "$tmp/shm.json") == "$(dat "$d/shm.read_lat.lat.dat" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 }')" ]] &&
         ok "shm.read_lat.lat.dat has a row per --json line" ||
         fail "shm.read_lat.lat.dat rows differ from the --json lines"
-    [[ $(awk '/t_typical/ { on = 1; next } /^-/ { on = 0 } on && $1 ~ /^[0-9]+$/ { print $1, $3, $5, $6, $8, $9 }' "$fixture") == "$(dat "$d/perftest.read_lat.lat.dat")" ]] &&
-        ok "perftest.read_lat.lat.dat is the perftest table" ||
-        fail "perftest.read_lat.lat.dat differs from the perftest rows"
+    [[ $(awk '/t_typical/ { on = 1; next } /^-/ { on = 0 } on && $1 ~ /^[0-9]+$/ { print $1, $3, $5, $6, $8, $9 }' "$fixture") == "$(dat "$d/perftest.read_lat_perftest.lat.dat")" ]] &&
+        ok "perftest.read_lat_perftest.lat.dat is the perftest table" ||
+        fail "perftest.read_lat_perftest.lat.dat differs from the perftest rows"
     echo "no table here" >"$tmp/empty.txt"
     "$pf" --out "$d" x="$tmp/empty.txt" >"$tmp/out" 2>&1
     local st=$?
