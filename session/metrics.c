@@ -179,8 +179,8 @@ static double rate(double n, double dt)
 static rf_status put_line(rf_metrics_writer *w, json_object *o)
 {
     size_t len = 0;
-    const char *text =
-        json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &len);
+    const char *text = json_object_to_json_string_length(
+        o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
     rf_status st = RF_OK;
     char *line = text ? malloc(len + 1) : NULL;
     if (!line) {
