@@ -57,6 +57,14 @@ typedef struct lines {
     bool torn_tail;
 } lines;
 
+static void free_lines(lines *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
 static int read_lines(const char *path, lines *out)
 {
     FILE *f = fopen(path, "r");
@@ -246,9 +254,7 @@ static int check_file(const char *path, const char *task, int64_t every,
            (long long)(line_bytes < 0 ? 0 : line_bytes),
            (long long)last_pushed);
     json_object_put(summary);
-    for (size_t i = 0; i < L.n; i++)
-        free(L.v[i]);
-    free(L.v);
+    free_lines(&L);
     return failures ? 1 : 0;
 }
 
@@ -284,9 +290,11 @@ static int check_dat(const char *dat, const char *path)
                                        "cluster_examples_per_sec",
                                        "bytes_read",
                                        "bytes_pushed"};
-    lines D, L;
-    if (read_lines(dat, &D) != 0 || read_lines(path, &L) != 0)
+    lines D = {0}, L = {0};
+    if (read_lines(dat, &D) != 0 || read_lines(path, &L) != 0) {
+        free_lines(&D);
         return 1;
+    }
     size_t r = 0, rows = 0;
     double origin = NAN;
     for (size_t i = 0; i < L.n; i++) {
@@ -336,6 +344,8 @@ static int check_dat(const char *dat, const char *path)
     if (rows == 0)
         bad(dat, 0, "no rows");
     printf("%s: %zu rows match %s\n", dat, rows, path);
+    free_lines(&D);
+    free_lines(&L);
     return failures ? 1 : 0;
 }
 
