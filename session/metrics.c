@@ -4,8 +4,10 @@
  * line is formatted whole and written with one write(2) to a file opened
  * O_APPEND, so a killed task leaves whole lines only. An existing file is
  * replaced only if it is a metrics file already (its first line a record
- * of ours). It is not the monitored session's hook (hook_metrics.c feeds
- * it) and does not print anything. */
+ * of ours), and never while another writer holds it: a writer keeps an
+ * exclusive flock(2) on its file for its life, so two tasks given the same
+ * path do not interleave (the second is refused). It is not the monitored
+ * session's hook (hook_metrics.c feeds it) and does not print anything. */
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +95,13 @@ rf_status rf_metrics_check_output(const char *path)
         return rf_error_set(RF_ERR_INVALID_ARG, "%s: cannot be read (%s)", path,
                             strerror(errno));
     }
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+        close(fd);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s is being written by another process (give "
+                            "each task a file of its own)",
+                            path);
+    }
     struct stat st;
     bool empty = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
     bool ours = empty || first_line_is_metrics(fd);
@@ -127,11 +137,22 @@ rf_status rf_metrics_writer_open(const rf_metrics_options *o,
         free(w);
         return rf_error_set(RF_ERR_NO_MEMORY, "metrics: out of memory");
     }
-    w->fd = open(o->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC,
-                 0644);
-    if (w->fd < 0) {
+    /* locked before it is emptied: another writer's lines are never cut */
+    w->fd = open(o->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (w->fd < 0)
         st = rf_error_set(RF_ERR_IO, "%s: cannot be created (%s)", o->path,
                           strerror(errno));
+    else if (flock(w->fd, LOCK_EX | LOCK_NB) != 0)
+        st = rf_error_set(RF_ERR_INVALID_ARG,
+                          "%s is being written by another process (give "
+                          "each task a file of its own)",
+                          o->path);
+    else if (ftruncate(w->fd, 0) != 0)
+        st = rf_error_set(RF_ERR_IO, "%s: cannot be emptied (%s)", o->path,
+                          strerror(errno));
+    if (st != RF_OK) {
+        if (w->fd >= 0)
+            close(w->fd);
         free(w->path);
         free(w);
         return st;

@@ -605,7 +605,9 @@ void rf_metrics_options_init(rf_metrics_options *o);
  * rf_file_check_output's checks (a directory, device, FIFO or socket, a
  * missing or unwritable directory are refused), and an existing non-empty
  * file must be a metrics file already (its first line a metrics record),
- * which is replaced; anything else is refused and never clobbered.
+ * which is replaced; anything else is refused and never clobbered. A file
+ * another writer has open (a writer holds an exclusive flock(2) on it for
+ * its life) is refused too, so two tasks given one path cannot interleave.
  * RF_ERR_INVALID_ARG naming the path and why. */
 rf_status rf_metrics_check_output(const char *path);
 

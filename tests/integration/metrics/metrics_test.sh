@@ -225,8 +225,9 @@ case_bad_paths() {
     rft_finish
 }
 
-# A writer killed (SIGKILL) mid-run leaves whole lines only: every line
-# parses; there is no summary.
+# A second writer of a file being written is refused (exit 2); the writer
+# killed (SIGKILL) mid-run leaves whole lines only: every line parses;
+# there is no summary.
 case_killed() {
     need_data
     local m=$tmp/k.jsonl pid i
@@ -237,6 +238,9 @@ case_killed() {
         [[ -s $m && $(wc -l <"$m") -ge 200 ]] && break
         sleep 0.1
     done
+    # a second task given the same file while the first writes it
+    expect_usage "$trainer" "--metrics_out: $m is being written by another process" \
+        --model=softmax --train_steps=10 --metrics_out="$m"
     kill -9 "$pid"
     wait "$pid" 2>/dev/null
     checked "a killed writer's lines" file "$m" local --every 1 --batch 250 --partial
