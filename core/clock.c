@@ -2,8 +2,9 @@
  * condition-variable waits and sleeps (rdmaflow/clock.h). The only file of
  * the library layers (core, fabric, optim, ps, cluster, graph) that calls
  * clock_gettime(CLOCK_MONOTONIC), pthread_condattr_setclock or nanosleep;
- * the others use these functions. Wall-clock time (CLOCK_REALTIME) is not
- * here: core/log.c stamps log lines with it, and ps_server.c mixes it into
+ * the others use these functions. Wall-clock time (CLOCK_REALTIME) is
+ * here only as rf_wall_s, for records' timestamps (the metrics files);
+ * core/log.c stamps log lines with it itself, and ps_server.c mixes it into
  * an incarnation number when getrandom fails. */
 #include "rdmaflow/clock.h"
 
@@ -37,6 +38,13 @@ int64_t rf_now_ms(void)
 double rf_now_s(void)
 {
     struct timespec ts = mono();
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double rf_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 

@@ -77,6 +77,7 @@ typedef struct flags {
     const char *checkpoint_dir; /* NULL: no checkpoints */
     long long save_checkpoint_steps;
     const char *cluster_secret_file; /* NULL: RF_CLUSTER_SECRET_FILE */
+    const char *metrics_out;         /* NULL: no metrics file */
 } flags;
 
 static const char usage[] =
@@ -87,7 +88,7 @@ static const char usage[] =
     "(100)]\n"
     "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n"
     "         [--checkpoint_dir=DIR [--save_checkpoint_steps=N (1000)]]\n"
-    "         [--cluster_secret_file=FILE]\n"
+    "         [--cluster_secret_file=FILE] [--metrics_out=FILE]\n"
     "       " PROG " --help | --version\n";
 
 /* A usage error: the message on stderr; returns exit status 2. */
@@ -168,6 +169,7 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"checkpoint_dir", &f->checkpoint_dir},
         {"save_checkpoint_steps", &save_steps},
         {"cluster_secret_file", &f->cluster_secret_file},
+        {"metrics_out", &f->metrics_out},
     };
     memset(f, 0, sizeof *f);
     for (int i = 1; i < argc; i++) {
@@ -213,13 +215,37 @@ static int fail(const char *what)
     return 1;
 }
 
+/* --metrics_out (rdmaflow/session.h's metrics writer) for this task, named
+ * "JOB:INDEX" in the file; *out stays NULL without the flag. */
+static rf_status open_metrics(const flags *f, const rf_cluster_task *self,
+                              rf_metrics_writer **out)
+{
+    *out = NULL;
+    if (!f->metrics_out)
+        return RF_OK;
+    char task[64];
+    snprintf(task, sizeof task, "%s:%d", self->job, self->index);
+    rf_metrics_options mo;
+    rf_metrics_options_init(&mo);
+    mo.path = f->metrics_out;
+    mo.task = task;
+    mo.every_n_steps = LOG_EVERY / 10;
+    mo.examples_per_step = f->batch_size;
+    return rf_metrics_writer_open(&mo, out);
+}
+
 static int run_ps(const flags *f, const rf_cluster *cluster)
 {
     const rf_cluster_task *self = rf_cluster_self(cluster);
     rf_server *server;
+    rf_metrics_writer *metrics; /* a ps trains nothing: a summary only */
+    if (open_metrics(f, self, &metrics) != RF_OK)
+        return fail("--metrics_out");
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
-    if (rf_server_start(cluster, &so, &server) != RF_OK)
+    if (rf_server_start(cluster, &so, &server) != RF_OK) {
+        rf_metrics_writer_close(metrics);
         return fail("starting the ps server");
+    }
     printf("ps task %d: serving on %s (fabric %s)\n", self->index,
            self->address, rf_fabric_provider(rf_server_fabric(server)));
     fflush(stdout);
@@ -229,6 +255,9 @@ static int run_ps(const flags *f, const rf_cluster *cluster)
     else
         rc = fail("serving");
     rf_server_stop(server);
+    if (metrics && rf_metrics_writer_summary(metrics, NAN) != RF_OK)
+        rc = fail("--metrics_out");
+    rf_metrics_writer_close(metrics);
     return rc;
 }
 
@@ -244,8 +273,9 @@ typedef struct worker {
     rf_graph *g;
     rf_executor *ex;
     rf_monitored_session *session;
-    rf_dataset *train, *test; /* train: this worker's shard */
-    rf_node *x, *y, *global_step, *loss, *correct, *train_op;
+    rf_metrics_writer *metrics; /* --metrics_out, or NULL */
+    rf_dataset *train, *test;   /* train: this worker's shard */
+    rf_node *x, *y, *global_step, *loss, *correct, *accuracy, *train_op;
 } worker;
 
 /* A fully connected layer in its own name scope, as TF's mnist.py writes
@@ -310,6 +340,7 @@ static rf_status build_graph(worker *w, int64_t pixels, int64_t classes)
                               NULL); /* prediction == label */
     w->correct = rf_reduce_sum(g, rf_cast(g, right, RF_F32, NULL), NULL, 0,
                                false, "correct");
+    w->accuracy = rf_accuracy(g, logits, w->y, NULL); /* of a batch */
     if (rf_graph_status(g) != RF_OK)
         return rf_graph_status(g);
 
@@ -441,12 +472,16 @@ static int finish(worker *w)
         snprintf(missing, sizeof missing, "%s", rf_error_message());
     if (!w->self->is_chief) {
         printf("worker %d: done\n", w->self->index);
+        if (w->metrics && rf_metrics_writer_summary(w->metrics, NAN) != RF_OK)
+            return fail("--metrics_out");
         return 0;
     }
     double accuracy;
     if (evaluate(w, &accuracy) != RF_OK)
         return fail("evaluating the test set");
     printf("test accuracy: %.4f\n", accuracy);
+    if (w->metrics && rf_metrics_writer_summary(w->metrics, accuracy) != RF_OK)
+        return fail("--metrics_out");
     if (rf_monitored_session_shutdown_cluster(w->session) != RF_OK)
         return fail("shutting the cluster down");
     printf("chief: ps tasks shut down\n");
@@ -460,6 +495,7 @@ static int finish(worker *w)
 static void destroy_worker(worker *w)
 {
     rf_monitored_session_destroy(w->session); /* before graph, executor */
+    rf_metrics_writer_close(w->metrics);      /* after its hook */
     rf_executor_destroy(w->ex);
     rf_graph_destroy(w->g);
     rf_replica_device_setter_destroy(w->setter);
@@ -486,12 +522,21 @@ static rf_status create_session(worker *w)
     mo.save_checkpoint_steps = w->f->save_checkpoint_steps;
     mo.examples_per_step = w->f->batch_size;
     mo.log_step_count_steps = LOG_EVERY;
-    rf_hook *stop;
-    st = rf_stop_at_step_hook_create(0, w->f->train_steps, &stop);
-    if (st != RF_OK)
+    rf_hook *hooks[2] = {NULL, NULL};
+    st = rf_stop_at_step_hook_create(0, w->f->train_steps, &hooks[0]);
+    /* --metrics_out: a JSON line every 100 steps (loss, batch accuracy,
+     * examples/s, bytes) through MetricsHook, a summary at the end */
+    if (st == RF_OK)
+        st = open_metrics(w->f, w->self, &w->metrics);
+    if (st == RF_OK && w->metrics)
+        st =
+            rf_metrics_hook_create(w->metrics, w->loss, w->accuracy, &hooks[1]);
+    if (st != RF_OK) {
+        rf_hook_destroy(hooks[0]);
         return st;
-    mo.hooks = &stop; /* the session owns it now */
-    mo.num_hooks = 1;
+    }
+    mo.hooks = hooks; /* the session owns them now */
+    mo.num_hooks = w->metrics ? 2 : 1;
     return rf_monitored_session_create(w->server, w->g, w->ex, &mo,
                                        &w->session);
 }
@@ -565,6 +610,12 @@ int main(int argc, char **argv)
     if (!cluster)
         return usage_error("no cluster: give --ps_hosts, --worker_hosts, "
                            "--job_name and --task_index, or TF_CONFIG");
+    /* an output that cannot be written fails now, before any work */
+    if (f.metrics_out && rf_metrics_check_output(f.metrics_out) != RF_OK) {
+        rc = usage_error("--metrics_out: %s", rf_error_message());
+        rf_cluster_destroy(cluster);
+        return rc;
+    }
     const char *job = rf_cluster_self(cluster)->job;
     if (!strcmp(job, "ps"))
         rc = run_ps(&f, cluster);

@@ -298,6 +298,27 @@ static rf_status advance_global_step(rf_session *s, const sess_plan *p)
     return RF_OK;
 }
 
+/* A successful run's bytes, from its step description (the same list it
+ * executed). */
+static void count_bytes(rf_session *s, const sess_plan *p)
+{
+    rf_session_counters *c = &s->counters;
+    c->runs++;
+    c->train_runs += p->train;
+    for (size_t i = 0; i < p->nops; i++) {
+        if (p->ops[i].kind == RF_STEP_READ)
+            c->bytes_read += p->ops[i].wire_bytes;
+        else if (p->train)
+            c->bytes_pushed += p->ops[i].wire_bytes;
+    }
+}
+
+void rf_session_counters_get(const rf_session *s, rf_session_counters *out)
+{
+    if (out)
+        *out = s ? s->counters : (rf_session_counters){0};
+}
+
 rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
                          const rf_tensor *values, size_t num_feeds,
                          rf_node *const *fetches, size_t num_fetches,
@@ -355,6 +376,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
     s->step++;
     if (st != RF_OK)
         return st;
+    count_bytes(s, p);
     give_fetches(s, p, fetched);
     if (global_step)
         *global_step = s->global_step;

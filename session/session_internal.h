@@ -120,6 +120,7 @@ struct rf_session {
     int unreachable_ps; /* the ps client's first unreachable task */
     char waiting_for[64];
 
+    rf_session_counters counters;  /* rf_session_counters_get */
     rf_trace *trace;               /* non-NULL while tracing */
     uint64_t step;                 /* runs so far (the trace's step) */
     rf_session_var_desc *var_desc; /* global_step, then v[] */

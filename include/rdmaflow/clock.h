@@ -24,6 +24,12 @@ RF_API uint64_t rf_now_us(void);
 RF_API int64_t rf_now_ms(void);
 RF_API double rf_now_s(void);
 
+/* Wall-clock time (CLOCK_REALTIME) in seconds since the Unix epoch, for
+ * records a person or another program reads (TensorFlow's event wall_time,
+ * the metrics files); never for intervals or deadlines, which use the
+ * monotonic clock above. */
+RF_API double rf_wall_s(void);
+
 /* A deadline is an absolute rf_now_ms() value, or RF_DEADLINE_NONE (wait
  * forever). */
 #define RF_DEADLINE_NONE ((int64_t)-1)

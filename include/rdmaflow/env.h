@@ -67,6 +67,7 @@ typedef enum rf_env_source {
     RF_ENV_DEFAULT = 0,
     RF_ENV_ENVIRONMENT,
 } rf_env_source;
-RF_API rf_env_source rf_env_effective(const rf_env_var *var, const char **value);
+RF_API rf_env_source rf_env_effective(const rf_env_var *var,
+                                      const char **value);
 
 #endif

@@ -99,7 +99,8 @@ typedef struct rf_fabric_device {
  * (RF_VERBS_DEVICE, RF_VERBS_PORT, RF_VERBS_GID_INDEX, else by address and
  * port state). RF_ERR_UNSUPPORTED when the fabric uses no RDMA device (sock,
  * shm, auto without verbs). */
-RF_API rf_status rf_fabric_device_info(rf_fabric *fabric, rf_fabric_device *out);
+RF_API rf_status rf_fabric_device_info(rf_fabric *fabric,
+                                       rf_fabric_device *out);
 
 /* --- which provider reaches a peer -----------------------------------------
  */
@@ -122,7 +123,7 @@ typedef struct rf_provider_choice {
  * any other fabric, that provider alone. A host that does not resolve is
  * RF_ERR_UNAVAILABLE, as rf_connect gives. */
 RF_API rf_status rf_fabric_choose(rf_fabric *fabric, const char *host,
-                           rf_provider_choice *out);
+                                  rf_provider_choice *out);
 
 #ifdef __cplusplus
 }

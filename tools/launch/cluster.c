@@ -88,7 +88,7 @@ static char *fmt(const char *f, ...)
 static int build_argv(const lt_opts *o, lt_task *t, const char *ps_hosts,
                       const char *worker_hosts)
 {
-    int extra = 5;
+    int extra = 6;
     t->argv = calloc((size_t)(o->prog_argc + extra + 1), sizeof *t->argv);
     if (!t->argv)
         return -1;
@@ -105,6 +105,9 @@ static int build_argv(const lt_opts *o, lt_task *t, const char *ps_hosts,
             return -1;
     }
     if (t->trace_path && !(t->argv[k++] = fmt("--trace=%s", t->trace_path)))
+        return -1;
+    if (t->metrics_path &&
+        !(t->argv[k++] = fmt("--metrics_out=%s", t->metrics_path)))
         return -1;
     return 0;
 }
@@ -217,6 +220,12 @@ int lt_cluster_create(const lt_opts *o, lt_task **tasks, int *n, char *err,
             snprintf(err, errlen, "out of memory");
             goto out;
         }
+        const char *mdir = o->metrics_dir ? o->metrics_dir : o->plot_dir;
+        if (mdir &&
+            !(t[i].metrics_path = fmt("%s/%s.jsonl", mdir, t[i].name))) {
+            snprintf(err, errlen, "out of memory");
+            goto out;
+        }
         if (o->tf_config &&
             !(t[i].tf_config = tf_config_json(t, total, &t[i]))) {
             snprintf(err, errlen, "out of memory");
@@ -262,6 +271,7 @@ void lt_cluster_free(lt_task *tasks, int n)
         free(t->argv);
         free(t->tf_config);
         free(t->trace_path);
+        free(t->metrics_path);
         if (t->out.in_fd >= 0)
             close(t->out.in_fd);
         if (t->err.in_fd >= 0)

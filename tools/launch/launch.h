@@ -40,6 +40,10 @@ typedef struct lt_opts {
     bool tf_config;    /* --tf_config, or implied by --chief */
     const char *host;  /* --host (default 127.0.0.1) */
     const char *trace; /* --trace FILE, or NULL */
+    /* --metrics_dir DIR: each task gets --metrics_out=DIR/<task>.jsonl;
+     * --plot DIR: rf-plot draws them into DIR at the end (the metrics go
+     * to DIR too unless --metrics_dir says where) */
+    const char *metrics_dir, *plot_dir;
     double timeout_s;  /* --timeout, 0 = none */
     double grace_s;    /* --grace: SIGTERM to SIGKILL */
     double ps_grace_s; /* --ps_grace: ps wait after every worker succeeded */
@@ -84,6 +88,7 @@ typedef struct lt_task {
     char **argv;               /* owned, NULL-terminated */
     char *tf_config;           /* owned TF_CONFIG JSON, or NULL (flags mode) */
     char *trace_path;          /* owned, or NULL */
+    char *metrics_path;        /* owned, or NULL */
     pid_t pid;          /* also the task's process group; 0: not started */
     bool running;       /* started and not yet reaped */
     int wstatus;        /* waitpid status once reaped */

@@ -71,6 +71,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "metrics.h"
 #include "opts.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/env.h"
@@ -203,6 +204,12 @@ int main(int argc, char **argv)
         close(sigfd);
         return LT_EXIT_USAGE;
     }
+    if ((o.metrics_dir || o.plot_dir) &&
+        lt_metrics_prepare(&o, t, n, &orig) != 0) {
+        lt_cluster_free(t, n);
+        close(sigfd);
+        return LT_EXIT_USAGE;
+    }
     int64_t start = rf_now_ms();
     int code = LT_EXIT_OK;
     for (int i = 0; i < n; i++)
@@ -218,6 +225,10 @@ int main(int argc, char **argv)
     if (o.restart_on_failure)
         print_restarts(t, n);
     if (o.trace && merge_traces(&o, t, n) != 0 && code == LT_EXIT_OK)
+        code = LT_EXIT_FAILED;
+    /* not after a signal or --timeout: the user wants it to end */
+    if (o.plot_dir && (code == LT_EXIT_OK || code == LT_EXIT_FAILED) &&
+        lt_metrics_plot(&o, t, n, &orig) != 0 && code == LT_EXIT_OK)
         code = LT_EXIT_FAILED;
     lt_cluster_free(t, n);
     close(sigfd);

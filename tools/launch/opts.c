@@ -16,6 +16,7 @@ void lt_opts_usage(FILE *f)
         f,
         "usage: rf-launch --ps N --workers N [--chief] [--tf_config]\n"
         "                 [--host ADDR] [--trace FILE] [--timeout SECS]\n"
+        "                 [--metrics_dir DIR] [--plot DIR]\n"
         "                 [--grace SECS] [--ps_grace SECS]\n"
         "                 [--restart_on_failure [--max_restarts N]]\n"
         "                 [--hostfile FILE [--ssh CMD]] [--port_base P] -- "
@@ -49,6 +50,15 @@ void lt_opts_usage(FILE *f)
         "  --trace FILE    pass --trace=FILE.<task>.json to each task and "
         "merge\n"
         "                  those Chrome traces into FILE at the end\n"
+        "  --metrics_dir DIR\n"
+        "                  pass --metrics_out=DIR/<task>.jsonl to each task "
+        "(made if\n"
+        "                  missing)\n"
+        "  --plot DIR      the same into DIR (or --metrics_dir), and at the "
+        "end draw\n"
+        "                  them with rf-plot into DIR: loss, accuracy and "
+        "throughput\n"
+        "                  per task (PNG; needs jq and gnuplot)\n"
         "  --timeout SECS  stop everything after SECS seconds (exit 124)\n"
         "  --grace SECS    wait after SIGTERM before SIGKILL (default 5)\n"
         "  --ps_grace SECS once every worker succeeded, wait this long for "
@@ -146,6 +156,8 @@ typedef enum flag_id {
     F_TF_CONFIG,
     F_HOST,
     F_TRACE,
+    F_METRICS_DIR,
+    F_PLOT,
     F_TIMEOUT,
     F_GRACE,
     F_PS_GRACE,
@@ -169,6 +181,8 @@ static const struct {
     {"tf_config", F_TF_CONFIG, false},
     {"host", F_HOST, true},
     {"trace", F_TRACE, true},
+    {"metrics_dir", F_METRICS_DIR, true},
+    {"plot", F_PLOT, true},
     {"timeout", F_TIMEOUT, true},
     {"grace", F_GRACE, true},
     {"ps_grace", F_PS_GRACE, true},
@@ -210,6 +224,14 @@ static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
             return -1;
         }
         o->trace = v;
+        return 0;
+    case F_METRICS_DIR:
+    case F_PLOT:
+        if (*v == '\0') {
+            snprintf(err, errlen, "--%s: empty directory name", name);
+            return -1;
+        }
+        *(id == F_PLOT ? &o->plot_dir : &o->metrics_dir) = v;
         return 0;
     case F_TIMEOUT:
         if (parse_secs(name, v, 0, &o->timeout_s, err, errlen) != 0)

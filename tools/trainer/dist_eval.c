@@ -80,7 +80,7 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
                 goto out;
             printf("evaluator %d: %s (global_step %" PRId64 ")\n", self->index,
                    path, step);
-            if (tr_report_accuracy(f, &s, test, err, sizeof err) != 0) {
+            if (tr_report_accuracy(f, &s, test, NULL, err, sizeof err) != 0) {
                 fprintf(stderr, "rf-trainer: evaluation: %s\n", err);
                 goto out;
             }

@@ -5,11 +5,14 @@
  * accepted and ignored, so the same command line works for every task.
  * With --trace, the apply thread's optimizer updates (apply=ps) of the
  * first --trace_steps steps of each worker are written as a Chrome trace
- * when the ps stops. */
+ * when the ps stops. With --metrics_out, its file gets the summary line
+ * only (a ps trains no steps). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "dist.h"
+#include "metrics.h"
 #include "report.h"
 
 int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
@@ -17,13 +20,20 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
     const rf_cluster_task *self = rf_cluster_self(cluster);
     rf_server *server = NULL;
     rf_trace *trace = NULL;
-    char err[1024];
+    rf_metrics_writer *metrics = NULL;
+    char err[1024], task[64];
+    tr_metrics_task(self, task, sizeof task);
+    if (tr_metrics_open(f, task, 0, &metrics, err, sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: --metrics_out: %s\n", err);
+        return 1;
+    }
     if (f->trace_path) {
         char label[96];
         snprintf(label, sizeof label, "rf-trainer /job:ps/task:%d",
                  self->index);
         if (rf_trace_create(&trace) != RF_OK) {
             fprintf(stderr, "rf-trainer: --trace: %s\n", rf_error_message());
+            rf_metrics_writer_close(metrics);
             return 1;
         }
         rf_trace_set_process(trace, 0, label);
@@ -40,6 +50,7 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
         fprintf(stderr, "rf-trainer: ps task %d: %s\n", self->index,
                 rf_error_message());
         rf_trace_destroy(trace);
+        rf_metrics_writer_close(metrics);
         return 1;
     }
     const char *why = "";
@@ -84,5 +95,11 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
         rc = 1;
     }
     rf_trace_destroy(trace);
+    /* a ps trains nothing: its file has the summary line only */
+    if (tr_metrics_finish(metrics, NAN, err, sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: --metrics_out: %s\n", err);
+        rc = 1;
+    }
+    rf_metrics_writer_close(metrics);
     return rc;
 }

@@ -19,6 +19,7 @@
 
 #include "dist.h"
 #include "export.h"
+#include "metrics.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/file.h"
@@ -34,6 +35,8 @@ typedef struct tr_worker {
     rf_server *server;
     tr_session s;
     rf_monitored_session *ms;
+    rf_metrics_writer *metrics; /* --metrics_out (NULL: none) */
+    int64_t per_global_step;    /* examples in one global step */
 } tr_worker;
 
 static int fail(const char *what, const char *msg)
@@ -78,6 +81,7 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     res->first_loss = res->final_loss = NAN;
     res->seconds = 0;
     res->global_step = rf_monitored_session_global_step(d->ms);
+    res->start_global_step = res->global_step;
     if (rf_monitored_session_should_stop(d->ms))
         return 0;
     size_t bs = (size_t)f->batch_size, dim = s->example_dim;
@@ -98,7 +102,11 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     if (trace)
         rf_session_set_trace(rf_monitored_session_session(d->ms), trace);
     double t0 = rf_now_s();
-    tr_progress prog = {.t_log = t0};
+    res->start_global_step = res->global_step;
+    tr_progress prog = {.t_log = t0,
+                        .gs_log = res->global_step,
+                        .cluster = d->self->is_chief,
+                        .examples_per_global_step = d->per_global_step};
     while (!rf_monitored_session_should_stop(d->ms)) {
         if (trace && res->steps == f->trace_steps)
             rf_session_set_trace(rf_monitored_session_session(d->ms), NULL);
@@ -146,7 +154,10 @@ static int chief_finish(tr_worker *d, rf_dataset *test, char *err,
     printf("global_step at the end: %" PRId64 "\n",
            *(const int64_t *)rf_variable_data(d->s.global_step));
     fflush(stdout);
-    if (tr_report_accuracy(f, &d->s, test, err, errlen) != 0)
+    double accuracy = NAN;
+    if (tr_report_accuracy(f, &d->s, test, &accuracy, err, errlen) != 0)
+        return -1;
+    if (tr_metrics_finish(d->metrics, accuracy, err, errlen) != 0)
         return -1;
     if (f->variables_out &&
         tr_export_variables(d->s.g, f->variables_out, err, errlen) != 0)
@@ -175,22 +186,22 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
     mo.save_checkpoint_secs = f->save_checkpoint_secs;
     mo.max_to_keep = (int)f->max_to_keep;
     mo.log_step_count_steps = f->log_step_count_steps;
-    /* a global step is N workers' batches in sync training */
-    int64_t per_step = !f->sync_replicas          ? 1
-                       : f->replicas_to_aggregate ? f->replicas_to_aggregate
-                                                  : d->num_workers;
-    mo.examples_per_step = f->batch_size * per_step;
+    mo.examples_per_step = d->per_global_step;
     mo.max_wait_secs = (int)f->max_wait_secs;
     mo.stop_grace_secs = (int)f->stop_grace_secs;
-    rf_hook *hooks[2] = {NULL, NULL};
+    rf_hook *hooks[3] = {NULL, NULL, NULL};
     if (rf_stop_at_step_hook_create(0, f->train_steps, &hooks[0]) != RF_OK ||
-        rf_nan_tensor_hook_create(d->s.loss, &hooks[1]) != RF_OK) {
+        rf_nan_tensor_hook_create(d->s.loss, &hooks[1]) != RF_OK ||
+        (d->metrics &&
+         rf_metrics_hook_create(d->metrics, d->s.loss, d->s.accuracy,
+                                &hooks[2]) != RF_OK)) {
         snprintf(err, errlen, "%s", rf_error_message());
         rf_hook_destroy(hooks[0]);
+        rf_hook_destroy(hooks[1]);
         return -1;
     }
     mo.hooks = hooks;
-    mo.num_hooks = 2;
+    mo.num_hooks = d->metrics ? 3 : 2;
     if (rf_monitored_session_create(d->server, d->s.g, d->s.ex, &mo, &d->ms) !=
         RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());
@@ -207,6 +218,11 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     d.num_ps = rf_cluster_num_ps(cluster);
     d.num_workers = rf_cluster_num_workers(cluster);
     bool chief = d.self->is_chief;
+    /* a global step is N workers' batches in sync training */
+    d.per_global_step =
+        f->batch_size * (!f->sync_replicas          ? 1
+                         : f->replicas_to_aggregate ? f->replicas_to_aggregate
+                                                    : d.num_workers);
     rf_dataset *train_set = NULL, *test = NULL, *mine = NULL;
     rf_replica_device_setter *setter = NULL;
     rf_trace *trace = NULL;
@@ -253,6 +269,13 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
            chief ? " (chief)" : "", d.num_ps, f->apply,
            f->use_locking ? " with use_locking" : "");
     fflush(stdout);
+    char task[64];
+    tr_metrics_task(d.self, task, sizeof task);
+    if (tr_metrics_open(f, task, d.per_global_step, &d.metrics, err,
+                        sizeof err) != 0) {
+        rc = fail("--metrics_out", err);
+        goto out;
+    }
     if (create_session(&d, err, sizeof err) != 0) {
         rc = fail(who, err);
         goto out;
@@ -293,9 +316,15 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         goto out;
     }
     tr_print_training(f, &tr, t_load);
+    if (chief)
+        tr_print_cluster_rate(&tr, d.per_global_step);
     if (!chief) {
         if (rf_monitored_session_close(d.ms) != RF_OK) {
             rc = fail(who, rf_error_message());
+            goto out;
+        }
+        if (tr_metrics_finish(d.metrics, NAN, err, sizeof err) != 0) {
+            rc = fail("--metrics_out", err);
             goto out;
         }
         printf("worker %d: done after %" PRId64 " steps\n", d.self->index,
@@ -309,6 +338,7 @@ out:
     fflush(stdout);
     rf_trace_destroy(trace);
     rf_monitored_session_destroy(d.ms); /* before the graph and executor */
+    rf_metrics_writer_close(d.metrics); /* after its hook */
     tr_session_destroy(&d.s);
     rf_server_stop(d.server);
     rf_replica_device_setter_destroy(setter);

@@ -274,6 +274,22 @@ static const flag_def flag_table[] = {
      .help = "write the final variables (values, optimizer slots, "
              "global_step) as safetensors; distributed: the chief, after "
              "every worker is done"},
+    /* metrics files (README "Metrics files") */
+    {.name = "metrics_out",
+     .kind = FK_STRING,
+     .offset = FIELD(metrics_out),
+     .arg = "FILE",
+     .help = "write this task's metrics as JSON lines: a line every "
+             "--metrics_every_steps steps (loss, accuracy, examples/s, "
+             "global_step/sec, bytes) and a summary at the end"},
+    {.name = "metrics_every_steps",
+     .kind = FK_INT,
+     .offset = FIELD(metrics_every_steps),
+     .min = 1,
+     .max = 1e9,
+     .arg = "N",
+     .help = "with --metrics_out, a line every N steps of this task "
+             "(default 100)"},
     /* distributed training (TensorFlow's classic trainer flags; TF_CONFIG
      * is read too, the flags override it field by field) */
     {.name = "ps_hosts",
@@ -614,6 +630,7 @@ static void set_defaults(tr_flags *f)
     f->threads = 0;
     f->trace_steps = 100;
     f->log_every = 500;
+    f->metrics_every_steps = 100;
     f->eval_batch_size = 1000;
     f->apply = "ps";
     f->apply_mode = RF_PS_APPLY_PS;

@@ -39,24 +39,26 @@ typedef enum tr_explain {
 
 typedef struct tr_flags {
     /* local training */
-    tr_model model;            /* --model */
-    char model_text[128];      /* as given, for the report */
-    const char *optimizer;     /* --optimizer, as given */
-    rf_optim_config optim;     /* resolved hyper-parameters */
-    double learning_rate;      /* --learning_rate (NAN: tool default) */
-    double momentum;           /* --momentum (NAN: tool default) */
-    int64_t batch_size;        /* --batch_size */
-    int64_t train_steps;       /* --train_steps (StopAtStepHook) */
-    uint64_t seed;             /* --seed */
-    int64_t threads;           /* --threads (0: online CPUs) */
-    const char *data_dir;      /* --data_dir (NULL: library default) */
-    const char *trace_path;    /* --trace (NULL: none) */
-    int64_t trace_steps;       /* --trace_steps */
-    int64_t log_every;         /* --log_every (0: never) */
-    int64_t eval_batch_size;   /* --eval_batch_size */
-    bool help;                 /* --help / -h */
-    bool version;              /* --version */
-    const char *variables_out; /* --variables_out (NULL: none) */
+    tr_model model;              /* --model */
+    char model_text[128];        /* as given, for the report */
+    const char *optimizer;       /* --optimizer, as given */
+    rf_optim_config optim;       /* resolved hyper-parameters */
+    double learning_rate;        /* --learning_rate (NAN: tool default) */
+    double momentum;             /* --momentum (NAN: tool default) */
+    int64_t batch_size;          /* --batch_size */
+    int64_t train_steps;         /* --train_steps (StopAtStepHook) */
+    uint64_t seed;               /* --seed */
+    int64_t threads;             /* --threads (0: online CPUs) */
+    const char *data_dir;        /* --data_dir (NULL: library default) */
+    const char *trace_path;      /* --trace (NULL: none) */
+    int64_t trace_steps;         /* --trace_steps */
+    int64_t log_every;           /* --log_every (0: never) */
+    int64_t eval_batch_size;     /* --eval_batch_size */
+    bool help;                   /* --help / -h */
+    bool version;                /* --version */
+    const char *variables_out;   /* --variables_out (NULL: none) */
+    const char *metrics_out;     /* --metrics_out (NULL: none) */
+    int64_t metrics_every_steps; /* --metrics_every_steps (default 100) */
     /* --cluster_secret_file (NULL: RF_CLUSTER_SECRET_FILE, else none) */
     const char *cluster_secret_file;
     /* distributed: the cluster flags as given (NULL: not given) */

@@ -7,6 +7,7 @@
  * deterministic for a fixed --seed and --threads. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "dist.h"
 #include "export.h"
 #include "flags.h"
+#include "metrics.h"
 #include "rdmaflow/env.h"
 #include "report.h"
 #include "train.h"
@@ -34,6 +36,7 @@ static int run_local(const tr_flags *f, FILE *explain)
     char err[1024];
     rf_dataset *train = NULL, *test = NULL;
     rf_trace *trace = NULL;
+    rf_metrics_writer *metrics = NULL;
     tr_session s = {0};
     int rc = 1;
     double t_load = 0;
@@ -58,10 +61,16 @@ static int run_local(const tr_flags *f, FILE *explain)
     }
     if (trace)
         rf_trace_set_process(trace, 0, "rf-trainer (local)");
+    if (tr_metrics_open(f, "local", f->batch_size, &metrics, err, sizeof err) !=
+        0) {
+        rc = fail("--metrics_out", err);
+        goto out;
+    }
 
     tr_train_result tr;
     rf_dataset_set_shuffle(train, true, f->seed);
-    if (tr_train(f, &s, train, trace, stdout, &tr, err, sizeof err) != 0) {
+    if (tr_train(f, &s, train, trace, metrics, stdout, &tr, err, sizeof err) !=
+        0) {
         rc = fail("training", err);
         goto out;
     }
@@ -70,8 +79,13 @@ static int run_local(const tr_flags *f, FILE *explain)
         goto out;
     }
     tr_print_training(f, &tr, t_load);
-    if (tr_report_accuracy(f, &s, test, err, sizeof err) != 0) {
+    double accuracy = NAN;
+    if (tr_report_accuracy(f, &s, test, &accuracy, err, sizeof err) != 0) {
         rc = fail("evaluation", err);
+        goto out;
+    }
+    if (tr_metrics_finish(metrics, accuracy, err, sizeof err) != 0) {
+        rc = fail("--metrics_out", err);
         goto out;
     }
     if (f->variables_out &&
@@ -82,6 +96,7 @@ static int run_local(const tr_flags *f, FILE *explain)
     rc = 0;
 out:
     fflush(stdout);
+    rf_metrics_writer_close(metrics);
     rf_trace_destroy(trace);
     tr_session_destroy(&s);
     rf_dataset_free(train);
@@ -161,7 +176,8 @@ int main(int argc, char **argv)
         tr_check_distinct_outputs("--explain_out", explain_path,
                                   "--variables_out", f.variables_out) != 0 ||
         tr_check_distinct_outputs("--explain_out", explain_path, "--trace",
-                                  f.trace_path) != 0)
+                                  f.trace_path) != 0 ||
+        tr_metrics_check(&f) != 0)
         return TR_EXIT_USAGE;
     if (f.explain_only && f.explain == TR_EXPLAIN_NONE)
         f.explain = TR_EXPLAIN_TEXT;

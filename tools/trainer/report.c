@@ -157,11 +157,13 @@ void tr_print_training(const tr_flags *f, const tr_train_result *tr,
 }
 
 int tr_report_accuracy(const tr_flags *f, tr_session *s, rf_dataset *test,
-                       char *err, size_t errlen)
+                       double *accuracy, char *err, size_t errlen)
 {
     tr_eval_result ev;
     if (tr_evaluate(f, s, test, &ev, err, errlen) != 0)
         return -1;
+    if (accuracy)
+        *accuracy = (double)ev.correct / (double)ev.total;
     printf("test accuracy: %.4f (%" PRId64 " of %" PRId64
            " correct, evaluated in %.2f s)\n",
            (double)ev.correct / (double)ev.total, ev.correct, ev.total,

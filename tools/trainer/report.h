@@ -33,9 +33,10 @@ int tr_write_trace(rf_trace *trace, const char *path, char *err, size_t errlen);
  * to do"). */
 void tr_print_training(const tr_flags *f, const tr_train_result *tr,
                        double t_load);
-/* Evaluates on test and prints "test accuracy: ...". */
+/* Evaluates on test and prints "test accuracy: ..."; *accuracy (may be
+ * NULL) gets it. */
 int tr_report_accuracy(const tr_flags *f, tr_session *s, rf_dataset *test,
-                       char *err, size_t errlen);
+                       double *accuracy, char *err, size_t errlen);
 
 /* task_prefix.c: unless rf-launch started this task (RF_LAUNCH_TASK set),
  * every later line on stdout and stderr starts with "[ps0] ", "[worker1] "

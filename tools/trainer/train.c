@@ -11,13 +11,16 @@
 #include <stdlib.h>
 
 int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
-             rf_trace *trace, FILE *out, tr_train_result *res, char *err,
-             size_t errlen)
+             rf_trace *trace, rf_metrics_writer *metrics, FILE *out,
+             tr_train_result *res, char *err, size_t errlen)
 {
     res->steps = 0;
     res->first_loss = res->final_loss = NAN;
     res->seconds = 0;
     res->global_step = *(const int64_t *)rf_variable_data(s->global_step);
+    res->start_global_step = res->global_step;
+    if (metrics)
+        rf_metrics_writer_start(metrics, res->global_step);
     if (res->global_step >= f->train_steps)
         return 0; /* StopAtStepHook: already at last_step */
 
@@ -25,15 +28,16 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
     float *xb = malloc(bs * s->example_dim * sizeof *xb);
     int32_t *yb = malloc(bs * sizeof *yb);
     rf_plan *plan = NULL;
-    rf_node *fetches[] = {s->loss, s->train_op};
+    rf_node *fetches[] = {s->loss, s->train_op, s->accuracy};
+    size_t nfetch = metrics ? 3 : 2; /* the accuracy for the metrics only */
     rf_node *feeds[] = {s->x, s->y};
     int rc = -1;
     if (!xb || !yb) {
         snprintf(err, errlen, "no memory for a batch of %zu", bs);
         goto out;
     }
-    if (rf_plan_create(s->ex, s->g, fetches, 2, feeds, 2, NULL, 0, &plan) !=
-        RF_OK) {
+    if (rf_plan_create(s->ex, s->g, fetches, nfetch, feeds, 2, NULL, 0,
+                       &plan) != RF_OK) {
         snprintf(err, errlen, "creating the training plan: %s",
                  rf_error_message());
         goto out;
@@ -46,7 +50,7 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
     if (trace)
         rf_executor_set_trace(s->ex, trace);
     double t0 = rf_now_s();
-    tr_progress prog = {.t_log = t0};
+    tr_progress prog = {.t_log = t0, .gs_log = res->global_step};
     while (res->global_step < f->train_steps) {
         if (trace && res->steps == f->trace_steps)
             rf_executor_set_trace(s->ex, NULL);
@@ -54,7 +58,7 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
             snprintf(err, errlen, "reading a batch: %s", rf_error_message());
             goto out;
         }
-        rf_tensor o[2];
+        rf_tensor o[3];
         if (rf_plan_run(plan, in, o) != RF_OK) {
             snprintf(err, errlen, "step %" PRId64 ": %s", res->global_step + 1,
                      rf_error_message());
@@ -64,6 +68,13 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&o[0]), out, err,
                              errlen) != 0)
             goto out;
+        rf_metrics_step ms = {.global_step = res->global_step,
+                              .loss = *rf_tensor_f32(&o[0]),
+                              .accuracy = metrics ? *rf_tensor_f32(&o[2]) : 0};
+        if (metrics && rf_metrics_writer_step(metrics, &ms) != RF_OK) {
+            snprintf(err, errlen, "--metrics_out: %s", rf_error_message());
+            goto out;
+        }
     }
     res->seconds = rf_now_s() - t0;
     rc = 0;
@@ -97,11 +108,19 @@ int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
         double rate = (double)(res->steps - p->step_log) *
                       (double)f->batch_size /
                       (now - p->t_log > 0 ? now - p->t_log : 1e-9);
-        fprintf(out, "step %" PRId64 ", loss %.6f, %.0f examples/s\n",
+        fprintf(out, "step %" PRId64 ", loss %.6f, %.0f examples/s",
                 res->global_step, loss, rate);
+        if (p->cluster) {
+            double gs_rate = (double)(res->global_step - p->gs_log) /
+                             (now - p->t_log > 0 ? now - p->t_log : 1e-9);
+            fprintf(out, ", cluster: %.4g global_step/sec, %.0f examples/s",
+                    gs_rate, gs_rate * (double)p->examples_per_global_step);
+        }
+        fputc('\n', out);
         fflush(out);
         p->t_log = now;
         p->step_log = res->steps;
+        p->gs_log = res->global_step;
     }
     return 0;
 }

@@ -56,6 +56,8 @@ int tr_session_create(const tr_flags *f, int rows, int cols, int classes,
     s->correct = rf_reduce_sum(
         g, rf_cast(g, rf_equal(g, pred, s->y, NULL), RF_F32, NULL), NULL, 0,
         false, "correct");
+    /* the batch's accuracy, for --metrics_out (fetched only there) */
+    s->accuracy = rf_accuracy(g, s->logits, s->y, "batch_accuracy");
     if (rf_graph_status(g) != RF_OK) {
         snprintf(err, errlen, "building the model: %s", rf_graph_error(g));
         goto fail;

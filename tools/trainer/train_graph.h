@@ -1,7 +1,8 @@
 /* tools/trainer/train_graph.h: the training graph and what runs it: input
  * placeholders, the model's logits, the mean cross-entropy loss,
  * Optimizer.minimize with global_step, the number of correct predictions
- * for evaluation, and the executor. */
+ * for evaluation, the batch accuracy for the metrics file, and the
+ * executor. */
 #ifndef RF_TRAINER_TRAIN_GRAPH_H
 #define RF_TRAINER_TRAIN_GRAPH_H
 
@@ -19,6 +20,7 @@ typedef struct tr_session {
     rf_node *train_op;    /* AssignAdd(global_step, 1) after the updates */
     rf_node *global_step; /* int64 scalar variable */
     rf_node *correct;     /* float32 scalar: correct predictions in batch */
+    rf_node *accuracy;    /* float32 scalar: correct / batch (metrics) */
     size_t example_dim;
 } tr_session;
 

@@ -19,7 +19,11 @@
  *   recovery   the ps is SIGKILLed after 5 of 10 steps and started again:
  *              the next run recovers (the chief restores model.ckpt-3 into
  *              the new ps), hooks see after_create_session again, the last
- *              step stays 10 (12 runs in all), global_step ends at 10
+ *              step stays 10 (12 runs in all), global_step ends at 10;
+ *              MetricsHook writes a record per run: 12 steps, global_step
+ *              4 after 5 (the restore), the same bytes every step before
+ *              and after the recovery (the kernel and bias READ: 144),
+ *              and the summary's counts
  *   sync_recovery
  *              the same with sync replicas (N = M = 1): the recreated
  *              shards' sync step follows the restored global_step
@@ -404,6 +408,40 @@ static void case_nan(void)
     teardown(&f, ms);
 }
 
+/* The recovery case's metrics file: a record per run (12), the restore
+ * visible in global_step (4 after 5), every step's READ bytes those of the
+ * kernel [8, 4] and bias [4] (144), before and after the new session, and
+ * the summary's step count. */
+static void check_metrics(const char *path)
+{
+    FILE *m = fopen(path, "r");
+    CHECK(m != NULL, "%s: not written", path);
+    char *text = read_all(m);
+    fclose(m);
+    int steps = 0, summaries = 0;
+    long long gs[16] = {0};
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        const char *b = strstr(line, "\"bytes_read\":");
+        if (strstr(line, "\"type\":\"summary\"")) {
+            summaries++;
+            CHECK(strstr(line, "\"steps\":12,"), "summary: %s", line);
+            CHECK(b && atoll(b + 13) == 12 * 144, "summary bytes: %s", line);
+            continue;
+        }
+        CHECK(strstr(line, "\"type\":\"step\"") && steps < 16, "%s", line);
+        const char *g = strstr(line, "\"global_step\":");
+        CHECK(g && b, "no global_step or bytes_read: %s", line);
+        gs[steps++] = atoll(g + 14);
+        CHECK(atoll(b + 13) == 144, "step %d read %lld bytes, want 144: %s",
+              steps, atoll(b + 13), line);
+    }
+    CHECK(steps == 12 && summaries == 1, "%d step records, %d summaries", steps,
+          summaries);
+    CHECK(gs[4] == 5 && gs[5] == 4 && gs[11] == 10,
+          "global_steps %lld, %lld, ..., %lld: want 5, 4 (restored), ... 10",
+          gs[4], gs[5], gs[11]);
+}
+
 static void recovery(bool sync)
 {
     fixture f;
@@ -411,9 +449,20 @@ static void recovery(bool sync)
     recorder rec = {0};
     FILE *log = tmpfile();
     CHECK(log != NULL, "tmpfile");
-    rf_hook *h[2];
+    rf_hook *h[3];
     CHECK_OK(rf_hook_create(&recorder_ops, &rec, &h[0]));
     CHECK_OK(rf_stop_at_step_hook_create(10, 0, &h[1]));
+    char mpath[300];
+    snprintf(mpath, sizeof mpath, "%s.metrics.jsonl", f.dir);
+    rf_metrics_options mo;
+    rf_metrics_options_init(&mo);
+    mo.path = mpath;
+    mo.task = "worker:0";
+    mo.every_n_steps = 1;
+    mo.examples_per_step = BATCH;
+    rf_metrics_writer *mw = NULL;
+    CHECK_OK(rf_metrics_writer_open(&mo, &mw));
+    CHECK_OK(rf_metrics_hook_create(mw, f.loss, NULL, &h[2]));
     rf_monitored_session_options o;
     rf_monitored_session_options_init(&o);
     o.session.train_op = f.train_op;
@@ -423,7 +472,7 @@ static void recovery(bool sync)
     o.log_step_count_steps = 0;
     o.max_wait_secs = rft_ms(60000) / 1000;
     o.hooks = h;
-    o.num_hooks = 2;
+    o.num_hooks = 3;
     o.log = log;
     rf_monitored_session *ms = NULL;
     CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
@@ -461,7 +510,11 @@ static void recovery(bool sync)
           "after_create_session %d times (2nd at %lld)", rec.created,
           (long long)rec.created_at[1]);
     CHECK_OK(rf_monitored_session_close(ms));
+    CHECK_OK(rf_metrics_writer_summary(mw, NAN));
+    check_metrics(mpath);
     teardown(&f, ms);
+    rf_metrics_writer_close(mw);
+    unlink(mpath);
     fclose(log);
 }
 

@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# tests/integration/metrics/metrics_test.sh CASE BUILD_DIR METRICS_CHECK: one
+# case of the metrics tests (see CMakeLists.txt). Prints what it checks;
+# exits 0 on success, 1 on failure, 77 when the dataset (or, for pictures,
+# gnuplot/jq) is missing.
+set -uo pipefail
+case_name=${1:?case}
+build=${2:?build directory}
+check=${3:?path to metrics_check}
+trainer=$build/tools/rf-trainer
+launch=$build/tools/rf-launch
+example=$build/examples/rf-example-trainer
+plot=$build/tools/rf-plot
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+host=127.0.0.1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
+
+need_data() {
+    if [[ ! -r $data/train-images-idx3-ubyte.gz ]]; then
+        echo "SKIP: no Fashion-MNIST in $data (package dataset-fashion-mnist)"
+        exit 77
+    fi
+}
+need_plot() {
+    if ! "$plot" --check; then
+        echo "SKIP: rf-plot cannot draw here (tools/rf-setup deps installs jq and gnuplot-nox)"
+        exit 77
+    fi
+}
+
+# checked WHAT ARGS...: metrics_check ARGS..., its output kept in $tmp/check;
+# a failure is counted and shown.
+checked() {
+    local what=$1
+    shift
+    if "$check" "$@" >"$tmp/check" 2>&1; then
+        ok "$what: $(tail -1 "$tmp/check")"
+    else
+        fail "$what:"
+        show "$tmp/check" 20
+    fi
+}
+# val KEY: KEY=VALUE from the last metrics_check file line.
+val() { tail -1 "$tmp/check" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+
+# pngs DIR: every picture rf-plot draws is there and a valid PNG, and each
+# data file matches the metrics file it came from.
+pngs() {
+    local dir=$1 p
+    shift
+    for p in loss_step loss_time accuracy_step accuracy_time throughput; do
+        checked "$p.png" png "$dir/$p.png"
+    done
+    while (($#)); do
+        checked "$(basename "$1") matches $(basename "$2")" dat "$1" "$2"
+        shift 2
+    done
+}
+
+# A local run: lines at steps 1, 50, ..., 300 with the summary's counts
+# and the test accuracy and final loss the log prints; rf-plot's pictures.
+case_local() {
+    need_data
+    local out=$tmp/m.jsonl
+    "$trainer" --model=softmax --train_steps=300 --metrics_out="$out" \
+        --metrics_every_steps=50 >"$tmp/log" 2>&1 ||
+        { fail "rf-trainer exited $?"; show "$tmp/log"; }
+    checked "local metrics" file "$out" local --every 50 --batch 250
+    [[ $(val steps) == 300 && $(val lines) == 8 ]] ||
+        fail "want 300 steps in 7 step lines + summary: $(cat "$tmp/check")"
+    local acc loss
+    acc=$(sed -n 's/^test accuracy: \([0-9.]*\) .*/\1/p' "$tmp/log")
+    loss=$(sed -n 's/^final loss: \([^ ]*\) .*/\1/p' "$tmp/log")
+    [[ -n $acc && $(val test_accuracy) == "$acc" ]] &&
+        ok "summary test_accuracy $acc as printed" ||
+        fail "summary test_accuracy $(val test_accuracy), log '$acc'"
+    [[ -n $loss && $(val final_loss) == "$loss" ]] &&
+        ok "final loss $loss as printed" ||
+        fail "final_loss $(val final_loss), log '$loss'"
+    [[ $(val bytes_read) == 0 ]] || fail "a local run read $(val bytes_read) bytes"
+    grep -q '"type":"step".*"accuracy":' "$out" || fail "no batch accuracy"
+    need_plot
+    mkdir "$tmp/p"
+    "$plot" --out "$tmp/p" "$out" >"$tmp/plot" 2>&1 ||
+        { fail "rf-plot exited $?"; show "$tmp/plot"; }
+    pngs "$tmp/p" "$tmp/p/local.dat" "$out"
+    rft_finish
+}
+
+# 2 ps + 2 workers under rf-launch --plot: every task's file, the workers'
+# steps adding up to the job's, the bytes a step of the model moves, the
+# chief's test accuracy
+# and cluster rates, the pictures and their data files.
+case_dist() {
+    need_data
+    need_plot
+    local d=$tmp/run w
+    timeout "$(t 100)" "$launch" --ps 2 --workers 2 --plot "$d" -- \
+        "$trainer" --train_steps=1000 --partition_min_slice_bytes=0 \
+        --metrics_every_steps=20 >"$tmp/log" 2>&1 ||
+        { fail "rf-launch exited $?"; show "$tmp/log" 30; }
+    local sum=0 last=0
+    for w in 0 1; do
+        checked "worker$w metrics" file "$d/worker$w.jsonl" "worker:$w" \
+            --every 20 --batch 250
+        sum=$((sum + $(val steps)))
+        (($(val global_step) > last)) && last=$(val global_step)
+        # the MLP 784-256-128-10, whole (no partitioner): 235146 float32
+        # on the ps tasks. A step READs them all (940584 bytes) and,
+        # apply=ps, pushes the 6 gradients with an 8-byte ack each, then
+        # FETCH_AND_ADDs global_step (8): 940640 bytes.
+        [[ $(val bytes_read) == 940584 && $(val bytes_pushed) == 940640 ]] &&
+            ok "worker$w moves 940584 bytes read and 940640 pushed per step" ||
+            fail "worker$w per step: read $(val bytes_read) pushed $(val bytes_pushed), want 940584 and 940640"
+        if [[ $w == 0 ]]; then
+            local acc
+            acc=$(sed -n 's/^\[worker0\] test accuracy: \([0-9.]*\) .*/\1/p' "$tmp/log")
+            [[ -n $acc && $(val test_accuracy) == "$acc" ]] &&
+                ok "the chief's summary has the test accuracy $acc" ||
+                fail "chief test_accuracy $(val test_accuracy), log '$acc'"
+        else
+            [[ $(val test_accuracy) == none ]] ||
+                fail "worker1 has a test accuracy $(val test_accuracy)"
+        fi
+    done
+    ((sum >= 1000 && sum <= 1002 && last >= 1000)) &&
+        ok "the workers' steps add up to the job's: $sum, global_step $last" ||
+        fail "the workers ran $sum steps, last global_step $last (want 1000..1002)"
+    for w in 0 1; do
+        checked "ps$w metrics (a summary only)" file "$d/ps$w.jsonl" "ps:$w"
+        [[ $(val lines) == 1 && $(val steps) == 0 ]] || fail "ps$w: $(cat "$tmp/check")"
+    done
+    grep -q '^\[worker0\] step [0-9]*, loss .*, cluster: [0-9.e+]* global_step/sec, [0-9]* examples/s$' "$tmp/log" &&
+        grep -q '^\[worker0\] cluster: global_step 0 -> [0-9]* in .* s, .* global_step/sec, [0-9]* examples/s$' "$tmp/log" &&
+        ok "the chief logs the cluster's global_step/sec and examples/s" ||
+        fail "no cluster rates in the chief's log: $(grep '^\[worker0\]' "$tmp/log" | tail -5)"
+    grep -q "cluster:" <(grep '^\[worker1\]' "$tmp/log") &&
+        fail "worker1 (not the chief) logs cluster rates"
+    pngs "$d" "$d/worker_0.dat" "$d/worker0.jsonl" "$d/worker_1.dat" "$d/worker1.jsonl"
+    [[ ! -e $d/ps_0.dat ]] || fail "a data file for ps0, which trains nothing"
+    rft_finish
+}
+
+# The example trainer (MetricsHook on the public API) under rf-launch
+# --metrics_dir: 1 ps, 2 workers.
+case_example() {
+    need_data
+    local d=$tmp/ex w
+    timeout "$(t 100)" "$launch" --ps 1 --workers 2 --metrics_dir "$d" -- \
+        "$example" --train_steps=400 >"$tmp/log" 2>&1 ||
+        { fail "rf-launch exited $?"; show "$tmp/log" 30; }
+    for w in 0 1; do
+        checked "example worker$w" file "$d/worker$w.jsonl" "worker:$w" \
+            --every 100 --batch 100
+        (($(val bytes_read) > 0)) || fail "worker$w read no bytes"
+    done
+    checked "example ps0" file "$d/ps0.jsonl" "ps:0"
+    rft_finish
+}
+
+# expect_usage PROG "MESSAGE" ARGS...: exit status 2, MESSAGE in stderr.
+expect_usage() {
+    local prog=$1 want=$2
+    shift 2
+    timeout "$(t 60)" "$prog" "$@" >"$tmp/out" 2>"$tmp/err"
+    local st=$?
+    if [[ $st -ne 2 ]]; then
+        fail "$(basename "$prog") $* exited $st, want 2 ($(head -c 300 "$tmp/err"))"
+    elif ! grep -qF -- "$want" "$tmp/err"; then
+        fail "$(basename "$prog") $*: stderr lacks '$want': $(cat "$tmp/err")"
+    else
+        ok "$(basename "$prog") $* -> 2: $(head -1 "$tmp/err")"
+    fi
+}
+
+# Bad paths fail before any work with exit 2 naming the flag; a file that
+# is not a metrics file is never clobbered, an old metrics file is
+# replaced.
+case_bad_paths() {
+    local C p1 p2
+    free_port p1
+    free_port p2
+    C="--ps_hosts=$host:$p1 --worker_hosts=$host:$p2 --job_name=worker --task_index=0"
+    echo "precious" >"$tmp/notes.txt"
+    for prog in "$trainer" "$example"; do
+        local extra=()
+        [[ $prog == "$example" ]] && extra=($C)
+        expect_usage "$prog" "--metrics_out: $tmp is a directory" \
+            "${extra[@]}" --metrics_out="$tmp"
+        expect_usage "$prog" "--metrics_out: $tmp/none/m.jsonl: directory $tmp/none does not exist" \
+            "${extra[@]}" --metrics_out="$tmp/none/m.jsonl"
+        expect_usage "$prog" "--metrics_out: $tmp/notes.txt exists and is not a metrics file" \
+            "${extra[@]}" --metrics_out="$tmp/notes.txt"
+        expect_usage "$prog" "--metrics_out: /dev/null is not a regular file" \
+            "${extra[@]}" --metrics_out=/dev/null
+    done
+    # distributed tasks check it as early
+    expect_usage "$trainer" "--metrics_out: $tmp is a directory" $C --metrics_out="$tmp"
+    expect_usage "$trainer" "name the same file" --metrics_out="$tmp/x" --trace="$tmp/x"
+    expect_usage "$trainer" "--metrics_every_steps" --metrics_every_steps=0
+    [[ $(cat "$tmp/notes.txt") == precious ]] && ok "notes.txt untouched" ||
+        fail "notes.txt was changed"
+    expect_usage "$launch" "--metrics_dir: $tmp/notes.txt is not a directory" \
+        --ps 1 --workers 1 --metrics_dir "$tmp/notes.txt" -- "$trainer"
+    expect_usage "$launch" "--plot: cannot make directory $tmp/none/p" \
+        --ps 1 --workers 1 --plot "$tmp/none/p" -- "$trainer"
+    mkdir "$tmp/md" && echo precious >"$tmp/md/worker0.jsonl"
+    expect_usage "$launch" "--metrics_dir: $tmp/md/worker0.jsonl exists and is not a metrics file" \
+        --ps 1 --workers 1 --metrics_dir "$tmp/md" -- "$trainer"
+    [[ $(cat "$tmp/md/worker0.jsonl") == precious ]] ||
+        fail "rf-launch changed a task's file that was not a metrics file"
+    [[ -z $(ls -A "$tmp/none" 2>/dev/null) ]] || fail "something made $tmp/none"
+    if [[ -r $data/train-images-idx3-ubyte.gz ]]; then
+        # an existing metrics file (of an earlier run) is replaced
+        local m=$tmp/old.jsonl
+        "$trainer" --model=softmax --train_steps=20 --metrics_out="$m" >/dev/null 2>&1
+        "$trainer" --model=softmax --train_steps=10 --metrics_out="$m" \
+            --metrics_every_steps=5 >"$tmp/log" 2>&1 || fail "second run exited $?"
+        checked "a metrics file replaced" file "$m" local --every 5 --batch 250
+        [[ $(val steps) == 10 ]] || fail "the old lines are still there: $(cat "$m")"
+    fi
+    rft_finish
+}
+
+# A second writer of a file being written is refused (exit 2); the writer
+# killed (SIGKILL) mid-run leaves whole lines only: every line parses;
+# there is no summary.
+case_killed() {
+    need_data
+    local m=$tmp/k.jsonl pid i
+    "$trainer" --model=softmax --train_steps=1000000 --metrics_out="$m" \
+        --metrics_every_steps=1 >"$tmp/log" 2>&1 &
+    pid=$!
+    for ((i = 0; i < $(t 60) * 10; i++)); do
+        [[ -s $m && $(wc -l <"$m") -ge 200 ]] && break
+        sleep 0.1
+    done
+    # a second task given the same file while the first writes it
+    expect_usage "$trainer" "--metrics_out: $m is being written by another process" \
+        --model=softmax --train_steps=10 --metrics_out="$m"
+    kill -9 "$pid"
+    wait "$pid" 2>/dev/null
+    checked "a killed writer's lines" file "$m" local --every 1 --batch 250 --partial
+    (($(val lines) >= 200)) || fail "only $(val lines) lines before the kill"
+    grep -q '"type":"summary"' "$m" && fail "a summary from a killed task"
+    rft_finish
+}
+
+# bench/plot-fabric on rf-bench's text and --json output (sock, shm) and
+# on a sample of perftest's format: both pictures valid PNGs, each data
+# file the rows of its input.
+case_bench_plot() {
+    need_plot
+    local bench=$build/bench/rf-bench pf=$src/bench/plot-fabric
+    local fixture=$src/tests/integration/metrics/perftest-format.txt d=$tmp/bp
+    mkdir "$d"
+    "$bench" --loopback --provider sock -a -n 50 read_lat >"$tmp/sock.txt" 2>&1 &&
+        "$bench" --loopback --provider shm -a -n 50 --json read_lat >"$tmp/shm.json" 2>&1 &&
+        "$bench" --loopback --provider sock -a -n 50 read_bw >"$tmp/sockbw.txt" 2>&1 ||
+        { fail "rf-bench failed"; show "$tmp/sock.txt"; rft_finish; }
+    "$pf" --out "$d" sock="$tmp/sock.txt" shm="$tmp/shm.json" \
+        sock="$tmp/sockbw.txt" perftest="$fixture" >"$tmp/plot" 2>&1 ||
+        { fail "plot-fabric exited $?"; show "$tmp/plot"; }
+    checked "latency.png" png "$d/latency.png"
+    checked "bandwidth.png" png "$d/bandwidth.png"
+    # rows: bytes and the columns plotted, as the input's table has them
+    rows() { awk -v n="$2" '$1 ~ /^[0-9]+$/ && NF >= n' "$1"; }
+    dat() { grep -v '^#' "$1" | tr '\t' ' '; }
+    [[ $(rows "$tmp/sock.txt" 9 | awk '{ print $1, $3, $5, $6, $8, $9 }') == "$(dat "$d/sock.read_lat.lat.dat")" ]] &&
+        ok "sock.read_lat.lat.dat is rf-bench's latency table" ||
+        fail "sock.read_lat.lat.dat differs from rf-bench's rows"
+    [[ $(rows "$tmp/sockbw.txt" 5 | awk '{ print $1, $3, $4, $5 }') == "$(dat "$d/sock.read_bw.bw.dat")" ]] &&
+        ok "sock.read_bw.bw.dat is rf-bench's bandwidth table" ||
+        fail "sock.read_bw.bw.dat differs from rf-bench's rows"
+    [[ $(grep -c . "$tmp/shm.json") == "$(dat "$d/shm.read_lat.lat.dat" | wc -l)" &&
+        $(jq -r -s 'map(.bytes | tostring) | join(" ")' "$tmp/shm.json") == "$(dat "$d/shm.read_lat.lat.dat" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 }')" ]] &&
+        ok "shm.read_lat.lat.dat has a row per --json line" ||
+        fail "shm.read_lat.lat.dat rows differ from the --json lines"
+    [[ $(awk '/t_typical/ { on = 1; next } /^-/ { on = 0 } on && $1 ~ /^[0-9]+$/ { print $1, $3, $5, $6, $8, $9 }' "$fixture") == "$(dat "$d/perftest.read_lat_perftest.lat.dat")" ]] &&
+        ok "perftest.read_lat_perftest.lat.dat is the perftest table" ||
+        fail "perftest.read_lat_perftest.lat.dat differs from the perftest rows"
+    echo "no table here" >"$tmp/empty.txt"
+    "$pf" --out "$d" x="$tmp/empty.txt" >"$tmp/out" 2>&1
+    local st=$?
+    [[ $st == 2 ]] && grep -q "x: $tmp/empty.txt has no rf-bench or perftest rows" "$tmp/out" &&
+        ok "a file without rows: exit 2 naming it" ||
+        fail "a file without rows: exit $st: $(cat "$tmp/out")"
+    rft_finish
+}
+
+case "$case_name" in
+local | dist | example | bad_paths | killed | bench_plot) "case_$case_name" ;;
+*)
+    echo "unknown case $case_name"
+    exit 2
+    ;;
+esac
