@@ -38,6 +38,14 @@ static const rf_env_var vars[] = {
     {"RF_PS_ARENA_MAX_MB", "0", "ps",
      "most a ps arena may grow to (0: no limit)"},
     {"RF_BIND", "nic", "core", "NUMA binding: nic, none or node:N"},
+    {"RF_BIND_ADDR", "the cluster address", "session",
+     "the local address a task listens on (e.g. 0.0.0.0); --bind_addr wins"},
+    {"RF_MPI_HOSTS", "this machine", "cluster",
+     "under mpirun with --num_ps: the ranks' hosts, a Slurm-style host list "
+     "with OMPI_COMM_WORLD_LOCAL_SIZE ranks per host"},
+    {"RF_LAUNCH_TASK", "unset", "tools",
+     "set by rf-launch to the task's name: its tasks leave the [name] "
+     "prefix of their lines to rf-launch"},
     {"RF_VERBS_DEVICE", "by address", "fabric/verbs",
      "verbs device name (e.g. rxe0, mlx5_0)"},
     {"RF_VERBS_PORT", "first active", "fabric/verbs", "verbs port number"},

@@ -153,11 +153,14 @@ lines_of() {
 
 # The global_step values in one line of the chief (empty: none): "step N,
 # loss", "(global_step N", "global_step N (recovery", "session ready: ...,
-# global_step N", "global_step at the end: N".
+# global_step N", "global_step at the end: N", "cluster: global_step A ->
+# B" (B).
 gs_awk='
 function gs(s,   m) {
     if (match(s, /^step [0-9]+, loss/)) { m = substr(s, 6); sub(/,.*/, "", m); return m }
     if (match(s, /global_step at the end: [0-9]+/)) { m = substr(s, RSTART + 24, RLENGTH - 24); return m }
+    # the summary of the chief, "cluster: global_step A -> B in ...": B
+    if (match(s, /^cluster: global_step [0-9]+ -> [0-9]+/)) { m = substr(s, 1, RLENGTH); sub(/.*-> /, "", m); return m }
     if (match(s, /global_step [0-9]+/)) { m = substr(s, RSTART + 12, RLENGTH - 12); return m }
     return ""
 }'

@@ -85,6 +85,7 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     if (rf_monitored_session_should_stop(d->ms))
         return 0;
     size_t bs = (size_t)f->batch_size, dim = s->example_dim;
+    tr_progress prog = {0};
     float *xb = malloc(bs * dim * sizeof *xb);
     int32_t *yb = malloc(bs * sizeof *yb);
     int rc = -1;
@@ -103,10 +104,10 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
         rf_session_set_trace(rf_monitored_session_session(d->ms), trace);
     double t0 = rf_now_s();
     res->start_global_step = res->global_step;
-    tr_progress prog = {.t_log = t0,
-                        .gs_log = res->global_step,
-                        .cluster = d->self->is_chief,
-                        .examples_per_global_step = d->per_global_step};
+    prog = (tr_progress){.t_log = t0,
+                         .gs_log = res->global_step,
+                         .cluster = d->self->is_chief,
+                         .examples_per_global_step = d->per_global_step};
     while (!rf_monitored_session_should_stop(d->ms)) {
         if (trace && res->steps == f->trace_steps)
             rf_session_set_trace(rf_monitored_session_session(d->ms), NULL);
@@ -128,6 +129,7 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     res->seconds = rf_now_s() - t0;
     rc = 0;
 out:
+    tr_progress_finish(&prog, stdout);
     if (trace)
         rf_session_set_trace(rf_monitored_session_session(d->ms), NULL);
     free(xb);

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
              rf_trace *trace, rf_metrics_writer *metrics, FILE *out,
@@ -28,6 +29,7 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
     float *xb = malloc(bs * s->example_dim * sizeof *xb);
     int32_t *yb = malloc(bs * sizeof *yb);
     rf_plan *plan = NULL;
+    tr_progress prog = {0};
     rf_node *fetches[] = {s->loss, s->train_op, s->accuracy};
     size_t nfetch = metrics ? 3 : 2; /* the accuracy for the metrics only */
     rf_node *feeds[] = {s->x, s->y};
@@ -50,7 +52,7 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
     if (trace)
         rf_executor_set_trace(s->ex, trace);
     double t0 = rf_now_s();
-    tr_progress prog = {.t_log = t0, .gs_log = res->global_step};
+    prog = (tr_progress){.t_log = t0, .gs_log = res->global_step};
     while (res->global_step < f->train_steps) {
         if (trace && res->steps == f->trace_steps)
             rf_executor_set_trace(s->ex, NULL);
@@ -79,12 +81,55 @@ int tr_train(const tr_flags *f, tr_session *s, rf_dataset *train,
     res->seconds = rf_now_s() - t0;
     rc = 0;
 out:
+    tr_progress_finish(&prog, out);
     if (trace)
         rf_executor_set_trace(s->ex, NULL);
     rf_plan_destroy(plan);
     free(xb);
     free(yb);
     return rc;
+}
+
+/* "1h02m", "3m07s", "12s" */
+static void format_eta(double secs, char *buf, size_t len)
+{
+    long s = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)(secs + 0.5);
+    if (s >= 3600)
+        snprintf(buf, len, "%ldh%02ldm", s / 3600, s / 60 % 60);
+    else if (s >= 60)
+        snprintf(buf, len, "%ldm%02lds", s / 60, s % 60);
+    else
+        snprintf(buf, len, "%lds", s);
+}
+
+/* The terminal's one progress line (see tr_progress in train.h). */
+static void draw_progress(const tr_flags *f, tr_progress *p,
+                          const tr_train_result *res, double loss, bool last,
+                          FILE *out)
+{
+    double now = rf_now_s();
+    if (!last && p->drawn && now - p->t_log < TR_PROGRESS_REDRAW_S)
+        return;
+    double dt = now - p->t_log > 0 ? now - p->t_log : 1e-9;
+    double rate =
+        (double)(res->steps - p->step_log) * (double)f->batch_size / dt;
+    double gs_rate = (double)(res->global_step - p->gs_start) /
+                     (now - p->t_start > 0 ? now - p->t_start : 1e-9);
+    char eta[32];
+    format_eta(
+        gs_rate > 0 ? (double)(f->train_steps - res->global_step) / gs_rate : 0,
+        eta, sizeof eta);
+    fprintf(out,
+            "\r\033[Kstep %" PRId64 "/%" PRId64 ", loss %.6f, %.0f "
+            "examples/s, ETA %s",
+            res->global_step, f->train_steps, loss, rate, eta);
+    if (last)
+        fputc('\n', out);
+    fflush(out);
+    p->drawn = !last;
+    p->t_log = now;
+    p->step_log = res->steps;
+    p->gs_log = res->global_step;
 }
 
 int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
@@ -95,6 +140,7 @@ int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
     if (res->steps == 1)
         res->first_loss = loss;
     if (!isfinite(loss)) {
+        tr_progress_finish(p, out);
         snprintf(err, errlen,
                  "loss is %g at global_step %" PRId64
                  " (diverged; try a smaller --learning_rate)",
@@ -102,6 +148,17 @@ int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
         return -1;
     }
     bool last = res->global_step >= f->train_steps;
+    if (p->mode == 0) {
+        int fd = fileno(out);
+        p->mode = fd >= 0 && isatty(fd) ? 2 : 1;
+        p->t_start = rf_now_s();
+        p->gs_start = res->global_step - 1;
+    }
+    if (p->mode == 2) {
+        if (f->log_every > 0)
+            draw_progress(f, p, res, loss, last, out);
+        return 0;
+    }
     if (f->log_every > 0 &&
         (res->steps == 1 || res->global_step % f->log_every == 0 || last)) {
         double now = rf_now_s();
@@ -123,4 +180,13 @@ int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
         p->gs_log = res->global_step;
     }
     return 0;
+}
+
+void tr_progress_finish(tr_progress *p, FILE *out)
+{
+    if (p->drawn) {
+        fputc('\n', out);
+        fflush(out);
+        p->drawn = false;
+    }
 }

@@ -49,14 +49,27 @@ int tr_evaluate(const tr_flags *f, tr_session *s, rf_dataset *test,
  * global_step's delta over that time (StepCounterHook's global_step/sec):
  * ", cluster: R global_step/sec, E examples/s" (E = R times
  * examples_per_global_step). */
+/* On a terminal (out a tty) the lines become one progress line redrawn in
+ * place at most every TR_PROGRESS_REDRAW_S: "step G/LAST, loss L,
+ * E examples/s, ETA T" (ETA from global_step's rate since the loop
+ * began), ended with a newline at the last step; elsewhere plain lines
+ * as above. --log_every=0 prints neither. */
+#define TR_PROGRESS_REDRAW_S 0.25
 typedef struct tr_progress {
     double t_log;     /* when the last line was printed (rf_now_s) */
     int64_t step_log; /* res->steps then */
     int64_t gs_log;   /* res->global_step then */
     bool cluster;
     int64_t examples_per_global_step;
+    /* the terminal line: 0 not known yet, 1 plain lines, 2 a terminal */
+    int mode;
+    double t_start;   /* the loop's first step (rf_now_s) */
+    int64_t gs_start; /* global_step then */
+    bool drawn;       /* a progress line is on the terminal, unfinished */
 } tr_progress;
 int tr_progress_step(const tr_flags *f, tr_progress *p, tr_train_result *res,
                      double loss, FILE *out, char *err, size_t errlen);
+/* Ends an unfinished progress line (before an error is printed). */
+void tr_progress_finish(tr_progress *p, FILE *out);
 
 #endif

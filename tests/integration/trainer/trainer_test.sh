@@ -459,6 +459,39 @@ PY
         "train-labels-idx1-ubyte.gz: damaged gzip data: incorrect data check"
 }
 
+# On a terminal (script(1) gives the run a pseudo-terminal) progress is
+# one line redrawn in place ("\r\033[K" before each state, step G/LAST,
+# ETA), ended by a newline at the last step; through a pipe the same run
+# prints plain "step N, loss" lines and no carriage return.
+case_terminal() {
+    command -v script >/dev/null ||
+        { fail "script (util-linux) is needed for a pseudo-terminal"; return; }
+    local args="--model=mlp:16 --train_steps=400 --batch_size=50 --threads=1 --log_every=100"
+    timeout "$(t 90)" script -qec "$trainer $args" /dev/null >"$tmp/tty" 2>&1
+    rc=$?
+    local draws last
+    draws=$(grep -o $'\r\e\[Kstep [0-9]*/400, loss [0-9.]*, [0-9]* examples/s, ETA [0-9hms]*' "$tmp/tty" | wc -l)
+    last=$(tr '\r' '\n' <"$tmp/tty" | grep -c '^.\[Kstep 400/400, loss')
+    if [[ $rc -eq 0 && $draws -ge 1 && $last -eq 1 ]] &&
+        ! grep -q '^step [0-9]*, loss' "$tmp/tty" &&
+        grep -q 'test accuracy: ' "$tmp/tty"; then
+        ok "terminal: $draws redraws of one progress line, the last at 400/400"
+    else
+        fail "terminal: exit $rc, $draws redraws, $last final lines"
+        cat -v "$tmp/tty" | head -20
+    fi
+    timeout "$(t 90)" "$trainer" $args >"$tmp/pipe" 2>&1
+    rc=$?
+    local n
+    n=$(grep -c '^step [0-9]*, loss [0-9.]*, [0-9]* examples/s$' "$tmp/pipe")
+    if [[ $rc -eq 0 && $n -eq 5 ]] && ! grep -q $'\r' "$tmp/pipe"; then
+        ok "pipe: 5 plain progress lines (steps 1, 100, 200, 300, 400), no carriage return"
+    else
+        fail "pipe: exit $rc, $n plain progress lines"
+        head -20 "$tmp/pipe"
+    fi
+}
+
 case "$case_name" in
 flags)
     case_flags
@@ -488,6 +521,10 @@ outputs)
     case_outputs
     ;;
 data_dir) case_data_dir ;;
+terminal)
+    need_data
+    case_terminal
+    ;;
 *)
     echo "unknown case $case_name"
     exit 2
