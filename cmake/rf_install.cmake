@@ -52,12 +52,13 @@ install(FILES ${PROJECT_BINARY_DIR}/rdmaflowConfig.cmake
 
 # The tools and one line for each man page's NAME section.
 set(RF_INSTALLED_TOOLS rf-trainer rf-launch rf-ckpt rf-fabric-demo
-    rf-example-trainer rf-bench)
+    rf-example-trainer rf-bench rf-info)
 set(RF_MAN_rf-trainer "train a model on Fashion-MNIST, in this process or as one task of a ps/worker cluster")
 set(RF_MAN_rf-launch "run a whole ps/worker cluster on this machine")
 set(RF_MAN_rf-ckpt "list, verify and compare rdmaflow checkpoints")
 set(RF_MAN_rf-fabric-demo "one-sided RDMA operations between two processes over an rdmaflow fabric provider")
 set(RF_MAN_rf-example-trainer "the classic distributed TensorFlow example trainer, in C on rdmaflow")
+set(RF_MAN_rf-info "the fabric providers, RDMA devices, the provider chosen for an address, and every RF_ setting")
 set(RF_MAN_rf-bench "latency and bandwidth of rdmaflow's fabric operations, in the manner of perftest")
 
 # Not in sanitizer builds (test builds, never installed), where a leak
@@ -86,6 +87,10 @@ foreach(tool ${RF_INSTALLED_TOOLS})
     list(APPEND RF_MAN_PAGES ${page})
   endif()
 endforeach()
+# the plotting scripts (tools/plot), as configured into the build tree
+install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/rf-plot
+                 ${PROJECT_BINARY_DIR}/tools/rf-trace-plot
+        DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Tools)
 if(RF_MAN_PAGES)
   add_custom_target(rf_man_pages ALL DEPENDS ${RF_MAN_PAGES})
   install(FILES ${RF_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT Tools)

@@ -10,6 +10,7 @@
 
 #include "info.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/version.h"
 
 #define EXIT_USAGE 2
 
@@ -25,7 +26,8 @@ static void usage(FILE *to)
             "choice) and\n"
             "               the NUMA node for it\n"
             "  --json       print everything as one JSON document\n"
-            "  --help       this text\n");
+            "  --help       this text\n"
+            "  --version    print the version and exit\n");
 }
 
 __attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
@@ -54,6 +56,9 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("rf-info (rdmaflow) %s\n", rf_version());
             return 0;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;

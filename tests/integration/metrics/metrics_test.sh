@@ -291,8 +291,51 @@ case_bench_plot() {
     rft_finish
 }
 
+# rf-trace-plot: one step of a 2 ps + 2 worker job's merged trace as a
+# PNG, and its data file is that step: worker0's READs (one per variable
+# part: 7 for the default MLP over 2 ps), its pushes, the ps tasks' applies,
+# every span named as in the trace.
+case_trace_plot() {
+    local tplot=$build/tools/rf-trace-plot
+    "$launch" --host "$host" --ps 2 --workers 2 --timeout "$(t 120)" \
+        --trace "$tmp/t.json" -- "$trainer" --train_steps=40 --trace_steps=20 \
+        --log_every=0 --threads=1 >"$tmp/launch.out" 2>&1 ||
+        { fail "rf-launch --trace: exit $?"; show "$tmp/launch.out" 10; return; }
+    "$tplot" --step 5 "$tmp/t.json" "$tmp/step.png" >"$tmp/tp.out" 2>&1 ||
+        { fail "rf-trace-plot: exit $?"; show "$tmp/tp.out" 10; return; }
+    checked "step.png" png "$tmp/step.png"
+    local lanes reads names missing=0 n
+    lanes=$(cut -d' ' -f1 "$tmp/step.png.dat" | sort -u | wc -l)
+    reads=$(awk '$4 == "read"' "$tmp/step.png.dat" | awk '{ print $5 }' | sort -u | wc -l)
+    ((lanes >= 4 && reads >= 7)) && ok "$lanes lanes, $reads distinct READs in the step" ||
+        fail "$lanes lanes, $reads distinct READs (want >= 4 and >= 7)"
+    for k in push apply compute; do
+        n=$(awk -v k="$k" '$4 == k' "$tmp/step.png.dat" | wc -l)
+        ((n > 0)) && ok "$n $k spans" || fail "no $k span in the step"
+    done
+    while read -r name; do
+        jq -e --arg n "$name" '[.traceEvents[] | select(.ph == "X") | .name | gsub(" "; "_")] | index($n) != null' \
+            "$tmp/t.json" >/dev/null || missing=$((missing + 1))
+    done < <(awk '{ print $5 }' "$tmp/step.png.dat" | sort -u)
+    ((missing == 0)) && ok "every span drawn is named in the trace" ||
+        fail "$missing span names drawn are not in the trace"
+    "$tplot" --step 999 "$tmp/t.json" "$tmp/x.png" >"$tmp/tp2.out" 2>&1
+    [[ $? -eq 1 ]] && grep -q "traced fewer than 1000 steps" "$tmp/tp2.out" &&
+        ok "a step past the trace: $(cat "$tmp/tp2.out")" ||
+        { fail "--step 999 on a 20-step trace"; show "$tmp/tp2.out" 5; }
+    "$tplot" "$tmp/launch.out" "$tmp/x.png" >"$tmp/tp3.out" 2>&1
+    [[ $? -eq 1 ]] && grep -q "is not a Chrome trace" "$tmp/tp3.out" &&
+        ok "not a trace: $(cat "$tmp/tp3.out")" ||
+        { fail "a non-trace input"; show "$tmp/tp3.out" 5; }
+}
+
 case "$case_name" in
 local | dist | example | bad_paths | killed | bench_plot) "case_$case_name" ;;
+trace_plot)
+    need_data
+    need_plot
+    case_trace_plot
+    ;;
 *)
     echo "unknown case $case_name"
     exit 2
