@@ -355,6 +355,66 @@ static void check_description(const task_opts *o, const model *m,
           "the last step op is %s, want %s", adv->name, name);
 }
 
+/* rf_session_create_offline for this task, graph and options describes
+ * what the live session does (every variable and step operation the same,
+ * no provider per ps task) and refuses everything else. */
+static void check_offline(const task_opts *o, const rf_cluster *c,
+                          const rf_cluster_task *self, const model *m,
+                          const rf_session_options *so,
+                          const rf_session_desc *live)
+{
+    rf_session *off = NULL;
+    CHECK_OK(rf_session_create_offline(c, self, m->g, m->ex, so, &off));
+    rf_node *feeds[] = {m->x, m->y}, *fetches[] = {m->loss, m->train_op};
+    const rf_session_desc *d = NULL;
+    CHECK_OK(rf_session_describe(off, feeds, 2, fetches, 2, &d));
+    check_description(o, m, d);
+    CHECK(d->num_vars == live->num_vars &&
+              d->num_step_ops == live->num_step_ops &&
+              d->num_ps == live->num_ps,
+          "offline: %zu variables, %zu ops, %zu ps; live %zu, %zu, %zu",
+          d->num_vars, d->num_step_ops, d->num_ps, live->num_vars,
+          live->num_step_ops, live->num_ps);
+    for (size_t i = 0; i < d->num_vars && i < live->num_vars; i++)
+        CHECK(!strcmp(d->vars[i].name, live->vars[i].name) &&
+                  d->vars[i].ps_task == live->vars[i].ps_task &&
+                  d->vars[i].bytes == live->vars[i].bytes &&
+                  d->vars[i].record_bytes == live->vars[i].record_bytes,
+              "offline variable %zu: %s on ps %zu, record %zu; live %s on ps "
+              "%zu, record %zu",
+              i, d->vars[i].name, d->vars[i].ps_task, d->vars[i].record_bytes,
+              live->vars[i].name, live->vars[i].ps_task,
+              live->vars[i].record_bytes);
+    for (size_t i = 0; i < d->num_step_ops && i < live->num_step_ops; i++)
+        CHECK(!strcmp(d->step[i].name, live->step[i].name) &&
+                  d->step[i].bytes == live->step[i].bytes &&
+                  d->step[i].wire_bytes == live->step[i].wire_bytes,
+              "offline step op %zu: %s (%zu wire bytes); live %s (%zu)", i,
+              d->step[i].name, d->step[i].wire_bytes, live->step[i].name,
+              live->step[i].wire_bytes);
+    for (size_t p = 0; p < d->num_ps; p++)
+        CHECK(d->ps_providers[p][0] == '\0' && live->ps_providers[p][0],
+              "ps %zu: offline provider '%s', live '%s'", p, d->ps_providers[p],
+              live->ps_providers[p]);
+    int64_t gs = 0;
+    CHECK_ST(rf_session_global_step(off, &gs), RF_ERR_INVALID_ARG);
+    CHECK(strstr(rf_error_message(), "only describes") != NULL,
+          "the refusal says why: %s", rf_error_message());
+    CHECK_ST(rf_session_finish(off, 1), RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_session_shutdown_cluster(off), RF_ERR_INVALID_ARG);
+    float x[BATCH * DIM] = {0};
+    int32_t y[BATCH] = {0};
+    rf_tensor in[2] = {rf_tensor_make(RF_F32, RF_SHAPE(BATCH, DIM), x),
+                       rf_tensor_make(RF_I32, RF_SHAPE(BATCH), y)};
+    rf_tensor out[2];
+    CHECK_ST(rf_session_run(off, feeds, in, 2, fetches, 2, out, NULL),
+             RF_ERR_INVALID_ARG);
+    rf_session_destroy(off);
+    static const rf_cluster_task ps_task = {.job = "ps", .index = 0};
+    CHECK_ST(rf_session_create_offline(c, &ps_task, m->g, m->ex, so, &off),
+             RF_ERR_INVALID_ARG);
+}
+
 /* Sync replicas: this worker's pushes, as the acks said. */
 static void print_sync(rf_session *s, const task_opts *o)
 {
@@ -465,6 +525,7 @@ static int run_worker(const task_opts *o)
     const rf_session_desc *desc = NULL;
     CHECK_OK(rf_session_describe(s, feeds, 2, fetches, 2, &desc));
     check_description(o, &m, desc);
+    check_offline(o, c, self, &m, &so, desc);
 
     float x[BATCH * DIM];
     int32_t y[BATCH];
