@@ -93,8 +93,9 @@ void rf_log_set_threshold(rf_log_level level)
     atomic_store(&threshold, (int)level);
 }
 
-static void log_vwrite(rf_log_level level, const char *file, int line,
-                       unsigned suppressed, const char *fmt, va_list ap)
+__attribute__((format(printf, 5, 0))) static void
+log_vwrite(rf_log_level level, const char *file, int line, unsigned suppressed,
+           const char *fmt, va_list ap)
 {
     pthread_once(&log_once, log_init);
     char msg[1024];
