@@ -69,23 +69,21 @@ static ssize_t sink_write(void *cookie, const char *buf, size_t n)
     return (ssize_t)n;
 }
 
-static FILE *prefixed(int fd, const char *name)
+/* stdout's and stderr's: they live as long as the process, as the
+ * streams do. */
+static prefix_sink sinks[2];
+
+static FILE *prefixed(prefix_sink *s, int fd, const char *name)
 {
-    prefix_sink *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
     s->fd = fd;
     s->at_line_start = true;
     snprintf(s->prefix, sizeof s->prefix, "[%s] ", name);
     s->prefix_len = strlen(s->prefix);
     cookie_io_functions_t io = {.write = sink_write};
     FILE *f = fopencookie(s, "w", io);
-    if (!f) {
-        free(s);
-        return NULL;
-    }
-    setvbuf(f, NULL, _IOLBF, 0);
-    return f; /* s lives as long as the process */
+    if (f)
+        setvbuf(f, NULL, _IOLBF, 0);
+    return f;
 }
 
 void tr_prefix_task_output(const rf_cluster_task *self)
@@ -99,8 +97,8 @@ void tr_prefix_task_output(const rf_cluster_task *self)
         snprintf(name, sizeof name, "%s%d", self->job, self->index);
     fflush(stdout);
     fflush(stderr);
-    FILE *out = prefixed(STDOUT_FILENO, name);
-    FILE *err = prefixed(STDERR_FILENO, name);
+    FILE *out = prefixed(&sinks[0], STDOUT_FILENO, name);
+    FILE *err = prefixed(&sinks[1], STDERR_FILENO, name);
     if (out)
         stdout = out;
     if (err)
