@@ -94,6 +94,26 @@ static int report_results(const bench_session *s, const bench_run *r,
     return -1;
 }
 
+/* Up to 16 send completions: waited for (100 ms at most) with -e, else
+ * polled; 0 when none came, -1 (said) on an error. */
+static int reap(const bench_session *s, rf_completion *comps)
+{
+    int got;
+    if (s->events) {
+        got = rf_cq_wait(s->scq, comps, 16, 100);
+        if (got == RF_ERR_TIMEOUT)
+            got = 0;
+    } else {
+        got = rf_cq_poll(s->scq, comps, 16);
+    }
+    if (got < 0) {
+        bench_err(s, "rf_cq_poll: %s: %s", rf_status_string((rf_status)got),
+                  rf_error_message());
+        return -1;
+    }
+    return got;
+}
+
 static int post(const bench_session *s, const rf_wr *wr, uint32_t index)
 {
     rf_status st = rf_post(s->ep, wr, 1, NULL);
@@ -179,19 +199,9 @@ int bench_run_bw(bench_session *s, bench_run *r)
             }
             scnt++;
         }
-        int got;
-        if (s->events) {
-            got = rf_cq_wait(s->scq, comps, 16, 100);
-            if (got == RF_ERR_TIMEOUT)
-                got = 0;
-        } else {
-            got = rf_cq_poll(s->scq, comps, 16);
-        }
-        if (got < 0) {
-            bench_err(s, "rf_cq_poll: %s: %s", rf_status_string((rf_status)got),
-                      rf_error_message());
+        int got = reap(s, comps);
+        if (got < 0)
             return -1;
-        }
         if (got == 0) {
             if (stalled(s, &w, r->t->name))
                 return -1;
@@ -343,19 +353,9 @@ int bench_run_bw_duration(bench_session *s, bench_run *r, bench_duration *d)
         }
         if (stopping && last_signaled && ccnt == scnt)
             break;
-        int got;
-        if (s->events) {
-            got = rf_cq_wait(s->scq, comps, 16, 100);
-            if (got == RF_ERR_TIMEOUT)
-                got = 0;
-        } else {
-            got = rf_cq_poll(s->scq, comps, 16);
-        }
-        if (got < 0) {
-            bench_err(s, "rf_cq_poll: %s: %s", rf_status_string((rf_status)got),
-                      rf_error_message());
+        int got = reap(s, comps);
+        if (got < 0)
             return -1;
-        }
         if (got == 0) {
             if (stalled(s, &w, r->t->name))
                 return -1;

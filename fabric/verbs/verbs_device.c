@@ -95,7 +95,7 @@ static int gid_is_v4mapped(const union ibv_gid *g)
     return memcmp(g->raw, prefix, sizeof prefix) == 0;
 }
 
-static const char *gid_type_str(int type)
+const char *verbs_gid_type_name(int type)
 {
     switch (type) {
     case IBV_GID_TYPE_IB:
@@ -349,7 +349,7 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
                 fab->devname, fab->port,
                 pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet"
                                                          : "InfiniBand",
-                fab->gid_index, gidbuf, gid_type_str(fab->gid_type),
+                fab->gid_index, gidbuf, verbs_gid_type_name(fab->gid_type),
                 fab->netdev[0] ? fab->netdev : "-", srcbuf,
                 fab->dev_attr.atomic_cap == IBV_ATOMIC_NONE ? "none" : "yes",
                 fab->dev_attr.max_qp_wr);

@@ -12,20 +12,6 @@
 #include "fabric/verbs/verbs_internal.h"
 #include "rdmaflow/fabric_info.h"
 
-static const char *gid_type_name(unsigned type)
-{
-    switch (type) {
-    case IBV_GID_TYPE_IB:
-        return "IB";
-    case IBV_GID_TYPE_ROCE_V1:
-        return "RoCE v1";
-    case IBV_GID_TYPE_ROCE_V2:
-        return "RoCE v2";
-    default:
-        return "unknown";
-    }
-}
-
 static const char *atomic_name(enum ibv_atomic_cap cap)
 {
     switch (cap) {
@@ -98,7 +84,7 @@ rf_status rf_verbs_fabric_device(rf_fabric *fabric, rf_fabric_device *out)
     out->gid_index = fab->gid_index;
     inet_ntop(AF_INET6, fab->gid.raw, out->gid, sizeof out->gid);
     snprintf(out->gid_type, sizeof out->gid_type, "%s",
-             gid_type_name((unsigned)fab->gid_type));
+             verbs_gid_type_name(fab->gid_type));
     snprintf(out->netdev, sizeof out->netdev, "%s", fab->netdev);
     return RF_OK;
 }
@@ -148,7 +134,7 @@ static rf_status query_gids(struct ibv_context *ctx, rf_verbs_device_info *d)
             g->index = (int)e[k].gid_index;
             inet_ntop(AF_INET6, e[k].gid.raw, g->gid, sizeof g->gid);
             snprintf(g->type, sizeof g->type, "%s",
-                     gid_type_name(e[k].gid_type));
+                     verbs_gid_type_name((int)e[k].gid_type));
             char ifname[IF_NAMESIZE] = "";
             if (e[k].ndev_ifindex && if_indextoname(e[k].ndev_ifindex, ifname))
                 snprintf(g->netdev, sizeof g->netdev, "%s", ifname);

@@ -391,4 +391,8 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
 void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev);
 int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev);
 
+/* "IB", "RoCE v1", "RoCE v2" or "unknown" for an ibv_gid_type
+ * (verbs_device.c; the banner and rf_verbs_devices use it). */
+const char *verbs_gid_type_name(int type);
+
 #endif
