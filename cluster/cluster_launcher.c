@@ -47,6 +47,7 @@ static rf_status env_int(const char *name, const char *v, int64_t min,
                          int64_t max, int *out)
 {
     int64_t x;
+    *out = 0; /* set on every path: callers read it only on RF_OK */
     if (!*v || v[0] < '0' || v[0] > '9' ||
         rf_parse_int(v, min, max, name, &x) != RF_OK)
         return rf_error_set(RF_ERR_INVALID_ARG,

@@ -65,7 +65,7 @@ rf_status rf_ps_shard_spec_info(const rf_ps_shard_spec *spec, size_t ps_task,
         if (st != RF_OK)
             return st;
     }
-    ps_layout l;
+    ps_layout l = {0};
     rf_status st = ps_layout_compute((uint64_t)n * esize, ol.num_slots, &l);
     if (st != RF_OK)
         return st;
