@@ -59,6 +59,8 @@ set(RF_MAN_rf-ckpt "list, verify and compare rdmaflow checkpoints")
 set(RF_MAN_rf-fabric-demo "one-sided RDMA operations between two processes over an rdmaflow fabric provider")
 set(RF_MAN_rf-example-trainer "the classic distributed TensorFlow example trainer, in C on rdmaflow")
 set(RF_MAN_rf-info "the fabric providers, RDMA devices, the provider chosen for an address, and every RF_ setting")
+set(RF_MAN_rf-plot "plot an rdmaflow run's metrics files with gnuplot")
+set(RF_MAN_rf-trace-plot "draw one training step across the tasks of a merged rdmaflow trace")
 set(RF_MAN_rf-bench "latency and bandwidth of rdmaflow's fabric operations, in the manner of perftest")
 
 # Not in sanitizer builds (test builds, never installed), where a leak
@@ -70,27 +72,40 @@ elseif(RF_SANITIZERS)
   set(RF_HELP2MAN "")
 endif()
 set(RF_MAN_PAGES)
+# rf_man_page(NAME PROGRAM DEPENDS...): man/NAME.1.gz from PROGRAM's --help
+# and --version, compressed as Debian policy asks (gzip -9n: no name or
+# time stamp in the header, so the page is reproducible).
+function(rf_man_page name program)
+  set(page ${PROJECT_BINARY_DIR}/man/${name}.1)
+  add_custom_command(OUTPUT ${page}.gz
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND ${RF_HELP2MAN} --no-info --section=1 --name=${RF_MAN_${name}}
+            --output=${page} ${program}
+    COMMAND gzip -9nf ${page}
+    DEPENDS ${ARGN}
+    COMMENT "Generating the man page ${name}.1.gz (help2man)"
+    VERBATIM)
+  set(RF_MAN_PAGES ${RF_MAN_PAGES} ${page}.gz PARENT_SCOPE)
+endfunction()
 foreach(tool ${RF_INSTALLED_TOOLS})
   if(NOT TARGET ${tool})
     continue()
   endif()
   install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Tools)
   if(RF_HELP2MAN)
-    set(page ${PROJECT_BINARY_DIR}/man/${tool}.1)
-    add_custom_command(OUTPUT ${page}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
-      COMMAND ${RF_HELP2MAN} --no-info --section=1 --name=${RF_MAN_${tool}}
-              --output=${page} $<TARGET_FILE:${tool}>
-      DEPENDS ${tool}
-      COMMENT "Generating the man page ${tool}.1 (help2man)"
-      VERBATIM)
-    list(APPEND RF_MAN_PAGES ${page})
+    rf_man_page(${tool} $<TARGET_FILE:${tool}> ${tool})
   endif()
 endforeach()
 # the plotting scripts (tools/plot), as configured into the build tree
 install(PROGRAMS ${PROJECT_BINARY_DIR}/tools/rf-plot
                  ${PROJECT_BINARY_DIR}/tools/rf-trace-plot
         DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Tools)
+if(RF_HELP2MAN)
+  foreach(script rf-plot rf-trace-plot)
+    rf_man_page(${script} ${PROJECT_BINARY_DIR}/tools/${script}
+                ${PROJECT_BINARY_DIR}/tools/${script})
+  endforeach()
+endif()
 if(RF_MAN_PAGES)
   add_custom_target(rf_man_pages ALL DEPENDS ${RF_MAN_PAGES})
   install(FILES ${RF_MAN_PAGES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT Tools)

@@ -2,7 +2,7 @@
 # build tree from the install() rules of cmake/rf_install.cmake, one per
 # component, in rdma-core's manner (libibverbs1, libibverbs-dev,
 # ibverbs-utils):
-#   librdmaflow0     Runtime      /usr/lib/librdmaflow.so.0*
+#   librdmaflow0     Runtime      /usr/lib/<multiarch>/librdmaflow.so.0*
 #   librdmaflow-dev  Development  headers, librdmaflow.so link, librdmaflow.a,
 #                                 rdmaflow.pc, the CMake package
 #   rdmaflow-tools   Tools        rf-trainer, rf-launch, ... and man pages
@@ -14,7 +14,12 @@ set(CPACK_PACKAGE_VENDOR rdmaflow)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "parameter-server training runtime whose data plane is RDMA")
-set(CPACK_PACKAGE_CONTACT "rdmaflow developers <rdmaflow@localhost>")
+# The Maintainer field: whoever builds the packages for a site names
+# themselves (-DRF_DEB_MAINTAINER="Name <address>"); the project has no
+# public address.
+set(RF_DEB_MAINTAINER "rdmaflow developers <rdmaflow@localhost>" CACHE STRING
+    "Maintainer field of the Debian packages")
+set(CPACK_PACKAGE_CONTACT "${RF_DEB_MAINTAINER}")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)

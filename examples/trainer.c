@@ -622,7 +622,14 @@ int main(int argc, char **argv)
     else if (!strcmp(job, "worker") || !strcmp(job, "chief"))
         rc = run_worker(&f, cluster);
     else
-        rc = usage_error("--job_name: the %s job does not train", job);
+        /* TF_CONFIG's "evaluator" task: evaluating the chief's
+         * checkpoints is rf-trainer's (tools/trainer/dist_eval.c); this
+         * example keeps to the four classic processes. */
+        rc = usage_error("this task is the %s (%s): the example trainer runs "
+                         "ps and worker tasks only; rf-trainer "
+                         "--job_name=evaluator evaluates the chief's "
+                         "checkpoints",
+                         job, f.cluster.job_name ? "--job_name" : "TF_CONFIG");
     rf_cluster_destroy(cluster);
     return rc;
 }

@@ -48,23 +48,34 @@ depends rdmaflow-tools librdmaflow0
 ((failures == before)) && ok "Depends name the libraries"
 
 root=$scratch/root
+# Debian policy: the library in the multiarch directory, man pages gzipped
+multiarch=$(gcc -print-multiarch)
+lib=usr/lib/$multiarch
 for pkg in "${!deb[@]}"; do
     dpkg -x "${deb[$pkg]}" "$root" || fail "dpkg -x ${deb[$pkg]}"
 done
 before=$failures
-for f in usr/lib/librdmaflow.so.0 usr/lib/librdmaflow.so usr/lib/librdmaflow.a \
+for f in $lib/librdmaflow.so.0 $lib/librdmaflow.so $lib/librdmaflow.a \
     usr/include/rdmaflow/rdmaflow.h usr/include/rdmaflow/version.h \
-    usr/lib/pkgconfig/rdmaflow.pc usr/lib/cmake/rdmaflow/rdmaflowConfig.cmake \
+    $lib/pkgconfig/rdmaflow.pc $lib/cmake/rdmaflow/rdmaflowConfig.cmake \
     usr/bin/rf-trainer usr/bin/rf-launch usr/bin/rf-ckpt usr/bin/rf-fabric-demo \
-    usr/bin/rf-bench usr/bin/rf-example-trainer usr/share/man/man1/rf-trainer.1; do
+    usr/bin/rf-bench usr/bin/rf-example-trainer usr/bin/rf-info usr/bin/rf-plot \
+    usr/share/man/man1/rf-trainer.1.gz usr/share/man/man1/rf-plot.1.gz; do
     [[ -e $root/$f ]] || fail "unpacked root lacks /$f"
 done
 ((failures == before)) && ok "the unpacked root holds library, headers, .pc, CMake package, tools, man pages"
 
-export LD_LIBRARY_PATH=$root/usr/lib
+before=$failures
+for page in "$root"/usr/share/man/man1/*.1.gz; do
+    gzip -t "$page" 2>/dev/null && zcat "$page" | grep -q '^\.SH NAME' ||
+        fail "$page: not a gzipped man page"
+done
+[[ -z $(find "$root/usr/share/man" -name '*.1') ]] || fail "uncompressed man pages in the package"
+((failures == before)) && ok "library in /$lib, man pages gzipped"
+export LD_LIBRARY_PATH=$root/$lib
 bin=$root/usr/bin
 where=$(ldd "$bin/rf-trainer" | awk '$1 == "librdmaflow.so.0" {print $3}')
-[[ $where == "$root/usr/lib/librdmaflow.so.0" ]] &&
+[[ $where == "$root/$lib/librdmaflow.so.0" ]] &&
     ok "rf-trainer: librdmaflow.so.0 from the unpacked root" ||
     fail "rf-trainer: librdmaflow.so.0 resolves to '$where'"
 out=$("$bin/rf-trainer" --version 2>&1)

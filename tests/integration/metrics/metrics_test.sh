@@ -329,12 +329,59 @@ case_trace_plot() {
         { fail "a non-trace input"; show "$tmp/tp3.out" 5; }
 }
 
+# tools/rf-run-main, the README's main job, as a new user runs it (on the
+# built tree, --no-build, with fewer steps): it must leave the trained model
+# (checkpoints rf-ckpt verifies), every task's metrics file, rf-plot's
+# pictures, the merged trace and the picture of one step; an --out
+# directory holding something else is refused, untouched.
+case_run_main() {
+    local d=$tmp/main-run w
+    timeout "$(t 200)" "$src/tools/rf-run-main" --build-dir "$build" --no-build \
+        --out "$d" --train_steps=300 --metrics_every_steps=20 >"$tmp/log" 2>&1 ||
+        { fail "rf-run-main exited $?"; show "$tmp/log" 30; return; }
+    grep -q '^\[worker0\] test accuracy: 0\.[0-9]*' "$tmp/log" &&
+        ok "the chief reports $(grep -o 'test accuracy: [0-9.]*' "$tmp/log" | tail -1)" ||
+        fail "no test accuracy from the chief"
+    "$build/tools/rf-ckpt" verify "$d/model" >"$tmp/verify" 2>&1 &&
+        "$build/tools/rf-ckpt" list "$d/model" >"$tmp/list" 2>&1 &&
+        grep -q "dense/kernel" "$tmp/list" &&
+        ok "the trained model in model/: rf-ckpt verify passes, $(grep -c . "$tmp/list") lines listed" ||
+        { fail "model/ is not a valid checkpoint directory"; show "$tmp/verify" 5; }
+    for w in 0 1; do
+        checked "worker$w metrics" file "$d/worker$w.jsonl" "worker:$w" \
+            --every 20 --batch 250
+        checked "ps$w metrics" file "$d/ps$w.jsonl" "ps:$w"
+    done
+    pngs "$d" "$d/worker_0.dat" "$d/worker0.jsonl" "$d/worker_1.dat" "$d/worker1.jsonl"
+    jq -e '[.traceEvents[] | select(.ph == "X")] | length > 0' "$d/trace.json" >/dev/null &&
+        ok "trace.json: $(jq '[.traceEvents[] | select(.ph == "X")] | length' "$d/trace.json") spans" ||
+        fail "trace.json is not a trace with spans"
+    checked "one-step.png" png "$d/one-step.png"
+    grep -q "rf-run-main: in $d/: the trained model" "$tmp/log" &&
+        ok "the last line says where everything is" || fail "no closing line"
+    local other=$tmp/other
+    mkdir -p "$other" && echo keep >"$other/mine"
+    "$src/tools/rf-run-main" --build-dir "$build" --no-build --out "$other" \
+        >"$tmp/refused" 2>&1
+    [[ $? -eq 2 && $(cat "$other/mine") == keep ]] &&
+        grep -q "is not empty and not an earlier rf-run-main's" "$tmp/refused" &&
+        ok "an --out directory of someone else's is refused, untouched" ||
+        { fail "--out on a foreign directory"; show "$tmp/refused" 5; }
+}
+
 case "$case_name" in
 local | dist | example | bad_paths | killed | bench_plot) "case_$case_name" ;;
 trace_plot)
     need_data
     need_plot
     case_trace_plot
+    rft_finish
+    ;;
+run_main)
+    need_data
+    need_plot
+    case_run_main
+    rft_finish
     ;;
 *)
     echo "unknown case $case_name"
