@@ -95,12 +95,12 @@ static int report_results(const bench_session *s, const bench_run *r,
     return -1;
 }
 
-/* Up to 16 send completions: waited for (100 ms at most) with -e, else
- * polled; 0 when none came, -1 (said) on an error. */
-static int reap(const bench_session *s, rf_completion *comps)
+/* Up to 16 send completions: with wait (and -e) waited for, 100 ms at
+ * most, else polled; 0 when none came, -1 (said) on an error. */
+static int reap(const bench_session *s, rf_completion *comps, bool wait)
 {
     int got;
-    if (s->events) {
+    if (s->events && wait) {
         got = rf_cq_wait(s->scq, comps, 16, 100);
         if (got == RF_ERR_TIMEOUT)
             got = 0;
@@ -202,10 +202,34 @@ static void prepare_op(bench_session *s, const bench_run *r, qp_state *p,
     }
 }
 
-/* Reaps every endpoint's completions once: *newly is the number of
- * operations they complete (an endpoint's completion of operation i
- * completes all its operations up to i). Returns the completions seen, or
- * -1 (said). */
+/* Takes got completions of endpoint i: *newly grows by the operations
+ * they complete (its completion of operation k completes all its
+ * operations up to k). */
+static int take_comps(bench_session *s, const bench_run *r, qp_state *p,
+                      const rf_completion *comps, int got, uint64_t *newly)
+{
+    for (int k = 0; k < got; k++) {
+        uintptr_t idx = (uintptr_t)comps[k].context;
+        if (comps[k].status != RF_OK) {
+            bench_err(s, "operation %zu completed with %s", (size_t)idx,
+                      rf_status_string(comps[k].status));
+            return -1;
+        }
+        if (idx >= p->scnt || idx < p->ccnt) {
+            bench_err(s, "%s: completion out of order (operation %zu after %u)",
+                      r->t->name, (size_t)idx, p->ccnt);
+            return -1;
+        }
+        *newly += (uint32_t)idx + 1 - p->ccnt;
+        p->ccnt = (uint32_t)idx + 1;
+    }
+    return 0;
+}
+
+/* Polls every endpoint's completions once and, with -e when none came,
+ * waits on one endpoint with work outstanding (never on an idle one's
+ * queue). Returns the completions seen, or -1 (said); *newly is the
+ * operations they complete, *now_out the time they were seen. */
 static int reap_all(bench_session *ss, uint32_t nqp, const bench_run *r,
                     qp_state *q, uint64_t *newly, uint64_t *now_out)
 {
@@ -213,32 +237,26 @@ static int reap_all(bench_session *ss, uint32_t nqp, const bench_run *r,
     int seen = 0;
     *newly = 0;
     for (uint32_t i = 0; i < nqp; i++) {
-        int got = reap(&ss[i], comps);
-        if (got < 0)
+        int got = reap(&ss[i], comps, false);
+        if (got < 0 || take_comps(&ss[i], r, &q[i], comps, got, newly))
             return -1;
-        if (got == 0)
-            continue;
-        *now_out = bench_ticks();
+        if (got > 0)
+            *now_out = bench_ticks();
         seen += got;
-        for (int k = 0; k < got; k++) {
-            uintptr_t idx = (uintptr_t)comps[k].context;
-            if (comps[k].status != RF_OK) {
-                bench_err(&ss[i], "operation %zu completed with %s",
-                          (size_t)idx, rf_status_string(comps[k].status));
-                return -1;
-            }
-            if (idx >= q[i].scnt || idx < q[i].ccnt) {
-                bench_err(&ss[i],
-                          "%s: completion out of order (operation %zu "
-                          "after %u)",
-                          r->t->name, (size_t)idx, q[i].ccnt);
-                return -1;
-            }
-            *newly += (uint32_t)idx + 1 - q[i].ccnt;
-            q[i].ccnt = (uint32_t)idx + 1;
-        }
     }
-    return seen;
+    if (seen || !ss[0].events)
+        return seen;
+    for (uint32_t i = 0; i < nqp; i++) {
+        if (q[i].ccnt == q[i].scnt)
+            continue;
+        int got = reap(&ss[i], comps, true);
+        if (got < 0 || take_comps(&ss[i], r, &q[i], comps, got, newly))
+            return -1;
+        if (got > 0)
+            *now_out = bench_ticks();
+        return got;
+    }
+    return 0;
 }
 
 /* The atomic results still in each endpoint's slots after the loop. */
