@@ -1,7 +1,9 @@
 /* bench/bench_client.c: the client side of rf-bench (see bench_client.h).
  * The server's region descriptor arrives in the accept private data, the
  * client's goes in the connect private data; per size, RUN/READY frame the
- * measured loop and DONE/RESULT carry the server's verification. */
+ * measured loop and DONE/RESULT carry the server's verification. With -q N
+ * the client opens N sessions (one connection each) and runs the bandwidth
+ * loop over all of them from this thread. */
 #include "bench_client.h"
 
 #include <stdio.h>

@@ -2,7 +2,9 @@
  * Per message size: RUN prepares the buffers (pattern to be read, cleared
  * target, atomic word), READY answers, the server then takes part in the
  * ping-pong tests or keeps receiving write_imms, and DONE is answered with
- * RESULT, the outcome of checking its memory. */
+ * RESULT, the outcome of checking its memory. A -q N run is N connections
+ * (at most --max-qps), each with its own session, served by its own
+ * thread. */
 #include "bench_server.h"
 
 #include <errno.h>
