@@ -59,7 +59,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage:\n"
-            "  rf-bench --serve [--host ADDR] [-p PORT] [--provider NAME]\n"
+            "  rf-bench --serve [--host ADDR] [-p PORT] [--provider NAME] "
+            "[--max-qps N]\n"
             "  rf-bench --connect HOST[:PORT] [options] TEST\n"
             "  rf-bench --loopback [--host ADDR] [options] TEST\n"
             "\n"
@@ -102,15 +103,20 @@ static void usage(FILE *f)
             "  -N, --no-peak       do not compute the peak bandwidth\n"
             "  -D, --duration SEC  run for SEC seconds instead of -n "
             "iterations, measuring\n"
-            "                      between the margins (read, atomic and "
-            "bandwidth tests;\n"
-            "                      SEC > 2 x margin; not with -a, -n or -e)\n"
+            "                      between the margins (SEC > 2 x margin; "
+            "not with -a,\n"
+            "                      -n or -e)\n"
             "  -f, --margin SEC    -D: seconds left out at either end "
             "(default %d)\n"
             "  --report_gbits      bandwidth in Gb/sec (10^9 bits) instead "
             "of MiB/sec\n"
-            "  -q, --qp N          endpoints (QPs); rf-bench runs one, so "
-            "only 1\n"
+            "  -q, --qp N          endpoints (QPs), each its own connection, "
+            "bandwidth\n"
+            "                      tests (default 1, at most %d; -n and -t "
+            "are per QP)\n"
+            "  --max-qps N         --serve: the most endpoints a client may "
+            "open per run\n"
+            "                      (default %d, at most %d)\n"
             "  -d, --ib-dev DEV    verbs: the RDMA device (RF_VERBS_DEVICE; "
             "the flag wins)\n"
             "  -i, --ib-port PORT  verbs: its port (RF_VERBS_PORT)\n"
@@ -142,8 +148,8 @@ static void usage(FILE *f)
             "usage error.\n",
             BENCH_DEFAULT_PORT, BENCH_DEFAULT_LAT_SIZE, BENCH_DEFAULT_BW_SIZE,
             BENCH_MIN_ITERS, BENCH_DEFAULT_TX_DEPTH, BENCH_DEFAULT_CQ_MOD,
-            BENCH_CQ_MOD_SIZE_LIMIT, BENCH_DEFAULT_INLINE,
-            BENCH_DEFAULT_MARGIN);
+            BENCH_CQ_MOD_SIZE_LIMIT, BENCH_DEFAULT_INLINE, BENCH_DEFAULT_MARGIN,
+            BENCH_MAX_QPS, BENCH_DEFAULT_MAX_QPS, BENCH_MAX_QPS);
 }
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -257,6 +263,7 @@ enum {
     OPT_POLL,
     OPT_VERSION,
     OPT_REPORT_GBITS,
+    OPT_MAX_QPS,
 };
 
 /* --poll MODE (and -e): sets poll, events and spin_us. */
@@ -290,7 +297,7 @@ static int set_mode(bench_opts *o, bench_mode m, const char *flag)
 
 /* Checks made once every flag is known. */
 static int check_combination(bench_opts *o, bool host_set, bool port_set,
-                             bool tx_set)
+                             bool tx_set, bool qps_set, bool max_qps_set)
 {
     if (o->mode == BENCH_MODE_NONE)
         return bad("one of --serve, --connect HOST or --loopback is "
@@ -308,23 +315,23 @@ static int check_combination(bench_opts *o, bool host_set, bool port_set,
                                     : "-x/--gid-index",
                        p);
     }
-    if (o->qps > 1)
-        return bad("-q/--qp %u: rf-bench runs one endpoint (QP) per test; "
-                   "more than one is not implemented",
-                   o->qps);
     if (o->mode == BENCH_MODE_SERVE) {
         if (o->size_set || o->all_sizes || o->iters_set || tx_set ||
             o->cq_mod_set || o->inline_set || o->no_peak || o->json ||
-            o->duration_s || o->margin_s || o->report_gbits)
+            o->duration_s || o->margin_s || o->report_gbits || qps_set)
             return bad("--serve: the client chooses the test and its "
-                       "parameters; give -s/-a/-n/-t/-Q/-I/-N/-D/-f/"
-                       "--report_gbits/--json to the client");
+                       "parameters; give -s/-a/-n/-t/-Q/-I/-N/-D/-f/-q/"
+                       "--report_gbits/--json to the client (--max-qps "
+                       "bounds -q)");
         if (!host_set)
             snprintf(o->host, sizeof o->host, "0.0.0.0");
         return 0;
     }
     if (o->forever)
         return bad("--forever applies to --serve only");
+    if (max_qps_set)
+        return bad("--max-qps applies to --serve only (the server's bound "
+                   "on a client's -q)");
     if (o->ready_fd >= 0)
         return bad("--ready-fd applies to --serve only");
     if (o->mode == BENCH_MODE_LOOPBACK) {
@@ -349,8 +356,16 @@ static int check_combination(bench_opts *o, bool host_set, bool port_set,
         return bad("-t, -Q and -N apply to bandwidth tests; %s runs at TX "
                    "depth 1",
                    t->name);
+    if (o->qps > 1 && !t->bw)
+        return bad("-q/--qp %u: multiple QPs are only available on bandwidth "
+                   "tests, as perftest; %s is a latency test",
+                   o->qps, t->name);
     if (t->verb == BENCH_VERB_READ && o->inline_set)
         return bad("-I: a read carries no payload to inline");
+    if ((uint64_t)bench_opts_iters(o) * o->qps > 100000000u)
+        return bad("-n %u with -q %u: at most 100000000 operations in all "
+                   "(-n counts per QP, as perftest)",
+                   bench_opts_iters(o), o->qps);
     if (o->report_gbits && !t->bw)
         return bad("--report_gbits applies to bandwidth tests; %s reports "
                    "latency",
@@ -368,11 +383,6 @@ static int check_combination(bench_opts *o, bool host_set, bool port_set,
         if (o->spin_us == 0)
             return bad("-D: duration mode does not work with events (-e, "
                        "--poll events), as perftest");
-        if (t->pingpong)
-            return bad("-D: %s is a ping-pong of a fixed count (the server "
-                       "answers -n writes); duration mode is not implemented "
-                       "for it",
-                       t->name);
         if (o->duration_s <= 2 * margin)
             return bad("-D %u: the duration must be more than twice the "
                        "margin (-f, %u s), as perftest",
@@ -411,6 +421,7 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
         {"duration", required_argument, NULL, 'D'},
         {"margin", required_argument, NULL, 'f'},
         {"qp", required_argument, NULL, 'q'},
+        {"max-qps", required_argument, NULL, OPT_MAX_QPS},
         {"report_gbits", no_argument, NULL, OPT_REPORT_GBITS},
         {"report-gbits", no_argument, NULL, OPT_REPORT_GBITS},
         {"help", no_argument, NULL, 'h'},
@@ -427,7 +438,9 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     o->ready_fd = -1;
     o->gid_index = -1;
     o->qps = 1;
+    o->max_qps = BENCH_DEFAULT_MAX_QPS;
     bool host_set = false, port_set = false, tx_set = false;
+    bool qps_set = false, max_qps_set = false;
     bool host_flag = false;
     bool connect_port = false;
     uint64_t v;
@@ -536,9 +549,16 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
             o->margin_s = (uint32_t)v;
             break;
         case 'q':
-            if (parse_u64("-q/--qp", optarg, 1, 16384, false, &v))
+            if (parse_u64("-q/--qp", optarg, 1, BENCH_MAX_QPS, false, &v))
                 return 2;
             o->qps = (uint32_t)v;
+            qps_set = true;
+            break;
+        case OPT_MAX_QPS:
+            if (parse_u64("--max-qps", optarg, 1, BENCH_MAX_QPS, false, &v))
+                return 2;
+            o->max_qps = (uint32_t)v;
+            max_qps_set = true;
             break;
         case OPT_REPORT_GBITS:
             o->report_gbits = true;
@@ -613,7 +633,8 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
             return bad("unknown TEST '%s' (see --help)", RF_ECHO(argv[optind]));
         o->test = (bench_test)t;
     }
-    return check_combination(o, host_set, port_set, tx_set);
+    return check_combination(o, host_set, port_set, tx_set, qps_set,
+                             max_qps_set);
 }
 
 void bench_opts_apply_env(const bench_opts *o)

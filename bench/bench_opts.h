@@ -64,6 +64,9 @@ typedef enum bench_mode {
 #define BENCH_MAX_SIZE       (1u << 30)
 #define BENCH_MAX_TX_DEPTH   16384
 #define BENCH_MAX_SIZES      32
+#define BENCH_MAX_QPS        1024 /* -q and --max-qps at most */
+#define BENCH_DEFAULT_MAX_QPS                                                  \
+    16 /* --serve: endpoints a client may open per run, unless --max-qps */
 
 typedef struct bench_opts {
     bench_mode mode;
@@ -101,7 +104,8 @@ typedef struct bench_opts {
     int gid_index;       /* -x; -1: unset */
     uint32_t duration_s; /* -D: run this long instead of -n iterations */
     uint32_t margin_s;   /* -f: not measured at either end of -D (2) */
-    uint32_t qps;        /* -q: endpoints (only 1 is implemented) */
+    uint32_t qps;        /* -q: endpoints (QPs) of a bandwidth test */
+    uint32_t max_qps;    /* --serve --max-qps: bound on a client's -q */
     bool report_gbits;   /* --report_gbits: bandwidth in Gb/s (10^9 bit) */
 } bench_opts;
 

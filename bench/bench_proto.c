@@ -20,6 +20,9 @@ void bench_hello_pack(const bench_hello *h, unsigned char out[BENCH_HELLO_SIZE])
     rf_put_le32(out + 12, h->tx_depth);
     rf_put_le64(out + 16, h->max_size);
     rf_mr_desc_pack(&h->region, out + 24);
+    rf_put_le16(out + 44, h->qps);
+    rf_put_le16(out + 46, h->qp_index);
+    rf_put_le32(out + 48, h->token);
 }
 
 int bench_hello_unpack(const void *in, size_t len, bench_hello *h)
@@ -33,6 +36,9 @@ int bench_hello_unpack(const void *in, size_t len, bench_hello *h)
     h->tx_depth = rf_get_le32(p + 12);
     h->max_size = rf_get_le64(p + 16);
     rf_mr_desc_unpack(p + 24, &h->region);
+    h->qps = rf_get_le16(p + 44);
+    h->qp_index = rf_get_le16(p + 46);
+    h->token = rf_get_le32(p + 48);
     return 0;
 }
 
@@ -44,6 +50,7 @@ void bench_welcome_pack(const bench_welcome *w,
     out[4] = BENCH_PROTO_VERSION;
     out[5] = w->status;
     rf_mr_desc_pack(&w->region, out + 8);
+    rf_put_le32(out + 28, w->max_qps);
 }
 
 int bench_welcome_unpack(const void *in, size_t len, bench_welcome *w)
@@ -54,6 +61,7 @@ int bench_welcome_unpack(const void *in, size_t len, bench_welcome *w)
         return -1;
     w->status = p[5];
     rf_mr_desc_unpack(p + 8, &w->region);
+    w->max_qps = rf_get_le32(p + 28);
     return 0;
 }
 

@@ -13,22 +13,36 @@
 
 #include <rdmaflow/fabric.h>
 
-#define BENCH_PROTO_VERSION 1
+/* Version 2: the hello carries the run's endpoint count (-q), this
+ * endpoint's index and the client's token; the welcome the server's bound. */
+#define BENCH_PROTO_VERSION 2
 
+/* A run of -q N opens N connections, one hello each: index 0 first, then
+ * 1 .. N-1, all with the same test, parameters and token. */
 typedef struct bench_hello {
     uint8_t test;      /* bench_test */
-    uint32_t iters;    /* iterations per size */
-    uint32_t tx_depth; /* client's outstanding operations */
+    uint32_t iters;    /* iterations per size (per endpoint) */
+    uint32_t tx_depth; /* client's outstanding operations per endpoint */
     uint64_t max_size; /* largest message size of the run */
-    rf_mr_desc region; /* client's registered region */
+    rf_mr_desc region; /* client's registered region (this endpoint's) */
+    uint16_t qps;      /* endpoints of the run (-q), >= 1 */
+    uint16_t qp_index; /* this endpoint's, < qps */
+    uint32_t token;    /* the same on every endpoint of one run */
 } bench_hello;
-#define BENCH_HELLO_SIZE 44
+#define BENCH_HELLO_SIZE 52
+
+typedef enum bench_welcome_status {
+    BENCH_WELCOME_OK = 0,
+    BENCH_WELCOME_REFUSED,  /* not a valid hello of this version */
+    BENCH_WELCOME_TOO_MANY, /* more endpoints than the server's bound */
+} bench_welcome_status;
 
 typedef struct bench_welcome {
-    uint8_t status;    /* 0: accepted */
-    rf_mr_desc region; /* server's registered region */
+    uint8_t status;    /* bench_welcome_status */
+    rf_mr_desc region; /* server's registered region (accepted only) */
+    uint32_t max_qps;  /* the server's bound on endpoints per run */
 } bench_welcome;
-#define BENCH_WELCOME_SIZE 28
+#define BENCH_WELCOME_SIZE 32
 
 typedef enum bench_msg_type {
     BENCH_MSG_RUN = 1, /* client: prepare size/iters */

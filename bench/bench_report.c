@@ -140,6 +140,10 @@ void bench_report_bw(const bench_report_ctx *c, uint64_t size, uint32_t cq_mod,
             printf("\"bw_peak_gbit_per_sec\":%.2f,"
                    "\"bw_avg_gbit_per_sec\":%.2f,",
                    gbits(st->bw_peak), gbits(st->bw_avg));
+        /* -q: iterations is per endpoint (perftest's -n), the rates are
+         * all endpoints' */
+        printf("\"qps\":%" PRIu32 ",\"operations\":%" PRIu64 ",", c->o->qps,
+               (uint64_t)c->iters * c->o->qps);
         printf("\"timer\":\"%s\",\"verified\":true}\n", bench_clock_name());
     } else {
         double k = c->o->report_gbits ? gbits(1.0) : 1.0;
@@ -185,6 +189,8 @@ void bench_report_duration(const bench_report_ctx *c, uint64_t size,
                c->tx_depth, cq_mod, st.bw_avg, st.msg_rate);
         if (c->o->report_gbits)
             printf("\"bw_avg_gbit_per_sec\":%.2f,", gbits(st.bw_avg));
+        printf("\"qps\":%" PRIu32 ",\"operations_run\":%" PRIu64 ",", c->o->qps,
+               d->done);
         printf("\"timer\":\"%s\",\"verified\":true}\n", bench_clock_name());
     } else {
         double k = c->o->report_gbits ? gbits(1.0) : 1.0;

@@ -2,11 +2,15 @@
  * Per message size: RUN prepares the buffers (pattern to be read, cleared
  * target, atomic word), READY answers, the server then takes part in the
  * ping-pong tests or keeps receiving write_imms, and DONE is answered with
- * RESULT, the outcome of checking its memory. */
+ * RESULT, the outcome of checking its memory. A -q N run is N connections
+ * (at most --max-qps), each with its own session, served by its own
+ * thread. */
 #include "bench_server.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -105,11 +109,28 @@ static int handle(bench_session *s, serve_state *st, const bench_msg *m)
         prepare(s, st, m);
         if (bench_send_msg(s, &reply))
             return -1;
-        /* RUN's value is the client's inline threshold: mirror it. */
-        if (st->t->pingpong &&
-            bench_run_pingpong(s, st->t, st->size, st->iters,
-                               (uint32_t)m->value, false, NULL))
-            return -1;
+        if (st->t->pingpong) {
+            /* RUN's value is the client's inline threshold: mirror it. */
+            bench_pingpong pp = {.t = st->t,
+                                 .size = st->size,
+                                 .iters = st->iters,
+                                 .inline_size = (uint32_t)m->value};
+            if (bench_run_pingpong(s, &pp))
+                return -1;
+            if (!pp.stopped)
+                return 0;
+            /* -D: the client's DONE after its last complete round trip */
+            if (pp.stop.type != BENCH_MSG_DONE || pp.stop.iters != pp.done) {
+                bench_err(s,
+                          "%s: %s (%u round trips) ended the ping-pong "
+                          "after %u",
+                          st->t->name, bench_msg_name(pp.stop.type),
+                          pp.stop.iters, pp.done);
+                return -1;
+            }
+            st->iters = pp.done;
+            return handle(s, st, &pp.stop);
+        }
         return 0;
     case BENCH_MSG_DONE:
         reply.type = BENCH_MSG_RESULT;
@@ -186,52 +207,171 @@ static int validate_hello(const void *priv, size_t len, bench_hello *h,
     }
     if (h->max_size == 0 || h->max_size > BENCH_MAX_SIZE ||
         h->iters < BENCH_MIN_ITERS || h->tx_depth == 0 ||
-        h->tx_depth > BENCH_MAX_TX_DEPTH) {
+        h->tx_depth > BENCH_MAX_TX_DEPTH || h->qps == 0 ||
+        h->qp_index >= h->qps ||
+        (h->qps > 1 && !bench_test_get((bench_test)h->test)->bw)) {
         *why = "parameters out of range";
         return -1;
     }
     return 0;
 }
 
-static int serve_one(const bench_opts *o, rf_fabric *fab, rf_conn_req *req)
+static void reject(rf_conn_req *req, bench_welcome_status status,
+                   uint32_t max_qps)
 {
-    size_t len = 0;
-    const void *priv = rf_conn_req_private_data(req, &len);
-    serve_state st = {0};
-    const char *why = NULL;
-    if (validate_hello(priv, len, &st.hello, &why)) {
-        fprintf(stderr, WHO ": rejecting a connection: %s\n", why);
-        unsigned char w[BENCH_WELCOME_SIZE];
-        bench_welcome_pack(&(bench_welcome){.status = 1}, w);
-        rf_reject(req, w, sizeof w);
-        return -1;
-    }
-    st.t = bench_test_get((bench_test)st.hello.test);
+    unsigned char w[BENCH_WELCOME_SIZE];
+    bench_welcome_pack(
+        &(bench_welcome){.status = (uint8_t)status, .max_qps = max_qps}, w);
+    rf_reject(req, w, sizeof w);
+}
 
+/* One accepted connection of a run and what its thread found. */
+typedef struct serve_conn_ctx {
     bench_session s;
-    if (bench_session_init(&s, WHO, fab, st.hello.max_size, st.hello.tx_depth,
-                           o->events, o->spin_us, o->timeout_s)) {
+    serve_state st;
+    bool open;
+    int rc;
+    pthread_t thread;
+    bool threaded;
+} serve_conn_ctx;
+
+/* Sets up the session for the request and accepts it. */
+static int accept_conn(const bench_opts *o, rf_fabric *fab, rf_conn_req *req,
+                       const bench_hello *h, serve_conn_ctx *c)
+{
+    c->st.hello = *h;
+    c->st.t = bench_test_get((bench_test)h->test);
+    if (bench_session_init(&c->s, WHO, fab, h->max_size, h->tx_depth, o->events,
+                           o->spin_us, o->timeout_s)) {
         rf_reject(req, NULL, 0);
         return -1;
     }
-    s.peer = st.hello.region;
-    bench_welcome w = {.status = 0};
-    rf_mr_describe(s.mr, &w.region);
+    c->s.peer = h->region;
+    bench_welcome w = {.status = BENCH_WELCOME_OK, .max_qps = o->max_qps};
+    rf_mr_describe(c->s.mr, &w.region);
     unsigned char wbuf[BENCH_WELCOME_SIZE];
     bench_welcome_pack(&w, wbuf);
-    rf_ep_attr attr = bench_session_ep_attr(&s);
-    rf_status rs = rf_accept(req, &attr, wbuf, sizeof wbuf, &s.ep);
+    rf_ep_attr attr = bench_session_ep_attr(&c->s);
+    rf_status rs = rf_accept(req, &attr, wbuf, sizeof wbuf, &c->s.ep);
+    c->open = true;
     if (rs != RF_OK) {
-        bench_err(&s, "rf_accept: %s: %s", rf_status_string(rs),
+        bench_err(&c->s, "rf_accept: %s: %s", rf_status_string(rs),
                   rf_error_message());
-        bench_session_fini(&s);
         return -1;
     }
-    int rc = bench_session_post_recvs(&s);
-    if (rc == 0)
-        rc = serve_conn(&s, &st);
-    bench_session_fini(&s);
-    return rc;
+    return bench_session_post_recvs(&c->s);
+}
+
+static void *serve_thread(void *arg)
+{
+    serve_conn_ctx *c = arg;
+    c->rc = serve_conn(&c->s, &c->st);
+    return NULL;
+}
+
+/* The connections after the first of a -q run: the same client (token),
+ * test and parameters, in index order. */
+static int same_run(const bench_hello *first, const bench_hello *h,
+                    uint32_t index)
+{
+    return h->token == first->token && h->qps == first->qps &&
+           h->qp_index == index && h->test == first->test &&
+           h->iters == first->iters && h->tx_depth == first->tx_depth &&
+           h->max_size == first->max_size;
+}
+
+/* Serves one run: the first request, and with -q N the N - 1 further
+ * connections of the same run, each served by its own thread. */
+static int serve_one(const bench_opts *o, rf_fabric *fab, rf_listener *l,
+                     rf_conn_req *req)
+{
+    char peer[128];
+    snprintf(peer, sizeof peer, "%s", rf_conn_req_peer(req));
+    size_t len = 0;
+    const void *priv = rf_conn_req_private_data(req, &len);
+    bench_hello h;
+    const char *why = NULL;
+    if (validate_hello(priv, len, &h, &why) ||
+        (h.qp_index != 0 && (why = "not the first endpoint of a run"))) {
+        fprintf(stderr, WHO ": rejecting a connection from %s: %s\n", peer,
+                why);
+        reject(req, BENCH_WELCOME_REFUSED, o->max_qps);
+        return -1;
+    }
+    if (h.qps > o->max_qps) {
+        fprintf(stderr,
+                WHO ": rejecting %s from %s: it asks for %u endpoints (QPs), "
+                    "more than --max-qps %u\n",
+                bench_test_get((bench_test)h.test)->name, peer, (unsigned)h.qps,
+                o->max_qps);
+        reject(req, BENCH_WELCOME_TOO_MANY, o->max_qps);
+        return -1;
+    }
+    const uint32_t nqp = h.qps;
+    serve_conn_ctx *c = calloc(nqp, sizeof *c);
+    if (!c) {
+        fprintf(stderr, WHO ": out of memory\n");
+        reject(req, BENCH_WELCOME_REFUSED, o->max_qps);
+        return -1;
+    }
+    int failures = 0;
+    uint32_t n = 0;
+    if (accept_conn(o, fab, req, &h, &c[n++]))
+        failures++;
+    while (!failures && n < nqp) {
+        rf_conn_req *more = NULL;
+        /* bounded: a client must not hold the server with half a run */
+        rf_status st = rf_listener_get_request(l, o->timeout_s * 1000, &more);
+        if (st != RF_OK) {
+            fprintf(stderr, WHO ": waiting for endpoint %u of %u: %s: %s\n",
+                    n + 1, nqp, rf_status_string(st), rf_error_message());
+            failures++;
+            break;
+        }
+        bench_hello hn;
+        priv = rf_conn_req_private_data(more, &len);
+        if (validate_hello(priv, len, &hn, &why) || !same_run(&h, &hn, n)) {
+            fprintf(stderr,
+                    WHO ": rejecting a connection from %s: not endpoint %u "
+                        "of the run being set up\n",
+                    rf_conn_req_peer(more), n);
+            reject(more, BENCH_WELCOME_REFUSED, o->max_qps);
+            failures++;
+            break;
+        }
+        if (accept_conn(o, fab, more, &hn, &c[n++]))
+            failures++;
+    }
+    if (!failures && o->ready_fd < 0) {
+        printf(" Accepted %s from %s: %u endpoint%s (QP%s)\n", c[0].st.t->name,
+               peer, nqp, nqp > 1 ? "s" : "", nqp > 1 ? "s" : "");
+        fflush(stdout);
+    }
+    if (!failures) {
+        for (uint32_t i = 1; i < nqp; i++) {
+            if (pthread_create(&c[i].thread, NULL, serve_thread, &c[i])) {
+                fprintf(stderr, WHO ": cannot start a thread for endpoint %u\n",
+                        i);
+                failures++;
+                break;
+            }
+            c[i].threaded = true;
+        }
+        if (!failures)
+            serve_thread(&c[0]);
+        else
+            c[0].rc = -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (c[i].threaded)
+            pthread_join(c[i].thread, NULL);
+        if (c[i].rc)
+            failures++;
+        if (c[i].open)
+            bench_session_fini(&c[i].s);
+    }
+    free(c);
+    return failures ? -1 : 0;
 }
 
 static int announce(const bench_opts *o, rf_fabric *fab, uint16_t port)
@@ -292,7 +432,7 @@ int bench_server(const bench_opts *o)
             failures++;
             break;
         }
-        if (serve_one(o, fab, req))
+        if (serve_one(o, fab, l, req))
             failures++;
         if (!o->forever)
             break;

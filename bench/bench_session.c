@@ -209,42 +209,65 @@ int bench_send_msg(bench_session *s, const bench_msg *m)
     return bench_wait_send(s, CTX_CTRL_SEND, BENCH_WAIT_SPIN);
 }
 
+/* Consumes one receive completion: a control message or a write_imm. */
+static int take_recv(bench_session *s, const rf_completion *c, bench_msg *m,
+                     bool *imm, uint32_t *imm_value)
+{
+    if (c->status != RF_OK) {
+        bench_err(s, "receive failed: %s", rf_status_string(c->status));
+        return -1;
+    }
+    uintptr_t slot = (uintptr_t)c->context;
+    if (slot >= s->recv_slots) {
+        bench_err(s, "receive completion with unknown context");
+        return -1;
+    }
+    if (c->op == RF_OP_RECV_WRITE_IMM) {
+        *imm = true;
+        *imm_value = c->imm;
+        return bench_session_repost(s, c->context);
+    }
+    if (c->op != RF_OP_RECV) {
+        bench_err(s, "unexpected completion (op %d) on the receive queue",
+                  (int)c->op);
+        return -1;
+    }
+    *imm = false;
+    int bad = bench_msg_unpack(
+        bench_at(s, s->lay.ctrl_recv + slot * BENCH_SLOT_SIZE), c->len, m);
+    /* After BYE the peer closes at once: nothing more to receive. */
+    if ((bad || m->type != BENCH_MSG_BYE) &&
+        bench_session_repost(s, c->context))
+        return -1;
+    if (bad) {
+        bench_err(s, "malformed control message (%u bytes)", c->len);
+        return -1;
+    }
+    return 0;
+}
+
 int bench_recv_any(bench_session *s, bench_wait how, bench_msg *m, bool *imm,
                    uint32_t *imm_value)
 {
     rf_completion c;
     if (bench_poll1(s, s->rcq, &c, how) < 0)
         return -1;
-    if (c.status != RF_OK) {
-        bench_err(s, "receive failed: %s", rf_status_string(c.status));
+    return take_recv(s, &c, m, imm, imm_value);
+}
+
+int bench_try_recv(bench_session *s, bench_msg *m, bool *imm,
+                   uint32_t *imm_value)
+{
+    rf_completion c;
+    int n = rf_cq_poll(s->rcq, &c, 1);
+    if (n < 0) {
+        bench_err(s, "rf_cq_poll: %s: %s", rf_status_string((rf_status)n),
+                  rf_error_message());
         return -1;
     }
-    uintptr_t slot = (uintptr_t)c.context;
-    if (slot >= s->recv_slots) {
-        bench_err(s, "receive completion with unknown context");
-        return -1;
-    }
-    if (c.op == RF_OP_RECV_WRITE_IMM) {
-        *imm = true;
-        *imm_value = c.imm;
-        return bench_session_repost(s, c.context);
-    }
-    if (c.op != RF_OP_RECV) {
-        bench_err(s, "unexpected completion (op %d) on the receive queue",
-                  (int)c.op);
-        return -1;
-    }
-    *imm = false;
-    int bad = bench_msg_unpack(
-        bench_at(s, s->lay.ctrl_recv + slot * BENCH_SLOT_SIZE), c.len, m);
-    /* After BYE the peer closes at once: nothing more to receive. */
-    if ((bad || m->type != BENCH_MSG_BYE) && bench_session_repost(s, c.context))
-        return -1;
-    if (bad) {
-        bench_err(s, "malformed control message (%u bytes)", c.len);
-        return -1;
-    }
-    return 0;
+    if (n == 0)
+        return 0;
+    return take_recv(s, &c, m, imm, imm_value) ? -1 : 1;
 }
 
 int bench_recv_msg(bench_session *s, bench_msg *m, bench_wait how)

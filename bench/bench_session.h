@@ -94,6 +94,10 @@ int bench_send_msg(bench_session *s, const bench_msg *m);
  * set false, m filled) or a write_imm (*imm set true, *imm_value filled). */
 int bench_recv_any(bench_session *s, bench_wait how, bench_msg *m, bool *imm,
                    uint32_t *imm_value);
+/* bench_recv_any without waiting: 1 after an arrival, 0 when there was
+ * none, -1 on an error (said). */
+int bench_try_recv(bench_session *s, bench_msg *m, bool *imm,
+                   uint32_t *imm_value);
 /* Receives the next control message. A write_imm arrival instead is a
  * protocol error. */
 int bench_recv_msg(bench_session *s, bench_msg *m, bench_wait how);

@@ -17,8 +17,9 @@ int bench_spawn_server(const bench_opts *o, rf_child *server, uint16_t *port)
         fprintf(stderr, "rf-bench: pipe: %s\n", strerror(errno));
         return -1;
     }
-    char toarg[16];
+    char toarg[16], qparg[16];
     snprintf(toarg, sizeof toarg, "%d", o->timeout_s);
+    snprintf(qparg, sizeof qparg, "%u", (unsigned)o->qps);
     const char *argv[16];
     int n = 0;
     argv[n++] = "rf-bench";
@@ -37,6 +38,10 @@ int bench_spawn_server(const bench_opts *o, rf_child *server, uint16_t *port)
     }
     argv[n++] = "--poll";
     argv[n++] = o->poll;
+    if (o->qps > BENCH_DEFAULT_MAX_QPS) { /* the child's bound: this run's */
+        argv[n++] = "--max-qps";
+        argv[n++] = qparg;
+    }
     argv[n] = NULL;
 
     rf_spawn_opts so = {.argv = argv,

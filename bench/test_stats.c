@@ -112,7 +112,10 @@ static void test_proto(void)
                      .iters = 5000,
                      .tx_depth = 128,
                      .max_size = 1 << 23,
-                     .region = {0x7f0012345000ull, 1 << 24, 0xabcdef01u}};
+                     .region = {0x7f0012345000ull, 1 << 24, 0xabcdef01u},
+                     .qps = 300,
+                     .qp_index = 299,
+                     .token = 0x89abcdefu};
     unsigned char buf[BENCH_HELLO_SIZE];
     bench_hello_pack(&h, buf);
     CHECK_TRUE(BENCH_HELLO_SIZE <= RF_MAX_PRIVATE_DATA);
@@ -121,15 +124,24 @@ static void test_proto(void)
     CHECK_TRUE(g.test == 7 && g.iters == 5000 && g.tx_depth == 128 &&
                g.max_size == 1 << 23 && g.region.addr == h.region.addr &&
                g.region.len == h.region.len && g.region.rkey == h.region.rkey);
+    CHECK_TRUE(g.qps == 300 && g.qp_index == 299 && g.token == 0x89abcdefu);
     CHECK_TRUE(bench_hello_unpack(buf, sizeof buf - 1, &g) == -1);
+    buf[4] = 1; /* a version 1 hello (no endpoint count) is refused */
+    CHECK_TRUE(bench_hello_unpack(buf, sizeof buf, &g) == -1);
+    buf[4] = BENCH_PROTO_VERSION;
     buf[0] ^= 1;
     CHECK_TRUE(bench_hello_unpack(buf, sizeof buf, &g) == -1);
 
-    bench_welcome w = {.status = 0, .region = {0x1000, 4096, 42}}, w2;
+    bench_welcome w = {.status = BENCH_WELCOME_TOO_MANY,
+                       .region = {0x1000, 4096, 42},
+                       .max_qps = 16},
+                  w2;
     unsigned char wb[BENCH_WELCOME_SIZE];
     bench_welcome_pack(&w, wb);
+    CHECK_TRUE(BENCH_WELCOME_SIZE <= RF_MAX_PRIVATE_DATA);
     CHECK_TRUE(bench_welcome_unpack(wb, sizeof wb, &w2) == 0);
     CHECK_TRUE(w2.region.rkey == 42 && w2.region.addr == 0x1000);
+    CHECK_TRUE(w2.status == BENCH_WELCOME_TOO_MANY && w2.max_qps == 16);
     CHECK_TRUE(bench_hello_unpack(wb, sizeof wb, &g) == -1); /* wrong magic */
 
     bench_msg m = {.type = BENCH_MSG_RESULT,
@@ -248,6 +260,16 @@ static void test_perftest_opts(void)
     CHECK_TRUE(o.report_gbits);
     CHECK_TRUE(parse("rf-bench --loopback -q 1 read_bw", &o) == 0);
     CHECK_TRUE(parse("rf-bench --loopback --qp 1 read_lat", &o) == 0);
+    CHECK_TRUE(parse("rf-bench --loopback -q 4 -t 8 write_bw", &o) == 0);
+    CHECK_TRUE(o.qps == 4 && o.tx_depth == 8);
+    CHECK_TRUE(parse("rf-bench --loopback -q 1024 -n 5 read_bw", &o) == 0);
+    CHECK_TRUE(parse("rf-bench --serve", &o) == 0);
+    CHECK_TRUE(o.max_qps == BENCH_DEFAULT_MAX_QPS);
+    CHECK_TRUE(parse("rf-bench --serve --max-qps 2", &o) == 0);
+    CHECK_TRUE(o.max_qps == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -D 5 write_lat", &o) == 0);
+    CHECK_TRUE(parse("rf-bench --loopback -D 3 -f 1 write_imm_lat", &o) == 0);
+    CHECK_TRUE(o.duration_s == 3 && o.margin_s == 1);
 
     fprintf(stderr, "(usage errors expected below)\n");
     CHECK_TRUE(
@@ -261,15 +283,23 @@ static void test_perftest_opts(void)
     CHECK_TRUE(parse("rf-bench --loopback -i 0 read_lat", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -i 256 read_lat", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -x -1 read_lat", &o) == 2);
-    CHECK_TRUE(parse("rf-bench --loopback -q 2 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -q 2 read_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -q 2 write_lat", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -q 0 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -q 1025 write_bw", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -q 1000 -n 200000 write_bw", &o) ==
+               2); /* 2 x 10^8 operations */
+    CHECK_TRUE(parse("rf-bench --serve -q 2", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --serve --max-qps 0", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback --max-qps 2 write_bw", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -D 0 write_bw", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -D 4 write_bw", &o) == 2); /* 2x2 */
     CHECK_TRUE(parse("rf-bench --loopback -D 2 -f 1 write_bw", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -D 5 -a write_bw", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -D 5 -n 100 write_bw", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -D 5 -e write_bw", &o) == 2);
-    CHECK_TRUE(parse("rf-bench --loopback -D 5 write_lat", &o) == 2);
+    CHECK_TRUE(parse("rf-bench --loopback -D 4 write_lat", &o) == 2); /* 2x2 */
+    CHECK_TRUE(parse("rf-bench --loopback -D 5 -n 100 write_lat", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback -f 1 write_bw", &o) == 2);
     CHECK_TRUE(parse("rf-bench --loopback --report_gbits read_lat", &o) == 2);
     CHECK_TRUE(parse("rf-bench --serve -D 5", &o) == 2);

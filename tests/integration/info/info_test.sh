@@ -194,7 +194,7 @@ rxe)
     ;;
 rxe_bench)
     # in the rxe guest: rf-bench ($2) over verbs prints perftest's device
-    # banner, and -d/-i/-x choose the device, port and GID
+    # banner, and -d/-i/-x choose the device, port and GID; -D, -q
     BENCH=$INFO
     b() { env $(env | sed -n 's/^\(RF_[A-Z0-9_]*\)=.*/-u \1/p') \
         timeout -s KILL 120 "$BENCH" --loopback --provider verbs \
@@ -222,6 +222,15 @@ rxe_bench)
     has "Duration        : 5 s" "$OUT"
     has "t_avg[usec]    tps average" "$OUT"
     b -D 5 -f 1 -t 4 -s 1024 write_bw
+    rc_is 0
+    has "Duration        : 5 s" "$OUT"
+    # -q 2 on verbs: two QPs, -n per QP (as shallow, for the same reason)
+    b --json -q 2 -t 4 -s 1024 -n 200 write_bw
+    rc_is 0
+    has '"iterations":200,' "$OUT"
+    has '"qps":2,"operations":400,' "$OUT"
+    # -D on the write ping-pong
+    b -D 5 -f 1 write_lat
     rc_is 0
     has "Duration        : 5 s" "$OUT"
     ;;
