@@ -288,11 +288,26 @@ rf_status rf_ctr_spec_parse(const char *text, rf_ctr_spec *spec)
     return st;
 }
 
+/* The shortest of %.15g, %.16g, %.17g that reads back as x. */
+static void real_text(double x, char *out, size_t size)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(out, size, "%.*g", digits, x);
+        if (strtod(out, NULL) == x)
+            return;
+    }
+}
+
 rf_status rf_ctr_spec_format(const rf_ctr_spec *spec, char *buf, size_t size)
 {
     rf_status st = rf_ctr_spec_check(spec);
     if (st != RF_OK)
         return st;
+    char r[5][32];
+    real_text(spec->cat_scale, r[0], sizeof r[0]);
+    real_text(spec->tail_scale, r[1], sizeof r[1]);
+    real_text(spec->dense_scale, r[2], sizeof r[2]);
+    real_text(spec->bias, r[3], sizeof r[3]);
     size_t at = 0;
 #define PUT(...)                                                               \
     do {                                                                       \
@@ -304,13 +319,14 @@ rf_status rf_ctr_spec_format(const rf_ctr_spec *spec, char *buf, size_t size)
         PUT("%s%lld", f ? "," : "", (long long)spec->vocab[f]);
     if (spec->num_cat > 0) {
         PUT(";zipf=");
-        for (uint32_t f = 0; f < spec->num_cat; f++)
-            PUT("%s%.17g", f ? "," : "", spec->zipf[f]);
+        for (uint32_t f = 0; f < spec->num_cat; f++) {
+            real_text(spec->zipf[f], r[4], sizeof r[4]);
+            PUT("%s%s", f ? "," : "", r[4]);
+        }
     }
-    PUT(";dense=%u;head=%lld;scale=%.17g;tail=%.17g;dense_scale=%.17g;"
-        "bias=%.17g;train=%llu;test=%llu",
-        spec->num_dense, (long long)spec->head, spec->cat_scale,
-        spec->tail_scale, spec->dense_scale, spec->bias,
+    PUT(";dense=%u;head=%lld;scale=%s;tail=%s;dense_scale=%s;"
+        "bias=%s;train=%llu;test=%llu",
+        spec->num_dense, (long long)spec->head, r[0], r[1], r[2], r[3],
         (unsigned long long)spec->train_size,
         (unsigned long long)spec->test_size);
 #undef PUT

@@ -93,8 +93,9 @@ RF_API rf_status rf_ctr_spec_parse(const char *text, rf_ctr_spec *spec);
 RF_API rf_status rf_ctr_spec_check(const rf_ctr_spec *spec);
 
 /* Writes spec in the form rf_ctr_spec_parse reads (every field, so that
- * parsing it gives spec back; reals with 17 significant digits) to buf.
- * RF_ERR_INVALID_ARG if it does not fit in size bytes (1024 always do). */
+ * parsing it gives spec back; reals in the fewest of 15 to 17 significant
+ * digits that read back exactly) to buf. RF_ERR_INVALID_ARG if it does not fit
+ * in size bytes (1024 always do). */
 RF_API rf_status rf_ctr_spec_format(const rf_ctr_spec *spec, char *buf,
                                     size_t size);
 
