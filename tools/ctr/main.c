@@ -3,7 +3,7 @@
  * first N examples of a split (the click rate, the hidden model's AUC and
  * log loss, the base rate's log loss, and per categorical feature the
  * share of distinct ids among the N draws and the share of draws falling
- * on the top 10 and on the head ranks); with --dump, the examples as CSV
+ * on the top 10 and on the head ranks); with --dump N, N examples as CSV
  * (label, ids..., dense...). Exit 0, 1 if the data could not be made, 2
  * for a malformed command line or spec. */
 #include <math.h>
@@ -22,8 +22,8 @@
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: rf-ctr-data [--spec SPEC] [--split train|test] [--n N] "
-            "[--dump]\n"
+            "usage: rf-ctr-data [--spec SPEC] [--split train|test] "
+            "[--n N | --dump N]\n"
             "  --spec SPEC   the data set, fields NAME=VALUE separated by ';' "
             "over the\n"
             "                default, e.g. 'vocab=1000,1e7;zipf=1.1;dense=4;"
@@ -32,13 +32,12 @@ static void usage(FILE *to)
             "scale tail\n"
             "                dense_scale bias)\n"
             "  --split S     train or test (default test)\n"
-            "  --n N         examples to look at, from the split's first "
-            "(default\n"
-            "                100000 or the split's size if smaller; at most "
-            "10^7)\n"
-            "  --dump        print the N examples as CSV (label, ids, dense) "
-            "instead\n"
-            "                of the summary\n"
+            "  --n N         summarise the split's first N examples "
+            "(default 100000\n"
+            "                or the split's size if smaller; at most 10^7)\n"
+            "  --dump N      print the split's first N examples as CSV "
+            "(label, ids...,\n"
+            "                dense...) instead of a summary\n"
             "  --help        this text\n"
             "  --version     print the version and exit\n");
 }
@@ -195,8 +194,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "rf-ctr-data: %s\n", rf_error_message());
         return EXIT_USAGE;
     }
-    const char *spec_text = NULL, *split_text = NULL, *n_text = NULL;
-    int dump_mode = 0;
+    const char *spec_text = NULL, *split_text = NULL, *n_text = NULL,
+               *dump_text = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
@@ -207,11 +206,8 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--version") == 0) {
             printf("rf-ctr-data (rdmaflow) %s\n", rf_version());
             return 0;
-        } else if (strcmp(a, "--dump") == 0) {
-            if (dump_mode)
-                return bad_usage("--dump given twice");
-            dump_mode = 1;
-            continue;
+        } else if (strncmp(a, "--dump", 6) == 0 && (!a[6] || a[6] == '=')) {
+            slot = &dump_text, name = "--dump";
         } else if (strncmp(a, "--spec", 6) == 0 && (!a[6] || a[6] == '=')) {
             slot = &spec_text, name = "--spec";
         } else if (strncmp(a, "--split", 7) == 0 && (!a[7] || a[7] == '=')) {
@@ -242,20 +238,24 @@ int main(int argc, char **argv)
         else if (strcmp(split_text, "test") != 0)
             return bad_usage("--split: '%s' is not train or test", split_text);
     }
+    if (n_text && dump_text)
+        return bad_usage("--n and --dump both give the number of examples");
     uint64_t size = rf_ctr_split_size(&spec, split);
     uint64_t n = size < 100000 ? size : 100000;
-    if (n_text) {
+    const char *count = dump_text ? dump_text : n_text;
+    if (count) {
+        const char *flag = dump_text ? "--dump" : "--n";
         char *end;
-        if (!(*n_text >= '0' && *n_text <= '9'))
-            return bad_usage("--n: '%s' is not a positive integer", n_text);
-        unsigned long long v = strtoull(n_text, &end, 10);
+        if (!(*count >= '0' && *count <= '9'))
+            return bad_usage("%s: '%s' is not a positive integer", flag, count);
+        unsigned long long v = strtoull(count, &end, 10);
         if (*end || v == 0)
-            return bad_usage("--n: '%s' is not a positive integer", n_text);
+            return bad_usage("%s: '%s' is not a positive integer", flag, count);
         if (v > size || v > MAX_N)
-            return bad_usage("--n: %llu is more than the split's %llu "
+            return bad_usage("%s: %llu is more than the split's %llu "
                              "examples or 10^7",
-                             v, (unsigned long long)size);
+                             flag, v, (unsigned long long)size);
         n = v;
     }
-    return dump_mode ? dump(&spec, split, n) : summary(&spec, split, n);
+    return dump_text ? dump(&spec, split, n) : summary(&spec, split, n);
 }

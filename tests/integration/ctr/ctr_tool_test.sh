@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # tests/integration/ctr/ctr_tool_test.sh CASE RF_CTR_DATA SRC: one case of
 # rf-ctr-data (tools/ctr). summary: a small spec's summary, its click rate
-# and head shares recomputed from --dump's CSV; dump: the CSV's header and
-# shape, ids inside their vocabularies, the same rows twice; usage:
-# --version, --help, and malformed flags and specs exit 2 naming the flag
-# or field. Exit 0 = pass.
+# and distinct-id shares recomputed from --dump's CSV; dump: the CSV's
+# header and shape, ids inside their vocabularies, the same rows twice and
+# other rows for the other split; usage: --version, --help, and malformed
+# flags and specs exit 2 naming the flag or field. Exit 0 = pass.
 set -u
 CASE=$1
 TOOL=$2
@@ -33,7 +33,7 @@ summary)
     has "hidden model: AUC" "$OUT"
     # the click rate, from the CSV of the same examples
     cp "$OUT" "$TMP/summary"
-    run --spec "$SPEC" --n 3000 --dump
+    run --spec "$SPEC" --dump 3000
     rc_is 0
     want=$(awk -F, 'NR > 1 { c += $1 } END { printf "%.4f", c / (NR - 1) }' "$OUT")
     has "click rate: $want" "$TMP/summary"
@@ -58,7 +58,7 @@ summary)
     ok "summary"
     ;;
 dump)
-    run --spec "$SPEC" --n 200 --dump --split train
+    run --spec "$SPEC" --dump 200 --split train
     rc_is 0
     [[ $(head -1 "$OUT") == "label,id0,id1,dense0,dense1" ]] ||
         fail "header: $(head -1 "$OUT")"
@@ -68,9 +68,9 @@ dump)
                  print "bad row " NR ": " $0; bad = 1 }
              END { exit bad }' "$OUT" || fail "rows out of range"
     cp "$OUT" "$TMP/first"
-    run --spec "$SPEC" --n 200 --dump --split train
+    run --spec "$SPEC" --dump 200 --split train
     cmp -s "$OUT" "$TMP/first" || fail "two dumps differ"
-    run --spec "$SPEC" --n 200 --dump --split test
+    run --spec "$SPEC" --split=test --dump=200
     cmp -s "$OUT" "$TMP/first" && fail "train and test dumps are the same"
     ok "dump"
     ;;
@@ -101,7 +101,10 @@ unknown argument '--bogus'|--bogus
 --n: 'x' is not a positive integer|--n x
 --n: '0' is not a positive integer|--n 0
 --n: 3001 is more than the split's 3000|--spec 'test=3000' --n 3001
---dump given twice|--dump --dump
+--dump given twice|--dump 3 --dump 4
+--dump needs a value|--dump
+--dump: 'all' is not a positive integer|--dump all
+--n and --dump both give the number|--n 5 --dump 5
 CASES
     ok "usage"
     ;;
