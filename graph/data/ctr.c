@@ -125,12 +125,11 @@ uint64_t rf_ctr_split_size(const rf_ctr_spec *spec, rf_data_split split)
     return split == RF_DATA_TRAIN ? spec->train_size : spec->test_size;
 }
 
-static rf_status check_split(const rf_ctr_spec *spec, rf_data_split split)
+static rf_status check_split(rf_data_split split)
 {
     if (split != RF_DATA_TRAIN && split != RF_DATA_TEST)
         return rf_error_set(RF_ERR_INVALID_ARG, "ctr: unknown split %d",
                             (int)split);
-    (void)spec;
     return RF_OK;
 }
 
@@ -181,7 +180,7 @@ rf_status rf_ctr_example(const rf_ctr_spec *spec, rf_data_split split,
     ctr_prep p;
     rf_status st = prep_init(&p, spec);
     if (st == RF_OK)
-        st = check_split(spec, split);
+        st = check_split(split);
     if (st == RF_OK)
         st = check_outputs(spec, ids, dense, label, "rf_ctr_example");
     if (st != RF_OK)
@@ -203,7 +202,7 @@ rf_status rf_ctr_batch(const rf_ctr_spec *spec, rf_data_split split,
     ctr_prep p;
     rf_status st = prep_init(&p, spec);
     if (st == RF_OK)
-        st = check_split(spec, split);
+        st = check_split(split);
     if (st == RF_OK)
         st =
             check_outputs(spec, ids_out, dense_out, labels_out, "rf_ctr_batch");
@@ -281,7 +280,7 @@ rf_status rf_ctr_hidden_auc(const rf_ctr_spec *spec, rf_data_split split,
     ctr_prep p;
     rf_status st = prep_init(&p, spec);
     if (st == RF_OK)
-        st = check_split(spec, split);
+        st = check_split(split);
     if (st != RF_OK)
         return st;
     if (n == 0 || n > rf_ctr_split_size(spec, split))

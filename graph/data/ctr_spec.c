@@ -52,37 +52,26 @@ static int real_ok(double x, double lo, double hi)
 
 rf_status rf_ctr_spec_check(const rf_ctr_spec *spec)
 {
-    char v[64];
     if (!spec)
         return rf_error_set(RF_ERR_INVALID_ARG, "ctr spec: NULL");
-    if (spec->num_cat > RF_CTR_MAX_CAT) {
-        snprintf(v, sizeof v, "%u", spec->num_cat);
-        return bad("vocab",
-                   "%s features, at most "
-                   "32",
-                   v);
-    }
-    if (spec->num_dense > RF_CTR_MAX_DENSE) {
-        snprintf(v, sizeof v, "%u", spec->num_dense);
-        return bad("dense", "%s features, at most 64", v);
-    }
+    if (spec->num_cat > RF_CTR_MAX_CAT)
+        return bad("vocab", "%u features, at most %d", spec->num_cat,
+                   RF_CTR_MAX_CAT);
+    if (spec->num_dense > RF_CTR_MAX_DENSE)
+        return bad("dense", "%u features, at most %d", spec->num_dense,
+                   RF_CTR_MAX_DENSE);
     if (spec->num_cat + spec->num_dense == 0)
-        return bad("vocab", "%sno categorical and no dense features", "");
+        return bad("vocab", "no categorical and no dense features");
     for (uint32_t f = 0; f < spec->num_cat; f++) {
-        if (spec->vocab[f] < 1 || spec->vocab[f] > RF_CTR_MAX_VOCAB) {
-            snprintf(v, sizeof v, "%lld (feature %u)",
-                     (long long)spec->vocab[f], f);
-            return bad("vocab", "%s is outside [1, 1e9]", v);
-        }
-        if (!real_ok(spec->zipf[f], 0.0, 10.0) || spec->zipf[f] == 0.0) {
-            snprintf(v, sizeof v, "%g (feature %u)", spec->zipf[f], f);
-            return bad("zipf", "%s is outside (0, 10]", v);
-        }
+        if (spec->vocab[f] < 1 || spec->vocab[f] > RF_CTR_MAX_VOCAB)
+            return bad("vocab", "%lld (feature %u) is outside [1, 1e9]",
+                       (long long)spec->vocab[f], f);
+        if (!real_ok(spec->zipf[f], 0.0, 10.0) || spec->zipf[f] == 0.0)
+            return bad("zipf", "%g (feature %u) is outside (0, 10]",
+                       spec->zipf[f], f);
     }
-    if (spec->head < 0) {
-        snprintf(v, sizeof v, "%lld", (long long)spec->head);
-        return bad("head", "%s is negative", v);
-    }
+    if (spec->head < 0)
+        return bad("head", "%lld is negative", (long long)spec->head);
     const struct {
         const char *name;
         double x, lo, hi;
@@ -91,20 +80,17 @@ rf_status rf_ctr_spec_check(const rf_ctr_spec *spec)
                  {"dense_scale", spec->dense_scale, 0, 100},
                  {"bias", spec->bias, -100, 100}};
     for (size_t k = 0; k < sizeof reals / sizeof reals[0]; k++)
-        if (!real_ok(reals[k].x, reals[k].lo, reals[k].hi)) {
-            snprintf(v, sizeof v, "%g is outside [%g, %g]", reals[k].x,
-                     reals[k].lo, reals[k].hi);
-            return bad(reals[k].name, "%s", v);
-        }
+        if (!real_ok(reals[k].x, reals[k].lo, reals[k].hi))
+            return bad(reals[k].name, "%g is outside [%g, %g]", reals[k].x,
+                       reals[k].lo, reals[k].hi);
     const struct {
         const char *name;
         uint64_t n;
     } sizes[] = {{"train", spec->train_size}, {"test", spec->test_size}};
     for (size_t k = 0; k < 2; k++)
-        if (sizes[k].n < 1 || sizes[k].n > RF_CTR_MAX_SIZE) {
-            snprintf(v, sizeof v, "%llu", (unsigned long long)sizes[k].n);
-            return bad(sizes[k].name, "%s examples is outside [1, 2^40]", v);
-        }
+        if (sizes[k].n < 1 || sizes[k].n > RF_CTR_MAX_SIZE)
+            return bad(sizes[k].name, "%llu examples is outside [1, 2^40]",
+                       (unsigned long long)sizes[k].n);
     return RF_OK;
 }
 
@@ -114,7 +100,7 @@ static rf_status parse_uint(const char *field, const char *s, int allow_exp,
                             uint64_t max, uint64_t *out)
 {
     if (!*s)
-        return bad(field, "%sempty value", "");
+        return bad(field, "empty value");
     if (!isdigit((unsigned char)s[0]))
         return bad(field, "'%s' is not a non-negative integer", s);
     char *end;
@@ -141,7 +127,7 @@ static rf_status parse_real(const char *field, const char *s, double *out)
 {
     char *end;
     if (!*s)
-        return bad(field, "%sempty value", "");
+        return bad(field, "empty value");
     double d = strtod(s, &end);
     if (*end || !isfinite(d))
         return bad(field, "'%s' is not a finite number", s);
@@ -159,7 +145,7 @@ static rf_status split_list(const char *field, char *s, char **items,
     for (char *p = s;;) {
         char *comma = strchr(p, ',');
         if (*n == max)
-            return bad(field, "more than %s values", max == 32 ? "32" : "?");
+            return bad(field, "more than %zu values", max);
         if (comma)
             *comma = '\0';
         items[(*n)++] = p;
@@ -213,7 +199,7 @@ static rf_status parse_into(char *text, rf_ctr_spec *w)
                     st = parse_uint(tok, items[i], 1, RF_CTR_MAX_VOCAB, &u);
                     w->vocab[i] = (int64_t)u;
                     if (st == RF_OK && u < 1)
-                        st = bad(tok, "%s is outside [1, 1e9]", "0");
+                        st = bad(tok, "0 is outside [1, 1e9]");
                 } else {
                     st = parse_real(tok, items[i], &zipf[i]);
                     if (st == RF_OK && !(zipf[i] > 0 && zipf[i] <= 10))
@@ -223,7 +209,7 @@ static rf_status parse_into(char *text, rf_ctr_spec *w)
             if (k == 0)
                 w->num_cat = (uint32_t)n;
             else if (n == 0 && st == RF_OK)
-                st = bad(tok, "%sno exponent", "");
+                st = bad(tok, "no exponent");
             else
                 nzipf = n;
             break;
@@ -243,7 +229,7 @@ static rf_status parse_into(char *text, rf_ctr_spec *w)
         case 6:
             st = parse_uint(tok, val, 1, RF_CTR_MAX_SIZE, &u);
             if (st == RF_OK && u == 0)
-                st = bad(tok, "%s examples", "0");
+                st = bad(tok, "0 examples");
             *(k == 5 ? &w->train_size : &w->test_size) = u;
             break;
         default:
@@ -261,10 +247,10 @@ static rf_status parse_into(char *text, rf_ctr_spec *w)
             w->zipf[f] = zipf[0];
     } else if (nzipf > 1) {
         if (nzipf != w->num_cat) {
-            char v[64];
-            snprintf(v, sizeof v, "%zu exponents for %u vocabularies", nzipf,
-                     w->num_cat);
-            return bad("zipf", "%s (give one, or one per vocabulary)", v);
+            return bad("zipf",
+                       "%zu exponents for %u vocabularies (give one, or one "
+                       "per vocabulary)",
+                       nzipf, w->num_cat);
         }
         for (size_t f = 0; f < nzipf; f++)
             w->zipf[f] = zipf[f];

@@ -40,7 +40,11 @@
  * generates any example, in any order, without files, and the two splits'
  * streams are disjoint. The Bayes-optimal score of an example is its p, so
  * the hidden model's AUC and log loss (rf_ctr_hidden_auc) are the best a
- * model can reach. */
+ * model can reach.
+ *
+ * Nothing here keeps state: every function may be called from any thread.
+ * Each call checks the spec and sets up its samplers, so rf_ctr_batch (one
+ * set-up per batch) is the way to make many examples. */
 #ifndef RDMAFLOW_CTR_DATA_H
 #define RDMAFLOW_CTR_DATA_H
 
