@@ -51,6 +51,11 @@ uint32_t rf_rng_below(rf_rng *r, uint32_t bound)
     return (uint32_t)(m >> 32);
 }
 
+double rf_rng_unit(rf_rng *r)
+{
+    return (double)(rf_rng_next(r) >> 11) * 0x1p-53;
+}
+
 void rf_rng_shuffle(rf_rng *r, uint32_t *a, size_t n)
 {
     for (size_t i = n; i > 1; i--) {

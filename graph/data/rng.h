@@ -29,6 +29,9 @@ uint64_t rf_rng_next(rf_rng *r);
  * multiply-and-reject on the high 32 bits of each output). */
 uint32_t rf_rng_below(rf_rng *r, uint32_t bound);
 
+/* Uniform double in [0, 1): the top 53 bits of one output times 2^-53. */
+double rf_rng_unit(rf_rng *r);
+
 /* Fisher-Yates: for i = n-1 down to 1, swap a[i] with a[rf_rng_below(i+1)]. */
 void rf_rng_shuffle(rf_rng *r, uint32_t *a, size_t n);
 

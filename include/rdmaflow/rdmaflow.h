@@ -10,7 +10,8 @@
  *   ps       ps.h (ps server and worker client)
  *   cluster  cluster.h (ClusterSpec from flags or TF_CONFIG)
  *   graph    graph.h, device.h (device strings, replica_device_setter),
- *            data.h (datasets)
+ *            data.h (datasets), ctr_data.h (synthetic click-through data,
+ *            AUC and log loss)
  *   session  session.h (tf.train.Server and the worker's session),
  *            checkpoint.h (checkpoint files) */
 #ifndef RDMAFLOW_RDMAFLOW_H
@@ -21,6 +22,7 @@
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/cluster.h"
+#include "rdmaflow/ctr_data.h"
 #include "rdmaflow/data.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/env.h"
