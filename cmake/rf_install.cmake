@@ -52,13 +52,14 @@ install(FILES ${PROJECT_BINARY_DIR}/rdmaflowConfig.cmake
 
 # The tools and one line for each man page's NAME section.
 set(RF_INSTALLED_TOOLS rf-trainer rf-launch rf-ckpt rf-fabric-demo
-    rf-example-trainer rf-bench rf-info)
+    rf-example-trainer rf-bench rf-info rf-ctr-data)
 set(RF_MAN_rf-trainer "train a model on Fashion-MNIST, in this process or as one task of a ps/worker cluster")
 set(RF_MAN_rf-launch "run a whole ps/worker cluster on this machine")
 set(RF_MAN_rf-ckpt "list, verify and compare rdmaflow checkpoints")
 set(RF_MAN_rf-fabric-demo "one-sided RDMA operations between two processes over an rdmaflow fabric provider")
 set(RF_MAN_rf-example-trainer "the classic distributed TensorFlow example trainer, in C on rdmaflow")
 set(RF_MAN_rf-info "the fabric providers, RDMA devices, the provider chosen for an address, and every RF_ setting")
+set(RF_MAN_rf-ctr-data "summarise or dump rdmaflow's synthetic click-through data set")
 set(RF_MAN_rf-plot "plot an rdmaflow run's metrics files with gnuplot")
 set(RF_MAN_rf-trace-plot "draw one training step across the tasks of a merged rdmaflow trace")
 set(RF_MAN_rf-bench "latency and bandwidth of rdmaflow's fabric operations, in the manner of perftest")
