@@ -6,20 +6,9 @@
  * correctly rounded IEEE operations (sqrtf included), so the result does not
  * depend on vectorisation or the machine. Not bitwise TF: Eigen's rsqrt and
  * its packet math may round differently. */
-#include <float.h>
 #include <math.h>
 
-#include "optim/kernels.h"
-
-/* Determinism: float expressions must be evaluated in float (SSE, not x87)
- * and never fused into FMAs. GCC in ISO C mode (-std=c11) does not contract;
- * clang honours the standard pragma. */
-#if FLT_EVAL_METHOD != 0
-#error "optim kernels need FLT_EVAL_METHOD == 0 for reproducible results"
-#endif
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "optim/kernels.h" /* also the determinism checks */
 
 void rf_kernel_sgd(float *restrict var, const float *restrict grad, size_t n,
                    float lr)
@@ -71,7 +60,7 @@ void rf_kernel_adam(float *restrict var, float *restrict m, float *restrict v,
      * m += (grad - m) * (1 - beta1)
      * v += (grad.square() - v) * (1 - beta2)
      * var -= (m * alpha) / (v.sqrt() + epsilon) */
-    const float alpha = lr * sqrtf(1.0f - beta2_power) / (1.0f - beta1_power);
+    const float alpha = rf_adam_alpha(lr, beta1_power, beta2_power);
     const float one_minus_beta1 = 1.0f - beta1;
     const float one_minus_beta2 = 1.0f - beta2;
     for (size_t i = 0; i < n; i++) {
@@ -80,7 +69,7 @@ void rf_kernel_adam(float *restrict var, float *restrict m, float *restrict v,
         float vi = v[i] + (g * g - v[i]) * one_minus_beta2;
         m[i] = mi;
         v[i] = vi;
-        var[i] = var[i] - (mi * alpha) / (sqrtf(vi) + epsilon);
+        var[i] = rf_adam_var_step(var[i], mi, vi, alpha, epsilon);
     }
 }
 

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rdmaflow/status.h"
 
@@ -162,6 +163,70 @@ RF_API rf_status rf_optim_finish_step(const rf_optim_config *cfg,
 RF_API rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
                                 float *const *slots, const float *grad,
                                 size_t n, const rf_optim_scalars *scalars);
+
+/* ---- Sparse updates (embedding tables) -------------------------------- */
+
+/* TF's _deduplicate_indexed_slices (optimizer.py): the unique indices of
+ * indices[0..n) in order of first appearance (array_ops.unique), and for each
+ * the sum of its rows of grad ([n, width] row-major) in order of appearance
+ * (unsorted_segment_sum: the row starts at +0.0f and each row of grad is
+ * added to it in turn, in float). Entries with index -1 are not part of the
+ * variable (a part of a partitioned variable that another part's ids share
+ * the tensor with) and are dropped. Writes *out_n unique indices to
+ * out_indices and their summed rows to out_grad ([*out_n, width]); scratch
+ * holds rf_optim_dedup_scratch_bytes(n) bytes, aligned for a size_t (an
+ * open-addressing table: O(n) expected); allocates nothing. out_indices may
+ * be indices and out_grad may be grad (deduplication in place); otherwise
+ * no two arrays may overlap. grad and out_grad may be NULL when width is 0.
+ * Any index < -1 is RF_ERR_INVALID_ARG naming its position and value, with
+ * nothing written. */
+RF_API size_t rf_optim_dedup_scratch_bytes(size_t n);
+RF_API rf_status rf_optim_dedup(const int64_t *indices, size_t n,
+                                const float *grad, size_t width, void *scratch,
+                                int64_t *out_indices, float *out_grad,
+                                size_t *out_n);
+
+/* A sparse update of var ([rows, width] row-major) with the rows
+ * grad[0..n) ([n, width]) for the rows indices[0..n), exactly as TF 1.x's
+ * kernels do it: indices are applied in order, one after another (a repeated
+ * index is updated twice, as the SparseApply* kernels and ScatterSub do;
+ * optimizers deduplicate first with rf_optim_dedup, except SGD, whose
+ * _apply_sparse_duplicate_indices does not). Index -1 is skipped (see
+ * rf_optim_dedup); any other index outside [0, rows) is RF_ERR_INVALID_ARG
+ * (TF's InvalidArgument "Index ... at offset ... in indices is out of range")
+ * naming the position, the index and rows, with nothing updated (all indices
+ * are checked before anything is touched). slots as rf_optim_apply (each
+ * [rows, width]); scalars required for adam. width must be > 0 (TF's "Inner
+ * dimension should be greater than zero"). The float operation order is that
+ * of TF's sparse kernels, which is not always the dense one's:
+ *   sgd       var[i] -= grad * lr                (ScatterSub of grad*lr)
+ *   momentum  SparseApplyMomentum: accum = accum * momentum + grad;
+ *             var -= lr * accum, or with use_nesterov
+ *             var -= lr * grad + (lr * momentum) * accum
+ *   adagrad   SparseApplyAdagrad: accum += grad^2;
+ *             var -= lr * grad * (1 / sqrt(accum)) (width > 1), or
+ *             var -= lr * grad / sqrt(accum)      (width 1: TF's scalar path)
+ *   rmsprop   SparseApplyRMSProp: ms = ms * decay + grad^2 * (1 - decay);
+ *             [centered, SparseApplyCenteredRMSProp:
+ *              mg = mg * decay + grad * (1 - decay);
+ *              denom = (ms + epsilon) - mg^2, else denom = ms + epsilon]
+ *             mom = mom * momentum + (1 / sqrt(denom)) * lr * grad;
+ *             var -= mom
+ *   adam      AdamOptimizer._apply_sparse_shared (TF 1.x): m = m * beta1 and
+ *             v = v * beta2 over ALL rows, scatter_add of grad * (1 - beta1)
+ *             and (grad * grad) * (1 - beta2) into the rows, then
+ *             var -= lr_t * m / (sqrt(v) + epsilon) over ALL rows (TF 1.x's
+ *             rule: every row moves), lr_t as rf_optim_apply's; so n = 0
+ *             still decays and moves every row
+ * Where the formulas agree (sgd; momentum without Nesterov; adagrad with
+ * width > 1; adam's var step), a sparse apply touching every row once in
+ * order gives bitwise rf_optim_apply's result. NULL arrays with a non-zero
+ * size, overlapping arrays or an invalid config are RF_ERR_INVALID_ARG. */
+RF_API rf_status rf_optim_apply_sparse(const rf_optim_config *cfg, float *var,
+                                       float *const *slots, size_t rows,
+                                       size_t width, const int64_t *indices,
+                                       size_t n, const float *grad,
+                                       const rf_optim_scalars *scalars);
 
 #ifdef __cplusplus
 }
