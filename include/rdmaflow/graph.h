@@ -516,7 +516,12 @@ RF_API void rf_variable_mark_initialized(rf_node *var, bool initialized);
 /* tf.gradients(loss, xs): adds the gradient subgraph under name scope
  * "gradients" and writes d(sum of loss)/d(xs[i]) to grads_out[i], or NULL
  * where loss does not depend on xs[i] (TF's None). Partial gradients of a
- * node used several times are summed with AddN in a fixed order. */
+ * node used several times are summed with AddN in a fixed order. A
+ * variable read only through Gather/embedding_lookup gets an IndexedSlices
+ * (several: one of their concatenated indices and values, as TF's
+ * _AggregatedGrads); read densely too, its sparse partials are densified
+ * and added (TF would make IndexedSlices of the dense ones instead: the
+ * same sum in another rounding order). */
 RF_API rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs,
                               size_t n, rf_node **grads_out);
 
