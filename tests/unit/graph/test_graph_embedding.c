@@ -643,6 +643,80 @@ static void check_optimizers(void)
     }
 }
 
+/* One plan fed id batches of changing sizes (the sparse apply's scratch
+ * follows the layout). loss = sum(lookup), so every entry's gradient row is
+ * ones: TF's ScatterSub (sgd) subtracts lr once per occurrence, in order;
+ * Adagrad (after _deduplicate_indexed_slices) sees count(id) once:
+ * accum += count^2, var -= lr * count / sqrt(accum). References in double
+ * (sgd: float, step by step, as ScatterSub's float ops). */
+static void check_changing_batches(void)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        rf_optim_config cfg;
+        CHECK_OK(
+            rf_optim_defaults(kind ? RF_OPTIM_ADAGRAD : RF_OPTIM_SGD, &cfg));
+        cfg.learning_rate = 0.25f;
+        rf_graph *g;
+        CHECK_OK(rf_graph_create(&g));
+        rf_node *parts[2];
+        make_parts(g, 7, 2, parts);
+        rf_node *ph = rf_placeholder(g, RF_I64, RF_SHAPE(-1), "ids");
+        rf_node *y = rf_embedding_lookup(g, parts, 2, ph, "mod", NULL);
+        rf_node *loss = rf_reduce_sum(g, y, NULL, 0, false, "loss");
+        rf_node *train = NULL;
+        CHECK_OK(rf_minimize(g, &cfg, loss, NULL, &train));
+        CHECK_OK(rf_graph_initialize_variables(g));
+        double ref[7][D], acc[7][D];
+        float ref32[7][D];
+        for (int64_t id = 0; id < 7; id++)
+            for (int j = 0; j < D; j++) {
+                float *r =
+                    (float *)rf_variable_data(parts[id % 2]) + (id / 2) * D + j;
+                *r = (float)(0.1 * (double)(id * D + j) - 1.0);
+                ref[id][j] = ref32[id][j] = *r;
+                acc[id][j] = cfg.initial_accumulator_value;
+            }
+        rf_plan *p = NULL;
+        CHECK_OK(rf_plan_create(ex, g, NULL, 0, &ph, 1, &train, 1, &p));
+        static const int64_t batch[3][12] = {
+            {0, 3, 3, 6, 1, 0, 3, 5},
+            {2, 2, 2},
+            {6, 5, 4, 3, 2, 1, 0, 0, 1, 2, 3, 6}};
+        static const int64_t sizes[3] = {8, 3, 12};
+        for (int b = 0; b < 3; b++) {
+            rf_tensor f =
+                rf_tensor_make(RF_I64, RF_SHAPE(sizes[b]), (void *)batch[b]);
+            CHECK_OK(rf_plan_run(p, &f, NULL));
+            int count[7] = {0};
+            for (int64_t i = 0; i < sizes[b]; i++) {
+                count[batch[b][i]]++;
+                for (int j = 0; !kind && j < D; j++)
+                    ref32[batch[b][i]][j] -= 1.0f * cfg.learning_rate;
+            }
+            for (int64_t id = 0; id < 7; id++)
+                for (int j = 0; j < D; j++) {
+                    float got = ((float *)rf_variable_data(
+                        parts[id % 2]))[(id / 2) * D + j];
+                    if (!kind) {
+                        CHECK(got == ref32[id][j],
+                              "sgd batch %d id %lld: %.9g, want %.9g", b,
+                              (long long)id, got, ref32[id][j]);
+                        continue;
+                    }
+                    if (count[id]) {
+                        acc[id][j] += (double)count[id] * count[id];
+                        ref[id][j] -=
+                            cfg.learning_rate * count[id] / sqrt(acc[id][j]);
+                    }
+                    CHECK_NEAR(got, ref[id][j], 1e-6, 1e-6,
+                               "adagrad batch %d id %lld", b, (long long)id);
+                }
+        }
+        rf_plan_destroy(p);
+        rf_graph_destroy(g);
+    }
+}
+
 /* A table on the ps read by embedding_lookup: the session refuses it (the
  * same model read densely is accepted). */
 static void check_ps_refusal(void)
@@ -715,8 +789,11 @@ int main(void)
     check_bad_ids();
     check_gradients();
     check_optimizers();
+    check_changing_batches();
     check_ps_refusal();
     rf_executor_destroy(ex);
     printf("graph embedding: ok\n");
     return 0;
 }
+const float *row = (float *)rf_variable_data(parts[id % 2]) + (id / 2) * D;
+float got = row[j]
