@@ -695,8 +695,9 @@ static void check_changing_batches(void)
             }
             for (int64_t id = 0; id < 7; id++)
                 for (int j = 0; j < D; j++) {
-                    float got = ((float *)rf_variable_data(
-                        parts[id % 2]))[(id / 2) * D + j];
+                    const float *row =
+                        (float *)rf_variable_data(parts[id % 2]) + (id / 2) * D;
+                    float got = row[j];
                     if (!kind) {
                         CHECK(got == ref32[id][j],
                               "sgd batch %d id %lld: %.9g, want %.9g", b,
@@ -795,5 +796,3 @@ int main(void)
     printf("graph embedding: ok\n");
     return 0;
 }
-const float *row = (float *)rf_variable_data(parts[id % 2]) + (id / 2) * D;
-float got = row[j]
