@@ -23,6 +23,9 @@ static const char *apply_op_name(const rf_optim_config *cfg)
         return "ApplyAdam";
     case RF_OPTIM_RMSPROP:
         return cfg->centered ? "ApplyCenteredRMSProp" : "ApplyRMSProp";
+    case RF_OPTIM_FTRL: /* ftrl.py's _apply_dense */
+        return cfg->l2_shrinkage_regularization_strength > 0.0f ? "ApplyFtrlV2"
+                                                                : "ApplyFtrl";
     }
     return "ApplyOptimizer";
 }

@@ -78,6 +78,14 @@ rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
                               cfg->learning_rate, cfg->decay, cfg->momentum,
                               cfg->epsilon);
         break;
+    case RF_OPTIM_FTRL:
+        /* slot order (TF's creation order): accum, linear */
+        rf_kernel_ftrl(var, slots[0], slots[1], grad, n, cfg->learning_rate,
+                       cfg->learning_rate_power,
+                       cfg->l1_regularization_strength,
+                       cfg->l2_regularization_strength,
+                       cfg->l2_shrinkage_regularization_strength);
+        break;
     }
     rf_flush_denormals_end(fp);
     return RF_OK;

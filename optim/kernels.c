@@ -1,6 +1,7 @@
 /* optim/kernels.c: TensorFlow 1.x's dense update rules (the CPU functors
  * ApplyGradientDescent, ApplyMomentum, ApplyAdagrad, ApplyAdamNonCuda,
- * ApplyRMSProp and ApplyCenteredRMSProp of core/kernels/training_ops.cc) as
+ * ApplyRMSProp, ApplyCenteredRMSProp, ApplyFtrl and ApplyFtrlV2 of
+ * core/kernels/training_ops.cc) as
  * plain loops over floats. Each expression keeps the operand order of TF's
  * Eigen expression; every element is computed independently in float with
  * correctly rounded IEEE operations (sqrtf included), so the result does not
@@ -113,5 +114,38 @@ void rf_kernel_centered_rmsprop(float *restrict var, float *restrict mg,
         mg[i] = a;
         mom[i] = mo;
         var[i] = var[i] - mo;
+    }
+}
+
+void rf_kernel_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, const float *restrict grad,
+                    size_t n, float lr, float lr_power, float l1, float l2,
+                    float l2_shrinkage)
+{
+    /* [V2: grad_with_shrinkage = grad + 2 * l2_shrinkage * var]
+     * new_accum = accum + grad * grad
+     * linear += grad_with_shrinkage
+     *           - (new_accum^p - accum^p) / lr * var   (p = -lr_power)
+     * x = l1 * sign(linear) - linear
+     * y = new_accum^p / lr + 2 * l2
+     * var = |linear| > l1 ? x / y : 0
+     * accum += grad * grad */
+    const bool v2 = l2_shrinkage > 0.0f; /* ftrl.py: apply_ftrl_v2 */
+    const float two_shrinkage = 2.0f * l2_shrinkage;
+    const float two_l2 = 2.0f * l2;
+    for (size_t i = 0; i < n; i++) {
+        const float g = grad[i], v = var[i], a = accum[i];
+        const float g_lin = v2 ? g + two_shrinkage * v : g;
+        const float new_a = a + g * g;
+        const float new_pow = rf_ftrl_power(new_a, lr_power);
+        const float l =
+            linear[i] +
+            (g_lin - (new_pow - rf_ftrl_power(a, lr_power)) / lr * v);
+        const float sign = l > 0.0f ? 1.0f : l < 0.0f ? -1.0f : 0.0f;
+        const float x = l1 * sign - l;
+        const float y = new_pow / lr + two_l2;
+        linear[i] = l;
+        var[i] = fabsf(l) > l1 ? x / y : 0.0f;
+        accum[i] = new_a;
     }
 }

@@ -18,6 +18,11 @@
  * that includes this header). */
 #if FLT_EVAL_METHOD != 0
 #error "optim kernels need FLT_EVAL_METHOD == 0 for reproducible results"
+/* ApplyFtrl, or ApplyFtrlV2 when l2_shrinkage > 0. */
+void rf_kernel_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, const float *restrict grad,
+                    size_t n, float lr, float lr_power, float l1, float l2,
+                    float l2_shrinkage);
 
 /* ---- Sparse loops (optim/kernels_sparse.c) ------------------------------ */
 
@@ -44,6 +49,11 @@ void rf_sparse_centered_rmsprop(float *restrict var, float *restrict mg,
                                 size_t width, const int64_t *restrict indices,
                                 size_t n, const float *restrict grad, float lr,
                                 float rho, float momentum, float epsilon);
+void rf_sparse_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, size_t width,
+                    const int64_t *restrict indices, size_t n,
+                    const float *restrict grad, float lr, float lr_power,
+                    float l1, float l2, float l2_shrinkage);
 /* Adam decays and moves all rows ([rows, width]), not only the indexed. */
 void rf_sparse_adam(float *restrict var, float *restrict m, float *restrict v,
                     size_t rows, size_t width, const int64_t *restrict indices,
@@ -54,6 +64,11 @@ void rf_sparse_adam(float *restrict var, float *restrict m, float *restrict v,
 #endif
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
+/* ApplyFtrl, or ApplyFtrlV2 when l2_shrinkage > 0. */
+void rf_kernel_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, const float *restrict grad,
+                    size_t n, float lr, float lr_power, float l1, float l2,
+                    float l2_shrinkage);
 
 /* ---- Sparse loops (optim/kernels_sparse.c) ------------------------------ */
 
@@ -80,6 +95,11 @@ void rf_sparse_centered_rmsprop(float *restrict var, float *restrict mg,
                                 size_t width, const int64_t *restrict indices,
                                 size_t n, const float *restrict grad, float lr,
                                 float rho, float momentum, float epsilon);
+void rf_sparse_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, size_t width,
+                    const int64_t *restrict indices, size_t n,
+                    const float *restrict grad, float lr, float lr_power,
+                    float l1, float l2, float l2_shrinkage);
 /* Adam decays and moves all rows ([rows, width]), not only the indexed. */
 void rf_sparse_adam(float *restrict var, float *restrict m, float *restrict v,
                     size_t rows, size_t width, const int64_t *restrict indices,
@@ -108,6 +128,13 @@ static inline float rf_adam_var_step(float var, float m, float v, float alpha,
     return var - (m * alpha) / (sqrtf(v) + epsilon);
 }
 
+/* FTRL's accumulator power accum^(-lr_power): sqrtf for TF's special case
+ * lr_power == -0.5, powf otherwise (Eigen's pow on float). */
+static inline float rf_ftrl_power(float accum, float lr_power)
+{
+    return lr_power == -0.5f ? sqrtf(accum) : powf(accum, -lr_power);
+}
+
 /* ---- Dense loops (optim/kernels.c) -------------------------------------- */
 
 void rf_kernel_sgd(float *restrict var, const float *restrict grad, size_t n,
@@ -129,6 +156,11 @@ void rf_kernel_centered_rmsprop(float *restrict var, float *restrict mg,
                                 float *restrict ms, float *restrict mom,
                                 const float *restrict grad, size_t n, float lr,
                                 float rho, float momentum, float epsilon);
+/* ApplyFtrl, or ApplyFtrlV2 when l2_shrinkage > 0. */
+void rf_kernel_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, const float *restrict grad,
+                    size_t n, float lr, float lr_power, float l1, float l2,
+                    float l2_shrinkage);
 
 /* ---- Sparse loops (optim/kernels_sparse.c) ------------------------------ */
 
@@ -155,6 +187,11 @@ void rf_sparse_centered_rmsprop(float *restrict var, float *restrict mg,
                                 size_t width, const int64_t *restrict indices,
                                 size_t n, const float *restrict grad, float lr,
                                 float rho, float momentum, float epsilon);
+void rf_sparse_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, size_t width,
+                    const int64_t *restrict indices, size_t n,
+                    const float *restrict grad, float lr, float lr_power,
+                    float l1, float l2, float l2_shrinkage);
 /* Adam decays and moves all rows ([rows, width]), not only the indexed. */
 void rf_sparse_adam(float *restrict var, float *restrict m, float *restrict v,
                     size_t rows, size_t width, const int64_t *restrict indices,

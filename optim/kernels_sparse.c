@@ -1,13 +1,15 @@
 /* optim/kernels_sparse.c: TensorFlow 1.x's sparse update rules, the CPU
- * kernels SparseApplyMomentum, SparseApplyAdagrad, SparseApplyRMSProp and
- * SparseApplyCenteredRMSProp of core/kernels/training_ops.cc, the ScatterSub
+ * kernels SparseApplyMomentum, SparseApplyAdagrad, SparseApplyRMSProp,
+ * SparseApplyCenteredRMSProp and SparseApplyFtrl(V2) of
+ * core/kernels/training_ops.cc, the ScatterSub
  * of GradientDescentOptimizer._apply_sparse_duplicate_indices and the
  * assign/scatter_add sequence of AdamOptimizer._apply_sparse_shared, as plain
  * loops over the indexed rows. Entries are applied in order, one after
  * another, so a repeated index is updated twice as TF does. Where TF's sparse
  * expression is its dense one, the row goes through the dense loop of
  * optim/kernels.c (one copy of each formula); where TF writes it differently
- * (Nesterov momentum, Adagrad's scalar path, RMSProp), the operand order here
+ * (Nesterov momentum, Adagrad's and FTRL's scalar paths, RMSProp), the
+ * operand order here
  * is the sparse kernel's own. */
 #include <math.h>
 
@@ -129,6 +131,53 @@ void rf_sparse_centered_rmsprop(float *restrict var, float *restrict mg,
             mo[j] = mj;
             v[j] = v[j] - mj;
         }
+    }
+}
+
+void rf_sparse_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, size_t width,
+                    const int64_t *restrict indices, size_t n,
+                    const float *restrict grad, float lr, float lr_power,
+                    float l1, float l2, float l2_shrinkage)
+{
+    const bool v2 = l2_shrinkage > 0.0f; /* ftrl.py: sparse_apply_ftrl_v2 */
+    const float two_shrinkage = 2.0f * l2_shrinkage;
+    const float two_l2 = 2.0f * l2;
+    for (size_t i = 0; i < n; i++) {
+        if (indices[i] < 0)
+            continue;
+        const size_t row = (size_t)indices[i] * width;
+        if (width > 1) {
+            /* TF's Eigen path (COMPUTE_FTRL) is ApplyFtrl's expression but
+             * for var = (clamp(linear, -l1, l1) - linear) / y in place of
+             * the select, the same floats for any finite linear (only a NaN
+             * linear gives NaN there and 0 here) */
+            rf_kernel_ftrl(var + row, accum + row, linear + row,
+                           grad + i * width, width, lr, lr_power, l1, l2,
+                           l2_shrinkage);
+            continue;
+        }
+        /* TF's inner_dim == 1 path:
+         * g = grad [V2: grad + 2 * l2_shrinkage * var]
+         * updated_a = a + grad * grad
+         * sigma = (pow(updated_a, p) - pow(a, p)) / lr  (pow even for 0.5)
+         * updated_l = l + g - sigma * var
+         * var = FtrlCompute: (clamp(updated_l, -l1, l1) - updated_l) /
+         *       (updated_a^p / lr + 2 * l2)  (sqrt there when p = 0.5) */
+        const float gr = grad[i], v = var[row], a = accum[row];
+        const float g = v2 ? gr + two_shrinkage * v : gr;
+        const float updated_a = a + gr * gr;
+        float sigma = powf(updated_a, -lr_power) - powf(a, -lr_power);
+        sigma = sigma / lr;
+        const float updated_l = linear[row] + g - sigma * v;
+        const float quadratic =
+            rf_ftrl_power(updated_a, lr_power) / lr + two_l2;
+        /* std::max(std::min(updated_l, l1), -l1), zeros' signs included */
+        const float lo = l1 < updated_l ? l1 : updated_l;
+        const float adjust = lo < -l1 ? -l1 : lo;
+        var[row] = (adjust - updated_l) / quadratic;
+        accum[row] = updated_a;
+        linear[row] = updated_l;
     }
 }
 

@@ -26,9 +26,10 @@ typedef enum rf_optimizer_kind {
     RF_OPTIM_ADAGRAD,  /* AdagradOptimizer */
     RF_OPTIM_ADAM,     /* AdamOptimizer */
     RF_OPTIM_RMSPROP,  /* RMSPropOptimizer (optionally centered) */
+    RF_OPTIM_FTRL,     /* FtrlOptimizer (optionally with L2 shrinkage) */
 } rf_optimizer_kind;
 
-#define RF_OPTIM_KIND_COUNT 5
+#define RF_OPTIM_KIND_COUNT 6
 
 /* Hyper-parameters. Each kind reads only its own fields; the others are
  * ignored (and left at their defaults). Values are float because TensorFlow
@@ -38,11 +39,15 @@ typedef struct rf_optim_config {
     float learning_rate;             /* all kinds */
     float momentum;                  /* MOMENTUM, RMSPROP */
     bool use_nesterov;               /* MOMENTUM */
-    float initial_accumulator_value; /* ADAGRAD */
+    float initial_accumulator_value; /* ADAGRAD, FTRL */
     float beta1, beta2;              /* ADAM */
     float epsilon;                   /* ADAM, RMSPROP */
     float decay;                     /* RMSPROP (the kernel's rho) */
     bool centered;                   /* RMSPROP */
+    float learning_rate_power;       /* FTRL */
+    float l1_regularization_strength;           /* FTRL */
+    float l2_regularization_strength;           /* FTRL */
+    float l2_shrinkage_regularization_strength; /* FTRL (> 0: ApplyFtrlV2) */
 } rf_optim_config;
 
 /* TensorFlow's defaults for kind:
@@ -52,6 +57,10 @@ typedef struct rf_optim_config {
  *   adam      learning_rate 0.001, beta1 0.9, beta2 0.999, epsilon 1e-8
  *   rmsprop   learning_rate required, decay 0.9, momentum 0.0,
  *             epsilon 1e-10, centered false
+ *   ftrl      learning_rate required, learning_rate_power -0.5,
+ *             initial_accumulator_value 0.1, l1_regularization_strength 0,
+ *             l2_regularization_strength 0,
+ *             l2_shrinkage_regularization_strength 0
  * A value TensorFlow requires (it has no default) is set to NaN and
  * rf_optim_validate() rejects it until the caller sets it. Returns
  * RF_ERR_INVALID_ARG for an unknown kind or a NULL cfg. */
@@ -61,11 +70,15 @@ RF_API rf_status rf_optim_defaults(rf_optimizer_kind kind,
 /* Checks that every hyper-parameter the kind uses is set and in range:
  * learning_rate finite and >= 0; momentum in [0, 1]; beta1, beta2 in [0, 1);
  * epsilon finite and >= 0; decay in [0, 1]; initial_accumulator_value finite
- * and > 0 (TensorFlow's own ValueError). RF_ERR_INVALID_ARG with a message
- * naming the optimizer and the field otherwise. */
+ * and > 0 (TensorFlow's own ValueError); for ftrl learning_rate > 0 (the
+ * kernel's "lr is not a positive scalar"), learning_rate_power finite and
+ * <= 0, the three regularization strengths finite and >= 0 (FtrlOptimizer's
+ * ValueErrors). RF_ERR_INVALID_ARG with a message naming the optimizer and
+ * the field otherwise. */
 RF_API rf_status rf_optim_validate(const rf_optim_config *cfg);
 
-/* "sgd", "momentum", "adagrad", "adam", "rmsprop"; "unknown" otherwise. */
+/* "sgd", "momentum", "adagrad", "adam", "rmsprop", "ftrl"; "unknown"
+ * otherwise. */
 RF_API const char *rf_optim_kind_name(rf_optimizer_kind kind);
 
 /* Parses a --optimizer value (exactly one of the names above, case
@@ -95,9 +108,10 @@ typedef struct rf_optim_slot_info {
  *   adagrad   "accumulator" = initial_accumulator_value
  *   adam      "m" = 0, "v" = 0
  *   rmsprop   "rms" = 1.0, then "mg" = 0 only when centered, "momentum" = 0
+ *   ftrl      "accum" = initial_accumulator_value, "linear" = 0
  * TensorFlow 1.x checkpoints name slot i of variable V "V/<Name>" for i = 0
  * and "V/<Name>_<i>" after, with <Name> the optimizer name ("Momentum",
- * "Adagrad", "Adam", "RMSProp"). */
+ * "Adagrad", "Adam", "RMSProp", "Ftrl": "V/Ftrl" and "V/Ftrl_1"). */
 typedef struct rf_optim_layout {
     unsigned num_slots;
     rf_optim_slot_info slots[RF_OPTIM_MAX_SLOTS];
@@ -156,6 +170,14 @@ RF_API rf_status rf_optim_finish_step(const rf_optim_config *cfg,
  *             [centered: mg += (grad - mg) * (1 - decay);
  *              denom = ms - mg^2 + epsilon, else denom = ms + epsilon]
  *             mom = mom * momentum + grad * lr / sqrt(denom); var -= mom
+ *   ftrl      ApplyFtrl, or ApplyFtrlV2 when l2_shrinkage > 0 (ftrl.py's
+ *             choice), with p = -learning_rate_power (sqrt when p = 0.5):
+ *             g' = grad [V2: grad + 2 * l2_shrinkage * var];
+ *             new_accum = accum + grad^2;
+ *             linear += g' - (new_accum^p - accum^p) / lr * var;
+ *             var = |linear| > l1 ? (l1 * sign(linear) - linear) /
+ *                   (new_accum^p / lr + 2 * l2) : 0;
+ *             accum = new_accum
  * Elementwise in float with TensorFlow's operation order; var, slots and
  * grad must not overlap. n = 0 does nothing. RF_ERR_INVALID_ARG for an
  * invalid config, NULL arrays with n > 0, missing adam scalars or beta
@@ -212,14 +234,18 @@ RF_API rf_status rf_optim_dedup(const int64_t *indices, size_t n,
  *              denom = (ms + epsilon) - mg^2, else denom = ms + epsilon]
  *             mom = mom * momentum + (1 / sqrt(denom)) * lr * grad;
  *             var -= mom
+ *   ftrl      SparseApplyFtrl / SparseApplyFtrlV2 (l2_shrinkage > 0): the
+ *             dense formulas per row, but with width 1 TF's scalar path
+ *             (FtrlCompute: the power always through pow, linear updated
+ *             as (linear + g') - sigma * var)
  *   adam      AdamOptimizer._apply_sparse_shared (TF 1.x): m = m * beta1 and
  *             v = v * beta2 over ALL rows, scatter_add of grad * (1 - beta1)
  *             and (grad * grad) * (1 - beta2) into the rows, then
  *             var -= lr_t * m / (sqrt(v) + epsilon) over ALL rows (TF 1.x's
  *             rule: every row moves), lr_t as rf_optim_apply's; so n = 0
  *             still decays and moves every row
- * Where the formulas agree (sgd; momentum without Nesterov; adagrad with
- * width > 1; adam's var step), a sparse apply touching every row once in
+ * Where the formulas agree (sgd; momentum without Nesterov; adagrad and
+ * ftrl with width > 1; adam's var step), a sparse apply touching every row once in
  * order gives bitwise rf_optim_apply's result. NULL arrays with a non-zero
  * size, overlapping arrays or an invalid config are RF_ERR_INVALID_ARG. */
 RF_API rf_status rf_optim_apply_sparse(const rf_optim_config *cfg, float *var,

@@ -15,6 +15,7 @@
 #include "graph/data/rng.h"
 #include "rdmaflow/optim.h"
 #include "tests/common/check.h"
+#include "tests/unit/optim/ftrl_ref.h"
 
 #define MAXROWS 16
 #define MAXW    8
@@ -99,15 +100,15 @@ typedef struct ref {
     int t;
 } ref;
 
-/* a = accum (momentum, adagrad), m (adam), ms (rmsprop); b = v (adam), mom
- * (rmsprop); c = mg (centered rmsprop). */
+/* a = accum (momentum, adagrad, ftrl), m (adam), ms (rmsprop); b = v
+ * (adam), mom (rmsprop), linear (ftrl); c = mg (centered rmsprop). */
 static void ref_init(ref *f, const rf_optim_config *cfg, size_t count,
                      const float *var0)
 {
     memset(f, 0, sizeof *f);
     for (size_t k = 0; k < count; k++) {
         f->var[k] = var0[k];
-        if (cfg->kind == RF_OPTIM_ADAGRAD)
+        if (cfg->kind == RF_OPTIM_ADAGRAD || cfg->kind == RF_OPTIM_FTRL)
             f->a[k] = cfg->initial_accumulator_value;
         if (cfg->kind == RF_OPTIM_RMSPROP)
             f->a[k] = 1.0;
@@ -177,6 +178,9 @@ static void ref_step(ref *f, const rf_optim_config *cfg, size_t rows,
                 f->var[k] -= f->b[k];
                 break;
             }
+            case RF_OPTIM_FTRL:
+                ref_ftrl(cfg, &f->var[k], &f->a[k], &f->b[k], g);
+                break;
             default:
                 break;
             }
@@ -199,6 +203,8 @@ static void compare(const table *t, const ref *f, double rtol, double atol,
         {"v", f->b},
         {"rms", f->a},
         {"mg", f->c},
+        {"accum", f->a},
+        {"linear", f->b},
     };
     const size_t count = t->rows * t->width;
     for (size_t k = 0; k < count; k++)
@@ -243,6 +249,17 @@ static size_t all_configs(rf_optim_config *cfgs)
     cfgs[nc].centered = true;
     cfgs[nc].momentum = 0.9f;
     cfgs[nc++].decay = 0.95f;
+    cfgs[nc++] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[nc].l1_regularization_strength = 0.01f;
+    cfgs[nc++].l2_regularization_strength = 0.5f;
+    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[nc].learning_rate_power = -0.7f;
+    cfgs[nc].l1_regularization_strength = 0.001f;
+    cfgs[nc++].l2_shrinkage_regularization_strength = 0.1f;
+    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[nc].learning_rate_power = 0.0f;
+    cfgs[nc++].initial_accumulator_value = 0.5f;
     return nc;
 }
 
@@ -267,7 +284,7 @@ static void random_entries(int64_t *idx, float *grad, size_t n, size_t rows,
 
 static void test_against_reference(void)
 {
-    rf_optim_config cfgs[16];
+    rf_optim_config cfgs[20];
     const size_t nc = all_configs(cfgs);
     const size_t widths[] = {1, 3, 8};
     const size_t rows = 11, n = 9;
@@ -298,7 +315,7 @@ static void test_against_reference(void)
  * rows; its duplicates are covered by the reference test). */
 static void test_duplicates_twice(void)
 {
-    rf_optim_config cfgs[16];
+    rf_optim_config cfgs[20];
     const size_t nc = all_configs(cfgs);
     const size_t rows = 5, width = 3;
     for (size_t c = 0; c < nc; c++) {
@@ -333,7 +350,7 @@ static void test_duplicates_twice(void)
  * it, for every kind. */
 static void test_minus_one_skipped(void)
 {
-    rf_optim_config cfgs[16];
+    rf_optim_config cfgs[20];
     const size_t nc = all_configs(cfgs);
     const size_t rows = 6, width = 2;
     for (size_t c = 0; c < nc; c++) {
@@ -368,7 +385,7 @@ static void test_minus_one_skipped(void)
  * it. */
 static void test_out_of_range(void)
 {
-    rf_optim_config cfgs[16];
+    rf_optim_config cfgs[20];
     const size_t nc = all_configs(cfgs);
     const size_t rows = 4, width = 2;
     const int64_t bad[] = {4, 5, -2, INT64_MIN, INT64_MAX};
@@ -445,22 +462,29 @@ static void test_arguments(void)
 }
 
 /* Where TF's sparse and dense formulas agree (sgd, momentum without
- * Nesterov, adagrad with width > 1), every row once in order is bitwise the
- * dense kernel on the whole variable. */
+ * Nesterov, adagrad and ftrl with width > 1), every row once in order is
+ * bitwise the dense kernel on the whole variable. */
 static void test_dense_equality(void)
 {
-    rf_optim_config cfgs[4];
+    rf_optim_config cfgs[7];
     cfgs[0] = config(RF_OPTIM_SGD, 0.1f);
     cfgs[1] = config(RF_OPTIM_MOMENTUM, 0.05f);
     cfgs[1].momentum = 0.9f;
     cfgs[2] = config(RF_OPTIM_ADAGRAD, 0.3f);
     cfgs[3] = config(RF_OPTIM_ADAGRAD, 0.3f);
     cfgs[3].initial_accumulator_value = 0.5f;
+    cfgs[4] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[5] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[5].l1_regularization_strength = 0.05f;
+    cfgs[5].l2_regularization_strength = 0.5f;
+    cfgs[6] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[6].learning_rate_power = -0.7f;
+    cfgs[6].l2_shrinkage_regularization_strength = 0.1f;
     const size_t rows = 7, width = 5, count = rows * width;
     int64_t idx[MAXN];
     for (size_t i = 0; i < rows; i++)
         idx[i] = (int64_t)i;
-    for (size_t c = 0; c < 4; c++) {
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
         float var0[MAXE];
         random_var(var0, count);
         table sparse, dense;
@@ -618,6 +642,64 @@ static void test_tf_momentum_sparse(void)
     }
 }
 
+/* ftrl_test.py testFtrlWithL1_L2_L2ShrinkageSparse: var0 [[1], [2]] with
+ * IndexedSlices([[0.1]], [0]), var1 [[4], [3]] with ([[0.02]], [1]),
+ * FtrlOptimizer(3.0, initial_accumulator_value=0.1, l1 0.001, l2 2.0,
+ * l2_shrinkage 0.1) (SparseApplyFtrlV2, width 1), 10 steps:
+ * var0 [[-0.22578995], [2.]], var1 [[4.], [-0.13229476]]. */
+static void test_tf_ftrl_shrinkage_sparse(void)
+{
+    rf_optim_config cfg = config(RF_OPTIM_FTRL, 3.0f);
+    cfg.l1_regularization_strength = 0.001f;
+    cfg.l2_regularization_strength = 2.0f;
+    cfg.l2_shrinkage_regularization_strength = 0.1f;
+    table v0, v1;
+    table_init(&v0, &cfg, 2, 1, (const float[]){1.0f, 2.0f});
+    table_init(&v1, &cfg, 2, 1, (const float[]){4.0f, 3.0f});
+    for (int s = 0; s < 10; s++) {
+        table_step(&v0, (const int64_t[]){0}, 1, (const float[]){0.1f});
+        table_step(&v1, (const int64_t[]){1}, 1, (const float[]){0.02f});
+    }
+    CHECK_NEAR(v0.var[0], -0.22578995, TF_RTOL, TF_ATOL, "var0[0]");
+    CHECK(v0.var[1] == 2.0f, "var0[1] = %g", (double)v0.var[1]);
+    CHECK(v1.var[0] == 4.0f, "var1[0] = %g", (double)v1.var[0]);
+    CHECK_NEAR(v1.var[1], -0.13229476, TF_RTOL, TF_ATOL, "var1[1]");
+}
+
+/* ftrl_test.py testEquivSparseAdagradwithoutRegularization and
+ * testEquivSparseGradientDescentwithoutRegularization: var0, var1 [[0], [0]]
+ * with IndexedSlices([[0.1]], [0]) and ([[0.02]], [1]), 5 steps: FTRL(3.0)
+ * with learning_rate_power -0.5 is sparse Adagrad(3.0, 0.1), with 0 it is
+ * sparse gradient descent. */
+static void test_tf_ftrl_sparse_equivalences(void)
+{
+    for (int fixed = 0; fixed < 2; fixed++) {
+        rf_optim_config ftrl = config(RF_OPTIM_FTRL, 3.0f);
+        ftrl.learning_rate_power = fixed ? 0.0f : -0.5f;
+        rf_optim_config other =
+            config(fixed ? RF_OPTIM_SGD : RF_OPTIM_ADAGRAD, 3.0f);
+        table a0, a1, b0, b1;
+        const float zeros[2] = {0, 0};
+        table_init(&a0, &ftrl, 2, 1, zeros);
+        table_init(&a1, &ftrl, 2, 1, zeros);
+        table_init(&b0, &other, 2, 1, zeros);
+        table_init(&b1, &other, 2, 1, zeros);
+        for (int s = 0; s < 5; s++) {
+            table_step(&a0, (const int64_t[]){0}, 1, (const float[]){0.1f});
+            table_step(&a1, (const int64_t[]){1}, 1, (const float[]){0.02f});
+            table_step(&b0, (const int64_t[]){0}, 1, (const float[]){0.1f});
+            table_step(&b1, (const int64_t[]){1}, 1, (const float[]){0.02f});
+        }
+        for (int i = 0; i < 2; i++) {
+            CHECK_NEAR(a0.var[i], b0.var[i], TF_RTOL, TF_ATOL,
+                       "ftrl as %s var0[%d]", fixed ? "sgd" : "adagrad", i);
+            CHECK_NEAR(a1.var[i], b1.var[i], TF_RTOL, TF_ATOL,
+                       "ftrl as %s var1[%d]", fixed ? "sgd" : "adagrad", i);
+        }
+        CHECK(a0.var[0] != 0 && a1.var[1] != 0, "nothing moved");
+    }
+}
+
 /* ---- (4) rf_optim_dedup ------------------------------------------------- */
 
 static void test_dedup(void)
@@ -751,6 +833,8 @@ int main(void)
     test_tf_sgd_sparse_basic();
     test_tf_adagrad_sparse_basic();
     test_tf_momentum_sparse();
+    test_tf_ftrl_shrinkage_sparse();
+    test_tf_ftrl_sparse_equivalences();
     test_dedup();
     test_dedup_random();
     printf("unit.optim.sparse: all checks passed\n");
