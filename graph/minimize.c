@@ -46,6 +46,10 @@ static const char *sparse_apply_op_name(const rf_optim_config *cfg)
     case RF_OPTIM_RMSPROP:
         return cfg->centered ? "SparseApplyCenteredRMSProp"
                              : "SparseApplyRMSProp";
+    case RF_OPTIM_FTRL: /* ftrl.py's _apply_sparse */
+        return cfg->l2_shrinkage_regularization_strength > 0.0f
+                   ? "SparseApplyFtrlV2"
+                   : "SparseApplyFtrl";
     }
     return "SparseApplyOptimizer";
 }
