@@ -215,7 +215,7 @@ RF_KERNEL(rf_k_embedding_lookup)
     int64_t n = rf_shape_numel(&ids->shape);
     char *dst = k->out->data;
     for (int64_t i = 0; i < n; i++) {
-        int64_t part, row;
+        int64_t part = 0, row = 0;
         rf_status st = check_id(
             k->node, &ids->shape, i, load_id(ids->data, ids->dtype, i),
             k->node->attr.div_strategy, (int64_t)parts, total, pv, &part, &row);
@@ -256,7 +256,7 @@ RF_KERNEL(rf_k_embedding_part_indices)
     const rf_tensor *ids = k->in[0];
     int64_t n = rf_shape_numel(&ids->shape), *out = k->out->data;
     for (int64_t i = 0; i < n; i++) {
-        int64_t part, row;
+        int64_t part = 0, row = 0;
         rf_status st = check_id(
             k->node, &ids->shape, i, load_id(ids->data, ids->dtype, i),
             a->div_strategy, a->num_parts, a->vocab, NULL, &part, &row);
