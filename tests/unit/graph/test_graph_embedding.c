@@ -260,6 +260,53 @@ static void check_bad_ids(void)
     rf_graph_destroy(g);
 }
 
+/* IndexedSlices built by hand: its value is values; densified, each row is
+ * the sum of its entries' values (-1 skipped); an index past dense_shape[0]
+ * fails the run; indices and values that do not fit are refused. */
+static void check_indexed_slices(void)
+{
+    rf_graph *g;
+    CHECK_OK(rf_graph_create(&g));
+    float v[4][2] = {{1, 2}, {3, 4}, {5, 6}, {7, 8}};
+    rf_node *vals = rf_const(g, RF_F32, RF_SHAPE(4, 2), v, "v");
+    rf_node *ph = rf_placeholder(g, RF_I64, RF_SHAPE(4), "i");
+    rf_node *is = rf_indexed_slices(g, ph, vals, RF_SHAPE(3, 2), "s");
+    rf_node *dense = rf_indexed_slices_to_dense(g, is, "d");
+    CHECK_OK(rf_graph_status(g));
+    CHECK(rf_node_is_indexed_slices(is) && !rf_node_is_indexed_slices(dense) &&
+              rf_indexed_slices_indices(is) == ph &&
+              rf_indexed_slices_values(is) == vals &&
+              rf_indexed_slices_dense_shape(is).dims[0] == 3,
+          "accessors");
+    int64_t ix[4] = {2, -1, 0, 2};
+    rf_node *fetch[2] = {is, dense};
+    rf_plan *p = NULL;
+    CHECK_OK(rf_plan_create(ex, g, fetch, 2, &ph, 1, NULL, 0, &p));
+    rf_tensor feed = rf_tensor_make(RF_I64, RF_SHAPE(4), ix), out[2];
+    CHECK_OK(rf_plan_run(p, &feed, out));
+    CHECK(memcmp(out[0].data, v, sizeof v) == 0, "the value is values");
+    const float want[3][2] = {{5, 6}, {0, 0}, {1 + 7, 2 + 8}};
+    CHECK(rf_shape_numel(&out[1].shape) == 6 &&
+              memcmp(out[1].data, want, sizeof want) == 0,
+          "dense %g %g / %g %g / %g %g", ((float *)out[1].data)[0],
+          ((float *)out[1].data)[1], ((float *)out[1].data)[2],
+          ((float *)out[1].data)[3], ((float *)out[1].data)[4],
+          ((float *)out[1].data)[5]);
+    ix[3] = 3;
+    CHECK_ST(rf_plan_run(p, &feed, out), RF_ERR_INVALID_ARG);
+    CHECK_MSG("IndexedSlicesToDense 'd': indices[3] = 3 is not in [0, 3)");
+    ix[3] = -2;
+    CHECK_ST(rf_plan_run(p, &feed, out), RF_ERR_INVALID_ARG);
+    CHECK_MSG("indices[3] = -2 is not in [0, 3)");
+    rf_plan_destroy(p);
+    CHECK(rf_indexed_slices(g, ph, vals, RF_SHAPE(3, 5), NULL) == NULL,
+          "values [4,2] accepted for dense shape [3,5]");
+    rf_graph_clear_error(g);
+    CHECK(rf_indexed_slices_to_dense(g, vals, NULL) == NULL,
+          "densified a Const");
+    rf_graph_destroy(g);
+}
+
 /* ---- gradients ---------------------------------------------------------- */
 
 static double run_loss(rf_plan *p)
@@ -801,6 +848,7 @@ int main(void)
         check_forward(9, 1, div, RF_I32, false);  /* one part: a Gather */
     }
     check_bad_ids();
+    check_indexed_slices();
     check_gradients();
     check_optimizers();
     check_changing_batches();
