@@ -224,3 +224,61 @@ RF_GRAD(rf_grad_cast)
     dx[0] = rf_cast(g, dy, x->dtype, NULL);
     return done(g, dx, 1);
 }
+
+/* values = dy as [n, params.shape[1:]] for n ids */
+static rf_node *rows_of(rf_graph *g, rf_node *dy, const rf_shape *params)
+{
+    int64_t d[RF_MAX_RANK];
+    d[0] = -1;
+    for (int i = 1; i < params->rank; i++)
+        d[i] = params->dims[i];
+    return rf_reshape(g, dy, rf_shape_make(params->rank, d), NULL);
+}
+
+/* TF's _GatherV2Grad (array_grad.py): IndexedSlices(values = dy reshaped to
+ * [size(indices)] + params_shape[1:], indices = indices flattened,
+ * dense_shape = params_shape); indices as int64 here. */
+RF_GRAD(rf_grad_gather)
+{
+    rf_node *params = n->inputs[0], *ix = n->inputs[1];
+    dx[1] = NULL;
+    if (params->dtype != RF_F32) {
+        dx[0] = NULL;
+        return RF_OK;
+    }
+    rf_node *flat = ix->dtype == RF_I64 ? ix : rf_cast(g, ix, RF_I64, NULL);
+    flat = rf_reshape(g, flat, RF_SHAPE(-1), NULL);
+    dx[0] = rf_indexed_slices(g, flat, rows_of(g, dy, &params->shape),
+                              params->shape, NULL);
+    return done(g, dx, 1);
+}
+
+/* embedding_lookup's gradient wrt part p: what TF's gather gradient gives
+ * each part after dynamic_partition, with the entries of ids of other
+ * parts kept at index -1 (static shapes): IndexedSlices(indices =
+ * EmbeddingPartIndices(ids, p), values = dy as [n, dim]). */
+RF_GRAD(rf_grad_embedding_lookup)
+{
+    size_t parts = n->n_inputs - 1;
+    rf_node *ids = n->inputs[0];
+    dx[0] = NULL;
+    int64_t total = 0;
+    for (size_t p = 0; p < parts; p++)
+        total += n->inputs[1 + p]->shape.dims[0];
+    rf_node *values = rows_of(g, dy, &n->inputs[1]->shape);
+    for (size_t p = 0; p < parts; p++) {
+        rf_node *part = n->inputs[1 + p];
+        dx[1 + p] = NULL;
+        if (part->dtype != RF_F32)
+            continue;
+        rf_attrs a = attrs_of(n);
+        a.part = (int)p;
+        a.num_parts = (int)parts;
+        a.vocab = total;
+        a.part_rows = part->shape.dims[0];
+        rf_node *pi =
+            rf_node_create(g, RF_OP_EMBEDDING_PART_INDICES, NULL, &ids, 1, &a);
+        dx[1 + p] = rf_indexed_slices(g, pi, values, part->shape, NULL);
+    }
+    return done(g, dx, n->n_inputs);
+}

@@ -2,7 +2,14 @@
  * on a data path from xs to loss, walks them in reverse creation order
  * (creation order is topological), sums each node's partial gradients with
  * AddN in the order they were produced, and calls the op's gradient
- * builder. Names follow TF: "gradients/<op>_grad/...". */
+ * builder. Names follow TF: "gradients/<op>_grad/...". Sparse partials
+ * (IndexedSlices, from Gather/EmbeddingLookup) of one node are aggregated
+ * as TF's _AggregatedGrads does: all sparse, one IndexedSlices of the
+ * concatenated indices and values; mixed with dense ones, here densified
+ * and added with AddN (TF instead turns the dense ones into IndexedSlices
+ * over every row: the same sum, rounded in another order). A sparse total
+ * reaching an op's gradient builder is densified first (TF's
+ * convert_to_tensor of an IndexedSlices); a variable keeps it sparse. */
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +33,34 @@ static rf_status push_partial(partials *p, rf_node *dy)
     }
     p->v[p->n++] = dy;
     return RF_OK;
+}
+
+/* The sum of a node's partial gradients (v[0..n), n >= 1; v is scratch). */
+static rf_node *aggregate(rf_graph *g, rf_node **v, size_t n)
+{
+    if (n == 1)
+        return v[0];
+    size_t ns = 0;
+    for (size_t i = 0; i < n; i++)
+        ns += rf_node_is_indexed_slices(v[i]);
+    if (ns == 0)
+        return rf_add_n(g, v, n, "AddN");
+    if (ns < n) {
+        for (size_t i = 0; i < n; i++)
+            if (rf_node_is_indexed_slices(v[i]))
+                v[i] = rf_indexed_slices_to_dense(g, v[i], NULL);
+        return rf_add_n(g, v, n, "AddN");
+    }
+    rf_node **ix = rf_gmalloc(n * sizeof *ix);
+    if (!ix)
+        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "gradients: no memory");
+    for (size_t i = 0; i < n; i++)
+        ix[i] = rf_indexed_slices_indices(v[i]);
+    rf_shape dense = rf_indexed_slices_dense_shape(v[0]);
+    rf_node *ci = rf_concat(g, ix, n, 0, "concat");
+    rf_node *cv = rf_concat(g, v, n, 0, "concat_1");
+    rf_gfree(ix);
+    return rf_indexed_slices(g, ci, cv, dense, NULL);
 }
 
 static bool is_float(const rf_node *n)
@@ -114,9 +149,7 @@ rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
         }
         if ((st = rf_name_scope_push(g, sc)) != RF_OK)
             goto fail;
-        rf_node *total = pg[id].n == 1
-                             ? pg[id].v[0]
-                             : rf_add_n(g, pg[id].v, pg[id].n, "AddN");
+        rf_node *total = aggregate(g, pg[id].v, pg[id].n);
         result[id] = total;
         const rf_op_def *def = rf_op_def_get(node->op);
         bool any = false;
@@ -125,6 +158,8 @@ rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
             if (reach[in->id] && anc[in->id] && is_float(in))
                 any = true;
         }
+        if (total && any && def->grad && rf_node_is_indexed_slices(total))
+            total = rf_indexed_slices_to_dense(g, total, NULL);
         if (total && any && def->grad) {
             rf_gfree(dx);
             dx = rf_gcalloc(node->n_inputs, sizeof *dx);

@@ -640,6 +640,8 @@ bool rf_node_writes_input(const rf_node *n, size_t i)
         return i == 0;
     case RF_OP_APPLY_OPTIMIZER: /* var, grad, slots..., beta powers */
         return i == 0 || (i >= 2 && i < 2 + n->attr.num_slots);
+    case RF_OP_SPARSE_APPLY_OPTIMIZER: /* var, indices, values, slots... */
+        return i == 0 || (i >= 3 && i < 3 + n->attr.num_slots);
     case RF_OP_OPTIMIZER_FINISH:
         return i < 2;
     default:

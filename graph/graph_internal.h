@@ -102,8 +102,14 @@ typedef struct rf_attrs {
     rf_shape shape;                /* Reshape target, Placeholder shape */
     int ksize[2], strides[2];      /* Conv2D*, MaxPool* (h, w) */
     rf_padding padding;
-    rf_dtype dtype;               /* Cast target, ArgMax out type */
-    unsigned num_slots;           /* ApplyOptimizer */
+    rf_dtype dtype;     /* Cast target, ArgMax out type */
+    unsigned num_slots; /* ApplyOptimizer, SparseApplyOptimizer */
+    /* EmbeddingLookup, EmbeddingPartIndices: TF's partition_strategy
+     * ("div" if true, else "mod"); EmbeddingPartIndices also: which part,
+     * of how many, the table's total rows and this part's rows */
+    bool div_strategy;
+    int part, num_parts;
+    int64_t vocab, part_rows;
     const rf_optim_config *optim; /* ApplyOptimizer, OptimizerFinish: copied
                                      into the node at creation */
 } rf_attrs;
@@ -403,6 +409,27 @@ RF_KERNEL(rf_k_max_pool_grad);
 RF_KERNEL(rf_k_concat_grad);
 RF_KERNEL(rf_k_apply);
 RF_KERNEL(rf_k_finish);
+RF_KERNEL(rf_k_gather);
+RF_KERNEL(rf_k_embedding_lookup);
+RF_KERNEL(rf_k_embedding_part_indices);
+RF_KERNEL(rf_k_indexed_slices);
+RF_KERNEL(rf_k_indexed_slices_to_dense);
+RF_KERNEL(rf_k_sparse_apply);
+
+/* shape functions and scratch of the embedding ops (kernels_sparse.c) */
+rf_status rf_shape_gather(const rf_node *, const rf_shape *, const rf_dtype *,
+                          rf_shape *, rf_dtype *);
+rf_status rf_shape_embedding_lookup(const rf_node *, const rf_shape *,
+                                    const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_embedding_part_indices(const rf_node *, const rf_shape *,
+                                          const rf_dtype *, rf_shape *,
+                                          rf_dtype *);
+rf_status rf_shape_indexed_slices(const rf_node *, const rf_shape *,
+                                  const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status rf_shape_sparse_apply(const rf_node *, const rf_shape *,
+                                const rf_dtype *, rf_shape *, rf_dtype *);
+size_t rf_scratch_sparse_apply(const rf_node *, const rf_shape *,
+                               const rf_shape *, int);
 
 size_t rf_scratch_conv2d(const rf_node *, const rf_shape *, const rf_shape *,
                          int);
@@ -438,6 +465,8 @@ RF_GRAD(rf_grad_concat);
 RF_GRAD(rf_grad_conv2d);
 RF_GRAD(rf_grad_max_pool);
 RF_GRAD(rf_grad_cast);
+RF_GRAD(rf_grad_gather);
+RF_GRAD(rf_grad_embedding_lookup);
 
 /* builders for gradient ops (ops_build.c) */
 rf_node *rf_reduce_like(rf_graph *g, rf_node *dy, rf_node *like,

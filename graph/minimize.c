@@ -23,8 +23,35 @@ static const char *apply_op_name(const rf_optim_config *cfg)
         return "ApplyAdam";
     case RF_OPTIM_RMSPROP:
         return cfg->centered ? "ApplyCenteredRMSProp" : "ApplyRMSProp";
+    case RF_OPTIM_FTRL: /* ftrl.py's _apply_dense */
+        return cfg->l2_shrinkage_regularization_strength > 0.0f ? "ApplyFtrlV2"
+                                                                : "ApplyFtrl";
     }
     return "ApplyOptimizer";
+}
+
+/* The sparse op TF 1.x runs for an IndexedSlices gradient (Adam's
+ * _apply_sparse_shared is a group of scatter ops in TF: rdmaflow's name). */
+static const char *sparse_apply_op_name(const rf_optim_config *cfg)
+{
+    switch (cfg->kind) {
+    case RF_OPTIM_SGD:
+        return "ScatterSub";
+    case RF_OPTIM_MOMENTUM:
+        return "SparseApplyMomentum";
+    case RF_OPTIM_ADAGRAD:
+        return "SparseApplyAdagrad";
+    case RF_OPTIM_ADAM:
+        return "SparseApplyAdam";
+    case RF_OPTIM_RMSPROP:
+        return cfg->centered ? "SparseApplyCenteredRMSProp"
+                             : "SparseApplyRMSProp";
+    case RF_OPTIM_FTRL: /* ftrl.py's _apply_sparse */
+        return cfg->l2_shrinkage_regularization_strength > 0.0f
+                   ? "SparseApplyFtrlV2"
+                   : "SparseApplyFtrl";
+    }
+    return "SparseApplyOptimizer";
 }
 
 /* A non-trainable float variable created at the top level (variable
@@ -111,7 +138,7 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
     }
     rf_node **slots = rf_gcalloc(n * RF_OPTIM_MAX_SLOTS + 1, sizeof *slots);
     rf_node **applies = rf_gcalloc(live + 2, sizeof *applies);
-    rf_node **in = rf_gcalloc(4 + RF_OPTIM_MAX_SLOTS, sizeof *in);
+    rf_node **in = rf_gcalloc(5 + RF_OPTIM_MAX_SLOTS, sizeof *in);
     if (!slots || !applies || !in) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "rf_apply_gradients: no memory");
         goto out;
@@ -160,8 +187,12 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
             rf_name_scope_pop(g);
             break;
         }
+        /* an IndexedSlices gradient: (var, indices, values, slots...) */
+        bool sparse = rf_node_is_indexed_slices(grads[i]);
         size_t k = 0;
         in[k++] = vars[i];
+        if (sparse)
+            in[k++] = rf_indexed_slices_indices(grads[i]);
         in[k++] = grads[i];
         for (unsigned s = 0; s < lay.num_slots; s++)
             in[k++] = slots[i * RF_OPTIM_MAX_SLOTS + s];
@@ -169,8 +200,11 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
             in[k++] = b1p;
             in[k++] = b2p;
         }
-        rf_node *ap = rf_node_create(g, RF_OP_APPLY_OPTIMIZER,
-                                     apply_op_name(cfg), in, k, &a);
+        rf_node *ap = sparse
+                          ? rf_node_create(g, RF_OP_SPARSE_APPLY_OPTIMIZER,
+                                           sparse_apply_op_name(cfg), in, k, &a)
+                          : rf_node_create(g, RF_OP_APPLY_OPTIMIZER,
+                                           apply_op_name(cfg), in, k, &a);
         rf_colocation_pop(g);
         rf_name_scope_pop(g);
         if (!ap)
@@ -272,19 +306,29 @@ out:
 
 rf_status rf_node_apply_info(const rf_node *apply, rf_apply_info *out)
 {
-    if (!apply || !out || apply->op != RF_OP_APPLY_OPTIMIZER)
+    if (!apply || !out ||
+        (apply->op != RF_OP_APPLY_OPTIMIZER &&
+         apply->op != RF_OP_SPARSE_APPLY_OPTIMIZER))
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_node_apply_info: not an apply op");
     memset(out, 0, sizeof *out);
+    /* the sparse layout has the gradient in two: indices, values */
+    size_t s0 = 2;
     out->cfg = apply->optim;
     out->var = apply->inputs[0];
     out->grad = apply->inputs[1];
+    if (apply->op == RF_OP_SPARSE_APPLY_OPTIMIZER) {
+        out->sparse = true;
+        out->indices = apply->inputs[1];
+        out->values = out->grad = apply->inputs[2];
+        s0 = 3;
+    }
     out->num_slots = apply->attr.num_slots;
     for (unsigned s = 0; s < out->num_slots; s++)
-        out->slots[s] = apply->inputs[2 + s];
-    if (apply->n_inputs >= 4 + out->num_slots) {
-        out->beta1_power = apply->inputs[2 + out->num_slots];
-        out->beta2_power = apply->inputs[3 + out->num_slots];
+        out->slots[s] = apply->inputs[s0 + s];
+    if (apply->n_inputs >= s0 + 2 + out->num_slots) {
+        out->beta1_power = apply->inputs[s0 + out->num_slots];
+        out->beta2_power = apply->inputs[s0 + 1 + out->num_slots];
     }
     return RF_OK;
 }

@@ -1,68 +1,37 @@
 /* optim/apply.c: rf_optim_apply(), the checked entry point of the update
  * kernels: validates the config, the arrays (present, non-overlapping) and
- * Adam's beta powers, then dispatches to the optimizer's loop. */
+ * Adam's beta powers (optim/check.h), then dispatches to the optimizer's
+ * loop. */
 #include <stdint.h>
 
 #include "core/fpenv.h"
+#include "optim/check.h"
 #include "optim/kernels.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/status.h"
 
-/* The arrays of one apply: var, grad and the slots. */
-#define MAX_ARRAYS (RF_OPTIM_MAX_SLOTS + 2)
+static const char FN[] = "rf_optim_apply";
 
-static bool overlaps(const void *a, const void *b, size_t bytes)
-{
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return x < y + bytes && y < x + bytes;
-}
-
+/* var, grad and the slots: present, non-overlapping. */
 static rf_status check_arrays(const rf_optim_config *cfg,
                               const rf_optim_layout *layout, const float *var,
                               float *const *slots, const float *grad, size_t n)
 {
     const char *opt = rf_optim_kind_name(cfg->kind);
     if (n > SIZE_MAX / sizeof(float) / 2)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_optim_apply: %s: n = %zu is too large", opt, n);
-    if (layout->num_slots > 0 && !slots)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_optim_apply: %s needs %u slot(s), slots NULL",
-                            opt, layout->num_slots);
-    const void *arrays[MAX_ARRAYS] = {var, grad};
-    const char *names[MAX_ARRAYS] = {"var", "grad"};
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: %s: n = %zu is too large",
+                            FN, opt, n);
+    rf_status st = rf_optim_check_slots(FN, layout, opt, slots);
+    if (st)
+        return st;
+    const size_t bytes = n * sizeof(float);
+    rf_optim_array arrays[RF_OPTIM_MAX_ARRAYS] = {{var, bytes, "var"},
+                                                  {grad, bytes, "grad"}};
     unsigned count = 2;
-    for (unsigned i = 0; i < layout->num_slots; i++) {
-        arrays[count] = slots[i];
-        names[count++] = layout->slots[i].name;
-    }
-    for (unsigned i = 0; i < count; i++) {
-        if (!arrays[i])
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "rf_optim_apply: %s: %s is NULL", opt,
-                                names[i]);
-        for (unsigned j = 0; j < i; j++)
-            if (overlaps(arrays[i], arrays[j], n * sizeof(float)))
-                return rf_error_set(RF_ERR_INVALID_ARG,
-                                    "rf_optim_apply: %s: %s and %s overlap",
-                                    opt, names[j], names[i]);
-    }
-    return RF_OK;
-}
-
-static rf_status check_beta_powers(const rf_optim_scalars *s)
-{
-    if (!s)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_optim_apply: adam needs the beta powers "
-                            "(scalars NULL)");
-    if (!(s->beta1_power >= 0.0f && s->beta1_power < 1.0f) ||
-        !(s->beta2_power >= 0.0f && s->beta2_power < 1.0f))
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_optim_apply: adam beta1_power = %g and "
-                            "beta2_power = %g must be in [0, 1)",
-                            (double)s->beta1_power, (double)s->beta2_power);
-    return RF_OK;
+    for (unsigned i = 0; i < layout->num_slots; i++)
+        arrays[count++] =
+            (rf_optim_array){slots[i], bytes, layout->slots[i].name};
+    return rf_optim_check_arrays(FN, opt, arrays, count);
 }
 
 rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
@@ -73,7 +42,8 @@ rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
     rf_status st = rf_optim_layout_get(cfg, &layout);
     if (st)
         return st;
-    if (cfg->kind == RF_OPTIM_ADAM && (st = check_beta_powers(scalars)))
+    if (cfg->kind == RF_OPTIM_ADAM &&
+        (st = rf_optim_check_beta_powers(FN, scalars)))
         return st;
     if (n == 0)
         return RF_OK;
@@ -107,6 +77,14 @@ rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
             rf_kernel_rmsprop(var, slots[0], slots[1], grad, n,
                               cfg->learning_rate, cfg->decay, cfg->momentum,
                               cfg->epsilon);
+        break;
+    case RF_OPTIM_FTRL:
+        /* slot order (TF's creation order): accum, linear */
+        rf_kernel_ftrl(var, slots[0], slots[1], grad, n, cfg->learning_rate,
+                       cfg->learning_rate_power,
+                       cfg->l1_regularization_strength,
+                       cfg->l2_regularization_strength,
+                       cfg->l2_shrinkage_regularization_strength);
         break;
     }
     rf_flush_denormals_end(fp);

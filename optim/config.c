@@ -1,6 +1,7 @@
 /* optim/config.c: optimizer descriptions: TensorFlow 1.x defaults
  * (tensorflow/python/training/{gradient_descent,momentum,adagrad,adam,
- * rmsprop}.py), range checks, names, --optimizer parsing and formatting. */
+ * rmsprop,ftrl}.py), range checks, names, --optimizer parsing and formatting.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 static const char *const kind_names[RF_OPTIM_KIND_COUNT] = {
     [RF_OPTIM_SGD] = "sgd",         [RF_OPTIM_MOMENTUM] = "momentum",
     [RF_OPTIM_ADAGRAD] = "adagrad", [RF_OPTIM_ADAM] = "adam",
-    [RF_OPTIM_RMSPROP] = "rmsprop",
+    [RF_OPTIM_RMSPROP] = "rmsprop", [RF_OPTIM_FTRL] = "ftrl",
 };
 
 static bool kind_valid(rf_optimizer_kind kind)
@@ -46,6 +47,10 @@ rf_status rf_optim_defaults(rf_optimizer_kind kind, rf_optim_config *cfg)
         .epsilon = 1e-8f,
         .decay = 0.9f,
         .centered = false,
+        .learning_rate_power = -0.5f,
+        .l1_regularization_strength = 0.0f,
+        .l2_regularization_strength = 0.0f,
+        .l2_shrinkage_regularization_strength = 0.0f,
     };
     switch (kind) {
     case RF_OPTIM_MOMENTUM:
@@ -130,6 +135,27 @@ rf_status rf_optim_validate(const rf_optim_config *cfg)
             return st;
         return check_range(cfg, "epsilon", cfg->epsilon, 0.0f, false, INFINITY,
                            true);
+    case RF_OPTIM_FTRL:
+        /* the kernels' "lr is not a positive scalar", then FtrlOptimizer's
+         * ValueErrors */
+        if ((st = check_range(cfg, "learning_rate", cfg->learning_rate, 0.0f,
+                              true, INFINITY, true)) ||
+            (st = check_range(cfg, "learning_rate_power",
+                              cfg->learning_rate_power, -INFINITY, true, 0.0f,
+                              false)) ||
+            (st = check_range(cfg, "initial_accumulator_value",
+                              cfg->initial_accumulator_value, 0.0f, true,
+                              INFINITY, true)) ||
+            (st = check_range(cfg, "l1_regularization_strength",
+                              cfg->l1_regularization_strength, 0.0f, false,
+                              INFINITY, true)) ||
+            (st = check_range(cfg, "l2_regularization_strength",
+                              cfg->l2_regularization_strength, 0.0f, false,
+                              INFINITY, true)))
+            return st;
+        return check_range(cfg, "l2_shrinkage_regularization_strength",
+                           cfg->l2_shrinkage_regularization_strength, 0.0f,
+                           false, INFINITY, true);
     }
     return RF_OK;
 }
@@ -144,7 +170,7 @@ rf_status rf_optim_parse(const char *name, rf_optim_config *cfg)
             return rf_optim_defaults((rf_optimizer_kind)k, cfg);
     return rf_error_set(RF_ERR_INVALID_ARG,
                         "unknown optimizer '%s': expected one of "
-                        "sgd|momentum|adagrad|adam|rmsprop",
+                        "sgd|momentum|adagrad|adam|rmsprop|ftrl",
                         RF_ECHO(name));
 }
 
@@ -177,6 +203,18 @@ int rf_optim_format(const rf_optim_config *cfg, char *buf, size_t len)
                         "epsilon=%g, centered=%s)",
                         name, lr, (double)cfg->decay, (double)cfg->momentum,
                         (double)cfg->epsilon, cfg->centered ? "true" : "false");
+    case RF_OPTIM_FTRL:
+        return snprintf(buf, len,
+                        "%s(learning_rate=%g, learning_rate_power=%g, "
+                        "initial_accumulator_value=%g, "
+                        "l1_regularization_strength=%g, "
+                        "l2_regularization_strength=%g, "
+                        "l2_shrinkage_regularization_strength=%g)",
+                        name, lr, (double)cfg->learning_rate_power,
+                        (double)cfg->initial_accumulator_value,
+                        (double)cfg->l1_regularization_strength,
+                        (double)cfg->l2_regularization_strength,
+                        (double)cfg->l2_shrinkage_regularization_strength);
     }
     return snprintf(buf, len, "unknown(kind=%d)", (int)cfg->kind);
 }

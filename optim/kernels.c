@@ -1,25 +1,15 @@
 /* optim/kernels.c: TensorFlow 1.x's dense update rules (the CPU functors
  * ApplyGradientDescent, ApplyMomentum, ApplyAdagrad, ApplyAdamNonCuda,
- * ApplyRMSProp and ApplyCenteredRMSProp of core/kernels/training_ops.cc) as
+ * ApplyRMSProp, ApplyCenteredRMSProp, ApplyFtrl and ApplyFtrlV2 of
+ * core/kernels/training_ops.cc) as
  * plain loops over floats. Each expression keeps the operand order of TF's
  * Eigen expression; every element is computed independently in float with
  * correctly rounded IEEE operations (sqrtf included), so the result does not
  * depend on vectorisation or the machine. Not bitwise TF: Eigen's rsqrt and
  * its packet math may round differently. */
-#include <float.h>
 #include <math.h>
 
-#include "optim/kernels.h"
-
-/* Determinism: float expressions must be evaluated in float (SSE, not x87)
- * and never fused into FMAs. GCC in ISO C mode (-std=c11) does not contract;
- * clang honours the standard pragma. */
-#if FLT_EVAL_METHOD != 0
-#error "optim kernels need FLT_EVAL_METHOD == 0 for reproducible results"
-#endif
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "optim/kernels.h" /* also the determinism checks */
 
 void rf_kernel_sgd(float *restrict var, const float *restrict grad, size_t n,
                    float lr)
@@ -71,7 +61,7 @@ void rf_kernel_adam(float *restrict var, float *restrict m, float *restrict v,
      * m += (grad - m) * (1 - beta1)
      * v += (grad.square() - v) * (1 - beta2)
      * var -= (m * alpha) / (v.sqrt() + epsilon) */
-    const float alpha = lr * sqrtf(1.0f - beta2_power) / (1.0f - beta1_power);
+    const float alpha = rf_adam_alpha(lr, beta1_power, beta2_power);
     const float one_minus_beta1 = 1.0f - beta1;
     const float one_minus_beta2 = 1.0f - beta2;
     for (size_t i = 0; i < n; i++) {
@@ -80,7 +70,7 @@ void rf_kernel_adam(float *restrict var, float *restrict m, float *restrict v,
         float vi = v[i] + (g * g - v[i]) * one_minus_beta2;
         m[i] = mi;
         v[i] = vi;
-        var[i] = var[i] - (mi * alpha) / (sqrtf(vi) + epsilon);
+        var[i] = rf_adam_var_step(var[i], mi, vi, alpha, epsilon);
     }
 }
 
@@ -124,5 +114,38 @@ void rf_kernel_centered_rmsprop(float *restrict var, float *restrict mg,
         mg[i] = a;
         mom[i] = mo;
         var[i] = var[i] - mo;
+    }
+}
+
+void rf_kernel_ftrl(float *restrict var, float *restrict accum,
+                    float *restrict linear, const float *restrict grad,
+                    size_t n, float lr, float lr_power, float l1, float l2,
+                    float l2_shrinkage)
+{
+    /* [V2: grad_with_shrinkage = grad + 2 * l2_shrinkage * var]
+     * new_accum = accum + grad * grad
+     * linear += grad_with_shrinkage
+     *           - (new_accum^p - accum^p) / lr * var   (p = -lr_power)
+     * x = l1 * sign(linear) - linear
+     * y = new_accum^p / lr + 2 * l2
+     * var = |linear| > l1 ? x / y : 0
+     * accum += grad * grad */
+    const bool v2 = l2_shrinkage > 0.0f; /* ftrl.py: apply_ftrl_v2 */
+    const float two_shrinkage = 2.0f * l2_shrinkage;
+    const float two_l2 = 2.0f * l2;
+    for (size_t i = 0; i < n; i++) {
+        const float g = grad[i], v = var[i], a = accum[i];
+        const float g_lin = v2 ? g + two_shrinkage * v : g;
+        const float new_a = a + g * g;
+        const float new_pow = rf_ftrl_power(new_a, lr_power);
+        const float l =
+            linear[i] +
+            (g_lin - (new_pow - rf_ftrl_power(a, lr_power)) / lr * v);
+        const float sign = l > 0.0f ? 1.0f : l < 0.0f ? -1.0f : 0.0f;
+        const float x = l1 * sign - l;
+        const float y = new_pow / lr + two_l2;
+        linear[i] = l;
+        var[i] = fabsf(l) > l1 ? x / y : 0.0f;
+        accum[i] = new_a;
     }
 }

@@ -43,6 +43,14 @@ static bool fill_layout(rf_optimizer_kind kind, bool centered,
             out->slots[out->num_slots++] = (rf_optim_slot_info){"mg", 0.0f};
         out->slots[out->num_slots++] = (rf_optim_slot_info){"momentum", 0.0f};
         return true;
+    case RF_OPTIM_FTRL:
+        /* ftrl.py: "accum" (a constant of initial_accumulator_value), then
+         * "linear" (zeros), both named after the optimizer: V/Ftrl, V/Ftrl_1 */
+        out->tf_name = "Ftrl";
+        out->slots[out->num_slots++] =
+            (rf_optim_slot_info){"accum", initial_accumulator};
+        out->slots[out->num_slots++] = (rf_optim_slot_info){"linear", 0.0f};
+        return true;
     }
     return false;
 }

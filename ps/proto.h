@@ -28,8 +28,10 @@
 #include "rdmaflow/status.h"
 #include "rdmaflow/types.h"
 
+/* PS_PROTO_VERSION 2: authentication, PS_CONN_FLAG_AUTH; 3: FTRL's
+ * hyper-parameters in the shard spec. */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 2u          /* 2: authentication, PS_CONN_FLAG_AUTH */
+#define PS_PROTO_VERSION 3u
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */

@@ -519,6 +519,12 @@ rf_status ps_spec_check(const ps_spec *s)
     return RF_OK;
 }
 
+/* The optimizer's hyper-parameters in a shard spec, in this order:
+ * learning_rate, momentum, initial_accumulator_value, beta1, beta2, epsilon,
+ * decay, then (since version 3) learning_rate_power and the l1, l2 and l2
+ * shrinkage regularization strengths. */
+#define PS_SPEC_OPTIM_FLOATS 11
+
 static void w_spec(wcur *w, const ps_spec *s)
 {
     size_t n = strnlen(s->name, sizeof s->name);
@@ -533,7 +539,7 @@ static void w_spec(wcur *w, const ps_spec *s)
         w_u64(w, (uint64_t)s->shape.dims[i]);
     const rf_optim_config *o = &s->optim;
     if (!s->trainable) {
-        unsigned char zero[32] = {0};
+        unsigned char zero[4 + 4 * PS_SPEC_OPTIM_FLOATS] = {0};
         w_bytes(w, zero, sizeof zero);
     } else {
         w_u8(w, (uint8_t)o->kind);
@@ -547,6 +553,11 @@ static void w_spec(wcur *w, const ps_spec *s)
         w_f32(w, o->beta2);
         w_f32(w, o->epsilon);
         w_f32(w, o->decay);
+        /* version 3: FTRL's */
+        w_f32(w, o->learning_rate_power);
+        w_f32(w, o->l1_regularization_strength);
+        w_f32(w, o->l2_regularization_strength);
+        w_f32(w, o->l2_shrinkage_regularization_strength);
     }
     w_u32(w, s->sync_n);
     w_u32(w, s->sync_m);
@@ -588,9 +599,9 @@ static rf_status r_spec(rcur *r, ps_spec *s)
     uint8_t nesterov = r_u8(r, "use_nesterov");
     uint8_t centered = r_u8(r, "centered");
     reserved = r_u8(r, "reserved");
-    float f[7];
+    float f[PS_SPEC_OPTIM_FLOATS];
     uint32_t bits_or = 0;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < PS_SPEC_OPTIM_FLOATS; i++) {
         f[i] = r_f32(r, "optimizer hyper-parameter");
         uint32_t b;
         memcpy(&b, &f[i], 4);
@@ -622,6 +633,10 @@ static rf_status r_spec(rcur *r, ps_spec *s)
         o->beta2 = f[4];
         o->epsilon = f[5];
         o->decay = f[6];
+        o->learning_rate_power = f[7];
+        o->l1_regularization_strength = f[8];
+        o->l2_regularization_strength = f[9];
+        o->l2_shrinkage_regularization_strength = f[10];
     }
     return ps_spec_check(s);
 }

@@ -33,6 +33,14 @@ void ps_spec_canonical_optim(rf_optim_config *cfg)
         c.epsilon = cfg->epsilon;
         c.centered = cfg->centered;
         break;
+    case RF_OPTIM_FTRL:
+        c.learning_rate_power = cfg->learning_rate_power;
+        c.initial_accumulator_value = cfg->initial_accumulator_value;
+        c.l1_regularization_strength = cfg->l1_regularization_strength;
+        c.l2_regularization_strength = cfg->l2_regularization_strength;
+        c.l2_shrinkage_regularization_strength =
+            cfg->l2_shrinkage_regularization_strength;
+        break;
     }
     *cfg = c;
 }
@@ -77,7 +85,7 @@ void ps_spec_describe(const ps_spec *spec, char *buf, size_t len)
 {
     char shape[200];
     rf_shape_format(&spec->shape, shape, sizeof shape);
-    char opt[160] = "not trainable", sync[96] = "";
+    char opt[256] = "not trainable", sync[96] = "";
     if (spec->trainable)
         rf_optim_format(&spec->optim, opt, sizeof opt);
     if (spec->sync_n)
@@ -112,5 +120,10 @@ bool ps_spec_same(const ps_spec *a, const ps_spec *b)
            feq(x.momentum, y.momentum) &&
            feq(x.initial_accumulator_value, y.initial_accumulator_value) &&
            feq(x.beta1, y.beta1) && feq(x.beta2, y.beta2) &&
-           feq(x.epsilon, y.epsilon) && feq(x.decay, y.decay);
+           feq(x.epsilon, y.epsilon) && feq(x.decay, y.decay) &&
+           feq(x.learning_rate_power, y.learning_rate_power) &&
+           feq(x.l1_regularization_strength, y.l1_regularization_strength) &&
+           feq(x.l2_regularization_strength, y.l2_regularization_strength) &&
+           feq(x.l2_shrinkage_regularization_strength,
+               y.l2_shrinkage_regularization_strength);
 }

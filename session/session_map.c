@@ -3,7 +3,9 @@
  * of the graph (in creation order, which is the variables' order) names a
  * trained variable with its gradient, optimizer and slots; global_step
  * must be on ps task 0 (the cluster's word). Any other variable on /job:ps
- * is refused rather than silently kept local. */
+ * is refused rather than silently kept local, and so are sparse reads
+ * (Gather, EmbeddingLookup) of a ps variable and sparse applies, which the
+ * ps protocol cannot carry yet. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,9 +64,39 @@ static rf_status map_global_step(rf_session *s)
     return RF_OK;
 }
 
+static bool on_ps(const rf_node *n)
+{
+    rf_device_spec spec;
+    return rf_device_spec_parse(rf_node_requested_device(n), &spec) == RF_OK &&
+           !strcmp(spec.job, "ps");
+}
+
+/* Embedding tables through the ps are issue 14's next step: refuse them. */
+static rf_status refuse_sparse(const rf_graph *g)
+{
+    for (size_t i = 0; i < rf_graph_num_nodes(g); i++) {
+        rf_node *node = rf_graph_node(g, i);
+        rf_op_type op = rf_node_op(node);
+        bool refuse = op == RF_OP_SPARSE_APPLY_OPTIMIZER;
+        if (op == RF_OP_GATHER || op == RF_OP_EMBEDDING_LOOKUP)
+            for (size_t k = 0; !refuse && k < rf_node_num_inputs(node); k++) {
+                rf_node *in = rf_node_input(node, k);
+                refuse = rf_node_op(in) == RF_OP_VARIABLE && on_ps(in);
+            }
+        if (refuse)
+            return rf_error_set(RF_ERR_UNSUPPORTED,
+                                "sparse updates through the ps are not "
+                                "implemented yet: %s",
+                                rf_node_name(node));
+    }
+    return RF_OK;
+}
+
 rf_status sess_map(rf_session *s)
 {
     rf_status st = map_global_step(s);
+    if (st == RF_OK)
+        st = refuse_sparse(s->g);
     if (st != RF_OK)
         return st;
     rf_graph *g = s->g;

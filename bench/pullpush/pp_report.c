@@ -11,7 +11,7 @@ const char *const pp_op_names[PP_OPS] = {"memcpy", "pull", "push_ps",
 
 void pp_report_banner(const pp_opts *o, const pp_model *m, const pp_results *r)
 {
-    char opt[160];
+    char opt[256];
     rf_optim_format(&o->optim, opt, sizeof opt);
     printf("rf-bench-pullpush: provider %s, %d ps tasks on %s (ports %u %u), "
            "one client\n",

@@ -109,6 +109,13 @@ typedef enum rf_op_type {
     /* optimizers (built by rf_minimize / rf_apply_gradients) */
     RF_OP_APPLY_OPTIMIZER,  /* ApplyGradientDescent, ApplyAdam, ... */
     RF_OP_OPTIMIZER_FINISH, /* Adam: advance beta1_power, beta2_power */
+    /* embedding tables: sparse reads, sparse gradients, sparse applies */
+    RF_OP_GATHER,           /* "GatherV2", axis 0 */
+    RF_OP_EMBEDDING_LOOKUP, /* fused embedding_lookup over several parts */
+    RF_OP_EMBEDDING_PART_INDICES,  /* each id's row in one part, or -1 */
+    RF_OP_INDEXED_SLICES,          /* (indices, values): a sparse gradient */
+    RF_OP_INDEXED_SLICES_TO_DENSE, /* unsorted_segment_sum into zeros */
+    RF_OP_SPARSE_APPLY_OPTIMIZER,  /* ScatterSub, SparseApplyAdagrad, ... */
     RF_OP_COUNT
 } rf_op_type;
 
@@ -284,6 +291,66 @@ RF_API rf_node *rf_cast(rf_graph *g, rf_node *x, rf_dtype dtype,
 RF_API rf_node *rf_ones_like(rf_graph *g, rf_node *x, const char *name);
 RF_API rf_node *rf_zeros_like(rf_graph *g, rf_node *x, const char *name);
 
+/* ---- Embeddings (tf.gather, tf.nn.embedding_lookup) ----
+ * rf_gather: GatherV2 along axis 0; indices int32 or int64 of any shape;
+ * output indices.shape + params.shape[1:]. An index outside
+ * [0, params.shape[0]) fails the run with RF_ERR_INVALID_ARG (TF:
+ * InvalidArgument), e.g. "GatherV2 'Gather': indices[1,2] = 1000 is not in [0,
+ * 500)". The gradient wrt params is an IndexedSlices (below).
+ *
+ * rf_embedding_lookup: tf.nn.embedding_lookup (TF 1.x embedding_ops.py) over
+ * the parts params[0..nparams) of one table (sliced along the first axis,
+ * every part with the same trailing shape). One part: a Gather. Several:
+ * one EmbeddingLookup node that maps each id to (part, row) as TF does,
+ * with total = the sum of the parts' first dims and P = nparams:
+ *   "mod": part = id % P, row = id / P;
+ *   "div": ipp = total / P, extras = total % P,
+ *          part = max(id / (ipp + 1), (id - extras) / ipp),
+ *          row = part < extras ? id % (ipp + 1) : (id - extras) % ipp.
+ * partition_strategy NULL means "mod" (TF's default). An id outside
+ * [0, total), or one mapped past the end of its part (mod over parts of
+ * uneven sizes in the wrong order), fails the run with RF_ERR_INVALID_ARG
+ * naming the node, the position, the id and the vocabulary size. The
+ * gradient wrt each part is an IndexedSlices whose indices are, for every
+ * id, its row in that part or -1 when it belongs to another part (TF's
+ * dynamic_partition pieces, with the other parts' entries kept as -1 so
+ * shapes stay static; dedup, densify and the sparse applies skip -1).
+ *
+ * rf_embedding_lookup_partitioned: the same on what rf_get_variable returns
+ * (the ConcatV2 of the parts along axis 0 of a partitioned variable, or a
+ * single variable): the parts are the concat's inputs. */
+RF_API rf_node *rf_gather(rf_graph *g, rf_node *params, rf_node *indices,
+                          const char *name);
+RF_API rf_node *rf_embedding_lookup(rf_graph *g, rf_node *const *params,
+                                    size_t nparams, rf_node *ids,
+                                    const char *partition_strategy,
+                                    const char *name);
+RF_API rf_node *rf_embedding_lookup_partitioned(rf_graph *g, rf_node *table,
+                                                rf_node *ids,
+                                                const char *partition_strategy,
+                                                const char *name);
+
+/* ---- IndexedSlices (TF's sparse gradient) ----
+ * A node of inputs (indices int64 [n], values [n, ...]) standing for the
+ * dense tensor of dense_shape that is the sum, for every i with
+ * indices[i] != -1, of values[i] at row indices[i]. Its own value (what a
+ * fetch of it returns, and what a consumer reads) is values. rf_gradients
+ * returns one for a variable read only through Gather/embedding_lookup;
+ * several are aggregated by concatenating indices and values (TF's
+ * _AggregatedGrads), and mixed with dense partials they are densified
+ * first. rf_apply_gradients turns one into a sparse apply.
+ * rf_indexed_slices_to_dense builds the dense tensor (unsorted_segment_sum
+ * into zeros; an index beyond dense_shape[0] fails the run). */
+RF_API rf_node *rf_indexed_slices(rf_graph *g, rf_node *indices,
+                                  rf_node *values, rf_shape dense_shape,
+                                  const char *name);
+RF_API bool rf_node_is_indexed_slices(const rf_node *n);
+RF_API rf_node *rf_indexed_slices_indices(const rf_node *slices);
+RF_API rf_node *rf_indexed_slices_values(const rf_node *slices);
+RF_API rf_shape rf_indexed_slices_dense_shape(const rf_node *slices);
+RF_API rf_node *rf_indexed_slices_to_dense(rf_graph *g, rf_node *slices,
+                                           const char *name);
+
 /* Composites. rf_accuracy is Mean(Cast(Equal(ArgMax(logits, -1), labels)))
  * under name scope name (default "accuracy"). rf_flatten reshapes to
  * [batch, rest]. */
@@ -449,7 +516,12 @@ RF_API void rf_variable_mark_initialized(rf_node *var, bool initialized);
 /* tf.gradients(loss, xs): adds the gradient subgraph under name scope
  * "gradients" and writes d(sum of loss)/d(xs[i]) to grads_out[i], or NULL
  * where loss does not depend on xs[i] (TF's None). Partial gradients of a
- * node used several times are summed with AddN in a fixed order. */
+ * node used several times are summed with AddN in a fixed order. A
+ * variable read only through Gather/embedding_lookup gets an IndexedSlices
+ * (several: one of their concatenated indices and values, as TF's
+ * _AggregatedGrads); read densely too, its sparse partials are densified
+ * and added (TF would make IndexedSlices of the dense ones instead: the
+ * same sum in another rounding order). */
 RF_API rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs,
                               size_t n, rf_node **grads_out);
 
@@ -462,7 +534,12 @@ RF_API rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs,
  * that runs the rf_optim_apply() kernel, then (Adam) the finish op after all
  * of them, then, if global_step is non-NULL, AssignAdd(global_step, 1) named
  * "<Name>". *train_op is that last op (a NoOp "<Name>" without global_step).
- * name NULL means the optimizer's TF name ("Adam", ...). */
+ * name NULL means the optimizer's TF name ("Adam", ...). A grad that is an
+ * IndexedSlices gets a SparseApplyOptimizer instead (named as TF's sparse
+ * op: "ScatterSub", "SparseApplyMomentum", "SparseApplyAdagrad",
+ * "SparseApplyAdam", "SparseApplyRMSProp"): duplicates summed first
+ * (rf_optim_dedup, except for sgd: ScatterSub sums them itself), then
+ * rf_optim_apply_sparse on the rows named; -1 indices are skipped. */
 RF_API rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
                                     rf_node *const *vars, rf_node *const *grads,
                                     size_t n, rf_node *global_step,
@@ -473,13 +550,19 @@ RF_API rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg,
                              rf_node *loss, rf_node *global_step,
                              rf_node **train_op);
 
-/* For an ApplyOptimizer node: its config, variable, gradient, slots (in
- * rf_optim_layout order) and Adam's beta power variables (NULL otherwise).
- * The distributed runtime uses this to turn it into a remote apply. */
+/* For an ApplyOptimizer or SparseApplyOptimizer node: its config,
+ * variable, gradient, slots (in rf_optim_layout order) and Adam's beta
+ * power variables (NULL otherwise). For a sparse apply (sparse true)
+ * indices is the int64 indices node and grad = values the IndexedSlices
+ * node, whose value is the gradient's rows (NULL, false for a dense
+ * apply). The distributed runtime uses this to turn it into a remote
+ * apply. */
 typedef struct rf_apply_info {
     const rf_optim_config *cfg;
     rf_node *var;
     rf_node *grad;
+    bool sparse;
+    rf_node *indices, *values;
     rf_node *slots[RF_OPTIM_MAX_SLOTS];
     unsigned num_slots;
     rf_node *beta1_power, *beta2_power;

@@ -188,7 +188,8 @@ static const flag_def flag_table[] = {
      .kind = FK_CUSTOM,
      .fn = set_optimizer,
      .arg = "NAME",
-     .help = "sgd | momentum | adagrad | adam | rmsprop (default adam)"},
+     .help = "sgd | momentum | adagrad | adam | rmsprop | ftrl (default "
+             "adam)"},
     {.name = "learning_rate",
      .kind = FK_FLOAT,
      .offset = FIELD(learning_rate),
@@ -198,7 +199,7 @@ static const flag_def flag_table[] = {
      .max = 1e6,
      .arg = "LR",
      .help = "learning rate > 0 (default per optimizer: sgd 0.1, momentum "
-             "0.01, adagrad 0.1, adam 0.001, rmsprop 0.001)"},
+             "0.01, adagrad 0.1, adam 0.001, rmsprop 0.001, ftrl 0.1)"},
     {.name = "momentum",
      .kind = FK_FLOAT,
      .offset = FIELD(momentum),
@@ -208,6 +209,49 @@ static const flag_def flag_table[] = {
      .arg = "M",
      .help = "momentum in [0, 1] for momentum (default 0.9) and rmsprop "
              "(default 0)"},
+    {.name = "initial_accumulator_value",
+     .kind = FK_FLOAT,
+     .offset = FIELD(initial_accumulator_value),
+     .min = 0,
+     .min_open = true,
+     .f32 = true,
+     .max = 1e6,
+     .arg = "A",
+     .help = "initial accumulator > 0 for adagrad and ftrl (default 0.1)"},
+    {.name = "learning_rate_power",
+     .kind = FK_FLOAT,
+     .offset = FIELD(learning_rate_power),
+     .min = -1e6,
+     .f32 = true,
+     .max = 0,
+     .arg = "P",
+     .help = "ftrl's learning rate power <= 0 (default -0.5; 0 is a fixed "
+             "learning rate)"},
+    {.name = "l1_regularization_strength",
+     .kind = FK_FLOAT,
+     .offset = FIELD(l1_regularization_strength),
+     .min = 0,
+     .f32 = true,
+     .max = 1e6,
+     .arg = "L1",
+     .help = "ftrl's L1 regularization strength >= 0 (default 0)"},
+    {.name = "l2_regularization_strength",
+     .kind = FK_FLOAT,
+     .offset = FIELD(l2_regularization_strength),
+     .min = 0,
+     .f32 = true,
+     .max = 1e6,
+     .arg = "L2",
+     .help = "ftrl's L2 regularization strength >= 0 (default 0)"},
+    {.name = "l2_shrinkage_regularization_strength",
+     .kind = FK_FLOAT,
+     .offset = FIELD(l2_shrinkage_regularization_strength),
+     .min = 0,
+     .f32 = true,
+     .max = 1e6,
+     .arg = "S",
+     .help = "ftrl's L2 shrinkage strength >= 0 (default 0; > 0 uses "
+             "ApplyFtrlV2)"},
     {.name = "batch_size",
      .kind = FK_INT,
      .offset = FIELD(batch_size),
@@ -624,6 +668,11 @@ static void set_defaults(tr_flags *f)
     f->optimizer = "adam";
     f->learning_rate = NAN;
     f->momentum = NAN;
+    f->initial_accumulator_value = NAN;
+    f->learning_rate_power = NAN;
+    f->l1_regularization_strength = NAN;
+    f->l2_regularization_strength = NAN;
+    f->l2_shrinkage_regularization_strength = NAN;
     f->batch_size = -1; /* per model, see resolve_model_defaults */
     f->train_steps = -1;
     f->seed = 1;
@@ -667,6 +716,8 @@ static float default_learning_rate(rf_optimizer_kind kind)
         return 0.001f;
     case RF_OPTIM_RMSPROP:
         return 0.001f;
+    case RF_OPTIM_FTRL:
+        return 0.1f;
     }
     return 0.01f;
 }
@@ -691,6 +742,37 @@ static int resolve_optimizer(tr_flags *f, char *err, size_t errlen)
         c->momentum = (float)f->momentum;
     } else if (c->kind == RF_OPTIM_MOMENTUM) {
         c->momentum = 0.9f;
+    }
+    /* FtrlOptimizer's arguments (initial_accumulator_value: Adagrad's too) */
+    const struct {
+        const char *name;
+        double value;
+        float *field;
+        bool adagrad;
+    } ftrl[] = {
+        {"initial_accumulator_value", f->initial_accumulator_value,
+         &c->initial_accumulator_value, true},
+        {"learning_rate_power", f->learning_rate_power, &c->learning_rate_power,
+         false},
+        {"l1_regularization_strength", f->l1_regularization_strength,
+         &c->l1_regularization_strength, false},
+        {"l2_regularization_strength", f->l2_regularization_strength,
+         &c->l2_regularization_strength, false},
+        {"l2_shrinkage_regularization_strength",
+         f->l2_shrinkage_regularization_strength,
+         &c->l2_shrinkage_regularization_strength, false},
+    };
+    for (size_t i = 0; i < sizeof ftrl / sizeof ftrl[0]; i++) {
+        if (isnan(ftrl[i].value))
+            continue;
+        if (c->kind != RF_OPTIM_FTRL &&
+            !(ftrl[i].adagrad && c->kind == RF_OPTIM_ADAGRAD)) {
+            snprintf(err, errlen, "--%s: not used by --optimizer=%s (only %s)",
+                     ftrl[i].name, f->optimizer,
+                     ftrl[i].adagrad ? "adagrad and ftrl" : "ftrl");
+            return -1;
+        }
+        *ftrl[i].field = (float)ftrl[i].value;
     }
     if (rf_optim_validate(c) != RF_OK) {
         snprintf(err, errlen, "--optimizer=%s: %s", f->optimizer,

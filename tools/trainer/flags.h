@@ -61,6 +61,12 @@ typedef struct tr_flags {
     int64_t metrics_every_steps; /* --metrics_every_steps (default 100) */
     /* --cluster_secret_file (NULL: RF_CLUSTER_SECRET_FILE, else none) */
     const char *cluster_secret_file;
+    /* --initial_accumulator_value (adagrad, ftrl), --learning_rate_power and
+     * --l1/l2/l2_shrinkage_regularization_strength (ftrl); NAN: TF's
+     * default */
+    double initial_accumulator_value, learning_rate_power;
+    double l1_regularization_strength, l2_regularization_strength;
+    double l2_shrinkage_regularization_strength;
     /* distributed: the cluster flags as given (NULL: not given) */
     const char *ps_hosts, *worker_hosts, *job_name, *task_index;
     const char *num_ps, *port_base; /* --num_ps, --port_base as given */

@@ -5,7 +5,9 @@
  * builds the op on random seeded float variables (kept away from kinks:
  * ReLU inputs away from 0, MaxPool windows with distinct values), takes
  * loss = Sum(op * W) for a random W so every output element matters, and
- * compares rf_gradients with (L(x+eps) - L(x-eps)) / 2eps per element. */
+ * compares rf_gradients with (L(x+eps) - L(x-eps)) / 2eps per element.
+ * Sparse gradients (IndexedSlices of Gather, EmbeddingLookup) are compared
+ * densified. */
 #include "graph_test.h"
 
 #define EPS  1e-2
@@ -305,6 +307,34 @@ static rf_node *case_cast(rf_graph *g, int v, rf_node **xs, int *nx)
     return rf_cast(g, xs[0], RF_F32, NULL);
 }
 
+/* ids with repeats; the gradient is an IndexedSlices, densified below */
+static rf_node *case_gather(rf_graph *g, int v, rf_node **xs, int *nx)
+{
+    if (v > 1)
+        return NULL;
+    static const int32_t ids[5] = {2, 0, 2, 3, 2};
+    xs[0] = rvar(g, RF_SHAPE(4, 3), FILL_UNIFORM);
+    *nx = 1;
+    rf_node *ix = v == 0
+                      ? rf_const(g, RF_I32, RF_SHAPE(5), ids, NULL)
+                      : rf_cast(g, rf_const(g, RF_I32, RF_SHAPE(5), ids, NULL),
+                                RF_I64, NULL);
+    return rf_gather(g, xs[0], ix, NULL);
+}
+
+static rf_node *case_embedding_lookup(rf_graph *g, int v, rf_node **xs, int *nx)
+{
+    if (v > 1)
+        return NULL;
+    static const int64_t ids[2][3] = {{6, 0, 3}, {3, 5, 3}};
+    for (int p = 0; p < 3; p++)
+        xs[p] = rvar(g, RF_SHAPE(p == 0 ? 3 : 2, 2), FILL_UNIFORM);
+    *nx = 3;
+    return rf_embedding_lookup(g, xs, 3,
+                               rf_const(g, RF_I64, RF_SHAPE(2, 3), ids, NULL),
+                               v ? "div" : "mod", NULL);
+}
+
 static const case_fn cases[RF_OP_COUNT] = {
     [RF_OP_IDENTITY] = case_identity,
     [RF_OP_MATMUL] = case_matmul,
@@ -326,6 +356,8 @@ static const case_fn cases[RF_OP_COUNT] = {
     [RF_OP_CONV2D] = case_conv2d,
     [RF_OP_MAX_POOL] = case_max_pool,
     [RF_OP_CAST] = case_cast,
+    [RF_OP_GATHER] = case_gather,
+    [RF_OP_EMBEDDING_LOOKUP] = case_embedding_lookup,
 };
 
 static double run_loss(rf_plan *p)
@@ -365,6 +397,9 @@ static int run_op_cases(rf_op_type op, case_fn fn)
             rf_reduce_sum(g, rf_mul(g, y, W, NULL), NULL, 0, false, "loss");
         rf_node *grads[4] = {NULL};
         CHECK_OK(rf_gradients(g, loss, xs, (size_t)nx, grads));
+        for (int i = 0; i < nx; i++) /* sparse gradients, as a dense tensor */
+            if (rf_node_is_indexed_slices(grads[i]))
+                grads[i] = rf_indexed_slices_to_dense(g, grads[i], NULL);
         CHECK_OK(rf_graph_initialize_variables(g));
         apply_fills();
         rf_node *fetch[5] = {loss};

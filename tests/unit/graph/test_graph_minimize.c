@@ -219,13 +219,15 @@ int main(void)
     const char *mom[] = {"W/Momentum"}, *ada[] = {"W/Adagrad"},
                *adam[] = {"W/Adam", "W/Adam_1", "beta1_power", "beta2_power"},
                *rms[] = {"W/RMSProp", "W/RMSProp_1"},
-               *crms[] = {"W/RMSProp", "W/RMSProp_1", "W/RMSProp_2"};
+               *crms[] = {"W/RMSProp", "W/RMSProp_1", "W/RMSProp_2"},
+               *ftrl[] = {"W/Ftrl", "W/Ftrl_1"};
     test_names_and_slots(RF_OPTIM_SGD, false, NULL, 0, 0);
     test_names_and_slots(RF_OPTIM_MOMENTUM, false, mom, 1, 0);
     test_names_and_slots(RF_OPTIM_ADAGRAD, false, ada, 1, 0.1f);
     test_names_and_slots(RF_OPTIM_ADAM, false, adam, 2, 0);
     test_names_and_slots(RF_OPTIM_RMSPROP, false, rms, 2, 1.0f);
     test_names_and_slots(RF_OPTIM_RMSPROP, true, crms, 3, 1.0f);
+    test_names_and_slots(RF_OPTIM_FTRL, false, ftrl, 2, 0.1f);
     for (int k = 0; k < RF_OPTIM_KIND_COUNT; k++) {
         test_against_kernels((rf_optimizer_kind)k, false);
         if (k == RF_OPTIM_MOMENTUM || k == RF_OPTIM_RMSPROP)

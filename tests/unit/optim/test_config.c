@@ -34,14 +34,25 @@ static void test_defaults(void)
     CHECK(rf_optim_defaults(RF_OPTIM_ADAGRAD, &c) == RF_OK, "adagrad");
     CHECK(c.initial_accumulator_value == 0.1f, "adagrad default %g",
           (double)c.initial_accumulator_value);
+    /* ftrl.py: learning_rate_power=-0.5, initial_accumulator_value=0.1,
+     * l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+     * l2_shrinkage_regularization_strength=0.0 */
+    CHECK(rf_optim_defaults(RF_OPTIM_FTRL, &c) == RF_OK, "ftrl");
+    CHECK(c.learning_rate_power == -0.5f &&
+              c.initial_accumulator_value == 0.1f &&
+              c.l1_regularization_strength == 0.0f &&
+              c.l2_regularization_strength == 0.0f &&
+              c.l2_shrinkage_regularization_strength == 0.0f,
+          "ftrl defaults");
     /* momentum.py: use_nesterov=False */
     CHECK(rf_optim_defaults(RF_OPTIM_MOMENTUM, &c) == RF_OK, "momentum");
     CHECK(!c.use_nesterov, "nesterov off by default");
 
     /* Required arguments (no TF default) are rejected until set. */
     const rf_optimizer_kind need_lr[] = {RF_OPTIM_SGD, RF_OPTIM_MOMENTUM,
-                                         RF_OPTIM_ADAGRAD, RF_OPTIM_RMSPROP};
-    for (size_t i = 0; i < 4; i++) {
+                                         RF_OPTIM_ADAGRAD, RF_OPTIM_RMSPROP,
+                                         RF_OPTIM_FTRL};
+    for (size_t i = 0; i < sizeof need_lr / sizeof need_lr[0]; i++) {
         CHECK(rf_optim_defaults(need_lr[i], &c) == RF_OK, "defaults");
         CHECK(rf_optim_validate(&c) == RF_ERR_INVALID_ARG &&
                   has("learning_rate is required") &&
@@ -90,6 +101,16 @@ static void expect_bad(rf_optimizer_kind kind, const char *field, float value)
         c.epsilon = value;
     else if (!strcmp(field, "decay"))
         c.decay = value;
+    else if (!strcmp(field, "learning_rate_power"))
+        c.learning_rate_power = value;
+    else if (!strcmp(field, "l1_regularization_strength"))
+        c.l1_regularization_strength = value;
+    else if (!strcmp(field, "l2_regularization_strength"))
+        c.l2_regularization_strength = value;
+    else if (!strcmp(field, "l2_shrinkage_regularization_strength"))
+        c.l2_shrinkage_regularization_strength = value;
+    else
+        CHECK(false, "unknown field %s", field);
     rf_error_clear();
     CHECK(rf_optim_validate(&c) == RF_ERR_INVALID_ARG && has(field) &&
               has(rf_optim_kind_name(kind)),
@@ -124,6 +145,18 @@ static void test_validation(void)
     expect_bad(RF_OPTIM_RMSPROP, "momentum", -0.1f);
     expect_bad(RF_OPTIM_RMSPROP, "epsilon", -1.0f);
     expect_bad(RF_OPTIM_RMSPROP, "epsilon", INFINITY);
+    /* FtrlOptimizer's ValueErrors, and the kernels' positive lr */
+    expect_bad(RF_OPTIM_FTRL, "learning_rate", 0.0f);
+    expect_bad(RF_OPTIM_FTRL, "learning_rate_power", 0.5f);
+    expect_bad(RF_OPTIM_FTRL, "learning_rate_power", -INFINITY);
+    expect_bad(RF_OPTIM_FTRL, "learning_rate_power", NAN);
+    expect_bad(RF_OPTIM_FTRL, "initial_accumulator_value", 0.0f);
+    expect_bad(RF_OPTIM_FTRL, "initial_accumulator_value", -0.1f);
+    expect_bad(RF_OPTIM_FTRL, "l1_regularization_strength", -0.001f);
+    expect_bad(RF_OPTIM_FTRL, "l1_regularization_strength", INFINITY);
+    expect_bad(RF_OPTIM_FTRL, "l2_regularization_strength", -2.0f);
+    expect_bad(RF_OPTIM_FTRL, "l2_shrinkage_regularization_strength", -0.1f);
+    expect_bad(RF_OPTIM_FTRL, "l2_shrinkage_regularization_strength", NAN);
 
     /* Boundary values that are fine: lr 0, beta1 0, epsilon 0, decay 0 and
      * 1, momentum 1. */
@@ -141,6 +174,15 @@ static void test_validation(void)
     CHECK(rf_optim_validate(&c) == RF_OK, "rmsprop boundaries");
     c.decay = 1.0f;
     CHECK(rf_optim_validate(&c) == RF_OK, "rmsprop decay 1");
+    rf_optim_defaults(RF_OPTIM_FTRL, &c);
+    c.learning_rate = 3.0f;
+    c.learning_rate_power = 0.0f; /* a fixed learning rate */
+    CHECK(rf_optim_validate(&c) == RF_OK, "ftrl boundaries");
+    c.learning_rate_power = -2.0f;
+    c.l1_regularization_strength = 0.001f;
+    c.l2_regularization_strength = 2.0f;
+    c.l2_shrinkage_regularization_strength = 0.1f;
+    CHECK(rf_optim_validate(&c) == RF_OK, "ftrl with every regularization");
 
     /* Fields another kind uses are ignored. */
     rf_optim_defaults(RF_OPTIM_SGD, &c);
@@ -156,8 +198,9 @@ static void test_validation(void)
 
 static void test_parse_and_format(void)
 {
-    static const char *const names[] = {"sgd", "momentum", "adagrad", "adam",
-                                        "rmsprop"};
+    static const char *const names[] = {"sgd",  "momentum", "adagrad",
+                                        "adam", "rmsprop",  "ftrl"};
+    CHECK_EQ_U64(sizeof names / sizeof names[0], RF_OPTIM_KIND_COUNT);
     rf_optim_config c;
     for (int k = 0; k < RF_OPTIM_KIND_COUNT; k++) {
         CHECK(rf_optim_parse(names[k], &c) == RF_OK && (int)c.kind == k,
@@ -167,15 +210,16 @@ static void test_parse_and_format(void)
     }
     CHECK(rf_optim_parse("adam", &c) == RF_OK && c.learning_rate == 0.001f,
           "parse gives defaults");
-    const char *bad[] = {"Adam", "", "adamw", "sgd ", "ftrl"};
+    const char *bad[] = {"Adam", "", "adamw", "sgd ", "Ftrl"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rf_error_clear();
         CHECK(rf_optim_parse(bad[i], &c) == RF_ERR_INVALID_ARG &&
                   has("unknown optimizer") && has(bad[i]) &&
-                  has("sgd|momentum|adagrad|adam|rmsprop"),
+                  has("sgd|momentum|adagrad|adam|rmsprop|ftrl"),
               "parse '%s': '%s'", bad[i], rf_error_message());
     }
     CHECK(rf_optim_parse(NULL, &c) == RF_ERR_INVALID_ARG, "NULL name");
+    CHECK_EQ_U64(rf_optim_num_slots(RF_OPTIM_FTRL, false), 2);
     CHECK(!strcmp(rf_optim_kind_name((rf_optimizer_kind)9), "unknown"),
           "unknown name");
 
@@ -192,6 +236,21 @@ static void test_parse_and_format(void)
     CHECK(!strcmp(buf, "rmsprop(learning_rate=0.01, decay=0.9, momentum=0, "
                        "epsilon=1e-10, centered=true)"),
           "format '%s'", buf);
+    char big[256];
+    rf_optim_parse("ftrl", &c);
+    c.learning_rate = 3.0f;
+    c.l1_regularization_strength = 0.001f;
+    c.l2_shrinkage_regularization_strength = 0.1f;
+    rf_optim_format(&c, big, sizeof big);
+    CHECK(!strcmp(big, "ftrl(learning_rate=3, learning_rate_power=-0.5, "
+                       "initial_accumulator_value=0.1, "
+                       "l1_regularization_strength=0.001, "
+                       "l2_regularization_strength=0, "
+                       "l2_shrinkage_regularization_strength=0.1)"),
+          "format '%s'", big);
+    rf_optim_parse("rmsprop", &c);
+    c.learning_rate = 0.01f;
+    c.centered = true;
     char small[8];
     int len = rf_optim_format(&c, small, sizeof small);
     CHECK(len == (int)strlen(buf) && strlen(small) == 7, "truncation %d", len);
@@ -225,6 +284,8 @@ static void test_layouts(void)
          0,
          {"rms", "mg", "momentum"},
          {1.0f, 0.0f, 0.0f}},
+        /* ftrl.py _create_slots: "accum" then "linear" */
+        {RF_OPTIM_FTRL, false, "Ftrl", 2, 0, {"accum", "linear"}, {0.1f, 0}},
     };
     for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
         rf_optim_config c;

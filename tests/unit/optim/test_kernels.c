@@ -12,6 +12,7 @@
 
 #include "rdmaflow/optim.h"
 #include "tests/common/check.h"
+#include "tests/unit/optim/ftrl_ref.h"
 
 #define MAXN 64
 
@@ -77,14 +78,15 @@ typedef struct ref {
 } ref;
 
 /* a = momentum accumulator (momentum), accumulator (adagrad), m (adam),
- * rms (rmsprop); b = v (adam), mom (rmsprop); c = mg (centered rmsprop). */
+ * rms (rmsprop), accum (ftrl); b = v (adam), mom (rmsprop), linear (ftrl);
+ * c = mg (centered rmsprop). */
 static void ref_init(ref *f, const rf_optim_config *cfg, const float *var0,
                      size_t n)
 {
     memset(f, 0, sizeof *f);
     for (size_t i = 0; i < n; i++) {
         f->var[i] = var0[i];
-        if (cfg->kind == RF_OPTIM_ADAGRAD)
+        if (cfg->kind == RF_OPTIM_ADAGRAD || cfg->kind == RF_OPTIM_FTRL)
             f->a[i] = cfg->initial_accumulator_value;
         if (cfg->kind == RF_OPTIM_RMSPROP)
             f->a[i] = 1.0;
@@ -141,6 +143,9 @@ static void ref_step(ref *f, const rf_optim_config *cfg, const float *grad,
             f->var[i] -= f->b[i];
             break;
         }
+        case RF_OPTIM_FTRL:
+            ref_ftrl(cfg, &f->var[i], &f->a[i], &f->b[i], g);
+            break;
         }
     }
 }
@@ -161,6 +166,8 @@ static void compare(const run *r, const ref *f, double rtol, double atol,
         {"v", f->b},
         {"rms", f->a},
         {"mg", f->c},
+        {"accum", f->a},
+        {"linear", f->b},
     };
     for (size_t i = 0; i < r->n; i++)
         CHECK_NEAR(r->var[i], f->var[i], rtol, atol, "%s %s step %d var[%zu]",
@@ -217,6 +224,17 @@ static void test_against_reference(void)
     cfgs[nc].centered = true;
     cfgs[nc].momentum = 0.9f;
     cfgs[nc++].decay = 0.95f;
+    cfgs[nc++] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[nc].l1_regularization_strength = 0.01f;
+    cfgs[nc++].l2_regularization_strength = 0.5f;
+    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[nc].learning_rate_power = -0.7f; /* through powf */
+    cfgs[nc].l1_regularization_strength = 0.001f;
+    cfgs[nc++].l2_shrinkage_regularization_strength = 0.1f; /* V2 */
+    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[nc].learning_rate_power = 0.0f; /* fixed learning rate */
+    cfgs[nc++].initial_accumulator_value = 0.5f;
 
     const size_t n = 37;
     for (size_t c = 0; c < nc; c++) {
@@ -384,6 +402,76 @@ static void test_tf_adagrad_basic(void)
                            2.715679168701172, 3.715679168701172};
     for (int i = 0; i < 4; i++)
         CHECK_NEAR(r.var[i], want[i], TF_RTOL, TF_ATOL, "adagrad var[%d]", i);
+}
+
+/* ftrl_test.py: var0 and var1 (concatenated), grads0 [0.1, 0.2], grads1
+ * [0.01, 0.02] every step, FtrlOptimizer(3.0, initial_accumulator_value=0.1,
+ * ...), TF's expected values after `steps` steps. */
+static void tf_ftrl_case(const char *name, float l1, float l2, float shrink,
+                         const float *var0, int steps, const double *want)
+{
+    run r;
+    rf_optim_config cfg = config(RF_OPTIM_FTRL, 3.0f);
+    cfg.l1_regularization_strength = l1;
+    cfg.l2_regularization_strength = l2;
+    cfg.l2_shrinkage_regularization_strength = shrink;
+    run_init(&r, &cfg, var0, 4);
+    for (int s = 0; s < steps; s++)
+        run_step(&r, (const float[]){0.1f, 0.2f, 0.01f, 0.02f});
+    for (int i = 0; i < 4; i++)
+        CHECK_NEAR(r.var[i], want[i], TF_RTOL, TF_ATOL, "%s var[%d]", name, i);
+}
+
+static void test_tf_ftrl(void)
+{
+    const float zeros[4] = {0, 0, 0, 0}, init[4] = {1, 2, 4, 3};
+    /* testFtrlwithoutRegularization: 3 steps from zeros */
+    tf_ftrl_case(
+        "WithoutRegularization", 0, 0, 0, zeros, 3,
+        (const double[]){-2.60260963, -4.29698515, -0.28432083, -0.56694895});
+    /* testFtrlwithoutRegularization2: 3 steps from [1, 2], [4, 3] */
+    tf_ftrl_case(
+        "WithoutRegularization2", 0, 0, 0, init, 3,
+        (const double[]){-2.55607247, -3.98729396, -0.28232238, -0.56096673});
+    /* testFtrlWithL1: l1 0.001, 10 steps */
+    tf_ftrl_case(
+        "WithL1", 0.001f, 0, 0, init, 10,
+        (const double[]){-7.66718769, -10.91273689, -0.93460727, -1.86147261});
+    /* testFtrlWithL1_L2: l1 0.001, l2 2.0, 10 steps */
+    tf_ftrl_case(
+        "WithL1_L2", 0.001f, 2.0f, 0, init, 10,
+        (const double[]){-0.24059935, -0.46829352, -0.02406147, -0.04830509});
+    /* testFtrlWithL1_L2_L2Shrinkage: and shrinkage 0.1 (ApplyFtrlV2) */
+    tf_ftrl_case(
+        "WithL1_L2_L2Shrinkage", 0.001f, 2.0f, 0.1f, init, 10,
+        (const double[]){-0.22578995, -0.44345796, -0.14378493, -0.13229476});
+}
+
+/* ftrl_test.py testEquivAdagradwithoutRegularization and
+ * testEquivGradientDescentwithoutRegularization: from zeros, without
+ * L1/L2, FTRL with learning_rate_power -0.5 is Adagrad and with 0 is
+ * gradient descent (5 steps of applyOptimizer, assertAllCloseAccordingToType).
+ */
+static void test_tf_ftrl_equivalences(void)
+{
+    const float zeros[4] = {0, 0, 0, 0};
+    const float g[4] = {0.1f, 0.2f, 0.01f, 0.02f};
+    for (int fixed = 0; fixed < 2; fixed++) {
+        run a, b;
+        rf_optim_config ftrl = config(RF_OPTIM_FTRL, 3.0f);
+        ftrl.learning_rate_power = fixed ? 0.0f : -0.5f;
+        rf_optim_config other =
+            config(fixed ? RF_OPTIM_SGD : RF_OPTIM_ADAGRAD, 3.0f);
+        run_init(&a, &ftrl, zeros, 4);
+        run_init(&b, &other, zeros, 4);
+        for (int s = 0; s < 5; s++) {
+            run_step(&a, g);
+            run_step(&b, g);
+        }
+        for (int i = 0; i < 4; i++)
+            CHECK_NEAR(a.var[i], b.var[i], TF_RTOL, TF_ATOL,
+                       "ftrl as %s var[%d]", fixed ? "sgd" : "adagrad", i);
+    }
 }
 
 /* adagrad_test.py testMinimizeSparseResourceVariable: lr 1, var0 2x2 whose
@@ -603,6 +691,11 @@ static void test_determinism(void)
                 cfg.momentum = 0.3f;
                 cfg.centered = variant;
             }
+            if (k == RF_OPTIM_FTRL && variant) {
+                cfg.learning_rate_power = -0.7f;
+                cfg.l1_regularization_strength = 0.01f;
+                cfg.l2_shrinkage_regularization_strength = 0.1f;
+            }
             float whole[(RF_OPTIM_MAX_SLOTS + 1) * N] = {0};
             float other[(RF_OPTIM_MAX_SLOTS + 1) * N] = {0};
             run_split(&cfg, N, 0, N, init, grads, STEPS, whole);
@@ -630,6 +723,8 @@ int main(void)
     test_tf_nesterov();
     test_tf_adagrad_basic();
     test_tf_adagrad_minimize();
+    test_tf_ftrl();
+    test_tf_ftrl_equivalences();
     test_tf_adam_basic();
     test_tf_rmsprop_basic();
     test_tf_rmsprop_dense();
