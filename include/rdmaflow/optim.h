@@ -44,10 +44,11 @@ typedef struct rf_optim_config {
     float epsilon;                   /* ADAM, RMSPROP */
     float decay;                     /* RMSPROP (the kernel's rho) */
     bool centered;                   /* RMSPROP */
-    float learning_rate_power;       /* FTRL */
-    float l1_regularization_strength;           /* FTRL */
-    float l2_regularization_strength;           /* FTRL */
-    float l2_shrinkage_regularization_strength; /* FTRL (> 0: ApplyFtrlV2) */
+    /* FTRL (l2_shrinkage_regularization_strength > 0: ApplyFtrlV2) */
+    float learning_rate_power;
+    float l1_regularization_strength;
+    float l2_regularization_strength;
+    float l2_shrinkage_regularization_strength;
 } rf_optim_config;
 
 /* TensorFlow's defaults for kind:
@@ -245,9 +246,10 @@ RF_API rf_status rf_optim_dedup(const int64_t *indices, size_t n,
  *             rule: every row moves), lr_t as rf_optim_apply's; so n = 0
  *             still decays and moves every row
  * Where the formulas agree (sgd; momentum without Nesterov; adagrad and
- * ftrl with width > 1; adam's var step), a sparse apply touching every row once in
- * order gives bitwise rf_optim_apply's result. NULL arrays with a non-zero
- * size, overlapping arrays or an invalid config are RF_ERR_INVALID_ARG. */
+ * ftrl with width > 1; adam's var step), a sparse apply touching every row
+ * once in order gives bitwise rf_optim_apply's result. NULL arrays with a
+ * non-zero size, overlapping arrays or an invalid config are
+ * RF_ERR_INVALID_ARG. */
 RF_API rf_status rf_optim_apply_sparse(const rf_optim_config *cfg, float *var,
                                        float *const *slots, size_t rows,
                                        size_t width, const int64_t *indices,

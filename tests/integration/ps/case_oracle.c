@@ -3,14 +3,15 @@
  * it pulled and pushing, over 2 ps tasks, must leave bitwise the values,
  * optimizer slots and beta powers that rf_optim_apply gives locally with
  * TensorFlow's schedule (every variable updated, then the shared beta
- * powers advanced once per step), in every apply mode. */
+ * powers advanced once per step), in every apply mode, for every optimizer
+ * kind (FTRL with every hyper-parameter set). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/integration/ps/cases.h"
 
-#define NOPT   5
+#define NOPT   6
 #define NVAR   3
 #define NSTEPS 4
 
@@ -46,11 +47,20 @@ static rf_optim_config config(int k)
         rf_optim_defaults(RF_OPTIM_ADAM, &c);
         c.learning_rate = 0.01f;
         break;
-    default:
+    case 4:
         rf_optim_defaults(RF_OPTIM_RMSPROP, &c);
         c.learning_rate = 0.01f;
         c.momentum = 0.5f;
         c.centered = true;
+        break;
+    default: /* ApplyFtrlV2: every FTRL hyper-parameter crosses the wire */
+        rf_optim_defaults(RF_OPTIM_FTRL, &c);
+        c.learning_rate = 0.1f;
+        c.learning_rate_power = -0.6f;
+        c.initial_accumulator_value = 0.2f;
+        c.l1_regularization_strength = 0.001f;
+        c.l2_regularization_strength = 0.5f;
+        c.l2_shrinkage_regularization_strength = 0.05f;
         break;
     }
     return c;
