@@ -295,3 +295,13 @@ void case_rows_push_ps(void)
 {
     run_push(RF_PS_APPLY_PS, false);
 }
+
+void case_rows_push_worker(void)
+{
+    run_push(RF_PS_APPLY_WORKER, false);
+}
+
+void case_rows_push_worker_locking(void)
+{
+    run_push(RF_PS_APPLY_WORKER, true);
+}
