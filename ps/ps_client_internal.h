@@ -38,7 +38,7 @@ enum cli_op_kind {
     CLI_OP_PUSH,      /* apply=ps write_imm of a var */
     CLI_OP_WM,        /* an apply=worker stage of a var */
     CLI_OP_RECV,      /* a posted receive */
-    CLI_OP_TAG,       /* the tag WRITE before a sync push's write_imm */
+    CLI_OP_TAG,       /* a WRITE before a push's write_imm (sync tag, sparse) */
 };
 
 typedef struct cli_op {
