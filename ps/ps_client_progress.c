@@ -116,7 +116,9 @@ static void dispatch(rf_ps_client *c, const rf_completion *x)
         break;
     case CLI_OP_TAG: /* its write_imm, behind it, reports the push */
         if (x->status != RF_OK)
-            cli_conn_fail(p, "a sync push's tag WRITE failed: %s",
+            cli_conn_fail(p,
+                          "a push's WRITE before its write_imm (sync tag, "
+                          "sparse indices or rows) failed: %s",
                           rf_status_string(x->status));
         break;
     default:
