@@ -329,6 +329,17 @@ RF_API rf_node *rf_embedding_lookup_partitioned(rf_graph *g, rf_node *table,
                                                 rf_node *ids,
                                                 const char *partition_strategy,
                                                 const char *name);
+/* The part and the row in it of every id of ids (any shape) for lookup, a
+ * Gather (nparts 1) or an EmbeddingLookup node (nparts its parts) whose
+ * parts have part_rows[p] rows: the kernels' mapping and their checks and
+ * messages (an id outside the vocabulary, or mapped past its part's rows:
+ * RF_ERR_INVALID_ARG naming the node, the position and the id; nothing
+ * else written then matters). part and row hold numel(ids) entries. The
+ * distributed session maps a batch with it before it READs any row. */
+RF_API rf_status rf_embedding_map_ids(const rf_node *lookup,
+                                      const rf_tensor *ids,
+                                      const int64_t *part_rows, size_t nparts,
+                                      int32_t *part, int64_t *row);
 
 /* ---- IndexedSlices (TF's sparse gradient) ----
  * A node of inputs (indices int64 [n], values [n, ...]) standing for the
