@@ -65,13 +65,6 @@ static rf_status map_global_step(rf_session *s)
     return RF_OK;
 }
 
-static bool on_ps(const rf_node *n)
-{
-    rf_device_spec spec;
-    return rf_device_spec_parse(rf_node_requested_device(n), &spec) == RF_OK &&
-           !strcmp(spec.job, "ps");
-}
-
 /* A variable trained by a sparse apply (its gradient an IndexedSlices: the
  * graph read it only through Gather and embedding lookups) becomes an
  * embedding table shard: rows, row bytes and max_push_rows, the most rows

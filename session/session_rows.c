@@ -56,7 +56,7 @@ static bool lookup_shape(const rf_node *n, size_t *ids_in, size_t *first,
 
 static rf_status map_one(rf_session *s, rf_node *n, sess_lookup *L)
 {
-    size_t ids_in, first, np;
+    size_t ids_in = 0, first = 0, np = 0;
     lookup_shape(n, &ids_in, &first, &np);
     L->node = n;
     L->ids_in = ids_in;
