@@ -221,6 +221,13 @@ static rf_status init_or_wait(rf_session *s)
             goto out;
         }
     }
+    /* A table's graph variable stands for its shard, initialised on the
+     * ps now: the lookups read the shard's rows, never the graph storage
+     * (which a non-chief may never have initialised, so its pages stay
+     * untouched). */
+    for (size_t i = 0; i < s->nv; i++)
+        if (s->v[i].table)
+            rf_variable_mark_initialized(s->v[i].var, true);
     /* the step's READ of every dense shard (a table's rows are read by
      * its lookups) */
     s->nreads = 0;

@@ -85,6 +85,7 @@ typedef struct task_opts {
     /* embedding table */
     int vocab, emb_dim, emb_parts;
     int64_t max_lookup_ids, bad_id_at;
+    bool table_uninitialized;
     /* compare */
     const char *compare_a, *compare_b;
     double tolerance;
@@ -202,7 +203,11 @@ static void build(const task_opts *o, rf_replica_device_setter *setter,
     CHECK_OK(rf_minimize(g, &cfg, m->loss, m->gs, &m->train_op));
     if (setter)
         rf_device_fn_pop(g);
-    CHECK_OK(rf_graph_initialize_variables(g));
+    for (size_t i = 0; i < rf_graph_num_variables(g); i++) {
+        rf_node *v = rf_graph_variable(g, i);
+        if (!o->table_uninitialized || strncmp(rf_node_name(v), "emb/", 4))
+            CHECK_OK(rf_variable_initialize(v));
+    }
     rf_executor_options eo = {.threads = o->threads};
     CHECK_OK(rf_executor_create(&eo, &m->ex));
 }
@@ -640,6 +645,15 @@ static int run_worker(const task_opts *o)
     }
     print_result(k, step, first, last);
     print_sync(s, o);
+    if (o->table_uninitialized) {
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "VmHWM:", 6))
+                printf("peak_rss_kib %ld\n", strtol(line + 6, NULL, 10));
+        if (f)
+            fclose(f);
+    }
     if (o->vocab > 0) {
         rf_session_counters tc;
         rf_session_counters_get(s, &tc);
@@ -826,6 +840,8 @@ int main(int argc, char **argv)
             o.emb_parts = atoi(v);
         else if ((v = value_of(a, "--max_lookup_ids")))
             o.max_lookup_ids = atoll(v);
+        else if (!strcmp(a, "--table_uninitialized"))
+            o.table_uninitialized = true;
         else if ((v = value_of(a, "--bad_id_at")))
             o.bad_id_at = atoll(v);
         else if ((v = value_of(a, "--tolerance")))

@@ -58,6 +58,9 @@
 #   emb_bad_ids     a batch with an id past the vocabulary fails the run
 #                   naming the lookup and the id before any row is read;
 #                   the worker trains on
+#   emb_memory      a 1 GiB table (4M x 64 floats, sgd) on 2 ps, trained
+#                   by 2 workers: the non-chief worker, whose graph never
+#                   initialised the table, peaks far below it (< 256 MiB)
 #   emb_checkpoint  the chief saves the table on 2 ps; a cluster of 3 ps
 #                   restores it and trains on: byte-identical to local
 # Environment: RF_FABRIC (default sock), RF_TEST_HOST (default 127.0.0.1),
@@ -180,6 +183,27 @@ case_emb_bad_ids() {
     else
         fail "the bad id was not refused as expected"
         show "$tmp/w0"
+    fi
+}
+
+case_emb_memory() {
+    cluster 2 2 || return
+    local common=(--steps=40 --optim=sgd --seed=5 --vocab=4194304 --emb_dim=64
+        --max_lookup_ids=768)
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}" --table_uninitialized
+    local all=1 n
+    for n in w1 w0 ps0 ps1; do finish "$n" 0 || all=0; done
+    [[ $all -eq 1 ]] || return
+    local rss
+    rss=$(sed -n 's/^peak_rss_kib \([0-9]*\)$/\1/p' "$tmp/w1")
+    if [[ -n $rss ]] && ((rss < 262144)); then
+        ok "1 GiB table: the non-chief worker peaked at $((rss / 1024)) MiB; $(grep '^table' "$tmp/w1")"
+    else
+        fail "the non-chief worker peaked at '${rss}' KiB (a 1 GiB table)"
+        show "$tmp/w1"
     fi
 }
 
@@ -735,6 +759,7 @@ emb_oracle_worker)
 emb_async) case_emb_async ;;
 emb_bad_ids) case_emb_bad_ids ;;
 emb_checkpoint) case_emb_checkpoint ;;
+emb_memory) case_emb_memory ;;
 *)
     echo "unknown case $case_name"
     exit 2
