@@ -3,11 +3,16 @@
  * region with every remote access right; allocations are 64-byte aligned
  * bump allocations inside a chunk (first fit), zeroed, never freed while the
  * server lives. A request larger than the chunk size gets a chunk of its
- * own. The first 64 bytes of chunk 0 are the globals block (global_step).
- * Used only by the server's service thread after start. */
+ * own: mmap'd (MAP_HUGETLB when the kernel has huge pages reserved, else
+ * transparent huge pages asked for with madvise(MADV_HUGEPAGE)), bound to
+ * the node with mbind, never touched here (anonymous memory is zero), so a
+ * table of several GiB costs only the pages its rows use. The first 64 bytes of
+ * chunk 0 are the globals block (global_step). Used only by the server's
+ * service thread after start. */
 #ifndef RF_GRAPH_DIST_PS_ARENA_H
 #define RF_GRAPH_DIST_PS_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +25,8 @@ typedef struct ps_chunk {
     size_t len, used;
     rf_mr *mr;
     rf_mr_desc desc;
+    bool mapped; /* its own mmap (a large record): munmap'd */
+    bool huge;   /* MAP_HUGETLB */
 } ps_chunk;
 
 typedef struct ps_arena {

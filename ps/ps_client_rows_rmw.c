@@ -5,15 +5,16 @@
  * jittered backoff until lock_timeout_ms) as a dense push takes it; one list
  * READs the unique rows of the values and of every slot into a gathered
  * registered buffer; rf_optim_apply_sparse runs on the gathered rows
- * (local indices); one list writes each row back inside its seqlock:
- * FETCH_AND_ADD of its version word (+1: odd), the WRITEs of its value and
- * slot rows, FETCH_AND_ADD (+1: even), the connection executing them in
- * order; with use_locking a fenced WRITE of 0 releases the lock after
- * them. Completes before returning. Without use_locking two workers writing
- * one row at once race (TensorFlow's use_locking=False: a reader may then
- * see a mixed row); a single writer per row, or use_locking, keeps every
- * row a reader accepts whole. Scratch (the gathered rows, the unique-row
- * table, the lists) is the client's, kept between calls. */
+ * (local indices); one list writes the rows back inside their seqlocks:
+ * FETCH_AND_ADD of every row's version word (+1: odd), the WRITEs of the
+ * value and slot rows (the first one fenced, so none overtakes the
+ * atomics), FETCH_AND_ADD of every word (+1: even), the connection
+ * executing them in order; with use_locking a fenced WRITE of 0 releases
+ * the lock after them. Completes before returning. Without use_locking two
+ * workers writing one row at once race (TensorFlow's use_locking=False: a
+ * reader may then see a mixed row); a single writer per row, or use_locking,
+ * keeps every row a reader accepts whole. Scratch (the gathered rows, the
+ * unique-row table, the lists) is the client's, kept between calls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,27 +208,34 @@ rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
         if (applied != RF_OK)
             snprintf(err, sizeof err, "%s", rf_error_message());
     }
+    /* Every row's word to odd, then (fenced: after those atomics are done,
+     * as IBV_SEND_FENCE orders them; a WRITE may otherwise overtake an
+     * earlier atomic) the WRITEs of its rows, then every word to even (in
+     * order after the WRITEs on the connection). */
     k = 0;
-    for (size_t j = 0; st == RF_OK && applied == RF_OK && j < m; j++) {
-        uint64_t r = (uint64_t)c->rmw_rows[j];
-        rf_wr faa = {.op = RF_OP_FETCH_ADD,
-                     .len = 8,
-                     .local_mr = c->words_mr,
-                     .remote_addr = v->rec_addr + l->rowver_off + 8 * r,
-                     .rkey = v->rkey,
-                     .compare_add = 1};
-        faa.local = &words[2 + 2 * j];
-        c->rs_wrs[k++] = faa;
-        for (size_t f = 0; f < nf; f++) {
-            rf_wr w = base;
-            w.op = RF_OP_WRITE;
-            w.local = (unsigned char *)field[f] + j * rb;
-            w.remote_addr = v->rec_addr + off[f] + r * l->row_bytes;
-            c->rs_wrs[k++] = w;
+    for (int pass = 0; st == RF_OK && applied == RF_OK && pass < 3; pass++)
+        for (size_t j = 0; j < m; j++) {
+            uint64_t r = (uint64_t)c->rmw_rows[j];
+            if (pass == 1) {
+                for (size_t f = 0; f < nf; f++) {
+                    rf_wr w = base;
+                    w.op = RF_OP_WRITE;
+                    w.flags = j == 0 && f == 0 ? RF_WR_FENCE : 0;
+                    w.local = (unsigned char *)field[f] + j * rb;
+                    w.remote_addr = v->rec_addr + off[f] + r * l->row_bytes;
+                    c->rs_wrs[k++] = w;
+                }
+                continue;
+            }
+            c->rs_wrs[k++] =
+                (rf_wr){.op = RF_OP_FETCH_ADD,
+                        .local = &words[2 + 2 * j + (pass == 2)],
+                        .len = 8,
+                        .local_mr = c->words_mr,
+                        .remote_addr = v->rec_addr + l->rowver_off + 8 * r,
+                        .rkey = v->rkey,
+                        .compare_add = 1};
         }
-        faa.local = &words[3 + 2 * j];
-        c->rs_wrs[k++] = faa;
-    }
     if (use_locking) {
         words[1] = 0;
         c->rs_wrs[k++] = (rf_wr){.op = RF_OP_WRITE,

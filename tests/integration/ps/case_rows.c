@@ -305,3 +305,53 @@ void case_rows_push_worker_locking(void)
 {
     run_push(RF_PS_APPLY_WORKER, true);
 }
+
+void case_rows_inbox_bound(void)
+{
+    pt_cluster cl;
+    pt_cluster_start(&cl, 1);
+    rf_ps_client *c = cl.chief;
+    rf_optim_config cfg = config(RF_OPTIM_ADAGRAD);
+    /* 20000 rows of 4 KiB per push: an 80 MB inbox per worker, above the
+     * default 64 MiB. */
+    rf_ps_shard_spec spec = {.name = "emb_big_inbox",
+                             .dtype = RF_F32,
+                             .shape = {.rank = 2, .dims = {100, 1024}},
+                             .trainable = true,
+                             .optim = cfg,
+                             .max_push_rows = 20000};
+    rf_ps_var *v = NULL;
+    CHECK_ST(rf_ps_create(c, 0, &spec, &v), RF_ERR_INVALID_ARG);
+    CHECK_MSG("max_inbox_bytes");
+    /* What a spec cannot be: not trainable, sync replicas, rank 0. */
+    rf_ps_shard_spec bad = spec;
+    bad.max_push_rows = 8;
+    bad.trainable = false;
+    CHECK_ST(rf_ps_create(c, 0, &bad, &v), RF_ERR_INVALID_ARG);
+    bad = spec;
+    bad.max_push_rows = 8;
+    bad.replicas_to_aggregate = bad.total_num_replicas = 1;
+    CHECK_ST(rf_ps_create(c, 0, &bad, &v), RF_ERR_INVALID_ARG);
+    bad = spec;
+    bad.max_push_rows = 8;
+    bad.shape = (rf_shape){.rank = 0};
+    CHECK_ST(rf_ps_create(c, 0, &bad, &v), RF_ERR_INVALID_ARG);
+    rf_ps_var_info info;
+    CHECK_ST(rf_ps_shard_spec_info(&bad, 0, &info), RF_ERR_INVALID_ARG);
+    /* Within the bound it is created; a lookup with another max_push_rows
+     * is refused like another shape, naming both. */
+    spec.max_push_rows = 1000;
+    CHECK_OK(rf_ps_create(c, 0, &spec, &v));
+    rf_ps_var_get_info(v, &info);
+    CHECK(info.inbox_bytes >= 1000 * 4096 + 8000 && info.inbox_bytes < 64 << 20,
+          "inbox of %zu bytes", info.inbox_bytes);
+    rf_ps_client *w = pt_client(cl.f, cl.addrs, 1, 1, false);
+    rf_ps_shard_spec other = spec;
+    other.max_push_rows = 999;
+    rf_ps_var *wv = NULL;
+    CHECK_ST(rf_ps_lookup(w, 0, &other, &wv), RF_ERR_INVALID_ARG);
+    CHECK_MSG("max_push_rows=1000");
+    CHECK_OK(rf_ps_lookup(w, 0, &spec, &wv));
+    rf_ps_client_close(w);
+    pt_cluster_stop(&cl);
+}

@@ -4,7 +4,8 @@
  * max_push_rows and indices outside the table (past the end, -1, huge) are
  * refused with an error ack and change nothing; a wrong length drops only
  * that connection; the ps keeps serving and counts what it applied and
- * refused. */
+ * refused. And the row seqlock seen from a reader: a version word made odd
+ * by hand holds rf_ps_read_rows back until its timeout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,50 @@ void case_rows_bad_push(void)
         gr[i] = 1.0f;
     CHECK_OK(rf_optim_apply_sparse(&cfg, vals, NULL, ROWS, WIDTH, good, 2, gr,
                                    NULL));
+
+    /* A row whose version word is odd is being written: rf_ps_read_rows
+     * re-reads it until its timeout and names it (a read without the
+     * version words would have returned it); once even, it is read. */
+    ps_layout lay;
+    CHECK_OK(ps_layout_full(ROWS * WIDTH * 4, 0, ROWS, MPR, false, &lay));
+    uint64_t ver_addr = reg.addr + f.e.record.offset + lay.rowver_off + 8 * 10;
+    unsigned char *word = r.mem + 100 * 1024;
+    rf_put_le64(word, 5);
+    CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_WRITE,
+                                .local = word,
+                                .len = 8,
+                                .local_mr = r.mr,
+                                .remote_addr = ver_addr,
+                                .rkey = reg.rkey}));
+    rf_ps_client_options o = {.client_id = 9, .op_timeout_ms = rft_ms(300)};
+    rf_ps_client *rc = NULL;
+    CHECK_OK(rf_ps_client_connect(cl.f, cl.addrs, 1, &o, &rc));
+    rf_ps_var *rv = NULL;
+    CHECK_OK(rf_ps_lookup(rc, 0, &spec, &rv));
+    pt_buf rowb;
+    pt_buf_alloc(rc, &rowb, 2 * WIDTH);
+    int64_t ten[2] = {3, 10};
+    rf_ps_rows rs = {.var = rv,
+                     .field = RF_PS_FIELD_VALUES,
+                     .rows = ten,
+                     .n = 2,
+                     .buf = rowb.p,
+                     .mr = rowb.mr};
+    CHECK_ST(rf_ps_read_rows(rc, &rs, 1), RF_ERR_TIMEOUT);
+    CHECK_MSG("row 10 of table 'emb_bad'");
+    rf_put_le64(word, 6);
+    CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_WRITE,
+                                .local = word,
+                                .len = 8,
+                                .local_mr = r.mr,
+                                .remote_addr = ver_addr,
+                                .rkey = reg.rkey}));
+    CHECK_OK(rf_ps_read_rows(rc, &rs, 1));
+    CHECK(memcmp(rowb.p, vals + 3 * WIDTH, sizeof(float) * WIDTH) == 0 &&
+              memcmp(rowb.p + WIDTH, vals + 10 * WIDTH,
+                     sizeof(float) * WIDTH) == 0,
+          "rows 3 and 10 differ from the table");
+    rf_ps_client_close(rc);
 
     /* A sparse push of another length breaks the protocol: dropped. */
     CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_WRITE_IMM,

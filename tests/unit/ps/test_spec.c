@@ -3,7 +3,8 @@
  * and regularization strengths included, protocol version 3) round-trips
  * bit for bit, ps_spec_same tells configs apart by each field of their kind,
  * and the decoder keeps refusing an unknown kind and hyper-parameters on a
- * shard that is not trainable. */
+ * shard that is not trainable; an embedding table's max_push_rows (version
+ * 4) round-trips and is refused where a table cannot be. */
 #include <stdio.h>
 #include <string.h>
 
@@ -97,26 +98,69 @@ static void test_ftrl_fields(void)
     }
 }
 
-/* The optimizer block is the 48 bytes before sync_n and sync_m (the last 8
- * bytes): kind, use_nesterov, centered, reserved, then 11 floats. */
+/* The optimizer block is the 48 bytes before sync_n, sync_m and
+ * max_push_rows (the last 12 bytes): kind, use_nesterov, centered,
+ * reserved, then 11 floats. */
 static void test_refusals(void)
 {
     const rf_optim_config c = ftrl_config();
     ps_spec a = base_spec(&c), out;
     unsigned char buf[PS_MSG_MAX];
     size_t len = encode(&a, buf);
-    CHECK(buf[len - 8 - 48] == RF_OPTIM_FTRL, "kind byte at %zu: %u",
-          len - 8 - 48, buf[len - 8 - 48]);
-    buf[len - 8 - 48] = RF_OPTIM_KIND_COUNT;
+    CHECK(buf[len - 12 - 48] == RF_OPTIM_FTRL, "kind byte at %zu: %u",
+          len - 12 - 48, buf[len - 12 - 48]);
+    buf[len - 12 - 48] = RF_OPTIM_KIND_COUNT;
     CHECK_ST(ps_dec_create_req(buf, len, &out), RF_ERR_CORRUPT);
     CHECK_MSG("optimizer kind");
 
     ps_spec n = base_spec(NULL);
     len = encode(&n, buf);
     CHECK_OK(ps_dec_create_req(buf, len, &out));
-    buf[len - 8 - 1] = 0x3f; /* l2_shrinkage's top byte: 0.5 or so */
+    buf[len - 12 - 1] = 0x3f; /* l2_shrinkage's top byte: 0.5 or so */
     CHECK_ST(ps_dec_create_req(buf, len, &out), RF_ERR_CORRUPT);
     CHECK_MSG("not trainable but an optimizer");
+}
+
+/* Embedding tables (version 4): max_push_rows is the spec's last u32; it
+ * round-trips, tells specs apart, and a table that is not trainable, is a
+ * sync shard, has rank 0 or more than PS_MAX_PUSH_ROWS rows per push is
+ * refused by the decoder. */
+static void test_max_push_rows(void)
+{
+    rf_optim_config c;
+    CHECK_OK(rf_optim_defaults(RF_OPTIM_ADAGRAD, &c));
+    ps_spec a = base_spec(&c), out;
+    ps_spec_canonical_optim(&a.optim);
+    a.max_push_rows = 77;
+    unsigned char buf[PS_MSG_MAX];
+    size_t len = encode(&a, buf);
+    CHECK(buf[len - 4] == 77 && buf[len - 3] == 0, "max_push_rows bytes");
+    CHECK_OK(ps_dec_create_req(buf, len, &out));
+    CHECK_EQ_U64(out.max_push_rows, 77);
+    CHECK_TRUE(ps_spec_same(&a, &out));
+    ps_spec b = a;
+    b.max_push_rows = 78;
+    CHECK(!ps_spec_same(&a, &b), "max_push_rows ignored by ps_spec_same");
+    /* the same bytes with the count past the bound */
+    buf[len - 1] = 0x7f;
+    CHECK_ST(ps_dec_create_req(buf, len, &out), RF_ERR_CORRUPT);
+    CHECK_MSG("embedding table");
+    /* a table that is not trainable: encoded as a dense one, then the
+     * count patched in */
+    ps_spec n = base_spec(NULL);
+    len = encode(&n, buf);
+    buf[len - 4] = 5;
+    CHECK_ST(ps_dec_create_req(buf, len, &out), RF_ERR_CORRUPT);
+    CHECK_MSG("embedding table");
+    /* the encoder refuses what the decoder would */
+    ps_spec r0 = a;
+    r0.shape.rank = 0;
+    CHECK_ST(ps_enc_create_req(buf, PS_MSG_MAX, 7, &r0, &len),
+             RF_ERR_INVALID_ARG);
+    ps_spec sy = a;
+    sy.sync_n = sy.sync_m = 1;
+    CHECK_ST(ps_enc_create_req(buf, PS_MSG_MAX, 7, &sy, &len),
+             RF_ERR_INVALID_ARG);
 }
 
 int main(void)
@@ -124,6 +168,7 @@ int main(void)
     test_roundtrip_every_kind();
     test_ftrl_fields();
     test_refusals();
+    test_max_push_rows();
     printf("unit.ps.spec: all checks passed\n");
     return 0;
 }
