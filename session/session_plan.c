@@ -230,6 +230,18 @@ static rf_status hook_plan(rf_session *s, sess_plan *p)
     for (size_t k = 0; k < nplan; k++)
         if ((st = check_table_readers(s, rf_plan_node(p->plan, k))) != RF_OK)
             goto out;
+    for (size_t j = 0; j < p->nfetches; j++) {
+        size_t fid = rf_node_id(p->fetches[j]);
+        int32_t i = fid < s->nnodes ? s->var_of_node[fid] : -1;
+        if (i >= 0 && s->v[i].table) {
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "fetching the embedding table shard '%s': the "
+                              "worker never holds a table (fetch a lookup "
+                              "of it)",
+                              rf_node_name(p->fetches[j]));
+            goto out;
+        }
+    }
     for (size_t k = 0; k < nplan; k++) {
         rf_node *n = rf_plan_node(p->plan, k);
         for (size_t j = 0; j < rf_node_num_inputs(n); j++)

@@ -852,7 +852,25 @@ static void check_ps_tables(void)
                       r->bytes == 8 * D * sizeof(float),
                   "the dense READ: %s, %zu bytes", r->name, r->bytes);
         }
+        if (how == 1) { /* the worker never holds a table */
+            rf_node *fetch[2] = {t, rf_tanh(g, t, "dense_read")};
+            for (int k = 0; k < 2; k++) {
+                CHECK_ST(rf_session_describe(s, NULL, 0, &fetch[k], 1, &d),
+                         RF_ERR_INVALID_ARG);
+                CHECK_MSG(k ? "'dense_read' (Tanh) reads the embedding table "
+                              "shard 'emb' whole"
+                            : "fetching the embedding table shard 'emb'");
+            }
+        }
         rf_session_destroy(s);
+        if (how == 1) { /* sync replicas with a table: refused for now */
+            o.sync_replicas = true;
+            CHECK_ST(
+                rf_session_create_offline(c, rf_cluster_self(c), g, ex, &o, &s),
+                RF_ERR_UNSUPPORTED);
+            CHECK_MSG("embedding table 'emb': sync replicas with sparse "
+                      "updates are not implemented");
+        }
         rf_graph_destroy(g);
     }
     rf_replica_device_setter_destroy(setter);
