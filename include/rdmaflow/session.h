@@ -360,6 +360,9 @@ typedef enum rf_step_op_kind {
  * "WAIT_GLOBAL_STEP global_step"). */
 typedef struct rf_step_op {
     rf_step_op_kind kind;
+    /* an embedding table shard's READ is "READ_ROWS" (its rows are read
+     * by each lookup just before it runs, one rf_ps_read_rows for all the
+     * lookup's parts: the trace's span is "READ_ROWS <lookup node>") */
     const char *op;   /* "READ", "COMPUTE", "WRITE_WITH_IMM", "APPLY_WORKER",
                          "WAIT_ACKS", "WAIT_APPLIES", "FETCH_AND_ADD",
                          "WAIT_GLOBAL_STEP" */
