@@ -645,6 +645,12 @@ rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
                               v->spec.name, v->spec.part,
                               v->spec.trainable ? "gradients go to field VALUES"
                                                 : "not trainable");
+        else if (v->lay.max_push_rows)
+            /* its inbox holds a sparse push, not a dense gradient */
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "%s: '%s' part %u is an embedding table: push "
+                              "its rows with rf_ps_push_sparse",
+                              what, v->spec.name, v->spec.part);
         else if (sync_shard != sync)
             st = rf_error_set(
                 RF_ERR_INVALID_ARG, "%s: '%s' part %u is %s shard%s", what,

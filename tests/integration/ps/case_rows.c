@@ -285,6 +285,17 @@ static void run_push(rf_ps_apply_mode mode, bool locking)
         CHECK_ST(rf_ps_push_sparse(c, t.v, idx, 3, grad, buf.mr, mode, locking),
                  RF_ERR_INVALID_ARG);
         CHECK_MSG("index 200 at position 2");
+        /* A dense push to a table is refused (its inbox holds a sparse
+         * push), in either mode. */
+        pt_buf dense;
+        pt_buf_alloc(c, &dense, ROWS * WIDTH);
+        rf_ps_xfer dx = {.var = t.v,
+                         .field = RF_PS_FIELD_VALUES,
+                         .buf = dense.p,
+                         .len = ROWS * WIDTH * sizeof(float),
+                         .mr = dense.mr};
+        CHECK_ST(rf_ps_push(c, &dx, 1, mode, locking), RF_ERR_INVALID_ARG);
+        CHECK_MSG("rf_ps_push_sparse");
         table_check(c, &t, "after the refused pushes");
         table_free(&t);
     }

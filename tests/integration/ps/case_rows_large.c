@@ -13,8 +13,32 @@
 
 enum { WIDTH = 1024, ROWS = 1 << 18, MPR = 4 };
 
+/* MemAvailable in bytes (0 if unknown). */
+static unsigned long long mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    unsigned long long kb = 0;
+    char line[128];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
 void case_rows_large(void)
 {
+    /* verbs pins a registered region: every page of the 1 GiB table is
+     * faulted in at registration (rxe's default 2 GiB guest OOM-kills the
+     * ps); not a failure of the ps when the machine lacks the memory. */
+    unsigned long long avail = mem_available();
+    if (strcmp(pt_provider(), "verbs") == 0 && avail < (3ull << 30)) {
+        rft_note("skipped: verbs pins the 1 GiB table and only %llu MiB are "
+                 "available (RXE_MEM_MB=4096 gives the guest enough)",
+                 avail >> 20);
+        exit(77);
+    }
     pt_cluster cl;
     pt_cluster_start(&cl, 1);
     rf_ps_client *c = cl.chief;
