@@ -3,6 +3,7 @@
  * (rf_graph_alloc_stats_get). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "graph/graph_internal.h"
 
@@ -71,13 +72,26 @@ char *rf_gstrdup(const char *s)
     return d;
 }
 
+/* Zeroed blocks this large are anonymous mappings: zero pages the kernel
+ * provides on first touch, so a buffer never written costs no memory (a
+ * distributed worker's graph variable of an embedding table, which lives
+ * on the ps). */
+#define MMAP_MIN ((size_t)4 << 20)
+
 void *rf_galloc_aligned(size_t n)
 {
     void *p = NULL;
     size_t len = rf_align_up(n ? n : 1, RF_ALIGN);
-    if (posix_memalign(&p, RF_ALIGN, len) != 0)
-        return NULL;
-    memset(p, 0, len);
+    if (len >= MMAP_MIN) {
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+    } else {
+        if (posix_memalign(&p, RF_ALIGN, len) != 0)
+            return NULL;
+        memset(p, 0, len);
+    }
     atomic_fetch_add(&n_allocs, 1);
     atomic_fetch_add(&live_bytes, (int_fast64_t)n);
     return p;
@@ -89,7 +103,11 @@ void rf_gfree_aligned(void *p, size_t n)
         return;
     atomic_fetch_add(&n_frees, 1);
     atomic_fetch_sub(&live_bytes, (int_fast64_t)n);
-    free(p);
+    size_t len = rf_align_up(n ? n : 1, RF_ALIGN);
+    if (len >= MMAP_MIN)
+        munmap(p, len);
+    else
+        free(p);
 }
 
 rf_graph_alloc_stats rf_graph_alloc_stats_get(void)

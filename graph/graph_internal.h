@@ -20,7 +20,9 @@ void *rf_gcalloc(size_t count, size_t size);
 void *rf_grealloc(void *p, size_t n);
 void rf_gfree(void *p);
 char *rf_gstrdup(const char *s);
-/* 64-byte aligned, zeroed; free with rf_gfree_aligned. */
+/* 64-byte aligned, zeroed (4 MiB and more: an anonymous mapping, whose
+ * pages cost nothing until touched); free with rf_gfree_aligned and the
+ * same n. */
 void *rf_galloc_aligned(size_t n);
 void rf_gfree_aligned(void *p, size_t n);
 

@@ -59,6 +59,13 @@ static json_object *var_json(const rf_session_var_desc *v)
         json_object_array_add(slots, json_object_new_string(v->slots[k]));
     json_object_object_add(o, "slots", slots);
     add_int(o, "record_bytes", (int64_t)v->record_bytes);
+    if (v->max_push_rows > 0) { /* an embedding table shard */
+        json_object *t = json_object_new_object();
+        add_int(t, "rows", (int64_t)v->rows);
+        add_int(t, "row_bytes", (int64_t)v->row_bytes);
+        add_int(t, "max_push_rows", (int64_t)v->max_push_rows);
+        json_object_object_add(o, "table", t);
+    }
     return o;
 }
 
@@ -88,6 +95,8 @@ static json_object *op_json(const rf_step_op *op)
         add_int(o, "ps_task", (int64_t)op->ps_task);
         add_int(o, "bytes", (int64_t)op->bytes);
         add_int(o, "wire_bytes", (int64_t)op->wire_bytes);
+        if (op->bound) /* a table's rows: varies per step, at most this */
+            json_object_object_add(o, "bound", json_object_new_boolean(true));
         if (op->kind == RF_STEP_PUSH && !strcmp(op->op, "APPLY_WORKER"))
             json_object_object_add(o, "locking",
                                    json_object_new_boolean(op->locking));
@@ -211,6 +220,11 @@ static json_object *build_explain(const explain_ctx *e)
         total += sum;
     }
     add_int(wire, "total", total);
+    bool bound = false; /* embedding tables: the per-step bound */
+    for (size_t i = 0; i < e->desc->num_step_ops; i++)
+        bound |= e->desc->step[i].bound;
+    if (bound)
+        json_object_object_add(wire, "at_most", json_object_new_boolean(true));
     json_object_object_add(wire, "per_ps", wire_ps);
     json_object_object_add(ex, "step_wire_bytes", wire);
 
@@ -305,6 +319,14 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
                 fprintf(out, "%s%s", k ? ", " : " with slots ",
                         json_object_get_string(
                             json_object_array_get_idx(slots, k)));
+            json_object *t = json_object_object_get(v, "table");
+            if (t)
+                fprintf(out,
+                        "; embedding table: %lld rows of %lld B, at most "
+                        "%lld rows read and pushed per step",
+                        (long long)int_of(t, "rows"),
+                        (long long)int_of(t, "row_bytes"),
+                        (long long)int_of(t, "max_push_rows"));
         } else {
             fprintf(out, "  (%s)", str_of(v, "where"));
         }
@@ -320,8 +342,12 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
     json_object *wire_ps = json_object_object_get(wire, "per_ps");
     fprintf(out,
             "%sbytes on the wire per step (payload, both ways): "
-            "%lld B",
-            pfx, (long long)int_of(wire, "total"));
+            "%s%lld B",
+            pfx,
+            json_object_object_get(wire, "at_most")
+                ? "at most (embedding table rows vary per step) "
+                : "",
+            (long long)int_of(wire, "total"));
     for (size_t p = 0; wire_ps && p < json_object_array_length(wire_ps); p++)
         fprintf(out, "%s ps %zu %lld B", p ? "," : ";", p,
                 (long long)json_object_get_int64(

@@ -8,12 +8,13 @@
  * table read by two lookups (concatenated slices) or by a lookup and a
  * MatMul (densified); each optimizer's sparse applies against the same
  * model whose table is read by a one-hot MatMul with dense applies; no
- * allocation in steady-state steps; and the distributed session's refusal
- * of a lookup of a ps variable. */
+ * allocation in steady-state steps; the distributed session's table
+ * shards (offline description) and rf_embedding_map_ids. */
 #include "graph_test.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/session.h"
+#include <inttypes.h>
 
 #define EPS  1e-2
 #define ATOL 2e-3
@@ -780,7 +781,11 @@ static void check_changing_batches(void)
 
 /* A table on the ps read by embedding_lookup: the session refuses it (the
  * same model read densely is accepted). */
-static void check_ps_refusal(void)
+/* A ps variable trained through lookups is an embedding table shard of the
+ * distributed session (rf_session_create_offline describes it: rows, row
+ * bytes, max_push_rows from the ids' static shape, READ_ROWS bounded by
+ * it); one also read densely stays a dense shard. */
+static void check_ps_tables(void)
 {
     rf_cluster_flags f = {.ps_hosts = "localhost:2222",
                           .worker_hosts = "localhost:2223",
@@ -797,7 +802,7 @@ static void check_ps_refusal(void)
     rf_optim_config cfg;
     CHECK_OK(rf_optim_defaults(RF_OPTIM_SGD, &cfg));
     cfg.learning_rate = 0.1f;
-    for (int sparse = 0; sparse < 2; sparse++) {
+    for (int how = 0; how < 3; how++) { /* dense, lookup, both */
         rf_graph *g;
         CHECK_OK(rf_graph_create(&g));
         CHECK_OK(rf_graph_push_replica_device_setter(g, setter));
@@ -806,12 +811,18 @@ static void check_ps_refusal(void)
             rf_variable(g, RF_F32, RF_SHAPE(8, D), rf_init_zeros(), "emb");
         int64_t ids[3] = {1, 5, 1};
         rf_node *y =
-            sparse ? rf_embedding_lookup(
-                         g, &t, 1, rf_const(g, RF_I64, RF_SHAPE(3), ids, "ids"),
-                         NULL, NULL)
-                   : t;
+            how == 0
+                ? t
+                : rf_embedding_lookup(
+                      g, &t, 1, rf_const(g, RF_I64, RF_SHAPE(3), ids, "ids"),
+                      NULL, NULL);
         rf_node *loss =
             rf_reduce_sum(g, rf_tanh(g, y, NULL), NULL, 0, false, "loss");
+        if (how == 2)
+            loss = rf_add(
+                g, loss,
+                rf_reduce_sum(g, rf_tanh(g, t, NULL), NULL, 0, false, NULL),
+                "both");
         rf_node *train = NULL;
         CHECK_OK(rf_minimize(g, &cfg, loss, gs, &train));
         rf_device_fn_pop(g);
@@ -819,20 +830,97 @@ static void check_ps_refusal(void)
         memset(&o, 0, sizeof o);
         o.train_op = train;
         rf_session *s = NULL;
-        rf_status st =
-            rf_session_create_offline(c, rf_cluster_self(c), g, ex, &o, &s);
-        if (sparse) {
-            CHECK_ST(st, RF_ERR_UNSUPPORTED);
-            CHECK_MSG("sparse updates through the ps are not implemented yet: "
-                      "embedding_lookup");
+        CHECK_OK(
+            rf_session_create_offline(c, rf_cluster_self(c), g, ex, &o, &s));
+        const rf_session_desc *d = NULL;
+        CHECK_OK(rf_session_describe(s, NULL, 0, &train, 1, &d));
+        CHECK(d->num_vars == 2, "%zu variables", d->num_vars);
+        const rf_session_var_desc *v = &d->vars[1];
+        const rf_step_op *r = &d->step[0];
+        if (how == 1) {
+            CHECK(v->max_push_rows == 3 && v->rows == 8 &&
+                      v->row_bytes == D * sizeof(float),
+                  "table: %zu rows of %zu B, max_push_rows %u", v->rows,
+                  v->row_bytes, v->max_push_rows);
+            CHECK(!strcmp(r->name, "READ_ROWS emb") && r->bound &&
+                      r->bytes == 3 * D * sizeof(float),
+                  "the table's READ: %s, %zu bytes", r->name, r->bytes);
         } else {
-            CHECK_OK(st);
-            rf_session_destroy(s);
+            CHECK(v->max_push_rows == 0 && v->rows == 0,
+                  "how %d: a dense shard described as a table", how);
+            CHECK(!strcmp(r->name, "READ emb") && !r->bound &&
+                      r->bytes == 8 * D * sizeof(float),
+                  "the dense READ: %s, %zu bytes", r->name, r->bytes);
+        }
+        if (how == 1) { /* the worker never holds a table */
+            rf_node *fetch[2] = {t, rf_tanh(g, t, "dense_read")};
+            for (int k = 0; k < 2; k++) {
+                CHECK_ST(rf_session_describe(s, NULL, 0, &fetch[k], 1, &d),
+                         RF_ERR_INVALID_ARG);
+                CHECK_MSG(k ? "'dense_read' (Tanh) reads the embedding table "
+                              "shard 'emb' whole"
+                            : "fetching the embedding table shard 'emb'");
+            }
+        }
+        rf_session_destroy(s);
+        if (how == 1) { /* sync replicas with a table: refused for now */
+            o.sync_replicas = true;
+            CHECK_ST(
+                rf_session_create_offline(c, rf_cluster_self(c), g, ex, &o, &s),
+                RF_ERR_UNSUPPORTED);
+            CHECK_MSG("embedding table 'emb': sync replicas with sparse "
+                      "updates are not implemented");
         }
         rf_graph_destroy(g);
     }
     rf_replica_device_setter_destroy(setter);
     rf_cluster_destroy(c);
+}
+
+/* rf_embedding_map_ids: the kernels' mapping and messages, for the
+ * distributed session's lookups. */
+static void check_map_ids(void)
+{
+    rf_graph *g;
+    CHECK_OK(rf_graph_create(&g));
+    rf_node *parts[3];
+    make_parts(g, 10, 3, parts);
+    rf_node *ph = rf_placeholder(g, RF_I64, RF_SHAPE(-1), "ids");
+    rf_node *mod = rf_embedding_lookup(g, parts, 3, ph, "mod", "emb");
+    rf_node *div = rf_embedding_lookup(g, parts, 3, ph, "div", "emb_div");
+    CHECK_OK(rf_graph_status(g));
+    int64_t rows[3] = {part_rows(10, 3, 0), part_rows(10, 3, 1),
+                       part_rows(10, 3, 2)};
+    int64_t ids[10];
+    for (int i = 0; i < 10; i++)
+        ids[i] = (i * 7) % 10;
+    rf_tensor t = rf_tensor_make(RF_I64, RF_SHAPE(10), ids);
+    for (int d = 0; d < 2; d++) {
+        int32_t part[10];
+        int64_t row[10];
+        CHECK_OK(rf_embedding_map_ids(d ? div : mod, &t, rows, 3, part, row));
+        for (int i = 0; i < 10; i++) {
+            int64_t wp, wr;
+            ref_map(d, 3, 10, ids[i], &wp, &wr);
+            CHECK(part[i] == wp && row[i] == wr,
+                  "%s: id %" PRId64 " -> (%d, %" PRId64 "), want (%" PRId64
+                  ", %" PRId64 ")",
+                  d ? "div" : "mod", ids[i], part[i], row[i], wp, wr);
+        }
+    }
+    ids[4] = 10;
+    int32_t part[10];
+    int64_t row[10];
+    CHECK_ST(rf_embedding_map_ids(mod, &t, rows, 3, part, row),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("EmbeddingLookup 'emb': ids[4] = 10 is not in [0, 10)");
+    ids[4] = -1;
+    CHECK_ST(rf_embedding_map_ids(mod, &t, rows, 3, part, row),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("ids[4] = -1 is not in [0, 10)");
+    CHECK_ST(rf_embedding_map_ids(mod, &t, rows, 2, part, row),
+             RF_ERR_INVALID_ARG); /* not the node's parts */
+    rf_graph_destroy(g);
 }
 
 int main(void)
@@ -852,7 +940,8 @@ int main(void)
     check_gradients();
     check_optimizers();
     check_changing_batches();
-    check_ps_refusal();
+    check_ps_tables();
+    check_map_ids();
     rf_executor_destroy(ex);
     printf("graph embedding: ok\n");
     return 0;
