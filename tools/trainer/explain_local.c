@@ -54,7 +54,8 @@ static json_object *build(const tr_flags *f, const tr_session *s)
     for (size_t i = 0; i < n; i++) {
         rf_node *node = rf_graph_node(s->g, i);
         rf_apply_info a;
-        if (rf_node_op(node) != RF_OP_APPLY_OPTIMIZER ||
+        if ((rf_node_op(node) != RF_OP_APPLY_OPTIMIZER &&
+             rf_node_op(node) != RF_OP_SPARSE_APPLY_OPTIMIZER) ||
             rf_node_apply_info(node, &a) != RF_OK)
             continue;
         json_object_array_add(vars, var_json(&a));
@@ -124,6 +125,10 @@ int tr_explain_local(const tr_flags *f, const tr_session *s, FILE *out,
                 fprintf(out, "%s%s", k ? ", " : "  with slots ",
                         json_object_get_string(
                             json_object_array_get_idx(slots, k)));
+            if (f->model.kind == TR_MODEL_WIDE_DEEP) /* two optimizers */
+                fprintf(out, "  (%s)",
+                        json_object_get_string(
+                            json_object_object_get(v, "optimizer")));
             fputc('\n', out);
         }
         fprintf(out,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "model.h"
+#include "rdmaflow/ctr_data.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"
@@ -30,6 +31,11 @@
 #define TR_DEFAULT_PS_STRATEGY     "greedy"
 #define TR_DEFAULT_PARTITION_BYTES 262144
 #define TR_DEFAULT_PARTITION_STR   "262144"
+
+/* --model=wide_deep's defaults: within 0.01 of the hidden model's test
+ * AUC on the default spec (tools/trainer/README.md has the run) */
+#define TR_WD_DEFAULT_BATCH 512
+#define TR_WD_DEFAULT_STEPS 1000
 
 typedef enum tr_explain {
     TR_EXPLAIN_NONE = 0,
@@ -98,6 +104,19 @@ typedef struct tr_flags {
     int64_t max_wait_secs;         /* readiness wait; default 7200 */
     int64_t stop_grace_secs;       /* the chief's wait at the end; 120 */
     const char *distributed_flag;  /* first distributed-only flag given */
+    /* --model=wide_deep (wide_deep.h) */
+    rf_ctr_spec ctr_spec;         /* --ctr_spec (default: the default spec) */
+    int64_t hash_buckets;         /* --hash_buckets */
+    int64_t embedding_dim;        /* --embedding_dim */
+    tr_model hidden;              /* --hidden: the deep part's widths */
+    int64_t eval_examples;        /* --eval_examples */
+    int64_t embedding_partitions; /* --embedding_partitions (local) */
+    bool optimizer_given;         /* --optimizer was given */
+    /* the deep part's optimizer (the wide part's is optim): Adagrad 0.05
+     * unless --optimizer names one for both */
+    rf_optim_config optim_deep;
+    const char *ctr_flag;   /* first wide_deep-only flag given */
+    const char *image_flag; /* first Fashion-MNIST-only flag given */
 } tr_flags;
 
 /* Parses argv into *out (defaults first). On a usage error returns -1 with

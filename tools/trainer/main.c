@@ -22,6 +22,7 @@
 #include "report.h"
 #include "train.h"
 #include "train_graph.h"
+#include "wide_deep.h"
 
 #include "rdmaflow/version.h"
 
@@ -206,6 +207,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
         return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
     }
+    if (cluster && f.model.kind == TR_MODEL_WIDE_DEEP) {
+        fprintf(stderr,
+                "rf-trainer: --model=wide_deep: distributed training is not "
+                "supported yet (the distributed session cannot read "
+                "embedding tables held on the ps); train it locally\n");
+        rf_cluster_destroy(cluster);
+        return TR_EXIT_USAGE;
+    }
     if (!cluster) {
         if (f.distributed_flag) {
             fprintf(stderr,
@@ -218,7 +227,11 @@ int main(int argc, char **argv)
         FILE *ex = open_explain(&f, explain_path);
         if (!ex)
             return 1;
-        if (f.explain_only) {
+        if (f.model.kind == TR_MODEL_WIDE_DEEP) {
+            if (!f.explain_only)
+                tr_blas_report(stdout);
+            rc = tr_wd_run_local(&f, ex);
+        } else if (f.explain_only) {
             rc = tr_explain_only(&f, NULL, ex);
         } else {
             tr_blas_report(stdout);
