@@ -814,9 +814,9 @@ static float default_learning_rate(rf_optimizer_kind kind)
 
 /* --model=wide_deep: the flags of the other kind of model refused, the
  * evaluation size against the spec, and the two optimizers: by default
- * DNNLinearCombinedClassifier's, FTRL at min(0.2, 1 / sqrt(linear
- * columns)) for the wide part and Adagrad 0.05 for the deep part; with
- * --optimizer that one (and --learning_rate) for both. */
+ * FTRL for the wide part and Adagrad for the deep part, as
+ * DNNLinearCombinedClassifier (rates in flags.h); with --optimizer that
+ * one (and --learning_rate) for both. */
 static int resolve_wide_deep(tr_flags *f, char *err, size_t errlen)
 {
     if (f->model.kind != TR_MODEL_WIDE_DEEP) {
@@ -853,12 +853,11 @@ static int resolve_wide_deep(tr_flags *f, char *err, size_t errlen)
         snprintf(err, errlen,
                  "--learning_rate: with --model=wide_deep give --optimizer "
                  "too (the default is FTRL for the wide part and Adagrad "
-                 "0.05 for the deep part, as DNNLinearCombinedClassifier)");
+                 "for the deep part, as DNNLinearCombinedClassifier)");
         return -1;
     }
     f->optimizer = "ftrl";
-    double cols = (double)(f->ctr_spec.num_cat + f->ctr_spec.num_dense);
-    f->learning_rate = fmin(0.2, 1.0 / sqrt(cols));
+    f->learning_rate = TR_WD_WIDE_LR;
     return 0;
 }
 
@@ -922,7 +921,7 @@ static int resolve_optimizer(tr_flags *f, char *err, size_t errlen)
     f->optim_deep = *c;
     if (f->model.kind == TR_MODEL_WIDE_DEEP && !f->optimizer_given) {
         rf_optim_parse("adagrad", &f->optim_deep);
-        f->optim_deep.learning_rate = 0.05f;
+        f->optim_deep.learning_rate = (float)TR_WD_DEEP_LR;
         if (rf_optim_validate(&f->optim_deep) != RF_OK) {
             snprintf(err, errlen, "the deep part's adagrad: %s",
                      rf_error_message());
