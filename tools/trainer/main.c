@@ -85,7 +85,7 @@ static int run_local(const tr_flags *f, FILE *explain)
         rc = fail("evaluation", err);
         goto out;
     }
-    if (tr_metrics_finish(metrics, accuracy, err, sizeof err) != 0) {
+    if (tr_metrics_finish(metrics, accuracy, NULL, err, sizeof err) != 0) {
         rc = fail("--metrics_out", err);
         goto out;
     }

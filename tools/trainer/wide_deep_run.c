@@ -213,7 +213,11 @@ int tr_wd_run_local(const tr_flags *f, FILE *explain)
            ev.auc, ev.hidden_auc, ev.log_loss, ev.hidden_log_loss,
            f->eval_examples, ev.seconds);
     fflush(stdout);
-    if (tr_metrics_finish(metrics, NAN, err, sizeof err) != 0) {
+    rf_metrics_eval me = {.auc = ev.auc,
+                          .log_loss = ev.log_loss,
+                          .hidden_auc = ev.hidden_auc,
+                          .hidden_log_loss = ev.hidden_log_loss};
+    if (tr_metrics_finish(metrics, NAN, &me, err, sizeof err) != 0) {
         rc = fail("--metrics_out", err);
         goto out;
     }

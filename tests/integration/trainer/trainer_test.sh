@@ -314,7 +314,8 @@ case_wide_deep_auc() {
 case_wide_deep_determinism() {
     local args=(--model=wide_deep --train_steps=150 --batch_size=256
         --eval_examples=20000 --log_every=50)
-    run "$tmp/a" --seed=7 --threads=2 --variables_out="$tmp/a.st" "${args[@]}"
+    run "$tmp/a" --seed=7 --threads=2 --variables_out="$tmp/a.st" \
+        --metrics_out="$tmp/a.jsonl" "${args[@]}"
     local ra=$rc
     run "$tmp/b" --seed=7 --threads=1 --variables_out="$tmp/b.st" "${args[@]}"
     local rb=$rc
@@ -339,6 +340,18 @@ case_wide_deep_determinism() {
     [[ -n $lc && $la != "$lc" ]] &&
         ok "other seed: '$lc'" ||
         fail "seed 8 gives the same final loss as seed 7: '$lc'"
+    # the metrics summary carries the printed figures
+    local m s
+    read -r -a m <<<"$(wd_auc "$tmp/a")"
+    s=$(grep '"type":"summary"' "$tmp/a.jsonl")
+    python3 - "${m[@]}" "$s" <<'PY' && ok "metrics summary: auc, log_loss, hidden_auc, hidden_log_loss as printed" || fail "metrics summary: $s"
+import json, sys
+a, h, l, hl = map(float, sys.argv[1:5])
+s = json.loads(sys.argv[5])
+got = [s["auc"], s["hidden_auc"], s["log_loss"], s["hidden_log_loss"]]
+sys.exit(0 if all(abs(g - w) <= 5e-5 for g, w in zip(got, [a, h, l, hl]))
+         and "test_accuracy" not in s else 1)
+PY
 }
 
 # --embedding_partitions: the tables in parts ("mod"), each part with its
