@@ -77,6 +77,10 @@ struct rf_plan {
     uint32_t *fuse_work;
     rf_plan_hook_fn hook_before, hook_after;
     void *hook_ctx;
+    /* RF_HOOK_INPUTS: the hook's copy of in_ptrs (same offsets) */
+    rf_plan_inputs_fn hook_inputs;
+    void *inputs_ctx;
+    const rf_tensor **hook_in;
 };
 
 /* ---- executor --------------------------------------------------------------
@@ -307,6 +311,7 @@ void rf_plan_destroy(rf_plan *p)
     rf_gfree(p->t1);
     rf_gfree(p->ttid);
     rf_gfree(p->hook);
+    rf_gfree(p->hook_in);
     rf_gfree(p->fuse);
     rf_gfree(p->fuse_work);
     pthread_mutex_destroy(&p->err_mu);
@@ -964,11 +969,29 @@ static void run_node(void *arg, size_t idx, int tid)
             if (fu->relu != UINT32_MAX)
                 hook_before(p, fu->relu, tid);
         }
+        const rf_tensor *const *kin = p->in_ptrs + p->in_off[idx];
+        size_t kn = p->in_off[idx + 1] - p->in_off[idx];
+        if ((hook & RF_HOOK_INPUTS) && p->hook_inputs &&
+            !atomic_load(&p->failed)) {
+            const rf_tensor **in = p->hook_in + p->in_off[idx];
+            memcpy(in, kin, kn * sizeof *in);
+            size_t n = kn;
+            rf_status st = p->hook_inputs(p->inputs_ctx, node, in, &n, tid);
+            if (st == RF_OK && n > kn)
+                st = rf_error_set(RF_ERR_INVALID_ARG,
+                                  "input hook of '%s' raised its inputs "
+                                  "from %zu to %zu",
+                                  node->name, kn, n);
+            if (st != RF_OK)
+                record_error(p, st);
+            kin = in;
+            kn = n;
+        }
         if (def->kernel && !folded && !atomic_load(&p->failed)) {
             rf_kctx k = {
                 .node = node,
-                .in = p->in_ptrs + p->in_off[idx],
-                .n_in = p->in_off[idx + 1] - p->in_off[idx],
+                .in = kin,
+                .n_in = kn,
                 .out = &p->vals[idx],
                 .scratch = (char *)p->arena + p->scratch_off[idx],
                 .scratch_bytes = p->scratch_bytes[idx],
@@ -1184,9 +1207,18 @@ void rf_plan_set_hooks(rf_plan *p, rf_plan_hook_fn before,
     p->hook_ctx = ctx;
 }
 
+void rf_plan_set_input_hook(rf_plan *p, rf_plan_inputs_fn inputs, void *ctx)
+{
+    if (!p)
+        return;
+    p->hook_inputs = inputs;
+    p->inputs_ctx = ctx;
+}
+
 rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node, unsigned when)
 {
-    if (!p || !node || (when & ~(RF_HOOK_BEFORE | RF_HOOK_AFTER)))
+    if (!p || !node ||
+        (when & ~(RF_HOOK_BEFORE | RF_HOOK_AFTER | RF_HOOK_INPUTS)))
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_plan_hook_node: bad argument");
     size_t k = plan_index(p, node);
@@ -1202,6 +1234,13 @@ rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node, unsigned when)
     if (!p->hook) {
         p->hook = rf_gcalloc(p->n ? p->n : 1, 1);
         if (!p->hook)
+            return rf_error_set(RF_ERR_NO_MEMORY,
+                                "rf_plan_hook_node: no memory");
+    }
+    if ((when & RF_HOOK_INPUTS) && !p->hook_in) {
+        p->hook_in = rf_gcalloc(p->in_off[p->n] ? p->in_off[p->n] : 1,
+                                sizeof *p->hook_in);
+        if (!p->hook_in)
             return rf_error_set(RF_ERR_NO_MEMORY,
                                 "rf_plan_hook_node: no memory");
     }

@@ -70,12 +70,13 @@ static void try_forward(const rf_fuse_view *v, const uint32_t *cons,
 {
     rf_op_type op = v->nodes[h]->op;
     if ((op != RF_OP_MATMUL && op != RF_OP_CONV2D) || !is_f32(v, h) ||
-        is_fetched(v, h) || (hooks_of(v, h) & RF_HOOK_AFTER))
+        is_fetched(v, h) || (hooks_of(v, h) & (RF_HOOK_AFTER | RF_HOOK_INPUTS)))
         return;
     uint32_t b = cons[h];
     if (b == NONE || b == MANY || v->nodes[b]->op != RF_OP_BIAS_ADD ||
         v->in_idx[v->in_off[b]] != h || !is_f32(v, b) ||
-        (hooks_of(v, b) & RF_HOOK_AFTER) || !only_pred(v, b, h))
+        (hooks_of(v, b) & (RF_HOOK_AFTER | RF_HOOK_INPUTS)) ||
+        !only_pred(v, b, h))
         return;
     uint32_t bias = v->in_idx[v->in_off[b] + 1];
     if (!v->source[bias])
@@ -84,7 +85,8 @@ static void try_forward(const rf_fuse_view *v, const uint32_t *cons,
     out[b] = (rf_fuse){.role = RF_FUSE_FOLDED, .peer = h, .relu = UINT32_MAX};
     uint32_t r = cons[b];
     if (r == NONE || r == MANY || v->nodes[r]->op != RF_OP_RELU ||
-        is_fetched(v, b) || !is_f32(v, r) || (hooks_of(v, r) & RF_HOOK_AFTER) ||
+        is_fetched(v, b) || !is_f32(v, r) ||
+        (hooks_of(v, r) & (RF_HOOK_AFTER | RF_HOOK_INPUTS)) ||
         !only_pred(v, r, b))
         return;
     out[h].relu = r;

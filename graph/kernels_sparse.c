@@ -228,6 +228,51 @@ RF_KERNEL(rf_k_embedding_lookup)
     return RF_OK;
 }
 
+/* The kernels' own checks and mapping, for the distributed session, which
+ * maps a batch before it READs the rows (include/rdmaflow/graph.h). */
+rf_status rf_embedding_map_ids(const rf_node *lookup, const rf_tensor *ids,
+                               const int64_t *part_rows, size_t nparts,
+                               int32_t *part, int64_t *row)
+{
+    bool gather = lookup && lookup->op == RF_OP_GATHER;
+    if (!lookup || !ids || !part_rows || !part || !row || nparts < 1 ||
+        (!gather && lookup->op != RF_OP_EMBEDDING_LOOKUP) ||
+        (gather ? nparts != 1 : nparts != lookup->n_inputs - 1) ||
+        !is_int(ids->dtype))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_embedding_map_ids: bad argument");
+    int64_t total = 0, n = rf_shape_numel(&ids->shape);
+    for (size_t p = 0; p < nparts; p++)
+        total += part_rows[p];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t id = load_id(ids->data, ids->dtype, i), pt = 0, r = id;
+        char pos[64];
+        if (gather && (id < 0 || id >= total))
+            return rf_node_error(
+                lookup, RF_ERR_INVALID_ARG,
+                "indices%s = %" PRId64 " is not in [0, %" PRId64 ")",
+                pos_str(&ids->shape, i, pos, sizeof pos), id, total);
+        if (!gather) {
+            rf_status st =
+                check_id(lookup, &ids->shape, i, id, lookup->attr.div_strategy,
+                         (int64_t)nparts, total, NULL, &pt, &r);
+            if (st != RF_OK)
+                return st;
+            if (r >= part_rows[pt])
+                return rf_node_error(
+                    lookup, RF_ERR_INVALID_ARG,
+                    "ids%s = %" PRId64 " maps to row %" PRId64
+                    " of part %" PRId64 ", which has %" PRId64
+                    " rows (%s strategy over parts of uneven sizes)",
+                    pos_str(&ids->shape, i, pos, sizeof pos), id, r, pt,
+                    part_rows[pt], lookup->attr.div_strategy ? "div" : "mod");
+        }
+        part[i] = (int32_t)pt;
+        row[i] = r;
+    }
+    return RF_OK;
+}
+
 /* ---- EmbeddingPartIndices ---------------------------------------------- */
 
 /* (ids): int64 [numel(ids)] */

@@ -29,9 +29,10 @@
 #include "rdmaflow/types.h"
 
 /* PS_PROTO_VERSION 2: authentication, PS_CONN_FLAG_AUTH; 3: FTRL's
- * hyper-parameters in the shard spec. */
+ * hyper-parameters in the shard spec; 4: the spec's max_push_rows
+ * (embedding tables: row version words, sparse inboxes). */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 3u
+#define PS_PROTO_VERSION 4u
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */
@@ -150,6 +151,10 @@ typedef struct ps_spec {
      * total_num_replicas, 1 <= sync_n <= sync_m <= PS_SYNC_MAX_REPLICAS;
      * both 0 for an async shard. */
     uint32_t sync_n, sync_m;
+    /* Embedding tables: rows per sparse push (0: a dense shard); a table is
+     * trainable, float32, async, of rank >= 1 with rows of >= 1 element,
+     * max_push_rows <= PS_MAX_PUSH_ROWS. */
+    uint32_t max_push_rows;
 } ps_spec;
 
 typedef struct ps_entry {

@@ -516,6 +516,15 @@ rf_status ps_spec_check(const ps_spec *s)
                        s->name, s->sync_n, s->sync_m,
                        s->trainable ? "" : " on a shard that is not trainable",
                        PS_SYNC_MAX_REPLICAS);
+    if (s->max_push_rows) {
+        uint64_t d0 = s->shape.rank >= 1 ? (uint64_t)s->shape.dims[0] : 0;
+        if (!s->trainable || !async || s->shape.rank < 1 || d0 == 0 ||
+            (uint64_t)numel / d0 == 0 || s->max_push_rows > PS_MAX_PUSH_ROWS)
+            return CORRUPT("ps shard '%s': an embedding table (max_push_rows "
+                           "%u, at most %u) must be trainable, async, of rank "
+                           ">= 1 with rows of >= 1 element",
+                           s->name, s->max_push_rows, PS_MAX_PUSH_ROWS);
+    }
     return RF_OK;
 }
 
@@ -561,6 +570,7 @@ static void w_spec(wcur *w, const ps_spec *s)
     }
     w_u32(w, s->sync_n);
     w_u32(w, s->sync_m);
+    w_u32(w, s->max_push_rows); /* version 4 */
 }
 
 static rf_status r_spec(rcur *r, ps_spec *s)
@@ -609,6 +619,7 @@ static rf_status r_spec(rcur *r, ps_spec *s)
     }
     s->sync_n = r_u32(r, "replicas_to_aggregate");
     s->sync_m = r_u32(r, "total_num_replicas");
+    s->max_push_rows = r_u32(r, "max_push_rows");
     if (r->bad)
         return RF_OK;
     if (!trainable) {
@@ -684,7 +695,10 @@ rf_status ps_entry_check(const ps_entry *e)
             ? rf_optim_num_slots(e->spec.optim.kind, e->spec.optim.centered)
             : 0;
     ps_layout l;
-    if (ps_layout_compute(bytes, slots, &l) != RF_OK)
+    if (ps_layout_full(bytes, slots,
+                       e->spec.shape.rank >= 1 ? (uint64_t)e->spec.shape.dims[0]
+                                               : 0,
+                       e->spec.max_push_rows, e->spec.sync_n > 0, &l) != RF_OK)
         return CORRUPT("ps entry '%s': too large", name);
     if (e->values_bytes != bytes || e->num_slots != slots ||
         e->values_off != l.values_off || e->record_bytes != l.record_bytes)
@@ -721,8 +735,7 @@ rf_status ps_entry_check(const ps_entry *e)
         if (e->inbox.offset)
             return CORRUPT("ps entry '%s': inbox offset without region", name);
     } else if (!e->spec.trainable || e->inbox.offset % PS_ALIGN ||
-               e->inbox.offset + ps_inbox_bytes(bytes, e->spec.sync_n > 0) <
-                   e->inbox.offset) {
+               e->inbox.offset + l.inbox_bytes < e->inbox.offset) {
         return CORRUPT("ps entry '%s': inbox at region %u offset %llu", name,
                        e->inbox.region, (unsigned long long)e->inbox.offset);
     }

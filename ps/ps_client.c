@@ -605,6 +605,15 @@ void rf_ps_client_close(rf_ps_client *c)
         rf_mr_dereg(r->mr);
         free(r);
     }
+    if (c->rmw_mr)
+        rf_mr_dereg(c->rmw_mr);
+    free(c->rmw_buf);
+    free(c->rmw_hash);
+    free(c->rmw_rows);
+    free(c->rmw_local);
+    free(c->rs_wrs);
+    free(c->rs_items);
+    free(c->rs_ops);
     if (c->words_mr)
         rf_mr_dereg(c->words_mr);
     free(c->words);

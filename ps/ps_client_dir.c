@@ -84,15 +84,26 @@ static bool locate(const ps_cli_conn *p, ps_loc loc, uint64_t len,
     return true;
 }
 
+/* The layout an entry's spec implies (ps_entry_check verified it). */
+static void entry_layout(const ps_entry *e, ps_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    ps_layout_full(e->values_bytes, e->num_slots,
+                   e->spec.shape.rank >= 1 ? (uint64_t)e->spec.shape.dims[0]
+                                           : 0,
+                   e->spec.max_push_rows, e->spec.sync_n > 0, l);
+}
+
 static bool entry_inside(const ps_cli_conn *p, const ps_entry *e)
 {
     uint64_t a;
     uint32_t k;
+    ps_layout l;
+    entry_layout(e, &l);
     if (!locate(p, e->record, e->record_bytes, &a, &k))
         return false;
     if (e->inbox.region != PS_NO_REGION &&
-        !locate(p, e->inbox,
-                ps_inbox_bytes(e->values_bytes, e->spec.sync_n > 0), &a, &k))
+        !locate(p, e->inbox, l.inbox_bytes, &a, &k))
         return false;
     return true;
 }
@@ -100,12 +111,12 @@ static bool entry_inside(const ps_cli_conn *p, const ps_entry *e)
 static void var_bind(rf_ps_var *v, ps_cli_conn *p, const ps_entry *e)
 {
     v->e = *e;
+    entry_layout(e, &v->lay);
     locate(p, e->record, e->record_bytes, &v->rec_addr, &v->rkey);
     v->inbox_addr = 0;
     v->inbox_rkey = 0;
     if (e->inbox.region != PS_NO_REGION)
-        locate(p, e->inbox, ps_inbox_bytes(e->values_bytes, e->spec.sync_n > 0),
-               &v->inbox_addr, &v->inbox_rkey);
+        locate(p, e->inbox, v->lay.inbox_bytes, &v->inbox_addr, &v->inbox_rkey);
     v->stale = false;
     p->by_shard[e->shard_id] = v;
 }
@@ -403,16 +414,20 @@ void rf_ps_var_get_info(const rf_ps_var *v, rf_ps_var_info *info)
 {
     if (!v || !info)
         return;
-    *info = (rf_ps_var_info){.name = v->spec.name,
-                             .part = v->spec.part,
-                             .ps_task = v->ps,
-                             .dtype = v->spec.dtype,
-                             .shape = v->spec.shape,
-                             .values_bytes = (size_t)v->e.values_bytes,
-                             .num_slots = v->e.num_slots,
-                             .record_bytes = (size_t)v->e.record_bytes,
-                             .rmw_bytes =
-                                 (size_t)(v->e.record_bytes - PS_REC_RMW_OFF),
-                             .remote_addr = v->rec_addr,
-                             .rkey = v->rkey};
+    *info = (rf_ps_var_info){
+        .name = v->spec.name,
+        .part = v->spec.part,
+        .ps_task = v->ps,
+        .dtype = v->spec.dtype,
+        .shape = v->spec.shape,
+        .values_bytes = (size_t)v->e.values_bytes,
+        .num_slots = v->e.num_slots,
+        .record_bytes = (size_t)v->e.record_bytes,
+        .rmw_bytes = (size_t)(v->e.record_bytes - PS_REC_RMW_OFF),
+        .remote_addr = v->rec_addr,
+        .rkey = v->rkey,
+        .rows = (size_t)v->lay.rows,
+        .row_bytes = (size_t)v->lay.row_bytes,
+        .max_push_rows = v->lay.max_push_rows,
+        .inbox_bytes = v->spec.trainable ? (size_t)v->lay.inbox_bytes : 0};
 }

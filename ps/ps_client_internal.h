@@ -93,8 +93,9 @@ struct ps_cli_conn {
 struct rf_ps_var {
     rf_ps_client *client;
     size_t ps;
-    ps_spec spec; /* the local graph's */
-    ps_entry e;   /* the ps's */
+    ps_spec spec;  /* the local graph's */
+    ps_entry e;    /* the ps's */
+    ps_layout lay; /* the layout e implies (table rows, inbox) */
     uint64_t rec_addr, inbox_addr;
     uint32_t rkey, inbox_rkey;
     bool stale;
@@ -105,7 +106,8 @@ struct rf_ps_var {
     bool push_sync; /* the push in flight is a sync push */
     uint8_t push_seq;
     uint64_t version; /* from the last ack (a sync push: the shard's step) */
-    /* sync pushes: the tag's registered word (allocated on first use) */
+    /* sync pushes: the tag's registered word (allocated on first use);
+     * sparse pushes: the count word, the same way */
     cli_op tag_op;
     unsigned char *sync_tag;
     rf_mr *sync_tag_mr;
@@ -137,6 +139,12 @@ typedef struct cli_reg {
     struct cli_reg *next;
 } cli_reg;
 
+/* A row being read (ps_client_rows.c): set, position, field offset. */
+typedef struct cli_row_item {
+    size_t set, pos;
+    uint64_t off;
+} cli_row_item;
+
 struct rf_ps_client {
     pthread_mutex_t mu;
     rf_fabric *fabric;
@@ -159,6 +167,20 @@ struct rf_ps_client {
                                    completions were handled if rs_waiters */
     uint32_t rs_waiters;        /* threads in a read-set wait */
     atomic_uint rs_arriving;    /* threads about to lock mu for one */
+    /* Embedding tables (ps_client_rows.c): scratch kept between calls */
+    rf_wr *rs_wrs;
+    size_t rs_wr_cap;
+    cli_row_item *rs_items;
+    size_t rs_item_cap;
+    cli_op *rs_ops; /* one per ps */
+    /* apply=worker sparse pushes: the gathered rows (registered) */
+    unsigned char *rmw_buf;
+    rf_mr *rmw_mr;
+    size_t rmw_cap;
+    size_t *rmw_hash; /* unique-row table */
+    size_t rmw_hash_cap;
+    int64_t *rmw_rows, *rmw_local;
+    size_t rmw_rows_cap;
 };
 
 /* ps_client.c */
@@ -236,6 +258,27 @@ void cli_push_on_send(rf_ps_var *v, rf_status st);
 void cli_wm_on_completion(rf_ps_var *v, rf_status st);
 /* The var's registered copy of its record (allocated on first use). */
 rf_status cli_var_scratch(rf_ps_var *v);
+
+/* ps_client_push.c: waits for v's push to be acknowledged (and for room
+ * at its ps). */
+rf_status cli_push_wait_var(rf_ps_client *c, rf_ps_var *v, const char *what);
+
+/* ps_client_rows.c */
+rf_status cli_rows_scratch(rf_ps_client *c, size_t wrs, size_t items);
+/* v is a usable table of c. */
+rf_status cli_table_check(rf_ps_client *c, rf_ps_var *v, const char *what);
+/* count items of size bytes at buf lie inside mr. */
+rf_status cli_rows_in_mr(const rf_ps_var *v, const void *buf, size_t count,
+                         size_t size, rf_mr *mr, const char *what,
+                         const char *which);
+/* Every index in [0, rows). */
+rf_status cli_rows_indices(const rf_ps_var *v, const int64_t *rows, size_t n,
+                           size_t set, const char *what);
+rf_status cli_field_off(const rf_ps_var *v, rf_ps_field field, uint64_t *off,
+                        const char *what);
+/* ps_client_rows_rmw.c: an apply=worker sparse push (checked). */
+rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
+                       size_t n, const float *grad, bool use_locking);
 
 /* ps_client_data.c */
 rf_status cli_check_xfer(rf_ps_client *c, const rf_ps_xfer *x, bool write,

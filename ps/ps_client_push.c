@@ -156,6 +156,16 @@ static bool ps_has_room(rf_ps_client *c, const void *pp)
     return !p->up || p->pushes_inflight + 2 < limit;
 }
 
+rf_status cli_push_wait_var(rf_ps_client *c, rf_ps_var *v, const char *what)
+{
+    rf_status st = RF_OK;
+    if (v->push_busy)
+        st = wait_pushes(c, var_idle, v, what);
+    if (st == RF_OK)
+        st = wait_pushes(c, ps_has_room, &c->conns[v->ps], what);
+    return st;
+}
+
 static bool all_idle(rf_ps_client *c, const void *arg)
 {
     (void)arg;

@@ -27,6 +27,35 @@ static uint64_t align_up(uint64_t v)
     return (v + PS_ALIGN - 1) & ~(uint64_t)(PS_ALIGN - 1);
 }
 
+rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
+                         uint64_t dim0, uint32_t max_push_rows, bool sync,
+                         ps_layout *out)
+{
+    rf_status st = ps_layout_compute(values_bytes, num_slots, out);
+    if (st != RF_OK)
+        return st;
+    out->inbox_bytes = ps_inbox_bytes(values_bytes, sync);
+    if (!max_push_rows)
+        return RF_OK;
+    if (dim0 == 0 || values_bytes % dim0 || values_bytes / dim0 == 0 ||
+        max_push_rows > PS_MAX_PUSH_ROWS)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "a table of %llu rows in %llu bytes pushing up to "
+                            "%u rows: needs rows >= 1 of >= 1 element and at "
+                            "most %u rows per push",
+                            (unsigned long long)dim0,
+                            (unsigned long long)values_bytes, max_push_rows,
+                            PS_MAX_PUSH_ROWS);
+    out->rows = dim0;
+    out->row_bytes = values_bytes / dim0;
+    out->max_push_rows = max_push_rows;
+    out->rowver_off = out->record_bytes;
+    out->record_bytes += align_up(8 * dim0);
+    out->inbox_bytes = ps_sparse_rows_off(max_push_rows) +
+                       (uint64_t)max_push_rows * out->row_bytes;
+    return RF_OK;
+}
+
 rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
                             ps_layout *out)
 {
@@ -66,18 +95,30 @@ rf_status rf_ps_shard_spec_info(const rf_ps_shard_spec *spec, size_t ps_task,
             return st;
     }
     ps_layout l = {0};
-    rf_status st = ps_layout_compute((uint64_t)n * esize, ol.num_slots, &l);
+    if (spec->max_push_rows && spec->shape.rank < 1)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "shard '%s': a table (max_push_rows %u) needs "
+                            "rank >= 1",
+                            spec->name ? spec->name : "", spec->max_push_rows);
+    rf_status st = ps_layout_full(
+        (uint64_t)n * esize, ol.num_slots,
+        spec->shape.rank >= 1 ? (uint64_t)spec->shape.dims[0] : 0,
+        spec->max_push_rows, spec->replicas_to_aggregate > 0, &l);
     if (st != RF_OK)
         return st;
-    *info = (rf_ps_var_info){.name = spec->name,
-                             .part = spec->part,
-                             .ps_task = ps_task,
-                             .dtype = spec->dtype,
-                             .shape = spec->shape,
-                             .values_bytes = (size_t)l.values_bytes,
-                             .num_slots = l.num_slots,
-                             .record_bytes = (size_t)l.record_bytes,
-                             .rmw_bytes =
-                                 (size_t)(l.record_bytes - PS_REC_RMW_OFF)};
+    *info = (rf_ps_var_info){
+        .name = spec->name,
+        .part = spec->part,
+        .ps_task = ps_task,
+        .dtype = spec->dtype,
+        .shape = spec->shape,
+        .values_bytes = (size_t)l.values_bytes,
+        .num_slots = l.num_slots,
+        .record_bytes = (size_t)l.record_bytes,
+        .rmw_bytes = (size_t)(l.record_bytes - PS_REC_RMW_OFF),
+        .rows = (size_t)l.rows,
+        .row_bytes = (size_t)l.row_bytes,
+        .max_push_rows = l.max_push_rows,
+        .inbox_bytes = spec->trainable ? (size_t)l.inbox_bytes : 0};
     return RF_OK;
 }

@@ -57,6 +57,14 @@ typedef struct ps_layout {
     uint32_t num_slots;
     uint64_t slot_off[RF_OPTIM_MAX_SLOTS];
     uint64_t record_bytes; /* multiple of PS_ALIGN */
+    /* Embedding tables (max_push_rows > 0; 0 and unused otherwise): rows
+     * (dims[0]) of row_bytes each, one u64 seqlock version word per row at
+     * rowver_off (after the slots), and the sparse inbox (see
+     * PS_SPARSE_IDX_OFF). */
+    uint64_t rows, row_bytes, rowver_off;
+    uint32_t max_push_rows;
+    /* Bytes of one worker's inbox for the shard. */
+    uint64_t inbox_bytes;
 } ps_layout;
 
 /* numel of a fully known shape with every dim >= 0 and a product that fits
@@ -67,6 +75,30 @@ int64_t ps_shape_numel(const rf_shape *shape);
  * size each. RF_ERR_INVALID_ARG if too large. */
 rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
                             ps_layout *out);
+
+/* The full layout of a shard: values_bytes of data, num_slots slots, and
+ * for a table (max_push_rows > 0) dim0 rows with their version words and a
+ * sparse inbox; sync shards' inboxes hold the tag. RF_ERR_INVALID_ARG if
+ * too large or not a table (dim0 0, a row of 0 bytes). */
+rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
+                         uint64_t dim0, uint32_t max_push_rows, bool sync,
+                         ps_layout *out);
+
+/* A table shard's sparse push (rf_ps_push_sparse, apply=ps) in its
+ * worker's inbox: the count (u64 little-endian) at 0, the row indices
+ * (int64) at PS_SPARSE_IDX_OFF, the gradient rows at ps_sparse_rows_off.
+ * The worker WRITEs the indices and the rows, then WRITE_WITH_IMMs the
+ * count (8 bytes): RC ordering places the others before the ps sees its
+ * completion. */
+#define PS_SPARSE_IDX_OFF 64u
+/* Most rows one sparse push may carry (the protocol's bound; the ps's
+ * max_inbox_bytes is usually the tighter one). */
+#define PS_MAX_PUSH_ROWS (1u << 24)
+static inline uint64_t ps_sparse_rows_off(uint32_t max_push_rows)
+{
+    return (PS_SPARSE_IDX_OFF + 8ull * max_push_rows + PS_ALIGN - 1) &
+           ~(uint64_t)(PS_ALIGN - 1);
+}
 
 /* Immediates: bits 0..23 shard id, bits 24..31 sequence. */
 #define PS_MAX_SHARDS (1u << 24)

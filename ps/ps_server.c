@@ -376,6 +376,12 @@ static rf_status read_options(const rf_ps_server_options *in,
                             out->max_bytes, out->chunk_bytes);
     if (!out->max_workers)
         out->max_workers = DEFAULT_MAX_WORKERS;
+    if (!out->max_inbox_bytes) {
+        st = rf_env_int("RF_PS_MAX_INBOX_MB", 64, 1, 1 << 20, &v);
+        if (st != RF_OK)
+            return st;
+        out->max_inbox_bytes = (size_t)v << 20;
+    }
     if (out->handshake_timeout_ms < 0)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_server_start: handshake_timeout_ms %d",

@@ -154,6 +154,10 @@ struct rf_ps_server {
     bool done;        /* mu: the service thread exited */
     rf_status status; /* mu: why it exited (RF_OK: shutdown) */
     bool shutdown;    /* service thread: a SHUTDOWN was answered */
+    /* ps_server_sparse.c: the indices of the sparse push being applied,
+     * room for the largest max_push_rows of any table (service thread) */
+    int64_t *sparse_idx;
+    uint32_t sparse_cap;
 };
 
 /* Connection memory: receives (PS_SRV_RECV_DEPTH x PS_REQ_MAX), reply
@@ -240,6 +244,13 @@ void ps_apply_traced(ps_server_conn *c, const ps_shard *sh, uint64_t t0,
 /* Writes the ack word into the client's ack ring (write_imm echoing imm);
  * false if the connection was dropped. */
 bool ps_send_ack(ps_server_conn *c, uint32_t imm, uint64_t word);
+
+/* ps_server_sparse.c: room for a push of max_push_rows indices (at
+ * shard creation, so a push allocates nothing), and a push to a table
+ * (already checked: trainable, inbox). */
+rf_status ps_sparse_reserve(rf_ps_server *s, uint32_t max_push_rows);
+bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
+                    uint32_t len);
 
 /* ps_server_sync.c */
 rf_status ps_sync_create(ps_shard *sh);

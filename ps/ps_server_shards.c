@@ -39,6 +39,9 @@ void ps_shards_free(rf_ps_server *s)
     }
     free(s->shards);
     free(s->hash);
+    free(s->sparse_idx);
+    s->sparse_idx = NULL;
+    s->sparse_cap = 0;
     s->shards = NULL;
     s->hash = NULL;
     s->num_shards = s->cap_shards = 0;
@@ -89,8 +92,23 @@ rf_status ps_shard_create(rf_ps_server *s, const ps_spec *spec, ps_shard **out)
             return st;
     }
     ps_layout l;
-    rf_status st = ps_layout_compute(bytes, ol.num_slots, &l);
+    rf_status st = ps_layout_full(
+        bytes, ol.num_slots,
+        spec->shape.rank >= 1 ? (uint64_t)spec->shape.dims[0] : 0,
+        spec->max_push_rows, spec->sync_n > 0, &l);
     if (st != RF_OK)
+        return st;
+    /* What one client can make this ps hold for the shard: its inbox. */
+    if (spec->trainable && l.inbox_bytes > s->opt.max_inbox_bytes)
+        return rf_error_set(
+            RF_ERR_INVALID_ARG,
+            "'%s' part %u: an inbox of %llu bytes per worker "
+            "(max_push_rows %u of %llu bytes) exceeds this "
+            "ps's max_inbox_bytes %zu (RF_PS_MAX_INBOX_MB)",
+            spec->name, spec->part, (unsigned long long)l.inbox_bytes,
+            spec->max_push_rows, (unsigned long long)l.row_bytes,
+            s->opt.max_inbox_bytes);
+    if ((st = ps_sparse_reserve(s, spec->max_push_rows)) != RF_OK)
         return st;
     if (s->num_shards == s->cap_shards) {
         uint32_t cap = s->cap_shards ? 2 * s->cap_shards : 64;
@@ -158,7 +176,7 @@ rf_status ps_shard_inbox(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
         sh->inboxes = n;
         sh->cap_inboxes = cap;
     }
-    uint64_t bytes = ps_inbox_bytes(sh->layout.values_bytes, sh->sync != NULL);
+    uint64_t bytes = sh->layout.inbox_bytes;
     ps_loc loc;
     void *p;
     rf_status st = ps_arena_alloc(&s->arena, bytes ? bytes : 8, &loc, &p);

@@ -63,6 +63,7 @@ rf_status ps_spec_from_public(const rf_ps_shard_spec *in, const char *what,
     out->trainable = in->trainable;
     out->sync_n = in->replicas_to_aggregate;
     out->sync_m = in->total_num_replicas;
+    out->max_push_rows = in->max_push_rows;
     if (in->trainable) {
         out->optim = in->optim;
         if (rf_optim_validate(&out->optim) != RF_OK) {
@@ -93,6 +94,10 @@ void ps_spec_describe(const ps_spec *spec, char *buf, size_t len)
                  ", sync replicas (replicas_to_aggregate=%u, "
                  "total_num_replicas=%u)",
                  spec->sync_n, spec->sync_m);
+    else if (spec->max_push_rows)
+        snprintf(sync, sizeof sync,
+                 ", embedding table (max_push_rows=%u), no sync replicas",
+                 spec->max_push_rows);
     else if (spec->trainable)
         snprintf(sync, sizeof sync, ", no sync replicas");
     snprintf(buf, len, "shape %s %s, %s%s", shape, rf_dtype_name(spec->dtype),
@@ -108,7 +113,7 @@ bool ps_spec_same(const ps_spec *a, const ps_spec *b)
 {
     if (a->dtype != b->dtype || !rf_shape_equal(&a->shape, &b->shape) ||
         a->trainable != b->trainable || a->sync_n != b->sync_n ||
-        a->sync_m != b->sync_m)
+        a->sync_m != b->sync_m || a->max_push_rows != b->max_push_rows)
         return false;
     if (!a->trainable)
         return true;

@@ -3,7 +3,9 @@
  * a WRITE_WITH_IMM into this worker's inbox on the variable's ps from the
  * executor thread that produced it, while backprop goes on; the ps's apply
  * thread runs the optimizer and acknowledges, and the step waits for every
- * acknowledgement before global_step moves. */
+ * acknowledgement before global_step moves. An embedding table's gradient
+ * goes as its staged rows (rf_ps_push_sparse: indices and rows into the
+ * inbox, the ps applies the sparse update). */
 #include "session/session_internal.h"
 
 static void stop_nothing(rf_session *s)
@@ -14,8 +16,13 @@ static void stop_nothing(rf_session *s)
 static rf_status on_gradient(rf_session *s, size_t i, const char *span, int tid)
 {
     uint64_t t0 = rf_now_ns();
-    rf_ps_xfer x = sess_grad_xfer(s, i);
-    rf_status st = rf_ps_push(s->client, &x, 1, RF_PS_APPLY_PS, false);
+    rf_status st;
+    if (s->v[i].table) { /* the rows staged by session_rows.c */
+        st = sess_rows_push(s, i, RF_PS_APPLY_PS);
+    } else {
+        rf_ps_xfer x = sess_grad_xfer(s, i);
+        st = rf_ps_push(s->client, &x, 1, RF_PS_APPLY_PS, false);
+    }
     sess_span(s, span, s->v[i].args, t0, tid);
     return st;
 }

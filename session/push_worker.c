@@ -17,6 +17,7 @@ typedef struct pusher {
     size_t *queue; /* variable indices, a ring of s->nv */
     size_t qhead, qlen;
     rf_ps_xfer *batch;
+    size_t *tables; /* the queued embedding tables, pushed one by one */
     bool busy, stop;
     rf_status st; /* the first failure since the last drain */
     char err[512];
@@ -33,22 +34,34 @@ static void *pusher_main(void *arg)
             pthread_cond_wait(&q->cv, &q->mu);
         if (q->qlen == 0)
             break;
-        size_t n = 0;
-        for (; q->qlen > 0; n++) {
-            q->batch[n] = sess_grad_xfer(s, q->queue[q->qhead]);
+        size_t n = 0, nt = 0;
+        for (; q->qlen > 0; q->qlen--) {
+            size_t i = q->queue[q->qhead];
+            if (s->v[i].table)
+                q->tables[nt++] = i;
+            else
+                q->batch[n++] = sess_grad_xfer(s, i);
             q->qhead = (q->qhead + 1) % s->nv;
-            q->qlen--;
         }
         q->busy = true;
         pthread_mutex_unlock(&q->mu);
         uint64_t t0 = rf_now_ns();
-        rf_status st = rf_ps_push(s->client, q->batch, n, RF_PS_APPLY_WORKER,
-                                  s->opt.use_locking);
+        rf_status st = n ? rf_ps_push(s->client, q->batch, n,
+                                      RF_PS_APPLY_WORKER, s->opt.use_locking)
+                         : RF_OK;
+        /* embedding tables: their staged rows, read, applied here and
+         * written back row by row inside the rows' seqlocks */
+        for (size_t k = 0; k < nt && st == RF_OK; k++)
+            st = sess_rows_push(s, q->tables[k], RF_PS_APPLY_WORKER);
         if (s->trace) {
             char name[64], args[64];
             size_t bytes = 0;
             for (size_t k = 0; k < n; k++)
                 bytes += q->batch[k].len;
+            for (size_t k = 0; k < nt; k++)
+                bytes +=
+                    s->v[q->tables[k]].push_n * s->v[q->tables[k]].row_bytes;
+            n += nt;
             snprintf(name, sizeof name, "APPLY_WORKER %zu variable%s", n,
                      n == 1 ? "" : "s");
             snprintf(args, sizeof args, "\"bytes\":%zu,\"variables\":%zu",
@@ -71,6 +84,7 @@ static void pusher_free(pusher *q)
 {
     free(q->queue);
     free(q->batch);
+    free(q->tables);
     free(q);
 }
 
@@ -81,8 +95,9 @@ static rf_status start(rf_session *s)
         return rf_error_set(RF_ERR_NO_MEMORY, "apply=worker: out of memory");
     q->queue = calloc(s->nv, sizeof *q->queue);
     q->batch = calloc(s->nv, sizeof *q->batch);
+    q->tables = calloc(s->nv, sizeof *q->tables);
     q->tid = rf_executor_threads(s->ex);
-    if (!q->queue || !q->batch) {
+    if (!q->queue || !q->batch || !q->tables) {
         pusher_free(q);
         return rf_error_set(RF_ERR_NO_MEMORY, "apply=worker: out of memory");
     }

@@ -48,6 +48,9 @@ static rf_status describe_vars(rf_session *s)
             .slots = v->slot_names,
             .num_slots = v->apply.num_slots,
             .where = "",
+            .rows = v->table ? v->rows : 0,
+            .row_bytes = v->table ? v->row_bytes : 0,
+            .max_push_rows = v->max_push_rows,
         };
     }
     return RF_OK;
@@ -83,13 +86,7 @@ static rf_status offline_infos(rf_session *s)
 {
     for (size_t i = 0; i < s->nv; i++) {
         sess_var *v = &s->v[i];
-        rf_ps_shard_spec spec = {.name = rf_node_name(v->var),
-                                 .dtype = rf_node_dtype(v->var),
-                                 .shape = rf_node_shape(v->var),
-                                 .trainable = true,
-                                 .optim = *v->apply.cfg,
-                                 .replicas_to_aggregate = s->sync_n,
-                                 .total_num_replicas = s->sync_m};
+        rf_ps_shard_spec spec = sess_spec(s, v);
         rf_status st = rf_ps_shard_spec_info(&spec, v->ps_task, &v->info);
         if (st != RF_OK)
             return rf_error_set(st, "'%s': %s", rf_node_name(v->var),
@@ -240,6 +237,7 @@ void rf_session_destroy(rf_session *s)
     sess_plans_destroy(s); /* before the read set their hooks wait on */
     sess_snapshot_free(s);
     sess_disconnect(s);
+    sess_rows_free(s);
     free(s->v);
     free(s->ps_providers);
     free(s->var_of_node);
@@ -306,6 +304,8 @@ static void count_bytes(rf_session *s, const sess_plan *p)
     c->runs++;
     c->train_runs += p->train;
     for (size_t i = 0; i < p->nops; i++) {
+        if (p->ops[i].bound)
+            continue; /* a table's: session_rows.c counts what moved */
         if (p->ops[i].kind == RF_STEP_READ)
             c->bytes_read += p->ops[i].wire_bytes;
         else if (p->train)

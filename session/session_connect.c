@@ -23,7 +23,33 @@ static rf_ps_xfer values_xfer(const rf_session *s, const sess_var *v)
                         .field = RF_PS_FIELD_VALUES,
                         .buf = rf_variable_data(v->var),
                         .len = rf_variable_bytes(v->var),
-                        .mr = s->mem_mr};
+                        .mr = v->table ? v->whole_mr : s->mem_mr};
+}
+
+/* A table's whole values move only at the chief's initialisation and the
+ * final pull: its graph storage is registered just for those (on sock and
+ * shm registering touches no page; the worker's steps never use it). */
+static rf_status register_whole(rf_session *s, sess_var *v)
+{
+    if (v->whole_mr)
+        return RF_OK;
+    rf_status st =
+        rf_ps_client_register(s->client, rf_variable_data(v->var),
+                              rf_variable_bytes(v->var), &v->whole_mr);
+    if (st != RF_OK)
+        return rf_error_set(st, "registering the table '%s' (%zu bytes): %s",
+                            rf_node_name(v->var), rf_variable_bytes(v->var),
+                            rf_error_message());
+    return RF_OK;
+}
+
+static void deregister_whole(rf_session *s)
+{
+    for (size_t i = 0; i < s->nv; i++)
+        if (s->v[i].whole_mr) {
+            rf_ps_client_deregister(s->client, s->v[i].whole_mr);
+            s->v[i].whole_mr = NULL;
+        }
 }
 
 rf_ps_xfer sess_grad_xfer(const rf_session *s, size_t i)
@@ -36,14 +62,20 @@ rf_ps_xfer sess_grad_xfer(const rf_session *s, size_t i)
                         .mr = s->mem_mr};
 }
 
-/* One registered block: each variable's values, then its gradient's
- * staging buffer, 64-byte aligned, on the worker's NUMA node. */
+/* One registered block: each dense variable's values, then its gradient's
+ * staging buffer, 64-byte aligned, on the worker's NUMA node; then the
+ * lookups' gathered rows and the tables' push staging (session_rows.c). */
 static rf_status register_storage(rf_session *s)
 {
     rf_server *sv = s->server;
     size_t len = 0;
     for (size_t i = 0; i < s->nv; i++)
-        len += 2 * ALIGN64(rf_variable_bytes(s->v[i].var));
+        if (!s->v[i].table)
+            len += 2 * ALIGN64(rf_variable_bytes(s->v[i].var));
+    size_t dense_len = len;
+    len += sess_rows_bytes(s);
+    if (len == 0)
+        len = 64;
     if (rf_topology_alloc(sv->topo, &sv->binding, len, (void **)&s->mem) !=
         RF_OK)
         return rf_error_set(RF_ERR_NO_MEMORY,
@@ -55,8 +87,11 @@ static rf_status register_storage(rf_session *s)
         return rf_error_set(st, "registering %zu bytes of variable storage: %s",
                             len, rf_error_message());
     size_t off = 0;
+    sess_rows_place(s, s->mem + dense_len);
     for (size_t i = 0; i < s->nv; i++) {
         sess_var *v = &s->v[i];
+        if (v->table)
+            continue;
         size_t bytes = rf_variable_bytes(v->var);
         /* keeps the initial value (the chief writes it to the ps) */
         st = rf_variable_set_storage(v->var, s->mem + off, bytes, true);
@@ -75,14 +110,7 @@ static rf_status create_or_look_up(rf_session *s)
 {
     for (size_t i = 0; i < s->nv; i++) {
         sess_var *v = &s->v[i];
-        rf_ps_shard_spec spec = {.name = rf_node_name(v->var),
-                                 .part = 0,
-                                 .dtype = rf_node_dtype(v->var),
-                                 .shape = rf_node_shape(v->var),
-                                 .trainable = true,
-                                 .optim = *v->apply.cfg,
-                                 .replicas_to_aggregate = s->sync_n,
-                                 .total_num_replicas = s->sync_m};
+        rf_ps_shard_spec spec = sess_spec(s, v);
         rf_status st =
             s->chief ? rf_ps_create(s->client, v->ps_task, &spec, &v->shard)
                      : rf_ps_lookup(s->client, v->ps_task, &spec, &v->shard);
@@ -169,6 +197,9 @@ static rf_status init_or_wait(rf_session *s)
         rf_error_set(st, "session: out of memory");
         goto out;
     }
+    for (size_t i = 0; i < s->nv && s->chief; i++)
+        if (s->v[i].table && (st = register_whole(s, &s->v[i])) != RF_OK)
+            goto out;
     for (size_t i = 0; i < s->nv; i++) {
         x[i] = values_xfer(s, &s->v[i]);
         vars[i] = s->v[i].shard;
@@ -190,7 +221,15 @@ static rf_status init_or_wait(rf_session *s)
             goto out;
         }
     }
-    st = rf_ps_read_set_create(s->client, x, s->nv, &s->reads);
+    /* the step's READ of every dense shard (a table's rows are read by
+     * its lookups) */
+    s->nreads = 0;
+    for (size_t i = 0; i < s->nv; i++)
+        if (!s->v[i].table) {
+            s->v[i].read_ix = s->nreads;
+            x[s->nreads++] = values_xfer(s, &s->v[i]);
+        }
+    st = rf_ps_read_set_create(s->client, x, s->nreads, &s->reads);
     if (st != RF_OK)
         rf_error_set(st, "preparing the reads: %s", rf_error_message());
 out:
@@ -310,6 +349,13 @@ rf_status sess_pull_all(rf_session *s, bool slots)
     rf_status wst = rf_ps_read_set_wait_all(s->reads);
     if (st == RF_OK)
         st = wst;
+    for (size_t i = 0; i < s->nv && st == RF_OK; i++) {
+        sess_var *v = &s->v[i];
+        if (!v->table || (st = register_whole(s, v)) != RF_OK)
+            continue;
+        rf_ps_xfer x = values_xfer(s, v);
+        st = rf_ps_read(s->client, &x, 1);
+    }
     if (st != RF_OK)
         return rf_error_set(st, "reading the variables: %s",
                             rf_error_message());
@@ -347,6 +393,8 @@ void sess_disconnect(rf_session *s)
 {
     rf_ps_read_set_destroy(s->reads);
     s->reads = NULL;
+    if (s->client)
+        deregister_whole(s);
     rf_ps_client_close(s->client); /* deregisters mem_mr */
     s->client = NULL;
     if (s->mem && give_back_storage(s))

@@ -11,6 +11,9 @@
  *   session.c         create, one step, the global_step FETCH_AND_ADD,
  *                     finish, describe
  *   session_ckpt.c    checkpoints: the chief's save and restore
+ *   session_rows.c    embedding tables: each step's rows of a lookup READ
+ *                     into a gathered buffer the lookup kernel reads, and
+ *                     a table's sparse gradient staged and pushed
  *   push_ps.c, push_worker.c, push_sync.c
  *                     the push strategies (apply=ps, apply=worker, sync
  *                     replicas), one ops table each: the step loop calls
@@ -53,7 +56,51 @@ typedef struct sess_var {
     char args[96];   /* its spans' args: "\"bytes\":N,\"ps_task\":P" */
     uint64_t t_post; /* when this step's read was posted (trace) */
     atomic_int read_traced;
+    size_t read_ix; /* a dense shard: its transfer in s->reads */
+    /* An embedding table shard (trained by a sparse apply, read only by
+     * lookups): the worker holds none of it. Per step the lookups READ the
+     * batch's rows (session_rows.c) and the gradient is pushed as at most
+     * max_push_rows rows: their indices in push_rows and the rows in
+     * grad_buf (both registered); dedup_scratch for rf_optim_dedup. */
+    bool table;
+    uint32_t max_push_rows;
+    size_t rows, row_bytes, width; /* width: floats per row */
+    int64_t *push_rows;
+    size_t push_n; /* this step's rows (the step's actual push bytes) */
+    void *dedup_scratch;
+    rf_mr *whole_mr; /* the graph's storage, for the initial write and the
+                        final read of the whole table */
+    /* this step's gradient, indices and values: whichever after-hook
+     * comes second stages and pushes it */
+    const rf_tensor *step_idx, *step_vals;
+    atomic_int ready;
 } sess_var;
+
+/* A lookup (EmbeddingLookup or Gather) of table shards: its batch's rows
+ * are READ each step into gathered (registered), and the kernel is pointed
+ * at gathered and at the ids' positions in it (session_rows.c). */
+typedef struct sess_lookup {
+    rf_node *node;
+    size_t ids_in;      /* the ids' input */
+    size_t nparts;      /* parts: inputs 1.. (lookup) or input 0 (Gather) */
+    uint32_t *part_var; /* index in v of each part */
+    int64_t *part_rows; /* rows of each part */
+    size_t cap;         /* the most ids of one step */
+    size_t row_bytes;
+    int32_t *part; /* per id: its part and row */
+    int64_t *row;
+    int64_t *pos;      /* per id: its row in gathered (the kernel's ids) */
+    uint32_t *uniq;    /* per distinct id: its first position */
+    uint32_t *slot_of; /* per distinct id: its row in gathered */
+    uint32_t *hash;    /* open addressing: distinct id + 1, 0 empty */
+    size_t hcap;       /* a power of two >= 2 cap */
+    uint32_t *count;   /* per part */
+    int64_t *rows;     /* the rows READ, part after part */
+    unsigned char *gathered;
+    rf_ps_rows *sets; /* one per part */
+    rf_tensor pos_t, gathered_t;
+    size_t step_rows; /* rows READ this step */
+} sess_lookup;
 
 typedef struct sess_plan sess_plan;
 typedef struct sess_push_ops sess_push_ops;
@@ -82,6 +129,15 @@ struct rf_session {
     size_t mem_len;
     rf_mr *mem_mr;
     rf_ps_read_set *reads;
+    size_t nreads;        /* the dense shards in reads */
+    sess_lookup *lookups; /* of table shards, session_rows.c */
+    size_t nlookups;
+    size_t nlookups_of_node; /* nodes covered by lookup_of_node */
+    int32_t *lookup_of_node; /* node id -> index in lookups, or -1 */
+    /* rf_ps_read_rows and rf_ps_push_sparse from concurrent executor
+     * threads and the pusher: one at a time on the client */
+    pthread_mutex_t rows_mu;
+    bool rows_mu_init;
 
     sess_plan *plans; /* one per distinct (feeds, fetches), a list */
     int64_t global_step;
@@ -192,6 +248,7 @@ struct sess_plan {
     uint32_t *wait_off; /* CSR by node id: remote variables it waits for */
     uint32_t *wait_var;
     int32_t *grad_var; /* node id -> index in v of its gradient, or -1 */
+    int32_t *idx_var;  /* node id -> the table whose gradient indices, -1 */
     /* the step description: what execution, --explain and the trace's
      * span names read */
     rf_step_op *ops;
@@ -223,6 +280,31 @@ void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len);
 /* session_map.c: fills s->v (one per ApplyX node of the graph, in creation
  * order) and s->global_step_var; refuses any other variable on /job:ps. */
 rf_status sess_map(rf_session *s);
+/* The shard spec of v (create, lookup, and --explain_only's sizes). */
+rf_ps_shard_spec sess_spec(const rf_session *s, const sess_var *v);
+
+/* session_rows.c: the tables' lookups (s->lookups) and the bytes of their
+ * gathered buffers and of the tables' push staging in the registered block
+ * (rows_layout: sizes, rows_place: pointers into it from base). */
+rf_status sess_rows_map(rf_session *s);
+size_t sess_rows_bytes(const rf_session *s);
+void sess_rows_place(rf_session *s, unsigned char *base);
+void sess_rows_free(rf_session *s);
+/* The input hook of a lookup (checks the ids, READs the distinct rows,
+ * points the kernel at them); ctx is the plan. */
+rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
+                           size_t *n, int tid);
+/* After the gradient's indices (is_idx) or values of table v[i]: the
+ * second of the two stages the step's rows (dedup unless sgd) and hands
+ * them to the push strategy. */
+rf_status sess_rows_gradient(rf_session *s, size_t i, bool is_idx,
+                             const rf_tensor *value, const char *span, int tid);
+/* The payload bytes, both ways, of a READ of n rows of table v and of a
+ * push of n rows (the step description's bounds take max_push_rows). */
+size_t sess_rows_read_wire(const sess_var *v, size_t n);
+size_t sess_rows_push_wire(const rf_session *s, const sess_var *v, size_t n);
+/* rf_ps_push_sparse of v[i]'s staged rows. */
+rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode);
 
 /* session_connect.c */
 rf_status sess_connect(rf_session *s);

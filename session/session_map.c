@@ -3,9 +3,10 @@
  * of the graph (in creation order, which is the variables' order) names a
  * trained variable with its gradient, optimizer and slots; global_step
  * must be on ps task 0 (the cluster's word). Any other variable on /job:ps
- * is refused rather than silently kept local, and so are sparse reads
- * (Gather, EmbeddingLookup) of a ps variable and sparse applies, which the
- * ps protocol cannot carry yet. */
+ * is refused rather than silently kept local. A variable trained by a
+ * sparse apply (the graph read it only through lookups) becomes an
+ * embedding table shard (map_table); one read densely too has a dense
+ * gradient and stays a dense shard (READ whole each step). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,45 +65,83 @@ static rf_status map_global_step(rf_session *s)
     return RF_OK;
 }
 
-static bool on_ps(const rf_node *n)
+/* A variable trained by a sparse apply (its gradient an IndexedSlices: the
+ * graph read it only through Gather and embedding lookups) becomes an
+ * embedding table shard: rows, row bytes and max_push_rows, the most rows
+ * one step pushes (the gradient's static number of indices, else
+ * rf_session_options.max_lookup_ids). */
+static rf_status map_table(rf_session *s, sess_var *v)
 {
-    rf_device_spec spec;
-    return rf_device_spec_parse(rf_node_requested_device(n), &spec) == RF_OK &&
-           !strcmp(spec.job, "ps");
-}
-
-/* Embedding tables through the ps are issue 14's next step: refuse them. */
-static rf_status refuse_sparse(const rf_graph *g)
-{
-    for (size_t i = 0; i < rf_graph_num_nodes(g); i++) {
-        rf_node *node = rf_graph_node(g, i);
-        rf_op_type op = rf_node_op(node);
-        bool refuse = op == RF_OP_SPARSE_APPLY_OPTIMIZER;
-        if (op == RF_OP_GATHER || op == RF_OP_EMBEDDING_LOOKUP)
-            for (size_t k = 0; !refuse && k < rf_node_num_inputs(node); k++) {
-                rf_node *in = rf_node_input(node, k);
-                refuse = rf_node_op(in) == RF_OP_VARIABLE && on_ps(in);
-            }
-        if (refuse)
-            return rf_error_set(RF_ERR_UNSUPPORTED,
-                                "sparse updates through the ps are not "
-                                "implemented yet: %s",
-                                rf_node_name(node));
+    rf_shape sh = rf_node_shape(v->var);
+    const char *name = rf_node_name(v->var);
+    if (sh.rank < 1 || sh.dims[0] < 1 || rf_node_dtype(v->var) != RF_F32)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "'%s' is trained by sparse updates but is not a "
+                            "float32 table of rank >= 1",
+                            name);
+    if (s->opt.sync_replicas)
+        return rf_error_set(RF_ERR_UNSUPPORTED,
+                            "embedding table '%s': sync replicas with sparse "
+                            "updates are not implemented (use async "
+                            "training)",
+                            name);
+    if (s->opt.apply == RF_PS_APPLY_WORKER &&
+        v->apply.cfg->kind == RF_OPTIM_ADAM)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "embedding table '%s': Adam's sparse rule (TF "
+                            "1.x) moves every row, a whole-table "
+                            "read-modify-write; use apply=ps",
+                            name);
+    rf_shape ix = rf_node_shape(v->apply.indices);
+    int64_t bound =
+        ix.rank == 1 && ix.dims[0] >= 0 ? ix.dims[0] : s->opt.max_lookup_ids;
+    if (bound <= 0 || bound > (int64_t)UINT32_MAX)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "embedding table '%s': its gradient's number of "
+                            "rows has no static bound; set "
+                            "rf_session_options.max_lookup_ids",
+                            name);
+    v->table = true;
+    v->max_push_rows = (uint32_t)bound;
+    v->rows = (size_t)sh.dims[0];
+    v->width = (size_t)(rf_shape_numel(&sh) / sh.dims[0]);
+    v->row_bytes = v->width * sizeof(float);
+    if (v->apply.cfg->kind != RF_OPTIM_SGD) {
+        v->dedup_scratch = malloc(rf_optim_dedup_scratch_bytes(bound));
+        if (!v->dedup_scratch)
+            return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     }
     return RF_OK;
+}
+
+rf_ps_shard_spec sess_spec(const rf_session *s, const sess_var *v)
+{
+    return (rf_ps_shard_spec){.name = rf_node_name(v->var),
+                              .part = 0,
+                              .dtype = rf_node_dtype(v->var),
+                              .shape = rf_node_shape(v->var),
+                              .trainable = true,
+                              .optim = *v->apply.cfg,
+                              .replicas_to_aggregate = s->sync_n,
+                              .total_num_replicas = s->sync_m,
+                              .max_push_rows = v->max_push_rows};
+}
+
+static bool is_apply(const rf_node *n)
+{
+    return rf_node_op(n) == RF_OP_APPLY_OPTIMIZER ||
+           rf_node_op(n) == RF_OP_SPARSE_APPLY_OPTIMIZER;
 }
 
 rf_status sess_map(rf_session *s)
 {
     rf_status st = map_global_step(s);
-    if (st == RF_OK)
-        st = refuse_sparse(s->g);
     if (st != RF_OK)
         return st;
     rf_graph *g = s->g;
     size_t n = rf_graph_num_nodes(g), cap = 0;
     for (size_t i = 0; i < n; i++)
-        cap += rf_node_op(rf_graph_node(g, i)) == RF_OP_APPLY_OPTIMIZER;
+        cap += is_apply(rf_graph_node(g, i));
     s->v = calloc(cap ? cap : 1, sizeof *s->v);
     s->nnodes = n;
     s->var_of_node = malloc((n ? n : 1) * sizeof *s->var_of_node);
@@ -112,7 +151,7 @@ rf_status sess_map(rf_session *s)
         s->var_of_node[i] = -1;
     for (size_t i = 0; i < n; i++) {
         rf_node *node = rf_graph_node(g, i);
-        if (rf_node_op(node) != RF_OP_APPLY_OPTIMIZER)
+        if (!is_apply(node))
             continue;
         sess_var *v = &s->v[s->nv];
         if (rf_node_apply_info(node, &v->apply) != RF_OK)
@@ -130,6 +169,8 @@ rf_status sess_map(rf_session *s)
             v->slot_names[k] = rf_node_name(v->apply.slots[k]);
         s->var_of_node[rf_node_id(v->var)] = (int32_t)s->nv;
         s->nv++;
+        if (v->apply.sparse && (st = map_table(s, v)) != RF_OK)
+            return st;
     }
     if (s->nv == 0)
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -147,5 +188,5 @@ rf_status sess_map(rf_session *s)
                                 rf_node_name(var),
                                 rf_node_requested_device(var));
     }
-    return RF_OK;
+    return sess_rows_map(s);
 }

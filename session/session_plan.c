@@ -36,7 +36,7 @@ static rf_status before_op(void *ctx, rf_node *node, const rf_tensor *value,
         size_t i = p->wait_var[e];
         sess_var *v = &s->v[i];
         uint64_t t0 = rf_now_ns();
-        rf_status st = rf_ps_read_set_wait(s->reads, i);
+        rf_status st = rf_ps_read_set_wait(s->reads, v->read_ix);
         if (st != RF_OK)
             return st;
         if (s->trace) {
@@ -62,9 +62,15 @@ static rf_status after_op(void *ctx, rf_node *node, const rf_tensor *value,
     sess_plan *p = ctx;
     rf_session *s = p->session;
     int32_t i = p->grad_var[rf_node_id(node)];
+    bool is_idx = i < 0;
+    if (is_idx)
+        i = p->idx_var[rf_node_id(node)];
     if (i < 0)
         return RF_OK;
     sess_var *v = &s->v[i];
+    if (v->table)
+        return sess_rows_gradient(s, (size_t)i, is_idx, value,
+                                  p->ops[p->push_op[i]].name, tid);
     size_t bytes = rf_tensor_bytes(value);
     if (bytes != v->info.values_bytes || value->dtype != RF_F32) {
         char b1[64];
@@ -101,6 +107,7 @@ static void plan_free(sess_plan *p)
     free(p->wait_off);
     free(p->wait_var);
     free(p->grad_var);
+    free(p->idx_var);
     for (size_t k = 0; k < p->nops; k++)
         free((char *)p->ops[k].name);
     free(p->ops);
@@ -122,7 +129,10 @@ void sess_plans_destroy(rf_session *s)
  * every gradient. */
 static rf_status make_exec_plan(rf_session *s, sess_plan *p)
 {
-    size_t n = p->nfetches + (p->train ? s->nv : 0);
+    size_t ntables = 0;
+    for (size_t i = 0; i < s->nv; i++)
+        ntables += s->v[i].table;
+    size_t n = p->nfetches + (p->train ? s->nv + ntables : 0);
     rf_node **f = calloc(n ? n : 1, sizeof *f);
     p->fetch_map = calloc(p->nfetches ? p->nfetches : 1, sizeof *p->fetch_map);
     p->out = calloc(n ? n : 1, sizeof *p->out);
@@ -142,6 +152,10 @@ static rf_status make_exec_plan(rf_session *s, sess_plan *p)
     if (p->train)
         for (size_t i = 0; i < s->nv; i++)
             f[k++] = s->v[i].grad;
+    if (p->train) /* a table's gradient: its indices too */
+        for (size_t i = 0; i < s->nv; i++)
+            if (s->v[i].table)
+                f[k++] = s->v[i].apply.indices;
     p->plan_nfetch = k;
     rf_status st = rf_plan_create(s->ex, s->g, f, k, p->feeds, p->nfeeds, NULL,
                                   0, &p->plan);
@@ -153,10 +167,35 @@ static rf_status make_exec_plan(rf_session *s, sess_plan *p)
     return RF_OK;
 }
 
+/* The dense shard n is (waited for before its readers), or -1. */
 static int32_t remote_var(const rf_session *s, const rf_node *n)
 {
     size_t id = rf_node_id(n);
-    return id < s->nnodes ? s->var_of_node[id] : -1;
+    int32_t i = id < s->nnodes ? s->var_of_node[id] : -1;
+    return i >= 0 && !s->v[i].table ? i : -1;
+}
+
+/* Only lookups read a table shard, and only as a part: the worker holds
+ * none of it. */
+static rf_status check_table_readers(const rf_session *s, rf_node *n)
+{
+    size_t id = rf_node_id(n);
+    bool lookup = id < s->nlookups_of_node && s->lookup_of_node[id] >= 0;
+    size_t ids_in = rf_node_op(n) == RF_OP_GATHER ? 1 : 0;
+    for (size_t j = 0; j < rf_node_num_inputs(n); j++) {
+        rf_node *in = rf_node_input(n, j);
+        size_t iid = rf_node_id(in);
+        int32_t i = iid < s->nnodes ? s->var_of_node[iid] : -1;
+        if (i < 0 || !s->v[i].table || (lookup && j != ids_in))
+            continue;
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "'%s' (%s) reads the embedding table shard '%s' "
+                            "whole; only lookups (Gather, embedding_lookup) "
+                            "may read a table, which the worker never holds",
+                            rf_node_name(n), rf_node_op_name(n),
+                            rf_node_name(in));
+    }
+    return RF_OK;
 }
 
 /* CSR by node id of the remote variables each plan node reads, the
@@ -172,18 +211,25 @@ static rf_status hook_plan(rf_session *s, sess_plan *p)
     }
     p->wait_off = calloc(nn + 1, sizeof *p->wait_off);
     p->grad_var = malloc((nn ? nn : 1) * sizeof *p->grad_var);
+    p->idx_var = malloc((nn ? nn : 1) * sizeof *p->idx_var);
     p->wait_var = malloc((edges ? edges : 1) * sizeof *p->wait_var);
     uint32_t *fill = calloc(nn ? nn : 1, sizeof *fill);
     rf_status st = RF_OK;
-    if (!p->wait_off || !p->grad_var || !p->wait_var || !fill) {
+    if (!p->wait_off || !p->grad_var || !p->idx_var || !p->wait_var || !fill) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
         goto out;
     }
     for (size_t i = 0; i < nn; i++)
-        p->grad_var[i] = -1;
+        p->grad_var[i] = p->idx_var[i] = -1;
     if (p->train)
-        for (size_t i = 0; i < s->nv; i++)
+        for (size_t i = 0; i < s->nv; i++) {
             p->grad_var[rf_node_id(s->v[i].grad)] = (int32_t)i;
+            if (s->v[i].table)
+                p->idx_var[rf_node_id(s->v[i].apply.indices)] = (int32_t)i;
+        }
+    for (size_t k = 0; k < nplan; k++)
+        if ((st = check_table_readers(s, rf_plan_node(p->plan, k))) != RF_OK)
+            goto out;
     for (size_t k = 0; k < nplan; k++) {
         rf_node *n = rf_plan_node(p->plan, k);
         for (size_t j = 0; j < rf_node_num_inputs(n); j++)
@@ -200,9 +246,11 @@ static rf_status hook_plan(rf_session *s, sess_plan *p)
             if (vi >= 0)
                 p->wait_var[p->wait_off[id] + fill[id]++] = (uint32_t)vi;
         }
+        bool lookup = id < s->nlookups_of_node && s->lookup_of_node[id] >= 0;
         unsigned when =
             (p->wait_off[id + 1] > p->wait_off[id] ? RF_HOOK_BEFORE : 0) |
-            (p->grad_var[id] >= 0 ? RF_HOOK_AFTER : 0);
+            (p->grad_var[id] >= 0 || p->idx_var[id] >= 0 ? RF_HOOK_AFTER : 0) |
+            (lookup ? RF_HOOK_INPUTS : 0);
         if (when && (st = rf_plan_hook_node(p->plan, n, when)) != RF_OK) {
             rf_error_set(st, "hooking %s: %s", rf_node_name(n),
                          rf_error_message());
@@ -210,6 +258,7 @@ static rf_status hook_plan(rf_session *s, sess_plan *p)
         }
     }
     rf_plan_set_hooks(p->plan, before_op, after_op, p);
+    rf_plan_set_input_hook(p->plan, sess_rows_inputs, p);
 out:
     free(fill);
     return st;
@@ -233,6 +282,15 @@ static rf_status add_op(sess_plan *p, size_t cap, rf_step_op op,
 static rf_step_op var_op(const sess_var *v, rf_step_op_kind kind,
                          const char *op)
 {
+    if (v->table) /* the bound: max_push_rows rows */
+        return (rf_step_op){.kind = kind,
+                            .op = op,
+                            .var = rf_node_name(v->var),
+                            .ps_task = v->ps_task,
+                            .bytes = (size_t)v->max_push_rows * v->row_bytes,
+                            .wire_bytes =
+                                sess_rows_read_wire(v, v->max_push_rows),
+                            .bound = true};
     return (rf_step_op){.kind = kind,
                         .op = op,
                         .var = rf_node_name(v->var),
@@ -245,6 +303,8 @@ static rf_step_op var_op(const sess_var *v, rf_step_op_kind kind,
  * says what each strategy posts). */
 static size_t push_wire_bytes(const rf_session *s, const sess_var *v)
 {
+    if (v->table)
+        return sess_rows_push_wire(s, v, v->max_push_rows);
     size_t vb = v->info.values_bytes;
     if (s->opt.apply != RF_PS_APPLY_WORKER)
         return vb + 8 + (s->sync_n ? 8 : 0); /* gradient, ack, tag */
@@ -267,8 +327,9 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     rf_status st = RF_OK;
     for (size_t i = 0; i < s->nv && st == RF_OK; i++) {
+        const char *what = s->v[i].table ? "READ_ROWS" : "READ";
         p->read_op[i] = p->nops;
-        st = add_op(p, cap, var_op(&s->v[i], RF_STEP_READ, "READ"), "READ",
+        st = add_op(p, cap, var_op(&s->v[i], RF_STEP_READ, what), what,
                     rf_node_name(s->v[i].var));
     }
     if (st == RF_OK)

@@ -342,6 +342,17 @@ RF_API rf_node *rf_embedding_lookup_partitioned(rf_graph *g, rf_node *table,
                                                 rf_node *ids,
                                                 const char *partition_strategy,
                                                 const char *name);
+/* The part and the row in it of every id of ids (any shape) for lookup, a
+ * Gather (nparts 1) or an EmbeddingLookup node (nparts its parts) whose
+ * parts have part_rows[p] rows: the kernels' mapping and their checks and
+ * messages (an id outside the vocabulary, or mapped past its part's rows:
+ * RF_ERR_INVALID_ARG naming the node, the position and the id; nothing
+ * else written then matters). part and row hold numel(ids) entries. The
+ * distributed session maps a batch with it before it READs any row. */
+RF_API rf_status rf_embedding_map_ids(const rf_node *lookup,
+                                      const rf_tensor *ids,
+                                      const int64_t *part_rows, size_t nparts,
+                                      int32_t *part, int64_t *row);
 
 /* ---- IndexedSlices (TF's sparse gradient) ----
  * A node of inputs (indices int64 [n], values [n, ...]) standing for the
@@ -665,6 +676,20 @@ RF_API void rf_plan_set_hooks(rf_plan *p, rf_plan_hook_fn before,
                               rf_plan_hook_fn after, void *ctx);
 RF_API rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node,
                                    unsigned when);
+/* A node marked RF_HOOK_INPUTS calls inputs() on the executor thread after
+ * its before() and just before its kernel, with the kernel's inputs
+ * in[0..*n): the hook may point entries at other tensors and lower *n, for
+ * this run of this node only (the kernel reads what the hook left; the
+ * plan's values and the other consumers are not affected). The tensors it
+ * substitutes must stay valid until the kernel returned. The distributed
+ * runtime points an embedding lookup at the rows it READ from the ps
+ * (session/session_rows.c). A node so marked is never fused. */
+typedef rf_status (*rf_plan_inputs_fn)(void *ctx, rf_node *node,
+                                       const rf_tensor **in, size_t *n,
+                                       int tid);
+#define RF_HOOK_INPUTS 4u
+RF_API void rf_plan_set_input_hook(rf_plan *p, rf_plan_inputs_fn inputs,
+                                   void *ctx);
 /* Whether node is part of the plan (runs or is read by it). */
 RF_API bool rf_plan_contains(const rf_plan *p, const rf_node *node);
 /* The plan's nodes in topological order (for the distributed runtime to

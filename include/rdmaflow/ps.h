@@ -117,6 +117,11 @@ typedef struct rf_ps_server_options {
      * ("0.0.0.0" or "::": every address), while host still chooses the
      * arena's NUMA node (and the caller opened the fabric on host). */
     const char *listen_host;
+    /* Bound on the inbox one client gets for one embedding table (a sparse
+     * push of max_push_rows rows: count, indices, gradient rows); a CREATE
+     * implying more is refused with RF_ERR_INVALID_ARG saying so. 0:
+     * RF_PS_MAX_INBOX_MB (default 64 MiB). */
+    size_t max_inbox_bytes;
 } rf_ps_server_options;
 
 /* Listens on host:port (port 0: a free port, see rf_ps_server_port) and
@@ -145,6 +150,11 @@ typedef struct rf_ps_server_counters {
     uint64_t dropped_idle;      /* not a client within the handshake time */
     uint64_t dropped_protocol;  /* a malformed, oversized, unexpected or
                                    unversioned message */
+    /* Embedding tables (apply=ps sparse pushes). */
+    uint64_t sparse_applies; /* sparse pushes applied */
+    uint64_t sparse_rows;    /* rows they applied */
+    uint64_t sparse_refused; /* refused with an error ack (a count above
+                                max_push_rows, an index out of range) */
 } rf_ps_server_counters;
 RF_API void rf_ps_server_get_counters(rf_ps_server *server,
                                       rf_ps_server_counters *out);
@@ -228,6 +238,16 @@ typedef struct rf_ps_shard_spec {
      * RF_PS_MAX_SYNC_REPLICAS) pushing;
      * a lookup with other counts is refused like another optimizer. */
     uint32_t replicas_to_aggregate, total_num_replicas;
+    /* 0: an ordinary (dense) shard. A shard of rank >= 1 with
+     * max_push_rows > 0 is an embedding table: row r (0 <= r < shape.dims[0])
+     * is the numel/dims[0] elements at r * row_bytes of the values (and of
+     * each slot); the record also holds one version word per row (a
+     * seqlock: odd while the row and its slot rows are being written), and
+     * each worker's inbox holds one sparse push of up to max_push_rows rows
+     * (a count, the row indices, the gradient rows) instead of a dense
+     * gradient. Part of the spec (lookup compares it). A table is
+     * trainable, float32 and async. */
+    uint32_t max_push_rows;
 } rf_ps_shard_spec;
 
 /* Chief: creates the shard on ps task ps_task (slots at their initial
@@ -259,6 +279,12 @@ typedef struct rf_ps_var_info {
                              beta powers, values, slots and their padding */
     uint64_t remote_addr; /* record address on the ps */
     uint32_t rkey;
+    /* Embedding tables (0 otherwise): rows (dims[0]), bytes per row, the
+     * spec's max_push_rows; and any trainable shard's inbox bytes per
+     * worker on its ps. */
+    size_t rows, row_bytes;
+    uint32_t max_push_rows;
+    size_t inbox_bytes;
 } rf_ps_var_info;
 RF_API void rf_ps_var_get_info(const rf_ps_var *var, rf_ps_var_info *info);
 /* What a shard of this spec will be on ps task ps_task before it exists
@@ -390,6 +416,58 @@ RF_API rf_status rf_ps_sync_read(rf_ps_client *client, rf_ps_var *const *vars,
 RF_API rf_status rf_ps_sync_set_step(rf_ps_client *client,
                                      rf_ps_var *const *vars, size_t n,
                                      int64_t step);
+
+/* ---- embedding tables --------------------------------------------------- */
+
+/* One set of rows of one field of a table shard. */
+typedef struct rf_ps_rows {
+    rf_ps_var *var;      /* a table shard */
+    rf_ps_field field;   /* RF_PS_FIELD_VALUES or a slot */
+    const int64_t *rows; /* n row indices, each in [0, dims[0]) */
+    size_t n;
+    void *buf; /* n * row_bytes, inside mr: row i lands at i * row_bytes */
+    rf_mr *mr;
+} rf_ps_rows;
+
+/* READs the listed rows of every set: all the rows for one ps posted as one
+ * rf_post list (chained work requests: one doorbell; split only where the
+ * endpoint's send queue depth requires), one list per ps, then waits for all
+ * (op_timeout_ms). Each row is read consistently: its version word before
+ * and after the row (in the same list, in order), and a row whose versions
+ * differ or are odd is read again (bounded retries, then RF_ERR_TIMEOUT
+ * naming the shard and row). Every index is checked against the shard's
+ * rows before anything is posted: RF_ERR_INVALID_ARG naming the shard, the
+ * position and the index (no READ outside the table is ever posted).
+ * Allocates nothing per call after the first (keep per-client scratch). */
+RF_API rf_status rf_ps_read_rows(rf_ps_client *client, const rf_ps_rows *sets,
+                                 size_t nsets);
+
+/* Pushes a sparse gradient to a trainable async table shard: grad is n rows
+ * (n * row_bytes float32) for the row indices rows[0..n); both inside mr.
+ * The caller has deduplicated them (rf_optim_dedup) unless the optimizer is
+ * sgd (whose updates apply once per occurrence, like TF's ScatterSub);
+ * n <= max_push_rows (else RF_ERR_INVALID_ARG); indices checked as in
+ * rf_ps_read_rows.
+ * apply=ps: WRITE of the count and indices and WRITE_WITH_IMM of the rows
+ * into this worker's inbox for the shard (one list), returns once posted;
+ * the ps service thread checks the count and every index against the shard
+ * (a bad push is refused with an error ack and changes nothing: the ps's
+ * check is the last line of defence), then, for each row, takes the row's
+ * seqlock and applies rf_optim_apply_sparse to the row and its slot rows
+ * (Adam: TF 1.x's rule over every row, under the shard's seqlock), and acks
+ * as a dense push does; rf_ps_push_wait waits for the acks.
+ * apply=worker: READs the rows of values and of every slot (one list per
+ * ps), applies rf_optim_apply_sparse locally to the gathered rows, and
+ * WRITEs them back, each row inside its seqlock (version to odd by
+ * FETCH_AND_ADD, WRITE of the row and its slot rows, version to even, the
+ * order guaranteed on the connection; with use_locking the shard's lock
+ * word is held as a dense push does); completes before returning. Adam with
+ * apply=worker is refused (RF_ERR_INVALID_ARG: its TF 1.x sparse rule moves
+ * every row, a whole-table read-modify-write; use apply=ps). */
+RF_API rf_status rf_ps_push_sparse(rf_ps_client *client, rf_ps_var *var,
+                                   const int64_t *rows, size_t n,
+                                   const float *grad, rf_mr *mr,
+                                   rf_ps_apply_mode mode, bool use_locking);
 
 /* global_step (ps task 0): atomic add returning the previous value, a read,
  * and a write (chief restore). */

@@ -192,6 +192,11 @@ typedef struct rf_session_options {
     bool sync_replicas;
     int replicas_to_aggregate;
     int total_num_replicas;
+    /* Embedding tables: the most ids one step's lookup of a table shard
+     * may have when the ids have no static shape (it sizes the lookup's
+     * gathered rows and the table's sparse pushes); 0: such a lookup is
+     * refused. Ignored where the shape is known. */
+    int64_t max_lookup_ids;
 } rf_session_options;
 
 RF_API void rf_session_options_init(rf_session_options *o);
@@ -280,6 +285,12 @@ RF_API rf_status rf_session_sync_stats_get(rf_session *s,
 typedef struct rf_session_counters {
     uint64_t runs, train_runs;
     uint64_t bytes_read, bytes_pushed;
+    /* embedding table shards: the distinct rows the lookups READ and the
+     * rows pushed (after dedup), and their bytes (a pushed row: its values
+     * and its 8-byte index); they vary per step, within the bounds
+     * rf_session_describe gives */
+    uint64_t table_rows_read, table_bytes_read;
+    uint64_t table_rows_pushed, table_bytes_pushed;
 } rf_session_counters;
 RF_API void rf_session_counters_get(const rf_session *s,
                                     rf_session_counters *out);
@@ -321,6 +332,11 @@ typedef struct rf_session_var_desc {
     const char *const *slots; /* optimizer slot variables' names */
     unsigned num_slots;
     const char *where; /* global_step: "ps 0 globals block, word 0"; else "" */
+    /* An embedding table shard (trained by a sparse apply, read only by
+     * lookups; max_push_rows 0 for a dense shard): its rows, the bytes of
+     * one row, and the most rows one push carries. */
+    size_t rows, row_bytes;
+    uint32_t max_push_rows;
 } rf_session_var_desc;
 
 typedef enum rf_step_op_kind {
@@ -355,8 +371,14 @@ typedef struct rf_step_op {
      * both directions: a READ its values; an apply=ps push the gradient
      * and the 8-byte ack (sync: and the 8-byte step tag); an apply=worker
      * push the record's values, slots and beta powers read and written
-     * back plus its version word (and lock word); FETCH_AND_ADD 8 */
+     * back plus its version word (and lock word); FETCH_AND_ADD 8.
+     * An embedding table shard's READ and push vary per step: bytes and
+     * wire_bytes are then the per-step bound (max_push_rows rows and
+     * their indices; an apply=worker push READs and WRITEs back the rows
+     * of values and slots, with a version word per row); the session
+     * counters count what moved (bound is then true). */
     size_t wire_bytes;
+    bool bound;
     size_t num_ops; /* COMPUTE: ops in the plan */
     bool locking;   /* an APPLY_WORKER push under use_locking */
 } rf_step_op;

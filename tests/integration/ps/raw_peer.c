@@ -152,10 +152,36 @@ rf_status raw_do(raw_peer *r, rf_wr wr)
     CHECK_OK(rf_post(r->ep, &wr, 1, NULL));
     for (;;) {
         rf_completion c = next(r, rft_ms(10000));
+        if (c.op == RF_OP_RECV_WRITE_IMM && c.status == RF_OK &&
+            r->nheld < sizeof r->held / sizeof r->held[0]) {
+            r->held[r->nheld++] = c; /* an ack, for raw_wait_imm */
+            continue;
+        }
         if (c.op == RF_OP_RECV || c.op == RF_OP_RECV_WRITE_IMM)
             continue; /* receives flushed by the error state */
         return c.status;
     }
+}
+
+uint64_t raw_wait_imm(raw_peer *r, int timeout_ms, uint32_t *imm)
+{
+    rf_completion c;
+    if (r->nheld) {
+        c = r->held[0];
+        memmove(r->held, r->held + 1, --r->nheld * sizeof r->held[0]);
+    } else {
+        c = next(r, timeout_ms);
+    }
+    CHECK(c.op == RF_OP_RECV_WRITE_IMM && c.status == RF_OK,
+          "write_imm receive: op %d, %s", (int)c.op,
+          rf_status_string(c.status));
+    if (imm)
+        *imm = c.imm;
+    uint64_t word;
+    memcpy(&word, r->mem + MEM - 4096 + 8 * (r->acks++ % NRECV), 8);
+    uint32_t i = (uint32_t)(uintptr_t)c.context - 1;
+    CHECK_OK(rf_post_recv(r->ep, r->mem + i * RSIZE, RSIZE, r->mr, c.context));
+    return word;
 }
 
 void raw_expect_dropped(raw_peer *r, int timeout_ms)

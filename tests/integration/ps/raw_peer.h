@@ -23,6 +23,7 @@ typedef struct raw_peer {
      * reply may be reported first (shm). raw_recv returns these first. */
     rf_completion held[8];
     uint32_t nheld;
+    uint32_t acks; /* ack ring words taken (raw_wait_imm) */
 } raw_peer;
 
 /* Connects with priv; returns the rf_connect status (no check). */
@@ -49,6 +50,9 @@ rf_mr_desc raw_region0(raw_peer *r);
 /* Posts one work request on the peer's endpoint and returns the status of
  * its completion. */
 rf_status raw_do(raw_peer *r, rf_wr wr);
+/* The next write_imm into the ack ring raw_hello set up (an ack): returns
+ * its ring word, the immediate in *imm (may be NULL); reposts the receive. */
+uint64_t raw_wait_imm(raw_peer *r, int timeout_ms, uint32_t *imm);
 /* Waits until the ps dropped the connection (an error completion or the
  * endpoint in the error state). */
 void raw_expect_dropped(raw_peer *r, int timeout_ms);

@@ -16,6 +16,13 @@
  *            --checkpoint_dir=D (the chief restores the newest checkpoint
  *            there, if any) --save_every=N (the chief saves every N steps)
  *            --op_timeout_ms=T
+ *   tables   --vocab=V (0: none) --emb_dim=E --emb_parts=P: an embedding
+ *            table [V, E] partitioned into P parts (mod) looked up by ids
+ *            derived in the graph from x (id = (x + 1) * V / 2, so [?, 24]
+ *            ids per batch, no static shape: --max_lookup_ids bounds
+ *            them), their mean concatenated to x before "hidden";
+ *            --bad_id_at=K feeds x[0] = 1.5 at step K (an id past the
+ *            vocabulary): the run must fail naming the lookup and the id
  *   sync     --sync_replicas --replicas_to_aggregate=N --total_num_replicas=M
  *            (the session's options); --sync_workers=N (local: each step's
  *            batch is the N workers' batches of that step, one after the
@@ -75,6 +82,9 @@ typedef struct task_opts {
     bool sync_replicas, push_stale;
     int replicas_to_aggregate, total_num_replicas, sync_workers;
     int64_t stop_at_step;
+    /* embedding table */
+    int vocab, emb_dim, emb_parts;
+    int64_t max_lookup_ids, bad_id_at;
     /* compare */
     const char *compare_a, *compare_b;
     double tolerance;
@@ -136,6 +146,7 @@ static rf_optim_config optim_of(const char *name)
                           : !strcmp(name, "momentum") ? RF_OPTIM_MOMENTUM
                           : !strcmp(name, "adagrad")  ? RF_OPTIM_ADAGRAD
                           : !strcmp(name, "rmsprop")  ? RF_OPTIM_RMSPROP
+                          : !strcmp(name, "ftrl")     ? RF_OPTIM_FTRL
                                                       : RF_OPTIM_ADAM;
     CHECK_OK(rf_optim_defaults(k, &c));
     if (k != RF_OPTIM_ADAM)
@@ -157,7 +168,26 @@ static void build(const task_opts *o, rf_replica_device_setter *setter,
     m->gs = rf_global_step(g);
     m->x = rf_placeholder(g, RF_F32, RF_SHAPE(-1, DIM), "x");
     m->y = rf_placeholder(g, RF_I32, RF_SHAPE(-1), "y");
-    rf_node *h = rf_dense(g, m->x, o->width, RF_ACT_RELU, "hidden");
+    rf_node *features = m->x;
+    if (o->vocab > 0) {
+        rf_partitioner part;
+        CHECK_OK(rf_fixed_size_partitioner(o->emb_parts, 0, &part));
+        CHECK_OK(rf_graph_set_partitioner(g, &part));
+        rf_node *table =
+            rf_get_variable(g, RF_F32, RF_SHAPE(o->vocab, o->emb_dim),
+                            rf_init_random_uniform(-0.5, 0.5), "emb");
+        CHECK_OK(rf_graph_set_partitioner(g, NULL));
+        rf_node *scaled =
+            rf_mul(g, rf_add(g, m->x, rf_const_f32(g, 1, NULL), NULL),
+                   rf_const_f32(g, (float)o->vocab / 2 - 0.01f, NULL), NULL);
+        rf_node *ids = rf_cast(g, scaled, RF_I64, "ids");
+        rf_node *e =
+            rf_embedding_lookup_partitioned(g, table, ids, "mod", "lookup");
+        int axis = 1;
+        rf_node *xs[2] = {m->x, rf_reduce_mean(g, e, &axis, 1, false, NULL)};
+        features = rf_concat(g, xs, 2, 1, "features");
+    }
+    rf_node *h = rf_dense(g, features, o->width, RF_ACT_RELU, "hidden");
     rf_node *logits = rf_dense(g, h, CLASSES, RF_ACT_NONE, "logits");
     m->loss = rf_reduce_mean(
         g, rf_sparse_softmax_cross_entropy_with_logits(g, m->y, logits, NULL),
@@ -321,14 +351,26 @@ static void check_description(const task_opts *o, const model *m,
         CHECK(v->bytes == rf_variable_bytes(vars[i]) &&
                   v->record_bytes > v->bytes,
               "%s: %zu bytes, record %zu", name, v->bytes, v->record_bytes);
+        bool table = !strncmp(name, "emb/", 4);
+        size_t rows = (size_t)rf_node_shape(vars[i]).dims[0];
+        CHECK(table ? v->max_push_rows > 0 && v->rows == rows &&
+                          v->row_bytes * rows == v->bytes
+                    : v->max_push_rows == 0 && v->rows == 0,
+              "%s: described as a table of %zu rows of %zu bytes, "
+              "max_push_rows %u",
+              name, v->rows, v->row_bytes, v->max_push_rows);
         CHECK(!strncmp(v->device, "/job:ps/task:", 13), "%s on %s", name,
               v->device);
         const rf_step_op *r = &d->step[i];
         char want[128];
-        snprintf(want, sizeof want, "READ %s", name);
+        snprintf(want, sizeof want, "%s %s", table ? "READ_ROWS" : "READ",
+                 name);
+        size_t bytes = table ? v->max_push_rows * v->row_bytes : v->bytes;
         CHECK(r->kind == RF_STEP_READ && !strcmp(r->name, want) &&
-                  r->bytes == v->bytes && r->ps_task == v->ps_task,
-              "step[%zu] is %s, want %s", i, r->name, want);
+                  r->bytes == bytes && r->ps_task == v->ps_task &&
+                  r->bound == table,
+              "step[%zu] is %s (%zu bytes), want %s (%zu)", i, r->name,
+              r->bytes, want, bytes);
         int pushes = 0;
         snprintf(want, sizeof want, "%s %s", push, name);
         for (size_t k = nv + 1; k < 2 * nv + 1; k++)
@@ -506,6 +548,7 @@ static int run_worker(const task_opts *o)
     so.sync_replicas = o->sync_replicas;
     so.replicas_to_aggregate = o->replicas_to_aggregate;
     so.total_num_replicas = o->total_num_replicas;
+    so.max_lookup_ids = o->max_lookup_ids;
     rf_session *s = NULL;
     CHECK_ST(rf_session_create(sv, m.g, m.ex, &so, &s), RF_ERR_INVALID_ARG);
     so.train_op = m.train_op;
@@ -539,6 +582,7 @@ static int run_worker(const task_opts *o)
         fflush(stdout);
     }
     bool stopped = false;
+    int64_t bad_at = o->bad_id_at;
     while (step < o->steps || (o->push_stale && k == 0)) {
         if (o->stop_at_step > 0 && step >= o->stop_at_step && !stopped) {
             printf("stopping at step %" PRId64 " pid %ld\n", step,
@@ -553,7 +597,33 @@ static int run_worker(const task_opts *o)
         k++;
         rf_tensor out[2];
         int64_t before = step;
-        CHECK_OK(rf_session_run(s, feeds, in, 2, fetches, 2, out, &step));
+        if (bad_at > 0 && step >= bad_at) {
+            rf_session_counters c0, c1;
+            rf_session_counters_get(s, &c0);
+            x[5 * DIM + 3] = 1.5f; /* id (2.5 * V / 2) at ids[5,3] */
+            rf_status st =
+                rf_session_run(s, feeds, in, 2, fetches, 2, out, &step);
+            rf_session_counters_get(s, &c1);
+            printf("bad id run: %s: %s\n", rf_status_string(st),
+                   rf_error_message());
+            CHECK(st == RF_ERR_INVALID_ARG, "a bad id ran: %s",
+                  rf_status_string(st));
+            CHECK(strstr(rf_error_message(), "lookup") &&
+                      strstr(rf_error_message(), "ids[5,3]"),
+                  "the error names the lookup and the id: %s",
+                  rf_error_message());
+            CHECK(c1.table_rows_read == c0.table_rows_read,
+                  "rows were read for the bad batch");
+            fflush(stdout);
+            x[5 * DIM + 3] = 0;
+            /* then train on: the session still works */
+            CHECK_OK(rf_session_run(s, feeds, in, 2, fetches, 2, out, &step));
+            printf("trained on after the bad id\n");
+            fflush(stdout);
+            bad_at = 0;
+        } else {
+            CHECK_OK(rf_session_run(s, feeds, in, 2, fetches, 2, out, &step));
+        }
         CHECK(out[1].dtype == RF_I64 && *(const int64_t *)out[1].data == step,
               "train_op's value is not the new global_step");
         CHECK(step > before, "global_step went from %" PRId64 " to %" PRId64,
@@ -570,6 +640,17 @@ static int run_worker(const task_opts *o)
     }
     print_result(k, step, first, last);
     print_sync(s, o);
+    if (o->vocab > 0) {
+        rf_session_counters tc;
+        rf_session_counters_get(s, &tc);
+        printf("table rows_read %" PRIu64 " bytes_read %" PRIu64
+               " rows_pushed %" PRIu64 " bytes_pushed %" PRIu64 "\n",
+               tc.table_rows_read, tc.table_bytes_read, tc.table_rows_pushed,
+               tc.table_bytes_pushed);
+        CHECK(tc.table_rows_read > 0 && tc.table_rows_pushed > 0,
+              "no table rows moved");
+        fflush(stdout);
+    }
     if (rf_cluster_num_workers(c) == 1)
         check_read_only_run(s, &m, step);
     CHECK_OK(rf_session_finish(s, 60000));
@@ -689,6 +770,8 @@ int main(int argc, char **argv)
                    .width = 16,
                    .threads = 1,
                    .seed = 7,
+                   .emb_dim = 4,
+                   .emb_parts = 2,
                    .cluster = {.job_name = NULL}};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -735,6 +818,16 @@ int main(int argc, char **argv)
             o.push_stale = true;
         else if ((v = value_of(a, "--stop_at_step")))
             o.stop_at_step = atoll(v);
+        else if ((v = value_of(a, "--vocab")))
+            o.vocab = atoi(v);
+        else if ((v = value_of(a, "--emb_dim")))
+            o.emb_dim = atoi(v);
+        else if ((v = value_of(a, "--emb_parts")))
+            o.emb_parts = atoi(v);
+        else if ((v = value_of(a, "--max_lookup_ids")))
+            o.max_lookup_ids = atoll(v);
+        else if ((v = value_of(a, "--bad_id_at")))
+            o.bad_id_at = atoll(v);
         else if ((v = value_of(a, "--tolerance")))
             o.tolerance = strtod(v, NULL);
         else if (!strcmp(o.role, "compare") && !o.compare_a)

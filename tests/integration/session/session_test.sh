@@ -47,6 +47,19 @@
 #                   async) refused naming both; the cluster trains on; a
 #                   chief alone (N=2) times out waiting for step 0, saying
 #                   which shards lack gradients
+#   emb_oracle_ps   an embedding table partitioned over 2 ps (mod) and the
+#                   dense layers, one worker, apply=ps: variables
+#                   byte-identical to local training for sgd, adagrad,
+#                   ftrl, momentum and adam
+#   emb_oracle_worker the same with apply=worker (sgd, adagrad, ftrl,
+#                   momentum; adam apply=worker is refused by name)
+#   emb_async       2 ps x 2 workers with the table: global_step is the sum
+#                   of the steps, the chief's loss goes down
+#   emb_bad_ids     a batch with an id past the vocabulary fails the run
+#                   naming the lookup and the id before any row is read;
+#                   the worker trains on
+#   emb_checkpoint  the chief saves the table on 2 ps; a cluster of 3 ps
+#                   restores it and trains on: byte-identical to local
 # Environment: RF_FABRIC (default sock), RF_TEST_HOST (default 127.0.0.1),
 # RF_TEST_TIME_SCALE (multiplies every timeout). Needs only bash and
 # coreutils (or busybox), so it also runs in the rxe guest (rxe.session).
@@ -123,6 +136,82 @@ finish_fail() {
         return 1
     fi
     ok "$1 refused: $(grep -m1 -F "$2" "$tmp/$1")"
+}
+
+# the embedding table of the emb_* cases
+emb=(--vocab=1000 --max_lookup_ids=768)
+
+case_emb_async() {
+    cluster 2 2 || return
+    local common=(--steps=300 --optim=adagrad --seed=5 "${emb[@]}")
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}"
+    local all=1 n
+    for n in w0 w1 ps0 ps1; do finish "$n" 0 || all=0; done
+    [[ $all -eq 1 ]] || return
+    local s0 s1 g
+    s0=$(sed -n 's/^steps \([0-9]*\) .*/\1/p' "$tmp/w0")
+    s1=$(sed -n 's/^steps \([0-9]*\) .*/\1/p' "$tmp/w1")
+    g=$(sed -n 's/^final global_step \([0-9]*\)$/\1/p' "$tmp/w0")
+    if [[ -n $s0 && -n $s1 && -n $g ]] && ((s0 + s1 == g && s0 > 0 && s1 > 0)); then
+        ok "table on 2 ps x 2 workers: global_step $g == $s0 + $s1 steps"
+    else
+        fail "global_step '$g' is not the sum of the steps '$s0' + '$s1'"
+    fi
+    if awk '/^loss/ { exit !($3 < $2) }' "$tmp/w0"; then
+        ok "chief's loss went down: $(grep '^loss' "$tmp/w0"); $(grep '^table' "$tmp/w0")"
+    else
+        fail "chief's loss did not go down: $(grep '^loss' "$tmp/w0")"
+    fi
+}
+
+case_emb_bad_ids() {
+    cluster 2 1 || return
+    local common=(--steps=8 --optim=adagrad --seed=5 "${emb[@]}")
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --bad_id_at=3
+    finish w0 0 && finish ps0 0 && finish ps1 0 || return
+    if grep -q "^bad id run: RF_ERR_INVALID_ARG: .*lookup.*ids\[5,3\] = 1249 is not in \[0, 1000)" "$tmp/w0" &&
+        grep -q "^trained on after the bad id" "$tmp/w0"; then
+        ok "$(grep -m1 '^bad id run' "$tmp/w0")"
+    else
+        fail "the bad id was not refused as expected"
+        show "$tmp/w0"
+    fi
+}
+
+case_emb_checkpoint() {
+    local common=(--optim=adagrad --seed=9 "${emb[@]}")
+    timeout "$(t 60)" "$task" local "${common[@]}" --steps=30 \
+        --out="$tmp/local.bin" >"$tmp/local" 2>&1 || {
+        fail "local run failed"
+        show "$tmp/local"
+        return
+    }
+    local dir=$tmp/ckpt
+    mkdir -p "$dir"
+    cluster 2 1 || return
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}" --steps=15 --save_every=15 \
+        --checkpoint_dir="$dir"
+    finish w0 0 && finish ps0 0 && finish ps1 0 || return
+    cluster 3 1 || return
+    local i
+    for i in 0 1 2; do start "ps$i" ps --task_index=$i "${common[@]}"; done
+    start w0 worker --task_index=0 "${common[@]}" --steps=30 \
+        --checkpoint_dir="$dir" --out="$tmp/dist.bin"
+    finish w0 0 && finish ps0 0 && finish ps1 0 && finish ps2 0 || return
+    grep -q "^restored from $dir/model.ckpt-15.safetensors" "$tmp/w0" ||
+        fail "not restored: $(grep -m1 '^restored' "$tmp/w0")"
+    if cmp -s "$tmp/local.bin" "$tmp/dist.bin"; then
+        ok "the table saved on 2 ps, restored into 3 ps: byte-identical to 30 local steps"
+    else
+        fail "restored into 3 ps: variables differ from local training: $(cmp "$tmp/local.bin" "$tmp/dist.bin" 2>&1 | head -n 1)"
+    fi
 }
 
 case_secret() {
@@ -633,6 +722,19 @@ sync_backup) case_sync_backup ;;
 sync_restore) case_sync_restore ;;
 sync_refusals) case_sync_refusals ;;
 secret) case_secret ;;
+emb_oracle_ps)
+    for o in sgd adagrad ftrl momentum adam; do
+        oracle 2 "$o" "${emb[@]}"
+    done
+    ;;
+emb_oracle_worker)
+    for o in sgd adagrad ftrl momentum; do
+        oracle 2 "$o" "${emb[@]}" --apply=worker
+    done
+    ;;
+emb_async) case_emb_async ;;
+emb_bad_ids) case_emb_bad_ids ;;
+emb_checkpoint) case_emb_checkpoint ;;
 *)
     echo "unknown case $case_name"
     exit 2

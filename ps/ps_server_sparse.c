@@ -1,0 +1,170 @@
+/* ps/ps_server_sparse.c: apply=ps sparse pushes to embedding tables. The
+ * worker WRITEs the row indices and gradient rows into its inbox, then
+ * WRITE_WITH_IMMs the count (ps_layout.h); the service thread copies the
+ * indices out of the inbox (the peer may keep writing it), checks the count
+ * and every index against the shard (a bad push is refused with an error
+ * ack and changes nothing), then applies rf_optim_apply_sparse row by row,
+ * each row inside its seqlock version word (odd while its value and slot
+ * rows are written); Adam's TF 1.x rule moves every row, so there every
+ * row's word is odd for the whole update. The shard's version and update
+ * count advance as for a dense push, and the ack is the same. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "ps/ps_server_internal.h"
+#include "rdmaflow/byteorder.h"
+#include "rdmaflow/clock.h"
+#include "rdmaflow/status.h"
+
+static uint64_t *rec_word(ps_shard *sh, uint64_t off)
+{
+    return (uint64_t *)(void *)(sh->rec_ptr + off);
+}
+
+static void count_sparse(rf_ps_server *s, bool ok, uint64_t rows)
+{
+    pthread_mutex_lock(&s->mu);
+    if (ok) {
+        s->counters.sparse_applies++;
+        s->counters.sparse_rows += rows;
+    } else {
+        s->counters.sparse_refused++;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+rf_status ps_sparse_reserve(rf_ps_server *s, uint32_t max_push_rows)
+{
+    if (max_push_rows <= s->sparse_cap)
+        return RF_OK;
+    int64_t *p = realloc(s->sparse_idx, (size_t)max_push_rows * sizeof *p);
+    if (!p)
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps: out of memory");
+    s->sparse_idx = p;
+    s->sparse_cap = max_push_rows;
+    return RF_OK;
+}
+
+static void row_begin(uint64_t *w)
+{
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    __atomic_exchange_n(w, v + 1, __ATOMIC_ACQ_REL);
+}
+
+static void row_end(uint64_t *w)
+{
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    __atomic_store_n(w, v + 1, __ATOMIC_RELEASE);
+}
+
+/* The update of n checked rows (idx) with the gradient rows in the
+ * inbox. */
+static rf_status apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
+                            const float *grad)
+{
+    const ps_layout *l = &sh->layout;
+    size_t width = (size_t)(l->row_bytes / sizeof(float));
+    float *slots[RF_OPTIM_MAX_SLOTS] = {0};
+    for (uint32_t i = 0; i < l->num_slots; i++)
+        slots[i] = (float *)(void *)(sh->rec_ptr + l->slot_off[i]);
+    float *values = (float *)(void *)(sh->rec_ptr + l->values_off);
+    uint64_t *ver = rec_word(sh, l->rowver_off);
+    rf_optim_scalars sc;
+    memcpy(&sc.beta1_power, sh->rec_ptr + PS_REC_SCALARS_OFF, 4);
+    memcpy(&sc.beta2_power, sh->rec_ptr + PS_REC_SCALARS_OFF + 4, 4);
+
+    uint64_t *version = rec_word(sh, PS_REC_VERSION_OFF);
+    row_begin(version);
+    rf_status st = RF_OK;
+    if (sh->spec.optim.kind == RF_OPTIM_ADAM) {
+        for (uint64_t r = 0; r < l->rows; r++)
+            row_begin(&ver[r]);
+        st = rf_optim_apply_sparse(&sh->spec.optim, values, slots,
+                                   (size_t)l->rows, width, idx, n, grad, &sc);
+        for (uint64_t r = 0; r < l->rows; r++)
+            row_end(&ver[r]);
+    } else {
+        for (size_t i = 0; i < n && st == RF_OK; i++) {
+            uint64_t *w = &ver[idx[i]];
+            row_begin(w);
+            st = rf_optim_apply_sparse(&sh->spec.optim, values, slots,
+                                       (size_t)l->rows, width, &idx[i], 1,
+                                       grad + i * width, &sc);
+            row_end(w);
+        }
+    }
+    if (st == RF_OK) {
+        rf_optim_finish_step(&sh->spec.optim, &sc);
+        memcpy(sh->rec_ptr + PS_REC_SCALARS_OFF, &sc.beta1_power, 4);
+        memcpy(sh->rec_ptr + PS_REC_SCALARS_OFF + 4, &sc.beta2_power, 4);
+        uint64_t *updates = rec_word(sh, PS_REC_UPDATES_OFF);
+        __atomic_store_n(updates, *updates + 1, __ATOMIC_RELAXED);
+    }
+    row_end(version);
+    return st;
+}
+
+bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
+                    uint32_t len)
+{
+    rf_ps_server *s = c->srv;
+    const ps_layout *l = &sh->layout;
+    if (len != 8) {
+        char why[400];
+        snprintf(why, sizeof why,
+                 "a push of %u bytes to table '%s' part %u, whose sparse "
+                 "push sends its 8-byte count",
+                 len, sh->spec.name, sh->spec.part);
+        ps_conn_drop(c, why);
+        return false;
+    }
+    uint64_t count = rf_get_le64(ib->ptr);
+    rf_status st = RF_OK;
+    if (count > l->max_push_rows) {
+        st = rf_error_set(RF_ERR_INVALID_ARG,
+                          "ps %d: sparse push of %llu rows to '%s' part %u "
+                          "(max_push_rows %u) refused",
+                          s->opt.task_index, (unsigned long long)count,
+                          sh->spec.name, sh->spec.part, l->max_push_rows);
+    } else {
+        /* A copy: the peer may write its inbox while we check and apply. */
+        int64_t *idx = s->sparse_idx;
+        const unsigned char *src = ib->ptr + PS_SPARSE_IDX_OFF;
+        for (uint64_t i = 0; i < count; i++) {
+            idx[i] = (int64_t)rf_get_le64(src + 8 * i);
+            if (idx[i] < 0 || (uint64_t)idx[i] >= l->rows) {
+                st = rf_error_set(RF_ERR_INVALID_ARG,
+                                  "ps %d: sparse push to '%s' part %u "
+                                  "refused: index %lld at position %llu is "
+                                  "outside its %llu rows",
+                                  s->opt.task_index, sh->spec.name,
+                                  sh->spec.part, (long long)idx[i],
+                                  (unsigned long long)i,
+                                  (unsigned long long)l->rows);
+                break;
+            }
+        }
+    }
+    uint64_t word;
+    if (st == RF_OK) {
+        uint64_t t0 = s->opt.on_apply ? rf_now_ns() : 0;
+        uint64_t done = *rec_word(sh, PS_REC_UPDATES_OFF);
+        st = apply_rows(
+            sh, s->sparse_idx, (size_t)count,
+            (const float *)(const void *)(ib->ptr + ps_sparse_rows_off(
+                                                        l->max_push_rows)));
+        ps_apply_traced(c, sh, t0, done, (uint32_t)(count * l->row_bytes));
+    }
+    if (st == RF_OK) {
+        count_sparse(s, true, count);
+        word = ps_ack_ok(__atomic_load_n(rec_word(sh, PS_REC_VERSION_OFF),
+                                         __ATOMIC_RELAXED));
+    } else {
+        count_sparse(s, false, 0);
+        RF_LOG_WARN("%s", rf_error_message());
+        word = ps_ack_err(st);
+    }
+    return ps_send_ack(c, imm, word);
+}

@@ -1,0 +1,197 @@
+/* tests/integration/ps/case_rows_bad.c: sparse pushes that reach the ps
+ * below the client's checks (a raw peer WRITEs its own inbox and
+ * WRITE_WITH_IMMs the count, as a compromised worker could): a count above
+ * max_push_rows and indices outside the table (past the end, -1, huge) are
+ * refused with an error ack and change nothing; a wrong length drops only
+ * that connection; the ps keeps serving and counts what it applied and
+ * refused. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ps/proto.h"
+#include "ps/ps_layout.h"
+#include "rdmaflow/byteorder.h"
+#include "tests/integration/ps/cases.h"
+#include "tests/integration/ps/raw_peer.h"
+
+typedef struct find_ctx {
+    const char *name;
+    ps_entry e;
+    bool found;
+} find_ctx;
+
+static rf_status find_entry(void *ctx, const ps_entry *e)
+{
+    find_ctx *f = ctx;
+    if (strcmp(e->spec.name, f->name) == 0) {
+        f->e = *e;
+        f->found = true;
+    }
+    return RF_OK;
+}
+
+enum { ROWS = 100, WIDTH = 4, MPR = 8 };
+
+/* One crafted push: count, then n indices and rows; returns the ack. */
+static uint64_t crafted(raw_peer *r, rf_mr_desc reg, const ps_entry *e,
+                        uint64_t count, const int64_t *idx, size_t n,
+                        uint8_t seq)
+{
+    unsigned char *p = r->mem + 96 * 1024;
+    uint64_t inbox = reg.addr + e->inbox.offset;
+    rf_put_le64(p, count);
+    for (size_t i = 0; i < n; i++)
+        rf_put_le64(p + 64 + 8 * i, (uint64_t)idx[i]);
+    float *g = (float *)(void *)(p + 1024);
+    for (size_t i = 0; i < n * WIDTH; i++)
+        g[i] = 1.0f;
+    if (n) {
+        CHECK_OK(raw_do(r, (rf_wr){.op = RF_OP_WRITE,
+                                   .local = p + 64,
+                                   .len = 8 * n,
+                                   .local_mr = r->mr,
+                                   .remote_addr = inbox + PS_SPARSE_IDX_OFF,
+                                   .rkey = reg.rkey}));
+        CHECK_OK(
+            raw_do(r, (rf_wr){.op = RF_OP_WRITE,
+                              .local = g,
+                              .len = n * WIDTH * sizeof(float),
+                              .local_mr = r->mr,
+                              .remote_addr = inbox + ps_sparse_rows_off(MPR),
+                              .rkey = reg.rkey}));
+    }
+    CHECK_OK(raw_do(r, (rf_wr){.op = RF_OP_WRITE_IMM,
+                               .local = p,
+                               .len = 8,
+                               .local_mr = r->mr,
+                               .remote_addr = inbox,
+                               .rkey = reg.rkey,
+                               .imm = ps_imm_make(e->shard_id, seq)}));
+    uint32_t imm = 0;
+    uint64_t word = raw_wait_imm(r, rft_ms(10000), &imm);
+    CHECK(imm == ps_imm_make(e->shard_id, seq), "ack imm %x, pushed %x", imm,
+          ps_imm_make(e->shard_id, seq));
+    return word;
+}
+
+static void expect_refused(uint64_t word, const char *what)
+{
+    CHECK((word & PS_ACK_ERROR) &&
+              (rf_status)(-(int32_t)(uint32_t)word) == RF_ERR_INVALID_ARG,
+          "%s: ack word %llx, expected an RF_ERR_INVALID_ARG error ack", what,
+          (unsigned long long)word);
+}
+
+void case_rows_bad_push(void)
+{
+    pt_cluster cl;
+    pt_cluster_start(&cl, 1);
+    rf_ps_client *c = cl.chief;
+    rf_optim_config cfg;
+    rf_optim_defaults(RF_OPTIM_SGD, &cfg);
+    cfg.learning_rate = 0.5f;
+    rf_ps_shard_spec spec = {.name = "emb_bad",
+                             .dtype = RF_F32,
+                             .shape = {.rank = 2, .dims = {ROWS, WIDTH}},
+                             .trainable = true,
+                             .optim = cfg,
+                             .max_push_rows = MPR};
+    float vals[ROWS * WIDTH];
+    rf_ps_var *v = pt_make_var(c, 0, &spec, 3, vals);
+
+    raw_peer r;
+    raw_connect_ok(&r, cl.f, cl.ps[0].port, 7, false);
+    raw_hello(&r, 7, false);
+    rf_mr_desc reg = raw_region0(&r);
+    unsigned char msg[64];
+    size_t len;
+    ps_range_req q = {.start = 0};
+    CHECK_OK(
+        ps_enc_range_req(msg, sizeof msg, PS_MSG_DIR_REQ, ++r.req, &q, &len));
+    const unsigned char *reply;
+    size_t n = raw_rpc(&r, msg, len, &reply);
+    ps_dir_reply dr;
+    find_ctx f = {.name = "emb_bad"};
+    CHECK_OK(ps_dec_dir_reply(reply, n, &dr, find_entry, &f));
+    CHECK(f.found && f.e.inbox.region == 0,
+          "entry found %d, inbox in region %u", f.found, f.e.inbox.region);
+
+    expect_refused(crafted(&r, reg, &f.e, MPR + 1, NULL, 0, 1),
+                   "a count above max_push_rows");
+    expect_refused(crafted(&r, reg, &f.e, 1u << 30, NULL, 0, 2),
+                   "a count of 2^30");
+    int64_t past[2] = {5, ROWS};
+    expect_refused(crafted(&r, reg, &f.e, 2, past, 2, 3), "index rows");
+    int64_t neg[3] = {1, 2, -1};
+    expect_refused(crafted(&r, reg, &f.e, 3, neg, 3, 4), "index -1");
+    int64_t huge[1] = {INT64_C(1) << 40};
+    expect_refused(crafted(&r, reg, &f.e, 1, huge, 1, 5), "index 2^40");
+
+    /* The table is unchanged. */
+    float *got = pt_read_field(c, v, RF_PS_FIELD_VALUES, ROWS * WIDTH);
+    CHECK(memcmp(got, vals, sizeof vals) == 0,
+          "a refused sparse push changed the table");
+    free(got);
+
+    /* A good crafted push is applied: the check is the ps's, not the
+     * client's, and the raw peer is a client like any other. */
+    int64_t good[2] = {0, ROWS - 1};
+    uint64_t w = crafted(&r, reg, &f.e, 2, good, 2, 6);
+    CHECK(!(w & PS_ACK_ERROR), "a good push was refused: %llx",
+          (unsigned long long)w);
+    float gr[2 * WIDTH];
+    for (size_t i = 0; i < 2 * WIDTH; i++)
+        gr[i] = 1.0f;
+    CHECK_OK(rf_optim_apply_sparse(&cfg, vals, NULL, ROWS, WIDTH, good, 2, gr,
+                                   NULL));
+
+    /* A sparse push of another length breaks the protocol: dropped. */
+    CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_WRITE_IMM,
+                                .local = r.mem + 96 * 1024,
+                                .len = 16,
+                                .local_mr = r.mr,
+                                .remote_addr = reg.addr + f.e.inbox.offset,
+                                .rkey = reg.rkey,
+                                .imm = ps_imm_make(f.e.shard_id, 7)}));
+    raw_expect_dropped(&r, rft_ms(10000));
+    raw_close(&r);
+
+    /* The ps keeps serving: a real push, then the table equals the local
+     * reference. */
+    pt_buf b;
+    pt_buf_alloc(c, &b, 2 + WIDTH);
+    int64_t *idx = (int64_t *)(void *)b.p;
+    idx[0] = 42;
+    for (size_t i = 0; i < WIDTH; i++)
+        b.p[2 + i] = -2.0f;
+    CHECK_OK(
+        rf_ps_push_sparse(c, v, idx, 1, b.p + 2, b.mr, RF_PS_APPLY_PS, false));
+    CHECK_OK(rf_ps_push_wait(c));
+    CHECK_OK(rf_optim_apply_sparse(&cfg, vals, NULL, ROWS, WIDTH, idx, 1,
+                                   b.p + 2, NULL));
+    got = pt_read_field(c, v, RF_PS_FIELD_VALUES, ROWS * WIDTH);
+    CHECK(memcmp(got, vals, sizeof vals) == 0,
+          "the table differs from the reference after the good pushes");
+    free(got);
+
+    CHECK_OK(rf_ps_shutdown(c));
+    char rest[256];
+    rft_expect(&cl.ps[0].child, "COUNTERS ", rest, sizeof rest, rft_ms(10000));
+    const char *sp = strstr(rest, "protocol=");
+    unsigned long long proto = 0, applies = 0, rows = 0, refused = 0;
+    CHECK(sp && sscanf(sp,
+                       "protocol=%llu sparse=%llu sparse_rows=%llu "
+                       "sparse_refused=%llu",
+                       &proto, &applies, &rows, &refused) == 4,
+          "COUNTERS %s", rest);
+    CHECK(proto == 1 && applies == 2 && rows == 3 && refused == 5,
+          "ps counters %s (want protocol=1 sparse=2 sparse_rows=3 "
+          "sparse_refused=5)",
+          rest);
+    rft_expect(&cl.ps[0].child, "EXIT ", rest, sizeof rest, rft_ms(10000));
+    CHECK(strcmp(rest, "RF_OK") == 0, "ps exited with %s", rest);
+    rft_wait_ok(&cl.ps[0].child, rft_ms(10000));
+    rf_ps_client_close(c);
+    rf_fabric_close(cl.f);
+}
