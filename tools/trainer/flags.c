@@ -259,7 +259,8 @@ static const flag_def flag_table[] = {
      .ctr = true,
      .arg = "P",
      .help = "wide_deep: each embedding table in P parts (fixed_size_"
-             "partitioner, ids to parts by \"mod\"; default 1)"},
+             "partitioner, ids to parts by \"mod\"; default 1, distributed the "
+             "ps count)"},
     {.name = "optimizer",
      .kind = FK_CUSTOM,
      .fn = set_optimizer,
@@ -772,7 +773,7 @@ static void set_defaults(tr_flags *f)
     f->embedding_dim = 8;
     set_hidden(f, "64,32", ignored, sizeof ignored);
     f->eval_examples = 100000;
-    f->embedding_partitions = 1;
+    f->embedding_partitions = 0; /* local 1, distributed the ps count */
 }
 
 /* The defaults are the README's commands: the MLP reaches >= 0.88 test

@@ -118,7 +118,7 @@ typedef struct tr_flags {
     int64_t embedding_dim;        /* --embedding_dim */
     tr_model hidden;              /* --hidden: the deep part's widths */
     int64_t eval_examples;        /* --eval_examples */
-    int64_t embedding_partitions; /* --embedding_partitions (local) */
+    int64_t embedding_partitions; /* --embedding_partitions (0: not given) */
     bool optimizer_given;         /* --optimizer was given */
     /* the deep part's optimizer (the wide part's is optim): Adagrad 0.05
      * unless --optimizer names one for both */

@@ -207,11 +207,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
         return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
     }
-    if (cluster && f.model.kind == TR_MODEL_WIDE_DEEP) {
+    if (cluster && f.model.kind == TR_MODEL_WIDE_DEEP &&
+        (f.explain_only || f.explain != TR_EXPLAIN_NONE || f.sync_replicas ||
+         f.trace_path)) {
         fprintf(stderr,
-                "rf-trainer: --model=wide_deep: distributed training is not "
-                "supported yet (the distributed session cannot read "
-                "embedding tables held on the ps); train it locally\n");
+                "rf-trainer: --model=wide_deep: --%s is not supported in a "
+                "cluster yet\n",
+                f.explain_only                 ? "explain_only"
+                : f.explain != TR_EXPLAIN_NONE ? "explain"
+                : f.sync_replicas              ? "sync_replicas"
+                                               : "trace");
         rf_cluster_destroy(cluster);
         return TR_EXIT_USAGE;
     }
@@ -262,7 +267,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(self->job, "worker") || !strcmp(self->job, "chief")) {
         ex = open_explain(&f, explain_path);
         tr_blas_report(stdout);
-        rc = ex ? tr_run_worker(&f, cluster, ex) : 1;
+        rc = !ex ? 1
+             : f.model.kind == TR_MODEL_WIDE_DEEP
+                 ? tr_wd_run_worker(&f, cluster, ex)
+                 : tr_run_worker(&f, cluster, ex);
         close_explain(ex);
     } else {
         rc = tr_run_evaluator(&f, cluster);

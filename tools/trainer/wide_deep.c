@@ -23,11 +23,10 @@ int64_t tr_wd_bucket(int64_t id, int64_t vocab, int64_t buckets)
 
 /* get_variable under fixed_size_partitioner(P) when the table has at least
  * P rows, then its lookup ("mod") */
-static rf_node *table_lookup(rf_graph *g, const tr_flags *f, int64_t rows,
-                             int64_t width, rf_initializer init,
-                             const char *name, rf_node *ids)
+static rf_node *table_lookup(rf_graph *g, int p, int64_t rows, int64_t width,
+                             rf_initializer init, const char *name,
+                             rf_node *ids)
 {
-    int p = (int)f->embedding_partitions;
     rf_partitioner part;
     bool split = p > 1 && rows >= p;
     if (split && (rf_fixed_size_partitioner(p, 0, &part) != RF_OK ||
@@ -40,7 +39,7 @@ static rf_node *table_lookup(rf_graph *g, const tr_flags *f, int64_t rows,
     return rf_embedding_lookup_partitioned(g, table, ids, "mod", NULL);
 }
 
-static int build(const tr_flags *f, tr_wd_session *s)
+static int build(const tr_flags *f, int p, tr_wd_session *s)
 {
     rf_graph *g = s->base.g;
     char name[160];
@@ -56,14 +55,14 @@ static int build(const tr_flags *f, tr_wd_session *s)
     s->labels = rf_placeholder(g, RF_F32, RF_SHAPE(-1, 1), "labels");
     for (uint32_t c = 0; c < s->num_cat; c++) {
         snprintf(name, sizeof name, "linear/linear_model/C%u/weights", c + 1);
-        wide_terms[c] = table_lookup(g, f, s->buckets[c], 1, rf_init_zeros(),
+        wide_terms[c] = table_lookup(g, p, s->buckets[c], 1, rf_init_zeros(),
                                      name, s->ids[c]);
         snprintf(name, sizeof name,
                  "dnn/input_from_feature_columns/C%u_embedding/"
                  "embedding_weights",
                  c + 1);
         deep_in[c] = table_lookup(
-            g, f, s->buckets[c], f->embedding_dim,
+            g, p, s->buckets[c], f->embedding_dim,
             rf_init_truncated_normal(0, 1.0 / sqrt((double)f->embedding_dim)),
             name, s->ids[c]);
     }
@@ -138,7 +137,8 @@ static int build_train_op(const tr_flags *f, tr_wd_session *s)
     return s->base.train_op ? 0 : -1;
 }
 
-int tr_wd_session_create(const tr_flags *f, tr_wd_session *s, char *err,
+int tr_wd_session_create(const tr_flags *f, rf_replica_device_setter *setter,
+                         int partitions, tr_wd_session *s, char *err,
                          size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -154,7 +154,12 @@ int tr_wd_session_create(const tr_flags *f, tr_wd_session *s, char *err,
         return -1;
     }
     rf_graph_set_seed(s->base.g, f->seed);
-    if (build(f, s) != 0) {
+    if (setter &&
+        rf_graph_push_replica_device_setter(s->base.g, setter) != RF_OK) {
+        snprintf(err, errlen, "replica_device_setter: %s", rf_error_message());
+        goto fail;
+    }
+    if (build(f, partitions, s) != 0) {
         snprintf(err, errlen, "building the model: %s",
                  rf_graph_error(s->base.g));
         goto fail;
@@ -163,6 +168,8 @@ int tr_wd_session_create(const tr_flags *f, tr_wd_session *s, char *err,
         snprintf(err, errlen, "building the optimizer: %s", rf_error_message());
         goto fail;
     }
+    if (setter)
+        rf_device_fn_pop(s->base.g);
     if (rf_graph_initialize_variables(s->base.g) != RF_OK) {
         snprintf(err, errlen, "initializing variables: %s", rf_error_message());
         goto fail;

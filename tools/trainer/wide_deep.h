@@ -50,8 +50,11 @@ typedef struct tr_wd_session {
 int64_t tr_wd_bucket(int64_t id, int64_t vocab, int64_t buckets);
 
 /* Builds the graph (seeded with f->seed), initializes the variables and
- * creates the executor; -1 with err on failure, nothing left allocated. */
-int tr_wd_session_create(const tr_flags *f, tr_wd_session *s, char *err,
+ * creates the executor; -1 with err on failure, nothing left allocated.
+ * With setter (a distributed worker) the graph is built under
+ * replica_device_setter; partitions is P of the tables' partitioner. */
+int tr_wd_session_create(const tr_flags *f, rf_replica_device_setter *setter,
+                         int partitions, tr_wd_session *s, char *err,
                          size_t errlen);
 void tr_wd_session_destroy(tr_wd_session *s);
 
@@ -72,6 +75,18 @@ void tr_wd_batch_free(tr_wd_batch *b);
  * (hashing into columns) and sets the feeds for n rows. */
 void tr_wd_batch_feed(const tr_flags *f, const tr_wd_session *s, tr_wd_batch *b,
                       size_t first, size_t n);
+
+/* The test AUC and log loss of s's variables beside the hidden model's
+ * (wide_deep_run.c), printed as "test AUC A (hidden model H), log loss L
+ * (hidden HL) on N examples in S s". */
+typedef struct tr_wd_eval {
+    double auc, log_loss, hidden_auc, hidden_log_loss, seconds;
+} tr_wd_eval;
+int tr_wd_evaluate(const tr_flags *f, tr_wd_session *s, tr_wd_eval *ev,
+                   char *err, size_t errlen);
+
+/* --model=wide_deep's worker task (dist_wide_deep.c); exit status. */
+int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain);
 
 /* The local run of --model=wide_deep (and its --explain_only); exit
  * status. */

@@ -21,7 +21,7 @@ static int fail(const char *what, const char *msg)
     return 1;
 }
 
-static void print_config(const tr_flags *f, const tr_wd_session *s)
+static void print_config(const tr_flags *f, const tr_wd_session *s, int parts)
 {
     char spec[1024];
     rf_ctr_spec_format(&f->ctr_spec, spec, sizeof spec);
@@ -49,7 +49,7 @@ static void print_config(const tr_flags *f, const tr_wd_session *s)
     printf("training: %" PRId64 " steps of batch %" PRId64 ", %d compute "
            "threads, embedding tables in %" PRId64 " part%s\n",
            f->train_steps, f->batch_size, rf_executor_threads(s->base.ex),
-           f->embedding_partitions, f->embedding_partitions == 1 ? "" : "s");
+           (int64_t)parts, parts == 1 ? "" : "s");
     fflush(stdout);
 }
 
@@ -112,15 +112,11 @@ out:
     return rc;
 }
 
-typedef struct wd_eval {
-    double auc, log_loss, hidden_auc, hidden_log_loss, seconds;
-} wd_eval;
-
 /* The model's probabilities on the first eval_examples test examples (one
  * rf_ctr_batch, fed eval_batch_size at a time), their AUC and log loss
  * (eps 1e-7, as rf_ctr_hidden_auc's) and the hidden model's. */
-static int evaluate(const tr_flags *f, tr_wd_session *s, wd_eval *ev, char *err,
-                    size_t errlen)
+int tr_wd_evaluate(const tr_flags *f, tr_wd_session *s, tr_wd_eval *ev,
+                   char *err, size_t errlen)
 {
     size_t n = (size_t)f->eval_examples, eb = (size_t)f->eval_batch_size;
     double t0 = rf_now_s();
@@ -165,6 +161,11 @@ static int evaluate(const tr_flags *f, tr_wd_session *s, wd_eval *ev, char *err,
         goto out;
     }
     ev->seconds = rf_now_s() - t0;
+    printf("test AUC %.4f (hidden model %.4f), log loss %.4f (hidden %.4f) "
+           "on %" PRId64 " examples in %.2f s\n",
+           ev->auc, ev->hidden_auc, ev->log_loss, ev->hidden_log_loss,
+           f->eval_examples, ev->seconds);
+    fflush(stdout);
     rc = 0;
 out:
     rf_plan_destroy(plan);
@@ -179,10 +180,11 @@ int tr_wd_run_local(const tr_flags *f, FILE *explain)
     tr_wd_session s;
     rf_metrics_writer *metrics = NULL;
     int rc = 1;
-    if (tr_wd_session_create(f, &s, err, sizeof err) != 0)
+    int parts = f->embedding_partitions ? (int)f->embedding_partitions : 1;
+    if (tr_wd_session_create(f, NULL, parts, &s, err, sizeof err) != 0)
         return fail("setup", err);
     if (!f->explain_only)
-        print_config(f, &s);
+        print_config(f, &s, parts);
     if (f->explain != TR_EXPLAIN_NONE &&
         tr_explain_local(f, &s.base, explain, err, sizeof err) != 0) {
         rc = fail("--explain", err);
@@ -203,16 +205,11 @@ int tr_wd_run_local(const tr_flags *f, FILE *explain)
         goto out;
     }
     tr_print_training(f, &tr, 0);
-    wd_eval ev;
-    if (evaluate(f, &s, &ev, err, sizeof err) != 0) {
+    tr_wd_eval ev;
+    if (tr_wd_evaluate(f, &s, &ev, err, sizeof err) != 0) {
         rc = fail("evaluation", err);
         goto out;
     }
-    printf("test AUC %.4f (hidden model %.4f), log loss %.4f (hidden %.4f) "
-           "on %" PRId64 " examples in %.2f s\n",
-           ev.auc, ev.hidden_auc, ev.log_loss, ev.hidden_log_loss,
-           f->eval_examples, ev.seconds);
-    fflush(stdout);
     rf_metrics_eval me = {.auc = ev.auc,
                           .log_loss = ev.log_loss,
                           .hidden_auc = ev.hidden_auc,
