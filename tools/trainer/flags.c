@@ -266,7 +266,8 @@ static const flag_def flag_table[] = {
      .fn = set_optimizer,
      .arg = "NAME",
      .help = "sgd | momentum | adagrad | adam | rmsprop | ftrl (default "
-             "adam)"},
+             "adam; wide_deep: ftrl 1.0 for the wide part and adagrad 0.1 "
+             "for the deep part, or the one given for both)"},
     {.name = "learning_rate",
      .kind = FK_FLOAT,
      .offset = FIELD(learning_rate),
@@ -1063,8 +1064,10 @@ void tr_flags_usage(FILE *out, const char *prog)
 {
     fprintf(out,
             "usage: %s [--flag=value | --flag value]...\n"
-            "Trains a model on Fashion-MNIST and reports test accuracy: in "
-            "this process, or\nas one task of a ps/worker cluster "
+            "Trains a model on Fashion-MNIST and reports test accuracy (or, "
+            "with\n--model=wide_deep, a click-through model on synthetic data "
+            "and its test AUC): in\nthis process, or as one task of a "
+            "ps/worker cluster "
             "(--ps_hosts, --worker_hosts, --job_name,\n--task_index, or "
             "TF_CONFIG, or --num_ps under srun or mpirun; run the same\n"
             "command once per task).\n\nflags:\n",
