@@ -772,7 +772,7 @@ static void set_defaults(tr_flags *f)
     rf_ctr_spec_default(&f->ctr_spec);
     f->hash_buckets = 100000;
     f->embedding_dim = 8;
-    set_hidden(f, "64,32", ignored, sizeof ignored);
+    tr_model_parse("mlp:64,32", &f->hidden, ignored, sizeof ignored);
     f->eval_examples = 100000;
     f->embedding_partitions = 0; /* local 1, distributed the ps count */
 }
