@@ -147,6 +147,15 @@ RF_GRAD(rf_grad_xent)
     return done(g, dx, 1);
 }
 
+/* inputs (logits x, labels z): dy * (sigmoid(x) - z) and dy * -x */
+RF_GRAD(rf_grad_sigmoid_xent)
+{
+    rf_node *x = n->inputs[0], *z = n->inputs[1];
+    dx[0] = rf_mul(g, dy, rf_sub(g, rf_sigmoid(g, x, NULL), z, NULL), NULL);
+    dx[1] = rf_neg(g, rf_mul(g, dy, x, NULL), NULL);
+    return done(g, dx, 2);
+}
+
 static rf_status reduction(rf_graph *g, rf_node *n, rf_node *dy, rf_node **dx,
                            bool mean)
 {

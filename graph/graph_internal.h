@@ -316,6 +316,8 @@ rf_status rf_shape_softmax(const rf_node *, const rf_shape *, const rf_dtype *,
                            rf_shape *, rf_dtype *);
 rf_status rf_shape_xent(const rf_node *, const rf_shape *, const rf_dtype *,
                         rf_shape *, rf_dtype *);
+rf_status rf_shape_sigmoid_xent(const rf_node *, const rf_shape *,
+                                const rf_dtype *, rf_shape *, rf_dtype *);
 rf_status rf_shape_xent_grad(const rf_node *, const rf_shape *,
                              const rf_dtype *, rf_shape *, rf_dtype *);
 rf_status rf_shape_reduce(const rf_node *, const rf_shape *, const rf_dtype *,
@@ -388,6 +390,7 @@ RF_KERNEL(rf_k_sigmoid);
 RF_KERNEL(rf_k_tanh);
 RF_KERNEL(rf_k_softmax);
 RF_KERNEL(rf_k_xent);
+RF_KERNEL(rf_k_sigmoid_xent);
 RF_KERNEL(rf_k_reduce);
 RF_KERNEL(rf_k_concat);
 RF_KERNEL(rf_k_conv2d);
@@ -460,6 +463,7 @@ RF_GRAD(rf_grad_sigmoid);
 RF_GRAD(rf_grad_tanh);
 RF_GRAD(rf_grad_softmax);
 RF_GRAD(rf_grad_xent);
+RF_GRAD(rf_grad_sigmoid_xent);
 RF_GRAD(rf_grad_sum);
 RF_GRAD(rf_grad_mean);
 RF_GRAD(rf_grad_reshape);

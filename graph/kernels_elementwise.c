@@ -178,6 +178,7 @@ typedef enum {
     UN_SIGMOID_GRAD, /* (dy, y) */
     UN_TANH_GRAD,    /* (dy, y) */
     UN_ADD_N,
+    UN_SIGMOID_XENT, /* (logits x, labels z) */
 } unop;
 
 typedef struct flat_job {
@@ -291,6 +292,13 @@ static void flat_chunk(void *arg, size_t chunk, int tid)
         for (int64_t i = lo; i < hi; i++)
             o[i] = x[i] * (1.0f - y[i] * y[i]);
         break;
+    case UN_SIGMOID_XENT: /* max(x, 0) - x z + log1p(exp(-|x|)), TF's form */
+        for (int64_t i = lo; i < hi; i++) {
+            float relu = x[i] >= 0.0f ? x[i] : 0.0f;
+            float neg_abs = x[i] >= 0.0f ? -x[i] : x[i];
+            o[i] = (relu - x[i] * y[i]) + log1pf(expf(neg_abs));
+        }
+        break;
     default:
         break;
     }
@@ -336,6 +344,11 @@ RF_KERNEL(rf_k_sigmoid)
 RF_KERNEL(rf_k_tanh)
 {
     return run_flat(k, UN_TANH);
+}
+
+RF_KERNEL(rf_k_sigmoid_xent)
+{
+    return run_flat(k, UN_SIGMOID_XENT);
 }
 
 RF_KERNEL(rf_k_relu_grad)

@@ -200,6 +200,13 @@ rf_node *rf_sparse_softmax_cross_entropy_with_logits(rf_graph *g,
     return rf_node_create(g, RF_OP_SPARSE_SOFTMAX_XENT, name, in, 2, NULL);
 }
 
+rf_node *rf_sigmoid_cross_entropy_with_logits(rf_graph *g, rf_node *labels,
+                                              rf_node *logits, const char *name)
+{
+    rf_node *in[2] = {logits, labels};
+    return rf_node_create(g, RF_OP_SIGMOID_XENT, name, in, 2, NULL);
+}
+
 /* Normalizes axes against rank: negative from the end, sorted, unique. */
 static bool norm_axes(const int *axes, int naxes, int rank, rf_attrs *a)
 {

@@ -226,6 +226,21 @@ SHAPE_FN(rf_shape_xent)
     return RF_OK;
 }
 
+/* inputs: logits, labels (float, compatible shapes) */
+SHAPE_FN(rf_shape_sigmoid_xent)
+{
+    TRY(need_float(n, dt[0], "logits"));
+    TRY(need_float(n, dt[1], "labels"));
+    if (!shapes_compatible(&in[0], &in[1]))
+        return rf_node_error(n, RF_ERR_INVALID_ARG,
+                             "logits %s and labels %s must have the same "
+                             "shape",
+                             SHAPE_STR(&in[0]), SHAPE_STR(&in[1]));
+    *out = merge(&in[0], &in[1]);
+    *odt = RF_F32;
+    return RF_OK;
+}
+
 /* inputs: dloss [batch], logits [batch, classes], labels [batch] */
 SHAPE_FN(rf_shape_xent_grad)
 {

@@ -308,6 +308,13 @@ void rf_metrics_writer_totals(const rf_metrics_writer *w,
 
 rf_status rf_metrics_writer_summary(rf_metrics_writer *w, double test_accuracy)
 {
+    return rf_metrics_writer_summary_eval(w, test_accuracy, NULL);
+}
+
+rf_status rf_metrics_writer_summary_eval(rf_metrics_writer *w,
+                                         double test_accuracy,
+                                         const rf_metrics_eval *eval)
+{
     if (!w || w->summarised)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_metrics_writer_summary: %s",
                             w ? "written already" : "NULL writer");
@@ -335,6 +342,18 @@ rf_status rf_metrics_writer_summary(rf_metrics_writer *w, double test_accuracy)
     if (!isnan(test_accuracy))
         json_object_object_add(o, "test_accuracy",
                                num(test_accuracy, 6, false));
+    if (eval) {
+        const struct {
+            const char *key;
+            double v;
+        } ev[] = {{"auc", eval->auc},
+                  {"log_loss", eval->log_loss},
+                  {"hidden_auc", eval->hidden_auc},
+                  {"hidden_log_loss", eval->hidden_log_loss}};
+        for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
+            if (!isnan(ev[i].v))
+                json_object_object_add(o, ev[i].key, num(ev[i].v, 6, false));
+    }
     json_object_object_add(o, "bytes_read",
                            json_object_new_int64((int64_t)t.bytes_read));
     json_object_object_add(o, "bytes_pushed",

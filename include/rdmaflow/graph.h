@@ -81,6 +81,7 @@ typedef enum rf_op_type {
     RF_OP_TANH,
     RF_OP_SOFTMAX,
     RF_OP_SPARSE_SOFTMAX_XENT, /* SparseSoftmaxCrossEntropyWithLogits */
+    RF_OP_SIGMOID_XENT,        /* sigmoid_cross_entropy_with_logits */
     RF_OP_SUM,
     RF_OP_MEAN,
     RF_OP_RESHAPE,
@@ -264,6 +265,18 @@ RF_API rf_node *rf_sparse_softmax_cross_entropy_with_logits(rf_graph *g,
                                                             rf_node *labels,
                                                             rf_node *logits,
                                                             const char *name);
+/* tf.nn.sigmoid_cross_entropy_with_logits: elementwise logistic loss of
+ * logits x against labels z (both float, the same shape, z usually in
+ * [0, 1]) in TF's stable form max(x, 0) - x * z + log(1 + exp(-|x|)).
+ * One node ("SigmoidCrossEntropyWithLogits"; TF composes it from Select,
+ * Mul, Exp and Log1p). Gradients, as TF's autodiff through that
+ * composition gives them: dy * (sigmoid(x) - z) for logits (sigmoid(0) -
+ * z at x = 0, where TF's Select takes the x >= 0 branch) and dy * -x for
+ * labels. */
+RF_API rf_node *rf_sigmoid_cross_entropy_with_logits(rf_graph *g,
+                                                     rf_node *labels,
+                                                     rf_node *logits,
+                                                     const char *name);
 /* Reductions over axes (negative axes count from the end); axes NULL or
  * naxes 0 reduces over every axis. */
 RF_API rf_node *rf_reduce_sum(rf_graph *g, rf_node *x, const int *axes,

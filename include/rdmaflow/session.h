@@ -718,6 +718,18 @@ RF_API void rf_metrics_writer_totals(const rf_metrics_writer *w,
  * once. */
 RF_API rf_status rf_metrics_writer_summary(rf_metrics_writer *w,
                                            double test_accuracy);
+/* A click-through model's evaluation: its test AUC and log loss and the
+ * hidden model's on the same examples (rdmaflow/ctr_data.h); NAN fields
+ * are left out. */
+typedef struct rf_metrics_eval {
+    double auc, log_loss, hidden_auc, hidden_log_loss;
+} rf_metrics_eval;
+/* rf_metrics_writer_summary with eval's fields ("auc", "log_loss",
+ * "hidden_auc", "hidden_log_loss") in the summary too; eval NULL is
+ * rf_metrics_writer_summary. */
+RF_API rf_status rf_metrics_writer_summary_eval(rf_metrics_writer *w,
+                                                double test_accuracy,
+                                                const rf_metrics_eval *eval);
 
 /* Closes the file (without a summary if none was written) and frees w.
  * NULL is ignored. */

@@ -96,7 +96,7 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
     }
     rf_trace_destroy(trace);
     /* a ps trains nothing: its file has the summary line only */
-    if (tr_metrics_finish(metrics, NAN, err, sizeof err) != 0) {
+    if (tr_metrics_finish(metrics, NAN, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "rf-trainer: --metrics_out: %s\n", err);
         rc = 1;
     }

@@ -159,7 +159,7 @@ static int chief_finish(tr_worker *d, rf_dataset *test, char *err,
     double accuracy = NAN;
     if (tr_report_accuracy(f, &d->s, test, &accuracy, err, errlen) != 0)
         return -1;
-    if (tr_metrics_finish(d->metrics, accuracy, err, errlen) != 0)
+    if (tr_metrics_finish(d->metrics, accuracy, NULL, err, errlen) != 0)
         return -1;
     if (f->variables_out &&
         tr_export_variables(d->s.g, f->variables_out, err, errlen) != 0)
@@ -325,7 +325,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
             rc = fail(who, rf_error_message());
             goto out;
         }
-        if (tr_metrics_finish(d.metrics, NAN, err, sizeof err) != 0) {
+        if (tr_metrics_finish(d.metrics, NAN, NULL, err, sizeof err) != 0) {
             rc = fail("--metrics_out", err);
             goto out;
         }

@@ -54,7 +54,8 @@ static json_object *build(const tr_flags *f, const tr_session *s)
     for (size_t i = 0; i < n; i++) {
         rf_node *node = rf_graph_node(s->g, i);
         rf_apply_info a;
-        if (rf_node_op(node) != RF_OP_APPLY_OPTIMIZER ||
+        if ((rf_node_op(node) != RF_OP_APPLY_OPTIMIZER &&
+             rf_node_op(node) != RF_OP_SPARSE_APPLY_OPTIMIZER) ||
             rf_node_apply_info(node, &a) != RF_OK)
             continue;
         json_object_array_add(vars, var_json(&a));
@@ -106,9 +107,16 @@ int tr_explain_local(const tr_flags *f, const tr_session *s, FILE *out,
                 "no fabric (give --ps_hosts/--worker_hosts/--job_name/"
                 "--task_index for a cluster); %d compute threads\n",
                 rf_executor_threads(s->ex));
-        fprintf(out, "explain: %zu trained variables (%lld B), optimizer %s:\n",
-                json_object_array_length(vars), (long long)total,
-                rf_optim_kind_name(f->optim.kind));
+        char opt[64];
+        if (f->model.kind == TR_MODEL_WIDE_DEEP && !f->optimizer_given)
+            snprintf(opt, sizeof opt, "optimizers %s (wide) and %s (deep)",
+                     rf_optim_kind_name(f->optim.kind),
+                     rf_optim_kind_name(f->optim_deep.kind));
+        else
+            snprintf(opt, sizeof opt, "optimizer %s",
+                     rf_optim_kind_name(f->optim.kind));
+        fprintf(out, "explain: %zu trained variables (%lld B), %s:\n",
+                json_object_array_length(vars), (long long)total, opt);
         for (size_t i = 0; i < json_object_array_length(vars); i++) {
             json_object *v = json_object_array_get_idx(vars, i);
             fprintf(
@@ -124,6 +132,10 @@ int tr_explain_local(const tr_flags *f, const tr_session *s, FILE *out,
                 fprintf(out, "%s%s", k ? ", " : "  with slots ",
                         json_object_get_string(
                             json_object_array_get_idx(slots, k)));
+            if (f->model.kind == TR_MODEL_WIDE_DEEP) /* two optimizers */
+                fprintf(out, "  (%s)",
+                        json_object_get_string(
+                            json_object_object_get(v, "optimizer")));
             fputc('\n', out);
         }
         fprintf(out,

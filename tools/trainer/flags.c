@@ -38,6 +38,8 @@ typedef struct flag_def {
     flag_fn fn;
     bool distributed;    /* meaningful only in a distributed run */
     bool optional_value; /* "--name" alone means "--name=true" */
+    bool ctr;            /* only with --model=wide_deep */
+    bool image;          /* only with the Fashion-MNIST models */
     const char *arg;     /* value placeholder in --help */
     const char *help;
 } flag_def;
@@ -60,6 +62,29 @@ static int set_optimizer(tr_flags *f, const char *v, char *err, size_t errlen)
         return -1;
     }
     f->optimizer = v;
+    f->optimizer_given = true;
+    return 0;
+}
+
+static int set_ctr_spec(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    if (rf_ctr_spec_parse(v, &f->ctr_spec) != RF_OK) {
+        snprintf(err, errlen, "%s", rf_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+/* "W1,W2,..." as mlp's widths */
+static int set_hidden(tr_flags *f, const char *v, char *err, size_t errlen)
+{
+    char text[512];
+    if (snprintf(text, sizeof text, "mlp:%s", v) >= (int)sizeof text) {
+        snprintf(err, errlen, "too long");
+        return -1;
+    }
+    if (tr_model_parse(text, &f->hidden, err, errlen) != 0)
+        return -1;
     return 0;
 }
 
@@ -182,14 +207,67 @@ static const flag_def flag_table[] = {
      .kind = FK_CUSTOM,
      .fn = set_model,
      .arg = "MODEL",
-     .help = "softmax | mlp[:W1,W2,...] | cnn[:C1,C2,D] (default "
-             "mlp:256,128; cnn means cnn:16,32,128)"},
+     .help = "softmax | mlp[:W1,W2,...] | cnn[:C1,C2,D] | wide_deep "
+             "(default mlp:256,128; cnn means cnn:16,32,128; wide_deep "
+             "trains on the synthetic click-through data)"},
+    {.name = "ctr_spec",
+     .kind = FK_CUSTOM,
+     .fn = set_ctr_spec,
+     .ctr = true,
+     .arg = "SPEC",
+     .help = "wide_deep: the click-through data set, NAME=VALUE;... over "
+             "the default (rf-ctr-data(1); default: 8 categorical features, "
+             "vocabularies to 1e9, 4 dense)"},
+    {.name = "hash_buckets",
+     .kind = FK_INT,
+     .offset = FIELD(hash_buckets),
+     .min = 1,
+     .max = 1e8,
+     .ctr = true,
+     .arg = "N",
+     .help = "wide_deep: a feature whose vocabulary is larger is hashed "
+             "into N buckets, else its ids are used as they are (default "
+             "100000)"},
+    {.name = "embedding_dim",
+     .kind = FK_INT,
+     .offset = FIELD(embedding_dim),
+     .min = 1,
+     .max = 1024,
+     .ctr = true,
+     .arg = "N",
+     .help = "wide_deep: the deep part's embedding width (default 8)"},
+    {.name = "hidden",
+     .kind = FK_CUSTOM,
+     .fn = set_hidden,
+     .ctr = true,
+     .arg = "W1,W2,...",
+     .help = "wide_deep: the deep part's relu layers (default 64,32)"},
+    {.name = "eval_examples",
+     .kind = FK_INT,
+     .offset = FIELD(eval_examples),
+     .min = 2,
+     .max = 1e8,
+     .ctr = true,
+     .arg = "N",
+     .help = "wide_deep: test examples for AUC and log loss, the first N "
+             "of the test split (default 100000, at most the split)"},
+    {.name = "embedding_partitions",
+     .kind = FK_INT,
+     .offset = FIELD(embedding_partitions),
+     .min = 1,
+     .max = 64,
+     .ctr = true,
+     .arg = "P",
+     .help = "wide_deep: each embedding table in P parts (fixed_size_"
+             "partitioner, ids to parts by \"mod\"; default 1, distributed the "
+             "ps count)"},
     {.name = "optimizer",
      .kind = FK_CUSTOM,
      .fn = set_optimizer,
      .arg = "NAME",
      .help = "sgd | momentum | adagrad | adam | rmsprop | ftrl (default "
-             "adam)"},
+             "adam; wide_deep: ftrl 1.0 for the wide part and adagrad 0.1 "
+             "for the deep part, or the one given for both)"},
     {.name = "learning_rate",
      .kind = FK_FLOAT,
      .offset = FIELD(learning_rate),
@@ -282,6 +360,7 @@ static const flag_def flag_table[] = {
     {.name = "data_dir",
      .kind = FK_STRING,
      .offset = FIELD(data_dir),
+     .image = true,
      .arg = "DIR",
      .help = "Fashion-MNIST IDX files (default $RF_FASHION_MNIST_DIR "
              "or " RF_FASHION_MNIST_DIR ")"},
@@ -690,12 +769,25 @@ static void set_defaults(tr_flags *f)
     f->log_step_count_steps = 100;
     f->max_wait_secs = 7200;
     f->stop_grace_secs = 120;
+    rf_ctr_spec_default(&f->ctr_spec);
+    f->hash_buckets = 100000;
+    f->embedding_dim = 8;
+    tr_model_parse("mlp:64,32", &f->hidden, ignored, sizeof ignored);
+    f->eval_examples = 100000;
+    f->embedding_partitions = 0; /* local 1, distributed the ps count */
 }
 
 /* The defaults are the README's commands: the MLP reaches >= 0.88 test
  * accuracy and the CNN >= 0.90 with them (tools/trainer/README.md). */
 static void resolve_model_defaults(tr_flags *f)
 {
+    if (f->model.kind == TR_MODEL_WIDE_DEEP) {
+        if (f->batch_size < 0)
+            f->batch_size = TR_WD_DEFAULT_BATCH;
+        if (f->train_steps < 0)
+            f->train_steps = TR_WD_DEFAULT_STEPS;
+        return;
+    }
     bool cnn = f->model.kind == TR_MODEL_CNN;
     if (f->batch_size < 0)
         f->batch_size = cnn ? 100 : 250;
@@ -720,6 +812,55 @@ static float default_learning_rate(rf_optimizer_kind kind)
         return 0.1f;
     }
     return 0.01f;
+}
+
+/* --model=wide_deep: the flags of the other kind of model refused, the
+ * evaluation size against the spec, and the two optimizers: by default
+ * FTRL for the wide part and Adagrad for the deep part, as
+ * DNNLinearCombinedClassifier (rates in flags.h); with --optimizer that
+ * one (and --learning_rate) for both. */
+static int resolve_wide_deep(tr_flags *f, char *err, size_t errlen)
+{
+    if (f->model.kind != TR_MODEL_WIDE_DEEP) {
+        if (f->ctr_flag) {
+            snprintf(err, errlen, "--%s: only with --model=wide_deep",
+                     f->ctr_flag);
+            return -1;
+        }
+        return 0;
+    }
+    if (f->image_flag) {
+        snprintf(err, errlen,
+                 "--%s: not used by --model=wide_deep (it trains on the "
+                 "synthetic click-through data of --ctr_spec)",
+                 f->image_flag);
+        return -1;
+    }
+    if (f->ctr_spec.num_cat == 0) {
+        snprintf(err, errlen,
+                 "--ctr_spec: wide_deep needs at least one categorical "
+                 "feature");
+        return -1;
+    }
+    if ((uint64_t)f->eval_examples > f->ctr_spec.test_size) {
+        snprintf(err, errlen,
+                 "--eval_examples: %" PRId64 " is more than the test split's "
+                 "%" PRIu64 " examples (--ctr_spec test=N)",
+                 f->eval_examples, f->ctr_spec.test_size);
+        return -1;
+    }
+    if (f->optimizer_given)
+        return 0;
+    if (!isnan(f->learning_rate)) {
+        snprintf(err, errlen,
+                 "--learning_rate: with --model=wide_deep give --optimizer "
+                 "too (the default is FTRL for the wide part and Adagrad "
+                 "for the deep part, as DNNLinearCombinedClassifier)");
+        return -1;
+    }
+    f->optimizer = "ftrl";
+    f->learning_rate = TR_WD_WIDE_LR;
+    return 0;
 }
 
 static int resolve_optimizer(tr_flags *f, char *err, size_t errlen)
@@ -778,6 +919,16 @@ static int resolve_optimizer(tr_flags *f, char *err, size_t errlen)
         snprintf(err, errlen, "--optimizer=%s: %s", f->optimizer,
                  rf_error_message());
         return -1;
+    }
+    f->optim_deep = *c;
+    if (f->model.kind == TR_MODEL_WIDE_DEEP && !f->optimizer_given) {
+        rf_optim_parse("adagrad", &f->optim_deep);
+        f->optim_deep.learning_rate = (float)TR_WD_DEEP_LR;
+        if (rf_optim_validate(&f->optim_deep) != RF_OK) {
+            snprintf(err, errlen, "the deep part's adagrad: %s",
+                     rf_error_message());
+            return -1;
+        }
     }
     return 0;
 }
@@ -871,11 +1022,16 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
         }
         if (d->distributed && !f->distributed_flag)
             f->distributed_flag = d->name;
+        if (d->ctr && !f->ctr_flag)
+            f->ctr_flag = d->name;
+        if (d->image && !f->image_flag)
+            f->image_flag = d->name;
     }
     if (f->help)
         return 0;
     resolve_model_defaults(f);
-    if (check_sync(f, err, errlen) != 0)
+    if (check_sync(f, err, errlen) != 0 ||
+        resolve_wide_deep(f, err, errlen) != 0)
         return -1;
     return resolve_optimizer(f, err, errlen);
 }
@@ -908,8 +1064,10 @@ void tr_flags_usage(FILE *out, const char *prog)
 {
     fprintf(out,
             "usage: %s [--flag=value | --flag value]...\n"
-            "Trains a model on Fashion-MNIST and reports test accuracy: in "
-            "this process, or\nas one task of a ps/worker cluster "
+            "Trains a model on Fashion-MNIST and reports test accuracy (or, "
+            "with\n--model=wide_deep, a click-through model on synthetic data "
+            "and its test AUC): in\nthis process, or as one task of a "
+            "ps/worker cluster "
             "(--ps_hosts, --worker_hosts, --job_name,\n--task_index, or "
             "TF_CONFIG, or --num_ps under srun or mpirun; run the same\n"
             "command once per task).\n\nflags:\n",

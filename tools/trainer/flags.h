@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "model.h"
+#include "rdmaflow/ctr_data.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"
@@ -30,6 +31,19 @@
 #define TR_DEFAULT_PS_STRATEGY     "greedy"
 #define TR_DEFAULT_PARTITION_BYTES 262144
 #define TR_DEFAULT_PARTITION_STR   "262144"
+
+/* --model=wide_deep's defaults: 1.5 passes over the default spec's 10^6
+ * training examples, within 0.01 of the hidden model's test AUC
+ * (tools/trainer/README.md has the run). The optimizers are
+ * DNNLinearCombinedClassifier's kinds (FTRL for the wide part, Adagrad for
+ * the deep part) at larger rates than its 0.2 and 0.05: the loss is a mean
+ * over the batch, so a table row's gradient is ~1/batch of an example's
+ * and both accumulators' initial 0.1 dominates their sum for a long time;
+ * at 0.2/0.05 one pass reached 0.749, at 1.0/0.1 0.765. */
+#define TR_WD_DEFAULT_BATCH 512
+#define TR_WD_DEFAULT_STEPS 3000
+#define TR_WD_WIDE_LR       1.0
+#define TR_WD_DEEP_LR       0.1
 
 typedef enum tr_explain {
     TR_EXPLAIN_NONE = 0,
@@ -98,6 +112,19 @@ typedef struct tr_flags {
     int64_t max_wait_secs;         /* readiness wait; default 7200 */
     int64_t stop_grace_secs;       /* the chief's wait at the end; 120 */
     const char *distributed_flag;  /* first distributed-only flag given */
+    /* --model=wide_deep (wide_deep.h) */
+    rf_ctr_spec ctr_spec;         /* --ctr_spec (default: the default spec) */
+    int64_t hash_buckets;         /* --hash_buckets */
+    int64_t embedding_dim;        /* --embedding_dim */
+    tr_model hidden;              /* --hidden: the deep part's widths */
+    int64_t eval_examples;        /* --eval_examples */
+    int64_t embedding_partitions; /* --embedding_partitions (0: not given) */
+    bool optimizer_given;         /* --optimizer was given */
+    /* the deep part's optimizer (the wide part's is optim): Adagrad 0.05
+     * unless --optimizer names one for both */
+    rf_optim_config optim_deep;
+    const char *ctr_flag;   /* first wide_deep-only flag given */
+    const char *image_flag; /* first Fashion-MNIST-only flag given */
 } tr_flags;
 
 /* Parses argv into *out (defaults first). On a usage error returns -1 with

@@ -22,6 +22,7 @@
 #include "report.h"
 #include "train.h"
 #include "train_graph.h"
+#include "wide_deep.h"
 
 #include "rdmaflow/version.h"
 
@@ -84,7 +85,7 @@ static int run_local(const tr_flags *f, FILE *explain)
         rc = fail("evaluation", err);
         goto out;
     }
-    if (tr_metrics_finish(metrics, accuracy, err, sizeof err) != 0) {
+    if (tr_metrics_finish(metrics, accuracy, NULL, err, sizeof err) != 0) {
         rc = fail("--metrics_out", err);
         goto out;
     }
@@ -206,6 +207,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
         return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
     }
+    if (cluster && f.model.kind == TR_MODEL_WIDE_DEEP &&
+        (f.explain_only || f.explain != TR_EXPLAIN_NONE || f.sync_replicas ||
+         f.trace_path)) {
+        fprintf(stderr,
+                "rf-trainer: --model=wide_deep: --%s is not supported in a "
+                "cluster yet\n",
+                f.explain_only                 ? "explain_only"
+                : f.explain != TR_EXPLAIN_NONE ? "explain"
+                : f.sync_replicas              ? "sync_replicas"
+                                               : "trace");
+        rf_cluster_destroy(cluster);
+        return TR_EXIT_USAGE;
+    }
     if (!cluster) {
         if (f.distributed_flag) {
             fprintf(stderr,
@@ -218,7 +232,11 @@ int main(int argc, char **argv)
         FILE *ex = open_explain(&f, explain_path);
         if (!ex)
             return 1;
-        if (f.explain_only) {
+        if (f.model.kind == TR_MODEL_WIDE_DEEP) {
+            if (!f.explain_only)
+                tr_blas_report(stdout);
+            rc = tr_wd_run_local(&f, ex);
+        } else if (f.explain_only) {
             rc = tr_explain_only(&f, NULL, ex);
         } else {
             tr_blas_report(stdout);
@@ -249,7 +267,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(self->job, "worker") || !strcmp(self->job, "chief")) {
         ex = open_explain(&f, explain_path);
         tr_blas_report(stdout);
-        rc = ex ? tr_run_worker(&f, cluster, ex) : 1;
+        rc = !ex ? 1
+             : f.model.kind == TR_MODEL_WIDE_DEEP
+                 ? tr_wd_run_worker(&f, cluster, ex)
+                 : tr_run_worker(&f, cluster, ex);
         close_explain(ex);
     } else {
         rc = tr_run_evaluator(&f, cluster);

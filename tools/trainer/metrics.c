@@ -55,10 +55,10 @@ int tr_metrics_open(const tr_flags *f, const char *task,
     return 0;
 }
 
-int tr_metrics_finish(rf_metrics_writer *w, double test_accuracy, char *err,
-                      size_t errlen)
+int tr_metrics_finish(rf_metrics_writer *w, double test_accuracy,
+                      const rf_metrics_eval *eval, char *err, size_t errlen)
 {
-    if (w && rf_metrics_writer_summary(w, test_accuracy) != RF_OK) {
+    if (w && rf_metrics_writer_summary_eval(w, test_accuracy, eval) != RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());
         return -1;
     }

@@ -27,9 +27,10 @@ int tr_metrics_open(const tr_flags *f, const char *task,
                     int64_t examples_per_global_step, rf_metrics_writer **out,
                     char *err, size_t errlen);
 
-/* The summary line (test_accuracy NAN: not measured); -1 with err. */
-int tr_metrics_finish(rf_metrics_writer *w, double test_accuracy, char *err,
-                      size_t errlen);
+/* The summary line (test_accuracy NAN: not measured; eval NULL: not a
+ * click-through model); -1 with err. */
+int tr_metrics_finish(rf_metrics_writer *w, double test_accuracy,
+                      const rf_metrics_eval *eval, char *err, size_t errlen);
 
 /* The chief's summary of the cluster's rates over its training, from
  * global_step's delta over that time (StepCounterHook's global_step/sec):

@@ -93,9 +93,20 @@ int tr_model_parse(const char *text, tr_model *out, char *err, size_t errlen)
         }
         return parse_widths(colon + 1, out, 3, err, errlen);
     }
+    if (name_len == 9 && !strncmp(text, "wide_deep", 9)) {
+        out->kind = TR_MODEL_WIDE_DEEP;
+        if (colon) {
+            snprintf(err, errlen,
+                     "'%s': wide_deep takes no widths (its layers are "
+                     "--hidden)",
+                     RF_ECHO(text));
+            return -1;
+        }
+        return 0;
+    }
     snprintf(err, errlen,
-             "unknown model '%s' (expected softmax, mlp[:W1,W2,...] or "
-             "cnn[:C1,C2,D])",
+             "unknown model '%s' (expected softmax, mlp[:W1,W2,...], "
+             "cnn[:C1,C2,D] or wide_deep)",
              RF_ECHO(text));
     return -1;
 }
@@ -123,6 +134,8 @@ int tr_model_describe(const tr_model *m, char *buf, size_t len)
                         "cnn:%s (conv5x5x%d-relu-maxpool2-conv5x5x%d-relu-"
                         "maxpool2-dense%d-relu-dense10)",
                         w, m->widths[0], m->widths[1], m->widths[2]);
+    case TR_MODEL_WIDE_DEEP:
+        return snprintf(buf, len, "wide_deep");
     }
     return snprintf(buf, len, "?");
 }
@@ -138,6 +151,8 @@ rf_node *tr_model_build(rf_graph *g, const tr_model *m, rf_node *x, int rows,
         for (int i = 0; i < m->nwidths; i++)
             h = rf_dense(g, h, m->widths[i], RF_ACT_RELU, NULL);
         break;
+    case TR_MODEL_WIDE_DEEP: /* built by wide_deep.c, never here */
+        return NULL;
     case TR_MODEL_CNN:
         h = rf_reshape(g, h, RF_SHAPE(-1, rows, cols, 1), "images");
         h = rf_conv2d_layer(g, h, m->widths[0], 5, 5, 1, RF_PADDING_SAME,

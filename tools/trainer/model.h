@@ -4,6 +4,8 @@
  *   cnn[:C1,C2,D]      conv5x5(C1, SAME, relu) maxpool2 conv5x5(C2, SAME,
  *                      relu) maxpool2 flatten dense(D, relu) dense(10);
  *                      default 16,32,128
+ *   wide_deep          the click-through model on the synthetic CTR data
+ *                      (wide_deep.h; --hidden, --embedding_dim, ...)
  * Every layer is tf.layers-style (glorot_uniform kernels, zero biases).
  * The CNN default is the small one because it is the fastest to 0.90 on two
  * cores: at batch 100 with Adam it passes 0.91 after 7 epochs (about 3000
@@ -23,6 +25,7 @@ typedef enum tr_model_kind {
     TR_MODEL_SOFTMAX = 0,
     TR_MODEL_MLP,
     TR_MODEL_CNN,
+    TR_MODEL_WIDE_DEEP,
 } tr_model_kind;
 
 typedef struct tr_model {

@@ -273,6 +273,112 @@ determinism() {
         fail "seed 8 gives the same final loss as seed 7: '$lc'"
 }
 
+# wd_auc OUT: "AUC HIDDEN LOGLOSS HIDDEN_LOGLOSS" from the test line.
+wd_auc() {
+    sed -n 's/^test AUC \([0-9.]*\) (hidden model \([0-9.]*\)), log loss \([0-9.]*\) (hidden \([0-9.]*\)).*/\1 \2 \3 \4/p' "$1"
+}
+
+# --model=wide_deep with its defaults: test AUC within 0.01 of the hidden
+# model's (on the same examples), log loss within 0.02 of its, and the
+# --variables_out file holds the embedding tables
+case_wide_deep_auc() {
+    run "$tmp/o" --model=wide_deep --log_every=1000 \
+        --variables_out="$tmp/v.st"
+    if [[ $rc -ne 0 ]]; then
+        fail "exit $rc: $(tail -5 "$tmp/o")"
+        return
+    fi
+    grep -E '^(training|test AUC)' "$tmp/o"
+    local m
+    m=$(wd_auc "$tmp/o")
+    [[ -n $m ]] || { fail "no test AUC line: $(tail -3 "$tmp/o")"; return; }
+    read -r auc hid ll hll <<<"$m"
+    awk -v a="$auc" -v h="$hid" 'BEGIN { exit !(h > 0.7 && a >= h - 0.01 && a <= h + 0.005) }' &&
+        ok "test AUC $auc within 0.01 of the hidden model's $hid" ||
+        fail "test AUC $auc, hidden model $hid: more than 0.01 apart"
+    awk -v a="$ll" -v h="$hll" 'BEGIN { exit !(a > 0 && a <= h + 0.02 && a >= h - 0.005) }' &&
+        ok "log loss $ll within 0.02 of the hidden model's $hll" ||
+        fail "log loss $ll against the hidden model's $hll"
+    local key
+    for key in linear/linear_model/C8/weights \
+        dnn/input_from_feature_columns/C8_embedding/embedding_weights \
+        dnn/hiddenlayer_0/kernel; do
+        grep -qaF "$key" "$tmp/v.st" &&
+            ok "--variables_out holds $key" ||
+            fail "--variables_out lacks $key"
+    done
+}
+
+# wide_deep is deterministic: same seed same loss, AUC and variables (also
+# with --threads=1 against 2), another seed another loss
+case_wide_deep_determinism() {
+    local args=(--model=wide_deep --train_steps=150 --batch_size=256
+        --eval_examples=20000 --log_every=50)
+    run "$tmp/a" --seed=7 --threads=2 --variables_out="$tmp/a.st" \
+        --metrics_out="$tmp/a.jsonl" "${args[@]}"
+    local ra=$rc
+    run "$tmp/b" --seed=7 --threads=1 --variables_out="$tmp/b.st" "${args[@]}"
+    local rb=$rc
+    run "$tmp/c" --seed=8 --threads=2 "${args[@]}"
+    if [[ $ra -ne 0 || $rb -ne 0 || $rc -ne 0 ]]; then
+        fail "runs exited $ra $rb $rc: $(tail -3 "$tmp/a" "$tmp/c")"
+        return
+    fi
+    local la lb lc
+    for key in "final loss:" "test AUC"; do
+        la=$(line "$tmp/a" "$key" | sed 's/ in [0-9.]* s$//')
+        lb=$(line "$tmp/b" "$key" | sed 's/ in [0-9.]* s$//')
+        [[ -n $la && $la == "$lb" ]] &&
+            ok "same seed, 1 and 2 threads: '$la'" ||
+            fail "1 and 2 threads differ: '$la' vs '$lb'"
+    done
+    cmp -s "$tmp/a.st" "$tmp/b.st" &&
+        ok "--variables_out byte-identical for 1 and 2 threads" ||
+        fail "--variables_out differs between 1 and 2 threads"
+    la=$(line "$tmp/a" "final loss:")
+    lc=$(line "$tmp/c" "final loss:")
+    [[ -n $lc && $la != "$lc" ]] &&
+        ok "other seed: '$lc'" ||
+        fail "seed 8 gives the same final loss as seed 7: '$lc'"
+    # the metrics summary carries the printed figures
+    local m s
+    read -r -a m <<<"$(wd_auc "$tmp/a")"
+    s=$(grep '"type":"summary"' "$tmp/a.jsonl")
+    python3 - "${m[@]}" "$s" <<'PY' && ok "metrics summary: auc, log_loss, hidden_auc, hidden_log_loss as printed" || fail "metrics summary: $s"
+import json, sys
+a, h, l, hl = map(float, sys.argv[1:5])
+s = json.loads(sys.argv[5])
+got = [s["auc"], s["hidden_auc"], s["log_loss"], s["hidden_log_loss"]]
+sys.exit(0 if all(abs(g - w) <= 5e-5 for g, w in zip(got, [a, h, l, hl]))
+         and "test_accuracy" not in s else 1)
+PY
+}
+
+# --embedding_partitions: the tables in parts ("mod"), each part with its
+# own sparse apply; it trains (AUC well above chance) and --explain_only
+# lists the parts with their optimizers
+case_wide_deep_partitions() {
+    run "$tmp/e" --model=wide_deep --embedding_partitions=3 --explain_only
+    [[ $rc -eq 0 ]] || { fail "--explain_only exit $rc: $(tail -3 "$tmp/e")"; return; }
+    grep -qE '^  linear/linear_model/C8/weights/part_2 .*\(ftrl\)' "$tmp/e" &&
+        grep -qE '^  dnn/input_from_feature_columns/C8_embedding/embedding_weights/part_2 .*\(adagrad\)' "$tmp/e" &&
+        ok "explain lists part_2 of C8's tables with ftrl and adagrad" ||
+        fail "explain: $(grep C8 "$tmp/e" | head -4)"
+    # a table smaller than P stays whole
+    run "$tmp/e2" --model=wide_deep --ctr_spec='vocab=2,1000;dense=0' \
+        --embedding_partitions=3 --explain_only
+    grep -qE '^  linear/linear_model/C1/weights +float32 +\[2,1\]' "$tmp/e2" &&
+        ok "a 2-row table with --embedding_partitions=3 is one part" ||
+        fail "2-row table: $(grep C1 "$tmp/e2" | head -3)"
+    run "$tmp/o" --model=wide_deep --embedding_partitions=3 \
+        --train_steps=300 --eval_examples=20000 --log_every=0
+    [[ $rc -eq 0 ]] || { fail "exit $rc: $(tail -3 "$tmp/o")"; return; }
+    read -r auc hid _ <<<"$(wd_auc "$tmp/o")"
+    awk -v a="$auc" 'BEGIN { exit !(a > 0.7) }' &&
+        ok "in 3 parts, 300 steps: test AUC $auc (hidden $hid)" ||
+        fail "in 3 parts: test AUC '$auc'"
+}
+
 case_loss_decreases() {
     run "$tmp/o" --model=softmax --train_steps=200 --batch_size=100 \
         --log_every=50 --seed=3
@@ -521,6 +627,9 @@ outputs)
     case_outputs
     ;;
 data_dir) case_data_dir ;;
+wide_deep_auc) case_wide_deep_auc ;;
+wide_deep_determinism) case_wide_deep_determinism ;;
+wide_deep_partitions) case_wide_deep_partitions ;;
 terminal)
     need_data
     case_terminal

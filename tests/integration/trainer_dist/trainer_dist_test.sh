@@ -59,7 +59,7 @@ run_launch() {
     fi
     t0=$(now)
     "$launch" --host "$host" --ps "$nps" --workers "$nw" \
-        --timeout "$(t 150)" "${largs[@]}" -- "$trainer" "$@" >"$out" 2>&1
+        --timeout "$(t "${launch_secs:-150}")" "${largs[@]}" -- "$trainer" "$@" >"$out" 2>&1
     rc=$?
     echo "rf-launch --ps $nps --workers $nw ${largs[*]}: exit $rc in $(secs "$t0") s: rf-trainer $*"
 }
@@ -184,6 +184,55 @@ steps_of() {
     "training: nothing to do"*) echo 0 ;;
     "training: "[0-9]*" steps of"*) l=${l#training: } && echo "${l%% *}" ;;
     esac
+}
+
+# wd_auc OUT: "AUC HIDDEN" from the chief's test line.
+wd_auc() {
+    sed -n 's/^.*test AUC \([0-9.]*\) (hidden model \([0-9.]*\)).*/\1 \2/p' "$1"
+}
+
+# --model=wide_deep, one worker, 2 ps (the tables in 2 parts, embedding
+# shards on the ps) against local training with --embedding_partitions=2:
+# the final loss, the test AUC and --variables_out byte-identical, for
+# apply=ps and apply=worker
+case_wide_deep_oracle() {
+    local args=(--model=wide_deep --train_steps=120 --batch_size=256
+        --eval_examples=20000 --log_every=40 --threads=1)
+    run_local "$tmp/l" "${args[@]}" --embedding_partitions=2 \
+        --variables_out="$tmp/l.st"
+    [[ $rc -eq 0 ]] || { fail "local: exit $rc"; show "$tmp/l"; return; }
+    local apply ll dl la da
+    for apply in ps worker; do
+        run_launch "$tmp/d" 2 1 "${args[@]}" --apply=$apply \
+            --variables_out="$tmp/d.st"
+        [[ $rc -eq 0 ]] || { fail "apply=$apply: exit $rc"; show "$tmp/d"; continue; }
+        ll=$(first_line "$tmp/l" "final loss:")
+        dl=$(first_line "$tmp/d" "final loss:")
+        la=$(wd_auc "$tmp/l")
+        da=$(wd_auc "$tmp/d")
+        [[ -n $ll && $ll == "$dl" && -n $la && $la == "$da" ]] &&
+            ok "apply=$apply: '$dl', AUC $da as local" ||
+            fail "apply=$apply: '$dl' AUC '$da' vs local '$ll' AUC '$la'"
+        cmp -s "$tmp/l.st" "$tmp/d.st" &&
+            ok "apply=$apply: --variables_out byte-identical to local" ||
+            fail "apply=$apply: --variables_out differs from local"
+    done
+}
+
+# --model=wide_deep, 2 ps x 2 workers with its defaults (each worker on its
+# shard of the training split): the chief's test AUC within 0.01 of the
+# hidden model's, for apply=ps and apply=worker
+case_wide_deep_2x2() {
+    local apply auc hid launch_secs=220 # 15-20 s alone, 140 s on a busy host
+    for apply in ps worker; do
+        run_launch "$tmp/o" 2 2 --model=wide_deep --log_every=1000 \
+            --apply=$apply
+        [[ $rc -eq 0 ]] || { fail "apply=$apply: exit $rc"; show "$tmp/o"; continue; }
+        read -r auc hid <<<"$(wd_auc "$tmp/o")"
+        awk -v a="$auc" -v h="$hid" 'BEGIN { exit !(h > 0.7 && a >= h - 0.01 && a <= h + 0.005) }' &&
+            ok "apply=$apply, 2 ps x 2 workers: test AUC $auc within 0.01 of the hidden $hid" ||
+            fail "apply=$apply: test AUC '$auc' against the hidden '$hid'"
+    done
 }
 
 case_async_converges() {
@@ -818,6 +867,8 @@ explain_only)
     need_data
     case_explain_only
     ;;
+wide_deep_oracle) case_wide_deep_oracle ;;
+wide_deep_2x2) case_wide_deep_2x2 ;;
 secret)
     need_data
     case_secret

@@ -221,6 +221,18 @@ static rf_node *case_xent(rf_graph *g, int v, rf_node **xs, int *nx)
     return rf_sparse_softmax_cross_entropy_with_logits(g, labels, xs[0], NULL);
 }
 
+/* logits away from 0 (the kink of max(x, 0) and |x|), labels in [-1, 1]:
+ * the loss is linear in them, so any value checks the labels' gradient */
+static rf_node *case_sigmoid_xent(rf_graph *g, int v, rf_node **xs, int *nx)
+{
+    if (v > 0)
+        return NULL;
+    xs[0] = rvar(g, RF_SHAPE(3, 4), FILL_AWAY_FROM_ZERO);
+    xs[1] = rvar(g, RF_SHAPE(3, 4), FILL_UNIFORM);
+    *nx = 2;
+    return rf_sigmoid_cross_entropy_with_logits(g, xs[1], xs[0], NULL);
+}
+
 static rf_node *reduce_case(rf_graph *g, int v, rf_node **xs, int *nx,
                             bool mean)
 {
@@ -349,6 +361,7 @@ static const case_fn cases[RF_OP_COUNT] = {
     [RF_OP_TANH] = case_tanh,
     [RF_OP_SOFTMAX] = case_softmax,
     [RF_OP_SPARSE_SOFTMAX_XENT] = case_xent,
+    [RF_OP_SIGMOID_XENT] = case_sigmoid_xent,
     [RF_OP_SUM] = case_sum,
     [RF_OP_MEAN] = case_mean,
     [RF_OP_RESHAPE] = case_reshape,

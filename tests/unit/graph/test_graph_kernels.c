@@ -245,6 +245,52 @@ static void test_softmax_xent(void)
     rf_graph_destroy(g);
 }
 
+/* sigmoid_cross_entropy_with_logits against z softplus(-x) + (1 - z)
+ * softplus(x) in double (the definition, not TF's stable rewriting), at
+ * logits where the naive float form overflows; its gradients against
+ * sigmoid(x) - z and -x; mismatched shapes refused at build time */
+static void test_sigmoid_xent(void)
+{
+    enum { N = 10 };
+    rf_graph *g;
+    CHECK_OK(rf_graph_create(&g));
+    float x[N] = {-100, -20, -3, -0.5f, 0, 0, 0.25f, 2, 20, 100};
+    float z[N] = {1, 0, 1, 0.3f, 0, 1, 1, 0, 1, 0};
+    double out[N], want[N], gx[N], gz[N];
+    for (int i = 0; i < N; i++) {
+        double xd = x[i], zd = z[i];
+        want[i] = zd * log1p(exp(-xd)) + (1 - zd) * log1p(exp(xd));
+        gx[i] = 1.0 / (1.0 + exp(-xd)) - zd;
+        gz[i] = -xd;
+    }
+    rf_node *X = rf_variable(g, RF_F32, RF_SHAPE(N), rf_init_zeros(), "x");
+    rf_node *Z = rf_variable(g, RF_F32, RF_SHAPE(N), rf_init_zeros(), "z");
+    CHECK_OK(rf_graph_initialize_variables(g));
+    memcpy(rf_variable_data(X), x, sizeof x);
+    memcpy(rf_variable_data(Z), z, sizeof z);
+    rf_node *L = rf_sigmoid_cross_entropy_with_logits(g, Z, X, NULL);
+    CHECK(L && rf_node_shape(L).rank == 1 && rf_node_shape(L).dims[0] == N,
+          "sigmoid xent shape");
+    CHECK(strcmp(rf_node_op_name(L), "SigmoidCrossEntropyWithLogits") == 0,
+          "op name %s", rf_node_op_name(L));
+    test_eval(ex, g, L, NULL, NULL, 0, out, N);
+    check_vec("sigmoid xent", out, want, N, 1e-6, 1e-6);
+    rf_node *xs[2] = {X, Z}, *grads[2] = {NULL, NULL};
+    CHECK_OK(rf_gradients(g, rf_reduce_sum(g, L, NULL, 0, false, NULL), xs, 2,
+                          grads));
+    test_eval(ex, g, grads[0], NULL, NULL, 0, out, N);
+    check_vec("sigmoid xent d/dlogits", out, gx, N, 1e-7, 1e-6);
+    test_eval(ex, g, grads[1], NULL, NULL, 0, out, N);
+    check_vec("sigmoid xent d/dlabels", out, gz, N, 0, 0);
+
+    rf_node *W = rf_variable(g, RF_F32, RF_SHAPE(2, 5), rf_init_zeros(), "w");
+    CHECK(rf_sigmoid_cross_entropy_with_logits(g, Z, W, NULL) == NULL,
+          "logits [2,5] with labels [10] accepted");
+    CHECK(strstr(rf_graph_error(g), "same shape") != NULL, "message: %s",
+          rf_graph_error(g));
+    rf_graph_destroy(g);
+}
+
 /* ---- reductions, reshape, concat ------------------------------------------
  */
 
@@ -605,6 +651,7 @@ int main(void)
     test_broadcast();
     test_activations();
     test_softmax_xent();
+    test_sigmoid_xent();
     test_reductions();
     test_conv2d();
     test_max_pool();

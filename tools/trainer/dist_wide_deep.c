@@ -1,0 +1,226 @@
+/* tools/trainer/dist_wide_deep.c: a worker task of --model=wide_deep: the
+ * dist_worker.c life (server, replica_device_setter, monitored session,
+ * StopAtStepHook, the chief's close, evaluation, export and shutdown) on
+ * the click-through graph. The tables are partitioned over the ps tasks
+ * (fixed_size_partitioner(--embedding_partitions, else the ps count), ids
+ * to parts by "mod") and live on the ps as embedding table shards: each
+ * step READs the batch's rows and pushes sparse gradients. Worker i of W
+ * trains on shard i of W of the training split, its k-th step on
+ * rf_ctr_batch's batch k, so one worker sees local training's batches. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dist.h"
+#include "export.h"
+#include "metrics.h"
+#include "rdmaflow/clock.h"
+#include "report.h"
+#include "wide_deep.h"
+
+static int fail(const char *what, const char *msg)
+{
+    fprintf(stderr, "rf-trainer: %s: %s\n", what, msg);
+    return 1;
+}
+
+static int create_ms(const tr_flags *f, rf_server *server, tr_wd_session *s,
+                     rf_metrics_writer *metrics, int64_t per_global_step,
+                     rf_monitored_session **ms, char *err, size_t errlen)
+{
+    rf_monitored_session_options mo;
+    rf_monitored_session_options_init(&mo);
+    tr_session_options_fill(f, &s->base, &mo.session);
+    mo.session.max_lookup_ids = f->batch_size;
+    mo.checkpoint_dir = f->checkpoint_dir;
+    mo.save_checkpoint_steps = f->save_checkpoint_steps;
+    mo.save_checkpoint_secs = f->save_checkpoint_secs;
+    mo.max_to_keep = (int)f->max_to_keep;
+    mo.log_step_count_steps = f->log_step_count_steps;
+    mo.examples_per_step = per_global_step;
+    mo.max_wait_secs = (int)f->max_wait_secs;
+    mo.stop_grace_secs = (int)f->stop_grace_secs;
+    rf_hook *hooks[3] = {NULL, NULL, NULL};
+    if (rf_stop_at_step_hook_create(0, f->train_steps, &hooks[0]) != RF_OK ||
+        rf_nan_tensor_hook_create(s->base.loss, &hooks[1]) != RF_OK ||
+        (metrics && rf_metrics_hook_create(metrics, s->base.loss, NULL,
+                                           &hooks[2]) != RF_OK)) {
+        snprintf(err, errlen, "%s", rf_error_message());
+        rf_hook_destroy(hooks[0]);
+        rf_hook_destroy(hooks[1]);
+        return -1;
+    }
+    mo.hooks = hooks;
+    mo.num_hooks = metrics ? 3 : 2;
+    if (rf_monitored_session_create(server, s->base.g, s->base.ex, &mo, ms) !=
+        RF_OK) {
+        snprintf(err, errlen, "%s", rf_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
+                 const rf_cluster_task *self, int workers, tr_train_result *res,
+                 char *err, size_t errlen)
+{
+    memset(res, 0, sizeof *res);
+    res->first_loss = res->final_loss = NAN;
+    res->global_step = res->start_global_step =
+        rf_monitored_session_global_step(ms);
+    if (rf_monitored_session_should_stop(ms))
+        return 0;
+    tr_wd_batch b;
+    if (tr_wd_batch_init(s, (size_t)f->batch_size, &b) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    rf_node *fetches[] = {s->base.loss, s->base.train_op};
+    rf_tensor out[2];
+    tr_progress prog = {.t_log = rf_now_s(),
+                        .gs_log = res->global_step,
+                        .cluster = self->is_chief,
+                        .examples_per_global_step = f->batch_size};
+    double t0 = rf_now_s();
+    int rc = -1;
+    while (!rf_monitored_session_should_stop(ms)) {
+        if (rf_ctr_batch(&f->ctr_spec, RF_DATA_TRAIN, (uint32_t)self->worker_id,
+                         (uint32_t)workers, (uint64_t)res->steps,
+                         (size_t)f->batch_size, b.raw,
+                         s->num_dense ? b.dense : NULL, b.labels,
+                         NULL) != RF_OK) {
+            snprintf(err, errlen, "making a batch: %s", rf_error_message());
+            goto out;
+        }
+        tr_wd_batch_feed(f, s, &b, 0, (size_t)f->batch_size);
+        if (rf_monitored_session_run(ms, b.feed_nodes, b.feeds, b.nfeeds,
+                                     fetches, 2, out,
+                                     &res->global_step) != RF_OK) {
+            snprintf(err, errlen, "%s", rf_error_message());
+            goto out;
+        }
+        if (!out[0].data)
+            break;
+        if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
+                             err, errlen) != 0)
+            goto out;
+    }
+    res->seconds = rf_now_s() - t0;
+    rc = 0;
+out:
+    tr_progress_finish(&prog, stdout);
+    tr_wd_batch_free(&b);
+    return rc;
+}
+
+int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
+{
+    (void)explain;
+    char err[2048];
+    const rf_cluster_task *self = rf_cluster_self(cluster);
+    int num_ps = rf_cluster_num_ps(cluster);
+    int workers = rf_cluster_num_workers(cluster);
+    bool chief = self->is_chief;
+    rf_server *server = NULL;
+    rf_replica_device_setter *setter = NULL;
+    rf_monitored_session *ms = NULL;
+    rf_metrics_writer *metrics = NULL;
+    tr_wd_session s;
+    memset(&s, 0, sizeof s);
+    int rc = 1;
+    char who[64];
+    snprintf(who, sizeof who, "%s %d", self->job, self->index);
+    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
+                            .bind_addr = f->bind_addr,
+                            .resolve_wait_secs = (int)f->max_wait_secs};
+    if (rf_server_start(cluster, &so, &server) != RF_OK) {
+        rc = fail(who, rf_error_message());
+        goto out;
+    }
+    int parts = f->embedding_partitions ? (int)f->embedding_partitions : num_ps;
+    if (tr_make_setter(f, cluster, self, &setter, err, sizeof err) != 0 ||
+        tr_wd_session_create(f, setter, parts, &s, err, sizeof err) != 0) {
+        rc = fail("setup", err);
+        goto out;
+    }
+    printf("model: wide_deep, %zu parameters, tables in %d parts\n",
+           tr_model_num_params(s.base.g), parts);
+    printf("%s of %d workers%s, %d ps tasks; apply=%s%s\n", who, workers,
+           chief ? " (chief)" : "", num_ps, f->apply,
+           f->use_locking ? " with use_locking" : "");
+    fflush(stdout);
+    char task[64];
+    tr_metrics_task(self, task, sizeof task);
+    if (tr_metrics_open(f, task, f->batch_size, &metrics, err, sizeof err) !=
+        0) {
+        rc = fail("--metrics_out", err);
+        goto out;
+    }
+    if (create_ms(f, server, &s, metrics, f->batch_size, &ms, err,
+                  sizeof err) != 0) {
+        rc = fail(who, err);
+        goto out;
+    }
+    tr_train_result tr;
+    if (train(f, ms, &s, self, workers, &tr, err, sizeof err) != 0) {
+        rc = fail("training", err);
+        goto out;
+    }
+    tr_print_training(f, &tr, 0);
+    if (chief)
+        tr_print_cluster_rate(&tr, f->batch_size);
+    if (!chief) {
+        if (rf_monitored_session_close(ms) != RF_OK) {
+            rc = fail(who, rf_error_message());
+            goto out;
+        }
+        if (tr_metrics_finish(metrics, NAN, NULL, err, sizeof err) != 0) {
+            rc = fail("--metrics_out", err);
+            goto out;
+        }
+        printf("worker %d: done after %" PRId64 " steps\n", self->index,
+               tr.steps);
+        rc = 0;
+        goto out;
+    }
+    rf_status cst = rf_monitored_session_close(ms);
+    if (cst != RF_OK && cst != RF_ERR_TIMEOUT) {
+        rc = fail("chief", rf_error_message());
+        goto out;
+    }
+    printf("global_step at the end: %" PRId64 "\n",
+           *(const int64_t *)rf_variable_data(s.base.global_step));
+    tr_wd_eval ev;
+    if (tr_wd_evaluate(f, &s, &ev, err, sizeof err) != 0) {
+        rc = fail("evaluation", err);
+        goto out;
+    }
+    rf_metrics_eval me = {.auc = ev.auc,
+                          .log_loss = ev.log_loss,
+                          .hidden_auc = ev.hidden_auc,
+                          .hidden_log_loss = ev.hidden_log_loss};
+    if (tr_metrics_finish(metrics, NAN, &me, err, sizeof err) != 0) {
+        rc = fail("--metrics_out", err);
+        goto out;
+    }
+    if (f->variables_out &&
+        tr_export_variables(s.base.g, f->variables_out, err, sizeof err) != 0) {
+        rc = fail("--variables_out", err);
+        goto out;
+    }
+    if (rf_monitored_session_shutdown_cluster(ms) != RF_OK) {
+        rc = fail("chief", rf_error_message());
+        goto out;
+    }
+    printf("chief: ps tasks shut down\n");
+    rc = cst == RF_OK ? 0 : fail("chief", "a worker did not finish");
+out:
+    fflush(stdout);
+    rf_monitored_session_destroy(ms);
+    rf_metrics_writer_close(metrics);
+    tr_wd_session_destroy(&s);
+    rf_server_stop(server);
+    rf_replica_device_setter_destroy(setter);
+    return rc;
+}
