@@ -191,22 +191,9 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     }
     printf("global_step at the end: %" PRId64 "\n",
            *(const int64_t *)rf_variable_data(s.base.global_step));
-    tr_wd_eval ev;
-    if (tr_wd_evaluate(f, &s, &ev, err, sizeof err) != 0) {
-        rc = fail("evaluation", err);
-        goto out;
-    }
-    rf_metrics_eval me = {.auc = ev.auc,
-                          .log_loss = ev.log_loss,
-                          .hidden_auc = ev.hidden_auc,
-                          .hidden_log_loss = ev.hidden_log_loss};
-    if (tr_metrics_finish(metrics, NAN, &me, err, sizeof err) != 0) {
-        rc = fail("--metrics_out", err);
-        goto out;
-    }
-    if (f->variables_out &&
-        tr_export_variables(s.base.g, f->variables_out, err, sizeof err) != 0) {
-        rc = fail("--variables_out", err);
+    const char *what;
+    if (tr_wd_finish(f, &s, metrics, &what, err, sizeof err) != 0) {
+        rc = fail(what, err);
         goto out;
     }
     if (rf_monitored_session_shutdown_cluster(ms) != RF_OK) {

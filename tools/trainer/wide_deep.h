@@ -33,6 +33,7 @@
 
 #include "flags.h"
 #include "rdmaflow/ctr_data.h"
+#include "rdmaflow/session.h"
 #include "train_graph.h"
 
 typedef struct tr_wd_session {
@@ -84,6 +85,14 @@ typedef struct tr_wd_eval {
 } tr_wd_eval;
 int tr_wd_evaluate(const tr_flags *f, tr_wd_session *s, tr_wd_eval *ev,
                    char *err, size_t errlen);
+
+/* The end of a local run and of the chief's: tr_wd_evaluate, the metrics
+ * summary with the evaluation (metrics may be NULL) and --variables_out.
+ * 0, or -1 with *what naming the step that failed ("evaluation",
+ * "--metrics_out", "--variables_out") and err the reason. */
+int tr_wd_finish(const tr_flags *f, tr_wd_session *s,
+                 rf_metrics_writer *metrics, const char **what, char *err,
+                 size_t errlen);
 
 /* --model=wide_deep's worker task (dist_wide_deep.c); exit status. */
 int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain);

@@ -174,6 +174,28 @@ out:
     return rc;
 }
 
+int tr_wd_finish(const tr_flags *f, tr_wd_session *s,
+                 rf_metrics_writer *metrics, const char **what, char *err,
+                 size_t errlen)
+{
+    tr_wd_eval ev;
+    *what = "evaluation";
+    if (tr_wd_evaluate(f, s, &ev, err, errlen) != 0)
+        return -1;
+    rf_metrics_eval me = {.auc = ev.auc,
+                          .log_loss = ev.log_loss,
+                          .hidden_auc = ev.hidden_auc,
+                          .hidden_log_loss = ev.hidden_log_loss};
+    *what = "--metrics_out";
+    if (tr_metrics_finish(metrics, NAN, &me, err, errlen) != 0)
+        return -1;
+    *what = "--variables_out";
+    if (f->variables_out &&
+        tr_export_variables(s->base.g, f->variables_out, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
 int tr_wd_run_local(const tr_flags *f, FILE *explain)
 {
     char err[1024];
@@ -205,22 +227,9 @@ int tr_wd_run_local(const tr_flags *f, FILE *explain)
         goto out;
     }
     tr_print_training(f, &tr, 0);
-    tr_wd_eval ev;
-    if (tr_wd_evaluate(f, &s, &ev, err, sizeof err) != 0) {
-        rc = fail("evaluation", err);
-        goto out;
-    }
-    rf_metrics_eval me = {.auc = ev.auc,
-                          .log_loss = ev.log_loss,
-                          .hidden_auc = ev.hidden_auc,
-                          .hidden_log_loss = ev.hidden_log_loss};
-    if (tr_metrics_finish(metrics, NAN, &me, err, sizeof err) != 0) {
-        rc = fail("--metrics_out", err);
-        goto out;
-    }
-    if (f->variables_out &&
-        tr_export_variables(s.base.g, f->variables_out, err, sizeof err) != 0) {
-        rc = fail("--variables_out", err);
+    const char *what;
+    if (tr_wd_finish(f, &s, metrics, &what, err, sizeof err) != 0) {
+        rc = fail(what, err);
         goto out;
     }
     rc = 0;
