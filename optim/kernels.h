@@ -18,95 +18,9 @@
  * that includes this header). */
 #if FLT_EVAL_METHOD != 0
 #error "optim kernels need FLT_EVAL_METHOD == 0 for reproducible results"
-/* ApplyFtrl, or ApplyFtrlV2 when l2_shrinkage > 0. */
-void rf_kernel_ftrl(float *restrict var, float *restrict accum,
-                    float *restrict linear, const float *restrict grad,
-                    size_t n, float lr, float lr_power, float l1, float l2,
-                    float l2_shrinkage);
-
-/* ---- Sparse loops (optim/kernels_sparse.c) ------------------------------ */
-
-/* Each applies the entries i of indices[0..n) in order to row indices[i] of
- * var and the slots ([rows, width]) with row i of grad ([n, width]),
- * skipping index -1; every other index is already checked to be in range. */
-void rf_sparse_sgd(float *restrict var, size_t width,
-                   const int64_t *restrict indices, size_t n,
-                   const float *restrict grad, float lr);
-void rf_sparse_momentum(float *restrict var, float *restrict accum,
-                        size_t width, const int64_t *restrict indices, size_t n,
-                        const float *restrict grad, float lr, float momentum,
-                        bool use_nesterov);
-void rf_sparse_adagrad(float *restrict var, float *restrict accum, size_t width,
-                       const int64_t *restrict indices, size_t n,
-                       const float *restrict grad, float lr);
-void rf_sparse_rmsprop(float *restrict var, float *restrict ms,
-                       float *restrict mom, size_t width,
-                       const int64_t *restrict indices, size_t n,
-                       const float *restrict grad, float lr, float rho,
-                       float momentum, float epsilon);
-void rf_sparse_centered_rmsprop(float *restrict var, float *restrict mg,
-                                float *restrict ms, float *restrict mom,
-                                size_t width, const int64_t *restrict indices,
-                                size_t n, const float *restrict grad, float lr,
-                                float rho, float momentum, float epsilon);
-void rf_sparse_ftrl(float *restrict var, float *restrict accum,
-                    float *restrict linear, size_t width,
-                    const int64_t *restrict indices, size_t n,
-                    const float *restrict grad, float lr, float lr_power,
-                    float l1, float l2, float l2_shrinkage);
-/* Adam decays and moves all rows ([rows, width]), not only the indexed. */
-void rf_sparse_adam(float *restrict var, float *restrict m, float *restrict v,
-                    size_t rows, size_t width, const int64_t *restrict indices,
-                    size_t n, const float *restrict grad, float lr, float beta1,
-                    float beta2, float epsilon, float beta1_power,
-                    float beta2_power);
-
 #endif
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
-/* ApplyFtrl, or ApplyFtrlV2 when l2_shrinkage > 0. */
-void rf_kernel_ftrl(float *restrict var, float *restrict accum,
-                    float *restrict linear, const float *restrict grad,
-                    size_t n, float lr, float lr_power, float l1, float l2,
-                    float l2_shrinkage);
-
-/* ---- Sparse loops (optim/kernels_sparse.c) ------------------------------ */
-
-/* Each applies the entries i of indices[0..n) in order to row indices[i] of
- * var and the slots ([rows, width]) with row i of grad ([n, width]),
- * skipping index -1; every other index is already checked to be in range. */
-void rf_sparse_sgd(float *restrict var, size_t width,
-                   const int64_t *restrict indices, size_t n,
-                   const float *restrict grad, float lr);
-void rf_sparse_momentum(float *restrict var, float *restrict accum,
-                        size_t width, const int64_t *restrict indices, size_t n,
-                        const float *restrict grad, float lr, float momentum,
-                        bool use_nesterov);
-void rf_sparse_adagrad(float *restrict var, float *restrict accum, size_t width,
-                       const int64_t *restrict indices, size_t n,
-                       const float *restrict grad, float lr);
-void rf_sparse_rmsprop(float *restrict var, float *restrict ms,
-                       float *restrict mom, size_t width,
-                       const int64_t *restrict indices, size_t n,
-                       const float *restrict grad, float lr, float rho,
-                       float momentum, float epsilon);
-void rf_sparse_centered_rmsprop(float *restrict var, float *restrict mg,
-                                float *restrict ms, float *restrict mom,
-                                size_t width, const int64_t *restrict indices,
-                                size_t n, const float *restrict grad, float lr,
-                                float rho, float momentum, float epsilon);
-void rf_sparse_ftrl(float *restrict var, float *restrict accum,
-                    float *restrict linear, size_t width,
-                    const int64_t *restrict indices, size_t n,
-                    const float *restrict grad, float lr, float lr_power,
-                    float l1, float l2, float l2_shrinkage);
-/* Adam decays and moves all rows ([rows, width]), not only the indexed. */
-void rf_sparse_adam(float *restrict var, float *restrict m, float *restrict v,
-                    size_t rows, size_t width, const int64_t *restrict indices,
-                    size_t n, const float *restrict grad, float lr, float beta1,
-                    float beta2, float epsilon, float beta1_power,
-                    float beta2_power);
-
 #endif
 
 /* ---- Per-element formulas shared by the dense and sparse kernels ------- */
