@@ -35,6 +35,8 @@ static const rf_env_var vars[] = {
     {"RF_PS_HANDSHAKE_TIMEOUT_MS", "10000", "ps",
      "a connection that is not a client by then is dropped"},
     {"RF_PS_CHUNK_MB", "64", "ps", "size of one registered arena chunk"},
+    {"RF_PS_MAX_INBOX_MB", "64", "ps",
+     "largest inbox one worker may have for one embedding table (MiB)"},
     {"RF_PS_ARENA_MAX_MB", "0", "ps",
      "most a ps arena may grow to (0: no limit)"},
     {"RF_BIND", "nic", "core", "NUMA binding: nic, none or node:N"},

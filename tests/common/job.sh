@@ -340,16 +340,34 @@ verify_state() {
 
 # References: fault-free runs' accuracies in refs; the faulted runs are
 # compared with their mean (ref_acc), which is meaningful only while they
-# agree well within the tolerance: check_references TOL fails when two are
-# more than TOL / 2 apart, and sets ref_acc and spread.
+# agree well within the tolerance. refs_agree TOL: two references are at
+# most TOL / 2 apart (sets spread). check_references TOL fails when two
+# references are more than TOL / 2 apart, or three (the callers run a third
+# when two disagree: async noise on a loaded 2-core host, 0.0054 seen
+# beside the rxe guests, against 0.0024 over six runs on a quiet one) are
+# more than TOL apart, whose mean then has the noise of about two; and sets
+# ref_acc and spread.
 refs=()
 ref_acc=
-check_references() {
+ref_spread() {
     spread=$(printf '%s\n' "${refs[@]}" | awk 'NR == 1 || $1 < lo { lo = $1 } NR == 1 || $1 > hi { hi = $1 } END { printf "%.4f", hi - lo }')
+}
+refs_agree() {
+    ref_spread
+    awk -v d="$spread" -v t="$1" 'BEGIN { exit !(d <= t / 2) }'
+}
+check_references() {
+    local limit=$1 what="$1 / 2"
+    ref_spread
     ref_acc=$(printf '%s\n' "${refs[@]}" | awk '{ s += $1 } END { printf "%.5f", s / NR }')
-    awk -v d="$spread" -v t="$1" 'BEGIN { exit !(d <= t / 2) }' &&
-        ok "reference accuracies ${refs[*]}: spread $spread <= $1 / 2, mean $ref_acc" ||
-        fail "reference accuracies ${refs[*]} differ by $spread > $1 / 2: async noise too large for a comparison within $1"
+    if ((${#refs[@]} > 2)); then
+        what=$1
+    else
+        limit=$(awk -v t="$1" 'BEGIN { printf "%.6f", t / 2 }')
+    fi
+    awk -v d="$spread" -v t="$limit" 'BEGIN { exit !(d <= t) }' &&
+        ok "reference accuracies ${refs[*]}: spread $spread <= $what, mean $ref_acc" ||
+        fail "reference accuracies ${refs[*]} differ by $spread > $what: async noise too large for a comparison within $1"
 }
 
 # within A REF TOL: A is a number within TOL of REF

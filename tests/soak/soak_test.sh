@@ -468,6 +468,7 @@ if [[ -z $minutes ]]; then
     faulted_run 1
 else
     reference_run 1 && reference_run 2 || rft_finish
+    refs_agree "$tol" || reference_run 3 || rft_finish
     check_references "$tol"
     t_soak=$(now)
     k=0
