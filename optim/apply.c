@@ -38,12 +38,9 @@ rf_status rf_optim_apply(const rf_optim_config *cfg, float *var,
                          float *const *slots, const float *grad, size_t n,
                          const rf_optim_scalars *scalars)
 {
-    rf_optim_layout layout; /* also validates cfg */
-    rf_status st = rf_optim_layout_get(cfg, &layout);
+    rf_optim_layout layout;
+    rf_status st = rf_optim_check_config(FN, cfg, scalars, &layout);
     if (st)
-        return st;
-    if (cfg->kind == RF_OPTIM_ADAM &&
-        (st = rf_optim_check_beta_powers(FN, scalars)))
         return st;
     if (n == 0)
         return RF_OK;

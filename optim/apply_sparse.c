@@ -73,12 +73,9 @@ rf_status rf_optim_apply_sparse(const rf_optim_config *cfg, float *var,
                                 const float *grad,
                                 const rf_optim_scalars *scalars)
 {
-    rf_optim_layout layout; /* also validates cfg */
-    rf_status st = rf_optim_layout_get(cfg, &layout);
+    rf_optim_layout layout;
+    rf_status st = rf_optim_check_config(FN, cfg, scalars, &layout);
     if (st)
-        return st;
-    if (cfg->kind == RF_OPTIM_ADAM &&
-        (st = rf_optim_check_beta_powers(FN, scalars)))
         return st;
     if ((st = check_arrays(cfg, &layout, var, slots, rows, width, indices, n,
                            grad)) ||

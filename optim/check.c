@@ -38,7 +38,7 @@ rf_status rf_optim_check_slots(const char *fn, const rf_optim_layout *layout,
     return RF_OK;
 }
 
-rf_status rf_optim_check_beta_powers(const char *fn, const rf_optim_scalars *s)
+static rf_status check_beta_powers(const char *fn, const rf_optim_scalars *s)
 {
     if (!s)
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -51,4 +51,14 @@ rf_status rf_optim_check_beta_powers(const char *fn, const rf_optim_scalars *s)
                             "must be in [0, 1)",
                             fn, (double)s->beta1_power, (double)s->beta2_power);
     return RF_OK;
+}
+
+rf_status rf_optim_check_config(const char *fn, const rf_optim_config *cfg,
+                                const rf_optim_scalars *scalars,
+                                rf_optim_layout *layout)
+{
+    rf_status st = rf_optim_layout_get(cfg, layout); /* validates cfg */
+    if (st == RF_OK && cfg->kind == RF_OPTIM_ADAM)
+        st = check_beta_powers(fn, scalars);
+    return st;
 }

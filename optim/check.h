@@ -29,7 +29,10 @@ rf_status rf_optim_check_arrays(const char *fn, const char *opt,
 rf_status rf_optim_check_slots(const char *fn, const rf_optim_layout *layout,
                                const char *opt, float *const *slots);
 
-/* Adam's beta powers: present and in [0, 1). */
-rf_status rf_optim_check_beta_powers(const char *fn, const rf_optim_scalars *s);
+/* The config valid (its layout into *layout) and, for Adam, the beta
+ * powers present and in [0, 1). */
+rf_status rf_optim_check_config(const char *fn, const rf_optim_config *cfg,
+                                const rf_optim_scalars *scalars,
+                                rf_optim_layout *layout);
 
 #endif
