@@ -1031,8 +1031,11 @@ static void run_node(void *arg, size_t idx, int tid)
             else if (!rf_pool_push(p->ex->pool, run_node, p, s))
                 run_node(p, s, tid); /* cannot happen within the reserve */
         }
+        /* The last decrement lets the caller return and free the plan:
+         * nothing of p may be touched after it. */
+        rf_pool *pool = p->ex->pool;
         if (atomic_fetch_sub(&p->remaining, 1) == 1)
-            rf_pool_wake(p->ex->pool);
+            rf_pool_wake(pool);
         if (next == SIZE_MAX)
             return;
         idx = next;
