@@ -12,7 +12,7 @@
 
 #include "rdmaflow/optim.h"
 #include "tests/common/check.h"
-#include "tests/unit/optim/ftrl_ref.h"
+#include "tests/unit/optim/optim_ref.h"
 
 #define MAXN 64
 
@@ -62,14 +62,6 @@ static int slot_of(const run *r, const char *name)
     return -1;
 }
 
-static rf_optim_config config(rf_optimizer_kind kind, float lr)
-{
-    rf_optim_config cfg;
-    CHECK(rf_optim_defaults(kind, &cfg) == RF_OK, "defaults");
-    cfg.learning_rate = lr;
-    return cfg;
-}
-
 /* ---- Double-precision references, in the textbook / numpy form -------- */
 
 typedef struct ref {
@@ -77,19 +69,13 @@ typedef struct ref {
     int t;                                       /* steps taken */
 } ref;
 
-/* a = momentum accumulator (momentum), accumulator (adagrad), m (adam),
- * rms (rmsprop), accum (ftrl); b = v (adam), mom (rmsprop), linear (ftrl);
- * c = mg (centered rmsprop). */
 static void ref_init(ref *f, const rf_optim_config *cfg, const float *var0,
                      size_t n)
 {
     memset(f, 0, sizeof *f);
     for (size_t i = 0; i < n; i++) {
         f->var[i] = var0[i];
-        if (cfg->kind == RF_OPTIM_ADAGRAD || cfg->kind == RF_OPTIM_FTRL)
-            f->a[i] = cfg->initial_accumulator_value;
-        if (cfg->kind == RF_OPTIM_RMSPROP)
-            f->a[i] = 1.0;
+        f->a[i] = ref_initial_a(cfg);
     }
 }
 
@@ -100,27 +86,13 @@ static void ref_step(ref *f, const rf_optim_config *cfg, const float *grad,
     f->t++;
     for (size_t i = 0; i < n; i++) {
         const double g = grad[i];
-        switch (cfg->kind) {
-        case RF_OPTIM_SGD:
-            f->var[i] -= lr * g;
-            break;
-        case RF_OPTIM_MOMENTUM:
-            if (cfg->use_nesterov) {
-                /* momentum_test.py _update_nesterov_momentum_numpy */
-                f->var[i] += f->a[i] * lr * mu;
-                f->a[i] = f->a[i] * mu + g;
-                f->var[i] -= lr * f->a[i];
-                f->var[i] -= f->a[i] * lr * mu;
-            } else {
-                f->a[i] = mu * f->a[i] + g;
-                f->var[i] -= lr * f->a[i];
-            }
-            break;
-        case RF_OPTIM_ADAGRAD:
-            f->a[i] += g * g;
-            f->var[i] -= lr * g / sqrt(f->a[i]);
-            break;
-        case RF_OPTIM_ADAM: {
+        if (cfg->kind == RF_OPTIM_MOMENTUM && cfg->use_nesterov) {
+            /* momentum_test.py _update_nesterov_momentum_numpy */
+            f->var[i] += f->a[i] * lr * mu;
+            f->a[i] = f->a[i] * mu + g;
+            f->var[i] -= lr * f->a[i];
+            f->var[i] -= f->a[i] * lr * mu;
+        } else if (cfg->kind == RF_OPTIM_ADAM) {
             /* adam.py docstring / adam_test.py adam_update_numpy */
             const double b1 = cfg->beta1, b2 = cfg->beta2;
             double lr_t =
@@ -128,24 +100,8 @@ static void ref_step(ref *f, const rf_optim_config *cfg, const float *grad,
             f->a[i] = b1 * f->a[i] + (1.0 - b1) * g;
             f->b[i] = b2 * f->b[i] + (1.0 - b2) * g * g;
             f->var[i] -= lr_t * f->a[i] / (sqrt(f->b[i]) + cfg->epsilon);
-            break;
-        }
-        case RF_OPTIM_RMSPROP: {
-            /* rmsprop_test.py _rmsprop_update_numpy */
-            const double d = cfg->decay;
-            f->a[i] = f->a[i] * d + (1.0 - d) * g * g;
-            double denom = f->a[i] + cfg->epsilon;
-            if (cfg->centered) {
-                f->c[i] = f->c[i] * d + (1.0 - d) * g;
-                denom -= f->c[i] * f->c[i];
-            }
-            f->b[i] = mu * f->b[i] + lr * g / sqrt(denom);
-            f->var[i] -= f->b[i];
-            break;
-        }
-        case RF_OPTIM_FTRL:
-            ref_ftrl(cfg, &f->var[i], &f->a[i], &f->b[i], g);
-            break;
+        } else {
+            ref_step_element(cfg, &f->var[i], &f->a[i], &f->b[i], &f->c[i], g);
         }
     }
 }
@@ -156,30 +112,16 @@ static void compare(const run *r, const ref *f, double rtol, double atol,
 {
     char desc[160];
     rf_optim_format(&r->cfg, desc, sizeof desc);
-    struct {
-        const char *name;
-        const double *want;
-    } slots[] = {
-        {"momentum", r->cfg.kind == RF_OPTIM_RMSPROP ? f->b : f->a},
-        {"accumulator", f->a},
-        {"m", f->a},
-        {"v", f->b},
-        {"rms", f->a},
-        {"mg", f->c},
-        {"accum", f->a},
-        {"linear", f->b},
-    };
     for (size_t i = 0; i < r->n; i++)
         CHECK_NEAR(r->var[i], f->var[i], rtol, atol, "%s %s step %d var[%zu]",
                    what, desc, f->t, i);
-    for (size_t k = 0; k < sizeof slots / sizeof slots[0]; k++) {
-        int s = slot_of(r, slots[k].name);
-        if (s < 0)
-            continue;
-        for (size_t i = 0; i < r->n; i++)
-            CHECK_NEAR(r->slot[s][i], slots[k].want[i], rtol, atol,
-                       "%s %s step %d %s[%zu]", what, desc, f->t, slots[k].name,
-                       i);
+    for (unsigned s = 0; s < r->layout.num_slots; s++) {
+        const char *name = r->layout.slots[s].name;
+        const double *want = ref_slot(&r->cfg, name, f->a, f->b, f->c);
+        CHECK(want != NULL, "%s: no reference for slot %s", desc, name);
+        for (size_t i = 0; want && i < r->n; i++)
+            CHECK_NEAR(r->slot[s][i], want[i], rtol, atol,
+                       "%s %s step %d %s[%zu]", what, desc, f->t, name, i);
     }
 }
 
@@ -200,41 +142,7 @@ static float next_grad(void)
 static void test_against_reference(void)
 {
     rf_optim_config cfgs[16];
-    size_t nc = 0;
-    cfgs[nc++] = config(RF_OPTIM_SGD, 0.1f);
-    cfgs[nc] = config(RF_OPTIM_MOMENTUM, 0.05f);
-    cfgs[nc++].momentum = 0.9f;
-    cfgs[nc] = config(RF_OPTIM_MOMENTUM, 0.05f);
-    cfgs[nc].momentum = 0.9f;
-    cfgs[nc++].use_nesterov = true;
-    cfgs[nc++] = config(RF_OPTIM_ADAGRAD, 0.3f);
-    cfgs[nc] = config(RF_OPTIM_ADAGRAD, 0.3f);
-    cfgs[nc++].initial_accumulator_value = 0.5f;
-    cfgs[nc++] = config(RF_OPTIM_ADAM, 0.001f); /* all TF defaults */
-    cfgs[nc] = config(RF_OPTIM_ADAM, 0.02f);
-    cfgs[nc].beta1 = 0.5f;
-    cfgs[nc].beta2 = 0.9f;
-    cfgs[nc++].epsilon = 1e-3f;
-    cfgs[nc++] = config(RF_OPTIM_RMSPROP, 0.01f);
-    cfgs[nc] = config(RF_OPTIM_RMSPROP, 0.01f);
-    cfgs[nc++].momentum = 0.5f;
-    cfgs[nc] = config(RF_OPTIM_RMSPROP, 0.01f);
-    cfgs[nc++].centered = true;
-    cfgs[nc] = config(RF_OPTIM_RMSPROP, 0.01f);
-    cfgs[nc].centered = true;
-    cfgs[nc].momentum = 0.9f;
-    cfgs[nc++].decay = 0.95f;
-    cfgs[nc++] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[nc].l1_regularization_strength = 0.01f;
-    cfgs[nc++].l2_regularization_strength = 0.5f;
-    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[nc].learning_rate_power = -0.7f; /* through powf */
-    cfgs[nc].l1_regularization_strength = 0.001f;
-    cfgs[nc++].l2_shrinkage_regularization_strength = 0.1f; /* V2 */
-    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[nc].learning_rate_power = 0.0f; /* fixed learning rate */
-    cfgs[nc++].initial_accumulator_value = 0.5f;
+    const size_t nc = ref_all_configs(cfgs);
 
     const size_t n = 37;
     for (size_t c = 0; c < nc; c++) {
@@ -261,7 +169,7 @@ static void test_against_reference(void)
 static void test_tf_gradient_descent(void)
 {
     run r;
-    rf_optim_config cfg = config(RF_OPTIM_SGD, 3.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_SGD, 3.0f);
     run_init(&r, &cfg, (const float[]){1.0f, 2.0f, 3.0f, 4.0f}, 4);
     run_step(&r, (const float[]){0.1f, 0.1f, 0.01f, 0.01f});
     const double want[] = {1.0 - 3.0 * 0.1, 2.0 - 3.0 * 0.1, 3.0 - 3.0 * 0.01,
@@ -274,7 +182,7 @@ static void test_tf_gradient_descent(void)
 static void test_tf_momentum_basic(void)
 {
     run r;
-    rf_optim_config cfg = config(RF_OPTIM_MOMENTUM, 2.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_MOMENTUM, 2.0f);
     cfg.momentum = 0.9f;
     run_init(&r, &cfg, (const float[]){1.0f, 2.0f, 3.0f, 4.0f}, 4);
     const float g[] = {0.1f, 0.1f, 0.01f, 0.01f};
@@ -328,7 +236,7 @@ static void test_tf_momentum_distbelief(void)
          -0.24716705, -0.2643207, -0.21206589, -0.18749419, -0.2528303},
     };
     run r;
-    rf_optim_config cfg = config(RF_OPTIM_MOMENTUM, 0.1f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_MOMENTUM, 0.1f);
     cfg.momentum = 0.1f;
     const float zeros[10] = {0};
     run_init(&r, &cfg, zeros, 10);
@@ -353,7 +261,7 @@ static void minimize_grad(const float *w, float *g)
 static void test_tf_momentum_minimize(void)
 {
     run r;
-    rf_optim_config cfg = config(RF_OPTIM_MOMENTUM, 1.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_MOMENTUM, 1.0f);
     cfg.momentum = 0.0f;
     run_init(&r, &cfg, (const float[]){1.0f, 2.0f}, 2);
     float g[2];
@@ -370,7 +278,7 @@ static void test_tf_nesterov(void)
 {
     run r;
     ref f;
-    rf_optim_config cfg = config(RF_OPTIM_MOMENTUM, 2.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_MOMENTUM, 2.0f);
     cfg.momentum = 0.9f;
     cfg.use_nesterov = true;
     const float var0[] = {1.0f, 2.0f, 3.0f, 4.0f};
@@ -394,7 +302,7 @@ static void test_tf_nesterov(void)
 static void test_tf_adagrad_basic(void)
 {
     run r;
-    rf_optim_config cfg = config(RF_OPTIM_ADAGRAD, 3.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_ADAGRAD, 3.0f);
     run_init(&r, &cfg, (const float[]){1.0f, 2.0f, 3.0f, 4.0f}, 4);
     for (int s = 0; s < 3; s++)
         run_step(&r, (const float[]){0.1f, 0.1f, 0.01f, 0.01f});
@@ -411,7 +319,7 @@ static void tf_ftrl_case(const char *name, float l1, float l2, float shrink,
                          const float *var0, int steps, const double *want)
 {
     run r;
-    rf_optim_config cfg = config(RF_OPTIM_FTRL, 3.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_FTRL, 3.0f);
     cfg.l1_regularization_strength = l1;
     cfg.l2_regularization_strength = l2;
     cfg.l2_shrinkage_regularization_strength = shrink;
@@ -458,10 +366,10 @@ static void test_tf_ftrl_equivalences(void)
     const float g[4] = {0.1f, 0.2f, 0.01f, 0.02f};
     for (int fixed = 0; fixed < 2; fixed++) {
         run a, b;
-        rf_optim_config ftrl = config(RF_OPTIM_FTRL, 3.0f);
+        rf_optim_config ftrl = ref_config(RF_OPTIM_FTRL, 3.0f);
         ftrl.learning_rate_power = fixed ? 0.0f : -0.5f;
         rf_optim_config other =
-            config(fixed ? RF_OPTIM_SGD : RF_OPTIM_ADAGRAD, 3.0f);
+            ref_config(fixed ? RF_OPTIM_SGD : RF_OPTIM_ADAGRAD, 3.0f);
         run_init(&a, &ftrl, zeros, 4);
         run_init(&b, &other, zeros, 4);
         for (int s = 0; s < 5; s++) {
@@ -479,7 +387,7 @@ static void test_tf_ftrl_equivalences(void)
 static void test_tf_adagrad_minimize(void)
 {
     run r;
-    rf_optim_config cfg = config(RF_OPTIM_ADAGRAD, 1.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_ADAGRAD, 1.0f);
     run_init(&r, &cfg, (const float[]){1.0f, 2.0f, 3.0f, 4.0f}, 4);
     float g[4] = {0};
     minimize_grad(r.var, g);
@@ -497,7 +405,7 @@ static void test_tf_adam_basic(void)
 {
     run r;
     ref f;
-    rf_optim_config cfg = config(RF_OPTIM_ADAM, 0.001f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_ADAM, 0.001f);
     const float var0[] = {1.0f, 2.0f, 3.0f, 4.0f};
     const float g[] = {0.1f, 0.1f, 0.01f, 0.01f};
     run_init(&r, &cfg, var0, 4);
@@ -531,7 +439,7 @@ static void test_tf_rmsprop_basic(void)
                            0.90001 * 0.9 + 1e-5, 0.90001 * 0.9 + 1e-5};
     run r;
 
-    rf_optim_config cfg = config(RF_OPTIM_RMSPROP, 2.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_RMSPROP, 2.0f);
     cfg.decay = 0.9f;
     cfg.momentum = 0.0f;
     cfg.epsilon = 1.0f;
@@ -590,7 +498,7 @@ static void test_tf_rmsprop_dense(void)
     const float var0[] = {1.0f, 2.0f, 3.0f, 4.0f};
     const float g[] = {0.1f, 0.2f, 0.01f, 0.2f};
     for (size_t p = 0; p < sizeof params / sizeof params[0]; p++) {
-        rf_optim_config cfg = config(RF_OPTIM_RMSPROP, params[p].lr);
+        rf_optim_config cfg = ref_config(RF_OPTIM_RMSPROP, params[p].lr);
         cfg.decay = params[p].decay;
         cfg.momentum = params[p].momentum;
         cfg.epsilon = params[p].epsilon;
@@ -623,7 +531,7 @@ static void test_tf_rmsprop_minimize(void)
         {0.1f, 1.0f, true, -7 / 3.0, -4 / 3.0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        rf_optim_config cfg = config(RF_OPTIM_RMSPROP, 1.0f);
+        rf_optim_config cfg = ref_config(RF_OPTIM_RMSPROP, 1.0f);
         cfg.decay = cases[c].decay;
         cfg.momentum = 0.0f;
         cfg.epsilon = cases[c].epsilon;
@@ -682,7 +590,7 @@ static void test_determinism(void)
         grads[i] = next_grad() * 5.0f;
     for (int k = 0; k < RF_OPTIM_KIND_COUNT; k++) {
         for (int variant = 0; variant < 2; variant++) {
-            rf_optim_config cfg = config((rf_optimizer_kind)k, 0.05f);
+            rf_optim_config cfg = ref_config((rf_optimizer_kind)k, 0.05f);
             if (k == RF_OPTIM_MOMENTUM) {
                 cfg.momentum = 0.9f;
                 cfg.use_nesterov = variant;

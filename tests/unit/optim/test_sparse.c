@@ -15,7 +15,7 @@
 #include "graph/data/rng.h"
 #include "rdmaflow/optim.h"
 #include "tests/common/check.h"
-#include "tests/unit/optim/ftrl_ref.h"
+#include "tests/unit/optim/optim_ref.h"
 
 #define MAXROWS 16
 #define MAXW    8
@@ -34,14 +34,6 @@ static float next_grad(void)
     if (rf_rng_below(&rng, 9) == 0)
         return 0.0f;
     return (float)((int)rf_rng_below(&rng, 2001) - 1000) / 1000.0f;
-}
-
-static rf_optim_config config(rf_optimizer_kind kind, float lr)
-{
-    rf_optim_config cfg;
-    CHECK_OK(rf_optim_defaults(kind, &cfg));
-    cfg.learning_rate = lr;
-    return cfg;
 }
 
 /* ---- A [rows, width] variable, its slots and scalars ------------------ */
@@ -100,18 +92,13 @@ typedef struct ref {
     int t;
 } ref;
 
-/* a = accum (momentum, adagrad, ftrl), m (adam), ms (rmsprop); b = v
- * (adam), mom (rmsprop), linear (ftrl); c = mg (centered rmsprop). */
 static void ref_init(ref *f, const rf_optim_config *cfg, size_t count,
                      const float *var0)
 {
     memset(f, 0, sizeof *f);
     for (size_t k = 0; k < count; k++) {
         f->var[k] = var0[k];
-        if (cfg->kind == RF_OPTIM_ADAGRAD || cfg->kind == RF_OPTIM_FTRL)
-            f->a[k] = cfg->initial_accumulator_value;
-        if (cfg->kind == RF_OPTIM_RMSPROP)
-            f->a[k] = 1.0;
+        f->a[k] = ref_initial_a(cfg);
     }
 }
 
@@ -151,38 +138,13 @@ static void ref_step(ref *f, const rf_optim_config *cfg, size_t rows,
         for (size_t j = 0; j < width; j++) {
             const double g = grad[i * width + j];
             const size_t k = (size_t)idx[i] * width + j;
-            switch (cfg->kind) {
-            case RF_OPTIM_SGD:
-                f->var[k] -= lr * g;
-                break;
-            case RF_OPTIM_MOMENTUM:
+            if (cfg->kind == RF_OPTIM_MOMENTUM && cfg->use_nesterov) {
+                /* SparseApplyMomentum's use_nesterov form */
                 f->a[k] = mu * f->a[k] + g;
-                if (cfg->use_nesterov)
-                    f->var[k] -= lr * g + lr * mu * f->a[k];
-                else
-                    f->var[k] -= lr * f->a[k];
-                break;
-            case RF_OPTIM_ADAGRAD:
-                f->a[k] += g * g;
-                f->var[k] -= lr * g / sqrt(f->a[k]);
-                break;
-            case RF_OPTIM_RMSPROP: {
-                const double d = cfg->decay;
-                f->a[k] = d * f->a[k] + (1.0 - d) * g * g;
-                double denom = f->a[k] + cfg->epsilon;
-                if (cfg->centered) {
-                    f->c[k] = d * f->c[k] + (1.0 - d) * g;
-                    denom -= f->c[k] * f->c[k];
-                }
-                f->b[k] = mu * f->b[k] + lr * g / sqrt(denom);
-                f->var[k] -= f->b[k];
-                break;
-            }
-            case RF_OPTIM_FTRL:
-                ref_ftrl(cfg, &f->var[k], &f->a[k], &f->b[k], g);
-                break;
-            default:
-                break;
+                f->var[k] -= lr * g + lr * mu * f->a[k];
+            } else {
+                ref_step_element(cfg, &f->var[k], &f->a[k], &f->b[k], &f->c[k],
+                                 g);
             }
         }
     }
@@ -193,74 +155,20 @@ static void compare(const table *t, const ref *f, double rtol, double atol,
 {
     char desc[200];
     rf_optim_format(&t->cfg, desc, sizeof desc);
-    struct {
-        const char *name;
-        const double *want;
-    } slots[] = {
-        {"momentum", t->cfg.kind == RF_OPTIM_RMSPROP ? f->b : f->a},
-        {"accumulator", f->a},
-        {"m", f->a},
-        {"v", f->b},
-        {"rms", f->a},
-        {"mg", f->c},
-        {"accum", f->a},
-        {"linear", f->b},
-    };
     const size_t count = t->rows * t->width;
     for (size_t k = 0; k < count; k++)
         CHECK_NEAR(t->var[k], f->var[k], rtol, atol,
                    "%s %s width %zu step %d var[%zu]", what, desc, t->width,
                    f->t, k);
-    for (size_t s = 0; s < sizeof slots / sizeof slots[0]; s++) {
-        int i = slot_of(t, slots[s].name);
-        if (i < 0)
-            continue;
-        for (size_t k = 0; k < count; k++)
-            CHECK_NEAR(t->slot[i][k], slots[s].want[k], rtol, atol,
+    for (unsigned i = 0; i < t->layout.num_slots; i++) {
+        const char *name = t->layout.slots[i].name;
+        const double *want = ref_slot(&t->cfg, name, f->a, f->b, f->c);
+        CHECK(want != NULL, "%s: no reference for slot %s", desc, name);
+        for (size_t k = 0; want && k < count; k++)
+            CHECK_NEAR(t->slot[i][k], want[k], rtol, atol,
                        "%s %s width %zu step %d %s[%zu]", what, desc, t->width,
-                       f->t, slots[s].name, k);
+                       f->t, name, k);
     }
-}
-
-/* Every kind and variant the tests loop over. */
-static size_t all_configs(rf_optim_config *cfgs)
-{
-    size_t nc = 0;
-    cfgs[nc++] = config(RF_OPTIM_SGD, 0.1f);
-    cfgs[nc] = config(RF_OPTIM_MOMENTUM, 0.05f);
-    cfgs[nc++].momentum = 0.9f;
-    cfgs[nc] = config(RF_OPTIM_MOMENTUM, 0.05f);
-    cfgs[nc].momentum = 0.9f;
-    cfgs[nc++].use_nesterov = true;
-    cfgs[nc++] = config(RF_OPTIM_ADAGRAD, 0.3f);
-    cfgs[nc] = config(RF_OPTIM_ADAGRAD, 0.3f);
-    cfgs[nc++].initial_accumulator_value = 0.5f;
-    cfgs[nc++] = config(RF_OPTIM_ADAM, 0.001f);
-    cfgs[nc] = config(RF_OPTIM_ADAM, 0.02f);
-    cfgs[nc].beta1 = 0.5f;
-    cfgs[nc].beta2 = 0.9f;
-    cfgs[nc++].epsilon = 1e-3f;
-    cfgs[nc++] = config(RF_OPTIM_RMSPROP, 0.01f);
-    cfgs[nc] = config(RF_OPTIM_RMSPROP, 0.01f);
-    cfgs[nc++].momentum = 0.5f;
-    cfgs[nc] = config(RF_OPTIM_RMSPROP, 0.01f);
-    cfgs[nc++].centered = true;
-    cfgs[nc] = config(RF_OPTIM_RMSPROP, 0.01f);
-    cfgs[nc].centered = true;
-    cfgs[nc].momentum = 0.9f;
-    cfgs[nc++].decay = 0.95f;
-    cfgs[nc++] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[nc].l1_regularization_strength = 0.01f;
-    cfgs[nc++].l2_regularization_strength = 0.5f;
-    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[nc].learning_rate_power = -0.7f;
-    cfgs[nc].l1_regularization_strength = 0.001f;
-    cfgs[nc++].l2_shrinkage_regularization_strength = 0.1f;
-    cfgs[nc] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[nc].learning_rate_power = 0.0f;
-    cfgs[nc++].initial_accumulator_value = 0.5f;
-    return nc;
 }
 
 static void random_var(float *var, size_t count)
@@ -285,7 +193,7 @@ static void random_entries(int64_t *idx, float *grad, size_t n, size_t rows,
 static void test_against_reference(void)
 {
     rf_optim_config cfgs[20];
-    const size_t nc = all_configs(cfgs);
+    const size_t nc = ref_all_configs(cfgs);
     const size_t widths[] = {1, 3, 8};
     const size_t rows = 11, n = 9;
     for (size_t c = 0; c < nc; c++) {
@@ -316,7 +224,7 @@ static void test_against_reference(void)
 static void test_duplicates_twice(void)
 {
     rf_optim_config cfgs[20];
-    const size_t nc = all_configs(cfgs);
+    const size_t nc = ref_all_configs(cfgs);
     const size_t rows = 5, width = 3;
     for (size_t c = 0; c < nc; c++) {
         if (cfgs[c].kind == RF_OPTIM_ADAM)
@@ -351,7 +259,7 @@ static void test_duplicates_twice(void)
 static void test_minus_one_skipped(void)
 {
     rf_optim_config cfgs[20];
-    const size_t nc = all_configs(cfgs);
+    const size_t nc = ref_all_configs(cfgs);
     const size_t rows = 6, width = 2;
     for (size_t c = 0; c < nc; c++) {
         float var0[MAXE];
@@ -386,7 +294,7 @@ static void test_minus_one_skipped(void)
 static void test_out_of_range(void)
 {
     rf_optim_config cfgs[20];
-    const size_t nc = all_configs(cfgs);
+    const size_t nc = ref_all_configs(cfgs);
     const size_t rows = 4, width = 2;
     const int64_t bad[] = {4, 5, -2, INT64_MIN, INT64_MAX};
     for (size_t c = 0; c < nc; c++) {
@@ -417,7 +325,7 @@ static void test_out_of_range(void)
 static void test_arguments(void)
 {
     table t;
-    rf_optim_config cfg = config(RF_OPTIM_ADAGRAD, 0.1f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_ADAGRAD, 0.1f);
     float var0[8] = {0};
     table_init(&t, &cfg, 4, 2, var0);
     float *slots[RF_OPTIM_MAX_SLOTS] = {t.slot[0]};
@@ -447,7 +355,7 @@ static void test_arguments(void)
     /* n = 0 with NULL indices and grad: nothing to do */
     CHECK_OK(
         rf_optim_apply_sparse(&cfg, t.var, slots, 4, 2, NULL, 0, NULL, NULL));
-    cfg = config(RF_OPTIM_ADAM, 0.1f);
+    cfg = ref_config(RF_OPTIM_ADAM, 0.1f);
     table_init(&t, &cfg, 4, 2, var0);
     float *aslots[RF_OPTIM_MAX_SLOTS] = {t.slot[0], t.slot[1]};
     CHECK_ST(
@@ -467,17 +375,17 @@ static void test_arguments(void)
 static void test_dense_equality(void)
 {
     rf_optim_config cfgs[7];
-    cfgs[0] = config(RF_OPTIM_SGD, 0.1f);
-    cfgs[1] = config(RF_OPTIM_MOMENTUM, 0.05f);
+    cfgs[0] = ref_config(RF_OPTIM_SGD, 0.1f);
+    cfgs[1] = ref_config(RF_OPTIM_MOMENTUM, 0.05f);
     cfgs[1].momentum = 0.9f;
-    cfgs[2] = config(RF_OPTIM_ADAGRAD, 0.3f);
-    cfgs[3] = config(RF_OPTIM_ADAGRAD, 0.3f);
+    cfgs[2] = ref_config(RF_OPTIM_ADAGRAD, 0.3f);
+    cfgs[3] = ref_config(RF_OPTIM_ADAGRAD, 0.3f);
     cfgs[3].initial_accumulator_value = 0.5f;
-    cfgs[4] = config(RF_OPTIM_FTRL, 0.3f);
-    cfgs[5] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[4] = ref_config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[5] = ref_config(RF_OPTIM_FTRL, 0.3f);
     cfgs[5].l1_regularization_strength = 0.05f;
     cfgs[5].l2_regularization_strength = 0.5f;
-    cfgs[6] = config(RF_OPTIM_FTRL, 0.3f);
+    cfgs[6] = ref_config(RF_OPTIM_FTRL, 0.3f);
     cfgs[6].learning_rate_power = -0.7f;
     cfgs[6].l2_shrinkage_regularization_strength = 0.1f;
     const size_t rows = 7, width = 5, count = rows * width;
@@ -512,7 +420,7 @@ static void test_dense_equality(void)
  * float) and moves its var; a row never indexed keeps m = v = 0 and var. */
 static void test_adam_all_rows(void)
 {
-    rf_optim_config cfg = config(RF_OPTIM_ADAM, 0.1f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_ADAM, 0.1f);
     const size_t rows = 3, width = 2;
     const float var0[6] = {1, 2, 3, 4, 5, 6};
     table t;
@@ -567,7 +475,7 @@ static void test_adam_all_rows(void)
  * lr 3.0, one step. */
 static void test_tf_sgd_sparse_basic(void)
 {
-    rf_optim_config cfg = config(RF_OPTIM_SGD, 3.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_SGD, 3.0f);
     table v0, v1;
     table_init(&v0, &cfg, 2, 1, (const float[]){1.0f, 2.0f});
     table_init(&v1, &cfg, 2, 1, (const float[]){3.0f, 4.0f});
@@ -585,7 +493,7 @@ static void test_tf_sgd_sparse_basic(void)
  * (width 1: TF's scalar path). */
 static void test_tf_adagrad_sparse_basic(void)
 {
-    rf_optim_config cfg = config(RF_OPTIM_ADAGRAD, 3.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_ADAGRAD, 3.0f);
     table v0, v1;
     table_init(&v0, &cfg, 2, 1, (const float[]){1.0f, 2.0f});
     table_init(&v1, &cfg, 2, 1, (const float[]){3.0f, 4.0f});
@@ -609,7 +517,7 @@ static void test_tf_adagrad_sparse_basic(void)
  *           var1[2,3] = .98 - 2 * (.9 * .01 + .01) */
 static void test_tf_momentum_sparse(void)
 {
-    rf_optim_config cfg = config(RF_OPTIM_MOMENTUM, 2.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_MOMENTUM, 2.0f);
     cfg.momentum = 0.9f;
     table v0, v1;
     float zeros[8] = {0}, ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
@@ -649,7 +557,7 @@ static void test_tf_momentum_sparse(void)
  * var0 [[-0.22578995], [2.]], var1 [[4.], [-0.13229476]]. */
 static void test_tf_ftrl_shrinkage_sparse(void)
 {
-    rf_optim_config cfg = config(RF_OPTIM_FTRL, 3.0f);
+    rf_optim_config cfg = ref_config(RF_OPTIM_FTRL, 3.0f);
     cfg.l1_regularization_strength = 0.001f;
     cfg.l2_regularization_strength = 2.0f;
     cfg.l2_shrinkage_regularization_strength = 0.1f;
@@ -674,10 +582,10 @@ static void test_tf_ftrl_shrinkage_sparse(void)
 static void test_tf_ftrl_sparse_equivalences(void)
 {
     for (int fixed = 0; fixed < 2; fixed++) {
-        rf_optim_config ftrl = config(RF_OPTIM_FTRL, 3.0f);
+        rf_optim_config ftrl = ref_config(RF_OPTIM_FTRL, 3.0f);
         ftrl.learning_rate_power = fixed ? 0.0f : -0.5f;
         rf_optim_config other =
-            config(fixed ? RF_OPTIM_SGD : RF_OPTIM_ADAGRAD, 3.0f);
+            ref_config(fixed ? RF_OPTIM_SGD : RF_OPTIM_ADAGRAD, 3.0f);
         table a0, a1, b0, b1;
         const float zeros[2] = {0, 0};
         table_init(&a0, &ftrl, 2, 1, zeros);
