@@ -553,6 +553,11 @@ rf_status rf_monitored_session_close(rf_monitored_session *ms)
     if (!ms->chief) {
         st = with_recovery(ms, announce_done);
     } else {
+        /* stale synchronous parallel: the chief's clock must not hold the
+         * workers it now waits for */
+        st = with_recovery(ms, sess_ssp_finish);
+        if (st != RF_OK)
+            return st;
         wst = wait_for_workers(ms, missing, sizeof missing);
         if (wst != RF_OK && wst != RF_ERR_TIMEOUT)
             return wst;

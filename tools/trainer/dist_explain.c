@@ -88,6 +88,19 @@ static json_object *op_json(const rf_step_op *op)
                 "gradients (READ of each shard's step word), then publish "
                 "global_step by CMP_AND_SWP (once in the cluster)");
         /* fall through */
+    case RF_STEP_CLOCKS_READ:
+    case RF_STEP_CLOCK_ADD:
+        if (op->kind == RF_STEP_CLOCKS_READ)
+            add_str(o, "what",
+                    "stale synchronous parallel: READ every training "
+                    "worker's clock word on ps 0; while this worker is more "
+                    "than staleness steps ahead of the slowest, wait and "
+                    "READ again (bounded backoff)");
+        else if (op->kind == RF_STEP_CLOCK_ADD)
+            add_str(o, "what",
+                    "stale synchronous parallel: this worker's clock word "
+                    "+= 1 on ps 0 (one more training step completed)");
+        /* fall through */
     case RF_STEP_READ:
     case RF_STEP_PUSH:
     case RF_STEP_FETCH_AND_ADD:
@@ -179,6 +192,8 @@ static json_object *build_explain(const explain_ctx *e)
     add_str(ex, "apply", e->desc->apply);
     json_object_object_add(ex, "use_locking",
                            json_object_new_boolean(e->desc->use_locking));
+    if (e->desc->staleness >= 0)
+        add_int(ex, "staleness", e->desc->staleness);
     if (e->desc->replicas_to_aggregate) {
         add_int(ex, "replicas_to_aggregate", e->desc->replicas_to_aggregate);
         add_int(ex, "total_num_replicas", e->desc->total_num_replicas);
