@@ -76,8 +76,9 @@ rf_status sess_ssp_start(rf_session *s)
 }
 
 /* The slowest training worker other than this one (-1: none, a single
- * worker) and its clock, from the words just read; workers whose
- * workers-done bit is set in done (may be NULL) are left out. */
+ * worker, or every other one finished) and its clock, from the words just
+ * read; finished workers (their word marked, or their workers-done bit
+ * set in done, which may be NULL) are left out. */
 static int slowest(const rf_session *s, const uint64_t *done, int64_t *clock)
 {
     int who = -1;
@@ -86,6 +87,8 @@ static int slowest(const rf_session *s, const uint64_t *done, int64_t *clock)
             (done && rf_ps_worker_is_done(done, (uint32_t)id)))
             continue;
         int64_t c = s->ssp_clocks[id];
+        if (c >= SSP_DONE)
+            continue;
         if (who < 0 || c < *clock) {
             who = id;
             *clock = c;
@@ -94,8 +97,9 @@ static int slowest(const rf_session *s, const uint64_t *done, int64_t *clock)
     return who;
 }
 
-/* Reads the clocks; *lead gets this worker's lead over the slowest (0
- * alone), *who and *min the slowest. */
+/* Reads the clocks; *lead gets this worker's lead over the slowest other
+ * worker (0 when it is the slowest or alone), *who and *min the
+ * slowest. */
 static rf_status read_lead(rf_session *s, const uint64_t *done, int64_t *lead,
                            int *who, int64_t *min)
 {
@@ -106,7 +110,7 @@ static rf_status read_lead(rf_session *s, const uint64_t *done, int64_t *lead,
                             rf_error_message());
     *min = s->ssp_clock;
     *who = slowest(s, done, min);
-    *lead = *who < 0 ? 0 : s->ssp_clock - *min;
+    *lead = *who < 0 || *min > s->ssp_clock ? 0 : s->ssp_clock - *min;
     return RF_OK;
 }
 

@@ -307,8 +307,10 @@ typedef struct rf_session_counters {
      * waited for the slowest worker, and the time spent waiting */
     uint64_t ssp_waits;
     uint64_t ssp_wait_ns;
-    /* this worker's clock minus the slowest training worker's, as the
-     * last training step's READ of the clocks saw it (0 with SSP off) */
+    /* this worker's clock minus the slowest other training worker's
+     * that has not finished, as the last training step's READ of the
+     * clocks saw it, after any wait; 0 when this worker is the slowest,
+     * alone, or SSP is off */
     int64_t ssp_lead;
 } rf_session_counters;
 RF_API void rf_session_counters_get(const rf_session *s,
@@ -723,6 +725,11 @@ typedef struct rf_metrics_step {
     double loss;         /* NAN: null */
     double accuracy;     /* NAN: not measured (the field is left out) */
     uint64_t bytes_read, bytes_pushed; /* this step's */
+    /* stale synchronous parallel: ssp true writes "ssp_lead", this
+     * worker's clock minus the slowest training worker's as the step saw
+     * it (rf_session_counters.ssp_lead) */
+    bool ssp;
+    int64_t ssp_lead;
 } rf_metrics_step;
 
 /* Counts the step and writes its line if it is due. RF_ERR_IO naming the

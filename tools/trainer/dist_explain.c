@@ -377,6 +377,12 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
     else
         fprintf(out, "%seach step of this worker (apply=%s%s):\n", pfx,
                 e->f->apply, e->f->use_locking ? ", use_locking" : "");
+    if (e->desc->staleness >= 0)
+        fprintf(out,
+                "%sstale synchronous parallel, staleness %d: before a step "
+                "this worker waits while it is more than %d steps ahead of "
+                "the slowest training worker\n",
+                pfx, e->desc->staleness, e->desc->staleness);
     for (size_t i = 0; i < json_object_array_length(step); i++) {
         json_object *o = json_object_array_get_idx(step, i);
         const char *op = str_of(o, "op");
@@ -393,6 +399,12 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
                     i + 1);
         else if (!strcmp(op, "WAIT_GLOBAL_STEP"))
             fprintf(out, "  %2zu. %s: %s\n", i + 1, op, str_of(o, "what"));
+        else if (!strcmp(op, "READ_CLOCKS"))
+            fprintf(out, "  %2zu. %-15s %-24s ps %lld  %lld B  (%s)\n", i + 1,
+                    op, str_of(o, "var"), (long long)int_of(o, "ps_task"),
+                    (long long)int_of(o, "bytes"),
+                    "every training worker's clock; wait while more than "
+                    "staleness ahead of the slowest");
         else if (!strcmp(op, "WAIT_APPLIES"))
             fprintf(out, "  %2zu. wait for every read-apply-write to finish\n",
                     i + 1);
@@ -409,6 +421,8 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
                         ? "  (gradient, as soon as backprop made it)"
                     : !strcmp(op, "APPLY_WORKER")
                         ? "  (READ record, apply here, WRITE back)"
+                    : !strcmp(str_of(o, "var"), "ssp_clock")
+                        ? "  (this worker's clock += 1)"
                         : "");
     }
 }
