@@ -159,6 +159,10 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
         rf_ps_workers_done_merge(ms->s->client, ms->done_seen) != RF_OK)
         ms_note(ms, "the workers-done bits were not written back: %s",
                 rf_error_message());
+    /* closing: a restarted ps 0 forgot this worker's finished clock too */
+    if (ms->closed && sess_ssp_finish(ms->s) != RF_OK)
+        ms_note(ms, "the SSP clock was not marked finished again: %s",
+                rf_error_message());
     char how[1400];
     describe_start(ms, how, sizeof how);
     ms_note(ms, "recovered in %.1f s: %s (recovery %d)", rf_now_s() - t0, how,

@@ -331,7 +331,9 @@ RF_API void rf_session_set_trace(rf_session *s, rf_trace *t);
  * every variable of the graph from the ps tasks, optimizer slots, Adam's
  * beta powers (the first variable's: see docs/DESIGN.md, Departures) and
  * global_step included, so the graph can be evaluated and exported
- * locally. Call once, after the last run. */
+ * locally. With staleness >= 0 either first marks this worker's clock
+ * word finished (+2^62), so no worker waits for it any more. Call once,
+ * after the last run. */
 RF_API rf_status rf_session_finish(rf_session *s, int timeout_ms);
 
 /* Chief: tells every ps task to stop serving (their rf_server_join
