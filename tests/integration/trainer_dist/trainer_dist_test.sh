@@ -652,15 +652,17 @@ ssp_line() { tline "$1" "$2" "stale synchronous parallel (staleness .*"; }
 case_ssp() {
     # --staleness (stale synchronous parallel): 2 async workers on 1 ps,
     # the MLP with K=1 (--explain shows the clock operations, the metrics
-    # lines carry ssp_lead), then wide_deep with K=0; each worker's end
-    # line says it is at most K steps ahead of the other
+    # lines carry ssp_lead, the trace its spans: worker 0 starts first, so
+    # it waits for worker 1 within its first steps), then wide_deep with
+    # K=0; each worker's end line says it is at most K steps ahead
     local model k w l lead
     for model in mlp wide_deep; do
         if [[ $model == mlp ]]; then
             [[ -r $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: mlp: no Fashion-MNIST"; continue; }
             k=1
             mkdir -p "$tmp/m"
-            run_launch "$tmp/o" 1 2 --metrics_dir "$tmp/m" -- --model=mlp:16 \
+            run_launch "$tmp/o" 1 2 --metrics_dir "$tmp/m" \
+                --trace "$tmp/ssp.json" -- --model=mlp:16 \
                 --optimizer=adam --batch_size=50 --train_steps=300 --threads=1 \
                 --log_every=0 --staleness=$k --explain
         else
@@ -691,6 +693,12 @@ case_ssp() {
             fail "--explain does not show the SSP operations"
             grep '^\[worker0\] ' "$tmp/o" | grep -A16 'each step' | head -n 18
         fi
+        local span missing=
+        for span in "READ ssp_clocks" "ssp_wait" "FETCH_AND_ADD ssp_clock"; do
+            grep -qF "\"name\":\"$span\"" "$tmp/ssp.json" || missing+=" '$span'"
+        done
+        [[ -z $missing ]] && ok "the merged trace has the clocks READ, the waits and the clock's FETCH_AND_ADD" ||
+            fail "the merged trace lacks the spans$missing"
         grep -q '"ssp_lead":[0-9]' "$tmp/m/worker1.jsonl" &&
             ok "the metrics lines carry ssp_lead: $(grep -o '"ssp_lead":[0-9]*' "$tmp/m/worker1.jsonl" | sort | uniq -c | tr -s ' \n' ' ')" ||
             fail "no ssp_lead in $tmp/m/worker1.jsonl"
