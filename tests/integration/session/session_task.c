@@ -36,7 +36,10 @@
  *            up to global step --steps); --sleep_ms=M (sleep M ms before
  *            each run, a slow worker); --record=FILE (one line per step:
  *            "K CALL_NS END_NS", rf_now_ns before the sleep and after the
- *            run); prints "ssp waits W wait_ms X lead L"
+ *            run); --recreate_at=K (a non-chief destroys its session
+ *            after its K-th step and creates a new one, as a restarted
+ *            worker would: its clock must continue from its word); prints
+ *            "ssp waits W wait_ms X lead L"
  *
  * The model: x [?, 24] -> dense(width, relu) "hidden" -> dense(4) "logits",
  * mean sparse softmax cross-entropy, the optimizer through rf_minimize with
@@ -90,7 +93,7 @@ typedef struct task_opts {
     int64_t stop_at_step;
     /* stale synchronous parallel */
     int staleness, staleness_wait_ms, sleep_ms;
-    int64_t my_steps;
+    int64_t my_steps, recreate_at;
     const char *record;
     /* embedding table */
     int vocab, emb_dim, emb_parts;
@@ -694,6 +697,16 @@ static int run_worker(const task_opts *o)
                 rf_session_save(s, o->checkpoint_dir, 0, path, sizeof path));
             printf("saved %s\n", path);
         }
+        /* last: out[] points into the session */
+        if (o->recreate_at > 0 && k == o->recreate_at) {
+            CHECK(!self->is_chief, "--recreate_at is for a non-chief");
+            print_ssp(s, o); /* this session's waits */
+            rf_session_destroy(s);
+            s = NULL;
+            CHECK_OK(rf_session_create(sv, m.g, m.ex, &so, &s));
+            printf("session recreated after step %" PRId64 "\n", k);
+            fflush(stdout);
+        }
     }
     if (rec)
         CHECK(fclose(rec) == 0, "writing %s", o->record);
@@ -896,6 +909,8 @@ int main(int argc, char **argv)
             o.sleep_ms = atoi(v);
         else if ((v = value_of(a, "--my_steps")))
             o.my_steps = atoll(v);
+        else if ((v = value_of(a, "--recreate_at")))
+            o.recreate_at = atoll(v);
         else if ((v = value_of(a, "--record")))
             o.record = v;
         else if ((v = value_of(a, "--vocab")))
