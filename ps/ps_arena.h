@@ -6,8 +6,9 @@
  * own: mmap'd (MAP_HUGETLB when the kernel has huge pages reserved, else
  * transparent huge pages asked for with madvise(MADV_HUGEPAGE)), bound to
  * the node with mbind, never touched here (anonymous memory is zero), so a
- * table of several GiB costs only the pages its rows use. The first 64 bytes of
- * chunk 0 are the globals block (global_step). Used only by the server's
+ * table of several GiB costs only the pages its rows use. The first
+ * PS_GLOBALS_BYTES of chunk 0 are the globals block (global_step, the
+ * workers-done bitmap, the clock words). Used only by the server's
  * service thread after start. */
 #ifndef RF_GRAPH_DIST_PS_ARENA_H
 #define RF_GRAPH_DIST_PS_ARENA_H

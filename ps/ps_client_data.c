@@ -389,6 +389,68 @@ rf_status rf_ps_global_step_cas(rf_ps_client *c, int64_t expected,
     return st;
 }
 
+/* ---- stale synchronous parallel clocks ---------------------------------- */
+
+rf_status rf_ps_clock_advance(rf_ps_client *c, int64_t add, int64_t *old)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_clock_advance: NULL");
+    uint32_t id = c->opt.client_id;
+    if (id >= RF_PS_MAX_CLOCKS)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_clock_advance: client id %u; ps task 0 "
+                            "holds the clocks of ids below %u",
+                            id, RF_PS_MAX_CLOCKS);
+    uint64_t v = 0;
+    rf_status st =
+        globals_op(c, PS_CLOCKS_OFF + 8u * id, RF_OP_FETCH_ADD, (uint64_t)add,
+                   &v, "clock FETCH_AND_ADD on ps task 0");
+    if (st == RF_OK && old)
+        *old = (int64_t)v;
+    return st;
+}
+
+rf_status rf_ps_clocks_read(rf_ps_client *c, uint32_t first_id, size_t n,
+                            int64_t *clocks)
+{
+    if (!c || (n && !clocks))
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_clocks_read: NULL");
+    if (first_id > RF_PS_MAX_CLOCKS || n > RF_PS_MAX_CLOCKS - first_id)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_clocks_read: client ids [%u, %u + %zu) "
+                            "are not all below %u, the clocks ps task 0 "
+                            "holds",
+                            first_id, first_id, n, RF_PS_MAX_CLOCKS);
+    if (n == 0)
+        return RF_OK;
+    pthread_mutex_lock(&c->mu);
+    ps_cli_conn *p = &c->conns[0];
+    rf_status st = cli_conn_check(p);
+    if (st == RF_OK)
+        st = cli_words(c, n);
+    if (st != RF_OK) {
+        pthread_mutex_unlock(&c->mu);
+        return st;
+    }
+    const rf_mr_desc *r = &p->regions[p->globals.region];
+    cli_group g = {0};
+    cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .conn = p};
+    rf_wr wr = {.op = RF_OP_READ,
+                .context = &o,
+                .local = c->words,
+                .len = 8 * n,
+                .local_mr = c->words_mr,
+                .remote_addr = r->addr + p->globals.offset + PS_CLOCKS_OFF +
+                               8ull * first_id,
+                .rkey = r->rkey};
+    cli_post_group(p, &g, &wr, 1);
+    st = cli_group_wait(c, &g, "clocks READ on ps task 0");
+    if (st == RF_OK) /* atomics' words: host order, as global_step's */
+        memcpy(clocks, c->words, 8 * n);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
 /* The workers-done bitmap: RF_PS_DONE_WORDS words from PS_WORKERS_DONE_OFF,
  * bit id % 64 of word id / 64 for client id. */
 static uint32_t done_word_off(uint32_t id)

@@ -1,7 +1,8 @@
 /* ps/ps_layout.h: the data-plane layouts both sides compute the same
  * way: the shard record (header words, values, slots; see rdmaflow/ps.h),
- * the globals block (64 bytes at the start of a ps's first chunk, zero when
- * the ps starts: global_step at 0, the workers-done count at 8, the rest
+ * the globals block (PS_GLOBALS_BYTES at the start of a ps's first chunk,
+ * zero when the ps starts: global_step at 0, the workers-done bitmap at 8,
+ * the stale-synchronous-parallel clock words at PS_CLOCKS_OFF, the rest
  * reserved; the cluster's are ps task 0's), the write_imm immediates of
  * pushes and acks, the ack word and the inbox of a sync-replicas shard.
  * Pure functions, shared by server, client and the protocol checks. */
@@ -38,15 +39,22 @@ _Static_assert(PS_REC_SYNC_STALE_OFF + 8 <= PS_REC_HEADER,
 
 #define PS_INIT_DONE 1u
 
-/* Globals block (64 bytes at the start of a ps's first chunk, zeroed when
- * the arena is allocated). */
+/* Globals block (PS_GLOBALS_BYTES at the start of a ps's first chunk,
+ * zeroed when the arena is allocated; 64 bytes before the clock words). */
 #define PS_GLOBAL_STEP_OFF 0u /* int64 global_step */
 /* RF_PS_DONE_WORDS u64: the bitmap of client ids that announced they
  * finished (rf_ps_worker_done) */
 #define PS_WORKERS_DONE_OFF 8u
-#define PS_GLOBALS_BYTES    64u
-_Static_assert(PS_WORKERS_DONE_OFF + 8 * RF_PS_DONE_WORDS <= PS_GLOBALS_BYTES,
+/* RF_PS_MAX_CLOCKS int64: each client id's stale-synchronous-parallel
+ * clock (rf_ps_clock_advance, rf_ps_clocks_read) */
+#define PS_CLOCKS_OFF    64u
+#define PS_GLOBALS_BYTES 4096u
+_Static_assert(PS_WORKERS_DONE_OFF + 8 * RF_PS_DONE_WORDS <= PS_CLOCKS_OFF,
+               "the workers-done words come before the clock words");
+_Static_assert(PS_CLOCKS_OFF + 8 * RF_PS_MAX_CLOCKS <= PS_GLOBALS_BYTES,
                "the globals words fit the globals block");
+_Static_assert(PS_GLOBALS_BYTES % PS_ALIGN == 0,
+               "the first record after the globals block is aligned");
 
 /* Largest values size of one shard (bytes). */
 #define PS_MAX_SHARD_BYTES (1ull << 40)

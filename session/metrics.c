@@ -242,6 +242,9 @@ static rf_status step_line(rf_metrics_writer *w)
     json_object_object_add(o, "loss", num(w->last.loss, 9, false));
     if (!isnan(w->last.accuracy))
         json_object_object_add(o, "accuracy", num(w->last.accuracy, 6, false));
+    if (w->last.ssp)
+        json_object_object_add(o, "ssp_lead",
+                               json_object_new_int64(w->last.ssp_lead));
     json_object_object_add(
         o, "examples_per_sec",
         num(rate((double)(steps * w->per_step), dt), 6, false));

@@ -159,6 +159,10 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
         rf_ps_workers_done_merge(ms->s->client, ms->done_seen) != RF_OK)
         ms_note(ms, "the workers-done bits were not written back: %s",
                 rf_error_message());
+    /* closing: a restarted ps 0 forgot this worker's finished clock too */
+    if (ms->closed && sess_ssp_finish(ms->s) != RF_OK)
+        ms_note(ms, "the SSP clock was not marked finished again: %s",
+                rf_error_message());
     char how[1400];
     describe_start(ms, how, sizeof how);
     ms_note(ms, "recovered in %.1f s: %s (recovery %d)", rf_now_s() - t0, how,
@@ -553,6 +557,11 @@ rf_status rf_monitored_session_close(rf_monitored_session *ms)
     if (!ms->chief) {
         st = with_recovery(ms, announce_done);
     } else {
+        /* stale synchronous parallel: the chief's clock must not hold the
+         * workers it now waits for */
+        st = with_recovery(ms, sess_ssp_finish);
+        if (st != RF_OK)
+            return st;
         wst = wait_for_workers(ms, missing, sizeof missing);
         if (wst != RF_OK && wst != RF_ERR_TIMEOUT)
             return wst;

@@ -19,6 +19,7 @@ void rf_session_options_init(rf_session_options *o)
 {
     memset(o, 0, sizeof *o);
     o->apply = RF_PS_APPLY_PS;
+    o->staleness = -1;
 }
 
 static rf_status describe_vars(rf_session *s)
@@ -77,7 +78,7 @@ static rf_status check_options(const rf_session_options *options)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_session_create: unknown apply mode %d",
                             (int)options->apply);
-    return RF_OK;
+    return sess_ssp_check(options);
 }
 
 /* Offline: each variable's shard sizes from its spec, as the ps will
@@ -214,6 +215,8 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
     if (st == RF_OK)
         st = describe_vars(s);
     if (st == RF_OK)
+        st = sess_ssp_start(s);
+    if (st == RF_OK)
         st = s->push->start(s);
     if (st != RF_OK) {
         if (waiting_for && len)
@@ -238,6 +241,7 @@ void rf_session_destroy(rf_session *s)
     sess_snapshot_free(s);
     sess_disconnect(s);
     sess_rows_free(s);
+    sess_ssp_free(s);
     free(s->v);
     free(s->ps_providers);
     free(s->var_of_node);
@@ -334,6 +338,12 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
     rf_status st = sess_plan_get(s, feeds, num_feeds, fetches, num_fetches, &p);
     if (st != RF_OK)
         return st;
+    /* stale synchronous parallel: before anything of the step is posted,
+     * so a failed wait leaves nothing outstanding */
+    if (p->train && (st = sess_ssp_wait(s, p)) != RF_OK) {
+        s->step++;
+        return st;
+    }
     uint64_t t0 = rf_now_ns();
     for (size_t i = 0; i < s->nv; i++) {
         s->v[i].t_post = t0;
@@ -369,9 +379,11 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
             snprintf(err, sizeof err, "%s", rf_error_message());
         }
     }
-    if (st == RF_OK && p->train)
+    if (st == RF_OK && p->train) {
         st = advance_global_step(s, p);
-    else if (st != RF_OK)
+        if (st == RF_OK) /* after global_step: a clock never runs ahead */
+            st = sess_ssp_advance(s, p);
+    } else if (st != RF_OK)
         rf_error_set(st, "%s", err);
     s->step++;
     if (st != RF_OK)
@@ -490,6 +502,10 @@ rf_status rf_session_finish(rf_session *s, int timeout_ms)
 {
     if (s->offline)
         return refuse_offline("rf_session_finish");
+    /* first, so no one waits for this worker's clock any more */
+    rf_status sst = sess_ssp_finish(s);
+    if (sst != RF_OK)
+        return sst;
     if (!s->chief) {
         rf_status st = rf_ps_worker_done(s->client);
         if (st != RF_OK)

@@ -14,6 +14,8 @@
  *   session_rows.c    embedding tables: each step's rows of a lookup READ
  *                     into a gathered buffer the lookup kernel reads, and
  *                     a table's sparse gradient staged and pushed
+ *   session_ssp.c     stale synchronous parallel: the clock words' wait
+ *                     before a training step and advance after it
  *   push_ps.c, push_worker.c, push_sync.c
  *                     the push strategies (apply=ps, apply=worker, sync
  *                     replicas), one ops table each: the step loop calls
@@ -176,6 +178,15 @@ struct rf_session {
     int unreachable_ps; /* the ps client's first unreachable task */
     char waiting_for[64];
 
+    /* stale synchronous parallel (session_ssp.c; opt.staleness >= 0):
+     * this worker's clock (training steps completed in the job), whether
+     * its word is marked finished, the training workers' words as last
+     * read, and the clock READ's span args */
+    int64_t ssp_clock;
+    bool ssp_done;
+    int64_t *ssp_clocks;
+    char ssp_args[64];
+
     rf_session_counters counters;  /* rf_session_counters_get */
     rf_trace *trace;               /* non-NULL while tracing */
     uint64_t step;                 /* runs so far (the trace's step) */
@@ -256,6 +267,7 @@ struct sess_plan {
     size_t *read_op; /* v[i]'s READ in ops */
     size_t *push_op; /* v[i]'s push in ops */
     size_t wait_op, advance_op;
+    size_t ssp_read_op, ssp_add_op; /* with staleness >= 0 */
     rf_session_desc desc;
 };
 
@@ -276,6 +288,21 @@ rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
                             size_t len, uint64_t *bits);
 /* "/job:J/task:I" of the task with this client id (worker_id). */
 void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len);
+
+/* session_ssp.c: stale synchronous parallel. check: the options (before
+ * anything connects); start: after the connection, reads this worker's
+ * clock word; wait: before a training step, until this worker is at most
+ * staleness ahead of the slowest training worker (RF_ERR_TIMEOUT after
+ * staleness_wait_ms naming it); advance: after the step (global_step
+ * moved), clock += 1; finish: marks the word so this worker never holds
+ * the others. Every entry but check does nothing with staleness -1. */
+rf_status sess_ssp_check(const rf_session_options *o);
+bool sess_ssp_on(const rf_session *s);
+rf_status sess_ssp_start(rf_session *s);
+rf_status sess_ssp_wait(rf_session *s, const sess_plan *p);
+rf_status sess_ssp_advance(rf_session *s, const sess_plan *p);
+rf_status sess_ssp_finish(rf_session *s);
+void sess_ssp_free(rf_session *s);
 
 /* session_map.c: fills s->v (one per ApplyX node of the graph, in creation
  * order) and s->global_step_var; refuses any other variable on /job:ps. */

@@ -326,18 +326,32 @@ static size_t push_wire_bytes(const rf_session *s, const sess_var *v)
     return 2 * v->info.rmw_bytes + 8 + (s->opt.use_locking ? 24 : 0);
 }
 
-/* READs (all posted at once), COMPUTE, one push per gradient in the order
- * the plan makes them, the wait, the strategy's advance of global_step
- * (FETCH_AND_ADD, or sync's WAIT_GLOBAL_STEP). */
+/* [SSP: READ_CLOCKS,] READs (all posted at once), COMPUTE, one push per
+ * gradient in the order the plan makes them, the wait, the strategy's
+ * advance of global_step (FETCH_AND_ADD, or sync's WAIT_GLOBAL_STEP)[, SSP:
+ * the clock's FETCH_AND_ADD]. */
 static rf_status describe_plan(rf_session *s, sess_plan *p)
 {
-    size_t cap = 2 * s->nv + 3;
+    size_t cap = 2 * s->nv + 5;
     p->ops = calloc(cap, sizeof *p->ops);
     p->read_op = calloc(s->nv, sizeof *p->read_op);
     p->push_op = calloc(s->nv, sizeof *p->push_op);
     if (!p->ops || !p->read_op || !p->push_op)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     rf_status st = RF_OK;
+    bool ssp = p->train && sess_ssp_on(s);
+    if (ssp) {
+        size_t b = 8 * (size_t)s->num_workers;
+        p->ssp_read_op = p->nops;
+        st = add_op(p, cap,
+                    (rf_step_op){.kind = RF_STEP_CLOCKS_READ,
+                                 .op = "READ_CLOCKS",
+                                 .var = "ssp_clocks",
+                                 .ps_task = 0,
+                                 .bytes = b,
+                                 .wire_bytes = b},
+                    "READ", "ssp_clocks");
+    }
     for (size_t i = 0; i < s->nv && st == RF_OK; i++) {
         const char *what = s->v[i].table ? "READ_ROWS" : "READ";
         p->read_op[i] = p->nops;
@@ -377,12 +391,24 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
         st = add_op(p, cap, adv, s->push->advance_op,
                     rf_node_name(s->global_step_var));
     }
+    if (ssp && st == RF_OK) {
+        p->ssp_add_op = p->nops;
+        st = add_op(p, cap,
+                    (rf_step_op){.kind = RF_STEP_CLOCK_ADD,
+                                 .op = "FETCH_AND_ADD",
+                                 .var = "ssp_clock",
+                                 .ps_task = 0,
+                                 .bytes = 8,
+                                 .wire_bytes = 8},
+                    "FETCH_AND_ADD", "ssp_clock");
+    }
     if (st != RF_OK)
         return st;
     p->desc = (rf_session_desc){.apply = s->push->name,
                                 .use_locking = s->opt.use_locking,
                                 .replicas_to_aggregate = (int)s->sync_n,
                                 .total_num_replicas = (int)s->sync_m,
+                                .staleness = s->opt.staleness,
                                 .compute_threads = rf_executor_threads(s->ex),
                                 .vars = s->var_desc,
                                 .num_vars = 1 + s->nv,

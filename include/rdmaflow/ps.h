@@ -19,10 +19,12 @@
  *       update, which publishes that update)
  *   56  stale     (u64, sync-replicas shards: gradients dropped as stale)
  *   64  values, then each optimizer slot, each 64-byte aligned.
- * Globals block (64 bytes per ps, zero when the ps starts; the cluster's
- * are ps task 0's): global_step, an int64 at offset 0, and the workers-done
+ * Globals block (4096 bytes per ps, zero when the ps starts; the cluster's
+ * are ps task 0's): global_step, an int64 at offset 0, the workers-done
  * bitmap, RF_PS_DONE_WORDS u64 from offset 8 (rf_ps_worker_done sets the
- * bit of its client id with CMP_AND_SWP).
+ * bit of its client id with CMP_AND_SWP), and from offset 64 the stale
+ * synchronous parallel clocks, RF_PS_MAX_CLOCKS int64, one per client id
+ * (rf_ps_clock_advance: FETCH_AND_ADD; rf_ps_clocks_read: one READ).
  *
  * Push modes:
  *   RF_PS_APPLY_PS (TensorFlow's default placement): the worker
@@ -479,6 +481,18 @@ RF_API rf_status rf_ps_global_step_write(rf_ps_client *client, int64_t value);
  * NULL) gets the value before, so the swap happened iff *old == expected. */
 RF_API rf_status rf_ps_global_step_cas(rf_ps_client *client, int64_t expected,
                                        int64_t desired, int64_t *old);
+
+/* Stale synchronous parallel: one int64 clock word per client id on ps task
+ * 0 (RF_PS_MAX_CLOCKS of them, zero when the ps starts). */
+#define RF_PS_MAX_CLOCKS RF_PS_MAX_DONE_WORKERS
+/* FETCH_AND_ADD of this client's clock word; *old (may be NULL) gets the
+ * value before. */
+RF_API rf_status rf_ps_clock_advance(rf_ps_client *client, int64_t add,
+                                     int64_t *old);
+/* One READ of the clock words of client ids [first_id, first_id + n) into
+ * clocks[0..n). */
+RF_API rf_status rf_ps_clocks_read(rf_ps_client *client, uint32_t first_id,
+                                   size_t n, int64_t *clocks);
 
 /* The end of a job. A worker that finished training announces it by
  * setting the bit of its client id in ps task 0's workers-done bitmap

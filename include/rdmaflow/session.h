@@ -57,6 +57,10 @@
  * step 3 waits until every shard applied this step's mean (READs of their
  * step words) and global_step was published past the local step (by
  * CMP_AND_SWP, exactly once in the cluster); that value is the run's step.
+ * With staleness K >= 0 (stale synchronous parallel, async only) a
+ * training step first READs every training worker's clock word on ps 0
+ * and waits while this worker's clock is more than K ahead of the
+ * slowest, and after step 3 adds 1 to its own clock by FETCH_AND_ADD.
  * A run whose fetches do not include train_op only reads and computes
  * (nothing is pushed, global_step does not move).
  *
@@ -197,6 +201,14 @@ typedef struct rf_session_options {
      * gathered rows and the table's sparse pushes); 0: such a lookup is
      * refused. Ignored where the shape is known. */
     int64_t max_lookup_ids;
+    /* Stale synchronous parallel (async training only; refused with
+     * sync_replicas): a worker more than staleness steps ahead of the
+     * slowest training worker waits before its next training step; -1
+     * (the default): off. */
+    int staleness;
+    /* How long one such wait may last (0: 600000 ms); RF_ERR_TIMEOUT then
+     * names the slowest worker, its clock and this worker's. */
+    int staleness_wait_ms;
 } rf_session_options;
 
 RF_API void rf_session_options_init(rf_session_options *o);
@@ -291,6 +303,15 @@ typedef struct rf_session_counters {
      * rf_session_describe gives */
     uint64_t table_rows_read, table_bytes_read;
     uint64_t table_rows_pushed, table_bytes_pushed;
+    /* stale synchronous parallel (staleness >= 0): training steps that
+     * waited for the slowest worker, and the time spent waiting */
+    uint64_t ssp_waits;
+    uint64_t ssp_wait_ns;
+    /* this worker's clock minus the slowest other training worker's
+     * that has not finished, as the last training step's READ of the
+     * clocks saw it, after any wait; 0 when this worker is the slowest,
+     * alone, or SSP is off */
+    int64_t ssp_lead;
 } rf_session_counters;
 RF_API void rf_session_counters_get(const rf_session *s,
                                     rf_session_counters *out);
@@ -310,7 +331,9 @@ RF_API void rf_session_set_trace(rf_session *s, rf_trace *t);
  * every variable of the graph from the ps tasks, optimizer slots, Adam's
  * beta powers (the first variable's: see docs/DESIGN.md, Departures) and
  * global_step included, so the graph can be evaluated and exported
- * locally. Call once, after the last run. */
+ * locally. With staleness >= 0 either first marks this worker's clock
+ * word finished (+2^62), so no worker waits for it any more. Call once,
+ * after the last run. */
 RF_API rf_status rf_session_finish(rf_session *s, int timeout_ms);
 
 /* Chief: tells every ps task to stop serving (their rf_server_join
@@ -350,6 +373,13 @@ typedef enum rf_step_op_kind {
                               step (READ of their step words) and
                               global_step passed the local step (published
                               by CMP_AND_SWP, once in the cluster) */
+    RF_STEP_CLOCKS_READ,   /* stale synchronous parallel, first: one READ
+                              of every training worker's clock word on ps
+                              0, re-READ (bounded backoff) while this
+                              worker is more than staleness ahead of the
+                              slowest */
+    RF_STEP_CLOCK_ADD,     /* stale synchronous parallel, last: this
+                              worker's clock word += 1 (FETCH_AND_ADD) */
 } rf_step_op_kind;
 
 /* One operation of a training step, in the order the step issues them
@@ -365,7 +395,9 @@ typedef struct rf_step_op {
      * lookup's parts: the trace's span is "READ_ROWS <lookup node>") */
     const char *op;   /* "READ", "COMPUTE", "WRITE_WITH_IMM", "APPLY_WORKER",
                          "WAIT_ACKS", "WAIT_APPLIES", "FETCH_AND_ADD",
-                         "WAIT_GLOBAL_STEP" */
+                         "WAIT_GLOBAL_STEP"; SSP: "READ_CLOCKS" (span "READ
+                         ssp_clocks"), "FETCH_AND_ADD" (span "FETCH_AND_ADD
+                         ssp_clock") */
     const char *name; /* span name */
     const char *var;  /* the variable, NULL for COMPUTE and WAIT */
     size_t ps_task;
@@ -374,7 +406,9 @@ typedef struct rf_step_op {
      * both directions: a READ its values; an apply=ps push the gradient
      * and the 8-byte ack (sync: and the 8-byte step tag); an apply=worker
      * push the record's values, slots and beta powers read and written
-     * back plus its version word (and lock word); FETCH_AND_ADD 8.
+     * back plus its version word (and lock word); FETCH_AND_ADD 8;
+     * READ_CLOCKS 8 per training worker (once: the re-READs of a wait are
+     * not counted).
      * An embedding table shard's READ and push vary per step: bytes and
      * wire_bytes are then the per-step bound (max_push_rows rows and
      * their indices; an apply=worker push READs and WRITEs back the rows
@@ -391,6 +425,8 @@ typedef struct rf_session_desc {
     bool use_locking;
     /* sync: replicas_to_aggregate and total_num_replicas; 0 otherwise */
     int replicas_to_aggregate, total_num_replicas;
+    /* stale synchronous parallel: the bound, -1 when off */
+    int staleness;
     int compute_threads;
     const rf_session_var_desc *vars;
     size_t num_vars;
@@ -691,6 +727,11 @@ typedef struct rf_metrics_step {
     double loss;         /* NAN: null */
     double accuracy;     /* NAN: not measured (the field is left out) */
     uint64_t bytes_read, bytes_pushed; /* this step's */
+    /* stale synchronous parallel: ssp true writes "ssp_lead", this
+     * worker's clock minus the slowest training worker's as the step saw
+     * it (rf_session_counters.ssp_lead) */
+    bool ssp;
+    int64_t ssp_lead;
 } rf_metrics_step;
 
 /* Counts the step and writes its line if it is due. RF_ERR_IO naming the

@@ -29,6 +29,9 @@ int tr_make_setter(const tr_flags *f, const rf_cluster *cluster,
 /* The session options of the flags (train_op and global_step from s). */
 void tr_session_options_fill(const tr_flags *f, const tr_session *s,
                              rf_session_options *o);
+/* With --staleness: one line of what stale synchronous parallel cost this
+ * worker (its current session's counters). */
+void tr_print_ssp(const tr_flags *f, rf_monitored_session *ms);
 
 /* dist_ps.c: the ps job: serves until the chief's shutdown (exit status). */
 int tr_run_ps(const tr_flags *f, rf_cluster *cluster);

@@ -1,6 +1,7 @@
 /* tools/trainer/dist_common.c: what a worker's live run and --explain_only
  * build the same way from the flags: the replica_device_setter of a task,
  * and the session options (apply mode, locking, sync replicas). */
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "dist.h"
@@ -38,4 +39,19 @@ void tr_session_options_fill(const tr_flags *f, const tr_session *s,
     o->sync_replicas = f->sync_replicas; /* SyncReplicasOptimizer */
     o->replicas_to_aggregate = (int)f->replicas_to_aggregate;
     o->total_num_replicas = (int)f->total_num_replicas;
+    o->staleness = (int)f->staleness; /* stale synchronous parallel */
+}
+
+void tr_print_ssp(const tr_flags *f, rf_monitored_session *ms)
+{
+    if (f->staleness < 0)
+        return;
+    rf_session_counters c;
+    rf_session_counters_get(rf_monitored_session_session(ms), &c);
+    printf("stale synchronous parallel (staleness %" PRId64 "): %" PRIu64
+           " of %" PRIu64 " steps waited for the slowest worker, %.3f s in "
+           "all; %" PRId64 " steps ahead of it at the last step\n",
+           f->staleness, c.ssp_waits, c.train_runs, c.ssp_wait_ns / 1e9,
+           c.ssp_lead);
+    fflush(stdout);
 }

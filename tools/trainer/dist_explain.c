@@ -88,6 +88,19 @@ static json_object *op_json(const rf_step_op *op)
                 "gradients (READ of each shard's step word), then publish "
                 "global_step by CMP_AND_SWP (once in the cluster)");
         /* fall through */
+    case RF_STEP_CLOCKS_READ:
+    case RF_STEP_CLOCK_ADD:
+        if (op->kind == RF_STEP_CLOCKS_READ)
+            add_str(o, "what",
+                    "stale synchronous parallel: READ every training "
+                    "worker's clock word on ps 0; while this worker is more "
+                    "than staleness steps ahead of the slowest, wait and "
+                    "READ again (bounded backoff)");
+        else if (op->kind == RF_STEP_CLOCK_ADD)
+            add_str(o, "what",
+                    "stale synchronous parallel: this worker's clock word "
+                    "+= 1 on ps 0 (one more training step completed)");
+        /* fall through */
     case RF_STEP_READ:
     case RF_STEP_PUSH:
     case RF_STEP_FETCH_AND_ADD:
@@ -179,6 +192,8 @@ static json_object *build_explain(const explain_ctx *e)
     add_str(ex, "apply", e->desc->apply);
     json_object_object_add(ex, "use_locking",
                            json_object_new_boolean(e->desc->use_locking));
+    if (e->desc->staleness >= 0)
+        add_int(ex, "staleness", e->desc->staleness);
     if (e->desc->replicas_to_aggregate) {
         add_int(ex, "replicas_to_aggregate", e->desc->replicas_to_aggregate);
         add_int(ex, "total_num_replicas", e->desc->total_num_replicas);
@@ -362,6 +377,12 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
     else
         fprintf(out, "%seach step of this worker (apply=%s%s):\n", pfx,
                 e->f->apply, e->f->use_locking ? ", use_locking" : "");
+    if (e->desc->staleness >= 0)
+        fprintf(out,
+                "%sstale synchronous parallel, staleness %d: before a step "
+                "this worker waits while it is more than %d steps ahead of "
+                "the slowest training worker\n",
+                pfx, e->desc->staleness, e->desc->staleness);
     for (size_t i = 0; i < json_object_array_length(step); i++) {
         json_object *o = json_object_array_get_idx(step, i);
         const char *op = str_of(o, "op");
@@ -378,6 +399,12 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
                     i + 1);
         else if (!strcmp(op, "WAIT_GLOBAL_STEP"))
             fprintf(out, "  %2zu. %s: %s\n", i + 1, op, str_of(o, "what"));
+        else if (!strcmp(op, "READ_CLOCKS"))
+            fprintf(out, "  %2zu. %-15s %-24s ps %lld  %lld B  (%s)\n", i + 1,
+                    op, str_of(o, "var"), (long long)int_of(o, "ps_task"),
+                    (long long)int_of(o, "bytes"),
+                    "every training worker's clock; wait while more than "
+                    "staleness ahead of the slowest");
         else if (!strcmp(op, "WAIT_APPLIES"))
             fprintf(out, "  %2zu. wait for every read-apply-write to finish\n",
                     i + 1);
@@ -394,6 +421,8 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
                         ? "  (gradient, as soon as backprop made it)"
                     : !strcmp(op, "APPLY_WORKER")
                         ? "  (READ record, apply here, WRITE back)"
+                    : !strcmp(str_of(o, "var"), "ssp_clock")
+                        ? "  (this worker's clock += 1)"
                         : "");
     }
 }

@@ -168,6 +168,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         goto out;
     }
     tr_print_training(f, &tr, 0);
+    tr_print_ssp(f, ms);
     if (chief)
         tr_print_cluster_rate(&tr, f->batch_size);
     if (!chief) {

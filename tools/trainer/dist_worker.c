@@ -318,6 +318,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         goto out;
     }
     tr_print_training(f, &tr, t_load);
+    tr_print_ssp(f, d.ms);
     if (chief)
         tr_print_cluster_rate(&tr, d.per_global_step);
     if (!chief) {

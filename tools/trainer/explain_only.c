@@ -75,6 +75,13 @@ static json_object *ps_each_step(const tr_flags *f)
             "ps task 0 only: every worker's FETCH_AND_ADD (sync: "
             "CMP_AND_SWP) on the globals block's word 0, served by the "
             "fabric like a READ");
+    if (f->staleness >= 0)
+        add_str(o, "ssp_clocks",
+                "ps task 0 only: stale synchronous parallel's clock words, "
+                "one int64 per training worker beside global_step in the "
+                "globals block; each worker READs all of them before a "
+                "step (again while it waits) and FETCH_AND_ADDs its own "
+                "after it, served by the fabric: no ps CPU");
     add_str(o, "this_run", f->sync_replicas ? "sync" : f->apply);
     return o;
 }
@@ -181,6 +188,9 @@ static void ps_text(json_object *o, FILE *out)
         fprintf(out, "explain: [ps 0] %s\n",
                 json_object_get_string(
                     json_object_object_get(each, "global_step")));
+    json_object *clocks = NULL;
+    if (p == 0 && json_object_object_get_ex(each, "ssp_clocks", &clocks))
+        fprintf(out, "explain: [ps 0] %s\n", json_object_get_string(clocks));
 }
 
 /* ---- a worker or the chief ----------------------------------------------

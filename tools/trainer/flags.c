@@ -597,6 +597,19 @@ static const flag_def flag_table[] = {
      .arg = "M",
      .help = "with --sync_replicas, the workers pushing: the cluster's "
              "training workers (default 0: them); M - N are backup workers"},
+    {.name = "staleness",
+     .kind = FK_INT,
+     .offset = FIELD(staleness),
+     .min = 0,
+     .max = 1000000000,
+     .distributed = true,
+     .arg = "K",
+     .help = "stale synchronous parallel (async training only, not with "
+             "--sync_replicas): a worker more than K steps ahead of the "
+             "slowest training worker waits before its next step (clock "
+             "words on ps task 0, one-sided READs and FETCH_AND_ADD; 0: "
+             "no worker starts step c+1 before every worker finished step "
+             "c); default off"},
     {.name = "explain",
      .kind = FK_CUSTOM,
      .fn = set_explain,
@@ -769,6 +782,7 @@ static void set_defaults(tr_flags *f)
     f->log_step_count_steps = 100;
     f->max_wait_secs = 7200;
     f->stop_grace_secs = 120;
+    f->staleness = -1; /* off */
     rf_ctr_spec_default(&f->ctr_spec);
     f->hash_buckets = 100000;
     f->embedding_dim = 8;
@@ -936,6 +950,13 @@ static int resolve_optimizer(tr_flags *f, char *err, size_t errlen)
 /* The sync flags together (the cluster's part: tr_flags_check_cluster). */
 static int check_sync(const tr_flags *f, char *err, size_t errlen)
 {
+    if (f->sync_replicas && f->staleness >= 0) {
+        snprintf(err, errlen,
+                 "--staleness: stale synchronous parallel bounds async "
+                 "training; not with --sync_replicas, which keeps the "
+                 "workers in step already");
+        return -1;
+    }
     if (!f->sync_replicas) {
         const char *given = f->replicas_to_aggregate ? "replicas_to_aggregate"
                             : f->total_num_replicas  ? "total_num_replicas"

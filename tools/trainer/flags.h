@@ -100,6 +100,8 @@ typedef struct tr_flags {
      * every training worker) */
     bool sync_replicas;
     int64_t replicas_to_aggregate, total_num_replicas;
+    /* --staleness K (stale synchronous parallel; -1: off) */
+    int64_t staleness;
     tr_explain explain;
     bool explain_only;       /* --explain_only */
     const char *explain_out; /* --explain_out (NULL or "-": stdout) */

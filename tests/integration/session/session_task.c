@@ -31,6 +31,15 @@
  *            so every gradient it pushes is stale); --stop_at_step=K (a
  *            worker prints "stopping at step K pid P" and SIGSTOPs itself
  *            before its first run at global step >= K)
+ *   ssp      --staleness=K --staleness_wait_ms=T (the session's options);
+ *            --my_steps=N (train exactly N steps of this worker instead of
+ *            up to global step --steps); --sleep_ms=M (sleep M ms before
+ *            each run, a slow worker); --record=FILE (one line per step:
+ *            "K CALL_NS END_NS", rf_now_ns before the sleep and after the
+ *            run); --recreate_at=K (a non-chief destroys its session
+ *            after its K-th step and creates a new one, as a restarted
+ *            worker would: its clock must continue from its word); prints
+ *            "ssp waits W wait_ms X lead L"
  *
  * The model: x [?, 24] -> dense(width, relu) "hidden" -> dense(4) "logits",
  * mean sparse softmax cross-entropy, the optimizer through rf_minimize with
@@ -82,6 +91,10 @@ typedef struct task_opts {
     bool sync_replicas, push_stale;
     int replicas_to_aggregate, total_num_replicas, sync_workers;
     int64_t stop_at_step;
+    /* stale synchronous parallel */
+    int staleness, staleness_wait_ms, sleep_ms;
+    int64_t my_steps, recreate_at;
+    const char *record;
     /* embedding table */
     int vocab, emb_dim, emb_parts;
     int64_t max_lookup_ids, bad_id_at;
@@ -320,11 +333,12 @@ static int run_ps(const task_opts *o)
     return 0;
 }
 
-/* The training step's description against the graph: a READ of every
- * trained variable, COMPUTE, one push of each, the wait, FETCH_AND_ADD of
- * global_step last; the span names are "<op> <variable>". */
+/* The training step's description against the graph: [SSP: the clocks
+ * READ,] a READ of every trained variable, COMPUTE, one push of each, the
+ * wait, FETCH_AND_ADD of global_step [, SSP: the clock's FETCH_AND_ADD]
+ * last; the span names are "<op> <variable>". */
 static void check_description(const task_opts *o, const model *m,
-                              const rf_session_desc *d)
+                              const rf_session_desc *d, int num_workers)
 {
     rf_node *vars[16];
     size_t nv = rf_graph_trainable_variables(m->g, vars, 16);
@@ -346,8 +360,25 @@ static void check_description(const task_opts *o, const model *m,
               d->vars[0].dtype == RF_I64 && d->vars[0].where[0],
           "the first variable is %s on ps %zu", d->vars[0].name,
           d->vars[0].ps_task);
-    CHECK(d->num_step_ops == 2 * nv + 3, "%zu step ops, want %zu",
-          d->num_step_ops, 2 * nv + 3);
+    /* stale synchronous parallel: the clocks READ first, the clock's
+     * FETCH_AND_ADD last */
+    size_t b = o->staleness >= 0;
+    CHECK(d->staleness == o->staleness, "described staleness %d, want %d",
+          d->staleness, o->staleness);
+    CHECK(d->num_step_ops == 2 * nv + 3 + 2 * b, "%zu step ops, want %zu",
+          d->num_step_ops, 2 * nv + 3 + 2 * b);
+    if (b) {
+        const rf_step_op *r = &d->step[0], *a = &d->step[2 * nv + 4];
+        CHECK(r->kind == RF_STEP_CLOCKS_READ &&
+                  !strcmp(r->name, "READ ssp_clocks") && r->ps_task == 0 &&
+                  r->wire_bytes == 8 * (size_t)num_workers,
+              "step[0] is %s (%zu wire bytes), want READ ssp_clocks (%zu)",
+              r->name, r->wire_bytes, 8 * (size_t)num_workers);
+        CHECK(a->kind == RF_STEP_CLOCK_ADD &&
+                  !strcmp(a->name, "FETCH_AND_ADD ssp_clock") &&
+                  a->ps_task == 0 && a->wire_bytes == 8,
+              "the last step op is %s, want FETCH_AND_ADD ssp_clock", a->name);
+    }
     for (size_t i = 0; i < nv; i++) {
         const char *name = rf_node_name(vars[i]);
         const rf_session_var_desc *v = &d->vars[1 + i];
@@ -366,7 +397,7 @@ static void check_description(const task_opts *o, const model *m,
               name, v->rows, v->row_bytes, v->max_push_rows);
         CHECK(!strncmp(v->device, "/job:ps/task:", 13), "%s on %s", name,
               v->device);
-        const rf_step_op *r = &d->step[i];
+        const rf_step_op *r = &d->step[b + i];
         char want[128];
         snprintf(want, sizeof want, "%s %s", table ? "READ_ROWS" : "READ",
                  name);
@@ -378,28 +409,29 @@ static void check_description(const task_opts *o, const model *m,
               r->bytes, want, bytes);
         int pushes = 0;
         snprintf(want, sizeof want, "%s %s", push, name);
-        for (size_t k = nv + 1; k < 2 * nv + 1; k++)
+        for (size_t k = b + nv + 1; k < b + 2 * nv + 1; k++)
             pushes += !strcmp(d->step[k].name, want) &&
                       d->step[k].kind == RF_STEP_PUSH &&
                       d->step[k].locking ==
                           (o->apply == RF_PS_APPLY_WORKER && o->use_locking);
         CHECK(pushes == 1, "%d pushes named '%s'", pushes, want);
     }
-    CHECK(d->step[nv].kind == RF_STEP_COMPUTE && d->step[nv].num_ops > 0,
-          "step[%zu] is %s, want COMPUTE", nv, d->step[nv].name);
-    const rf_step_op *w = &d->step[2 * nv + 1];
+    CHECK(d->step[b + nv].kind == RF_STEP_COMPUTE &&
+              d->step[b + nv].num_ops > 0,
+          "step[%zu] is %s, want COMPUTE", b + nv, d->step[b + nv].name);
+    const rf_step_op *w = &d->step[b + 2 * nv + 1];
     CHECK(w->kind == RF_STEP_WAIT &&
               !strcmp(w->name,
                       o->sync_replicas ? "wait accumulator acks" : w->name),
-          "step[%zu] is %s, want the wait", 2 * nv + 1, w->name);
-    const rf_step_op *adv = &d->step[2 * nv + 2];
+          "step[%zu] is %s, want the wait", b + 2 * nv + 1, w->name);
+    const rf_step_op *adv = &d->step[b + 2 * nv + 2];
     rf_step_op_kind kind =
         o->sync_replicas ? RF_STEP_WAIT_STEP : RF_STEP_FETCH_AND_ADD;
     const char *name = o->sync_replicas ? "WAIT_GLOBAL_STEP global_step"
                                         : "FETCH_AND_ADD global_step";
     CHECK(adv->kind == kind && !strcmp(adv->name, name) && adv->ps_task == 0 &&
               adv->bytes == 8,
-          "the last step op is %s, want %s", adv->name, name);
+          "step[%zu] is %s, want %s", b + 2 * nv + 2, adv->name, name);
 }
 
 /* rf_session_create_offline for this task, graph and options describes
@@ -415,7 +447,7 @@ static void check_offline(const task_opts *o, const rf_cluster *c,
     rf_node *feeds[] = {m->x, m->y}, *fetches[] = {m->loss, m->train_op};
     const rf_session_desc *d = NULL;
     CHECK_OK(rf_session_describe(off, feeds, 2, fetches, 2, &d));
-    check_description(o, m, d);
+    check_description(o, m, d, rf_cluster_num_workers(c));
     CHECK(d->num_vars == live->num_vars &&
               d->num_step_ops == live->num_step_ops &&
               d->num_ps == live->num_ps,
@@ -460,6 +492,18 @@ static void check_offline(const task_opts *o, const rf_cluster *c,
     static const rf_cluster_task ps_task = {.job = "ps", .index = 0};
     CHECK_ST(rf_session_create_offline(c, &ps_task, m->g, m->ex, so, &off),
              RF_ERR_INVALID_ARG);
+}
+
+/* Stale synchronous parallel: this worker's waits and its last lead. */
+static void print_ssp(rf_session *s, const task_opts *o)
+{
+    rf_session_counters c;
+    rf_session_counters_get(s, &c);
+    CHECK(o->staleness >= 0 || (c.ssp_waits == 0 && c.ssp_lead == 0),
+          "SSP off, yet %" PRIu64 " waits", c.ssp_waits);
+    printf("ssp waits %" PRIu64 " wait_ms %.1f lead %" PRId64 "\n", c.ssp_waits,
+           c.ssp_wait_ns / 1e6, c.ssp_lead);
+    fflush(stdout);
 }
 
 /* Sync replicas: this worker's pushes, as the acks said. */
@@ -554,6 +598,8 @@ static int run_worker(const task_opts *o)
     so.replicas_to_aggregate = o->replicas_to_aggregate;
     so.total_num_replicas = o->total_num_replicas;
     so.max_lookup_ids = o->max_lookup_ids;
+    so.staleness = o->staleness;
+    so.staleness_wait_ms = o->staleness_wait_ms;
     rf_session *s = NULL;
     CHECK_ST(rf_session_create(sv, m.g, m.ex, &so, &s), RF_ERR_INVALID_ARG);
     so.train_op = m.train_op;
@@ -572,7 +618,7 @@ static int run_worker(const task_opts *o)
     rf_node *feeds[] = {m.x, m.y}, *fetches[] = {m.loss, m.train_op};
     const rf_session_desc *desc = NULL;
     CHECK_OK(rf_session_describe(s, feeds, 2, fetches, 2, &desc));
-    check_description(o, &m, desc);
+    check_description(o, &m, desc, rf_cluster_num_workers(c));
     check_offline(o, c, self, &m, &so, desc);
 
     float x[BATCH * DIM];
@@ -588,7 +634,13 @@ static int run_worker(const task_opts *o)
     }
     bool stopped = false;
     int64_t bad_at = o->bad_id_at;
-    while (step < o->steps || (o->push_stale && k == 0)) {
+    FILE *rec = o->record ? fopen(o->record, "w") : NULL;
+    CHECK(!o->record || rec, "cannot write %s", o->record);
+    while (o->my_steps > 0 ? k < o->my_steps
+                           : step < o->steps || (o->push_stale && k == 0)) {
+        uint64_t t_call = rf_now_ns();
+        if (o->sleep_ms > 0)
+            rf_sleep_ms(o->sleep_ms);
         if (o->stop_at_step > 0 && step >= o->stop_at_step && !stopped) {
             printf("stopping at step %" PRId64 " pid %ld\n", step,
                    (long)getpid());
@@ -629,6 +681,9 @@ static int run_worker(const task_opts *o)
         } else {
             CHECK_OK(rf_session_run(s, feeds, in, 2, fetches, 2, out, &step));
         }
+        if (rec)
+            fprintf(rec, "%" PRId64 " %" PRIu64 " %" PRIu64 "\n", k, t_call,
+                    rf_now_ns());
         CHECK(out[1].dtype == RF_I64 && *(const int64_t *)out[1].data == step,
               "train_op's value is not the new global_step");
         CHECK(step > before, "global_step went from %" PRId64 " to %" PRId64,
@@ -642,9 +697,22 @@ static int run_worker(const task_opts *o)
                 rf_session_save(s, o->checkpoint_dir, 0, path, sizeof path));
             printf("saved %s\n", path);
         }
+        /* last: out[] points into the session */
+        if (o->recreate_at > 0 && k == o->recreate_at) {
+            CHECK(!self->is_chief, "--recreate_at is for a non-chief");
+            print_ssp(s, o); /* this session's waits */
+            rf_session_destroy(s);
+            s = NULL;
+            CHECK_OK(rf_session_create(sv, m.g, m.ex, &so, &s));
+            printf("session recreated after step %" PRId64 "\n", k);
+            fflush(stdout);
+        }
     }
+    if (rec)
+        CHECK(fclose(rec) == 0, "writing %s", o->record);
     print_result(k, step, first, last);
     print_sync(s, o);
+    print_ssp(s, o);
     if (o->table_uninitialized) {
         FILE *f = fopen("/proc/self/status", "r");
         char line[256];
@@ -786,6 +854,7 @@ int main(int argc, char **argv)
                    .seed = 7,
                    .emb_dim = 4,
                    .emb_parts = 2,
+                   .staleness = -1,
                    .cluster = {.job_name = NULL}};
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -832,6 +901,18 @@ int main(int argc, char **argv)
             o.push_stale = true;
         else if ((v = value_of(a, "--stop_at_step")))
             o.stop_at_step = atoll(v);
+        else if ((v = value_of(a, "--staleness")))
+            o.staleness = atoi(v);
+        else if ((v = value_of(a, "--staleness_wait_ms")))
+            o.staleness_wait_ms = atoi(v);
+        else if ((v = value_of(a, "--sleep_ms")))
+            o.sleep_ms = atoi(v);
+        else if ((v = value_of(a, "--my_steps")))
+            o.my_steps = atoll(v);
+        else if ((v = value_of(a, "--recreate_at")))
+            o.recreate_at = atoll(v);
+        else if ((v = value_of(a, "--record")))
+            o.record = v;
         else if ((v = value_of(a, "--vocab")))
             o.vocab = atoi(v);
         else if ((v = value_of(a, "--emb_dim")))

@@ -645,6 +645,66 @@ case_sync() {
     fi
 }
 
+# ssp_line OUT TASK: the task's "stale synchronous parallel (staleness K):
+# W of N steps waited ..., L steps ahead ..." line.
+ssp_line() { tline "$1" "$2" "stale synchronous parallel (staleness .*"; }
+
+case_ssp() {
+    # --staleness (stale synchronous parallel): 2 async workers on 1 ps,
+    # the MLP with K=1 (--explain shows the clock operations, the metrics
+    # lines carry ssp_lead, the trace its spans: worker 0 starts first, so
+    # it waits for worker 1 within its first steps), then wide_deep with
+    # K=0; each worker's end line says it is at most K steps ahead
+    local model k w l lead
+    for model in mlp wide_deep; do
+        if [[ $model == mlp ]]; then
+            [[ -r $data/train-images-idx3-ubyte.gz ]] || { echo "SKIP: mlp: no Fashion-MNIST"; continue; }
+            k=1
+            mkdir -p "$tmp/m"
+            run_launch "$tmp/o" 1 2 --metrics_dir "$tmp/m" \
+                --trace "$tmp/ssp.json" -- --model=mlp:16 \
+                --optimizer=adam --batch_size=50 --train_steps=300 --threads=1 \
+                --log_every=0 --staleness=$k --explain
+        else
+            k=0
+            run_launch "$tmp/o" 1 2 --model=wide_deep --train_steps=300 \
+                --log_every=0 --staleness=$k
+        fi
+        if [[ $rc -ne 0 ]]; then
+            fail "$model --staleness=$k: exit $rc"
+            show "$tmp/o" 30
+            continue
+        fi
+        for w in worker0 worker1; do
+            l=$(ssp_line "$tmp/o" $w)
+            lead=$(sed -n 's/.*; \([0-9]*\) steps ahead of it at the last step$/\1/p' <<<"$l")
+            if [[ $l == "stale synchronous parallel (staleness $k): "* && -n $lead ]] && ((lead <= k)); then
+                ok "$model --staleness=$k: $w: $l"
+            else
+                fail "$model --staleness=$k: $w: '$l'"
+            fi
+        done
+        [[ $model == mlp ]] || continue
+        if grep -q '^\[worker0\] .*READ_CLOCKS  *ssp_clocks  *ps 0  16 B' "$tmp/o" &&
+            grep -q '^\[worker0\] .*FETCH_AND_ADD  *ssp_clock  *ps 0  8 B' "$tmp/o" &&
+            grep -q '^\[worker0\] explain: stale synchronous parallel, staleness 1' "$tmp/o"; then
+            ok "--explain shows the clocks READ and the clock's FETCH_AND_ADD"
+        else
+            fail "--explain does not show the SSP operations"
+            grep '^\[worker0\] ' "$tmp/o" | grep -A16 'each step' | head -n 18
+        fi
+        local span missing=
+        for span in "READ ssp_clocks" "ssp_wait" "FETCH_AND_ADD ssp_clock"; do
+            grep -qF "\"name\":\"$span\"" "$tmp/ssp.json" || missing+=" '$span'"
+        done
+        [[ -z $missing ]] && ok "the merged trace has the clocks READ, the waits and the clock's FETCH_AND_ADD" ||
+            fail "the merged trace lacks the spans$missing"
+        grep -q '"ssp_lead":[0-9]' "$tmp/m/worker1.jsonl" &&
+            ok "the metrics lines carry ssp_lead: $(grep -o '"ssp_lead":[0-9]*' "$tmp/m/worker1.jsonl" | sort | uniq -c | tr -s ' \n' ' ')" ||
+            fail "no ssp_lead in $tmp/m/worker1.jsonl"
+    done
+}
+
 # expect_usage "WANT" ARGS...: exit 2 and WANT in stderr (env TF_CONFIG
 # from the caller's "tf_config" variable when set).
 expect_usage() {
@@ -868,6 +928,7 @@ explain_only)
     case_explain_only
     ;;
 wide_deep_oracle) case_wide_deep_oracle ;;
+ssp) case_ssp ;;
 wide_deep_2x2) case_wide_deep_2x2 ;;
 secret)
     need_data

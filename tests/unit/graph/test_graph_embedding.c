@@ -827,7 +827,7 @@ static void check_ps_tables(void)
         CHECK_OK(rf_minimize(g, &cfg, loss, gs, &train));
         rf_device_fn_pop(g);
         rf_session_options o;
-        memset(&o, 0, sizeof o);
+        rf_session_options_init(&o);
         o.train_op = train;
         rf_session *s = NULL;
         CHECK_OK(
