@@ -275,6 +275,7 @@ static rf_status push_ps(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     v->push_busy = true;
     v->push_sent = v->push_acked = false;
     v->push_sync = false;
+    v->push_gather = false;
     v->push_seq++;
     c->pushes_busy++;
     p->pushes_inflight++;
