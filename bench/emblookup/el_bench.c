@@ -156,6 +156,19 @@ static int init_rows(el_ctx *k, int total)
         memset(k->grad[p], 0, k->maxu * k->rb);
     }
     free(scratch), free(all[0]), free(all[1]);
+    if (rc == 0 && k->o->inject_stale_row) {
+        /* +1 into the first row of the first measured step's part 0 */
+        rc = make_step(k, (uint64_t)k->o->warmup);
+        int p = k->n[0] ? 0 : 1;
+        for (size_t j = 0; rc == 0 && j < k->width; j++)
+            k->grad[p][j] = -1.0f;
+        if (rc == 0 &&
+            (rf_ps_push_sparse(k->c, k->var[p], k->rows[p], 1, k->grad[p],
+                               k->push_mr, RF_PS_APPLY_PS, false) != RF_OK ||
+             rf_ps_push_wait(k->c) != RF_OK))
+            rc = fail("--inject-stale-row");
+        memset(k->grad[p], 0, k->rb);
+    }
     return rc;
 }
 
@@ -313,6 +326,9 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
     r->gather_rows = (double)(c1.gather_rows - c0.gather_rows) / steps;
     r->gather_reqs = (double)(c1.gather - c0.gather) / steps;
     r->rows_checked = (double)(k->checked - checked0);
+    r->unique_total = (uint64_t)nuniq;
+    r->wire_total = (uint64_t)wire;
+    r->gathered_total = c1.gather_rows - c0.gather_rows;
     *uniq = nuniq / steps;
     free(t);
     /* The ps's own account: a gather's rows are exactly those asked; the

@@ -53,6 +53,9 @@ static void usage(FILE *f)
         "  --json FILE       also write the figures as JSON\n"
         "  --timeout SEC     bound on start-up and each operation (default "
         "120)\n"
+        "  --inject-stale-row change a looked-up row behind the check's back "
+        "(for the\n"
+        "                    smoke test: the run must then fail its check)\n"
         "  -h, --help        this text\n"
         "\n"
         "Exit status: 0 ok, 1 failure (including the data check), 2 usage "
@@ -136,7 +139,8 @@ int el_opts_parse(int argc, char **argv, el_opts *o)
         O_JSON,
         O_TIMEOUT,
         O_SERVE,
-        O_INDEX
+        O_INDEX,
+        O_INJECT
     };
     static const struct option lo[] = {
         {"provider", required_argument, 0, O_PROVIDER},
@@ -155,6 +159,7 @@ int el_opts_parse(int argc, char **argv, el_opts *o)
         {"json", required_argument, 0, O_JSON},
         {"timeout", required_argument, 0, O_TIMEOUT},
         {"serve-ps", no_argument, 0, O_SERVE},
+        {"inject-stale-row", no_argument, 0, O_INJECT},
         {"index", required_argument, 0, O_INDEX},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -232,6 +237,9 @@ int el_opts_parse(int argc, char **argv, el_opts *o)
             if (!parse_count(optarg, 1, 86400, &v))
                 return bad("--timeout: '%s' is not in 1 .. 86400", optarg);
             o->timeout_s = (int)v;
+            break;
+        case O_INJECT:
+            o->inject_stale_row = true;
             break;
         case O_SERVE:
             o->serve_ps = true;

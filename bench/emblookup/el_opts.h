@@ -24,6 +24,10 @@ typedef struct el_opts {
     bool push;          /* also a sparse push apply=ps per step */
     const char *json;   /* NULL, or the file for the JSON figures */
     int timeout_s;
+    /* --inject-stale-row: after writing the pattern, one more push to a
+     * row the first measured step reads, which the check is not told of,
+     * so the run must fail its check (the smoke test's proof it can). */
+    bool inject_stale_row;
     /* --serve-ps role */
     bool serve_ps;
     int ps_index;

@@ -107,15 +107,18 @@ int el_report_json(const el_run_info *r, const el_way_result *w,
             fprintf(f, ",\"skipped\":\"%s\"}", x->why);
             continue;
         }
-        fprintf(f,
-                ",\"steps\":%d,\"median_us\":%.3f,\"p99_us\":%.3f,"
-                "\"examples_per_s\":%.1f,\"wire_bytes_per_step\":%.1f,"
-                "\"tcp_bytes_per_step\":%.1f,\"ps_cpu_us_per_step\":%.2f,"
-                "\"gathered_rows_per_step\":%.2f,"
-                "\"gather_requests_per_step\":%.2f,\"rows_checked\":%.0f}",
-                x->steps, x->median_us, x->p99_us, x->examples_per_s,
-                x->wire_bytes, x->tcp_bytes, x->ps_cpu_us, x->gather_rows,
-                x->gather_reqs, x->rows_checked);
+        fprintf(
+            f,
+            ",\"steps\":%d,\"median_us\":%.3f,\"p99_us\":%.3f,"
+            "\"examples_per_s\":%.1f,\"wire_bytes_per_step\":%.1f,"
+            "\"tcp_bytes_per_step\":%.1f,\"ps_cpu_us_per_step\":%.2f,"
+            "\"gathered_rows_per_step\":%.2f,"
+            "\"gather_requests_per_step\":%.2f,\"rows_checked\":%.0f,"
+            "\"unique_rows_total\":%" PRIu64 ",\"wire_bytes_total\":%" PRIu64
+            ",\"gathered_rows_total\":%" PRIu64 "}",
+            x->steps, x->median_us, x->p99_us, x->examples_per_s, x->wire_bytes,
+            x->tcp_bytes, x->ps_cpu_us, x->gather_rows, x->gather_reqs,
+            x->rows_checked, x->unique_total, x->wire_total, x->gathered_total);
     }
     double rd = ratio(&w[EL_ROWS], &w[EL_DENSE]);
     double rg = ratio(&w[EL_ROWS], &w[EL_GATHER]);

@@ -24,6 +24,8 @@ typedef struct el_way_result {
     double gather_rows;  /* per step, the ps counters' delta */
     double gather_reqs;  /* per step */
     double rows_checked; /* rows compared with the table pattern, in all */
+    /* totals over the measured steps, for exact checks */
+    uint64_t unique_total, wire_total, gathered_total;
 } el_way_result;
 
 typedef struct el_run_info {
