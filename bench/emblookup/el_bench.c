@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "../pullpush/pp_stats.h"
 #include "../pullpush/pp_wire.h"
@@ -252,6 +253,20 @@ static uint64_t ps_cpu(const el_ctx *k)
     return t;
 }
 
+static uint64_t ps_faults(const el_ctx *k)
+{
+    uint64_t t = 0;
+    for (int p = 0; p < EL_PS_TASKS; p++)
+        t += el_ps_minflt(&k->ps[p]);
+    return t;
+}
+
+static uint64_t worker_faults(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? (uint64_t)u.ru_minflt : 0;
+}
+
 static double tcp_now(const el_ctx *k)
 {
     uint64_t b = 0;
@@ -288,7 +303,7 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
         return 1;
     }
     double tcp0 = tcp_now(k), wire = 0, asked = 0, nuniq = 0;
-    uint64_t cpu0 = ps_cpu(k);
+    uint64_t cpu0 = ps_cpu(k), pf0 = ps_faults(k), wf0 = worker_faults();
     for (int i = 0; i < steps; i++) {
         uint64_t s = (uint64_t)(o->warmup + i);
         if (make_step(k, s)) {
@@ -310,7 +325,7 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
             return 1;
         }
     }
-    uint64_t cpu1 = ps_cpu(k);
+    uint64_t cpu1 = ps_cpu(k), pf1 = ps_faults(k), wf1 = worker_faults();
     double tcp1 = tcp_now(k);
     if (counters(k, &c1)) {
         free(t);
@@ -323,6 +338,8 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
     if (tcp0 >= 0 && tcp1 >= tcp0)
         r->tcp_bytes = (tcp1 - tcp0) / steps;
     r->ps_cpu_us = (double)(cpu1 - cpu0) / steps;
+    r->ps_faults = (double)(pf1 - pf0) / steps;
+    r->worker_faults = (double)(wf1 - wf0) / steps;
     r->gather_rows = (double)(c1.gather_rows - c0.gather_rows) / steps;
     r->gather_reqs = (double)(c1.gather - c0.gather) / steps;
     r->rows_checked = (double)(k->checked - checked0);

@@ -216,6 +216,23 @@ uint64_t el_ps_cpu_us(const rf_child *child)
     return hz > 0 ? (ut + stt) * 1000000ull / (unsigned long long)hz : 0;
 }
 
+uint64_t el_ps_minflt(const rf_child *child)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)child->pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    unsigned long long minflt = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu", &minflt) != 1)
+        return 0;
+    return minflt;
+}
+
 int el_ps_reap(rf_child *child, bool terminate, int timeout_s)
 {
     int status = 0;

@@ -31,6 +31,9 @@ int el_ps_counters_get(rf_child *child, int timeout_s, el_ps_counters *out);
  * time in /proc/PID/task/TID/schedstat (ns resolution), else utime + stime
  * of /proc/PID/stat (clock ticks); 0 when /proc cannot tell. */
 uint64_t el_ps_cpu_us(const rf_child *child);
+/* Minor page faults of the process so far (/proc/PID/stat), 0 when /proc
+ * cannot tell. */
+uint64_t el_ps_minflt(const rf_child *child);
 /* Waits for the task to exit (SIGTERM first when terminate); its exit
  * status, or -1. */
 int el_ps_reap(rf_child *child, bool terminate, int timeout_s);

@@ -52,9 +52,10 @@ void el_report_text(const el_run_info *r, const el_way_result *w)
            "ids\n",
            (double)o->rows * (double)r->row_bytes / (1 << 30), r->unique_rows,
            r->ids);
-    printf("%-7s %6s %12s %12s %12s %14s %14s %14s %12s\n", "way", "steps",
-           "median[us]", "p99[us]", "examples/s", "wire_B/step", "tcp_B/step",
-           "ps_cpu_us/st", "gathered/st");
+    printf("%-7s %6s %12s %12s %12s %14s %14s %14s %12s %10s %10s\n", "way",
+           "steps", "median[us]", "p99[us]", "examples/s", "wire_B/step",
+           "tcp_B/step", "ps_cpu_us/st", "gathered/st", "w_flt/st",
+           "ps_flt/st");
     for (int i = 0; i < EL_WAYS; i++) {
         const el_way_result *x = &w[i];
         if (x->skipped) {
@@ -66,9 +67,11 @@ void el_report_text(const el_run_info *r, const el_way_result *w)
             snprintf(tcp, sizeof tcp, "-");
         else
             snprintf(tcp, sizeof tcp, "%.0f", x->tcp_bytes);
-        printf("%-7s %6d %12.1f %12.1f %12.0f %14.0f %14s %14.1f %12.1f\n",
+        printf("%-7s %6d %12.1f %12.1f %12.0f %14.0f %14s %14.1f %12.1f "
+               "%10.1f %10.1f\n",
                x->name, x->steps, x->median_us, x->p99_us, x->examples_per_s,
-               x->wire_bytes, tcp, x->ps_cpu_us, x->gather_rows);
+               x->wire_bytes, tcp, x->ps_cpu_us, x->gather_rows,
+               x->worker_faults, x->ps_faults);
     }
     double rd = ratio(&w[EL_ROWS], &w[EL_DENSE]);
     double rg = ratio(&w[EL_ROWS], &w[EL_GATHER]);
@@ -107,18 +110,21 @@ int el_report_json(const el_run_info *r, const el_way_result *w,
             fprintf(f, ",\"skipped\":\"%s\"}", x->why);
             continue;
         }
-        fprintf(
-            f,
-            ",\"steps\":%d,\"median_us\":%.3f,\"p99_us\":%.3f,"
-            "\"examples_per_s\":%.1f,\"wire_bytes_per_step\":%.1f,"
-            "\"tcp_bytes_per_step\":%.1f,\"ps_cpu_us_per_step\":%.2f,"
-            "\"gathered_rows_per_step\":%.2f,"
-            "\"gather_requests_per_step\":%.2f,\"rows_checked\":%.0f,"
-            "\"unique_rows_total\":%" PRIu64 ",\"wire_bytes_total\":%" PRIu64
-            ",\"gathered_rows_total\":%" PRIu64 "}",
-            x->steps, x->median_us, x->p99_us, x->examples_per_s, x->wire_bytes,
-            x->tcp_bytes, x->ps_cpu_us, x->gather_rows, x->gather_reqs,
-            x->rows_checked, x->unique_total, x->wire_total, x->gathered_total);
+        fprintf(f,
+                ",\"steps\":%d,\"median_us\":%.3f,\"p99_us\":%.3f,"
+                "\"examples_per_s\":%.1f,\"wire_bytes_per_step\":%.1f,"
+                "\"tcp_bytes_per_step\":%.1f,\"ps_cpu_us_per_step\":%.2f,"
+                "\"gathered_rows_per_step\":%.2f,"
+                "\"gather_requests_per_step\":%.2f,\"rows_checked\":%.0f,"
+                "\"worker_minor_faults_per_step\":%.1f,"
+                "\"ps_minor_faults_per_step\":%.1f,"
+                "\"unique_rows_total\":%" PRIu64
+                ",\"wire_bytes_total\":%" PRIu64
+                ",\"gathered_rows_total\":%" PRIu64 "}",
+                x->steps, x->median_us, x->p99_us, x->examples_per_s,
+                x->wire_bytes, x->tcp_bytes, x->ps_cpu_us, x->gather_rows,
+                x->gather_reqs, x->rows_checked, x->worker_faults, x->ps_faults,
+                x->unique_total, x->wire_total, x->gathered_total);
     }
     double rd = ratio(&w[EL_ROWS], &w[EL_DENSE]);
     double rg = ratio(&w[EL_ROWS], &w[EL_GATHER]);
