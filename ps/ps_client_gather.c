@@ -42,34 +42,17 @@ static bool is_reply_mr(const rf_ps_client *c, const rf_mr *mr)
     return false;
 }
 
-static rf_status check_sets(rf_ps_client *c, const rf_ps_rows *sets,
-                            size_t nsets, const char *what)
+/* A set's buffer must be in a region rf_ps_client_register_reply made. */
+static rf_status check_reply_mr(rf_ps_client *c, const rf_ps_rows *s, size_t i,
+                                const char *what)
 {
-    if (nsets && !sets)
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: no sets", what);
-    for (size_t i = 0; i < nsets; i++) {
-        const rf_ps_rows *s = &sets[i];
-        rf_status st = cli_table_check(c, s->var, what);
-        uint64_t off = 0;
-        if (st == RF_OK)
-            st = cli_field_off(s->var, s->field, &off, what);
-        if (st == RF_OK)
-            st = cli_rows_in_mr(s->var, s->buf, s->n,
-                                (size_t)s->var->lay.row_bytes, s->mr, what,
-                                "the row buffer");
-        if (st == RF_OK && s->n && !is_reply_mr(c, s->mr))
-            st = rf_error_set(RF_ERR_INVALID_ARG,
-                              "%s: set %zu ('%s' part %u): its buffer's region "
-                              "was not registered with "
-                              "rf_ps_client_register_reply (the ps WRITEs "
-                              "the rows there)",
-                              what, i, s->var->spec.name, s->var->spec.part);
-        if (st == RF_OK)
-            st = cli_rows_indices(s->var, s->rows, s->n, i, what);
-        if (st != RF_OK)
-            return st;
-    }
-    return RF_OK;
+    if (!s->n || is_reply_mr(c, s->mr))
+        return RF_OK;
+    return rf_error_set(RF_ERR_INVALID_ARG,
+                        "%s: set %zu ('%s' part %u): its buffer's region was "
+                        "not registered with rf_ps_client_register_reply (the "
+                        "ps WRITEs the rows there)",
+                        what, i, s->var->spec.name, s->var->spec.part);
 }
 
 /* The outcome of v's last gather (v idle), as the caller's status. */
@@ -178,7 +161,7 @@ static rf_status gather_rows(rf_ps_client *c, const rf_ps_rows *sets,
                              size_t nsets)
 {
     const char *what = "rf_ps_gather_rows";
-    rf_status st = check_sets(c, sets, nsets, what);
+    rf_status st = cli_rows_check_sets(c, sets, nsets, what, check_reply_mr);
     if (st != RF_OK || !nsets)
         return st;
     if (nsets > c->gt_cap) {

@@ -291,6 +291,14 @@ rf_status cli_rows_indices(const rf_ps_var *v, const int64_t *rows, size_t n,
                            size_t set, const char *what);
 rf_status cli_field_off(const rf_ps_var *v, rf_ps_field field, uint64_t *off,
                         const char *what);
+/* The checks of rf_ps_read_rows' sets (table, field, buffer inside its
+ * region, indices), with check_mr (may be NULL) run on each set too,
+ * before its indices. */
+rf_status
+cli_rows_check_sets(rf_ps_client *c, const rf_ps_rows *sets, size_t nsets,
+                    const char *what,
+                    rf_status (*check_mr)(rf_ps_client *c, const rf_ps_rows *s,
+                                          size_t i, const char *what));
 /* ps_client_gather.c: the ack of a gather (v->push_gather), and a
  * gather's write that failed. */
 void cli_gather_on_ack(rf_ps_var *v, uint64_t word);

@@ -223,22 +223,6 @@ void case_rows_gather(void)
     free(slot);
 }
 
-typedef struct find_ctx {
-    const char *name;
-    ps_entry e;
-    bool found;
-} find_ctx;
-
-static rf_status find_entry(void *ctx, const ps_entry *e)
-{
-    find_ctx *f = ctx;
-    if (strcmp(e->spec.name, f->name) == 0) {
-        f->e = *e;
-        f->found = true;
-    }
-    return RF_OK;
-}
-
 enum { ROWS = 100, WIDTH = 4, MPR = 8 };
 
 /* Raw peer memory: the request at 96K, the reply at 100K. */
@@ -318,47 +302,36 @@ void case_rows_gather_bad(void)
     raw_connect_ok(&r, cl.f, cl.ps[0].port, 7, false);
     raw_hello(&r, 7, false);
     rf_mr_desc reg = raw_region0(&r);
-    unsigned char msg[64];
-    size_t len;
-    ps_range_req q = {.start = 0};
-    CHECK_OK(
-        ps_enc_range_req(msg, sizeof msg, PS_MSG_DIR_REQ, ++r.req, &q, &len));
-    const unsigned char *reply;
-    size_t n = raw_rpc(&r, msg, len, &reply);
-    ps_dir_reply dr;
-    find_ctx f = {.name = "emb_gbad"};
-    CHECK_OK(ps_dec_dir_reply(reply, n, &dr, find_entry, &f));
-    CHECK(f.found && f.e.inbox.region == 0,
-          "entry found %d, inbox in region %u", f.found, f.e.inbox.region);
+    ps_entry e = raw_dir_entry(&r, "emb_gbad");
+    CHECK(e.inbox.region == 0, "inbox in region %u", e.inbox.region);
 
     unsigned char *out = r.mem + REPLY_AT;
     memset(out, 0x5a, 4096);
     const size_t rb = WIDTH * sizeof(float);
     int64_t past[3] = {5, 6, ROWS};
     expect_refused(
-        crafted(&r, reg, &f.e, (crafted_req){3, 0, 3 * rb, 0}, past, 3, 1), 3,
+        crafted(&r, reg, &e, (crafted_req){3, 0, 3 * rb, 0}, past, 3, 1), 3,
         "index rows at position 2");
     int64_t neg[2] = {-1, 2};
     expect_refused(
-        crafted(&r, reg, &f.e, (crafted_req){2, 0, 2 * rb, 0}, neg, 2, 2), 1,
+        crafted(&r, reg, &e, (crafted_req){2, 0, 2 * rb, 0}, neg, 2, 2), 1,
         "index -1 at position 0");
     int64_t huge[1] = {INT64_C(1) << 40};
-    expect_refused(
-        crafted(&r, reg, &f.e, (crafted_req){1, 0, rb, 0}, huge, 1, 3), 1,
-        "index 2^40");
+    expect_refused(crafted(&r, reg, &e, (crafted_req){1, 0, rb, 0}, huge, 1, 3),
+                   1, "index 2^40");
     int64_t good[3] = {0, 42, ROWS - 1};
-    expect_refused(crafted(&r, reg, &f.e,
+    expect_refused(crafted(&r, reg, &e,
                            (crafted_req){MPR + 1, 0, (MPR + 1) * rb, 0}, good,
                            3, 4),
                    0, "a count above max_push_rows");
     expect_refused(
-        crafted(&r, reg, &f.e, (crafted_req){3, 0, 3 * rb - 1, 0}, good, 3, 5),
-        0, "a reply one byte short of its rows");
+        crafted(&r, reg, &e, (crafted_req){3, 0, 3 * rb - 1, 0}, good, 3, 5), 0,
+        "a reply one byte short of its rows");
     expect_refused(
-        crafted(&r, reg, &f.e, (crafted_req){3, 1, 3 * rb, 0}, good, 3, 6), 0,
+        crafted(&r, reg, &e, (crafted_req){3, 1, 3 * rb, 0}, good, 3, 6), 0,
         "a field sgd's table lacks (slot 0)");
     expect_refused(
-        crafted(&r, reg, &f.e, (crafted_req){3, 0, 3 * rb, 1}, good, 3, 7), 0,
+        crafted(&r, reg, &e, (crafted_req){3, 0, 3 * rb, 1}, good, 3, 7), 0,
         "a reserved byte set");
     for (size_t i = 0; i < 4096; i++)
         CHECK(out[i] == 0x5a, "a refused gather wrote the reply at byte %zu",
@@ -370,7 +343,7 @@ void case_rows_gather_bad(void)
 
     /* A good crafted request: exactly its rows land, nothing after them. */
     uint64_t w =
-        crafted(&r, reg, &f.e, (crafted_req){3, 0, 3 * rb, 0}, good, 3, 8);
+        crafted(&r, reg, &e, (crafted_req){3, 0, 3 * rb, 0}, good, 3, 8);
     CHECK(!(w & PS_ACK_ERROR) && w == 3, "a good gather: ack %llx",
           (unsigned long long)w);
     for (size_t i = 0; i < 3; i++)
