@@ -19,8 +19,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "../pullpush/pp_stats.h"
-#include "../pullpush/pp_wire.h"
 #include "el_ps.h"
 #include "el_report.h"
 #include "rdmaflow/clock.h"
@@ -267,13 +265,22 @@ static uint64_t worker_faults(void)
     return getrusage(RUSAGE_SELF, &u) == 0 ? (uint64_t)u.ru_minflt : 0;
 }
 
-static double tcp_now(const el_ctx *k)
+/* The q-quantile of v[0..n) (n >= 1) by linear interpolation between the
+ * order statistics at q (n - 1), numpy's default; v is sorted in place. */
+static int cmp_double(const void *a, const void *b)
 {
-    uint64_t b = 0;
-    size_t socks = 0;
-    if (pp_tcp_bytes(k->ports, EL_PS_TASKS, &b, &socks) != RF_OK || !socks)
-        return -1;
-    return (double)b;
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(double *v, size_t n, double q)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    if (lo + 1 >= n)
+        return v[n - 1];
+    return v[lo] + (pos - (double)lo) * (v[lo + 1] - v[lo]);
 }
 
 static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
@@ -281,7 +288,6 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
     static const char *names[EL_WAYS] = {"rows", "dense", "gather"};
     const el_opts *o = k->o;
     r->name = names[way];
-    r->tcp_bytes = -1;
     int steps = way == EL_DENSE ? o->dense_steps : o->steps;
     int warm = way == EL_DENSE ? (o->warmup > 0 ? 1 : 0) : o->warmup;
     r->steps = steps;
@@ -302,7 +308,7 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
         free(t);
         return 1;
     }
-    double tcp0 = tcp_now(k), wire = 0, asked = 0, nuniq = 0;
+    double wire = 0, asked = 0, nuniq = 0;
     uint64_t cpu0 = ps_cpu(k), pf0 = ps_faults(k), wf0 = worker_faults();
     for (int i = 0; i < steps; i++) {
         uint64_t s = (uint64_t)(o->warmup + i);
@@ -326,17 +332,14 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
         }
     }
     uint64_t cpu1 = ps_cpu(k), pf1 = ps_faults(k), wf1 = worker_faults();
-    double tcp1 = tcp_now(k);
     if (counters(k, &c1)) {
         free(t);
         return 1;
     }
-    r->median_us = pp_quantile(t, (size_t)steps, 0.5);
-    r->p99_us = pp_quantile(t, (size_t)steps, 0.99);
+    r->median_us = quantile(t, (size_t)steps, 0.5);
+    r->p99_us = quantile(t, (size_t)steps, 0.99);
     r->examples_per_s = o->batch / (r->median_us * 1e-6);
     r->wire_bytes = wire / steps;
-    if (tcp0 >= 0 && tcp1 >= tcp0)
-        r->tcp_bytes = (tcp1 - tcp0) / steps;
     r->ps_cpu_us = (double)(cpu1 - cpu0) / steps;
     r->ps_faults = (double)(pf1 - pf0) / steps;
     r->worker_faults = (double)(wf1 - wf0) / steps;

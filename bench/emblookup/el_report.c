@@ -52,26 +52,20 @@ void el_report_text(const el_run_info *r, const el_way_result *w)
            "ids\n",
            (double)o->rows * (double)r->row_bytes / (1 << 30), r->unique_rows,
            r->ids);
-    printf("%-7s %6s %12s %12s %12s %14s %14s %14s %12s %10s %10s\n", "way",
-           "steps", "median[us]", "p99[us]", "examples/s", "wire_B/step",
-           "tcp_B/step", "ps_cpu_us/st", "gathered/st", "w_flt/st",
-           "ps_flt/st");
+    printf("%-7s %6s %12s %12s %12s %14s %14s %12s %10s %10s\n", "way", "steps",
+           "median[us]", "p99[us]", "examples/s", "wire_B/step", "ps_cpu_us/st",
+           "gathered/st", "w_flt/st", "ps_flt/st");
     for (int i = 0; i < EL_WAYS; i++) {
         const el_way_result *x = &w[i];
         if (x->skipped) {
             printf("%-7s skipped: %s\n", x->name, x->why);
             continue;
         }
-        char tcp[32];
-        if (x->tcp_bytes < 0)
-            snprintf(tcp, sizeof tcp, "-");
-        else
-            snprintf(tcp, sizeof tcp, "%.0f", x->tcp_bytes);
-        printf("%-7s %6d %12.1f %12.1f %12.0f %14.0f %14s %14.1f %12.1f "
+        printf("%-7s %6d %12.1f %12.1f %12.0f %14.0f %14.1f %12.1f "
                "%10.1f %10.1f\n",
                x->name, x->steps, x->median_us, x->p99_us, x->examples_per_s,
-               x->wire_bytes, tcp, x->ps_cpu_us, x->gather_rows,
-               x->worker_faults, x->ps_faults);
+               x->wire_bytes, x->ps_cpu_us, x->gather_rows, x->worker_faults,
+               x->ps_faults);
     }
     double rd = ratio(&w[EL_ROWS], &w[EL_DENSE]);
     double rg = ratio(&w[EL_ROWS], &w[EL_GATHER]);
@@ -113,7 +107,7 @@ int el_report_json(const el_run_info *r, const el_way_result *w,
         fprintf(f,
                 ",\"steps\":%d,\"median_us\":%.3f,\"p99_us\":%.3f,"
                 "\"examples_per_s\":%.1f,\"wire_bytes_per_step\":%.1f,"
-                "\"tcp_bytes_per_step\":%.1f,\"ps_cpu_us_per_step\":%.2f,"
+                "\"ps_cpu_us_per_step\":%.2f,"
                 "\"gathered_rows_per_step\":%.2f,"
                 "\"gather_requests_per_step\":%.2f,\"rows_checked\":%.0f,"
                 "\"worker_minor_faults_per_step\":%.1f,"
@@ -122,8 +116,8 @@ int el_report_json(const el_run_info *r, const el_way_result *w,
                 ",\"wire_bytes_total\":%" PRIu64
                 ",\"gathered_rows_total\":%" PRIu64 "}",
                 x->steps, x->median_us, x->p99_us, x->examples_per_s,
-                x->wire_bytes, x->tcp_bytes, x->ps_cpu_us, x->gather_rows,
-                x->gather_reqs, x->rows_checked, x->worker_faults, x->ps_faults,
+                x->wire_bytes, x->ps_cpu_us, x->gather_rows, x->gather_reqs,
+                x->rows_checked, x->worker_faults, x->ps_faults,
                 x->unique_total, x->wire_total, x->gathered_total);
     }
     double rd = ratio(&w[EL_ROWS], &w[EL_DENSE]);

@@ -18,11 +18,10 @@ typedef struct el_way_result {
     char why[200]; /* skipped: the reason */
     int steps;     /* measured */
     double median_us, p99_us, examples_per_s;
-    double wire_bytes;  /* per step, from what was posted */
-    double tcp_bytes;   /* per step, the kernel's count (sock), < 0: none */
-    double ps_cpu_us;   /* per step, both ps processes */
-    double gather_rows; /* per step, the ps counters' delta */
-    double gather_reqs; /* per step */
+    double wire_bytes;               /* per step, from what was posted */
+    double ps_cpu_us;                /* per step, both ps processes */
+    double gather_rows;              /* per step, the ps counters' delta */
+    double gather_reqs;              /* per step */
     double worker_faults, ps_faults; /* minor page faults per step */
     double rows_checked; /* rows compared with the table pattern, in all */
     /* totals over the measured steps, for exact checks */
