@@ -147,18 +147,22 @@ rf_status cli_words(rf_ps_client *c, size_t n)
     return RF_OK;
 }
 
-rf_status rf_ps_client_register(rf_ps_client *c, void *addr, size_t len,
-                                rf_mr **out)
+static rf_status client_register(rf_ps_client *c, void *addr, size_t len,
+                                 bool reply, rf_mr **out)
 {
     if (!c || !addr || !len || !out)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_ps_client_register: NULL or empty block");
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: NULL or empty block",
+                            reply ? "rf_ps_client_register_reply"
+                                  : "rf_ps_client_register");
     cli_reg *r = calloc(1, sizeof *r);
     if (!r)
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    r->reply = reply;
     pthread_mutex_lock(&c->mu);
-    rf_status st =
-        rf_mr_reg(c->fabric, addr, len, RF_ACCESS_LOCAL_WRITE, &r->mr);
+    uint32_t access = RF_ACCESS_LOCAL_WRITE;
+    if (reply)
+        access |= RF_ACCESS_REMOTE_WRITE;
+    rf_status st = rf_mr_reg(c->fabric, addr, len, access, &r->mr);
     if (st == RF_OK) {
         r->next = c->regs;
         c->regs = r;
@@ -168,6 +172,18 @@ rf_status rf_ps_client_register(rf_ps_client *c, void *addr, size_t len,
     }
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+rf_status rf_ps_client_register(rf_ps_client *c, void *addr, size_t len,
+                                rf_mr **out)
+{
+    return client_register(c, addr, len, false, out);
+}
+
+rf_status rf_ps_client_register_reply(rf_ps_client *c, void *addr, size_t len,
+                                      rf_mr **out)
+{
+    return client_register(c, addr, len, true, out);
 }
 
 void rf_ps_client_deregister(rf_ps_client *c, rf_mr *mr)
@@ -610,6 +626,7 @@ void rf_ps_client_close(rf_ps_client *c)
     free(c->rmw_buf);
     free(c->rmw_hash);
     free(c->rmw_rows);
+    free(c->gt_done);
     free(c->rmw_local);
     free(c->rs_wrs);
     free(c->rs_items);

@@ -4,8 +4,9 @@
  * ps_client_dir.c (regions, directories, create/lookup), ps_client_data.c
  * (read, write, init flags, global step, workers done, shutdown),
  * ps_client_push.c (apply=ps and apply=worker pushes),
- * ps_client_sync.c (sync-replicas pushes and step words) and
- * ps_client_readset.c (prepared read sets).
+ * ps_client_sync.c (sync-replicas pushes and step words),
+ * ps_client_readset.c (prepared read sets), ps_client_rows.c (embedding
+ * rows) and ps_client_gather.c (ps-side gathers of them).
  *
  * One completion queue serves every endpoint (sends and receives); every
  * posted work request is signaled and its context is a cli_op. Public calls
@@ -111,6 +112,16 @@ struct rf_ps_var {
     cli_op tag_op;
     unsigned char *sync_tag;
     rf_mr *sync_tag_mr;
+    /* ps-side gathers (ps_client_gather.c): the push in flight is one;
+     * its request and indices (registered, allocated on first use), the
+     * set and first position it carries, its outcome (the ack's error and
+     * the bad position + 1, 0: none). */
+    bool push_gather;
+    unsigned char *gather_req;
+    rf_mr *gather_req_mr;
+    size_t gather_set, gather_base;
+    rf_status gather_status;
+    uint64_t gather_pos;
 
     /* apply=worker, init flags: scratch copy of the record (registered) */
     unsigned char *scratch;
@@ -136,6 +147,7 @@ typedef struct cli_pool_chunk {
 
 typedef struct cli_reg {
     rf_mr *mr;
+    bool reply; /* rf_ps_client_register_reply: remote-writable */
     struct cli_reg *next;
 } cli_reg;
 
@@ -181,6 +193,9 @@ struct rf_ps_client {
     size_t rmw_hash_cap;
     int64_t *rmw_rows, *rmw_local;
     size_t rmw_rows_cap;
+    /* ps-side gathers: rows of each set sent so far */
+    size_t *gt_done;
+    size_t gt_cap;
 };
 
 /* ps_client.c */
@@ -276,6 +291,18 @@ rf_status cli_rows_indices(const rf_ps_var *v, const int64_t *rows, size_t n,
                            size_t set, const char *what);
 rf_status cli_field_off(const rf_ps_var *v, rf_ps_field field, uint64_t *off,
                         const char *what);
+/* The checks of rf_ps_read_rows' sets (table, field, buffer inside its
+ * region, indices), with check_mr (may be NULL) run on each set too,
+ * before its indices. */
+rf_status
+cli_rows_check_sets(rf_ps_client *c, const rf_ps_rows *sets, size_t nsets,
+                    const char *what,
+                    rf_status (*check_mr)(rf_ps_client *c, const rf_ps_rows *s,
+                                          size_t i, const char *what));
+/* ps_client_gather.c: the ack of a gather (v->push_gather), and a
+ * gather's write that failed. */
+void cli_gather_on_ack(rf_ps_var *v, uint64_t word);
+void cli_gather_failed(rf_ps_var *v, rf_status st);
 /* ps_client_rows_rmw.c: an apply=worker sparse push (checked). */
 rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                        size_t n, const float *grad, bool use_locking);

@@ -48,6 +48,10 @@ static void push_finish(rf_ps_var *v)
 static void push_error(rf_ps_var *v, rf_status st, const char *what)
 {
     rf_ps_client *c = v->client;
+    if (v->push_gather) {
+        cli_gather_failed(v, st);
+        return;
+    }
     if (c->push_status != RF_OK)
         return;
     char name[340];
@@ -90,7 +94,9 @@ void cli_push_on_ack(ps_cli_conn *p, uint32_t imm)
                       id, ps_imm_seq(imm));
         return;
     }
-    if (word & PS_ACK_ERROR) {
+    if (v->push_gather) {
+        cli_gather_on_ack(v, word);
+    } else if (word & PS_ACK_ERROR) {
         rf_status st = (rf_status)(-(int32_t)(uint32_t)word);
         push_error(v, st, "the ps could not apply it");
     } else if (v->push_sync) {
@@ -218,6 +224,7 @@ rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
                 v->push_busy = true;
                 v->push_sent = v->push_acked = false;
                 v->push_sync = sync;
+                v->push_gather = false;
                 v->push_seq++;
                 c->pushes_busy++;
                 p->pushes_inflight++;

@@ -124,6 +124,34 @@ rf_status cli_field_off(const rf_ps_var *v, rf_ps_field field, uint64_t *off,
     return RF_OK;
 }
 
+rf_status cli_rows_check_sets(rf_ps_client *c, const rf_ps_rows *sets,
+                              size_t nsets, const char *what,
+                              rf_status (*check_mr)(rf_ps_client *c,
+                                                    const rf_ps_rows *s,
+                                                    size_t i, const char *what))
+{
+    if (nsets && !sets)
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: no sets", what);
+    for (size_t i = 0; i < nsets; i++) {
+        const rf_ps_rows *s = &sets[i];
+        rf_status st = cli_table_check(c, s->var, what);
+        uint64_t off = 0;
+        if (st == RF_OK)
+            st = cli_field_off(s->var, s->field, &off, what);
+        if (st == RF_OK)
+            st = cli_rows_in_mr(s->var, s->buf, s->n,
+                                (size_t)s->var->lay.row_bytes, s->mr, what,
+                                "the row buffer");
+        if (st == RF_OK && check_mr)
+            st = check_mr(c, s, i, what);
+        if (st == RF_OK)
+            st = cli_rows_indices(s->var, s->rows, s->n, i, what);
+        if (st != RF_OK)
+            return st;
+    }
+    return RF_OK;
+}
+
 static void nap_us(long us)
 {
     struct timespec ts = {.tv_sec = 0, .tv_nsec = us * 1000};
@@ -194,28 +222,15 @@ static rf_status read_rows(rf_ps_client *c, const rf_ps_rows *sets,
                            size_t nsets)
 {
     const char *what = "rf_ps_read_rows";
-    if (nsets && !sets)
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: no sets", what);
+    rf_status st = cli_rows_check_sets(c, sets, nsets, what, NULL);
+    if (st != RF_OK)
+        return st;
     size_t total = 0;
-    for (size_t i = 0; i < nsets; i++) {
-        const rf_ps_rows *s = &sets[i];
-        rf_status st = cli_table_check(c, s->var, what);
-        uint64_t off = 0;
-        if (st == RF_OK)
-            st = cli_field_off(s->var, s->field, &off, what);
-        if (st == RF_OK)
-            st = cli_rows_in_mr(s->var, s->buf, s->n,
-                                (size_t)s->var->lay.row_bytes, s->mr, what,
-                                "the row buffer");
-        if (st == RF_OK)
-            st = cli_rows_indices(s->var, s->rows, s->n, i, what);
-        if (st != RF_OK)
-            return st;
-        total += s->n;
-    }
+    for (size_t i = 0; i < nsets; i++)
+        total += sets[i].n;
     if (!total)
         return RF_OK;
-    rf_status st = cli_rows_scratch(c, 3 * total, total);
+    st = cli_rows_scratch(c, 3 * total, total);
     if (st != RF_OK)
         return st;
     size_t k = 0;
@@ -275,6 +290,7 @@ static rf_status push_ps(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     v->push_busy = true;
     v->push_sent = v->push_acked = false;
     v->push_sync = false;
+    v->push_gather = false;
     v->push_seq++;
     c->pushes_busy++;
     p->pushes_inflight++;

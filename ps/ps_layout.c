@@ -51,7 +51,7 @@ rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
     out->max_push_rows = max_push_rows;
     out->rowver_off = out->record_bytes;
     out->record_bytes += align_up(8 * dim0);
-    out->inbox_bytes = ps_sparse_rows_off(max_push_rows) +
+    out->inbox_bytes = ps_gather_stage_off(max_push_rows, out->row_bytes) +
                        (uint64_t)max_push_rows * out->row_bytes;
     return RF_OK;
 }

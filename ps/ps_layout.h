@@ -108,6 +108,34 @@ static inline uint64_t ps_sparse_rows_off(uint32_t max_push_rows)
            ~(uint64_t)(PS_ALIGN - 1);
 }
 
+/* A table inbox ends with the ps-side gather area (rf_ps_gather_rows,
+ * ps/ps_server_gather.c), after the sparse push's rows:
+ *   ps_gather_off      the request: PS_GATHER_REQ_BYTES, little-endian:
+ *                      count u64, field u32, the reply's rkey u32, its
+ *                      address u64 and length u64, 32 reserved zero bytes;
+ *                      the worker WRITE_WITH_IMMs it (the length tells it
+ *                      from a sparse push's 8-byte count)
+ *   + PS_GATHER_REQ_BYTES  the row indices (int64, up to max_push_rows),
+ *                      WRITten before the request
+ *   ps_gather_stage_off the ps's reply staging: up to max_push_rows rows,
+ *                      copied there and WRITten from there into the reply.
+ * So one worker's gather costs the ps at most the table's inbox, which
+ * max_inbox_bytes bounds at CREATE. */
+#define PS_GATHER_REQ_BYTES 64u
+static inline uint64_t ps_gather_off(uint32_t max_push_rows, uint64_t row_bytes)
+{
+    return (ps_sparse_rows_off(max_push_rows) +
+            (uint64_t)max_push_rows * row_bytes + PS_ALIGN - 1) &
+           ~(uint64_t)(PS_ALIGN - 1);
+}
+static inline uint64_t ps_gather_stage_off(uint32_t max_push_rows,
+                                           uint64_t row_bytes)
+{
+    return (ps_gather_off(max_push_rows, row_bytes) + PS_GATHER_REQ_BYTES +
+            8ull * max_push_rows + PS_ALIGN - 1) &
+           ~(uint64_t)(PS_ALIGN - 1);
+}
+
 /* Immediates: bits 0..23 shard id, bits 24..31 sequence. */
 #define PS_MAX_SHARDS (1u << 24)
 static inline uint32_t ps_imm_make(uint32_t shard, uint32_t seq)
@@ -152,6 +180,16 @@ static inline uint64_t ps_ack_sync(bool stale, uint64_t step)
 static inline uint64_t ps_ack_err(rf_status st)
 {
     return PS_ACK_ERROR | (uint32_t)(-(int32_t)st);
+}
+/* A refused gather's ack also carries the position of the bad index + 1
+ * in bits 32..56 (0: none), so the worker can name the index. */
+static inline uint64_t ps_ack_err_at(rf_status st, uint64_t pos)
+{
+    return ps_ack_err(st) | (((pos + 1) & 0x1ffffffull) << 32);
+}
+static inline uint64_t ps_ack_err_pos(uint64_t word)
+{
+    return (word >> 32) & 0x1ffffffull;
 }
 
 #endif

@@ -21,7 +21,8 @@
 
 #define DEFAULT_CHUNK_MB    64
 #define DEFAULT_MAX_WORKERS 64
-#define SEND_DEPTH          (PS_SRV_RECV_DEPTH + 2 * PS_SRV_REPLY_BUFS + 8)
+/* Each push is acked (one send); a gather also WRITEs its rows (two). */
+#define SEND_DEPTH (2 * PS_SRV_RECV_DEPTH + 2 * PS_SRV_REPLY_BUFS + 8)
 
 bool ps_srv_stopping(rf_ps_server *s)
 {

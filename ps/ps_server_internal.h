@@ -252,6 +252,11 @@ rf_status ps_sparse_reserve(rf_ps_server *s, uint32_t max_push_rows);
 bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                     uint32_t len);
 
+/* ps_server_gather.c: a gather request (a write_imm of
+ * PS_GATHER_REQ_BYTES) to a table (already checked: trainable, inbox). */
+bool ps_gather_serve(ps_server_conn *c, ps_shard *sh, ps_inbox *ib,
+                     uint32_t imm);
+
 /* ps_server_sync.c */
 rf_status ps_sync_create(ps_shard *sh);
 void ps_sync_free(ps_shard *sh);

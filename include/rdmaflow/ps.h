@@ -157,6 +157,11 @@ typedef struct rf_ps_server_counters {
     uint64_t sparse_rows;    /* rows they applied */
     uint64_t sparse_refused; /* refused with an error ack (a count above
                                 max_push_rows, an index out of range) */
+    /* ps-side gathers (rf_ps_gather_rows): requests served, rows copied,
+     * requests refused with an error ack (nothing copied). */
+    uint64_t gather_requests;
+    uint64_t gather_rows;
+    uint64_t gather_refused;
 } rf_ps_server_counters;
 RF_API void rf_ps_server_get_counters(rf_ps_server *server,
                                       rf_ps_server_counters *out);
@@ -222,6 +227,12 @@ RF_API rf_status rf_ps_client_reconnect(rf_ps_client *client, bool force);
  * rf_ps_client_deregister. */
 RF_API rf_status rf_ps_client_register(rf_ps_client *client, void *addr,
                                        size_t len, rf_mr **out);
+/* The same for the reply buffers of rf_ps_gather_rows: also registered
+ * remote-writable, so the ps can WRITE the rows it gathered there (the
+ * only worker memory a ps may write besides the client's ack rings; keep
+ * nothing else in it). rf_ps_client_deregister releases it. */
+RF_API rf_status rf_ps_client_register_reply(rf_ps_client *client, void *addr,
+                                             size_t len, rf_mr **out);
 RF_API void rf_ps_client_deregister(rf_ps_client *client, rf_mr *mr);
 
 /* What a shard is. trainable shards must be float32 and have a valid
@@ -443,6 +454,23 @@ typedef struct rf_ps_rows {
  * Allocates nothing per call after the first (keep per-client scratch). */
 RF_API rf_status rf_ps_read_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                  size_t nsets);
+
+/* The ps-side gather TensorFlow's colocated Gather is: for each set, the
+ * row indices go to the set's ps (WRITE_WITH_IMM into this worker's gather
+ * inbox there), whose service thread checks every index (a bad one: an
+ * error ack naming the shard and index, nothing copied), copies each row
+ * consistently (its version word even and unchanged around the copy) into
+ * the reply and WRITEs the rows into buf (sets' mr must be registered
+ * remote-writable: rf_ps_client_register_reply does), then acknowledges;
+ * waits for every ack (op_timeout_ms). Indices are checked here first, as
+ * rf_ps_read_rows does. The ps CPU does the work: it is the baseline the
+ * one-sided rf_ps_read_rows is compared with (bench/emb-lookup).
+ * A set of more than the table's max_push_rows rows (the gather inbox's
+ * size) goes as several requests, one at a time per table; sets of
+ * different tables are in flight together. A table's outstanding apply=ps
+ * push is waited for first (they share the table's push slot). */
+RF_API rf_status rf_ps_gather_rows(rf_ps_client *client, const rf_ps_rows *sets,
+                                   size_t nsets);
 
 /* Pushes a sparse gradient to a trainable async table shard: grad is n rows
  * (n * row_bytes float32) for the row indices rows[0..n); both inside mr.

@@ -16,22 +16,6 @@
 #include "tests/integration/ps/cases.h"
 #include "tests/integration/ps/raw_peer.h"
 
-typedef struct find_ctx {
-    const char *name;
-    ps_entry e;
-    bool found;
-} find_ctx;
-
-static rf_status find_entry(void *ctx, const ps_entry *e)
-{
-    find_ctx *f = ctx;
-    if (strcmp(e->spec.name, f->name) == 0) {
-        f->e = *e;
-        f->found = true;
-    }
-    return RF_OK;
-}
-
 enum { ROWS = 100, WIDTH = 4, MPR = 8 };
 
 /* One crafted push: count, then n indices and rows; returns the ack. */
@@ -105,29 +89,19 @@ void case_rows_bad_push(void)
     raw_connect_ok(&r, cl.f, cl.ps[0].port, 7, false);
     raw_hello(&r, 7, false);
     rf_mr_desc reg = raw_region0(&r);
-    unsigned char msg[64];
-    size_t len;
-    ps_range_req q = {.start = 0};
-    CHECK_OK(
-        ps_enc_range_req(msg, sizeof msg, PS_MSG_DIR_REQ, ++r.req, &q, &len));
-    const unsigned char *reply;
-    size_t n = raw_rpc(&r, msg, len, &reply);
-    ps_dir_reply dr;
-    find_ctx f = {.name = "emb_bad"};
-    CHECK_OK(ps_dec_dir_reply(reply, n, &dr, find_entry, &f));
-    CHECK(f.found && f.e.inbox.region == 0,
-          "entry found %d, inbox in region %u", f.found, f.e.inbox.region);
+    ps_entry e = raw_dir_entry(&r, "emb_bad");
+    CHECK(e.inbox.region == 0, "inbox in region %u", e.inbox.region);
 
-    expect_refused(crafted(&r, reg, &f.e, MPR + 1, NULL, 0, 1),
+    expect_refused(crafted(&r, reg, &e, MPR + 1, NULL, 0, 1),
                    "a count above max_push_rows");
-    expect_refused(crafted(&r, reg, &f.e, 1u << 30, NULL, 0, 2),
+    expect_refused(crafted(&r, reg, &e, 1u << 30, NULL, 0, 2),
                    "a count of 2^30");
     int64_t past[2] = {5, ROWS};
-    expect_refused(crafted(&r, reg, &f.e, 2, past, 2, 3), "index rows");
+    expect_refused(crafted(&r, reg, &e, 2, past, 2, 3), "index rows");
     int64_t neg[3] = {1, 2, -1};
-    expect_refused(crafted(&r, reg, &f.e, 3, neg, 3, 4), "index -1");
+    expect_refused(crafted(&r, reg, &e, 3, neg, 3, 4), "index -1");
     int64_t huge[1] = {INT64_C(1) << 40};
-    expect_refused(crafted(&r, reg, &f.e, 1, huge, 1, 5), "index 2^40");
+    expect_refused(crafted(&r, reg, &e, 1, huge, 1, 5), "index 2^40");
 
     /* The table is unchanged. */
     float *got = pt_read_field(c, v, RF_PS_FIELD_VALUES, ROWS * WIDTH);
@@ -138,7 +112,7 @@ void case_rows_bad_push(void)
     /* A good crafted push is applied: the check is the ps's, not the
      * client's, and the raw peer is a client like any other. */
     int64_t good[2] = {0, ROWS - 1};
-    uint64_t w = crafted(&r, reg, &f.e, 2, good, 2, 6);
+    uint64_t w = crafted(&r, reg, &e, 2, good, 2, 6);
     CHECK(!(w & PS_ACK_ERROR), "a good push was refused: %llx",
           (unsigned long long)w);
     float gr[2 * WIDTH];
@@ -152,7 +126,7 @@ void case_rows_bad_push(void)
      * version words would have returned it); once even, it is read. */
     ps_layout lay;
     CHECK_OK(ps_layout_full(ROWS * WIDTH * 4, 0, ROWS, MPR, false, &lay));
-    uint64_t ver_addr = reg.addr + f.e.record.offset + lay.rowver_off + 8 * 10;
+    uint64_t ver_addr = reg.addr + e.record.offset + lay.rowver_off + 8 * 10;
     unsigned char *word = r.mem + 100 * 1024;
     rf_put_le64(word, 5);
     CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_WRITE,
@@ -196,9 +170,9 @@ void case_rows_bad_push(void)
                                 .local = r.mem + 96 * 1024,
                                 .len = 16,
                                 .local_mr = r.mr,
-                                .remote_addr = reg.addr + f.e.inbox.offset,
+                                .remote_addr = reg.addr + e.inbox.offset,
                                 .rkey = reg.rkey,
-                                .imm = ps_imm_make(f.e.shard_id, 7)}));
+                                .imm = ps_imm_make(e.shard_id, 7)}));
     raw_expect_dropped(&r, rft_ms(10000));
     raw_close(&r);
 

@@ -80,14 +80,18 @@ static int role_ps(int argc, char **argv)
     rf_ps_server_get_counters(s, &k);
     printf(
         "COUNTERS auth=%llu busy=%llu full=%llu duplicate=%llu idle=%llu "
-        "protocol=%llu sparse=%llu sparse_rows=%llu sparse_refused=%llu\n",
+        "protocol=%llu sparse=%llu sparse_rows=%llu sparse_refused=%llu "
+        "gather=%llu gather_rows=%llu gather_refused=%llu\n",
         (unsigned long long)k.refused_auth, (unsigned long long)k.refused_busy,
         (unsigned long long)k.refused_full,
         (unsigned long long)k.refused_duplicate,
         (unsigned long long)k.dropped_idle,
         (unsigned long long)k.dropped_protocol,
         (unsigned long long)k.sparse_applies, (unsigned long long)k.sparse_rows,
-        (unsigned long long)k.sparse_refused);
+        (unsigned long long)k.sparse_refused,
+        (unsigned long long)k.gather_requests,
+        (unsigned long long)k.gather_rows,
+        (unsigned long long)k.gather_refused);
     printf("EXIT %s\n", rf_status_string(st));
     fflush(stdout);
     rf_ps_server_stop(s);

@@ -147,6 +147,38 @@ rf_mr_desc raw_region0(raw_peer *r)
     return rr.regions[0];
 }
 
+typedef struct find_ctx {
+    const char *name;
+    ps_entry e;
+    bool found;
+} find_ctx;
+
+static rf_status find_entry(void *ctx, const ps_entry *e)
+{
+    find_ctx *f = ctx;
+    if (strcmp(e->spec.name, f->name) == 0) {
+        f->e = *e;
+        f->found = true;
+    }
+    return RF_OK;
+}
+
+ps_entry raw_dir_entry(raw_peer *r, const char *name)
+{
+    unsigned char msg[64];
+    size_t len;
+    ps_range_req q = {.start = 0};
+    CHECK_OK(
+        ps_enc_range_req(msg, sizeof msg, PS_MSG_DIR_REQ, ++r->req, &q, &len));
+    const unsigned char *reply;
+    size_t n = raw_rpc(r, msg, len, &reply);
+    ps_dir_reply dr;
+    find_ctx f = {.name = name};
+    CHECK_OK(ps_dec_dir_reply(reply, n, &dr, find_entry, &f));
+    CHECK(f.found, "no directory entry '%s'", name);
+    return f.e;
+}
+
 rf_status raw_do(raw_peer *r, rf_wr wr)
 {
     CHECK_OK(rf_post(r->ep, &wr, 1, NULL));

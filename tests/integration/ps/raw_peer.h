@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ps/proto.h"
 #include "rdmaflow/fabric.h"
 
 typedef struct raw_peer {
@@ -47,6 +48,9 @@ size_t raw_rpc(raw_peer *r, const void *msg, size_t len,
 void raw_hello(raw_peer *r, uint32_t id, bool chief);
 /* Region 0 of the ps arena (REGIONS_REQ). */
 rf_mr_desc raw_region0(raw_peer *r);
+/* The directory entry of the shard named name (the first DIR_REPLY page);
+ * fails the case when it is not there. */
+ps_entry raw_dir_entry(raw_peer *r, const char *name);
 /* Posts one work request on the peer's endpoint and returns the status of
  * its completion. */
 rf_status raw_do(raw_peer *r, rf_wr wr);

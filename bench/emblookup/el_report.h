@@ -1,0 +1,49 @@
+/* bench/emblookup/el_report.h: rf-bench-emb's output: a banner stating
+ * every setting and the CPU, one fixed-column row per way, the ratios,
+ * and (--json FILE) the same figures as one JSON object. */
+#ifndef RF_BENCH_EL_REPORT_H
+#define RF_BENCH_EL_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "el_opts.h"
+
+enum { EL_ROWS = 0, EL_DENSE, EL_GATHER, EL_WAYS };
+
+typedef struct el_way_result {
+    const char *name;
+    bool skipped;
+    char why[200]; /* skipped: the reason */
+    int steps;     /* measured */
+    double median_us, p99_us, examples_per_s;
+    double wire_bytes;               /* per step, from what was posted */
+    double ps_cpu_us;                /* per step, both ps processes */
+    double gather_rows;              /* per step, the ps counters' delta */
+    double gather_reqs;              /* per step */
+    double worker_faults, ps_faults; /* minor page faults per step */
+    double rows_checked; /* rows compared with the table pattern, in all */
+    /* totals over the measured steps, for exact checks */
+    uint64_t unique_total, wire_total, gathered_total;
+} el_way_result;
+
+typedef struct el_run_info {
+    const el_opts *o;
+    const char *provider; /* what the connection to ps 0 uses */
+    int64_t part_rows[2];
+    uint64_t row_bytes;
+    double unique_rows; /* per step, both shards */
+    double ids;         /* per step */
+    char cpu[256];
+    char date[64];
+} el_run_info;
+
+/* The CPU's model name (/proc/cpuinfo), or "unknown". */
+void el_cpu_model(char *buf, size_t len);
+void el_report_text(const el_run_info *r, const el_way_result *w);
+/* 0, or -1 (said) when the file cannot be written. */
+int el_report_json(const el_run_info *r, const el_way_result *w,
+                   const char *path);
+
+#endif
