@@ -441,6 +441,30 @@ typedef struct rf_ps_rows {
  * Allocates nothing per call after the first (keep per-client scratch). */
 RF_API rf_status rf_ps_read_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                  size_t nsets);
+/* WRITEs the listed rows of every set (the mirror of rf_ps_read_rows:
+ * indices checked before anything is posted, one list per ps), each row
+ * inside its seqlock (version to odd, the row, version to even), and
+ * waits for completion. The rows of one set must be distinct (a row
+ * written twice in one set passes through an even version mid-write). For
+ * a table that workers may be reading (restores into a running job). */
+RF_API rf_status rf_ps_write_rows(rf_ps_client *client, const rf_ps_rows *sets,
+                                  size_t nsets);
+/* Chief, before the shard's init flag is set (no worker reads a shard
+ * before its flag): WRITEs rows [row0, row0 + nrows) of one field (values
+ * or a slot) of a table shard from buf (nrows * row_bytes, inside mr) as
+ * one WRITE, outside the rows' seqlocks (one work request instead of three
+ * per row), and waits. The flag is READ first: a shard already initialised
+ * is refused (RF_ERR_INVALID_ARG: use rf_ps_write_rows), as is a range
+ * outside its rows (nothing posted). */
+RF_API rf_status rf_ps_write_row_range(rf_ps_client *client, rf_ps_var *var,
+                                       rf_ps_field field, int64_t row0,
+                                       size_t nrows, const void *buf,
+                                       rf_mr *mr);
+/* Chief: sets the init flags of the shards (after their values were
+ * written by this client's completed writes, e.g. rf_ps_write_row_range),
+ * one batch per ps, waited for. */
+RF_API rf_status rf_ps_mark_initialized(rf_ps_client *client,
+                                        rf_ps_var *const *vars, size_t n);
 
 /* Pushes a sparse gradient to a trainable async table shard: grad is n rows
  * (n * row_bytes float32) for the row indices rows[0..n); both inside mr.
