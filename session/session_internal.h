@@ -70,6 +70,11 @@ typedef struct sess_var {
     void *dedup_scratch;
     rf_mr *whole_mr; /* the graph's storage, for the initial write and the
                         final read of the whole table */
+    /* The chief's graph left the table uninitialised: the session writes
+     * its rows on the ps from rf_variable_initialize_rows in chunks
+     * (session_table_init.c) and the graph's storage is never touched
+     * (until the final pull: pulled). */
+    bool rows_init, pulled;
     /* this step's gradient, indices and values: whichever after-hook
      * comes second stages and pushes it */
     const rf_tensor *step_idx, *step_vals;
@@ -312,6 +317,11 @@ rf_status sess_connect(rf_session *s);
  * beta powers) and global_step into the local graph. */
 rf_status sess_pull_all(rf_session *s, bool slots);
 void sess_disconnect(rf_session *s);
+
+/* session_table_init.c: the chief writes the initial values of every
+ * rows_init table (written: restored or adopted ones excluded by the
+ * caller) on its shard in bounded chunks, then sets their init flags. */
+rf_status sess_tables_init(rf_session *s);
 
 /* session_ckpt.c: the chief, at creation: restores the newest checkpoint
  * of opt.checkpoint_dir that verifies into the shards (all but the values
