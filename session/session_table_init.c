@@ -18,7 +18,7 @@
 #include "rdmaflow/clock.h"
 #include "session/session_internal.h"
 
-#define TABLE_CHUNK (32u << 20) /* bytes of rows per chunk */
+#define TABLE_CHUNK (8u << 20) /* bytes of rows per chunk */
 #define LOCKED_ROWS 4096u       /* rows per seqlocked write */
 
 static rf_status write_chunk(rf_session *s, sess_var *v, bool locked,
