@@ -267,6 +267,56 @@ case_wide_deep_table_memory() {
         fail "--variables_out differs from local training"
 }
 
+# --model=wide_deep with --checkpoint_dir: 2 ps x 1 worker save every 25
+# steps (the tables whole under the whole variables' names, no parts); a
+# second job on 3 ps restores the newest checkpoint (the tables into 3
+# parts) and its global_step goes on from 60 to 120; rf-ckpt verify passes
+# on every file of the directory
+case_wide_deep_checkpoint() {
+    local d=$tmp/ckpt args=(--model=wide_deep
+        "--ctr_spec=vocab=1000,1e5;train=1e5;test=2e4" --embedding_dim=16
+        --batch_size=256 --eval_examples=20000 --log_every=30 --threads=1
+        --checkpoint_dir="$tmp/ckpt" --save_checkpoint_steps=25)
+    local emb=dnn/input_from_feature_columns/C2_embedding/embedding_weights
+    run_launch "$tmp/o1" 2 1 "${args[@]}" --train_steps=60
+    local f=$d/model.ckpt-60.safetensors
+    if [[ $rc -ne 0 || ! -s $f ]]; then
+        fail "the first job: exit $rc, $(ls "$d" 2>&1 | tr '\n' ' ')"
+        show "$tmp/o1" 20
+        return
+    fi
+    "$check" st "$f" >"$tmp/keys"
+    if grep -q "^$emb F32 \[100000,16\]\$" "$tmp/keys" &&
+        grep -q "^$emb/Adagrad F32 \[100000,16\]\$" "$tmp/keys" &&
+        ! grep -q 'part_' "$tmp/keys"; then
+        ok "model.ckpt-60 holds the table and its slot whole, no part names"
+    else
+        fail "model.ckpt-60's tensors:"
+        sed 's/^/    | /' "$tmp/keys"
+    fi
+    run_launch "$tmp/o2" 3 1 "${args[@]}" --train_steps=120
+    local got
+    got=$(tline "$tmp/o2" worker0 "[^ ]*: session ready: .*")
+    if [[ $rc -eq 0 && $got == *"restored $f"*"global_step 60"* ]] &&
+        [[ $(tline "$tmp/o2" worker0 "cluster: global_step .*") == "cluster: global_step 60 -> 120 "* ]] &&
+        [[ $(tline "$tmp/o2" worker0 "global_step at the end: .*") == "global_step at the end: 120" ]]; then
+        ok "3 ps: '$got', then from global_step 60 to 120"
+    else
+        fail "3 ps: exit $rc, '$got'"
+        show "$tmp/o2" 20
+    fi
+    local ckpt
+    ckpt=$(dirname "$trainer")/rf-ckpt
+    if [[ ! -x $ckpt ]]; then
+        ok "no rf-ckpt next to rf-trainer: verify not run"
+    elif "$ckpt" verify "$d" >"$tmp/verify" 2>&1; then
+        ok "rf-ckpt verify $d: $(wc -l <"$tmp/verify") lines, exit 0"
+    else
+        fail "rf-ckpt verify $d failed:"
+        sed 's/^/    | /' "$tmp/verify"
+    fi
+}
+
 case_async_converges() {
     # 2 async workers sharing 2000 updates of 100 examples (3.3 epochs).
     # Measured here (mlp:64, adam, batch 100, --threads=1): local runs
@@ -902,6 +952,7 @@ explain_only)
 wide_deep_oracle) case_wide_deep_oracle ;;
 wide_deep_2x2) case_wide_deep_2x2 ;;
 wide_deep_table_memory) case_wide_deep_table_memory ;;
+wide_deep_checkpoint) case_wide_deep_checkpoint ;;
 secret)
     need_data
     case_secret
