@@ -56,6 +56,10 @@ void ckpt_hex8(uint32_t v, char out[9]);
 /* Parses exactly 8 lowercase hex digits. */
 bool ckpt_parse_hex8(const char *s, uint32_t *out);
 
+/* crc (a finished CRC32C of earlier bytes, 0 for none) continued over
+ * len more bytes: rf_ckpt_crc32c of the concatenation. */
+uint32_t ckpt_crc32c_update(uint32_t crc, const void *data, size_t len);
+
 /* CRC32C of a header of len bytes whose header-CRC digits (8 bytes) start
  * at digits_at, counted as "00000000". */
 uint32_t ckpt_header_crc(const char *hdr, size_t len, size_t digits_at);
