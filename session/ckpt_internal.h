@@ -24,8 +24,9 @@
 
 struct rf_ckpt {
     char *path;
-    unsigned char *buf; /* the whole file */
+    unsigned char *buf; /* the whole file (read, or mapped if mapped) */
     size_t size;
+    bool mapped;
     rf_ckpt_entry *e; /* sorted by name */
     size_t n;
     char **meta; /* key, value, key, value, ... (2 * nmeta) */
@@ -33,6 +34,12 @@ struct rf_ckpt {
     bool has_crc;
     char *note; /* never NULL once opened */
 };
+
+/* Files of at least this many bytes are mapped, not read (ckpt_read.c). */
+#define CKPT_MAP_MIN ((uint64_t)64 << 20)
+/* Drops the pages of [p, p + len) of a mapped file from this process (a
+ * later access reads them again); nothing for a file read into memory. */
+void ckpt_release(const rf_ckpt *ck, const void *p, size_t len);
 
 /* One piece of a file's contents. */
 typedef rf_file_chunk ckpt_chunk;

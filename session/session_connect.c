@@ -182,24 +182,28 @@ static rf_status chief_init(rf_session *s, rf_ps_xfer *x, rf_ps_var **vars)
             return rf_error_set(st, "initialising global_step: %s",
                                 rf_error_message());
     }
-    /* restored: every table's values are in the graph's storage now */
+    /* restored: every table's values and slots are on its shards now
+     * (sess_tables_restore), and the graph's storage holds none of them */
     for (size_t i = 0; i < s->nv && restored; i++)
-        if (s->v[i].rows_init) {
-            s->v[i].rows_init = false;
-            rf_variable_mark_initialized(s->v[i].var, true);
-            if ((st = register_whole(s, &s->v[i])) != RF_OK)
-                return st;
+        if (s->v[i].table) {
+            s->v[i].rows_init = true;
+            s->v[i].restored = true;
         }
     st = s->push->init_shards(s); /* sync: the shards' step, before the flags */
     if (st == RF_OK)
-        st = sess_tables_init(s);
+        st = sess_tables_init(s); /* rows_init and not restored: their flags */
     if (st != RF_OK)
         return st;
-    size_t nx = 0;
-    for (size_t i = 0; i < s->nv; i++)
+    size_t nx = 0, nr = 0;
+    for (size_t i = 0; i < s->nv; i++) {
         if (!s->v[i].rows_init)
             x[nx++] = values_xfer(s, &s->v[i]);
+        else if (s->v[i].restored)
+            vars[nr++] = s->v[i].shard;
+    }
     st = rf_ps_init_values(s->client, x, nx);
+    if (st == RF_OK)
+        st = rf_ps_mark_initialized(s->client, vars, nr);
     if (st != RF_OK)
         rf_error_set(st, "initialising the variables: %s", rf_error_message());
     return st;

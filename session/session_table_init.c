@@ -19,21 +19,21 @@
 #include "session/session_internal.h"
 
 #define TABLE_CHUNK (8u << 20) /* bytes of rows per chunk */
-#define LOCKED_ROWS 4096u       /* rows per seqlocked write */
+#define LOCKED_ROWS 4096u      /* rows per seqlocked write */
 
-static rf_status write_chunk(rf_session *s, sess_var *v, bool locked,
-                             int64_t r0, size_t n, void *buf, rf_mr *mr,
-                             int64_t *idx)
+rf_status sess_table_write(rf_session *s, sess_var *v, rf_ps_field field,
+                           bool locked, int64_t r0, size_t n, void *buf,
+                           rf_mr *mr, int64_t *idx)
 {
     if (!locked)
-        return rf_ps_write_row_range(s->client, v->shard, RF_PS_FIELD_VALUES,
-                                     r0, n, buf, mr);
+        return rf_ps_write_row_range(s->client, v->shard, field, r0, n, buf,
+                                     mr);
     for (size_t done = 0; done < n;) {
         size_t k = n - done < LOCKED_ROWS ? n - done : LOCKED_ROWS;
         for (size_t j = 0; j < k; j++)
             idx[j] = r0 + (int64_t)(done + j);
         rf_ps_rows set = {.var = v->shard,
-                          .field = RF_PS_FIELD_VALUES,
+                          .field = field,
                           .rows = idx,
                           .n = k,
                           .buf = (unsigned char *)buf + done * v->row_bytes,
@@ -58,7 +58,8 @@ static rf_status init_table(rf_session *s, sess_var *v, void *buf, rf_mr *mr,
         rf_status st =
             rf_variable_initialize_rows(v->var, (int64_t)r, (int64_t)n, buf);
         if (st == RF_OK)
-            st = write_chunk(s, v, locked, (int64_t)r, n, buf, mr, idx);
+            st = sess_table_write(s, v, RF_PS_FIELD_VALUES, locked, (int64_t)r,
+                                  n, buf, mr, idx);
         if (st != RF_OK)
             return rf_error_set(st,
                                 "initialising rows %zu..%zu of the table "
@@ -77,7 +78,7 @@ rf_status sess_tables_init(rf_session *s)
 {
     size_t most = 0, ntables = 0;
     for (size_t i = 0; i < s->nv; i++)
-        if (s->v[i].rows_init) {
+        if (s->v[i].rows_init && !s->v[i].restored) {
             ntables++;
             if (s->v[i].row_bytes > most)
                 most = s->v[i].row_bytes;
@@ -110,7 +111,7 @@ rf_status sess_tables_init(rf_session *s)
     size_t k = 0;
     for (size_t i = 0; i < s->nv && st == RF_OK; i++) {
         sess_var *v = &s->v[i];
-        if (!v->rows_init)
+        if (!v->rows_init || v->restored)
             continue;
         st = init_table(s, v, buf, mr, chunk_rows, idx);
         vars[k++] = v->shard;
