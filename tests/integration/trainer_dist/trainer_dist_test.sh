@@ -241,7 +241,9 @@ case_wide_deep_2x2() {
 # peak RSS then stays below the table's bytes (not asserted on shm, where
 # the rows the chief writes into the ps's segments are mapped in its
 # address space and count in its RSS); --variables_out byte-identical to
-# local training with the same partitions
+# local training with the same partitions; the same while it saves
+# checkpoints and in a second job that restores one (the table streamed
+# both ways)
 case_wide_deep_table_memory() {
     local args=(--model=wide_deep "--ctr_spec=vocab=1000,1e6;train=1e5;test=2e4"
         --hash_buckets=1000000 --embedding_dim=32 --train_steps=60
@@ -250,21 +252,36 @@ case_wide_deep_table_memory() {
     run_local "$tmp/l" "${args[@]}" --embedding_partitions=2 \
         --variables_out="$tmp/l.st"
     [[ $rc -eq 0 ]] || { fail "local: exit $rc"; show "$tmp/l"; return; }
-    run_launch "$tmp/d" 2 1 "${args[@]}" --variables_out="$tmp/d.st"
+    local ck=(--checkpoint_dir="$tmp/ckpt" --save_checkpoint_steps=30)
+    run_launch "$tmp/d" 2 1 "${args[@]}" "${ck[@]}" --variables_out="$tmp/d.st"
     [[ $rc -eq 0 ]] || { fail "2 ps x 1 worker: exit $rc"; show "$tmp/d"; return; }
-    peak=$(tline "$tmp/d" worker0 "chief: peak RSS before the final pull: .*" |
-        sed -n 's/.*pull: \([0-9.]*\) MiB$/\1/p')
-    if [[ $RF_FABRIC == shm ]]; then
-        ok "shm: the chief's peak before the final pull ${peak:-?} MiB (not compared)"
-    elif [[ -n $peak ]] && awk -v p="$peak" -v t="$table" 'BEGIN { exit !(p * 1048576 < t) }'; then
-        ok "the chief's peak RSS before the final pull, $peak MiB, is below the table's $table bytes"
-    else
-        fail "the chief's peak RSS before the final pull '${peak}' MiB is not below the table's $table bytes"
-        show "$tmp/d"
-    fi
+    wd_peak_below "$tmp/d" "$table" "saving checkpoints"
     cmp -s "$tmp/l.st" "$tmp/d.st" &&
         ok "--variables_out byte-identical to local training" ||
         fail "--variables_out differs from local training"
+    # restoring the newest checkpoint (global_step 60) streams the table too
+    run_launch "$tmp/r" 2 1 "${args[@]/--train_steps=60/--train_steps=90}" "${ck[@]}"
+    [[ $rc -eq 0 ]] || { fail "the restoring job: exit $rc"; show "$tmp/r"; return; }
+    [[ $(tline "$tmp/r" worker0 "[^ ]*: session ready: .*") == *"model.ckpt-60.safetensors, global_step 60" ]] &&
+        ok "the second job restored model.ckpt-60" ||
+        fail "the second job did not restore model.ckpt-60"
+    wd_peak_below "$tmp/r" "$table" "restoring"
+}
+
+# wd_peak_below OUT TABLE_BYTES WHAT: the chief's peak RSS before the final
+# pull in OUT is below TABLE_BYTES (not compared on shm)
+wd_peak_below() {
+    local peak
+    peak=$(tline "$1" worker0 "chief: peak RSS before the final pull: .*" |
+        sed -n 's/.*pull: \([0-9.]*\) MiB$/\1/p')
+    if [[ $RF_FABRIC == shm ]]; then
+        ok "$3, shm: the chief's peak before the final pull ${peak:-?} MiB (not compared)"
+    elif [[ -n $peak ]] && awk -v p="$peak" -v t="$2" 'BEGIN { exit !(p * 1048576 < t) }'; then
+        ok "$3: the chief's peak RSS before the final pull, $peak MiB, is below the table's $2 bytes"
+    else
+        fail "$3: the chief's peak RSS before the final pull '${peak}' MiB is not below the table's $2 bytes"
+        show "$1"
+    fi
 }
 
 # --model=wide_deep with --checkpoint_dir: 2 ps x 1 worker save every 25
