@@ -3,9 +3,9 @@
  * variable, or one table variable) and each of its optimizer slots is one
  * tensor of the whole's shape under the whole's name, as session_ckpt.c
  * names every variable, written in pieces (rf_ckpt_dir_save_filled): a
- * piece's rows are read from the parts' shards with rf_ps_read_rows
- * (consistent rows while other workers train) into one registered staging
- * buffer, at most TBL_READ_ROWS rows per call. Restoring: a table's rows
+ * piece's rows are read from the parts' shards with rf_ps_read_row_range
+ * (consistent rows while other workers train, three work requests per
+ * range) into one registered staging buffer. Restoring: a table's rows
  * are copied from the opened file (mapped, its pages dropped as they are
  * used: session/ckpt_read.c) into the staging buffer a chunk at a time and
  * written into the shards, values and slots, by sess_table_write (one
@@ -20,7 +20,7 @@
 #include "session/ckpt_internal.h"
 #include "session/session_internal.h"
 
-#define TBL_READ_ROWS 8192u /* rows per rf_ps_read_rows call */
+#define TBL_IDX_ROWS  4096u /* seqlocked restore writes: rows a call */
 #define TBL_MAX_PARTS 1024u
 
 /* One tensor of the checkpoint: a table's values or one slot, whole. */
@@ -41,7 +41,7 @@ static rf_ps_field field_of(unsigned slot)
                      : (rf_ps_field)(RF_PS_FIELD_SLOT0 + (int)slot - 1);
 }
 
-/* The staging buffer: at least bytes, registered; and TBL_READ_ROWS
+/* The staging buffer: at least bytes, registered; and TBL_IDX_ROWS
  * indices. */
 static rf_status stage(rf_session *s, size_t bytes)
 {
@@ -49,7 +49,7 @@ static rf_status stage(rf_session *s, size_t bytes)
         return RF_OK;
     sess_tables_stage_free(s);
     if (posix_memalign((void **)&s->tstage, 64, bytes) != 0 ||
-        !(s->tidx = malloc(TBL_READ_ROWS * sizeof *s->tidx))) {
+        !(s->tidx = malloc(TBL_IDX_ROWS * sizeof *s->tidx))) {
         free(s->tstage);
         s->tstage = NULL;
         return rf_error_set(RF_ERR_NO_MEMORY,
@@ -117,18 +117,13 @@ static rf_status read_whole_rows(struct sess_tbl_src *src, int64_t a, int64_t b,
         int64_t lo = a > src->first[p] ? a : src->first[p];
         int64_t end = src->first[p] + (int64_t)v->rows;
         int64_t hi = b < end ? b : end;
-        for (int64_t r = lo; r < hi; r += TBL_READ_ROWS) {
+        for (int64_t r = lo; r < hi; r += RF_PS_RANGE_MAX_ROWS) {
             size_t n =
-                (size_t)(hi - r < TBL_READ_ROWS ? hi - r : TBL_READ_ROWS);
-            for (size_t j = 0; j < n; j++)
-                s->tidx[j] = r - src->first[p] + (int64_t)j;
-            rf_ps_rows set = {.var = v->shard,
-                              .field = field_of(src->slot),
-                              .rows = s->tidx,
-                              .n = n,
-                              .buf = dst + (size_t)(r - a) * rb,
-                              .mr = s->tstage_mr};
-            rf_status st = rf_ps_read_rows(s->client, &set, 1);
+                (size_t)(hi - r < RF_PS_RANGE_MAX_ROWS ? hi - r
+                                                       : RF_PS_RANGE_MAX_ROWS);
+            rf_status st = rf_ps_read_row_range(
+                s->client, v->shard, field_of(src->slot), r - src->first[p], n,
+                dst + (size_t)(r - a) * rb, s->tstage_mr);
             if (st != RF_OK)
                 return st;
         }

@@ -441,6 +441,18 @@ typedef struct rf_ps_rows {
  * Allocates nothing per call after the first (keep per-client scratch). */
 RF_API rf_status rf_ps_read_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                  size_t nsets);
+/* READs rows [row0, row0 + nrows) of one field of a table shard into buf
+ * (nrows * row_bytes, inside mr; nrows at most RF_PS_RANGE_MAX_ROWS), each
+ * row consistent as rf_ps_read_rows makes it, with three work requests for
+ * the whole range instead of three per row: the rows' version words, the
+ * rows, the words again, in one list; a row whose two words differ or are
+ * odd is then read again alone as rf_ps_read_rows does (bounded by
+ * op_timeout_ms). A range outside the table: RF_ERR_INVALID_ARG, nothing
+ * posted. For reading a whole table while workers train (checkpoints). */
+#define RF_PS_RANGE_MAX_ROWS 65536u
+RF_API rf_status rf_ps_read_row_range(rf_ps_client *client, rf_ps_var *var,
+                                      rf_ps_field field, int64_t row0,
+                                      size_t nrows, void *buf, rf_mr *mr);
 /* WRITEs the listed rows of every set (the mirror of rf_ps_read_rows:
  * indices checked before anything is posted, one list per ps), each row
  * inside its seqlock (version to odd, the row, version to even), and

@@ -4,8 +4,9 @@
  * ranges before their init flags (values and a slot), sets the flags
  * alone, then writes scattered rows of both tables in one call inside
  * their seqlocks; the ps holds exactly what was written, the rows read
- * back consistently, and misuse (a range past the end, a range into an
- * initialised table, a bad index) is refused before anything is posted. */
+ * back consistently (rf_ps_read_rows, rf_ps_read_row_range), and misuse (a
+ * range past the end, a range into an initialised table, a bad index) is
+ * refused before anything is posted. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,20 @@ void case_rows_write(void)
     CHECK_OK(rf_ps_read_rows(c, &rd, 1));
     CHECK(!memcmp(back, ra, 3 * AW * sizeof(float)),
           "rows read back differ from those written");
+
+    /* A range read: the whole table in two calls, as written. */
+    pt_buf whole;
+    pt_buf_alloc(c, &whole, AR * AW);
+    CHECK_OK(rf_ps_read_row_range(c, a, RF_PS_FIELD_VALUES, 0, 700, whole.p,
+                                  whole.mr));
+    CHECK_OK(rf_ps_read_row_range(c, a, RF_PS_FIELD_VALUES, 700, AR - 700,
+                                  whole.p + 700 * AW, whole.mr));
+    CHECK(!memcmp(whole.p, va, AR * AW * sizeof(float)),
+          "rf_ps_read_row_range differs from what was written");
+    CHECK_ST(rf_ps_read_row_range(c, a, RF_PS_FIELD_VALUES, 999, 2, whole.p,
+                                  whole.mr),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("rows [999, 1001)");
 
     /* A bad index in the second set: nothing of either set is written. */
     int64_t bad[2] = {3, BR};
