@@ -1,9 +1,13 @@
 /* graph/variables.c: the variable store. Each Variable node owns a value
  * buffer (64-byte aligned) unless the distributed runtime pointed it at
  * external storage (rf_variable_set_storage); initializers (zeros, constant,
- * uniform, truncated normal, glorot_uniform) draw from a seeded xoshiro256**
- * stream, so values depend only on the seeds and the variable's name (a
- * part of a partitioned variable: its slice of what the whole gets). */
+ * uniform, truncated normal, glorot_uniform) draw each row (index along
+ * axis 0 of the whole variable; a scalar is one row) from its own
+ * xoshiro256** stream seeded from the variable's seed and the row, so
+ * values depend only on the seeds and the variable's name, any range of
+ * rows can be generated alone (rf_variable_initialize_rows: the session
+ * initialises tables on the ps in chunks), and a part of a partitioned
+ * variable gets its slice of what the whole gets. */
 #include <math.h>
 #include <string.h>
 
@@ -351,43 +355,129 @@ static void fans(const rf_shape *s, double *fan_in, double *fan_out)
     }
 }
 
-/* n float32 values of a variable of shape s by its initializer, from the
- * stream seeded with seed. */
-static void fill_f32(const rf_initializer *in, uint64_t seed, const rf_shape *s,
-                     float *d)
+/* One value of in's distribution from r (lim: glorot's limit). */
+static float draw(const rf_initializer *in, rng *r, double lim)
 {
-    int64_t n = rf_shape_numel(s);
-    rng r;
-    rng_seed(&r, seed);
-    double fi, fo, lim;
+    double z;
     switch (in->kind) {
-    case RF_INIT_ZEROS:
-        memset(d, 0, (size_t)n * sizeof *d);
-        break;
-    case RF_INIT_CONSTANT:
-        for (int64_t i = 0; i < n; i++)
-            d[i] = (float)in->a;
-        break;
     case RF_INIT_RANDOM_UNIFORM:
-        for (int64_t i = 0; i < n; i++)
-            d[i] = (float)(in->a + (in->b - in->a) * uniform01(&r));
-        break;
+        return (float)(in->a + (in->b - in->a) * uniform01(r));
     case RF_INIT_TRUNCATED_NORMAL:
-        for (int64_t i = 0; i < n; i++) {
-            double z;
-            do
-                z = normal01(&r);
-            while (fabs(z) > 2.0);
-            d[i] = (float)(in->a + in->b * z);
-        }
-        break;
+        do
+            z = normal01(r);
+        while (fabs(z) > 2.0);
+        return (float)(in->a + in->b * z);
     case RF_INIT_GLOROT_UNIFORM:
-        fans(s, &fi, &fo);
-        lim = sqrt(6.0 / (fi + fo > 0 ? fi + fo : 1.0));
-        for (int64_t i = 0; i < n; i++)
-            d[i] = (float)(-lim + 2.0 * lim * uniform01(&r));
-        break;
+        return (float)(-lim + 2.0 * lim * uniform01(r));
+    case RF_INIT_CONSTANT:
+        return (float)in->a;
+    default:
+        return 0.0f;
     }
+}
+
+/* Row r of a variable seeded with seed draws from its own stream, seeded
+ * from both (so any range of rows can be generated alone). */
+static void row_seed(rng *r, uint64_t seed, int64_t row)
+{
+    uint64_t x = (uint64_t)row;
+    rng_seed(r, seed ^ splitmix64(&x));
+}
+
+/* A variable's rows: dims[0] of numel/dims[0] elements (a scalar: one). */
+static int64_t shape_rows(const rf_shape *s)
+{
+    return s->rank == 0 ? 1 : s->dims[0];
+}
+
+static int64_t shape_row_elems(const rf_shape *s)
+{
+    int64_t n = 1;
+    for (int i = 1; i < s->rank; i++)
+        n *= s->dims[i];
+    return n;
+}
+
+rf_status rf_variable_initialize_rows(const rf_node *var, int64_t row0,
+                                      int64_t nrows, void *out)
+{
+    if (!var || !var->var || (nrows > 0 && !out))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_variable_initialize_rows: not a variable or "
+                            "no buffer");
+    const rf_var *v = var->var;
+    const rf_shape *own = &var->shape;
+    int64_t rows = shape_rows(own), elems = shape_row_elems(own);
+    if (row0 < 0 || nrows < 0 || row0 > rows || nrows > rows - row0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_variable_initialize_rows: rows [%lld, %lld) "
+                            "of %s, which has %lld",
+                            (long long)row0, (long long)(row0 + nrows),
+                            var->name, (long long)rows);
+    int64_t n = nrows * elems;
+    const rf_initializer *in = &v->init;
+    if (var->dtype != RF_F32) {
+        double c = in->kind == RF_INIT_CONSTANT ? in->a : 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            if (var->dtype == RF_I32)
+                ((int32_t *)out)[i] = (int32_t)c;
+            else
+                ((int64_t *)out)[i] = (int64_t)c;
+        }
+        return RF_OK;
+    }
+    float *d = out;
+    if (in->kind == RF_INIT_ZEROS || in->kind == RF_INIT_CONSTANT) {
+        for (int64_t i = 0; i < n; i++)
+            d[i] = (float)(in->kind == RF_INIT_CONSTANT ? in->a : 0.0);
+        return RF_OK;
+    }
+    /* The whole's shape, seed and fans: a part's rows are its slice of the
+     * whole's (partitioning changes where a variable lives, not its
+     * numbers; TF draws each part on its own). */
+    const rf_save_slice *sl = v->slice;
+    const rf_shape *whole = sl ? &sl->full_shape : own;
+    uint64_t seed = var_seed(var, sl ? sl->full_name : var->name);
+    double fi, fo, lim = 0;
+    if (in->kind == RF_INIT_GLOROT_UNIFORM) {
+        fans(whole, &fi, &fo);
+        lim = sqrt(6.0 / (fi + fo > 0 ? fi + fo : 1.0));
+    }
+    int64_t first = sl && whole->rank > 0 ? sl->offset[0] : 0;
+    bool same_rows = true; /* the part's rows are whole rows of the whole */
+    for (int k = 1; sl && k < whole->rank; k++)
+        same_rows &= sl->offset[k] == 0 && own->dims[k] == whole->dims[k];
+    rng r;
+    for (int64_t i = 0; i < nrows; i++) {
+        row_seed(&r, seed, first + row0 + i);
+        float *row = d + i * elems;
+        if (same_rows) {
+            for (int64_t j = 0; j < elems; j++)
+                row[j] = draw(in, &r, lim);
+            continue;
+        }
+        /* sliced along a later axis: walk the whole row's elements in
+         * order (bounded memory), keeping those inside the part */
+        int64_t idx[RF_MAX_RANK] = {0}, wel = shape_row_elems(whole);
+        for (int64_t j = 0; j < wel; j++) {
+            float x = draw(in, &r, lim);
+            bool inside = true;
+            int64_t pos = 0;
+            for (int k = 1; k < whole->rank && inside; k++) {
+                int64_t o = idx[k] - sl->offset[k];
+                inside = o >= 0 && o < own->dims[k];
+                pos = pos * own->dims[k] + o;
+            }
+            if (inside)
+                row[pos] = x;
+            for (int k = whole->rank - 1; k >= 1; k--) {
+                if (++idx[k] < whole->dims[k])
+                    break;
+                idx[k] = 0;
+            }
+        }
+    }
+    return RF_OK;
 }
 
 rf_status rf_variable_initialize(rf_node *var)
@@ -396,36 +486,10 @@ rf_status rf_variable_initialize(rf_node *var)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_variable_initialize: not a variable");
     rf_var *v = var->var;
-    int64_t n = rf_shape_numel(&var->shape);
-    const rf_initializer *in = &v->init;
-    if (var->dtype != RF_F32) {
-        double c = in->kind == RF_INIT_CONSTANT ? in->a : 0.0;
-        for (int64_t i = 0; i < n; i++) {
-            if (var->dtype == RF_I32)
-                ((int32_t *)v->data)[i] = (int32_t)c;
-            else
-                ((int64_t *)v->data)[i] = (int64_t)c;
-        }
-        v->initialized = true;
-        return RF_OK;
-    }
-    if (!v->slice) {
-        fill_f32(in, var_seed(var, var->name), &var->shape, v->data);
-    } else {
-        /* A part of a partitioned variable: its slice of the values the
-         * whole would have (so partitioning changes where a variable lives,
-         * not its numbers; TF draws each part on its own). */
-        size_t whole = (size_t)rf_shape_numel(&v->slice->full_shape);
-        float *w = rf_gmalloc((whole ? whole : 1) * sizeof *w);
-        if (!w)
-            return rf_error_set(RF_ERR_NO_MEMORY,
-                                "initializing %s: no memory for %zu values",
-                                var->name, whole);
-        fill_f32(in, var_seed(var, v->slice->full_name), &v->slice->full_shape,
-                 w);
-        rf_save_slice_copy(v->slice, sizeof(float), w, v->data, false);
-        rf_gfree(w);
-    }
+    rf_status st =
+        rf_variable_initialize_rows(var, 0, shape_rows(&var->shape), v->data);
+    if (st != RF_OK)
+        return st;
     v->initialized = true;
     return RF_OK;
 }

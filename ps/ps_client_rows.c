@@ -5,6 +5,8 @@
  * them in order, as the sock and shm providers do), then one wait; a row
  * whose two words differ or are odd was being written and is read again,
  * alone with the others that were, until consistent or the op timeout.
+ * rf_ps_read_row_range: a contiguous range as three READs (its version
+ * words, the rows, the words again), torn rows read again one by one.
  * rf_ps_push_sparse apply=ps: WRITEs of the indices and the gradient rows
  * into the worker's inbox, then the WRITE_WITH_IMM of the count (the ps
  * checks and applies, ps_server_sparse.c, and acks as for a dense push);
@@ -269,6 +271,99 @@ rf_status rf_ps_read_rows(rf_ps_client *c, const rf_ps_rows *sets, size_t nsets)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_read_rows: NULL client");
     pthread_mutex_lock(&c->mu);
     rf_status st = read_rows(c, sets, nsets);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* ---- contiguous ranges ------------------------------------------------------
+ */
+
+static rf_status read_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
+                            int64_t row0, size_t n, void *buf, rf_mr *mr)
+{
+    const char *what = "rf_ps_read_row_range";
+    rf_status st = cli_table_check(c, v, what);
+    uint64_t off = 0;
+    if (st == RF_OK)
+        st = cli_field_off(v, field, &off, what);
+    if (st != RF_OK)
+        return st;
+    if (row0 < 0 || (uint64_t)row0 > v->lay.rows ||
+        n > v->lay.rows - (uint64_t)row0 || n > RF_PS_RANGE_MAX_ROWS)
+        return rf_error_set(
+            RF_ERR_INVALID_ARG,
+            "%s: rows [%lld, %llu) of table '%s' part %u, "
+            "which has %llu (at most %u a call; nothing was "
+            "posted)",
+            what, (long long)row0, (unsigned long long)((uint64_t)row0 + n),
+            v->spec.name, v->spec.part, (unsigned long long)v->lay.rows,
+            RF_PS_RANGE_MAX_ROWS);
+    size_t rb = (size_t)v->lay.row_bytes;
+    if ((st = cli_rows_in_mr(v, buf, n, rb, mr, what, "the row buffer")) !=
+        RF_OK)
+        return st;
+    if (!n)
+        return RF_OK;
+    if ((st = cli_words(c, 2 * n)) != RF_OK)
+        return st;
+    uint64_t *words = (uint64_t *)(void *)c->words;
+    uint64_t ver = v->rec_addr + v->lay.rowver_off + 8 * (uint64_t)row0;
+    cli_group g = {0};
+    ps_cli_conn *p = &c->conns[v->ps];
+    cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .var = v, .conn = p};
+    rf_wr base = {.op = RF_OP_READ,
+                  .context = &o,
+                  .len = 8 * n,
+                  .local_mr = c->words_mr,
+                  .rkey = v->rkey};
+    rf_wr w[3] = {base, base, base};
+    w[0].local = words;
+    w[0].remote_addr = ver;
+    w[1].local = buf;
+    w[1].len = n * rb;
+    w[1].local_mr = mr;
+    w[1].remote_addr = v->rec_addr + off + (uint64_t)row0 * rb;
+    w[2].local = words + n;
+    w[2].remote_addr = ver;
+    cli_post_group(p, &g, w, 3);
+    if ((st = cli_group_wait(c, &g, what)) != RF_OK)
+        return st;
+    /* rows written meanwhile: read again one by one, consistently (the
+     * list first: read_rows reuses the words) */
+    size_t torn = 0;
+    for (size_t i = 0; i < n; i++)
+        torn += words[i] != words[n + i] || (words[i] & 1);
+    if (!torn)
+        return RF_OK;
+    int64_t *again = malloc(torn * sizeof *again);
+    if (!again)
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (words[i] != words[n + i] || (words[i] & 1))
+            again[k++] = (int64_t)i;
+    for (size_t k = 0; k < torn && st == RF_OK; k++) {
+        int64_t r = row0 + again[k];
+        rf_ps_rows one = {.var = v,
+                          .field = field,
+                          .rows = &r,
+                          .n = 1,
+                          .buf = (unsigned char *)buf + (size_t)again[k] * rb,
+                          .mr = mr};
+        st = read_rows(c, &one, 1);
+    }
+    free(again);
+    return st;
+}
+
+rf_status rf_ps_read_row_range(rf_ps_client *c, rf_ps_var *var,
+                               rf_ps_field field, int64_t row0, size_t nrows,
+                               void *buf, rf_mr *mr)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_read_row_range: NULL client");
+    pthread_mutex_lock(&c->mu);
+    rf_status st = read_range(c, var, field, row0, nrows, buf, mr);
     pthread_mutex_unlock(&c->mu);
     return st;
 }

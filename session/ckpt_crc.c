@@ -10,8 +10,13 @@
  * chained calls pass the un-inverted running value. */
 uint32_t rf_ckpt_crc32c(const void *data, size_t len)
 {
+    return ckpt_crc32c_update(0, data, len);
+}
+
+uint32_t ckpt_crc32c_update(uint32_t prev, const void *data, size_t len)
+{
     const unsigned char *p = data;
-    unsigned int crc = 0xffffffffu;
+    unsigned int crc = prev ^ 0xffffffffu;
     while (len > 0) {
         int chunk = len > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)len;
         /* crc32_iscsi takes a non-const pointer but only reads it */

@@ -86,6 +86,16 @@ rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
                            const char *const *meta, int max_to_keep,
                            char *path_out, size_t len)
 {
+    return rf_ckpt_dir_save_filled(dir, step, t, NULL, n, meta, max_to_keep,
+                                   path_out, len);
+}
+
+rf_status rf_ckpt_dir_save_filled(const char *dir, int64_t step,
+                                  const rf_ckpt_tensor *t,
+                                  const rf_ckpt_fill *fills, size_t n,
+                                  const char *const *meta, int max_to_keep,
+                                  char *path_out, size_t len)
+{
     rf_status rc = check_dir(dir);
     if (rc != RF_OK)
         return rc;
@@ -117,7 +127,7 @@ rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
         rc = RF_OK;
     }
     if (rc == RF_OK)
-        rc = rf_ckpt_write(path, t, n, meta);
+        rc = rf_ckpt_write_filled(path, t, fills, n, meta);
     if (rc != RF_OK)
         goto out;
 

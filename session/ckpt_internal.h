@@ -24,8 +24,9 @@
 
 struct rf_ckpt {
     char *path;
-    unsigned char *buf; /* the whole file */
+    unsigned char *buf; /* the whole file (read, or mapped if mapped) */
     size_t size;
+    bool mapped;
     rf_ckpt_entry *e; /* sorted by name */
     size_t n;
     char **meta; /* key, value, key, value, ... (2 * nmeta) */
@@ -33,6 +34,12 @@ struct rf_ckpt {
     bool has_crc;
     char *note; /* never NULL once opened */
 };
+
+/* Files of at least this many bytes are mapped, not read (ckpt_read.c). */
+#define CKPT_MAP_MIN ((uint64_t)64 << 20)
+/* Drops the pages of [p, p + len) of a mapped file from this process (a
+ * later access reads them again); nothing for a file read into memory. */
+void ckpt_release(const rf_ckpt *ck, const void *p, size_t len);
 
 /* One piece of a file's contents. */
 typedef rf_file_chunk ckpt_chunk;
@@ -55,6 +62,10 @@ bool ckpt_dtype_parse(const char *s, rf_dtype *out);
 void ckpt_hex8(uint32_t v, char out[9]);
 /* Parses exactly 8 lowercase hex digits. */
 bool ckpt_parse_hex8(const char *s, uint32_t *out);
+
+/* crc (a finished CRC32C of earlier bytes, 0 for none) continued over
+ * len more bytes: rf_ckpt_crc32c of the concatenation. */
+uint32_t ckpt_crc32c_update(uint32_t crc, const void *data, size_t len);
 
 /* CRC32C of a header of len bytes whose header-CRC digits (8 bytes) start
  * at digits_at, counted as "00000000". */

@@ -1,6 +1,10 @@
 /* session/ckpt_read.c: rf_ckpt_open, a checkpoint file read whole and
  * validated (header length, JSON, every entry, the tensors' layout in the
- * file, the CRC32Cs), and the accessors of the opened file. */
+ * file, the CRC32Cs), and the accessors of the opened file. A file of
+ * CKPT_MAP_MIN bytes or more (embedding tables) is mapped read-only
+ * instead of read into memory, and its pages are dropped from this
+ * process as the CRCs pass over them and as the session copies tables out
+ * (ckpt_release), so a reader holds a few MiB of it at a time. */
 #include "session/ckpt_internal.h"
 
 #include <errno.h>
@@ -9,6 +13,7 @@
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,10 +51,40 @@ void rf_ckpt_close(rf_ckpt *ck)
         free(ck->meta[i]);
     free(ck->meta);
     free(ck->e);
-    free(ck->buf);
+    if (ck->mapped)
+        munmap(ck->buf, ck->size);
+    else
+        free(ck->buf);
     free(ck->note);
     free(ck->path);
     free(ck);
+}
+
+void ckpt_release(const rf_ckpt *ck, const void *p, size_t len)
+{
+    if (!ck->mapped || !len)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + page - 1) / page * page;
+    uintptr_t b = ((uintptr_t)p + len) / page * page;
+    if (b > a) /* a private read-only mapping: faulted in again if used */
+        madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/* An entry's CRC32C; a mapped file's pages dropped piece by piece. */
+static uint32_t crc_entry(const rf_ckpt *ck, const rf_ckpt_entry *e)
+{
+    if (!ck->mapped)
+        return rf_ckpt_crc32c(e->t.data, e->t.bytes);
+    const unsigned char *p = e->t.data;
+    uint32_t crc = 0;
+    for (size_t off = 0; off < e->t.bytes; off += RF_CKPT_FILL_CHUNK) {
+        size_t n = e->t.bytes - off < RF_CKPT_FILL_CHUNK ? e->t.bytes - off
+                                                         : RF_CKPT_FILL_CHUNK;
+        crc = ckpt_crc32c_update(crc, p + off, n);
+        ckpt_release(ck, p + off, n);
+    }
+    return crc;
 }
 
 static rf_status slurp(rf_ckpt *ck)
@@ -77,6 +112,16 @@ static rf_status slurp(rf_ckpt *ck)
                           "%s is not a regular file (a directory, FIFO, "
                           "device or socket)",
                           ck->path);
+    } else if ((uint64_t)st.st_size >= CKPT_MAP_MIN) {
+        ck->size = (size_t)st.st_size;
+        void *m = mmap(NULL, ck->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED)
+            rc = rf_error_set(RF_ERR_IO, "mapping %s (%zu bytes): %s", ck->path,
+                              ck->size, strerror(errno));
+        else {
+            ck->buf = m;
+            ck->mapped = true;
+        }
     } else {
         ck->size = (size_t)st.st_size;
         ck->buf = malloc(ck->size ? ck->size : 1);
@@ -421,7 +466,7 @@ static rf_status parse(rf_ckpt *ck)
             ck->e[sp[k].i].t.data = ck->buf + data_at + sp[k].b;
         qsort(ck->e, ck->n, sizeof *ck->e, by_entry_name);
         for (size_t i = 0; i < ck->n; i++)
-            ck->e[i].crc32c = rf_ckpt_crc32c(ck->e[i].t.data, ck->e[i].t.bytes);
+            ck->e[i].crc32c = crc_entry(ck, &ck->e[i]);
         rc = check_crcs(ck, hdr, (size_t)hlen);
     }
     free(sp);

@@ -30,8 +30,9 @@ static rf_status snapshot_block(rf_session *s)
         return RF_OK;
     size_t len = 64;
     for (size_t i = 0; i < s->nv; i++)
-        len +=
-            (1 + s->v[i].apply.num_slots) * ALIGN64(s->v[i].info.values_bytes);
+        if (!s->v[i].table)
+            len += (1 + s->v[i].apply.num_slots) *
+                   ALIGN64(s->v[i].info.values_bytes);
     if (posix_memalign((void **)&s->snap, 64, len) != 0) {
         s->snap = NULL;
         return rf_error_set(RF_ERR_NO_MEMORY,
@@ -56,7 +57,8 @@ static size_t snapshot_xfers(const rf_session *s, bool values, rf_ps_xfer *x)
     for (size_t i = 0; i < s->nv; i++) {
         const sess_var *v = &s->v[i];
         size_t step = ALIGN64(v->info.values_bytes);
-        for (unsigned k = 0; k <= v->apply.num_slots; k++, off += step)
+        for (unsigned k = 0; !v->table && k <= v->apply.num_slots;
+             k++, off += step)
             if (k > 0 || values)
                 x[nx++] = (rf_ps_xfer){
                     .var = v->shard,
@@ -92,7 +94,8 @@ static rf_status snapshot_tensors(const rf_session *s, const int64_t *gs,
     for (size_t i = 0; st == RF_OK && i < s->nv; i++) {
         const sess_var *v = &s->v[i];
         size_t step = ALIGN64(v->info.values_bytes);
-        for (unsigned k = 0; st == RF_OK && k <= v->apply.num_slots;
+        for (unsigned k = 0;
+             st == RF_OK && !v->table && k <= v->apply.num_slots;
              k++, off += step)
             st = rf_ckpt_vars_add(b, k == 0 ? v->var : v->apply.slots[k - 1],
                                   s->snap + off);
@@ -131,6 +134,10 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
         return st;
     rf_ps_xfer *x = xfer_array(s);
     rf_ckpt_vars *cv = NULL;
+    sess_tbl_src *tables = NULL;
+    size_t ntables = 0;
+    rf_ckpt_tensor *all = NULL;
+    rf_ckpt_fill *fills = NULL;
     if (!x) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
         goto out;
@@ -159,11 +166,29 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
     if (st == RF_OK)
         st = rf_ckpt_vars_tensors(cv, &t, &nt);
     if (st == RF_OK)
-        st = rf_ckpt_dir_save(dir, gs, t, nt, meta, max_to_keep, path_out, len);
+        st = sess_tables_ckpt(s, &tables, &ntables);
+    if (st == RF_OK) {
+        all = calloc(nt + ntables + 1, sizeof *all);
+        fills = calloc(nt + ntables + 1, sizeof *fills);
+        if (!all || !fills)
+            st = rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
+    }
+    if (st == RF_OK) {
+        /* the tables' pieces are read from their shards as they are
+         * written (ckpt_tables.c) */
+        memcpy(all, t, nt * sizeof *t);
+        for (size_t j = 0; j < ntables; j++)
+            sess_tables_ckpt_tensor(tables, j, &all[nt + j], &fills[nt + j]);
+        st = rf_ckpt_dir_save_filled(dir, gs, all, fills, nt + ntables, meta,
+                                     max_to_keep, path_out, len);
+    }
     if (st == RF_OK)
         s->saved_step = gs;
 out:
     free(x);
+    free(all);
+    free(fills);
+    sess_tables_ckpt_free(tables, ntables);
     rf_ckpt_vars_free(cv);
     return st;
 }
@@ -179,7 +204,8 @@ static rf_status fill_from(rf_session *s, const rf_ckpt *ck, int64_t *gs)
     for (size_t i = 0; i < s->nv; i++) {
         sess_var *v = &s->v[i];
         size_t step = ALIGN64(v->info.values_bytes);
-        for (unsigned k = 0; k <= v->apply.num_slots; k++, off += step) {
+        for (unsigned k = 0; !v->table && k <= v->apply.num_slots;
+             k++, off += step) {
             st = rf_ckpt_read_variable(
                 ck, k == 0 ? v->var : v->apply.slots[k - 1], s->snap + off);
             if (st != RF_OK)
@@ -198,6 +224,8 @@ static rf_status fill_from(rf_session *s, const rf_ckpt *ck, int64_t *gs)
     off = 64;
     for (size_t i = 0; i < s->nv; i++) {
         sess_var *v = &s->v[i];
+        if (v->table)
+            continue; /* written from the file by sess_tables_restore */
         size_t bytes = v->info.values_bytes, step = ALIGN64(bytes);
         memcpy(rf_variable_data(v->var), s->snap + off, bytes);
         for (unsigned k = 0; k < v->apply.num_slots; k++)
@@ -234,6 +262,8 @@ rf_status sess_restore(rf_session *s, bool *restored)
            : rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
     if (st == RF_OK)
         st = fill_from(s, ck, &gs);
+    if (st == RF_OK) /* the tables' values and slots, into their shards */
+        st = sess_tables_restore(s, ck);
     rf_ckpt_close(ck);
     /* slots, powers, global_step; the values and init flags come after */
     if (st == RF_OK) {
@@ -270,6 +300,7 @@ const char *rf_session_restored_from(const rf_session *s, const char **note)
 
 void sess_snapshot_free(rf_session *s)
 {
+    sess_tables_stage_free(s);
     if (s->snap_mr && s->client)
         rf_ps_client_deregister(s->client, s->snap_mr);
     s->snap_mr = NULL;

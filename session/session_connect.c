@@ -149,10 +149,13 @@ static int attempt_or(const rf_session *s, int ms, int dflt)
  * if there is one; else, when every shard is initialised already (the ps
  * tasks kept the job while the chief process restarted), adopt them; else
  * write the variables' values (the graph's: initial values, or after a
- * recovery the last values this process read) and, if the graph's
- * global_step is ahead of ps 0's (ps 0 restarted), that too. */
+ * recovery the last values this process read; a table the graph left
+ * uninitialised: its initial rows, in chunks, sess_tables_init) and, if
+ * the graph's global_step is ahead of ps 0's (ps 0 restarted), that too. */
 static rf_status chief_init(rf_session *s, rf_ps_xfer *x, rf_ps_var **vars)
 {
+    for (size_t i = 0; i < s->nv; i++)
+        vars[i] = s->v[i].shard;
     bool all_initialised = rf_ps_wait_initialized(s->client, vars, s->nv,
                                                   INIT_POLL_MS, 0) == RF_OK;
     if (all_initialised && s->prefer_adopt) {
@@ -179,10 +182,28 @@ static rf_status chief_init(rf_session *s, rf_ps_xfer *x, rf_ps_var **vars)
             return rf_error_set(st, "initialising global_step: %s",
                                 rf_error_message());
     }
+    /* restored: every table's values and slots are on its shards now
+     * (sess_tables_restore), and the graph's storage holds none of them */
+    for (size_t i = 0; i < s->nv && restored; i++)
+        if (s->v[i].table) {
+            s->v[i].rows_init = true;
+            s->v[i].restored = true;
+        }
     st = s->push->init_shards(s); /* sync: the shards' step, before the flags */
+    if (st == RF_OK)
+        st = sess_tables_init(s); /* rows_init and not restored: their flags */
     if (st != RF_OK)
         return st;
-    st = rf_ps_init_values(s->client, x, s->nv);
+    size_t nx = 0, nr = 0;
+    for (size_t i = 0; i < s->nv; i++) {
+        if (!s->v[i].rows_init)
+            x[nx++] = values_xfer(s, &s->v[i]);
+        else if (s->v[i].restored)
+            vars[nr++] = s->v[i].shard;
+    }
+    st = rf_ps_init_values(s->client, x, nx);
+    if (st == RF_OK)
+        st = rf_ps_mark_initialized(s->client, vars, nr);
     if (st != RF_OK)
         rf_error_set(st, "initialising the variables: %s", rf_error_message());
     return st;
@@ -197,13 +218,16 @@ static rf_status init_or_wait(rf_session *s)
         rf_error_set(st, "session: out of memory");
         goto out;
     }
-    for (size_t i = 0; i < s->nv && s->chief; i++)
-        if (s->v[i].table && (st = register_whole(s, &s->v[i])) != RF_OK)
+    /* The chief writes a table from its graph's storage only if the graph
+     * initialised it; else from its initial rows (rows_init). */
+    for (size_t i = 0; i < s->nv && s->chief; i++) {
+        sess_var *v = &s->v[i];
+        v->rows_init = v->table && !rf_variable_is_initialized(v->var);
+        if (v->table && !v->rows_init && (st = register_whole(s, v)) != RF_OK)
             goto out;
-    for (size_t i = 0; i < s->nv; i++) {
-        x[i] = values_xfer(s, &s->v[i]);
-        vars[i] = s->v[i].shard;
     }
+    for (size_t i = 0; i < s->nv; i++)
+        vars[i] = s->v[i].shard;
     if (s->chief) {
         st = chief_init(s, x, vars);
         if (st != RF_OK)
@@ -362,6 +386,7 @@ rf_status sess_pull_all(rf_session *s, bool slots)
             continue;
         rf_ps_xfer x = values_xfer(s, v);
         st = rf_ps_read(s->client, &x, 1);
+        v->pulled = st == RF_OK;
     }
     if (st != RF_OK)
         return rf_error_set(st, "reading the variables: %s",
@@ -398,6 +423,12 @@ static bool give_back_storage(rf_session *s)
 
 void sess_disconnect(rf_session *s)
 {
+    /* A table the session initialised on the ps and never pulled: the
+     * graph's storage holds none of its values (a session created again
+     * initialises or restores it as before). */
+    for (size_t i = 0; i < s->nv; i++)
+        if (s->v[i].rows_init && !s->v[i].pulled)
+            rf_variable_mark_initialized(s->v[i].var, false);
     rf_ps_read_set_destroy(s->reads);
     s->reads = NULL;
     if (s->client)

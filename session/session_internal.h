@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/session.h"
 
@@ -72,6 +73,12 @@ typedef struct sess_var {
     void *dedup_scratch;
     rf_mr *whole_mr; /* the graph's storage, for the initial write and the
                         final read of the whole table */
+    /* The chief's graph left the table uninitialised: the session writes
+     * its rows on the ps from rf_variable_initialize_rows in chunks
+     * (session_table_init.c) and the graph's storage is never touched
+     * (until the final pull: pulled). */
+    bool rows_init, pulled;
+    bool restored; /* the chief restored its rows from a checkpoint */
     /* this step's gradient, indices and values: whichever after-hook
      * comes second stages and pushes it */
     const rf_tensor *step_idx, *step_vals;
@@ -155,7 +162,11 @@ struct rf_session {
     /* when the wait for only optional (backup) workers ends; 0: not yet */
     int64_t optional_deadline;
 
-    unsigned char *snap; /* checkpoints: values, slots, powers; registered */
+    unsigned char *snap;   /* checkpoints: values, slots, powers; registered */
+    unsigned char *tstage; /* tables' checkpoint pieces (ckpt_tables.c) */
+    size_t tstage_len;
+    rf_mr *tstage_mr;
+    int64_t *tidx;
     size_t snap_len;
     rf_mr *snap_mr;
     char restored_from[4096]; /* the checkpoint the chief restored, or "" */
@@ -339,6 +350,28 @@ rf_status sess_connect(rf_session *s);
  * beta powers) and global_step into the local graph. */
 rf_status sess_pull_all(rf_session *s, bool slots);
 void sess_disconnect(rf_session *s);
+
+/* session_table_init.c: the chief writes the initial values of every
+ * rows_init table (written: restored or adopted ones excluded by the
+ * caller) on its shard in bounded chunks, then sets their init flags. */
+rf_status sess_tables_init(rf_session *s);
+/* Rows [r0, r0 + n) of field of table v from buf (inside mr): one WRITE
+ * (rf_ps_write_row_range) unless locked (the shard's init flag is set:
+ * rf_ps_write_rows, 4096 rows a call, idx their scratch). */
+rf_status sess_table_write(rf_session *s, sess_var *v, rf_ps_field field,
+                           bool locked, int64_t r0, size_t n, void *buf,
+                           rf_mr *mr, int64_t *idx);
+
+/* ckpt_tables.c: every table's values and slots as whole tensors (one
+ * source each, filled in pieces from the shards), and their restore. */
+typedef struct sess_tbl_src sess_tbl_src;
+rf_status sess_tables_ckpt(rf_session *s, sess_tbl_src **out, size_t *n);
+void sess_tables_ckpt_tensor(sess_tbl_src *src, size_t j, rf_ckpt_tensor *t,
+                             rf_ckpt_fill *f);
+void sess_tables_ckpt_free(sess_tbl_src *src, size_t n);
+/* Writes every table's values and slots from ck into the shards. */
+rf_status sess_tables_restore(rf_session *s, const rf_ckpt *ck);
+void sess_tables_stage_free(rf_session *s);
 
 /* session_ckpt.c: the chief, at creation: restores the newest checkpoint
  * of opt.checkpoint_dir that verifies into the shards (all but the values

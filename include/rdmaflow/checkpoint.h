@@ -72,7 +72,8 @@ extern "C" {
 /* One tensor to write, or one read (then data points into the opened
  * file's memory, valid until rf_ckpt_close, and may be unaligned). bytes
  * must be rf_shape_numel(&shape) * rf_dtype_size(dtype); data may be NULL
- * when bytes is 0. A name is non-empty, unique, not "__metadata__". */
+ * when bytes is 0. A name is non-empty, unique, not "__metadata__".
+ */
 typedef struct rf_ckpt_tensor {
     const char *name;
     rf_dtype dtype;
@@ -80,6 +81,16 @@ typedef struct rf_ckpt_tensor {
     const void *data;
     size_t bytes;
 } rf_ckpt_tensor;
+
+/* The bytes of a tensor too large to hold (an embedding table on the ps),
+ * for rf_ckpt_write_filled: fn(ctx, off, buf, len) puts bytes
+ * [off, off + len) of the tensor into buf; it is called in order of off,
+ * at most RF_CKPT_FILL_CHUNK bytes at a time. */
+typedef struct rf_ckpt_fill {
+    rf_status (*fn)(void *ctx, uint64_t off, void *buf, size_t len);
+    void *ctx;
+} rf_ckpt_fill;
+#define RF_CKPT_FILL_CHUNK ((size_t)8 << 20)
 
 /* CRC32C (Castagnoli, RFC 3720) of len bytes, with ISA-L's crc32_iscsi:
  * initial value and final xor 0xffffffff (32 zero bytes -> 0x8a9136aa). */
@@ -99,6 +110,17 @@ RF_API rf_status rf_ckpt_check_path(const char *path);
  * an existing file at path is left as it was. */
 RF_API rf_status rf_ckpt_write(const char *path, const rf_ckpt_tensor *t,
                                size_t n, const char *const *meta);
+/* rf_ckpt_write where a tensor may come in pieces: fills (NULL: none) has
+ * n entries; a tensor with data NULL, bytes > 0 and fills[i].fn gets its
+ * bytes from fn, never held whole (the chief's memory for a table is one
+ * piece). The header goes first with those tensors' CRCs as "00000000" (8
+ * hex digits whatever the value: the header's length does not change),
+ * then the data, each piece's CRC chained as it is written, then the
+ * header again with the CRCs, before the rename. A failing fn fails the
+ * write (its status and message; nothing is left at path). */
+RF_API rf_status rf_ckpt_write_filled(const char *path, const rf_ckpt_tensor *t,
+                                      const rf_ckpt_fill *fills, size_t n,
+                                      const char *const *meta);
 
 /* An opened, verified checkpoint file. */
 typedef struct rf_ckpt rf_ckpt;
@@ -145,6 +167,13 @@ RF_API rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
                                   const rf_ckpt_tensor *t, size_t n,
                                   const char *const *meta, int max_to_keep,
                                   char *path_out, size_t len);
+/* rf_ckpt_dir_save with pieces (rf_ckpt_write_filled). */
+RF_API rf_status rf_ckpt_dir_save_filled(const char *dir, int64_t step,
+                                         const rf_ckpt_tensor *t,
+                                         const rf_ckpt_fill *fills, size_t n,
+                                         const char *const *meta,
+                                         int max_to_keep, char *path_out,
+                                         size_t len);
 
 /* Creates dir and its missing parents (as TensorFlow's Saver does for a
  * checkpoint directory); RF_OK if it exists already. Refused: a path that

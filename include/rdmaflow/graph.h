@@ -530,6 +530,17 @@ RF_API rf_status rf_variable_own_storage(rf_node *var);
 
 /* Runs the variable's initializer into its storage (deterministic). */
 RF_API rf_status rf_variable_initialize(rf_node *var);
+/* Rows [row0, row0 + nrows) of var's initial value (var's own rows: a
+ * part's rows are its slice of the whole's) into out (nrows * row bytes),
+ * exactly what rf_variable_initialize puts there. A row is the index along
+ * axis 0 (numel / dims[0] elements; a scalar is one row); each row draws
+ * from its own stream seeded from the variable's seed and the whole's row
+ * index, so any range is generated alone in bounded memory (a part sliced
+ * along a later axis walks the whole row and keeps its columns). The
+ * graph's storage is not touched. RF_ERR_INVALID_ARG for a range outside
+ * the variable's rows. */
+RF_API rf_status rf_variable_initialize_rows(const rf_node *var, int64_t row0,
+                                             int64_t nrows, void *out);
 /* tf.global_variables_initializer, run directly: every variable. */
 RF_API rf_status rf_graph_initialize_variables(rf_graph *g);
 RF_API bool rf_variable_is_initialized(const rf_node *var);

@@ -454,6 +454,42 @@ typedef struct rf_ps_rows {
  * Allocates nothing per call after the first (keep per-client scratch). */
 RF_API rf_status rf_ps_read_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                  size_t nsets);
+/* READs rows [row0, row0 + nrows) of one field of a table shard into buf
+ * (nrows * row_bytes, inside mr; nrows at most RF_PS_RANGE_MAX_ROWS), each
+ * row consistent as rf_ps_read_rows makes it, with three work requests for
+ * the whole range instead of three per row: the rows' version words, the
+ * rows, the words again, in one list; a row whose two words differ or are
+ * odd is then read again alone as rf_ps_read_rows does (bounded by
+ * op_timeout_ms). A range outside the table: RF_ERR_INVALID_ARG, nothing
+ * posted. For reading a whole table while workers train (checkpoints). */
+#define RF_PS_RANGE_MAX_ROWS 65536u
+RF_API rf_status rf_ps_read_row_range(rf_ps_client *client, rf_ps_var *var,
+                                      rf_ps_field field, int64_t row0,
+                                      size_t nrows, void *buf, rf_mr *mr);
+/* WRITEs the listed rows of every set (the mirror of rf_ps_read_rows:
+ * indices checked before anything is posted, one list per ps), each row
+ * inside its seqlock (version to odd, the row, version to even), and
+ * waits for completion. The rows of one set must be distinct (a row
+ * written twice in one set passes through an even version mid-write). For
+ * a table that workers may be reading (restores into a running job). */
+RF_API rf_status rf_ps_write_rows(rf_ps_client *client, const rf_ps_rows *sets,
+                                  size_t nsets);
+/* Chief, before the shard's init flag is set (no worker reads a shard
+ * before its flag): WRITEs rows [row0, row0 + nrows) of one field (values
+ * or a slot) of a table shard from buf (nrows * row_bytes, inside mr) as
+ * one WRITE, outside the rows' seqlocks (one work request instead of three
+ * per row), and waits. The flag is READ first: a shard already initialised
+ * is refused (RF_ERR_INVALID_ARG: use rf_ps_write_rows), as is a range
+ * outside its rows (nothing posted). */
+RF_API rf_status rf_ps_write_row_range(rf_ps_client *client, rf_ps_var *var,
+                                       rf_ps_field field, int64_t row0,
+                                       size_t nrows, const void *buf,
+                                       rf_mr *mr);
+/* Chief: sets the init flags of the shards (after their values were
+ * written by this client's completed writes, e.g. rf_ps_write_row_range),
+ * one batch per ps, waited for. */
+RF_API rf_status rf_ps_mark_initialized(rf_ps_client *client,
+                                        rf_ps_var *const *vars, size_t n);
 
 /* The ps-side gather TensorFlow's colocated Gather is: for each set, the
  * row indices go to the set's ps (WRITE_WITH_IMM into this worker's gather

@@ -221,11 +221,19 @@ RF_API void rf_session_options_init(rf_session_options *o);
  * while they come up), points each remote variable's storage at one
  * registered block, then:
  * - the chief (rf_cluster_self(...)->is_chief) creates the shards and
- *   writes the variables' current (initialised) values into them;
+ *   writes the variables' current (initialised) values into them; an
+ *   embedding table (a ps variable read only by lookups and trained by a
+ *   sparse apply) that g left uninitialised is initialised on its shards
+ *   instead, from rf_variable_initialize_rows in bounded chunks, never
+ *   touching its graph storage (the same values rf_variable_initialize
+ *   would give), so the chief need not hold it; checkpoints save and
+ *   restore tables in pieces too, and only rf_session_finish's final pull
+ *   reads a whole table into the graph;
  * - another worker looks the shards up (a shard whose shape, dtype or
  *   optimizer differs from this graph's is refused, naming both) and waits
  *   for the chief's initialisation, at most init_timeout_ms.
- * g and ex must outlive the session; g's variables must be initialised. */
+ * g and ex must outlive the session; g's variables must be initialised,
+ * but for such tables (and their optimizer slots). */
 RF_API rf_status rf_session_create(rf_server *server, rf_graph *g,
                                    rf_executor *ex,
                                    const rf_session_options *options,

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "dist.h"
 #include "export.h"
@@ -23,6 +24,14 @@ static int fail(const char *what, const char *msg)
 {
     fprintf(stderr, "rf-trainer: %s: %s\n", what, msg);
     return 1;
+}
+
+/* This process's peak resident set so far (getrusage: KiB on Linux). */
+static double peak_rss_mib(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0
+                                            : -1.0;
 }
 
 static int create_ms(const tr_flags *f, rf_server *server, tr_wd_session *s,
@@ -157,11 +166,15 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rc = fail("--metrics_out", err);
         goto out;
     }
+    double t_create = rf_now_s();
     if (create_ms(f, server, &s, metrics, f->batch_size, &ms, err,
                   sizeof err) != 0) {
         rc = fail(who, err);
         goto out;
     }
+    printf("%s: session created in %.2f s (%s), peak RSS %.1f MiB\n", who,
+           rf_now_s() - t_create, chief ? "the tables initialised" : "waited",
+           peak_rss_mib());
     tr_train_result tr;
     if (train(f, ms, &s, self, workers, &tr, err, sizeof err) != 0) {
         rc = fail("training", err);
@@ -185,6 +198,8 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rc = 0;
         goto out;
     }
+    /* the chief's memory before the final pull of every table */
+    printf("chief: peak RSS before the final pull: %.1f MiB\n", peak_rss_mib());
     rf_status cst = rf_monitored_session_close(ms);
     if (cst != RF_OK && cst != RF_ERR_TIMEOUT) {
         rc = fail("chief", rf_error_message());

@@ -23,10 +23,12 @@ int64_t tr_wd_bucket(int64_t id, int64_t vocab, int64_t buckets)
 
 /* get_variable under fixed_size_partitioner(P) when the table has at least
  * P rows, then its lookup ("mod") */
-static rf_node *table_lookup(rf_graph *g, int p, int64_t rows, int64_t width,
-                             rf_initializer init, const char *name,
-                             rf_node *ids)
+static rf_node *table_lookup(tr_wd_session *s, int p, int64_t rows,
+                             int64_t width, rf_initializer init,
+                             const char *name, rf_node *ids)
 {
+    rf_graph *g = s->base.g;
+    size_t first = rf_graph_num_variables(g);
     rf_partitioner part;
     bool split = p > 1 && rows >= p;
     if (split && (rf_fixed_size_partitioner(p, 0, &part) != RF_OK ||
@@ -36,6 +38,10 @@ static rf_node *table_lookup(rf_graph *g, int p, int64_t rows, int64_t width,
         rf_get_variable(g, RF_F32, RF_SHAPE(rows, width), init, name);
     if (split)
         rf_graph_set_partitioner(g, NULL);
+    if (s->num_tables < 2 * RF_CTR_MAX_CAT) {
+        s->table_first[s->num_tables] = first;
+        s->table_end[s->num_tables++] = rf_graph_num_variables(g);
+    }
     return rf_embedding_lookup_partitioned(g, table, ids, "mod", NULL);
 }
 
@@ -55,14 +61,14 @@ static int build(const tr_flags *f, int p, tr_wd_session *s)
     s->labels = rf_placeholder(g, RF_F32, RF_SHAPE(-1, 1), "labels");
     for (uint32_t c = 0; c < s->num_cat; c++) {
         snprintf(name, sizeof name, "linear/linear_model/C%u/weights", c + 1);
-        wide_terms[c] = table_lookup(g, p, s->buckets[c], 1, rf_init_zeros(),
+        wide_terms[c] = table_lookup(s, p, s->buckets[c], 1, rf_init_zeros(),
                                      name, s->ids[c]);
         snprintf(name, sizeof name,
                  "dnn/input_from_feature_columns/C%u_embedding/"
                  "embedding_weights",
                  c + 1);
         deep_in[c] = table_lookup(
-            g, p, s->buckets[c], f->embedding_dim,
+            s, p, s->buckets[c], f->embedding_dim,
             rf_init_truncated_normal(0, 1.0 / sqrt((double)f->embedding_dim)),
             name, s->ids[c]);
     }
@@ -137,6 +143,34 @@ static int build_train_op(const tr_flags *f, tr_wd_session *s)
     return s->base.train_op ? 0 : -1;
 }
 
+/* var, or the variable var is an optimizer slot of, is a table's */
+static bool is_table(const tr_wd_session *s, const rf_node *var)
+{
+    const rf_node *primary = rf_variable_slot_primary(var);
+    if (!primary)
+        primary = var;
+    for (size_t k = 0; k < s->num_tables; k++)
+        for (size_t i = s->table_first[k]; i < s->table_end[k]; i++)
+            if (rf_graph_variable(s->base.g, i) == primary)
+                return true;
+    return false;
+}
+
+/* Every variable; distributed (tables), every one but the tables' */
+static rf_status initialize(tr_wd_session *s, bool distributed)
+{
+    rf_graph *g = s->base.g;
+    if (!distributed)
+        return rf_graph_initialize_variables(g);
+    for (size_t i = 0; i < rf_graph_num_variables(g); i++) {
+        rf_node *v = rf_graph_variable(g, i);
+        rf_status st = is_table(s, v) ? RF_OK : rf_variable_initialize(v);
+        if (st != RF_OK)
+            return st;
+    }
+    return RF_OK;
+}
+
 int tr_wd_session_create(const tr_flags *f, rf_replica_device_setter *setter,
                          int partitions, tr_wd_session *s, char *err,
                          size_t errlen)
@@ -170,7 +204,7 @@ int tr_wd_session_create(const tr_flags *f, rf_replica_device_setter *setter,
     }
     if (setter)
         rf_device_fn_pop(s->base.g);
-    if (rf_graph_initialize_variables(s->base.g) != RF_OK) {
+    if (initialize(s, setter != NULL) != RF_OK) {
         snprintf(err, errlen, "initializing variables: %s", rf_error_message());
         goto fail;
     }

@@ -45,6 +45,10 @@ typedef struct tr_wd_session {
     rf_node *dense;               /* float32 [?, num_dense] (NULL if none) */
     rf_node *labels;              /* float32 [?, 1] */
     rf_node *prob;                /* sigmoid(logits) [?, 1] */
+    /* The tables' variables (their parts): graph variables
+     * [table_first[k], table_end[k]) of each of the 2 num_cat tables. */
+    size_t table_first[2 * RF_CTR_MAX_CAT], table_end[2 * RF_CTR_MAX_CAT];
+    size_t num_tables;
 } tr_wd_session;
 
 /* A feature's bucket of id (see above). */
@@ -53,7 +57,10 @@ int64_t tr_wd_bucket(int64_t id, int64_t vocab, int64_t buckets);
 /* Builds the graph (seeded with f->seed), initializes the variables and
  * creates the executor; -1 with err on failure, nothing left allocated.
  * With setter (a distributed worker) the graph is built under
- * replica_device_setter; partitions is P of the tables' partitioner. */
+ * replica_device_setter; partitions is P of the tables' partitioner; the
+ * tables and their optimizer slots are then left uninitialised (they live
+ * on the ps as table shards: the chief's session writes their initial
+ * rows there in chunks, so no worker touches a table's pages). */
 int tr_wd_session_create(const tr_flags *f, rf_replica_device_setter *setter,
                          int partitions, tr_wd_session *s, char *err,
                          size_t errlen);

@@ -3,10 +3,11 @@
  * applies while its provider serves READs, then apply=worker pushes, which
  * WRITE rows back one-sidedly) keeps setting rows of a table to values
  * where every element of a row is equal; meanwhile rf_ps_read_rows must
- * never return a mixed row. A plain rf_ps_read of the whole table (no
- * version words) at the same time counts the mixed rows it sees: reported,
- * not asserted (whether a tear is caught depends on timing; see the
- * report's note when it sees none). */
+ * never return a mixed row, nor may rf_ps_read_row_range of the whole
+ * table (its range READ's torn rows read again). A plain rf_ps_read of the
+ * whole table (no version words) at the same time counts the mixed rows it
+ * sees: reported, not asserted (whether a tear is caught depends on timing; see
+ * the report's note when it sees none). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -70,9 +71,10 @@ static void run_torn(pt_cluster *cl, rf_ps_var *v, rf_ps_client *wc,
                      rf_ps_var *wv, rf_ps_apply_mode mode)
 {
     rf_ps_client *c = cl->chief;
-    pt_buf rb, all;
+    pt_buf rb, all, rng;
     pt_buf_alloc(c, &rb, READ * WIDTH);
     pt_buf_alloc(c, &all, ROWS * WIDTH);
+    pt_buf_alloc(c, &rng, ROWS * WIDTH);
     writer w = {.c = wc, .v = wv, .mode = mode};
     pthread_t t;
     CHECK(pthread_create(&t, NULL, write_loop, &w) == 0, "pthread_create");
@@ -103,6 +105,10 @@ static void run_torn(pt_cluster *cl, rf_ps_var *v, rf_ps_client *wc,
             plain++;
             for (size_t r = 0; r < ROWS; r++)
                 torn_plain += mixed(all.p + r * WIDTH, 1) >= 0;
+            CHECK_OK(rf_ps_read_row_range(c, v, RF_PS_FIELD_VALUES, 0, ROWS,
+                                          rng.p, rng.mr));
+            long rm = mixed(rng.p, ROWS);
+            CHECK(rm < 0, "rf_ps_read_row_range returned a mixed row %ld", rm);
         }
     }
     atomic_store(&w.stop, true);

@@ -235,6 +235,105 @@ case_wide_deep_2x2() {
     done
 }
 
+# --model=wide_deep with a 10^6 x 32 table (128 MB) on 2 ps x 1 worker:
+# the chief's session initialises it on the ps in chunks (the trainer
+# leaves it uninitialised) and never holds it before the final pull, so its
+# peak RSS then stays below the table's bytes (not asserted on shm, where
+# the rows the chief writes into the ps's segments are mapped in its
+# address space and count in its RSS); --variables_out byte-identical to
+# local training with the same partitions; the same while it saves
+# checkpoints and in a second job that restores one (the table streamed
+# both ways)
+case_wide_deep_table_memory() {
+    local args=(--model=wide_deep "--ctr_spec=vocab=1000,1e6;train=1e5;test=2e4"
+        --hash_buckets=1000000 --embedding_dim=32 --train_steps=60
+        --batch_size=256 --eval_examples=20000 --log_every=30 --threads=1)
+    local table=$((1000000 * 32 * 4)) peak
+    run_local "$tmp/l" "${args[@]}" --embedding_partitions=2 \
+        --variables_out="$tmp/l.st"
+    [[ $rc -eq 0 ]] || { fail "local: exit $rc"; show "$tmp/l"; return; }
+    local ck=(--checkpoint_dir="$tmp/ckpt" --save_checkpoint_steps=30)
+    run_launch "$tmp/d" 2 1 "${args[@]}" "${ck[@]}" --variables_out="$tmp/d.st"
+    [[ $rc -eq 0 ]] || { fail "2 ps x 1 worker: exit $rc"; show "$tmp/d"; return; }
+    wd_peak_below "$tmp/d" "$table" "saving checkpoints"
+    cmp -s "$tmp/l.st" "$tmp/d.st" &&
+        ok "--variables_out byte-identical to local training" ||
+        fail "--variables_out differs from local training"
+    # restoring the newest checkpoint (global_step 60) streams the table too
+    run_launch "$tmp/r" 2 1 "${args[@]/--train_steps=60/--train_steps=90}" "${ck[@]}"
+    [[ $rc -eq 0 ]] || { fail "the restoring job: exit $rc"; show "$tmp/r"; return; }
+    [[ $(tline "$tmp/r" worker0 "[^ ]*: session ready: .*") == *"model.ckpt-60.safetensors, global_step 60" ]] &&
+        ok "the second job restored model.ckpt-60" ||
+        fail "the second job did not restore model.ckpt-60"
+    wd_peak_below "$tmp/r" "$table" "restoring"
+}
+
+# wd_peak_below OUT TABLE_BYTES WHAT: the chief's peak RSS before the final
+# pull in OUT is below TABLE_BYTES (not compared on shm)
+wd_peak_below() {
+    local peak
+    peak=$(tline "$1" worker0 "chief: peak RSS before the final pull: .*" |
+        sed -n 's/.*pull: \([0-9.]*\) MiB$/\1/p')
+    if [[ $RF_FABRIC == shm ]]; then
+        ok "$3, shm: the chief's peak before the final pull ${peak:-?} MiB (not compared)"
+    elif [[ -n $peak ]] && awk -v p="$peak" -v t="$2" 'BEGIN { exit !(p * 1048576 < t) }'; then
+        ok "$3: the chief's peak RSS before the final pull, $peak MiB, is below the table's $2 bytes"
+    else
+        fail "$3: the chief's peak RSS before the final pull '${peak}' MiB is not below the table's $2 bytes"
+        show "$1"
+    fi
+}
+
+# --model=wide_deep with --checkpoint_dir: 2 ps x 1 worker save every 25
+# steps (the tables whole under the whole variables' names, no parts); a
+# second job on 3 ps restores the newest checkpoint (the tables into 3
+# parts) and its global_step goes on from 60 to 120; rf-ckpt verify passes
+# on every file of the directory
+case_wide_deep_checkpoint() {
+    local d=$tmp/ckpt args=(--model=wide_deep
+        "--ctr_spec=vocab=1000,1e5;train=1e5;test=2e4" --embedding_dim=16
+        --batch_size=256 --eval_examples=20000 --log_every=30 --threads=1
+        --checkpoint_dir="$tmp/ckpt" --save_checkpoint_steps=25)
+    local emb=dnn/input_from_feature_columns/C2_embedding/embedding_weights
+    run_launch "$tmp/o1" 2 1 "${args[@]}" --train_steps=60
+    local f=$d/model.ckpt-60.safetensors
+    if [[ $rc -ne 0 || ! -s $f ]]; then
+        fail "the first job: exit $rc, $(ls "$d" 2>&1 | tr '\n' ' ')"
+        show "$tmp/o1" 20
+        return
+    fi
+    "$check" st "$f" >"$tmp/keys"
+    if grep -q "^$emb F32 \[100000,16\]\$" "$tmp/keys" &&
+        grep -q "^$emb/Adagrad F32 \[100000,16\]\$" "$tmp/keys" &&
+        ! grep -q 'part_' "$tmp/keys"; then
+        ok "model.ckpt-60 holds the table and its slot whole, no part names"
+    else
+        fail "model.ckpt-60's tensors:"
+        sed 's/^/    | /' "$tmp/keys"
+    fi
+    run_launch "$tmp/o2" 3 1 "${args[@]}" --train_steps=120
+    local got
+    got=$(tline "$tmp/o2" worker0 "[^ ]*: session ready: .*")
+    if [[ $rc -eq 0 && $got == *"restored $f"*"global_step 60"* ]] &&
+        [[ $(tline "$tmp/o2" worker0 "cluster: global_step .*") == "cluster: global_step 60 -> 120 "* ]] &&
+        [[ $(tline "$tmp/o2" worker0 "global_step at the end: .*") == "global_step at the end: 120" ]]; then
+        ok "3 ps: '$got', then from global_step 60 to 120"
+    else
+        fail "3 ps: exit $rc, '$got'"
+        show "$tmp/o2" 20
+    fi
+    local ckpt
+    ckpt=$(dirname "$trainer")/rf-ckpt
+    if [[ ! -x $ckpt ]]; then
+        ok "no rf-ckpt next to rf-trainer: verify not run"
+    elif "$ckpt" verify "$d" >"$tmp/verify" 2>&1; then
+        ok "rf-ckpt verify $d: $(wc -l <"$tmp/verify") lines, exit 0"
+    else
+        fail "rf-ckpt verify $d failed:"
+        sed 's/^/    | /' "$tmp/verify"
+    fi
+}
+
 case_async_converges() {
     # 2 async workers sharing 2000 updates of 100 examples (3.3 epochs).
     # Measured here (mlp:64, adam, batch 100, --threads=1): local runs
@@ -930,6 +1029,8 @@ explain_only)
 wide_deep_oracle) case_wide_deep_oracle ;;
 ssp) case_ssp ;;
 wide_deep_2x2) case_wide_deep_2x2 ;;
+wide_deep_table_memory) case_wide_deep_table_memory ;;
+wide_deep_checkpoint) case_wide_deep_checkpoint ;;
 secret)
     need_data
     case_secret

@@ -40,6 +40,7 @@ void case_links(void);
 void case_stale(void);
 void case_corrupt(void);
 void case_malformed(void);
+void case_filled(void);
 void case_dir(void);
 void case_dir_latest(void);
 void case_dir_state(void);

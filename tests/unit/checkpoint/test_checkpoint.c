@@ -230,6 +230,7 @@ static const struct {
     {"stale", case_stale},
     {"corrupt", case_corrupt},
     {"malformed", case_malformed},
+    {"filled", case_filled},
     {"dir", case_dir},
     {"dir_latest", case_dir_latest},
     {"dir_state", case_dir_state},

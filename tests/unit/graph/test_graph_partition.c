@@ -5,7 +5,10 @@
  * the values and slots after Adam steps are bitwise those of the same
  * layer unpartitioned; a checkpoint of the parts holds the whole tensors
  * under the whole's names, equal to the unpartitioned graph's, and
- * restores into another partitioning. */
+ * restores into another partitioning. Initial values are row-keyed
+ * (rf_variable_initialize_rows): any range of a part's rows, of a part
+ * sliced along axis 0 or along a later axis, is that slice of the whole
+ * variable's values. */
 #include <unistd.h>
 
 #include "graph_test.h"
@@ -225,9 +228,81 @@ static void test_errors(void)
     rf_graph_destroy(g);
 }
 
+enum { TR = 10, TC = 6 };
+
+/* "t" [TR, TC] truncated normal, seed 7, under fixed_size(shards, axis) */
+static rf_graph *table_graph(int shards, int axis)
+{
+    rf_graph *g;
+    CHECK_OK(rf_graph_create(&g));
+    rf_graph_set_seed(g, 7);
+    if (shards) {
+        rf_partitioner p;
+        CHECK_OK(rf_fixed_size_partitioner(shards, axis, &p));
+        CHECK_OK(rf_graph_set_partitioner(g, &p));
+    }
+    CHECK(rf_get_variable(g, RF_F32, RF_SHAPE(TR, TC),
+                          rf_init_truncated_normal(0.0, 1.0), "t") != NULL,
+          "t: %s", rf_graph_error(g));
+    CHECK_OK(rf_graph_initialize_variables(g));
+    return g;
+}
+
+/* every part's values (and any range of its rows) are its slice of the
+ * unpartitioned variable's, whichever axis is sliced */
+static void check_parts(const float *whole, int shards, int axis)
+{
+    rf_graph *g = table_graph(shards, axis);
+    int covered = 0;
+    for (int i = 0; i < shards; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t/part_%d", i);
+        rf_node *v = rf_graph_find(g, name);
+        CHECK(v != NULL, "no %s", name);
+        rf_save_slice sl;
+        CHECK(rf_variable_save_slice(v, &sl), "%s: no slice", name);
+        int64_t rows = sl.shape.dims[0], cols = sl.shape.dims[1];
+        const float *d = rf_variable_data(v);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c++)
+                CHECK(d[r * cols + c] ==
+                          whole[(sl.offset[0] + r) * TC + sl.offset[1] + c],
+                      "%s (axis %d) [%lld, %lld] differs from the whole's",
+                      name, axis, (long long)r, (long long)c);
+        covered += (int)(rows * cols);
+        /* rows [1, rows) alone: the same numbers */
+        float buf[TR * TC];
+        memset(buf, 0, sizeof buf);
+        CHECK_OK(rf_variable_initialize_rows(v, 1, rows - 1, buf));
+        CHECK(!memcmp(buf, d + cols, (size_t)((rows - 1) * cols) * 4),
+              "%s: rows 1.. alone differ", name);
+        CHECK(rf_variable_initialize_rows(v, 1, rows, buf) ==
+                  RF_ERR_INVALID_ARG,
+              "%s: a range past the end accepted", name);
+    }
+    CHECK(covered == TR * TC, "parts cover %d of %d", covered, TR * TC);
+    rf_graph_destroy(g);
+}
+
+static void test_initialize_rows(void)
+{
+    rf_graph *g = table_graph(0, 0);
+    rf_node *t = rf_graph_find(g, "t");
+    const float *whole = rf_variable_data(t);
+    /* rows are independent streams: row 3 alone is row 3 */
+    float row[TC];
+    CHECK_OK(rf_variable_initialize_rows(t, 3, 1, row));
+    CHECK(!memcmp(row, whole + 3 * TC, sizeof row), "row 3 alone differs");
+    CHECK(memcmp(whole, whole + TC, sizeof row) != 0, "rows 0 and 1 equal");
+    check_parts(whole, 3, 0);
+    check_parts(whole, 4, 1);
+    rf_graph_destroy(g);
+}
+
 int main(void)
 {
     test_names_and_numbers();
+    test_initialize_rows();
     test_errors();
     printf("partitioned variables: ok\n");
     return 0;
