@@ -30,9 +30,11 @@
 
 /* PS_PROTO_VERSION 2: authentication, PS_CONN_FLAG_AUTH; 3: FTRL's
  * hyper-parameters in the shard spec; 4: the spec's max_push_rows
- * (embedding tables: row version words, sparse inboxes). */
+ * (embedding tables: row version words, sparse inboxes); 5: ps 0's
+ * globals block of PS_GLOBALS_BYTES with the SSP clock words, and a
+ * table inbox's gather area (rf_ps_gather_rows). */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 4u
+#define PS_PROTO_VERSION 5u
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */
