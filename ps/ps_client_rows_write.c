@@ -21,28 +21,15 @@ static rf_status write_rows(rf_ps_client *c, const rf_ps_rows *sets,
                             size_t nsets)
 {
     const char *what = "rf_ps_write_rows";
-    if (nsets && !sets)
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: no sets", what);
+    rf_status st = cli_rows_check_sets(c, sets, nsets, what, NULL);
+    if (st != RF_OK)
+        return st;
     size_t total = 0;
-    for (size_t i = 0; i < nsets; i++) {
-        const rf_ps_rows *s = &sets[i];
-        rf_status st = cli_table_check(c, s->var, what);
-        uint64_t off = 0;
-        if (st == RF_OK)
-            st = cli_field_off(s->var, s->field, &off, what);
-        if (st == RF_OK)
-            st = cli_rows_in_mr(s->var, s->buf, s->n,
-                                (size_t)s->var->lay.row_bytes, s->mr, what,
-                                "the row buffer");
-        if (st == RF_OK)
-            st = cli_rows_indices(s->var, s->rows, s->n, i, what);
-        if (st != RF_OK)
-            return st;
-        total += s->n;
-    }
+    for (size_t i = 0; i < nsets; i++)
+        total += sets[i].n;
     if (!total)
         return RF_OK;
-    rf_status st = cli_rows_scratch(c, 3 * total, 0);
+    st = cli_rows_scratch(c, 3 * total, 0);
     if (st == RF_OK)
         st = cli_words(c, 1);
     if (st != RF_OK)
