@@ -217,6 +217,29 @@ rf_status cli_record_words(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
     return st;
 }
 
+/* Every var is this client's, not stale, and its ps connection is up
+ * (under c->mu). */
+rf_status cli_vars_usable(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                          const char *what)
+{
+    rf_status st = RF_OK;
+    for (size_t i = 0; i < n && st == RF_OK; i++) {
+        rf_ps_var *v = vars[i];
+        char name[340];
+        if (!v || v->client != c)
+            st = rf_error_set(RF_ERR_INVALID_ARG, "%s: bad variable %zu", what,
+                              i);
+        else if (v->stale)
+            st = rf_error_set(RF_ERR_ABORTED,
+                              "'%s' part %u is gone: %s restarted",
+                              v->spec.name, v->spec.part,
+                              cli_ps_name(&c->conns[v->ps], name, sizeof name));
+        else
+            st = cli_conn_check(&c->conns[v->ps]);
+    }
+    return st;
+}
+
 rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
                                  size_t n, int poll_ms, int timeout_ms)
 {
@@ -226,21 +249,7 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
     if (poll_ms <= 0)
         poll_ms = 50;
     pthread_mutex_lock(&c->mu);
-    rf_status st = RF_OK;
-    for (size_t i = 0; i < n && st == RF_OK; i++) {
-        rf_ps_var *v = vars[i];
-        char name[340];
-        if (!v || v->client != c)
-            st = rf_error_set(RF_ERR_INVALID_ARG,
-                              "rf_ps_wait_initialized: bad variable %zu", i);
-        else if (v->stale)
-            st = rf_error_set(RF_ERR_ABORTED,
-                              "'%s' part %u is gone: %s restarted",
-                              v->spec.name, v->spec.part,
-                              cli_ps_name(&c->conns[v->ps], name, sizeof name));
-        else
-            st = cli_conn_check(&c->conns[v->ps]);
-    }
+    rf_status st = cli_vars_usable(c, vars, n, "rf_ps_wait_initialized");
     if (st == RF_OK)
         st = cli_words(c, n + 1);
     long long deadline = rf_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);

@@ -282,6 +282,9 @@ rf_status cli_push_wait_var(rf_ps_client *c, rf_ps_var *v, const char *what);
 rf_status cli_rows_scratch(rf_ps_client *c, size_t wrs, size_t items);
 /* v is a usable table of c. */
 rf_status cli_table_check(rf_ps_client *c, rf_ps_var *v, const char *what);
+/* Every var is this client's, not stale, its ps connected (under c->mu). */
+rf_status cli_vars_usable(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
+                          const char *what);
 /* count items of size bytes at buf lie inside mr. */
 rf_status cli_rows_in_mr(const rf_ps_var *v, const void *buf, size_t count,
                          size_t size, rf_mr *mr, const char *what,

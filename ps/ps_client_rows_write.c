@@ -168,21 +168,7 @@ rf_status rf_ps_mark_initialized(rf_ps_client *c, rf_ps_var *const *vars,
                             "rf_ps_mark_initialized: only the chief "
                             "initialises variables");
     pthread_mutex_lock(&c->mu);
-    rf_status st = RF_OK;
-    for (size_t i = 0; i < n && st == RF_OK; i++) {
-        rf_ps_var *v = vars[i];
-        char name[340];
-        if (!v || v->client != c)
-            st = rf_error_set(RF_ERR_INVALID_ARG,
-                              "rf_ps_mark_initialized: bad variable %zu", i);
-        else if (v->stale)
-            st = rf_error_set(RF_ERR_ABORTED,
-                              "'%s' part %u is gone: %s restarted",
-                              v->spec.name, v->spec.part,
-                              cli_ps_name(&c->conns[v->ps], name, sizeof name));
-        else
-            st = cli_conn_check(&c->conns[v->ps]);
-    }
+    rf_status st = cli_vars_usable(c, vars, n, "rf_ps_mark_initialized");
     if (st == RF_OK && n && (st = cli_words(c, 1)) == RF_OK) {
         *(uint64_t *)(void *)c->words = PS_INIT_DONE;
         st = cli_record_words(c, vars, n, RF_OP_WRITE, PS_REC_INIT_OFF, 8, 0, 0,
