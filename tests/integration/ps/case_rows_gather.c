@@ -123,7 +123,7 @@ void case_rows_gather(void)
     float *gbuf = reply_buf(c, total, &gmr);
     pt_buf rbuf;
     pt_buf_alloc(c, &rbuf, total);
-    float *off[3] = {0, (float *)0 + NA * AW, (float *)0 + 2 * NA * AW};
+    const size_t off[3] = {0, NA * AW, 2 * NA * AW}; /* floats */
     rf_ps_rows g[3] = {
         {.var = a, .field = RF_PS_FIELD_VALUES, .rows = ra, .n = NA},
         {.var = a, .field = RF_PS_FIELD_SLOT0, .rows = ra, .n = NA},
@@ -131,7 +131,7 @@ void case_rows_gather(void)
     };
     rf_ps_rows r[3];
     for (size_t i = 0; i < 3; i++) {
-        size_t o = (size_t)(off[i] - (float *)0);
+        size_t o = off[i];
         g[i].buf = gbuf + o;
         g[i].mr = gmr;
         r[i] = g[i];
