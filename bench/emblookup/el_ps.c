@@ -2,19 +2,17 @@
  * worker's side of it (el_ps.h). */
 #include "el_ps.h"
 
-#include <dirent.h>
+#include "bench_ps_task.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rdmaflow/clock.h"
-#include "rdmaflow/fabric.h"
 #include "rdmaflow/ps.h"
 
 static void print_counters(rf_ps_server *s)
@@ -40,43 +38,26 @@ static void *query_loop(void *arg)
     return NULL;
 }
 
-int el_ps_serve(const el_opts *o)
+/* Starts the query thread once the server listens. */
+static int start_queries(rf_ps_server *s, void *arg)
 {
-    rf_fabric_attr attr = {.bind_addr = o->host};
-    rf_fabric *f = NULL;
-    rf_ps_server *s = NULL;
-    rf_status st = rf_fabric_open(o->provider, &attr, &f);
-    if (st == RF_OK) {
-        rf_ps_server_options so = {.task_index = o->ps_index};
-        st = rf_ps_server_start(f, o->host, 0, &so, &s);
-    }
-    if (st != RF_OK) {
-        fprintf(stderr, "rf-bench-emb: ps task %d: %s\n", o->ps_index,
-                rf_error_message());
-        if (f)
-            rf_fabric_close(f);
-        return 1;
-    }
-    printf("port %u\n", rf_ps_server_port(s));
-    fflush(stdout);
+    const el_opts *o = arg;
     pthread_t t;
-    int rc = 0;
     if (pthread_create(&t, NULL, query_loop, s) != 0) {
         fprintf(stderr, "rf-bench-emb: ps task %d: no query thread\n",
                 o->ps_index);
-        rc = 1;
-    } else {
-        pthread_detach(t);
-        st = rf_ps_server_join(s);
-        if (st != RF_OK) {
-            fprintf(stderr, "rf-bench-emb: ps task %d: %s\n", o->ps_index,
-                    rf_error_message());
-            rc = 1;
-        }
+        return 1;
     }
-    rf_ps_server_stop(s);
-    rf_fabric_close(f);
-    return rc;
+    pthread_detach(t);
+    return 0;
+}
+
+int el_ps_serve(const el_opts *o)
+{
+    /* The port and then the counters go up the stdout pipe. */
+    return bench_ps_task_serve("rf-bench-emb", o->provider, o->host,
+                               o->ps_index, STDOUT_FILENO, start_queries,
+                               (void *)o);
 }
 
 int el_ps_spawn(const el_opts *o, int index, rf_child *child, uint16_t *port)
@@ -162,87 +143,17 @@ int el_ps_counters_get(rf_child *child, int timeout_s, el_ps_counters *out)
     return 0;
 }
 
-/* The sum of the first field of /proc/PID/task/<tid>/schedstat (ns on a
- * CPU, every thread alive now; a thread that exited is not counted, and the
- * ps's threads live as long as it): 0 when there is none. */
-static uint64_t schedstat_ns(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    uint64_t sum = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char p[320];
-        snprintf(p, sizeof p, "/proc/%d/task/%s/schedstat", (int)pid,
-                 e->d_name);
-        FILE *f = fopen(p, "r");
-        unsigned long long ns = 0;
-        if (f && fscanf(f, "%llu", &ns) == 1)
-            sum += ns;
-        if (f)
-            fclose(f);
-    }
-    closedir(d);
-    return sum;
-}
-
 uint64_t el_ps_cpu_us(const rf_child *child)
 {
-    uint64_t ns = schedstat_ns(child->pid);
-    if (ns)
-        return ns / 1000;
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)child->pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    /* fields after the command's closing parenthesis: 3 state ... 14
-     * utime 15 stime (clock ticks) */
-    const char *p = strrchr(buf, ')');
-    unsigned long long ut = 0, stt = 0;
-    if (!p ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-               &ut, &stt) != 2)
-        return 0;
-    long hz = sysconf(_SC_CLK_TCK);
-    return hz > 0 ? (ut + stt) * 1000000ull / (unsigned long long)hz : 0;
+    return bench_proc_cpu_us(child->pid);
 }
 
 uint64_t el_ps_minflt(const rf_child *child)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)child->pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    unsigned long long minflt = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu", &minflt) != 1)
-        return 0;
-    return minflt;
+    return bench_proc_minflt(child->pid);
 }
 
 int el_ps_reap(rf_child *child, bool terminate, int timeout_s)
 {
-    int status = 0;
-    bool killed = false;
-    rf_child_close(child);
-    rf_status st = rf_child_stop(child, terminate ? SIGTERM : 0,
-                                 (int64_t)timeout_s * 1000, &status, &killed);
-    if (st != RF_OK) {
-        fprintf(stderr, "rf-bench-emb: %s\n", rf_error_message());
-        return -1;
-    }
-    return !killed && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return bench_ps_task_reap("rf-bench-emb", child, terminate, timeout_s);
 }

@@ -2,54 +2,27 @@
  * reaps it (pp_ps.h). */
 #include "pp_ps.h"
 
+#include "bench_ps_task.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "rdmaflow/fabric.h"
-#include "rdmaflow/ps.h"
+/* The parent learnt the port: the ready pipe is done with. */
+static int close_ready(rf_ps_server *s, void *arg)
+{
+    (void)s;
+    close(*(const int *)arg);
+    return 0;
+}
 
 int pp_ps_serve(const pp_opts *o)
 {
-    rf_fabric_attr attr = {.bind_addr = o->host};
-    rf_fabric *f = NULL;
-    rf_ps_server *s = NULL;
-    rf_status st = rf_fabric_open(o->provider, &attr, &f);
-    if (st == RF_OK) {
-        rf_ps_server_options so = {.task_index = o->ps_index};
-        st = rf_ps_server_start(f, o->host, 0, &so, &s);
-    }
-    if (st != RF_OK) {
-        fprintf(stderr, "rf-bench-pullpush: ps task %d: %s\n", o->ps_index,
-                rf_error_message());
-        if (f)
-            rf_fabric_close(f);
-        return 1;
-    }
-    char line[32];
-    int len = snprintf(line, sizeof line, "port %u\n", rf_ps_server_port(s));
-    int rc = 0;
-    if (write(o->ready_fd, line, (size_t)len) != len) {
-        fprintf(stderr, "rf-bench-pullpush: ps task %d: ready pipe: %s\n",
-                o->ps_index, strerror(errno));
-        rc = 1;
-    }
-    close(o->ready_fd);
-    if (rc == 0) {
-        st = rf_ps_server_join(s);
-        if (st != RF_OK) {
-            fprintf(stderr, "rf-bench-pullpush: ps task %d: %s\n", o->ps_index,
-                    rf_error_message());
-            rc = 1;
-        }
-    }
-    rf_ps_server_stop(s);
-    rf_fabric_close(f);
-    return rc;
+    return bench_ps_task_serve("rf-bench-pullpush", o->provider, o->host,
+                               o->ps_index, o->ready_fd, close_ready,
+                               (void *)&o->ready_fd);
 }
 
 int pp_ps_spawn(const pp_opts *o, int index, rf_child *child, uint16_t *port)
@@ -102,16 +75,5 @@ int pp_ps_spawn(const pp_opts *o, int index, rf_child *child, uint16_t *port)
 
 int pp_ps_reap(rf_child *child, bool terminate, int timeout_s)
 {
-    int status = 0;
-    bool killed = false;
-    rf_status st = rf_child_stop(child, terminate ? SIGTERM : 0,
-                                 (int64_t)timeout_s * 1000, &status, &killed);
-    if (st != RF_OK) {
-        fprintf(stderr, "rf-bench-pullpush: %s\n", rf_error_message());
-        return -1;
-    }
-    if (killed)
-        fprintf(stderr, "rf-bench-pullpush: a ps task did not exit; killed "
-                        "it\n");
-    return !killed && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return bench_ps_task_reap("rf-bench-pullpush", child, terminate, timeout_s);
 }
