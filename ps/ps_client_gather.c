@@ -161,7 +161,8 @@ static rf_status gather_rows(rf_ps_client *c, const rf_ps_rows *sets,
                              size_t nsets)
 {
     const char *what = "rf_ps_gather_rows";
-    rf_status st = cli_rows_check_sets(c, sets, nsets, what, check_reply_mr);
+    rf_status st =
+        cli_rows_check_sets(c, sets, nsets, what, check_reply_mr, NULL);
     if (st != RF_OK || !nsets)
         return st;
     if (nsets > c->gt_cap) {
@@ -227,11 +228,5 @@ static rf_status gather_rows(rf_ps_client *c, const rf_ps_rows *sets,
 rf_status rf_ps_gather_rows(rf_ps_client *c, const rf_ps_rows *sets,
                             size_t nsets)
 {
-    if (!c)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_ps_gather_rows: NULL client");
-    pthread_mutex_lock(&c->mu);
-    rf_status st = gather_rows(c, sets, nsets);
-    pthread_mutex_unlock(&c->mu);
-    return st;
+    return cli_rows_locked(c, gather_rows, sets, nsets, "rf_ps_gather_rows");
 }

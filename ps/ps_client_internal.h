@@ -296,12 +296,19 @@ rf_status cli_field_off(const rf_ps_var *v, rf_ps_field field, uint64_t *off,
                         const char *what);
 /* The checks of rf_ps_read_rows' sets (table, field, buffer inside its
  * region, indices), with check_mr (may be NULL) run on each set too,
- * before its indices. */
-rf_status
-cli_rows_check_sets(rf_ps_client *c, const rf_ps_rows *sets, size_t nsets,
-                    const char *what,
-                    rf_status (*check_mr)(rf_ps_client *c, const rf_ps_rows *s,
-                                          size_t i, const char *what));
+ * before its indices; *total (may be NULL) gets the sets' rows. */
+typedef rf_status (*cli_rows_mr_check)(rf_ps_client *c, const rf_ps_rows *s,
+                                       size_t i, const char *what);
+rf_status cli_rows_check_sets(rf_ps_client *c, const rf_ps_rows *sets,
+                              size_t nsets, const char *what,
+                              cli_rows_mr_check check_mr, size_t *total);
+/* A public row-set call: fn(c, sets, nsets) under the client's lock; a NULL
+ * client refused naming what. */
+rf_status cli_rows_locked(rf_ps_client *c,
+                          rf_status (*fn)(rf_ps_client *c,
+                                          const rf_ps_rows *sets, size_t nsets),
+                          const rf_ps_rows *sets, size_t nsets,
+                          const char *what);
 /* ps_client_gather.c: the ack of a gather (v->push_gather), and a
  * gather's write that failed. */
 void cli_gather_on_ack(rf_ps_var *v, uint64_t word);

@@ -128,12 +128,11 @@ rf_status cli_field_off(const rf_ps_var *v, rf_ps_field field, uint64_t *off,
 
 rf_status cli_rows_check_sets(rf_ps_client *c, const rf_ps_rows *sets,
                               size_t nsets, const char *what,
-                              rf_status (*check_mr)(rf_ps_client *c,
-                                                    const rf_ps_rows *s,
-                                                    size_t i, const char *what))
+                              cli_rows_mr_check check_mr, size_t *total)
 {
     if (nsets && !sets)
         return rf_error_set(RF_ERR_INVALID_ARG, "%s: no sets", what);
+    size_t rows = 0;
     for (size_t i = 0; i < nsets; i++) {
         const rf_ps_rows *s = &sets[i];
         rf_status st = cli_table_check(c, s->var, what);
@@ -150,8 +149,25 @@ rf_status cli_rows_check_sets(rf_ps_client *c, const rf_ps_rows *sets,
             st = cli_rows_indices(s->var, s->rows, s->n, i, what);
         if (st != RF_OK)
             return st;
+        rows += s->n;
     }
+    if (total)
+        *total = rows;
     return RF_OK;
+}
+
+rf_status cli_rows_locked(rf_ps_client *c,
+                          rf_status (*fn)(rf_ps_client *c,
+                                          const rf_ps_rows *sets, size_t nsets),
+                          const rf_ps_rows *sets, size_t nsets,
+                          const char *what)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: NULL client", what);
+    pthread_mutex_lock(&c->mu);
+    rf_status st = fn(c, sets, nsets);
+    pthread_mutex_unlock(&c->mu);
+    return st;
 }
 
 static void nap_us(long us)
@@ -224,14 +240,10 @@ static rf_status read_rows(rf_ps_client *c, const rf_ps_rows *sets,
                            size_t nsets)
 {
     const char *what = "rf_ps_read_rows";
-    rf_status st = cli_rows_check_sets(c, sets, nsets, what, NULL);
-    if (st != RF_OK)
-        return st;
     size_t total = 0;
-    for (size_t i = 0; i < nsets; i++)
-        total += sets[i].n;
-    if (!total)
-        return RF_OK;
+    rf_status st = cli_rows_check_sets(c, sets, nsets, what, NULL, &total);
+    if (st != RF_OK || !total)
+        return st;
     st = cli_rows_scratch(c, 3 * total, total);
     if (st != RF_OK)
         return st;
@@ -267,12 +279,7 @@ static rf_status read_rows(rf_ps_client *c, const rf_ps_rows *sets,
 
 rf_status rf_ps_read_rows(rf_ps_client *c, const rf_ps_rows *sets, size_t nsets)
 {
-    if (!c)
-        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_read_rows: NULL client");
-    pthread_mutex_lock(&c->mu);
-    rf_status st = read_rows(c, sets, nsets);
-    pthread_mutex_unlock(&c->mu);
-    return st;
+    return cli_rows_locked(c, read_rows, sets, nsets, "rf_ps_read_rows");
 }
 
 /* ---- contiguous ranges ------------------------------------------------------

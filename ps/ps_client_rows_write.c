@@ -21,14 +21,10 @@ static rf_status write_rows(rf_ps_client *c, const rf_ps_rows *sets,
                             size_t nsets)
 {
     const char *what = "rf_ps_write_rows";
-    rf_status st = cli_rows_check_sets(c, sets, nsets, what, NULL);
-    if (st != RF_OK)
-        return st;
     size_t total = 0;
-    for (size_t i = 0; i < nsets; i++)
-        total += sets[i].n;
-    if (!total)
-        return RF_OK;
+    rf_status st = cli_rows_check_sets(c, sets, nsets, what, NULL, &total);
+    if (st != RF_OK || !total)
+        return st;
     st = cli_rows_scratch(c, 3 * total, 0);
     if (st == RF_OK)
         st = cli_words(c, 1);
@@ -82,13 +78,7 @@ static rf_status write_rows(rf_ps_client *c, const rf_ps_rows *sets,
 rf_status rf_ps_write_rows(rf_ps_client *c, const rf_ps_rows *sets,
                            size_t nsets)
 {
-    if (!c)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_ps_write_rows: NULL client");
-    pthread_mutex_lock(&c->mu);
-    rf_status st = write_rows(c, sets, nsets);
-    pthread_mutex_unlock(&c->mu);
-    return st;
+    return cli_rows_locked(c, write_rows, sets, nsets, "rf_ps_write_rows");
 }
 
 static rf_status write_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
