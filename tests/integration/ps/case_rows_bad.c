@@ -46,18 +46,8 @@ static uint64_t crafted(raw_peer *r, rf_mr_desc reg, const ps_entry *e,
                               .remote_addr = inbox + ps_sparse_rows_off(MPR),
                               .rkey = reg.rkey}));
     }
-    CHECK_OK(raw_do(r, (rf_wr){.op = RF_OP_WRITE_IMM,
-                               .local = p,
-                               .len = 8,
-                               .local_mr = r->mr,
-                               .remote_addr = inbox,
-                               .rkey = reg.rkey,
-                               .imm = ps_imm_make(e->shard_id, seq)}));
-    uint32_t imm = 0;
-    uint64_t word = raw_wait_imm(r, rft_ms(10000), &imm);
-    CHECK(imm == ps_imm_make(e->shard_id, seq), "ack imm %x, pushed %x", imm,
-          ps_imm_make(e->shard_id, seq));
-    return word;
+    return raw_write_imm_acked(r, p, 8, inbox, reg.rkey,
+                               ps_imm_make(e->shard_id, seq));
 }
 
 static void expect_refused(uint64_t word, const char *what)

@@ -264,18 +264,8 @@ static uint64_t crafted(raw_peer *r, rf_mr_desc reg, const ps_entry *e,
                                    .local_mr = r->mr,
                                    .remote_addr = area + PS_GATHER_REQ_BYTES,
                                    .rkey = reg.rkey}));
-    CHECK_OK(raw_do(r, (rf_wr){.op = RF_OP_WRITE_IMM,
-                               .local = p,
-                               .len = PS_GATHER_REQ_BYTES,
-                               .local_mr = r->mr,
-                               .remote_addr = area,
-                               .rkey = reg.rkey,
-                               .imm = ps_imm_make(e->shard_id, seq)}));
-    uint32_t imm = 0;
-    uint64_t word = raw_wait_imm(r, rft_ms(10000), &imm);
-    CHECK(imm == ps_imm_make(e->shard_id, seq), "ack imm %x, sent %x", imm,
-          ps_imm_make(e->shard_id, seq));
-    return word;
+    return raw_write_imm_acked(r, p, PS_GATHER_REQ_BYTES, area, reg.rkey,
+                               ps_imm_make(e->shard_id, seq));
 }
 
 static void expect_refused(uint64_t word, uint64_t pos1, const char *what)

@@ -216,6 +216,22 @@ uint64_t raw_wait_imm(raw_peer *r, int timeout_ms, uint32_t *imm)
     return word;
 }
 
+uint64_t raw_write_imm_acked(raw_peer *r, const void *local, size_t len,
+                             uint64_t remote_addr, uint32_t rkey, uint32_t imm)
+{
+    CHECK_OK(raw_do(r, (rf_wr){.op = RF_OP_WRITE_IMM,
+                               .local = (void *)local,
+                               .len = len,
+                               .local_mr = r->mr,
+                               .remote_addr = remote_addr,
+                               .rkey = rkey,
+                               .imm = imm}));
+    uint32_t got = 0;
+    uint64_t word = raw_wait_imm(r, rft_ms(10000), &got);
+    CHECK(got == imm, "ack imm %x, sent %x", got, imm);
+    return word;
+}
+
 void raw_expect_dropped(raw_peer *r, int timeout_ms)
 {
     long long deadline = rf_now_ms() + timeout_ms;

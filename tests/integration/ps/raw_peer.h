@@ -57,6 +57,11 @@ rf_status raw_do(raw_peer *r, rf_wr wr);
 /* The next write_imm into the ack ring raw_hello set up (an ack): returns
  * its ring word, the immediate in *imm (may be NULL); reposts the receive. */
 uint64_t raw_wait_imm(raw_peer *r, int timeout_ms, uint32_t *imm);
+/* A WRITE_WITH_IMM of len bytes at local (in the peer's region) to
+ * remote_addr/rkey with immediate imm, then its ack: fails the case unless
+ * the ack carries imm; returns the ack's ring word. */
+uint64_t raw_write_imm_acked(raw_peer *r, const void *local, size_t len,
+                             uint64_t remote_addr, uint32_t rkey, uint32_t imm);
 /* Waits until the ps dropped the connection (an error completion or the
  * endpoint in the error state). */
 void raw_expect_dropped(raw_peer *r, int timeout_ms);
