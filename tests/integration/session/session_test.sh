@@ -739,16 +739,17 @@ case_sync_refusals() {
     wait "$pid_ps0" 2>/dev/null
 }
 
-# ssp_run K SLOW [FAST_ARGS...]: 1 ps x 2 workers, 20 steps each; worker
-# SLOW (0 or 1) sleeps SSP_SLEEP ms before each step, the other (the fast
-# one, with FAST_ARGS) does not. Leaves $tmp/rec_fast, $tmp/rec_slow and
+# ssp_run K SLOW [FAST_ARGS...]: 1 ps x 2 workers, SSP_STEPS steps each;
+# worker SLOW (0 or 1) sleeps SSP_SLEEP ms before each step, the other (the
+# fast one, with FAST_ARGS) does not. Leaves $tmp/rec_fast, $tmp/rec_slow and
 # the fast worker's output in $tmp/fast.
 SSP_SLEEP=25
+SSP_STEPS=20
 ssp_run() {
     local k=$1 slow=$2
     shift 2
     cluster 1 2 || return
-    local common=(--optim=adagrad --seed=5 --my_steps=20 --staleness="$k"
+    local common=(--optim=adagrad --seed=5 --my_steps=$SSP_STEPS --staleness="$k"
         --staleness_wait_ms=$(($(t 30) * 1000)))
     start ps0 ps --task_index=0 "${common[@]}"
     local w
@@ -765,8 +766,8 @@ ssp_run() {
     for n in w0 w1 ps0; do finish "$n" 0 || all=0; done
     [[ $all -eq 1 ]] || return 1
     cp "$tmp/w$((1 - slow))" "$tmp/fast"
-    grep -q '^final global_step 40$' "$tmp/w0" ||
-        { fail "staleness $k: $(grep -m1 '^final' "$tmp/w0"), want 40"; return 1; }
+    grep -q "^final global_step $((2 * SSP_STEPS))\$" "$tmp/w0" ||
+        { fail "staleness $k: $(grep -m1 '^final' "$tmp/w0"), want $((2 * SSP_STEPS))"; return 1; }
 }
 
 # ssp_ahead K: how many of the slow worker's steps s had the fast worker's
@@ -809,11 +810,17 @@ case_ssp() {
         grep -q '^ssp waits' "$tmp/w1" || fail "worker 1 printed no ssp line"
     done
     # a worker whose session is recreated (as a restarted worker's) keeps
-    # the bound (note: a clock restarted from 0 was not caught by this run)
+    # the bound: it continues from its clock word. A clock restarted from 0
+    # would let its first step after the recreation run ahead (the word's
+    # FETCH_AND_ADD corrects it after that step): the slow worker's long
+    # sleep here makes that one step show even when the recreation itself
+    # takes most of it (a planted reset failed this check).
+    SSP_SLEEP=300 SSP_STEPS=16
     ssp_run 1 0 --recreate_at=10 || return
     grep -q '^session recreated after step 10$' "$tmp/fast" ||
         fail "worker 1 did not recreate its session"
     ssp_check 1 "worker 0 slow, worker 1's session recreated after step 10"
+    SSP_SLEEP=25 SSP_STEPS=20
     ssp_run -1 1 || return
     ahead=$(ssp_ahead 1)
     if [[ -n $ahead ]] && ((ahead > 0)); then
