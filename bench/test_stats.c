@@ -1,6 +1,7 @@
 /* bench/test_stats.c: unit test of rf-bench's pure parts: perftest's
  * latency and bandwidth statistics on hand-computed data, the wire
- * encoding of hello/welcome/control messages, and command-line checks. A
+ * encoding of hello/welcome/control messages, and command-line checks;
+ * also the quantiles the other benchmark programs share (bench/common). A
  * test program, so it uses the tests' harness (tests/common/check.h). */
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "bench_opts.h"
 #include "bench_proto.h"
+#include "bench_quantile.h"
 #include "bench_stats.h"
 #include "tests/common/check.h"
 
@@ -306,6 +308,28 @@ static void test_perftest_opts(void)
     CHECK_TRUE(parse("rf-bench --serve --report_gbits", &o) == 2);
 }
 
+/* bench_quantile: numpy's linear interpolation, the input untouched, and
+ * every sample used however many there are. */
+static void test_quantile(void)
+{
+    const double v[4] = {3, 1, 4, 2};
+    NEAR(bench_quantile(v, 4, 0.5), 2.5);
+    NEAR(bench_quantile(v, 4, 0.0), 1.0);
+    NEAR(bench_quantile(v, 4, 1.0), 4.0);
+    NEAR(bench_quantile(v, 4, 0.1), 1.3);
+    NEAR(bench_quantile(v, 1, 0.9), 3.0);
+    CHECK_TRUE(v[0] == 3 && v[1] == 1 && v[2] == 4 && v[3] == 2);
+    CHECK_TRUE(isnan(bench_quantile(v, 0, 0.5)));
+    enum { N = 5001 };
+    double *big = malloc(N * sizeof *big);
+    CHECK_TRUE(big != NULL);
+    for (size_t i = 0; i < N; i++)
+        big[i] = (double)((i * 2003) % N); /* a permutation of 0..N-1 */
+    NEAR(bench_quantile(big, N, 0.5), 2500.0);
+    NEAR(bench_quantile(big, N, 0.99), 4950.0);
+    free(big);
+}
+
 int main(void)
 {
     test_lat_odd();
@@ -315,6 +339,7 @@ int main(void)
     test_proto();
     test_opts();
     test_perftest_opts();
+    test_quantile();
     printf("bench_test_stats: all checks passed\n");
     return 0;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "bench_quantile.h"
 #include "el_ps.h"
 #include "el_report.h"
 #include "rdmaflow/clock.h"
@@ -265,24 +266,6 @@ static uint64_t worker_faults(void)
     return getrusage(RUSAGE_SELF, &u) == 0 ? (uint64_t)u.ru_minflt : 0;
 }
 
-/* The q-quantile of v[0..n) (n >= 1) by linear interpolation between the
- * order statistics at q (n - 1), numpy's default; v is sorted in place. */
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double quantile(double *v, size_t n, double q)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    double pos = q * (double)(n - 1);
-    size_t lo = (size_t)pos;
-    if (lo + 1 >= n)
-        return v[n - 1];
-    return v[lo] + (pos - (double)lo) * (v[lo + 1] - v[lo]);
-}
-
 static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
 {
     static const char *names[EL_WAYS] = {"rows", "dense", "gather"};
@@ -336,8 +319,8 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
         free(t);
         return 1;
     }
-    r->median_us = quantile(t, (size_t)steps, 0.5);
-    r->p99_us = quantile(t, (size_t)steps, 0.99);
+    r->median_us = bench_quantile(t, (size_t)steps, 0.5);
+    r->p99_us = bench_quantile(t, (size_t)steps, 0.99);
     r->examples_per_s = o->batch / (r->median_us * 1e-6);
     r->wire_bytes = wire / steps;
     r->ps_cpu_us = (double)(cpu1 - cpu0) / steps;

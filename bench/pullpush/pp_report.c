@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "pp_stats.h"
+#include "bench_quantile.h"
 
 const char *const pp_op_names[PP_OPS] = {"memcpy", "pull", "push_ps",
                                          "push_worker"};
@@ -61,20 +61,22 @@ void pp_report_table(const pp_model *m, const pp_results *r)
             ratio[k] = r->t_s[op][k] / r->t_s[PP_MEMCPY][k];
             wire_ratio[k] = ratio[k] * wire_share;
         }
-        double med = pp_quantile(r->t_s[op], n, 0.5);
+        double med = bench_quantile(r->t_s[op], n, 0.5);
         char wire[24] = "-", tcp[24] = "-";
         if (op != PP_MEMCPY)
             snprintf(wire, sizeof wire, "%llu",
                      (unsigned long long)r->wire[op]);
         if (op != PP_MEMCPY && r->have_tcp)
-            snprintf(tcp, sizeof tcp, "%.0f", pp_quantile(r->tcp[op], n, 0.5));
+            snprintf(tcp, sizeof tcp, "%.0f",
+                     bench_quantile(r->tcp[op], n, 0.5));
         printf("%-12s %12zu %12s %12s %10.3f %10.3f %10.3f %10.1f %8.2f %8.2f "
                "%8.2f %8.2f\n",
                pp_op_names[op], m->bytes, wire, tcp,
-               1e3 * pp_quantile(r->t_s[op], n, 0.1), 1e3 * med,
-               1e3 * pp_quantile(r->t_s[op], n, 0.9),
-               (double)m->bytes / med / 1048576.0, pp_quantile(ratio, n, 0.1),
-               pp_quantile(ratio, n, 0.5), pp_quantile(ratio, n, 0.9),
-               pp_quantile(wire_ratio, n, 0.5));
+               1e3 * bench_quantile(r->t_s[op], n, 0.1), 1e3 * med,
+               1e3 * bench_quantile(r->t_s[op], n, 0.9),
+               (double)m->bytes / med / 1048576.0,
+               bench_quantile(ratio, n, 0.1), bench_quantile(ratio, n, 0.5),
+               bench_quantile(ratio, n, 0.9),
+               bench_quantile(wire_ratio, n, 0.5));
     }
 }
