@@ -44,7 +44,8 @@ static int64_t step_word(ps_shard *sh)
 
 rf_status ps_sync_create(ps_shard *sh)
 {
-    size_t bytes = (size_t)sh->layout.values_bytes;
+    /* a table's accumulator is per row (ps_server_sparse_sync.c) */
+    size_t bytes = sh->spec.max_push_rows ? 0 : (size_t)sh->layout.values_bytes;
     size_t cap = (bytes + 63) & ~(size_t)63;
     ps_sync_acc *a = calloc(1, sizeof *a);
     float *sum = aligned_alloc(64, cap ? cap : 64);
@@ -58,13 +59,14 @@ rf_status ps_sync_create(ps_shard *sh)
     a->sum = sum;
     a->step = step_word(sh);
     sh->sync = a;
-    return RF_OK;
+    return sh->spec.max_push_rows ? ps_rows_acc_create(sh) : RF_OK;
 }
 
-void ps_sync_free(ps_shard *sh)
+void ps_sync_free(rf_ps_server *s, ps_shard *sh)
 {
     if (!sh->sync)
         return;
+    ps_rows_acc_free(s, sh);
     free(sh->sync->sum);
     free(sh->sync);
     sh->sync = NULL;
