@@ -268,6 +268,8 @@ rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
  * trainable, inbox). */
 rf_status ps_rows_acc_create(ps_shard *sh);
 void ps_rows_acc_free(rf_ps_server *s, ps_shard *sh);
+/* Forgets the touched rows (their memory kept, still charged). */
+void ps_rows_acc_clear(ps_shard *sh);
 bool ps_sparse_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib,
                          uint32_t imm, uint32_t len);
 
@@ -279,6 +281,16 @@ bool ps_gather_serve(ps_server_conn *c, ps_shard *sh, ps_inbox *ib,
 /* ps_server_sync.c */
 rf_status ps_sync_create(ps_shard *sh);
 void ps_sync_free(rf_ps_server *s, ps_shard *sh);
+/* Empties sh's accumulator for step: nothing taken, from any client. */
+void ps_sync_reset(ps_shard *sh, int64_t step);
+/* A sync push's tag against the shard's step word (the accumulator emptied
+ * first when the chief set another step): true when the gradient is to be
+ * taken (the tag is the accumulator's step and the client has none in it
+ * yet); otherwise it was answered (stale: counted, acked with the stale
+ * bit; a client's second gradient: acked, dropped) or the connection
+ * dropped (a tag ahead), and *ret is what the push handler returns. */
+bool ps_sync_gate(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
+                  int64_t tag, bool *ret);
 /* A push to a sync shard (already checked: trainable, inbox, length). */
 bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                   uint32_t len);

@@ -6,7 +6,8 @@
  * the record's sync step S, as for a dense sync shard (ps_server_sync.c):
  * a tag below S is stale (dropped, counted in the stale word), a tag above
  * S is a protocol error (the connection is dropped), one gradient per
- * client and step is taken (a second is dropped, the first kept). A taken
+ * client and step is taken (a second is dropped, the first kept): the
+ * same gate, ps_sync_gate. A taken
  * gradient adds each of its rows into the row's sum and increments the
  * row's own count (TF's MEAN reduction of IndexedSlices: each row divided
  * by the gradients that touched it, not by replicas_to_aggregate); when
@@ -46,12 +47,6 @@ static uint64_t *rec_word(ps_shard *sh, uint32_t off)
     return (uint64_t *)(void *)(sh->rec_ptr + off);
 }
 
-static int64_t step_word(ps_shard *sh)
-{
-    return (int64_t)__atomic_load_n(rec_word(sh, PS_REC_SYNC_STEP_OFF),
-                                    __ATOMIC_ACQUIRE);
-}
-
 static size_t entry_bytes(const ps_shard *sh)
 {
     return (size_t)sh->layout.row_bytes + sizeof(int64_t) + sizeof(uint32_t);
@@ -81,17 +76,12 @@ void ps_rows_acc_free(rf_ps_server *s, ps_shard *sh)
     sh->sync->rows = NULL;
 }
 
-/* Empties the accumulator for step (its memory kept, still charged). */
-static void rows_reset(ps_shard *sh, int64_t step)
+void ps_rows_acc_clear(ps_shard *sh)
 {
     ps_rows_acc *r = sh->sync->rows;
     for (uint32_t i = 0; i < r->used; i++)
         r->entry_of[r->row[i]] = NO_ENTRY;
     r->used = 0;
-    sh->sync->count = 0;
-    sh->sync->step = step;
-    for (uint32_t i = 0; i < sh->num_inboxes; i++)
-        sh->inboxes[i].sync_step = -1;
 }
 
 static rf_status over_bound(rf_ps_server *s, ps_shard *sh, size_t more)
@@ -232,11 +222,11 @@ static uint64_t apply_means(ps_server_conn *c, ps_shard *sh, int64_t step)
                     "are dropped",
                     c->srv->opt.task_index, sh->sync->count, sh->spec.name,
                     sh->spec.part, (long long)step, rf_error_message());
-        rows_reset(sh, step);
+        ps_sync_reset(sh, step);
         return ps_ack_err(st);
     }
     sh->sync->applied++;
-    rows_reset(sh, step + 1);
+    ps_sync_reset(sh, step + 1);
     __atomic_store_n(rec_word(sh, PS_REC_SYNC_STEP_OFF), (uint64_t)(step + 1),
                      __ATOMIC_RELEASE);
     return ps_ack_sync(false, (uint64_t)(step + 1));
@@ -256,34 +246,10 @@ bool ps_sparse_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib,
         return false;
     }
     uint64_t count = rf_get_le64(ib->ptr);
-    int64_t tag = (int64_t)rf_get_le64(ib->ptr + 8);
-    int64_t step = step_word(sh);
-    if (step != sh->sync->step)
-        rows_reset(sh, step); /* the chief set another step */
-    if (tag < step) {
-        uint64_t *stale = rec_word(sh, PS_REC_SYNC_STALE_OFF);
-        __atomic_store_n(stale, *stale + 1, __ATOMIC_RELAXED);
-        RF_LOG_DEBUG("ps %d: table '%s' part %u: client %u's gradient of step "
-                     "%lld is stale (the shard is at step %lld): dropped",
-                     s->opt.task_index, sh->spec.name, sh->spec.part,
-                     c->client_id, (long long)tag, (long long)step);
-        return ps_send_ack(c, imm, ps_ack_sync(true, (uint64_t)step));
-    }
-    if (tag > step) {
-        snprintf(why, sizeof why,
-                 "a gradient of table '%s' part %u tagged with step %lld, "
-                 "ahead of the shard's step %lld (sync replicas)",
-                 sh->spec.name, sh->spec.part, (long long)tag, (long long)step);
-        ps_conn_drop(c, why);
-        return false;
-    }
-    if (ib->sync_step == step) {
-        RF_LOG_INFO("ps %d: table '%s' part %u: client %u sent a second "
-                    "gradient for step %lld; the first is kept",
-                    s->opt.task_index, sh->spec.name, sh->spec.part,
-                    c->client_id, (long long)step);
-        return ps_send_ack(c, imm, ps_ack_sync(false, (uint64_t)step));
-    }
+    bool ret = false;
+    if (!ps_sync_gate(c, sh, ib, imm, (int64_t)rf_get_le64(ib->ptr + 8), &ret))
+        return ret;
+    int64_t step = sh->sync->step;
     uint32_t fresh = 0;
     rf_status st = check_push(s, sh, ib, count, &fresh);
     if (st == RF_OK)

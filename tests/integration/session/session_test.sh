@@ -194,6 +194,20 @@ case_emb_async() {
     fi
 }
 
+# backup_not_waited I PID: kills the stopped backup worker I (pid PID);
+# the chief must have said it went on without it.
+backup_not_waited() {
+    local pv=pid_w$1
+    kill -KILL "$2" 2>/dev/null
+    { wait "${!pv}"; } 2>/dev/null
+    if grep -q "not waiting for /job:worker/task:$1 (backup worker" "$tmp/w0"; then
+        ok "the chief went on without the stopped backup worker: $(grep -m1 -o 'session: .*' "$tmp/w0")"
+    else
+        fail "the chief did not say it went on without the backup worker"
+        show "$tmp/w0"
+    fi
+}
+
 # emb_sync: sync replicas with the table (TF's SparseConditionalAccumulator
 # on the ps): 1 worker (N=M=1) byte-identical to local training; 2 ps x 2
 # workers (N=2) in lockstep, global_step advanced once per step.
@@ -260,14 +274,7 @@ case_emb_sync_backup() {
     else
         fail "the job did not complete without the backup worker: $(grep '^final' "$tmp/w0")"
     fi
-    kill -KILL "$pid" 2>/dev/null
-    { wait "$pid_w1"; } 2>/dev/null
-    if grep -q "not waiting for /job:worker/task:1 (backup worker" "$tmp/w0"; then
-        ok "the chief went on without the stopped backup worker: $(grep -m1 -o 'session: .*' "$tmp/w0")"
-    else
-        fail "the chief did not say it went on without the backup worker"
-        show "$tmp/w0"
-    fi
+    backup_not_waited 1 "$pid"
 }
 
 case_emb_bad_ids() {
@@ -709,14 +716,7 @@ case_sync_backup() {
     fi
     state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null)
     [[ $state == T ]] || fail "worker 2 was not stopped all along (state '$state')"
-    kill -KILL "$pid" 2>/dev/null
-    { wait "$pid_w2"; } 2>/dev/null
-    if grep -q "not waiting for /job:worker/task:2 (backup worker" "$tmp/w0"; then
-        ok "the chief went on without the stopped backup worker: $(grep -m1 -o 'session: .*' "$tmp/w0")"
-    else
-        fail "the chief did not say it went on without the backup worker"
-        show "$tmp/w0"
-    fi
+    backup_not_waited 2 "$pid"
 }
 
 case_sync_restore() {
