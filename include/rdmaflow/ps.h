@@ -162,7 +162,8 @@ typedef struct rf_ps_server_counters {
     uint64_t sparse_applies; /* sparse pushes applied */
     uint64_t sparse_rows;    /* rows they applied */
     uint64_t sparse_refused; /* refused with an error ack (a count above
-                                max_push_rows, an index out of range) */
+                                max_push_rows, an index out of range, a
+                                sync table's accumulator bound) */
     /* ps-side gathers (rf_ps_gather_rows): requests served, rows copied,
      * requests refused with an error ack (nothing copied). */
     uint64_t gather_requests;
