@@ -37,6 +37,8 @@ static const rf_env_var vars[] = {
     {"RF_PS_CHUNK_MB", "64", "ps", "size of one registered arena chunk"},
     {"RF_PS_MAX_INBOX_MB", "64", "ps",
      "largest inbox one worker may have for one embedding table (MiB)"},
+    {"RF_PS_MAX_ACCUM_MB", "256", "ps",
+     "most the sync-replicas tables' accumulators of a ps may hold (MiB)"},
     {"RF_PS_ARENA_MAX_MB", "0", "ps",
      "most a ps arena may grow to (0: no limit)"},
     {"RF_BIND", "nic", "core", "NUMA binding: nic, none or node:N"},

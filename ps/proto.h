@@ -32,9 +32,11 @@
  * hyper-parameters in the shard spec; 4: the spec's max_push_rows
  * (embedding tables: row version words, sparse inboxes); 5: ps 0's
  * globals block of PS_GLOBALS_BYTES with the SSP clock words, and a
- * table inbox's gather area (rf_ps_gather_rows). */
+ * table inbox's gather area (rf_ps_gather_rows); 6: sync-replicas tables
+ * (a sync table's sparse push header of PS_SPARSE_SYNC_HDR_BYTES: count and
+ * tag). */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 5u
+#define PS_PROTO_VERSION 6u
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */
@@ -154,8 +156,8 @@ typedef struct ps_spec {
      * both 0 for an async shard. */
     uint32_t sync_n, sync_m;
     /* Embedding tables: rows per sparse push (0: a dense shard); a table is
-     * trainable, float32, async, of rank >= 1 with rows of >= 1 element,
-     * max_push_rows <= PS_MAX_PUSH_ROWS. */
+     * trainable, float32 (sync or async), of rank >= 1 with rows of >= 1
+     * element, max_push_rows <= PS_MAX_PUSH_ROWS. */
     uint32_t max_push_rows;
 } ps_spec;
 

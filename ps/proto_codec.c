@@ -518,10 +518,10 @@ rf_status ps_spec_check(const ps_spec *s)
                        PS_SYNC_MAX_REPLICAS);
     if (s->max_push_rows) {
         uint64_t d0 = s->shape.rank >= 1 ? (uint64_t)s->shape.dims[0] : 0;
-        if (!s->trainable || !async || s->shape.rank < 1 || d0 == 0 ||
+        if (!s->trainable || s->shape.rank < 1 || d0 == 0 ||
             (uint64_t)numel / d0 == 0 || s->max_push_rows > PS_MAX_PUSH_ROWS)
             return CORRUPT("ps shard '%s': an embedding table (max_push_rows "
-                           "%u, at most %u) must be trainable, async, of rank "
+                           "%u, at most %u) must be trainable, of rank "
                            ">= 1 with rows of >= 1 element",
                            s->name, s->max_push_rows, PS_MAX_PUSH_ROWS);
     }

@@ -183,7 +183,8 @@ static rf_status tag_word(rf_ps_var *v)
 {
     if (v->sync_tag)
         return RF_OK;
-    return cli_pool_alloc(v->client, 8, &v->sync_tag, &v->sync_tag_mr);
+    return cli_pool_alloc(v->client, PS_SPARSE_SYNC_HDR_BYTES, &v->sync_tag,
+                          &v->sync_tag_mr);
 }
 
 rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,

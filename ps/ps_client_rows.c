@@ -11,7 +11,9 @@
  * into the worker's inbox, then the WRITE_WITH_IMM of the count (the ps
  * checks and applies, ps_server_sparse.c, and acks as for a dense push);
  * apply=worker: the read-modify-write of the rows inside their seqlocks
- * (ps_client_rows_rmw.c). Every index is checked before anything is
+ * (ps_client_rows_rmw.c). rf_ps_push_sparse_sync: the same apply=ps push to
+ * a sync table, its count's WRITE_WITH_IMM carrying the tag after the count
+ * (ps_server_sparse_sync.c). Every index is checked before anything is
  * posted. The work request lists, completion contexts and version words are
  * per-client scratch kept between calls. */
 #include <stdio.h>
@@ -378,25 +380,31 @@ rf_status rf_ps_read_row_range(rf_ps_client *c, rf_ps_var *var,
 /* ---- sparse pushes, apply=ps ----------------------------------------------
  */
 
+/* sync: a sync table's push, whose header carries the tag (step) after the
+ * count (ps_layout.h). */
 static rf_status push_ps(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
-                         size_t n, const float *grad, rf_mr *mr)
+                         size_t n, const float *grad, rf_mr *mr, bool sync,
+                         int64_t step, const char *what)
 {
     ps_cli_conn *p = &c->conns[v->ps];
     rf_status st = RF_OK;
     if (!v->sync_tag &&
-        (st = cli_pool_alloc(c, 8, &v->sync_tag, &v->sync_tag_mr)) != RF_OK)
+        (st = cli_pool_alloc(c, PS_SPARSE_SYNC_HDR_BYTES, &v->sync_tag,
+                             &v->sync_tag_mr)) != RF_OK)
         return st;
-    if ((st = cli_push_wait_var(c, v, "rf_ps_push_sparse")) != RF_OK ||
+    if ((st = cli_push_wait_var(c, v, what)) != RF_OK ||
         (st = cli_conn_check(p)) != RF_OK)
         return st;
     v->push_busy = true;
     v->push_sent = v->push_acked = false;
-    v->push_sync = false;
+    v->push_sync = sync;
     v->push_gather = false;
     v->push_seq++;
     c->pushes_busy++;
     p->pushes_inflight++;
     rf_put_le64(v->sync_tag, (uint64_t)n);
+    if (sync)
+        rf_put_le64(v->sync_tag + 8, (uint64_t)step);
     rf_wr wrs[3];
     size_t nw = 0;
     if (n) {
@@ -420,7 +428,7 @@ static rf_status push_ps(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     wrs[nw++] = (rf_wr){.op = RF_OP_WRITE_IMM,
                         .context = &v->push_op,
                         .local = v->sync_tag,
-                        .len = 8,
+                        .len = sync ? PS_SPARSE_SYNC_HDR_BYTES : 8,
                         .local_mr = v->sync_tag_mr,
                         .remote_addr = v->inbox_addr,
                         .rkey = v->inbox_rkey,
@@ -436,14 +444,26 @@ static rf_status push_ps(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     return st;
 }
 
+/* sync: rf_ps_push_sparse_sync (apply=ps, tagged with step). */
 static rf_status push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                              size_t n, const float *grad, rf_mr *mr,
-                             rf_ps_apply_mode mode, bool use_locking)
+                             rf_ps_apply_mode mode, bool use_locking, bool sync,
+                             int64_t step)
 {
-    const char *what = "rf_ps_push_sparse";
+    const char *what = sync ? "rf_ps_push_sparse_sync" : "rf_ps_push_sparse";
     rf_status st = cli_table_check(c, v, what);
     if (st != RF_OK)
         return st;
+    if (sync != (v->e.spec.sync_n > 0))
+        return rf_error_set(
+            RF_ERR_INVALID_ARG, "%s: table '%s' part %u is %s; use %s", what,
+            v->spec.name, v->spec.part,
+            sync ? "not a sync-replicas shard" : "a sync-replicas shard",
+            sync ? "rf_ps_push_sparse" : "rf_ps_push_sparse_sync");
+    if (sync && step < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: local step %lld is negative", what,
+                            (long long)step);
     if (mode != RF_PS_APPLY_PS && mode != RF_PS_APPLY_WORKER)
         return rf_error_set(RF_ERR_INVALID_ARG, "%s: apply mode %d", what,
                             (int)mode);
@@ -466,7 +486,7 @@ static rf_status push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
         (st = cli_rows_indices(v, rows, n, 0, what)) != RF_OK)
         return st;
     if (mode == RF_PS_APPLY_PS)
-        return push_ps(c, v, rows, n, grad, mr);
+        return push_ps(c, v, rows, n, grad, mr, sync, step, what);
     return cli_rows_rmw(c, v, rows, n, grad, use_locking);
 }
 
@@ -478,7 +498,23 @@ rf_status rf_ps_push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_push_sparse: NULL client");
     pthread_mutex_lock(&c->mu);
-    rf_status st = push_sparse(c, v, rows, n, grad, mr, mode, use_locking);
+    rf_status st =
+        push_sparse(c, v, rows, n, grad, mr, mode, use_locking, false, 0);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+rf_status rf_ps_push_sparse_sync(rf_ps_client *c, rf_ps_var *v,
+                                 const int64_t *rows, size_t n,
+                                 const float *grad, rf_mr *mr,
+                                 int64_t local_step)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_push_sparse_sync: NULL client");
+    pthread_mutex_lock(&c->mu);
+    rf_status st = push_sparse(c, v, rows, n, grad, mr, RF_PS_APPLY_PS, false,
+                               true, local_step);
     pthread_mutex_unlock(&c->mu);
     return st;
 }

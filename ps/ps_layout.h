@@ -86,7 +86,8 @@ rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
 
 /* The full layout of a shard: values_bytes of data, num_slots slots, and
  * for a table (max_push_rows > 0) dim0 rows with their version words and a
- * sparse inbox; sync shards' inboxes hold the tag. RF_ERR_INVALID_ARG if
+ * sparse inbox; sync dense shards' inboxes hold the tag (a sync table's
+ * travels in its push header, PS_SPARSE_SYNC_HDR_BYTES). RF_ERR_INVALID_ARG if
  * too large or not a table (dim0 0, a row of 0 bytes). */
 rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
                          uint64_t dim0, uint32_t max_push_rows, bool sync,
@@ -99,6 +100,10 @@ rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
  * count (8 bytes): RC ordering places the others before the ps sees its
  * completion. */
 #define PS_SPARSE_IDX_OFF 64u
+/* A sync table's sparse push (rf_ps_push_sparse_sync) WRITE_WITH_IMMs 16
+ * bytes: the count, then the tag (the worker's local step, int64
+ * little-endian) at 8; an async table's is the count alone. */
+#define PS_SPARSE_SYNC_HDR_BYTES 16u
 /* Most rows one sparse push may carry (the protocol's bound; the ps's
  * max_inbox_bytes is usually the tighter one). */
 #define PS_MAX_PUSH_ROWS (1u << 24)

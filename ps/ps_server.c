@@ -383,6 +383,12 @@ static rf_status read_options(const rf_ps_server_options *in,
             return st;
         out->max_inbox_bytes = (size_t)v << 20;
     }
+    if (!out->max_accum_bytes) {
+        st = rf_env_int("RF_PS_MAX_ACCUM_MB", 256, 1, 1 << 20, &v);
+        if (st != RF_OK)
+            return st;
+        out->max_accum_bytes = (size_t)v << 20;
+    }
     if (out->handshake_timeout_ms < 0)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_server_start: handshake_timeout_ms %d",

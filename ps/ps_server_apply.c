@@ -113,6 +113,8 @@ bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
     }
     if (sh->spec.max_push_rows && len == PS_GATHER_REQ_BYTES)
         return ps_gather_serve(c, sh, ib, imm);
+    if (sh->spec.max_push_rows && sh->sync)
+        return ps_sparse_sync_push(c, sh, ib, imm, len);
     if (sh->spec.max_push_rows)
         return ps_sparse_push(c, sh, ib, imm, len);
     if (len != sh->layout.values_bytes) {

@@ -2,7 +2,8 @@
  * files: ps_server.c (threads, connection lifecycle), ps_server_ctrl.c
  * (control messages), ps_server_shards.c (shard table, records, inboxes),
  * ps_server_apply.c (apply=ps pushes and acks), ps_server_sync.c (the
- * accumulators of sync-replicas shards).
+ * accumulators of sync-replicas shards), ps_server_sparse_sync.c (those
+ * of sync tables).
  *
  * Threads: a listener thread accepts connections (validating the connect
  * private data) and queues the endpoints; the service thread (bound to the
@@ -63,12 +64,14 @@ typedef struct ps_inbox {
 /* A sync-replicas shard's accumulator (TensorFlow's ConditionalAccumulator;
  * ps_server_sync.c). Service thread only; the step it accepts is the
  * record's sync step word, which the chief may rewrite one-sidedly. */
+typedef struct ps_rows_acc ps_rows_acc; /* ps_server_sparse_sync.c */
 typedef struct ps_sync_acc {
-    float *sum;       /* the gradients taken for `step`, summed */
-    uint32_t count;   /* how many (from distinct clients) */
-    int64_t step;     /* the step they belong to */
-    uint64_t applied; /* averaged updates applied */
-    uint64_t taken;   /* gradients taken, in all */
+    float *sum;        /* the gradients taken for `step`, summed (dense) */
+    ps_rows_acc *rows; /* a table's per-row sums and counts (else NULL) */
+    uint32_t count;    /* how many (from distinct clients) */
+    int64_t step;      /* the step they belong to */
+    uint64_t applied;  /* averaged updates applied */
+    uint64_t taken;    /* gradients taken, in all */
 } ps_sync_acc;
 
 typedef struct ps_shard {
@@ -158,6 +161,9 @@ struct rf_ps_server {
      * room for the largest max_push_rows of any table (service thread) */
     int64_t *sparse_idx;
     uint32_t sparse_cap;
+    /* ps_server_sparse_sync.c: bytes the sync tables' accumulators hold,
+     * within opt.max_accum_bytes (service thread) */
+    size_t accum_bytes;
 };
 
 /* Connection memory: receives (PS_SRV_RECV_DEPTH x PS_REQ_MAX), reply
@@ -251,6 +257,21 @@ bool ps_send_ack(ps_server_conn *c, uint32_t imm, uint64_t word);
 rf_status ps_sparse_reserve(rf_ps_server *s, uint32_t max_push_rows);
 bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                     uint32_t len);
+/* The update of n checked rows idx of sh with grad (n rows), each row
+ * inside its seqlock (Adam: every row's), the shard's version and update
+ * count advanced. */
+rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
+                               const float *grad);
+
+/* ps_server_sparse_sync.c: a sync table's accumulator (created with its
+ * ps_sync_acc, freed with it) and a push to a sync table (already checked:
+ * trainable, inbox). */
+rf_status ps_rows_acc_create(ps_shard *sh);
+void ps_rows_acc_free(rf_ps_server *s, ps_shard *sh);
+/* Forgets the touched rows (their memory kept, still charged). */
+void ps_rows_acc_clear(ps_shard *sh);
+bool ps_sparse_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib,
+                         uint32_t imm, uint32_t len);
 
 /* ps_server_gather.c: a gather request (a write_imm of
  * PS_GATHER_REQ_BYTES) to a table (already checked: trainable, inbox). */
@@ -259,7 +280,17 @@ bool ps_gather_serve(ps_server_conn *c, ps_shard *sh, ps_inbox *ib,
 
 /* ps_server_sync.c */
 rf_status ps_sync_create(ps_shard *sh);
-void ps_sync_free(ps_shard *sh);
+void ps_sync_free(rf_ps_server *s, ps_shard *sh);
+/* Empties sh's accumulator for step: nothing taken, from any client. */
+void ps_sync_reset(ps_shard *sh, int64_t step);
+/* A sync push's tag against the shard's step word (the accumulator emptied
+ * first when the chief set another step): true when the gradient is to be
+ * taken (the tag is the accumulator's step and the client has none in it
+ * yet); otherwise it was answered (stale: counted, acked with the stale
+ * bit; a client's second gradient: acked, dropped) or the connection
+ * dropped (a tag ahead), and *ret is what the push handler returns. */
+bool ps_sync_gate(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
+                  int64_t tag, bool *ret);
 /* A push to a sync shard (already checked: trainable, inbox, length). */
 bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                   uint32_t len);

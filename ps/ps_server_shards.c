@@ -35,7 +35,7 @@ void ps_shards_free(rf_ps_server *s)
 {
     for (uint32_t i = 0; i < s->num_shards; i++) {
         free(s->shards[i].inboxes);
-        ps_sync_free(&s->shards[i]);
+        ps_sync_free(s, &s->shards[i]);
     }
     free(s->shards);
     free(s->hash);

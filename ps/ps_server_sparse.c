@@ -59,10 +59,8 @@ static void row_end(uint64_t *w)
     __atomic_store_n(w, v + 1, __ATOMIC_RELEASE);
 }
 
-/* The update of n checked rows (idx) with the gradient rows in the
- * inbox. */
-static rf_status apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
-                            const float *grad)
+rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
+                               const float *grad)
 {
     const ps_layout *l = &sh->layout;
     size_t width = (size_t)(l->row_bytes / sizeof(float));
@@ -151,7 +149,7 @@ bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
     if (st == RF_OK) {
         uint64_t t0 = s->opt.on_apply ? rf_now_ns() : 0;
         uint64_t done = *rec_word(sh, PS_REC_UPDATES_OFF);
-        st = apply_rows(
+        st = ps_sparse_apply_rows(
             sh, s->sparse_idx, (size_t)count,
             (const float *)(const void *)(ib->ptr + ps_sparse_rows_off(
                                                         l->max_push_rows)));

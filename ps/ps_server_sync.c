@@ -44,7 +44,8 @@ static int64_t step_word(ps_shard *sh)
 
 rf_status ps_sync_create(ps_shard *sh)
 {
-    size_t bytes = (size_t)sh->layout.values_bytes;
+    /* a table's accumulator is per row (ps_server_sparse_sync.c) */
+    size_t bytes = sh->spec.max_push_rows ? 0 : (size_t)sh->layout.values_bytes;
     size_t cap = (bytes + 63) & ~(size_t)63;
     ps_sync_acc *a = calloc(1, sizeof *a);
     float *sum = aligned_alloc(64, cap ? cap : 64);
@@ -58,21 +59,23 @@ rf_status ps_sync_create(ps_shard *sh)
     a->sum = sum;
     a->step = step_word(sh);
     sh->sync = a;
-    return RF_OK;
+    return sh->spec.max_push_rows ? ps_rows_acc_create(sh) : RF_OK;
 }
 
-void ps_sync_free(ps_shard *sh)
+void ps_sync_free(rf_ps_server *s, ps_shard *sh)
 {
     if (!sh->sync)
         return;
+    ps_rows_acc_free(s, sh);
     free(sh->sync->sum);
     free(sh->sync);
     sh->sync = NULL;
 }
 
-/* Empties the accumulator for step: nothing taken, from any client. */
-static void acc_reset(ps_shard *sh, int64_t step)
+void ps_sync_reset(ps_shard *sh, int64_t step)
 {
+    if (sh->sync->rows)
+        ps_rows_acc_clear(sh);
     sh->sync->count = 0;
     sh->sync->step = step;
     for (uint32_t i = 0; i < sh->num_inboxes; i++)
@@ -99,24 +102,22 @@ static uint64_t apply_mean(ps_server_conn *c, ps_shard *sh, int64_t step,
                     "dropped",
                     c->srv->opt.task_index, a->count, sh->spec.name,
                     sh->spec.part, (long long)step, rf_error_message());
-        acc_reset(sh, step);
+        ps_sync_reset(sh, step);
         return ps_ack_err(st);
     }
     a->applied++;
-    acc_reset(sh, step + 1);
+    ps_sync_reset(sh, step + 1);
     __atomic_store_n(rec_word(sh, PS_REC_SYNC_STEP_OFF), (uint64_t)(step + 1),
                      __ATOMIC_RELEASE);
     return ps_ack_sync(false, (uint64_t)(step + 1));
 }
 
-bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
-                  uint32_t len)
+bool ps_sync_gate(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
+                  int64_t tag, bool *ret)
 {
-    ps_sync_acc *a = sh->sync;
-    int64_t tag = (int64_t)rf_get_le64(ib->ptr);
     int64_t step = step_word(sh);
-    if (step != a->step)
-        acc_reset(sh, step); /* the chief set another step */
+    if (step != sh->sync->step)
+        ps_sync_reset(sh, step); /* the chief set another step */
     if (tag < step) {
         uint64_t *stale = rec_word(sh, PS_REC_SYNC_STALE_OFF);
         __atomic_store_n(stale, *stale + 1, __ATOMIC_RELAXED);
@@ -124,7 +125,8 @@ bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                      "is stale (the shard is at step %lld): dropped",
                      c->srv->opt.task_index, sh->spec.name, sh->spec.part,
                      c->client_id, (long long)tag, (long long)step);
-        return ps_send_ack(c, imm, ps_ack_sync(true, (uint64_t)step));
+        *ret = ps_send_ack(c, imm, ps_ack_sync(true, (uint64_t)step));
+        return false;
     }
     if (tag > step) {
         char why[RF_PS_MAX_NAME + 200];
@@ -133,6 +135,7 @@ bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                  "of the shard's step %lld (sync replicas)",
                  sh->spec.name, sh->spec.part, (long long)tag, (long long)step);
         ps_conn_drop(c, why);
+        *ret = false;
         return false;
     }
     if (ib->sync_step == step) {
@@ -140,8 +143,20 @@ bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                     "for step %lld; the first is kept",
                     c->srv->opt.task_index, sh->spec.name, sh->spec.part,
                     c->client_id, (long long)step);
-        return ps_send_ack(c, imm, ps_ack_sync(false, (uint64_t)step));
+        *ret = ps_send_ack(c, imm, ps_ack_sync(false, (uint64_t)step));
+        return false;
     }
+    return true;
+}
+
+bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
+                  uint32_t len)
+{
+    ps_sync_acc *a = sh->sync;
+    bool ret = false;
+    if (!ps_sync_gate(c, sh, ib, imm, (int64_t)rf_get_le64(ib->ptr), &ret))
+        return ret;
+    int64_t step = a->step;
     const float *g = (const float *)(const void *)(ib->ptr + PS_SYNC_TAG_BYTES);
     size_t n = len / sizeof(float);
     if (a->count == 0) {

@@ -86,14 +86,15 @@ void ps_spec_describe(const ps_spec *spec, char *buf, size_t len)
 {
     char shape[200];
     rf_shape_format(&spec->shape, shape, sizeof shape);
-    char opt[256] = "not trainable", sync[96] = "";
+    char opt[256] = "not trainable", sync[160] = "";
     if (spec->trainable)
         rf_optim_format(&spec->optim, opt, sizeof opt);
     if (spec->sync_n)
         snprintf(sync, sizeof sync,
                  ", sync replicas (replicas_to_aggregate=%u, "
-                 "total_num_replicas=%u)",
-                 spec->sync_n, spec->sync_m);
+                 "total_num_replicas=%u)%s",
+                 spec->sync_n, spec->sync_m,
+                 spec->max_push_rows ? ", embedding table" : "");
     else if (spec->max_push_rows)
         snprintf(sync, sizeof sync,
                  ", embedding table (max_push_rows=%u), no sync replicas",

@@ -18,7 +18,7 @@ static rf_status on_gradient(rf_session *s, size_t i, const char *span, int tid)
     uint64_t t0 = rf_now_ns();
     rf_status st;
     if (s->v[i].table) { /* the rows staged by session_rows.c */
-        st = sess_rows_push(s, i, RF_PS_APPLY_PS);
+        st = sess_rows_push(s, i, RF_PS_APPLY_PS, -1);
     } else {
         rf_ps_xfer x = sess_grad_xfer(s, i);
         st = rf_ps_push(s->client, &x, 1, RF_PS_APPLY_PS, false);

@@ -5,9 +5,14 @@
  *   push     every gradient goes to its shard's accumulator on the ps
  *            (rf_ps_push_sync: a WRITE of the tag G, then the gradient's
  *            WRITE_WITH_IMM) from the executor thread that produced it;
+ *            an embedding table's, its deduplicated rows, with
+ *            rf_ps_push_sparse_sync into the table's per-row accumulator
+ *            (the ps averages each row over the gradients that touched
+ *            it, TF's SparseConditionalAccumulator);
  *   wait     every push is acknowledged: taken, or dropped as stale;
  *   advance  until global_step > G: a READ of global_step, else READs of
- *            every shard's step word; once every shard applied step G
+ *            every shard's step word (tables' too); once every shard
+ *            applied step G
  *            (step > G), CMP_AND_SWP global_step G -> G + 1, which exactly
  *            one worker of the cluster wins (the others see it by READ).
  *            Back-to-back polls for 2 ms, then 1 ms sleeps (5 ms after
@@ -169,8 +174,13 @@ static rf_status on_gradient(rf_session *s, size_t i, const char *span, int tid)
 {
     sync_state *st = s->push_state;
     uint64_t t0 = rf_now_ns();
-    rf_ps_xfer x = sess_grad_xfer(s, i);
-    rf_status rst = rf_ps_push_sync(s->client, &x, 1, st->local_step);
+    rf_status rst;
+    if (s->v[i].table) { /* the rows staged (deduplicated) by session_rows.c */
+        rst = sess_rows_push(s, i, RF_PS_APPLY_PS, st->local_step);
+    } else {
+        rf_ps_xfer x = sess_grad_xfer(s, i);
+        rst = rf_ps_push_sync(s->client, &x, 1, st->local_step);
+    }
     sess_span(s, span, s->v[i].args, t0, tid);
     return rst;
 }

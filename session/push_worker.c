@@ -52,7 +52,7 @@ static void *pusher_main(void *arg)
         /* embedding tables: their staged rows, read, applied here and
          * written back row by row inside the rows' seqlocks */
         for (size_t k = 0; k < nt && st == RF_OK; k++)
-            st = sess_rows_push(s, q->tables[k], RF_PS_APPLY_WORKER);
+            st = sess_rows_push(s, q->tables[k], RF_PS_APPLY_WORKER, -1);
         if (s->trace) {
             char name[64], args[64];
             size_t bytes = 0;

@@ -341,8 +341,10 @@ rf_status sess_rows_gradient(rf_session *s, size_t i, bool is_idx,
  * push of n rows (the step description's bounds take max_push_rows). */
 size_t sess_rows_read_wire(const sess_var *v, size_t n);
 size_t sess_rows_push_wire(const rf_session *s, const sess_var *v, size_t n);
-/* rf_ps_push_sparse of v[i]'s staged rows. */
-rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode);
+/* rf_ps_push_sparse of v[i]'s staged rows; sync_step >= 0:
+ * rf_ps_push_sparse_sync tagged with it (sync replicas). */
+rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode,
+                         int64_t sync_step);
 
 /* session_connect.c */
 rf_status sess_connect(rf_session *s);

@@ -79,12 +79,6 @@ static rf_status map_table(rf_session *s, sess_var *v)
                             "'%s' is trained by sparse updates but is not a "
                             "float32 table of rank >= 1",
                             name);
-    if (s->opt.sync_replicas)
-        return rf_error_set(RF_ERR_UNSUPPORTED,
-                            "embedding table '%s': sync replicas with sparse "
-                            "updates are not implemented (use async "
-                            "training)",
-                            name);
     if (s->opt.apply == RF_PS_APPLY_WORKER &&
         v->apply.cfg->kind == RF_OPTIM_ADAM)
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -106,7 +100,7 @@ static rf_status map_table(rf_session *s, sess_var *v)
     v->rows = (size_t)sh.dims[0];
     v->width = (size_t)(rf_shape_numel(&sh) / sh.dims[0]);
     v->row_bytes = v->width * sizeof(float);
-    if (v->apply.cfg->kind != RF_OPTIM_SGD) {
+    if (v->apply.cfg->kind != RF_OPTIM_SGD || s->opt.sync_replicas) {
         v->dedup_scratch = malloc(rf_optim_dedup_scratch_bytes(bound));
         if (!v->dedup_scratch)
             return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");

@@ -14,7 +14,8 @@
  * part or -1; values: dy); once both are made, they are staged into the
  * table's registered push buffers (rf_optim_dedup unless the optimizer is
  * sgd, whose updates apply once per occurrence; -1 dropped) and handed to
- * the push strategy, which calls sess_rows_push (rf_ps_push_sparse). */
+ * the push strategy, which calls sess_rows_push (rf_ps_push_sparse; with
+ * sync replicas rf_ps_push_sparse_sync, tagged like the dense gradients). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,7 +349,8 @@ rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
 }
 
 /* The step's rows of v: -1 dropped, deduplicated (summed in order of
- * first appearance) unless sgd. */
+ * first appearance) unless sgd without sync replicas (a sync table's
+ * accumulator counts one contribution per row and gradient). */
 static rf_status stage(rf_session *s, sess_var *v)
 {
     const rf_tensor *ix = v->step_idx, *vals = v->step_vals;
@@ -366,7 +368,7 @@ static rf_status stage(rf_session *s, sess_var *v)
                             rf_node_name(v->var), n, v->max_push_rows);
     const int64_t *idx = ix->data;
     const float *g = vals->data;
-    if (v->apply.cfg->kind != RF_OPTIM_SGD) {
+    if (v->apply.cfg->kind != RF_OPTIM_SGD || s->opt.sync_replicas) {
         rf_status st = rf_optim_dedup(idx, n, g, v->width, v->dedup_scratch,
                                       v->push_rows, v->grad_buf, &v->push_n);
         if (st != RF_OK)
@@ -383,7 +385,6 @@ static rf_status stage(rf_session *s, sess_var *v)
         m++;
     }
     v->push_n = m;
-    (void)s;
     return RF_OK;
 }
 
@@ -420,13 +421,18 @@ size_t sess_rows_push_wire(const rf_session *s, const sess_var *v, size_t n)
            (s->opt.use_locking ? 24 : 0);
 }
 
-rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode)
+rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode,
+                         int64_t sync_step)
 {
     sess_var *v = &s->v[i];
     pthread_mutex_lock(&s->rows_mu);
-    rf_status st =
-        rf_ps_push_sparse(s->client, v->shard, v->push_rows, v->push_n,
-                          v->grad_buf, s->mem_mr, mode, s->opt.use_locking);
+    rf_status st = sync_step >= 0
+                       ? rf_ps_push_sparse_sync(
+                             s->client, v->shard, v->push_rows, v->push_n,
+                             v->grad_buf, s->mem_mr, sync_step)
+                       : rf_ps_push_sparse(s->client, v->shard, v->push_rows,
+                                           v->push_n, v->grad_buf, s->mem_mr,
+                                           mode, s->opt.use_locking);
     if (st == RF_OK) {
         s->counters.table_rows_pushed += v->push_n;
         s->counters.table_bytes_pushed += v->push_n * (v->row_bytes + 8);

@@ -124,6 +124,12 @@ typedef struct rf_ps_server_options {
      * implying more is refused with RF_ERR_INVALID_ARG saying so. 0:
      * RF_PS_MAX_INBOX_MB (default 64 MiB). */
     size_t max_inbox_bytes;
+    /* Bound on what the accumulators of this ps's sync-replicas tables
+     * hold together (per touched row its sum and count, and a row map per
+     * table; rf_ps_push_sparse_sync): a push that would pass it is refused
+     * with an error ack, nothing changed. 0: RF_PS_MAX_ACCUM_MB (default
+     * 256 MiB). */
+    size_t max_accum_bytes;
 } rf_ps_server_options;
 
 /* Listens on host:port (port 0: a free port, see rf_ps_server_port) and
@@ -156,7 +162,8 @@ typedef struct rf_ps_server_counters {
     uint64_t sparse_applies; /* sparse pushes applied */
     uint64_t sparse_rows;    /* rows they applied */
     uint64_t sparse_refused; /* refused with an error ack (a count above
-                                max_push_rows, an index out of range) */
+                                max_push_rows, an index out of range, a
+                                sync table's accumulator bound) */
     /* ps-side gathers (rf_ps_gather_rows): requests served, rows copied,
      * requests refused with an error ack (nothing copied). */
     uint64_t gather_requests;
@@ -259,7 +266,10 @@ typedef struct rf_ps_shard_spec {
      * each worker's inbox holds one sparse push of up to max_push_rows rows
      * (a count, the row indices, the gradient rows) instead of a dense
      * gradient. Part of the spec (lookup compares it). A table is
-     * trainable, float32 and async. */
+     * trainable and float32; it may be a sync-replicas shard
+     * (replicas_to_aggregate > 0, compared by lookup as for a dense shard:
+     * rf_ps_push_sparse_sync, the sparse accumulator of ps/ps_server_sync.c
+     * bounded by rf_ps_server_options.max_accum_bytes). */
     uint32_t max_push_rows;
 } rf_ps_shard_spec;
 
@@ -508,7 +518,8 @@ RF_API rf_status rf_ps_mark_initialized(rf_ps_client *client,
 RF_API rf_status rf_ps_gather_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                    size_t nsets);
 
-/* Pushes a sparse gradient to a trainable async table shard: grad is n rows
+/* Pushes a sparse gradient to a trainable async table shard (a sync one is
+ * refused: rf_ps_push_sparse_sync): grad is n rows
  * (n * row_bytes float32) for the row indices rows[0..n); both inside mr.
  * The caller has deduplicated them (rf_optim_dedup) unless the optimizer is
  * sgd (whose updates apply once per occurrence, like TF's ScatterSub);
@@ -534,6 +545,23 @@ RF_API rf_status rf_ps_push_sparse(rf_ps_client *client, rf_ps_var *var,
                                    const int64_t *rows, size_t n,
                                    const float *grad, rf_mr *mr,
                                    rf_ps_apply_mode mode, bool use_locking);
+/* Sync replicas with a table (TF 1.x's SparseConditionalAccumulator under
+ * SyncReplicasOptimizer): pushes a sparse gradient to a sync-replicas table
+ * shard (an async one is refused, as rf_ps_push_sparse refuses a sync one)
+ * as rf_ps_push_sparse apply=ps does (same checks: the caller deduplicated
+ * rows, n <= max_push_rows, indices in range, both inside mr), tagged with
+ * local_step (>= 0). The ps drops a gradient tagged below the shard's sync
+ * step (counted stale), keeps one per client and step, sums each touched
+ * row and counts its contributions, and after replicas_to_aggregate
+ * gradients applies each touched row's mean (its sum divided by its own
+ * count) with rf_optim_apply_sparse, then advances the sync step; a push
+ * that would take its accumulator past the ps's max_accum_bytes is refused
+ * with an error ack, nothing changed. Returns once posted: rf_ps_push_wait
+ * waits for the acks, rf_ps_sync_counts counts them as for dense. */
+RF_API rf_status rf_ps_push_sparse_sync(rf_ps_client *client, rf_ps_var *var,
+                                        const int64_t *rows, size_t n,
+                                        const float *grad, rf_mr *mr,
+                                        int64_t local_step);
 
 /* global_step (ps task 0): atomic add returning the previous value, a read,
  * and a write (chief restore). */

@@ -27,6 +27,9 @@ int tr_make_setter(const tr_flags *f, const rf_cluster *cluster,
                    const rf_cluster_task *task, rf_replica_device_setter **out,
                    char *err, size_t errlen);
 /* The session options of the flags (train_op and global_step from s). */
+/* Examples one global step trains: the batch, N workers' batches with
+ * --sync_replicas (N: --replicas_to_aggregate, else every worker). */
+int64_t tr_examples_per_global_step(const tr_flags *f, int num_workers);
 void tr_session_options_fill(const tr_flags *f, const tr_session *s,
                              rf_session_options *o);
 /* With --staleness: one line of what stale synchronous parallel cost this

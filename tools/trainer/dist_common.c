@@ -29,6 +29,14 @@ int tr_make_setter(const tr_flags *f, const rf_cluster *cluster,
     return 0;
 }
 
+int64_t tr_examples_per_global_step(const tr_flags *f, int num_workers)
+{
+    return f->batch_size * (!f->sync_replicas ? 1
+                            : f->replicas_to_aggregate
+                                ? f->replicas_to_aggregate
+                                : num_workers);
+}
+
 void tr_session_options_fill(const tr_flags *f, const tr_session *s,
                              rf_session_options *o)
 {

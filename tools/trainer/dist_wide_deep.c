@@ -167,7 +167,8 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         goto out;
     }
     double t_create = rf_now_s();
-    if (create_ms(f, server, &s, metrics, f->batch_size, &ms, err,
+    if (create_ms(f, server, &s, metrics,
+                  tr_examples_per_global_step(f, workers), &ms, err,
                   sizeof err) != 0) {
         rc = fail(who, err);
         goto out;
@@ -183,7 +184,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     tr_print_training(f, &tr, 0);
     tr_print_ssp(f, ms);
     if (chief)
-        tr_print_cluster_rate(&tr, f->batch_size);
+        tr_print_cluster_rate(&tr, tr_examples_per_global_step(f, workers));
     if (!chief) {
         if (rf_monitored_session_close(ms) != RF_OK) {
             rc = fail(who, rf_error_message());

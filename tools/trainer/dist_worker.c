@@ -221,10 +221,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     d.num_workers = rf_cluster_num_workers(cluster);
     bool chief = d.self->is_chief;
     /* a global step is N workers' batches in sync training */
-    d.per_global_step =
-        f->batch_size * (!f->sync_replicas          ? 1
-                         : f->replicas_to_aggregate ? f->replicas_to_aggregate
-                                                    : d.num_workers);
+    d.per_global_step = tr_examples_per_global_step(f, d.num_workers);
     rf_dataset *train_set = NULL, *test = NULL, *mine = NULL;
     rf_replica_device_setter *setter = NULL;
     rf_trace *trace = NULL;

@@ -334,14 +334,15 @@ void case_rows_inbox_bound(void)
     rf_ps_var *v = NULL;
     CHECK_ST(rf_ps_create(c, 0, &spec, &v), RF_ERR_INVALID_ARG);
     CHECK_MSG("max_inbox_bytes");
-    /* What a spec cannot be: not trainable, sync replicas, rank 0. */
+    /* What a spec cannot be: not trainable, sync replicas 2 of 1, rank 0. */
     rf_ps_shard_spec bad = spec;
     bad.max_push_rows = 8;
     bad.trainable = false;
     CHECK_ST(rf_ps_create(c, 0, &bad, &v), RF_ERR_INVALID_ARG);
     bad = spec;
     bad.max_push_rows = 8;
-    bad.replicas_to_aggregate = bad.total_num_replicas = 1;
+    bad.replicas_to_aggregate = 2;
+    bad.total_num_replicas = 1;
     CHECK_ST(rf_ps_create(c, 0, &bad, &v), RF_ERR_INVALID_ARG);
     bad = spec;
     bad.max_push_rows = 8;

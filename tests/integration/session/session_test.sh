@@ -63,6 +63,13 @@
 #                   initialised the table, peaks far below it (< 256 MiB)
 #   emb_checkpoint  the chief saves the table on 2 ps; a cluster of 3 ps
 #                   restores it and trains on: byte-identical to local
+#   emb_sync        sync replicas with the table: 1 worker (N=M=1) on 2 ps
+#                   byte-identical to local training; 2 ps x 2 workers in
+#                   lockstep, every gradient taken, global_step once per
+#                   step, the loss goes down
+#   emb_sync_backup N=1 of M=2 with the table: the backup worker stops
+#                   itself at step 5, the chief trains on to the end and
+#                   finishes without it
 #   ssp             stale synchronous parallel, 1 ps x 2 workers of 20
 #                   steps each, worker 1 sleeping before each step: with
 #                   staleness K (1, then 0) worker 0's step s+K+1 never ends
@@ -185,6 +192,89 @@ case_emb_async() {
     else
         fail "chief's loss did not go down: $(grep '^loss' "$tmp/w0")"
     fi
+}
+
+# backup_not_waited I PID: kills the stopped backup worker I (pid PID);
+# the chief must have said it went on without it.
+backup_not_waited() {
+    local pv=pid_w$1
+    kill -KILL "$2" 2>/dev/null
+    { wait "${!pv}"; } 2>/dev/null
+    if grep -q "not waiting for /job:worker/task:$1 (backup worker" "$tmp/w0"; then
+        ok "the chief went on without the stopped backup worker: $(grep -m1 -o 'session: .*' "$tmp/w0")"
+    else
+        fail "the chief did not say it went on without the backup worker"
+        show "$tmp/w0"
+    fi
+}
+
+# emb_sync: sync replicas with the table (TF's SparseConditionalAccumulator
+# on the ps): 1 worker (N=M=1) byte-identical to local training; 2 ps x 2
+# workers (N=2) in lockstep, global_step advanced once per step.
+case_emb_sync() {
+    oracle 2 adagrad "${emb[@]}" --sync_replicas
+    cluster 2 2 || return
+    local common=(--steps=25 --optim=adagrad --seed=5 --sync_replicas "${emb[@]}")
+    start ps0 ps --task_index=0 "${common[@]}"
+    start ps1 ps --task_index=1 "${common[@]}"
+    start w1 worker --task_index=1 "${common[@]}"
+    start w0 worker --task_index=0 "${common[@]}"
+    local all=1 n i
+    for n in w0 w1 ps0 ps1; do finish "$n" 0 || all=0; done
+    [[ $all -eq 1 ]] || return
+    for i in 0 1; do
+        local k acc st
+        k=$(sed -n 's/^steps \([0-9]*\) .*/\1/p' "$tmp/w$i")
+        acc=$(field "$tmp/w$i" accepted)
+        st=$(field "$tmp/w$i" stale)
+        if [[ $k == 25 && -n $acc && $acc -gt 0 && $((acc % 25)) == 0 && $st == 0 ]]; then
+            ok "worker $i: 25 steps, $acc gradients taken ($((acc / 25)) per step, the table's among them), none stale"
+        else
+            fail "worker $i: $k steps, $acc gradients taken, $st stale (want 25 steps, every gradient of each taken, 0 stale)"
+            show "$tmp/w$i"
+        fi
+    done
+    if grep -q '^final global_step 25$' "$tmp/w0"; then
+        ok "2 workers x 25 sync steps with the table: global_step 25, once per step"
+    else
+        fail "final global_step: $(grep '^final' "$tmp/w0") (want 25)"
+    fi
+    if awk '/^loss/ { exit !($3 < $2) }' "$tmp/w0"; then
+        ok "chief's loss went down: $(grep '^loss' "$tmp/w0"); $(grep '^table' "$tmp/w0")"
+    else
+        fail "chief's loss did not go down: $(grep '^loss' "$tmp/w0")"
+    fi
+}
+
+# emb_sync_backup: N=1 of M=2 with the table; worker 1 SIGSTOPs itself at
+# global step >= 5 and the chief, enough alone, trains on to the last step
+# and finishes without the stopped backup worker.
+case_emb_sync_backup() {
+    cluster 1 2 || return
+    local common=(--steps=30 --optim=adagrad --seed=17 --sync_replicas
+        --replicas_to_aggregate=1 --total_num_replicas=2 "${emb[@]}"
+        --op_timeout_ms=$(($(t 6) * 1000)))
+    start ps0 ps --task_index=0 "${common[@]}"
+    # the chief creates the table and is enough alone (N=1); it runs slowly
+    # so worker 1 joins, trains, and stops itself while the chief trains on
+    start w0 worker --task_index=0 "${common[@]}" --sleep_ms=100
+    wait_line w0 '^sync session ready at global_step \([0-9]*\)$' >/dev/null ||
+        { fail "the chief's session never became ready"; show "$tmp/w0"; return; }
+    start w1 worker --task_index=1 "${common[@]}" --stop_at_step=5
+    local pid
+    if ! pid=$(wait_line w1 '^stopping at step [0-9]* pid \([0-9]*\)$'); then
+        fail "worker 1 never reached step 5"
+        show "$tmp/w1"
+        return
+    fi
+    local all=1 n
+    for n in w0 ps0; do finish "$n" 0 || all=0; done
+    if [[ $all -eq 1 ]] && grep -q '^final global_step 30$' "$tmp/w0"; then
+        ok "N=1 of M=2 with the table: the chief reached global_step 30 with the backup stopped"
+    else
+        fail "the job did not complete without the backup worker: $(grep '^final' "$tmp/w0")"
+    fi
+    backup_not_waited 1 "$pid"
 }
 
 case_emb_bad_ids() {
@@ -626,14 +716,7 @@ case_sync_backup() {
     fi
     state=$(sed 's/^.*) \(.\).*/\1/' "/proc/$pid/stat" 2>/dev/null)
     [[ $state == T ]] || fail "worker 2 was not stopped all along (state '$state')"
-    kill -KILL "$pid" 2>/dev/null
-    { wait "$pid_w2"; } 2>/dev/null
-    if grep -q "not waiting for /job:worker/task:2 (backup worker" "$tmp/w0"; then
-        ok "the chief went on without the stopped backup worker: $(grep -m1 -o 'session: .*' "$tmp/w0")"
-    else
-        fail "the chief did not say it went on without the backup worker"
-        show "$tmp/w0"
-    fi
+    backup_not_waited 2 "$pid"
 }
 
 case_sync_restore() {
@@ -917,6 +1000,8 @@ emb_oracle_worker)
 emb_async) case_emb_async ;;
 emb_bad_ids) case_emb_bad_ids ;;
 emb_checkpoint) case_emb_checkpoint ;;
+emb_sync) case_emb_sync ;;
+emb_sync_backup) case_emb_sync_backup ;;
 emb_memory) case_emb_memory ;;
 ssp) case_ssp ;;
 ssp_finish) case_ssp_finish ;;

@@ -235,6 +235,20 @@ case_wide_deep_2x2() {
     done
 }
 
+# --model=wide_deep, 2 ps x 2 workers with --sync_replicas (the tables'
+# sparse gradients averaged per row on the ps, TF's
+# SparseConditionalAccumulator): the chief's test AUC within 0.01 of the
+# hidden model's, no gradient stale
+case_wide_deep_sync() {
+    local auc hid launch_secs=220
+    run_launch "$tmp/o" 2 2 --model=wide_deep --log_every=1000 --sync_replicas
+    [[ $rc -eq 0 ]] || { fail "sync: exit $rc"; show "$tmp/o"; return; }
+    read -r auc hid <<<"$(wd_auc "$tmp/o")"
+    awk -v a="$auc" -v h="$hid" 'BEGIN { exit !(h > 0.7 && a >= h - 0.01 && a <= h + 0.005) }' &&
+        ok "--sync_replicas, 2 ps x 2 workers: test AUC $auc within 0.01 of the hidden $hid" ||
+        fail "--sync_replicas: test AUC '$auc' against the hidden '$hid'"
+}
+
 # --model=wide_deep with a 10^6 x 32 table (128 MB) on 2 ps x 1 worker:
 # the chief's session initialises it on the ps in chunks (the trainer
 # leaves it uninitialised) and never holds it before the final pull, so its
@@ -1029,6 +1043,7 @@ explain_only)
 wide_deep_oracle) case_wide_deep_oracle ;;
 ssp) case_ssp ;;
 wide_deep_2x2) case_wide_deep_2x2 ;;
+wide_deep_sync) case_wide_deep_sync ;;
 wide_deep_table_memory) case_wide_deep_table_memory ;;
 wide_deep_checkpoint) case_wide_deep_checkpoint ;;
 secret)

@@ -863,13 +863,19 @@ static void check_ps_tables(void)
             }
         }
         rf_session_destroy(s);
-        if (how == 1) { /* sync replicas with a table: refused for now */
+        if (how == 1) { /* sync replicas with a table (apply=ps) */
             o.sync_replicas = true;
+            CHECK_OK(rf_session_create_offline(c, rf_cluster_self(c), g, ex, &o,
+                                               &s));
+            rf_session_destroy(s);
+            /* the average is applied on the ps: apply=worker is refused */
+            rf_session_options w = o;
+            w.apply = RF_PS_APPLY_WORKER;
             CHECK_ST(
-                rf_session_create_offline(c, rf_cluster_self(c), g, ex, &o, &s),
-                RF_ERR_UNSUPPORTED);
-            CHECK_MSG("embedding table 'emb': sync replicas with sparse "
-                      "updates are not implemented");
+                rf_session_create_offline(c, rf_cluster_self(c), g, ex, &w, &s),
+                RF_ERR_INVALID_ARG);
+            CHECK_MSG("apply=worker cannot be combined with it");
+            o.sync_replicas = false;
         }
         rf_graph_destroy(g);
     }

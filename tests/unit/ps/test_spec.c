@@ -183,10 +183,15 @@ static void test_max_push_rows(void)
     r0.shape.rank = 0;
     CHECK_ST(ps_enc_create_req(buf, PS_MSG_MAX, 7, &r0, &len),
              RF_ERR_INVALID_ARG);
+    /* a sync-replicas table crosses the wire (protocol 6) */
     ps_spec sy = a;
-    sy.sync_n = sy.sync_m = 1;
-    CHECK_ST(ps_enc_create_req(buf, PS_MSG_MAX, 7, &sy, &len),
-             RF_ERR_INVALID_ARG);
+    sy.sync_n = 1;
+    sy.sync_m = 2;
+    CHECK_OK(ps_enc_create_req(buf, PS_MSG_MAX, 7, &sy, &len));
+    CHECK_OK(ps_dec_create_req(buf, len, &out));
+    CHECK(out.sync_n == 1 && out.sync_m == 2 && out.max_push_rows == 77,
+          "sync table: sync %u of %u, max_push_rows %u", out.sync_n, out.sync_m,
+          out.max_push_rows);
 }
 
 int main(void)
