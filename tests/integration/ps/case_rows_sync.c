@@ -233,5 +233,6 @@ void case_rows_sync(void)
     free(big.slot);
     free(t.local);
     free(t.slot);
+    rf_ps_client_close(w);
     pt_cluster_stop(&cl);
 }
