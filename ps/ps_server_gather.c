@@ -42,6 +42,20 @@ static void count_gather(rf_ps_server *s, bool ok, uint64_t rows)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The seqlock reader's fence between a row's copy and the second read of
+ * its version word. gcc refuses atomic_thread_fence under
+ * ThreadSanitizer (-Wtsan: TSan does not model fences); that build orders
+ * the copy before the read with a compiler barrier and the read's acquire,
+ * which is what x86-TSO needs (every write to a row comes from another
+ * process or the sock provider's DMA, which TSan does not record). */
+#if defined(__SANITIZE_THREAD__)
+#define ROW_COPY_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+#define ROW_RECHECK      __ATOMIC_ACQUIRE
+#else
+#define ROW_COPY_FENCE() __atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define ROW_RECHECK      __ATOMIC_RELAXED
+#endif
+
 /* Copies row r of the field at off into dst consistently. */
 static rf_status copy_row(const ps_shard *sh, uint64_t off, uint64_t r,
                           unsigned char *dst)
@@ -55,8 +69,8 @@ static rf_status copy_row(const ps_shard *sh, uint64_t off, uint64_t r,
         uint64_t v0 = __atomic_load_n(w, __ATOMIC_ACQUIRE);
         if (!(v0 & 1)) {
             memcpy(dst, src, (size_t)l->row_bytes);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            if (__atomic_load_n(w, __ATOMIC_RELAXED) == v0)
+            ROW_COPY_FENCE();
+            if (__atomic_load_n(w, ROW_RECHECK) == v0)
                 return RF_OK;
         }
         if (tries == 64)
