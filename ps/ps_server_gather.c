@@ -46,8 +46,9 @@ static void count_gather(rf_ps_server *s, bool ok, uint64_t rows)
  * its version word. gcc refuses atomic_thread_fence under
  * ThreadSanitizer (-Wtsan: TSan does not model fences); that build orders
  * the copy before the read with a compiler barrier and the read's acquire,
- * which is what x86-TSO needs (every write to a row comes from another
- * process or the sock provider's DMA, which TSan does not record). */
+ * which is what x86-TSO needs (the ps's own sparse applies run on this
+ * service thread; every other write to a row comes from another process
+ * or the sock provider's DMA, which TSan does not record). */
 #if defined(__SANITIZE_THREAD__)
 #define ROW_COPY_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 #define ROW_RECHECK      __ATOMIC_ACQUIRE
