@@ -257,6 +257,11 @@ bool ps_send_ack(ps_server_conn *c, uint32_t imm, uint64_t word);
 rf_status ps_sparse_reserve(rf_ps_server *s, uint32_t max_push_rows);
 bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                     uint32_t len);
+/* Checks a push's count against max_push_rows and copies its indices out of
+ * the inbox into s->sparse_idx, each checked against the shard's rows
+ * (RF_ERR_INVALID_ARG naming the first bad one). */
+rf_status ps_sparse_copy_indices(rf_ps_server *s, const ps_shard *sh,
+                                 const ps_inbox *ib, uint64_t count);
 /* The update of n checked rows idx of sh with grad (n rows), each row
  * inside its seqlock (Adam: every row's), the shard's version and update
  * count advanced. */
@@ -283,6 +288,10 @@ rf_status ps_sync_create(ps_shard *sh);
 void ps_sync_free(rf_ps_server *s, ps_shard *sh);
 /* Empties sh's accumulator for step: nothing taken, from any client. */
 void ps_sync_reset(ps_shard *sh, int64_t step);
+/* After the update of step's gradients: counts it, empties the
+ * accumulator for step + 1 and publishes step + 1 in the shard's step word;
+ * returns the ack word of the push that completed the step. */
+uint64_t ps_sync_publish(ps_shard *sh, int64_t step);
 /* A sync push's tag against the shard's step word (the accumulator emptied
  * first when the chief set another step): true when the gradient is to be
  * taken (the tag is the accumulator's step and the client has none in it

@@ -104,6 +104,33 @@ rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
     return st;
 }
 
+rf_status ps_sparse_copy_indices(rf_ps_server *s, const ps_shard *sh,
+                                 const ps_inbox *ib, uint64_t count)
+{
+    const ps_layout *l = &sh->layout;
+    if (count > l->max_push_rows)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "ps %d: sparse push of %llu rows to '%s' part %u "
+                            "(max_push_rows %u) refused",
+                            s->opt.task_index, (unsigned long long)count,
+                            sh->spec.name, sh->spec.part, l->max_push_rows);
+    /* A copy: the peer may write its inbox while we check and apply. */
+    int64_t *idx = s->sparse_idx;
+    const unsigned char *src = ib->ptr + PS_SPARSE_IDX_OFF;
+    for (uint64_t i = 0; i < count; i++) {
+        idx[i] = (int64_t)rf_get_le64(src + 8 * i);
+        if (idx[i] < 0 || (uint64_t)idx[i] >= l->rows)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "ps %d: sparse push to '%s' part %u refused: "
+                                "index %lld at position %llu is outside its "
+                                "%llu rows",
+                                s->opt.task_index, sh->spec.name, sh->spec.part,
+                                (long long)idx[i], (unsigned long long)i,
+                                (unsigned long long)l->rows);
+    }
+    return RF_OK;
+}
+
 bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                     uint32_t len)
 {
@@ -119,32 +146,7 @@ bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
         return false;
     }
     uint64_t count = rf_get_le64(ib->ptr);
-    rf_status st = RF_OK;
-    if (count > l->max_push_rows) {
-        st = rf_error_set(RF_ERR_INVALID_ARG,
-                          "ps %d: sparse push of %llu rows to '%s' part %u "
-                          "(max_push_rows %u) refused",
-                          s->opt.task_index, (unsigned long long)count,
-                          sh->spec.name, sh->spec.part, l->max_push_rows);
-    } else {
-        /* A copy: the peer may write its inbox while we check and apply. */
-        int64_t *idx = s->sparse_idx;
-        const unsigned char *src = ib->ptr + PS_SPARSE_IDX_OFF;
-        for (uint64_t i = 0; i < count; i++) {
-            idx[i] = (int64_t)rf_get_le64(src + 8 * i);
-            if (idx[i] < 0 || (uint64_t)idx[i] >= l->rows) {
-                st = rf_error_set(RF_ERR_INVALID_ARG,
-                                  "ps %d: sparse push to '%s' part %u "
-                                  "refused: index %lld at position %llu is "
-                                  "outside its %llu rows",
-                                  s->opt.task_index, sh->spec.name,
-                                  sh->spec.part, (long long)idx[i],
-                                  (unsigned long long)i,
-                                  (unsigned long long)l->rows);
-                break;
-            }
-        }
-    }
+    rf_status st = ps_sparse_copy_indices(s, sh, ib, count);
     uint64_t word;
     if (st == RF_OK) {
         uint64_t t0 = s->opt.on_apply ? rf_now_ns() : 0;

@@ -145,34 +145,19 @@ static rf_status rows_room(rf_ps_server *s, ps_shard *sh, uint32_t need)
     return RF_OK;
 }
 
-/* Copies and checks the count and the indices of the push into
- * s->sparse_idx; counts the rows not in the accumulator yet. */
+/* Checks the push and copies its indices (ps_sparse_copy_indices); *fresh
+ * gets how many are not in the accumulator yet (a row repeated in the push
+ * counted each time: room for at most that many). */
 static rf_status check_push(rf_ps_server *s, ps_shard *sh, ps_inbox *ib,
                             uint64_t count, uint32_t *fresh)
 {
-    const ps_layout *l = &sh->layout;
-    if (count > l->max_push_rows)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "ps %d: sparse push of %llu rows to '%s' part %u "
-                            "(max_push_rows %u) refused",
-                            s->opt.task_index, (unsigned long long)count,
-                            sh->spec.name, sh->spec.part, l->max_push_rows);
+    rf_status st = ps_sparse_copy_indices(s, sh, ib, count);
+    if (st != RF_OK)
+        return st;
     const ps_rows_acc *r = sh->sync->rows;
-    const unsigned char *src = ib->ptr + PS_SPARSE_IDX_OFF;
     *fresh = 0;
-    for (uint64_t i = 0; i < count; i++) {
-        int64_t x = (int64_t)rf_get_le64(src + 8 * i);
-        if (x < 0 || (uint64_t)x >= l->rows)
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "ps %d: sparse push to '%s' part %u refused: "
-                                "index %lld at position %llu is outside its "
-                                "%llu rows",
-                                s->opt.task_index, sh->spec.name, sh->spec.part,
-                                (long long)x, (unsigned long long)i,
-                                (unsigned long long)l->rows);
-        s->sparse_idx[i] = x;
-        *fresh += !r->entry_of || r->entry_of[x] == NO_ENTRY;
-    }
+    for (uint64_t i = 0; i < count; i++)
+        *fresh += !r->entry_of || r->entry_of[s->sparse_idx[i]] == NO_ENTRY;
     return RF_OK;
 }
 
@@ -225,11 +210,7 @@ static uint64_t apply_means(ps_server_conn *c, ps_shard *sh, int64_t step)
         ps_sync_reset(sh, step);
         return ps_ack_err(st);
     }
-    sh->sync->applied++;
-    ps_sync_reset(sh, step + 1);
-    __atomic_store_n(rec_word(sh, PS_REC_SYNC_STEP_OFF), (uint64_t)(step + 1),
-                     __ATOMIC_RELEASE);
-    return ps_ack_sync(false, (uint64_t)(step + 1));
+    return ps_sync_publish(sh, step);
 }
 
 bool ps_sparse_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib,

@@ -105,7 +105,12 @@ static uint64_t apply_mean(ps_server_conn *c, ps_shard *sh, int64_t step,
         ps_sync_reset(sh, step);
         return ps_ack_err(st);
     }
-    a->applied++;
+    return ps_sync_publish(sh, step);
+}
+
+uint64_t ps_sync_publish(ps_shard *sh, int64_t step)
+{
+    sh->sync->applied++;
     ps_sync_reset(sh, step + 1);
     __atomic_store_n(rec_word(sh, PS_REC_SYNC_STEP_OFF), (uint64_t)(step + 1),
                      __ATOMIC_RELEASE);
