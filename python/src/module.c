@@ -581,6 +581,7 @@ PyMethodDef pyrf_module_functions[] = {
 static PyMethodDef *all_tables[] = {
     pyrf_module_functions, pyrf_graph_functions,  pyrf_local_functions,
     pyrf_ckpt_functions,   pyrf_server_functions, pyrf_monitored_functions,
+    pyrf_data_functions,
 };
 
 static PyMethodDef all_functions[256];
@@ -611,7 +612,8 @@ PyMODINIT_FUNC PyInit__rdmaflow(void)
     if (!m)
         return NULL;
     if (pyrf_graph_init(m) < 0 || pyrf_local_init(m) < 0 ||
-        pyrf_ckpt_init(m) < 0 || pyrf_server_init(m) < 0 ||
+        pyrf_ckpt_init(m) < 0 || pyrf_data_init(m) < 0 ||
+        pyrf_server_init(m) < 0 ||
         pyrf_monitored_init(m) < 0) {
         Py_DECREF(m);
         return NULL;

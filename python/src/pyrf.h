@@ -15,6 +15,8 @@
  *                   gradients and optimizers
  *   py_local.c      the Executor type and a local session (tf.Session())
  *   py_ckpt.c       checkpoint readers and checkpoint directories
+ *   py_data.c       the Dataset type (rdmaflow/data.h: Fashion-MNIST with
+ *                   the C library's seeded shuffles and shards)
  *   py_server.c     the Cluster and Server types
  *   py_monitored.c  the MonitoredSession type and hooks (built-in hooks as
  *                   C hooks; Python hooks called by a C hook under the GIL)
@@ -133,12 +135,14 @@ extern PyMethodDef pyrf_module_functions[];
 extern PyMethodDef pyrf_graph_functions[];
 extern PyMethodDef pyrf_local_functions[];
 extern PyMethodDef pyrf_ckpt_functions[];
+extern PyMethodDef pyrf_data_functions[];
 extern PyMethodDef pyrf_server_functions[];
 extern PyMethodDef pyrf_monitored_functions[];
 
 int pyrf_graph_init(PyObject *module);
 int pyrf_local_init(PyObject *module);
 int pyrf_ckpt_init(PyObject *module);
+int pyrf_data_init(PyObject *module);
 int pyrf_server_init(PyObject *module);
 int pyrf_monitored_init(PyObject *module);
 

@@ -1,0 +1,3 @@
+"""tf.distribute: the cluster resolvers (cluster_resolver)."""
+
+from rdmaflow.distribute import cluster_resolver  # noqa: F401
