@@ -6,9 +6,16 @@
 #   librdmaflow-dev  Development  headers, librdmaflow.so link, librdmaflow.a,
 #                                 rdmaflow.pc, the CMake package
 #   rdmaflow-tools   Tools        rf-trainer, rf-launch, ... and man pages
+#   python3-rdmaflow Python       /usr/lib/python3/dist-packages/rdmaflow: the
+#                                 package and its extension module (only
+#                                 with RF_HAVE_PYTHON, python/CMakeLists.txt)
 # Depends come from dpkg-shlibdeps (CPACK_DEBIAN_PACKAGE_SHLIBDEPS) for the
 # binaries; the -dev package names the -dev packages of rdmaflow.pc's
-# Requires.private, which pkg-config needs. Tested by install.deb.
+# Requires.private, which pkg-config needs; python3-rdmaflow names
+# python3-numpy and the python3 versions its extension's ABI fits, as
+# dh_python3 does, and byte-compiles and cleans its modules as dh_python3's
+# maintainer scripts do (cmake/debian/python3-rdmaflow/). Tested by
+# install.deb (dpkg -x) and install.deb_python (dpkg -i, as root).
 set(CPACK_PACKAGE_NAME rdmaflow)
 set(CPACK_PACKAGE_VENDOR rdmaflow)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -24,6 +31,9 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_GENERATOR DEB)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL Runtime Development Tools)
+if(RF_HAVE_PYTHON)
+  list(APPEND CPACK_COMPONENTS_ALL Python)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
@@ -54,6 +64,27 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
     "rdmaflow tools\n rf-trainer, rf-launch, rf-ckpt, rf-bench, rf-fabric-demo and the example trainer.")
 set(CPACK_COMPONENT_TOOLS_DEPENDS Runtime)
+# The extension is built for one CPython (its file name carries the ABI tag,
+# _rdmaflow.cpython-311-x86_64-linux-gnu.so), hence python3 (>= 3.11~),
+# python3 (<< 3.12) as dh_python3 writes it; numpy is imported at run time.
+if(RF_HAVE_PYTHON)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-rdmaflow)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  set(CPACK_COMPONENT_PYTHON_DESCRIPTION
+      "rdmaflow for Python 3\n import rdmaflow as tf: TensorFlow 1.x's ps/worker training (ClusterSpec, Server, replica_device_setter, MonitoredTrainingSession, SyncReplicasOptimizer) over librdmaflow, and rdmaflow.ps for models of other frameworks.")
+  set(CPACK_COMPONENT_PYTHON_DEPENDS Runtime)
+  string(REPLACE "." ";" RF_PY_V "${RF_PYTHON_VERSION}")
+  list(GET RF_PY_V 0 RF_PY_MAJOR)
+  list(GET RF_PY_V 1 RF_PY_MINOR)
+  math(EXPR RF_PY_NEXT "${RF_PY_MINOR} + 1")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+      "python3 (>= ${RF_PYTHON_VERSION}~), python3 (<< ${RF_PY_MAJOR}.${RF_PY_NEXT}), python3-numpy")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_EXTRA
+      ${PROJECT_SOURCE_DIR}/cmake/debian/python3-rdmaflow/postinst
+      ${PROJECT_SOURCE_DIR}/cmake/debian/python3-rdmaflow/prerm)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+endif()
+
 # dpkg-shlibdeps finds librdmaflow.so.0 of the Runtime component here.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${PROJECT_BINARY_DIR}/lib)
 

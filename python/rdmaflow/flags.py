@@ -69,8 +69,8 @@ class _Flags:
 
     @staticmethod
     def _fail(message):
-        sys.stderr.write("%s: error: %s\n" % (sys.argv[0] if sys.argv
-                                             else "program", message))
+        prog = sys.argv[0] if sys.argv else "program"
+        sys.stderr.write("%s: error: %s\n" % (prog, message))
         sys.exit(2)
 
     def __getattr__(self, name):

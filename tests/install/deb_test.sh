@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# tests/install/deb_test.sh BUILD_DIR VERSION (ctest install.deb): the
-# Debian packages of cmake/rf_package.cmake. `cpack -G DEB` on the built
-# tree makes librdmaflow0, librdmaflow-dev and rdmaflow-tools (checked:
-# names, version, Depends); `dpkg -x` unpacks them into a scratch root,
-# which must hold the library, headers, pkg-config file, CMake package,
-# tools and man pages; then the unpacked rf-trainer --version and
-# rf-fabric-demo on loopback (sock) run with LD_LIBRARY_PATH in that root,
-# where librdmaflow.so.0 must resolve.
+# tests/install/deb_test.sh BUILD_DIR VERSION [PYTHON] (ctest install.deb):
+# the Debian packages of cmake/rf_package.cmake. `cpack -G DEB` on the built
+# tree makes librdmaflow0, librdmaflow-dev and rdmaflow-tools, and
+# python3-rdmaflow when PYTHON (the interpreter the Python package was
+# built for) is given (checked: names, version, Depends, section); `dpkg -x`
+# unpacks them into a scratch root, which must hold the library, headers,
+# pkg-config file, CMake package, tools, man pages and the Python package;
+# then the unpacked rf-trainer --version and rf-fabric-demo on loopback
+# (sock) run with LD_LIBRARY_PATH in that root, where librdmaflow.so.0 must
+# resolve, and PYTHON imports the unpacked rdmaflow (PYTHONPATH at the
+# root's /usr/lib/python3/dist-packages) and reports the version.
+# install.deb_python (deb_python_test.sh) installs the packages for real.
 set -uo pipefail
-build=${1:?build directory} version=${2:?version}
+build=${1:?build directory} version=${2:?version} python=${3:-}
 case_name=install.deb
 . "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
 scratch=$(mktemp -d)
@@ -19,8 +23,10 @@ if ! (cd "$build" && cpack -G DEB -B "$scratch/out") >"$scratch/cpack.log" 2>&1;
     show "$scratch/cpack.log" 30
     rft_finish
 fi
+packages=(librdmaflow0 librdmaflow-dev rdmaflow-tools)
+[[ -z $python ]] || packages+=(python3-rdmaflow)
 declare -A deb
-for pkg in librdmaflow0 librdmaflow-dev rdmaflow-tools; do
+for pkg in "${packages[@]}"; do
     f=$(ls "$scratch/out/${pkg}_"*.deb 2>/dev/null | head -n 1)
     if [[ -z $f ]]; then
         fail "no $pkg package in $(ls "$scratch/out" | tr '\n' ' ')"
@@ -30,7 +36,7 @@ for pkg in librdmaflow0 librdmaflow-dev rdmaflow-tools; do
     v=$(dpkg-deb -f "$f" Version)
     [[ $v == "$version-"* ]] && ok "$pkg $v" || fail "$pkg: version '$v', want $version-N"
 done
-[[ ${#deb[@]} -eq 3 ]] || rft_finish
+[[ ${#deb[@]} -eq ${#packages[@]} ]] || rft_finish
 
 # depends PKG WORD...: each WORD is a package named in PKG's Depends.
 depends() {
@@ -45,7 +51,16 @@ before=$failures
 depends librdmaflow0 libc6 libhwloc15 libopenblas0 libjson-c5 libsodium23 libisal2
 depends librdmaflow-dev librdmaflow0 libhwloc-dev libopenblas-dev libjson-c-dev
 depends rdmaflow-tools librdmaflow0
-((failures == before)) && ok "Depends name the libraries"
+if [[ -n $python ]]; then
+    # python3 (>= 3.X~), python3 (<< 3.X+1): the extension's ABI
+    py=$("$python" -c 'import sys; print("%d %d" % sys.version_info[:2])')
+    read -r major minor <<<"$py"
+    depends python3-rdmaflow librdmaflow0 python3-numpy libc6 \
+        "python3 (>= $major.$minor~)" "python3 (<< $major.$((minor + 1)))"
+    s=$(dpkg-deb -f "${deb[python3-rdmaflow]}" Section)
+    [[ $s == python ]] || fail "python3-rdmaflow: section '$s', want python"
+fi
+((failures == before)) && ok "Depends name the libraries${python:+, and python3-rdmaflow the python3 ABI}"
 
 root=$scratch/root
 # Debian policy: the library in the multiarch directory, man pages gzipped
@@ -63,7 +78,16 @@ for f in $lib/librdmaflow.so.0 $lib/librdmaflow.so $lib/librdmaflow.a \
     usr/share/man/man1/rf-trainer.1.gz usr/share/man/man1/rf-plot.1.gz; do
     [[ -e $root/$f ]] || fail "unpacked root lacks /$f"
 done
-((failures == before)) && ok "the unpacked root holds library, headers, .pc, CMake package, tools, man pages"
+site=usr/lib/python3/dist-packages ext=""
+if [[ -n $python ]]; then
+    for f in $site/rdmaflow/__init__.py $site/rdmaflow/train/__init__.py \
+        $site/rdmaflow/compat/__init__.py; do
+        [[ -e $root/$f ]] || fail "unpacked root lacks /$f"
+    done
+    ext=$(ls "$root/$site"/rdmaflow/_rdmaflow.cpython-*.so 2>/dev/null | head -n 1)
+    [[ -n $ext ]] || fail "unpacked root lacks /$site/rdmaflow/_rdmaflow.cpython-*.so"
+fi
+((failures == before)) && ok "the unpacked root holds library, headers, .pc, CMake package, tools, man pages${python:+, the Python package}"
 
 before=$failures
 for page in "$root"/usr/share/man/man1/*.1.gz; do
@@ -89,5 +113,22 @@ if [[ $rc -eq 0 ]] && grep -q "^rf-fabric-demo: OK, both sides checked out$" "$s
 else
     fail "rf-fabric-demo --provider sock: exit $rc"
     show "$scratch/demo.log"
+fi
+
+if [[ -n $python && -n $ext ]]; then
+    where=$(ldd "$ext" | awk '$1 == "librdmaflow.so.0" {print $3}')
+    [[ $where == "$root/$lib/librdmaflow.so.0" ]] &&
+        ok "$(basename "$ext"): librdmaflow.so.0 from the unpacked root" ||
+        fail "$(basename "$ext"): librdmaflow.so.0 resolves to '$where'"
+    out=$(cd "$scratch" && PYTHONPATH=$root/$site PYTHONDONTWRITEBYTECODE=1 \
+        timeout "$(t 60)" "$python" -c \
+        'import rdmaflow; print(rdmaflow.__version__); print(rdmaflow.__file__)' 2>&1)
+    rc=$?
+    if [[ $rc -eq 0 && $out == "$version"$'\n'"$root/$site/rdmaflow/__init__.py" ]]; then
+        ok "$python: import rdmaflow from the unpacked python3-rdmaflow, version $version"
+    else
+        fail "$python: import rdmaflow from the unpacked root: exit $rc, want version $version from $root/$site"
+        echo "$out" | tail -n 15 | sed 's/^/    | /'
+    fi
 fi
 rft_finish

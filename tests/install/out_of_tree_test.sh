@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/install/out_of_tree_test.sh BUILD_DIR SOURCE_DIR (ctest
+# tests/install/out_of_tree_test.sh BUILD_DIR SOURCE_DIR [PYTHON] (ctest
 # install.out_of_tree): a program outside this tree builds and runs against
 # the installed library. `cmake --install` of the (already built) tree into
 # a scratch prefix; then examples/fabric_hello.c and examples/trainer.c are
@@ -10,10 +10,16 @@
 # prefix's lib, which must be where librdmaflow.so.0 resolves); each
 # trainer runs 1 ps + 1 worker for 20 steps on Fashion-MNIST and must
 # exit 0, shut its ps down and report a test accuracy above chance.
+# With PYTHON (the interpreter the package was built for, given when the
+# build has the Python package) the installed package rdmaflow must import
+# with that interpreter from PYTHONPATH=<prefix>/lib/python3/dist-packages
+# (python/CMakeLists.txt: where Debian's python3 needs it named for a prefix
+# other than /usr and /usr/local), with its extension's librdmaflow.so.0
+# from the prefix, and report the library's version.
 # Without the dataset the trainer runs are skipped and the test exits 77
 # once everything else passed.
 set -uo pipefail
-build=${1:?build directory} src=${2:?source directory}
+build=${1:?build directory} src=${2:?source directory} python=${3:-}
 case_name=install.out_of_tree
 host=127.0.0.1
 data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
@@ -98,6 +104,28 @@ run_trainer() {
         show "$scratch/$name.ps"
     fi
 }
+
+# 0. the Python package, from the prefix's site directory
+if [[ -n $python ]]; then
+    site=$prefix/lib/python3/dist-packages
+    ext=$(ls "$site"/rdmaflow/_rdmaflow.*.so 2>/dev/null | head -n 1)
+    if [[ -z $ext || ! -f $site/rdmaflow/__init__.py ]]; then
+        fail "no package rdmaflow (with its extension _rdmaflow) in $site"
+    else
+        check_dynamic "$ext"
+        # from the scratch folder, not the tree; no byte-code left behind
+        out=$(cd "$scratch" && PYTHONPATH=$site PYTHONDONTWRITEBYTECODE=1 \
+            timeout "$(t 60)" "$python" -c \
+            'import rdmaflow; print(rdmaflow.__version__); print(rdmaflow.__file__)' 2>&1)
+        rc=$?
+        if [[ $rc -eq 0 && $out == "$header_version"$'\n'"$site/rdmaflow/__init__.py" ]]; then
+            ok "$python: import rdmaflow from $site, version $header_version"
+        else
+            fail "$python: import rdmaflow from the prefix: exit $rc, want version $header_version from $site"
+            echo "$out" | tail -n 15 | sed 's/^/    | /'
+        fi
+    fi
+fi
 
 # 1. pkg-config
 mkdir -p "$scratch/pc"

@@ -33,8 +33,8 @@ class Scaffold:
                  ready_op=None, ready_for_local_init_op=None,
                  local_init_op=None, summary_op=None, saver=None,
                  copy_from_scaffold=None):
-        for what, v in (("init_fn", init_fn), ("init_feed_dict",
-                                                init_feed_dict)):
+        for what, v in (("init_fn", init_fn),
+                        ("init_feed_dict", init_feed_dict)):
             if v is not None:
                 raise NotImplementedError("Scaffold(%s=...) is not supported "
                                           "by rdmaflow" % what)
