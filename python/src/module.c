@@ -383,6 +383,7 @@ struct pyrf_runner {
     pyrf_blocking_fn fn; /* the call posted, NULL when none */
     void *arg;
     bool running, done, quit;
+    bool claimed; /* a Python thread waits for this call's result */
     rf_status st;
     char message[2048];
 };
@@ -436,13 +437,20 @@ pyrf_runner *pyrf_runner_new(void)
     return r;
 }
 
-/* Waits (GIL released) until the runner has no call in flight, checking
- * signals every 100 ms; -1 with the signal's exception set. The mutex is
- * held on return 0. */
-static int wait_idle(pyrf_runner *r)
+/* The mutex is never held while the GIL is being taken (the runner thread
+ * takes the GIL in hooks while it holds no mutex either), so a Python
+ * thread may lock it while holding the GIL. claimed is touched only with
+ * the GIL held: the Python thread whose call is in flight, so that a
+ * second Python thread waits for it to read its result. */
+
+/* Releases the GIL for at most 100 ms, until pred holds; then checks for
+ * signals (-1 with the exception set) unless pred holds (1). */
+static int wait_step(pyrf_runner *r, bool (*pred)(const pyrf_runner *))
 {
+    bool ok;
+    Py_BEGIN_ALLOW_THREADS;
     pthread_mutex_lock(&r->mu);
-    while (r->fn) {
+    if (!pred(r)) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 100 * 1000 * 1000;
@@ -450,33 +458,47 @@ static int wait_idle(pyrf_runner *r)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000;
         }
-        Py_BEGIN_ALLOW_THREADS;
         pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-        Py_END_ALLOW_THREADS;
-        if (r->fn) {
-            pthread_mutex_unlock(&r->mu);
-            if (PyErr_CheckSignals() < 0)
-                return -1;
-            pthread_mutex_lock(&r->mu);
-        }
     }
-    return 0;
+    ok = pred(r);
+    pthread_mutex_unlock(&r->mu);
+    Py_END_ALLOW_THREADS;
+    if (ok)
+        return 1;
+    return PyErr_CheckSignals() < 0 ? -1 : 0;
+}
+
+static bool is_idle(const pyrf_runner *r)
+{
+    return !r->fn && !r->claimed;
+}
+
+static bool is_done(const pyrf_runner *r)
+{
+    return r->done;
 }
 
 int pyrf_runner_call(pyrf_runner *r, pyrf_blocking_fn fn, void *arg,
                      rf_status *st)
 {
-    if (wait_idle(r) < 0)
+    int w;
+    while ((w = wait_step(r, is_idle)) == 0)
+        ;
+    if (w < 0)
         return -1;
+    r->claimed = true; /* the GIL is held since is_idle was seen true */
+    pthread_mutex_lock(&r->mu);
     r->fn = fn;
     r->arg = arg;
     r->done = false;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
-    if (wait_idle(r) < 0)
+    while ((w = wait_step(r, is_done)) == 0)
+        ;
+    r->claimed = false; /* interrupted: the call goes on unclaimed */
+    if (w < 0)
         return -1;
     *st = r->st;
-    pthread_mutex_unlock(&r->mu);
     return 0;
 }
 
@@ -488,7 +510,7 @@ const char *pyrf_runner_message(const pyrf_runner *r)
 bool pyrf_runner_busy(pyrf_runner *r)
 {
     pthread_mutex_lock(&r->mu);
-    bool busy = r->fn != NULL;
+    bool busy = r->fn != NULL || r->claimed;
     pthread_mutex_unlock(&r->mu);
     return busy;
 }

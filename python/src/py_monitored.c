@@ -361,7 +361,7 @@ static bool take_exception(ms_state *s)
     return true;
 }
 
-/* ---- the Python hooks' bridge --------------------------------------------- */
+/* ---- the Python hooks' bridge ------------------------------------------- */
 
 /* The thread's rf_error for a hook method that raised (the exception set):
  * "<Class>.<method> raised <Type>: <message>"; the exception is kept. */
@@ -692,34 +692,43 @@ static void hooks_take(PyObject *list, rf_hook **hooks)
 static int hooks_get(ms_state *s, PyObject *graph, PyObject *hooks,
                      PyObject *chief)
 {
-    PyObject *a = hooks_list(hooks, "hooks");
-    PyObject *b = a ? hooks_list(chief, "chief_only_hooks") : NULL;
-    PyObject *all = b ? PySequence_Concat(a, b) : NULL;
     int r = -1;
-    if (!all || hooks_check(a, "hooks", graph, all) < 0 ||
+    PyObject *a = hooks_list(hooks, "hooks");
+    if (!a)
+        return -1;
+    PyObject *b = hooks_list(chief, "chief_only_hooks");
+    if (!b)
+        goto out_a;
+    PyObject *all = PySequence_Concat(a, b);
+    if (!all)
+        goto out_b;
+    if (hooks_check(a, "hooks", graph, all) < 0 ||
         hooks_check(b, "chief_only_hooks", graph, all) < 0)
-        goto out;
+        goto out_all;
     s->pyhooks = PyMem_RawCalloc((size_t)PyList_GET_SIZE(all) + 1,
                                  sizeof *s->pyhooks);
     if (!s->pyhooks) {
         PyErr_NoMemory();
-        goto out;
+        goto out_all;
     }
     if (hooks_bridge(s, a, &s->hooks, &s->nhooks) < 0)
-        goto out;
-    if (hooks_bridge(s, b, &s->chief_hooks, &s->nchief) < 0) {
-        for (size_t i = 0; i < s->nhooks; i++)
-            rf_hook_destroy(s->hooks[i]);
-        s->nhooks = 0;
-        goto out;
-    }
+        goto out_all;
+    if (hooks_bridge(s, b, &s->chief_hooks, &s->nchief) < 0)
+        goto out_bridges;
     hooks_take(a, s->hooks);
     hooks_take(b, s->chief_hooks);
     r = 0;
-out:
-    Py_XDECREF(all);
-    Py_XDECREF(b);
-    Py_XDECREF(a);
+    goto out_all;
+out_bridges:
+    for (size_t i = 0; i < s->nhooks; i++)
+        rf_hook_destroy(s->hooks[i]);
+    s->nhooks = 0;
+out_all:
+    Py_DECREF(all);
+out_b:
+    Py_DECREF(b);
+out_a:
+    Py_DECREF(a);
     return r;
 }
 
@@ -900,7 +909,7 @@ static int options_get(ms_state *s, PyObject *options)
     return 0;
 }
 
-/* ---- MonitoredSession ----------------------------------------------------- */
+/* ---- MonitoredSession --------------------------------------------------- */
 
 typedef struct ms_obj {
     PyObject_HEAD
@@ -908,7 +917,7 @@ typedef struct ms_obj {
     PyObject *server, *graph, *executor;
     pyrf_runner *runner;
     ms_state *state;
-    bool in_call;       /* a thread waits for this object's runner */
+    bool in_call;        /* a thread waits for this object's runner */
     bool server_counted; /* counted in the Server's sessions */
     bool destroyed;
 } ms_obj;

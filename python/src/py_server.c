@@ -279,6 +279,7 @@ typedef struct server_obj {
     pyrf_runner *runner;
     server_call *call;
     int sessions;      /* MonitoredSessions on it (pyrf_server_sessions) */
+    bool in_call;      /* a thread waits for the runner (join) */
     bool join_pending; /* a join was interrupted and may still run */
 } server_obj;
 
@@ -471,15 +472,29 @@ static int join_wait_pending(server_obj *self, rf_status *st)
     return 0;
 }
 
+/* -1 with RuntimeError while another thread waits for the runner (its
+ * lock must not be taken then: see pyrf_runner_busy's callers). */
+static int server_idle_check(server_obj *self, const char *what)
+{
+    if (!self->in_call)
+        return 0;
+    PyErr_Format(PyExc_RuntimeError,
+                 "Server.%s: join() is running in another thread", what);
+    return -1;
+}
+
 static PyObject *server_join(server_obj *self, PyObject *noargs)
 {
     (void)noargs;
-    if (!self->join_pending && !server_running(self))
+    if (server_idle_check(self, "join") < 0 ||
+        (!self->join_pending && !server_running(self)))
         return NULL;
     rf_status st;
+    self->in_call = true;
     int r = self->join_pending
                 ? join_wait_pending(self, &st)
                 : pyrf_runner_call(self->runner, join_fn, self->call, &st);
+    self->in_call = false;
     if (r < 0) {
         self->join_pending = pyrf_runner_busy(self->runner);
         return NULL;
@@ -492,6 +507,8 @@ static PyObject *server_join(server_obj *self, PyObject *noargs)
 static PyObject *server_stop(server_obj *self, PyObject *noargs)
 {
     (void)noargs;
+    if (server_idle_check(self, "stop") < 0)
+        return NULL;
     if (self->sessions > 0) {
         PyErr_Format(PyExc_RuntimeError,
                      "Server.stop: %d MonitoredSession(s) still use the "

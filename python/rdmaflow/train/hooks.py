@@ -272,7 +272,10 @@ class _HookSession:
 
 class Bridge:
     """A Python hook as the extension calls it (python/src/README.md):
-    the C monitored session calls these in TensorFlow's order."""
+    the C monitored session calls these in TensorFlow's order, on its
+    runner thread, so each call makes the session's graph the default
+    there. An exception before_run raises fails the run after the step
+    (the C hook cannot cancel it), and is raised by run() as itself."""
 
     def __init__(self, hook, graph, monitored):
         self.hook = hook
@@ -283,15 +286,18 @@ class Bridge:
         self._plan = None
 
     def begin(self, ms):
-        self.hook.begin()
+        with self.graph.as_default():
+            self.hook.begin()
 
     def after_create_session(self, ms, global_step):
-        self.hook.after_create_session(self.session, None)
+        with self.graph.as_default():
+            self.hook.after_create_session(self.session, None)
 
     def before_run(self, ms):
         self._ctx = SessionRunContext(self.monitored._current_args,
                                       self.monitored)
-        args = self.hook.before_run(self._ctx)
+        with self.graph.as_default():
+            args = self.hook.before_run(self._ctx)
         self._plan = None
         if args is None:
             return []
@@ -315,13 +321,15 @@ class Bridge:
 
     def after_run(self, ms, global_step, train, results):
         values = None if self._plan is None else self._plan.build(results)
-        self.hook.after_run(self._ctx,
-                            SessionRunValues(values, None, None))
+        with self.graph.as_default():
+            self.hook.after_run(self._ctx,
+                                SessionRunValues(values, None, None))
         if self._ctx.stop_requested:
             ms.request_stop()
 
     def end(self, ms):
-        self.hook.end(self.session)
+        with self.graph.as_default():
+            self.hook.end(self.session)
 
 
 def native_hooks(hooks, graph, monitored):
