@@ -547,6 +547,13 @@ static PyObject *version(PyObject *self, PyObject *noargs)
     return PyUnicode_FromString(rf_version());
 }
 
+static PyObject *blas_core(PyObject *self, PyObject *noargs)
+{
+    (void)self;
+    (void)noargs;
+    return PyUnicode_FromString(rf_blas_core());
+}
+
 static PyObject *status_name(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -588,6 +595,8 @@ static PyObject *blocking_sleep(PyObject *self, PyObject *arg)
 
 PyMethodDef pyrf_module_functions[] = {
     {"version", version, METH_NOARGS, "rf_version(): the library's version"},
+    {"blas_core", blas_core, METH_NOARGS,
+     "rf_blas_core(): the OpenBLAS kernels in use"},
     {"status_name", status_name, METH_O,
      "status_name(code): 'RF_ERR_TIMEOUT' for -6, ..."},
     {"set_error_factory", set_error_factory, METH_O,
