@@ -165,8 +165,7 @@ static const char *dtype_format(rf_dtype d)
     return "B";
 }
 
-/* The dtype of a buffer's format and item size; -1 if none matches. */
-static int buffer_dtype(const Py_buffer *v)
+int pyrf_buffer_dtype(const Py_buffer *v)
 {
     const char *f = v->format ? v->format : "B";
     if (*f == '@' || *f == '=' || *f == '<')
@@ -187,7 +186,7 @@ static int buffer_dtype(const Py_buffer *v)
 /* "float32[?,784]" of a node, "float64[100,784]"-like of a buffer. */
 static void describe_buffer(const Py_buffer *v, char *buf, size_t len)
 {
-    int d = buffer_dtype(v);
+    int d = pyrf_buffer_dtype(v);
     char fmt[48];
     if (d >= 0)
         snprintf(fmt, sizeof fmt, "%s", dtype_names[d]);
@@ -307,7 +306,7 @@ int pyrf_feeds_get(PyObject *nodes, PyObject *values, pyrf_feeds *out)
             goto fail;
         }
         out->nviews++;
-        int d = buffer_dtype(b);
+        int d = pyrf_buffer_dtype(b);
         if (d < 0 || (rf_dtype)d != rf_node_dtype(n)) {
             feed_error(n, "wrong dtype", b);
             goto fail;

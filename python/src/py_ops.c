@@ -117,25 +117,6 @@ static int axes_arg(PyObject *o, int *axes, int *n)
     return 0;
 }
 
-/* The dtype of a buffer's format and item size; -1 if none matches. */
-static int buffer_dtype(const Py_buffer *v)
-{
-    const char *f = v->format ? v->format : "B";
-    if (*f == '@' || *f == '=' || *f == '<')
-        f++;
-    if (f[0] && f[1])
-        return -1;
-    switch (*f) {
-    case 'f': return v->itemsize == 4 ? RF_F32 : -1;
-    case 'i':
-    case 'l':
-    case 'q':
-        return v->itemsize == 4 ? RF_I32 : v->itemsize == 8 ? RF_I64 : -1;
-    case '?': return v->itemsize == 1 ? RF_BOOL : -1;
-    }
-    return -1;
-}
-
 /* A C-contiguous buffer of data; -1 with TypeError / ValueError naming arg. */
 static int get_buffer(PyObject *data, const char *arg, int flags, Py_buffer *b)
 {
@@ -498,6 +479,20 @@ BUILDER(const)
 }
 
 /* Builders over a list of nodes: no_op(deps), add_n(xs), concat(xs, axis). */
+/* The graph, the node list and the name of a list builder; the list is
+ * freed by the caller (PyMem_Free). */
+static pyrf_graph_obj *list_args(PyObject *g_o, PyObject *list_o,
+                                 const char *list_arg, PyObject *name_o,
+                                 rf_node ***list, Py_ssize_t *n,
+                                 const char **name)
+{
+    pyrf_graph_obj *go = pyrf_graph_builder_arg(g_o, "g");
+    if (!go || pyrf_str_or_none(name_o, "name", name) < 0 ||
+        pyrf_graph_nodes_arg(go, list_o, list_arg, list, n) < 0)
+        return NULL;
+    return go;
+}
+
 BUILDER(no_op)
 {
     UNUSED_SELF;
@@ -506,12 +501,12 @@ BUILDER(no_op)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:no_op", kwlist, &g_o,
                                      &deps_o, &name_o))
         return NULL;
-    pyrf_graph_obj *go = pyrf_graph_builder_arg(g_o, "g");
     const char *name;
     rf_node **deps;
     Py_ssize_t n;
-    if (!go || pyrf_str_or_none(name_o, "name", &name) < 0 ||
-        pyrf_graph_nodes_arg(go, deps_o, "deps", &deps, &n) < 0)
+    pyrf_graph_obj *go = list_args(g_o, deps_o, "deps", name_o, &deps, &n,
+                                   &name);
+    if (!go)
         return NULL;
     rf_node *r = rf_no_op(go->g, deps, (size_t)n, name);
     PyMem_Free(deps);
@@ -526,12 +521,11 @@ BUILDER(add_n)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:add_n", kwlist, &g_o,
                                      &xs_o, &name_o))
         return NULL;
-    pyrf_graph_obj *go = pyrf_graph_builder_arg(g_o, "g");
     const char *name;
     rf_node **xs;
     Py_ssize_t n;
-    if (!go || pyrf_str_or_none(name_o, "name", &name) < 0 ||
-        pyrf_graph_nodes_arg(go, xs_o, "xs", &xs, &n) < 0)
+    pyrf_graph_obj *go = list_args(g_o, xs_o, "xs", name_o, &xs, &n, &name);
+    if (!go)
         return NULL;
     rf_node *r = rf_add_n(go->g, xs, (size_t)n, name);
     PyMem_Free(xs);
@@ -547,12 +541,11 @@ BUILDER(concat)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOi|O:concat", kwlist, &g_o,
                                      &xs_o, &axis, &name_o))
         return NULL;
-    pyrf_graph_obj *go = pyrf_graph_builder_arg(g_o, "g");
     const char *name;
     rf_node **xs;
     Py_ssize_t n;
-    if (!go || pyrf_str_or_none(name_o, "name", &name) < 0 ||
-        pyrf_graph_nodes_arg(go, xs_o, "xs", &xs, &n) < 0)
+    pyrf_graph_obj *go = list_args(g_o, xs_o, "xs", name_o, &xs, &n, &name);
+    if (!go)
         return NULL;
     rf_node *r = rf_concat(go->g, xs, (size_t)n, axis, name);
     PyMem_Free(xs);
@@ -906,7 +899,7 @@ static PyObject *f_variable_assign(PyObject *self, PyObject *args)
         return NULL;
     rf_dtype dt = rf_node_dtype(n);
     rf_shape want = rf_node_shape(n);
-    bool ok = buffer_dtype(&b) == (int)dt && b.ndim == want.rank;
+    bool ok = pyrf_buffer_dtype(&b) == (int)dt && b.ndim == want.rank;
     for (int i = 0; ok && i < b.ndim; i++)
         ok = b.shape[i] == want.dims[i];
     if (!ok || (size_t)b.len != rf_variable_bytes(n)) {

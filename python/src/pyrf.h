@@ -56,6 +56,9 @@ int pyrf_shape_from_py(PyObject *seq, const char *arg, bool allow_unknown,
                        rf_shape *out);
 /* A tuple with None for unknown dims. */
 PyObject *pyrf_shape_to_py(const rf_shape *s);
+/* The dtype of a buffer's struct format and item size ('f' float32, 'i'
+ * 'l' 'q' int32 or int64 by size, '?' bool); -1 if none matches. */
+int pyrf_buffer_dtype(const Py_buffer *v);
 
 /* ---- module.c: feeds and fetches --------------------------------------- */
 
