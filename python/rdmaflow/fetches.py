@@ -60,8 +60,12 @@ class FetchPlan:
         try:
             elem = self.graph.as_graph_element(f)
         except (TypeError, KeyError, ValueError) as e:
-            raise type(e)("Fetch argument %r cannot be interpreted as a "
-                          "Tensor. (%s)" % (f, e)) from None
+            # as TensorFlow's _ElementFetchMapper: a name not in the graph
+            # (KeyError) is a ValueError too
+            cls = TypeError if isinstance(e, TypeError) else ValueError
+            raise cls("Fetch argument %r cannot be interpreted as a "
+                      "Tensor. (%s)" % (f, e.args[0] if e.args else e)) \
+                from None
         is_op = isinstance(elem, _fw.Operation)
         return _Leaf(self._node_index(elem._node), is_op)
 
@@ -112,6 +116,14 @@ def feeds(graph, feed_dict):
 
 
 def _feed_value(node, value):
+    if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+        # refused by the extension too, which cannot name what it was given
+        _errors.raise_status(
+            _rf.RF_ERR_INVALID_ARG,
+            "feeding '%s': the array is not C-contiguous "
+            "(np.ascontiguousarray makes a copy that is) (expected %s, "
+            "given %s%s)" % (node.name, _describe(node.dtype, node.shape),
+                             value.dtype, _shape_str(value.shape)))
     if isinstance(value, np.ndarray) or (
             not isinstance(value, (np.generic, list, tuple, int, float,
                                    bool)) and _is_buffer(value)):
@@ -129,7 +141,17 @@ def _feed_value(node, value):
         raise _errors.InvalidArgumentError(
             None, None, "feeding '%s': a value of dtype %s (expected %s)"
             % (node.name, arr.dtype, node.dtype))
-    return np.ascontiguousarray(arr, dtype=dtype)
+    # not np.ascontiguousarray: it makes a 0-d value 1-d
+    return np.asarray(arr, dtype=dtype, order="C")
+
+
+def _shape_str(shape):
+    return "[%s]" % ",".join("?" if d is None else str(d) for d in shape)
+
+
+def _describe(dtype, shape):
+    """"float32[?,784]", as the extension's messages name a tensor."""
+    return "%s%s" % (dtype, _shape_str(shape))
 
 
 def _is_buffer(value):

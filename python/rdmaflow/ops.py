@@ -59,6 +59,8 @@ def placeholder_with_default(input, shape, name=None):
 def constant(value, dtype=None, shape=None, name="Const",
              verify_shape=False):
     """tf.constant from a Python or numpy value."""
+    if value is None:
+        raise ValueError("None values not supported.")
     if dtype is None:
         arr = np.asarray(value)
         if arr.dtype == np.float64:
@@ -68,7 +70,11 @@ def constant(value, dtype=None, shape=None, name="Const",
         d = _dtypes.checked(arr.dtype, "tf.constant")
     else:
         d = _dtypes.checked(dtype, "tf.constant")
-        arr = np.asarray(value, dtype=d.as_numpy_dtype)
+        try:
+            arr = np.asarray(value, dtype=d.as_numpy_dtype)
+        except (TypeError, ValueError):
+            raise TypeError("Expected %s, got %r of type '%s' instead."
+                            % (d.name, value, type(value).__name__)) from None
     if shape is not None:
         shape = _fw.TensorShape(shape).as_list()
         if arr.size == 1:
@@ -78,7 +84,8 @@ def constant(value, dtype=None, shape=None, name="Const",
                 raise TypeError("Expected Tensor's shape: %s, got %s."
                                 % (tuple(shape), arr.shape))
             arr = arr.reshape(shape)
-    arr = np.ascontiguousarray(arr, dtype=d.as_numpy_dtype)
+    # not np.ascontiguousarray: it makes a 0-d value 1-d
+    arr = np.asarray(arr, dtype=d.as_numpy_dtype, order="C")
     g = _fw.get_default_graph()
     node = _rf.const(_g(), d.name, arr.shape, arr, name)
     g._const_values[node.id] = arr  # a tf.Variable's initial value

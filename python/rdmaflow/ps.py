@@ -34,6 +34,18 @@ from rdmaflow.train import device_setter as _ds
 from rdmaflow.train import monitored as _monitored
 
 
+def _check_name(name):
+    """A variable's name: the graph's characters (ASCII letters, digits,
+    '_', '.', '-', '/'), so torch's names ("fc1.weight") are taken as
+    they are; others are refused here, naming the name (the C library's
+    own message about a non-ASCII name is lost)."""
+    if not isinstance(name, str) or not name or not name.isascii():
+        raise ValueError(
+            "rdmaflow.ps.Session: variable name %r: a name is a non-empty "
+            "ASCII string of letters, digits, '_', '.', '-' and '/' (torch's "
+            "'fc1.weight' is one)" % (name,))
+
+
 class Session:
     """The variables (a dict name -> initial value; the chief's are the
     ones used) and their monitored session on this worker."""
@@ -62,12 +74,17 @@ class Session:
                 self._global_step = _vars.get_or_create_global_step()
                 self._vars, self._grads, pairs = [], [], []
                 for name in self._names:
-                    value = np.ascontiguousarray(variables[name],
-                                                 dtype=np.float32)
+                    _check_name(name)
+                    value = np.asarray(variables[name], dtype=np.float32,
+                                       order="C")  # 0-d stays 0-d
                     var = _vars.Variable(value, name=name)
                     if var._node.name != name:
-                        raise ValueError("rdmaflow.ps.Session: variable "
-                                         "name %r is used twice" % name)
+                        raise ValueError(
+                            "rdmaflow.ps.Session: variable name %r is "
+                            "taken (the graph named it %r): a name must "
+                            "not be global_step, another variable's "
+                            "'<name>/gradient' or end in '/'"
+                            % (name, var._node.name))
                     grad = _ops.placeholder("float32", value.shape,
                                             name=name + "/gradient")
                     self._vars.append(var)
@@ -112,9 +129,13 @@ class Session:
             missing = [n for n in self._names if n not in gradients]
             extra = [n for n in gradients if n not in self._names]
             if missing or extra:
-                raise ValueError("push: gradients for %s are missing%s"
-                                 % (missing, "; %s are not variables"
-                                    % extra if extra else ""))
+                raise ValueError("push: %s (the variables are %s)" % (
+                    "; ".join(
+                        ([] if not missing else
+                         ["no gradient for %s" % missing]) +
+                        ([] if not extra else
+                         ["%s are not variables" % extra])),
+                    self._names))
             values = [gradients[n] for n in self._names]
         else:
             values = list(gradients)

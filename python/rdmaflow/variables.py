@@ -49,6 +49,7 @@ class Variable(Tensor):
             node = _rf.variable(g._g, d.name, value.shape, ("zeros",), name,
                                 bool(trainable))
             _rf.variable_assign(node, value)
+            _keep_initial_value(g, node, value)
         super().__init__(node)
 
     def _as_graph_element(self):
@@ -82,7 +83,8 @@ class Variable(Tensor):
 
     def load(self, value, session=None):
         """Variable.load: writes value into the variable now (locally)."""
-        value = np.ascontiguousarray(value, dtype=self.dtype.as_numpy_dtype)
+        value = np.asarray(value, dtype=self.dtype.as_numpy_dtype,
+                           order="C")
         _rf.variable_assign(self._node, value)
 
     def numpy_value(self):
@@ -139,7 +141,23 @@ def _constant_value(value, dtype):
         arr = arr.astype(np.float32)
     elif arr.dtype.kind in "iu" and arr.dtype != np.int64:
         arr = arr.astype(np.int32)
-    return np.ascontiguousarray(arr)
+    return np.asarray(arr, order="C")  # ascontiguousarray makes 0-d 1-d
+
+
+def _keep_initial_value(g, node, value):
+    """A variable given data rather than an initializer (the C variable's
+    own is zeros): its initializer op assigns the data again."""
+    g.__dict__.setdefault("_var_initial_values", {})[node.id] = value
+
+
+def _initialize(node):
+    """Runs a variable's initializer (or assigns its initial data)."""
+    g = _fw.Graph._of(node.graph)
+    value = getattr(g, "_var_initial_values", {}).get(node.id)
+    if value is None:
+        _rf.variable_initialize(node)
+    else:
+        _rf.variable_assign(node, value)
 
 
 # ---- initializers ----------------------------------------------------------
@@ -396,15 +414,25 @@ def get_variable(name, shape=None, dtype=None, initializer=None,
                              "defined, but instead was None." % full)
         d = _dtypes.checked(dtype or _dtypes.float32,
                             "tf.get_variable %s" % full)
-        init = _init_tuple(initializer, "tf.get_variable %s" % full)
+        if initializer is None and not d.is_floating:
+            init = ("zeros",)  # TF's default for integer variables
+        else:
+            init = _init_tuple(initializer, "tf.get_variable %s" % full)
     shape = _fw.TensorShape(shape).as_list()
     spec = _partitioner_spec(partitioner if partitioner is not None
                              else scope.partitioner)
     g._g.set_partitioner(spec)
+    if spec is not None:
+        # the C library names the parts "<name given>/part_<i>": give it
+        # the plain name in the variable scope's (absolute) name scope
+        g._g.name_scope_push(scope.name + "/")
     try:
-        node = _rf.get_variable(g._g, d.name, shape, init, full + "/",
+        node = _rf.get_variable(g._g, d.name, shape, init,
+                                full + "/" if spec is None else name,
                                 trainable)
     finally:
+        if spec is not None:
+            g._g.name_scope_pop()
         g._g.set_partitioner(_partitioner_spec(scope.partitioner))
     if value is not None:
         if not node.is_variable:
@@ -412,7 +440,10 @@ def get_variable(name, shape=None, dtype=None, initializer=None,
                                       "variable takes an initializer, not "
                                       "data" % full)
         _rf.variable_assign(node, value)
-    var = Variable(_node=node) if node.is_variable \
+        _keep_initial_value(g, node, value)
+    # partitioned (TF: a PartitionedVariable, also of one part "part_0")
+    # or not
+    var = Variable(_node=node) if node.is_variable and node.name == full \
         else PartitionedVariable(node)
     g._variables[full] = var
     return var
@@ -466,7 +497,7 @@ class InitOp(Operation):
 
     def _initialize(self):
         for v in self._vars:
-            _rf.variable_initialize(v._node)
+            _initialize(v._node)
 
     def __eq__(self, other):
         return self is other
@@ -495,7 +526,7 @@ def initialize_uninitialized(graph):
     yet gets its initializer's (TensorFlow's Scaffold init_op)."""
     for node in graph._g.variables():
         if not node.initialized:
-            _rf.variable_initialize(node)
+            _initialize(node)
 
 
 # ---- global_step -----------------------------------------------------------

@@ -302,7 +302,15 @@ int pyrf_feeds_get(PyObject *nodes, PyObject *values, pyrf_feeds *out)
                          : "a %s is not an array",
                      Py_TYPE(v)->tp_name);
             PyErr_Clear();
-            feed_error(n, why, NULL);
+            /* described through a strided view, which it does export */
+            Py_buffer any;
+            bool described = PyObject_CheckBuffer(v) &&
+                             PyObject_GetBuffer(v, &any, PyBUF_FULL_RO) == 0;
+            if (!described)
+                PyErr_Clear();
+            feed_error(n, why, described ? &any : NULL);
+            if (described)
+                PyBuffer_Release(&any);
             goto fail;
         }
         out->nviews++;
