@@ -323,6 +323,20 @@ void rf_session_counters_get(const rf_session *s, rf_session_counters *out)
         *out = s ? s->counters : (rf_session_counters){0};
 }
 
+/* A plan that reads global_step sees ps 0's value now, not this worker's
+ * last one (the session's own s->global_step, which tags sync gradients,
+ * is left as the step's push strategy took it). */
+static rf_status read_global_step_var(rf_session *s)
+{
+    int64_t v;
+    rf_status st = rf_ps_global_step_read(s->client, &v);
+    if (st != RF_OK)
+        return rf_error_set(st, "reading global_step: %s",
+                            rf_error_message());
+    *(int64_t *)rf_variable_data(s->global_step_var) = v;
+    return RF_OK;
+}
+
 rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
                          const rf_tensor *values, size_t num_feeds,
                          rf_node *const *fetches, size_t num_fetches,
@@ -350,6 +364,8 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
         atomic_store(&s->v[i].read_traced, 0);
     }
     st = p->train ? s->push->begin(s) : RF_OK;
+    if (st == RF_OK && p->reads_global_step)
+        st = read_global_step_var(s);
     if (st == RF_OK)
         st = rf_ps_read_set_post(s->reads);
     if (st == RF_OK)

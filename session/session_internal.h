@@ -262,6 +262,10 @@ struct sess_plan {
     rf_node **fetches; /* the caller's */
     size_t nfetches;
     bool train;    /* fetches include train_op */
+    /* the plan reads global_step (an op of it, or a fetch): its storage
+     * gets ps 0's value (one 8-byte READ) before the plan runs, as a
+     * TensorFlow run reads the variable */
+    bool reads_global_step;
     rf_plan *plan; /* fetches: the caller's (train_op excluded), then
                       every gradient when train */
     size_t plan_nfetch;

@@ -455,6 +455,8 @@ rf_status sess_plan_get(rf_session *s, rf_node *const *feeds, size_t nfeeds,
     }
     st = make_exec_plan(s, p);
     if (st == RF_OK)
+        p->reads_global_step = rf_plan_contains(p->plan, s->global_step_var);
+    if (st == RF_OK)
         st = hook_plan(s, p);
     if (st == RF_OK)
         st = describe_plan(s, p);
