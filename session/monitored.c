@@ -328,9 +328,10 @@ static rf_status reserve(rf_monitored_session *ms, size_t num_fetches)
 }
 
 /* The caller's fetches, then each hook's before_run nodes not fetched
- * already; returns the number of nodes to fetch. */
-static size_t gather_fetches(rf_monitored_session *ms, rf_node *const *fetches,
-                             size_t num_fetches)
+ * already, *out the number of nodes to fetch; a before_run's failure. */
+static rf_status gather_fetches(rf_monitored_session *ms,
+                                rf_node *const *fetches, size_t num_fetches,
+                                size_t *out)
 {
     size_t n = num_fetches, used = 0;
     if (num_fetches)
@@ -341,6 +342,9 @@ static size_t gather_fetches(rf_monitored_session *ms, rf_node *const *fetches,
         size_t k = h->ops->before_run ? h->ops->before_run(h->ctx, ms, want,
                                                            RF_HOOK_MAX_FETCHES)
                                       : 0;
+        if (k == RF_HOOK_FAILED)
+            return rf_error_set(RF_ERR_INVALID_ARG, "hook %s: %s",
+                                h->ops->name, rf_error_message());
         if (k > RF_HOOK_MAX_FETCHES)
             k = RF_HOOK_MAX_FETCHES;
         ms->hook_first[i] = used;
@@ -354,7 +358,8 @@ static size_t gather_fetches(rf_monitored_session *ms, rf_node *const *fetches,
             ms->hook_idx[used++] = at;
         }
     }
-    return n;
+    *out = n;
+    return RF_OK;
 }
 
 /* The chief, while training: remembers which workers finished. */
@@ -411,7 +416,9 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
     rf_status st = reserve(ms, num_fetches);
     if (st != RF_OK)
         return st;
-    size_t n = gather_fetches(ms, fetches, num_fetches);
+    size_t n = 0;
+    if ((st = gather_fetches(ms, fetches, num_fetches, &n)) != RF_OK)
+        return st;
     bool train = false;
     for (size_t j = 0; j < n; j++)
         train |= ms->fetch[j] == ms->opt.session.train_op;

@@ -534,7 +534,10 @@ typedef struct rf_hook_ops {
     rf_status (*after_create_session)(void *ctx, rf_monitored_session *ms,
                                       int64_t global_step);
     /* Writes at most max nodes to fetch with this run into fetch; returns
-     * how many. */
+     * how many, or RF_HOOK_FAILED after rf_error_set: the run fails with
+     * RF_ERR_INVALID_ARG and that message before its step (no later
+     * hook's before_run, no after_run), as a TensorFlow hook's exception
+     * in before_run does. */
     size_t (*before_run)(void *ctx, rf_monitored_session *ms, rf_node **fetch,
                          size_t max);
     rf_status (*after_run)(void *ctx, rf_monitored_session *ms,
@@ -545,6 +548,8 @@ typedef struct rf_hook_ops {
 
 /* Nodes one hook may ask for in one run. */
 #define RF_HOOK_MAX_FETCHES 16
+/* What a before_run returns to fail the run (rf_error_set first). */
+#define RF_HOOK_FAILED ((size_t)-1)
 
 /* A hook of the caller's: ops (must outlive the hook) and ctx, which
  * ops->destroy frees with the hook. */

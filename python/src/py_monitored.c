@@ -481,7 +481,9 @@ static size_t tr_before_run(void *ctx, rf_monitored_session *ms,
     else
         h->before_failed = false;
     hook_leave(h, r, "before_run", gil);
-    return n < 0 ? 0 : (size_t)n;
+    /* failed: the exception is kept (hook_leave), the run fails before its
+     * step */
+    return n < 0 ? RF_HOOK_FAILED : (size_t)n;
 }
 
 /* Releases the views given to after_run (their memory is the session's):

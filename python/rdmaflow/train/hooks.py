@@ -274,8 +274,8 @@ class Bridge:
     """A Python hook as the extension calls it (python/src/README.md):
     the C monitored session calls these in TensorFlow's order, on its
     runner thread, so each call makes the session's graph the default
-    there. An exception before_run raises fails the run after the step
-    (the C hook cannot cancel it), and is raised by run() as itself."""
+    there. An exception a method raises is raised by run() as itself;
+    one from before_run fails the run before its step."""
 
     def __init__(self, hook, graph, monitored):
         self.hook = hook
