@@ -201,6 +201,17 @@ drop_conns() {
     fi
 }
 
+# recovering OUT TASK T: TASK lost its session in the 10 s before T and
+# had not recovered by T (its next "recovered in" line comes after T).
+recovering() {
+    local lost rec
+    lost=$(lines_of "$1" "$2" | awk -v t="$3" '$1 < t && $1 >= t - 10 &&
+        /: session lost \(/ { last = $1 } END { if (last != "") print last }')
+    [[ -n $lost ]] || return 1
+    rec=$(first_after "$1" "$2" "$lost" ": recovered in ")
+    [[ -z $rec ]] || awk -v a="$3" -v b="$rec" 'BEGIN { exit !(b >= a) }'
+}
+
 # The faults of the current run: "T KIND TARGET DETAIL" lines in $faults.
 # inject: draws cards until one applies (a task to kill must be running: not
 # in its restart backoff; a drop must find a connection), at most 7 tries;
@@ -342,6 +353,11 @@ check_faulted() {
             local tl
             tl=$(first_after "$out" "$h" "$td" "(: session lost \\(|: connection lost: )")
             [[ -n $tl ]] && awk -v a="$td" -v b="$tl" 'BEGIN { exit !(b - a <= 5) }' && seen=$h && break
+            # a drop during a recovery may hit a worker that is already
+            # recovering (it lost its session to the fault before, within
+            # 10 s, and has not recovered yet): its recovery's reconnect
+            # takes the dropped connection with it, nothing to notice anew
+            recovering "$out" "$h" "$td" && seen=$h && break
         done
         if [[ -n $seen ]]; then
             noticed=$((noticed + 1))
