@@ -26,7 +26,13 @@ PyObject *pyrf_raise(rf_status st, const char *msg)
         PyErr_Format(PyExc_RuntimeError, "%s: %s", rf_status_string(st), msg);
         return NULL;
     }
-    PyObject *exc = PyObject_CallFunction(error_factory, "is", (int)st, msg);
+    /* the library may name a byte that is not UTF-8: keep it escaped */
+    PyObject *text =
+        PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "backslashreplace");
+    if (!text)
+        return NULL;
+    PyObject *exc =
+        PyObject_CallFunction(error_factory, "iN", (int)st, text);
     if (!exc) /* the factory failed: its own exception stands */
         return NULL;
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);

@@ -1490,8 +1490,15 @@ static PyObject *raise_graph_error(pyrf_graph_obj *go)
     const char *m = rf_graph_error(go->g);
     if (!m || !*m)
         m = rf_error_message();
-    PyErr_SetString(PyExc_ValueError,
-                    m && *m ? m : "graph building failed (no message)");
+    if (!m || !*m)
+        m = "graph building failed (no message)";
+    /* the library may name a byte that is not UTF-8: keep it escaped */
+    PyObject *msg =
+        PyUnicode_DecodeUTF8(m, (Py_ssize_t)strlen(m), "backslashreplace");
+    if (msg) {
+        PyErr_SetObject(PyExc_ValueError, msg);
+        Py_DECREF(msg);
+    }
     rf_graph_clear_error(go->g);
     return NULL;
 }
