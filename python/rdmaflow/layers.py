@@ -62,21 +62,22 @@ def dense(inputs, units, activation=None, use_bias=True,
         kernel = _vars.get_variable(
             "kernel", [x.shape.as_list()[-1], int(units)],
             initializer=kernel_initializer, trainable=trainable)
-        y = _ops.matmul(x, kernel)
-        if use_bias:
-            bias = _vars.get_variable(
-                "bias", [int(units)],
-                initializer=bias_initializer or _vars.zeros_initializer(),
-                trainable=trainable)
-            y = _nn.bias_add(y, bias)
-        if act is False:
-            return activation(y)
-        return y if act is None else _apply(act, y)
+        return _bias_activation(_ops.matmul(x, kernel), int(units),
+                                use_bias, bias_initializer, trainable,
+                                activation)
 
 
-def _apply(act, y):
-    return {"relu": _nn.relu, "sigmoid": _nn.sigmoid, "tanh": _nn.tanh,
-            "softmax": _nn.softmax}[act](y)
+def _bias_activation(y, units, use_bias, bias_initializer, trainable,
+                     activation):
+    """A composed layer's "bias" [units] (zeros by default), BiasAdd and
+    activation, inside its variable scope."""
+    if use_bias:
+        bias = _vars.get_variable(
+            "bias", [units],
+            initializer=bias_initializer or _vars.zeros_initializer(),
+            trainable=trainable)
+        y = _nn.bias_add(y, bias)
+    return y if activation is None else activation(y)
 
 
 def _pair(v, what):
@@ -123,16 +124,9 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
         kernel = _vars.get_variable(
             "kernel", [kh, kw, x.shape.as_list()[-1], int(filters)],
             initializer=kernel_initializer, trainable=trainable)
-        y = _nn.conv2d(x, kernel, [1, sh, sw, 1], pad)
-        if use_bias:
-            bias = _vars.get_variable(
-                "bias", [int(filters)],
-                initializer=bias_initializer or _vars.zeros_initializer(),
-                trainable=trainable)
-            y = _nn.bias_add(y, bias)
-        if act is False:
-            return activation(y)
-        return y if act is None else _apply(act, y)
+        return _bias_activation(_nn.conv2d(x, kernel, [1, sh, sw, 1], pad),
+                                int(filters), use_bias, bias_initializer,
+                                trainable, activation)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid",
