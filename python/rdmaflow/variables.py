@@ -357,7 +357,10 @@ def variable_scope(name_or_scope, default_name=None, values=None,
     g._g.set_partitioner(_partitioner_spec(state.partitioner))
     try:
         if auxiliary_name_scope:
-            with _fw.name_scope(name):
+            # a default_name was made unique above: its name scope is
+            # that name as it is ("dense", not "dense_1")
+            with _fw.name_scope(name + "/" if name_or_scope is None
+                                else name):
                 yield VariableScope(state)
         else:
             yield VariableScope(state)

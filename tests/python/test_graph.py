@@ -558,3 +558,19 @@ def test_finalized_graph_refuses_ops(graph):
         tf.nn.relu(x)
     with pytest.raises(RuntimeError, match="finalized"):
         tf.get_variable("v", [2])
+
+
+def test_composed_dense_names_as_tf():
+    """A dense layer composed in Python (a non-default initializer) names
+    its ops and variables as the C one and TensorFlow do: dense, dense_1."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 4])
+        y = tf.layers.dense(x, 3, activation=tf.nn.relu,
+                            kernel_initializer=tf.zeros_initializer())
+        z = tf.layers.dense(y, 2)
+        assert y.name == "dense/Relu:0"
+        assert z.op.name.startswith("dense_1/")
+        assert [v.name for v in tf.trainable_variables()] == [
+            "dense/kernel:0", "dense/bias:0", "dense_1/kernel:0",
+            "dense_1/bias:0"]
