@@ -13,6 +13,9 @@ shares (tests/python/README.md shows them in use).
                reads their logs, signals them; kills what is left after
                the test
 
+A run in which a test was skipped and none failed exits 77, which ctest
+reports as a skip (SKIP_RETURN_CODE), never as a pass.
+
 Run by ctest (tests/python/CMakeLists.txt), which sets PYTHONPATH to
 build/python; run by hand, this file puts build/python on sys.path and
 PYTHONPATH itself:
@@ -483,3 +486,11 @@ def cluster(tmp_path):
     c = Cluster(tmp_path)
     yield c
     c.close()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A skip makes the whole run a skip for ctest: exit 77, not 0."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if exitstatus == 0 and reporter is not None and \
+            reporter.stats.get("skipped"):
+        session.exitstatus = 77
