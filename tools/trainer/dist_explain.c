@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "dist.h"
+#include "wide_deep.h"
 
 /* RF_BIND's mode, as the variable spells it. */
 static const char *bind_name(const rf_binding *b)
@@ -210,7 +211,11 @@ static json_object *build_explain(const explain_ctx *e)
     int num_ps = rf_cluster_num_ps(e->cluster);
     json_object *pl = json_object_new_object();
     add_str(pl, "ps_strategy", e->f->ps_strategy);
-    add_int(pl, "partition_min_slice_bytes", e->f->partition_min_slice_bytes);
+    if (e->f->model.kind == TR_MODEL_WIDE_DEEP) /* the tables' partitioner */
+        add_int(pl, "embedding_partitions", tr_wd_partitions(e->f, num_ps));
+    else
+        add_int(pl, "partition_min_slice_bytes",
+                e->f->partition_min_slice_bytes);
     json_object *per_ps = json_object_new_array();
     for (int p = 0; p < num_ps; p++) {
         int64_t sum = 0;
@@ -306,7 +311,13 @@ static void print_text(const explain_ctx *e, json_object *ex, const char *pfx,
                 pfx, configured_provider(), e->self->address,
                 e->desc->compute_threads);
     }
-    if (e->f->partition_min_slice_bytes > 0)
+    if (e->f->model.kind == TR_MODEL_WIDE_DEEP)
+        fprintf(out,
+                "%splacement (replica_device_setter, ps_strategy %s "
+                "over %d ps tasks; embedding tables: fixed_size_partitioner("
+                "%d), ids to parts by \"mod\"):\n",
+                pfx, e->f->ps_strategy, num_ps, tr_wd_partitions(e->f, num_ps));
+    else if (e->f->partition_min_slice_bytes > 0)
         fprintf(out,
                 "%splacement (replica_device_setter, ps_strategy %s "
                 "over %d ps tasks; min_max_variable_partitioner("

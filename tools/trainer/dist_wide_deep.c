@@ -6,7 +6,11 @@
  * to parts by "mod") and live on the ps as embedding table shards: each
  * step READs the batch's rows and pushes sparse gradients. Worker i of W
  * trains on shard i of W of the training split, its k-th step on
- * rf_ctr_batch's batch k, so one worker sees local training's batches. */
+ * rf_ctr_batch's batch k, so one worker sees local training's batches.
+ * --explain and --trace as dist_worker.c's: the session's description of
+ * the step (the tables' READ_ROWS and sparse pushes among the dense
+ * variables' operations), and the spans of its first --trace_steps
+ * steps. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,9 +74,11 @@ static int create_ms(const tr_flags *f, rf_server *server, tr_wd_session *s,
     return 0;
 }
 
+/* The training loop; the first --trace_steps steps traced into trace
+ * (NULL: none), as dist_worker.c's. */
 static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
-                 const rf_cluster_task *self, int workers, tr_train_result *res,
-                 char *err, size_t errlen)
+                 const rf_cluster_task *self, int workers, rf_trace *trace,
+                 tr_train_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof *res);
     res->first_loss = res->final_loss = NAN;
@@ -93,7 +99,11 @@ static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
                         .examples_per_global_step = f->batch_size};
     double t0 = rf_now_s();
     int rc = -1;
+    if (trace)
+        rf_session_set_trace(rf_monitored_session_session(ms), trace);
     while (!rf_monitored_session_should_stop(ms)) {
+        if (trace && res->steps == f->trace_steps)
+            rf_session_set_trace(rf_monitored_session_session(ms), NULL);
         if (rf_ctr_batch(&f->ctr_spec, RF_DATA_TRAIN, (uint32_t)self->worker_id,
                          (uint32_t)workers, (uint64_t)res->steps,
                          (size_t)f->batch_size, b.raw,
@@ -119,13 +129,48 @@ static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
     rc = 0;
 out:
     tr_progress_finish(&prog, stdout);
+    if (trace)
+        rf_session_set_trace(rf_monitored_session_session(ms), NULL);
     tr_wd_batch_free(&b);
     return rc;
 }
 
+/* --explain: the session's description of the training step, for the
+ * feeds and fetches train() runs. */
+static int explain_step(const tr_flags *f, rf_server *server,
+                        rf_monitored_session *ms, tr_wd_session *s, FILE *out,
+                        char *err, size_t errlen)
+{
+    rf_node *feeds[RF_CTR_MAX_CAT + 2];
+    size_t nfeeds = tr_wd_feed_nodes(s, feeds);
+    rf_node *fetches[] = {s->base.loss, s->base.train_op};
+    const rf_session_desc *desc = NULL;
+    if (rf_session_describe(rf_monitored_session_session(ms), feeds, nfeeds,
+                            fetches, 2, &desc) != RF_OK) {
+        snprintf(err, errlen, "%s", rf_error_message());
+        return -1;
+    }
+    return tr_dist_explain(f, server, desc, out, err, errlen);
+}
+
+/* --trace's buffer, its process named after this task. */
+static int trace_open(const tr_flags *f, const rf_cluster_task *self,
+                      rf_trace **out)
+{
+    *out = NULL;
+    if (!f->trace_path)
+        return 0;
+    char label[128];
+    snprintf(label, sizeof label, "rf-trainer /job:%s/task:%d", self->job,
+             self->index);
+    if (rf_trace_create(out) != RF_OK)
+        return -1;
+    rf_trace_set_process(*out, 0, label);
+    return 0;
+}
+
 int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
 {
-    (void)explain;
     char err[2048];
     const rf_cluster_task *self = rf_cluster_self(cluster);
     int num_ps = rf_cluster_num_ps(cluster);
@@ -135,6 +180,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     rf_replica_device_setter *setter = NULL;
     rf_monitored_session *ms = NULL;
     rf_metrics_writer *metrics = NULL;
+    rf_trace *trace = NULL;
     tr_wd_session s;
     memset(&s, 0, sizeof s);
     int rc = 1;
@@ -147,7 +193,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rc = fail(who, rf_error_message());
         goto out;
     }
-    int parts = f->embedding_partitions ? (int)f->embedding_partitions : num_ps;
+    int parts = tr_wd_partitions(f, num_ps);
     if (tr_make_setter(f, cluster, self, &setter, err, sizeof err) != 0 ||
         tr_wd_session_create(f, setter, parts, &s, err, sizeof err) != 0) {
         rc = fail("setup", err);
@@ -176,9 +222,22 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     printf("%s: session created in %.2f s (%s), peak RSS %.1f MiB\n", who,
            rf_now_s() - t_create, chief ? "the tables initialised" : "waited",
            peak_rss_mib());
+    if (f->explain != TR_EXPLAIN_NONE &&
+        explain_step(f, server, ms, &s, explain, err, sizeof err) != 0) {
+        rc = fail("--explain", err);
+        goto out;
+    }
+    if (trace_open(f, self, &trace) != 0) {
+        rc = fail("--trace", rf_error_message());
+        goto out;
+    }
     tr_train_result tr;
-    if (train(f, ms, &s, self, workers, &tr, err, sizeof err) != 0) {
+    if (train(f, ms, &s, self, workers, trace, &tr, err, sizeof err) != 0) {
         rc = fail("training", err);
+        goto out;
+    }
+    if (trace && tr_write_trace(trace, f->trace_path, err, sizeof err) != 0) {
+        rc = fail("--trace", err);
         goto out;
     }
     tr_print_training(f, &tr, 0);
@@ -221,6 +280,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     rc = cst == RF_OK ? 0 : fail("chief", "a worker did not finish");
 out:
     fflush(stdout);
+    rf_trace_destroy(trace);
     rf_monitored_session_destroy(ms);
     rf_metrics_writer_close(metrics);
     tr_wd_session_destroy(&s);

@@ -9,7 +9,10 @@
  * sessions (rf_session_create_offline: the same step description a live
  * session executes), the ps tasks' from the shards those sessions place.
  * In local mode, this process's variables and ops. Text, or one JSON
- * document with --explain=json. */
+ * document with --explain=json. --model=wide_deep's workers build its
+ * graph (the tables partitioned over the ps tasks as its workers do) and
+ * its part of the synthetic click-through data; the ps tasks then list
+ * the tables' shards with their rows. */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 
 #include "dist.h"
 #include "report.h"
+#include "wide_deep.h"
 
 static void add_str(json_object *o, const char *k, const char *v)
 {
@@ -51,13 +55,21 @@ static void print_list(FILE *out, json_object *a)
 static json_object *ps_each_step(const tr_flags *f)
 {
     json_object *o = json_object_new_object();
-    char buf[512];
+    char buf[512], optim[128];
+    if (f->model.kind == TR_MODEL_WIDE_DEEP && !f->optimizer_given)
+        snprintf(optim, sizeof optim,
+                 "%s (the wide part's linear/... shards) or %s (the deep "
+                 "part's dnn/...)",
+                 rf_optim_kind_name(f->optim.kind),
+                 rf_optim_kind_name(f->optim_deep.kind));
+    else
+        snprintf(optim, sizeof optim, "%s", rf_optim_kind_name(f->optim.kind));
     snprintf(buf, sizeof buf,
              "each worker WRITE_WITH_IMMs every gradient of this task's "
              "shards into its inbox; the service thread applies %s to the "
              "record (values and slots) and answers with an 8-byte "
              "acknowledgement",
-             rf_optim_kind_name(f->optim.kind));
+             optim);
     add_str(o, "ps", buf);
     add_str(o, "worker",
             "no CPU work here: each worker READs the record (beta powers, "
@@ -82,6 +94,14 @@ static json_object *ps_each_step(const tr_flags *f)
                 "globals block; each worker READs all of them before a "
                 "step (again while it waits) and FETCH_AND_ADDs its own "
                 "after it, served by the fabric: no ps CPU");
+    if (f->model.kind == TR_MODEL_WIDE_DEEP)
+        add_str(o, "tables",
+                "embedding table shards (wide_deep): each worker READs only "
+                "the rows its batch looks up, one posted list per ps, no ps "
+                "CPU; it pushes the sparse gradient's rows (apply=ps: the "
+                "service thread applies them row by row; apply=worker: the "
+                "worker READs those rows and their slots, applies them and "
+                "WRITEs them back; sync: averaged per row)");
     add_str(o, "this_run", f->sync_replicas ? "sync" : f->apply);
     return o;
 }
@@ -113,6 +133,12 @@ static json_object *ps_json(const tr_flags *f, const rf_cluster *c, int p,
         } else {
             add_int(r, "record_bytes", (int64_t)v->record_bytes);
             json_object_object_add(r, "slots", strings(v->slots, v->num_slots));
+            if (v->max_push_rows > 0) { /* an embedding table shard */
+                json_object *tb = json_object_new_object();
+                add_int(tb, "rows", (int64_t)v->rows);
+                add_int(tb, "row_bytes", (int64_t)v->row_bytes);
+                json_object_object_add(r, "table", tb);
+            }
             total += (int64_t)v->record_bytes;
         }
         json_object_array_add(recs, r);
@@ -165,6 +191,13 @@ static void ps_text(json_object *o, FILE *out)
             fprintf(
                 out, "%s%s", k ? ", " : " with slots ",
                 json_object_get_string(json_object_array_get_idx(slots, k)));
+        json_object *tb = json_object_object_get(r, "table");
+        if (tb)
+            fprintf(out, "; embedding table: %lld rows of %lld B",
+                    (long long)json_object_get_int64(
+                        json_object_object_get(tb, "rows")),
+                    (long long)json_object_get_int64(
+                        json_object_object_get(tb, "row_bytes")));
         fputc('\n', out);
     }
     fprintf(out, "  in all %lld B of shard records\n",
@@ -191,6 +224,10 @@ static void ps_text(json_object *o, FILE *out)
     json_object *clocks = NULL;
     if (p == 0 && json_object_object_get_ex(each, "ssp_clocks", &clocks))
         fprintf(out, "explain: [ps 0] %s\n", json_object_get_string(clocks));
+    json_object *tables = NULL;
+    if (json_object_object_get_ex(each, "tables", &tables))
+        fprintf(out, "explain: [ps %d] %s\n", p,
+                json_object_get_string(tables));
 }
 
 /* ---- a worker or the chief ----------------------------------------------
@@ -236,32 +273,41 @@ static json_object *chief_duties(const tr_flags *f, int num_workers)
     snprintf(buf, sizeof buf,
              "at the end: waits at most --stop_grace_secs=%lld for %s to "
              "finish, pulls every variable with its "
-             "slots back%s, evaluates the test accuracy%s and shuts the ps "
+             "slots back%s, evaluates the test %s%s and shuts the ps "
              "tasks down",
              (long long)f->stop_grace_secs,
              num_workers == 1   ? "no other worker (there is none)"
              : num_workers == 2 ? "the other worker"
                                 : "the other workers",
              f->checkpoint_dir ? ", saves the last checkpoint" : "",
+             f->model.kind == TR_MODEL_WIDE_DEEP ? "AUC and log loss"
+                                                 : "accuracy",
              f->variables_out ? ", writes --variables_out" : "");
     json_object_array_add(a, json_object_new_string(buf));
     return a;
 }
 
 typedef struct explain_data {
-    rf_dataset *train, *test;
+    rf_dataset *train, *test; /* NULL for wide_deep (no files) */
 } explain_data;
 
 /* The worker task's part of the training data, as dist_worker.c selects
- * it: everything with one worker, else shard worker_id of W. */
+ * it: everything with one worker, else shard worker_id of W; wide_deep's
+ * (dist_wide_deep.c): shard worker_id of W of the click-through split,
+ * the examples whose index is worker_id mod W (rf_ctr_batch). */
 static json_object *data_json(const tr_flags *f, const rf_cluster *c,
                               const rf_cluster_task *t, const explain_data *dd,
                               char *err, size_t errlen)
 {
     json_object *o = json_object_new_object();
     int w = rf_cluster_num_workers(c);
-    size_t all = rf_dataset_size(dd->train), mine = all;
-    if (w > 1) {
+    bool ctr = f->model.kind == TR_MODEL_WIDE_DEEP;
+    size_t all = ctr ? (size_t)f->ctr_spec.train_size
+                     : rf_dataset_size(dd->train),
+           mine = all;
+    if (ctr)
+        mine = (all + (size_t)w - 1 - (size_t)t->worker_id) / (size_t)w;
+    else if (w > 1) {
         rf_dataset *shard = NULL;
         if (rf_dataset_shard(dd->train, (uint32_t)w, (uint32_t)t->worker_id,
                              f->seed, &shard) != RF_OK) {
@@ -281,6 +327,49 @@ static json_object *data_json(const tr_flags *f, const rf_cluster *c,
     return o;
 }
 
+/* One task's model as its worker builds it: the image models' graph or
+ * wide_deep's, and the feeds of its training step. */
+typedef struct explain_model {
+    tr_session ts;
+    tr_wd_session wd;
+    tr_session *base; /* &ts or &wd.base */
+    rf_node *feeds[RF_CTR_MAX_CAT + 2];
+    size_t nfeeds;
+} explain_model;
+
+static int model_create(const tr_flags *f, const rf_cluster *c,
+                        rf_replica_device_setter *setter,
+                        const explain_data *dd, explain_model *m, char *err,
+                        size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    if (f->model.kind == TR_MODEL_WIDE_DEEP) {
+        if (tr_wd_session_create(f, setter,
+                                 tr_wd_partitions(f, rf_cluster_num_ps(c)),
+                                 &m->wd, err, errlen) != 0)
+            return -1;
+        m->base = &m->wd.base;
+        m->nfeeds = tr_wd_feed_nodes(&m->wd, m->feeds);
+        return 0;
+    }
+    if (tr_session_create(f, (int)rf_dataset_rows(dd->train),
+                          (int)rf_dataset_cols(dd->train),
+                          (int)rf_dataset_num_classes(dd->train), setter,
+                          &m->ts, err, errlen) != 0)
+        return -1;
+    m->base = &m->ts;
+    m->feeds[0] = m->ts.x;
+    m->feeds[1] = m->ts.y;
+    m->nfeeds = 2;
+    return 0;
+}
+
+static void model_destroy(explain_model *m)
+{
+    tr_wd_session_destroy(&m->wd);
+    tr_session_destroy(&m->ts);
+}
+
 /* One chief or worker task's JSON into tasks, and its text on text (NULL
  * in JSON mode); the first one also describes every ps task into
  * ps_tasks, from the shards its session placed (every worker places the
@@ -291,22 +380,23 @@ static int worker_part(const tr_flags *f, const rf_cluster *c,
                        char *err, size_t errlen)
 {
     rf_replica_device_setter *setter = NULL;
-    tr_session ts = {0};
+    explain_model m;
+    memset(&m, 0, sizeof m);
     rf_session *s = NULL;
     int rc = -1;
     if (tr_make_setter(f, c, t, &setter, err, errlen) != 0 ||
-        tr_session_create(f, (int)rf_dataset_rows(dd->train),
-                          (int)rf_dataset_cols(dd->train),
-                          (int)rf_dataset_num_classes(dd->train), setter, &ts,
-                          err, errlen) != 0)
+        model_create(f, c, setter, dd, &m, err, errlen) != 0)
         goto out;
+    tr_session *ts = m.base;
     rf_session_options o;
     rf_session_options_init(&o);
-    tr_session_options_fill(f, &ts, &o);
+    tr_session_options_fill(f, ts, &o);
+    if (f->model.kind == TR_MODEL_WIDE_DEEP)
+        o.max_lookup_ids = f->batch_size; /* as dist_wide_deep.c's */
     const rf_session_desc *d = NULL;
-    rf_node *feeds[] = {ts.x, ts.y}, *fetches[] = {ts.loss, ts.train_op};
-    if (rf_session_create_offline(c, t, ts.g, ts.ex, &o, &s) != RF_OK ||
-        rf_session_describe(s, feeds, 2, fetches, 2, &d) != RF_OK) {
+    rf_node *fetches[] = {ts->loss, ts->train_op};
+    if (rf_session_create_offline(c, t, ts->g, ts->ex, &o, &s) != RF_OK ||
+        rf_session_describe(s, m.feeds, m.nfeeds, fetches, 2, &d) != RF_OK) {
         snprintf(err, errlen, "/job:%s/task:%d: %s", t->job, t->index,
                  rf_error_message());
         goto out;
@@ -334,14 +424,20 @@ static int worker_part(const tr_flags *f, const rf_cluster *c,
                 t->job, t->index, t->address, t->worker_id, w,
                 t->is_chief ? ", the chief" : "");
         tr_explain_worker_text(f, c, t, NULL, d, ex, pfx, text);
+        bool ctr = f->model.kind == TR_MODEL_WIDE_DEEP;
         fprintf(text,
-                "%sdata: %lld of the %lld training examples (%s), batches "
+                "%sdata: %lld of the %lld %straining examples (%s), batches "
                 "of %lld\n",
                 pfx,
                 (long long)json_object_get_int64(
                     json_object_object_get(data, "examples")),
-                (long long)rf_dataset_size(dd->train),
-                w > 1 ? "its shard of a seeded permutation" : "all of them",
+                (long long)json_object_get_int64(
+                    json_object_object_get(data, "all_examples")),
+                ctr ? "synthetic click-through " : "",
+                w == 1 ? "all of them"
+                : ctr  ? "its shard: every example whose index is its "
+                         "worker id mod the workers"
+                       : "its shard of a seeded permutation",
                 (long long)f->batch_size);
         if (t->is_chief) {
             fprintf(text, "%sas the chief, beyond the others:\n", pfx);
@@ -351,7 +447,7 @@ static int worker_part(const tr_flags *f, const rf_cluster *c,
     rc = 0;
 out:
     rf_session_destroy(s);
-    tr_session_destroy(&ts);
+    model_destroy(&m);
     rf_replica_device_setter_destroy(setter);
     return rc;
 }
@@ -468,7 +564,9 @@ int tr_explain_only(const tr_flags *f, const rf_cluster *c, FILE *out)
     explain_data dd = {0};
     double t_load = 0;
     int rc = 1;
-    if (tr_load_data(f, &dd.train, &dd.test, &t_load, err, sizeof err) != 0) {
+    /* wide_deep's data is made from its spec: nothing to load */
+    if (f->model.kind != TR_MODEL_WIDE_DEEP &&
+        tr_load_data(f, &dd.train, &dd.test, &t_load, err, sizeof err) != 0) {
         fprintf(stderr, "rf-trainer: data: %s\n", err);
         goto out;
     }

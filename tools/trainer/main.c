@@ -207,17 +207,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
         return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
     }
-    if (cluster && f.model.kind == TR_MODEL_WIDE_DEEP &&
-        (f.explain_only || f.explain != TR_EXPLAIN_NONE || f.trace_path)) {
-        fprintf(stderr,
-                "rf-trainer: --model=wide_deep: --%s is not supported in a "
-                "cluster yet\n",
-                f.explain_only                 ? "explain_only"
-                : f.explain != TR_EXPLAIN_NONE ? "explain"
-                                               : "trace");
-        rf_cluster_destroy(cluster);
-        return TR_EXIT_USAGE;
-    }
     if (!cluster) {
         if (f.distributed_flag) {
             fprintf(stderr,

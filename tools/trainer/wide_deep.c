@@ -10,6 +10,11 @@
 
 #define WD_MAX_VARS 1024
 
+int tr_wd_partitions(const tr_flags *f, int num_ps)
+{
+    return f->embedding_partitions ? (int)f->embedding_partitions : num_ps;
+}
+
 int64_t tr_wd_bucket(int64_t id, int64_t vocab, int64_t buckets)
 {
     if (vocab <= buckets)
@@ -250,6 +255,17 @@ void tr_wd_batch_free(tr_wd_batch *b)
     memset(b, 0, sizeof *b);
 }
 
+size_t tr_wd_feed_nodes(const tr_wd_session *s, rf_node **nodes)
+{
+    size_t k = 0;
+    for (uint32_t c = 0; c < s->num_cat; c++)
+        nodes[k++] = s->ids[c];
+    if (s->num_dense)
+        nodes[k++] = s->dense;
+    nodes[k++] = s->labels;
+    return k;
+}
+
 void tr_wd_batch_feed(const tr_flags *f, const tr_wd_session *s, tr_wd_batch *b,
                       size_t first, size_t n)
 {
@@ -261,18 +277,14 @@ void tr_wd_batch_feed(const tr_flags *f, const tr_wd_session *s, tr_wd_batch *b,
         for (size_t j = 0; j < n; j++)
             col[j] = tr_wd_bucket(raw[j * s->num_cat], spec->vocab[c],
                                   f->hash_buckets);
-        b->feed_nodes[k] = s->ids[c];
         b->feeds[k++] = rf_tensor_make(RF_I64, RF_SHAPE((int64_t)n), col);
     }
-    if (s->num_dense) {
-        b->feed_nodes[k] = s->dense;
+    if (s->num_dense)
         b->feeds[k++] =
             rf_tensor_make(RF_F32, RF_SHAPE((int64_t)n, s->num_dense),
                            b->dense + first * s->num_dense);
-    }
-    b->feed_nodes[k] = s->labels;
     b->feeds[k++] =
         rf_tensor_make(RF_F32, RF_SHAPE((int64_t)n, 1), b->labels + first);
     b->n = n;
-    b->nfeeds = k;
+    b->nfeeds = tr_wd_feed_nodes(s, b->feed_nodes);
 }

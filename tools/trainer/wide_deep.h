@@ -51,6 +51,10 @@ typedef struct tr_wd_session {
     size_t num_tables;
 } tr_wd_session;
 
+/* P of the tables' partitioner: --embedding_partitions, else the ps count
+ * (num_ps; 1 in local mode). */
+int tr_wd_partitions(const tr_flags *f, int num_ps);
+
 /* A feature's bucket of id (see above). */
 int64_t tr_wd_bucket(int64_t id, int64_t vocab, int64_t buckets);
 
@@ -79,6 +83,10 @@ typedef struct tr_wd_batch {
 } tr_wd_batch;
 int tr_wd_batch_init(const tr_wd_session *s, size_t cap, tr_wd_batch *b);
 void tr_wd_batch_free(tr_wd_batch *b);
+/* The graph's fed placeholders in the order a batch feeds them (the
+ * bucket ids of each feature, dense if any, labels) into nodes
+ * [RF_CTR_MAX_CAT + 2]; their number. */
+size_t tr_wd_feed_nodes(const tr_wd_session *s, rf_node **nodes);
 /* Fills b with rows [first, first + n) of the raw buffers already made
  * (hashing into columns) and sets the feeds for n rows. */
 void tr_wd_batch_feed(const tr_flags *f, const tr_wd_session *s, tr_wd_batch *b,

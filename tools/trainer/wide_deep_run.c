@@ -1,7 +1,9 @@
 /* tools/trainer/wide_deep_run.c: the local run of --model=wide_deep:
  * training on shard 0 of 1 of the click-through training split (step s
- * takes rf_ctr_batch's batch s), then AUC and log loss on the first
- * --eval_examples test examples beside the hidden model's. */
+ * takes rf_ctr_batch's batch s; --trace: the executor's ops of the first
+ * --trace_steps steps, as the other models' local run), then AUC and log
+ * loss on the first --eval_examples test examples beside the hidden
+ * model's. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -53,7 +55,7 @@ static void print_config(const tr_flags *f, const tr_wd_session *s, int parts)
     fflush(stdout);
 }
 
-static int train(const tr_flags *f, tr_wd_session *s,
+static int train(const tr_flags *f, tr_wd_session *s, rf_trace *trace,
                  rf_metrics_writer *metrics, tr_train_result *res, char *err,
                  size_t errlen)
 {
@@ -77,7 +79,11 @@ static int train(const tr_flags *f, tr_wd_session *s,
         *(const int64_t *)rf_variable_data(s->base.global_step);
     tr_progress prog = {.t_log = rf_now_s()};
     double t0 = rf_now_s();
+    if (trace)
+        rf_executor_set_trace(s->base.ex, trace);
     while (res->global_step < f->train_steps) {
+        if (trace && res->steps == f->trace_steps)
+            rf_executor_set_trace(s->base.ex, NULL);
         if (rf_ctr_batch(&f->ctr_spec, RF_DATA_TRAIN, 0, 1,
                          (uint64_t)res->global_step, (size_t)f->batch_size,
                          b.raw, s->num_dense ? b.dense : NULL, b.labels,
@@ -107,6 +113,8 @@ static int train(const tr_flags *f, tr_wd_session *s,
     rc = 0;
 out:
     tr_progress_finish(&prog, stdout);
+    if (trace)
+        rf_executor_set_trace(s->base.ex, NULL);
     rf_plan_destroy(plan);
     tr_wd_batch_free(&b);
     return rc;
@@ -201,8 +209,9 @@ int tr_wd_run_local(const tr_flags *f, FILE *explain)
     char err[1024];
     tr_wd_session s;
     rf_metrics_writer *metrics = NULL;
+    rf_trace *trace = NULL;
     int rc = 1;
-    int parts = f->embedding_partitions ? (int)f->embedding_partitions : 1;
+    int parts = tr_wd_partitions(f, 1);
     if (tr_wd_session_create(f, NULL, parts, &s, err, sizeof err) != 0)
         return fail("setup", err);
     if (!f->explain_only)
@@ -221,9 +230,19 @@ int tr_wd_run_local(const tr_flags *f, FILE *explain)
         rc = fail("--metrics_out", err);
         goto out;
     }
+    if (f->trace_path && rf_trace_create(&trace) != RF_OK) {
+        rc = fail("--trace", rf_error_message());
+        goto out;
+    }
+    if (trace)
+        rf_trace_set_process(trace, 0, "rf-trainer (local)");
     tr_train_result tr;
-    if (train(f, &s, metrics, &tr, err, sizeof err) != 0) {
+    if (train(f, &s, trace, metrics, &tr, err, sizeof err) != 0) {
         rc = fail("training", err);
+        goto out;
+    }
+    if (trace && tr_write_trace(trace, f->trace_path, err, sizeof err) != 0) {
+        rc = fail("--trace", err);
         goto out;
     }
     tr_print_training(f, &tr, 0);
@@ -236,6 +255,7 @@ int tr_wd_run_local(const tr_flags *f, FILE *explain)
 out:
     fflush(stdout);
     rf_metrics_writer_close(metrics);
+    rf_trace_destroy(trace);
     tr_wd_session_destroy(&s);
     return rc;
 }
