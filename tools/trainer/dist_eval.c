@@ -5,7 +5,10 @@
  * --checkpoint_dir on the test set, until one whose global_step reached
  * --train_steps (then exit 0). With no new checkpoint for --max_wait_secs
  * it gives up (exit 1); without --checkpoint_dir it has nothing to
- * evaluate (usage error, exit 2). */
+ * evaluate (usage error, exit 2). The image models print the test
+ * accuracy of each checkpoint (tr_report_accuracy), --model=wide_deep its
+ * test AUC and log loss beside the hidden model's (tr_wd_evaluate), the
+ * lines the chief prints at the end of training. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,15 +17,78 @@
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "report.h"
+#include "wide_deep.h"
 
 #define POLL_MS 500 /* between looks at the checkpoint directory */
 
-/* Restores every variable of s from ck; its global_step in *step. */
+/* The model evaluated: the image models' graph with the test set, or
+ * wide_deep's, whose test examples come from --ctr_spec. Its tables are
+ * partitioned as the workers' (--embedding_partitions, else the cluster's
+ * ps count): a checkpoint holds each table whole, its parts as row ranges
+ * (TF's SaveSliceInfo), and the "mod" strategy maps an id to part id % P,
+ * row id / P, so an id's row in the whole depends on P. */
+typedef struct eval_model {
+    rf_dataset *train, *test;
+    tr_session img;
+    tr_wd_session wd;
+    tr_session *s; /* &img or &wd.base */
+} eval_model;
+
+static int model_create(const tr_flags *f, const rf_cluster *cluster,
+                        eval_model *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    if (f->model.kind == TR_MODEL_WIDE_DEEP) {
+        m->s = &m->wd.base;
+        return tr_wd_session_create(
+            f, NULL, tr_wd_partitions(f, rf_cluster_num_ps(cluster)), &m->wd,
+            err, errlen);
+    }
+    double t_load;
+    char why[768];
+    if (tr_load_data(f, &m->train, &m->test, &t_load, why, sizeof why) != 0) {
+        snprintf(err, errlen, "data: %s", why);
+        return -1;
+    }
+    m->s = &m->img;
+    if (tr_session_create(f, (int)rf_dataset_rows(m->test),
+                          (int)rf_dataset_cols(m->test),
+                          (int)rf_dataset_num_classes(m->test), NULL, &m->img,
+                          why, sizeof why) != 0) {
+        snprintf(err, errlen, "setup: %s", why);
+        return -1;
+    }
+    return 0;
+}
+
+static void model_destroy(eval_model *m)
+{
+    tr_wd_session_destroy(&m->wd);
+    tr_session_destroy(&m->img);
+    rf_dataset_free(m->train);
+    rf_dataset_free(m->test);
+}
+
+/* Prints the evaluation of the restored variables; -1 with err. */
+static int model_evaluate(const tr_flags *f, eval_model *m, char *err,
+                          size_t errlen)
+{
+    if (f->model.kind == TR_MODEL_WIDE_DEEP) {
+        tr_wd_eval ev;
+        return tr_wd_evaluate(f, &m->wd, &ev, err, errlen);
+    }
+    return tr_report_accuracy(f, &m->img, m->test, NULL, err, errlen);
+}
+
+/* Restores the model's variables of s from ck (not the optimizer's slots:
+ * evaluation does not read them); its global_step in *step. */
 static int restore(tr_session *s, const rf_ckpt *ck, int64_t *step)
 {
     size_t n = rf_graph_num_variables(s->g);
     for (size_t i = 0; i < n; i++) {
         rf_node *v = rf_graph_variable(s->g, i);
+        if (rf_variable_slot_primary(v))
+            continue;
         if (rf_ckpt_read_variable(ck, v, rf_variable_data(v)) != RF_OK) {
             fprintf(stderr, "rf-trainer: evaluator: %s\n", rf_error_message());
             return -1;
@@ -43,19 +109,10 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
         return TR_EXIT_USAGE;
     }
     char err[1024];
-    rf_dataset *train = NULL, *test = NULL;
-    tr_session s = {0};
-    double t_load;
+    eval_model m;
     int rc = 1;
-    if (tr_load_data(f, &train, &test, &t_load, err, sizeof err) != 0) {
-        fprintf(stderr, "rf-trainer: data: %s\n", err);
-        return 1;
-    }
-    if (tr_session_create(f, (int)rf_dataset_rows(test),
-                          (int)rf_dataset_cols(test),
-                          (int)rf_dataset_num_classes(test), NULL, &s, err,
-                          sizeof err) != 0) {
-        fprintf(stderr, "rf-trainer: setup: %s\n", err);
+    if (model_create(f, cluster, &m, err, sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: %s\n", err);
         goto out;
     }
     printf("evaluator %d: not in the training cluster; evaluating the "
@@ -74,13 +131,13 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
         }
         if (st == RF_OK && strcmp(path, last) != 0) {
             int64_t step = 0;
-            int r = restore(&s, ck, &step);
+            int r = restore(m.s, ck, &step);
             rf_ckpt_close(ck);
             if (r != 0)
                 goto out;
             printf("evaluator %d: %s (global_step %" PRId64 ")\n", self->index,
                    path, step);
-            if (tr_report_accuracy(f, &s, test, NULL, err, sizeof err) != 0) {
+            if (model_evaluate(f, &m, err, sizeof err) != 0) {
                 fprintf(stderr, "rf-trainer: evaluation: %s\n", err);
                 goto out;
             }
@@ -107,8 +164,6 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
     }
 out:
     fflush(stdout);
-    tr_session_destroy(&s);
-    rf_dataset_free(train);
-    rf_dataset_free(test);
+    model_destroy(&m);
     return rc;
 }
