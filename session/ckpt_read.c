@@ -4,7 +4,9 @@
  * CKPT_MAP_MIN bytes or more (embedding tables) is mapped read-only
  * instead of read into memory, and its pages are dropped from this
  * process as the CRCs pass over them and as the session copies tables out
- * (ckpt_release), so a reader holds a few MiB of it at a time. */
+ * (ckpt_release), so a reader holds a few MiB of it at a time.
+ * rf_ckpt_verify opens a file with a stricter or a looser rule for the
+ * CRC32Cs it must carry (crc_policy) and reports what it checked. */
 #include "session/ckpt_internal.h"
 
 #include <errno.h>
@@ -18,6 +20,15 @@
 #include <unistd.h>
 
 #include "rdmaflow/byteorder.h"
+
+/* Which CRC32Cs a file must carry: rf_ckpt_open takes every tensor's and
+ * the header's or none at all; rf_ckpt_verify takes every one (strict) or
+ * any subset (allow_unchecked). What is there is always checked. */
+typedef enum crc_policy {
+    CRC_ALL_OR_NONE,
+    CRC_REQUIRED,
+    CRC_OPTIONAL,
+} crc_policy;
 
 /* data_offsets of entry i, relative to the data */
 typedef struct span {
@@ -318,7 +329,49 @@ static rf_status check_layout(const rf_ckpt *ck, span *sp, uint64_t dlen,
     return RF_OK;
 }
 
-static rf_status check_crcs(rf_ckpt *ck, const char *hdr, size_t hlen)
+/* CRC_REQUIRED's refusal: how many tensors have no CRC32C, the first of
+ * them by name (each cut at 48 bytes), whether the header has none. */
+static rf_status unchecked_error(const rf_ckpt *ck, size_t missing,
+                                 bool header_crc)
+{
+    enum { SHOWN = 5, CUT = 48 };
+    char names[SHOWN * (CUT + 8) + 32];
+    size_t used = 0, shown = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < ck->n && shown < SHOWN; i++) {
+        if (ck->e[i].has_crc)
+            continue;
+        const char *nm = ck->e[i].t.name;
+        size_t l = strlen(nm);
+        int w = snprintf(names + used, sizeof names - used, "%s'%.*s%s'",
+                         shown ? ", " : "", (int)(l > CUT ? CUT - 3 : l), nm,
+                         l > CUT ? "..." : "");
+        if (w < 0 || (size_t)w >= sizeof names - used)
+            break;
+        used += (size_t)w;
+        shown++;
+    }
+    if (missing > shown)
+        snprintf(names + used, sizeof names - used, " and %zu more",
+                 missing - shown);
+    if (!missing)
+        return rf_error_set(RF_ERR_CORRUPT,
+                            "%s: cannot be verified: the header has no "
+                            "CRC32C (\"%s\")",
+                            ck->path, CKPT_HEADER_CRC_KEY);
+    return rf_error_set(RF_ERR_CORRUPT,
+                        "%s: cannot be verified: %zu of %zu tensors %s no "
+                        "CRC32C (\"%s<name>\")%s: %s",
+                        ck->path, missing, ck->n, missing == 1 ? "has" : "have",
+                        CKPT_CRC_PREFIX,
+                        header_crc ? ""
+                                   : " and the header has none "
+                                     "(\"" CKPT_HEADER_CRC_KEY "\")",
+                        names);
+}
+
+static rf_status check_crcs(rf_ckpt *ck, const char *hdr, size_t hlen,
+                            crc_policy policy)
 {
     bool header_crc = false;
     size_t pl = strlen(CKPT_CRC_PREFIX);
@@ -368,21 +421,26 @@ static rf_status check_crcs(rf_ckpt *ck, const char *hdr, size_t hlen)
                                 (unsigned)w->crc32c, v);
         ck->has_crc = true;
     }
+    size_t missing = 0;
     for (size_t i = 0; i < ck->n; i++)
+        missing += !ck->e[i].has_crc;
+    if (policy == CRC_REQUIRED && (missing || !header_crc))
+        return unchecked_error(ck, missing, header_crc);
+    for (size_t i = 0; policy == CRC_ALL_OR_NONE && i < ck->n; i++)
         if ((ck->has_crc || header_crc) && !ck->e[i].has_crc)
             return rf_error_set(RF_ERR_CORRUPT,
                                 "%s: tensor '%s' has no \"%s%s\" while the "
                                 "file carries CRC32Cs",
                                 ck->path, ck->e[i].t.name, CKPT_CRC_PREFIX,
                                 ck->e[i].t.name);
-    if (ck->has_crc && !header_crc)
+    if (policy == CRC_ALL_OR_NONE && ck->has_crc && !header_crc)
         return rf_error_set(RF_ERR_CORRUPT, "%s: no \"%s\" in the metadata",
                             ck->path, CKPT_HEADER_CRC_KEY);
     ck->has_crc = ck->has_crc || header_crc;
     return RF_OK;
 }
 
-static rf_status parse(rf_ckpt *ck)
+static rf_status parse(rf_ckpt *ck, crc_policy policy)
 {
     if (ck->size < 8)
         return rf_error_set(RF_ERR_CORRUPT,
@@ -467,7 +525,7 @@ static rf_status parse(rf_ckpt *ck)
         qsort(ck->e, ck->n, sizeof *ck->e, by_entry_name);
         for (size_t i = 0; i < ck->n; i++)
             ck->e[i].crc32c = crc_entry(ck, &ck->e[i]);
-        rc = check_crcs(ck, hdr, (size_t)hlen);
+        rc = check_crcs(ck, hdr, (size_t)hlen, policy);
     }
     free(sp);
 out:
@@ -475,13 +533,14 @@ out:
     return rc;
 }
 
-rf_status rf_ckpt_open(const char *path, rf_ckpt **out)
+static rf_status open_file(const char *fn, const char *path, crc_policy policy,
+                           rf_ckpt **out)
 {
     if (!out)
-        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ckpt_open: no output");
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: no output", fn);
     *out = NULL;
     if (!path || !*path)
-        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ckpt_open: no path");
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: no path", fn);
     rf_ckpt *ck = calloc(1, sizeof *ck);
     if (!ck || !(ck->path = strdup(path)) || !(ck->note = strdup(""))) {
         rf_ckpt_close(ck);
@@ -489,12 +548,39 @@ rf_status rf_ckpt_open(const char *path, rf_ckpt **out)
     }
     rf_status rc = slurp(ck);
     if (rc == RF_OK)
-        rc = parse(ck);
+        rc = parse(ck, policy);
     if (rc != RF_OK) {
         rf_ckpt_close(ck);
         return rc;
     }
     *out = ck;
+    return RF_OK;
+}
+
+rf_status rf_ckpt_open(const char *path, rf_ckpt **out)
+{
+    return open_file("rf_ckpt_open", path, CRC_ALL_OR_NONE, out);
+}
+
+rf_status rf_ckpt_verify(const char *path, const rf_ckpt_verify_options *opts,
+                         rf_ckpt_verify_report *report)
+{
+    if (report)
+        *report = (rf_ckpt_verify_report){0};
+    rf_ckpt *ck;
+    rf_status rc = open_file(
+        "rf_ckpt_verify", path,
+        opts && opts->allow_unchecked ? CRC_OPTIONAL : CRC_REQUIRED, &ck);
+    if (rc != RF_OK)
+        return rc;
+    if (report) {
+        report->tensors = ck->n;
+        for (size_t i = 0; i < ck->n; i++)
+            report->unchecked += !ck->e[i].has_crc;
+        /* there, so it matched: a mismatch fails the open */
+        report->header_checked = rf_ckpt_meta(ck, CKPT_HEADER_CRC_KEY) != NULL;
+    }
+    rf_ckpt_close(ck);
     return RF_OK;
 }
 
@@ -511,7 +597,7 @@ rf_status ckpt_open_buffer(const char *name, const void *data, size_t len,
     if (len)
         memcpy(ck->buf, data, len);
     ck->size = len;
-    rf_status rc = parse(ck);
+    rf_status rc = parse(ck, CRC_ALL_OR_NONE);
     if (rc != RF_OK) {
         rf_ckpt_close(ck);
         return rc;

@@ -138,8 +138,12 @@ typedef struct rf_ckpt_entry {
  * at most 100 MiB), the JSON, every entry's dtype (F32, I32, I64, BOOL),
  * shape and data_offsets (begin <= end, bytes = elements * dtype size), the
  * tensors contiguous from 0 to the end of the file (no gap, overlap,
- * truncation or trailing bytes), and every CRC32C. RF_ERR_CORRUPT or
- * RF_ERR_IO with the path and the reason; *out is NULL on failure. */
+ * truncation or trailing bytes), and every CRC32C. A file with no CRC32C
+ * at all (a plain safetensors file) opens, has_crc false; one with some
+ * but not all of them (every tensor's and the header's) is refused
+ * (rf_ckpt_verify, below, refuses the plain one too unless told not to).
+ * RF_ERR_CORRUPT or RF_ERR_IO with the path and the reason; *out is NULL
+ * on failure. */
 RF_API rf_status rf_ckpt_open(const char *path, rf_ckpt **out);
 RF_API void rf_ckpt_close(rf_ckpt *ck); /* NULL is fine */
 
@@ -156,6 +160,34 @@ RF_API bool rf_ckpt_has_crc(const rf_ckpt *ck);
 /* From rf_ckpt_dir_open_latest: the newer checkpoints that were skipped
  * and why ("" if none). */
 RF_API const char *rf_ckpt_note(const rf_ckpt *ck);
+
+/* Verifying one checkpoint file (rf-ckpt verify is a client of this).
+ * Strict by default: a file verifies only if it passes every check of
+ * rf_ckpt_open and carries a CRC32C for every tensor and for its header,
+ * each matching (every file rf_ckpt_write makes does). allow_unchecked
+ * accepts tensors without a "crc32c/<name>" and a header without
+ * "crc32c.header" (a plain safetensors file, or one whose CRCs were
+ * stripped), still checking every CRC32C that is there, and counts them
+ * in the report. */
+typedef struct rf_ckpt_verify_options {
+    bool allow_unchecked;
+} rf_ckpt_verify_options;
+
+/* What rf_ckpt_verify checked (filled on RF_OK). */
+typedef struct rf_ckpt_verify_report {
+    size_t tensors;      /* tensors in the file */
+    size_t unchecked;    /* of them, without a stored CRC32C */
+    bool header_checked; /* the header's CRC32C was there and matched */
+} rf_ckpt_verify_report;
+
+/* Verifies the file at path; opts NULL is strict (all zero). Strictly, a
+ * file lacking any tensor's or the header's CRC32C is RF_ERR_CORRUPT with
+ * a message naming the file, how many tensors lack one and the first of
+ * them, and whether the header does; any other failure is rf_ckpt_open's
+ * status and message. report may be NULL. */
+RF_API rf_status rf_ckpt_verify(const char *path,
+                                const rf_ckpt_verify_options *opts,
+                                rf_ckpt_verify_report *report);
 
 /* Saves t as DIR/model.ckpt-<step>.safetensors (dir must exist), then
  * rewrites DIR/checkpoint with it as the newest (a step saved again moves to

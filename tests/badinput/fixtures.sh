@@ -10,6 +10,7 @@
 # RF_CKPT (rf-ckpt) checks the valid checkpoints. Fails (exit 1) if anything cannot be made or the valid files are not
 # accepted as such.
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 F=${1:?fixture directory}
 trainer=${2:?path to rf-trainer}
 DATA=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
@@ -136,7 +137,8 @@ def w(name, b):
 
 def plain(tensors, meta=None, pad=True, raw_header=None):
     """A safetensors file without CRCs (tensors: name -> (dtype, shape,
-    bytes)); such files are accepted, so each check below is its own."""
+    bytes)); such files open (rf-ckpt list, verify --allow-unchecked), so
+    each check below is its own."""
     h, off, blob = {}, 0, b""
     for k in sorted(tensors):
         dt, shape, b = tensors[k]
@@ -194,6 +196,22 @@ w("ck-dup-name.st", plain({}, raw_header=b'{"a":{"dtype":"F32","shape":[1],'
     b'"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],'
     b'"data_offsets":[4,8]}}') + f4)
 PY
+# good.st with CRC32Cs taken out (rf-ckpt verify is strict: each fails
+# unless --allow-unchecked): none at all, no tensor's, one tensor's, not
+# the header's (tests/unit/checkpoint/strip_crcs.py; the header rebuilt
+# as the library writes it, the data untouched)
+strip=$here/../unit/checkpoint/strip_crcs.py
+python3 "$strip" good.st good-same.st same
+rm good-same.st
+python3 "$strip" good.st ck-no-crc.st all
+python3 "$strip" good.st ck-no-tensor-crc.st tensors
+python3 "$strip" good.st ck-one-crc-missing.st one logits/kernel
+python3 "$strip" good.st ck-no-header-crc.st header
+mkdir unchecked-dir
+cp ck-no-crc.st unchecked-dir/model.ckpt-2.safetensors
+printf '%s\n' 'model_checkpoint_path: "model.ckpt-2.safetensors"' \
+    'all_model_checkpoint_paths: "model.ckpt-2.safetensors"' \
+    >unchecked-dir/checkpoint
 # directories: ckdir/ is valid (the state file and one checkpoint)
 mkdir ckdir
 cp good.st ckdir/model.ckpt-2.safetensors
@@ -247,7 +265,11 @@ printf 'a\nb # c\n' >hostfiles/two
 ck=${RF_CKPT:-} # run_cases.sh gets it from CMake
 if [[ -n $ck ]]; then
     "$ck" verify good.st >/dev/null
-    "$ck" verify plain-ok.st >/dev/null
     "$ck" verify ckdir >/dev/null
+    # the files without CRC32Cs are sound but for them
+    for f in plain-ok.st ck-no-crc.st ck-no-tensor-crc.st \
+        ck-one-crc-missing.st ck-no-header-crc.st unchecked-dir; do
+        "$ck" verify --allow-unchecked "$f" >/dev/null
+    done
 fi
 echo "fixtures made in $F"

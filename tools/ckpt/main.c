@@ -1,7 +1,8 @@
 /* tools/ckpt/main.c: rf-ckpt, the checkpoint tool: list, verify and diff
  * (diff.c) of checkpoint files (safetensors with CRC32Cs) and checkpoint
- * directories (a TensorFlow-style "checkpoint" state file). Exit 0 on
- * success, 1 when a file fails or files differ, 2 on a usage error. */
+ * directories (a TensorFlow-style "checkpoint" state file). verify is
+ * rf_ckpt_verify, strict unless --allow-unchecked. Exit 0 on success, 1
+ * when a file fails or files differ, 2 on a usage error. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -17,14 +18,20 @@
 
 static const char usage[] =
     "usage: rf-ckpt list FILE|DIR\n"
-    "       rf-ckpt verify FILE|DIR\n"
+    "       rf-ckpt verify [--allow-unchecked] FILE|DIR\n"
     "       rf-ckpt diff A B [--rtol R] [--atol A]\n"
     "       rf-ckpt --help | --version\n"
     "\n"
     "  list    each tensor's name, dtype, shape, bytes and CRC32C; for a\n"
     "          checkpoint directory its latest checkpoint and the kept list\n"
-    "  verify  exit 0 if the file (for a DIR: every kept checkpoint) opens\n"
-    "          and every CRC32C matches, 1 with the reason otherwise\n"
+    "  verify  exit 0 if the file (for a DIR: every kept checkpoint) opens,\n"
+    "          carries a CRC32C for every tensor and for its header, and\n"
+    "          every CRC32C matches; 1 with the reason otherwise (a file\n"
+    "          without them, such as a plain safetensors file, fails, naming\n"
+    "          the tensors that have none). --allow-unchecked accepts\n"
+    "          tensors and a header without a CRC32C, still checks the\n"
+    "          CRC32Cs that are there, and says how many tensors it could\n"
+    "          not check\n"
     "  diff    tensors only in one, dtype or shape differences, and for\n"
     "          equal shapes the number of differing elements and the max\n"
     "          abs difference (|a - b| > atol + rtol * |b| differs; NaN\n"
@@ -110,24 +117,38 @@ static int cmd_list(const char *path)
     return 0;
 }
 
-static int verify_one(const char *path)
+/* One file through rf_ckpt_verify (strict unless allow_unchecked). */
+static int verify_one(const char *path, bool allow_unchecked)
 {
-    rf_ckpt *ck;
-    if (rf_ckpt_open(path, &ck) != RF_OK) {
+    rf_ckpt_verify_options opts = {.allow_unchecked = allow_unchecked};
+    rf_ckpt_verify_report r;
+    if (rf_ckpt_verify(path, &opts, &r) != RF_OK) {
         printf("FAIL %s\n", rf_error_message());
+        /* the library's wording for CRC32Cs that are not there */
+        if (!allow_unchecked &&
+            strstr(rf_error_message(), ": cannot be verified: "))
+            printf("     (rf-ckpt verify --allow-unchecked accepts it, "
+                   "checking only the CRC32Cs it has)\n");
         return 1;
     }
-    printf("ok %s: %zu tensors, %s\n", path, rf_ckpt_count(ck),
-           rf_ckpt_has_crc(ck) ? "every CRC32C matches"
-                               : "no CRC32C stored (layout checked only)");
-    rf_ckpt_close(ck);
+    if (!r.unchecked && r.header_checked) {
+        printf("ok %s: %zu tensors, every CRC32C matches\n", path, r.tensors);
+        return 0;
+    }
+    printf("ok %s: %zu tensors, %zu unchecked (no CRC32C), the header %s; "
+           "%s (--allow-unchecked)\n",
+           path, r.tensors, r.unchecked,
+           r.header_checked ? "checked" : "unchecked (no CRC32C)",
+           r.unchecked < r.tensors || r.header_checked
+               ? "every CRC32C there matches"
+               : "only the layout checked");
     return 0;
 }
 
-static int cmd_verify(const char *path)
+static int cmd_verify(const char *path, bool allow_unchecked)
 {
     if (!is_dir(path))
-        return verify_one(path);
+        return verify_one(path, allow_unchecked);
     rf_ckpt_list kept;
     if (rf_ckpt_dir_list(path, &kept) != RF_OK) {
         printf("FAIL %s\n", rf_error_message());
@@ -139,7 +160,7 @@ static int cmd_verify(const char *path)
     }
     int bad = 0;
     for (size_t i = 0; i < kept.n; i++)
-        bad += verify_one(kept.paths[i]);
+        bad += verify_one(kept.paths[i], allow_unchecked);
     rf_ckpt_list_free(&kept);
     return bad ? 1 : 0;
 }
@@ -214,12 +235,32 @@ int main(int argc, char **argv)
         return usage_error(cmd[0] == '-' ? "unknown flag %s"
                                          : "unknown command '%s'",
                            RF_ECHO(cmd));
-    if (argc != 3 || argv[2][0] == '-')
-        return usage_error(argc < 3   ? "%s needs FILE|DIR"
-                           : argc > 3 ? "%s takes one FILE|DIR"
-                                      : "%s: unknown flag",
-                           RF_ECHO(argc == 3 ? argv[2] : cmd));
+    /* verify's one flag, before or after the path */
+    bool allow_unchecked = false;
+    if (!strcmp(cmd, "verify")) {
+        int k = 2;
+        for (int i = 2; i < argc; i++) {
+            if (!strcmp(argv[i], "--allow-unchecked"))
+                allow_unchecked = true;
+            else if (!strncmp(argv[i], "--allow-unchecked=", 18))
+                return usage_error("%s: --allow-unchecked takes no value",
+                                   RF_ECHO(argv[i]));
+            else
+                argv[k++] = argv[i];
+        }
+        argc = k;
+    }
+    for (int i = 2; i < argc; i++)
+        if (argv[i][0] == '-')
+            return usage_error(strcmp(argv[i], "--allow-unchecked")
+                                   ? "%s: unknown flag"
+                                   : "%s: only verify takes it",
+                               RF_ECHO(argv[i]));
+    if (argc != 3)
+        return usage_error(
+            argc < 3 ? "%s needs FILE|DIR" : "%s takes one FILE|DIR", cmd);
     if (argv[2][0] == '\0')
         return usage_error("%s: the FILE|DIR is an empty string", cmd);
-    return !strcmp(cmd, "list") ? cmd_list(argv[2]) : cmd_verify(argv[2]);
+    return !strcmp(cmd, "list") ? cmd_list(argv[2])
+                                : cmd_verify(argv[2], allow_unchecked);
 }

@@ -31,7 +31,8 @@ void spill(const char *path, const void *p, size_t len);
 void write_raw(const char *path, const char *json, const void *data,
                size_t dlen);
 
-/* The cases (test_ckpt_file.c, test_ckpt_corrupt.c, test_ckpt_dir.c). */
+/* The cases (test_ckpt_file.c, test_ckpt_corrupt.c, test_ckpt_dir.c,
+ * test_ckpt_verify.c). */
 void case_crc(void);
 void case_roundtrip(void);
 void case_determinism(void);
@@ -44,6 +45,7 @@ void case_filled(void);
 void case_dir(void);
 void case_dir_latest(void);
 void case_dir_state(void);
+void case_verify(void);
 /* Writes the files the script tests read into dir (test_checkpoint.c). */
 void emit_fixtures(const char *dir);
 

@@ -3,7 +3,12 @@
 #   python  the fixture written by the library read by check_reader.py
 #           (python3 with struct and json only; exit 77 without python3)
 #   tool    rf-ckpt list/verify/diff: exit codes and output on the fixture,
-#           damaged copies, a checkpoint directory and usage errors
+#           damaged copies, a checkpoint directory and usage errors; verify
+#           is strict: copies of the fixture with CRC32Cs taken out
+#           (strip_crcs.py: none at all, no tensor's, one tensor's, not
+#           the header's) fail naming the file and the tensors, pass with
+#           --allow-unchecked, which reports how many went unchecked and
+#           still checks the CRC32Cs that are there
 # The files come from "TEST_PROGRAM emit DIR" (test_checkpoint.c).
 set -uo pipefail
 case_name=$1 prog=$2 ckpt=$3 reader=$4
@@ -91,11 +96,107 @@ run 1 "verify a truncated file" "$ckpt" verify "$tmp/short.safetensors"
 has "verify a truncated file" "truncated"
 run 1 "verify a missing file" "$ckpt" verify "$tmp/absent"
 
-# a checkpoint directory: steps 1..3; then the newest corrupt
+# verify is strict: every tensor's CRC32C and the header's must be there.
+# The copies below differ from the fixture only in the CRC32Cs taken out
+# of its metadata (strip_crcs.py rebuilds the header as the library writes
+# it, which "same" proves by giving the fixture's bytes back).
+py=/usr/bin/python3
+strip=$(dirname "${BASH_SOURCE[0]}")/strip_crcs.py
+run 0 "strip_crcs.py same" "$py" "$strip" "$f" "$tmp/same.st" same
+cmp -s "$f" "$tmp/same.st" && ok "strip_crcs.py rebuilds the fixture's bytes" ||
+    fail "strip_crcs.py same: not the fixture's bytes"
+run 0 "strip_crcs.py all" "$py" "$strip" "$f" "$tmp/nocrc.st" all
+run 0 "strip_crcs.py tensors" "$py" "$strip" "$f" "$tmp/notensorcrc.st" tensors
+run 0 "strip_crcs.py one" "$py" "$strip" "$f" "$tmp/onecrc.st" one b/i32
+run 0 "strip_crcs.py header" "$py" "$strip" "$f" "$tmp/noheadercrc.st" header
+# strict (the default): refused, naming the file and what has no CRC32C
+run 1 "verify no CRC32C at all" "$ckpt" verify "$tmp/nocrc.st"
+has "verify no CRC32C at all" "FAIL $tmp/nocrc.st: cannot be verified: 8 of 8 tensors have no CRC32C (\"crc32c/<name>\") and the header has none (\"crc32c.header\"): 'a/f32', 'b/i32', 'c/i64', 'd/bool', 'e/empty' and 3 more"
+has "verify no CRC32C at all" "--allow-unchecked accepts it"
+run 1 "verify no tensor CRC32C" "$ckpt" verify "$tmp/notensorcrc.st"
+has "verify no tensor CRC32C" "FAIL $tmp/notensorcrc.st: cannot be verified: 8 of 8 tensors have no CRC32C (\"crc32c/<name>\"): 'a/f32',"
+run 1 "verify one tensor CRC32C missing" "$ckpt" verify "$tmp/onecrc.st"
+has "verify one tensor CRC32C missing" "FAIL $tmp/onecrc.st: cannot be verified: 1 of 8 tensors has no CRC32C (\"crc32c/<name>\"): 'b/i32'"
+run 1 "verify no header CRC32C" "$ckpt" verify "$tmp/noheadercrc.st"
+has "verify no header CRC32C" "FAIL $tmp/noheadercrc.st: cannot be verified: the header has no CRC32C (\"crc32c.header\")"
+run 1 "verify the library's plain file" "$ckpt" verify "$tmp/plain.safetensors"
+has "verify the library's plain file" "1 of 1 tensors has no CRC32C"
+has "verify the library's plain file" "'w'"
+# --allow-unchecked (before or after the path): accepted, counted
+run 0 "verify --allow-unchecked, no CRC32C at all" "$ckpt" verify \
+    --allow-unchecked "$tmp/nocrc.st"
+has "verify --allow-unchecked, no CRC32C at all" "ok $tmp/nocrc.st: 8 tensors, 8 unchecked (no CRC32C), the header unchecked (no CRC32C); only the layout checked (--allow-unchecked)"
+run 0 "verify --allow-unchecked, no tensor CRC32C" "$ckpt" verify \
+    "$tmp/notensorcrc.st" --allow-unchecked
+has "verify --allow-unchecked, no tensor CRC32C" "8 tensors, 8 unchecked (no CRC32C), the header checked; every CRC32C there matches"
+run 0 "verify --allow-unchecked, one missing" "$ckpt" verify \
+    --allow-unchecked "$tmp/onecrc.st"
+has "verify --allow-unchecked, one missing" "ok $tmp/onecrc.st: 8 tensors, 1 unchecked (no CRC32C), the header checked; every CRC32C there matches"
+run 0 "verify --allow-unchecked, no header CRC32C" "$ckpt" verify \
+    --allow-unchecked "$tmp/noheadercrc.st"
+has "verify --allow-unchecked, no header CRC32C" "8 tensors, 0 unchecked (no CRC32C), the header unchecked (no CRC32C); every CRC32C there matches"
+run 0 "verify --allow-unchecked, a complete file" "$ckpt" verify \
+    --allow-unchecked "$f"
+has "verify --allow-unchecked, a complete file" "ok $f: 8 tensors, every CRC32C matches"
+# --allow-unchecked still checks what is there: a changed byte in a tensor
+# with a CRC32C, or in the header when it has one, fails; in the tensor
+# without one it goes unseen, which is why the default is strict
+flip() { # SRC DST TENSOR: DST is SRC with TENSOR's first data byte changed
+    "$py" - "$1" "$2" "$3" <<'PY'
+import json, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+(n,) = struct.unpack("<Q", b[:8])
+at = 8 + n + json.loads(b[8:8 + n])[sys.argv[3]]["data_offsets"][0]
+b[at] ^= 0x01
+open(sys.argv[2], "wb").write(b)
+PY
+}
+flip "$tmp/onecrc.st" "$tmp/onecrc-flip-a.st" a/f32
+run 1 "verify --allow-unchecked, a checked tensor changed" "$ckpt" verify \
+    --allow-unchecked "$tmp/onecrc-flip-a.st"
+has "verify --allow-unchecked, a checked tensor changed" "tensor 'a/f32' (file bytes ["
+flip "$tmp/onecrc.st" "$tmp/onecrc-flip-b.st" b/i32
+run 0 "verify --allow-unchecked, the unchecked tensor changed" "$ckpt" \
+    verify --allow-unchecked "$tmp/onecrc-flip-b.st"
+has "verify --allow-unchecked, the unchecked tensor changed" "1 unchecked"
+run 1 "verify, the unchecked tensor changed" "$ckpt" verify \
+    "$tmp/onecrc-flip-b.st"
+has "verify, the unchecked tensor changed" "'b/i32'"
+sed 's/"producer":"rf_test_checkpoint"/"producer":"rf_test_checkpoinT"/' \
+    "$tmp/notensorcrc.st" >"$tmp/notensorcrc-meta.st"
+if cmp -s "$tmp/notensorcrc.st" "$tmp/notensorcrc-meta.st"; then
+    fail "the producer value to change is not in the header"
+else
+    run 1 "verify --allow-unchecked, the header changed" "$ckpt" verify \
+        --allow-unchecked "$tmp/notensorcrc-meta.st"
+    has "verify --allow-unchecked, the header changed" "has CRC32C"
+fi
+# usage: the flag is verify's alone, and takes no value
+run 2 "verify --allow-unchecked without a path" "$ckpt" verify \
+    --allow-unchecked
+has "verify --allow-unchecked without a path" "verify needs FILE|DIR"
+run 2 "verify --allow-unchecked=yes" "$ckpt" verify --allow-unchecked=yes "$f"
+has "verify --allow-unchecked=yes" "--allow-unchecked takes no value"
+run 2 "list --allow-unchecked" "$ckpt" list --allow-unchecked "$f"
+has "list --allow-unchecked" "--allow-unchecked: only verify takes it"
+run 0 "--help names --allow-unchecked" "$ckpt" --help
+has "--help names --allow-unchecked" "rf-ckpt verify [--allow-unchecked] FILE|DIR"
+
+# a checkpoint directory: steps 1..3 (rf_ckpt_dir_save's own files verify
+# strictly); one of them without CRC32Cs; then the newest corrupt
 d=$tmp/ckdir
 run 0 "verify DIR" "$ckpt" verify "$d"
-n=$(grep -c '^ok ' "$tmp/out")
+n=$(grep -c '^ok .*: 8 tensors, every CRC32C matches$' "$tmp/out")
 [[ $n -eq 3 ]] && ok "verify DIR: 3 ok lines" || fail "verify DIR: $n ok lines"
+cp -r "$d" "$tmp/ckdir-stripped"
+"$py" "$strip" "$d/model.ckpt-2.safetensors" \
+    "$tmp/ckdir-stripped/model.ckpt-2.safetensors" all
+run 1 "verify DIR with an unchecked file" "$ckpt" verify "$tmp/ckdir-stripped"
+has "verify DIR with an unchecked file" "FAIL $tmp/ckdir-stripped/model.ckpt-2.safetensors: cannot be verified: 8 of 8 tensors"
+has "verify DIR with an unchecked file" "ok $tmp/ckdir-stripped/model.ckpt-3.safetensors: 8 tensors, every CRC32C matches"
+run 0 "verify --allow-unchecked DIR with an unchecked file" "$ckpt" verify \
+    --allow-unchecked "$tmp/ckdir-stripped"
+has "verify --allow-unchecked DIR with an unchecked file" "ok $tmp/ckdir-stripped/model.ckpt-2.safetensors: 8 tensors, 8 unchecked"
 run 0 "list DIR" "$ckpt" list "$d"
 has "list DIR" "$d/model.ckpt-3.safetensors: 8 tensors"
 has "list DIR" "$d/model.ckpt-1.safetensors"

@@ -234,6 +234,7 @@ static const struct {
     {"dir", case_dir},
     {"dir_latest", case_dir_latest},
     {"dir_state", case_dir_state},
+    {"verify", case_verify},
 };
 
 int main(int argc, char **argv)
