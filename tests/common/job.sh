@@ -11,8 +11,11 @@
 #   lines_of, last_gs, saved_ckpts, first_after, accuracy, has_line  what a
 #                       task printed
 #   check_steps         the chief's global_step invariant
-#   verify_dir, tmp_files, state_newest, state_all, verify_state  the
-#                       checkpoint directory and its state file
+#   verify_strict, verify_dir, tmp_files, state_newest, state_all,
+#   verify_state        the checkpoint directory and its state file; every
+#                       checkpoint verified strictly (rf-ckpt verify without
+#                       --allow-unchecked: every tensor's and the header's
+#                       CRC32C there and matching)
 #   restarts, expect_restarts  rf-launch's restarts summary
 #   refs, check_references, within  reference accuracies and the tolerance
 #   wait_until, wait_exit  bounded waits
@@ -265,13 +268,20 @@ tmp_files() {
     done
 }
 
-# verify_dir DIR: every checkpoint file in DIR verifies
+# verify_strict FILE: rf-ckpt verify (strict: never --allow-unchecked)
+# exits 0 saying every CRC32C of FILE matches; its output in $tmp/verify
+verify_strict() {
+    "$rfckpt" verify "$1" >"$tmp/verify" 2>&1 &&
+        [[ $(<"$tmp/verify") == "ok $1: "*" tensors, every CRC32C matches" ]]
+}
+
+# verify_dir DIR: every checkpoint file in DIR verifies strictly
 verify_dir() {
     local f n=0 bad=0
     for f in "$1"/model.ckpt-*.safetensors; do
         [[ -e $f ]] || continue
         n=$((n + 1))
-        if ! "$rfckpt" verify "$f" >"$tmp/verify" 2>&1; then
+        if ! verify_strict "$f"; then
             bad=$((bad + 1))
             fail "rf-ckpt verify $f: $(cat "$tmp/verify")"
         fi
@@ -319,8 +329,8 @@ state_all() {
 }
 
 # verify_state DIR: every checkpoint the state file of DIR names is not a
-# temporary file and verifies (rf-ckpt verify; a missing one does not), and
-# it names at least one
+# temporary file and verifies strictly (verify_strict; a missing one does
+# not), and it names at least one
 verify_state() {
     local f n=0 bad=0 names
     names=$(state_all "$1")
@@ -329,7 +339,7 @@ verify_state() {
         if [[ $f == *.tmp* || $f == .* ]]; then
             fail "the state file names a temporary file: $f"
             bad=$((bad + 1))
-        elif ! "$rfckpt" verify "$1/$f" >"$tmp/verify" 2>&1; then
+        elif ! verify_strict "$1/$f"; then
             fail "rf-ckpt verify $1/$f: $(cat "$tmp/verify")"
             bad=$((bad + 1))
         fi

@@ -14,8 +14,9 @@ killed with SIGKILL. Then:
   named at the kill>, global_step <its step> (recovery 1)", once; worker
   1 recovered too;
 - the chief's test accuracy is >= 0.85;
-- every checkpoint left verifies (rf-ckpt verify), no temporary file is
-  left, and the newest is of the last global step (>= 8000)."""
+- every checkpoint left verifies (rf-ckpt verify, strict: every CRC32C
+  there and matching), no temporary file is left, and the newest is of the
+  last global step (>= 8000)."""
 
 # ctest-timeout: 240
 
@@ -120,6 +121,12 @@ def test_ps_killed_mid_run(cluster, tools, python, source_dir, tmp_path,
     last = STATE.search((ckpt / "checkpoint").read_text()).group(1)
     assert int(re.fullmatch(r"model\.ckpt-(\d+)\.safetensors",
                             last).group(1)) >= 8000
+    # strict (never --allow-unchecked): every kept checkpoint carries a
+    # CRC32C for each tensor and its header, and each matches
     cluster.start({"verify": [tools.rf_ckpt, "verify", ckpt]})
     assert cluster.wait(60, ["verify"]) == {"verify": 0}, \
+        cluster.tail("verify")
+    verified = cluster.output("verify").splitlines()
+    assert verified and all(re.fullmatch(
+        r"ok .*: \d+ tensors, every CRC32C matches", v) for v in verified), \
         cluster.tail("verify")

@@ -33,7 +33,8 @@
 # closed at least one connection and a worker it hit printed "session lost"
 # or (a drop during a recovery, whose session is lost already) its ps
 # client's "connection lost" within 5 s; every checkpoint file in the
-# directory verifies (rf-ckpt verify), the state file names only existing,
+# directory verifies (rf-ckpt verify, strict: every tensor's and the
+# header's CRC32C there and matching), the state file names only existing,
 # verifying, non-temporary files, and the newest is the final step's; the chief's global_step never
 # went below the last checkpoint it saved and every restore is of exactly
 # that checkpoint (check_steps of tests/common/job.sh). Then a summary

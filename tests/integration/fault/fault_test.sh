@@ -29,9 +29,10 @@
 #               restore after the kill is of exactly that checkpoint
 #               ("restored .../model.ckpt-C..., global_step C"); every
 #               checkpoint file left in the directory verifies (rf-ckpt
-#               verify) and no temporary one is left. Prints, per kill, the
-#               time from the kill to each worker's "session lost" and
-#               "recovered" lines, and what each worker saw.
+#               verify, strict: every CRC32C there and matching) and no
+#               temporary one is left. Prints, per kill, the time from the
+#               kill to each worker's "session lost" and "recovered" lines,
+#               and what each worker saw.
 #   worker_kill kill -9 of worker 1 mid-run. Without restart (tasks started
 #               by hand: rf-launch without --restart_on_failure would stop
 #               the whole job): the chief trains on to the last step, waits

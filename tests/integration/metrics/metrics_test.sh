@@ -342,7 +342,9 @@ case_run_main() {
     grep -q '^\[worker0\] test accuracy: 0\.[0-9]*' "$tmp/log" &&
         ok "the chief reports $(grep -o 'test accuracy: [0-9.]*' "$tmp/log" | tail -1)" ||
         fail "no test accuracy from the chief"
+    # strict (no --allow-unchecked): every line says every CRC32C matches
     "$build/tools/rf-ckpt" verify "$d/model" >"$tmp/verify" 2>&1 &&
+        ! grep -qv ': [0-9]* tensors, every CRC32C matches$' "$tmp/verify" &&
         "$build/tools/rf-ckpt" list "$d/model" >"$tmp/list" 2>&1 &&
         grep -q "dense/kernel" "$tmp/list" &&
         ok "the trained model in model/: rf-ckpt verify passes, $(grep -c . "$tmp/list") lines listed" ||
