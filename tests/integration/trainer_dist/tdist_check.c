@@ -26,7 +26,18 @@
  *       worker0's cat "fabric" events are "OP VAR" operations (OP one of
  *       ops, each present, with integer args bytes > 0 and 0 <= ps_task <
  *       num_ps) or waits ("wait ..."); the READ bytes of each traced step
- *       add up to B (the model's values).
+ *       add up to B (the model's values). An operation whose args carry
+ *       "rows" (an embedding table's "READ_ROWS <lookup>") has rows > 0
+ *       and bytes > 0 and no ps_task (a lookup reads every part). Optional:
+ *       lookups=N           each traced step has N READ_ROWS spans
+ *       explain=JSON        a --explain=json document of the same flags
+ *                           (a live worker's, or --explain_only's: its
+ *                           first worker task): every step operation on
+ *                           a variable (but READ_ROWS, traced per lookup)
+ *                           is a span "OP VAR" of worker0, and with
+ *                           apply=ps each ps task has an "apply VAR" span
+ *                           (cat "ps") for every variable the
+ *                           explanation places on it
  *   tdist_check same_explain LIVE OFFLINE
  *       LIVE holds a live worker 0's --explain=json document, OFFLINE the
  *       --explain_only --explain=json document of the same flags: its
@@ -489,6 +500,87 @@ static int cmd_explain(const char *path, int argc, char **argv)
 }
 
 /* --------------------------------------------------------------- trace */
+
+/* KEY=VALUE or NULL */
+static const char *opt_arg(int argc, char **argv, const char *key)
+{
+    size_t k = strlen(key);
+    for (int i = 0; i < argc; i++)
+        if (!strncmp(argv[i], key, k) && argv[i][k] == '=')
+            return argv[i] + k + 1;
+    return NULL;
+}
+
+/* a complete event of pid named name (of category cat unless NULL) */
+static bool has_span(json_object *ev, int pid, const char *cat,
+                     const char *name)
+{
+    for (size_t i = 0; i < json_object_array_length(ev); i++) {
+        json_object *e = json_object_array_get_idx(ev, i);
+        json_object *p = get(e, "pid");
+        if (p && json_object_get_int(p) == pid &&
+            str_is(get_str(e, "ph"), "X") && str_is(get_str(e, "name"), name) &&
+            (!cat || str_is(get_str(e, "cat"), cat)))
+            return true;
+    }
+    return false;
+}
+
+/* explain=FILE: the trace has the spans the explanation's step and
+ * placement name */
+static void trace_vs_explain(json_object *ev, json_object *pids, int wpid,
+                             const char *path)
+{
+    json_object *root = parse_file(path);
+    json_object *ex = get(root, "explain");
+    json_object *tasks = get(get(root, "explain_only"), "worker_tasks");
+    if (!ex && tasks && json_object_is_type(tasks, json_type_array) &&
+        json_object_array_length(tasks) > 0)
+        ex = json_object_array_get_idx(tasks, 0);
+    json_object *step = get(ex, "step"), *vars = get(ex, "variables");
+    if (!step || !vars) {
+        fail("%s: no explain.step or explain.variables", path);
+        json_object_put(root);
+        return;
+    }
+    size_t nspan = 0, napply = 0;
+    char name[512];
+    for (size_t i = 0; i < json_object_array_length(step); i++) {
+        json_object *o = json_object_array_get_idx(step, i);
+        const char *op = get_str(o, "op"), *vname = get_str(o, "var");
+        if (!op || !vname || str_is(op, "READ_ROWS"))
+            continue;
+        snprintf(name, sizeof name, "%s %s", op, vname);
+        if (has_span(ev, wpid, "fabric", name))
+            nspan++;
+        else
+            fail("worker0 has no span '%s' (step operation %zu of %s)", name,
+                 i + 1, path);
+    }
+    bool ps_applies = str_is(get_str(ex, "apply"), "ps");
+    for (size_t i = 0; ps_applies && i < json_object_array_length(vars); i++) {
+        json_object *v = get(json_object_array_get_idx(vars, i), "name");
+        json_object *t = get(json_object_array_get_idx(vars, i), "ps_task");
+        json_object *rb =
+            get(json_object_array_get_idx(vars, i), "record_bytes");
+        if (!v || !t || !rb) /* global_step: no record, no apply */
+            continue;
+        char task[32];
+        snprintf(task, sizeof task, "ps%d", json_object_get_int(t));
+        json_object *jp = get(pids, task);
+        snprintf(name, sizeof name, "apply %s", json_object_get_string(v));
+        if (jp && has_span(ev, json_object_get_int(jp), "ps", name))
+            napply++;
+        else
+            fail("%s has no span '%s' (the explanation places %s there)", task,
+                 name, json_object_get_string(v));
+    }
+    printf("explain %s: worker0 has the %zu spans of its step operations; "
+           "the ps tasks the %zu apply spans of their variables\n",
+           path, nspan, napply);
+    json_object_put(root);
+}
+
 static int cmd_trace(const char *path, int argc, char **argv)
 {
     int num_ps = atoi(arg(argc, argv, "num_ps"));
@@ -537,7 +629,7 @@ static int cmd_trace(const char *path, int argc, char **argv)
     /* the worker's fabric events */
     int *per_op = calloc((size_t)nops, sizeof *per_op);
     enum { MAXSTEP = 64 };
-    int64_t step_read[MAXSTEP] = {0};
+    int64_t step_read[MAXSTEP] = {0}, step_lookups[MAXSTEP] = {0};
     int64_t max_step = -1;
     size_t nfab = 0, nwait = 0;
     for (size_t i = 0; i < nev; i++) {
@@ -569,13 +661,28 @@ static int cmd_trace(const char *path, int argc, char **argv)
             continue;
         }
         per_op[op]++;
+        json_object *st = get(a, "step");
+        if (get(a, "rows")) { /* a table lookup's rows, from every part */
+            int64_t r = get_int(a, "rows", where),
+                    b = get_int(a, "bytes", where);
+            if (r <= 0 || b <= 0)
+                fail("%s: rows %" PRId64 ", bytes %" PRId64, where, r, b);
+            if (st && json_object_is_type(st, json_type_int)) {
+                int64_t s = json_object_get_int64(st);
+                if (s >= 0 && s < MAXSTEP) {
+                    step_lookups[s]++;
+                    if (s > max_step)
+                        max_step = s;
+                }
+            }
+            continue;
+        }
         int64_t b = get_int(a, "bytes", where),
                 t = get_int(a, "ps_task", where);
         if (b <= 0)
             fail("%s: bytes %" PRId64, where, b);
         if (t < 0 || t >= num_ps)
             fail("%s: ps_task %" PRId64 " not in [0, %d)", where, t, num_ps);
-        json_object *st = get(a, "step");
         if (!strcmp(ops[op], "READ") && st &&
             json_object_is_type(st, json_type_int)) {
             int64_t s = json_object_get_int64(st);
@@ -594,18 +701,30 @@ static int cmd_trace(const char *path, int argc, char **argv)
         if (per_op[k] == 0)
             fail("worker0 has no fabric event named %s", ops[k]);
     int steps_seen = 0;
+    const char *lk = opt_arg(argc, argv, "lookups");
+    int64_t lookups = lk ? atoll(lk) : -1;
     for (int64_t s = 0; s <= max_step; s++) {
         if (!step_read[s])
             continue;
         steps_seen++;
-        printf("step %" PRId64 ": READ %" PRId64 " bytes\n", s, step_read[s]);
+        printf("step %" PRId64 ": READ %" PRId64 " bytes", s, step_read[s]);
+        if (lookups >= 0)
+            printf(", READ_ROWS of %" PRId64 " lookups", step_lookups[s]);
+        printf("\n");
         if (step_read[s] != read_bytes)
             fail("step %" PRId64 ": READ events sum to %" PRId64
                  " bytes, the model's values are %" PRId64,
                  s, step_read[s], read_bytes);
+        if (lookups >= 0 && step_lookups[s] != lookups)
+            fail("step %" PRId64 ": %" PRId64 " READ_ROWS spans, the model "
+                 "has %" PRId64 " lookups",
+                 s, step_lookups[s], lookups);
     }
     if (!steps_seen)
         fail("no READ event carries a step");
+    const char *exp = opt_arg(argc, argv, "explain");
+    if (exp)
+        trace_vs_explain(ev, pids, wpid, exp);
     json_object_put(root);
     free(per_op);
     free(ops);

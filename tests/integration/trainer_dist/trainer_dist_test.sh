@@ -352,6 +352,216 @@ case_wide_deep_checkpoint() {
     fi
 }
 
+# The small wide_deep of the explain, trace and evaluator cases: 2
+# features (vocabularies 1000 and 10^5) and 4 dense ones, 4 tables (wide
+# and deep per feature) of 1000 and 100000 rows, each in one part per ps
+# task; a job of a few tens of steps takes about a second.
+wd_small=(--model=wide_deep "--ctr_spec=vocab=1000,1e5;train=1e5;test=2e4"
+    --batch_size=256 --eval_examples=20000 --threads=1 --log_every=0)
+wd_tables=(linear/linear_model/C1/weights linear/linear_model/C2/weights
+    dnn/input_from_feature_columns/C1_embedding/embedding_weights
+    dnn/input_from_feature_columns/C2_embedding/embedding_weights)
+
+# wd_parts TEXT PFX: "NAME PS ROWS" of every table part in the placement
+# that starts at the line "PFXplacement (" of TEXT (an --explain text)
+wd_parts() {
+    sed -n "/^$2placement (/,/^\(\[worker0\] \)\{0,1\}  ps task 0 holds/p" "$1" |
+        sed -n 's/^\(\[worker0\] \)\{0,1\}  \([^ ]*\/part_[0-9]*\) .* \/job:ps\/task:\([0-9]*\)  record .*; embedding table: \([0-9]*\) rows .*/\2 \3 \4/p'
+}
+
+# --explain_only with --model=wide_deep in a cluster: what it says of
+# worker 0 from the flags alone is what a live worker 0 says
+# (--explain=json, 2 ps x 1 worker: tables, placement, step); its text for
+# 2 ps x 2 workers names each table part's ps task, and that ps task lists
+# the part with its rows; the steps read the tables' rows (READ_ROWS), and
+# each worker trains on its half of the click-through examples.
+case_wide_deep_explain() {
+    local launch_secs=60
+    run_launch "$tmp/o" 2 1 "${wd_small[@]}" --explain=json --train_steps=1
+    sed -n 's/^\[worker0\] \({"explain":.*\)/\1/p' "$tmp/o" | head -n 1 \
+        >"$tmp/live.json"
+    local ps0 ps1
+    ps0=$(tline "$tmp/o" ps0 "ps task 0: serving on .*" | sed -n 's/^ps task 0: serving on \([^ ]*\) .*/\1/p')
+    ps1=$(tline "$tmp/o" ps1 "ps task 1: serving on .*" | sed -n 's/^ps task 1: serving on \([^ ]*\) .*/\1/p')
+    if [[ $rc -ne 0 || ! -s $tmp/live.json || -z $ps0 || -z $ps1 ]]; then
+        fail "live --explain=json: exit $rc"
+        show "$tmp/o" 20
+        return
+    fi
+    ok "a live wide_deep worker 0 explained itself (--explain=json)"
+    timeout "$(t 60)" "$trainer" --explain_only --explain=json \
+        --ps_hosts="$ps0,$ps1" --worker_hosts=127.0.0.1:1 "${wd_small[@]}" \
+        --train_steps=1 >"$tmp/off.json" 2>"$tmp/off.err"
+    rc=$?
+    [[ $rc -eq 0 && $(wc -l <"$tmp/off.json") == 1 ]] &&
+        ok "--explain_only --explain=json: exit 0, one JSON line" ||
+        { fail "--explain_only --explain=json: exit $rc"; show "$tmp/off.err" 10; }
+    "$check" same_explain "$tmp/live.json" "$tmp/off.json" &&
+        ok "the offline worker 0 says what the live one says" ||
+        fail "offline and live wide_deep explanations differ"
+
+    timeout "$(t 60)" "$trainer" --explain_only \
+        --ps_hosts=127.0.0.1:1,127.0.0.1:2 \
+        --worker_hosts=127.0.0.1:3,127.0.0.1:4 "${wd_small[@]}" \
+        >"$tmp/text" 2>&1
+    rc=$?
+    [[ $rc -eq 0 ]] || { fail "--explain_only (text): exit $rc"; show "$tmp/text"; return; }
+    local name task rows n=0 bad= on0=0 on1=0
+    while read -r name task rows; do
+        n=$((n + 1))
+        ((task == 0)) && on0=$((on0 + 1)) || on1=$((on1 + 1))
+        sed -n "/^explain: \[ps $task\] listens on/,/^  in all/p" "$tmp/text" |
+            grep -qF "  $name record " &&
+            sed -n "/^explain: \[ps $task\] listens on/,/^  in all/p" "$tmp/text" |
+            grep -F "  $name record " | grep -q "; embedding table: $rows rows of " ||
+            bad+=" $name(ps $task)"
+        grep -q "^ *[0-9]*\. READ_ROWS  *$name ps $task " "$tmp/text" ||
+            bad+=" READ_ROWS:$name"
+    done < <(wd_parts "$tmp/text" "explain: \[worker 0\] ")
+    if ((n == 2 * ${#wd_tables[@]} && on0 > 0 && on1 > 0)) && [[ -z $bad ]]; then
+        ok "--explain_only (text): $n table parts ($on0 on ps 0, $on1 on ps 1), each listed with its rows by the ps task worker 0 places it on, and read by READ_ROWS"
+    else
+        fail "--explain_only (text): $n table parts ($on0 on ps 0, $on1 on ps 1), wrong:$bad"
+        show "$tmp/text" 60
+    fi
+    local t2
+    bad=
+    for t2 in "${wd_tables[@]}"; do
+        grep -q "^explain: \[worker 0\] placement (.*embedding tables: fixed_size_partitioner(2)" "$tmp/text" &&
+            [[ $(wd_parts "$tmp/text" "explain: \[worker 0\] " | grep -c "^$t2/part_[01] ") == 2 ]] ||
+            bad+=" $t2"
+    done
+    [[ -z $bad ]] && ok "every table in 2 parts (fixed_size_partitioner(2))" ||
+        fail "tables not in 2 parts:$bad"
+    if grep -q '^explain: \[worker 1\] data: 50000 of the 100000 synthetic click-through training examples' "$tmp/text" &&
+        grep -q '^explain: \[ps 1\] embedding table shards (wide_deep): each worker READs only the rows' "$tmp/text" &&
+        grep -q '^explain: \[worker 0\] as the chief' "$tmp/text" &&
+        grep -q 'evaluates the test AUC and log loss' "$tmp/text"; then
+        ok "--explain_only (text): each worker's half of the data, the ps tasks' row reads, the chief's AUC"
+    else
+        fail "--explain_only (text) lacks the data, table or chief lines"
+        show "$tmp/text" 40
+    fi
+}
+
+# --trace with --model=wide_deep in a cluster (2 ps x 1 worker, 6 steps, 3
+# traced): the merged trace has every task; each traced step of the worker
+# READs the dense variables (their values' bytes), reads rows once per
+# lookup (4: wide and deep of 2 features), and has a span for every
+# operation --explain lists (pushes of every table part, global_step's
+# FETCH_AND_ADD); each ps task traced the applies of every variable
+# --explain places on it; and the live --explain (text) places the tables.
+case_wide_deep_trace() {
+    local launch_secs=60
+    # dense/weights [4,1], bias_weights [1], hiddenlayer_0 [2*8+4,64] and
+    # [64], hiddenlayer_1 [64,32] and [32], logits [32,1] and [1]
+    local read_bytes=$(((4 + 1 + 20 * 64 + 64 + 64 * 32 + 32 + 32 + 1) * 4))
+    run_launch "$tmp/o" 2 1 --trace "$tmp/merged.json" -- "${wd_small[@]}" \
+        --train_steps=6 --trace_steps=3 --explain
+    if [[ $rc -ne 0 || ! -s $tmp/merged.json ]]; then
+        fail "exit $rc, merged trace $(ls -l "$tmp/merged.json" 2>&1)"
+        show "$tmp/o" 20
+        return
+    fi
+    timeout "$(t 60)" "$trainer" --explain_only --explain=json \
+        --ps_hosts=127.0.0.1:1,127.0.0.1:2 --worker_hosts=127.0.0.1:3 \
+        "${wd_small[@]}" --train_steps=6 >"$tmp/ex.json" 2>"$tmp/ex.err" ||
+        { fail "--explain_only --explain=json: exit $?"; show "$tmp/ex.err"; }
+    "$check" trace "$tmp/merged.json" num_ps=2 tasks=ps0,ps1,worker0 \
+        ops=READ,READ_ROWS,WRITE_WITH_IMM,FETCH_AND_ADD \
+        read_bytes=$read_bytes lookups=4 explain="$tmp/ex.json" &&
+        ok "merged trace: every task, the worker's reads of rows and variables, its pushes, the ps tasks' applies" ||
+        fail "merged wide_deep trace check"
+    local n
+    n=$(wd_parts "$tmp/o" "\[worker0\] explain: " | wc -l)
+    ((n == 2 * ${#wd_tables[@]})) &&
+        ok "the live --explain places $n table parts on ps tasks" ||
+        { fail "the live --explain placed $n table parts"; show "$tmp/o" 40; }
+}
+
+# The evaluator task on wide_deep checkpoints. A 2 ps x 1 worker job saves
+# model.ckpt-40 (every 20 steps); an evaluator started by hand (outside the
+# training cluster; given its 2 ps tasks, so its tables are in the
+# workers' parts) evaluates it, then the newer ones of a second job
+# (restoring model.ckpt-40, on to 80), until global_step 80. Every
+# checkpoint it names is followed by its test AUC and log loss; each AUC is
+# above 0.6 and at most the hidden model's, each log loss within
+# [hidden - 0.01, hidden + 0.1]; on model.ckpt-40 and model.ckpt-80 (the
+# variables each chief saved last) the figures are the chief's own.
+case_wide_deep_evaluator() {
+    local launch_secs=60 d=$tmp/ckpt
+    local args=("${wd_small[@]}" --checkpoint_dir="$d" --save_checkpoint_steps=20)
+    run_launch "$tmp/o1" 2 1 "${args[@]}" --train_steps=40
+    if [[ $rc -ne 0 || ! -s $d/model.ckpt-40.safetensors ]]; then
+        fail "the first job: exit $rc, $(ls "$d" 2>&1 | tr '\n' ' ')"
+        show "$tmp/o1" 20
+        return
+    fi
+    timeout "$(t 80)" "$trainer" --ps_hosts=127.0.0.1:1,127.0.0.1:2 \
+        --worker_hosts=127.0.0.1:3 --job_name=evaluator --task_index=0 \
+        "${args[@]}" --train_steps=80 --max_wait_secs="$(t 60)" \
+        >"$tmp/ev" 2>&1 &
+    local ev=$! i
+    for ((i = 0; i < $(t 300); i++)); do # at most 30 s
+        grep -q '^\[evaluator0\] test AUC' "$tmp/ev" 2>/dev/null && break
+        kill -0 "$ev" 2>/dev/null || break
+        sleep 0.1
+    done
+    run_launch "$tmp/o2" 2 1 "${args[@]}" --train_steps=80
+    local rc2=$rc
+    wait "$ev"
+    local rce=$?
+    [[ $rc2 -eq 0 ]] || { fail "the second job: exit $rc2"; show "$tmp/o2" 20; }
+    if [[ $rce -eq 0 ]] &&
+        grep -q '^\[evaluator0\] evaluator 0: done: global_step 80 reached --train_steps$' "$tmp/ev"; then
+        ok "the evaluator: exit 0 after global_step 80"
+    else
+        fail "the evaluator: exit $rce"
+        show "$tmp/ev" 20
+    fi
+    # "STEP AUC HIDDEN LOSS HIDDEN_LOSS" per evaluated checkpoint, or
+    # "MISSING STEP" when its line is not followed by the figures
+    awk '
+        /^\[evaluator0\] evaluator 0: .*\.safetensors \(global_step [0-9]+\)$/ {
+            if (want) print "MISSING", step
+            step = $NF; sub(/\)$/, "", step); want = 1; next
+        }
+        want && match($0, /^\[evaluator0\] test AUC [0-9.]+ \(hidden model [0-9.]+\), log loss [0-9.]+ \(hidden [0-9.]+\) on 20000 examples/) {
+            split($0, w, /[ (),]+/)
+            print step, w[4], w[7], w[10], w[12]; want = 0; next
+        }
+        want { print "MISSING", step; want = 0 }
+        END { if (want) print "MISSING", step }' "$tmp/ev" >"$tmp/evals"
+    local step auc hid loss hloss n=0 bad=
+    while read -r step auc hid loss hloss; do
+        if [[ $step == MISSING ]]; then
+            bad+=" model.ckpt-$auc: no AUC and log loss line;"
+            continue
+        fi
+        n=$((n + 1))
+        awk -v a="$auc" -v h="$hid" -v l="$loss" -v hl="$hloss" \
+            'BEGIN { exit !(a > 0.6 && a <= h && l >= hl - 0.01 && l <= hl + 0.1) }' ||
+            bad+=" model.ckpt-$step: AUC $auc (hidden $hid), log loss $loss (hidden $hloss);"
+    done <"$tmp/evals"
+    if ((n >= 2)) && [[ -z $bad ]] && grep -q '^40 ' "$tmp/evals" &&
+        grep -q '^80 ' "$tmp/evals"; then
+        ok "the evaluator evaluated $n checkpoints, each with a sane test AUC and log loss: $(awk '{ printf "%s%s: AUC %s, log loss %s", (NR > 1 ? "; " : ""), $1, $2, $4 }' "$tmp/evals")"
+    else
+        fail "the evaluator's checkpoints ($n evaluated, want 40 and 80 among them):$bad"
+        cat "$tmp/evals"
+        show "$tmp/ev" 20
+    fi
+    local o want got
+    for o in 1:40 2:80; do
+        want=$(tline "$tmp/o${o%%:*}" worker0 "test AUC .*" | sed 's/ in [0-9.]* s$//')
+        got=$(sed -n "/^\[evaluator0\] evaluator 0: .*model\.ckpt-${o#*:}\.safetensors (global_step ${o#*:})\$/{n;p;}" "$tmp/ev" |
+            sed 's/^\[evaluator0\] //; s/ in [0-9.]* s$//')
+        [[ -n $want && $got == "$want" ]] &&
+            ok "model.ckpt-${o#*:}: the evaluator's '$got' is the chief's" ||
+            fail "model.ckpt-${o#*:}: the evaluator's '$got', the chief's '$want'"
+    done
+}
+
 case_async_converges() {
     # 2 async workers sharing 2000 updates of 100 examples (3.3 epochs).
     # Measured here (mlp:64, adam, batch 100, --threads=1): local runs
@@ -1056,6 +1266,9 @@ wide_deep_2x2_worker) case_wide_deep_2x2 worker ;;
 wide_deep_sync) case_wide_deep_sync ;;
 wide_deep_table_memory) case_wide_deep_table_memory ;;
 wide_deep_checkpoint) case_wide_deep_checkpoint ;;
+wide_deep_explain) case_wide_deep_explain ;;
+wide_deep_trace) case_wide_deep_trace ;;
+wide_deep_evaluator) case_wide_deep_evaluator ;;
 secret)
     need_data
     case_secret
