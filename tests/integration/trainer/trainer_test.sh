@@ -379,6 +379,30 @@ case_wide_deep_partitions() {
         fail "in 3 parts: test AUC '$auc'"
 }
 
+# --model=wide_deep --trace (local): a Chrome trace of the first
+# --trace_steps steps, with the tables' gathers and sparse applies
+case_wide_deep_trace() {
+    run "$tmp/o" --model=wide_deep "--ctr_spec=vocab=1000,1e5;train=1e5;test=2e4" \
+        --batch_size=256 --eval_examples=20000 --train_steps=5 \
+        --trace="$tmp/t.json" --trace_steps=2 --log_every=0 --threads=1
+    if [[ $rc -ne 0 || ! -s $tmp/t.json ]]; then
+        fail "exit $rc, trace $(ls -l "$tmp/t.json" 2>&1): $(tail -3 "$tmp/o")"
+        return
+    fi
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = [e for e in d["traceEvents"] if e.get("ph") == "X"]
+ops = {e["args"]["op"] for e in ev}
+steps = {e["args"]["step"] for e in ev}
+assert {"GatherV2", "SparseApplyOptimizer", "MatMul", "SigmoidCrossEntropyWithLogits"} <= ops, ops
+assert steps == {0, 1}, steps
+assert all(e["dur"] >= 0 and "ts" in e for e in ev)
+print("%d events, %d ops, steps %s" % (len(ev), len(ops), sorted(steps)))
+' "$tmp/t.json" && ok "wide_deep trace: gathers and sparse applies of 2 steps" ||
+        fail "wide_deep trace JSON check"
+}
+
 case_loss_decreases() {
     run "$tmp/o" --model=softmax --train_steps=200 --batch_size=100 \
         --log_every=50 --seed=3
@@ -630,6 +654,7 @@ data_dir) case_data_dir ;;
 wide_deep_auc) case_wide_deep_auc ;;
 wide_deep_determinism) case_wide_deep_determinism ;;
 wide_deep_partitions) case_wide_deep_partitions ;;
+wide_deep_trace) case_wide_deep_trace ;;
 terminal)
     need_data
     case_terminal
