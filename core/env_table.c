@@ -15,6 +15,9 @@ static const rf_env_var vars[] = {
     {"RF_LOG_FILE", "stderr", "core", "append log lines to this file"},
     {"RF_CLUSTER_SECRET_FILE", "none", "core",
      "the cluster secret; --cluster_secret_file wins"},
+    {"RF_REQUIRE_SECRET", "0", "session",
+     "1: a task without a cluster secret fails to start instead of warning; "
+     "--require_secret does the same"},
     {"RF_PEER_TIMEOUT_MS", "10000", "fabric",
      "a silent peer is declared dead after about this long"},
     {"RF_RNR_TIMEOUT_MS", "2000", "fabric",

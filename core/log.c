@@ -23,6 +23,8 @@ static const char *const level_names[] = {"error", "warn", "info", "debug",
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static _Atomic int threshold = RF_LOG_WARN;
+/* RF_LOG_FILE's stream; NULL: stderr, read at each write, so a program
+ * that replaces stderr (rf-trainer's task prefix) has the log follow it */
 static FILE *log_stream;
 static pthread_mutex_t log_mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -46,7 +48,6 @@ static void log_init(void)
 {
     const char *level = getenv("RF_LOG_LEVEL");
     rf_log_level parsed;
-    log_stream = stderr;
     if (level && *level) {
         if (rf_log_parse_level(level, &parsed) == 0) {
             atomic_store(&threshold, (int)parsed);
@@ -112,11 +113,11 @@ log_vwrite(rf_log_level level, const char *file, int line, unsigned suppressed,
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
 
+    FILE *out = log_stream ? log_stream : stderr;
     pthread_mutex_lock(&log_mutex);
-    fprintf(log_stream, "%02d:%02d:%02d.%06ld %-5s %d:%ld %s:%d %s%s\n",
-            tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000,
-            level_names[level], (int)getpid(), (long)syscall(SYS_gettid), base,
-            line, msg, tail);
+    fprintf(out, "%02d:%02d:%02d.%06ld %-5s %d:%ld %s:%d %s%s\n", tm.tm_hour,
+            tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000, level_names[level],
+            (int)getpid(), (long)syscall(SYS_gettid), base, line, msg, tail);
     pthread_mutex_unlock(&log_mutex);
 }
 

@@ -77,6 +77,7 @@ typedef struct flags {
     const char *checkpoint_dir; /* NULL: no checkpoints */
     long long save_checkpoint_steps;
     const char *cluster_secret_file; /* NULL: RF_CLUSTER_SECRET_FILE */
+    bool require_secret;             /* --require_secret */
     const char *metrics_out;         /* NULL: no metrics file */
 } flags;
 
@@ -88,7 +89,8 @@ static const char usage[] =
     "(100)]\n"
     "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n"
     "         [--checkpoint_dir=DIR [--save_checkpoint_steps=N (1000)]]\n"
-    "         [--cluster_secret_file=FILE] [--metrics_out=FILE]\n"
+    "         [--cluster_secret_file=FILE] [--require_secret]\n"
+    "         [--metrics_out=FILE]\n"
     "       " PROG " --help | --version\n";
 
 /* A usage error: the message on stderr; returns exit status 2. */
@@ -177,6 +179,11 @@ static int parse_flags(int argc, char **argv, flags *f)
             return 1;
         if (!strcmp(argv[i], "--version"))
             return 3;
+        /* no secret is an error instead of a warning (RF_REQUIRE_SECRET=1) */
+        if (!strcmp(argv[i], "--require_secret")) {
+            f->require_secret = true;
+            continue;
+        }
         const char *v;
         int k = find_flag(table, sizeof table / sizeof table[0], argc, argv, &i,
                           &v);
@@ -241,7 +248,8 @@ static int run_ps(const flags *f, const rf_cluster *cluster)
     rf_metrics_writer *metrics; /* a ps trains nothing: a summary only */
     if (open_metrics(f, self, &metrics) != RF_OK)
         return fail("--metrics_out");
-    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
+    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
+                            .require_secret = f->require_secret};
     if (rf_server_start(cluster, &so, &server) != RF_OK) {
         rf_metrics_writer_close(metrics);
         return fail("starting the ps server");
@@ -567,7 +575,8 @@ static int run_worker(const flags *f, const rf_cluster *cluster)
     if (rc != 0)
         return rc;
     rc = 1;
-    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file};
+    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
+                            .require_secret = f->require_secret};
     if (rf_server_start(cluster, &so, &w.server) != RF_OK)
         rc = fail("starting the server");
     else if (load_data(&w) != RF_OK)

@@ -1,7 +1,8 @@
 /* session/server.c: rf_server, what every task starts (tf.train.Server):
  * the cluster's host names resolved (retried, server_resolve.c), the NUMA
  * binding of the calling thread and the fabric on the task's
- * cluster address, the cluster secret if any, and for a ps task the ps
+ * cluster address, the cluster secret if any (server_secret.c: without
+ * one a warning, or an error when one is required), and for a ps task the ps
  * server that serves until the chief's SHUTDOWN, its roles bound to the
  * cluster spec. Knows nothing of the model. */
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "rdmaflow/env.h"
 #include "session/server_resolve.h"
+#include "session/server_secret.h"
 #include "session/session_internal.h"
 
 /* The ps's apply=ps updates as spans of the server's trace. */
@@ -51,8 +53,8 @@ rf_status rf_server_start(const rf_cluster *cluster,
     /* A worker binds itself (threads created from now on, the executor's
      * pool and the fabric's progress thread, inherit it); a ps task's
      * server binds its arena and service threads itself. */
-    rf_status st =
-        rf_secret_load_default(sv->opt.cluster_secret_file, &sv->secret);
+    rf_status st = sess_server_secret(sv->opt.cluster_secret_file,
+                                      sv->opt.require_secret, &sv->secret);
     if (st != RF_OK) {
         free(sv);
         return st;

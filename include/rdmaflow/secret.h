@@ -35,6 +35,14 @@ RF_API rf_status rf_secret_load(const char *path, rf_cluster_secret **out);
  * RF_OK); flag_path, when not NULL or empty, wins over the variable. */
 RF_API rf_status rf_secret_load_default(const char *flag_path,
                                         rf_cluster_secret **out);
+/* Writes a fresh cluster secret to path, a file that must not exist yet
+ * (O_EXCL, a symbolic link is not followed): RF_SECRET_CREATE_BYTES random
+ * bytes (libsodium's randombytes_buf) as lowercase hex and a newline, mode
+ * 0600 whatever the umask, fsynced. On any failure the file is removed
+ * again. Errors: RF_ERR_IO naming the path and the reason. rf-launch makes
+ * each job's secret with it. */
+#define RF_SECRET_CREATE_BYTES 32
+RF_API rf_status rf_secret_create(const char *path);
 /* The 32-byte HMAC-SHA256 key. */
 RF_API const unsigned char *rf_secret_key(const rf_cluster_secret *secret);
 /* The path it was loaded from, for logs. */

@@ -105,6 +105,11 @@ typedef struct rf_server_options {
      * then authenticates every connection, a worker's sessions
      * authenticate to every ps. */
     const char *cluster_secret_file;
+    /* Without a secret (neither of the above), rf_server_start logs one
+     * warning line per process saying that the cluster is unauthenticated
+     * and what that exposes. require_secret (--require_secret), or
+     * RF_REQUIRE_SECRET=1, makes it fail with RF_ERR_AUTH instead. */
+    bool require_secret;
     /* The local address a ps task listens on (--bind_addr): NULL or ""
      * means RF_BIND_ADDR, and neither the task's cluster host. "0.0.0.0"
      * or "::" listens on every address, e.g. in a Kubernetes pod whose

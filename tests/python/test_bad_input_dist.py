@@ -18,11 +18,15 @@ and what was running goes on.
   naming the cluster's chief (worker 0); worker 1 then joins as a worker.
 - tf.train.Server with a job name or a task index the cluster does not
   have, or an unknown protocol, raises ValueError naming it (in this
-  process: nothing is started)."""
+  process: nothing is started); with RF_REQUIRE_SECRET=1 and no secret it
+  raises UnauthenticatedError; without a secret a process warns once that
+  its cluster is unauthenticated, however many Servers it starts."""
 
 # ctest-timeout: 120
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -160,3 +164,34 @@ def test_server_bad_protocol(spec):
     with pytest.raises(ValueError, match=r"protocol 'grpc\+ib'.*'sock'"):
         tf.train.Server(spec, job_name="ps", task_index=0,
                         protocol="grpc+ib")
+
+
+def test_server_require_secret(spec, monkeypatch):
+    """RF_REQUIRE_SECRET=1 (the library's, as for rf-trainer): a Server
+    without a cluster secret is refused, naming what required it."""
+    monkeypatch.setenv("RF_REQUIRE_SECRET", "1")
+    with pytest.raises(tf.errors.UnauthenticatedError,
+                       match=r"no cluster secret .* RF_REQUIRE_SECRET=1 "
+                             r"requires one"):
+        tf.train.Server(spec, job_name="ps", task_index=0)
+
+
+def test_server_warns_once(spec, python):
+    """Without a secret a process warns once that its cluster is
+    unauthenticated, however many Servers it starts."""
+    spec_json = json.dumps(spec.as_dict())
+    code = ("import json, rdmaflow as tf\n"
+            f"spec = tf.train.ClusterSpec(json.loads({spec_json!r}))\n"
+            "for _ in range(3):\n"
+            "    tf.train.Server(spec, job_name='worker', task_index=0,\n"
+            "                    protocol='sock').stop()\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RF_CLUSTER_SECRET_FILE", "RF_REQUIRE_SECRET",
+                        "RF_LOG_LEVEL", "RF_LOG_FILE")}
+    out = subprocess.run([python, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stderr.splitlines()
+             if "the cluster is unauthenticated" in line]
+    assert len(lines) == 1, out.stderr
+    assert "read and write every variable and global_step" in lines[0]

@@ -149,8 +149,8 @@ static int place_on_hosts(const lt_opts *o, lt_task *t, int total, char *err,
     return 0;
 }
 
-int lt_cluster_create(const lt_opts *o, lt_task **tasks, int *n, char *err,
-                      size_t errlen)
+int lt_cluster_create(const lt_opts *o, const struct lt_secret *secret,
+                      lt_task **tasks, int *n, char *err, size_t errlen)
 {
     int total = o->ps + (o->chief ? 1 : 0) + o->workers;
     lt_task *t = calloc((size_t)total, sizeof *t);
@@ -184,6 +184,7 @@ int lt_cluster_create(const lt_opts *o, lt_task **tasks, int *n, char *err,
         t[i].stdin_fd = -1;
         t[i].out.in_fd = t[i].err.in_fd = -1;
         t[i].host = o->host;
+        t[i].secret = secret;
     }
     if (o->hostfile) {
         int hrc = place_on_hosts(o, t, total, err, errlen);

@@ -5,7 +5,8 @@
  * cluster.c builds each task's argv and environment, task.c starts a task
  * (rdmaflow/spawn.h), output.c prefixes their output lines, supervise.c
  * watches the tasks, restarts them (--restart_on_failure) and stops them,
- * trace_merge.c merges their Chrome traces. */
+ * trace_merge.c merges their Chrome traces, secret.c makes the job's
+ * cluster secret. */
 #ifndef RF_LAUNCH_H
 #define RF_LAUNCH_H
 
@@ -55,7 +56,8 @@ typedef struct lt_opts {
     const char *hostfile;
     const char *ssh;
     int port_base;
-    char **prog; /* PROGRAM ARGS... (NULL-terminated, in argv) */
+    bool keep_secret; /* --keep_secret: leave the job's own secret */
+    char **prog;      /* PROGRAM ARGS... (NULL-terminated, in argv) */
     int prog_argc;
     bool help;
     bool version;
@@ -85,10 +87,13 @@ typedef struct lt_task {
     bool remote;               /* started over ssh (--hostfile) */
     int stdin_fd;              /* remote: ssh's stdin, held open; else -1 */
     struct lt_hostfile *hosts; /* the hostfile (task 0 owns it) or NULL */
-    char **argv;               /* owned, NULL-terminated */
-    char *tf_config;           /* owned TF_CONFIG JSON, or NULL (flags mode) */
-    char *trace_path;          /* owned, or NULL */
-    char *metrics_path;        /* owned, or NULL */
+    /* the job's own cluster secret (secret.h; owned by main), or NULL
+     * when the user gave one */
+    const struct lt_secret *secret;
+    char **argv;        /* owned, NULL-terminated */
+    char *tf_config;    /* owned TF_CONFIG JSON, or NULL (flags mode) */
+    char *trace_path;   /* owned, or NULL */
+    char *metrics_path; /* owned, or NULL */
     pid_t pid;          /* also the task's process group; 0: not started */
     bool running;       /* started and not yet reaped */
     int wstatus;        /* waitpid status once reaped */

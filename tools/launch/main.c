@@ -60,7 +60,15 @@
  * directory, with TF_CONFIG and the RF_* variables, listening on its host
  * and on a port free here (or --port_base P + k). Its output is prefixed
  * and its failure stops the job as above; stopping the ssh stops the
- * remote task (a watcher on ssh's stdin), and its exit status is ssh's. */
+ * remote task (a watcher on ssh's stdin), and its exit status is ssh's.
+ *
+ * Authenticated by default: unless the user gives a cluster secret
+ * (RF_CLUSTER_SECRET_FILE, or --cluster_secret_file among the program's
+ * arguments, which is then used), rf-launch makes a fresh one for the
+ * launch in a private run folder and gives it to every task, restarts
+ * included; a --hostfile task gets it over ssh's stdin (secret.c,
+ * remote.c). It is removed at the end (--keep_secret: kept, and its path
+ * printed). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,6 +85,7 @@
 #include "rdmaflow/env.h"
 #include "rdmaflow/file.h"
 #include "rdmaflow/version.h"
+#include "secret.h"
 #include "supervise.h"
 #include "task.h"
 #include "trace_merge.h"
@@ -191,22 +200,27 @@ int main(int argc, char **argv)
                "their process group may outlive the launch)",
                strerror(errno));
     lt_note_inherited();
+    lt_secret secret;
+    if (lt_secret_prepare(&o, &secret, err, sizeof err) != 0) {
+        lt_msg("%s", err);
+        close(sigfd);
+        return LT_EXIT_FAILED;
+    }
     lt_task *t = NULL;
     int n = 0;
-    int rc = lt_cluster_create(&o, &t, &n, err, sizeof err);
+    int rc = lt_cluster_create(&o, secret.path ? &secret : NULL, &t, &n, err,
+                               sizeof err);
     if (rc != 0) {
         lt_msg("%s", err);
+        lt_secret_finish(&secret, false);
         close(sigfd);
         return rc == -2 ? LT_EXIT_USAGE : LT_EXIT_FAILED;
     }
-    if (o.trace && prepare_trace(&o, t, n) != 0) {
+    if ((o.trace && prepare_trace(&o, t, n) != 0) ||
+        ((o.metrics_dir || o.plot_dir) &&
+         lt_metrics_prepare(&o, t, n, &orig) != 0)) {
         lt_cluster_free(t, n);
-        close(sigfd);
-        return LT_EXIT_USAGE;
-    }
-    if ((o.metrics_dir || o.plot_dir) &&
-        lt_metrics_prepare(&o, t, n, &orig) != 0) {
-        lt_cluster_free(t, n);
+        lt_secret_finish(&secret, false);
         close(sigfd);
         return LT_EXIT_USAGE;
     }
@@ -231,6 +245,7 @@ int main(int argc, char **argv)
         lt_metrics_plot(&o, t, n, &orig) != 0 && code == LT_EXIT_OK)
         code = LT_EXIT_FAILED;
     lt_cluster_free(t, n);
+    lt_secret_finish(&secret, o.keep_secret);
     close(sigfd);
     return code;
 }

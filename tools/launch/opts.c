@@ -19,8 +19,8 @@ void lt_opts_usage(FILE *f)
         "                 [--metrics_dir DIR] [--plot DIR]\n"
         "                 [--grace SECS] [--ps_grace SECS]\n"
         "                 [--restart_on_failure [--max_restarts N]]\n"
-        "                 [--hostfile FILE [--ssh CMD]] [--port_base P] -- "
-        "PROGRAM ARGS...\n"
+        "                 [--hostfile FILE [--ssh CMD]] [--port_base P]\n"
+        "                 [--keep_secret] -- PROGRAM ARGS...\n"
         "Runs a ps/worker cluster on this machine, one process per task,\n"
         "each running PROGRAM ARGS... --ps_hosts=H:P,... "
         "--worker_hosts=H:P,...\n"
@@ -33,7 +33,20 @@ void lt_opts_usage(FILE *f)
         "Once every worker has exited 0, the ps tasks get --ps_grace\n"
         "seconds to exit; any still running is then stopped with a "
         "warning and the\n"
-        "launch still succeeds.\n\n"
+        "launch still succeeds.\n"
+        "The job is authenticated: unless RF_CLUSTER_SECRET_FILE is set or "
+        "the\n"
+        "program's arguments have --cluster_secret_file (that secret is then "
+        "used),\n"
+        "rf-launch makes a fresh random cluster secret for the launch, in a "
+        "new\n"
+        "private folder $TMPDIR/rf-launch.XXXXXX (/tmp without TMPDIR), file "
+        "\"secret\"\n"
+        "of mode 0600, and gives it to every task in RF_CLUSTER_SECRET_FILE "
+        "(a\n"
+        "--hostfile task gets it over ssh's standard input, into a private "
+        "file on\n"
+        "its host removed when it ends); it is removed at the end.\n\n"
         "  --ps N          parameter-server tasks, 0..%d\n"
         "  --workers N     worker tasks, 0..%d (at least one worker or "
         "--chief)\n"
@@ -99,6 +112,11 @@ void lt_opts_usage(FILE *f)
         "listens\n"
         "                  on port P + k (default: ports free on this "
         "machine)\n"
+        "  --keep_secret   keep the job's cluster secret file at the end and "
+        "print\n"
+        "                  its path (e.g. to start another task of the job "
+        "by hand\n"
+        "                  with RF_CLUSTER_SECRET_FILE)\n"
         "  --help          this message\n"
         "  --version       print the version and exit\n\n"
         "exit status: 0 success, 1 a task failed, 2 usage error, 124 "
@@ -168,6 +186,7 @@ typedef enum flag_id {
     F_HOSTFILE,
     F_SSH,
     F_PORT_BASE,
+    F_KEEP_SECRET,
 } flag_id;
 
 static const struct {
@@ -194,6 +213,7 @@ static const struct {
     {"hostfile", F_HOSTFILE, true},
     {"ssh", F_SSH, true},
     {"port_base", F_PORT_BASE, true},
+    {"keep_secret", F_KEEP_SECRET, false},
 };
 
 static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
@@ -270,6 +290,9 @@ static int set_flag(lt_opts *o, flag_id id, const char *name, const char *v,
             return -1;
         }
         o->ssh = v;
+        return 0;
+    case F_KEEP_SECRET:
+        o->keep_secret = true;
         return 0;
     case F_PORT_BASE:
         if (parse_count(name, v, 65535, &o->port_base, err, errlen) != 0)

@@ -19,6 +19,25 @@ static const char watch[] =
     "s=0; wait $p || s=$?; "
     "while kill -0 $p 2>/dev/null; do wait $p; s=$?; done; exit $s";
 
+/* With the job's own secret: first its line from ssh's stdin (read byte by
+ * byte by the shell, so nothing after it is consumed) into a private file
+ * of this host (a mktemp -d folder, mode 0700; the file 0600), named to
+ * the task by RF_CLUSTER_SECRET_FILE and removed when the task has ended;
+ * then the watcher above. The secret is never on a command line. */
+static const char watch_secret[] =
+    "d=$(mktemp -d \"${TMPDIR:-/tmp}/rf-task.XXXXXX\") || exit 1; "
+    "IFS= read -r k || { echo 'rf-launch: no cluster secret on stdin' >&2; "
+    "rm -rf \"$d\"; exit 1; }; "
+    "(umask 077 && printf '%s\\n' \"$k\" >\"$d/secret\") || "
+    "{ rm -rf \"$d\"; exit 1; }; k=; "
+    "RF_CLUSTER_SECRET_FILE=$d/secret; export RF_CLUSTER_SECRET_FILE; "
+    "exec 3<&0; \"$@\" </dev/null 3<&- & p=$!; "
+    "trap 'kill -TERM $p 2>/dev/null' TERM HUP INT; "
+    "{ cat >/dev/null 2>&1; kill -TERM $p 2>/dev/null; } <&3 & exec 3<&-; "
+    "s=0; wait $p || s=$?; "
+    "while kill -0 $p 2>/dev/null; do wait $p; s=$?; done; "
+    "rm -rf \"$d\"; exit $s";
+
 /* Appends text to a growing string; -1 if out of memory. */
 typedef struct sbuf {
     char *s;
@@ -78,7 +97,8 @@ static char *remote_command(const lt_task *t)
         rc = rc || put_quoted(&b, kv);
         free(kv);
     }
-    rc = rc || put(&b, " sh -c", 6) || put_quoted(&b, watch) ||
+    rc = rc || put(&b, " sh -c", 6) ||
+         put_quoted(&b, t->secret ? watch_secret : watch) ||
          put(&b, " rf-task", 8);
     for (char **a = t->argv; !rc && *a; a++)
         rc = put_quoted(&b, *a);

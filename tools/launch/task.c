@@ -3,12 +3,15 @@
  * gets exactly the same argv, environment and process treatment. */
 #include "task.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "output.h"
 #include "rdmaflow/spawn.h"
+#include "secret.h"
 
 rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
 {
@@ -26,7 +29,18 @@ rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
         free(tf_config);
         return rf_error_set(RF_ERR_NO_MEMORY, "out of memory");
     }
-    const char *set[] = {task_name, tf_config, NULL},
+    /* the job's own secret: a local task reads the file, a remote one
+     * gets its text on ssh's stdin below (remote.c) */
+    char *secret_env = NULL;
+    if (t->secret && !t->remote &&
+        asprintf(&secret_env, "RF_CLUSTER_SECRET_FILE=%s", t->secret->path) <
+            0) {
+        free(tf_config);
+        free(task_name);
+        return rf_error_set(RF_ERR_NO_MEMORY, "out of memory");
+    }
+    const char *set[] = {task_name, secret_env ? secret_env : tf_config,
+                         secret_env ? tf_config : NULL, NULL},
                *unset[] = {"TF_CONFIG", NULL};
     rf_spawn_opts o = {
         .argv = (const char *const *)t->argv,
@@ -45,8 +59,15 @@ rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
     rf_status st = rf_spawn(&o, &c);
     free(tf_config);
     free(task_name);
+    free(secret_env);
     if (st != RF_OK)
         return st;
+    /* one line, far below the pipe's capacity: written whole at once */
+    if (t->remote && t->secret &&
+        write(c.stdio_fd[0], t->secret->text, t->secret->len) !=
+            (ssize_t)t->secret->len)
+        lt_msg("%s: could not send the cluster secret to its ssh: %s", t->name,
+               strerror(errno));
     t->pid = c.pid;
     t->running = true;
     if (t->stdin_fd >= 0)

@@ -41,6 +41,7 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
     }
     rf_server_options o = {.trace = trace,
                            .cluster_secret_file = f->cluster_secret_file,
+                           .require_secret = f->require_secret,
                            .bind_addr = f->bind_addr,
                            .resolve_wait_secs = (int)f->max_wait_secs,
                            .trace_updates =

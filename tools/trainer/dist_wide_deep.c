@@ -187,6 +187,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     char who[64];
     snprintf(who, sizeof who, "%s %d", self->job, self->index);
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
+                            .require_secret = f->require_secret,
                             .bind_addr = f->bind_addr,
                             .resolve_wait_secs = (int)f->max_wait_secs};
     if (rf_server_start(cluster, &so, &server) != RF_OK) {

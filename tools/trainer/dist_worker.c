@@ -245,6 +245,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         }
     }
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
+                            .require_secret = f->require_secret,
                             .bind_addr = f->bind_addr,
                             .resolve_wait_secs = (int)f->max_wait_secs};
     if (rf_server_start(cluster, &so, &d.server) != RF_OK) {

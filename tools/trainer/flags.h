@@ -75,6 +75,7 @@ typedef struct tr_flags {
     int64_t metrics_every_steps; /* --metrics_every_steps (default 100) */
     /* --cluster_secret_file (NULL: RF_CLUSTER_SECRET_FILE, else none) */
     const char *cluster_secret_file;
+    bool require_secret; /* --require_secret */
     /* --initial_accumulator_value (adagrad, ftrl), --learning_rate_power and
      * --l1/l2/l2_shrinkage_regularization_strength (ftrl); NAN: TF's
      * default */

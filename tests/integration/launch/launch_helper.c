@@ -20,7 +20,10 @@
  *   --runs=DIR           record this run (k = 1, 2, ... for each start of
  *                        the task) as DIR/<self>.<k>: "argv I X" per
  *                        argument, "env NAME=VALUE" per environment
- *                        variable, "pgroup_leader 0|1", "pdeathsig SIG";
+ *                        variable, "pgroup_leader 0|1", "pdeathsig SIG",
+ *                        and with RF_CLUSTER_SECRET_FILE "secret_file MODE
+ *                        BYTES FNV" (octal mode, size, FNV-1a 64 of the
+ *                        bytes: equal secrets, without showing them);
  *                        then DIR/<self>.<k>.t: "<rf_now_ms> <pid>" (made
  *                        by rename, so whole when it appears); with
  *                        --grandchild, DIR/<self>.<k>.gc: its pid
@@ -38,10 +41,12 @@
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -218,6 +223,30 @@ static int check_trace(const char *path)
     return 0;
 }
 
+/* The "secret_file" line of a record (see --runs). */
+static void record_secret(FILE *f)
+{
+    const char *path = getenv("RF_CLUSTER_SECRET_FILE");
+    struct stat sb;
+    int fd = path ? open(path, O_RDONLY) : -1;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        if (path)
+            fprintf(f, "secret_file missing\n");
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    uint64_t h = 14695981039346656037ull;
+    unsigned char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            h = (h ^ buf[i]) * 1099511628211ull;
+    close(fd);
+    fprintf(f, "secret_file %o %lld %016llx\n", (unsigned)(sb.st_mode & 07777),
+            (long long)sb.st_size, (unsigned long long)h);
+}
+
 /* Writes this run's record (see --runs) and sets run_no. */
 static void record_run(int argc, char **argv)
 {
@@ -243,6 +272,7 @@ static void record_run(int argc, char **argv)
     prctl(PR_GET_PDEATHSIG, &pdeathsig);
     fprintf(f, "pgroup_leader %d\npdeathsig %d\n", getpgrp() == getpid(),
             pdeathsig);
+    record_secret(f);
     if (fclose(f) != 0)
         exit(6);
     snprintf(tmp, sizeof tmp, "%s.t.tmp", path);

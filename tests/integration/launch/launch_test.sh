@@ -640,5 +640,87 @@ EOF_USAGE
   expect_err "rf-launch: ps0: cannot run '/nonexistent/program': No such file or directory"
 }
 
+# The job's own cluster secret: every task (restarts too) gets the same
+# one in RF_CLUSTER_SECRET_FILE, a 0600 file in a 0700 run folder under
+# $TMPDIR, gone at the end however the launch ends; --keep_secret keeps
+# it; a secret the user gives is used instead; no run folder: exit 1.
+case_secret() {
+  local td=$TMP/td line path h= t
+  mkdir "$td"
+  fresh_runs
+  TMPDIR=$td launch --ps 1 --workers 2 -- "$HELPER" --runs="$R" \
+    --marker="$M"
+  expect_rc 0
+  [ ! -s "$ERR" ] || fail "rf-launch said something about the secret"
+  for t in ps0 worker0 worker1; do
+    line=$(grep '^secret_file ' "$R/$t.1")
+    [[ $line =~ ^secret_file\ 600\ 65\ [0-9a-f]{16}$ ]] ||
+      fail "$t: '$line' (want mode 600, 65 bytes)"
+    [ -z "$h" ] && h=${line##* }
+    [ "${line##* }" = "$h" ] || fail "$t has another secret"
+    path=$(sed -n 's/^env RF_CLUSTER_SECRET_FILE=//p' "$R/$t.1")
+    [[ $path == "$td"/rf-launch.??????/secret ]] || fail "$t: secret at '$path'"
+  done
+  [ -z "$(ls -A "$td")" ] || fail "left in TMPDIR: $(ls -A "$td")"
+  # the folder's mode, seen by a task while it runs
+  TMPDIR=$td launch --ps 0 --workers 1 -- sh -c \
+    'stat -c "folder %a" "${RF_CLUSTER_SECRET_FILE%/*}"' --marker="$M"
+  expect_rc 0
+  grep -qx '\[worker0\] folder 700' "$OUT" || fail "run folder: $(cat "$OUT")"
+  # a fresh secret per launch
+  fresh_runs
+  TMPDIR=$td launch --ps 0 --workers 1 -- "$HELPER" --runs="$R" \
+    --marker="$M"
+  line=$(grep '^secret_file ' "$R/worker0.1")
+  [ "${line##* }" != "$h" ] || fail "the second launch reused the secret"
+  # removed after a failed task, a signal and --timeout as well
+  TMPDIR=$td launch --ps 1 --workers 1 -- "$HELPER" --exit=worker0:3:100 \
+    --ps-then=forever --marker="$M"
+  expect_rc 1
+  [ -z "$(ls -A "$td")" ] || fail "left after a failure: $(ls -A "$td")"
+  TMPDIR=$td launch --ps 1 --workers 1 --timeout 1 -- "$HELPER" \
+    --then=forever --marker="$M"
+  expect_rc 124
+  [ -z "$(ls -A "$td")" ] || fail "left after --timeout: $(ls -A "$td")"
+  TMPDIR=$td "$LAUNCH" --ps 1 --workers 1 -- "$HELPER" --ready \
+    --then=forever --marker="$M" >"$OUT" 2>"$ERR" &
+  local pid=$!
+  wait_ready 2
+  kill -TERM $pid
+  wait $pid
+  RC=$?
+  expect_rc 143
+  [ -z "$(ls -A "$td")" ] || fail "left after SIGTERM: $(ls -A "$td")"
+  no_leftovers
+  # --keep_secret
+  TMPDIR=$td launch --ps 0 --workers 1 --keep_secret -- "$HELPER" \
+    --marker="$M"
+  expect_rc 0
+  path=$(sed -n 's/^rf-launch: the cluster secret is kept in \(.*\) (--keep_secret)$/\1/p' "$ERR")
+  [[ $path == "$td"/rf-launch.??????/secret ]] || fail "--keep_secret: '$path'"
+  [ "$(stat -c %a "$path" 2>/dev/null)" = 600 ] || fail "kept secret: mode $(stat -c %a "$path")"
+  rm -rf "${path%/secret}"
+  # the user's secret: RF_CLUSTER_SECRET_FILE, or --cluster_secret_file
+  fresh_runs
+  head -c 40 /dev/urandom >"$TMP/mine" && chmod 600 "$TMP/mine"
+  TMPDIR=$td RF_CLUSTER_SECRET_FILE=$TMP/mine launch --ps 0 --workers 1 \
+    -- "$HELPER" --runs="$R" --marker="$M"
+  expect_rc 0
+  grep -qx "env RF_CLUSTER_SECRET_FILE=$TMP/mine" "$R/worker0.1" ||
+    fail "the user's RF_CLUSTER_SECRET_FILE did not reach the task"
+  grep -q '^secret_file 600 40 ' "$R/worker0.1" || fail "not the user's secret"
+  fresh_runs
+  TMPDIR=$td launch --ps 0 --workers 1 -- "$HELPER" --runs="$R" \
+    --cluster_secret_file="$TMP/mine" --marker="$M"
+  expect_rc 0
+  ! grep -q '^env RF_CLUSTER_SECRET_FILE=' "$R/worker0.1" ||
+    fail "a secret of rf-launch's beside --cluster_secret_file"
+  [ -z "$(ls -A "$td")" ] || fail "a run folder beside the user's secret"
+  # no run folder possible
+  TMPDIR=$TMP/missing launch --ps 0 --workers 1 -- "$HELPER" --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: cannot make the job's run folder for its cluster secret in $TMP/missing: No such file or directory"
+}
+
 "case_$CASE"
 echo "PASS ($CASE)"

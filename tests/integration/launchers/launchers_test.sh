@@ -371,6 +371,12 @@ case_hostfile() {
         "training ended"
     expect "$out" "^\[ps0\] ps task 0: shut down by the chief" \
         "the chief shut ps0 down"
+    # authenticated by default: the job's secret reached both hosts
+    if grep -q 'unauthenticated' "$out"; then
+        fail "a remote task warned: $(grep -m1 unauthenticated "$out")"
+    else
+        ok "no remote task warned that its cluster is unauthenticated"
+    fi
 
     # a failing worker stops the job; ps0's remote process goes too
     timeout "$(t 60)" "$launch" --hostfile "$hf" --ssh "$ssh_cmd" --ps 1 \
@@ -407,6 +413,22 @@ case_hostfile() {
     grep -qx 'env RF_LAUNCH_TEST_VAR=x' "$tmp/worker0.1" &&
         ok "RF_* variables reach the remote task" ||
         fail "RF_LAUNCH_TEST_VAR did not reach worker0: $(grep -c . "$tmp/worker0.1" 2>/dev/null) lines recorded"
+    # the job's secret went over ssh's stdin into a private file on each
+    # host (mode 0600, the same secret for both tasks), gone at the end
+    local t s0= p
+    for t in ps0 worker0; do
+        s=$(grep '^secret_file ' "$tmp/$t.1")
+        p=$(sed -n 's/^env RF_CLUSTER_SECRET_FILE=//p' "$tmp/$t.1")
+        if [[ $s =~ ^secret_file\ 600\ 65\ [0-9a-f]{16}$ && $p == */rf-task.??????/secret ]]; then
+            ok "$t got the job's secret on its host: $p, mode 600, 65 bytes"
+        else
+            fail "$t: '$s' at '$p' (want mode 600, 65 bytes, rf-task.XXXXXX/secret)"
+        fi
+        [[ -z $s0 ]] && s0=${s##* }
+        [[ ${s##* } == "$s0" ]] || fail "$t has another secret than ps0"
+        [[ -n $p && ! -e $p && ! -e ${p%/secret} ]] &&
+            ok "$t's copy of the secret is gone" || fail "$t's copy $p is left"
+    done
     stop_sshd
 }
 

@@ -1,0 +1,33 @@
+/* tools/launch/secret.h: the job's cluster secret. Unless the user gives
+ * one (RF_CLUSTER_SECRET_FILE in rf-launch's environment, or
+ * --cluster_secret_file among the program's arguments), rf-launch makes a
+ * fresh one per launch, in a run folder of its own ($TMPDIR or /tmp,
+ * rf-launch.XXXXXX, mode 0700; the file "secret", mode 0600), gives it to
+ * every task (a local task: RF_CLUSTER_SECRET_FILE in its environment; a
+ * --hostfile task: the secret's text on ssh's standard input, which the
+ * remote watcher writes to a private file of that host, remote.c), and
+ * removes the folder at the end unless --keep_secret. */
+#ifndef RF_LAUNCH_SECRET_H
+#define RF_LAUNCH_SECRET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "launch.h"
+
+typedef struct lt_secret {
+    char *dir;  /* the run folder (malloc'd), NULL if none made */
+    char *path; /* dir/secret */
+    char *text; /* the file's bytes, for --hostfile tasks */
+    size_t len; /* of text (a newline-terminated line) */
+} lt_secret;
+
+/* Makes the job's secret into *s unless the user gave one (then *s stays
+ * empty: s->path NULL). Returns 0, or -1 with err saying what failed. */
+int lt_secret_prepare(const lt_opts *o, lt_secret *s, char *err, size_t errlen);
+
+/* At the end of the launch: removes the run folder, or with keep says
+ * where the secret is kept; wipes and frees *s. Nothing for an empty s. */
+void lt_secret_finish(lt_secret *s, bool keep);
+
+#endif
