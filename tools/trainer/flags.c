@@ -429,6 +429,13 @@ static const flag_def flag_table[] = {
      .help = "the cluster's shared secret (a file of 32 to 4096 bytes "
              "readable by its owner only): every connection to a ps task "
              "authenticates with it; overrides RF_CLUSTER_SECRET_FILE"},
+    {.name = "require_secret",
+     .kind = FK_BOOL,
+     .offset = FIELD(require_secret),
+     .distributed = true,
+     .help = "refuse to start without a cluster secret (as "
+             "RF_REQUIRE_SECRET=1); without this, a task with none warns "
+             "once that its cluster is unauthenticated"},
     {.name = "worker_hosts",
      .kind = FK_CUSTOM,
      .fn = set_worker_hosts,
