@@ -1,6 +1,7 @@
 /* ps/ps_server.c: rf_ps_server_start/join/stop: the listener thread
  * (accepting connections whose private data is a valid ps hello), the
- * service thread (bound to the chosen NUMA node; adopts connections, polls
+ * service thread (named rf-ps-service, the listener rf-ps-listen; both
+ * bound to the chosen NUMA node; it adopts connections, polls
  * the shared completion queue, dispatches control messages and pushes) and
  * the connection lifecycle. A dropped connection is closed at once and
  * freed only after the completion queue has been seen empty, so no
@@ -198,6 +199,9 @@ static bool shutdown_flushed(rf_ps_server *s, long long since)
 static void *service_main(void *arg)
 {
     rf_ps_server *s = arg;
+    /* named, so that tools and tests (tests/integration/numa) find it in
+     * /proc/PID/task/TID/comm */
+    (void)pthread_setname_np(pthread_self(), "rf-ps-service");
     if (rf_topology_bind_thread(s->topo, &s->binding) != RF_OK)
         RF_LOG_WARN("ps %d: cannot bind the service thread: %s",
                     s->opt.task_index, rf_error_message());
@@ -275,6 +279,7 @@ static void reject(rf_ps_server *s, rf_conn_req *req, const char *why)
 static void *listen_main(void *arg)
 {
     rf_ps_server *s = arg;
+    (void)pthread_setname_np(pthread_self(), "rf-ps-listen");
     if (rf_topology_bind_thread(s->topo, &s->binding) != RF_OK)
         RF_LOG_DEBUG("ps %d: cannot bind the listener thread",
                      s->opt.task_index);
