@@ -5,10 +5,20 @@
  *                                  a ps task: prints "READY <port> <incarn.>"
  *                                  then serves until SHUTDOWN; exit 0 then
  *   push --ps A[,B] --id N --steps S --mode ps|worker --locking 0|1
- *                                  a non-chief worker: looks up "counter" on
- *                                  every ps, waits for the init flags, then S
- *                                  times pushes -1 to each and adds 1 to
- *                                  global_step; prints "DONE"
+ *        [--n N] [--go G [--overlap K]]
+ *                                  a non-chief worker: looks up "counter" (N
+ *                                  floats) on every ps, waits for the init
+ *                                  flags, prints "STARTED", waits until
+ *                                  global_step reaches G (the chief's start
+ *                                  signal, so that workers push at the same
+ *                                  time; 0: no wait), then S times pushes -1
+ *                                  to each and adds 1 to global_step; with
+ *                                  --overlap, goes on pushing until the
+ *                                  other workers have pushed K times (from
+ *                                  global_step - G), so that the pushes of
+ *                                  two workers overlap for K of them even
+ *                                  when the host ran one worker alone at
+ *                                  first; prints "DONE <its pushes>"
  *   wait-init --ps A --id N --timeout MS
  *                                  looks up "w" on ps 0 and waits for its init
  *                                  flag; prints "INIT-OK <sum>" or
@@ -166,15 +176,32 @@ static int role_push(int argc, char **argv)
     CHECK_OK(rf_ps_wait_initialized(c, vars, nps, 20, rft_ms(20000)));
     printf("STARTED\n");
     fflush(stdout);
-    for (int s = 0; s < steps; s++) {
+    int64_t go = atoll(arg(argc, argv, "--go", "0")), gs = 0;
+    long long go_by = rf_now_ms() + rft_ms(20000);
+    while (go > 0 && gs < go) {
+        CHECK_OK(rf_ps_global_step_read(c, &gs));
+        CHECK(rf_now_ms() < go_by, "global_step %lld, no start signal (%lld)",
+              (long long)gs, (long long)go);
+    }
+    int64_t overlap = atoll(arg(argc, argv, "--overlap", "0")), done = 0;
+    CHECK(overlap == 0 || go > 0, "--overlap needs --go");
+    for (;;) {
         CHECK_OK(rf_ps_push(c, grads, nps,
                             worker_mode ? RF_PS_APPLY_WORKER : RF_PS_APPLY_PS,
                             locking));
         int64_t old;
         CHECK_OK(rf_ps_global_step_add(c, 1, &old));
+        done++;
+        int64_t others = old + 1 - go - done;
+        if (done >= steps && others >= overlap)
+            break;
+        CHECK(rf_now_ms() < go_by + rft_ms(20000),
+              "%lld pushes, the other workers only %lld of the %lld to "
+              "overlap",
+              (long long)done, (long long)others, (long long)overlap);
     }
     CHECK_OK(rf_ps_push_wait(c));
-    printf("DONE %d\n", steps);
+    printf("DONE %lld\n", (long long)done);
     fflush(stdout);
     rf_ps_client_close(c);
     rf_fabric_close(f);
