@@ -19,7 +19,17 @@
  * global_step training starts from, rf_ps_sync_set_step): when it no longer
  * is the step the sum belongs to, the sum is dropped. Accumulators are not
  * checkpointed (TensorFlow's are not either): a restarted ps starts with
- * empty ones, at the step the chief sets. Service thread only. */
+ * empty ones, at the step the chief sets. Service thread only.
+ *
+ * The audit trail (RF_LOG_LEVEL=debug; tests/integration/fault's sync cases
+ * check it): a dense shard's taken gradient ("step S: took client C's
+ * gradient tagged G (K of N)", G as read from the inbox), its averaged
+ * update ("applied step S: the mean of K gradients, update U", U the
+ * record's update count after it), a stale one ("... is stale ...:
+ * dropped") and, at info, a step the chief set ("the sync step was set to
+ * S'"). With the shutdown line's counters they let a reader check that
+ * every update is of N gradients of its own step from distinct clients,
+ * applied once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +115,11 @@ static uint64_t apply_mean(ps_server_conn *c, ps_shard *sh, int64_t step,
         ps_sync_reset(sh, step);
         return ps_ack_err(st);
     }
+    RF_LOG_DEBUG("ps %d: '%s' part %u: applied step %lld: the mean of %u "
+                 "gradients, update %llu",
+                 c->srv->opt.task_index, sh->spec.name, sh->spec.part,
+                 (long long)step, a->count,
+                 (unsigned long long)*rec_word(sh, PS_REC_UPDATES_OFF));
     return ps_sync_publish(sh, step);
 }
 
@@ -121,8 +136,15 @@ bool ps_sync_gate(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                   int64_t tag, bool *ret)
 {
     int64_t step = step_word(sh);
-    if (step != sh->sync->step)
-        ps_sync_reset(sh, step); /* the chief set another step */
+    if (step != sh->sync->step) { /* the chief set another step */
+        RF_LOG_INFO("ps %d: '%s' part %u: the sync step was set to %lld "
+                    "(the accumulator was at step %lld with %u gradients: "
+                    "dropped)",
+                    c->srv->opt.task_index, sh->spec.name, sh->spec.part,
+                    (long long)step, (long long)sh->sync->step,
+                    sh->sync->count);
+        ps_sync_reset(sh, step);
+    }
     if (tag < step) {
         uint64_t *stale = rec_word(sh, PS_REC_SYNC_STALE_OFF);
         __atomic_store_n(stale, *stale + 1, __ATOMIC_RELAXED);
@@ -159,7 +181,8 @@ bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
 {
     ps_sync_acc *a = sh->sync;
     bool ret = false;
-    if (!ps_sync_gate(c, sh, ib, imm, (int64_t)rf_get_le64(ib->ptr), &ret))
+    int64_t tag = (int64_t)rf_get_le64(ib->ptr);
+    if (!ps_sync_gate(c, sh, ib, imm, tag, &ret))
         return ret;
     int64_t step = a->step;
     const float *g = (const float *)(const void *)(ib->ptr + PS_SYNC_TAG_BYTES);
@@ -173,6 +196,11 @@ bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
     a->count++;
     a->taken++;
     ib->sync_step = step;
+    RF_LOG_DEBUG("ps %d: '%s' part %u: step %lld: took client %u's gradient "
+                 "tagged %lld (%u of %u)",
+                 c->srv->opt.task_index, sh->spec.name, sh->spec.part,
+                 (long long)step, c->client_id, (long long)tag, a->count,
+                 sh->spec.sync_n);
     if (a->count < sh->spec.sync_n)
         return ps_send_ack(c, imm, ps_ack_sync(false, (uint64_t)step));
     return ps_send_ack(c, imm, apply_mean(c, sh, step, len));

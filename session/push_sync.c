@@ -18,7 +18,11 @@
  *            Back-to-back polls for 2 ms, then 1 ms sleeps (5 ms after
  *            100 ms), bounded by op_timeout_ms (RF_ERR_TIMEOUT naming the
  *            shards still behind). The value reached is the run's step and
- *            the next local step.
+ *            the next local step. A global_step below G can only be a
+ *            restore by the chief (the shards' steps go back with it, so
+ *            step G would never be applied): the run fails at once with
+ *            RF_ERR_ABORTED and the monitored session recovers, rather
+ *            than waiting out op_timeout_ms.
  * A run that failed before advancing re-reads global_step at the next run,
  * so a recovered worker tags with the step the cluster is at. The chief
  * sets every shard's sync step to the global_step it starts from (after a
@@ -227,6 +231,13 @@ static rf_status advance(rf_session *s, int64_t *step)
             return rst;
         if (gs > g)
             break;
+        if (gs < g) /* only a restore moves global_step back */
+            return rf_error_set(RF_ERR_ABORTED,
+                                "sync_replicas: global_step went back to "
+                                "%lld while this worker waited for step %lld "
+                                "to be applied (the chief restored a "
+                                "checkpoint): the step runs again from it",
+                                (long long)gs, (long long)g);
         rst = rf_ps_sync_read(s->client, st->shards, s->nv, st->steps, NULL);
         if (rst != RF_OK)
             return rf_error_set(rst, "sync_replicas: %s", rf_error_message());
