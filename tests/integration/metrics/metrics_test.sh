@@ -332,13 +332,24 @@ case_trace_plot() {
 # tools/rf-run-main, the README's main job, as a new user runs it (on the
 # built tree, --no-build, with fewer steps): it must leave the trained model
 # (checkpoints rf-ckpt verifies), every task's metrics file, rf-plot's
-# pictures, the merged trace and the picture of one step; an --out
-# directory holding something else is refused, untouched.
+# pictures, the merged trace and the picture of one step; the job is
+# authenticated (no task warns that its cluster is not, and rf-launch's
+# secret is gone from $TMPDIR at the end); an --out directory holding
+# something else is refused, untouched.
 case_run_main() {
     local d=$tmp/main-run w
-    timeout "$(t 200)" "$src/tools/rf-run-main" --build-dir "$build" --no-build \
+    mkdir -p "$tmp/td"
+    TMPDIR=$tmp/td timeout "$(t 200)" "$src/tools/rf-run-main" --build-dir "$build" --no-build \
         --out "$d" --train_steps=300 --metrics_every_steps=20 >"$tmp/log" 2>&1 ||
         { fail "rf-run-main exited $?"; show "$tmp/log" 30; return; }
+    if grep -q 'unauthenticated' "$tmp/log"; then
+        fail "a task of the main job warned: $(grep -m1 unauthenticated "$tmp/log")"
+    else
+        ok "the main job is authenticated: no task warned"
+    fi
+    [[ -z $(ls -A "$tmp/td" | grep '^rf-launch\.') ]] &&
+        ok "rf-launch's secret is gone at the end" ||
+        fail "left in TMPDIR: $(ls -A "$tmp/td")"
     grep -q '^\[worker0\] test accuracy: 0\.[0-9]*' "$tmp/log" &&
         ok "the chief reports $(grep -o 'test accuracy: [0-9.]*' "$tmp/log" | tail -1)" ||
         fail "no test accuracy from the chief"
