@@ -20,7 +20,9 @@ for prog in "$@"; do
     else
         fail "$name --version printed '$out', want '$name (rdmaflow) $version'"
     fi
-    "$prog" --help 2>&1 | grep -q -- '--version' ||
+    # grep reads it all: with grep -q and pipefail, a --help longer than
+    # one stdio buffer (rf-trainer's) dies of SIGPIPE after the match
+    "$prog" --help 2>&1 | grep -- '--version' >/dev/null ||
         fail "$name --help does not list --version"
 done
 rft_finish
