@@ -4,7 +4,9 @@
 #   Development  the librdmaflow.so link, librdmaflow.a, include/rdmaflow/*.h,
 #                lib/pkgconfig/rdmaflow.pc and lib/cmake/rdmaflow/ (the CMake
 #                package: find_package(rdmaflow) gives rdmaflow::rdmaflow,
-#                the shared library, and rdmaflow::rdmaflow_static)
+#                the shared library, and rdmaflow::rdmaflow_static), and
+#                the C examples' sources in share/doc/librdmaflow-dev/examples
+#                (Debian's place for a package's examples)
 #   Tools        bin/: the tools (RF_INSTALLED_TOOLS), and their man pages in
 #                share/man/man1, made at build time by help2man from each
 #                tool's --help and --version (skipped, with a message,
@@ -49,6 +51,12 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/rdmaflowConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/rdmaflowConfig.cmake
               ${PROJECT_BINARY_DIR}/rdmaflowConfigVersion.cmake
         DESTINATION ${RF_CMAKE_DIR} COMPONENT Development)
+# The examples a user builds against the installed library (README "Install
+# and build against rdmaflow"; tests/install/deb_apt_test.sh builds one).
+install(FILES ${PROJECT_SOURCE_DIR}/examples/fabric_hello.c
+              ${PROJECT_SOURCE_DIR}/examples/trainer.c
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/librdmaflow-dev/examples
+        COMPONENT Development)
 
 # The tools and one line for each man page's NAME section.
 set(RF_INSTALLED_TOOLS rf-trainer rf-launch rf-ckpt rf-fabric-demo

@@ -4,7 +4,9 @@
 # ibverbs-utils):
 #   librdmaflow0     Runtime      /usr/lib/<multiarch>/librdmaflow.so.0*
 #   librdmaflow-dev  Development  headers, librdmaflow.so link, librdmaflow.a,
-#                                 rdmaflow.pc, the CMake package
+#                                 rdmaflow.pc, the CMake package, the C
+#                                 examples (/usr/share/doc/librdmaflow-dev/
+#                                 examples)
 #   rdmaflow-tools   Tools        rf-trainer, rf-launch, ... and man pages
 #   python3-rdmaflow Python       /usr/lib/python3/dist-packages/rdmaflow: the
 #                                 package and its extension module (only
@@ -14,8 +16,11 @@
 # Requires.private, which pkg-config needs; python3-rdmaflow names
 # python3-numpy and the python3 versions its extension's ABI fits, as
 # dh_python3 does, and byte-compiles and cleans its modules as dh_python3's
-# maintainer scripts do (cmake/debian/python3-rdmaflow/). Tested by
-# install.deb (dpkg -x) and install.deb_python (dpkg -i, as root).
+# maintainer scripts do (cmake/debian/python3-rdmaflow/); rdmaflow-tools
+# Recommends what its scripts run (gnuplot, jq). Tested by install.deb
+# (dpkg -x: contents and fields) and install.deb_apt (as root: Depends
+# resolved for a minimal Debian, then `apt-get install ./*.deb`, the tools,
+# the example and the Python package run from /usr, `apt-get purge`).
 set(CPACK_PACKAGE_NAME rdmaflow)
 set(CPACK_PACKAGE_VENDOR rdmaflow)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -64,6 +69,19 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
     "rdmaflow tools\n rf-trainer, rf-launch, rf-ckpt, rf-bench, rf-fabric-demo and the example trainer.")
 set(CPACK_COMPONENT_TOOLS_DEPENDS Runtime)
+# What the tools run besides their own binaries (their libraries' Depends
+# come from dpkg-shlibdeps): rf-plot and rf-trace-plot draw with jq and
+# gnuplot's pngcairo terminal (each of Debian's three gnuplot builds has it
+# and installs /usr/bin/gnuplot; gnuplot-nox, the one without X, first; the
+# metapackage gnuplot ships no program), and rf-launch --plot runs rf-plot.
+# Recommends, not Depends: two scripts of the ten programs need them, every
+# other tool (rf-launch without --plot included) does its whole job without
+# them, and rf-plot --check names what is missing. apt installs Recommends
+# by default. rf-launch --hostfile starts tasks over ssh: Suggests, as the
+# default, a cluster on this machine, needs no ssh.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS
+    "gnuplot-nox | gnuplot-qt | gnuplot-x11, jq")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "openssh-client")
 # The extension is built for one CPython (its file name carries the ABI tag,
 # _rdmaflow.cpython-311-x86_64-linux-gnu.so), hence python3 (>= 3.11~),
 # python3 (<< 3.12) as dh_python3 writes it; numpy is imported at run time.

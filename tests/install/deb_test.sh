@@ -10,7 +10,7 @@
 # (sock) run with LD_LIBRARY_PATH in that root, where librdmaflow.so.0 must
 # resolve, and PYTHON imports the unpacked rdmaflow (PYTHONPATH at the
 # root's /usr/lib/python3/dist-packages) and reports the version.
-# install.deb_python (deb_python_test.sh) installs the packages for real.
+# install.deb_apt (deb_apt_test.sh) installs them with apt-get, as root.
 set -uo pipefail
 build=${1:?build directory} version=${2:?version} python=${3:-}
 case_name=install.deb
@@ -51,6 +51,11 @@ before=$failures
 depends librdmaflow0 libc6 libhwloc15 libopenblas0 libjson-c5 libsodium23 libisal2
 depends librdmaflow-dev librdmaflow0 libhwloc-dev libopenblas-dev libjson-c-dev
 depends rdmaflow-tools librdmaflow0
+# what rf-plot and rf-trace-plot run (deb_apt_test.sh checks it against the
+# commands' packages and Debian's archive)
+r=$(dpkg-deb -f "${deb[rdmaflow-tools]}" Recommends)
+[[ $r == *gnuplot-nox* && ", $r," == *", jq,"* ]] ||
+    fail "rdmaflow-tools Recommends lacks gnuplot-nox or jq: '$r'"
 if [[ -n $python ]]; then
     # python3 (>= 3.X~), python3 (<< 3.X+1): the extension's ABI
     py=$("$python" -c 'import sys; print("%d %d" % sys.version_info[:2])')
@@ -75,7 +80,9 @@ for f in $lib/librdmaflow.so.0 $lib/librdmaflow.so $lib/librdmaflow.a \
     $lib/pkgconfig/rdmaflow.pc $lib/cmake/rdmaflow/rdmaflowConfig.cmake \
     usr/bin/rf-trainer usr/bin/rf-launch usr/bin/rf-ckpt usr/bin/rf-fabric-demo \
     usr/bin/rf-bench usr/bin/rf-example-trainer usr/bin/rf-info usr/bin/rf-plot \
-    usr/share/man/man1/rf-trainer.1.gz usr/share/man/man1/rf-plot.1.gz; do
+    usr/share/man/man1/rf-trainer.1.gz usr/share/man/man1/rf-plot.1.gz \
+    usr/share/doc/librdmaflow-dev/examples/fabric_hello.c \
+    usr/share/doc/librdmaflow-dev/examples/trainer.c; do
     [[ -e $root/$f ]] || fail "unpacked root lacks /$f"
 done
 site=usr/lib/python3/dist-packages ext=""
@@ -87,7 +94,7 @@ if [[ -n $python ]]; then
     ext=$(ls "$root/$site"/rdmaflow/_rdmaflow.cpython-*.so 2>/dev/null | head -n 1)
     [[ -n $ext ]] || fail "unpacked root lacks /$site/rdmaflow/_rdmaflow.cpython-*.so"
 fi
-((failures == before)) && ok "the unpacked root holds library, headers, .pc, CMake package, tools, man pages${python:+, the Python package}"
+((failures == before)) && ok "the unpacked root holds library, headers, .pc, CMake package, examples, tools, man pages${python:+, the Python package}"
 
 before=$failures
 for page in "$root"/usr/share/man/man1/*.1.gz; do
