@@ -138,15 +138,15 @@ restore() {
         timeout "$(t 300)" apt-get purge "${apt_opts[@]}" "${purge[@]}" \
             >"$scratch/purge.log" 2>&1 || show "$scratch/purge.log" 20
     fi
-    # what dpkg left (byte-code of a failed prerm, directories): the paths
-    # the packages hold that did not exist before
     pkg_state >"$scratch/after"
     auto_state >"$scratch/auto.after"
     diff "$state/before" "$scratch/after" >"$scratch/state.diff" &&
         diff "$state/auto" "$scratch/auto.after" >>"$scratch/state.diff"
 }
-# tidy: remove what the packages left behind ($state/made: paths absent
-# before, deepest first), after the checks have reported it.
+# tidy: remove what the packages left behind (byte-code of a failed prerm,
+# directories) that dpkg no longer knows: of $state/made, the paths the
+# packages hold that were absent before, deepest first; called after the
+# checks have reported it.
 tidy() {
     local f
     while read -r f; do
@@ -163,6 +163,7 @@ cleanup() {
         if restore; then
             tidy
             rm -rf "$state"
+            echo "$case_name: restored: package state and automatic marks as before"
         else
             echo "$case_name: the package state still differs from the one before:"
             show "$scratch/state.diff" 30
@@ -195,7 +196,9 @@ chmod -R a+rX "$scratch/out"
 debver=$(dpkg-deb -f "${deb[librdmaflow0]}" Version)
 ok "cpack: ${ours[*]} $debver ($((SECONDS - started)) s)"
 
-# Runs from other build trees wait for this one.
+# Runs from other build trees wait for this one. (apt-get and dpkg inherit
+# the lock: an apt-get still running after this script was killed holds it
+# until it is done, so the next run restores after it.)
 exec 9>/run/lock/rdmaflow-deb-apt-test.lock
 if ! flock -w "$(t 300)" 9; then
     fail "another run of $case_name held its lock for $(t 300) s"
@@ -243,6 +246,10 @@ fi
 
 # 2. Depends resolved from the archive for a minimal Debian (simulated).
 t1=$SECONDS
+if ! compgen -G "/var/lib/apt/lists/*_Packages*" >/dev/null; then
+    fail "apt has no package lists: it cannot resolve anything from the archive (run apt-get update)"
+    rft_finish
+fi
 seed=$(dpkg-query -W -f='${db:Status-Abbrev}|${Essential}|${Priority}|${binary:Package}\n' |
     awk -F'|' '$1 ~ /^ii/ && ($2 == "yes" || $3 == "required") {print $4}')
 # shellcheck disable=SC2086 # (package names)
