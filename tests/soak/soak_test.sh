@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/soak/soak_test.sh RF_TRAINER RF_LAUNCH RF_CKPT [--minutes N]
-#     [--seed S]: the fault soak (issue 11 item 7). 2 ps x 3 workers train
-# asynchronously under rf-launch --restart_on_failure while a driver with a
+#     [--seed S] [--sync]: the fault soak (issue 11 item 7). 2 ps x 3
+# workers train asynchronously under rf-launch --restart_on_failure while a driver with a
 # seeded RNG injects a fault every few seconds: kill -9 of a random task (ps0,
 # ps1, worker0 the chief, worker1, worker2) or a dropped connection (every
 # TCP connection to one ps, or every connection of one worker, closed from
@@ -45,9 +45,21 @@
 # wall time. Exits 0 on success, 1 on a failed check, 77 without the
 # Fashion-MNIST dataset (package dataset-fashion-mnist), or not root (ss -K).
 #
+# --sync (issue 21 item 6): the same with sync replicas, every run (the
+# references too) --sync_replicas --replicas_to_aggregate=2 of the 3
+# workers (one backup: a killed worker holds nobody up) and 12000 steps
+# (each the mean of two batches; about 60 s fault-free here), every task at
+# RF_LOG_LEVEL=debug into the run's RF_LOG_FILE, and each run also checked
+# by the sync audit (tests/integration/fault/sync_audit.sh: every update
+# the mean of 2 gradients of its own step from distinct clients, applied
+# once, the stale ones dropped and counted) and for "global_step at the
+# end" exactly --train_steps. Not part of `ctest -L soak` (it would double
+# the short soak's 3 minutes): `tests/soak/run --sync [--minutes N]`.
+#
 # Environment: RF_SOAK_SEED, RF_SOAK_STEPS (--train_steps, default 40000:
-# about 45 s fault-free here), RF_SOAK_ACC_TOL, RF_SOAK_KEEP (set: keep the
-# outputs and checkpoint directories and print where), RF_TEST_TIME_SCALE,
+# about 45 s fault-free here; 12000 with --sync), RF_SOAK_ACC_TOL,
+# RF_SOAK_KEEP (set: keep the outputs, logs and checkpoint directories and
+# print where), RF_TEST_TIME_SCALE,
 # RF_FASHION_MNIST_DIR. sock fabric on 127.0.0.1 only (the drops are TCP).
 set -uo pipefail
 case_name=soak
@@ -57,12 +69,14 @@ rfckpt=${3:?path to rf-ckpt}
 shift 3
 minutes=
 seed=${RF_SOAK_SEED:-}
+sync=
 while (($#)); do
     case $1 in
     --minutes) minutes=${2:?--minutes N} && shift 2 ;;
     --seed) seed=${2:?--seed S} && shift 2 ;;
+    --sync) sync=1 && shift ;;
     *)
-        echo "usage: soak_test.sh RF_TRAINER RF_LAUNCH RF_CKPT [--minutes N] [--seed S]"
+        echo "usage: soak_test.sh RF_TRAINER RF_LAUNCH RF_CKPT [--minutes N] [--seed S] [--sync]"
         exit 2
         ;;
     esac
@@ -73,6 +87,7 @@ host=127.0.0.1
 unset TF_CONFIG RF_TEST_CKPT_STOP_BEFORE_RENAME
 source "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../common/job.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../integration/fault/sync_audit.sh"
 tmp=$(mktemp -d)
 keep=${RF_SOAK_KEEP:-}
 trap cleanup EXIT
@@ -105,12 +120,31 @@ command -v ss >/dev/null || {
 # Reliability section); 2 ps x 3 workers; checkpoints every twentieth of
 # the run.
 tol=${RF_SOAK_ACC_TOL:-0.01}
-steps=${RF_SOAK_STEPS:-40000}
+steps=${RF_SOAK_STEPS:-${sync:+12000}}
+steps=${steps:-40000}
 every=$((steps / 20))
 job_flags=(--model=softmax --optimizer=adagrad --learning_rate=0.05
     --batch_size=1000 --threads=1 --log_every=500 --log_step_count_steps=500
     --max_wait_secs="$(t 120)" --stop_grace_secs="$(t 60)"
     --train_steps="$steps" --save_checkpoint_steps="$every")
+# --sync: sync replicas, 2 of 3 (the debug log is the sync audit's)
+[[ -n $sync ]] && job_flags+=(--sync_replicas --replicas_to_aggregate=2)
+# log_to LOG: sets run_level and run_file, the RF_LOG_LEVEL and RF_LOG_FILE
+# of a run's tasks (with --sync, the audit trail into LOG)
+log_to() {
+    run_level=${RF_LOG_LEVEL:-} run_file=${RF_LOG_FILE:-}
+    [[ -z $sync ]] || run_level=debug run_file=$1
+}
+# sync_checks OUT LOG: with --sync, the chief ended at exactly --train_steps
+# and the audit holds
+sync_checks() {
+    [[ -n $sync ]] || return 0
+    local g
+    g=$(lines_of "$1" worker0 | sed -n 's/^[0-9.]* global_step at the end: //p' | tail -n 1)
+    [[ $g == "$steps" ]] && ok "global_step at the end $g" ||
+        fail "global_step at the end '$g', want exactly $steps (sync)"
+    sync_audit "$2" 2 "$steps"
+}
 launch_flags=(--restart_on_failure --max_restarts 1000)
 tasks=(ps0 ps1 worker0 worker1 worker2)
 
@@ -378,6 +412,7 @@ check_faulted() {
         fail "the state file's newest '$(state_newest "$dir")', the chief ended at global_step '$g_end'"
     echo "temporary files left by killed saves (tolerated): $(tmp_files "$dir")"
     check_steps "$out" 0
+    sync_checks "$out" "${out%.out}.log"
     # the summary
     local recov='' rsum=0 lostline lost restores
     for name in "${tasks[@]}"; do
@@ -395,7 +430,7 @@ check_faulted() {
         kinds+="${kinds:+, }$k $n"
         tot_kind[$k]=$((${tot_kind[$k]:-0} + n))
     done
-    echo "SOAK-SUMMARY: faults $((n_kill + n_drop)) ($kinds); recoveries $rsum ($recov); restarts: $(restarts "$out"); steps lost $lost over $restores restores (of $steps steps); test accuracy $acc (reference $ref_acc); wall $wall s"
+    echo "SOAK-SUMMARY: ${sync:+sync 2 of 3, }faults $((n_kill + n_drop)) ($kinds); recoveries $rsum ($recov); restarts: $(restarts "$out"); steps lost $lost over $restores restores (of $steps steps); test accuracy $acc (reference $ref_acc); wall $wall s"
     tot_faults=$((tot_faults + n_kill + n_drop))
     tot_recov=$((tot_recov + rsum))
     tot_lost=$((tot_lost + lost))
@@ -410,8 +445,10 @@ ref_wall=0
 reference_run() {
     local out=$tmp/ref$1.out dir=$tmp/ref$1.ckpt acc
     echo "--- reference run $1 (no faults)"
-    launch_timeout=$(t 240) start_launch "$out" 2 3 "${launch_flags[@]}" -- \
-        "${job_flags[@]}" --checkpoint_dir="$dir"
+    log_to "$tmp/ref$1.log"
+    RF_LOG_LEVEL=$run_level RF_LOG_FILE=$run_file launch_timeout=$(t 240) \
+        start_launch "$out" 2 3 "${launch_flags[@]}" -- "${job_flags[@]}" \
+        --checkpoint_dir="$dir"
     finish_launch "$out"
     ref_wall=$(elapsed "$lt0")
     acc=$(accuracy "$out" worker0)
@@ -422,6 +459,7 @@ reference_run() {
     fi
     has_line "$out" worker0 "session lost" && fail "reference run $1 lost its session without a fault"
     expect_restarts "$out" "ps0 0, ps1 0, worker0 0, worker1 0, worker2 0"
+    sync_checks "$out" "$tmp/ref$1.log"
     ok "reference run $1: test accuracy $acc, $(saved_ckpts "$out" | wc -l) checkpoints, $ref_wall s"
     refs+=("$acc")
 }
@@ -433,8 +471,10 @@ faulted_run() {
     local dir=$tmp/soak$1.ckpt stop_gs=$((steps * 9 / 10))
     : >"$faults"
     echo "--- faulted run $1: faults until the chief is at global_step $stop_gs"
-    launch_timeout=$(t 400) start_launch "$out" 2 3 "${launch_flags[@]}" -- \
-        "${job_flags[@]}" --checkpoint_dir="$dir"
+    log_to "${out%.out}.log"
+    RF_LOG_LEVEL=$run_level RF_LOG_FILE=$run_file launch_timeout=$(t 400) \
+        start_launch "$out" 2 3 "${launch_flags[@]}" -- "${job_flags[@]}" \
+        --checkpoint_dir="$dir"
     t_run=$lt0
     # the first fault once every task is training (the chief past its
     # first checkpoint) and the ps ports are known
