@@ -48,7 +48,7 @@
 # --sync (issue 21 item 6): the same with sync replicas, every run (the
 # references too) --sync_replicas --replicas_to_aggregate=2 of the 3
 # workers (one backup: a killed worker holds nobody up) and 12000 steps
-# (each the mean of two batches; about 60 s fault-free here), every task at
+# (each the mean of two batches; 81-96 s fault-free here), every task at
 # RF_LOG_LEVEL=debug into the run's RF_LOG_FILE, and each run also checked
 # by the sync audit (tests/integration/fault/sync_audit.sh: every update
 # the mean of 2 gradients of its own step from distinct clients, applied
