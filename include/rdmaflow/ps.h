@@ -440,6 +440,22 @@ RF_API rf_status rf_ps_sync_set_step(rf_ps_client *client,
                                      rf_ps_var *const *vars, size_t n,
                                      int64_t step);
 
+/* What this client's reads of embedding table rows saw, since it was
+ * connected (every row READ is one work request: a row record, checked by
+ * its CRC32C; docs/DESIGN.md "Self-verifying rows"). */
+typedef struct rf_ps_row_counters {
+    uint64_t rows;      /* rows returned whole (reads, range reads, and the
+                           reads of read-modify-writes) */
+    uint64_t reads;     /* row record READs checked (rows + re-reads) */
+    uint64_t torn;      /* records whose CRC did not match (read again) */
+    uint64_t busy;      /* records a writer owned (odd version; read again) */
+    uint64_t conflicts; /* rows of apply=worker pushes and rf_ps_write_rows
+                           whose CMP_AND_SWP lost to another writer (read
+                           and applied again) */
+} rf_ps_row_counters;
+RF_API void rf_ps_client_row_counters(rf_ps_client *client,
+                                      rf_ps_row_counters *out);
+
 /* ---- embedding tables --------------------------------------------------- */
 
 /* One set of rows of one field of a table shard. */
