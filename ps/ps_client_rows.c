@@ -13,11 +13,12 @@
  * rf_ps_push_sparse apply=ps: WRITEs of the indices and the gradient rows
  * into the worker's inbox, then the WRITE_WITH_IMM of the count (the ps
  * checks and applies, ps_server_sparse.c, and acks as for a dense push);
- * apply=worker: the read-modify-write of the rows inside their seqlocks
- * (ps_client_rows_rmw.c). rf_ps_push_sparse_sync: the same apply=ps push to
+ * apply=worker: the row update of ps_client_rows_rmw.c (every field
+ * record READ and checked, CMP_AND_SWP of each row's version, the sealed
+ * records WRITten). rf_ps_push_sparse_sync: the same apply=ps push to
  * a sync table, its count's WRITE_WITH_IMM carrying the tag after the count
  * (ps_server_sparse_sync.c). Every index is checked before anything is
- * posted. The work request lists, completion contexts and version words are
+ * posted. The work request lists, completion contexts and row records are
  * per-client scratch kept between calls. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -132,10 +132,10 @@ rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
                             ps_layout *out);
 
 /* The full layout of a shard: values_bytes of data, num_slots slots, and
- * for a table (max_push_rows > 0) dim0 rows with their version words and a
- * sparse inbox; sync dense shards' inboxes hold the tag (a sync table's
- * travels in its push header, PS_SPARSE_SYNC_HDR_BYTES). RF_ERR_INVALID_ARG if
- * too large or not a table (dim0 0, a row of 0 bytes). */
+ * for a table (max_push_rows > 0) dim0 rows, every field an array of row
+ * records, and a sparse inbox; sync dense shards' inboxes hold the tag (a sync
+ * table's travels in its push header, PS_SPARSE_SYNC_HDR_BYTES).
+ * RF_ERR_INVALID_ARG if too large or not a table (dim0 0, a row of 0 bytes). */
 rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
                          uint64_t dim0, uint32_t max_push_rows, bool sync,
                          ps_layout *out);

@@ -477,18 +477,20 @@ typedef struct rf_ps_rows {
  * that of its version and row (torn by a concurrent write; a torn record
  * passes with probability about 2^-32) or whose version is odd (a writer
  * owns the row) is read again (bounded retries, then RF_ERR_TIMEOUT naming
- * the shard and row), and counted (rf_ps_client_row_counters). Every index is checked against the shard's
- * rows before anything is posted: RF_ERR_INVALID_ARG naming the shard, the
- * position and the index (no READ outside the table is ever posted).
- * Allocates nothing per call after the first (keep per-client scratch). */
+ * the shard and row), and counted (rf_ps_client_row_counters). Every index is
+ * checked against the shard's rows before anything is posted:
+ * RF_ERR_INVALID_ARG naming the shard, the position and the index (no READ
+ * outside the table is ever posted). Allocates nothing per call after the first
+ * (keep per-client scratch). */
 RF_API rf_status rf_ps_read_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                  size_t nsets);
 /* READs rows [row0, row0 + nrows) of one field of a table shard into buf
  * (nrows * row_bytes, inside mr; nrows at most RF_PS_RANGE_MAX_ROWS), each
  * row checked as rf_ps_read_rows checks it, with one READ per 4 MiB of
  * consecutive row records; a row that is not whole is then read again
- * alone as rf_ps_read_rows does (bounded by op_timeout_ms). A range outside the table: RF_ERR_INVALID_ARG, nothing
- * posted. For reading a whole table while workers train (checkpoints). */
+ * alone as rf_ps_read_rows does (bounded by op_timeout_ms). A range outside the
+ * table: RF_ERR_INVALID_ARG, nothing posted. For reading a whole table while
+ * workers train (checkpoints). */
 #define RF_PS_RANGE_MAX_ROWS 65536u
 RF_API rf_status rf_ps_read_row_range(rf_ps_client *client, rf_ps_var *var,
                                       rf_ps_field field, int64_t row0,
@@ -506,9 +508,9 @@ RF_API rf_status rf_ps_write_rows(rf_ps_client *client, const rf_ps_rows *sets,
  * before its flag): WRITEs rows [row0, row0 + nrows) of one field (values
  * or a slot) of a table shard from buf (nrows * row_bytes, inside mr) as
  * row records built and sealed here (version 0), one WRITE per 4 MiB of
- * consecutive records, and waits. The flag is READ first: a shard already initialised
- * is refused (RF_ERR_INVALID_ARG: use rf_ps_write_rows), as is a range
- * outside its rows (nothing posted). */
+ * consecutive records, and waits. The flag is READ first: a shard already
+ * initialised is refused (RF_ERR_INVALID_ARG: use rf_ps_write_rows), as is a
+ * range outside its rows (nothing posted). */
 RF_API rf_status rf_ps_write_row_range(rf_ps_client *client, rf_ps_var *var,
                                        rf_ps_field field, int64_t row0,
                                        size_t nrows, const void *buf,
@@ -523,7 +525,8 @@ RF_API rf_status rf_ps_mark_initialized(rf_ps_client *client,
  * row indices go to the set's ps (WRITE_WITH_IMM into this worker's gather
  * inbox there), whose service thread checks every index (a bad one: an
  * error ack naming the shard and index, nothing copied), copies each row
- * consistently (its version word even and unchanged around the copy) into
+ * whole (its record's version even and its CRC32C that of the version and
+ * the copy) into
  * the reply and WRITEs the rows into buf (sets' mr must be registered
  * remote-writable: rf_ps_client_register_reply does), then acknowledges;
  * waits for every ack (op_timeout_ms). Indices are checked here first, as

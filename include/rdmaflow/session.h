@@ -433,8 +433,8 @@ typedef struct rf_step_op {
      * An embedding table shard's READ and push vary per step: bytes and
      * wire_bytes are then the per-step bound (max_push_rows rows and
      * their indices; an apply=worker push READs and WRITEs back the rows
-     * of values and slots, with a version word per row); the session
-     * counters count what moved (bound is then true). */
+     * of values and slots as row records, and a CMP_AND_SWP per row);
+     * the session counters count what moved (bound is then true). */
     size_t wire_bytes;
     bool bound;
     size_t num_ops; /* COMPUTE: ops in the plan */
