@@ -8,7 +8,7 @@
  *   - the unprotected control: CONTROLS raw peers (each its own fabric and
  *     connection, threads) READ row 0's record with one plain READ each
  *     and look at the row bytes without the check; it runs until it has
- *     seen a torn row (bounded by time and tries: if it never tears the
+ *     seen a few torn rows (bounded by time and tries: if it never tears the
  *     case fails, since it could then not show that the check does
  *     anything) and reports how many tries the first tear took. Every
  *     torn copy it saw is also put through the check the readers use
@@ -48,6 +48,7 @@ enum {
     CONTROLS = 2,
     PROTECTED = 2,
     MIN_PROTECTED = 2000,
+    TEARS_WANTED = 5, /* control tears before stopping early */
     MAX_CONTROL_TRIES = 2000000
 };
 
@@ -221,17 +222,20 @@ static void run_torn(pt_cluster *cl, rf_ps_var *wv, rf_ps_client *wc,
     for (int i = 0; i < PROTECTED; i++)
         CHECK(pthread_create(&dt[i], NULL, read_loop, &d[i]) == 0,
               "pthread_create");
-    /* until the control tore and the protected reads caught up with the
-     * tries its first tear took, or the bound (20 s where the control must
-     * tear, else 3 s) */
+    /* until the control tore TEARS_WANTED times and the protected reads
+     * caught up with the tries its first tear took (so that they, running
+     * alongside, had about as many chances to meet a tear: enough for a
+     * reader without the check to return one), or the bound (20 s where
+     * the control must tear, else 3 s) */
     long long t0 = rf_now_ms(), end = t0 + rft_ms(must_tear ? 20000 : 3000);
     while (rf_now_ms() < end && !atomic_load(&sh.stop)) {
         unsigned long long tries = atomic_load(&sh.control_tries);
         if (tries >= MAX_CONTROL_TRIES)
             break;
         unsigned long long first = atomic_load(&sh.first_tear_try);
-        if (first && atomic_load(&sh.protected_reads) >=
-                         (first > MIN_PROTECTED ? first : MIN_PROTECTED))
+        if (atomic_load(&sh.control_torn) >= TEARS_WANTED &&
+            atomic_load(&sh.protected_reads) >=
+                (first > MIN_PROTECTED ? first : MIN_PROTECTED))
             break;
         struct timespec ts = {.tv_nsec = 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
