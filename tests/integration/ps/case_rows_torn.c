@@ -264,12 +264,15 @@ static void run_torn(pt_cluster *cl, rf_ps_var *wv, rf_ps_client *wc,
                        first = atomic_load(&sh.first_tear_try);
     if (tries > MAX_CONTROL_TRIES)
         tries = MAX_CONTROL_TRIES;
+    char at[64] = "none";
+    if (first)
+        snprintf(at, sizeof at, "the first at try %llu", first);
     rft_note("%s writer (%s): %llu pushes in %lld ms; control: %llu plain "
-             "READs, %llu torn (the first at try %llu), %llu passed the "
-             "check; rf_ps_read_rows: %llu reads, %llu mixed, %llu torn and "
-             "%llu owned records read again",
+             "READs, %llu torn (%s), %llu passed the check; "
+             "rf_ps_read_rows: %llu reads, %llu mixed, %llu torn and %llu "
+             "owned records read again",
              name, pt_provider(), (unsigned long long)w.pushes, ms, tries, torn,
-             first, (unsigned long long)atomic_load(&sh.false_accepts),
+             at, (unsigned long long)atomic_load(&sh.false_accepts),
              (unsigned long long)preads, (unsigned long long)pbad,
              (unsigned long long)rc.torn, (unsigned long long)rc.busy);
     CHECK(pbad == 0,
