@@ -379,11 +379,12 @@ rf_status cli_rows_read_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
         return st;
     size_t per = RANGE_CHUNK_BYTES / stride ? RANGE_CHUNK_BYTES / stride : 1;
     ps_cli_conn *p = &c->conns[v->ps];
+    int64_t *again = NULL; /* rows to read again, up to a chunk's */
     for (size_t done = 0; done < n && st == RF_OK;) {
         size_t m = n - done < per ? n - done : per;
         uint64_t r0 = (uint64_t)row0 + done;
         if ((st = cli_rec_buf(c, m * stride)) != RF_OK)
-            return st;
+            break;
         /* one READ of the chunk's consecutive records */
         cli_group g = {0};
         cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .var = v, .conn = p};
@@ -397,10 +398,10 @@ rf_status cli_rows_read_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
                    .rkey = v->rkey};
         cli_post_group(p, &g, &w, 1);
         if ((st = cli_group_wait(c, &g, what)) != RF_OK)
-            return st;
-        /* whole rows out; torn ones (or being written) read again, each
-         * as rf_ps_read_rows reads it (which reuses rec_buf: one by one,
-         * after the chunk's copies) */
+            break;
+        /* whole rows out; the others (torn, or owned by a writer) read
+         * again one by one as rf_ps_read_rows reads them, after the
+         * chunk's copies (read_rows reuses rec_buf) */
         size_t torn = 0;
         for (size_t i = 0; i < m; i++) {
             const unsigned char *rec = c->rec_buf + i * stride;
@@ -409,27 +410,26 @@ rf_status cli_rows_read_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
                        rb);
                 c->row_counters.rows++;
             } else {
-                /* the first torn index of the chunk is kept in the record
-                 * itself: its version word, no longer needed */
-                uint64_t mark = i;
-                memcpy(c->rec_buf + torn * stride + PS_ROW_VER_OFF, &mark, 8);
-                torn++;
+                if (!again && !(again = malloc(m * sizeof *again)))
+                    return rf_error_set(RF_ERR_NO_MEMORY,
+                                        "ps client: out of memory");
+                again[torn++] = (int64_t)(r0 + i);
             }
         }
         for (size_t k = 0; k < torn && st == RF_OK; k++) {
-            uint64_t i;
-            memcpy(&i, c->rec_buf + k * stride + PS_ROW_VER_OFF, 8);
-            int64_t r = (int64_t)(r0 + i);
-            rf_ps_rows one = {.var = v,
-                              .field = field,
-                              .rows = &r,
-                              .n = 1,
-                              .buf = (unsigned char *)buf + (done + i) * rb,
-                              .mr = mr};
+            rf_ps_rows one = {
+                .var = v,
+                .field = field,
+                .rows = &again[k],
+                .n = 1,
+                .buf = (unsigned char *)buf +
+                       ((size_t)((uint64_t)again[k] - (uint64_t)row0)) * rb,
+                .mr = mr};
             st = read_rows(c, &one, 1);
         }
         done += m;
     }
+    free(again);
     return st;
 }
 

@@ -397,14 +397,9 @@ rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     if ((st = cli_words(c, 2)) != RF_OK ||
         (st = cli_rows_scratch(c, 1, 0)) != RF_OK)
         return st;
-    /* the lock's words: its own registered word (the engine reuses
-     * c->words for its swaps) */
-    uint64_t lockw[2] = {0, 0};
-    if (use_locking) {
-        if ((st = lock_shard(c, v, (uint64_t *)(void *)c->words)) != RF_OK)
-            return st;
-        lockw[0] = 1;
-    }
+    if (use_locking &&
+        (st = lock_shard(c, v, (uint64_t *)(void *)c->words)) != RF_OK)
+        return st;
     rmw_ctx x = {.optim = &v->spec.optim,
                  .m = m,
                  .n = n,
@@ -413,7 +408,7 @@ rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                  .grad = grad};
     st = cli_rows_update(c, v, c->rmw_rows, m, modify_apply, &x, what);
     free(x.inv), free(x.sub_grad);
-    if (lockw[0]) {
+    if (use_locking) { /* c->words[0] (the engine used them for its swaps) */
         rf_status ust = cli_words(c, 1);
         if (ust == RF_OK) {
             *(uint64_t *)(void *)c->words = 0;
