@@ -59,9 +59,12 @@ typedef struct shared {
     atomic_ullong protected_reads;
 } shared;
 
+/* Buffers are allocated by the main thread before the threads start
+ * (pt_buf_alloc is not thread-safe). */
 typedef struct writer {
     rf_ps_client *c;
     rf_ps_var *v;
+    pt_buf b;
     rf_ps_apply_mode mode;
     shared *sh;
     uint64_t pushes;
@@ -72,8 +75,7 @@ typedef struct writer {
 static void *write_loop(void *arg)
 {
     writer *w = arg;
-    pt_buf b;
-    pt_buf_alloc(w->c, &b, 2 + WIDTH);
+    pt_buf b = w->b;
     int64_t *idx = (int64_t *)(void *)b.p;
     float *g = b.p + 2;
     idx[0] = 0;
@@ -160,6 +162,7 @@ static void *control_loop(void *arg)
 typedef struct reader {
     rf_ps_client *c;
     rf_ps_var *v;
+    pt_buf b;
     shared *sh;
     uint64_t reads, bad;
     float first_bad[2];
@@ -168,8 +171,7 @@ typedef struct reader {
 static void *read_loop(void *arg)
 {
     reader *d = arg;
-    pt_buf b;
-    pt_buf_alloc(d->c, &b, WIDTH);
+    pt_buf b = d->b;
     int64_t row = 0;
     rf_ps_rows s = {.var = d->v,
                     .field = RF_PS_FIELD_VALUES,
@@ -209,7 +211,9 @@ static void run_torn(pt_cluster *cl, rf_ps_var *wv, rf_ps_client *wc,
                            20 + (uint32_t)i + (mode == RF_PS_APPLY_PS ? 0 : 2),
                            false);
         CHECK_OK(rf_ps_lookup(d[i].c, 0, spec, &d[i].v));
+        pt_buf_alloc(d[i].c, &d[i].b, WIDTH);
     }
+    pt_buf_alloc(wc, &w.b, 2 + WIDTH);
     CHECK(pthread_create(&wt, NULL, write_loop, &w) == 0, "pthread_create");
     for (int i = 0; i < CONTROLS; i++) {
         k[i] =
