@@ -108,54 +108,68 @@ static bool mixed(const float *row)
     return false;
 }
 
+/* A control reader: a raw peer on its own fabric, connected and told the
+ * table's record by the main thread (the raw peer's setup calls share
+ * static buffers), then READing in its thread. */
 typedef struct control {
-    uint16_t port;
-    uint32_t id;
+    rf_fabric *f;
+    raw_peer r;
+    rf_wr rd; /* one plain READ of row 0's record */
+    size_t rb;
     shared *sh;
 } control;
+
+static void control_open(control *k, uint16_t port, uint32_t id, shared *sh)
+{
+    k->sh = sh;
+    k->f = pt_fabric();
+    raw_connect_ok(&k->r, k->f, port, id, false);
+    raw_hello(&k->r, id, false);
+    rf_mr_desc reg = raw_region0(&k->r);
+    ps_entry e = raw_dir_entry(&k->r, "emb_torn");
+    CHECK(e.record.region == 0, "the table's record is in region %u",
+          e.record.region);
+    ps_layout lay;
+    CHECK_OK(
+        ps_layout_full((uint64_t)ROWS * WIDTH * 4, 0, ROWS, 1, false, &lay));
+    k->rb = (size_t)lay.row_bytes;
+    k->rd =
+        (rf_wr){.op = RF_OP_READ,
+                .local = k->r.mem + 64 * 1024, /* the sends' half */
+                .len = PS_ROW_HDR + k->rb,
+                .local_mr = k->r.mr,
+                .remote_addr = reg.addr + e.record.offset +
+                               ps_row_off(lay.values_off, lay.row_stride, 0),
+                .rkey = reg.rkey};
+}
+
+static void control_close(control *k)
+{
+    raw_close(&k->r);
+    rf_fabric_close(k->f);
+}
 
 /* Plain READs of row 0's record (one work request, no check of the
  * version or CRC) until told to stop or the tries run out. */
 static void *control_loop(void *arg)
 {
     control *k = arg;
-    rf_fabric *f = pt_fabric();
-    raw_peer r;
-    raw_connect_ok(&r, f, k->port, k->id, false);
-    raw_hello(&r, k->id, false);
-    rf_mr_desc reg = raw_region0(&r);
-    ps_entry e = raw_dir_entry(&r, "emb_torn");
-    CHECK(e.record.region == 0, "the table's record is in region %u",
-          e.record.region);
-    ps_layout lay;
-    CHECK_OK(
-        ps_layout_full((uint64_t)ROWS * WIDTH * 4, 0, ROWS, 1, false, &lay));
-    unsigned char *rec = r.mem + 64 * 1024; /* the sends' half: unused */
-    size_t rb = (size_t)lay.row_bytes;
-    rf_wr rd = {.op = RF_OP_READ,
-                .local = rec,
-                .len = PS_ROW_HDR + rb,
-                .local_mr = r.mr,
-                .remote_addr = reg.addr + e.record.offset +
-                               ps_row_off(lay.values_off, lay.row_stride, 0),
-                .rkey = reg.rkey};
+    const unsigned char *rec = k->rd.local;
     while (!atomic_load(&k->sh->stop)) {
         unsigned long long t = atomic_fetch_add(&k->sh->control_tries, 1) + 1;
         if (t > MAX_CONTROL_TRIES)
             break;
-        CHECK_OK(raw_do(&r, rd));
+        CHECK_OK(raw_do(&k->r, k->rd));
         float row[WIDTH];
-        memcpy(row, rec + PS_ROW_HDR, rb);
+        memcpy(row, rec + PS_ROW_HDR, k->rb);
         if (!mixed(row))
             continue;
         unsigned long long zero = 0;
         atomic_compare_exchange_strong(&k->sh->first_tear_try, &zero, t);
         atomic_fetch_add(&k->sh->control_torn, 1);
-        if (ps_row_check(rec, rb, NULL) == PS_ROW_OK)
+        if (ps_row_check(rec, k->rb, NULL) == PS_ROW_OK)
             atomic_fetch_add(&k->sh->false_accepts, 1);
     }
-    raw_close(&r);
-    rf_fabric_close(f);
     return NULL;
 }
 
@@ -214,15 +228,13 @@ static void run_torn(pt_cluster *cl, rf_ps_var *wv, rf_ps_client *wc,
         pt_buf_alloc(d[i].c, &d[i].b, WIDTH);
     }
     pt_buf_alloc(wc, &w.b, 2 + WIDTH);
+    for (int i = 0; i < CONTROLS; i++)
+        control_open(&k[i], cl->ps[0].port,
+                     30 + (uint32_t)i + (mode == RF_PS_APPLY_PS ? 0 : 2), &sh);
     CHECK(pthread_create(&wt, NULL, write_loop, &w) == 0, "pthread_create");
-    for (int i = 0; i < CONTROLS; i++) {
-        k[i] =
-            (control){.port = cl->ps[0].port,
-                      .id = 30 + (uint32_t)i + (mode == RF_PS_APPLY_PS ? 0 : 2),
-                      .sh = &sh};
+    for (int i = 0; i < CONTROLS; i++)
         CHECK(pthread_create(&kt[i], NULL, control_loop, &k[i]) == 0,
               "pthread_create");
-    }
     for (int i = 0; i < PROTECTED; i++)
         CHECK(pthread_create(&dt[i], NULL, read_loop, &d[i]) == 0,
               "pthread_create");
@@ -247,8 +259,10 @@ static void run_torn(pt_cluster *cl, rf_ps_var *wv, rf_ps_client *wc,
     long long ms = rf_now_ms() - t0;
     atomic_store(&sh.stop, true);
     pthread_join(wt, NULL);
-    for (int i = 0; i < CONTROLS; i++)
+    for (int i = 0; i < CONTROLS; i++) {
         pthread_join(kt[i], NULL);
+        control_close(&k[i]);
+    }
     uint64_t preads = 0, pbad = 0;
     rf_ps_row_counters rc = {0};
     for (int i = 0; i < PROTECTED; i++) {
