@@ -112,7 +112,7 @@ typedef struct ps_layout {
     uint64_t record_bytes; /* multiple of PS_ALIGN */
     /* Embedding tables (max_push_rows > 0; 0 and unused otherwise): rows
      * (dims[0]) of row_bytes each. Each field (values, every slot) is an
-     * array of rows self-verifying row records of row_stride bytes at
+     * array of self-verifying row records, row_stride bytes apart, at
      * values_off / slot_off[i] (PS_ROW_HDR: version and CRC32C, then the
      * row; ps_row_seal, ps_row_check), and the sparse inbox (see
      * PS_SPARSE_IDX_OFF). values_bytes stays the logical size. */

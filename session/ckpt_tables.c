@@ -5,14 +5,15 @@
  * names every variable, written in pieces (rf_ckpt_dir_save_filled): a
  * piece's rows are read from the parts' shards with rf_ps_read_row_range
  * (whole rows while other workers train: each row record checked, one
- * READ per 4 MiB of records) into one registered staging buffer. Restoring: a
- * table's rows are copied from the opened file (mapped, its pages dropped as
- * they are used: session/ckpt_read.c) into the staging buffer a chunk at a time
- * and written into the shards, values and slots, by sess_table_write (one WRITE
- * per chunk before a shard's init flag, row updates after). Tables are sliced
- * along axis 0 (their parts are row ranges of the whole), so the whole's row r
- * is part p's row r - first_p, for any number of parts (a checkpoint restores
- * into any number of ps tasks). */
+ * READ per 4 MiB of records) into one registered staging buffer.
+ * Restoring: a table's rows are copied from the opened file (mapped, its
+ * pages dropped as they are used: session/ckpt_read.c) into the staging
+ * buffer a chunk at a time and written into the shards, values and slots,
+ * by sess_table_write (one WRITE per chunk before a shard's init flag,
+ * row updates after). Tables are sliced along axis 0 (their parts are row
+ * ranges of the whole), so the whole's row r is part p's row r - first_p,
+ * for any number of parts (a checkpoint restores into any number of ps
+ * tasks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
