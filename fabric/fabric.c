@@ -70,8 +70,37 @@ rf_status rf_provider_open(const rf_provider_ops *ops,
     if (st == RF_OK) {
         (*out)->ops = ops;
         (*out)->cq_spin_us = (unsigned)spin;
+        memset((*out)->posted, 0, sizeof(*out)->posted);
+        memset((*out)->posted_bytes, 0, sizeof(*out)->posted_bytes);
     }
     return st;
+}
+
+void rf_fabric_counters_get(const rf_fabric *f, rf_fabric_counters *out)
+{
+    if (!out)
+        return;
+    *out = (rf_fabric_counters){0};
+    for (int i = 0; f && i < RF_FABRIC_OPS; i++) {
+        out->posted[i] = __atomic_load_n(&f->posted[i], __ATOMIC_RELAXED);
+        out->bytes[i] = __atomic_load_n(&f->posted_bytes[i], __ATOMIC_RELAXED);
+    }
+}
+
+/* Adds the first n of wrs (posted) to the fabric's counters. */
+static void count_posted(rf_fabric *f, const rf_wr *wrs, size_t n)
+{
+    uint64_t c[RF_FABRIC_OPS] = {0}, b[RF_FABRIC_OPS] = {0};
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned)wrs[i].op < RF_FABRIC_OPS) {
+            c[wrs[i].op]++;
+            b[wrs[i].op] += wrs[i].len;
+        }
+    for (int i = 0; i < RF_FABRIC_OPS; i++)
+        if (c[i]) {
+            __atomic_fetch_add(&f->posted[i], c[i], __ATOMIC_RELAXED);
+            __atomic_fetch_add(&f->posted_bytes[i], b[i], __ATOMIC_RELAXED);
+        }
 }
 
 rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
@@ -558,8 +587,10 @@ rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted)
     }
     if (!ep->fabric->ops->post)
         return UNSUPPORTED(ep->fabric, "rf_post");
-    size_t dummy;
-    return ep->fabric->ops->post(ep, wrs, n, posted ? posted : &dummy);
+    size_t dummy = 0, *done = posted ? posted : &dummy;
+    rf_status st = ep->fabric->ops->post(ep, wrs, n, done);
+    count_posted(ep->fabric, wrs, *done < n ? *done : n);
+    return st;
 }
 
 rf_status rf_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,

@@ -14,6 +14,9 @@ typedef struct rf_provider_ops rf_provider_ops;
 struct rf_fabric {
     const rf_provider_ops *ops;
     unsigned cq_spin_us; /* RF_CQ_SPIN_US: new CQs' rf_cq_wait spin */
+    /* rf_fabric_counters: work requests rf_post posted, and their bytes,
+     * by op (relaxed atomic adds, one per op kind per rf_post call) */
+    uint64_t posted[RF_FABRIC_OPS], posted_bytes[RF_FABRIC_OPS];
 };
 
 struct rf_mr {

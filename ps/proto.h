@@ -34,9 +34,11 @@
  * globals block of PS_GLOBALS_BYTES with the SSP clock words, and a
  * table inbox's gather area (rf_ps_gather_rows); 6: sync-replicas tables
  * (a sync table's sparse push header of PS_SPARSE_SYNC_HDR_BYTES: count and
- * tag). */
+ * tag); 7: self-verifying table rows (every field of a table an array of
+ * row records: version, CRC32C, row; ps_layout.h), so a peer of version 6
+ * reading rows between version words is refused at HELLO. */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 6u
+#define PS_PROTO_VERSION 7u
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */

@@ -624,6 +624,9 @@ void rf_ps_client_close(rf_ps_client *c)
     if (c->rmw_mr)
         rf_mr_dereg(c->rmw_mr);
     free(c->rmw_buf);
+    if (c->rec_mr)
+        rf_mr_dereg(c->rec_mr);
+    free(c->rec_buf);
     free(c->rmw_hash);
     free(c->rmw_rows);
     free(c->gt_done);

@@ -71,11 +71,104 @@ rf_status cli_check_xfer(rf_ps_client *c, const rf_ps_xfer *x, bool write,
     return RF_OK;
 }
 
+/* An embedding table's values or slot: its rows are row records
+ * (ps_layout.h), not one array. */
+static bool table_field(const rf_ps_xfer *x)
+{
+    return x->var && x->var->lay.max_push_rows &&
+           x->field != RF_PS_FIELD_SCALARS;
+}
+
+/* Rows of a table per row-set write of a whole field. */
+#define TABLE_WRITE_ROWS 8192u
+
+/* A whole field of a table: READ as row ranges (each row checked), the
+ * chief's initial values as range writes (before the flag, which follows),
+ * any other WRITE as row updates (rf_ps_write_rows). */
+static rf_status table_transfer(rf_ps_client *c, const rf_ps_xfer *x, rf_op op,
+                                bool flags, const char *what)
+{
+    rf_ps_var *v = x->var;
+    uint64_t off = 0;
+    rf_status st = cli_table_check(c, v, what);
+    if (st == RF_OK)
+        st = cli_field_off(v, x->field, &off, what);
+    if (st != RF_OK)
+        return st;
+    if (x->len != v->e.values_bytes)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "'%s' part %u field %d: %zu bytes given, the "
+                            "field has %llu",
+                            v->spec.name, v->spec.part, (int)x->field, x->len,
+                            (unsigned long long)v->e.values_bytes);
+    size_t rows = (size_t)v->lay.rows, rb = (size_t)v->lay.row_bytes;
+    if ((st = cli_rows_in_mr(v, x->buf, rows, rb, x->mr, what, "the buffer")) !=
+        RF_OK)
+        return st;
+    if (op == RF_OP_READ)
+        return cli_rows_read_range(c, v, x->field, 0, rows, x->buf, x->mr);
+    if (flags) {
+        st = cli_rows_write_range(c, v, x->field, 0, rows, x->buf, x->mr);
+        if (st == RF_OK && (st = cli_words(c, 1)) == RF_OK) {
+            *(uint64_t *)(void *)c->words = PS_INIT_DONE;
+            st = cli_record_words(c, &v, 1, RF_OP_WRITE, PS_REC_INIT_OFF, 8, 0,
+                                  0, what);
+        }
+        return st;
+    }
+    int64_t *idx = malloc(TABLE_WRITE_ROWS * sizeof *idx);
+    if (!idx)
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    for (size_t r0 = 0; r0 < rows && st == RF_OK; r0 += TABLE_WRITE_ROWS) {
+        size_t m = rows - r0 < TABLE_WRITE_ROWS ? rows - r0 : TABLE_WRITE_ROWS;
+        for (size_t i = 0; i < m; i++)
+            idx[i] = (int64_t)(r0 + i);
+        rf_ps_rows set = {.var = v,
+                          .field = x->field,
+                          .rows = idx,
+                          .n = m,
+                          .buf = (unsigned char *)x->buf + r0 * rb,
+                          .mr = x->mr};
+        size_t f = x->field == RF_PS_FIELD_VALUES
+                       ? 0
+                       : 1 + (size_t)(x->field - RF_PS_FIELD_SLOT0);
+        st = cli_rows_write_field(c, &set, f);
+    }
+    free(idx);
+    return st;
+}
+
 /* Posts one request per transfer (plus, with flags, a write of each init
- * flag after the values), one batch per ps, and waits for all. */
+ * flag after the values), one batch per ps, and waits for all; a table's
+ * fields go through table_transfer first, one by one. */
 static rf_status transfer(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
                           rf_op op, bool flags, const char *what)
 {
+    size_t tables = 0;
+    for (size_t i = 0; i < n; i++)
+        tables += table_field(&x[i]);
+    if (tables) {
+        rf_ps_xfer *rest = calloc(n, sizeof *rest);
+        if (!rest)
+            return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+        size_t k = 0;
+        rf_status st = RF_OK;
+        for (size_t i = 0; i < n && st == RF_OK; i++) {
+            if (!table_field(&x[i]))
+                rest[k++] = x[i];
+            else if (flags && x[i].field != RF_PS_FIELD_VALUES)
+                st = rf_error_set(RF_ERR_INVALID_ARG,
+                                  "rf_ps_init_values: '%s' part %u: initial "
+                                  "values go to field VALUES",
+                                  x[i].var->spec.name, x[i].var->spec.part);
+            else
+                st = table_transfer(c, &x[i], op, flags, what);
+        }
+        if (st == RF_OK && k)
+            st = transfer(c, rest, k, op, flags, what);
+        free(rest);
+        return st;
+    }
     rf_status st = RF_OK;
     uint64_t *remote = calloc(n + 1, sizeof *remote);
     rf_wr *wrs = calloc(2 * n + 1, sizeof *wrs);

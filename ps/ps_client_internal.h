@@ -193,6 +193,12 @@ struct rf_ps_client {
     size_t rmw_hash_cap;
     int64_t *rmw_rows, *rmw_local;
     size_t rmw_rows_cap;
+    /* table row records READ or built for a WRITE (registered; the
+     * self-verifying rows of ps_layout.h), and what the row reads saw */
+    unsigned char *rec_buf;
+    rf_mr *rec_mr;
+    size_t rec_cap;
+    rf_ps_row_counters row_counters;
     /* ps-side gathers: rows of each set sent so far */
     size_t *gt_done;
     size_t gt_cap;
@@ -313,9 +319,39 @@ rf_status cli_rows_locked(rf_ps_client *c,
  * gather's write that failed. */
 void cli_gather_on_ack(rf_ps_var *v, uint64_t word);
 void cli_gather_failed(rf_ps_var *v, rf_status st);
+/* At least bytes of registered row-record scratch in c->rec_buf. */
+rf_status cli_rec_buf(rf_ps_client *c, size_t bytes);
+/* Checks the record copy rec of one row (ps_row_check) and counts what it
+ * saw in c->row_counters: true if whole. */
+bool cli_row_whole(rf_ps_client *c, const unsigned char *rec, size_t len,
+                   uint64_t *version);
+/* rf_ps_read_row_range without its lock and its bound on nrows. */
+rf_status cli_rows_read_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
+                              int64_t row0, size_t n, void *buf, rf_mr *mr);
+/* rf_ps_write_row_range without its lock. */
+rf_status cli_rows_write_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
+                               int64_t row0, size_t nrows, const void *buf,
+                               rf_mr *mr);
+/* ps_client_rows_write.c: the rows of set (checked) replace those of
+ * field f (0 values, 1 + i slot i) by row updates (cli_rows_update). */
+rf_status cli_rows_write_field(rf_ps_client *c, const rf_ps_rows *set,
+                               size_t f);
 /* ps_client_rows_rmw.c: an apply=worker sparse push (checked). */
 rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                        size_t n, const float *grad, bool use_locking);
+/* The read-modify-write of m distinct rows of table v, every field: READs
+ * each row's field records until whole (all at one version), gathers each
+ * field's rows into field[f] (m rows of row_bytes, row j of which[0..k)),
+ * lets modify change them, owns each row (CMP_AND_SWP of its values
+ * record's version, even v to v + 1), WRITEs the records sealed at v + 2
+ * and starts again with the rows whose swap lost (another writer wrote
+ * them since the READ), until all are written or op_timeout_ms. */
+typedef rf_status (*cli_rows_modify)(void *ctx, rf_ps_var *v,
+                                     const size_t *which, size_t k,
+                                     float *const *field);
+rf_status cli_rows_update(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
+                          size_t m, cli_rows_modify modify, void *ctx,
+                          const char *what);
 
 /* ps_client_data.c */
 rf_status cli_check_xfer(rf_ps_client *c, const rf_ps_xfer *x, bool write,

@@ -90,7 +90,14 @@ rf_status rf_ps_read_set_create(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
     rf_status st = RF_OK;
     for (size_t i = 0; i < n; i++) {
         uint64_t remote = 0;
-        if ((st = cli_check_xfer(c, &x[i], false, &remote)) != RF_OK) {
+        if ((st = cli_check_xfer(c, &x[i], false, &remote)) == RF_OK &&
+            x[i].var->lay.max_push_rows && x[i].field != RF_PS_FIELD_SCALARS)
+            st = rf_error_set(RF_ERR_INVALID_ARG,
+                              "'%s' part %u is an embedding table, whose rows "
+                              "are row records: read them with "
+                              "rf_ps_read_rows or rf_ps_read_row_range",
+                              x[i].var->spec.name, x[i].var->spec.part);
+        if (st != RF_OK) {
             char why[600];
             snprintf(why, sizeof why, "%s", rf_error_message());
             st = rf_error_set(st, "rf_ps_read_set_create: transfer %zu: %s", i,

@@ -1,20 +1,24 @@
 /* ps/ps_client_rows.c: embedding tables on the worker side.
  *
- * rf_ps_read_rows: per row three READs in one list per ps (the row's
- * version word, the row, the version word again: an RC connection executes
- * them in order, as the sock and shm providers do), then one wait; a row
- * whose two words differ or are odd was being written and is read again,
- * alone with the others that were, until consistent or the op timeout.
- * rf_ps_read_row_range: a contiguous range as three READs (its version
- * words, the rows, the words again), torn rows read again one by one.
+ * rf_ps_read_rows: per row one READ of its row record (version, CRC32C,
+ * row; ps_layout.h) into the client's registered record scratch, one list
+ * per ps, then one wait; a record whose version is odd (a writer owns the
+ * row) or whose CRC is not that of its version and row (torn: its cache
+ * lines were fetched around a write, in whatever order) is read again,
+ * alone with the others that were, until whole or the op timeout; whole
+ * rows are copied to the caller's buffer. rf_ps_read_row_range: a
+ * contiguous range as one READ per 4 MiB of consecutive records, torn rows
+ * read again one by one. What the reads saw is counted
+ * (rf_ps_client_row_counters).
  * rf_ps_push_sparse apply=ps: WRITEs of the indices and the gradient rows
  * into the worker's inbox, then the WRITE_WITH_IMM of the count (the ps
  * checks and applies, ps_server_sparse.c, and acks as for a dense push);
- * apply=worker: the read-modify-write of the rows inside their seqlocks
- * (ps_client_rows_rmw.c). rf_ps_push_sparse_sync: the same apply=ps push to
+ * apply=worker: the row update of ps_client_rows_rmw.c (every field
+ * record READ and checked, CMP_AND_SWP of each row's version, the sealed
+ * records WRITten). rf_ps_push_sparse_sync: the same apply=ps push to
  * a sync table, its count's WRITE_WITH_IMM carrying the tag after the count
  * (ps_server_sparse_sync.c). Every index is checked before anything is
- * posted. The work request lists, completion contexts and version words are
+ * posted. The work request lists, completion contexts and row records are
  * per-client scratch kept between calls. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,49 +182,94 @@ static void nap_us(long us)
     nanosleep(&ts, NULL);
 }
 
-/* One round: the three READs of every pending item, one list per ps, and
- * the wait; then keeps the items whose words disagree. */
+rf_status cli_rec_buf(rf_ps_client *c, size_t bytes)
+{
+    if (bytes <= c->rec_cap)
+        return RF_OK;
+    size_t cap = c->rec_cap ? c->rec_cap : 65536;
+    while (cap < bytes)
+        cap *= 2;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, cap) != 0)
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    rf_mr *mr;
+    rf_status st = rf_mr_reg(c->fabric, p, cap, RF_ACCESS_LOCAL_WRITE, &mr);
+    if (st != RF_OK) {
+        free(p);
+        return st;
+    }
+    if (c->rec_mr)
+        rf_mr_dereg(c->rec_mr);
+    free(c->rec_buf);
+    c->rec_buf = p;
+    c->rec_mr = mr;
+    c->rec_cap = cap;
+    return RF_OK;
+}
+
+bool cli_row_whole(rf_ps_client *c, const unsigned char *rec, size_t len,
+                   uint64_t *version)
+{
+    c->row_counters.reads++;
+    switch (ps_row_check(rec, len, version)) {
+    case PS_ROW_OK:
+        return true;
+    case PS_ROW_BUSY:
+        c->row_counters.busy++;
+        return false;
+    default:
+        c->row_counters.torn++;
+        return false;
+    }
+}
+
+void rf_ps_client_row_counters(rf_ps_client *c, rf_ps_row_counters *out)
+{
+    if (!out)
+        return;
+    *out = (rf_ps_row_counters){0};
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    *out = c->row_counters;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* One round: one READ of every pending item's row record into c->rec_buf
+ * (one list per ps) and the wait; whole rows are copied to their places,
+ * the others kept pending. */
 static rf_status rows_round(rf_ps_client *c, const rf_ps_rows *sets,
                             size_t *pending)
 {
-    size_t n = *pending;
-    rf_status st = cli_words(c, 2 * n);
+    size_t n = *pending, bytes = 0;
+    for (size_t k = 0; k < n; k++)
+        bytes += (size_t)sets[c->rs_items[k].set].var->lay.row_stride;
+    rf_status st = cli_rec_buf(c, bytes);
     if (st != RF_OK)
         return st;
-    uint64_t *words = (uint64_t *)(void *)c->words;
     cli_group g = {0};
-    size_t used = 0;
+    size_t used = 0, at = 0;
     for (size_t ps = 0; ps < c->num_ps; ps++) {
         ps_cli_conn *p = &c->conns[ps];
         size_t first = used;
         for (size_t k = 0; k < n; k++) {
             const cli_row_item *it = &c->rs_items[k];
-            const rf_ps_rows *s = &sets[it->set];
-            rf_ps_var *v = s->var;
+            rf_ps_var *v = sets[it->set].var;
             if (v->ps != ps)
                 continue;
             c->rs_ops[ps] = (cli_op){
                 .kind = CLI_OP_GROUP, .group = &g, .var = v, .conn = p};
-            uint64_t r = (uint64_t)s->rows[it->pos];
-            uint64_t ver = v->rec_addr + v->lay.rowver_off + 8 * r;
-            size_t rb = (size_t)v->lay.row_bytes;
-            rf_wr base = {.op = RF_OP_READ,
-                          .context = &c->rs_ops[ps],
-                          .len = 8,
-                          .local_mr = c->words_mr,
-                          .rkey = v->rkey};
-            rf_wr a = base, b = base, d = base;
-            a.local = &words[2 * k];
-            a.remote_addr = ver;
-            b.local = (unsigned char *)s->buf + it->pos * rb;
-            b.len = rb;
-            b.local_mr = s->mr;
-            b.remote_addr = v->rec_addr + it->off + r * v->lay.row_bytes;
-            d.local = &words[2 * k + 1];
-            d.remote_addr = ver;
-            c->rs_wrs[used++] = a;
-            c->rs_wrs[used++] = b;
-            c->rs_wrs[used++] = d;
+            uint64_t r = (uint64_t)sets[it->set].rows[it->pos];
+            c->rs_wrs[used++] = (rf_wr){
+                .op = RF_OP_READ,
+                .context = &c->rs_ops[ps],
+                .local = c->rec_buf + at,
+                .len = PS_ROW_HDR + (size_t)v->lay.row_bytes,
+                .local_mr = c->rec_mr,
+                .remote_addr =
+                    v->rec_addr + ps_row_off(it->off, v->lay.row_stride, r),
+                .rkey = v->rkey};
+            at += (size_t)v->lay.row_stride;
         }
         if (used > first)
             cli_post_group(p, &g, c->rs_wrs + first, used - first);
@@ -228,12 +277,27 @@ static rf_status rows_round(rf_ps_client *c, const rf_ps_rows *sets,
     st = cli_group_wait(c, &g, "rf_ps_read_rows");
     if (st != RF_OK)
         return st;
+    /* the records landed in post order: per ps, the items of that ps */
     size_t keep = 0;
-    for (size_t k = 0; k < n; k++) {
-        uint64_t w0 = words[2 * k], w1 = words[2 * k + 1];
-        if (w0 != w1 || (w0 & 1))
-            c->rs_items[keep++] = c->rs_items[k];
-    }
+    at = 0;
+    for (size_t ps = 0; ps < c->num_ps; ps++)
+        for (size_t k = 0; k < n; k++) {
+            const cli_row_item *it = &c->rs_items[k];
+            const rf_ps_rows *s = &sets[it->set];
+            if (s->var->ps != ps)
+                continue;
+            size_t rb = (size_t)s->var->lay.row_bytes;
+            const unsigned char *rec = c->rec_buf + at;
+            at += (size_t)s->var->lay.row_stride;
+            if (cli_row_whole(c, rec, rb, NULL)) {
+                memcpy((unsigned char *)s->buf + it->pos * rb, rec + PS_ROW_HDR,
+                       rb);
+                c->row_counters.rows++;
+            } else {
+                c->rs_items[n + keep++] = *it; /* the second half */
+            }
+        }
+    memmove(c->rs_items, c->rs_items + n, keep * sizeof *c->rs_items);
     *pending = keep;
     return RF_OK;
 }
@@ -246,7 +310,8 @@ static rf_status read_rows(rf_ps_client *c, const rf_ps_rows *sets,
     rf_status st = cli_rows_check_sets(c, sets, nsets, what, NULL, &total);
     if (st != RF_OK || !total)
         return st;
-    st = cli_rows_scratch(c, 3 * total, total);
+    /* items: the pending rows, then room for those kept by a round */
+    st = cli_rows_scratch(c, total, 2 * total);
     if (st != RF_OK)
         return st;
     size_t k = 0;
@@ -268,8 +333,8 @@ static rf_status read_rows(rf_ps_client *c, const rf_ps_rows *sets,
             const rf_ps_rows *s = &sets[it->set];
             return rf_error_set(RF_ERR_TIMEOUT,
                                 "%s: row %lld of table '%s' part %u (and %zu "
-                                "more) still being written after %u reads "
-                                "within %d ms",
+                                "more) still torn or being written after %u "
+                                "reads within %d ms",
                                 what, (long long)s->rows[it->pos],
                                 s->var->spec.name, s->var->spec.part,
                                 pending - 1, round + 1, c->opt.op_timeout_ms);
@@ -287,8 +352,11 @@ rf_status rf_ps_read_rows(rf_ps_client *c, const rf_ps_rows *sets, size_t nsets)
 /* ---- contiguous ranges ------------------------------------------------------
  */
 
-static rf_status read_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
-                            int64_t row0, size_t n, void *buf, rf_mr *mr)
+/* Row records READ per work request of a range read (bytes). */
+#define RANGE_CHUNK_BYTES (4u << 20)
+
+rf_status cli_rows_read_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
+                              int64_t row0, size_t n, void *buf, rf_mr *mr)
 {
     const char *what = "rf_ps_read_row_range";
     rf_status st = cli_table_check(c, v, what);
@@ -298,67 +366,68 @@ static rf_status read_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
     if (st != RF_OK)
         return st;
     if (row0 < 0 || (uint64_t)row0 > v->lay.rows ||
-        n > v->lay.rows - (uint64_t)row0 || n > RF_PS_RANGE_MAX_ROWS)
+        n > v->lay.rows - (uint64_t)row0)
         return rf_error_set(
             RF_ERR_INVALID_ARG,
-            "%s: rows [%lld, %llu) of table '%s' part %u, "
-            "which has %llu (at most %u a call; nothing was "
-            "posted)",
+            "%s: rows [%lld, %llu) of table '%s' part %u, which has %llu "
+            "(nothing was posted)",
             what, (long long)row0, (unsigned long long)((uint64_t)row0 + n),
-            v->spec.name, v->spec.part, (unsigned long long)v->lay.rows,
-            RF_PS_RANGE_MAX_ROWS);
-    size_t rb = (size_t)v->lay.row_bytes;
+            v->spec.name, v->spec.part, (unsigned long long)v->lay.rows);
+    size_t rb = (size_t)v->lay.row_bytes, stride = (size_t)v->lay.row_stride;
     if ((st = cli_rows_in_mr(v, buf, n, rb, mr, what, "the row buffer")) !=
         RF_OK)
         return st;
-    if (!n)
-        return RF_OK;
-    if ((st = cli_words(c, 2 * n)) != RF_OK)
-        return st;
-    uint64_t *words = (uint64_t *)(void *)c->words;
-    uint64_t ver = v->rec_addr + v->lay.rowver_off + 8 * (uint64_t)row0;
-    cli_group g = {0};
+    size_t per = RANGE_CHUNK_BYTES / stride ? RANGE_CHUNK_BYTES / stride : 1;
     ps_cli_conn *p = &c->conns[v->ps];
-    cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .var = v, .conn = p};
-    rf_wr base = {.op = RF_OP_READ,
-                  .context = &o,
-                  .len = 8 * n,
-                  .local_mr = c->words_mr,
-                  .rkey = v->rkey};
-    rf_wr w[3] = {base, base, base};
-    w[0].local = words;
-    w[0].remote_addr = ver;
-    w[1].local = buf;
-    w[1].len = n * rb;
-    w[1].local_mr = mr;
-    w[1].remote_addr = v->rec_addr + off + (uint64_t)row0 * rb;
-    w[2].local = words + n;
-    w[2].remote_addr = ver;
-    cli_post_group(p, &g, w, 3);
-    if ((st = cli_group_wait(c, &g, what)) != RF_OK)
-        return st;
-    /* rows written meanwhile: read again one by one, consistently (the
-     * list first: read_rows reuses the words) */
-    size_t torn = 0;
-    for (size_t i = 0; i < n; i++)
-        torn += words[i] != words[n + i] || (words[i] & 1);
-    if (!torn)
-        return RF_OK;
-    int64_t *again = malloc(torn * sizeof *again);
-    if (!again)
-        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
-    for (size_t i = 0, k = 0; i < n; i++)
-        if (words[i] != words[n + i] || (words[i] & 1))
-            again[k++] = (int64_t)i;
-    for (size_t k = 0; k < torn && st == RF_OK; k++) {
-        int64_t r = row0 + again[k];
-        rf_ps_rows one = {.var = v,
-                          .field = field,
-                          .rows = &r,
-                          .n = 1,
-                          .buf = (unsigned char *)buf + (size_t)again[k] * rb,
-                          .mr = mr};
-        st = read_rows(c, &one, 1);
+    int64_t *again = NULL; /* rows to read again, up to a chunk's */
+    for (size_t done = 0; done < n && st == RF_OK;) {
+        size_t m = n - done < per ? n - done : per;
+        uint64_t r0 = (uint64_t)row0 + done;
+        if ((st = cli_rec_buf(c, m * stride)) != RF_OK)
+            break;
+        /* one READ of the chunk's consecutive records */
+        cli_group g = {0};
+        cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .var = v, .conn = p};
+        rf_wr w = {.op = RF_OP_READ,
+                   .context = &o,
+                   .local = c->rec_buf,
+                   .len = (m - 1) * stride + PS_ROW_HDR + rb,
+                   .local_mr = c->rec_mr,
+                   .remote_addr =
+                       v->rec_addr + ps_row_off(off, v->lay.row_stride, r0),
+                   .rkey = v->rkey};
+        cli_post_group(p, &g, &w, 1);
+        if ((st = cli_group_wait(c, &g, what)) != RF_OK)
+            break;
+        /* whole rows out; the others (torn, or owned by a writer) read
+         * again one by one as rf_ps_read_rows reads them, after the
+         * chunk's copies (read_rows reuses rec_buf) */
+        size_t torn = 0;
+        for (size_t i = 0; i < m; i++) {
+            const unsigned char *rec = c->rec_buf + i * stride;
+            if (cli_row_whole(c, rec, rb, NULL)) {
+                memcpy((unsigned char *)buf + (done + i) * rb, rec + PS_ROW_HDR,
+                       rb);
+                c->row_counters.rows++;
+            } else {
+                if (!again && !(again = malloc(m * sizeof *again)))
+                    return rf_error_set(RF_ERR_NO_MEMORY,
+                                        "ps client: out of memory");
+                again[torn++] = (int64_t)(r0 + i);
+            }
+        }
+        for (size_t k = 0; k < torn && st == RF_OK; k++) {
+            rf_ps_rows one = {
+                .var = v,
+                .field = field,
+                .rows = &again[k],
+                .n = 1,
+                .buf = (unsigned char *)buf +
+                       ((size_t)((uint64_t)again[k] - (uint64_t)row0)) * rb,
+                .mr = mr};
+            st = read_rows(c, &one, 1);
+        }
+        done += m;
     }
     free(again);
     return st;
@@ -371,8 +440,13 @@ rf_status rf_ps_read_row_range(rf_ps_client *c, rf_ps_var *var,
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_read_row_range: NULL client");
+    if (nrows > RF_PS_RANGE_MAX_ROWS)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_read_row_range: %zu rows, at most %u a call "
+                            "(nothing was posted)",
+                            nrows, RF_PS_RANGE_MAX_ROWS);
     pthread_mutex_lock(&c->mu);
-    rf_status st = read_range(c, var, field, row0, nrows, buf, mr);
+    rf_status st = cli_rows_read_range(c, var, field, row0, nrows, buf, mr);
     pthread_mutex_unlock(&c->mu);
     return st;
 }

@@ -1,20 +1,29 @@
-/* ps/ps_client_rows_rmw.c: apply=worker sparse pushes to an embedding
- * table (rf_ps_push_sparse; checked by ps_client_rows.c). The rows are
- * made unique (a repeated sgd index is one row updated twice, in order),
- * then, with use_locking, the shard's lock word is taken (CMP_AND_SWP,
- * jittered backoff until lock_timeout_ms) as a dense push takes it; one list
- * READs the unique rows of the values and of every slot into a gathered
- * registered buffer; rf_optim_apply_sparse runs on the gathered rows
- * (local indices); one list writes the rows back inside their seqlocks:
- * FETCH_AND_ADD of every row's version word (+1: odd), the WRITEs of the
- * value and slot rows (the first one fenced, so none overtakes the
- * atomics), FETCH_AND_ADD of every word (+1: even), the connection
- * executing them in order; with use_locking a fenced WRITE of 0 releases
- * the lock after them. Completes before returning. Without use_locking two
- * workers writing one row at once race (TensorFlow's use_locking=False: a
- * reader may then see a mixed row); a single writer per row, or use_locking,
- * keeps every row a reader accepts whole. Scratch (the gathered rows, the
- * unique-row table, the lists) is the client's, kept between calls. */
+/* ps/ps_client_rows_rmw.c: the read-modify-write of embedding table rows
+ * (cli_rows_update), used by apply=worker sparse pushes
+ * (rf_ps_push_sparse; checked by ps_client_rows.c) and rf_ps_write_rows.
+ *
+ * cli_rows_update: one list READs the row record (ps_layout.h: version,
+ * CRC32C, row) of every field of every row; a row is taken when each
+ * record is whole and all are at one version v (else read again,
+ * bounded); the rows of each field are gathered side by side and changed;
+ * one list of CMP_AND_SWPs takes each row's values-record version from v
+ * to v + 1 (odd: owned; a swap that finds anything else lost to another
+ * writer since the READ), then one list WRITEs every owned row's records
+ * sealed at v + 2 (slots first, the values record, which publishes v + 2,
+ * last); the rows whose swap lost are read, changed and swapped again.
+ * So no update is lost and no reader accepts a mixed row even when
+ * several workers write one row without use_locking, and a record is
+ * always whole once its WRITE has landed (two writers never write one
+ * row at once).
+ *
+ * apply=worker: the rows are made unique (a repeated sgd index is one row
+ * updated twice, in order); with use_locking the shard's lock word is
+ * taken first (CMP_AND_SWP, jittered backoff until lock_timeout_ms) and
+ * released with a WRITE of 0 after; the change is rf_optim_apply_sparse
+ * on the gathered rows (local indices; in a later round, the gradients of
+ * the rows that went round again). Completes before returning. Scratch
+ * (the gathered rows, the records, the unique-row table, the lists) is the
+ * client's, kept between calls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +170,222 @@ static rf_status lock_shard(rf_ps_client *c, rf_ps_var *v, uint64_t *word)
     }
 }
 
+/* ---- the row update engine ------------------------------------------------
+ */
+
+/* Posts reads of every field record of the rows which[bad[0..nb)) into
+ * rec (row jj's field f at (jj * nf + f) * stride) and waits. */
+static rf_status read_records(rf_ps_client *c, rf_ps_var *v,
+                              const int64_t *rows, const size_t *which,
+                              const size_t *bad, size_t nb, const char *what)
+{
+    const ps_layout *l = &v->lay;
+    size_t nf = 1 + l->num_slots, stride = (size_t)l->row_stride;
+    size_t k = 0;
+    for (size_t b = 0; b < nb; b++)
+        for (size_t f = 0; f < nf; f++) {
+            uint64_t off = f == 0 ? l->values_off : l->slot_off[f - 1];
+            uint64_t r = (uint64_t)rows[which[bad[b]]];
+            c->rs_wrs[k++] = (rf_wr){
+                .op = RF_OP_READ,
+                .local = c->rec_buf + (bad[b] * nf + f) * stride,
+                .len = PS_ROW_HDR + (size_t)l->row_bytes,
+                .local_mr = c->rec_mr,
+                .remote_addr = v->rec_addr + ps_row_off(off, l->row_stride, r),
+                .rkey = v->rkey};
+        }
+    return run_list(c, v, c->rs_wrs, k, what);
+}
+
+rf_status cli_rows_update(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
+                          size_t m, cli_rows_modify modify, void *ctx,
+                          const char *what)
+{
+    if (!m)
+        return RF_OK;
+    const ps_layout *l = &v->lay;
+    size_t rb = (size_t)l->row_bytes, stride = (size_t)l->row_stride;
+    size_t nf = 1 + l->num_slots;
+    rf_status st;
+    if ((st = cli_rec_buf(c, m * nf * stride)) != RF_OK ||
+        (st = gather_buf(c, nf * m * rb)) != RF_OK ||
+        (st = cli_words(c, m)) != RF_OK ||
+        (st = cli_rows_scratch(c, nf * m, 0)) != RF_OK)
+        return st;
+    size_t *which = malloc(2 * m * sizeof *which);
+    uint64_t *ver = malloc(m * sizeof *ver);
+    if (!which || !ver) {
+        free(which), free(ver);
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    }
+    size_t *bad = which + m;
+    float *field[1 + RF_OPTIM_MAX_SLOTS];
+    for (size_t f = 0; f < nf; f++)
+        field[f] = (float *)(void *)(c->rmw_buf + f * m * rb);
+    uint64_t *words = (uint64_t *)(void *)c->words;
+    for (size_t j = 0; j < m; j++)
+        which[j] = j;
+    size_t k = m;
+    long long deadline = rf_now_ms() + c->opt.op_timeout_ms;
+    for (uint32_t round = 0; st == RF_OK && k; round++) {
+        /* 1. every field record of the k rows, until each row is whole and
+         * all its records are at one version */
+        size_t nb = k;
+        for (size_t jj = 0; jj < k; jj++)
+            bad[jj] = jj;
+        while (st == RF_OK && nb) {
+            st = read_records(c, v, rows, which, bad, nb, what);
+            size_t still = 0;
+            for (size_t b = 0; st == RF_OK && b < nb; b++) {
+                const unsigned char *rec = c->rec_buf + bad[b] * nf * stride;
+                bool ok = cli_row_whole(c, rec, rb, &ver[bad[b]]);
+                for (size_t f = 1; ok && f < nf; f++) {
+                    uint64_t fv = 0;
+                    ok = cli_row_whole(c, rec + f * stride, rb, &fv) &&
+                         fv == ver[bad[b]];
+                }
+                if (ok)
+                    c->row_counters.rows++;
+                else
+                    bad[still++] = bad[b];
+            }
+            nb = still;
+            if (st == RF_OK && nb && rf_now_ms() >= deadline)
+                st = rf_error_set(RF_ERR_TIMEOUT,
+                                  "%s: row %lld of table '%s' part %u (and "
+                                  "%zu more) still torn or being written "
+                                  "after %d ms",
+                                  what, (long long)rows[which[bad[0]]],
+                                  v->spec.name, v->spec.part, nb - 1,
+                                  c->opt.op_timeout_ms);
+            if (st == RF_OK && nb)
+                sleep_us(jitter(20));
+        }
+        /* 2. the fields' rows side by side; 3. the change */
+        for (size_t jj = 0; st == RF_OK && jj < k; jj++)
+            for (size_t f = 0; f < nf; f++)
+                memcpy((unsigned char *)field[f] + jj * rb,
+                       c->rec_buf + (jj * nf + f) * stride + PS_ROW_HDR, rb);
+        if (st == RF_OK)
+            st = modify(ctx, v, which, k, field);
+        /* 4. own each row: its values record's version from the one READ
+         * to odd */
+        size_t nw = 0;
+        for (size_t jj = 0; st == RF_OK && jj < k; jj++)
+            c->rs_wrs[nw++] =
+                (rf_wr){.op = RF_OP_CMP_SWAP,
+                        .local = &words[jj],
+                        .len = 8,
+                        .local_mr = c->words_mr,
+                        .remote_addr = v->rec_addr +
+                                       ps_row_off(l->values_off, l->row_stride,
+                                                  (uint64_t)rows[which[jj]]),
+                        .rkey = v->rkey,
+                        .compare_add = ver[jj],
+                        .swap = ver[jj] + 1};
+        if (st == RF_OK)
+            st = run_list(c, v, c->rs_wrs, nw, what);
+        /* 5. the owned rows' records sealed at the next even version, the
+         * slots' first, the values record (which ends the ownership) last;
+         * the rows another writer took meanwhile go round again */
+        size_t lost = 0;
+        nw = 0;
+        for (size_t jj = 0; st == RF_OK && jj < k; jj++) {
+            if (words[jj] != ver[jj]) {
+                which[lost++] = which[jj];
+                c->row_counters.conflicts++;
+                continue;
+            }
+            uint64_t r = (uint64_t)rows[which[jj]];
+            for (size_t q = 0; q < nf; q++) {
+                size_t f = (q + 1) % nf; /* slots, then values */
+                unsigned char *rec = c->rec_buf + (jj * nf + f) * stride;
+                uint64_t off = f == 0 ? l->values_off : l->slot_off[f - 1];
+                memcpy(rec + PS_ROW_HDR, (unsigned char *)field[f] + jj * rb,
+                       rb);
+                ps_row_seal(rec, ver[jj] + 2, rb);
+                c->rs_wrs[nw++] =
+                    (rf_wr){.op = RF_OP_WRITE,
+                            .local = rec,
+                            .len = PS_ROW_HDR + rb,
+                            .local_mr = c->rec_mr,
+                            .remote_addr =
+                                v->rec_addr + ps_row_off(off, l->row_stride, r),
+                            .rkey = v->rkey};
+            }
+        }
+        if (st == RF_OK && nw)
+            st = run_list(c, v, c->rs_wrs, nw, what);
+        k = lost;
+        if (st == RF_OK && k && rf_now_ms() >= deadline)
+            st = rf_error_set(RF_ERR_TIMEOUT,
+                              "%s: row %lld of table '%s' part %u (and %zu "
+                              "more) taken by other writers for %d ms",
+                              what, (long long)rows[which[0]], v->spec.name,
+                              v->spec.part, k - 1, c->opt.op_timeout_ms);
+        if (st == RF_OK && k)
+            sleep_us(jitter(20u << (round < 6 ? round : 6)));
+    }
+    free(which), free(ver);
+    return st;
+}
+
+/* ---- apply=worker ---------------------------------------------------------
+ */
+
+typedef struct rmw_ctx {
+    const rf_optim_config *optim;
+    size_t m, n, width;
+    const int64_t *local; /* each position's unique row */
+    const float *grad;
+    /* a later round's subset: its rows' positions and gradients */
+    int64_t *inv, *sub_idx;
+    float *sub_grad;
+    char err[400];
+} rmw_ctx;
+
+static rf_status modify_apply(void *arg, rf_ps_var *v, const size_t *which,
+                              size_t k, float *const *field)
+{
+    rmw_ctx *x = arg;
+    rf_optim_scalars sc = {0};
+    const int64_t *idx = x->local;
+    const float *g = x->grad;
+    size_t n = x->n;
+    if (k != x->m) { /* only the rows another writer took: their gradients */
+        if (!x->inv) {
+            x->inv = malloc((x->m + x->n) * sizeof *x->inv);
+            x->sub_grad = malloc(x->n * x->width * sizeof *x->sub_grad);
+            if (!x->inv || !x->sub_grad)
+                return rf_error_set(RF_ERR_NO_MEMORY,
+                                    "ps client: out of memory");
+            x->sub_idx = x->inv + x->m;
+        }
+        for (size_t j = 0; j < x->m; j++)
+            x->inv[j] = -1;
+        for (size_t jj = 0; jj < k; jj++)
+            x->inv[which[jj]] = (int64_t)jj;
+        n = 0;
+        for (size_t i = 0; i < x->n; i++)
+            if (x->inv[x->local[i]] >= 0) {
+                x->sub_idx[n] = x->inv[x->local[i]];
+                memcpy(x->sub_grad + n * x->width, x->grad + i * x->width,
+                       x->width * sizeof(float));
+                n++;
+            }
+        idx = x->sub_idx;
+        g = x->sub_grad;
+    }
+    rf_status st = rf_optim_apply_sparse(x->optim, field[0], field + 1, k,
+                                         x->width, idx, n, g, &sc);
+    if (st != RF_OK)
+        return rf_error_set(st,
+                            "rf_ps_push_sparse (apply=worker): '%s' part "
+                            "%u: %s",
+                            v->spec.name, v->spec.part, rf_error_message());
+    return RF_OK;
+}
+
 rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                        size_t n, const float *grad, bool use_locking)
 {
@@ -169,90 +394,34 @@ rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     rf_status st = unique_rows(c, rows, n, &m);
     if (st != RF_OK || m == 0)
         return st; /* n = 0: nothing moves (Adam is refused) */
-    const ps_layout *l = &v->lay;
-    size_t rb = (size_t)l->row_bytes, nf = 1 + l->num_slots;
-    /* per row: READs of its nf fields; then FETCH_AND_ADD, nf WRITEs,
-     * FETCH_AND_ADD; and the unlock */
-    if ((st = gather_buf(c, nf * m * rb)) != RF_OK ||
-        (st = cli_words(c, 2 * m + 2)) != RF_OK ||
-        (st = cli_rows_scratch(c, (nf + 2) * m + 1, 0)) != RF_OK)
+    if ((st = cli_words(c, 2)) != RF_OK ||
+        (st = cli_rows_scratch(c, 1, 0)) != RF_OK)
         return st;
-    uint64_t *words = (uint64_t *)(void *)c->words;
-    if (use_locking && (st = lock_shard(c, v, &words[0])) != RF_OK)
+    if (use_locking &&
+        (st = lock_shard(c, v, (uint64_t *)(void *)c->words)) != RF_OK)
         return st;
-    uint64_t off[1 + RF_OPTIM_MAX_SLOTS];
-    float *field[1 + RF_OPTIM_MAX_SLOTS];
-    for (size_t f = 0; f < nf; f++) {
-        off[f] = f == 0 ? l->values_off : l->slot_off[f - 1];
-        field[f] = (float *)(void *)(c->rmw_buf + f * m * rb);
-    }
-    rf_wr base = {.len = rb, .local_mr = c->rmw_mr, .rkey = v->rkey};
-    size_t k = 0;
-    for (size_t j = 0; j < m; j++)
-        for (size_t f = 0; f < nf; f++) {
-            rf_wr w = base;
-            w.op = RF_OP_READ;
-            w.local = (unsigned char *)field[f] + j * rb;
-            w.remote_addr =
-                v->rec_addr + off[f] + (uint64_t)c->rmw_rows[j] * l->row_bytes;
-            c->rs_wrs[k++] = w;
+    rmw_ctx x = {.optim = &v->spec.optim,
+                 .m = m,
+                 .n = n,
+                 .width = (size_t)v->lay.row_bytes / sizeof(float),
+                 .local = c->rmw_local,
+                 .grad = grad};
+    st = cli_rows_update(c, v, c->rmw_rows, m, modify_apply, &x, what);
+    free(x.inv), free(x.sub_grad);
+    if (use_locking) { /* c->words[0] (the engine used them for its swaps) */
+        rf_status ust = cli_words(c, 1);
+        if (ust == RF_OK) {
+            *(uint64_t *)(void *)c->words = 0;
+            rf_wr w = {.op = RF_OP_WRITE,
+                       .local = c->words,
+                       .len = 8,
+                       .local_mr = c->words_mr,
+                       .remote_addr = v->rec_addr + PS_REC_LOCK_OFF,
+                       .rkey = v->rkey};
+            ust = run_list(c, v, &w, 1, "rf_ps_push_sparse (unlock)");
         }
-    st = run_list(c, v, c->rs_wrs, k, what);
-    rf_status applied = RF_ERR_ABORTED;
-    char err[400] = "";
-    if (st == RF_OK) {
-        rf_optim_scalars sc = {0};
-        applied = rf_optim_apply_sparse(&v->spec.optim, field[0], field + 1, m,
-                                        rb / sizeof(float), c->rmw_local, n,
-                                        grad, &sc);
-        if (applied != RF_OK)
-            snprintf(err, sizeof err, "%s", rf_error_message());
-    }
-    /* Every row's word to odd, then (fenced: after those atomics are done,
-     * as IBV_SEND_FENCE orders them; a WRITE may otherwise overtake an
-     * earlier atomic) the WRITEs of its rows, then every word to even (in
-     * order after the WRITEs on the connection). */
-    k = 0;
-    for (int pass = 0; st == RF_OK && applied == RF_OK && pass < 3; pass++)
-        for (size_t j = 0; j < m; j++) {
-            uint64_t r = (uint64_t)c->rmw_rows[j];
-            if (pass == 1) {
-                for (size_t f = 0; f < nf; f++) {
-                    rf_wr w = base;
-                    w.op = RF_OP_WRITE;
-                    w.flags = j == 0 && f == 0 ? RF_WR_FENCE : 0;
-                    w.local = (unsigned char *)field[f] + j * rb;
-                    w.remote_addr = v->rec_addr + off[f] + r * l->row_bytes;
-                    c->rs_wrs[k++] = w;
-                }
-                continue;
-            }
-            c->rs_wrs[k++] =
-                (rf_wr){.op = RF_OP_FETCH_ADD,
-                        .local = &words[2 + 2 * j + (pass == 2)],
-                        .len = 8,
-                        .local_mr = c->words_mr,
-                        .remote_addr = v->rec_addr + l->rowver_off + 8 * r,
-                        .rkey = v->rkey,
-                        .compare_add = 1};
-        }
-    if (use_locking) {
-        words[1] = 0;
-        c->rs_wrs[k++] = (rf_wr){.op = RF_OP_WRITE,
-                                 .flags = RF_WR_FENCE,
-                                 .local = &words[1],
-                                 .len = 8,
-                                 .local_mr = c->words_mr,
-                                 .remote_addr = v->rec_addr + PS_REC_LOCK_OFF,
-                                 .rkey = v->rkey};
-    }
-    if (k) {
-        rf_status wst = run_list(c, v, c->rs_wrs, k, what);
         if (st == RF_OK)
-            st = wst;
+            st = ust;
     }
-    if (st == RF_OK && applied != RF_OK)
-        return rf_error_set(applied, "%s: '%s' part %u: %s", what, v->spec.name,
-                            v->spec.part, err);
     return st;
 }

@@ -2,77 +2,60 @@
  * worker side (the chief's chunked initialisation and checkpoint restores
  * of tables that it never holds whole).
  *
- * rf_ps_write_rows: the mirror of rf_ps_read_rows; per set, one list per
- * ps: FETCH_AND_ADD +1 of every row's version word (odd), the WRITEs of the
- * rows (the first fenced, so none overtakes the atomics), FETCH_AND_ADD +1
- * of every word (even), in order on the connection, so a concurrent
- * rf_ps_read_rows never accepts a half-written row.
+ * rf_ps_write_rows: for tables workers may be reading or writing; per set,
+ * the row update of ps_client_rows_rmw.c (READ every field record of each
+ * row, own the row with CMP_AND_SWP, WRITE every record sealed at the next
+ * version) with the set's rows replacing their field's, so a concurrent
+ * rf_ps_read_rows never accepts a half-written row and the other fields'
+ * records follow the row's version.
  * rf_ps_write_row_range: before a shard's init flag is set nobody reads
- * it, so a contiguous range goes as one WRITE (one work request instead of
- * three per row); the flag is READ first and a set flag refused.
- * rf_ps_mark_initialized: the init flags alone, after such writes. */
+ * it, so the range's row records are built here (sealed at version 0) and
+ * go as one WRITE per 4 MiB of records; the flag is READ first and a set
+ * flag refused. rf_ps_mark_initialized: the init flags alone, after such
+ * writes. */
 #include <stdio.h>
 #include <string.h>
 
 #include "ps/ps_client_internal.h"
 #include "rdmaflow/status.h"
 
+typedef struct set_ctx {
+    const rf_ps_rows *set;
+    size_t f; /* the field's index: 0 values, 1 + i slot i */
+} set_ctx;
+
+/* The set's rows replace their field's rows. */
+static rf_status modify_set(void *arg, rf_ps_var *v, const size_t *which,
+                            size_t k, float *const *field)
+{
+    const set_ctx *x = arg;
+    size_t rb = (size_t)v->lay.row_bytes;
+    for (size_t jj = 0; jj < k; jj++)
+        memcpy((unsigned char *)field[x->f] + jj * rb,
+               (const unsigned char *)x->set->buf + which[jj] * rb, rb);
+    return RF_OK;
+}
+
+rf_status cli_rows_write_field(rf_ps_client *c, const rf_ps_rows *set, size_t f)
+{
+    set_ctx x = {.set = set, .f = f};
+    return cli_rows_update(c, set->var, set->rows, set->n, modify_set, &x,
+                           "rf_ps_write_rows");
+}
+
 static rf_status write_rows(rf_ps_client *c, const rf_ps_rows *sets,
                             size_t nsets)
 {
-    const char *what = "rf_ps_write_rows";
     size_t total = 0;
-    rf_status st = cli_rows_check_sets(c, sets, nsets, what, NULL, &total);
-    if (st != RF_OK || !total)
-        return st;
-    st = cli_rows_scratch(c, 3 * total, 0);
-    if (st == RF_OK)
-        st = cli_words(c, 1);
-    if (st != RF_OK)
-        return st;
-    /* the atomics' old values are not needed: one sink word for all */
-    uint64_t *sink = (uint64_t *)(void *)c->words;
-    cli_group g = {0};
-    size_t used = 0;
-    for (size_t ps = 0; ps < c->num_ps; ps++) {
-        ps_cli_conn *p = &c->conns[ps];
-        size_t first = used;
-        c->rs_ops[ps] = (cli_op){.kind = CLI_OP_GROUP, .group = &g, .conn = p};
-        for (size_t i = 0; i < nsets; i++) {
-            const rf_ps_rows *s = &sets[i];
-            rf_ps_var *v = s->var;
-            if (v->ps != ps || !s->n)
-                continue;
-            c->rs_ops[ps].var = v;
-            uint64_t off = 0;
-            cli_field_off(v, s->field, &off, what);
-            size_t rb = (size_t)v->lay.row_bytes;
-            for (int pass = 0; pass < 3; pass++)
-                for (size_t j = 0; j < s->n; j++) {
-                    uint64_t r = (uint64_t)s->rows[j];
-                    rf_wr w = {.context = &c->rs_ops[ps], .rkey = v->rkey};
-                    if (pass == 1) {
-                        w.op = RF_OP_WRITE;
-                        w.flags = j == 0 ? RF_WR_FENCE : 0;
-                        w.local = (unsigned char *)s->buf + j * rb;
-                        w.len = rb;
-                        w.local_mr = s->mr;
-                        w.remote_addr = v->rec_addr + off + r * rb;
-                    } else {
-                        w.op = RF_OP_FETCH_ADD;
-                        w.local = sink;
-                        w.len = 8;
-                        w.local_mr = c->words_mr;
-                        w.remote_addr = v->rec_addr + v->lay.rowver_off + 8 * r;
-                        w.compare_add = 1;
-                    }
-                    c->rs_wrs[used++] = w;
-                }
-        }
-        if (used > first)
-            cli_post_group(p, &g, c->rs_wrs + first, used - first);
-    }
-    return cli_group_wait(c, &g, what);
+    rf_status st =
+        cli_rows_check_sets(c, sets, nsets, "rf_ps_write_rows", NULL, &total);
+    for (size_t i = 0; st == RF_OK && i < nsets; i++)
+        st = cli_rows_write_field(
+            c, &sets[i],
+            sets[i].field == RF_PS_FIELD_VALUES
+                ? 0
+                : 1 + (size_t)(sets[i].field - RF_PS_FIELD_SLOT0));
+    return st;
 }
 
 rf_status rf_ps_write_rows(rf_ps_client *c, const rf_ps_rows *sets,
@@ -81,9 +64,12 @@ rf_status rf_ps_write_rows(rf_ps_client *c, const rf_ps_rows *sets,
     return cli_rows_locked(c, write_rows, sets, nsets, "rf_ps_write_rows");
 }
 
-static rf_status write_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
-                             int64_t row0, size_t nrows, const void *buf,
-                             rf_mr *mr)
+/* Row records built and WRITten per work request of a range write. */
+#define RANGE_CHUNK_BYTES (4u << 20)
+
+rf_status cli_rows_write_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
+                               int64_t row0, size_t nrows, const void *buf,
+                               rf_mr *mr)
 {
     const char *what = "rf_ps_write_row_range";
     rf_status st = cli_table_check(c, v, what);
@@ -105,7 +91,7 @@ static rf_status write_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
             "which has %llu (nothing was posted)",
             what, (long long)row0, (unsigned long long)((uint64_t)row0 + nrows),
             v->spec.name, v->spec.part, (unsigned long long)v->lay.rows);
-    size_t rb = (size_t)v->lay.row_bytes;
+    size_t rb = (size_t)v->lay.row_bytes, stride = (size_t)v->lay.row_stride;
     if ((st = cli_rows_in_mr(v, buf, nrows, rb, mr, what, "the row buffer")) !=
         RF_OK)
         return st;
@@ -120,18 +106,38 @@ static rf_status write_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
                             "%s: table '%s' part %u is initialised already "
                             "(workers may read it): use rf_ps_write_rows",
                             what, v->spec.name, v->spec.part);
-    cli_group g = {0};
+    /* Nobody reads or writes the rows before the flag: the records are
+     * built here, sealed at version 0 (what every field's records of a
+     * new shard are at), one WRITE per chunk of consecutive records. */
+    size_t per = RANGE_CHUNK_BYTES / stride ? RANGE_CHUNK_BYTES / stride : 1;
     ps_cli_conn *p = &c->conns[v->ps];
-    cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .var = v, .conn = p};
-    rf_wr w = {.op = RF_OP_WRITE,
-               .context = &o,
-               .local = (void *)buf,
-               .len = nrows * rb,
-               .local_mr = mr,
-               .remote_addr = v->rec_addr + off + (uint64_t)row0 * rb,
-               .rkey = v->rkey};
-    cli_post_group(p, &g, &w, 1);
-    return cli_group_wait(c, &g, what);
+    for (size_t done = 0; done < nrows && st == RF_OK;) {
+        size_t m = nrows - done < per ? nrows - done : per;
+        if ((st = cli_rec_buf(c, m * stride)) != RF_OK)
+            return st;
+        for (size_t i = 0; i < m; i++) {
+            unsigned char *rec = c->rec_buf + i * stride;
+            memcpy(rec + PS_ROW_HDR,
+                   (const unsigned char *)buf + (done + i) * rb, rb);
+            memset(rec + PS_ROW_HDR + rb, 0, stride - PS_ROW_HDR - rb);
+            ps_row_seal(rec, 0, rb);
+        }
+        cli_group g = {0};
+        cli_op o = {.kind = CLI_OP_GROUP, .group = &g, .var = v, .conn = p};
+        rf_wr w = {.op = RF_OP_WRITE,
+                   .context = &o,
+                   .local = c->rec_buf,
+                   .len = m * stride,
+                   .local_mr = c->rec_mr,
+                   .remote_addr =
+                       v->rec_addr + ps_row_off(off, v->lay.row_stride,
+                                                (uint64_t)row0 + done),
+                   .rkey = v->rkey};
+        cli_post_group(p, &g, &w, 1);
+        st = cli_group_wait(c, &g, what);
+        done += m;
+    }
+    return st;
 }
 
 rf_status rf_ps_write_row_range(rf_ps_client *c, rf_ps_var *var,
@@ -142,7 +148,7 @@ rf_status rf_ps_write_row_range(rf_ps_client *c, rf_ps_var *var,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_write_row_range: NULL client");
     pthread_mutex_lock(&c->mu);
-    rf_status st = write_range(c, var, field, row0, nrows, buf, mr);
+    rf_status st = cli_rows_write_range(c, var, field, row0, nrows, buf, mr);
     pthread_mutex_unlock(&c->mu);
     return st;
 }

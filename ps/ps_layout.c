@@ -1,7 +1,10 @@
 /* ps/ps_layout.c: shard record layout, slot counts and dtype sizes
- * shared by the ps server, the client and the protocol checks (see
- * ps_layout.h). */
+ * shared by the ps server, the client and the protocol checks, and the
+ * self-verifying row records of embedding tables (see ps_layout.h). */
 #include "ps/ps_layout.h"
+
+#include <isa-l/crc.h>
+#include <string.h>
 
 #include "rdmaflow/status.h"
 
@@ -49,8 +52,17 @@ rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
     out->rows = dim0;
     out->row_bytes = values_bytes / dim0;
     out->max_push_rows = max_push_rows;
-    out->rowver_off = out->record_bytes;
-    out->record_bytes += align_up(8 * dim0);
+    /* every field an array of row records (ps_layout.h) */
+    out->row_stride = ps_row_stride(out->row_bytes);
+    if (dim0 > PS_MAX_SHARD_BYTES / out->row_stride)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "a table of %llu rows of %llu bytes is too large",
+                            (unsigned long long)dim0,
+                            (unsigned long long)out->row_bytes);
+    uint64_t span = align_up(dim0 * out->row_stride);
+    out->record_bytes = PS_REC_HEADER + span * (1 + num_slots);
+    for (uint32_t i = 0; i < num_slots; i++)
+        out->slot_off[i] = PS_REC_HEADER + span * (1 + i);
     out->inbox_bytes = ps_gather_stage_off(max_push_rows, out->row_bytes) +
                        (uint64_t)max_push_rows * out->row_bytes;
     return RF_OK;
@@ -121,4 +133,44 @@ rf_status rf_ps_shard_spec_info(const rf_ps_shard_spec *spec, size_t ps_task,
         .max_push_rows = l.max_push_rows,
         .inbox_bytes = spec->trainable ? (size_t)l.inbox_bytes : 0};
     return RF_OK;
+}
+
+uint32_t ps_row_crc(uint64_t version, const void *row, size_t len)
+{
+    unsigned char v[8];
+    memcpy(v, &version, 8);
+    uint32_t crc = crc32_iscsi(v, 8, 0);
+    return crc32_iscsi((unsigned char *)(uintptr_t)row, (int)len, crc);
+}
+
+void ps_row_seal(unsigned char *rec, uint64_t version, size_t len)
+{
+    uint32_t crc = ps_row_crc(version, rec + PS_ROW_HDR, len);
+    memcpy(rec + PS_ROW_CRC_OFF, &crc, 4);
+    memset(rec + PS_ROW_CRC_OFF + 4, 0, 4);
+    memcpy(rec + PS_ROW_VER_OFF, &version, 8);
+}
+
+void ps_row_publish(unsigned char *rec, uint64_t version, size_t len)
+{
+    uint32_t crc = ps_row_crc(version, rec + PS_ROW_HDR, len);
+    memcpy(rec + PS_ROW_CRC_OFF, &crc, 4);
+    memset(rec + PS_ROW_CRC_OFF + 4, 0, 4);
+    __atomic_store_n((uint64_t *)(void *)(rec + PS_ROW_VER_OFF), version,
+                     __ATOMIC_RELEASE);
+}
+
+ps_row_state ps_row_check(const unsigned char *rec, size_t len,
+                          uint64_t *version)
+{
+    uint64_t v;
+    uint32_t crc;
+    memcpy(&v, rec + PS_ROW_VER_OFF, 8);
+    memcpy(&crc, rec + PS_ROW_CRC_OFF, 4);
+    if (version)
+        *version = v;
+    if (v & 1)
+        return PS_ROW_BUSY;
+    return ps_row_crc(v, rec + PS_ROW_HDR, len) == crc ? PS_ROW_OK
+                                                       : PS_ROW_TORN;
 }

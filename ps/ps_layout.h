@@ -56,6 +56,51 @@ _Static_assert(PS_CLOCKS_OFF + 8 * RF_PS_MAX_CLOCKS <= PS_GLOBALS_BYTES,
 _Static_assert(PS_GLOBALS_BYTES % PS_ALIGN == 0,
                "the first record after the globals block is aligned");
 
+/* A table's row record (one per row of every field; ps_layout.row_stride
+ * bytes apart, 16-byte aligned): the version (u64, host order: the word
+ * apply=worker and rf_ps_write_rows take with CMP_AND_SWP, odd while a
+ * writer owns the row), the CRC32C (u32, ISA-L's crc32_iscsi, seed 0)
+ * over the version's 8 bytes then the row's row_bytes, 4 reserved zero
+ * bytes, then the row. One READ of a record tells whether it is whole
+ * whatever order its cache lines were fetched in (docs/DESIGN.md,
+ * "Self-verifying rows"). An all-zero record (a row never written) is
+ * whole: version 0, CRC 0 (the CRC of zeros with seed 0). Every field
+ * record of a row carries the values record's version after each write. */
+#define PS_ROW_HDR     16u
+#define PS_ROW_VER_OFF 0u
+#define PS_ROW_CRC_OFF 8u
+static inline uint64_t ps_row_stride(uint64_t row_bytes)
+{
+    return (PS_ROW_HDR + row_bytes + 15) & ~(uint64_t)15;
+}
+/* The CRC of a row record for version and the row's len bytes. */
+uint32_t ps_row_crc(uint64_t version, const void *row, size_t len);
+/* Writes the header of the record rec (the row at rec + PS_ROW_HDR, len
+ * bytes): its CRC for version, the reserved bytes, then the version. A
+ * writer in local memory that readers may READ stores the version last
+ * with release order (ps_row_publish). */
+void ps_row_seal(unsigned char *rec, uint64_t version, size_t len);
+/* Seals rec for version and publishes the version with release order (the
+ * ps's own writes, which readers may be READing). */
+void ps_row_publish(unsigned char *rec, uint64_t version, size_t len);
+/* Whether a copy of a record is whole: its version even and its CRC that
+ * of its version and row; *version gets the version. A torn record passes
+ * with probability about 2^-32. */
+typedef enum ps_row_state {
+    PS_ROW_OK = 0,
+    PS_ROW_BUSY, /* version odd: a writer owns the row */
+    PS_ROW_TORN  /* the CRC does not match: read while being written */
+} ps_row_state;
+ps_row_state ps_row_check(const unsigned char *rec, size_t len,
+                          uint64_t *version);
+/* The record of row r of a field at field_off (a table's values_off or
+ * slot_off[i]). */
+static inline uint64_t ps_row_off(uint64_t field_off, uint64_t row_stride,
+                                  uint64_t r)
+{
+    return field_off + r * row_stride;
+}
+
 /* Largest values size of one shard (bytes). */
 #define PS_MAX_SHARD_BYTES (1ull << 40)
 
@@ -66,10 +111,12 @@ typedef struct ps_layout {
     uint64_t slot_off[RF_OPTIM_MAX_SLOTS];
     uint64_t record_bytes; /* multiple of PS_ALIGN */
     /* Embedding tables (max_push_rows > 0; 0 and unused otherwise): rows
-     * (dims[0]) of row_bytes each, one u64 seqlock version word per row at
-     * rowver_off (after the slots), and the sparse inbox (see
-     * PS_SPARSE_IDX_OFF). */
-    uint64_t rows, row_bytes, rowver_off;
+     * (dims[0]) of row_bytes each. Each field (values, every slot) is an
+     * array of self-verifying row records, row_stride bytes apart, at
+     * values_off / slot_off[i] (PS_ROW_HDR: version and CRC32C, then the
+     * row; ps_row_seal, ps_row_check), and the sparse inbox (see
+     * PS_SPARSE_IDX_OFF). values_bytes stays the logical size. */
+    uint64_t rows, row_bytes, row_stride;
     uint32_t max_push_rows;
     /* Bytes of one worker's inbox for the shard. */
     uint64_t inbox_bytes;
@@ -85,10 +132,10 @@ rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
                             ps_layout *out);
 
 /* The full layout of a shard: values_bytes of data, num_slots slots, and
- * for a table (max_push_rows > 0) dim0 rows with their version words and a
- * sparse inbox; sync dense shards' inboxes hold the tag (a sync table's
- * travels in its push header, PS_SPARSE_SYNC_HDR_BYTES). RF_ERR_INVALID_ARG if
- * too large or not a table (dim0 0, a row of 0 bytes). */
+ * for a table (max_push_rows > 0) dim0 rows, every field an array of row
+ * records, and a sparse inbox; sync dense shards' inboxes hold the tag (a sync
+ * table's travels in its push header, PS_SPARSE_SYNC_HDR_BYTES).
+ * RF_ERR_INVALID_ARG if too large or not a table (dim0 0, a row of 0 bytes). */
 rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
                          uint64_t dim0, uint32_t max_push_rows, bool sync,
                          ps_layout *out);

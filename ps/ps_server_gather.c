@@ -11,8 +11,9 @@
  * writing it), checks them all (a bad count, field, reserved byte, index
  * or a reply too short for the rows: an error ack carrying the bad
  * position, nothing copied or written), copies each row into the inbox's
- * staging inside its seqlock (version word even and unchanged around the
- * copy, re-copied otherwise, bounded), WRITEs the staged rows into the
+ * staging and checks the copy against its record's version and CRC32C
+ * (ps_layout.h; re-copied while torn or owned by a writer, bounded),
+ * WRITEs the staged rows into the
  * reply (exactly count x row_bytes at the address given, under the rkey
  * given) and acks on the same connection, so the rows land before the
  * ack. Memory: the inbox's gather area, bounded at CREATE by
@@ -42,36 +43,27 @@ static void count_gather(rf_ps_server *s, bool ok, uint64_t rows)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* The seqlock reader's fence between a row's copy and the second read of
- * its version word. gcc refuses atomic_thread_fence under
- * ThreadSanitizer (-Wtsan: TSan does not model fences); that build orders
- * the copy before the read with a compiler barrier and the read's acquire,
- * which is what x86-TSO needs (the ps's own sparse applies run on this
- * service thread; every other write to a row comes from another process
- * or the sock provider's DMA, which TSan does not record). */
-#if defined(__SANITIZE_THREAD__)
-#define ROW_COPY_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
-#define ROW_RECHECK      __ATOMIC_ACQUIRE
-#else
-#define ROW_COPY_FENCE() __atomic_thread_fence(__ATOMIC_ACQUIRE)
-#define ROW_RECHECK      __ATOMIC_RELAXED
-#endif
-
-/* Copies row r of the field at off into dst consistently. */
+/* Copies row r of the field at off into dst consistently: the record's
+ * header, then its row into dst, checked as a worker checks a READ of the
+ * record (ps_row_check: version even, the CRC that of the version and the
+ * row), copied again while it is not, bounded. Which order the two copies
+ * see other writers' stores in does not matter: the CRC tells. */
 static rf_status copy_row(const ps_shard *sh, uint64_t off, uint64_t r,
                           unsigned char *dst)
 {
     const ps_layout *l = &sh->layout;
-    const uint64_t *w =
-        (const uint64_t *)(const void *)(sh->rec_ptr + l->rowver_off) + r;
-    const unsigned char *src = sh->rec_ptr + off + r * l->row_bytes;
+    const unsigned char *src = sh->rec_ptr + ps_row_off(off, l->row_stride, r);
+    size_t rb = (size_t)l->row_bytes;
     long long deadline = 0;
     for (uint64_t tries = 0;; tries++) {
-        uint64_t v0 = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-        if (!(v0 & 1)) {
-            memcpy(dst, src, (size_t)l->row_bytes);
-            ROW_COPY_FENCE();
-            if (__atomic_load_n(w, ROW_RECHECK) == v0)
+        uint64_t v = __atomic_load_n(
+            (const uint64_t *)(const void *)(src + PS_ROW_VER_OFF),
+            __ATOMIC_ACQUIRE);
+        uint32_t crc;
+        memcpy(&crc, src + PS_ROW_CRC_OFF, 4);
+        if (!(v & 1)) {
+            memcpy(dst, src + PS_ROW_HDR, rb);
+            if (ps_row_crc(v, dst, rb) == crc)
                 return RF_OK;
         }
         if (tries == 64)
@@ -79,7 +71,7 @@ static rf_status copy_row(const ps_shard *sh, uint64_t off, uint64_t r,
         else if (tries > 64 && rf_now_ms() >= deadline)
             return rf_error_set(RF_ERR_TIMEOUT,
                                 "row %llu of '%s' part %u still being written "
-                                "after %d ms",
+                                "(or torn) after %d ms",
                                 (unsigned long long)r, sh->spec.name,
                                 sh->spec.part, GATHER_ROW_WAIT_MS);
     }

@@ -263,8 +263,9 @@ bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
 rf_status ps_sparse_copy_indices(rf_ps_server *s, const ps_shard *sh,
                                  const ps_inbox *ib, uint64_t count);
 /* The update of n checked rows idx of sh with grad (n rows), each row
- * inside its seqlock (Adam: every row's), the shard's version and update
- * count advanced. */
+ * owned (its values record's version odd) and its records sealed at the
+ * next version (Adam: every row, row by row), the shard's version and
+ * update count advanced. */
 rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
                                const float *grad);
 

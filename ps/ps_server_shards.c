@@ -125,10 +125,21 @@ rf_status ps_shard_create(rf_ps_server *s, const ps_spec *spec, ps_shard **out)
     if ((st = ps_arena_alloc(&s->arena, l.record_bytes, &loc, &p)) != RF_OK)
         return st;
     unsigned char *rec = p;
-    for (unsigned i = 0; i < ol.num_slots; i++)
+    for (unsigned i = 0; i < ol.num_slots && !l.max_push_rows; i++)
         rf_optim_slot_init(&spec->optim, i,
                            (float *)(void *)(rec + l.slot_off[i]),
                            (size_t)(bytes / sizeof(float)));
+    /* a table's slot rows are row records, each sealed at version 0 (the
+     * values rows stay zero: an all-zero record is whole) */
+    for (unsigned i = 0; i < ol.num_slots && l.max_push_rows; i++)
+        for (uint64_t r = 0; r < l.rows; r++) {
+            unsigned char *row =
+                rec + ps_row_off(l.slot_off[i], l.row_stride, r);
+            rf_optim_slot_init(&spec->optim, i,
+                               (float *)(void *)(row + PS_ROW_HDR),
+                               (size_t)(l.row_bytes / sizeof(float)));
+            ps_row_seal(row, 0, (size_t)l.row_bytes);
+        }
     if (spec->trainable) {
         rf_optim_scalars sc;
         rf_optim_scalars_init(&spec->optim, &sc);

@@ -3,11 +3,12 @@
  * WRITE_WITH_IMMs the count (ps_layout.h); the service thread copies the
  * indices out of the inbox (the peer may keep writing it), checks the count
  * and every index against the shard (a bad push is refused with an error
- * ack and changes nothing), then applies rf_optim_apply_sparse row by row,
- * each row inside its seqlock version word (odd while its value and slot
- * rows are written); Adam's TF 1.x rule moves every row, so there every
- * row's word is odd for the whole update. The shard's version and update
- * count advance as for a dense push, and the ack is the same. */
+ * ack and changes nothing), then applies rf_optim_apply_sparse row by row
+ * in place: each row owned (its values record's version to odd), updated,
+ * and every field record of it sealed at the next even version with its
+ * CRC32C (ps_layout.h), the values record's version published last; Adam's
+ * TF 1.x rule moves every row, each row alone. The shard's version and
+ * update count advance as for a dense push, and the ack is the same. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,16 +48,121 @@ rf_status ps_sparse_reserve(rf_ps_server *s, uint32_t max_push_rows)
     return RF_OK;
 }
 
-static void row_begin(uint64_t *w)
+static void shard_begin(uint64_t *w)
 {
     uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
     __atomic_exchange_n(w, v + 1, __ATOMIC_ACQ_REL);
 }
 
-static void row_end(uint64_t *w)
+static void shard_end(uint64_t *w)
 {
     uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
     __atomic_store_n(w, v + 1, __ATOMIC_RELEASE);
+}
+
+static unsigned char *row_rec(ps_shard *sh, uint64_t field_off, uint64_t r)
+{
+    return sh->rec_ptr + ps_row_off(field_off, sh->layout.row_stride, r);
+}
+
+/* Takes row r: its values record's version from even v to v + 1 (a
+ * CMP_AND_SWP by apply=worker or rf_ps_write_rows owns it meanwhile; as
+ * with the lock word, a ps CPU's compare-and-swap and a NIC's are atomic
+ * with each other only where the NIC's atomics are coherent with the CPU's,
+ * docs/DESIGN.md). A row owned for ROW_OWN_WAIT_MS (its writer died) is
+ * taken over with a warning. Returns the version the row gets when sealed. */
+#define ROW_OWN_WAIT_MS 1000
+static uint64_t row_own(ps_shard *sh, uint64_t r)
+{
+    uint64_t *w = (uint64_t *)(void *)(row_rec(sh, sh->layout.values_off, r) +
+                                       PS_ROW_VER_OFF);
+    long long deadline = 0;
+    for (uint64_t tries = 0;; tries++) {
+        uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+        if (!(v & 1) &&
+            __atomic_compare_exchange_n(w, &v, v + 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return v + 2;
+        if (tries == 64) {
+            deadline = rf_now_ms() + ROW_OWN_WAIT_MS;
+        } else if (tries > 64 && rf_now_ms() >= deadline) {
+            RF_LOG_WARN("ps: row %llu of '%s' part %u owned by a remote writer "
+                        "for %d ms (version %llu): taken over",
+                        (unsigned long long)r, sh->spec.name, sh->spec.part,
+                        ROW_OWN_WAIT_MS, (unsigned long long)v);
+            __atomic_store_n(w, v | 1, __ATOMIC_RELAXED);
+            return (v | 1) + 1;
+        }
+    }
+}
+
+/* Seals every field record of row r at version ver: the slots', then the
+ * values record's, whose version is published last (release). */
+static void row_release(ps_shard *sh, uint64_t r, uint64_t ver)
+{
+    const ps_layout *l = &sh->layout;
+    for (uint32_t i = 0; i < l->num_slots; i++)
+        ps_row_publish(row_rec(sh, l->slot_off[i], r), ver,
+                       (size_t)l->row_bytes);
+    ps_row_publish(row_rec(sh, l->values_off, r), ver, (size_t)l->row_bytes);
+}
+
+/* Row r's value and slot rows, in place. */
+static float *row_fields(ps_shard *sh, uint64_t r, float **slots)
+{
+    const ps_layout *l = &sh->layout;
+    for (uint32_t i = 0; i < l->num_slots; i++)
+        slots[i] =
+            (float *)(void *)(row_rec(sh, l->slot_off[i], r) + PS_ROW_HDR);
+    return (float *)(void *)(row_rec(sh, l->values_off, r) + PS_ROW_HDR);
+}
+
+static int cmp_pos(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* Adam's TF 1.x rule moves every row; its per-row arithmetic does not
+ * depend on the other rows, so each row is updated alone (owned, applied
+ * with its own gradients in push order, sealed), bitwise what one apply
+ * over the whole table gives. */
+static rf_status adam_rows(ps_shard *sh, const int64_t *idx, size_t n,
+                           const float *grad, const rf_optim_scalars *sc)
+{
+    const ps_layout *l = &sh->layout;
+    size_t width = (size_t)(l->row_bytes / sizeof(float));
+    int64_t *pos = malloc((2 * n + 1) * sizeof *pos);
+    float *g = malloc((n ? n : 1) * (size_t)l->row_bytes);
+    if (!pos || !g) {
+        free(pos), free(g);
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps: out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        pos[2 * i] = idx[i];
+        pos[2 * i + 1] = (int64_t)i;
+    }
+    qsort(pos, n, 2 * sizeof *pos, cmp_pos);
+    int64_t *zero = calloc(n ? n : 1, sizeof *zero);
+    rf_status st =
+        zero ? RF_OK : rf_error_set(RF_ERR_NO_MEMORY, "ps: out of memory");
+    size_t k = 0;
+    for (uint64_t r = 0; r < l->rows && st == RF_OK; r++) {
+        size_t m = 0;
+        for (; k < n && (uint64_t)pos[2 * k] == r; k++, m++)
+            memcpy(g + m * width, grad + (size_t)pos[2 * k + 1] * width,
+                   (size_t)l->row_bytes);
+        float *slots[RF_OPTIM_MAX_SLOTS] = {0};
+        uint64_t ver = row_own(sh, r);
+        float *values = row_fields(sh, r, slots);
+        st = rf_optim_apply_sparse(&sh->spec.optim, values, slots, 1, width,
+                                   zero, m, g, sc);
+        row_release(sh, r, ver);
+    }
+    free(pos), free(g), free(zero);
+    return st;
 }
 
 rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
@@ -64,33 +170,26 @@ rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
 {
     const ps_layout *l = &sh->layout;
     size_t width = (size_t)(l->row_bytes / sizeof(float));
-    float *slots[RF_OPTIM_MAX_SLOTS] = {0};
-    for (uint32_t i = 0; i < l->num_slots; i++)
-        slots[i] = (float *)(void *)(sh->rec_ptr + l->slot_off[i]);
-    float *values = (float *)(void *)(sh->rec_ptr + l->values_off);
-    uint64_t *ver = rec_word(sh, l->rowver_off);
     rf_optim_scalars sc;
     memcpy(&sc.beta1_power, sh->rec_ptr + PS_REC_SCALARS_OFF, 4);
     memcpy(&sc.beta2_power, sh->rec_ptr + PS_REC_SCALARS_OFF + 4, 4);
 
     uint64_t *version = rec_word(sh, PS_REC_VERSION_OFF);
-    row_begin(version);
+    shard_begin(version);
     rf_status st = RF_OK;
     if (sh->spec.optim.kind == RF_OPTIM_ADAM) {
-        for (uint64_t r = 0; r < l->rows; r++)
-            row_begin(&ver[r]);
-        st = rf_optim_apply_sparse(&sh->spec.optim, values, slots,
-                                   (size_t)l->rows, width, idx, n, grad, &sc);
-        for (uint64_t r = 0; r < l->rows; r++)
-            row_end(&ver[r]);
+        st = adam_rows(sh, idx, n, grad, &sc);
     } else {
+        /* one position at a time, in push order (a repeated sgd index is
+         * one row updated twice), each inside its row's ownership */
+        static const int64_t zero = 0;
         for (size_t i = 0; i < n && st == RF_OK; i++) {
-            uint64_t *w = &ver[idx[i]];
-            row_begin(w);
-            st = rf_optim_apply_sparse(&sh->spec.optim, values, slots,
-                                       (size_t)l->rows, width, &idx[i], 1,
-                                       grad + i * width, &sc);
-            row_end(w);
+            float *slots[RF_OPTIM_MAX_SLOTS] = {0};
+            uint64_t ver = row_own(sh, (uint64_t)idx[i]);
+            float *values = row_fields(sh, (uint64_t)idx[i], slots);
+            st = rf_optim_apply_sparse(&sh->spec.optim, values, slots, 1, width,
+                                       &zero, 1, grad + i * width, &sc);
+            row_release(sh, (uint64_t)idx[i], ver);
         }
     }
     if (st == RF_OK) {
@@ -100,7 +199,7 @@ rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
         uint64_t *updates = rec_word(sh, PS_REC_UPDATES_OFF);
         __atomic_store_n(updates, *updates + 1, __ATOMIC_RELAXED);
     }
-    row_end(version);
+    shard_end(version);
     return st;
 }
 

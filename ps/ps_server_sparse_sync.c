@@ -12,9 +12,9 @@
  * row's own count (TF's MEAN reduction of IndexedSlices: each row divided
  * by the gradients that touched it, not by replicas_to_aggregate); when
  * replicas_to_aggregate gradients were taken, every touched row's mean is
- * applied once with rf_optim_apply_sparse inside the row seqlocks
- * (ps_sparse_apply_rows, the async path's update; Adam's TF 1.x sparse rule
- * too), then S+1 is stored into the step word after the update. The
+ * applied once with rf_optim_apply_sparse, each row owned and its records
+ * sealed (ps_sparse_apply_rows, the async path's update; Adam's TF 1.x sparse
+ * rule too), then S+1 is stored into the step word after the update. The
  * accumulator (a row -> entry map, the touched rows, their sums and counts)
  * grows on demand; its bytes, over every table of the ps, stay within
  * rf_ps_server_options.max_accum_bytes: a push that would pass it is

@@ -4,15 +4,16 @@
  * tensor of the whole's shape under the whole's name, as session_ckpt.c
  * names every variable, written in pieces (rf_ckpt_dir_save_filled): a
  * piece's rows are read from the parts' shards with rf_ps_read_row_range
- * (consistent rows while other workers train, three work requests per
- * range) into one registered staging buffer. Restoring: a table's rows
- * are copied from the opened file (mapped, its pages dropped as they are
- * used: session/ckpt_read.c) into the staging buffer a chunk at a time and
- * written into the shards, values and slots, by sess_table_write (one
- * WRITE per chunk before a shard's init flag, seqlocked rows after).
- * Tables are sliced along axis 0 (their parts are row ranges of the
- * whole), so the whole's row r is part p's row r - first_p, for any number
- * of parts (a checkpoint restores into any number of ps tasks). */
+ * (whole rows while other workers train: each row record checked, one
+ * READ per 4 MiB of records) into one registered staging buffer.
+ * Restoring: a table's rows are copied from the opened file (mapped, its
+ * pages dropped as they are used: session/ckpt_read.c) into the staging
+ * buffer a chunk at a time and written into the shards, values and slots,
+ * by sess_table_write (one WRITE per chunk before a shard's init flag,
+ * row updates after). Tables are sliced along axis 0 (their parts are row
+ * ranges of the whole), so the whole's row r is part p's row r - first_p,
+ * for any number of parts (a checkpoint restores into any number of ps
+ * tasks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #include "session/ckpt_internal.h"
 #include "session/session_internal.h"
 
-#define TBL_IDX_ROWS  4096u /* seqlocked restore writes: rows a call */
+#define TBL_IDX_ROWS  4096u /* restore row updates: rows a call */
 #define TBL_MAX_PARTS 1024u
 
 /* One tensor of the checkpoint: a table's values or one slot, whole. */

@@ -50,7 +50,8 @@ static void *pusher_main(void *arg)
                                       RF_PS_APPLY_WORKER, s->opt.use_locking)
                          : RF_OK;
         /* embedding tables: their staged rows, read, applied here and
-         * written back row by row inside the rows' seqlocks */
+         * written back as row updates (each row owned, its records
+         * sealed) */
         for (size_t k = 0; k < nt && st == RF_OK; k++)
             st = sess_rows_push(s, q->tables[k], RF_PS_APPLY_WORKER, -1);
         if (s->trace) {

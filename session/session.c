@@ -319,8 +319,16 @@ static void count_bytes(rf_session *s, const sess_plan *p)
 
 void rf_session_counters_get(const rf_session *s, rf_session_counters *out)
 {
-    if (out)
-        *out = s ? s->counters : (rf_session_counters){0};
+    if (!out)
+        return;
+    *out = s ? s->counters : (rf_session_counters){0};
+    if (s && s->client) {
+        rf_ps_row_counters rc;
+        rf_ps_client_row_counters(s->client, &rc);
+        out->table_rows_torn = rc.torn;
+        out->table_rows_busy = rc.busy;
+        out->table_row_conflicts = rc.conflicts;
+    }
 }
 
 /* A plan that reads global_step sees ps 0's value now, not this worker's

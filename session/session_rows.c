@@ -407,17 +407,19 @@ rf_status sess_rows_gradient(rf_session *s, size_t i, bool is_idx,
 
 size_t sess_rows_read_wire(const sess_var *v, size_t n)
 {
-    return n * (v->row_bytes + 16); /* each row between its version words */
+    /* each row's record: version and CRC32C (ps_layout.h), then the row */
+    return n * (v->row_bytes + 16);
 }
 
 size_t sess_rows_push_wire(const rf_session *s, const sess_var *v, size_t n)
 {
     if (s->opt.apply != RF_PS_APPLY_WORKER)
         return 8 + n * (8 + v->row_bytes) + 8; /* count, rows, ack */
-    /* READ of each row of values and slots between version words, WRITE
-     * back, two FETCH_AND_ADDs of the version; locking: the lock word */
+    /* READ of each row's records of values and slots (16-byte header
+     * each), CMP_AND_SWP of its version, the records WRITten back;
+     * locking: the lock word */
     size_t fields = 1 + v->apply.num_slots;
-    return n * (2 * fields * v->row_bytes + 16 + 16) +
+    return n * (2 * fields * (v->row_bytes + 16) + 8) +
            (s->opt.use_locking ? 24 : 0);
 }
 

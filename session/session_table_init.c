@@ -7,7 +7,7 @@
  * shard whose init flag is still clear (nobody reads it yet) takes each
  * chunk as one WRITE (rf_ps_write_row_range), one that is already
  * initialised (a surviving ps while another restarted: workers may be
- * reading it) takes the rows inside their seqlocks (rf_ps_write_rows);
+ * reading it) takes them as row updates (rf_ps_write_rows);
  * then the init flags. The slots are the ps's: it creates them at their
  * initial values (rf_optim_slot_init), the same values the graph's slot
  * variables get. The chief's memory for this is the staging buffer. */
@@ -19,7 +19,7 @@
 #include "session/session_internal.h"
 
 #define TABLE_CHUNK (8u << 20) /* bytes of rows per chunk */
-#define LOCKED_ROWS 4096u      /* rows per seqlocked write */
+#define LOCKED_ROWS 4096u      /* rows per row-update write */
 
 rf_status sess_table_write(rf_session *s, sess_var *v, rf_ps_field field,
                            bool locked, int64_t r0, size_t n, void *buf,

@@ -177,10 +177,10 @@ static double wire_bytes(const el_ctx *k, int way)
     double b = 0;
     for (int p = 0; p < EL_PS_TASKS; p++) {
         double n = (double)k->n[p], rb = (double)k->rb;
-        if (way == EL_ROWS) /* version word, row, version word */
+        if (way == EL_ROWS) /* the row's record: version, CRC32C, row */
             b += n * (rb + 16);
-        else if (way == EL_DENSE)
-            b += (double)k->values_bytes[p];
+        else if (way == EL_DENSE) /* every row's record (16-byte aligned) */
+            b += (double)k->part_rows[p] * (double)((16 + k->rb + 15) & ~15ul);
         else if (n > 0) /* indices, request, rows, ack */
             b += 8 * n + 64 + n * rb + 8;
         if (k->o->push) /* indices, rows, count, ack */
@@ -293,6 +293,8 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
     }
     double wire = 0, asked = 0, nuniq = 0;
     uint64_t cpu0 = ps_cpu(k), pf0 = ps_faults(k), wf0 = worker_faults();
+    rf_fabric_counters fc0, fc1;
+    rf_fabric_counters_get(k->f, &fc0);
     for (int i = 0; i < steps; i++) {
         uint64_t s = (uint64_t)(o->warmup + i);
         if (make_step(k, s)) {
@@ -315,6 +317,10 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
         }
     }
     uint64_t cpu1 = ps_cpu(k), pf1 = ps_faults(k), wf1 = worker_faults();
+    rf_fabric_counters_get(k->f, &fc1);
+    uint64_t wrs = 0;
+    for (int i = 0; i < RF_FABRIC_OPS; i++)
+        wrs += fc1.posted[i] - fc0.posted[i];
     if (counters(k, &c1)) {
         free(t);
         return 1;
@@ -332,6 +338,9 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
     r->unique_total = (uint64_t)nuniq;
     r->wire_total = (uint64_t)wire;
     r->gathered_total = c1.gather_rows - c0.gather_rows;
+    r->wrs_total = wrs;
+    r->wrs_per_row = nuniq > 0 ? (double)wrs / nuniq : 0;
+    r->rows_per_s = nuniq / steps / (r->median_us * 1e-6);
     *uniq = nuniq / steps;
     free(t);
     /* The ps's own account: a gather's rows are exactly those asked; the

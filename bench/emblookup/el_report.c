@@ -52,9 +52,10 @@ void el_report_text(const el_run_info *r, const el_way_result *w)
            "ids\n",
            (double)o->rows * (double)r->row_bytes / (1 << 30), r->unique_rows,
            r->ids);
-    printf("%-7s %6s %12s %12s %12s %14s %14s %12s %10s %10s\n", "way", "steps",
-           "median[us]", "p99[us]", "examples/s", "wire_B/step", "ps_cpu_us/st",
-           "gathered/st", "w_flt/st", "ps_flt/st");
+    printf("%-7s %6s %12s %12s %12s %14s %14s %12s %10s %10s %12s %8s\n", "way",
+           "steps", "median[us]", "p99[us]", "examples/s", "wire_B/step",
+           "ps_cpu_us/st", "gathered/st", "w_flt/st", "ps_flt/st", "rows/s",
+           "wr/row");
     for (int i = 0; i < EL_WAYS; i++) {
         const el_way_result *x = &w[i];
         if (x->skipped) {
@@ -62,10 +63,10 @@ void el_report_text(const el_run_info *r, const el_way_result *w)
             continue;
         }
         printf("%-7s %6d %12.1f %12.1f %12.0f %14.0f %14.1f %12.1f "
-               "%10.1f %10.1f\n",
+               "%10.1f %10.1f %12.0f %8.3f\n",
                x->name, x->steps, x->median_us, x->p99_us, x->examples_per_s,
                x->wire_bytes, x->ps_cpu_us, x->gather_rows, x->worker_faults,
-               x->ps_faults);
+               x->ps_faults, x->rows_per_s, x->wrs_per_row);
     }
     double rd = ratio(&w[EL_ROWS], &w[EL_DENSE]);
     double rg = ratio(&w[EL_ROWS], &w[EL_GATHER]);
@@ -104,21 +105,23 @@ int el_report_json(const el_run_info *r, const el_way_result *w,
             fprintf(f, ",\"skipped\":\"%s\"}", x->why);
             continue;
         }
-        fprintf(f,
-                ",\"steps\":%d,\"median_us\":%.3f,\"p99_us\":%.3f,"
-                "\"examples_per_s\":%.1f,\"wire_bytes_per_step\":%.1f,"
-                "\"ps_cpu_us_per_step\":%.2f,"
-                "\"gathered_rows_per_step\":%.2f,"
-                "\"gather_requests_per_step\":%.2f,\"rows_checked\":%.0f,"
-                "\"worker_minor_faults_per_step\":%.1f,"
-                "\"ps_minor_faults_per_step\":%.1f,"
-                "\"unique_rows_total\":%" PRIu64
-                ",\"wire_bytes_total\":%" PRIu64
-                ",\"gathered_rows_total\":%" PRIu64 "}",
-                x->steps, x->median_us, x->p99_us, x->examples_per_s,
-                x->wire_bytes, x->ps_cpu_us, x->gather_rows, x->gather_reqs,
-                x->rows_checked, x->worker_faults, x->ps_faults,
-                x->unique_total, x->wire_total, x->gathered_total);
+        fprintf(
+            f,
+            ",\"steps\":%d,\"median_us\":%.3f,\"p99_us\":%.3f,"
+            "\"examples_per_s\":%.1f,\"wire_bytes_per_step\":%.1f,"
+            "\"ps_cpu_us_per_step\":%.2f,"
+            "\"gathered_rows_per_step\":%.2f,"
+            "\"gather_requests_per_step\":%.2f,\"rows_checked\":%.0f,"
+            "\"worker_minor_faults_per_step\":%.1f,"
+            "\"ps_minor_faults_per_step\":%.1f,"
+            "\"unique_rows_total\":%" PRIu64 ",\"wire_bytes_total\":%" PRIu64
+            ",\"gathered_rows_total\":%" PRIu64
+            ",\"rows_per_s\":%.1f,\"wrs_per_row\":%.4f"
+            ",\"wrs_total\":%" PRIu64 "}",
+            x->steps, x->median_us, x->p99_us, x->examples_per_s, x->wire_bytes,
+            x->ps_cpu_us, x->gather_rows, x->gather_reqs, x->rows_checked,
+            x->worker_faults, x->ps_faults, x->unique_total, x->wire_total,
+            x->gathered_total, x->rows_per_s, x->wrs_per_row, x->wrs_total);
     }
     double rd = ratio(&w[EL_ROWS], &w[EL_DENSE]);
     double rg = ratio(&w[EL_ROWS], &w[EL_GATHER]);

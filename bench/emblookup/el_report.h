@@ -24,8 +24,11 @@ typedef struct el_way_result {
     double gather_reqs;              /* per step */
     double worker_faults, ps_faults; /* minor page faults per step */
     double rows_checked; /* rows compared with the table pattern, in all */
+    double rows_per_s;   /* unique rows per median step time */
+    double wrs_per_row;  /* work requests the worker posted per unique row
+                            (the fabric's counters) */
     /* totals over the measured steps, for exact checks */
-    uint64_t unique_total, wire_total, gathered_total;
+    uint64_t unique_total, wire_total, gathered_total, wrs_total;
 } el_way_result;
 
 typedef struct el_run_info {

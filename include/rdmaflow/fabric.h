@@ -164,6 +164,18 @@ RF_API rf_status rf_fabric_open(const char *provider,
                                 const rf_fabric_attr *attr, rf_fabric **out);
 RF_API void rf_fabric_close(rf_fabric *fabric);
 RF_API const char *rf_fabric_provider(const rf_fabric *fabric);
+/* What rf_post posted on a fabric since it was opened: work requests and
+ * their bytes per op (indexed by rf_op, RF_OP_READ .. RF_OP_SEND), counted
+ * when the provider accepted them (an auto fabric counts its endpoints',
+ * whatever provider serves them). For tests and benchmarks: one row READ
+ * of an embedding table is one RF_OP_READ. */
+#define RF_FABRIC_OPS (RF_OP_SEND + 1)
+typedef struct rf_fabric_counters {
+    uint64_t posted[RF_FABRIC_OPS];
+    uint64_t bytes[RF_FABRIC_OPS];
+} rf_fabric_counters;
+RF_API void rf_fabric_counters_get(const rf_fabric *fabric,
+                                   rf_fabric_counters *out);
 /* Names of the compiled-in providers, NULL-terminated. */
 RF_API const char *const *rf_fabric_providers(void);
 

@@ -260,9 +260,10 @@ typedef struct rf_ps_shard_spec {
     uint32_t replicas_to_aggregate, total_num_replicas;
     /* 0: an ordinary (dense) shard. A shard of rank >= 1 with
      * max_push_rows > 0 is an embedding table: row r (0 <= r < shape.dims[0])
-     * is the numel/dims[0] elements at r * row_bytes of the values (and of
-     * each slot); the record also holds one version word per row (a
-     * seqlock: odd while the row and its slot rows are being written), and
+     * is numel/dims[0] elements of the values (and of each slot), each
+     * row of each field stored as a self-verifying row record (a version,
+     * odd while a writer owns the row, and a CRC32C of the version and the
+     * row before it; docs/DESIGN.md "Self-verifying rows"), and
      * each worker's inbox holds one sparse push of up to max_push_rows rows
      * (a count, the row indices, the gradient rows) instead of a dense
      * gradient. Part of the spec (lookup compares it). A table is
@@ -440,6 +441,22 @@ RF_API rf_status rf_ps_sync_set_step(rf_ps_client *client,
                                      rf_ps_var *const *vars, size_t n,
                                      int64_t step);
 
+/* What this client's reads of embedding table rows saw, since it was
+ * connected (every row READ is one work request: a row record, checked by
+ * its CRC32C; docs/DESIGN.md "Self-verifying rows"). */
+typedef struct rf_ps_row_counters {
+    uint64_t rows;      /* rows returned whole (reads, range reads, and the
+                           reads of read-modify-writes) */
+    uint64_t reads;     /* row record READs checked (rows + re-reads) */
+    uint64_t torn;      /* records whose CRC did not match (read again) */
+    uint64_t busy;      /* records a writer owned (odd version; read again) */
+    uint64_t conflicts; /* rows of apply=worker pushes and rf_ps_write_rows
+                           whose CMP_AND_SWP lost to another writer (read
+                           and applied again) */
+} rf_ps_row_counters;
+RF_API void rf_ps_client_row_counters(rf_ps_client *client,
+                                      rf_ps_row_counters *out);
+
 /* ---- embedding tables --------------------------------------------------- */
 
 /* One set of rows of one field of a table shard. */
@@ -455,42 +472,45 @@ typedef struct rf_ps_rows {
 /* READs the listed rows of every set: all the rows for one ps posted as one
  * rf_post list (chained work requests: one doorbell; split only where the
  * endpoint's send queue depth requires), one list per ps, then waits for all
- * (op_timeout_ms). Each row is read consistently: its version word before
- * and after the row (in the same list, in order), and a row whose versions
- * differ or are odd is read again (bounded retries, then RF_ERR_TIMEOUT
- * naming the shard and row). Every index is checked against the shard's
- * rows before anything is posted: RF_ERR_INVALID_ARG naming the shard, the
- * position and the index (no READ outside the table is ever posted).
- * Allocates nothing per call after the first (keep per-client scratch). */
+ * (op_timeout_ms). Each row is one READ of its row record, whole whatever
+ * order the responder fetched its bytes in: a record whose CRC32C is not
+ * that of its version and row (torn by a concurrent write; a torn record
+ * passes with probability about 2^-32) or whose version is odd (a writer
+ * owns the row) is read again (bounded retries, then RF_ERR_TIMEOUT naming
+ * the shard and row), and counted (rf_ps_client_row_counters). Every index is
+ * checked against the shard's rows before anything is posted:
+ * RF_ERR_INVALID_ARG naming the shard, the position and the index (no READ
+ * outside the table is ever posted). Allocates nothing per call after the first
+ * (keep per-client scratch). */
 RF_API rf_status rf_ps_read_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                  size_t nsets);
 /* READs rows [row0, row0 + nrows) of one field of a table shard into buf
  * (nrows * row_bytes, inside mr; nrows at most RF_PS_RANGE_MAX_ROWS), each
- * row consistent as rf_ps_read_rows makes it, with three work requests for
- * the whole range instead of three per row: the rows' version words, the
- * rows, the words again, in one list; a row whose two words differ or are
- * odd is then read again alone as rf_ps_read_rows does (bounded by
- * op_timeout_ms). A range outside the table: RF_ERR_INVALID_ARG, nothing
- * posted. For reading a whole table while workers train (checkpoints). */
+ * row checked as rf_ps_read_rows checks it, with one READ per 4 MiB of
+ * consecutive row records; a row that is not whole is then read again
+ * alone as rf_ps_read_rows does (bounded by op_timeout_ms). A range outside the
+ * table: RF_ERR_INVALID_ARG, nothing posted. For reading a whole table while
+ * workers train (checkpoints). */
 #define RF_PS_RANGE_MAX_ROWS 65536u
 RF_API rf_status rf_ps_read_row_range(rf_ps_client *client, rf_ps_var *var,
                                       rf_ps_field field, int64_t row0,
                                       size_t nrows, void *buf, rf_mr *mr);
-/* WRITEs the listed rows of every set (the mirror of rf_ps_read_rows:
- * indices checked before anything is posted, one list per ps), each row
- * inside its seqlock (version to odd, the row, version to even), and
- * waits for completion. The rows of one set must be distinct (a row
- * written twice in one set passes through an even version mid-write). For
- * a table that workers may be reading (restores into a running job). */
+/* WRITEs the listed rows of every set (indices checked before anything is
+ * posted), each as a row update: READ of the row's records of every field
+ * (until whole and at one version v), CMP_AND_SWP of its version v -> v + 1
+ * (owned; lost to another writer: read again), WRITE of every record
+ * sealed at v + 2 with the set's row in its field; waits for completion.
+ * The rows of one set should be distinct. For a table that workers may be
+ * reading or writing (restores into a running job). */
 RF_API rf_status rf_ps_write_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                   size_t nsets);
 /* Chief, before the shard's init flag is set (no worker reads a shard
  * before its flag): WRITEs rows [row0, row0 + nrows) of one field (values
  * or a slot) of a table shard from buf (nrows * row_bytes, inside mr) as
- * one WRITE, outside the rows' seqlocks (one work request instead of three
- * per row), and waits. The flag is READ first: a shard already initialised
- * is refused (RF_ERR_INVALID_ARG: use rf_ps_write_rows), as is a range
- * outside its rows (nothing posted). */
+ * row records built and sealed here (version 0), one WRITE per 4 MiB of
+ * consecutive records, and waits. The flag is READ first: a shard already
+ * initialised is refused (RF_ERR_INVALID_ARG: use rf_ps_write_rows), as is a
+ * range outside its rows (nothing posted). */
 RF_API rf_status rf_ps_write_row_range(rf_ps_client *client, rf_ps_var *var,
                                        rf_ps_field field, int64_t row0,
                                        size_t nrows, const void *buf,
@@ -505,7 +525,8 @@ RF_API rf_status rf_ps_mark_initialized(rf_ps_client *client,
  * row indices go to the set's ps (WRITE_WITH_IMM into this worker's gather
  * inbox there), whose service thread checks every index (a bad one: an
  * error ack naming the shard and index, nothing copied), copies each row
- * consistently (its version word even and unchanged around the copy) into
+ * whole (its record's version even and its CRC32C that of the version and
+ * the copy) into
  * the reply and WRITEs the rows into buf (sets' mr must be registered
  * remote-writable: rf_ps_client_register_reply does), then acknowledges;
  * waits for every ack (op_timeout_ms). Indices are checked here first, as
@@ -529,16 +550,17 @@ RF_API rf_status rf_ps_gather_rows(rf_ps_client *client, const rf_ps_rows *sets,
  * into this worker's inbox for the shard (one list), returns once posted;
  * the ps service thread checks the count and every index against the shard
  * (a bad push is refused with an error ack and changes nothing: the ps's
- * check is the last line of defence), then, for each row, takes the row's
- * seqlock and applies rf_optim_apply_sparse to the row and its slot rows
- * (Adam: TF 1.x's rule over every row, under the shard's seqlock), and acks
- * as a dense push does; rf_ps_push_wait waits for the acks.
- * apply=worker: READs the rows of values and of every slot (one list per
- * ps), applies rf_optim_apply_sparse locally to the gathered rows, and
- * WRITEs them back, each row inside its seqlock (version to odd by
- * FETCH_AND_ADD, WRITE of the row and its slot rows, version to even, the
- * order guaranteed on the connection; with use_locking the shard's lock
- * word is held as a dense push does); completes before returning. Adam with
+ * check is the last line of defence), then, for each row, owns the row
+ * (its version odd), applies rf_optim_apply_sparse to the row and its slot
+ * rows in place and seals their records at the next version (Adam: TF
+ * 1.x's rule over every row, row by row), and acks as a dense push does;
+ * rf_ps_push_wait waits for the acks.
+ * apply=worker: a row update of the unique rows (as rf_ps_write_rows: READ
+ * of every field's record until whole, rf_optim_apply_sparse locally on the
+ * gathered rows, CMP_AND_SWP of each row's version, WRITE of the sealed
+ * records; a row another writer took meanwhile is read and applied again,
+ * so no update is lost; with use_locking the shard's lock word is held
+ * around it as a dense push does); completes before returning. Adam with
  * apply=worker is refused (RF_ERR_INVALID_ARG: its TF 1.x sparse rule moves
  * every row, a whole-table read-modify-write; use apply=ps). */
 RF_API rf_status rf_ps_push_sparse(rf_ps_client *client, rf_ps_var *var,

@@ -316,6 +316,14 @@ typedef struct rf_session_counters {
      * rf_session_describe gives */
     uint64_t table_rows_read, table_bytes_read;
     uint64_t table_rows_pushed, table_bytes_pushed;
+    /* what this session's row reads saw (its ps client's
+     * rf_ps_row_counters: lookups, apply=worker read-modify-writes,
+     * checkpoint reads, restores): row records found torn (their CRC32C
+     * not that of their version and row) or owned by a writer (odd
+     * version), each read again; and rows of apply=worker pushes and row
+     * writes that lost their CMP_AND_SWP to another writer and went round
+     * again. A torn row is never used. */
+    uint64_t table_rows_torn, table_rows_busy, table_row_conflicts;
     /* stale synchronous parallel (staleness >= 0): training steps that
      * waited for the slowest worker, and the time spent waiting */
     uint64_t ssp_waits;
@@ -425,8 +433,8 @@ typedef struct rf_step_op {
      * An embedding table shard's READ and push vary per step: bytes and
      * wire_bytes are then the per-step bound (max_push_rows rows and
      * their indices; an apply=worker push READs and WRITEs back the rows
-     * of values and slots, with a version word per row); the session
-     * counters count what moved (bound is then true). */
+     * of values and slots as row records, and a CMP_AND_SWP per row);
+     * the session counters count what moved (bound is then true). */
     size_t wire_bytes;
     bool bound;
     size_t num_ops; /* COMPUTE: ops in the plan */

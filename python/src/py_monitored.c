@@ -1409,7 +1409,7 @@ static PyObject *ms_counters(ms_obj *self, PyObject *noargs)
     rf_session_counters c;
     rf_session_counters_get(sess, &c);
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L}", "runs",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L}", "runs",
         (unsigned long long)c.runs, "train_runs",
         (unsigned long long)c.train_runs, "bytes_read",
         (unsigned long long)c.bytes_read, "bytes_pushed",
@@ -1417,7 +1417,10 @@ static PyObject *ms_counters(ms_obj *self, PyObject *noargs)
         (unsigned long long)c.table_rows_read, "table_bytes_read",
         (unsigned long long)c.table_bytes_read, "table_rows_pushed",
         (unsigned long long)c.table_rows_pushed, "table_bytes_pushed",
-        (unsigned long long)c.table_bytes_pushed, "ssp_waits",
+        (unsigned long long)c.table_bytes_pushed, "table_rows_torn",
+        (unsigned long long)c.table_rows_torn, "table_rows_busy",
+        (unsigned long long)c.table_rows_busy, "table_row_conflicts",
+        (unsigned long long)c.table_row_conflicts, "ssp_waits",
         (unsigned long long)c.ssp_waits, "ssp_wait_ns",
         (unsigned long long)c.ssp_wait_ns, "ssp_lead",
         (long long)c.ssp_lead);

@@ -4,8 +4,9 @@
  * max_push_rows and indices outside the table (past the end, -1, huge) are
  * refused with an error ack and change nothing; a wrong length drops only
  * that connection; the ps keeps serving and counts what it applied and
- * refused. And the row seqlock seen from a reader: a version word made odd
- * by hand holds rf_ps_read_rows back until its timeout. */
+ * refused. And the row check seen from a reader: a record's version made
+ * odd by hand, or changed to an even one its CRC was not sealed at, holds
+ * rf_ps_read_rows back until its timeout; restored, the row is read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,20 +112,26 @@ void case_rows_bad_push(void)
     CHECK_OK(rf_optim_apply_sparse(&cfg, vals, NULL, ROWS, WIDTH, good, 2, gr,
                                    NULL));
 
-    /* A row whose version word is odd is being written: rf_ps_read_rows
-     * re-reads it until its timeout and names it (a read without the
-     * version words would have returned it); once even, it is read. */
+    /* A row whose record's version is odd is owned by a writer:
+     * rf_ps_read_rows re-reads it until its timeout and names it (a read
+     * without the check would have returned it); so is a record whose CRC
+     * is not that of its version and row (an even version it was not
+     * sealed at); with its own version back, it is read. */
     ps_layout lay;
     CHECK_OK(ps_layout_full(ROWS * WIDTH * 4, 0, ROWS, MPR, false, &lay));
-    uint64_t ver_addr = reg.addr + e.record.offset + lay.rowver_off + 8 * 10;
+    uint64_t ver_addr = reg.addr + e.record.offset +
+                        ps_row_off(lay.values_off, lay.row_stride, 10) +
+                        PS_ROW_VER_OFF;
     unsigned char *word = r.mem + 100 * 1024;
-    rf_put_le64(word, 5);
-    CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_WRITE,
+    CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_READ,
                                 .local = word,
                                 .len = 8,
                                 .local_mr = r.mr,
                                 .remote_addr = ver_addr,
                                 .rkey = reg.rkey}));
+    uint64_t sealed = rf_get_le64(word);
+    CHECK(!(sealed & 1), "row 10's version %llu is odd",
+          (unsigned long long)sealed);
     rf_ps_client_options o = {.client_id = 9, .op_timeout_ms = rft_ms(300)};
     rf_ps_client *rc = NULL;
     CHECK_OK(rf_ps_client_connect(cl.f, cl.addrs, 1, &o, &rc));
@@ -139,15 +146,25 @@ void case_rows_bad_push(void)
                      .n = 2,
                      .buf = rowb.p,
                      .mr = rowb.mr};
-    CHECK_ST(rf_ps_read_rows(rc, &rs, 1), RF_ERR_TIMEOUT);
-    CHECK_MSG("row 10 of table 'emb_bad'");
-    rf_put_le64(word, 6);
-    CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_WRITE,
-                                .local = word,
-                                .len = 8,
-                                .local_mr = r.mr,
-                                .remote_addr = ver_addr,
-                                .rkey = reg.rkey}));
+    uint64_t bad_versions[2] = {sealed + 5, sealed + 6};
+    for (int k = 0; k < 3; k++) {
+        rf_put_le64(word, k < 2 ? bad_versions[k] : sealed);
+        CHECK_OK(raw_do(&r, (rf_wr){.op = RF_OP_WRITE,
+                                    .local = word,
+                                    .len = 8,
+                                    .local_mr = r.mr,
+                                    .remote_addr = ver_addr,
+                                    .rkey = reg.rkey}));
+        if (k < 2) {
+            CHECK_ST(rf_ps_read_rows(rc, &rs, 1), RF_ERR_TIMEOUT);
+            CHECK_MSG("row 10 of table 'emb_bad'");
+        }
+    }
+    rf_ps_row_counters rcn;
+    rf_ps_client_row_counters(rc, &rcn);
+    CHECK(rcn.busy > 0 && rcn.torn > 0,
+          "the reads saw %llu owned and %llu torn records, want both",
+          (unsigned long long)rcn.busy, (unsigned long long)rcn.torn);
     CHECK_OK(rf_ps_read_rows(rc, &rs, 1));
     CHECK(memcmp(rowb.p, vals + 3 * WIDTH, sizeof(float) * WIDTH) == 0 &&
               memcmp(rowb.p + WIDTH, vals + 10 * WIDTH,
