@@ -3,7 +3,9 @@
  * 1024), completions counted and checked in posting order, and every
  * operation's effect checked (RC ordering: a read or atomic sees the writes
  * and atomics posted before it). Unsignaled work produces no completion yet is
- * executed, in order, before later signaled work. */
+ * executed, in order, before later signaled work. The fabric's counters
+ * (rf_fabric_counters_get) count exactly what each round posted. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -95,6 +97,24 @@ static void round_trip(rt_target *t, rt_conn *c, rt_buf *b,
     CHECK_EQ_U64(tgt_get(t, 1, 0), base + GROUPS);
 }
 
+/* The fabric's counters saw exactly a round's posts: GROUPS of each of the
+ * four ops, 8 bytes each, nothing else. */
+static void check_counted(const rf_fabric_counters *a,
+                          const rf_fabric_counters *z, int r)
+{
+    for (int op = 0; op < RF_FABRIC_OPS; op++) {
+        bool used = op == RF_OP_WRITE || op == RF_OP_FETCH_ADD ||
+                    op == RF_OP_READ || op == RF_OP_CMP_SWAP;
+        uint64_t n = z->posted[op] - a->posted[op],
+                 bytes = z->bytes[op] - a->bytes[op];
+        CHECK(n == (used ? GROUPS : 0) && bytes == (used ? 8u * GROUPS : 0),
+              "round %d: the fabric counted %llu work requests of op %d "
+              "(%llu bytes), %d were posted (%d bytes)",
+              r, (unsigned long long)n, op, (unsigned long long)bytes,
+              used ? GROUPS : 0, used ? 8 * GROUPS : 0);
+    }
+}
+
 void case_many_outstanding(void)
 {
     rt_target t;
@@ -108,8 +128,13 @@ void case_many_outstanding(void)
     rt_conn c;
     rt_connect(f, t.port, "mo", &c);
     tgt_set(&t, 1, 0, 77);
-    round_trip(&t, &c, &b, &slots, &ctr, 0, 64);
-    round_trip(&t, &c, &b, &slots, &ctr, 1, 1024);
+    for (int r = 0; r < 2; r++) {
+        rf_fabric_counters a, z;
+        rf_fabric_counters_get(f, &a);
+        round_trip(&t, &c, &b, &slots, &ctr, r, r == 0 ? 64 : 1024);
+        rf_fabric_counters_get(f, &z);
+        check_counted(&a, &z, r);
+    }
     rt_conn_close(&c);
     rt_buf_free(&b);
     rf_fabric_close(f);
