@@ -319,6 +319,12 @@ rf_status cli_rows_locked(rf_ps_client *c,
  * gather's write that failed. */
 void cli_gather_on_ack(rf_ps_var *v, uint64_t word);
 void cli_gather_failed(rf_ps_var *v, rf_status st);
+/* At least bytes of 64-byte aligned scratch registered for local writes in
+ * *buf (capacity *cap, region *mr), grown by doubling from 4096; what it
+ * held is not kept. The client's scratch buffers (rec_buf, rmw_buf) grow
+ * this one way. */
+rf_status cli_scratch_reserve(rf_ps_client *c, unsigned char **buf, rf_mr **mr,
+                              size_t *cap, size_t bytes);
 /* At least bytes of registered row-record scratch in c->rec_buf. */
 rf_status cli_rec_buf(rf_ps_client *c, size_t bytes);
 /* Checks the record copy rec of one row (ps_row_check) and counts what it

@@ -182,29 +182,35 @@ static void nap_us(long us)
     nanosleep(&ts, NULL);
 }
 
-rf_status cli_rec_buf(rf_ps_client *c, size_t bytes)
+rf_status cli_scratch_reserve(rf_ps_client *c, unsigned char **buf, rf_mr **mr,
+                              size_t *cap, size_t bytes)
 {
-    if (bytes <= c->rec_cap)
+    if (bytes <= *cap)
         return RF_OK;
-    size_t cap = c->rec_cap ? c->rec_cap : 65536;
-    while (cap < bytes)
-        cap *= 2;
+    size_t want = *cap ? *cap : 4096;
+    while (want < bytes)
+        want *= 2;
     void *p = NULL;
-    if (posix_memalign(&p, 64, cap) != 0)
+    if (posix_memalign(&p, 64, want) != 0)
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
-    rf_mr *mr;
-    rf_status st = rf_mr_reg(c->fabric, p, cap, RF_ACCESS_LOCAL_WRITE, &mr);
+    rf_mr *reg;
+    rf_status st = rf_mr_reg(c->fabric, p, want, RF_ACCESS_LOCAL_WRITE, &reg);
     if (st != RF_OK) {
         free(p);
         return st;
     }
-    if (c->rec_mr)
-        rf_mr_dereg(c->rec_mr);
-    free(c->rec_buf);
-    c->rec_buf = p;
-    c->rec_mr = mr;
-    c->rec_cap = cap;
+    if (*mr)
+        rf_mr_dereg(*mr);
+    free(*buf);
+    *buf = p;
+    *mr = reg;
+    *cap = want;
     return RF_OK;
+}
+
+rf_status cli_rec_buf(rf_ps_client *c, size_t bytes)
+{
+    return cli_scratch_reserve(c, &c->rec_buf, &c->rec_mr, &c->rec_cap, bytes);
 }
 
 bool cli_row_whole(rf_ps_client *c, const unsigned char *rec, size_t len,

@@ -47,25 +47,7 @@ static rf_status grow(void **p, size_t *cap, size_t want, size_t size)
 /* The registered buffer of the gathered rows: at least bytes. */
 static rf_status gather_buf(rf_ps_client *c, size_t bytes)
 {
-    if (bytes <= c->rmw_cap)
-        return RF_OK;
-    size_t cap = bytes < 4096 ? 4096 : bytes;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, cap) != 0)
-        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
-    rf_mr *mr;
-    rf_status st = rf_mr_reg(c->fabric, p, cap, RF_ACCESS_LOCAL_WRITE, &mr);
-    if (st != RF_OK) {
-        free(p);
-        return st;
-    }
-    if (c->rmw_mr)
-        rf_mr_dereg(c->rmw_mr);
-    free(c->rmw_buf);
-    c->rmw_buf = p;
-    c->rmw_mr = mr;
-    c->rmw_cap = cap;
-    return RF_OK;
+    return cli_scratch_reserve(c, &c->rmw_buf, &c->rmw_mr, &c->rmw_cap, bytes);
 }
 
 /* Unique rows of rows[0..n) in order of first appearance into c->rmw_rows
