@@ -11,24 +11,17 @@ bytes unchanged, for the tests of rf-ckpt verify's strictness. WHAT:
            must give SRC's bytes again (checks this script's JSON and CRC)
 The header is written as rdmaflow writes it (compact JSON padded with
 spaces to a multiple of 8; the header CRC32C over the padded header with
-its own 8 digits read as "00000000"). Only struct and json. Exit 0, or 1
-with the reason."""
+its own 8 digits read as "00000000"). Only struct, json and check_reader.py's
+CRC32C. Exit 0, or 1 with the reason."""
 import json
 import struct
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from check_reader import crc32c  # noqa: E402 (this folder's reader)
+
 HEADER_KEY = "crc32c.header"
 PREFIX = "crc32c/"
-
-
-def crc32c(data):
-    """CRC32C (Castagnoli, reflected 0x82f63b78), init and final xor ~0."""
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
 
 
 def header_bytes(header):
