@@ -437,7 +437,12 @@ void case_auth_duplicate(void)
     start_hold(&hold, "hold1", ps.port, "1", ms, path);
     rf_ps_client *c = NULL;
     long long t0 = rf_now_ms();
-    CHECK_ST(try_client(f, ps.port, 1, false, secret, rft_ms(1000), &c),
+    /* 2.5 s (scaled), within hold1's 3: on verbs under load an attempt may
+     * see the refused connection's disconnect before the refusal it
+     * carried, and one attempt's connect may take over a second (rxe.ps at
+     * load 12, 2026-12-03: three disconnects and a slow connect used up
+     * 1 s); a later attempt still gets the refusal. */
+    CHECK_ST(try_client(f, ps.port, 1, false, secret, rft_ms(2500), &c),
              RF_ERR_UNAVAILABLE);
     CHECK_MSG(at_host("client id 1 is connected already from "));
     CHECK_MSG(at_host("refusing the new connection from "));
