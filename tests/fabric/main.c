@@ -196,6 +196,10 @@ int main(int argc, char **argv)
             if (parse_num(a, v, 1, 100000000, &n))
                 return EXIT_USAGE;
             rt_role.iters = (long)n;
+        } else if (strcmp(a, "--start") == 0) {
+            if (parse_num(a, v, 1, 4096, &n))
+                return EXIT_USAGE;
+            rt_role.start = (int)n;
         } else if (strcmp(a, "--id") == 0) {
             if (parse_num(a, v, 0, 255, &n))
                 return EXIT_USAGE;
@@ -224,7 +228,9 @@ int main(int argc, char **argv)
         if (strcmp(role, "fadd") == 0)
             return rt_role_fadd();
         if (strcmp(role, "lock") == 0)
-            return rt_role_lock();
+            return rt_role_lock(true);
+        if (strcmp(role, "nolock") == 0)
+            return rt_role_lock(false);
         if (strcmp(role, "stream") == 0)
             return rt_role_stream();
         fprintf(stderr, "rf_fabric_conformance: unknown role %s\n", role);

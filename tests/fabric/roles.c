@@ -1,9 +1,11 @@
 /* tests/fabric/roles.c: initiator worker roles started by multi-process
- * cases (fetch_add contention, cmp_swap lock, a stream to be killed). */
+ * cases (fetch_add contention, cmp_swap lock and its unlocked control, a
+ * stream to be killed). */
 #include "tests/fabric/roles.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,42 @@ typedef struct worker {
     rt_buf results; /* fadd: one uint64 per operation */
 } worker;
 
+/* With --start N: every thread of every worker process adds 1 to the word
+ * at --addr + START_WORD once connected and waits until it reads N there, so
+ * that the processes contend from their first operation instead of one
+ * finishing before the next has started. */
+#define START_WORD 128
+
+static void start_together(rf_fabric *fabric, rt_conn *c)
+{
+    if (rt_role.start <= 0)
+        return;
+    rt_buf b;
+    rt_buf_alloc(fabric, &b, 8, RF_ACCESS_LOCAL_WRITE);
+    uint64_t *v = (uint64_t *)(void *)b.p;
+    rf_wr wr = {.op = RF_OP_FETCH_ADD,
+                .context = (void *)(uintptr_t)9,
+                .local = v,
+                .len = 8,
+                .local_mr = b.mr,
+                .remote_addr = rt_role.addr + START_WORD,
+                .rkey = rt_role.rkey,
+                .compare_add = 1};
+    rt_do(c, wr, "start fetch_add");
+    uint64_t arrived = *v + 1; /* the value before this thread's add */
+    wr.op = RF_OP_READ;
+    const int64_t deadline = rf_deadline_ms(rft_ms(60000));
+    while (arrived < (uint64_t)rt_role.start) {
+        CHECK(rf_now_ms() < deadline,
+              "start: %llu of %d threads arrived within %d ms",
+              (unsigned long long)arrived, rt_role.start, rft_ms(60000));
+        rf_sleep_ms(1);
+        rt_do(c, wr, "start read");
+        arrived = *v;
+    }
+    rt_buf_free(&b);
+}
+
 static void *fadd_thread(void *arg)
 {
     worker *w = arg;
@@ -30,6 +68,7 @@ static void *fadd_thread(void *arg)
     snprintf(token, sizeof token, "fa%d.%d", rt_role.id, w->index);
     rt_conn c;
     rt_connect(w->fabric, rt_role.port, token, &c);
+    start_together(w->fabric, &c);
     long n = rt_role.iters, posted = 0, done = 0;
     uint64_t *res = (uint64_t *)(void *)w->results.p;
     rf_completion comps[64];
@@ -99,15 +138,23 @@ int rt_role_fadd(void)
     return 0;
 }
 
-/* --- cmp_swap lock ------------------------------------------------------- */
+/* --- cmp_swap lock, and the same critical section without it ----------- */
+
+typedef struct lock_worker {
+    worker w;
+    bool locked;        /* false: the unprotected control */
+    uint64_t contended; /* acquisitions that found another holder */
+} lock_worker;
 
 static void *lock_thread(void *arg)
 {
-    worker *w = arg;
+    lock_worker *lw = arg;
+    worker *w = &lw->w;
     char token[32];
     snprintf(token, sizeof token, "lk%d.%d", rt_role.id, w->index);
     rt_conn c;
     rt_connect(w->fabric, rt_role.port, token, &c);
+    start_together(w->fabric, &c);
     rt_buf b;
     rt_buf_alloc(w->fabric, &b, 64, RF_ACCESS_LOCAL_WRITE);
     uint64_t *old = (uint64_t *)(void *)b.p, *val = old + 1;
@@ -122,7 +169,7 @@ static void *lock_thread(void *arg)
                  .rkey = rt_role.rkey};
     for (long i = 0; i < rt_role.iters; i++) {
         unsigned backoff = 1;
-        for (;;) { /* acquire: 0 -> me */
+        while (lw->locked) { /* acquire: 0 -> me */
             cas.compare_add = 0;
             cas.swap = me;
             cas.context = (void *)(uintptr_t)1;
@@ -130,6 +177,7 @@ static void *lock_thread(void *arg)
             if (*old == 0)
                 break;
             CHECK(*old != me, "lock already held by this thread");
+            lw->contended++;
             usleep(backoff);
             if (backoff < 256)
                 backoff *= 2;
@@ -153,6 +201,8 @@ static void *lock_thread(void *arg)
                       .remote_addr = counter,
                       .rkey = rt_role.rkey},
               "counter write");
+        if (!lw->locked)
+            continue;
         cas.compare_add = me; /* release: me -> 0 */
         cas.swap = 0;
         cas.context = (void *)(uintptr_t)4;
@@ -167,22 +217,30 @@ static void *lock_thread(void *arg)
     return NULL;
 }
 
-int rt_role_lock(void)
+int rt_role_lock(bool locked)
 {
-    rft_set_who("lock-worker");
+    rft_set_who(locked ? "lock-worker" : "nolock-worker");
     CHECK(rt_role.port && rt_role.threads > 0 && rt_role.iters > 0,
           "lock role needs --port --addr --rkey --threads --iters");
     rf_fabric *f = rt_fabric_open();
-    worker w[MAX_THREADS];
+    lock_worker w[MAX_THREADS];
     for (int t = 0; t < rt_role.threads; t++) {
-        w[t].index = t;
-        w[t].fabric = f;
-        CHECK(pthread_create(&w[t].thread, NULL, lock_thread, &w[t]) == 0,
+        w[t] = (lock_worker){.w = {.index = t, .fabric = f}, .locked = locked};
+        CHECK(pthread_create(&w[t].w.thread, NULL, lock_thread, &w[t]) == 0,
               "pthread_create");
     }
-    for (int t = 0; t < rt_role.threads; t++)
-        pthread_join(w[t].thread, NULL);
+    uint64_t contended = 0;
+    for (int t = 0; t < rt_role.threads; t++) {
+        pthread_join(w[t].w.thread, NULL);
+        contended += w[t].contended;
+    }
     rf_fabric_close(f);
+    if (rt_role.out) {
+        FILE *out = fopen(rt_role.out, "w");
+        CHECK(out != NULL, "cannot create %s", rt_role.out);
+        fprintf(out, "%llu\n", (unsigned long long)contended);
+        CHECK(fclose(out) == 0, "closing %s", rt_role.out);
+    }
     return 0;
 }
 
