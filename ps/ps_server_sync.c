@@ -123,12 +123,24 @@ static uint64_t apply_mean(ps_server_conn *c, ps_shard *sh, int64_t step,
     return ps_sync_publish(sh, step);
 }
 
+/* Step + 1 is published only over step: a compare-and-swap, so that a step
+ * the chief set (an RDMA WRITE of the same word, rf_ps_sync_set_step) while
+ * this step's mean was applied stays set instead of being overwritten. */
 uint64_t ps_sync_publish(ps_shard *sh, int64_t step)
 {
     sh->sync->applied++;
+    uint64_t seen = (uint64_t)step;
+    if (!__atomic_compare_exchange_n(rec_word(sh, PS_REC_SYNC_STEP_OFF), &seen,
+                                     (uint64_t)(step + 1), false,
+                                     __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
+        RF_LOG_INFO("ps: '%s' part %u: the sync step was set to %lld while "
+                    "step %lld was applied: kept",
+                    sh->spec.name, sh->spec.part, (long long)(int64_t)seen,
+                    (long long)step);
+        ps_sync_reset(sh, (int64_t)seen);
+        return ps_ack_sync(false, seen);
+    }
     ps_sync_reset(sh, step + 1);
-    __atomic_store_n(rec_word(sh, PS_REC_SYNC_STEP_OFF), (uint64_t)(step + 1),
-                     __ATOMIC_RELEASE);
     return ps_ack_sync(false, (uint64_t)(step + 1));
 }
 
