@@ -19,7 +19,12 @@
  *         record from the beta powers to its end into local scratch;
  *   apply rf_optim_apply on the scratch copy, advance its beta powers;
  *   WRITE: WRITE the same range back, FETCH_AND_ADD version (+1 locking,
- *          +2 otherwise), (locking: fenced WRITE of 0 to the lock word).
+ *          +2 otherwise), (locking: fenced CMP_AND_SWP token -> 0 of the
+ *          lock word; finding another value there fails the push).
+ * The lock is released with an atomic, not a WRITE: the verbs
+ * specification makes atomics atomic only with respect to other atomics,
+ * so a WRITE of 0 racing another worker's CMP_AND_SWP is not defined on
+ * every NIC.
  * No shard's lock is held while waiting for another's, so two workers can
  * never deadlock. */
 #include <stdio.h>
@@ -305,10 +310,10 @@ enum {
 };
 
 /* Scratch words in the record copy's header (never read into). */
-#define W_LOCK_OLD 0u
-#define W_VER_OLD1 8u
-#define W_VER_OLD2 16u
-#define W_ZERO     24u
+#define W_LOCK_OLD   0u
+#define W_VER_OLD1   8u
+#define W_VER_OLD2   16u
+#define W_UNLOCK_OLD 24u
 
 static uint64_t *scratch_word(rf_ps_var *v, uint32_t off)
 {
@@ -390,14 +395,15 @@ static void stage_post(rf_ps_var *v, rf_wr *list, size_t *n)
         w.remote_addr = v->rec_addr + PS_REC_VERSION_OFF;
         w.compare_add = v->wm_locking ? 1 : 2;
         add_wr(list, n, w);
-        if (v->wm_locking) {
-            *scratch_word(v, W_ZERO) = 0;
+        if (v->wm_locking) { /* release: CMP_AND_SWP token -> 0 */
             w = base;
-            w.op = RF_OP_WRITE;
-            w.flags = RF_WR_FENCE;
-            w.local = scratch_word(v, W_ZERO);
+            w.op = RF_OP_CMP_SWAP;
+            w.local = scratch_word(v, W_UNLOCK_OLD);
             w.len = 8;
             w.remote_addr = v->rec_addr + PS_REC_LOCK_OFF;
+            w.flags = RF_WR_FENCE;
+            w.compare_add = v->client->lock_token;
+            w.swap = 0;
             add_wr(list, n, w);
         }
         break;
@@ -497,6 +503,20 @@ static bool wm_advance(rf_ps_var *v, char *err, size_t err_len, rf_status *fail)
         return true;
     }
     case WM_WRITE:
+        if (v->wm_locking &&
+            *scratch_word(v, W_UNLOCK_OLD) != v->client->lock_token) {
+            snprintf(err, err_len,
+                     "apply=worker: releasing the lock of '%s' part %u on %s "
+                     "found 0x%llx in it, not this client's 0x%llx: the lock "
+                     "was not held while the update was written",
+                     v->spec.name, v->spec.part,
+                     cli_ps_name(&c->conns[v->ps], name, sizeof name),
+                     (unsigned long long)*scratch_word(v, W_UNLOCK_OLD),
+                     (unsigned long long)v->client->lock_token);
+            *fail = RF_ERR_CORRUPT;
+            v->wm_state = WM_FAILED;
+            return false;
+        }
         v->wm_state = WM_DONE;
         return false;
     default:

@@ -19,11 +19,11 @@
  * apply=worker: the rows are made unique (a repeated sgd index is one row
  * updated twice, in order); with use_locking the shard's lock word is
  * taken first (CMP_AND_SWP, jittered backoff until lock_timeout_ms) and
- * released with a WRITE of 0 after; the change is rf_optim_apply_sparse
- * on the gathered rows (local indices; in a later round, the gradients of
- * the rows that went round again). Completes before returning. Scratch
- * (the gathered rows, the records, the unique-row table, the lists) is the
- * client's, kept between calls. */
+ * released with CMP_AND_SWP token -> 0 after; the change is
+ * rf_optim_apply_sparse on the gathered rows (local indices; in a later round,
+ * the gradients of the rows that went round again). Completes before returning.
+ * Scratch (the gathered rows, the records, the unique-row table, the lists) is
+ * the client's, kept between calls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -391,17 +391,31 @@ rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     st = cli_rows_update(c, v, c->rmw_rows, m, modify_apply, &x, what);
     free(x.inv), free(x.sub_grad);
     if (use_locking) { /* c->words[0] (the engine used them for its swaps) */
+        /* released with CMP_AND_SWP token -> 0: atomics are atomic only
+         * with respect to other atomics (ps_client_push.c) */
         rf_status ust = cli_words(c, 1);
+        uint64_t *old = (uint64_t *)(void *)c->words;
         if (ust == RF_OK) {
-            *(uint64_t *)(void *)c->words = 0;
-            rf_wr w = {.op = RF_OP_WRITE,
-                       .local = c->words,
+            *old = 0;
+            rf_wr w = {.op = RF_OP_CMP_SWAP,
+                       .local = old,
                        .len = 8,
                        .local_mr = c->words_mr,
                        .remote_addr = v->rec_addr + PS_REC_LOCK_OFF,
-                       .rkey = v->rkey};
+                       .rkey = v->rkey,
+                       .compare_add = c->lock_token,
+                       .swap = 0};
             ust = run_list(c, v, &w, 1, "rf_ps_push_sparse (unlock)");
         }
+        if (ust == RF_OK && *old != c->lock_token)
+            ust = rf_error_set(RF_ERR_CORRUPT,
+                               "rf_ps_push_sparse: releasing the lock of "
+                               "'%s' part %u found 0x%llx in it, not this "
+                               "client's 0x%llx: the lock was not held "
+                               "while the rows were written",
+                               v->spec.name, v->spec.part,
+                               (unsigned long long)*old,
+                               (unsigned long long)c->lock_token);
         if (st == RF_OK)
             st = ust;
     }
