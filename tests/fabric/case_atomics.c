@@ -149,6 +149,19 @@ static void spawn_worker(rft_child *w, const char *role, int id, int workers,
     rt_spawn(w, name, args);
 }
 
+/* Starts n workers of role in w, each writing its results to out[i] in
+ * a fresh directory made from the template dir. */
+static void spawn_workers(rft_child *w, int n, const char *role, uint16_t port,
+                          const rf_mr_desc *d, int threads, long iters,
+                          char *dir, char (*out)[64])
+{
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    for (int i = 0; i < n; i++) {
+        snprintf(out[i], sizeof out[i], "%s/w%d", dir, i);
+        spawn_worker(&w[i], role, i, n, port, d, threads, iters, out[i]);
+    }
+}
+
 void case_fetch_add_contention(void)
 {
     rt_target t;
@@ -160,14 +173,10 @@ void case_fetch_add_contention(void)
     tgt_set(&t, 0, 128, 0); /* the start barrier */
     /* The counter lives at the start of the region. */
     char dir[] = "/tmp/rf_fabric_fadd.XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     char out[FADD_WORKERS][64];
     rft_child w[FADD_WORKERS];
-    for (int i = 0; i < FADD_WORKERS; i++) {
-        snprintf(out[i], sizeof out[i], "%s/w%d", dir, i);
-        spawn_worker(&w[i], "fadd", i, FADD_WORKERS, t.port, &d, FADD_THREADS,
-                     FADD_ITERS, out[i]);
-    }
+    spawn_workers(w, FADD_WORKERS, "fadd", t.port, &d, FADD_THREADS, FADD_ITERS,
+                  dir, out);
     for (int i = 0; i < FADD_WORKERS; i++)
         rft_wait_ok(&w[i], rft_ms(140000));
 
@@ -237,14 +246,10 @@ static uint64_t run_lock_workers(rt_target *t, const rf_mr_desc *d,
 {
     tgt_set(t, 0, 128, 0); /* the start barrier */
     char dir[] = "/tmp/rf_fabric_lock.XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     char out[LOCK_WORKERS][64];
     rft_child w[LOCK_WORKERS];
-    for (int i = 0; i < LOCK_WORKERS; i++) {
-        snprintf(out[i], sizeof out[i], "%s/w%d", dir, i);
-        spawn_worker(&w[i], role, i, LOCK_WORKERS, t->port, d, LOCK_THREADS,
-                     iters, out[i]);
-    }
+    spawn_workers(w, LOCK_WORKERS, role, t->port, d, LOCK_THREADS, iters, dir,
+                  out);
     for (int i = 0; i < LOCK_WORKERS; i++)
         rft_wait_ok(&w[i], rft_ms(110000));
     uint64_t sum = 0;
