@@ -9,20 +9,11 @@
  * Restoring: a table's rows are copied from the opened file (mapped, its
  * pages dropped as they are used: session/ckpt_read.c) into the staging
  * buffer a chunk at a time and written into the shards, values and slots,
- * by sess_table_write (one WRITE per part and chunk before a shard's init
- * flag, row updates after).
- *
- * Row i of a saved table is the row its lookup returns for id i: the
- * graph's EmbeddingLookup over the table's parts maps ids to (part, row)
- * (rf_embedding_map_ids), so under the "mod" strategy whole row i is part
- * i % P's row i / P, and under "div" (or a table no lookup reads over
- * several parts) the parts' rows in order. The file is then the same for
- * any number of parts, and a checkpoint restores into any number of ps
- * tasks and of parts (TensorFlow saves a partitioned variable's parts in
- * order, so a "mod" table restored into another partition count reads
- * every id's row under another id). The file says so in its metadata
- * (RF_TABLE_ROWS_KEY); a file without it was written in parts order and
- * restores only where that is the ids' order. */
+ * by sess_table_write (one WRITE per chunk before a shard's init flag,
+ * row updates after). Tables are sliced along axis 0 (their parts are row
+ * ranges of the whole), so the whole's row r is part p's row r - first_p,
+ * for any number of parts (a checkpoint restores into any number of ps
+ * tasks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,19 +23,6 @@
 
 #define TBL_IDX_ROWS  4096u /* restore row updates: rows a call */
 #define TBL_MAX_PARTS 1024u
-
-/* A piece's map (map_piece), scratch shared by the sources of one save or
- * restore (owned by the first): of its rows (at most cap), each one's
- * place in the staging buffer, where the parts' rows lie in part order. */
-struct tbl_map {
-    size_t cap;
-    int64_t *ids, *row;
-    int32_t *q;
-    size_t *at;
-    int64_t lo[TBL_MAX_PARTS], hi[TBL_MAX_PARTS]; /* per part, in the piece */
-    size_t cnt[TBL_MAX_PARTS], off[TBL_MAX_PARTS];
-    bool identity; /* the piece's rows are in part order already */
-};
 
 /* One tensor of the checkpoint: a table's values or one slot, whole. */
 struct sess_tbl_src {
@@ -56,11 +34,6 @@ struct sess_tbl_src {
     int64_t *first; /* the whole's row of each part's row 0 */
     unsigned slot;  /* 0: values, k: slot k - 1 */
     size_t row_bytes;
-    /* The lookup that reads the table over its parts (NULL: none over
-     * more than one), and the index in part[] of each of its parts. */
-    const sess_lookup *by;
-    size_t *p_of_q;
-    struct tbl_map *map; /* shared by every source of one call */
 };
 
 static rf_ps_field field_of(unsigned slot)
@@ -134,99 +107,24 @@ static rf_status whole_of(const sess_var *v, unsigned k, char *name,
     return RF_OK;
 }
 
-/* Maps the whole's rows [a, b) to the parts' rows (src->cap grows to
- * b - a): src->lo, cnt and off per part (each part's rows of the
- * piece are contiguous: [lo, lo + cnt), staged at off in part order) and
- * src->at[k], row a + k's place in the staging buffer. */
-static rf_status map_piece(sess_tbl_src *src, int64_t a, int64_t b)
+/* Rows [a, b) of the whole of src into dst (staging memory). */
+static rf_status read_whole_rows(struct sess_tbl_src *src, int64_t a, int64_t b,
+                                 unsigned char *dst)
 {
-    struct tbl_map *m = src->map;
-    size_t n = (size_t)(b - a);
-    if (n > m->cap) {
-        free(m->ids);
-        free(m->row);
-        free(m->q);
-        free(m->at);
-        m->ids = malloc(n * sizeof *m->ids);
-        m->row = malloc(n * sizeof *m->row);
-        m->q = malloc(n * sizeof *m->q);
-        m->at = malloc(n * sizeof *m->at);
-        m->cap = m->ids && m->row && m->q && m->at ? n : 0;
-        if (!m->cap)
-            return rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
-    }
-    if (src->by) { /* the lookup's own mapping, checks included */
-        for (size_t k = 0; k < n; k++)
-            m->ids[k] = a + (int64_t)k;
-        rf_tensor ids = rf_tensor_make(RF_I64, RF_SHAPE((int64_t)n), m->ids);
-        rf_status st =
-            rf_embedding_map_ids(src->by->node, &ids, src->by->part_rows,
-                                 src->by->nparts, m->q, m->row);
-        if (st != RF_OK)
-            return st;
-        for (size_t k = 0; k < n; k++)
-            m->q[k] = (int32_t)src->p_of_q[m->q[k]];
-    } else { /* the parts' rows in order */
-        size_t p = 0;
-        for (size_t k = 0; k < n; k++) {
-            int64_t r = a + (int64_t)k;
-            while (p + 1 < src->nparts && r >= src->first[p + 1])
-                p++;
-            m->q[k] = (int32_t)p;
-            m->row[k] = r - src->first[p];
-        }
-    }
-    for (size_t p = 0; p < src->nparts; p++)
-        m->cnt[p] = 0;
-    for (size_t k = 0; k < n; k++) {
-        size_t p = (size_t)m->q[k];
-        int64_t r = m->row[k];
-        if (!m->cnt[p]++) {
-            m->lo[p] = m->hi[p] = r;
-        } else {
-            m->lo[p] = r < m->lo[p] ? r : m->lo[p];
-            m->hi[p] = r > m->hi[p] ? r : m->hi[p];
-        }
-    }
-    size_t off = 0;
-    for (size_t p = 0; p < src->nparts; p++) {
-        if (m->cnt[p] && (size_t)(m->hi[p] - m->lo[p]) + 1 != m->cnt[p])
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "checkpoint: the lookup '%s' maps ids "
-                                "%lld..%lld of the table '%s' to rows "
-                                "%lld..%lld of its part %zu, not one after "
-                                "the other",
-                                src->by ? rf_node_name(src->by->node) : "-",
-                                (long long)a, (long long)b - 1, src->name,
-                                (long long)m->lo[p], (long long)m->hi[p], p);
-        m->off[p] = off;
-        off += m->cnt[p];
-    }
-    m->identity = true;
-    for (size_t k = 0; k < n; k++) {
-        size_t p = (size_t)m->q[k];
-        m->at[k] = m->off[p] + (size_t)(m->row[k] - m->lo[p]);
-        m->identity &= m->at[k] == k;
-    }
-    return RF_OK;
-}
-
-/* The piece map_piece mapped, read from the parts' shards into dst
- * (staging memory) in part order. */
-static rf_status read_parts(sess_tbl_src *src, unsigned char *dst)
-{
-    const struct tbl_map *m = src->map;
     rf_session *s = src->s;
     size_t rb = src->row_bytes;
     for (size_t p = 0; p < src->nparts; p++) {
         const sess_var *v = &s->v[src->part[p]];
-        for (size_t d = 0; d < m->cnt[p]; d += RF_PS_RANGE_MAX_ROWS) {
-            size_t n = m->cnt[p] - d < RF_PS_RANGE_MAX_ROWS
-                           ? m->cnt[p] - d
-                           : RF_PS_RANGE_MAX_ROWS;
+        int64_t lo = a > src->first[p] ? a : src->first[p];
+        int64_t end = src->first[p] + (int64_t)v->rows;
+        int64_t hi = b < end ? b : end;
+        for (int64_t r = lo; r < hi; r += RF_PS_RANGE_MAX_ROWS) {
+            size_t n =
+                (size_t)(hi - r < RF_PS_RANGE_MAX_ROWS ? hi - r
+                                                       : RF_PS_RANGE_MAX_ROWS);
             rf_status st = rf_ps_read_row_range(
-                s->client, v->shard, field_of(src->slot), m->lo[p] + (int64_t)d,
-                n, dst + (m->off[p] + d) * rb, s->tstage_mr);
+                s->client, v->shard, field_of(src->slot), r - src->first[p], n,
+                dst + (size_t)(r - a) * rb, s->tstage_mr);
             if (st != RF_OK)
                 return st;
         }
@@ -237,33 +135,14 @@ static rf_status read_parts(sess_tbl_src *src, unsigned char *dst)
 static rf_status fill(void *ctx, uint64_t off, void *buf, size_t len)
 {
     struct sess_tbl_src *src = ctx;
-    const struct tbl_map *m = src->map;
     size_t rb = src->row_bytes;
     int64_t a = (int64_t)(off / rb), b = (int64_t)((off + len + rb - 1) / rb);
-    size_t n = (size_t)(b - a);
     rf_status st = stage(src->s, RF_CKPT_FILL_CHUNK + 2 * rb);
     if (st == RF_OK)
-        st = map_piece(src, a, b);
-    if (st == RF_OK)
-        st = read_parts(src, src->s->tstage);
+        st = read_whole_rows(src, a, b, src->s->tstage);
     if (st != RF_OK)
         return st;
-    const unsigned char *parts = src->s->tstage;
-    uint64_t skip = off - (uint64_t)a * rb; /* of the first row's bytes */
-    if (m->identity) {
-        memcpy(buf, parts + skip, len);
-        return RF_OK;
-    }
-    /* row a + k of the whole is at m->at[k] in parts: the bytes of it that
-     * fall in [off, off + len) */
-    unsigned char *out = buf;
-    for (size_t k = 0; k < n; k++) {
-        uint64_t from = k ? 0 : skip;
-        uint64_t left = skip + len - (uint64_t)k * rb; /* from its start */
-        uint64_t to = left < rb ? left : rb;
-        memcpy(out, parts + m->at[k] * rb + from, (size_t)(to - from));
-        out += to - from;
-    }
+    memcpy(buf, src->s->tstage + (off - (uint64_t)a * rb), len);
     return RF_OK;
 }
 
@@ -272,49 +151,8 @@ void sess_tables_ckpt_free(sess_tbl_src *src, size_t n)
     for (size_t i = 0; src && i < n; i++) {
         free(src[i].part);
         free(src[i].first);
-        free(src[i].p_of_q);
-    }
-    if (src && n) {
-        struct tbl_map *m = src[0].map;
-        if (m) {
-            free(m->ids);
-            free(m->row);
-            free(m->q);
-            free(m->at);
-            free(m);
-        }
     }
     free(src);
-}
-
-/* The first lookup that reads t over all of its parts (more than one),
- * whose ids' order the saved rows follow. */
-static rf_status find_lookup(rf_session *s, sess_tbl_src *t)
-{
-    for (size_t k = 0; k < s->nlookups && !t->by && t->nparts > 1; k++) {
-        const sess_lookup *L = &s->lookups[k];
-        if (L->nparts != t->nparts)
-            continue;
-        size_t *p_of_q = malloc(L->nparts * sizeof *p_of_q);
-        if (!p_of_q)
-            return rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
-        size_t q = 0;
-        for (; q < L->nparts; q++) {
-            size_t p = 0;
-            while (p < t->nparts && t->part[p] != L->part_var[q])
-                p++;
-            if (p == t->nparts)
-                break;
-            p_of_q[q] = p;
-        }
-        if (q < L->nparts) {
-            free(p_of_q);
-            continue;
-        }
-        t->by = L;
-        t->p_of_q = p_of_q;
-    }
-    return RF_OK;
 }
 
 rf_status sess_tables_ckpt(rf_session *s, sess_tbl_src **out, size_t *nout)
@@ -394,14 +232,7 @@ rf_status sess_tables_ckpt(rf_session *s, sess_tbl_src **out, size_t *nout)
                               "checkpoint: the parts of the table '%s' cover "
                               "rows [0, %lld) of its %lld in order",
                               t->name, (long long)next, (long long)rows);
-        else
-            st = find_lookup(s, t);
     }
-    struct tbl_map *map = st == RF_OK && n ? calloc(1, sizeof *map) : NULL;
-    if (st == RF_OK && n && !map)
-        st = rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
-    for (size_t j = 0; j < n && map; j++)
-        src[j].map = map;
     if (st != RF_OK) {
         sess_tables_ckpt_free(src, n);
         return st;
@@ -424,71 +255,10 @@ void sess_tables_ckpt_tensor(sess_tbl_src *all, size_t j, rf_ckpt_tensor *t,
     *f = (rf_ckpt_fill){.fn = fill, .ctx = src};
 }
 
-/* One table tensor e of ck into the shards of t, a chunk of the whole's
- * rows at a time, each part's rows of it in one write. */
-static rf_status restore_one(rf_session *s, const rf_ckpt *ck,
-                             const rf_ckpt_entry *e, sess_tbl_src *t,
-                             bool by_id)
-{
-    const struct tbl_map *m = t->map;
-    size_t rb = t->row_bytes;
-    size_t chunk = RF_CKPT_FILL_CHUNK / rb ? RF_CKPT_FILL_CHUNK / rb : 1;
-    int64_t rows = t->shape.rank ? t->shape.dims[0] : 1;
-    bool *locked = calloc(t->nparts, sizeof *locked);
-    rf_status st =
-        locked ? stage(s, chunk * rb)
-               : rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
-    for (size_t p = 0; p < t->nparts && st == RF_OK; p++) {
-        rf_ps_var *shard = s->v[t->part[p]].shard;
-        locked[p] = rf_ps_wait_initialized(s->client, &shard, 1, 1, 0) == RF_OK;
-    }
-    for (int64_t a = 0; a < rows && st == RF_OK; a += (int64_t)chunk) {
-        int64_t b = rows - a < (int64_t)chunk ? rows : a + (int64_t)chunk;
-        size_t n = (size_t)(b - a);
-        if ((st = map_piece(t, a, b)) != RF_OK)
-            break;
-        if (!by_id && !m->identity) {
-            st = rf_error_set(
-                RF_ERR_INVALID_ARG,
-                "%s was saved without \"%s\" in its metadata: its rows of "
-                "the table '%s' are in the order of the parts it was saved "
-                "from, and this graph's lookup '%s' reads %zu parts in "
-                "another order (the \"mod\" partition strategy), so every "
-                "id would get another id's row; restore it with a graph "
-                "whose lookup reads the table's rows in order (one part, or "
-                "the \"div\" strategy)",
-                rf_ckpt_path(ck), SESS_TABLE_ROWS_KEY, t->name,
-                rf_node_name(t->by->node), t->nparts);
-            break;
-        }
-        const unsigned char *from =
-            (const unsigned char *)e->t.data + (size_t)a * rb;
-        if (m->identity)
-            memcpy(s->tstage, from, n * rb);
-        else
-            for (size_t k = 0; k < n; k++)
-                memcpy(s->tstage + m->at[k] * rb, from + k * rb, rb);
-        ckpt_release(ck, from, n * rb);
-        for (size_t p = 0; p < t->nparts && st == RF_OK; p++)
-            if (m->cnt[p])
-                st = sess_table_write(s, &s->v[t->part[p]], field_of(t->slot),
-                                      locked[p], m->lo[p], m->cnt[p],
-                                      s->tstage + m->off[p] * rb, s->tstage_mr,
-                                      s->tidx);
-    }
-    free(locked);
-    if (st != RF_OK)
-        rf_error_set(st, "restoring the table '%s' from %s: %s", t->name,
-                     rf_ckpt_path(ck), rf_error_message());
-    return st;
-}
-
 rf_status sess_tables_restore(rf_session *s, const rf_ckpt *ck)
 {
     sess_tbl_src *src = NULL;
     size_t n = 0;
-    const char *order = rf_ckpt_meta(ck, SESS_TABLE_ROWS_KEY);
-    bool by_id = order && !strcmp(order, SESS_TABLE_ROWS_BY_ID);
     rf_status st = sess_tables_ckpt(s, &src, &n);
     for (size_t j = 0; j < n && st == RF_OK; j++) {
         sess_tbl_src *t = &src[j];
@@ -511,7 +281,29 @@ rf_status sess_tables_restore(rf_session *s, const rf_ckpt *ck)
                               rf_dtype_name(e->t.dtype), a, c);
             break;
         }
-        st = restore_one(s, ck, e, t, by_id);
+        size_t rb = t->row_bytes;
+        size_t chunk = RF_CKPT_FILL_CHUNK / rb ? RF_CKPT_FILL_CHUNK / rb : 1;
+        if ((st = stage(s, chunk * rb)) != RF_OK)
+            break;
+        for (size_t p = 0; p < t->nparts && st == RF_OK; p++) {
+            sess_var *v = &s->v[t->part[p]];
+            rf_ps_var *shard = v->shard;
+            bool locked =
+                rf_ps_wait_initialized(s->client, &shard, 1, 1, 0) == RF_OK;
+            for (size_t r = 0; r < v->rows && st == RF_OK; r += chunk) {
+                size_t m = v->rows - r < chunk ? v->rows - r : chunk;
+                size_t at = (size_t)(t->first[p] + (int64_t)r) * rb;
+                memcpy(s->tstage, (const unsigned char *)e->t.data + at,
+                       m * rb);
+                ckpt_release(ck, (const unsigned char *)e->t.data + at, m * rb);
+                st = sess_table_write(s, v, field_of(t->slot), locked,
+                                      (int64_t)r, m, s->tstage, s->tstage_mr,
+                                      s->tidx);
+            }
+            if (st != RF_OK)
+                rf_error_set(st, "restoring the table '%s' from %s: %s",
+                             t->name, rf_ckpt_path(ck), rf_error_message());
+        }
     }
     sess_tables_ckpt_free(src, n);
     return st;

@@ -158,10 +158,8 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
     }
     char step[32];
     snprintf(step, sizeof step, "%lld", (long long)gs);
-    const char *meta[] = {
-        "format", "rdmaflow checkpoint", "global_step",
-        step,     SESS_TABLE_ROWS_KEY,   SESS_TABLE_ROWS_BY_ID,
-        NULL};
+    const char *meta[] = {"format", "rdmaflow checkpoint", "global_step", step,
+                          NULL};
     const rf_ckpt_tensor *t = NULL;
     size_t nt = 0;
     st = snapshot_tensors(s, &gs, &cv);

@@ -261,7 +261,7 @@ struct sess_plan {
     size_t nfeeds;
     rf_node **fetches; /* the caller's */
     size_t nfetches;
-    bool train; /* fetches include train_op */
+    bool train;    /* fetches include train_op */
     /* the plan reads global_step (an op of it, or a fetch): its storage
      * gets ps 0's value (one 8-byte READ) before the plan runs, as a
      * TensorFlow run reads the variable */
@@ -369,12 +369,7 @@ rf_status sess_table_write(rf_session *s, sess_var *v, rf_ps_field field,
                            rf_mr *mr, int64_t *idx);
 
 /* ckpt_tables.c: every table's values and slots as whole tensors (one
- * source each, filled in pieces from the shards), and their restore. A
- * checkpoint's metadata SESS_TABLE_ROWS_KEY = SESS_TABLE_ROWS_BY_ID says
- * its tables' row i is the row a lookup returns for id i (whatever the
- * partition strategy and count). */
-#define SESS_TABLE_ROWS_KEY   "table_rows"
-#define SESS_TABLE_ROWS_BY_ID "by id"
+ * source each, filled in pieces from the shards), and their restore. */
 typedef struct sess_tbl_src sess_tbl_src;
 rf_status sess_tables_ckpt(rf_session *s, sess_tbl_src **out, size_t *n);
 void sess_tables_ckpt_tensor(sess_tbl_src *src, size_t j, rf_ckpt_tensor *t,

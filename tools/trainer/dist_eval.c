@@ -24,9 +24,9 @@
 /* The model evaluated: the image models' graph with the test set, or
  * wide_deep's, whose test examples come from --ctr_spec. Its tables are
  * partitioned as the workers' (--embedding_partitions, else the cluster's
- * ps count), as they would be placed; a checkpoint holds each table whole
- * in id order (session/ckpt_tables.c), so any count would read the same
- * rows. */
+ * ps count): a checkpoint holds each table whole, its parts as row ranges
+ * (TF's SaveSliceInfo), and the "mod" strategy maps an id to part id % P,
+ * row id / P, so an id's row in the whole depends on P. */
 typedef struct eval_model {
     rf_dataset *train, *test;
     tr_session img;

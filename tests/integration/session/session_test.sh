@@ -62,9 +62,7 @@
 #                   by 2 workers: the non-chief worker, whose graph never
 #                   initialised the table, peaks far below it (< 256 MiB)
 #   emb_checkpoint  the chief saves the table on 2 ps; a cluster of 3 ps
-#                   restores it and trains on: byte-identical to local;
-#                   restored into 3 parts and into 1 (the "mod" lookup
-#                   reads other rows then), the same last loss as local
+#                   restores it and trains on: byte-identical to local
 #   emb_sync        sync replicas with the table: 1 worker (N=M=1) on 2 ps
 #                   byte-identical to local training; 2 ps x 2 workers in
 #                   lockstep, every gradient taken, global_step once per
@@ -332,7 +330,6 @@ case_emb_checkpoint() {
     start w0 worker --task_index=0 "${common[@]}" --steps=15 --save_every=15 \
         --checkpoint_dir="$dir"
     finish w0 0 && finish ps0 0 && finish ps1 0 || return
-    cp -r "$dir" "$tmp/ckpt15"
     cluster 3 1 || return
     local i
     for i in 0 1 2; do start "ps$i" ps --task_index=$i "${common[@]}"; done
@@ -346,31 +343,6 @@ case_emb_checkpoint() {
     else
         fail "restored into 3 ps: variables differ from local training: $(cmp "$tmp/local.bin" "$tmp/dist.bin" 2>&1 | head -n 1)"
     fi
-    # The table is looked up with the "mod" strategy (id i: part i % P, row
-    # i / P), and the checkpoint holds it in id order: restored into 3
-    # parts, and into 1 (not partitioned), every id gets its own row back,
-    # so training goes on as the local run's (the same last loss). Saved in
-    # parts order, as TensorFlow saves partitioned variables, ids would get
-    # other ids' rows and the loss would differ.
-    local parts want got
-    want=$(awk '$1 == "loss" { print $3; exit }' "$tmp/local")
-    for parts in 3 1; do
-        rm -rf "$tmp/ckpt_p$parts"
-        cp -r "$tmp/ckpt15" "$tmp/ckpt_p$parts"
-        cluster 2 1 || return
-        start ps0 ps --task_index=0 "${common[@]}" --emb_parts=$parts
-        start ps1 ps --task_index=1 "${common[@]}" --emb_parts=$parts
-        start w0 worker --task_index=0 "${common[@]}" --emb_parts=$parts \
-            --steps=30 --checkpoint_dir="$tmp/ckpt_p$parts"
-        finish w0 0 && finish ps0 0 && finish ps1 0 || return
-        got=$(awk '$1 == "loss" { print $3; exit }' "$tmp/w0")
-        if grep -q "^restored from $tmp/ckpt_p$parts/model.ckpt-15" "$tmp/w0" &&
-            [[ -n $want && $got == "$want" ]]; then
-            ok "the table saved in 2 parts, restored into $parts: last loss $got, as 30 local steps"
-        else
-            fail "restored into $parts parts: last loss '$got', local '$want'; $(grep -m1 '^restored' "$tmp/w0")"
-        fi
-    done
 }
 
 case_secret() {
