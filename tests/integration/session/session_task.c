@@ -654,6 +654,14 @@ static int run_worker(const task_opts *o)
         k++;
         rf_tensor out[2];
         int64_t before = step;
+        if (o->sync_replicas && k == 1) {
+            /* the first run is tagged with the step read when the session
+             * was created, which the chief may have passed since (TF's
+             * local_step_init_op): the run's step is above that tag */
+            rf_session_sync_stats ss;
+            CHECK_OK(rf_session_sync_stats_get(s, &ss));
+            before = ss.local_step;
+        }
         if (bad_at > 0 && step >= bad_at) {
             rf_session_counters c0, c1;
             rf_session_counters_get(s, &c0);
