@@ -1,4 +1,5 @@
-/* core/env.c: validated RF_* environment variables (see env.h). */
+/* core/env.c: validated RF_* environment variables (see env.h): the typed
+ * readers, and the settings read through their rows of core/env_table.c. */
 #include "rdmaflow/env.h"
 
 #include <errno.h>
@@ -91,4 +92,76 @@ const char *rf_echo(const char *text, char *buf, size_t len)
     memcpy(buf, text, keep);
     memcpy(buf + keep, "...", 4);
     return buf;
+}
+
+const rf_env_var *rf_env_find(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (const rf_env_var *v = rf_env_vars(); v->name; v++)
+        if (strcmp(v->name, name) == 0)
+            return v;
+    return NULL;
+}
+
+static const rf_env_var *find_kind(const char *name, rf_env_kind kind)
+{
+    const rf_env_var *v = rf_env_find(name);
+    if (!v || v->kind != kind) {
+        rf_error_set(RF_ERR_INVALID_ARG,
+                     "%s is not a setting of this kind in the table of RF_* "
+                     "variables (core/env_table.c)",
+                     name ? name : "(null)");
+        return NULL;
+    }
+    return v;
+}
+
+rf_status rf_setting_int(const char *name, int64_t *out)
+{
+    const rf_env_var *v = find_kind(name, RF_ENV_INT);
+    if (!v)
+        return RF_ERR_INVALID_ARG;
+    return rf_env_int(v->name, v->int_def, v->min, v->max, out);
+}
+
+static int default_choice(const rf_env_var *v)
+{
+    for (int i = 0; v->choices[i]; i++)
+        if (strcmp(v->choices[i], v->def) == 0)
+            return i;
+    return 0; /* not reached: tests/unit/core checks every row's default */
+}
+
+rf_status rf_setting_choice(const char *name, int *index)
+{
+    const rf_env_var *v = find_kind(name, RF_ENV_CHOICE);
+    if (!v)
+        return RF_ERR_INVALID_ARG;
+    return rf_env_choice(v->name, v->choices, default_choice(v), index);
+}
+
+const char *rf_setting_str(const char *name)
+{
+    const rf_env_var *v = rf_env_find(name);
+    if (!v || v->kind != RF_ENV_TEXT)
+        return NULL;
+    return rf_env_str(v->name, v->text_def);
+}
+
+rf_status rf_setting_check(const rf_env_var *var)
+{
+    if (!var || !var->name)
+        return rf_error_set(RF_ERR_INVALID_ARG, "rf_setting_check: NULL");
+    int64_t i64;
+    int idx;
+    switch (var->kind) {
+    case RF_ENV_INT:
+        return rf_setting_int(var->name, &i64);
+    case RF_ENV_CHOICE:
+        return rf_setting_choice(var->name, &idx);
+    case RF_ENV_TEXT:
+        break;
+    }
+    return RF_OK;
 }

@@ -121,7 +121,7 @@ static void fill_node(rf_topology *topo, int node, rf_binding *out)
 
 static rf_status parse_bind(rf_binding *out, int *node)
 {
-    const char *v = rf_env_str("RF_BIND", "nic");
+    const char *v = rf_setting_str("RF_BIND");
     if (strcmp(v, "nic") == 0) {
         out->mode = RF_BIND_NIC;
         return RF_OK;

@@ -61,8 +61,7 @@ rf_status rf_provider_open(const rf_provider_ops *ops,
         return rf_error_set(RF_ERR_UNSUPPORTED, "provider %s cannot open",
                             ops->name);
     int64_t spin = 0;
-    rf_status st = rf_env_int("RF_CQ_SPIN_US", RF_CQ_SPIN_US_DEFAULT, 0,
-                              RF_CQ_SPIN_US_MAX, &spin);
+    rf_status st = rf_setting_int("RF_CQ_SPIN_US", &spin);
     if (st != RF_OK)
         return st;
     rf_fabric_attr none = {0};
@@ -114,7 +113,7 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
         return rf_error_set(lst, "rf_fabric_open: %s", rf_error_message());
     const char *name = provider;
     if (!name || !*name || strcmp(name, "auto") == 0)
-        name = rf_env_str("RF_FABRIC", "auto");
+        name = rf_setting_str("RF_FABRIC");
     const rf_provider_ops *ops = find_provider(name);
     if (!ops) {
         char list[128] = "";

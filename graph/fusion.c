@@ -25,7 +25,7 @@
 rf_status rf_fusion_enabled(bool *on)
 {
     int64_t v = 1;
-    rf_status st = rf_env_int("RF_FUSION", 1, 0, 1, &v);
+    rf_status st = rf_setting_int("RF_FUSION", &v);
     *on = v != 0;
     return st;
 }

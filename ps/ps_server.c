@@ -20,7 +20,6 @@
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 
-#define DEFAULT_CHUNK_MB    64
 #define DEFAULT_MAX_WORKERS 64
 /* Each push is acked (one send); a gather also WRITEs its rows (two). */
 #define SEND_DEPTH (2 * PS_SRV_RECV_DEPTH + 2 * PS_SRV_REPLY_BUFS + 8)
@@ -364,13 +363,13 @@ static rf_status read_options(const rf_ps_server_options *in,
     int64_t v;
     rf_status st;
     if (!out->chunk_bytes) {
-        st = rf_env_int("RF_PS_CHUNK_MB", DEFAULT_CHUNK_MB, 1, 1 << 20, &v);
+        st = rf_setting_int("RF_PS_CHUNK_MB", &v);
         if (st != RF_OK)
             return st;
         out->chunk_bytes = (size_t)v << 20;
     }
     if (!out->max_bytes) {
-        st = rf_env_int("RF_PS_ARENA_MAX_MB", 0, 0, INT64_C(1) << 30, &v);
+        st = rf_setting_int("RF_PS_ARENA_MAX_MB", &v);
         if (st != RF_OK)
             return st;
         out->max_bytes = (size_t)v << 20;
@@ -383,13 +382,13 @@ static rf_status read_options(const rf_ps_server_options *in,
     if (!out->max_workers)
         out->max_workers = DEFAULT_MAX_WORKERS;
     if (!out->max_inbox_bytes) {
-        st = rf_env_int("RF_PS_MAX_INBOX_MB", 64, 1, 1 << 20, &v);
+        st = rf_setting_int("RF_PS_MAX_INBOX_MB", &v);
         if (st != RF_OK)
             return st;
         out->max_inbox_bytes = (size_t)v << 20;
     }
     if (!out->max_accum_bytes) {
-        st = rf_env_int("RF_PS_MAX_ACCUM_MB", 256, 1, 1 << 20, &v);
+        st = rf_setting_int("RF_PS_MAX_ACCUM_MB", &v);
         if (st != RF_OK)
             return st;
         out->max_accum_bytes = (size_t)v << 20;
@@ -399,7 +398,7 @@ static rf_status read_options(const rf_ps_server_options *in,
                             "rf_ps_server_start: handshake_timeout_ms %d",
                             out->handshake_timeout_ms);
     if (!out->handshake_timeout_ms) {
-        st = rf_env_int("RF_PS_HANDSHAKE_TIMEOUT_MS", 10000, 100, 3600000, &v);
+        st = rf_setting_int("RF_PS_HANDSHAKE_TIMEOUT_MS", &v);
         if (st != RF_OK)
             return st;
         out->handshake_timeout_ms = (int)v;

@@ -62,7 +62,7 @@ rf_status rf_server_start(const rf_cluster *cluster,
     sv->opt.cluster_secret_file = NULL; /* not kept: the caller's string */
     const char *bind = sv->opt.bind_addr && *sv->opt.bind_addr
                            ? sv->opt.bind_addr
-                           : rf_env_str("RF_BIND_ADDR", NULL);
+                           : rf_setting_str("RF_BIND_ADDR");
     sv->opt.bind_addr = NULL; /* not kept either */
     st = sess_resolve_hosts(cluster, sv->opt.resolve_wait_secs);
     if (st != RF_OK)

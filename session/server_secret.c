@@ -21,7 +21,7 @@ rf_status sess_server_secret(const char *flag_path, bool require,
 {
     *out = NULL;
     int64_t env_require = 0;
-    rf_status st = rf_env_int("RF_REQUIRE_SECRET", 0, 0, 1, &env_require);
+    rf_status st = rf_setting_int("RF_REQUIRE_SECRET", &env_require);
     if (st != RF_OK)
         return st;
     st = rf_secret_load_default(flag_path, out);

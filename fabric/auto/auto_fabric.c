@@ -48,7 +48,7 @@ static void auto_fabric_close(rf_fabric *fabric)
  * of shm, verbs and sock (sock required); unset: all. */
 static rf_status allowed_providers(int allowed[AUTO_N])
 {
-    const char *v = rf_env_str("RF_AUTO_PROVIDERS", NULL);
+    const char *v = rf_setting_str("RF_AUTO_PROVIDERS");
     for (int i = 0; i < AUTO_N; i++)
         allowed[i] = v == NULL;
     if (!v)

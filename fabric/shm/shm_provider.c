@@ -109,19 +109,19 @@ static rf_status shm_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     if (!fab)
         return rf_error_set(RF_ERR_NO_MEMORY, "shm: out of memory");
     int64_t v;
-    rf_status st = rf_env_int("RF_RNR_TIMEOUT_MS", 2000, 0, 3600000, &v);
+    rf_status st = rf_setting_int("RF_RNR_TIMEOUT_MS", &v);
     if (st != RF_OK)
         goto err_free;
     fab->rnr_timeout_ms = (int)v;
-    st = rf_env_int("RF_SHM_HANDSHAKE_TIMEOUT_MS", 5000, 10, 3600000, &v);
+    st = rf_setting_int("RF_SHM_HANDSHAKE_TIMEOUT_MS", &v);
     if (st != RF_OK)
         goto err_free;
     fab->hs_timeout_ms = (int)v;
-    st = rf_env_int("RF_PEER_TIMEOUT_MS", 10000, 100, 3600000, &v);
+    st = rf_setting_int("RF_PEER_TIMEOUT_MS", &v);
     if (st != RF_OK)
         goto err_free;
     fab->peer_timeout_ms = (int)v;
-    st = rf_env_int("RF_SHM_PACE_MS", 100, 0, 60000, &v);
+    st = rf_setting_int("RF_SHM_PACE_MS", &v);
     if (st != RF_OK)
         goto err_free;
     fab->pace_ms = (int)v;

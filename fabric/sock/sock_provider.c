@@ -27,25 +27,30 @@ static rf_status sock_probe(void)
 static rf_status read_config(sock_fabric *fab)
 {
     int64_t v;
-    rf_status st = rf_env_int("RF_RNR_TIMEOUT_MS", 2000, 0, 3600000, &v);
+    rf_status st = rf_setting_int("RF_RNR_TIMEOUT_MS", &v);
     if (st != RF_OK)
         return st;
     fab->rnr_timeout_ms = (int)v;
-    st = rf_env_int("RF_PEER_TIMEOUT_MS", 10000, 100, 3600000, &v);
+    st = rf_setting_int("RF_PEER_TIMEOUT_MS", &v);
     if (st != RF_OK)
         return st;
     fab->peer_timeout_ms = (int)v;
-    st = rf_env_int("RF_SOCK_HANDSHAKE_TIMEOUT_MS", 5000, 10, 3600000, &v);
+    st = rf_setting_int("RF_SOCK_HANDSHAKE_TIMEOUT_MS", &v);
     if (st != RF_OK)
         return st;
     fab->hs_timeout_ms = (int)v;
-    st = rf_env_int("RF_SOCK_SERVE_MAX", 4096, 1, RF_SOCK_MAX_QUEUE, &v);
+    st = rf_setting_int("RF_SOCK_SERVE_MAX", &v);
     if (st != RF_OK)
         return st;
+    if (v > RF_SOCK_MAX_QUEUE) /* the table's range is the wire's limit */
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "RF_SOCK_SERVE_MAX: the settings table allows "
+                            "%lld, above the wire format's %u",
+                            (long long)v, RF_SOCK_MAX_QUEUE);
     fab->serve_max = (uint32_t)v;
     fab->drain_timeout_ms =
         fab->peer_timeout_ms < 2000 ? fab->peer_timeout_ms : 2000;
-    st = rf_env_int("RF_SOCK_DIRECT", 1, 0, 1, &v);
+    st = rf_setting_int("RF_SOCK_DIRECT", &v);
     if (st != RF_OK)
         return st;
     fab->direct = (int)v;

@@ -232,12 +232,12 @@ static rf_status pick_gid(vfab *fab, const struct ibv_port_attr *pa,
 rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
 {
     int64_t env_port = 0, env_gid = -1;
-    rf_status st = rf_env_int("RF_VERBS_PORT", 0, 1, 255, &env_port);
+    rf_status st = rf_setting_int("RF_VERBS_PORT", &env_port);
     if (st == RF_OK)
-        st = rf_env_int("RF_VERBS_GID_INDEX", -1, 0, 65535, &env_gid);
+        st = rf_setting_int("RF_VERBS_GID_INDEX", &env_gid);
     if (st != RF_OK)
         return st;
-    const char *env_dev = rf_env_str("RF_VERBS_DEVICE", NULL);
+    const char *env_dev = rf_setting_str("RF_VERBS_DEVICE");
 
     int n = 0;
     fab->devlist = rdma_get_devices(&n);

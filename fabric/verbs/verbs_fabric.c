@@ -31,10 +31,9 @@ static const uint32_t rnr_usec[32] = {
 static rf_status qp_params(vqp_params *p)
 {
     int64_t peer_ms, rnr_ms;
-    rf_status st =
-        rf_env_int("RF_PEER_TIMEOUT_MS", 10000, 100, 86400000, &peer_ms);
+    rf_status st = rf_setting_int("RF_PEER_TIMEOUT_MS", &peer_ms);
     if (st == RF_OK)
-        st = rf_env_int("RF_RNR_TIMEOUT_MS", 2000, 0, 3600000, &rnr_ms);
+        st = rf_setting_int("RF_RNR_TIMEOUT_MS", &rnr_ms);
     if (st != RF_OK)
         return st;
     p->peer_timeout_ms = (int)peer_ms;
@@ -113,12 +112,11 @@ rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     pthread_mutex_init(&fab->reg_lock, NULL);
     pthread_mutex_init(&fab->cm_lock, NULL);
 
-    static const char *const modes[] = {"poll", "event", NULL};
-    rf_status st =
-        rf_env_choice("RF_VERBS_CQ_MODE", modes, 1, &fab->cq_event_mode);
+    /* RF_VERBS_CQ_MODE's choices are poll (0) and event (1) */
+    rf_status st = rf_setting_choice("RF_VERBS_CQ_MODE", &fab->cq_event_mode);
     int64_t inline_cap = 256;
     if (st == RF_OK)
-        st = rf_env_int("RF_VERBS_MAX_INLINE", 256, 0, 1024, &inline_cap);
+        st = rf_setting_int("RF_VERBS_MAX_INLINE", &inline_cap);
     fab->inline_cap = (uint32_t)inline_cap;
     if (st == RF_OK)
         st = qp_params(&fab->qp);

@@ -22,7 +22,7 @@ rf_status rf_dataset_load_fashion_mnist(const char *dir, rf_data_split split,
                             "rf_dataset_load_fashion_mnist: unknown split %d",
                             (int)split);
     if (!dir)
-        dir = rf_env_str("RF_FASHION_MNIST_DIR", RF_FASHION_MNIST_DIR);
+        dir = rf_setting_str("RF_FASHION_MNIST_DIR");
     struct stat sb;
     if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
         return rf_error_set(RF_ERR_IO,

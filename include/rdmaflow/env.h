@@ -46,17 +46,33 @@ RF_API const char *rf_echo(const char *text, char *buf, size_t len);
  * returns the same error; every tool calls it first and exits 2 on it. */
 RF_API rf_status rf_log_env_check(void);
 
+/* How a setting's text is read. */
+typedef enum rf_env_kind {
+    RF_ENV_TEXT = 0, /* taken as it is (its reader checks it) */
+    RF_ENV_INT,      /* a decimal integer in [min, max] */
+    RF_ENV_CHOICE,   /* one of choices */
+} rf_env_kind;
+
 /* One RF_* environment variable the project reads: its name, its default
  * as text ("none" when unset means nothing is done), the layer or tool
- * that reads it, and what it does. rf_env_vars() is the one table of them
- * (core/env_table.c), NULL-name terminated, in the README's order; rf-info
- * prints it with each variable's value here. A test checks that every
- * RF_* name the sources read is in it. */
+ * that reads it, and what it does; then how it is read. rf_env_vars() is
+ * the one table of them (core/env_table.c), NULL-name terminated, in the
+ * README's order; rf-info prints it with each variable's value here. A
+ * test checks that every RF_* name the sources read is in it. The library
+ * reads its settings through the table (rf_setting_*), so a default and a
+ * range are written once, in the row. */
 typedef struct rf_env_var {
     const char *name;
     const char *def;
     const char *reader;
     const char *meaning;
+    rf_env_kind kind;
+    int64_t int_def;            /* RF_ENV_INT: the value when unset */
+    int64_t min, max;           /* RF_ENV_INT: the accepted range */
+    const char *const *choices; /* RF_ENV_CHOICE: NULL-terminated; the
+                                   default is the one def names */
+    const char *text_def;       /* RF_ENV_TEXT: the value when unset, or
+                                   NULL when unset means "not given" */
 } rf_env_var;
 RF_API const rf_env_var *rf_env_vars(void);
 
@@ -69,5 +85,22 @@ typedef enum rf_env_source {
 } rf_env_source;
 RF_API rf_env_source rf_env_effective(const rf_env_var *var,
                                       const char **value);
+
+/* The table's row for name, or NULL. */
+RF_API const rf_env_var *rf_env_find(const char *name);
+
+/* A setting read through its row: typed, range-checked, its default when
+ * unset or empty. A malformed value is RF_ERR_INVALID_ARG naming the
+ * variable and its value (as rf_env_int and rf_env_choice say it); a name
+ * that is not in the table, or a row of another kind, is
+ * RF_ERR_INVALID_ARG too. rf_setting_str returns the value, else the row's
+ * text default (NULL when it has none, or the name is not a text row). */
+RF_API rf_status rf_setting_int(const char *name, int64_t *out);
+RF_API rf_status rf_setting_choice(const char *name, int *index);
+RF_API const char *rf_setting_str(const char *name);
+
+/* Whether var's effective value reads as its row says (RF_OK for a text
+ * row): what rf-info reports before a program would refuse it. */
+RF_API rf_status rf_setting_check(const rf_env_var *var);
 
 #endif

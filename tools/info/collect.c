@@ -195,7 +195,9 @@ static json_object *address_json(const char *addr, rf_fabric *def,
     return o;
 }
 
-static json_object *settings_json(void)
+/* Every setting with its value; one that does not read as its row says
+ * (what a program would refuse) carries the error and fails rf-info. */
+static json_object *settings_json(int *failed)
 {
     json_object *arr = json_object_new_array();
     for (const rf_env_var *v = rf_env_vars(); v->name; v++) {
@@ -209,6 +211,10 @@ static json_object *settings_json(void)
         put_str(o, "default", v->def);
         put_str(o, "reader", v->reader);
         put_str(o, "meaning", v->meaning);
+        if (rf_setting_check(v) != RF_OK) {
+            put_str(o, "error", rf_error_message());
+            *failed = 1;
+        }
         json_object_array_add(arr, o);
     }
     return arr;
@@ -234,7 +240,7 @@ json_object *info_collect(const char *addr, int *failed)
         json_object_object_add(
             doc, "address",
             address_json(addr, def, def_err, topo, topo_err, failed));
-    json_object_object_add(doc, "settings", settings_json());
+    json_object_object_add(doc, "settings", settings_json(failed));
 
     rf_topology_close(topo);
     rf_fabric_close(def);

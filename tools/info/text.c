@@ -142,6 +142,8 @@ static void print_settings(FILE *out, json_object *arr)
         json_object *s = json_object_array_get_idx(arr, i);
         fprintf(out, "\t%-32s %-20s %s\n", str(s, "name"), str(s, "value"),
                 str(s, "source"));
+        if (str(s, "error"))
+            fprintf(out, "\t\terror: %s\n", str(s, "error"));
     }
 }
 

@@ -123,6 +123,14 @@ env)
     runenv RF_SOCK_SERVE_MAX=77 -- 
     grep -E '^\s+RF_SOCK_SERVE_MAX +77 +environment' "$OUT" >/dev/null ||
         fail "text: RF_SOCK_SERVE_MAX 77 environment missing"
+    # a setting every program would refuse: named, and rf-info exits 1
+    runenv RF_PS_CHUNK_MB=0 -- --json
+    rc_is 1
+    jval 'settings[name=RF_PS_CHUNK_MB].error' \
+        'RF_PS_CHUNK_MB: 0 is out of range [1, 1048576]'
+    runenv RF_VERBS_CQ_MODE=busy --
+    rc_is 1
+    has "error: RF_VERBS_CQ_MODE=busy is not one of poll|event" "$OUT"
     ;;
 settings_table)
     # every RF_* variable the sources read is in rf-info's table

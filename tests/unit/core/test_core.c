@@ -1,12 +1,14 @@
 /* tests/unit/core/test_core.c: unit tests of the fabric core that need no peer:
  * status names, error messages, environment parsing, log levels, descriptor
- * packing, provider selection and the argument checks of fabric.c. */
+ * packing, provider selection and the argument checks of fabric.c; the
+ * settings table (core/env_table.c) and reading through it. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
+#include "rdmaflow/data.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/status.h"
@@ -128,6 +130,99 @@ static void test_env(void)
     unsetenv("RF_TEST_MODE");
     CHECK(rf_env_choice("RF_TEST_MODE", modes, 0, &idx) == RF_OK && idx == 0,
           "default idx %d", idx);
+}
+
+/* Every row of the settings table is whole: an integer's default is in
+ * its range or shown as words, its shown default is the number otherwise;
+ * a choice's default is one of its choices; the rows that repeat a public
+ * header's constant agree with it. */
+static void test_settings_table(void)
+{
+    int rows = 0;
+    for (const rf_env_var *v = rf_env_vars(); v->name; v++, rows++) {
+        CHECK(v->def && v->reader && v->meaning, "%s: a column is empty",
+              v->name);
+        CHECK(rf_env_find(v->name) == v, "%s: not found by name", v->name);
+        if (v->kind == RF_ENV_INT) {
+            char shown[32];
+            snprintf(shown, sizeof shown, "%" PRId64, v->int_def);
+            bool in_range = v->int_def >= v->min && v->int_def <= v->max;
+            CHECK(v->min <= v->max, "%s: empty range", v->name);
+            CHECK(in_range ? strcmp(shown, v->def) == 0
+                           : strcmp(shown, v->def) != 0,
+                  "%s: default %" PRId64 " shown as '%s' (range [%" PRId64
+                  ", %" PRId64 "])",
+                  v->name, v->int_def, v->def, v->min, v->max);
+        } else if (v->kind == RF_ENV_CHOICE) {
+            bool found = false;
+            for (int i = 0; v->choices && v->choices[i]; i++)
+                found |= strcmp(v->choices[i], v->def) == 0;
+            CHECK(found, "%s: default '%s' is not a choice", v->name, v->def);
+        } else {
+            CHECK(!v->text_def || strcmp(v->text_def, v->def) == 0,
+                  "%s: text default '%s' shown as '%s'", v->name, v->text_def,
+                  v->def);
+        }
+    }
+    CHECK(rows >= 30, "only %d rows", rows);
+    const rf_env_var *spin = rf_env_find("RF_CQ_SPIN_US");
+    CHECK(spin && spin->int_def == RF_CQ_SPIN_US_DEFAULT &&
+              spin->max == RF_CQ_SPIN_US_MAX,
+          "RF_CQ_SPIN_US's row disagrees with fabric.h");
+    const rf_env_var *fm = rf_env_find("RF_FASHION_MNIST_DIR");
+    CHECK(fm && fm->text_def && strcmp(fm->text_def, RF_FASHION_MNIST_DIR) == 0,
+          "RF_FASHION_MNIST_DIR's row disagrees with data.h");
+    CHECK(!rf_env_find("RF_NO_SUCH_SETTING"), "an unknown name was found");
+}
+
+/* Reading through the table: the row's default, range and choices. */
+static void test_settings_read(void)
+{
+    int64_t v = -1;
+    unsetenv("RF_PS_CHUNK_MB");
+    CHECK(rf_setting_int("RF_PS_CHUNK_MB", &v) == RF_OK && v == 64,
+          "unset RF_PS_CHUNK_MB read %" PRId64, v);
+    setenv("RF_PS_CHUNK_MB", "0", 1);
+    CHECK(rf_setting_int("RF_PS_CHUNK_MB", &v) == RF_ERR_INVALID_ARG &&
+              strstr(rf_error_message(), "RF_PS_CHUNK_MB: 0 is out of range "
+                                         "[1, 1048576]"),
+          "RF_PS_CHUNK_MB=0: %s", rf_error_message());
+    CHECK(rf_setting_check(rf_env_find("RF_PS_CHUNK_MB")) == RF_ERR_INVALID_ARG,
+          "rf_setting_check passed RF_PS_CHUNK_MB=0");
+    setenv("RF_PS_CHUNK_MB", "", 1);
+    CHECK(rf_setting_int("RF_PS_CHUNK_MB", &v) == RF_OK && v == 64,
+          "empty RF_PS_CHUNK_MB read %" PRId64, v);
+    unsetenv("RF_PS_CHUNK_MB");
+    CHECK(rf_setting_int("RF_NO_SUCH_SETTING", &v) == RF_ERR_INVALID_ARG &&
+              strstr(rf_error_message(), "RF_NO_SUCH_SETTING"),
+          "an unknown setting: %s", rf_error_message());
+    CHECK(rf_setting_int("RF_FABRIC", &v) == RF_ERR_INVALID_ARG,
+          "a text row read as an integer");
+
+    int idx = -1;
+    unsetenv("RF_VERBS_CQ_MODE");
+    CHECK(rf_setting_choice("RF_VERBS_CQ_MODE", &idx) == RF_OK && idx == 1,
+          "unset RF_VERBS_CQ_MODE is choice %d, want 1 (event)", idx);
+    setenv("RF_VERBS_CQ_MODE", "poll", 1);
+    CHECK(rf_setting_choice("RF_VERBS_CQ_MODE", &idx) == RF_OK && idx == 0,
+          "RF_VERBS_CQ_MODE=poll is choice %d", idx);
+    setenv("RF_VERBS_CQ_MODE", "busy", 1);
+    CHECK(rf_setting_choice("RF_VERBS_CQ_MODE", &idx) == RF_ERR_INVALID_ARG,
+          "RF_VERBS_CQ_MODE=busy accepted");
+    unsetenv("RF_VERBS_CQ_MODE");
+
+    unsetenv("RF_FABRIC");
+    const char *f = rf_setting_str("RF_FABRIC");
+    CHECK(f && strcmp(f, "auto") == 0, "unset RF_FABRIC is '%s'",
+          f ? f : "(null)");
+    unsetenv("RF_BIND_ADDR");
+    CHECK(rf_setting_str("RF_BIND_ADDR") == NULL,
+          "unset RF_BIND_ADDR has a value");
+    setenv("RF_BIND_ADDR", "0.0.0.0", 1);
+    f = rf_setting_str("RF_BIND_ADDR");
+    CHECK(f && strcmp(f, "0.0.0.0") == 0, "RF_BIND_ADDR read '%s'",
+          f ? f : "(null)");
+    unsetenv("RF_BIND_ADDR");
 }
 
 /* rf_echo: short values unchanged, long ones cut to RF_ECHO_MAX bytes and
@@ -284,6 +379,8 @@ int main(void)
     test_error_message();
     test_shape_format();
     test_env();
+    test_settings_table();
+    test_settings_read();
     test_echo();
     test_log_levels();
     test_desc_pack();
