@@ -48,6 +48,18 @@ void rf_error_clear(void)
     error_message[0] = '\0';
 }
 
+rf_status rf_error_prefix(rf_status status, const char *fmt, ...)
+{
+    char context[sizeof error_message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof context, fmt, ap);
+    va_end(ap);
+    if (!error_message[0])
+        return rf_error_set(status, "%s", context);
+    return rf_error_set(status, "%s: %s", context, error_message);
+}
+
 rf_status rf_error_set(rf_status status, const char *fmt, ...)
 {
     /* Formatted aside first: the arguments may include rf_error_message()

@@ -655,11 +655,8 @@ static rf_status r_spec(rcur *r, ps_spec *s)
 rf_status ps_enc_create_req(void *buf, size_t cap, uint32_t req_id,
                             const ps_spec *m, size_t *len)
 {
-    if (ps_spec_check(m) != RF_OK) {
-        char why[320];
-        snprintf(why, sizeof why, "%s", rf_error_message());
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s", why);
-    }
+    if (ps_spec_check(m) != RF_OK)
+        return RF_ERR_INVALID_ARG; /* the message names what is wrong */
     wcur w;
     w_begin(&w, buf, cap, PS_MSG_CREATE_REQ, req_id);
     w_spec(&w, m);

@@ -102,14 +102,12 @@ static rf_status add_chunk(ps_arena *a, size_t len)
         st = rf_mr_reg(a->fabric, p, len, RF_ACCESS_ALL, &mr);
     }
     if (st != RF_OK) {
-        char why[300];
-        snprintf(why, sizeof why, "%s", rf_error_message());
         if (mapped)
             munmap(p, len);
         else
             rf_topology_free(a->topo, p, len);
-        return rf_error_set(
-            st, "ps arena: registering a chunk of %zu bytes: %s", len, why);
+        return rf_error_prefix(st, "ps arena: registering a chunk of %zu bytes",
+                               len);
     }
     ps_chunk *c = &a->chunks[a->n++];
     *c = (ps_chunk){

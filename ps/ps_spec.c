@@ -67,17 +67,13 @@ rf_status ps_spec_from_public(const rf_ps_shard_spec *in, const char *what,
     if (in->trainable) {
         out->optim = in->optim;
         if (rf_optim_validate(&out->optim) != RF_OK) {
-            char why[300];
-            snprintf(why, sizeof why, "%s", rf_error_message());
-            return rf_error_set(RF_ERR_INVALID_ARG, "%s: '%s' part %u: %s",
-                                what, out->name, out->part, why);
+            return rf_error_prefix(RF_ERR_INVALID_ARG, "%s: '%s' part %u", what,
+                                   out->name, out->part);
         }
         ps_spec_canonical_optim(&out->optim);
     }
     if (ps_spec_check(out) != RF_OK) {
-        char why[300];
-        snprintf(why, sizeof why, "%s", rf_error_message());
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: %s", what, why);
+        return rf_error_prefix(RF_ERR_INVALID_ARG, "%s", what);
     }
     return RF_OK;
 }

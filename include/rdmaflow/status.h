@@ -54,6 +54,18 @@ RF_API void rf_error_clear(void);
 RF_API rf_status rf_error_set(rf_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Puts context in front of the calling thread's error message, in place
+ * ("<context>: <message>"; just the context when the message is empty),
+ * logs and returns status as rf_error_set does: a caller wraps what a
+ * callee said without copying its text aside first, even after cleanup
+ * calls that set no error:
+ *   if ((st = read_header(f)) != RF_OK) {
+ *       fclose(f);
+ *       return rf_error_prefix(st, "reading '%s'", path);
+ *   } */
+RF_API rf_status rf_error_prefix(rf_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 #ifdef __cplusplus
 }
 #endif

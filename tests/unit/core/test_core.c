@@ -69,6 +69,16 @@ static void test_error_message(void)
                  "ps task 3: reading x.bin failed (and again: ps task 3: "
                  "reading x.bin failed)") == 0,
           "got '%s'", rf_error_message());
+    /* rf_error_prefix: context in front, in place; alone when empty */
+    rf_error_set(RF_ERR_IO, "disk full");
+    st = rf_error_prefix(RF_ERR_CORRUPT, "saving '%s'", "m.ckpt");
+    CHECK(st == RF_ERR_CORRUPT, "rf_error_prefix returned %d", (int)st);
+    CHECK(strcmp(rf_error_message(), "saving 'm.ckpt': disk full") == 0,
+          "got '%s'", rf_error_message());
+    rf_error_clear();
+    rf_error_prefix(RF_ERR_IO, "step %d", 7);
+    CHECK(strcmp(rf_error_message(), "step 7") == 0, "got '%s'",
+          rf_error_message());
 }
 
 /* rf_shape_format (core/types.c) keeps snprintf's contract across its
