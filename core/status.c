@@ -48,28 +48,9 @@ void rf_error_clear(void)
     error_message[0] = '\0';
 }
 
-rf_status rf_error_prefix(rf_status status, const char *fmt, ...)
+/* Makes text the thread's message and logs it. */
+static rf_status set_text(rf_status status, const char *text)
 {
-    char context[sizeof error_message];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(context, sizeof context, fmt, ap);
-    va_end(ap);
-    if (!error_message[0])
-        return rf_error_set(status, "%s", context);
-    return rf_error_set(status, "%s: %s", context, error_message);
-}
-
-rf_status rf_error_set(rf_status status, const char *fmt, ...)
-{
-    /* Formatted aside first: the arguments may include rf_error_message()
-     * itself (wrapping a cause: "reading x: %s"), which vsnprintf into the
-     * same buffer would overwrite while reading it. */
-    char text[sizeof error_message];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
     memcpy(error_message, text, sizeof error_message);
     /* A timeout or a full queue is the normal outcome of a poll or wait
      * that loops while idle (a listener thread, a CQ wait, a retry):
@@ -81,4 +62,29 @@ rf_status rf_error_set(rf_status status, const char *fmt, ...)
     else
         RF_LOG_DEBUG("%s: %s", rf_status_string(status), error_message);
     return status;
+}
+
+rf_status rf_error_set(rf_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    /* Formatted aside first: the arguments may include rf_error_message()
+     * itself (wrapping a cause: "reading x: %s"), which vsnprintf into the
+     * same buffer would overwrite while reading it. */
+    char text[sizeof error_message];
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return set_text(status, text);
+}
+
+rf_status rf_error_prefix(rf_status status, const char *fmt, ...)
+{
+    char context[sizeof error_message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof context, fmt, ap);
+    va_end(ap);
+    if (!error_message[0])
+        return set_text(status, context);
+    return rf_error_set(status, "%s: %s", context, error_message);
 }
