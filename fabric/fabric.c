@@ -1,7 +1,9 @@
 /* fabric/fabric.c: the public transport API. Finds providers by name in one
  * fixed table (plus "auto", fabric/auto/), validates arguments once for all
- * providers, and dispatches to the provider's ops table (a missing op gives
- * RF_ERR_UNSUPPORTED). */
+ * providers, checks a provider's ops table once when it is opened (a
+ * missing mandatory op is RF_ERR_UNSUPPORTED naming it) and dispatches to
+ * it. */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -48,18 +50,65 @@ static const rf_provider_ops *find_provider(const char *name)
     return NULL;
 }
 
+/* The slots every provider fills (provider.h marks the optional ones):
+ * checked once when a provider is opened, so the calls below need no NULL
+ * checks. */
+#define MANDATORY(slot)                                                        \
+    {                                                                          \
+        offsetof(rf_provider_ops, slot), #slot                                 \
+    }
+static const struct {
+    size_t offset;
+    const char *name;
+} mandatory[] = {
+    MANDATORY(fabric_open),
+    MANDATORY(fabric_close),
+    MANDATORY(mr_reg),
+    MANDATORY(mr_dereg),
+    MANDATORY(cq_create),
+    MANDATORY(cq_destroy),
+    MANDATORY(cq_poll),
+    MANDATORY(cq_wait),
+    MANDATORY(listen),
+    MANDATORY(listener_close),
+    MANDATORY(get_request),
+    MANDATORY(accept),
+    MANDATORY(reject),
+    MANDATORY(connect),
+    MANDATORY(ep_close),
+    MANDATORY(ep_state),
+    MANDATORY(ep_enable_remote_access),
+    MANDATORY(post),
+    MANDATORY(post_recv),
+};
+
+rf_status rf_provider_check(const rf_provider_ops *ops)
+{
+    if (!ops || !ops->name)
+        return rf_error_set(RF_ERR_UNSUPPORTED, "a provider without a name");
+    for (size_t i = 0; i < sizeof mandatory / sizeof mandatory[0]; i++) {
+        void (*fn)(void);
+        memcpy(&fn, (const char *)ops + mandatory[i].offset, sizeof fn);
+        if (!fn)
+            return rf_error_set(RF_ERR_UNSUPPORTED,
+                                "provider %s lacks the mandatory op %s",
+                                ops->name, mandatory[i].name);
+    }
+    return RF_OK;
+}
+
 rf_status rf_provider_open(const rf_provider_ops *ops,
                            const rf_fabric_attr *attr, rf_fabric **out)
 {
     *out = NULL;
+    rf_status cst = rf_provider_check(ops);
+    if (cst != RF_OK)
+        return cst;
     if (ops->probe) {
         rf_status pst = ops->probe();
         if (pst != RF_OK)
             return pst;
     }
-    if (!ops->fabric_open)
-        return rf_error_set(RF_ERR_UNSUPPORTED, "provider %s cannot open",
-                            ops->name);
     int64_t spin = 0;
     rf_status st = rf_setting_int("RF_CQ_SPIN_US", &spin);
     if (st != RF_OK)
@@ -135,7 +184,7 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
 
 void rf_fabric_close(rf_fabric *fabric)
 {
-    if (fabric && fabric->ops->fabric_close)
+    if (fabric)
         fabric->ops->fabric_close(fabric);
 }
 
@@ -143,10 +192,6 @@ const char *rf_fabric_provider(const rf_fabric *fabric)
 {
     return fabric ? fabric->ops->name : "";
 }
-
-#define UNSUPPORTED(fab, what)                                                 \
-    rf_error_set(RF_ERR_UNSUPPORTED, "%s: not supported by provider %s", what, \
-                 (fab)->ops->name)
 
 /* --- memory regions ---------------------------------------------------- */
 
@@ -169,8 +214,6 @@ rf_status rf_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_reg: remote write/atomic access requires "
                             "RF_ACCESS_LOCAL_WRITE (as in verbs)");
-    if (!fabric->ops->mr_reg)
-        return UNSUPPORTED(fabric, "rf_mr_reg");
     return fabric->ops->mr_reg(fabric, addr, len, access, out);
 }
 
@@ -178,8 +221,6 @@ rf_status rf_mr_dereg(rf_mr *mr)
 {
     if (!mr)
         return RF_OK;
-    if (!mr->fabric->ops->mr_dereg)
-        return UNSUPPORTED(mr->fabric, "rf_mr_dereg");
     return mr->fabric->ops->mr_dereg(mr);
 }
 
@@ -226,8 +267,6 @@ rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_cq_create: depth %u outside [1, 4194304]",
                             depth);
-    if (!fabric->ops->cq_create)
-        return UNSUPPORTED(fabric, "rf_cq_create");
     rf_status st = fabric->ops->cq_create(fabric, depth, out);
     if (st == RF_OK)
         (*out)->spin_us = fabric->cq_spin_us;
@@ -246,7 +285,7 @@ rf_status rf_cq_set_spin_us(rf_cq *cq, unsigned spin_us)
 
 void rf_cq_destroy(rf_cq *cq)
 {
-    if (cq && cq->fabric->ops->cq_destroy)
+    if (cq)
         cq->fabric->ops->cq_destroy(cq);
 }
 
@@ -254,8 +293,6 @@ int rf_cq_poll(rf_cq *cq, rf_completion *out, int max)
 {
     if (!cq || !out || max <= 0)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_poll: bad arguments");
-    if (!cq->fabric->ops->cq_poll)
-        return UNSUPPORTED(cq->fabric, "rf_cq_poll");
     return cq->fabric->ops->cq_poll(cq, out, max);
 }
 
@@ -272,8 +309,6 @@ int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
 {
     if (!cq || !out || max <= 0 || timeout_ms < -1)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_wait: bad arguments");
-    if (!cq->fabric->ops->cq_wait)
-        return UNSUPPORTED(cq->fabric, "rf_cq_wait");
     /* Spin first, then block: a completion due within the spin costs no
      * sleep and wake-up, and a waiter that finds nothing soon gives the
      * CPU back (to the provider's own threads and the peer, on a small
@@ -335,8 +370,6 @@ rf_status rf_listen(rf_fabric *fabric, const char *host, uint16_t port,
     if (!fabric || !out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_listen: NULL argument");
     *out = NULL;
-    if (!fabric->ops->listen)
-        return UNSUPPORTED(fabric, "rf_listen");
     return fabric->ops->listen(fabric, host, port, out);
 }
 
@@ -347,7 +380,7 @@ uint16_t rf_listener_port(const rf_listener *listener)
 
 void rf_listener_close(rf_listener *listener)
 {
-    if (listener && listener->fabric->ops->listener_close)
+    if (listener)
         listener->fabric->ops->listener_close(listener);
 }
 
@@ -358,8 +391,6 @@ rf_status rf_listener_get_request(rf_listener *listener, int timeout_ms,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_listener_get_request: bad arguments");
     *out = NULL;
-    if (!listener->fabric->ops->get_request)
-        return UNSUPPORTED(listener->fabric, "rf_listener_get_request");
     return listener->fabric->ops->get_request(listener, timeout_ms, out);
 }
 
@@ -389,8 +420,6 @@ rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,
         rf_reject(req, NULL, 0);
         return st;
     }
-    if (!fabric->ops->accept)
-        return UNSUPPORTED(fabric, "rf_accept");
     return fabric->ops->accept(req, attr, priv, priv_len, out);
 }
 
@@ -448,8 +477,6 @@ rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
         st = check_ep_attr("rf_connect", fabric, attr);
     if (st != RF_OK)
         return st;
-    if (!fabric->ops->connect)
-        return UNSUPPORTED(fabric, "rf_connect");
     return fabric->ops->connect(fabric, host, port, attr, priv, priv_len,
                                 timeout_ms, out);
 }
@@ -463,7 +490,7 @@ const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len)
 
 void rf_ep_close(rf_ep *ep)
 {
-    if (ep && ep->fabric->ops->ep_close)
+    if (ep)
         ep->fabric->ops->ep_close(ep);
 }
 
@@ -480,8 +507,6 @@ rf_status rf_ep_state(const rf_ep *ep)
 {
     if (!ep)
         return RF_ERR_INVALID_ARG;
-    if (!ep->fabric->ops->ep_state)
-        return RF_OK;
     return ep->fabric->ops->ep_state(ep);
 }
 
@@ -490,8 +515,6 @@ rf_status rf_ep_enable_remote_access(rf_ep *ep)
     if (!ep)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ep_enable_remote_access: NULL endpoint");
-    if (!ep->fabric->ops->ep_enable_remote_access)
-        return UNSUPPORTED(ep->fabric, "rf_ep_enable_remote_access");
     return ep->fabric->ops->ep_enable_remote_access(ep);
 }
 
@@ -584,8 +607,6 @@ rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted)
         if (st != RF_OK)
             return st;
     }
-    if (!ep->fabric->ops->post)
-        return UNSUPPORTED(ep->fabric, "rf_post");
     size_t dummy = 0, *done = posted ? posted : &dummy;
     rf_status st = ep->fabric->ops->post(ep, wrs, n, done);
     count_posted(ep->fabric, wrs, *done < n ? *done : n);
@@ -613,8 +634,6 @@ rf_status rf_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
                                 "rf_post_recv: length %zu exceeds 4 GiB - 1",
                                 len);
     }
-    if (!ep->fabric->ops->post_recv)
-        return UNSUPPORTED(ep->fabric, "rf_post_recv");
     return ep->fabric->ops->post_recv(ep, buf, len, mr, context);
 }
 

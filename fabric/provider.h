@@ -63,11 +63,15 @@ static inline rf_ep *rf_ep_public(rf_ep *ep)
     return ep->owner ? ep->owner : ep;
 }
 
-/* A NULL op means unsupported: the generic layer returns RF_ERR_UNSUPPORTED.
- * Every op that fails sets the thread's error message (rf_error_set). */
+/* A provider fills every slot but those marked "Optional" (probe,
+ * mr_reg_keyed, device_info, ep_provider), whose NULL the callers handle;
+ * rf_provider_check, run when a provider is opened, refuses a table that
+ * lacks a mandatory one, so fabric.c calls them without checks. Every op
+ * that fails sets the thread's error message (rf_error_set). */
 struct rf_provider_ops {
     const char *name;
-    /* RF_OK if the provider can run on this host (e.g. a device exists). */
+    /* Optional: RF_OK if the provider can run on this host (e.g. a device
+     * exists); NULL: it always can. */
     rf_status (*probe)(void);
     rf_status (*fabric_open)(const rf_fabric_attr *attr, rf_fabric **out);
     void (*fabric_close)(rf_fabric *fabric);
@@ -121,8 +125,12 @@ void rf_set_reject_data(const void *priv, size_t len);
 int rf_connect_was_rejected(void);
 void rf_connect_reject_clear(void);
 
+/* RF_OK when ops fills every mandatory slot, else RF_ERR_UNSUPPORTED
+ * naming the first one missing. */
+rf_status rf_provider_check(const rf_provider_ops *ops);
+
 /* Opens one provider's fabric (no "auto" lookup): what rf_fabric_open does
- * once it has found the provider. */
+ * once it has found the provider; checks the table first. */
 rf_status rf_provider_open(const rf_provider_ops *ops,
                            const rf_fabric_attr *attr, rf_fabric **out);
 
