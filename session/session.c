@@ -1,19 +1,15 @@
 /* session/session.c: the worker's session (rdmaflow/session.h): creating it
  * over a placed graph, one step (READs posted, the plan run with its hooks,
  * the push strategy drained and waited for, global_step advanced by the
- * strategy: FETCH_AND_ADD, or sync's wait for publication), tracing, the
- * end of the job (announce, or wait for the others and pull every variable
- * back), shutting the cluster down, and the description of a step. */
+ * strategy: FETCH_AND_ADD, or sync's wait for publication), tracing,
+ * shutting the cluster down, and the description of a step (the end of
+ * the job is session_finish.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "session/session_internal.h"
-
-/* How long the chief waits for the other workers to finish by default. */
-#define DEFAULT_FINISH_TIMEOUT_MS (30 * 60 * 1000)
-#define FINISH_POLL_MS            100
 
 void rf_session_options_init(rf_session_options *o)
 {
@@ -60,7 +56,8 @@ static rf_status describe_vars(rf_session *s)
 rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
                             const rf_session_options *options, rf_session **out)
 {
-    return sess_create(server, g, ex, options, 0, false, out, NULL, 0);
+    return rf_session_create_attempt(server, g, ex, options, NULL, out, NULL,
+                                     0);
 }
 
 /* The push strategy the options choose (after rf_session_create's checks). */
@@ -157,7 +154,7 @@ rf_status rf_session_create_offline(const rf_cluster *cluster,
 }
 
 /* What an offline session answers to everything but describe. */
-static rf_status refuse_offline(const char *what)
+rf_status sess_refuse_offline(const char *what)
 {
     return rf_error_set(RF_ERR_INVALID_ARG,
                         "%s: this session was made by "
@@ -165,10 +162,12 @@ static rf_status refuse_offline(const char *what)
                         what);
 }
 
-rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
-                      const rf_session_options *options, int attempt_ms,
-                      bool prefer_adopt, rf_session **out, char *waiting_for,
-                      size_t len)
+rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
+                                    rf_executor *ex,
+                                    const rf_session_options *options,
+                                    const rf_session_readiness *readiness,
+                                    rf_session **out, char *waiting_for,
+                                    size_t len)
 {
     if (waiting_for && len)
         waiting_for[0] = '\0';
@@ -199,8 +198,8 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
     s->num_ps = rf_cluster_num_ps(server->cluster);
     s->num_workers = rf_cluster_num_workers(server->cluster);
     s->push = push_of(options);
-    s->attempt_ms = attempt_ms;
-    s->prefer_adopt = prefer_adopt;
+    s->attempt_ms = readiness ? readiness->attempt_ms : 0;
+    s->prefer_adopt = readiness && readiness->prefer_adopt;
     s->restored_step = s->saved_step = -1;
     s->unreachable_ps = -1;
     rf_status st = s->num_ps > 0 ? RF_OK
@@ -339,8 +338,7 @@ static rf_status read_global_step_var(rf_session *s)
     int64_t v;
     rf_status st = rf_ps_global_step_read(s->client, &v);
     if (st != RF_OK)
-        return rf_error_set(st, "reading global_step: %s",
-                            rf_error_message());
+        return rf_error_set(st, "reading global_step: %s", rf_error_message());
     *(int64_t *)rf_variable_data(s->global_step_var) = v;
     return RF_OK;
 }
@@ -351,7 +349,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
                          rf_tensor *fetched, int64_t *global_step)
 {
     if (s->offline)
-        return refuse_offline("rf_session_run");
+        return sess_refuse_offline("rf_session_run");
     if (!s || (num_feeds && (!feeds || !values)) ||
         (num_fetches && (!fetches || !fetched)))
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -422,12 +420,17 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
 rf_status rf_session_global_step(rf_session *s, int64_t *value)
 {
     if (s->offline)
-        return refuse_offline("rf_session_global_step");
+        return sess_refuse_offline("rf_session_global_step");
     rf_status st = rf_ps_global_step_read(s->client, value);
     if (st != RF_OK)
         return rf_error_set(st, "reading global_step: %s", rf_error_message());
     s->global_step = *value;
     return RF_OK;
+}
+
+int64_t rf_session_last_global_step(const rf_session *s)
+{
+    return s ? s->global_step : 0;
 }
 
 void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
@@ -445,112 +448,10 @@ void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
     snprintf(buf, len, "client %u", id);
 }
 
-/* The tasks of the ids not in bits, comma-separated; how many. */
-static size_t name_missing(const rf_session *s, const uint32_t *ids, size_t n,
-                           const uint64_t *bits, char *list, size_t len)
-{
-    size_t k = 0;
-    if (len)
-        list[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        if (rf_ps_worker_is_done(bits, ids[i]))
-            continue;
-        char name[64];
-        sess_task_of_id(s, ids[i], name, sizeof name);
-        size_t used = strlen(list);
-        if (used + 1 < len)
-            snprintf(list + used, len - used, "%s%s", k ? ", " : "", name);
-        k++;
-    }
-    return k;
-}
-
-rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
-                            size_t len, uint64_t *bits_out)
-{
-    char list[1024] = "";
-    uint32_t *ids = calloc((size_t)s->num_workers + 1, sizeof *ids);
-    if (!ids)
-        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
-    size_t n = 0;
-    for (int id = 0; id < s->num_workers; id++)
-        if (id != s->self->worker_id)
-            ids[n++] = (uint32_t)id;
-    uint64_t bits[RF_PS_DONE_WORDS];
-    int64_t deadline = rf_deadline_ms(timeout_ms > 0 ? timeout_ms : 0);
-    rf_status st;
-    for (;;) {
-        st = rf_ps_workers_done_read(s->client, bits);
-        if (st != RF_OK) {
-            st = rf_error_set(st, "waiting for the other workers: %s",
-                              rf_error_message());
-            break;
-        }
-        size_t k = name_missing(s, ids, n, bits, list, sizeof list);
-        if (k == 0)
-            break;
-        /* sync replicas' backup workers: once only they are missing, they
-         * get op_timeout_ms more, not the whole wait */
-        if ((int64_t)k <= s->finish_optional) {
-            if (s->optional_deadline == 0)
-                s->optional_deadline = rf_deadline_ms(
-                    s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000);
-            if (rf_deadline_passed(s->optional_deadline)) {
-                RF_LOG_WARN("session: not waiting for %s (backup worker%s of "
-                            "sync replicas)",
-                            list, k == 1 ? "" : "s");
-                list[0] = '\0';
-                break;
-            }
-        }
-        if (rf_deadline_passed(deadline)) {
-            st = rf_error_set(RF_ERR_TIMEOUT,
-                              "%zu of %zu other worker%s did not finish "
-                              "within %g s: %s",
-                              k, n, n == 1 ? "" : "s",
-                              (timeout_ms > 0 ? timeout_ms : 0) / 1000.0, list);
-            break;
-        }
-        int64_t left = rf_deadline_left_ms(deadline);
-        rf_sleep_ms(left < FINISH_POLL_MS ? left : FINISH_POLL_MS);
-    }
-    if (missing && len)
-        snprintf(missing, len, "%s", st == RF_ERR_TIMEOUT ? list : "");
-    if (bits_out && (st == RF_OK || st == RF_ERR_TIMEOUT))
-        memcpy(bits_out, bits, sizeof bits);
-    free(ids);
-    return st;
-}
-
-rf_status rf_session_finish(rf_session *s, int timeout_ms)
-{
-    if (s->offline)
-        return refuse_offline("rf_session_finish");
-    /* first, so no one waits for this worker's clock any more */
-    rf_status sst = sess_ssp_finish(s);
-    if (sst != RF_OK)
-        return sst;
-    if (!s->chief) {
-        rf_status st = rf_ps_worker_done(s->client);
-        if (st != RF_OK)
-            return rf_error_set(st, "announcing that this worker finished: %s",
-                                rf_error_message());
-        return RF_OK;
-    }
-    if (s->num_workers > 1) {
-        rf_status st = sess_wait_workers(
-            s, timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, NULL, 0,
-            NULL);
-        if (st != RF_OK)
-            return st;
-    }
-    return sess_pull_all(s, true);
-}
-
 rf_status rf_session_shutdown_cluster(rf_session *s)
 {
     if (s->offline)
-        return refuse_offline("rf_session_shutdown_cluster");
+        return sess_refuse_offline("rf_session_shutdown_cluster");
     if (!s->chief)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "only the chief shuts the cluster down");

@@ -298,6 +298,15 @@ const char *rf_session_restored_from(const rf_session *s, const char **note)
     return s->restored_from[0] ? s->restored_from : NULL;
 }
 
+void rf_session_checkpoint_info_get(const rf_session *s,
+                                    rf_session_checkpoint_info *out)
+{
+    out->restored_from = rf_session_restored_from(s, &out->restore_note);
+    out->restored_step = s->restored_step;
+    out->saved_step = s->saved_step;
+    out->init_how = s->init_how;
+}
+
 void sess_snapshot_free(rf_session *s)
 {
     sess_tables_stage_free(s);

@@ -9,7 +9,8 @@
  *                     step description (the one list execution, --explain
  *                     and the trace read)
  *   session.c         create, one step, the global_step FETCH_AND_ADD,
- *                     finish, describe
+ *                     describe
+ *   session_finish.c  the end of the job: finish and its steps
  *   session_ckpt.c    checkpoints: the chief's save and restore
  *   session_rows.c    embedding tables: each step's rows of a lookup READ
  *                     into a gathered buffer the lookup kernel reads, and
@@ -178,9 +179,10 @@ struct rf_session {
      * "initialised" */
     const char *init_how;
 
-    /* Readiness (sess_create): bound of each wait of one attempt to create
-     * (connect, lookup, init flags; 0: the options' and the defaults), and
-     * on failure the task it was waiting for ("/job:ps/task:1"). */
+    /* Readiness (rf_session_create_attempt): bound of each wait of one attempt
+     * to create (connect, lookup, init flags; 0: the options' and the
+     * defaults), and on failure the task it was waiting for ("/job:ps/task:1").
+     */
     int attempt_ms;
     /* The chief, re-creating a lost session in the same process: if every
      * shard is still initialised (no ps restarted), adopt them instead of
@@ -261,7 +263,7 @@ struct sess_plan {
     size_t nfeeds;
     rf_node **fetches; /* the caller's */
     size_t nfetches;
-    bool train;    /* fetches include train_op */
+    bool train; /* fetches include train_op */
     /* the plan reads global_step (an op of it, or a fetch): its storage
      * gets ps 0's value (one 8-byte READ) before the plan runs, as a
      * TensorFlow run reads the variable */
@@ -286,21 +288,9 @@ struct sess_plan {
     rf_session_desc desc;
 };
 
-/* session.c: rf_session_create with attempt_ms (0: none) and
- * prefer_adopt (see above); on failure
- * waiting_for (at least 64 bytes, may be NULL) gets the task creation was
- * waiting for ("" if it failed for another reason). */
-rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
-                      const rf_session_options *options, int attempt_ms,
-                      bool prefer_adopt, rf_session **out, char *waiting_for,
-                      size_t len);
-/* The chief: waits at most timeout_ms (<= 0: a single look) for every other
- * training worker to announce it finished. RF_ERR_TIMEOUT names the tasks
- * that did not ("/job:worker/task:1"); missing (may be NULL) gets the same
- * comma-separated list ("" when all finished); bits (may be NULL) the last
- * bitmap read. */
-rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
-                            size_t len, uint64_t *bits);
+/* session.c: RF_ERR_INVALID_ARG saying that what (a public function's
+ * name) cannot be used on an offline session. */
+rf_status sess_refuse_offline(const char *what);
 /* "/job:J/task:I" of the task with this client id (worker_id). */
 void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len);
 

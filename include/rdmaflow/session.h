@@ -243,6 +243,27 @@ RF_API rf_status rf_session_create(rf_server *server, rf_graph *g,
                                    rf_executor *ex,
                                    const rf_session_options *options,
                                    rf_session **out);
+/* One attempt at creating a session, for a caller that waits for the
+ * cluster to become ready (the monitored session's readiness wait). */
+typedef struct rf_session_readiness {
+    /* The bound of each wait of this attempt (the ps connections, the
+     * shards' lookup, the init flags); 0: the options' and the defaults. */
+    int attempt_ms;
+    /* The chief re-creating a lost session in the same process: if every
+     * shard is still initialised (no ps task restarted), adopt them as
+     * they are instead of rolling the job back to the newest checkpoint. */
+    bool prefer_adopt;
+} rf_session_readiness;
+
+/* rf_session_create with readiness (NULL: the defaults, which is
+ * rf_session_create). On failure waiting_for (may be NULL; 64 bytes are
+ * enough) gets the task the attempt was waiting for ("/job:ps/task:1"),
+ * or "" if it failed for another reason. */
+RF_API rf_status rf_session_create_attempt(
+    rf_server *server, rf_graph *g, rf_executor *ex,
+    const rf_session_options *options, const rf_session_readiness *readiness,
+    rf_session **out, char *waiting_for, size_t len);
+
 /* Waits for anything in flight, closes the ps connections and frees the
  * session. The graph's variables get buffers of their own back
  * (rf_variable_own_storage) holding their last values, so the graph stays
@@ -266,6 +287,22 @@ RF_API rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
  * skipped as corrupt, "" if none. */
 RF_API const char *rf_session_restored_from(const rf_session *s,
                                             const char **note);
+
+/* How a session got its variables, and its checkpoints so far. */
+typedef struct rf_session_checkpoint_info {
+    /* The chief: the checkpoint restored at creation (NULL if none) and
+     * the newer ones skipped as corrupt ("" if none). */
+    const char *restored_from;
+    const char *restore_note;
+    int64_t restored_step; /* the restored checkpoint's global_step, or -1 */
+    int64_t saved_step;    /* the last rf_session_save's global_step, or -1 */
+    /* The chief: "restored", "adopted" (every shard was initialised
+     * already: a restarted chief without a checkpoint) or "initialised";
+     * NULL on another worker. */
+    const char *init_how;
+} rf_session_checkpoint_info;
+RF_API void rf_session_checkpoint_info_get(const rf_session *s,
+                                           rf_session_checkpoint_info *out);
 
 /* The chief: a checkpoint of the job now, as TensorFlow's Saver: every
  * shard's values, optimizer slots and the first variable's beta powers,
@@ -356,6 +393,39 @@ RF_API void rf_session_set_trace(rf_session *s, rf_trace *t);
  * word finished (+2^62), so no worker waits for it any more. Call once,
  * after the last run. */
 RF_API rf_status rf_session_finish(rf_session *s, int timeout_ms);
+
+/* rf_session_finish in its steps, for a caller that recovers between
+ * them (the monitored session's close):
+ * - rf_session_finish_clock: with staleness >= 0, marks this worker's
+ *   clock word finished, once; nothing otherwise;
+ * - rf_session_announce_done: a non-chief announces that it finished;
+ * - rf_session_wait_workers: the chief waits at most timeout_ms (<= 0: a
+ *   single look) for every other training worker's announcement (sync
+ *   replicas' backup workers as rf_session_finish says). RF_ERR_TIMEOUT
+ *   names the tasks that did not ("/job:worker/task:1"); missing (may be
+ *   NULL) gets the same comma-separated list ("" when all finished), and
+ *   bits (may be NULL; RF_PS_DONE_WORDS words) the last workers-done
+ *   bitmap read, after RF_OK and RF_ERR_TIMEOUT;
+ * - rf_session_pull_all: reads every variable, optimizer slots, beta
+ *   powers and global_step included, into the graph. */
+RF_API rf_status rf_session_finish_clock(rf_session *s);
+RF_API rf_status rf_session_announce_done(rf_session *s);
+RF_API rf_status rf_session_wait_workers(rf_session *s, int timeout_ms,
+                                         char *missing, size_t len,
+                                         uint64_t *bits);
+RF_API rf_status rf_session_pull_all(rf_session *s);
+
+/* The workers-done bitmap on ps task 0 (rdmaflow/ps.h,
+ * rf_ps_workers_done_read and _merge): read it into bits, or OR bits into
+ * it (the chief gives back what a restarted ps task 0 forgot). */
+RF_API rf_status rf_session_workers_done_read(rf_session *s,
+                                              uint64_t bits[RF_PS_DONE_WORDS]);
+RF_API rf_status rf_session_workers_done_merge(
+    rf_session *s, const uint64_t bits[RF_PS_DONE_WORDS]);
+
+/* The last global_step this session saw (no read: the value of its last
+ * run, rf_session_global_step or rf_session_pull_all). */
+RF_API int64_t rf_session_last_global_step(const rf_session *s);
 
 /* Chief: tells every ps task to stop serving (their rf_server_join
  * returns RF_OK). */
