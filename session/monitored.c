@@ -73,8 +73,9 @@ static rf_status hooks_after_create(rf_monitored_session *ms)
 
 /* Creates ms->s, retrying while the cluster is not ready (ps tasks down,
  * the chief not done initialising) for at most max_wait_secs, with a "still
- * waiting" line every 10 s; then the hooks' after_create_session. */
-static rf_status create_session(rf_monitored_session *ms)
+ * waiting" line every 10 s; then the hooks' after_create_session. A
+ * recovery keeps the shards that survived (prefer_adopt). */
+static rf_status create_session(rf_monitored_session *ms, bool recovering)
 {
     int64_t deadline = rf_deadline_ms((int64_t)ms->opt.max_wait_secs * 1000);
     int64_t next_note = rf_now_ms() + WAIT_NOTE_MS;
@@ -85,9 +86,8 @@ static rf_status create_session(rf_monitored_session *ms)
             (int)(left < ATTEMPT_MS ? (left > 0 ? left : 1) : ATTEMPT_MS);
         char waiting[64];
         int64_t t0 = rf_now_ms();
-        /* a recovery keeps shards that survived (ms->recovering) */
         rf_session_readiness ready = {.attempt_ms = attempt,
-                                      .prefer_adopt = ms->recovering};
+                                      .prefer_adopt = recovering};
         rf_status st = rf_session_create_attempt(
             ms->server, ms->g, ms->ex, &ms->opt.session, &ready, &ms->s,
             waiting, sizeof waiting);
@@ -149,12 +149,13 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
     double t0 = rf_now_s();
     rf_session_destroy(ms->s);
     ms->s = NULL;
-    ms->recovering = true;
-    rf_status st = create_session(ms);
-    ms->recovering = false;
-    if (st != RF_OK)
+    rf_status st = create_session(ms, true);
+    if (st != RF_OK) {
+        if (!ms->s && ms->state != MS_CLOSED)
+            ms->state = MS_LOST;
         return rf_error_set(st, "recovering from \"%s\": %s", err,
                             rf_error_message());
+    }
     ms->recoveries++;
     /* a restarted ps 0 forgot who finished; if this fails the session is
      * lost again, and the next run recovers and writes them then */
@@ -163,7 +164,7 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
         ms_note(ms, "the workers-done bits were not written back: %s",
                 rf_error_message());
     /* closing: a restarted ps 0 forgot this worker's finished clock too */
-    if (ms->closed && rf_session_finish_clock(ms->s) != RF_OK)
+    if (ms->state == MS_CLOSED && rf_session_finish_clock(ms->s) != RF_OK)
         ms_note(ms, "the SSP clock was not marked finished again: %s",
                 rf_error_message());
     char how[1400];
@@ -295,7 +296,7 @@ rf_status rf_monitored_session_create(rf_server *server, rf_graph *g,
                               rf_error_message());
     }
     if (st == RF_OK)
-        st = create_session(ms);
+        st = create_session(ms, false);
     if (st != RF_OK) {
         char msg[1200];
         snprintf(msg, sizeof msg, "%s", rf_error_message());
@@ -411,13 +412,13 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_monitored_session_run: NULL session or "
                             "fetches");
-    if (ms->stop || ms->closed || !ms->s)
+    if (ms->state != MS_RUNNING || !ms->s)
         return rf_error_set(
             RF_ERR_INVALID_ARG, "rf_monitored_session_run: %s",
-            ms->closed ? "the session was closed"
-            : !ms->s   ? "the session was lost and could not be recovered"
-                       : "a stop was requested "
-                         "(rf_monitored_session_should_stop)");
+            ms->state == MS_CLOSED ? "the session was closed"
+            : ms->state == MS_STOPPING && ms->s
+                ? "a stop was requested (rf_monitored_session_should_stop)"
+                : "the session was lost and could not be recovered");
     rf_status st = reserve(ms, num_fetches);
     if (st != RF_OK)
         return st;
@@ -441,7 +442,7 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
         snprintf(err, sizeof err, "%s", rf_error_message());
         if ((st = recover(ms, st, err)) != RF_OK)
             return st;
-        if (ms->stop) { /* the job ended meanwhile: nothing to run */
+        if (ms->state == MS_STOPPING) { /* the job ended meanwhile */
             memset(fetched, 0, num_fetches * sizeof *fetched);
             if (global_step)
                 *global_step = ms->global_step;
@@ -461,13 +462,13 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
 
 bool rf_monitored_session_should_stop(const rf_monitored_session *ms)
 {
-    return !ms || ms->stop || ms->closed;
+    return !ms || ms->state == MS_STOPPING || ms->state == MS_CLOSED;
 }
 
 void rf_monitored_session_request_stop(rf_monitored_session *ms)
 {
-    if (ms)
-        ms->stop = true;
+    if (ms && (ms->state == MS_RUNNING || ms->state == MS_LOST))
+        ms->state = MS_STOPPING;
 }
 
 rf_session *rf_monitored_session_session(rf_monitored_session *ms)
@@ -554,11 +555,11 @@ static rf_status announce_done(rf_session *s)
 
 rf_status rf_monitored_session_close(rf_monitored_session *ms)
 {
-    if (!ms || ms->closed || !ms->s)
+    if (!ms || ms->state == MS_CLOSED || !ms->s)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_monitored_session_close: %s",
                             !ms ? "NULL" : "closed already or lost");
-    ms->closed = true;
+    ms->state = MS_CLOSED;
     char missing[1024] = "";
     rf_status wst = RF_OK, st;
     if (!ms->chief) {
