@@ -409,12 +409,13 @@ static rf_status train(worker *w)
     int64_t step = 0, local = 0;
     double t0 = rf_now_s();
     rf_status st = images && labels ? RF_OK : no_memory(bs);
+    bool ended = false; /* the job ended while this task recovered */
     while (st == RF_OK && !rf_monitored_session_should_stop(w->session)) {
         st = rf_dataset_next_batch(w->train, bs, images, labels);
         if (st == RF_OK)
             st = rf_monitored_session_run(w->session, feeds, in, 2, fetches, 2,
-                                          out, &step);
-        if (st == RF_OK && !out[0].data) /* it ended while we recovered */
+                                          out, &step, &ended);
+        if (st == RF_OK && ended)
             break;
         if (st == RF_OK && ++local % LOG_EVERY == 0)
             printf("worker %d: step %" PRId64 " (global step %" PRId64

@@ -406,8 +406,11 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
                                    rf_node *const *feeds,
                                    const rf_tensor *values, size_t num_feeds,
                                    rf_node *const *fetches, size_t num_fetches,
-                                   rf_tensor *fetched, int64_t *global_step)
+                                   rf_tensor *fetched, int64_t *global_step,
+                                   bool *job_ended)
 {
+    if (job_ended)
+        *job_ended = false;
     if (!ms || (num_fetches && (!fetches || !fetched)))
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_monitored_session_run: NULL session or "
@@ -443,7 +446,8 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
         if ((st = recover(ms, st, err)) != RF_OK)
             return st;
         if (ms->state == MS_STOPPING) { /* the job ended meanwhile */
-            memset(fetched, 0, num_fetches * sizeof *fetched);
+            if (job_ended)
+                *job_ended = true;
             if (global_step)
                 *global_step = ms->global_step;
             return RF_OK;

@@ -567,8 +567,10 @@ RF_API rf_status rf_session_create_offline(const rf_cluster *cluster,
  *   mo.hooks = hooks; mo.num_hooks = 2;     // owned by the session now
  *   rf_monitored_session *ms;
  *   rf_monitored_session_create(server, g, ex, &mo, &ms);
- *   while (!rf_monitored_session_should_stop(ms))
- *       rf_monitored_session_run(ms, feeds, values, 2, fetch, 2, out, NULL);
+ *   bool ended = false;
+ *   while (!ended && !rf_monitored_session_should_stop(ms))
+ *       rf_monitored_session_run(ms, feeds, values, 2, fetch, 2, out, NULL,
+ *                                &ended);
  *   st = rf_monitored_session_close(ms);    // chief: waits for the others
  *   ... chief: evaluate the graph locally, export ...
  *   rf_monitored_session_shutdown_cluster(ms);   // chief
@@ -729,11 +731,18 @@ RF_API rf_status rf_monitored_session_create(
     rf_server *server, rf_graph *g, rf_executor *ex,
     const rf_monitored_session_options *o, rf_monitored_session **out);
 /* One run (rf_session_run) with the hooks around it, recovering as above.
- * After a stop was requested it refuses to run (RF_ERR_INVALID_ARG). */
+ * After a stop was requested it refuses to run (RF_ERR_INVALID_ARG).
+ * *job_ended (may be NULL) says whether the step ran: false when it did
+ * (fetched holds its values); true when the session was lost, recovered,
+ * and the job had ended meanwhile (a hook's after_create_session
+ * requested a stop: StopAtStep when the others reached the last step), so
+ * nothing was run: RF_OK, fetched is left as it was (never zeroed) and
+ * *global_step gets the recovered session's. The caller stops its loop
+ * then, as should_stop now says. */
 RF_API rf_status rf_monitored_session_run(
     rf_monitored_session *ms, rf_node *const *feeds, const rf_tensor *values,
     size_t num_feeds, rf_node *const *fetches, size_t num_fetches,
-    rf_tensor *fetched, int64_t *global_step);
+    rf_tensor *fetched, int64_t *global_step, bool *job_ended);
 RF_API bool rf_monitored_session_should_stop(const rf_monitored_session *ms);
 RF_API void rf_monitored_session_request_stop(rf_monitored_session *ms);
 /* The session now (a new one after each recovery): for hooks and for

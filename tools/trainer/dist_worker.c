@@ -115,12 +115,13 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
             snprintf(err, errlen, "reading a batch: %s", rf_error_message());
             goto out;
         }
+        bool ended = false;
         if (rf_monitored_session_run(d->ms, feeds, in, 2, fetches, 2, out,
-                                     &res->global_step) != RF_OK) {
+                                     &res->global_step, &ended) != RF_OK) {
             snprintf(err, errlen, "%s", rf_error_message());
             goto out;
         }
-        if (!out[0].data) /* the job ended while this task recovered */
+        if (ended) /* the job ended while this task recovered */
             break;
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
                              err, errlen) != 0)
