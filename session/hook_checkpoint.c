@@ -1,6 +1,7 @@
-/* session/hook_checkpoint.c: CheckpointSaverHook (rdmaflow/session.h), the
- * chief's: saves a checkpoint after the session is created, every N global
- * steps or every N seconds, and at the end, through rf_session_save. */
+/* session/hook_checkpoint.c: CheckpointSaverHook
+ * (rdmaflow/monitored_session.h), the chief's: saves a checkpoint after the
+ * session is created, every N global steps or every N seconds, and at the end,
+ * through rf_session_save. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

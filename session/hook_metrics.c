@@ -1,5 +1,5 @@
-/* session/hook_metrics.c: MetricsHook (rdmaflow/session.h), the monitored
- * session's feed of a metrics file (metrics.c): every training run's
+/* session/hook_metrics.c: MetricsHook (rdmaflow/monitored_session.h), the
+ * monitored session's feed of a metrics file (metrics.c): every training run's
  * global_step, loss, accuracy and bytes (the session's counters, whose
  * deltas it takes, starting again at each recovery's new session). The
  * writer decides which runs get a line; the summary is the caller's. */

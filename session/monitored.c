@@ -1,4 +1,4 @@
-/* session/monitored.c: the monitored session (rdmaflow/session.h,
+/* session/monitored.c: the monitored session (rdmaflow/monitored_session.h,
  * tf.train.MonitoredTrainingSession): the readiness wait around session
  * creation, the hooks around every run, recovery from a lost session (drop
  * it, create it again, run the step again), and the bounded end of a job
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rdmaflow/clock.h"
+#include "rdmaflow/monitored_session.h"
 #include "rdmaflow/session.h"
 #include "session/monitored_internal.h"
 

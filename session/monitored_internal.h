@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "rdmaflow/session.h"
+#include "rdmaflow/monitored_session.h"
 
 struct rf_hook {
     const rf_hook_ops *ops;
