@@ -191,6 +191,17 @@ typedef struct rf_monitored_session_options {
 
 RF_API void rf_monitored_session_options_init(rf_monitored_session_options *o);
 
+/* The chief's checkpoint_dir, checked before any work (a program calls it
+ * first, before starting its server or loading data): makes the directory
+ * if it does not exist (rf_ckpt_dir_create) and checks that the state file
+ * the CheckpointSaver rewrites after every save, dir/checkpoint, could be
+ * written (rf_file_check_output), so a file, a FIFO or an unwritable place
+ * is refused at once rather than after the wait for the ps tasks. The
+ * failing call's status and message ("$DIR is not a directory", "cannot
+ * create directory $DIR: ..."); RF_ERR_INVALID_ARG for a NULL dir or one
+ * too long for a path ("'$DIR' is too long"). */
+RF_API rf_status rf_monitored_session_check_checkpoint_dir(const char *dir);
+
 /* Creates the session as described above (begin, the readiness wait, then
  * after_create_session). RF_ERR_TIMEOUT after max_wait_secs names what it
  * waited for; a refusal (a model that differs, a corrupt checkpoint

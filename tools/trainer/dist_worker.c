@@ -231,19 +231,12 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     char who[64];
     snprintf(who, sizeof who, "%s %d", d.self->job, d.self->index);
 
-    /* the chief makes (or checks) --checkpoint_dir before any work, and
-     * that the state file it rewrites after every save can be written */
-    if (chief && f->checkpoint_dir) {
-        char state[4096];
-        int k =
-            snprintf(state, sizeof state, "%s/checkpoint", f->checkpoint_dir);
-        if (rf_ckpt_dir_create(f->checkpoint_dir) != RF_OK ||
-            (k > 0 && (size_t)k < sizeof state &&
-             rf_file_check_output(state) != RF_OK)) {
-            fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
-                    rf_error_message());
-            return 2;
-        }
+    /* the chief makes (or checks) --checkpoint_dir before any work */
+    if (chief && f->checkpoint_dir &&
+        rf_monitored_session_check_checkpoint_dir(f->checkpoint_dir) != RF_OK) {
+        fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
+                rf_error_message());
+        return 2;
     }
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
                             .require_secret = f->require_secret,
