@@ -20,12 +20,12 @@ void rf_session_options_init(rf_session_options *o)
 
 static rf_status describe_vars(rf_session *s)
 {
-    s->var_desc = calloc(1 + s->nv, sizeof *s->var_desc);
-    if (!s->var_desc)
+    s->report.var_desc = calloc(1 + s->nv, sizeof *s->report.var_desc);
+    if (!s->report.var_desc)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
-    s->var_desc[0] = (rf_session_var_desc){
-        .name = rf_node_name(s->global_step_var),
-        .device = rf_node_requested_device(s->global_step_var),
+    s->report.var_desc[0] = (rf_session_var_desc){
+        .name = rf_node_name(s->nodes.global_step_var),
+        .device = rf_node_requested_device(s->nodes.global_step_var),
         .ps_task = 0,
         .dtype = RF_I64,
         .shape = rf_shape_make(0, NULL),
@@ -34,7 +34,7 @@ static rf_status describe_vars(rf_session *s)
     };
     for (size_t i = 0; i < s->nv; i++) {
         const sess_var *v = &s->v[i];
-        s->var_desc[1 + i] = (rf_session_var_desc){
+        s->report.var_desc[1 + i] = (rf_session_var_desc){
             .name = rf_node_name(v->var),
             .device = v->device,
             .ps_task = v->ps_task,
@@ -124,15 +124,15 @@ rf_status rf_session_create_offline(const rf_cluster *cluster,
     s->g = g;
     s->ex = ex;
     s->opt = *options;
-    s->train_op = options->train_op;
-    s->self = as;
-    s->chief = as->is_chief;
-    s->num_ps = rf_cluster_num_ps(cluster);
-    s->num_workers = rf_cluster_num_workers(cluster);
+    s->nodes.train_op = options->train_op;
+    s->task.self = as;
+    s->task.chief = as->is_chief;
+    s->task.num_ps = rf_cluster_num_ps(cluster);
+    s->task.num_workers = rf_cluster_num_workers(cluster);
     s->push = push_of(options);
-    s->restored_step = s->saved_step = -1;
-    s->unreachable_ps = -1;
-    st = s->num_ps > 0
+    s->ckpt.restored_step = s->ckpt.saved_step = -1;
+    s->ready.unreachable_ps = -1;
+    st = s->task.num_ps > 0
              ? RF_OK
              : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
     if (st == RF_OK)
@@ -192,19 +192,20 @@ rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
     s->g = g;
     s->ex = ex;
     s->opt = *options;
-    s->train_op = options->train_op;
-    s->self = server->self;
-    s->chief = s->self->is_chief;
-    s->num_ps = rf_cluster_num_ps(server->cluster);
-    s->num_workers = rf_cluster_num_workers(server->cluster);
+    s->nodes.train_op = options->train_op;
+    s->task.self = server->self;
+    s->task.chief = s->task.self->is_chief;
+    s->task.num_ps = rf_cluster_num_ps(server->cluster);
+    s->task.num_workers = rf_cluster_num_workers(server->cluster);
     s->push = push_of(options);
-    s->attempt_ms = readiness ? readiness->attempt_ms : 0;
-    s->prefer_adopt = readiness && readiness->prefer_adopt;
-    s->restored_step = s->saved_step = -1;
-    s->unreachable_ps = -1;
-    rf_status st = s->num_ps > 0 ? RF_OK
-                                 : rf_error_set(RF_ERR_INVALID_ARG,
-                                                "the cluster has no ps task");
+    s->ready.attempt_ms = readiness ? readiness->attempt_ms : 0;
+    s->ready.prefer_adopt = readiness && readiness->prefer_adopt;
+    s->ckpt.restored_step = s->ckpt.saved_step = -1;
+    s->ready.unreachable_ps = -1;
+    rf_status st =
+        s->task.num_ps > 0
+            ? RF_OK
+            : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
     if (st == RF_OK)
         st = s->push->configure(s);
     if (st == RF_OK)
@@ -219,7 +220,7 @@ rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
         st = s->push->start(s);
     if (st != RF_OK) {
         if (waiting_for && len)
-            snprintf(waiting_for, len, "%s", s->waiting_for);
+            snprintf(waiting_for, len, "%s", s->ready.waiting_for);
         char msg[1200];
         snprintf(msg, sizeof msg, "%s", rf_error_message());
         rf_session_destroy(s); /* may log: keep the message */
@@ -233,7 +234,7 @@ void rf_session_destroy(rf_session *s)
 {
     if (!s)
         return;
-    if (s->trace)
+    if (s->report.trace)
         rf_executor_set_trace(s->ex, NULL);
     s->push->stop(s);
     sess_plans_destroy(s); /* before the read set their hooks wait on */
@@ -243,14 +244,14 @@ void rf_session_destroy(rf_session *s)
     sess_ssp_free(s);
     free(s->v);
     free(s->ps_providers);
-    free(s->var_of_node);
-    free(s->var_desc);
+    free(s->nodes.var_of_node);
+    free(s->report.var_desc);
     free(s);
 }
 
 void rf_session_set_trace(rf_session *s, rf_trace *t)
 {
-    s->trace = t;
+    s->report.trace = t;
     rf_executor_set_trace(s->ex, t);
     if (t)
         s->push->name_threads(s, t);
@@ -265,7 +266,7 @@ static void give_fetches(rf_session *s, const sess_plan *p, rf_tensor *out)
         out[j] = p->fetch_map[j] >= 0
                      ? p->out[p->fetch_map[j]]
                      : rf_tensor_make(RF_I64, rf_shape_make(0, NULL),
-                                      &s->step_value);
+                                      &s->run.step_value);
 }
 
 rf_status sess_push_nothing(rf_session *s)
@@ -294,8 +295,8 @@ static rf_status advance_global_step(rf_session *s, const sess_plan *p)
         return st;
     sess_span(s, p->ops[p->advance_op].name, "\"bytes\":8,\"ps_task\":0", t0,
               0);
-    s->global_step = s->step_value = step;
-    *(int64_t *)rf_variable_data(s->global_step_var) = step;
+    s->run.global_step = s->run.step_value = step;
+    *(int64_t *)rf_variable_data(s->nodes.global_step_var) = step;
     return RF_OK;
 }
 
@@ -303,7 +304,7 @@ static rf_status advance_global_step(rf_session *s, const sess_plan *p)
  * executed). */
 static void count_bytes(rf_session *s, const sess_plan *p)
 {
-    rf_session_counters *c = &s->counters;
+    rf_session_counters *c = &s->report.counters;
     c->runs++;
     c->train_runs += p->train;
     for (size_t i = 0; i < p->nops; i++) {
@@ -320,7 +321,7 @@ void rf_session_counters_get(const rf_session *s, rf_session_counters *out)
 {
     if (!out)
         return;
-    *out = s ? s->counters : (rf_session_counters){0};
+    *out = s ? s->report.counters : (rf_session_counters){0};
     if (s && s->client) {
         rf_ps_row_counters rc;
         rf_ps_client_row_counters(s->client, &rc);
@@ -331,7 +332,7 @@ void rf_session_counters_get(const rf_session *s, rf_session_counters *out)
 }
 
 /* A plan that reads global_step sees ps 0's value now, not this worker's
- * last one (the session's own s->global_step, which tags sync gradients,
+ * last one (the session's own s->run.global_step, which tags sync gradients,
  * is left as the step's push strategy took it). */
 static rf_status read_global_step_var(rf_session *s)
 {
@@ -339,7 +340,7 @@ static rf_status read_global_step_var(rf_session *s)
     rf_status st = rf_ps_global_step_read(s->client, &v);
     if (st != RF_OK)
         return rf_error_set(st, "reading global_step: %s", rf_error_message());
-    *(int64_t *)rf_variable_data(s->global_step_var) = v;
+    *(int64_t *)rf_variable_data(s->nodes.global_step_var) = v;
     return RF_OK;
 }
 
@@ -361,7 +362,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
     /* stale synchronous parallel: before anything of the step is posted,
      * so a failed wait leaves nothing outstanding */
     if (p->train && (st = sess_ssp_wait(s, p)) != RF_OK) {
-        s->step++;
+        s->run.step++;
         return st;
     }
     uint64_t t0 = rf_now_ns();
@@ -373,7 +374,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
     if (st == RF_OK && p->reads_global_step)
         st = read_global_step_var(s);
     if (st == RF_OK)
-        st = rf_ps_read_set_post(s->reads);
+        st = rf_ps_read_set_post(s->block.reads);
     if (st == RF_OK)
         st = rf_plan_run(p->plan, values, p->out);
     char err[600] = "";
@@ -381,7 +382,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
         snprintf(err, sizeof err, "%s", rf_error_message());
     /* every read and push is accounted for before anything else, even on
      * failure, so no completion outlives the step */
-    rf_status rst = rf_ps_read_set_wait_all(s->reads);
+    rf_status rst = rf_ps_read_set_wait_all(s->block.reads);
     if (st == RF_OK && rst != RF_OK) {
         st = rst;
         snprintf(err, sizeof err, "reading the variables: %s",
@@ -407,13 +408,13 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
             st = sess_ssp_advance(s, p);
     } else if (st != RF_OK)
         rf_error_set(st, "%s", err);
-    s->step++;
+    s->run.step++;
     if (st != RF_OK)
         return st;
     count_bytes(s, p);
     give_fetches(s, p, fetched);
     if (global_step)
-        *global_step = s->global_step;
+        *global_step = s->run.global_step;
     return RF_OK;
 }
 
@@ -424,13 +425,13 @@ rf_status rf_session_global_step(rf_session *s, int64_t *value)
     rf_status st = rf_ps_global_step_read(s->client, value);
     if (st != RF_OK)
         return rf_error_set(st, "reading global_step: %s", rf_error_message());
-    s->global_step = *value;
+    s->run.global_step = *value;
     return RF_OK;
 }
 
 int64_t rf_session_last_global_step(const rf_session *s)
 {
-    return s ? s->global_step : 0;
+    return s ? s->run.global_step : 0;
 }
 
 void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
@@ -452,7 +453,7 @@ rf_status rf_session_shutdown_cluster(rf_session *s)
 {
     if (s->offline)
         return sess_refuse_offline("rf_session_shutdown_cluster");
-    if (!s->chief)
+    if (!s->task.chief)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "only the chief shuts the cluster down");
     rf_status st = rf_ps_shutdown(s->client);
@@ -470,17 +471,18 @@ rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
     rf_status st = sess_plan_get(s, feeds, num_feeds, fetches, num_fetches, &p);
     if (st != RF_OK)
         return st;
-    if (!s->ps_providers && s->num_ps > 0) {
-        s->ps_providers = calloc((size_t)s->num_ps, sizeof *s->ps_providers);
+    if (!s->ps_providers && s->task.num_ps > 0) {
+        s->ps_providers =
+            calloc((size_t)s->task.num_ps, sizeof *s->ps_providers);
         if (!s->ps_providers)
             return rf_error_set(RF_ERR_NO_MEMORY,
                                 "rf_session_describe: out of memory");
     }
-    for (int i = 0; i < s->num_ps; i++)
+    for (int i = 0; i < s->task.num_ps; i++)
         s->ps_providers[i] =
             s->offline ? "" : rf_ps_client_provider(s->client, (size_t)i);
     p->desc.ps_providers = s->ps_providers;
-    p->desc.num_ps = (size_t)s->num_ps;
+    p->desc.num_ps = (size_t)s->task.num_ps;
     *out = &p->desc;
     return RF_OK;
 }

@@ -41,12 +41,12 @@ rf_status rf_session_wait_workers(rf_session *s, int timeout_ms, char *missing,
     if (s->offline)
         return sess_refuse_offline("rf_session_wait_workers");
     char list[1024] = "";
-    uint32_t *ids = calloc((size_t)s->num_workers + 1, sizeof *ids);
+    uint32_t *ids = calloc((size_t)s->task.num_workers + 1, sizeof *ids);
     if (!ids)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     size_t n = 0;
-    for (int id = 0; id < s->num_workers; id++)
-        if (id != s->self->worker_id)
+    for (int id = 0; id < s->task.num_workers; id++)
+        if (id != s->task.self->worker_id)
             ids[n++] = (uint32_t)id;
     uint64_t bits[RF_PS_DONE_WORDS];
     int64_t deadline = rf_deadline_ms(timeout_ms > 0 ? timeout_ms : 0);
@@ -143,9 +143,9 @@ rf_status rf_session_finish(rf_session *s, int timeout_ms)
     rf_status st = sess_ssp_finish(s);
     if (st != RF_OK)
         return st;
-    if (!s->chief)
+    if (!s->task.chief)
         return rf_session_announce_done(s);
-    if (s->num_workers > 1) {
+    if (s->task.num_workers > 1) {
         st = rf_session_wait_workers(
             s, timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, NULL, 0,
             NULL);
