@@ -47,15 +47,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/data.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
-#include "rdmaflow/file.h"
 #include "rdmaflow/graph.h"
+#include "rdmaflow/monitored_session.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/session.h"
 #include "rdmaflow/version.h"
@@ -222,7 +221,7 @@ static int fail(const char *what)
     return 1;
 }
 
-/* --metrics_out (rdmaflow/session.h's metrics writer) for this task, named
+/* --metrics_out (rdmaflow/metrics.h's writer) for this task, named
  * "JOB:INDEX" in the file; *out stays NULL without the flag. */
 static rf_status open_metrics(const flags *f, const rf_cluster_task *self,
                               rf_metrics_writer **out)
@@ -409,12 +408,13 @@ static rf_status train(worker *w)
     int64_t step = 0, local = 0;
     double t0 = rf_now_s();
     rf_status st = images && labels ? RF_OK : no_memory(bs);
+    bool ended = false; /* the job ended while this task recovered */
     while (st == RF_OK && !rf_monitored_session_should_stop(w->session)) {
         st = rf_dataset_next_batch(w->train, bs, images, labels);
         if (st == RF_OK)
             st = rf_monitored_session_run(w->session, feeds, in, 2, fetches, 2,
-                                          out, &step);
-        if (st == RF_OK && !out[0].data) /* it ended while we recovered */
+                                          out, &step, &ended);
+        if (st == RF_OK && ended)
             break;
         if (st == RF_OK && ++local % LOG_EVERY == 0)
             printf("worker %d: step %" PRId64 " (global step %" PRId64
@@ -549,21 +549,15 @@ static rf_status create_session(worker *w)
                                        &w->session);
 }
 
-/* The chief makes (or checks) --checkpoint_dir, and that the checkpoint
- * state file it rewrites after every save can be written, before any
- * work: a file, a FIFO or an unwritable place is a usage error now, not
- * a failure after loading the data and waiting for the ps tasks. */
+/* The chief makes (or checks) --checkpoint_dir before any work
+ * (rf_monitored_session_check_checkpoint_dir): a file, a FIFO or an
+ * unwritable place is a usage error now, not a failure after loading the
+ * data and waiting for the ps tasks. */
 static int check_checkpoint_dir(const flags *f, const rf_cluster_task *self)
 {
     if (!self->is_chief || !f->checkpoint_dir)
         return 0;
-    char state[4096];
-    int n = snprintf(state, sizeof state, "%s/checkpoint", f->checkpoint_dir);
-    if (n < 0 || (size_t)n >= sizeof state)
-        return usage_error("--checkpoint_dir: '%s' is too long",
-                           RF_ECHO(f->checkpoint_dir));
-    if (rf_ckpt_dir_create(f->checkpoint_dir) != RF_OK ||
-        rf_file_check_output(state) != RF_OK)
+    if (rf_monitored_session_check_checkpoint_dir(f->checkpoint_dir) != RF_OK)
         return usage_error("--checkpoint_dir: %s", rf_error_message());
     return 0;
 }

@@ -46,40 +46,40 @@ static rf_ps_field field_of(unsigned slot)
  * indices. */
 static rf_status stage(rf_session *s, size_t bytes)
 {
-    if (s->tstage && s->tstage_len >= bytes)
+    if (s->ckpt.tstage && s->ckpt.tstage_len >= bytes)
         return RF_OK;
     sess_tables_stage_free(s);
-    if (posix_memalign((void **)&s->tstage, 64, bytes) != 0 ||
-        !(s->tidx = malloc(TBL_IDX_ROWS * sizeof *s->tidx))) {
-        free(s->tstage);
-        s->tstage = NULL;
+    if (posix_memalign((void **)&s->ckpt.tstage, 64, bytes) != 0 ||
+        !(s->ckpt.tidx = malloc(TBL_IDX_ROWS * sizeof *s->ckpt.tidx))) {
+        free(s->ckpt.tstage);
+        s->ckpt.tstage = NULL;
         return rf_error_set(RF_ERR_NO_MEMORY,
                             "checkpoint: no memory for a %zu-byte staging "
                             "buffer",
                             bytes);
     }
-    rf_status st =
-        rf_ps_client_register(s->client, s->tstage, bytes, &s->tstage_mr);
+    rf_status st = rf_ps_client_register(s->client, s->ckpt.tstage, bytes,
+                                         &s->ckpt.tstage_mr);
     if (st != RF_OK) {
-        free(s->tstage);
-        s->tstage = NULL;
+        free(s->ckpt.tstage);
+        s->ckpt.tstage = NULL;
         return rf_error_set(st, "checkpoint: registering %zu bytes: %s", bytes,
                             rf_error_message());
     }
-    s->tstage_len = bytes;
+    s->ckpt.tstage_len = bytes;
     return RF_OK;
 }
 
 void sess_tables_stage_free(rf_session *s)
 {
-    if (s->tstage_mr && s->client)
-        rf_ps_client_deregister(s->client, s->tstage_mr);
-    s->tstage_mr = NULL;
-    free(s->tstage);
-    s->tstage = NULL;
-    free(s->tidx);
-    s->tidx = NULL;
-    s->tstage_len = 0;
+    if (s->ckpt.tstage_mr && s->client)
+        rf_ps_client_deregister(s->client, s->ckpt.tstage_mr);
+    s->ckpt.tstage_mr = NULL;
+    free(s->ckpt.tstage);
+    s->ckpt.tstage = NULL;
+    free(s->ckpt.tidx);
+    s->ckpt.tidx = NULL;
+    s->ckpt.tstage_len = 0;
 }
 
 /* The name, shape and first row of v's var (or its slot k - 1) in its
@@ -124,7 +124,7 @@ static rf_status read_whole_rows(struct sess_tbl_src *src, int64_t a, int64_t b,
                                                        : RF_PS_RANGE_MAX_ROWS);
             rf_status st = rf_ps_read_row_range(
                 s->client, v->shard, field_of(src->slot), r - src->first[p], n,
-                dst + (size_t)(r - a) * rb, s->tstage_mr);
+                dst + (size_t)(r - a) * rb, s->ckpt.tstage_mr);
             if (st != RF_OK)
                 return st;
         }
@@ -139,10 +139,10 @@ static rf_status fill(void *ctx, uint64_t off, void *buf, size_t len)
     int64_t a = (int64_t)(off / rb), b = (int64_t)((off + len + rb - 1) / rb);
     rf_status st = stage(src->s, RF_CKPT_FILL_CHUNK + 2 * rb);
     if (st == RF_OK)
-        st = read_whole_rows(src, a, b, src->s->tstage);
+        st = read_whole_rows(src, a, b, src->s->ckpt.tstage);
     if (st != RF_OK)
         return st;
-    memcpy(buf, src->s->tstage + (off - (uint64_t)a * rb), len);
+    memcpy(buf, src->s->ckpt.tstage + (off - (uint64_t)a * rb), len);
     return RF_OK;
 }
 
@@ -293,12 +293,12 @@ rf_status sess_tables_restore(rf_session *s, const rf_ckpt *ck)
             for (size_t r = 0; r < v->rows && st == RF_OK; r += chunk) {
                 size_t m = v->rows - r < chunk ? v->rows - r : chunk;
                 size_t at = (size_t)(t->first[p] + (int64_t)r) * rb;
-                memcpy(s->tstage, (const unsigned char *)e->t.data + at,
+                memcpy(s->ckpt.tstage, (const unsigned char *)e->t.data + at,
                        m * rb);
                 ckpt_release(ck, (const unsigned char *)e->t.data + at, m * rb);
                 st = sess_table_write(s, v, field_of(t->slot), locked,
-                                      (int64_t)r, m, s->tstage, s->tstage_mr,
-                                      s->tidx);
+                                      (int64_t)r, m, s->ckpt.tstage,
+                                      s->ckpt.tstage_mr, s->ckpt.tidx);
             }
             if (st != RF_OK)
                 rf_error_set(st, "restoring the table '%s' from %s: %s",

@@ -1,5 +1,6 @@
-/* session/hook.c: hooks of the monitored session (rdmaflow/session.h): the
- * caller's own (rf_hook_create), StopAtStepHook and NanTensorHook. */
+/* session/hook.c: hooks of the monitored session
+ * (rdmaflow/monitored_session.h): the caller's own (rf_hook_create),
+ * StopAtStepHook and NanTensorHook. */
 #include <math.h>
 #include <stdlib.h>
 

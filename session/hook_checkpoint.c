@@ -1,6 +1,7 @@
-/* session/hook_checkpoint.c: CheckpointSaverHook (rdmaflow/session.h), the
- * chief's: saves a checkpoint after the session is created, every N global
- * steps or every N seconds, and at the end, through rf_session_save. */
+/* session/hook_checkpoint.c: CheckpointSaverHook
+ * (rdmaflow/monitored_session.h), the chief's: saves a checkpoint after the
+ * session is created, every N global steps or every N seconds, and at the end,
+ * through rf_session_save. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,6 @@
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "session/monitored_internal.h"
-#include "session/session_internal.h"
 
 typedef struct saver {
     char dir[4096];
@@ -39,7 +39,9 @@ static rf_status save(saver *h, rf_monitored_session *ms, int64_t seen)
     if (st != RF_OK)
         return rf_error_set(st, "saving a checkpoint into %s: %s", h->dir,
                             rf_error_message());
-    int64_t step = s->saved_step; /* global_step as the save read it */
+    rf_session_checkpoint_info info;
+    rf_session_checkpoint_info_get(s, &info);
+    int64_t step = info.saved_step; /* global_step as the save read it */
     h->last_step = step;
     h->t_last = rf_now_s();
     fprintf(h->out,
@@ -58,7 +60,9 @@ static rf_status saver_after_create(void *ctx, rf_monitored_session *ms,
                                     int64_t global_step)
 {
     saver *h = ctx;
-    int64_t restored = rf_monitored_session_session(ms)->restored_step;
+    rf_session_checkpoint_info info;
+    rf_session_checkpoint_info_get(rf_monitored_session_session(ms), &info);
+    int64_t restored = info.restored_step;
     if (restored >= 0 || h->last_step == global_step) {
         h->last_step = restored >= 0 ? restored : global_step;
         h->t_last = rf_now_s();

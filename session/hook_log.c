@@ -1,6 +1,6 @@
 /* session/hook_log.c: the monitored session's logging hooks
- * (rdmaflow/session.h): LoggingTensorHook (named values every N runs of
- * this task) and StepCounterHook (the cluster's global_step/sec and
+ * (rdmaflow/monitored_session.h): LoggingTensorHook (named values every N runs
+ * of this task) and StepCounterHook (the cluster's global_step/sec and
  * examples/sec every N global steps). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* session/hook_metrics.c: MetricsHook (rdmaflow/session.h), the monitored
- * session's feed of a metrics file (metrics.c): every training run's
+/* session/hook_metrics.c: MetricsHook (rdmaflow/monitored_session.h), the
+ * monitored session's feed of a metrics file (metrics.c): every training run's
  * global_step, loss, accuracy and bytes (the session's counters, whose
  * deltas it takes, starting again at each recovery's new session). The
  * writer decides which runs get a line; the summary is the caller's. */
@@ -7,7 +7,6 @@
 #include <stdlib.h>
 
 #include "session/monitored_internal.h"
-#include "session/session_internal.h"
 
 typedef struct metrics_hook {
     rf_metrics_writer *w;
@@ -60,7 +59,7 @@ static rf_status metrics_after_run(void *ctx, rf_monitored_session *ms,
         .accuracy = scalar(v, h->acc_at),
         .bytes_read = now.bytes_read - h->seen.bytes_read,
         .bytes_pushed = now.bytes_pushed - h->seen.bytes_pushed,
-        .ssp = sess_ssp_on(rf_monitored_session_session(ms)),
+        .ssp = ms->opt.session.staleness >= 0,
         .ssp_lead = now.ssp_lead,
     };
     h->seen = now;

@@ -1,4 +1,4 @@
-/* session/metrics.c: metrics files (--metrics_out; rdmaflow/session.h,
+/* session/metrics.c: metrics files (--metrics_out; rdmaflow/metrics.h,
  * "metrics files"): one JSON object per line, built with json-c, a "step"
  * line per logged step of this task and a "summary" line at the end. Each
  * line is formatted whole and written with one write(2) to a file opened
@@ -21,7 +21,7 @@
 
 #include "rdmaflow/clock.h"
 #include "rdmaflow/file.h"
-#include "rdmaflow/session.h"
+#include "rdmaflow/metrics.h"
 
 #define DEFAULT_EVERY    100
 #define FIRST_LINE_MAX   65536 /* what is read of an existing file */

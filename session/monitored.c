@@ -1,4 +1,4 @@
-/* session/monitored.c: the monitored session (rdmaflow/session.h,
+/* session/monitored.c: the monitored session (rdmaflow/monitored_session.h,
  * tf.train.MonitoredTrainingSession): the readiness wait around session
  * creation, the hooks around every run, recovery from a lost session (drop
  * it, create it again, run the step again), and the bounded end of a job
@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "rdmaflow/clock.h"
+#include "rdmaflow/monitored_session.h"
+#include "rdmaflow/session.h"
 #include "session/monitored_internal.h"
-#include "session/session_internal.h"
 
 #define DEFAULT_MAX_WAIT_SECS   7200
 #define DEFAULT_STOP_GRACE_SECS 120
@@ -73,8 +74,9 @@ static rf_status hooks_after_create(rf_monitored_session *ms)
 
 /* Creates ms->s, retrying while the cluster is not ready (ps tasks down,
  * the chief not done initialising) for at most max_wait_secs, with a "still
- * waiting" line every 10 s; then the hooks' after_create_session. */
-static rf_status create_session(rf_monitored_session *ms)
+ * waiting" line every 10 s; then the hooks' after_create_session. A
+ * recovery keeps the shards that survived (prefer_adopt). */
+static rf_status create_session(rf_monitored_session *ms, bool recovering)
 {
     int64_t deadline = rf_deadline_ms((int64_t)ms->opt.max_wait_secs * 1000);
     int64_t next_note = rf_now_ms() + WAIT_NOTE_MS;
@@ -85,10 +87,11 @@ static rf_status create_session(rf_monitored_session *ms)
             (int)(left < ATTEMPT_MS ? (left > 0 ? left : 1) : ATTEMPT_MS);
         char waiting[64];
         int64_t t0 = rf_now_ms();
-        /* a recovery keeps shards that survived (ms->recovering) */
-        rf_status st =
-            sess_create(ms->server, ms->g, ms->ex, &ms->opt.session, attempt,
-                        ms->recovering, &ms->s, waiting, sizeof waiting);
+        rf_session_readiness ready = {.attempt_ms = attempt,
+                                      .prefer_adopt = recovering};
+        rf_status st = rf_session_create_attempt(
+            ms->server, ms->g, ms->ex, &ms->opt.session, &ready, &ms->s,
+            waiting, sizeof waiting);
         if (st == RF_OK)
             break;
         if (!recoverable(st))
@@ -120,21 +123,22 @@ static rf_status create_session(rf_monitored_session *ms)
  * moved it on since ("(now M)"). */
 static void describe_start(rf_monitored_session *ms, char *buf, size_t len)
 {
-    const char *note = NULL;
-    const char *from = rf_session_restored_from(ms->s, &note);
+    rf_session_checkpoint_info info;
+    rf_session_checkpoint_info_get(ms->s, &info);
+    const char *from = info.restored_from, *note = info.restore_note;
     long long gs = (long long)ms->global_step;
     if (!ms->chief)
         snprintf(buf, len, "joined, global_step %lld", gs);
-    else if (from && ms->s->restored_step != ms->global_step)
+    else if (from && info.restored_step != ms->global_step)
         snprintf(buf, len, "restored %s%s%s, global_step %lld (now %lld)", from,
                  note && *note ? "; " : "", note ? note : "",
-                 (long long)ms->s->restored_step, gs);
+                 (long long)info.restored_step, gs);
     else if (from)
         snprintf(buf, len, "restored %s%s%s, global_step %lld", from,
                  note && *note ? "; " : "", note ? note : "", gs);
     else
         snprintf(buf, len, "%s the variables, global_step %lld",
-                 ms->s->init_how ? ms->s->init_how : "initialised", gs);
+                 info.init_how ? info.init_how : "initialised", gs);
 }
 
 /* The session was lost (err): drop it and create it again. */
@@ -146,21 +150,22 @@ static rf_status recover(rf_monitored_session *ms, rf_status why,
     double t0 = rf_now_s();
     rf_session_destroy(ms->s);
     ms->s = NULL;
-    ms->recovering = true;
-    rf_status st = create_session(ms);
-    ms->recovering = false;
-    if (st != RF_OK)
+    rf_status st = create_session(ms, true);
+    if (st != RF_OK) {
+        if (!ms->s && ms->state != MS_CLOSED)
+            ms->state = MS_LOST;
         return rf_error_set(st, "recovering from \"%s\": %s", err,
                             rf_error_message());
+    }
     ms->recoveries++;
     /* a restarted ps 0 forgot who finished; if this fails the session is
      * lost again, and the next run recovers and writes them then */
     if (ms->chief &&
-        rf_ps_workers_done_merge(ms->s->client, ms->done_seen) != RF_OK)
+        rf_session_workers_done_merge(ms->s, ms->done_seen) != RF_OK)
         ms_note(ms, "the workers-done bits were not written back: %s",
                 rf_error_message());
     /* closing: a restarted ps 0 forgot this worker's finished clock too */
-    if (ms->closed && sess_ssp_finish(ms->s) != RF_OK)
+    if (ms->state == MS_CLOSED && rf_session_finish_clock(ms->s) != RF_OK)
         ms_note(ms, "the SSP clock was not marked finished again: %s",
                 rf_error_message());
     char how[1400];
@@ -272,10 +277,12 @@ rf_status rf_monitored_session_create(rf_server *server, rf_graph *g,
     ms->opt.num_hooks = ms->opt.num_chief_only_hooks = 0;
     ms->opt.session.checkpoint_dir = o->checkpoint_dir;
     ms->log = o->log ? o->log : stdout;
-    ms->chief = server && server->self && server->self->is_chief;
-    if (server && server->self)
-        snprintf(ms->me, sizeof ms->me, "/job:%s/task:%d", server->self->job,
-                 server->self->index);
+    const rf_cluster_task *self =
+        server ? rf_cluster_self(rf_server_cluster(server)) : NULL;
+    ms->chief = self && self->is_chief;
+    if (self)
+        snprintf(ms->me, sizeof ms->me, "/job:%s/task:%d", self->job,
+                 self->index);
     rf_status st = take_hooks(ms, o);
     if (st == RF_OK)
         st = check_options(o);
@@ -290,7 +297,7 @@ rf_status rf_monitored_session_create(rf_server *server, rf_graph *g,
                               rf_error_message());
     }
     if (st == RF_OK)
-        st = create_session(ms);
+        st = create_session(ms, false);
     if (st != RF_OK) {
         char msg[1200];
         snprintf(msg, sizeof msg, "%s", rf_error_message());
@@ -343,8 +350,8 @@ static rf_status gather_fetches(rf_monitored_session *ms,
                                                            RF_HOOK_MAX_FETCHES)
                                       : 0;
         if (k == RF_HOOK_FAILED)
-            return rf_error_set(RF_ERR_INVALID_ARG, "hook %s: %s",
-                                h->ops->name, rf_error_message());
+            return rf_error_set(RF_ERR_INVALID_ARG, "hook %s: %s", h->ops->name,
+                                rf_error_message());
         if (k > RF_HOOK_MAX_FETCHES)
             k = RF_HOOK_MAX_FETCHES;
         ms->hook_first[i] = used;
@@ -371,7 +378,7 @@ static void note_done_workers(rf_monitored_session *ms)
     ms->done_read_at = now;
     uint64_t bits[RF_PS_DONE_WORDS];
     /* a failure here shows up in the next run, which recovers */
-    if (rf_ps_workers_done_read(ms->s->client, bits) == RF_OK)
+    if (rf_session_workers_done_read(ms->s, bits) == RF_OK)
         for (int w = 0; w < RF_PS_DONE_WORDS; w++)
             ms->done_seen[w] |= bits[w];
 }
@@ -400,19 +407,22 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
                                    rf_node *const *feeds,
                                    const rf_tensor *values, size_t num_feeds,
                                    rf_node *const *fetches, size_t num_fetches,
-                                   rf_tensor *fetched, int64_t *global_step)
+                                   rf_tensor *fetched, int64_t *global_step,
+                                   bool *job_ended)
 {
+    if (job_ended)
+        *job_ended = false;
     if (!ms || (num_fetches && (!fetches || !fetched)))
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_monitored_session_run: NULL session or "
                             "fetches");
-    if (ms->stop || ms->closed || !ms->s)
+    if (ms->state != MS_RUNNING || !ms->s)
         return rf_error_set(
             RF_ERR_INVALID_ARG, "rf_monitored_session_run: %s",
-            ms->closed ? "the session was closed"
-            : !ms->s   ? "the session was lost and could not be recovered"
-                       : "a stop was requested "
-                         "(rf_monitored_session_should_stop)");
+            ms->state == MS_CLOSED ? "the session was closed"
+            : ms->state == MS_STOPPING && ms->s
+                ? "a stop was requested (rf_monitored_session_should_stop)"
+                : "the session was lost and could not be recovered");
     rf_status st = reserve(ms, num_fetches);
     if (st != RF_OK)
         return st;
@@ -436,8 +446,9 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
         snprintf(err, sizeof err, "%s", rf_error_message());
         if ((st = recover(ms, st, err)) != RF_OK)
             return st;
-        if (ms->stop) { /* the job ended meanwhile: nothing to run */
-            memset(fetched, 0, num_fetches * sizeof *fetched);
+        if (ms->state == MS_STOPPING) { /* the job ended meanwhile */
+            if (job_ended)
+                *job_ended = true;
             if (global_step)
                 *global_step = ms->global_step;
             return RF_OK;
@@ -456,13 +467,13 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
 
 bool rf_monitored_session_should_stop(const rf_monitored_session *ms)
 {
-    return !ms || ms->stop || ms->closed;
+    return !ms || ms->state == MS_STOPPING || ms->state == MS_CLOSED;
 }
 
 void rf_monitored_session_request_stop(rf_monitored_session *ms)
 {
-    if (ms)
-        ms->stop = true;
+    if (ms && (ms->state == MS_RUNNING || ms->state == MS_LOST))
+        ms->state = MS_STOPPING;
 }
 
 rf_session *rf_monitored_session_session(rf_monitored_session *ms)
@@ -497,7 +508,7 @@ FILE *rf_monitored_session_log(const rf_monitored_session *ms)
 static rf_status wait_for_workers(rf_monitored_session *ms, char *missing,
                                   size_t len)
 {
-    int others = rf_cluster_num_workers(ms->server->cluster) - 1;
+    int others = rf_cluster_num_workers(rf_server_cluster(ms->server)) - 1;
     if (others <= 0)
         return RF_OK;
     ms_note(ms, "waiting at most %d s for %d other worker%s to finish",
@@ -506,7 +517,7 @@ static rf_status wait_for_workers(rf_monitored_session *ms, char *missing,
     for (;;) {
         int64_t left = rf_deadline_left_ms(deadline);
         uint64_t bits[RF_PS_DONE_WORDS];
-        rf_status st = sess_wait_workers(
+        rf_status st = rf_session_wait_workers(
             ms->s, (int)(left < DONE_READ_MS ? left : DONE_READ_MS), missing,
             len, bits);
         if (st == RF_OK || st == RF_ERR_TIMEOUT)
@@ -547,18 +558,13 @@ static rf_status announce_done(rf_session *s)
     return rf_session_finish(s, 0);
 }
 
-static rf_status pull_everything(rf_session *s)
-{
-    return sess_pull_all(s, true);
-}
-
 rf_status rf_monitored_session_close(rf_monitored_session *ms)
 {
-    if (!ms || ms->closed || !ms->s)
+    if (!ms || ms->state == MS_CLOSED || !ms->s)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_monitored_session_close: %s",
                             !ms ? "NULL" : "closed already or lost");
-    ms->closed = true;
+    ms->state = MS_CLOSED;
     char missing[1024] = "";
     rf_status wst = RF_OK, st;
     if (!ms->chief) {
@@ -566,7 +572,7 @@ rf_status rf_monitored_session_close(rf_monitored_session *ms)
     } else {
         /* stale synchronous parallel: the chief's clock must not hold the
          * workers it now waits for */
-        st = with_recovery(ms, sess_ssp_finish);
+        st = with_recovery(ms, rf_session_finish_clock);
         if (st != RF_OK)
             return st;
         wst = wait_for_workers(ms, missing, sizeof missing);
@@ -574,9 +580,9 @@ rf_status rf_monitored_session_close(rf_monitored_session *ms)
             return wst;
         char werr[1200];
         snprintf(werr, sizeof werr, "%s", rf_error_message());
-        st = with_recovery(ms, pull_everything);
+        st = with_recovery(ms, rf_session_pull_all);
         if (st == RF_OK)
-            ms->global_step = ms->s->global_step;
+            ms->global_step = rf_session_last_global_step(ms->s);
         if (wst == RF_ERR_TIMEOUT)
             ms_note(ms, "%s", werr);
     }

@@ -9,12 +9,26 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "rdmaflow/session.h"
+#include "rdmaflow/monitored_session.h"
 
 struct rf_hook {
     const rf_hook_ops *ops;
     void *ctx;
 };
+
+/* Where the monitored session is in its life:
+ *   running --request_stop--> stopping --close--> closed
+ *   running --a recovery that failed (ms->s NULL)--> lost
+ *   lost --request_stop--> stopping (still without a session)
+ *   running --close--> closed
+ * A recovery inside close keeps it closed (a failed one leaves ms->s
+ * NULL); a stop requested while stopping or closed changes nothing. */
+typedef enum ms_state {
+    MS_RUNNING,  /* runs are accepted */
+    MS_STOPPING, /* a stop was requested: should_stop, runs refused */
+    MS_LOST,     /* the session was lost and could not be recovered */
+    MS_CLOSED,   /* close was called */
+} ms_state;
 
 struct rf_monitored_session {
     rf_server *server;
@@ -23,9 +37,7 @@ struct rf_monitored_session {
     rf_monitored_session_options opt; /* hooks arrays not kept */
     rf_session *s;                    /* NULL between a loss and recovery */
     bool chief;
-    bool stop;       /* a stop was requested */
-    bool closed;     /* close was called */
-    bool recovering; /* creating the session again after a loss */
+    ms_state state;
     int64_t global_step;
     int recoveries;
     FILE *log;

@@ -53,7 +53,7 @@ typedef struct sync_state {
 static rf_status configure(rf_session *s)
 {
     const rf_session_options *o = &s->opt;
-    int workers = s->num_workers;
+    int workers = s->task.num_workers;
     if (o->apply != RF_PS_APPLY_PS)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "sync_replicas: the averaged gradient is applied "

@@ -54,7 +54,7 @@ static void *pusher_main(void *arg)
          * sealed) */
         for (size_t k = 0; k < nt && st == RF_OK; k++)
             st = sess_rows_push(s, q->tables[k], RF_PS_APPLY_WORKER, -1);
-        if (s->trace) {
+        if (s->report.trace) {
             char name[64], args[64];
             size_t bytes = 0;
             for (size_t k = 0; k < n; k++)

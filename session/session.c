@@ -1,19 +1,15 @@
 /* session/session.c: the worker's session (rdmaflow/session.h): creating it
  * over a placed graph, one step (READs posted, the plan run with its hooks,
  * the push strategy drained and waited for, global_step advanced by the
- * strategy: FETCH_AND_ADD, or sync's wait for publication), tracing, the
- * end of the job (announce, or wait for the others and pull every variable
- * back), shutting the cluster down, and the description of a step. */
+ * strategy: FETCH_AND_ADD, or sync's wait for publication), tracing,
+ * shutting the cluster down, and the description of a step (the end of
+ * the job is session_finish.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
 #include "session/session_internal.h"
-
-/* How long the chief waits for the other workers to finish by default. */
-#define DEFAULT_FINISH_TIMEOUT_MS (30 * 60 * 1000)
-#define FINISH_POLL_MS            100
 
 void rf_session_options_init(rf_session_options *o)
 {
@@ -24,12 +20,12 @@ void rf_session_options_init(rf_session_options *o)
 
 static rf_status describe_vars(rf_session *s)
 {
-    s->var_desc = calloc(1 + s->nv, sizeof *s->var_desc);
-    if (!s->var_desc)
+    s->report.var_desc = calloc(1 + s->nv, sizeof *s->report.var_desc);
+    if (!s->report.var_desc)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
-    s->var_desc[0] = (rf_session_var_desc){
-        .name = rf_node_name(s->global_step_var),
-        .device = rf_node_requested_device(s->global_step_var),
+    s->report.var_desc[0] = (rf_session_var_desc){
+        .name = rf_node_name(s->nodes.global_step_var),
+        .device = rf_node_requested_device(s->nodes.global_step_var),
         .ps_task = 0,
         .dtype = RF_I64,
         .shape = rf_shape_make(0, NULL),
@@ -38,7 +34,7 @@ static rf_status describe_vars(rf_session *s)
     };
     for (size_t i = 0; i < s->nv; i++) {
         const sess_var *v = &s->v[i];
-        s->var_desc[1 + i] = (rf_session_var_desc){
+        s->report.var_desc[1 + i] = (rf_session_var_desc){
             .name = rf_node_name(v->var),
             .device = v->device,
             .ps_task = v->ps_task,
@@ -60,7 +56,8 @@ static rf_status describe_vars(rf_session *s)
 rf_status rf_session_create(rf_server *server, rf_graph *g, rf_executor *ex,
                             const rf_session_options *options, rf_session **out)
 {
-    return sess_create(server, g, ex, options, 0, false, out, NULL, 0);
+    return rf_session_create_attempt(server, g, ex, options, NULL, out, NULL,
+                                     0);
 }
 
 /* The push strategy the options choose (after rf_session_create's checks). */
@@ -127,15 +124,15 @@ rf_status rf_session_create_offline(const rf_cluster *cluster,
     s->g = g;
     s->ex = ex;
     s->opt = *options;
-    s->train_op = options->train_op;
-    s->self = as;
-    s->chief = as->is_chief;
-    s->num_ps = rf_cluster_num_ps(cluster);
-    s->num_workers = rf_cluster_num_workers(cluster);
+    s->nodes.train_op = options->train_op;
+    s->task.self = as;
+    s->task.chief = as->is_chief;
+    s->task.num_ps = rf_cluster_num_ps(cluster);
+    s->task.num_workers = rf_cluster_num_workers(cluster);
     s->push = push_of(options);
-    s->restored_step = s->saved_step = -1;
-    s->unreachable_ps = -1;
-    st = s->num_ps > 0
+    s->ckpt.restored_step = s->ckpt.saved_step = -1;
+    s->ready.unreachable_ps = -1;
+    st = s->task.num_ps > 0
              ? RF_OK
              : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
     if (st == RF_OK)
@@ -157,7 +154,7 @@ rf_status rf_session_create_offline(const rf_cluster *cluster,
 }
 
 /* What an offline session answers to everything but describe. */
-static rf_status refuse_offline(const char *what)
+rf_status sess_refuse_offline(const char *what)
 {
     return rf_error_set(RF_ERR_INVALID_ARG,
                         "%s: this session was made by "
@@ -165,10 +162,12 @@ static rf_status refuse_offline(const char *what)
                         what);
 }
 
-rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
-                      const rf_session_options *options, int attempt_ms,
-                      bool prefer_adopt, rf_session **out, char *waiting_for,
-                      size_t len)
+rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
+                                    rf_executor *ex,
+                                    const rf_session_options *options,
+                                    const rf_session_readiness *readiness,
+                                    rf_session **out, char *waiting_for,
+                                    size_t len)
 {
     if (waiting_for && len)
         waiting_for[0] = '\0';
@@ -193,19 +192,20 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
     s->g = g;
     s->ex = ex;
     s->opt = *options;
-    s->train_op = options->train_op;
-    s->self = server->self;
-    s->chief = s->self->is_chief;
-    s->num_ps = rf_cluster_num_ps(server->cluster);
-    s->num_workers = rf_cluster_num_workers(server->cluster);
+    s->nodes.train_op = options->train_op;
+    s->task.self = server->self;
+    s->task.chief = s->task.self->is_chief;
+    s->task.num_ps = rf_cluster_num_ps(server->cluster);
+    s->task.num_workers = rf_cluster_num_workers(server->cluster);
     s->push = push_of(options);
-    s->attempt_ms = attempt_ms;
-    s->prefer_adopt = prefer_adopt;
-    s->restored_step = s->saved_step = -1;
-    s->unreachable_ps = -1;
-    rf_status st = s->num_ps > 0 ? RF_OK
-                                 : rf_error_set(RF_ERR_INVALID_ARG,
-                                                "the cluster has no ps task");
+    s->ready.attempt_ms = readiness ? readiness->attempt_ms : 0;
+    s->ready.prefer_adopt = readiness && readiness->prefer_adopt;
+    s->ckpt.restored_step = s->ckpt.saved_step = -1;
+    s->ready.unreachable_ps = -1;
+    rf_status st =
+        s->task.num_ps > 0
+            ? RF_OK
+            : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
     if (st == RF_OK)
         st = s->push->configure(s);
     if (st == RF_OK)
@@ -220,7 +220,7 @@ rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
         st = s->push->start(s);
     if (st != RF_OK) {
         if (waiting_for && len)
-            snprintf(waiting_for, len, "%s", s->waiting_for);
+            snprintf(waiting_for, len, "%s", s->ready.waiting_for);
         char msg[1200];
         snprintf(msg, sizeof msg, "%s", rf_error_message());
         rf_session_destroy(s); /* may log: keep the message */
@@ -234,7 +234,7 @@ void rf_session_destroy(rf_session *s)
 {
     if (!s)
         return;
-    if (s->trace)
+    if (s->report.trace)
         rf_executor_set_trace(s->ex, NULL);
     s->push->stop(s);
     sess_plans_destroy(s); /* before the read set their hooks wait on */
@@ -244,14 +244,14 @@ void rf_session_destroy(rf_session *s)
     sess_ssp_free(s);
     free(s->v);
     free(s->ps_providers);
-    free(s->var_of_node);
-    free(s->var_desc);
+    free(s->nodes.var_of_node);
+    free(s->report.var_desc);
     free(s);
 }
 
 void rf_session_set_trace(rf_session *s, rf_trace *t)
 {
-    s->trace = t;
+    s->report.trace = t;
     rf_executor_set_trace(s->ex, t);
     if (t)
         s->push->name_threads(s, t);
@@ -266,7 +266,7 @@ static void give_fetches(rf_session *s, const sess_plan *p, rf_tensor *out)
         out[j] = p->fetch_map[j] >= 0
                      ? p->out[p->fetch_map[j]]
                      : rf_tensor_make(RF_I64, rf_shape_make(0, NULL),
-                                      &s->step_value);
+                                      &s->run.step_value);
 }
 
 rf_status sess_push_nothing(rf_session *s)
@@ -295,8 +295,8 @@ static rf_status advance_global_step(rf_session *s, const sess_plan *p)
         return st;
     sess_span(s, p->ops[p->advance_op].name, "\"bytes\":8,\"ps_task\":0", t0,
               0);
-    s->global_step = s->step_value = step;
-    *(int64_t *)rf_variable_data(s->global_step_var) = step;
+    s->run.global_step = s->run.step_value = step;
+    *(int64_t *)rf_variable_data(s->nodes.global_step_var) = step;
     return RF_OK;
 }
 
@@ -304,7 +304,7 @@ static rf_status advance_global_step(rf_session *s, const sess_plan *p)
  * executed). */
 static void count_bytes(rf_session *s, const sess_plan *p)
 {
-    rf_session_counters *c = &s->counters;
+    rf_session_counters *c = &s->report.counters;
     c->runs++;
     c->train_runs += p->train;
     for (size_t i = 0; i < p->nops; i++) {
@@ -321,7 +321,7 @@ void rf_session_counters_get(const rf_session *s, rf_session_counters *out)
 {
     if (!out)
         return;
-    *out = s ? s->counters : (rf_session_counters){0};
+    *out = s ? s->report.counters : (rf_session_counters){0};
     if (s && s->client) {
         rf_ps_row_counters rc;
         rf_ps_client_row_counters(s->client, &rc);
@@ -332,16 +332,15 @@ void rf_session_counters_get(const rf_session *s, rf_session_counters *out)
 }
 
 /* A plan that reads global_step sees ps 0's value now, not this worker's
- * last one (the session's own s->global_step, which tags sync gradients,
+ * last one (the session's own s->run.global_step, which tags sync gradients,
  * is left as the step's push strategy took it). */
 static rf_status read_global_step_var(rf_session *s)
 {
     int64_t v;
     rf_status st = rf_ps_global_step_read(s->client, &v);
     if (st != RF_OK)
-        return rf_error_set(st, "reading global_step: %s",
-                            rf_error_message());
-    *(int64_t *)rf_variable_data(s->global_step_var) = v;
+        return rf_error_set(st, "reading global_step: %s", rf_error_message());
+    *(int64_t *)rf_variable_data(s->nodes.global_step_var) = v;
     return RF_OK;
 }
 
@@ -351,7 +350,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
                          rf_tensor *fetched, int64_t *global_step)
 {
     if (s->offline)
-        return refuse_offline("rf_session_run");
+        return sess_refuse_offline("rf_session_run");
     if (!s || (num_feeds && (!feeds || !values)) ||
         (num_fetches && (!fetches || !fetched)))
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -363,7 +362,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
     /* stale synchronous parallel: before anything of the step is posted,
      * so a failed wait leaves nothing outstanding */
     if (p->train && (st = sess_ssp_wait(s, p)) != RF_OK) {
-        s->step++;
+        s->run.step++;
         return st;
     }
     uint64_t t0 = rf_now_ns();
@@ -375,7 +374,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
     if (st == RF_OK && p->reads_global_step)
         st = read_global_step_var(s);
     if (st == RF_OK)
-        st = rf_ps_read_set_post(s->reads);
+        st = rf_ps_read_set_post(s->block.reads);
     if (st == RF_OK)
         st = rf_plan_run(p->plan, values, p->out);
     char err[600] = "";
@@ -383,7 +382,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
         snprintf(err, sizeof err, "%s", rf_error_message());
     /* every read and push is accounted for before anything else, even on
      * failure, so no completion outlives the step */
-    rf_status rst = rf_ps_read_set_wait_all(s->reads);
+    rf_status rst = rf_ps_read_set_wait_all(s->block.reads);
     if (st == RF_OK && rst != RF_OK) {
         st = rst;
         snprintf(err, sizeof err, "reading the variables: %s",
@@ -409,25 +408,30 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
             st = sess_ssp_advance(s, p);
     } else if (st != RF_OK)
         rf_error_set(st, "%s", err);
-    s->step++;
+    s->run.step++;
     if (st != RF_OK)
         return st;
     count_bytes(s, p);
     give_fetches(s, p, fetched);
     if (global_step)
-        *global_step = s->global_step;
+        *global_step = s->run.global_step;
     return RF_OK;
 }
 
 rf_status rf_session_global_step(rf_session *s, int64_t *value)
 {
     if (s->offline)
-        return refuse_offline("rf_session_global_step");
+        return sess_refuse_offline("rf_session_global_step");
     rf_status st = rf_ps_global_step_read(s->client, value);
     if (st != RF_OK)
         return rf_error_set(st, "reading global_step: %s", rf_error_message());
-    s->global_step = *value;
+    s->run.global_step = *value;
     return RF_OK;
+}
+
+int64_t rf_session_last_global_step(const rf_session *s)
+{
+    return s ? s->run.global_step : 0;
 }
 
 void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
@@ -445,113 +449,11 @@ void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
     snprintf(buf, len, "client %u", id);
 }
 
-/* The tasks of the ids not in bits, comma-separated; how many. */
-static size_t name_missing(const rf_session *s, const uint32_t *ids, size_t n,
-                           const uint64_t *bits, char *list, size_t len)
-{
-    size_t k = 0;
-    if (len)
-        list[0] = '\0';
-    for (size_t i = 0; i < n; i++) {
-        if (rf_ps_worker_is_done(bits, ids[i]))
-            continue;
-        char name[64];
-        sess_task_of_id(s, ids[i], name, sizeof name);
-        size_t used = strlen(list);
-        if (used + 1 < len)
-            snprintf(list + used, len - used, "%s%s", k ? ", " : "", name);
-        k++;
-    }
-    return k;
-}
-
-rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
-                            size_t len, uint64_t *bits_out)
-{
-    char list[1024] = "";
-    uint32_t *ids = calloc((size_t)s->num_workers + 1, sizeof *ids);
-    if (!ids)
-        return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
-    size_t n = 0;
-    for (int id = 0; id < s->num_workers; id++)
-        if (id != s->self->worker_id)
-            ids[n++] = (uint32_t)id;
-    uint64_t bits[RF_PS_DONE_WORDS];
-    int64_t deadline = rf_deadline_ms(timeout_ms > 0 ? timeout_ms : 0);
-    rf_status st;
-    for (;;) {
-        st = rf_ps_workers_done_read(s->client, bits);
-        if (st != RF_OK) {
-            st = rf_error_set(st, "waiting for the other workers: %s",
-                              rf_error_message());
-            break;
-        }
-        size_t k = name_missing(s, ids, n, bits, list, sizeof list);
-        if (k == 0)
-            break;
-        /* sync replicas' backup workers: once only they are missing, they
-         * get op_timeout_ms more, not the whole wait */
-        if ((int64_t)k <= s->finish_optional) {
-            if (s->optional_deadline == 0)
-                s->optional_deadline = rf_deadline_ms(
-                    s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000);
-            if (rf_deadline_passed(s->optional_deadline)) {
-                RF_LOG_WARN("session: not waiting for %s (backup worker%s of "
-                            "sync replicas)",
-                            list, k == 1 ? "" : "s");
-                list[0] = '\0';
-                break;
-            }
-        }
-        if (rf_deadline_passed(deadline)) {
-            st = rf_error_set(RF_ERR_TIMEOUT,
-                              "%zu of %zu other worker%s did not finish "
-                              "within %g s: %s",
-                              k, n, n == 1 ? "" : "s",
-                              (timeout_ms > 0 ? timeout_ms : 0) / 1000.0, list);
-            break;
-        }
-        int64_t left = rf_deadline_left_ms(deadline);
-        rf_sleep_ms(left < FINISH_POLL_MS ? left : FINISH_POLL_MS);
-    }
-    if (missing && len)
-        snprintf(missing, len, "%s", st == RF_ERR_TIMEOUT ? list : "");
-    if (bits_out && (st == RF_OK || st == RF_ERR_TIMEOUT))
-        memcpy(bits_out, bits, sizeof bits);
-    free(ids);
-    return st;
-}
-
-rf_status rf_session_finish(rf_session *s, int timeout_ms)
-{
-    if (s->offline)
-        return refuse_offline("rf_session_finish");
-    /* first, so no one waits for this worker's clock any more */
-    rf_status sst = sess_ssp_finish(s);
-    if (sst != RF_OK)
-        return sst;
-    if (!s->chief) {
-        rf_status st = rf_ps_worker_done(s->client);
-        if (st != RF_OK)
-            return rf_error_set(st, "announcing that this worker finished: %s",
-                                rf_error_message());
-        return RF_OK;
-    }
-    if (s->num_workers > 1) {
-        rf_status st = sess_wait_workers(
-            s, timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, NULL, 0,
-            NULL);
-        if (st != RF_OK)
-            return st;
-    }
-    return sess_pull_all(s, true);
-}
-
 rf_status rf_session_shutdown_cluster(rf_session *s)
 {
     if (s->offline)
-        return refuse_offline("rf_session_shutdown_cluster");
-    if (!s->chief)
+        return sess_refuse_offline("rf_session_shutdown_cluster");
+    if (!s->task.chief)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "only the chief shuts the cluster down");
     rf_status st = rf_ps_shutdown(s->client);
@@ -569,17 +471,18 @@ rf_status rf_session_describe(rf_session *s, rf_node *const *feeds,
     rf_status st = sess_plan_get(s, feeds, num_feeds, fetches, num_fetches, &p);
     if (st != RF_OK)
         return st;
-    if (!s->ps_providers && s->num_ps > 0) {
-        s->ps_providers = calloc((size_t)s->num_ps, sizeof *s->ps_providers);
+    if (!s->ps_providers && s->task.num_ps > 0) {
+        s->ps_providers =
+            calloc((size_t)s->task.num_ps, sizeof *s->ps_providers);
         if (!s->ps_providers)
             return rf_error_set(RF_ERR_NO_MEMORY,
                                 "rf_session_describe: out of memory");
     }
-    for (int i = 0; i < s->num_ps; i++)
+    for (int i = 0; i < s->task.num_ps; i++)
         s->ps_providers[i] =
             s->offline ? "" : rf_ps_client_provider(s->client, (size_t)i);
     p->desc.ps_providers = s->ps_providers;
-    p->desc.num_ps = (size_t)s->num_ps;
+    p->desc.num_ps = (size_t)s->task.num_ps;
     *out = &p->desc;
     return RF_OK;
 }

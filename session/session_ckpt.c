@@ -26,26 +26,27 @@
  * and each slot, 64-byte aligned; registered once, on first use. */
 static rf_status snapshot_block(rf_session *s)
 {
-    if (s->snap)
+    if (s->ckpt.snap)
         return RF_OK;
     size_t len = 64;
     for (size_t i = 0; i < s->nv; i++)
         if (!s->v[i].table)
             len += (1 + s->v[i].apply.num_slots) *
                    ALIGN64(s->v[i].info.values_bytes);
-    if (posix_memalign((void **)&s->snap, 64, len) != 0) {
-        s->snap = NULL;
+    if (posix_memalign((void **)&s->ckpt.snap, 64, len) != 0) {
+        s->ckpt.snap = NULL;
         return rf_error_set(RF_ERR_NO_MEMORY,
                             "checkpoint: no memory for %zu bytes", len);
     }
-    rf_status st = rf_ps_client_register(s->client, s->snap, len, &s->snap_mr);
+    rf_status st =
+        rf_ps_client_register(s->client, s->ckpt.snap, len, &s->ckpt.snap_mr);
     if (st != RF_OK) {
-        free(s->snap);
-        s->snap = NULL;
+        free(s->ckpt.snap);
+        s->ckpt.snap = NULL;
         return rf_error_set(st, "checkpoint: registering %zu bytes: %s", len,
                             rf_error_message());
     }
-    s->snap_len = len;
+    s->ckpt.snap_len = len;
     return RF_OK;
 }
 
@@ -64,16 +65,16 @@ static size_t snapshot_xfers(const rf_session *s, bool values, rf_ps_xfer *x)
                     .var = v->shard,
                     .field = k == 0 ? RF_PS_FIELD_VALUES
                                     : (rf_ps_field)(RF_PS_FIELD_SLOT0 + k - 1),
-                    .buf = s->snap + off,
+                    .buf = s->ckpt.snap + off,
                     .len = v->info.values_bytes,
-                    .mr = s->snap_mr};
+                    .mr = s->ckpt.snap_mr};
     }
     if (s->v[0].apply.beta1_power)
         x[nx++] = (rf_ps_xfer){.var = s->v[0].shard,
                                .field = RF_PS_FIELD_SCALARS,
-                               .buf = s->snap,
+                               .buf = s->ckpt.snap,
                                .len = 8,
-                               .mr = s->snap_mr};
+                               .mr = s->ckpt.snap_mr};
     return nx;
 }
 
@@ -98,16 +99,16 @@ static rf_status snapshot_tensors(const rf_session *s, const int64_t *gs,
              st == RF_OK && !v->table && k <= v->apply.num_slots;
              k++, off += step)
             st = rf_ckpt_vars_add(b, k == 0 ? v->var : v->apply.slots[k - 1],
-                                  s->snap + off);
+                                  s->ckpt.snap + off);
     }
     const rf_apply_info *a = &s->v[0].apply;
     if (st == RF_OK && a->beta1_power) {
-        st = rf_ckpt_vars_add(b, a->beta1_power, s->snap);
+        st = rf_ckpt_vars_add(b, a->beta1_power, s->ckpt.snap);
         if (st == RF_OK)
-            st = rf_ckpt_vars_add(b, a->beta2_power, s->snap + 4);
+            st = rf_ckpt_vars_add(b, a->beta2_power, s->ckpt.snap + 4);
     }
     if (st == RF_OK)
-        st = rf_ckpt_vars_add(b, s->global_step_var, gs);
+        st = rf_ckpt_vars_add(b, s->nodes.global_step_var, gs);
     if (st != RF_OK) {
         rf_ckpt_vars_free(b);
         b = NULL;
@@ -126,7 +127,7 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_session_save: an offline session only "
                             "describes");
-    if (!s->chief)
+    if (!s->task.chief)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "only the chief saves checkpoints");
     rf_status st = snapshot_block(s);
@@ -183,7 +184,7 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
                                      max_to_keep, path_out, len);
     }
     if (st == RF_OK)
-        s->saved_step = gs;
+        s->ckpt.saved_step = gs;
 out:
     free(x);
     free(all);
@@ -197,7 +198,7 @@ out:
  * graph's own slot variables from ck, every tensor checked first. */
 static rf_status fill_from(rf_session *s, const rf_ckpt *ck, int64_t *gs)
 {
-    rf_status st = rf_ckpt_read_variable(ck, s->global_step_var, gs);
+    rf_status st = rf_ckpt_read_variable(ck, s->nodes.global_step_var, gs);
     if (st != RF_OK)
         return st;
     size_t off = 64;
@@ -206,17 +207,18 @@ static rf_status fill_from(rf_session *s, const rf_ckpt *ck, int64_t *gs)
         size_t step = ALIGN64(v->info.values_bytes);
         for (unsigned k = 0; !v->table && k <= v->apply.num_slots;
              k++, off += step) {
-            st = rf_ckpt_read_variable(
-                ck, k == 0 ? v->var : v->apply.slots[k - 1], s->snap + off);
+            st = rf_ckpt_read_variable(ck,
+                                       k == 0 ? v->var : v->apply.slots[k - 1],
+                                       s->ckpt.snap + off);
             if (st != RF_OK)
                 return st;
         }
     }
     const rf_apply_info *a = &s->v[0].apply;
     if (a->beta1_power) {
-        st = rf_ckpt_read_variable(ck, a->beta1_power, s->snap);
+        st = rf_ckpt_read_variable(ck, a->beta1_power, s->ckpt.snap);
         if (st == RF_OK)
-            st = rf_ckpt_read_variable(ck, a->beta2_power, s->snap + 4);
+            st = rf_ckpt_read_variable(ck, a->beta2_power, s->ckpt.snap + 4);
         if (st != RF_OK)
             return st;
     }
@@ -227,17 +229,17 @@ static rf_status fill_from(rf_session *s, const rf_ckpt *ck, int64_t *gs)
         if (v->table)
             continue; /* written from the file by sess_tables_restore */
         size_t bytes = v->info.values_bytes, step = ALIGN64(bytes);
-        memcpy(rf_variable_data(v->var), s->snap + off, bytes);
+        memcpy(rf_variable_data(v->var), s->ckpt.snap + off, bytes);
         for (unsigned k = 0; k < v->apply.num_slots; k++)
             memcpy(rf_variable_data(v->apply.slots[k]),
-                   s->snap + off + (k + 1) * step, bytes);
+                   s->ckpt.snap + off + (k + 1) * step, bytes);
         off += (1 + v->apply.num_slots) * step;
     }
     if (a->beta1_power) {
-        memcpy(rf_variable_data(a->beta1_power), s->snap, 4);
-        memcpy(rf_variable_data(a->beta2_power), s->snap + 4, 4);
+        memcpy(rf_variable_data(a->beta1_power), s->ckpt.snap, 4);
+        memcpy(rf_variable_data(a->beta2_power), s->ckpt.snap + 4, 4);
     }
-    *(int64_t *)rf_variable_data(s->global_step_var) = *gs;
+    *(int64_t *)rf_variable_data(s->nodes.global_step_var) = *gs;
     return RF_OK;
 }
 
@@ -247,15 +249,17 @@ rf_status sess_restore(rf_session *s, bool *restored)
     if (!s->opt.checkpoint_dir)
         return RF_OK;
     rf_ckpt *ck = NULL;
-    rf_status st = rf_ckpt_dir_open_latest(
-        s->opt.checkpoint_dir, &ck, s->restored_from, sizeof s->restored_from);
+    rf_status st = rf_ckpt_dir_open_latest(s->opt.checkpoint_dir, &ck,
+                                           s->ckpt.restored_from,
+                                           sizeof s->ckpt.restored_from);
     if (st == RF_ERR_UNAVAILABLE) {
-        s->restored_from[0] = '\0';
+        s->ckpt.restored_from[0] = '\0';
         return RF_OK; /* no checkpoint yet: initialise */
     }
     if (st != RF_OK)
         return st;
-    snprintf(s->restore_note, sizeof s->restore_note, "%s", rf_ckpt_note(ck));
+    snprintf(s->ckpt.restore_note, sizeof s->ckpt.restore_note, "%s",
+             rf_ckpt_note(ck));
     rf_ps_xfer *x = xfer_array(s);
     int64_t gs = 0;
     st = x ? snapshot_block(s)
@@ -273,19 +277,19 @@ rf_status sess_restore(rf_session *s, bool *restored)
         for (size_t i = 1; s->v[0].apply.beta1_power && i < s->nv; i++)
             x[with_powers++] = (rf_ps_xfer){.var = s->v[i].shard,
                                             .field = RF_PS_FIELD_SCALARS,
-                                            .buf = s->snap,
+                                            .buf = s->ckpt.snap,
                                             .len = 8,
-                                            .mr = s->snap_mr};
+                                            .mr = s->ckpt.snap_mr};
         st = rf_ps_write(s->client, x, with_powers);
     }
     if (st == RF_OK)
         st = rf_ps_global_step_write(s->client, gs);
     if (st != RF_OK)
-        rf_error_set(st, "restoring %s: %s", s->restored_from,
+        rf_error_set(st, "restoring %s: %s", s->ckpt.restored_from,
                      rf_error_message());
     else {
         *restored = true;
-        s->restored_step = gs;
+        s->ckpt.restored_step = gs;
     }
     free(x);
     return st;
@@ -294,16 +298,25 @@ rf_status sess_restore(rf_session *s, bool *restored)
 const char *rf_session_restored_from(const rf_session *s, const char **note)
 {
     if (note)
-        *note = s->restore_note;
-    return s->restored_from[0] ? s->restored_from : NULL;
+        *note = s->ckpt.restore_note;
+    return s->ckpt.restored_from[0] ? s->ckpt.restored_from : NULL;
+}
+
+void rf_session_checkpoint_info_get(const rf_session *s,
+                                    rf_session_checkpoint_info *out)
+{
+    out->restored_from = rf_session_restored_from(s, &out->restore_note);
+    out->restored_step = s->ckpt.restored_step;
+    out->saved_step = s->ckpt.saved_step;
+    out->init_how = s->ckpt.init_how;
 }
 
 void sess_snapshot_free(rf_session *s)
 {
     sess_tables_stage_free(s);
-    if (s->snap_mr && s->client)
-        rf_ps_client_deregister(s->client, s->snap_mr);
-    s->snap_mr = NULL;
-    free(s->snap);
-    s->snap = NULL;
+    if (s->ckpt.snap_mr && s->client)
+        rf_ps_client_deregister(s->client, s->ckpt.snap_mr);
+    s->ckpt.snap_mr = NULL;
+    free(s->ckpt.snap);
+    s->ckpt.snap = NULL;
 }

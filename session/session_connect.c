@@ -23,7 +23,7 @@ static rf_ps_xfer values_xfer(const rf_session *s, const sess_var *v)
                         .field = RF_PS_FIELD_VALUES,
                         .buf = rf_variable_data(v->var),
                         .len = rf_variable_bytes(v->var),
-                        .mr = v->table ? v->whole_mr : s->mem_mr};
+                        .mr = v->table ? v->whole_mr : s->block.mem_mr};
 }
 
 /* A table's whole values move only at the chief's initialisation and the
@@ -59,7 +59,7 @@ rf_ps_xfer sess_grad_xfer(const rf_session *s, size_t i)
                         .field = RF_PS_FIELD_VALUES,
                         .buf = v->grad_buf,
                         .len = v->info.values_bytes,
-                        .mr = s->mem_mr};
+                        .mr = s->block.mem_mr};
 }
 
 /* One registered block: each dense variable's values, then its gradient's
@@ -76,31 +76,32 @@ static rf_status register_storage(rf_session *s)
     len += sess_rows_bytes(s);
     if (len == 0)
         len = 64;
-    if (rf_topology_alloc(sv->topo, &sv->binding, len, (void **)&s->mem) !=
-        RF_OK)
+    if (rf_topology_alloc(sv->topo, &sv->binding, len,
+                          (void **)&s->block.mem) != RF_OK)
         return rf_error_set(RF_ERR_NO_MEMORY,
                             "allocating %zu bytes of variable storage: %s", len,
                             rf_error_message());
-    s->mem_len = len;
-    rf_status st = rf_ps_client_register(s->client, s->mem, len, &s->mem_mr);
+    s->block.mem_len = len;
+    rf_status st =
+        rf_ps_client_register(s->client, s->block.mem, len, &s->block.mem_mr);
     if (st != RF_OK)
         return rf_error_set(st, "registering %zu bytes of variable storage: %s",
                             len, rf_error_message());
     size_t off = 0;
-    sess_rows_place(s, s->mem + dense_len);
+    sess_rows_place(s, s->block.mem + dense_len);
     for (size_t i = 0; i < s->nv; i++) {
         sess_var *v = &s->v[i];
         if (v->table)
             continue;
         size_t bytes = rf_variable_bytes(v->var);
         /* keeps the initial value (the chief writes it to the ps) */
-        st = rf_variable_set_storage(v->var, s->mem + off, bytes, true);
+        st = rf_variable_set_storage(v->var, s->block.mem + off, bytes, true);
         if (st != RF_OK)
             return rf_error_set(st, "%s: %s", rf_node_name(v->var),
                                 rf_error_message());
         v->in_block = true;
         off += ALIGN64(bytes);
-        v->grad_buf = (float *)(void *)(s->mem + off);
+        v->grad_buf = (float *)(void *)(s->block.mem + off);
         off += ALIGN64(bytes);
     }
     return RF_OK;
@@ -112,11 +113,12 @@ static rf_status create_or_look_up(rf_session *s)
         sess_var *v = &s->v[i];
         rf_ps_shard_spec spec = sess_spec(s, v);
         rf_status st =
-            s->chief ? rf_ps_create(s->client, v->ps_task, &spec, &v->shard)
-                     : rf_ps_lookup(s->client, v->ps_task, &spec, &v->shard);
+            s->task.chief
+                ? rf_ps_create(s->client, v->ps_task, &spec, &v->shard)
+                : rf_ps_lookup(s->client, v->ps_task, &spec, &v->shard);
         if (st != RF_OK)
             return rf_error_set(st, "%s '%s' on ps task %zu: %s",
-                                s->chief ? "creating" : "looking up",
+                                s->task.chief ? "creating" : "looking up",
                                 rf_node_name(v->var), v->ps_task,
                                 rf_error_message());
         rf_ps_var_get_info(v->shard, &v->info);
@@ -138,8 +140,8 @@ static void chief_name(const rf_session *s, char *buf, size_t len)
 
 static int attempt_or(const rf_session *s, int ms, int dflt)
 {
-    if (s->attempt_ms > 0 && (ms <= 0 || ms > s->attempt_ms))
-        return s->attempt_ms;
+    if (s->ready.attempt_ms > 0 && (ms <= 0 || ms > s->ready.attempt_ms))
+        return s->ready.attempt_ms;
     return ms > 0 ? ms : dflt;
 }
 
@@ -158,23 +160,23 @@ static rf_status chief_init(rf_session *s, rf_ps_xfer *x, rf_ps_var **vars)
         vars[i] = s->v[i].shard;
     bool all_initialised = rf_ps_wait_initialized(s->client, vars, s->nv,
                                                   INIT_POLL_MS, 0) == RF_OK;
-    if (all_initialised && s->prefer_adopt) {
-        s->init_how = "adopted";
+    if (all_initialised && s->ready.prefer_adopt) {
+        s->ckpt.init_how = "adopted";
         return RF_OK;
     }
     bool restored = false;
     rf_status st = sess_restore(s, &restored); /* into all but the values */
     if (st != RF_OK)
         return st;
-    s->init_how = "restored";
+    s->ckpt.init_how = "restored";
     if (!restored && all_initialised) {
-        s->init_how = "adopted";
+        s->ckpt.init_how = "adopted";
         return RF_OK;
     }
     if (!restored) {
-        s->init_how = "initialised";
+        s->ckpt.init_how = "initialised";
         int64_t have = 0,
-                mine = *(int64_t *)rf_variable_data(s->global_step_var);
+                mine = *(int64_t *)rf_variable_data(s->nodes.global_step_var);
         st = rf_ps_global_step_read(s->client, &have);
         if (st == RF_OK && mine > have)
             st = rf_ps_global_step_write(s->client, mine);
@@ -220,7 +222,7 @@ static rf_status init_or_wait(rf_session *s)
     }
     /* The chief writes a table from its graph's storage only if the graph
      * initialised it; else from its initial rows (rows_init). */
-    for (size_t i = 0; i < s->nv && s->chief; i++) {
+    for (size_t i = 0; i < s->nv && s->task.chief; i++) {
         sess_var *v = &s->v[i];
         v->rows_init = v->table && !rf_variable_is_initialized(v->var);
         if (v->table && !v->rows_init && (st = register_whole(s, v)) != RF_OK)
@@ -228,7 +230,7 @@ static rf_status init_or_wait(rf_session *s)
     }
     for (size_t i = 0; i < s->nv; i++)
         vars[i] = s->v[i].shard;
-    if (s->chief) {
+    if (s->task.chief) {
         st = chief_init(s, x, vars);
         if (st != RF_OK)
             goto out;
@@ -239,7 +241,8 @@ static rf_status init_or_wait(rf_session *s)
                                     timeout);
         if (st != RF_OK) {
             if (st == RF_ERR_TIMEOUT)
-                chief_name(s, s->waiting_for, sizeof s->waiting_for);
+                chief_name(s, s->ready.waiting_for,
+                           sizeof s->ready.waiting_for);
             rf_error_set(st, "waiting for the chief to initialise: %s",
                          rf_error_message());
             goto out;
@@ -254,13 +257,13 @@ static rf_status init_or_wait(rf_session *s)
             rf_variable_mark_initialized(s->v[i].var, true);
     /* the step's READ of every dense shard (a table's rows are read by
      * its lookups) */
-    s->nreads = 0;
+    s->block.nreads = 0;
     for (size_t i = 0; i < s->nv; i++)
         if (!s->v[i].table) {
-            s->v[i].read_ix = s->nreads;
-            x[s->nreads++] = values_xfer(s, &s->v[i]);
+            s->v[i].read_ix = s->block.nreads;
+            x[s->block.nreads++] = values_xfer(s, &s->v[i]);
         }
-    st = rf_ps_read_set_create(s->client, x, s->nreads, &s->reads);
+    st = rf_ps_read_set_create(s->client, x, s->block.nreads, &s->block.reads);
     if (st != RF_OK)
         rf_error_set(st, "preparing the reads: %s", rf_error_message());
 out:
@@ -271,35 +274,36 @@ out:
 
 rf_status sess_connect(rf_session *s)
 {
-    size_t n = (size_t)s->num_ps;
+    size_t n = (size_t)s->task.num_ps;
     const char **addrs = calloc(n, sizeof *addrs);
     if (!addrs)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     const rf_cluster *c = s->server->cluster;
     for (size_t i = 0; i < n; i++)
         addrs[i] = rf_cluster_task_address(c, "ps", (int)i);
-    rf_ps_client_options o = {.client_id = (uint32_t)s->self->worker_id,
-                              .is_chief = s->chief,
+    rf_ps_client_options o = {.client_id = (uint32_t)s->task.self->worker_id,
+                              .is_chief = s->task.chief,
                               .secret = s->server->secret,
                               .connect_timeout_ms =
                                   attempt_or(s, s->opt.connect_timeout_ms, 0),
                               .op_timeout_ms = s->opt.op_timeout_ms,
                               .lookup_timeout_ms = attempt_or(s, 0, 0),
-                              .unreachable = &s->unreachable_ps};
+                              .unreachable = &s->ready.unreachable_ps};
     rf_status st =
         rf_ps_client_connect(s->server->fabric, addrs, n, &o, &s->client);
     free(addrs);
     if (st != RF_OK) {
-        if (st == RF_ERR_UNAVAILABLE && s->unreachable_ps >= 0)
-            snprintf(s->waiting_for, sizeof s->waiting_for, "/job:ps/task:%d",
-                     s->unreachable_ps);
+        if (st == RF_ERR_UNAVAILABLE && s->ready.unreachable_ps >= 0)
+            snprintf(s->ready.waiting_for, sizeof s->ready.waiting_for,
+                     "/job:ps/task:%d", s->ready.unreachable_ps);
         return st;
     }
     st = register_storage(s);
     if (st == RF_OK) {
         st = create_or_look_up(s);
-        if (st == RF_ERR_TIMEOUT && !s->chief) /* a shard not created yet */
-            chief_name(s, s->waiting_for, sizeof s->waiting_for);
+        if (st == RF_ERR_TIMEOUT &&
+            !s->task.chief) /* a shard not created yet */
+            chief_name(s, s->ready.waiting_for, sizeof s->ready.waiting_for);
     }
     if (st == RF_OK)
         st = init_or_wait(s);
@@ -376,8 +380,8 @@ out:
 
 rf_status sess_pull_all(rf_session *s, bool slots)
 {
-    rf_status st = rf_ps_read_set_post(s->reads);
-    rf_status wst = rf_ps_read_set_wait_all(s->reads);
+    rf_status st = rf_ps_read_set_post(s->block.reads);
+    rf_status wst = rf_ps_read_set_wait_all(s->block.reads);
     if (st == RF_OK)
         st = wst;
     for (size_t i = 0; i < s->nv && st == RF_OK; i++) {
@@ -395,8 +399,8 @@ rf_status sess_pull_all(rf_session *s, bool slots)
     st = rf_ps_global_step_read(s->client, &gs);
     if (st != RF_OK)
         return rf_error_set(st, "reading global_step: %s", rf_error_message());
-    *(int64_t *)rf_variable_data(s->global_step_var) = gs;
-    s->global_step = gs;
+    *(int64_t *)rf_variable_data(s->nodes.global_step_var) = gs;
+    s->run.global_step = gs;
     return slots ? pull_slots(s) : RF_OK;
 }
 
@@ -414,7 +418,7 @@ static bool give_back_storage(rf_session *s)
         } else {
             RF_LOG_WARN("session: %s; keeping the variables' registered "
                         "block (%zu bytes) alive",
-                        rf_error_message(), s->mem_len);
+                        rf_error_message(), s->block.mem_len);
             all = false;
         }
     }
@@ -429,13 +433,13 @@ void sess_disconnect(rf_session *s)
     for (size_t i = 0; i < s->nv; i++)
         if (s->v[i].rows_init && !s->v[i].pulled)
             rf_variable_mark_initialized(s->v[i].var, false);
-    rf_ps_read_set_destroy(s->reads);
-    s->reads = NULL;
+    rf_ps_read_set_destroy(s->block.reads);
+    s->block.reads = NULL;
     if (s->client)
         deregister_whole(s);
     rf_ps_client_close(s->client); /* deregisters mem_mr */
     s->client = NULL;
-    if (s->mem && give_back_storage(s))
-        rf_topology_free(s->server->topo, s->mem, s->mem_len);
-    s->mem = NULL;
+    if (s->block.mem && give_back_storage(s))
+        rf_topology_free(s->server->topo, s->block.mem, s->block.mem_len);
+    s->block.mem = NULL;
 }

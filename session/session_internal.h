@@ -9,7 +9,8 @@
  *                     step description (the one list execution, --explain
  *                     and the trace read)
  *   session.c         create, one step, the global_step FETCH_AND_ADD,
- *                     finish, describe
+ *                     describe
+ *   session_finish.c  the end of the job: finish and its steps
  *   session_ckpt.c    checkpoints: the chief's save and restore
  *   session_rows.c    embedding tables: each step's rows of a lookup READ
  *                     into a gathered buffer the lookup kernel reads, and
@@ -114,6 +115,8 @@ typedef struct sess_lookup {
 typedef struct sess_plan sess_plan;
 typedef struct sess_push_ops sess_push_ops;
 
+/* The session, its fields grouped by the feature that owns them (at most
+ * 25 direct fields: issue 22). */
 struct rf_session {
     rf_server *server; /* NULL for an offline session */
     /* rf_session_create_offline: describes, never connects */
@@ -121,36 +124,53 @@ struct rf_session {
     rf_graph *g;
     rf_executor *ex;
     rf_session_options opt;
-    const rf_cluster_task *self;
-    bool chief;
-    int num_ps, num_workers;
+    /* this task in the cluster */
+    struct {
+        const rf_cluster_task *self;
+        bool chief;
+        int num_ps, num_workers;
+    } task;
 
-    rf_node *global_step_var;
-    rf_node *train_op;
+    /* the graph's nodes the session knows */
+    struct {
+        rf_node *global_step_var;
+        rf_node *train_op;
+        int32_t *var_of_node; /* node id -> index in v of its variable, -1 */
+        size_t nnodes;        /* graph nodes when the session was made */
+    } nodes;
     sess_var *v;
     size_t nv;
-    int32_t *var_of_node; /* node id -> index in v of its variable, or -1 */
-    size_t nnodes;        /* graph nodes when the session was made */
 
     rf_ps_client *client;
     const char **ps_providers; /* num_ps, filled by rf_session_describe */
-    unsigned char *mem; /* values and gradient staging, registered once */
-    size_t mem_len;
-    rf_mr *mem_mr;
-    rf_ps_read_set *reads;
-    size_t nreads;        /* the dense shards in reads */
-    sess_lookup *lookups; /* of table shards, session_rows.c */
-    size_t nlookups;
-    size_t nlookups_of_node; /* nodes covered by lookup_of_node */
-    int32_t *lookup_of_node; /* node id -> index in lookups, or -1 */
-    /* rf_ps_read_rows and rf_ps_push_sparse from concurrent executor
-     * threads and the pusher: one at a time on the client */
-    pthread_mutex_t rows_mu;
-    bool rows_mu_init;
+    /* the registered block: values and gradient staging, registered once,
+     * and the read set of the dense shards' values in it */
+    struct {
+        unsigned char *mem;
+        size_t mem_len;
+        rf_mr *mem_mr;
+        rf_ps_read_set *reads;
+        size_t nreads; /* the dense shards in reads */
+    } block;
+    /* embedding tables' lookups (session_rows.c) */
+    struct {
+        sess_lookup *lookups; /* of table shards */
+        size_t nlookups;
+        size_t nlookups_of_node; /* nodes covered by lookup_of_node */
+        int32_t *lookup_of_node; /* node id -> index in lookups, or -1 */
+        /* rf_ps_read_rows and rf_ps_push_sparse from concurrent executor
+         * threads and the pusher: one at a time on the client */
+        pthread_mutex_t mu;
+        bool mu_init;
+    } rows;
 
-    sess_plan *plans; /* one per distinct (feeds, fetches), a list */
-    int64_t global_step;
-    int64_t step_value; /* what a fetched train_op shows: the new step */
+    /* the runs */
+    struct {
+        sess_plan *plans; /* one per distinct (feeds, fetches), a list */
+        int64_t global_step;
+        int64_t step_value; /* what a fetched train_op shows: the new step */
+        uint64_t step;      /* runs so far (the trace's step) */
+    } run;
 
     const sess_push_ops *push;
     void *push_state; /* the strategy's own */
@@ -162,46 +182,56 @@ struct rf_session {
     /* when the wait for only optional (backup) workers ends; 0: not yet */
     int64_t optional_deadline;
 
-    unsigned char *snap;   /* checkpoints: values, slots, powers; registered */
-    unsigned char *tstage; /* tables' checkpoint pieces (ckpt_tables.c) */
-    size_t tstage_len;
-    rf_mr *tstage_mr;
-    int64_t *tidx;
-    size_t snap_len;
-    rf_mr *snap_mr;
-    char restored_from[4096]; /* the checkpoint the chief restored, or "" */
-    char restore_note[1024];  /* newer checkpoints skipped as corrupt */
-    int64_t restored_step;    /* the restored checkpoint's, or -1 */
-    int64_t saved_step;       /* the last rf_session_save's, or -1 */
-    /* how the chief found the shards: "restored", "adopted" (every shard
-     * was initialised already: a restarted chief without a checkpoint) or
-     * "initialised" */
-    const char *init_how;
+    /* checkpoints (session_ckpt.c, ckpt_tables.c) */
+    struct {
+        unsigned char *snap;   /* values, slots, powers; registered */
+        unsigned char *tstage; /* tables' checkpoint pieces (ckpt_tables.c) */
+        size_t tstage_len;
+        rf_mr *tstage_mr;
+        int64_t *tidx;
+        size_t snap_len;
+        rf_mr *snap_mr;
+        char restored_from[4096]; /* the checkpoint the chief restored, "" */
+        char restore_note[1024];  /* newer checkpoints skipped as corrupt */
+        int64_t restored_step;    /* the restored checkpoint's, or -1 */
+        int64_t saved_step;       /* the last rf_session_save's, or -1 */
+        /* how the chief found the shards: "restored", "adopted" (every
+         * shard was initialised already: a restarted chief without a
+         * checkpoint) or "initialised" */
+        const char *init_how;
+    } ckpt;
 
-    /* Readiness (sess_create): bound of each wait of one attempt to create
-     * (connect, lookup, init flags; 0: the options' and the defaults), and
-     * on failure the task it was waiting for ("/job:ps/task:1"). */
-    int attempt_ms;
-    /* The chief, re-creating a lost session in the same process: if every
-     * shard is still initialised (no ps restarted), adopt them instead of
-     * rolling the job back to the newest checkpoint. */
-    bool prefer_adopt;
-    int unreachable_ps; /* the ps client's first unreachable task */
-    char waiting_for[64];
+    /* Readiness (rf_session_create_attempt): bound of each wait of one
+     * attempt to create (connect, lookup, init flags; 0: the options' and
+     * the defaults), and on failure the task it was waiting for
+     * ("/job:ps/task:1"). */
+    struct {
+        int attempt_ms;
+        /* The chief, re-creating a lost session in the same process: if
+         * every shard is still initialised (no ps restarted), adopt them
+         * instead of rolling the job back to the newest checkpoint. */
+        bool prefer_adopt;
+        int unreachable_ps; /* the ps client's first unreachable task */
+        char waiting_for[64];
+    } ready;
 
     /* stale synchronous parallel (session_ssp.c; opt.staleness >= 0):
      * this worker's clock (training steps completed in the job), whether
      * its word is marked finished, the training workers' words as last
      * read, and the clock READ's span args */
-    int64_t ssp_clock;
-    bool ssp_done;
-    int64_t *ssp_clocks;
-    char ssp_args[64];
+    struct {
+        int64_t clock;
+        bool done;
+        int64_t *clocks;
+        char args[64];
+    } ssp;
 
-    rf_session_counters counters;  /* rf_session_counters_get */
-    rf_trace *trace;               /* non-NULL while tracing */
-    uint64_t step;                 /* runs so far (the trace's step) */
-    rf_session_var_desc *var_desc; /* global_step, then v[] */
+    /* what the session reports */
+    struct {
+        rf_session_counters counters;  /* rf_session_counters_get */
+        rf_trace *trace;               /* non-NULL while tracing */
+        rf_session_var_desc *var_desc; /* global_step, then v[] */
+    } report;
 };
 
 /* A push strategy (the same pattern as the fabric's rf_provider_ops: a
@@ -261,7 +291,7 @@ struct sess_plan {
     size_t nfeeds;
     rf_node **fetches; /* the caller's */
     size_t nfetches;
-    bool train;    /* fetches include train_op */
+    bool train; /* fetches include train_op */
     /* the plan reads global_step (an op of it, or a fetch): its storage
      * gets ps 0's value (one 8-byte READ) before the plan runs, as a
      * TensorFlow run reads the variable */
@@ -286,21 +316,9 @@ struct sess_plan {
     rf_session_desc desc;
 };
 
-/* session.c: rf_session_create with attempt_ms (0: none) and
- * prefer_adopt (see above); on failure
- * waiting_for (at least 64 bytes, may be NULL) gets the task creation was
- * waiting for ("" if it failed for another reason). */
-rf_status sess_create(rf_server *server, rf_graph *g, rf_executor *ex,
-                      const rf_session_options *options, int attempt_ms,
-                      bool prefer_adopt, rf_session **out, char *waiting_for,
-                      size_t len);
-/* The chief: waits at most timeout_ms (<= 0: a single look) for every other
- * training worker to announce it finished. RF_ERR_TIMEOUT names the tasks
- * that did not ("/job:worker/task:1"); missing (may be NULL) gets the same
- * comma-separated list ("" when all finished); bits (may be NULL) the last
- * bitmap read. */
-rf_status sess_wait_workers(rf_session *s, int timeout_ms, char *missing,
-                            size_t len, uint64_t *bits);
+/* session.c: RF_ERR_INVALID_ARG saying that what (a public function's
+ * name) cannot be used on an offline session. */
+rf_status sess_refuse_offline(const char *what);
 /* "/job:J/task:I" of the task with this client id (worker_id). */
 void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len);
 

@@ -19,18 +19,18 @@ static rf_status ps_task_of(const rf_session *s, const rf_node *n, int *task)
     const char *dev = rf_node_requested_device(n);
     rf_device_spec spec;
     if (rf_device_spec_parse(dev, &spec) != RF_OK || strcmp(spec.job, "ps") ||
-        spec.task < 0 || spec.task >= s->num_ps)
+        spec.task < 0 || spec.task >= s->task.num_ps)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "variable '%s' is placed on '%s', not on one of "
                             "the %d ps tasks",
-                            rf_node_name(n), dev, s->num_ps);
+                            rf_node_name(n), dev, s->task.num_ps);
     *task = spec.task;
     return RF_OK;
 }
 
 static bool is_part_of(const rf_session *s, const rf_node *var)
 {
-    if (var == s->global_step_var)
+    if (var == s->nodes.global_step_var)
         return true;
     for (size_t i = 0; i < s->nv; i++) {
         const rf_apply_info *a = &s->v[i].apply;
@@ -52,7 +52,7 @@ static rf_status map_global_step(rf_session *s)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "the graph has no global_step variable (create it "
                             "with rf_global_step first)");
-    s->global_step_var = gs;
+    s->nodes.global_step_var = gs;
     int task = -1;
     rf_status st = ps_task_of(s, gs, &task);
     if (st != RF_OK)
@@ -137,12 +137,12 @@ rf_status sess_map(rf_session *s)
     for (size_t i = 0; i < n; i++)
         cap += is_apply(rf_graph_node(g, i));
     s->v = calloc(cap ? cap : 1, sizeof *s->v);
-    s->nnodes = n;
-    s->var_of_node = malloc((n ? n : 1) * sizeof *s->var_of_node);
-    if (!s->v || !s->var_of_node)
+    s->nodes.nnodes = n;
+    s->nodes.var_of_node = malloc((n ? n : 1) * sizeof *s->nodes.var_of_node);
+    if (!s->v || !s->nodes.var_of_node)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     for (size_t i = 0; i < n; i++)
-        s->var_of_node[i] = -1;
+        s->nodes.var_of_node[i] = -1;
     for (size_t i = 0; i < n; i++) {
         rf_node *node = rf_graph_node(g, i);
         if (!is_apply(node))
@@ -161,7 +161,7 @@ rf_status sess_map(rf_session *s)
         v->device = rf_node_requested_device(v->var);
         for (unsigned k = 0; k < v->apply.num_slots; k++)
             v->slot_names[k] = rf_node_name(v->apply.slots[k]);
-        s->var_of_node[rf_node_id(v->var)] = (int32_t)s->nv;
+        s->nodes.var_of_node[rf_node_id(v->var)] = (int32_t)s->nv;
         s->nv++;
         if (v->apply.sparse && (st = map_table(s, v)) != RF_OK)
             return st;

@@ -17,9 +17,9 @@
 void sess_span(rf_session *s, const char *name, const char *args, uint64_t t0,
                int tid)
 {
-    if (s->trace)
-        rf_trace_add_span(s->trace, name, "fabric", args, t0, rf_now_ns() - t0,
-                          tid, s->step);
+    if (s->report.trace)
+        rf_trace_add_span(s->report.trace, name, "fabric", args, t0,
+                          rf_now_ns() - t0, tid, s->run.step);
 }
 
 /* ---- hooks ---------------------------------------------------------------
@@ -36,21 +36,21 @@ static rf_status before_op(void *ctx, rf_node *node, const rf_tensor *value,
         size_t i = p->wait_var[e];
         sess_var *v = &s->v[i];
         uint64_t t0 = rf_now_ns();
-        rf_status st = rf_ps_read_set_wait(s->reads, v->read_ix);
+        rf_status st = rf_ps_read_set_wait(s->block.reads, v->read_ix);
         if (st != RF_OK)
             return st;
-        if (s->trace) {
+        if (s->report.trace) {
             const char *read_span = p->ops[p->read_op[i]].name;
             uint64_t t1 = rf_now_ns();
             if (t1 - t0 > 2000) { /* this op really waited */
                 char name[RF_PS_MAX_NAME + 32];
                 snprintf(name, sizeof name, "wait %s", read_span);
-                rf_trace_add_span(s->trace, name, "fabric", v->args, t0,
-                                  t1 - t0, tid, s->step);
+                rf_trace_add_span(s->report.trace, name, "fabric", v->args, t0,
+                                  t1 - t0, tid, s->run.step);
             }
             if (atomic_exchange(&v->read_traced, 1) == 0)
-                rf_trace_add_span(s->trace, read_span, "fabric", v->args,
-                                  v->t_post, t1 - v->t_post, tid, s->step);
+                rf_trace_add_span(s->report.trace, read_span, "fabric", v->args,
+                                  v->t_post, t1 - v->t_post, tid, s->run.step);
         }
     }
     return RF_OK;
@@ -118,9 +118,9 @@ static void plan_free(sess_plan *p)
 
 void sess_plans_destroy(rf_session *s)
 {
-    while (s->plans) {
-        sess_plan *p = s->plans;
-        s->plans = p->next;
+    while (s->run.plans) {
+        sess_plan *p = s->run.plans;
+        s->run.plans = p->next;
         plan_free(p);
     }
 }
@@ -142,7 +142,7 @@ static rf_status make_exec_plan(rf_session *s, sess_plan *p)
     }
     size_t k = 0;
     for (size_t j = 0; j < p->nfetches; j++) {
-        if (p->fetches[j] == s->train_op) {
+        if (p->fetches[j] == s->nodes.train_op) {
             p->fetch_map[j] = -1;
             continue;
         }
@@ -171,7 +171,7 @@ static rf_status make_exec_plan(rf_session *s, sess_plan *p)
 static int32_t remote_var(const rf_session *s, const rf_node *n)
 {
     size_t id = rf_node_id(n);
-    int32_t i = id < s->nnodes ? s->var_of_node[id] : -1;
+    int32_t i = id < s->nodes.nnodes ? s->nodes.var_of_node[id] : -1;
     return i >= 0 && !s->v[i].table ? i : -1;
 }
 
@@ -180,12 +180,13 @@ static int32_t remote_var(const rf_session *s, const rf_node *n)
 static rf_status check_table_readers(const rf_session *s, rf_node *n)
 {
     size_t id = rf_node_id(n);
-    bool lookup = id < s->nlookups_of_node && s->lookup_of_node[id] >= 0;
+    bool lookup =
+        id < s->rows.nlookups_of_node && s->rows.lookup_of_node[id] >= 0;
     size_t ids_in = rf_node_op(n) == RF_OP_GATHER ? 1 : 0;
     for (size_t j = 0; j < rf_node_num_inputs(n); j++) {
         rf_node *in = rf_node_input(n, j);
         size_t iid = rf_node_id(in);
-        int32_t i = iid < s->nnodes ? s->var_of_node[iid] : -1;
+        int32_t i = iid < s->nodes.nnodes ? s->nodes.var_of_node[iid] : -1;
         if (i < 0 || !s->v[i].table || (lookup && j != ids_in))
             continue;
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -232,7 +233,7 @@ static rf_status hook_plan(rf_session *s, sess_plan *p)
             goto out;
     for (size_t j = 0; j < p->nfetches; j++) {
         size_t fid = rf_node_id(p->fetches[j]);
-        int32_t i = fid < s->nnodes ? s->var_of_node[fid] : -1;
+        int32_t i = fid < s->nodes.nnodes ? s->nodes.var_of_node[fid] : -1;
         if (i >= 0 && s->v[i].table) {
             st = rf_error_set(RF_ERR_INVALID_ARG,
                               "fetching the embedding table shard '%s': the "
@@ -258,7 +259,8 @@ static rf_status hook_plan(rf_session *s, sess_plan *p)
             if (vi >= 0)
                 p->wait_var[p->wait_off[id] + fill[id]++] = (uint32_t)vi;
         }
-        bool lookup = id < s->nlookups_of_node && s->lookup_of_node[id] >= 0;
+        bool lookup =
+            id < s->rows.nlookups_of_node && s->rows.lookup_of_node[id] >= 0;
         unsigned when =
             (p->wait_off[id + 1] > p->wait_off[id] ? RF_HOOK_BEFORE : 0) |
             (p->grad_var[id] >= 0 || p->idx_var[id] >= 0 ? RF_HOOK_AFTER : 0) |
@@ -341,7 +343,7 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
     rf_status st = RF_OK;
     bool ssp = p->train && sess_ssp_on(s);
     if (ssp) {
-        size_t b = 8 * (size_t)s->num_workers;
+        size_t b = 8 * (size_t)s->task.num_workers;
         p->ssp_read_op = p->nops;
         st = add_op(p, cap,
                     (rf_step_op){.kind = RF_STEP_CLOCKS_READ,
@@ -384,12 +386,12 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
         p->advance_op = p->nops;
         rf_step_op adv = {.kind = s->push->advance_kind,
                           .op = s->push->advance_op,
-                          .var = rf_node_name(s->global_step_var),
+                          .var = rf_node_name(s->nodes.global_step_var),
                           .ps_task = 0,
                           .bytes = 8,
                           .wire_bytes = 8};
         st = add_op(p, cap, adv, s->push->advance_op,
-                    rf_node_name(s->global_step_var));
+                    rf_node_name(s->nodes.global_step_var));
     }
     if (ssp && st == RF_OK) {
         p->ssp_add_op = p->nops;
@@ -410,7 +412,7 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
                                 .total_num_replicas = (int)s->sync_m,
                                 .staleness = s->opt.staleness,
                                 .compute_threads = rf_executor_threads(s->ex),
-                                .vars = s->var_desc,
+                                .vars = s->report.var_desc,
                                 .num_vars = 1 + s->nv,
                                 .step = p->ops,
                                 .num_step_ops = p->nops};
@@ -421,7 +423,7 @@ rf_status sess_plan_get(rf_session *s, rf_node *const *feeds, size_t nfeeds,
                         rf_node *const *fetches, size_t nfetches,
                         sess_plan **out)
 {
-    for (sess_plan *p = s->plans; p; p = p->next)
+    for (sess_plan *p = s->run.plans; p; p = p->next)
         if (same_nodes(p->feeds, p->nfeeds, feeds, nfeeds) &&
             same_nodes(p->fetches, p->nfetches, fetches, nfetches)) {
             *out = p;
@@ -450,20 +452,21 @@ rf_status sess_plan_get(rf_session *s, rf_node *const *feeds, size_t nfeeds,
                               "rf_session_run: fetch %zu is NULL", j);
             goto err;
         }
-        if (fetches[j] == s->train_op)
+        if (fetches[j] == s->nodes.train_op)
             p->train = true;
     }
     st = make_exec_plan(s, p);
     if (st == RF_OK)
-        p->reads_global_step = rf_plan_contains(p->plan, s->global_step_var);
+        p->reads_global_step =
+            rf_plan_contains(p->plan, s->nodes.global_step_var);
     if (st == RF_OK)
         st = hook_plan(s, p);
     if (st == RF_OK)
         st = describe_plan(s, p);
     if (st != RF_OK)
         goto err;
-    p->next = s->plans;
-    s->plans = p;
+    p->next = s->run.plans;
+    s->run.plans = p;
     *out = p;
     return RF_OK;
 err:

@@ -27,16 +27,16 @@
 static sess_lookup *lookup_of(const rf_session *s, const rf_node *node)
 {
     size_t id = rf_node_id(node);
-    if (!s->lookup_of_node || id >= s->nlookups_of_node ||
-        s->lookup_of_node[id] < 0)
+    if (!s->rows.lookup_of_node || id >= s->rows.nlookups_of_node ||
+        s->rows.lookup_of_node[id] < 0)
         return NULL;
-    return &s->lookups[s->lookup_of_node[id]];
+    return &s->rows.lookups[s->rows.lookup_of_node[id]];
 }
 
 static int32_t table_of(const rf_session *s, const rf_node *n)
 {
     size_t id = rf_node_id(n);
-    int32_t i = id < s->nnodes ? s->var_of_node[id] : -1;
+    int32_t i = id < s->nodes.nnodes ? s->nodes.var_of_node[id] : -1;
     return i >= 0 && s->v[i].table ? i : -1;
 }
 
@@ -132,13 +132,14 @@ rf_status sess_rows_map(rf_session *s)
             any |= table_of(s, rf_node_input(n, first + p)) >= 0;
         cnt += any;
     }
-    s->lookup_of_node = malloc((nn ? nn : 1) * sizeof *s->lookup_of_node);
-    s->lookups = calloc(cnt ? cnt : 1, sizeof *s->lookups);
-    if (!s->lookup_of_node || !s->lookups)
+    s->rows.lookup_of_node =
+        malloc((nn ? nn : 1) * sizeof *s->rows.lookup_of_node);
+    s->rows.lookups = calloc(cnt ? cnt : 1, sizeof *s->rows.lookups);
+    if (!s->rows.lookup_of_node || !s->rows.lookups)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
-    s->nlookups_of_node = nn;
+    s->rows.nlookups_of_node = nn;
     for (size_t k = 0; k < nn; k++)
-        s->lookup_of_node[k] = -1;
+        s->rows.lookup_of_node[k] = -1;
     for (size_t k = 0; k < nn; k++) {
         rf_node *n = rf_graph_node(s->g, k);
         size_t ids_in, first, np;
@@ -149,23 +150,23 @@ rf_status sess_rows_map(rf_session *s)
             any |= table_of(s, rf_node_input(n, first + p)) >= 0;
         if (!any)
             continue;
-        rf_status st = map_one(s, n, &s->lookups[s->nlookups]);
-        s->nlookups++;
+        rf_status st = map_one(s, n, &s->rows.lookups[s->rows.nlookups]);
+        s->rows.nlookups++;
         if (st != RF_OK)
             return st;
-        s->lookup_of_node[k] = (int32_t)(s->nlookups - 1);
+        s->rows.lookup_of_node[k] = (int32_t)(s->rows.nlookups - 1);
     }
-    if (pthread_mutex_init(&s->rows_mu, NULL) != 0)
+    if (pthread_mutex_init(&s->rows.mu, NULL) != 0)
         return rf_error_set(RF_ERR_NO_RESOURCE, "session: mutex");
-    s->rows_mu_init = true;
+    s->rows.mu_init = true;
     return RF_OK;
 }
 
 size_t sess_rows_bytes(const rf_session *s)
 {
     size_t len = 0;
-    for (size_t k = 0; k < s->nlookups; k++)
-        len += ALIGN64(s->lookups[k].cap * s->lookups[k].row_bytes);
+    for (size_t k = 0; k < s->rows.nlookups; k++)
+        len += ALIGN64(s->rows.lookups[k].cap * s->rows.lookups[k].row_bytes);
     for (size_t i = 0; i < s->nv; i++)
         if (s->v[i].table)
             len += ALIGN64(s->v[i].max_push_rows * sizeof(int64_t)) +
@@ -176,8 +177,8 @@ size_t sess_rows_bytes(const rf_session *s)
 void sess_rows_place(rf_session *s, unsigned char *base)
 {
     size_t off = 0;
-    for (size_t k = 0; k < s->nlookups; k++) {
-        sess_lookup *L = &s->lookups[k];
+    for (size_t k = 0; k < s->rows.nlookups; k++) {
+        sess_lookup *L = &s->rows.lookups[k];
         L->gathered = base + off;
         off += ALIGN64(L->cap * L->row_bytes);
     }
@@ -194,8 +195,8 @@ void sess_rows_place(rf_session *s, unsigned char *base)
 
 void sess_rows_free(rf_session *s)
 {
-    for (size_t k = 0; k < s->nlookups; k++) {
-        sess_lookup *L = &s->lookups[k];
+    for (size_t k = 0; k < s->rows.nlookups; k++) {
+        sess_lookup *L = &s->rows.lookups[k];
         free(L->part_var);
         free(L->part_rows);
         free(L->count);
@@ -208,18 +209,18 @@ void sess_rows_free(rf_session *s)
         free(L->rows);
         free(L->hash);
     }
-    free(s->lookups);
-    s->lookups = NULL;
-    s->nlookups = 0;
-    free(s->lookup_of_node);
-    s->lookup_of_node = NULL;
+    free(s->rows.lookups);
+    s->rows.lookups = NULL;
+    s->rows.nlookups = 0;
+    free(s->rows.lookup_of_node);
+    s->rows.lookup_of_node = NULL;
     for (size_t i = 0; i < s->nv; i++) {
         free(s->v[i].dedup_scratch);
         s->v[i].dedup_scratch = NULL;
     }
-    if (s->rows_mu_init)
-        pthread_mutex_destroy(&s->rows_mu);
-    s->rows_mu_init = false;
+    if (s->rows.mu_init)
+        pthread_mutex_destroy(&s->rows.mu);
+    s->rows.mu_init = false;
 }
 
 static uint64_t mix(uint64_t x)
@@ -309,23 +310,24 @@ rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
                              .rows = L->rows + begin,
                              .n = end - begin,
                              .buf = L->gathered + (size_t)begin * L->row_bytes,
-                             .mr = s->mem_mr};
+                             .mr = s->block.mem_mr};
         begin = end;
     }
     uint64_t t0 = rf_now_ns();
-    pthread_mutex_lock(&s->rows_mu);
+    pthread_mutex_lock(&s->rows.mu);
     st = nsets ? rf_ps_read_rows(s->client, L->sets, nsets) : RF_OK;
     if (st == RF_OK) {
-        s->counters.table_rows_read += m;
-        s->counters.table_bytes_read += m * L->row_bytes;
-        s->counters.bytes_read += sess_rows_read_wire(&s->v[L->part_var[0]], m);
+        s->report.counters.table_rows_read += m;
+        s->report.counters.table_bytes_read += m * L->row_bytes;
+        s->report.counters.bytes_read +=
+            sess_rows_read_wire(&s->v[L->part_var[0]], m);
     }
-    pthread_mutex_unlock(&s->rows_mu);
+    pthread_mutex_unlock(&s->rows.mu);
     if (st != RF_OK)
         return rf_error_set(st, "reading the rows of lookup '%s': %s",
                             rf_node_name(node), rf_error_message());
     L->step_rows = m;
-    if (s->trace) {
+    if (s->report.trace) {
         char name[RF_PS_MAX_NAME + 32], args[96];
         snprintf(name, sizeof name, "READ_ROWS %s", rf_node_name(node));
         snprintf(args, sizeof args, "\"rows\":%zu,\"bytes\":%zu", m,
@@ -427,20 +429,21 @@ rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode,
                          int64_t sync_step)
 {
     sess_var *v = &s->v[i];
-    pthread_mutex_lock(&s->rows_mu);
-    rf_status st = sync_step >= 0
-                       ? rf_ps_push_sparse_sync(
-                             s->client, v->shard, v->push_rows, v->push_n,
-                             v->grad_buf, s->mem_mr, sync_step)
-                       : rf_ps_push_sparse(s->client, v->shard, v->push_rows,
-                                           v->push_n, v->grad_buf, s->mem_mr,
-                                           mode, s->opt.use_locking);
+    pthread_mutex_lock(&s->rows.mu);
+    rf_status st =
+        sync_step >= 0
+            ? rf_ps_push_sparse_sync(s->client, v->shard, v->push_rows,
+                                     v->push_n, v->grad_buf, s->block.mem_mr,
+                                     sync_step)
+            : rf_ps_push_sparse(s->client, v->shard, v->push_rows, v->push_n,
+                                v->grad_buf, s->block.mem_mr, mode,
+                                s->opt.use_locking);
     if (st == RF_OK) {
-        s->counters.table_rows_pushed += v->push_n;
-        s->counters.table_bytes_pushed += v->push_n * (v->row_bytes + 8);
-        s->counters.bytes_pushed += sess_rows_push_wire(s, v, v->push_n);
+        s->report.counters.table_rows_pushed += v->push_n;
+        s->report.counters.table_bytes_pushed += v->push_n * (v->row_bytes + 8);
+        s->report.counters.bytes_pushed += sess_rows_push_wire(s, v, v->push_n);
     }
-    pthread_mutex_unlock(&s->rows_mu);
+    pthread_mutex_unlock(&s->rows.mu);
     if (st != RF_OK)
         return rf_error_set(st, "pushing %zu rows of '%s': %s", v->push_n,
                             rf_node_name(v->var), rf_error_message());

@@ -57,21 +57,21 @@ rf_status sess_ssp_start(rf_session *s)
 {
     if (!sess_ssp_on(s))
         return RF_OK;
-    s->ssp_clocks = calloc((size_t)s->num_workers, sizeof *s->ssp_clocks);
-    if (!s->ssp_clocks)
+    s->ssp.clocks = calloc((size_t)s->task.num_workers, sizeof *s->ssp.clocks);
+    if (!s->ssp.clocks)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     int64_t w = 0;
     rf_status st =
-        rf_ps_clocks_read(s->client, (uint32_t)s->self->worker_id, 1, &w);
+        rf_ps_clocks_read(s->client, (uint32_t)s->task.self->worker_id, 1, &w);
     if (st != RF_OK)
         return rf_error_set(st, "reading this worker's SSP clock: %s",
                             rf_error_message());
     /* a restarted worker continues from its word; one that had finished
      * stays marked */
-    s->ssp_done = w >= SSP_DONE;
-    s->ssp_clock = s->ssp_done ? w - SSP_DONE : w;
-    snprintf(s->ssp_args, sizeof s->ssp_args, "\"bytes\":%zu,\"ps_task\":0",
-             8 * (size_t)s->num_workers);
+    s->ssp.done = w >= SSP_DONE;
+    s->ssp.clock = s->ssp.done ? w - SSP_DONE : w;
+    snprintf(s->ssp.args, sizeof s->ssp.args, "\"bytes\":%zu,\"ps_task\":0",
+             8 * (size_t)s->task.num_workers);
     return RF_OK;
 }
 
@@ -82,11 +82,11 @@ rf_status sess_ssp_start(rf_session *s)
 static int slowest(const rf_session *s, const uint64_t *done, int64_t *clock)
 {
     int who = -1;
-    for (int id = 0; id < s->num_workers; id++) {
-        if (id == s->self->worker_id ||
+    for (int id = 0; id < s->task.num_workers; id++) {
+        if (id == s->task.self->worker_id ||
             (done && rf_ps_worker_is_done(done, (uint32_t)id)))
             continue;
-        int64_t c = s->ssp_clocks[id];
+        int64_t c = s->ssp.clocks[id];
         if (c >= SSP_DONE)
             continue;
         if (who < 0 || c < *clock) {
@@ -103,14 +103,14 @@ static int slowest(const rf_session *s, const uint64_t *done, int64_t *clock)
 static rf_status read_lead(rf_session *s, const uint64_t *done, int64_t *lead,
                            int *who, int64_t *min)
 {
-    rf_status st =
-        rf_ps_clocks_read(s->client, 0, (size_t)s->num_workers, s->ssp_clocks);
+    rf_status st = rf_ps_clocks_read(s->client, 0, (size_t)s->task.num_workers,
+                                     s->ssp.clocks);
     if (st != RF_OK)
         return rf_error_set(st, "reading the SSP clocks: %s",
                             rf_error_message());
-    *min = s->ssp_clock;
+    *min = s->ssp.clock;
     *who = slowest(s, done, min);
-    *lead = *who < 0 || *min > s->ssp_clock ? 0 : s->ssp_clock - *min;
+    *lead = *who < 0 || *min > s->ssp.clock ? 0 : s->ssp.clock - *min;
     return RF_OK;
 }
 
@@ -124,9 +124,9 @@ rf_status sess_ssp_wait(rf_session *s, const sess_plan *p)
     rf_status st = read_lead(s, NULL, &lead, &who, &min);
     if (st != RF_OK)
         return st;
-    sess_span(s, p->ops[p->ssp_read_op].name, s->ssp_args, t0, 0);
+    sess_span(s, p->ops[p->ssp_read_op].name, s->ssp.args, t0, 0);
     if (lead <= k) {
-        s->counters.ssp_lead = lead;
+        s->report.counters.ssp_lead = lead;
         return RF_OK;
     }
     /* the slowest may have finished after a ps 0 restart zeroed its word:
@@ -140,7 +140,7 @@ rf_status sess_ssp_wait(rf_session *s, const sess_plan *p)
     sess_task_of_id(s, (uint32_t)who, name, sizeof name);
     RF_LOG_DEBUG_LIMITED("session: SSP: clock %lld is %lld ahead of %s's "
                          "(%lld), staleness %lld: waiting",
-                         (long long)s->ssp_clock, (long long)lead, name,
+                         (long long)s->ssp.clock, (long long)lead, name,
                          (long long)min, (long long)k);
     while (lead > k) {
         if (rf_deadline_passed(deadline)) {
@@ -150,8 +150,8 @@ rf_status sess_ssp_wait(rf_session *s, const sess_plan *p)
                               "the slowest training worker, %s at clock "
                               "%lld; this worker (/job:%s/task:%d) is at "
                               "clock %lld, more than staleness %lld ahead",
-                              wait_ms, name, (long long)min, s->self->job,
-                              s->self->index, (long long)s->ssp_clock,
+                              wait_ms, name, (long long)min, s->task.self->job,
+                              s->task.self->index, (long long)s->ssp.clock,
                               (long long)k);
             break;
         }
@@ -167,10 +167,10 @@ rf_status sess_ssp_wait(rf_session *s, const sess_plan *p)
             break;
     }
     uint64_t waited = rf_now_ns() - t0;
-    s->counters.ssp_waits++;
-    s->counters.ssp_wait_ns += waited;
-    s->counters.ssp_lead = lead;
-    sess_span(s, "ssp_wait", s->ssp_args, t0, 0);
+    s->report.counters.ssp_waits++;
+    s->report.counters.ssp_wait_ns += waited;
+    s->report.counters.ssp_lead = lead;
+    sess_span(s, "ssp_wait", s->ssp.args, t0, 0);
     return st;
 }
 
@@ -186,24 +186,24 @@ rf_status sess_ssp_advance(rf_session *s, const sess_plan *p)
                             rf_error_message());
     sess_span(s, p->ops[p->ssp_add_op].name, "\"bytes\":8,\"ps_task\":0", t0,
               0);
-    s->ssp_clock = (old >= SSP_DONE ? old - SSP_DONE : old) + 1;
+    s->ssp.clock = (old >= SSP_DONE ? old - SSP_DONE : old) + 1;
     return RF_OK;
 }
 
 rf_status sess_ssp_finish(rf_session *s)
 {
-    if (!sess_ssp_on(s) || s->ssp_done)
+    if (!sess_ssp_on(s) || s->ssp.done)
         return RF_OK;
     rf_status st = rf_ps_clock_advance(s->client, SSP_DONE, NULL);
     if (st != RF_OK)
         return rf_error_set(st, "marking this worker's SSP clock finished: %s",
                             rf_error_message());
-    s->ssp_done = true;
+    s->ssp.done = true;
     return RF_OK;
 }
 
 void sess_ssp_free(rf_session *s)
 {
-    free(s->ssp_clocks);
-    s->ssp_clocks = NULL;
+    free(s->ssp.clocks);
+    s->ssp.clocks = NULL;
 }

@@ -12,8 +12,10 @@
  *   graph    graph.h, device.h (device strings, replica_device_setter),
  *            data.h (datasets), ctr_data.h (synthetic click-through data,
  *            AUC and log loss)
- *   session  session.h (tf.train.Server and the worker's session),
- *            checkpoint.h (checkpoint files) */
+ *   session  server.h (tf.train.Server), session.h (the worker's
+ *            session), monitored_session.h (MonitoredTrainingSession and
+ *            its hooks), metrics.h (metrics files), checkpoint.h
+ *            (checkpoint files) */
 #ifndef RDMAFLOW_RDMAFLOW_H
 #define RDMAFLOW_RDMAFLOW_H
 
@@ -30,9 +32,12 @@
 #include "rdmaflow/fabric_info.h"
 #include "rdmaflow/file.h"
 #include "rdmaflow/graph.h"
+#include "rdmaflow/metrics.h"
+#include "rdmaflow/monitored_session.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"
 #include "rdmaflow/secret.h"
+#include "rdmaflow/server.h"
 #include "rdmaflow/session.h"
 #include "rdmaflow/spawn.h"
 #include "rdmaflow/status.h"

@@ -1,7 +1,11 @@
 /* rdmaflow/session.h: TensorFlow 1.x's distributed runtime in C: the
- * server every task starts (tf.train.Server), and the worker's session over
- * a graph built under replica_device_setter (what MonitoredTrainingSession
- * runs the classic trainer with). A program is run once per task:
+ * worker's session over a graph built under replica_device_setter (what
+ * MonitoredTrainingSession runs the classic trainer with), and what a step
+ * does. The server every task starts is rdmaflow/server.h, the monitored
+ * session and its hooks rdmaflow/monitored_session.h, metrics files
+ * rdmaflow/metrics.h; this header includes all three, so a program that
+ * includes it alone has the whole runtime. A program is run once per
+ * task:
  *
  *   rf_cluster *cluster;               // rf_cluster_resolve(flags, TF_CONFIG)
  *   rf_server *server;
@@ -81,85 +85,13 @@
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/ps.h"
+#include "rdmaflow/server.h"
 #include "rdmaflow/status.h"
 #include "rdmaflow/topology.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- server (tf.train.Server) ------------------------------------------ */
-
-typedef struct rf_server rf_server;
-
-typedef struct rf_server_options {
-    /* ps tasks: one span per apply=ps update of the first trace_updates
-     * updates of each shard is added to this trace (category "ps", thread
-     * 0); NULL: none. The caller writes and destroys it after
-     * rf_server_stop. */
-    rf_trace *trace;
-    uint64_t trace_updates;
-    /* The cluster secret (rdmaflow/secret.h; --cluster_secret_file): NULL
-     * or "" means RF_CLUSTER_SECRET_FILE, and neither means an
-     * unauthenticated cluster. Loaded once by rf_server_start; a ps task
-     * then authenticates every connection, a worker's sessions
-     * authenticate to every ps. */
-    const char *cluster_secret_file;
-    /* Without a secret (neither of the above), rf_server_start logs one
-     * warning line per process saying that the cluster is unauthenticated
-     * and what that exposes. require_secret (--require_secret), or
-     * RF_REQUIRE_SECRET=1, makes it fail with RF_ERR_AUTH instead. */
-    bool require_secret;
-    /* The local address a ps task listens on (--bind_addr): NULL or ""
-     * means RF_BIND_ADDR, and neither the task's cluster host. "0.0.0.0"
-     * or "::" listens on every address, e.g. in a Kubernetes pod whose
-     * own name resolves to a service address rather than its interface;
-     * the cluster address still chooses the fabric's RDMA device and the
-     * NUMA node. A worker listens on nothing: it is accepted (the same
-     * command line serves every task) and changes nothing there. */
-    const char *bind_addr;
-    /* How long rf_server_start retries the cluster's host names that do
-     * not resolve yet (this task's; a worker's ps tasks' too), as a
-     * Kubernetes pod's peers at start (--max_wait_secs); 0: one try. The
-     * error at the end names the host and its task. */
-    int resolve_wait_secs;
-} rf_server_options;
-
-/* Starts this task's server, for the task rf_cluster_self(cluster) names:
- * - every task first resolves the host names it needs (resolve_wait_secs);
- * - every task binds the calling thread to the NUMA node nearest its
- *   cluster address (RF_BIND; threads created afterwards, the executor's
- *   and the fabric's, inherit it) and opens the fabric on that address
- *   (RF_FABRIC);
- * - a ps task also starts serving on its address, or on bind_addr
- *   (rf_ps_server_start): the
- *   chief will create its shards. Its roles are bound to the cluster: only
- *   the chief's worker id may claim the chief's role, only training
- *   workers' ids may connect, and with a cluster secret every connection
- *   must authenticate.
- * options may be NULL. The cluster must outlive the server. */
-RF_API rf_status rf_server_start(const rf_cluster *cluster,
-                                 const rf_server_options *options,
-                                 rf_server **out);
-/* A ps task: blocks until the chief shut the cluster down (RF_OK) or the
- * server failed. RF_ERR_INVALID_ARG on a worker's server. */
-RF_API rf_status rf_server_join(rf_server *server);
-/* Stops serving and frees the server (every session on it must be
- * destroyed first). NULL is ignored. */
-RF_API void rf_server_stop(rf_server *server);
-
-/* A ps task's refused and dropped connections so far (all zero on a
- * worker's server). */
-RF_API void rf_server_ps_counters(rf_server *server,
-                                  rf_ps_server_counters *out);
-RF_API rf_fabric *rf_server_fabric(const rf_server *server);
-RF_API const rf_cluster *rf_server_cluster(const rf_server *server);
-RF_API const rf_binding *rf_server_binding(const rf_server *server);
-/* A ps task's listening port (0 on a worker). */
-RF_API uint16_t rf_server_port(const rf_server *server);
-/* A ps task's arena NUMA node and why (rf_ps_server_numa_node); -1 and ""
- * on a worker. */
-RF_API int rf_server_numa_node(const rf_server *server, const char **why);
 
 /* ---- session ------------------------------------------------------------ */
 
@@ -243,6 +175,27 @@ RF_API rf_status rf_session_create(rf_server *server, rf_graph *g,
                                    rf_executor *ex,
                                    const rf_session_options *options,
                                    rf_session **out);
+/* One attempt at creating a session, for a caller that waits for the
+ * cluster to become ready (the monitored session's readiness wait). */
+typedef struct rf_session_readiness {
+    /* The bound of each wait of this attempt (the ps connections, the
+     * shards' lookup, the init flags); 0: the options' and the defaults. */
+    int attempt_ms;
+    /* The chief re-creating a lost session in the same process: if every
+     * shard is still initialised (no ps task restarted), adopt them as
+     * they are instead of rolling the job back to the newest checkpoint. */
+    bool prefer_adopt;
+} rf_session_readiness;
+
+/* rf_session_create with readiness (NULL: the defaults, which is
+ * rf_session_create). On failure waiting_for (may be NULL; 64 bytes are
+ * enough) gets the task the attempt was waiting for ("/job:ps/task:1"),
+ * or "" if it failed for another reason. */
+RF_API rf_status rf_session_create_attempt(
+    rf_server *server, rf_graph *g, rf_executor *ex,
+    const rf_session_options *options, const rf_session_readiness *readiness,
+    rf_session **out, char *waiting_for, size_t len);
+
 /* Waits for anything in flight, closes the ps connections and frees the
  * session. The graph's variables get buffers of their own back
  * (rf_variable_own_storage) holding their last values, so the graph stays
@@ -266,6 +219,22 @@ RF_API rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
  * skipped as corrupt, "" if none. */
 RF_API const char *rf_session_restored_from(const rf_session *s,
                                             const char **note);
+
+/* How a session got its variables, and its checkpoints so far. */
+typedef struct rf_session_checkpoint_info {
+    /* The chief: the checkpoint restored at creation (NULL if none) and
+     * the newer ones skipped as corrupt ("" if none). */
+    const char *restored_from;
+    const char *restore_note;
+    int64_t restored_step; /* the restored checkpoint's global_step, or -1 */
+    int64_t saved_step;    /* the last rf_session_save's global_step, or -1 */
+    /* The chief: "restored", "adopted" (every shard was initialised
+     * already: a restarted chief without a checkpoint) or "initialised";
+     * NULL on another worker. */
+    const char *init_how;
+} rf_session_checkpoint_info;
+RF_API void rf_session_checkpoint_info_get(const rf_session *s,
+                                           rf_session_checkpoint_info *out);
 
 /* The chief: a checkpoint of the job now, as TensorFlow's Saver: every
  * shard's values, optimizer slots and the first variable's beta powers,
@@ -356,6 +325,39 @@ RF_API void rf_session_set_trace(rf_session *s, rf_trace *t);
  * word finished (+2^62), so no worker waits for it any more. Call once,
  * after the last run. */
 RF_API rf_status rf_session_finish(rf_session *s, int timeout_ms);
+
+/* rf_session_finish in its steps, for a caller that recovers between
+ * them (the monitored session's close):
+ * - rf_session_finish_clock: with staleness >= 0, marks this worker's
+ *   clock word finished, once; nothing otherwise;
+ * - rf_session_announce_done: a non-chief announces that it finished;
+ * - rf_session_wait_workers: the chief waits at most timeout_ms (<= 0: a
+ *   single look) for every other training worker's announcement (sync
+ *   replicas' backup workers as rf_session_finish says). RF_ERR_TIMEOUT
+ *   names the tasks that did not ("/job:worker/task:1"); missing (may be
+ *   NULL) gets the same comma-separated list ("" when all finished), and
+ *   bits (may be NULL; RF_PS_DONE_WORDS words) the last workers-done
+ *   bitmap read, after RF_OK and RF_ERR_TIMEOUT;
+ * - rf_session_pull_all: reads every variable, optimizer slots, beta
+ *   powers and global_step included, into the graph. */
+RF_API rf_status rf_session_finish_clock(rf_session *s);
+RF_API rf_status rf_session_announce_done(rf_session *s);
+RF_API rf_status rf_session_wait_workers(rf_session *s, int timeout_ms,
+                                         char *missing, size_t len,
+                                         uint64_t *bits);
+RF_API rf_status rf_session_pull_all(rf_session *s);
+
+/* The workers-done bitmap on ps task 0 (rdmaflow/ps.h,
+ * rf_ps_workers_done_read and _merge): read it into bits, or OR bits into
+ * it (the chief gives back what a restarted ps task 0 forgot). */
+RF_API rf_status rf_session_workers_done_read(rf_session *s,
+                                              uint64_t bits[RF_PS_DONE_WORDS]);
+RF_API rf_status rf_session_workers_done_merge(
+    rf_session *s, const uint64_t bits[RF_PS_DONE_WORDS]);
+
+/* The last global_step this session saw (no read: the value of its last
+ * run, rf_session_global_step or rf_session_pull_all). */
+RF_API int64_t rf_session_last_global_step(const rf_session *s);
 
 /* Chief: tells every ps task to stop serving (their rf_server_join
  * returns RF_OK). */
@@ -483,326 +485,12 @@ RF_API rf_status rf_session_create_offline(const rf_cluster *cluster,
                                            const rf_session_options *options,
                                            rf_session **out);
 
-/* ---- monitored session (tf.train.MonitoredTrainingSession) -------------- */
-
-/* A session that makes a long job survivable, with TensorFlow's semantics:
- *
- *   rf_monitored_session_options mo;
- *   rf_monitored_session_options_init(&mo);
- *   mo.session.train_op = train_op;
- *   mo.checkpoint_dir = "/ckpt";            // restore + CheckpointSaver
- *   rf_hook *hooks[2];
- *   rf_stop_at_step_hook_create(0, last_step, &hooks[0]);
- *   rf_nan_tensor_hook_create(loss, &hooks[1]);
- *   mo.hooks = hooks; mo.num_hooks = 2;     // owned by the session now
- *   rf_monitored_session *ms;
- *   rf_monitored_session_create(server, g, ex, &mo, &ms);
- *   while (!rf_monitored_session_should_stop(ms))
- *       rf_monitored_session_run(ms, feeds, values, 2, fetch, 2, out, NULL);
- *   st = rf_monitored_session_close(ms);    // chief: waits for the others
- *   ... chief: evaluate the graph locally, export ...
- *   rf_monitored_session_shutdown_cluster(ms);   // chief
- *   rf_monitored_session_destroy(ms);
- *
- * Creation: the chief restores the newest checkpoint of checkpoint_dir that
- * verifies (a corrupt newer one is named and skipped); without one it
- * adopts shards that are all initialised (a restarted chief) or
- * initialises them. The others wait until the chief has. Every task waits
- * for readiness (ps tasks up, variables initialised) at most max_wait_secs,
- * printing "still waiting for /job:ps/task:0: <last error>" every 10 s.
- *
- * Recovery (TensorFlow's _RecoverableSession): a run that fails with
- * RF_ERR_DISCONNECTED, RF_ERR_UNAVAILABLE, RF_ERR_ABORTED (a ps restarted:
- * new incarnation) or RF_ERR_TIMEOUT (a peer stopped answering) drops the
- * session, creates it again (the readiness wait above; the chief recreates
- * the shards of a restarted ps and restores the newest checkpoint into
- * every ps, or, when no ps restarted, adopts the variables as they are)
- * and runs the step again. Hooks see after_create_session again;
- * StopAtStep's last step is not moved by a recovery.
- *
- * Hooks (SessionRunHook): begin once, after_create_session after every
- * creation, before_run / after_run around every run (a hook may ask for
- * extra nodes to be fetched in before_run and gets their values in
- * after_run), end at close. Chief-only hooks run only on the chief; the
- * session itself adds, on the chief, StepCounter (log_step_count_steps) and
- * CheckpointSaver (checkpoint_dir with save_checkpoint_steps or _secs),
- * after the caller's hooks. A hook's failing status stops the run with it. */
-
-typedef struct rf_monitored_session rf_monitored_session;
-typedef struct rf_hook rf_hook;
-
-/* What after_run sees. */
-typedef struct rf_run_values {
-    int64_t global_step;      /* after the run (the new one after training) */
-    bool train;               /* the run fetched train_op */
-    const rf_tensor *results; /* the nodes this hook asked for in before_run,
-                                 in order */
-    size_t num_results;
-} rf_run_values;
-
-/* A hook: every entry but name may be NULL. ctx is the hook's own. */
-typedef struct rf_hook_ops {
-    const char *name;
-    rf_status (*begin)(void *ctx, rf_monitored_session *ms);
-    rf_status (*after_create_session)(void *ctx, rf_monitored_session *ms,
-                                      int64_t global_step);
-    /* Writes at most max nodes to fetch with this run into fetch; returns
-     * how many, or RF_HOOK_FAILED after rf_error_set: the run fails with
-     * RF_ERR_INVALID_ARG and that message before its step (no later
-     * hook's before_run, no after_run), as a TensorFlow hook's exception
-     * in before_run does. */
-    size_t (*before_run)(void *ctx, rf_monitored_session *ms, rf_node **fetch,
-                         size_t max);
-    rf_status (*after_run)(void *ctx, rf_monitored_session *ms,
-                           const rf_run_values *values);
-    rf_status (*end)(void *ctx, rf_monitored_session *ms);
-    void (*destroy)(void *ctx); /* frees ctx */
-} rf_hook_ops;
-
-/* Nodes one hook may ask for in one run. */
-#define RF_HOOK_MAX_FETCHES 16
-/* What a before_run returns to fail the run (rf_error_set first). */
-#define RF_HOOK_FAILED ((size_t)-1)
-
-/* A hook of the caller's: ops (must outlive the hook) and ctx, which
- * ops->destroy frees with the hook. */
-RF_API rf_status rf_hook_create(const rf_hook_ops *ops, void *ctx,
-                                rf_hook **out);
-/* Frees a hook not handed to a monitored session. NULL is ignored. */
-RF_API void rf_hook_destroy(rf_hook *hook);
-
-/* StopAtStepHook: stop when global_step reaches last_step, or num_steps
- * after the global_step the first session started from (computed once);
- * exactly one of the two is > 0. A session created when the job is already
- * at its last step stops before running (a late or restarted worker). */
-RF_API rf_status rf_stop_at_step_hook_create(int64_t num_steps,
-                                             int64_t last_step, rf_hook **out);
-/* NanTensorHook(loss, fail_on_nan_loss=True): a run whose loss (a float32
- * scalar node) is NaN fails with RF_ERR_NUMERIC ("NaN loss during training
- * (global_step N)") and the job stops. */
-RF_API rf_status rf_nan_tensor_hook_create(rf_node *loss, rf_hook **out);
-/* LoggingTensorHook: every every_n_iter runs of this task, one line to out
- * (NULL: stdout) with the value of each node ("loss = 0.4127, global_step =
- * 1200 (0.812 sec)"); a non-scalar shows its first values. */
-RF_API rf_status rf_logging_hook_create(rf_node *const *nodes, size_t num_nodes,
-                                        int64_t every_n_iter, FILE *out,
-                                        rf_hook **out_hook);
-/* StepCounterHook: every every_n_steps of global_step, the cluster's
- * global_step/sec and, with examples_per_step > 0, examples/sec, to out
- * (NULL: stdout). */
-RF_API rf_status rf_step_counter_hook_create(int64_t every_n_steps,
-                                             int64_t examples_per_step,
-                                             FILE *out, rf_hook **out_hook);
-/* CheckpointSaverHook (the chief): saves into dir (rf_session_save, keeping
- * max_to_keep, 0: 5) after the session is created (unless it has just
- * restored a checkpoint: the next save is counted from that checkpoint's
- * step, though other workers may have moved on since), every save_steps global
- * steps if save_steps > 0, else every save_secs seconds if save_secs > 0,
- * and at the end. One line per save to out (NULL: stdout). */
-RF_API rf_status rf_checkpoint_saver_hook_create(const char *dir,
-                                                 double save_secs,
-                                                 int64_t save_steps,
-                                                 int max_to_keep, FILE *out,
-                                                 rf_hook **out_hook);
-
-/* MetricsHook (rdmaflow's, for --metrics_out): this task's training as
- * JSON lines, written through w (rf_metrics_writer_open; the caller
- * closes it after the session is destroyed). Every training run is counted
- * with its loss (a float32 scalar node, fetched every run; NULL: null in
- * the file), accuracy (a float32 scalar node such as rf_accuracy's over
- * the batch, fetched every run; NULL: not written) and the bytes it moved
- * (rf_session_counters_get, a recovery's new session included); w writes
- * the lines it is due. The first session's creation starts w's clock
- * (rf_metrics_writer_start at its global_step). The hook writes no
- * summary: the caller does (rf_metrics_writer_summary) once it knows the
- * test accuracy. */
-typedef struct rf_metrics_writer rf_metrics_writer;
-RF_API rf_status rf_metrics_hook_create(rf_metrics_writer *w, rf_node *loss,
-                                        rf_node *accuracy, rf_hook **out_hook);
-
-typedef struct rf_monitored_session_options {
-    /* train_op, apply mode, timeouts (see rf_session_options). Its
-     * checkpoint_dir is ignored: use checkpoint_dir below. */
-    rf_session_options session;
-    /* The chief restores from it and, if save_checkpoint_steps or _secs is
-     * > 0, saves into it. NULL: neither. */
-    const char *checkpoint_dir;
-    int64_t save_checkpoint_steps; /* > 0: every N steps (secs ignored) */
-    double save_checkpoint_secs;   /* default 600; 0: only by steps */
-    int max_to_keep;               /* default 5 */
-    /* The chief's StepCounter every N steps (default 100; 0: none), with
-     * examples/sec when examples_per_step (the batch size) > 0. */
-    int64_t log_step_count_steps;
-    int64_t examples_per_step;
-    /* Readiness wait bound, at creation and at each recovery (default
-     * 7200). */
-    int max_wait_secs;
-    /* The chief's close waits at most this long for the other workers
-     * (default 120). */
-    int stop_grace_secs;
-    /* Handed over (the session destroys them, even when creation fails). */
-    rf_hook *const *hooks;
-    size_t num_hooks;
-    rf_hook *const *chief_only_hooks;
-    size_t num_chief_only_hooks;
-    /* Waiting, recovery and the built-in hooks' lines (NULL: stdout). */
-    FILE *log;
-} rf_monitored_session_options;
-
-RF_API void rf_monitored_session_options_init(rf_monitored_session_options *o);
-
-/* Creates the session as described above (begin, the readiness wait, then
- * after_create_session). RF_ERR_TIMEOUT after max_wait_secs names what it
- * waited for; a refusal (a model that differs, a corrupt checkpoint
- * directory) fails at once. */
-RF_API rf_status rf_monitored_session_create(
-    rf_server *server, rf_graph *g, rf_executor *ex,
-    const rf_monitored_session_options *o, rf_monitored_session **out);
-/* One run (rf_session_run) with the hooks around it, recovering as above.
- * After a stop was requested it refuses to run (RF_ERR_INVALID_ARG). */
-RF_API rf_status rf_monitored_session_run(
-    rf_monitored_session *ms, rf_node *const *feeds, const rf_tensor *values,
-    size_t num_feeds, rf_node *const *fetches, size_t num_fetches,
-    rf_tensor *fetched, int64_t *global_step);
-RF_API bool rf_monitored_session_should_stop(const rf_monitored_session *ms);
-RF_API void rf_monitored_session_request_stop(rf_monitored_session *ms);
-/* The session now (a new one after each recovery): for hooks and for
- * rf_session_save, describe, trace. */
-RF_API rf_session *rf_monitored_session_session(rf_monitored_session *ms);
-RF_API bool rf_monitored_session_is_chief(const rf_monitored_session *ms);
-/* The last global_step seen; recoveries so far. */
-RF_API int64_t rf_monitored_session_global_step(const rf_monitored_session *ms);
-RF_API int rf_monitored_session_recoveries(const rf_monitored_session *ms);
-/* Where log lines go (the options' log or stdout). */
-RF_API FILE *rf_monitored_session_log(const rf_monitored_session *ms);
-
-/* The end of this task's job. A non-chief announces that it finished and
- * runs the hooks' end. The chief waits at most stop_grace_secs for every
- * other worker, reads every variable (values, slots, beta powers,
- * global_step) into the graph, then runs the hooks' end (CheckpointSaver
- * saves the final checkpoint). If a worker did not finish in time it
- * returns RF_ERR_TIMEOUT naming it ("/job:worker/task:1 did not finish
- * within 120 s") after doing all of that, so the chief can still evaluate
- * and shut the cluster down before exiting with an error. Call once. */
-RF_API rf_status rf_monitored_session_close(rf_monitored_session *ms);
-/* The chief: rf_session_shutdown_cluster. */
-RF_API rf_status
-rf_monitored_session_shutdown_cluster(rf_monitored_session *ms);
-/* Frees the session and its hooks. NULL is ignored. */
-RF_API void rf_monitored_session_destroy(rf_monitored_session *ms);
-
-/* ---- metrics files (--metrics_out) ------------------------------------ */
-
-/* A metrics file: JSON lines (one JSON object per line, written with
- * json-c), one "step" line per logged step of this task and a "summary"
- * line at the end; the README's "Metrics files" has the schema. Each line
- * is formatted whole and written with one write(2) to a file opened with
- * O_APPEND, so a task killed at any instant leaves only whole lines.
- * Usable without a monitored session (a local training loop calls
- * rf_metrics_writer_step itself); with one, rf_metrics_hook_create feeds
- * it.
- *
- *   if (rf_metrics_check_output(path) != RF_OK) ... // before training
- *   rf_metrics_options mo;
- *   rf_metrics_options_init(&mo);
- *   mo.path = path; mo.task = "worker:1"; mo.examples_per_step = batch;
- *   rf_metrics_writer *w;
- *   rf_metrics_writer_open(&mo, &w);
- *   rf_metrics_writer_start(w, global_step);
- *   ... per step: rf_metrics_writer_step(w, &(rf_metrics_step){...});
- *   rf_metrics_writer_summary(w, test_accuracy);   // NAN: not measured
- *   rf_metrics_writer_close(w); */
-
-typedef struct rf_metrics_options {
-    const char *path; /* required */
-    /* the task: "local", "worker:1", "chief:0", "ps:0" (required) */
-    const char *task;
-    /* a line at this task's first step, every every_n_steps of its steps
-     * and its last (written by the summary); default 100 */
-    int64_t every_n_steps;
-    /* examples in one step of this task (its batch size) */
-    int64_t examples_per_step;
-    /* examples in one global step of the cluster (sync replicas: every
-     * aggregated replica's batch); 0: examples_per_step */
-    int64_t examples_per_global_step;
-} rf_metrics_options;
-
-RF_API void rf_metrics_options_init(rf_metrics_options *o);
-
-/* Checks, writing nothing, that rf_metrics_writer_open could write path:
- * rf_file_check_output's checks (a directory, device, FIFO or socket, a
- * missing or unwritable directory are refused), and an existing non-empty
- * file must be a metrics file already (its first line a metrics record),
- * which is replaced; anything else is refused and never clobbered. A file
- * another writer has open (a writer holds an exclusive flock(2) on it for
- * its life) is refused too, so two tasks given one path cannot interleave.
- * RF_ERR_INVALID_ARG naming the path and why. */
-RF_API rf_status rf_metrics_check_output(const char *path);
-
-/* Checks path as above and creates (truncates) it. */
-RF_API rf_status rf_metrics_writer_open(const rf_metrics_options *o,
-                                        rf_metrics_writer **out);
-
-/* Training starts now, at this global_step: the origin of elapsed, of the
- * rates and of the summary's counts (open sets it too). */
-RF_API void rf_metrics_writer_start(rf_metrics_writer *w, int64_t global_step);
-
-/* One training step of this task. */
-typedef struct rf_metrics_step {
-    int64_t global_step; /* after the step */
-    double loss;         /* NAN: null */
-    double accuracy;     /* NAN: not measured (the field is left out) */
-    uint64_t bytes_read, bytes_pushed; /* this step's */
-    /* stale synchronous parallel: ssp true writes "ssp_lead", this
-     * worker's clock minus the slowest training worker's as the step saw
-     * it (rf_session_counters.ssp_lead) */
-    bool ssp;
-    int64_t ssp_lead;
-} rf_metrics_step;
-
-/* Counts the step and writes its line if it is due. RF_ERR_IO naming the
- * file and errno on a failed write. */
-RF_API rf_status rf_metrics_writer_step(rf_metrics_writer *w,
-                                        const rf_metrics_step *step);
-
-/* What the writer counted since start. Rates are over [start, last step]:
- * examples_per_sec this task's, global_step_per_sec the cluster's
- * global_step delta over that time (StepCounterHook's global_step/sec)
- * and cluster_examples_per_sec that times examples_per_global_step. */
-typedef struct rf_metrics_totals {
-    int64_t steps, examples;
-    int64_t start_global_step, global_step;
-    double seconds;
-    double examples_per_sec, global_step_per_sec, cluster_examples_per_sec;
-    double final_loss; /* NAN before a step */
-    uint64_t bytes_read, bytes_pushed;
-} rf_metrics_totals;
-RF_API void rf_metrics_writer_totals(const rf_metrics_writer *w,
-                                     rf_metrics_totals *out);
-
-/* Writes the last step's line if it was not due, then the summary line
- * (test_accuracy NAN: not measured, left out), and fsyncs the file. Call
- * once. */
-RF_API rf_status rf_metrics_writer_summary(rf_metrics_writer *w,
-                                           double test_accuracy);
-/* A click-through model's evaluation: its test AUC and log loss and the
- * hidden model's on the same examples (rdmaflow/ctr_data.h); NAN fields
- * are left out. */
-typedef struct rf_metrics_eval {
-    double auc, log_loss, hidden_auc, hidden_log_loss;
-} rf_metrics_eval;
-/* rf_metrics_writer_summary with eval's fields ("auc", "log_loss",
- * "hidden_auc", "hidden_log_loss") in the summary too; eval NULL is
- * rf_metrics_writer_summary. */
-RF_API rf_status rf_metrics_writer_summary_eval(rf_metrics_writer *w,
-                                                double test_accuracy,
-                                                const rf_metrics_eval *eval);
-
-/* Closes the file (without a summary if none was written) and frees w.
- * NULL is ignored. */
-RF_API void rf_metrics_writer_close(rf_metrics_writer *w);
-
 #ifdef __cplusplus
 }
 #endif
+
+/* The rest of the runtime, which this header held before it was split. */
+#include "rdmaflow/metrics.h"
+#include "rdmaflow/monitored_session.h"
+
 #endif

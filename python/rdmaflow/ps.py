@@ -119,6 +119,8 @@ class Session:
         """{name: ndarray}: every variable READ from its ps task into
         registered memory, viewed without a copy."""
         views, _ = self._session._ms.run([], [], self._var_nodes)
+        if views is None:  # the job ended while this task recovered
+            views = [None] * len(self._names)
         return {n: (None if v is None else np.asarray(v))
                 for n, v in zip(self._names, views)}
 

@@ -313,6 +313,7 @@ typedef struct ms_state {
     Py_ssize_t nfetch;
     rf_tensor *out;
     int64_t step;
+    bool job_ended; /* the last run ran nothing: the job had ended */
     /* save, sync_stats */
     char *save_dir;
     int save_keep;
@@ -937,7 +938,8 @@ static rf_status run_fn(void *arg)
     ms_state *s = arg;
     return rf_monitored_session_run(s->ms, s->feeds.nodes, s->feeds.values,
                                     (size_t)s->feeds.n, s->fetches,
-                                    (size_t)s->nfetch, s->out, &s->step);
+                                    (size_t)s->nfetch, s->out, &s->step,
+                                    &s->job_ended);
 }
 
 static rf_status close_fn(void *arg)
@@ -1296,7 +1298,10 @@ static PyObject *ms_run(ms_obj *self, PyObject *args, PyObject *kw)
         return NULL; /* the arguments stay: the run goes on */
     PyObject *result = NULL;
     if (ms_result(self, st, false) == 0) {
-        PyObject *views = pyrf_tensor_views(s->out, (size_t)s->nfetch);
+        /* the job ended while the session recovered: nothing ran, None */
+        PyObject *views =
+            s->job_ended ? (Py_INCREF(Py_None), Py_None)
+                         : pyrf_tensor_views(s->out, (size_t)s->nfetch);
         if (views)
             result = Py_BuildValue("(NL)", views, (long long)s->step);
     }

@@ -113,13 +113,14 @@ static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
             goto out;
         }
         tr_wd_batch_feed(f, s, &b, 0, (size_t)f->batch_size);
+        bool ended = false;
         if (rf_monitored_session_run(ms, b.feed_nodes, b.feeds, b.nfeeds,
-                                     fetches, 2, out,
-                                     &res->global_step) != RF_OK) {
+                                     fetches, 2, out, &res->global_step,
+                                     &ended) != RF_OK) {
             snprintf(err, errlen, "%s", rf_error_message());
             goto out;
         }
-        if (!out[0].data)
+        if (ended) /* the job ended while this task recovered */
             break;
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
                              err, errlen) != 0)

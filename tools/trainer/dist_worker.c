@@ -115,12 +115,13 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
             snprintf(err, errlen, "reading a batch: %s", rf_error_message());
             goto out;
         }
+        bool ended = false;
         if (rf_monitored_session_run(d->ms, feeds, in, 2, fetches, 2, out,
-                                     &res->global_step) != RF_OK) {
+                                     &res->global_step, &ended) != RF_OK) {
             snprintf(err, errlen, "%s", rf_error_message());
             goto out;
         }
-        if (!out[0].data) /* the job ended while this task recovered */
+        if (ended) /* the job ended while this task recovered */
             break;
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
                              err, errlen) != 0)
@@ -230,19 +231,12 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     char who[64];
     snprintf(who, sizeof who, "%s %d", d.self->job, d.self->index);
 
-    /* the chief makes (or checks) --checkpoint_dir before any work, and
-     * that the state file it rewrites after every save can be written */
-    if (chief && f->checkpoint_dir) {
-        char state[4096];
-        int k =
-            snprintf(state, sizeof state, "%s/checkpoint", f->checkpoint_dir);
-        if (rf_ckpt_dir_create(f->checkpoint_dir) != RF_OK ||
-            (k > 0 && (size_t)k < sizeof state &&
-             rf_file_check_output(state) != RF_OK)) {
-            fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
-                    rf_error_message());
-            return 2;
-        }
+    /* the chief makes (or checks) --checkpoint_dir before any work */
+    if (chief && f->checkpoint_dir &&
+        rf_monitored_session_check_checkpoint_dir(f->checkpoint_dir) != RF_OK) {
+        fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
+                rf_error_message());
+        return 2;
     }
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
                             .require_secret = f->require_secret,

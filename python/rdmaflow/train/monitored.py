@@ -160,6 +160,8 @@ class _MonitoredSession:
         nodes, values = _fetches.feeds(self._graph, feed_dict)
         self._current_args = _hooks.SessionRunArgs(fetches, feed_dict)
         views, _ = self._ms.run(nodes, values, plan.nodes)
+        if views is None:  # the job ended while this task recovered
+            views = [None] * len(plan.nodes)
         return plan.build(views)
 
     def should_stop(self):
