@@ -384,6 +384,15 @@ static int give(const flagtab *t, const flagtab_row *row, const char *value,
     return apply_value(row, value, t->ctx, err) ? -1 : FLAGTAB_OK;
 }
 
+/* The value in the next argument, if there is one it may take. */
+static const char *next_value(const flagtab *t, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc ||
+        (t->no_dashed_values && !strncmp(argv[*i + 1], "--", 2)))
+        return NULL;
+    return argv[++*i];
+}
+
 /* argv[*i] is "--NAME[=V]". */
 static int parse_long(const flagtab *t, int argc, char **argv, int *i,
                       flagtab_error *err)
@@ -406,9 +415,7 @@ static int parse_long(const flagtab *t, int argc, char **argv, int *i,
                              "option '%s' takes no value", RF_ECHO(arg));
         return give(t, row, NULL, negate, err);
     }
-    const char *value = eq ? eq + 1 : NULL;
-    if (!value && *i + 1 < argc)
-        value = argv[++*i];
+    const char *value = eq ? eq + 1 : next_value(t, argc, argv, i);
     if (!value)
         return set_error(err, FLAGTAB_ERR_MISSING_VALUE,
                          "option '%s' needs a value", RF_ECHO(arg));
@@ -434,9 +441,7 @@ static int parse_short(const flagtab *t, int argc, char **argv, int *i,
                 return rc;
             continue;
         }
-        const char *value = p[1] ? p + 1 : NULL;
-        if (!value && *i + 1 < argc)
-            value = argv[++*i];
+        const char *value = p[1] ? p + 1 : next_value(t, argc, argv, i);
         if (!value)
             return set_error(err, FLAGTAB_ERR_MISSING_VALUE,
                              "option '-%c' needs a value", *p);

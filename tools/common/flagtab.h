@@ -88,6 +88,9 @@ typedef struct flagtab {
     bool exact_names;
     /* "-x" is an operand, not a short flag: only "--" starts a flag. */
     bool long_only;
+    /* A value in the next argument may not start with "--": "--host
+     * --trace x" is a missing value (rf-launch), not the host "--trace". */
+    bool no_dashed_values;
 } flagtab;
 
 typedef enum flagtab_error_kind {
@@ -117,10 +120,11 @@ struct flagtab_error {
 /* Applies every row's default, then reads argv[1 .. argc) in order:
  * "--NAME=V", "--NAME V", "--NAME" (BOOL), "--noNAME" (NEGATABLE),
  * "-a", "-aV", "-a V" and clusters of BOOL aliases ("-aN"); "--" ends the
- * flags; a value always takes the next argument, even one that starts
- * with '-'. Operands (any other argument, "-" too) are moved, in order,
- * to argv[1 .. 1 + *noperands). Returns FLAGTAB_OK, FLAGTAB_STOPPED, or -1
- * with *err filled in (dest of earlier rows may then hold new values). */
+ * flags; a value takes the next argument even when it starts with '-'
+ * (unless no_dashed_values and it starts with "--"). Operands (any other
+ * argument, "-" too) are moved, in order, to argv[1 .. 1 + *noperands). Returns
+ * FLAGTAB_OK, FLAGTAB_STOPPED, or -1 with *err filled in (dest of earlier rows
+ * may then hold new values). */
 int flagtab_parse(const flagtab *t, int argc, char **argv, int *noperands,
                   flagtab_error *err);
 

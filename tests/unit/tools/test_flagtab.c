@@ -45,6 +45,8 @@ static int call_tag(const flagtab_row *row, const char *value, void *ctx,
 
 /* Parses argv (a NULL-terminated list after the program name) into *o with
  * the test table; returns flagtab_parse's answer. */
+static bool no_dashed_values; /* the next parse's table option */
+
 static int parse(opts *o, flagtab_error *err, int *nops, char **argv,
                  bool exact)
 {
@@ -127,7 +129,10 @@ static int parse(opts *o, flagtab_error *err, int *nops, char **argv,
          .bits = FLAGTAB_STOP},
         {0},
     };
-    flagtab t = {.rows = rows, .ctx = o, .exact_names = exact};
+    flagtab t = {.rows = rows,
+                 .ctx = o,
+                 .exact_names = exact,
+                 .no_dashed_values = no_dashed_values};
     int argc = 0;
     while (argv[argc])
         argc++;
@@ -197,6 +202,13 @@ static void test_values(void)
     /* a value takes the next argument even when it starts with '-' */
     rc = parse(&o, &err, &n, ARGS("--name", "-x"), false);
     CHECK(rc == FLAGTAB_OK && !strcmp(o.name, "-x"), "%s", err.message);
+    /* ... unless no_dashed_values and it starts with "--" */
+    no_dashed_values = true;
+    rc = parse(&o, &err, &n, ARGS("--name", "--verbose"), false);
+    CHECK(rc == -1 && err.kind == FLAGTAB_ERR_MISSING_VALUE, "dashed: %d", rc);
+    rc = parse(&o, &err, &n, ARGS("--name", "-x"), false);
+    CHECK(rc == FLAGTAB_OK && !strcmp(o.name, "-x"), "%s", err.message);
+    no_dashed_values = false;
     /* unique abbreviations, as getopt_long; not with exact_names */
     rc = parse(&o, &err, &n, ARGS("--it", "9"), false);
     CHECK(rc == FLAGTAB_OK && o.iters == 9, "abbreviation: %s", err.message);
