@@ -352,7 +352,8 @@ static const flagtab_row *find_long(const flagtab *t, const char *name,
         if (strncmp(row->name, name, len) != 0)
             continue;
         /* two spellings of one flag are one candidate, as for getopt */
-        if (found && (found->dest != row->dest || found->type != row->type)) {
+        if (found && (!found->dest || found->dest != row->dest ||
+                      found->type != row->type)) {
             *ambiguous = true;
             return NULL;
         }

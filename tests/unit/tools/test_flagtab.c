@@ -212,6 +212,8 @@ static void test_values(void)
     /* unique abbreviations, as getopt_long; not with exact_names */
     rc = parse(&o, &err, &n, ARGS("--it", "9"), false);
     CHECK(rc == FLAGTAB_OK && o.iters == 9, "abbreviation: %s", err.message);
+    rc = parse(&o, &err, &n, ARGS("--po", "x"), false);
+    CHECK(rc == -1 && err.kind == FLAGTAB_ERR_AMBIGUOUS, "--po: %d", rc);
     rc = parse(&o, &err, &n, ARGS("--it", "9"), true);
     CHECK(rc == -1 && err.kind == FLAGTAB_ERR_UNKNOWN, "exact: %d", rc);
     /* a STOP flag stops: what follows is not read */
