@@ -4,8 +4,6 @@
 #include "bench_opts.h"
 #include "rdmaflow/env.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +12,7 @@
 
 #include "bench_clock.h"
 #include "bench_stats.h"
+#include "flagtab.h"
 #include <rdmaflow/fabric.h>
 #include <rdmaflow/fabric_info.h>
 #include <rdmaflow/version.h>
@@ -55,102 +54,28 @@ int bench_test_find(const char *name)
     return -1;
 }
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage:\n"
-            "  rf-bench --serve [--host ADDR] [-p PORT] [--provider NAME] "
-            "[--max-qps N]\n"
-            "  rf-bench --connect HOST[:PORT] [options] TEST\n"
-            "  rf-bench --loopback [--host ADDR] [options] TEST\n"
-            "\n"
-            "Latency and bandwidth microbenchmarks over the rdmaflow fabric "
-            "API,\nmeasured as perftest measures (ib_read_lat, ib_write_bw, "
-            "...).\n"
-            "--loopback starts the server as a child process (fork+exec of "
-            "rf-bench)\non 127.0.0.1 (or --host) and runs the client "
-            "against it.\n"
-            "\n"
-            "TEST: read_lat write_lat write_imm_lat fetch_add_lat "
-            "cmp_swap_lat\n"
-            "      read_bw  write_bw  write_imm_bw  fetch_add_bw  "
-            "cmp_swap_bw\n"
-            "\n"
-            "Options:\n"
-            "  --provider NAME     sock, verbs or auto (default: RF_FABRIC, "
-            "else auto)\n"
-            "  --host ADDR         address to listen on (--serve, default "
-            "0.0.0.0) or of\n"
-            "                      the loopback server (default 127.0.0.1)\n"
-            "  -p, --port PORT     listen on / connect to PORT (default %d)\n"
-            "  -s, --size BYTES    message size, K/M/G suffixes allowed "
-            "(default %d for\n"
-            "                      latency, %d for bandwidth; atomics are "
-            "8 bytes)\n"
-            "  -a, --all           all sizes 2 .. 2^23 (not for atomics)\n"
-            "  -n, --iters N       iterations, at least %d (default 1000; "
-            "5000 for\n"
-            "                      write_bw and write_imm_bw)\n"
-            "  -t, --tx-depth N    outstanding operations, bandwidth tests "
-            "(default %d)\n"
-            "  -Q, --cq-mod N      signal every N-th operation, bandwidth "
-            "tests (default\n"
-            "                      %d; 1 above %d bytes unless given, as "
-            "perftest)\n"
-            "  -I, --inline-size N pass the inline hint up to N bytes "
-            "(default %d for\n"
-            "                      write latency tests, else 0)\n"
-            "  -N, --no-peak       do not compute the peak bandwidth\n"
-            "  -D, --duration SEC  run for SEC seconds instead of -n "
-            "iterations, measuring\n"
-            "                      between the margins (SEC > 2 x margin; "
-            "not with -a,\n"
-            "                      -n or -e)\n"
-            "  -f, --margin SEC    -D: seconds left out at either end "
-            "(default %d)\n"
-            "  --report_gbits      bandwidth in Gb/sec (10^9 bits) instead "
-            "of MiB/sec\n"
-            "  -q, --qp N          endpoints (QPs), each its own connection, "
-            "bandwidth\n"
-            "                      tests (default 1, at most %d; -n and -t "
-            "are per QP)\n"
-            "  --max-qps N         --serve: the most endpoints a client may "
-            "open per run\n"
-            "                      (default %d, at most %d)\n"
-            "  -d, --ib-dev DEV    verbs: the RDMA device (RF_VERBS_DEVICE; "
-            "the flag wins)\n"
-            "  -i, --ib-port PORT  verbs: its port (RF_VERBS_PORT)\n"
-            "  -x, --gid-index N   verbs: the GID index (RF_VERBS_GID_INDEX)\n"
-            "  --poll MODE         how completions are awaited: wait "
-            "(default: rf_cq_wait,\n"
-            "                      which spins RF_CQ_SPIN_US, 20 us, then "
-            "blocks), busy\n"
-            "                      (rf_cq_poll in a loop, as perftest), or "
-            "events\n"
-            "                      (rf_cq_wait with no spin)\n"
-            "  -e, --events        --poll events (perftest's -e)\n"
-            "  --json              one JSON object per result row, nothing "
-            "else on stdout\n"
-            "  --forever           --serve: keep serving clients (default: "
-            "exit after one)\n"
-            "  --timeout SEC       give up waiting for a completion or the "
-            "peer after SEC\n"
-            "                      seconds (default 60)\n"
-            "  --timer tsc|clock   timestamps: rdtsc calibrated against "
-            "CLOCK_MONOTONIC\n"
-            "                      (default on x86) or CLOCK_MONOTONIC "
-            "itself\n"
-            "  --providers         list the compiled-in providers and exit\n"
-            "  -h, --help          this text\n"
-            "  --version           print the version and exit\n"
-            "\n"
-            "Exit status: 0 ok, 1 failure (including data verification), 2 "
-            "usage error.\n",
-            BENCH_DEFAULT_PORT, BENCH_DEFAULT_LAT_SIZE, BENCH_DEFAULT_BW_SIZE,
-            BENCH_MIN_ITERS, BENCH_DEFAULT_TX_DEPTH, BENCH_DEFAULT_CQ_MOD,
-            BENCH_CQ_MOD_SIZE_LIMIT, BENCH_DEFAULT_INLINE, BENCH_DEFAULT_MARGIN,
-            BENCH_MAX_QPS, BENCH_DEFAULT_MAX_QPS, BENCH_MAX_QPS);
-}
+/* The help before the options (whose lines come from the flag table). */
+static const char usage_head[] =
+    "Usage:\n"
+    "  rf-bench --serve [--host ADDR] [-p PORT] [--provider NAME] "
+    "[--max-qps N]\n"
+    "  rf-bench --connect HOST[:PORT] [options] TEST\n"
+    "  rf-bench --loopback [--host ADDR] [options] TEST\n"
+    "\n"
+    "Latency and bandwidth microbenchmarks over the rdmaflow fabric API,\n"
+    "measured as perftest measures (ib_read_lat, ib_write_bw, ...).\n"
+    "--loopback starts the server as a child process (fork+exec of "
+    "rf-bench)\non 127.0.0.1 (or --host) and runs the client against it.\n"
+    "\n"
+    "TEST: read_lat write_lat write_imm_lat fetch_add_lat cmp_swap_lat\n"
+    "      read_bw  write_bw  write_imm_bw  fetch_add_bw  cmp_swap_bw\n"
+    "\n"
+    "Options:\n";
+
+static const char usage_tail[] =
+    "\n"
+    "Exit status: 0 ok, 1 failure (including data verification), 2 usage "
+    "error.\n";
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -166,63 +91,39 @@ static int bad(const char *fmt, ...)
     return 2;
 }
 
-/* Whole unsigned decimal number in [min, max], with an optional binary
- * K/M/G suffix when allow_suffix. */
-static int parse_u64(const char *flag, const char *text, uint64_t min,
-                     uint64_t max, bool allow_suffix, uint64_t *out)
+/* What the flag table's calls share while argv is read. */
+typedef struct parse_state {
+    bench_opts *o;
+    bool host_set;     /* --host, or the host of --connect */
+    bool host_flag;    /* --host itself */
+    bool connect_port; /* --connect HOST:PORT */
+} parse_state;
+
+/* One mode only: --serve, --connect or --loopback. */
+static int set_mode(bench_opts *o, bench_mode m, flagtab_error *err)
 {
-    if (!text || !*text || *text == '-' || *text == '+')
-        return bad("%s: '%s' is not a non-negative number", flag,
-                   RF_ECHO(text ? text : ""));
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text)
-        return bad("%s: '%s' is not a number", flag, RF_ECHO(text));
-    if (allow_suffix && *end && !end[1]) {
-        unsigned shift = 0;
-        switch (*end) {
-        case 'K':
-        case 'k':
-            shift = 10;
-            break;
-        case 'M':
-        case 'm':
-            shift = 20;
-            break;
-        case 'G':
-        case 'g':
-            shift = 30;
-            break;
-        default:
-            return bad("%s: '%s' has an unknown suffix (K, M or G)", flag,
-                       RF_ECHO(text));
-        }
-        if (v > (UINT64_MAX >> shift))
-            return bad("%s: '%s' is too large", flag, RF_ECHO(text));
-        v <<= shift;
-        end++;
-    }
-    if (*end)
-        return bad("%s: '%s' has trailing characters", flag, RF_ECHO(text));
-    if (v < min || v > max) {
-        return bad("%s: %s is outside [%" PRIu64 ", %" PRIu64 "]", flag,
-                   RF_ECHO(text), min, max);
-    }
-    *out = v;
+    if (o->mode != BENCH_MODE_NONE && o->mode != m)
+        return flagtab_fail(err,
+                            "only one of --serve, --connect and --loopback");
+    o->mode = m;
     return 0;
 }
 
-/* HOST, HOST:PORT, [V6] or [V6]:PORT. */
-static int parse_target(const char *text, bench_opts *o, bool *port_given)
+/* --connect HOST, HOST:PORT, [V6] or [V6]:PORT. */
+static int call_connect(const flagtab_row *row, const char *text, void *ctx,
+                        flagtab_error *err)
 {
+    parse_state *ps = ctx;
+    bench_opts *o = ps->o;
     const char *host = text, *port = NULL;
     size_t host_len = strlen(text);
-    *port_given = false;
+    (void)row;
+    if (set_mode(o, BENCH_MODE_CONNECT, err))
+        return -1;
     if (text[0] == '[') {
         const char *close = strchr(text, ']');
         if (!close || (close[1] && close[1] != ':'))
-            return bad("--connect: malformed address '%s'", RF_ECHO(text));
+            return flagtab_fail(err, "malformed address '%s'", RF_ECHO(text));
         host = text + 1;
         host_len = (size_t)(close - host);
         if (close[1] == ':')
@@ -235,63 +136,102 @@ static int parse_target(const char *text, bench_opts *o, bool *port_given)
         }
     }
     if (host_len == 0 || host_len >= sizeof o->host)
-        return bad("--connect: bad host in '%s'", RF_ECHO(text));
+        return flagtab_fail(err, "bad host in '%s'", RF_ECHO(text));
     memcpy(o->host, host, host_len);
     o->host[host_len] = '\0';
+    ps->host_set = true;
     if (port) {
         uint64_t p;
-        if (parse_u64("--connect port", port, 1, 65535, false, &p))
-            return 2;
+        if (flagtab_read_uint("--connect port", port, 1, 65535, &p, err))
+            return -1;
         o->port = (uint16_t)p;
-        *port_given = true;
+        ps->connect_port = true;
     }
     return 0;
 }
 
-enum {
-    OPT_SERVE = 256,
-    OPT_CONNECT,
-    OPT_LOOPBACK,
-    OPT_PROVIDER,
-    OPT_HOST,
-    OPT_JSON,
-    OPT_FOREVER,
-    OPT_TIMEOUT,
-    OPT_READY_FD,
-    OPT_PROVIDERS,
-    OPT_TIMER,
-    OPT_POLL,
-    OPT_VERSION,
-    OPT_REPORT_GBITS,
-    OPT_MAX_QPS,
-};
-
-/* --poll MODE (and -e): sets poll, events and spin_us. */
-static int set_poll(bench_opts *o, const char *mode)
+/* --serve and --loopback (no value). */
+static int call_mode(const flagtab_row *row, const char *value, void *ctx,
+                     flagtab_error *err)
 {
+    (void)value;
+    return set_mode(((parse_state *)ctx)->o,
+                    !strcmp(row->name, "serve") ? BENCH_MODE_SERVE
+                                                : BENCH_MODE_LOOPBACK,
+                    err);
+}
+
+static int call_host(const flagtab_row *row, const char *text, void *ctx,
+                     flagtab_error *err)
+{
+    parse_state *ps = ctx;
+    (void)row;
+    if (!*text || strlen(text) >= sizeof ps->o->host)
+        return flagtab_fail(err, "bad address '%s'", RF_ECHO(text));
+    snprintf(ps->o->host, sizeof ps->o->host, "%s", text);
+    ps->host_set = ps->host_flag = true;
+    return 0;
+}
+
+static int call_provider(const flagtab_row *row, const char *text, void *ctx,
+                         flagtab_error *err)
+{
+    (void)row;
+    if (!*text)
+        return flagtab_fail(err, "empty name");
+    ((parse_state *)ctx)->o->provider = text;
+    return 0;
+}
+
+static int call_ib_dev(const flagtab_row *row, const char *text, void *ctx,
+                       flagtab_error *err)
+{
+    (void)row;
+    if (!*text || strlen(text) >= 64)
+        return flagtab_fail(err, "bad device name '%s'", RF_ECHO(text));
+    ((parse_state *)ctx)->o->ib_dev = text;
+    return 0;
+}
+
+/* --poll MODE and -e (--poll events): sets poll, events and spin_us. */
+static int call_poll(const flagtab_row *row, const char *mode, void *ctx,
+                     flagtab_error *err)
+{
+    bench_opts *o = ((parse_state *)ctx)->o;
+    (void)row;
+    if (!mode) /* -e */
+        mode = "events";
     if (strcmp(mode, "busy") == 0) {
         o->events = false;
         o->spin_us = -1;
+        o->poll = "busy";
     } else if (strcmp(mode, "wait") == 0) {
         o->events = true;
         o->spin_us = -1;
+        o->poll = "wait";
     } else if (strcmp(mode, "events") == 0) {
         o->events = true;
         o->spin_us = 0;
+        o->poll = "events";
     } else {
-        return bad("--poll: '%s' is not busy, wait or events", RF_ECHO(mode));
+        return flagtab_fail(err, "'%s' is not busy, wait or events",
+                            RF_ECHO(mode));
     }
-    o->poll = strcmp(mode, "busy") == 0   ? "busy"
-              : strcmp(mode, "wait") == 0 ? "wait"
-                                          : "events";
     return 0;
 }
 
-static int set_mode(bench_opts *o, bench_mode m, const char *flag)
+static int call_timer(const flagtab_row *row, const char *text, void *ctx,
+                      flagtab_error *err)
 {
-    if (o->mode != BENCH_MODE_NONE && o->mode != m)
-        return bad("%s: only one of --serve, --connect and --loopback", flag);
-    o->mode = m;
+    bench_opts *o = ((parse_state *)ctx)->o;
+    (void)row;
+    if (strcmp(text, "clock") == 0)
+        o->timer_tsc = false;
+    else if (strcmp(text, "tsc") == 0 && BENCH_HAVE_TSC)
+        o->timer_tsc = true;
+    else
+        return flagtab_fail(err, "'%s' is not %s", RF_ECHO(text),
+                            BENCH_HAVE_TSC ? "tsc or clock" : "clock");
     return 0;
 }
 
@@ -391,250 +331,331 @@ static int check_combination(bench_opts *o, bool host_set, bool port_set,
     return 0;
 }
 
-int bench_opts_parse(int argc, char **argv, bench_opts *o)
+#define STR_(x) #x
+#define STR(x)  STR_(x) /* a number macro as the text of a default */
+
+/* Whether --help, --version or --providers was given (they stop parsing). */
+typedef struct stop_flags {
+    bool help, version, providers;
+} stop_flags;
+
+/* Flags check_combination needs to know were given. */
+typedef struct given_flags {
+    bool port, tx, qps, max_qps;
+} given_flags;
+
+/* The flag table of rf-bench: one row per flag with its default, its
+ * bounds and its help line; perftest's short options are the aliases.
+ * The modes are in the usage lines, not among the options. */
+#define BENCH_FLAG_ROWS 34
+static void bench_flag_rows(flagtab_row rows[BENCH_FLAG_ROWS], bench_opts *o,
+                            given_flags *g, stop_flags *stop)
 {
-    static const struct option longopts[] = {
-        {"serve", no_argument, NULL, OPT_SERVE},
-        {"connect", required_argument, NULL, OPT_CONNECT},
-        {"loopback", no_argument, NULL, OPT_LOOPBACK},
-        {"provider", required_argument, NULL, OPT_PROVIDER},
-        {"host", required_argument, NULL, OPT_HOST},
-        {"port", required_argument, NULL, 'p'},
-        {"size", required_argument, NULL, 's'},
-        {"all", no_argument, NULL, 'a'},
-        {"iters", required_argument, NULL, 'n'},
-        {"tx-depth", required_argument, NULL, 't'},
-        {"cq-mod", required_argument, NULL, 'Q'},
-        {"inline-size", required_argument, NULL, 'I'},
-        {"no-peak", no_argument, NULL, 'N'},
-        {"events", no_argument, NULL, 'e'},
-        {"poll", required_argument, NULL, OPT_POLL},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"forever", no_argument, NULL, OPT_FOREVER},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"ready-fd", required_argument, NULL, OPT_READY_FD},
-        {"providers", no_argument, NULL, OPT_PROVIDERS},
-        {"timer", required_argument, NULL, OPT_TIMER},
-        {"ib-dev", required_argument, NULL, 'd'},
-        {"ib-port", required_argument, NULL, 'i'},
-        {"gid-index", required_argument, NULL, 'x'},
-        {"duration", required_argument, NULL, 'D'},
-        {"margin", required_argument, NULL, 'f'},
-        {"qp", required_argument, NULL, 'q'},
-        {"max-qps", required_argument, NULL, OPT_MAX_QPS},
-        {"report_gbits", no_argument, NULL, OPT_REPORT_GBITS},
-        {"report-gbits", no_argument, NULL, OPT_REPORT_GBITS},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0},
+    const flagtab_row table[BENCH_FLAG_ROWS] = {
+        {.name = "serve",
+         .type = FLAGTAB_CALL,
+         .call = call_mode,
+         .bits = FLAGTAB_NO_VALUE | FLAGTAB_HIDDEN},
+        {.name = "connect",
+         .type = FLAGTAB_CALL,
+         .call = call_connect,
+         .bits = FLAGTAB_HIDDEN},
+        {.name = "loopback",
+         .type = FLAGTAB_CALL,
+         .call = call_mode,
+         .bits = FLAGTAB_NO_VALUE | FLAGTAB_HIDDEN},
+        {.name = "provider",
+         .type = FLAGTAB_CALL,
+         .call = call_provider,
+         .metavar = "NAME",
+         .help = "sock, verbs or auto (default: RF_FABRIC, else auto)"},
+        {.name = "host",
+         .type = FLAGTAB_CALL,
+         .call = call_host,
+         .metavar = "ADDR",
+         .help = "address to listen on (--serve, default 0.0.0.0) or of the "
+                 "loopback server (default 127.0.0.1)"},
+        {.name = "port",
+         .alias = 'p',
+         .type = FLAGTAB_UINT16,
+         .dest = &o->port,
+         .def = STR(BENCH_DEFAULT_PORT),
+         .min = 0,
+         .max = 65535,
+         .seen = &g->port,
+         .metavar = "PORT",
+         .help = "listen on / connect to PORT"},
+        {.name = "size",
+         .alias = 's',
+         .type = FLAGTAB_SIZE,
+         .dest = &o->size,
+         .min = 1,
+         .max = BENCH_MAX_SIZE,
+         .seen = &o->size_set,
+         .metavar = "BYTES",
+         .help =
+             "message size, K/M/G suffixes allowed (default " STR(BENCH_DEFAULT_LAT_SIZE) " for latency, " STR(
+                 BENCH_DEFAULT_BW_SIZE) " for bandwidth; atomics are 8 bytes)"},
+        {.name = "all",
+         .alias = 'a',
+         .type = FLAGTAB_BOOL,
+         .dest = &o->all_sizes,
+         .help = "all sizes 2 .. 2^23 (not for atomics)"},
+        {.name = "iters",
+         .alias = 'n',
+         .type = FLAGTAB_UINT32,
+         .dest = &o->iters,
+         .min = BENCH_MIN_ITERS,
+         .max = 100000000,
+         .seen = &o->iters_set,
+         .metavar = "N",
+         .help = "iterations, at least " STR(BENCH_MIN_ITERS) " (default "
+                                                              "1000; 5000 for "
+                                                              "write_bw and "
+                                                              "write_imm_bw)"},
+        {.name = "tx-depth",
+         .alias = 't',
+         .type = FLAGTAB_UINT32,
+         .dest = &o->tx_depth,
+         .def = STR(BENCH_DEFAULT_TX_DEPTH),
+         .min = 1,
+         .max = BENCH_MAX_TX_DEPTH,
+         .seen = &g->tx,
+         .metavar = "N",
+         .help = "outstanding operations, bandwidth tests"},
+        {.name = "cq-mod",
+         .alias = 'Q',
+         .type = FLAGTAB_UINT32,
+         .dest = &o->cq_mod,
+         .def = STR(BENCH_DEFAULT_CQ_MOD),
+         .min = 1,
+         .max = BENCH_MAX_TX_DEPTH,
+         .seen = &o->cq_mod_set,
+         .metavar = "N",
+         .help = "signal every N-th operation, bandwidth tests; 1 above " STR(
+             BENCH_CQ_MOD_SIZE_LIMIT) " bytes unless given, as perftest"},
+        {.name = "inline-size",
+         .alias = 'I',
+         .type = FLAGTAB_UINT32,
+         .dest = &o->inline_size,
+         .min = 0,
+         .max = 65536,
+         .seen = &o->inline_set,
+         .metavar = "N",
+         .help = "pass the inline hint up to N bytes (default " STR(
+             BENCH_DEFAULT_INLINE) " for write latency tests, else 0)"},
+        {.name = "no-peak",
+         .alias = 'N',
+         .type = FLAGTAB_BOOL,
+         .dest = &o->no_peak,
+         .help = "do not compute the peak bandwidth"},
+        {.name = "duration",
+         .alias = 'D',
+         .type = FLAGTAB_UINT32,
+         .dest = &o->duration_s,
+         .min = 1,
+         .max = 86400,
+         .metavar = "SEC",
+         .help = "run for SEC seconds instead of -n iterations, measuring "
+                 "between the margins (SEC > 2 x margin; not with -a, -n or "
+                 "-e)"},
+        {.name = "margin",
+         .alias = 'f',
+         .type = FLAGTAB_UINT32,
+         .dest = &o->margin_s,
+         .min = 1,
+         .max = 43200,
+         .metavar = "SEC",
+         .help = "-D: seconds left out at either end (default " STR(
+             BENCH_DEFAULT_MARGIN) ")"},
+        {.name = "report_gbits",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->report_gbits,
+         .help = "bandwidth in Gb/sec (10^9 bits) instead of MiB/sec"},
+        {.name = "qp",
+         .alias = 'q',
+         .type = FLAGTAB_UINT32,
+         .dest = &o->qps,
+         .def = "1",
+         .min = 1,
+         .max = BENCH_MAX_QPS,
+         .seen = &g->qps,
+         .metavar = "N",
+         .help =
+             "endpoints (QPs), each its own connection, bandwidth tests "
+             "; at most " STR(BENCH_MAX_QPS) ", and -n and -t count per QP"},
+        {.name = "max-qps",
+         .type = FLAGTAB_UINT32,
+         .dest = &o->max_qps,
+         .def = STR(BENCH_DEFAULT_MAX_QPS),
+         .min = 1,
+         .max = BENCH_MAX_QPS,
+         .seen = &g->max_qps,
+         .metavar = "N",
+         .help = "--serve: the most endpoints a client may open per run, at "
+                 "most " STR(BENCH_MAX_QPS)},
+        {.name = "ib-dev",
+         .alias = 'd',
+         .type = FLAGTAB_CALL,
+         .call = call_ib_dev,
+         .metavar = "DEV",
+         .help = "verbs: the RDMA device (RF_VERBS_DEVICE; the flag wins)"},
+        {.name = "ib-port",
+         .alias = 'i',
+         .type = FLAGTAB_INT,
+         .dest = &o->ib_port,
+         .min = 1,
+         .max = 255,
+         .metavar = "PORT",
+         .help = "verbs: its port (RF_VERBS_PORT)"},
+        {.name = "gid-index",
+         .alias = 'x',
+         .type = FLAGTAB_INT,
+         .dest = &o->gid_index,
+         .min = 0,
+         .max = 65535,
+         .metavar = "N",
+         .help = "verbs: the GID index (RF_VERBS_GID_INDEX)"},
+        {.name = "poll",
+         .type = FLAGTAB_CALL,
+         .call = call_poll,
+         .def = "wait",
+         .metavar = "MODE",
+         .help = "how completions are awaited: wait (rf_cq_wait, which spins "
+                 "RF_CQ_SPIN_US, 20 us, then blocks), busy (rf_cq_poll in a "
+                 "loop, as perftest), or events (rf_cq_wait with no spin)"},
+        {.name = "events",
+         .alias = 'e',
+         .type = FLAGTAB_CALL,
+         .call = call_poll,
+         .bits = FLAGTAB_NO_VALUE,
+         .help = "--poll events (perftest's -e)"},
+        {.name = "json",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->json,
+         .help = "one JSON object per result row, nothing else on stdout"},
+        {.name = "forever",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->forever,
+         .help = "--serve: keep serving clients (default: exit after one)"},
+        {.name = "timeout",
+         .type = FLAGTAB_INT,
+         .dest = &o->timeout_s,
+         .def = "60",
+         .min = 1,
+         .max = 86400,
+         .metavar = "SEC",
+         .help = "give up waiting for a completion or the peer after SEC "
+                 "seconds"},
+        {.name = "timer",
+         .type = FLAGTAB_CALL,
+         .call = call_timer,
+         .def = BENCH_HAVE_TSC ? "tsc" : "clock",
+         .metavar = "tsc|clock",
+         .help = "timestamps: rdtsc calibrated against CLOCK_MONOTONIC (tsc, "
+                 "on x86) or CLOCK_MONOTONIC itself (clock)"},
+        {.name = "providers",
+         .type = FLAGTAB_BOOL,
+         .dest = &stop->providers,
+         .bits = FLAGTAB_STOP,
+         .help = "list the compiled-in providers and exit"},
+        {.name = "help",
+         .alias = 'h',
+         .type = FLAGTAB_BOOL,
+         .dest = &stop->help,
+         .bits = FLAGTAB_STOP,
+         .help = "this text"},
+        {.name = "version",
+         .type = FLAGTAB_BOOL,
+         .dest = &stop->version,
+         .bits = FLAGTAB_STOP,
+         .help = "print the version and exit"},
+        /* internal: the loopback child reports its port on this fd */
+        {.name = "ready-fd",
+         .type = FLAGTAB_INT,
+         .dest = &o->ready_fd,
+         .min = 3,
+         .max = 65535,
+         .bits = FLAGTAB_HIDDEN},
+        /* the spelling with a dash, as --max-qps */
+        {.name = "report-gbits",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->report_gbits,
+         .bits = FLAGTAB_HIDDEN},
+        {0},
     };
-    memset(o, 0, sizeof *o);
-    o->port = BENCH_DEFAULT_PORT;
-    o->tx_depth = BENCH_DEFAULT_TX_DEPTH;
-    o->cq_mod = BENCH_DEFAULT_CQ_MOD;
-    o->timeout_s = 60;
-    o->timer_tsc = BENCH_HAVE_TSC;
-    set_poll(o, "wait");
-    o->ready_fd = -1;
-    o->gid_index = -1;
-    o->qps = 1;
-    o->max_qps = BENCH_DEFAULT_MAX_QPS;
-    bool host_set = false, port_set = false, tx_set = false;
-    bool qps_set = false, max_qps_set = false;
-    bool host_flag = false;
-    bool connect_port = false;
-    uint64_t v;
+    memcpy(rows, table, sizeof table);
+}
 
-    opterr = 0;
-    optind = 0; /* glibc: 0 re-initialises getopt completely */
-    int c;
-    while ((c = getopt_long(argc, argv, ":p:s:an:t:Q:I:Nehd:i:x:D:f:q:",
-                            longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_SERVE:
-            if (set_mode(o, BENCH_MODE_SERVE, "--serve"))
-                return 2;
-            break;
-        case OPT_CONNECT:
-            if (set_mode(o, BENCH_MODE_CONNECT, "--connect") ||
-                parse_target(optarg, o, &connect_port))
-                return 2;
-            host_set = true;
-            break;
-        case OPT_LOOPBACK:
-            if (set_mode(o, BENCH_MODE_LOOPBACK, "--loopback"))
-                return 2;
-            break;
-        case OPT_PROVIDER:
-            if (!*optarg)
-                return bad("--provider: empty name");
-            o->provider = optarg;
-            break;
-        case OPT_HOST:
-            if (!*optarg || strlen(optarg) >= sizeof o->host)
-                return bad("--host: bad address '%s'", RF_ECHO(optarg));
-            snprintf(o->host, sizeof o->host, "%s", optarg);
-            host_set = true;
-            host_flag = true;
-            break;
-        case 'p':
-            if (parse_u64("-p/--port", optarg, 0, 65535, false, &v))
-                return 2;
-            o->port = (uint16_t)v;
-            port_set = true;
-            break;
-        case 's':
-            if (parse_u64("-s/--size", optarg, 1, BENCH_MAX_SIZE, true, &v))
-                return 2;
-            o->size = v;
-            o->size_set = true;
-            break;
-        case 'a':
-            o->all_sizes = true;
-            break;
-        case 'n':
-            if (parse_u64("-n/--iters", optarg, BENCH_MIN_ITERS, 100000000,
-                          false, &v))
-                return 2;
-            o->iters = (uint32_t)v;
-            o->iters_set = true;
-            break;
-        case 't':
-            if (parse_u64("-t/--tx-depth", optarg, 1, BENCH_MAX_TX_DEPTH, false,
-                          &v))
-                return 2;
-            o->tx_depth = (uint32_t)v;
-            tx_set = true;
-            break;
-        case 'Q':
-            if (parse_u64("-Q/--cq-mod", optarg, 1, BENCH_MAX_TX_DEPTH, false,
-                          &v))
-                return 2;
-            o->cq_mod = (uint32_t)v;
-            o->cq_mod_set = true;
-            break;
-        case 'I':
-            if (parse_u64("-I/--inline-size", optarg, 0, 65536, false, &v))
-                return 2;
-            o->inline_size = (uint32_t)v;
-            o->inline_set = true;
-            break;
-        case 'N':
-            o->no_peak = true;
-            break;
-        case 'd':
-            if (!*optarg || strlen(optarg) >= 64)
-                return bad("-d/--ib-dev: bad device name '%s'",
-                           RF_ECHO(optarg));
-            o->ib_dev = optarg;
-            break;
-        case 'i':
-            if (parse_u64("-i/--ib-port", optarg, 1, 255, false, &v))
-                return 2;
-            o->ib_port = (int)v;
-            break;
-        case 'x':
-            if (parse_u64("-x/--gid-index", optarg, 0, 65535, false, &v))
-                return 2;
-            o->gid_index = (int)v;
-            break;
-        case 'D':
-            if (parse_u64("-D/--duration", optarg, 1, 86400, false, &v))
-                return 2;
-            o->duration_s = (uint32_t)v;
-            break;
-        case 'f':
-            if (parse_u64("-f/--margin", optarg, 1, 43200, false, &v))
-                return 2;
-            o->margin_s = (uint32_t)v;
-            break;
-        case 'q':
-            if (parse_u64("-q/--qp", optarg, 1, BENCH_MAX_QPS, false, &v))
-                return 2;
-            o->qps = (uint32_t)v;
-            qps_set = true;
-            break;
-        case OPT_MAX_QPS:
-            if (parse_u64("--max-qps", optarg, 1, BENCH_MAX_QPS, false, &v))
-                return 2;
-            o->max_qps = (uint32_t)v;
-            max_qps_set = true;
-            break;
-        case OPT_REPORT_GBITS:
-            o->report_gbits = true;
-            break;
-        case 'e':
-            set_poll(o, "events");
-            break;
-        case OPT_POLL:
-            if (set_poll(o, optarg))
-                return 2;
-            break;
-        case OPT_JSON:
-            o->json = true;
-            break;
-        case OPT_FOREVER:
-            o->forever = true;
-            break;
-        case OPT_TIMEOUT:
-            if (parse_u64("--timeout", optarg, 1, 86400, false, &v))
-                return 2;
-            o->timeout_s = (int)v;
-            break;
-        case OPT_READY_FD:
-            if (parse_u64("--ready-fd", optarg, 3, 65535, false, &v))
-                return 2;
-            o->ready_fd = (int)v;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        case OPT_VERSION:
-            printf("rf-bench (rdmaflow) %s\n", rf_version());
-            return 1;
-        case OPT_TIMER:
-            if (strcmp(optarg, "clock") == 0)
-                o->timer_tsc = false;
-            else if (strcmp(optarg, "tsc") == 0 && BENCH_HAVE_TSC)
-                o->timer_tsc = true;
-            else
-                return bad("--timer: '%s' is not %s", RF_ECHO(optarg),
-                           BENCH_HAVE_TSC ? "tsc or clock" : "clock");
-            break;
-        case OPT_PROVIDERS:
-            for (const char *const *p = rf_fabric_providers(); *p; p++)
-                printf("%s\n", *p);
-            return 1;
-        case ':':
-            return bad("option '%s' needs a value", RF_ECHO(argv[optind - 1]));
-        default:
-            return bad("unknown option '%s'", RF_ECHO(argv[optind - 1]));
-        }
-    }
-    if (o->mode == BENCH_MODE_CONNECT && host_flag)
-        return bad("--host: with --connect the server is --connect HOST");
-    if (connect_port && port_set)
-        return bad("give the port once: --connect HOST:PORT or -p PORT");
-    if (o->mode != BENCH_MODE_LOOPBACK && o->mode != BENCH_MODE_SERVE &&
-        port_set && o->port == 0)
-        return bad("-p 0: a client needs the server's port");
+static void usage(FILE *f, const flagtab *t)
+{
+    fputs(usage_head, f);
+    flagtab_print_help(f, t);
+    fputs(usage_tail, f);
+}
 
+/* TEST, after the flags: the operands are argv[1 .. 1 + n). */
+static int read_operands(bench_opts *o, char **argv, int n)
+{
     if (o->mode == BENCH_MODE_SERVE) {
-        if (optind < argc)
+        if (n > 0)
             return bad("--serve takes no TEST ('%s'): the client chooses it",
-                       RF_ECHO(argv[optind]));
+                       RF_ECHO(argv[1]));
     } else if (o->mode != BENCH_MODE_NONE) {
-        if (optind >= argc)
+        if (n == 0)
             return bad("missing TEST (e.g. read_lat, write_bw)");
-        if (optind + 1 < argc)
-            return bad("unexpected argument '%s'", RF_ECHO(argv[optind + 1]));
-        int t = bench_test_find(argv[optind]);
+        if (n > 1)
+            return bad("unexpected argument '%s'", RF_ECHO(argv[2]));
+        int t = bench_test_find(argv[1]);
         if (t < 0)
-            return bad("unknown TEST '%s' (see --help)", RF_ECHO(argv[optind]));
+            return bad("unknown TEST '%s' (see --help)", RF_ECHO(argv[1]));
         o->test = (bench_test)t;
     }
-    return check_combination(o, host_set, port_set, tx_set, qps_set,
-                             max_qps_set);
+    return 0;
+}
+
+int bench_opts_parse(int argc, char **argv, bench_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->ready_fd = -1;  /* unset */
+    o->gid_index = -1; /* unset */
+    parse_state ps = {.o = o};
+    given_flags given = {0};
+    stop_flags stop = {0};
+    flagtab_row rows[BENCH_FLAG_ROWS];
+    bench_flag_rows(rows, o, &given, &stop);
+    flagtab t = {.rows = rows, .ctx = &ps};
+    flagtab_error err;
+    int n;
+    int rc = flagtab_parse(&t, argc, argv, &n, &err);
+    if (rc < 0) {
+        /* getopt's words for these, which the bad-input tests match */
+        if (err.kind == FLAGTAB_ERR_EXTRA_VALUE ||
+            err.kind == FLAGTAB_ERR_AMBIGUOUS)
+            return bad("unknown option '%s'", RF_ECHO(err.arg));
+        return bad("%s", err.message);
+    }
+    if (rc == FLAGTAB_STOPPED) {
+        if (stop.help)
+            usage(stdout, &t);
+        else if (stop.version)
+            printf("rf-bench (rdmaflow) %s\n", rf_version());
+        else
+            for (const char *const *p = rf_fabric_providers(); *p; p++)
+                printf("%s\n", *p);
+        return 1;
+    }
+    if (o->mode == BENCH_MODE_CONNECT && ps.host_flag)
+        return bad("--host: with --connect the server is --connect HOST");
+    if (ps.connect_port && given.port)
+        return bad("give the port once: --connect HOST:PORT or -p PORT");
+    if (o->mode != BENCH_MODE_LOOPBACK && o->mode != BENCH_MODE_SERVE &&
+        given.port && o->port == 0)
+        return bad("-p 0: a client needs the server's port");
+    if (read_operands(o, argv, n))
+        return 2;
+    return check_combination(o, ps.host_set, given.port, given.tx, given.qps,
+                             given.max_qps);
 }
 
 void bench_opts_apply_env(const bench_opts *o)

@@ -1,67 +1,44 @@
-/* bench/emblookup/el_opts.c: command-line parsing of rf-bench-emb. A
- * malformed flag is a usage error (exit 2) naming it. */
+/* bench/emblookup/el_opts.c: the flag table of rf-bench-emb
+ * (tools/common/flagtab.h). A malformed flag is a usage error (exit 2)
+ * naming it. */
 #include "el_opts.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flagtab.h"
 #include "rdmaflow/env.h"
 
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "Usage: rf-bench-emb [options]\n"
-        "\n"
-        "Embedding lookups from a table of --rows rows x --dim floats, "
-        "mod-partitioned\nover %d ps tasks (child processes of this program "
-        "on --host): per step a batch\nof --batch examples x --features "
-        "Zipf ids (rdmaflow/ctr_data.h), shard id %% 2,\nrow id / 2, "
-        "deduplicated, then looked up three ways in the same run:\n"
-        "  rows    rf_ps_read_rows (one-sided row READs, version words "
-        "around each row)\n"
-        "  dense   rf_ps_read of each shard's whole values into one reused "
-        "buffer\n"
-        "          (what a dense pull moves), then the rows copied out "
-        "locally\n"
-        "  gather  rf_ps_gather_rows (the ps CPU copies the rows and WRITEs "
-        "them back)\n"
-        "\n"
-        "Options:\n"
-        "  --provider NAME   sock, shm, verbs or auto (default: RF_FABRIC, "
-        "else auto)\n"
-        "  --host ADDR       address of the ps tasks (default 127.0.0.1)\n"
-        "  --rows N          table rows, 1eN allowed (default 1e5; 2 .. "
-        "4e9)\n"
-        "  --dim N           floats per row (default 16; 1 .. 4096)\n"
-        "  --batch N         examples per step (default 256)\n"
-        "  --features N      ids per example (default 16; 1 .. 32)\n"
-        "  --zipf S          Zipf exponent of the ids (default 1.1)\n"
-        "  --seed N          data seed (default 1)\n"
-        "  --steps N         measured steps of rows and gather (default "
-        "50)\n"
-        "  --warmup N        steps run first and not counted (default 5)\n"
-        "  --dense-steps N   measured steps of dense (default: --steps)\n"
-        "  --dense-cap BYTES largest whole-shard buffer, K/M/G (default "
-        "4G); a larger\n"
-        "                    shard skips dense, saying so\n"
-        "  --push            also push the rows' gradients (zero) apply=ps "
-        "each step\n"
-        "  --json FILE       also write the figures as JSON\n"
-        "  --timeout SEC     bound on start-up and each operation (default "
-        "120)\n"
-        "  --inject-stale-row change a looked-up row behind the check's back "
-        "(for the\n"
-        "                    smoke test: the run must then fail its check)\n"
-        "  -h, --help        this text\n"
-        "\n"
-        "Exit status: 0 ok, 1 failure (including the data check), 2 usage "
-        "error.\n",
-        EL_PS_TASKS);
-}
+#define STR_(x) #x
+#define STR(x)  STR_(x) /* a number macro as text */
+
+static const char usage_head[] =
+    "Usage: rf-bench-emb [options]\n"
+    "\n"
+    "Embedding lookups from a table of --rows rows x --dim floats, "
+    "mod-partitioned\nover " STR(
+        EL_PS_TASKS) " ps tasks (child processes of this program on --host): "
+                     "per step a batch\nof --batch examples x --features Zipf "
+                     "ids (rdmaflow/ctr_data.h), shard id % 2,\nrow id / 2, "
+                     "deduplicated, then looked up three ways in the same "
+                     "run:\n"
+                     "  rows    rf_ps_read_rows (one-sided row READs, version "
+                     "words around each row)\n"
+                     "  dense   rf_ps_read of each shard's whole values into "
+                     "one reused buffer\n"
+                     "          (what a dense pull moves), then the rows "
+                     "copied out locally\n"
+                     "  gather  rf_ps_gather_rows (the ps CPU copies the rows "
+                     "and WRITEs them back)\n"
+                     "\n"
+                     "Options:\n";
+
+static const char usage_tail[] =
+    "\n"
+    "Exit status: 0 ok, 1 failure (including the data check), 2 usage "
+    "error.\n";
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -76,188 +53,182 @@ static int bad(const char *fmt, ...)
     return 2;
 }
 
-/* An integer, or a real in 1eN form that is an integer. */
-static bool parse_count(const char *s, double lo, double hi, int64_t *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || v < lo || v > hi || v != (double)(int64_t)v)
-        return false;
-    *out = (int64_t)v;
-    return true;
-}
+/* Counts may be written as reals that are whole numbers (1e5), as
+ * before the table. */
+#define COUNT FLAGTAB_REAL_INT
 
-static bool parse_bytes(const char *s, uint64_t *out)
+#define EL_FLAG_ROWS 21
+static void el_flag_rows(flagtab_row rows[EL_FLAG_ROWS], el_opts *o, bool *help)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || s[0] == '-')
-        return false;
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k')
-        mul = 1ull << 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        mul = 1ull << 20, end++;
-    else if (*end == 'G' || *end == 'g')
-        mul = 1ull << 30, end++;
-    if (*end || v > (1ull << 50) / mul)
-        return false;
-    *out = v * mul;
-    return true;
+    const flagtab_row table[EL_FLAG_ROWS] = {
+        {.name = "provider",
+         .type = FLAGTAB_STRING,
+         .dest = &o->provider,
+         .metavar = "NAME",
+         .help = "sock, shm, verbs or auto (default: RF_FABRIC, else auto)"},
+        {.name = "host",
+         .type = FLAGTAB_BUFFER,
+         .dest = o->host,
+         .size = sizeof o->host,
+         .def = "127.0.0.1",
+         .metavar = "ADDR",
+         .help = "address of the ps tasks"},
+        {.name = "rows",
+         .type = FLAGTAB_INT64,
+         .dest = &o->rows,
+         .def = "1e5",
+         .min = 2,
+         .max = 4000000000,
+         .bits = COUNT,
+         .metavar = "N",
+         .help = "table rows, 1eN allowed, 2 .. 4e9"},
+        {.name = "dim",
+         .type = FLAGTAB_UINT32,
+         .dest = &o->dim,
+         .def = "16",
+         .min = 1,
+         .max = 4096,
+         .bits = COUNT,
+         .metavar = "N",
+         .help = "floats per row, 1 .. 4096"},
+        {.name = "batch",
+         .type = FLAGTAB_UINT32,
+         .dest = &o->batch,
+         .def = "256",
+         .min = 1,
+         .max = 1 << 20,
+         .bits = COUNT,
+         .metavar = "N",
+         .help = "examples per step"},
+        {.name = "features",
+         .type = FLAGTAB_UINT32,
+         .dest = &o->features,
+         .def = "16",
+         .min = 1,
+         .max = 32,
+         .bits = COUNT,
+         .metavar = "N",
+         .help = "ids per example, 1 .. 32"},
+        {.name = "zipf",
+         .type = FLAGTAB_DOUBLE,
+         .dest = &o->zipf,
+         .def = "1.1",
+         .dmin = 0,
+         .dmax = 10,
+         .bits = FLAGTAB_MIN_OPEN,
+         .metavar = "S",
+         .help = "Zipf exponent of the ids"},
+        {.name = "seed",
+         .type = FLAGTAB_UINT64,
+         .dest = &o->seed,
+         .def = "1",
+         .min = 0,
+         .max = 1000000000000000,
+         .bits = COUNT,
+         .metavar = "N",
+         .help = "data seed"},
+        {.name = "steps",
+         .type = FLAGTAB_INT,
+         .dest = &o->steps,
+         .def = "50",
+         .min = 1,
+         .max = 100000,
+         .bits = COUNT,
+         .metavar = "N",
+         .help = "measured steps of rows and gather"},
+        {.name = "warmup",
+         .type = FLAGTAB_INT,
+         .dest = &o->warmup,
+         .def = "5",
+         .min = 0,
+         .max = 100000,
+         .bits = COUNT,
+         .metavar = "N",
+         .help = "steps run first and not counted"},
+        {.name = "dense-steps",
+         .type = FLAGTAB_INT,
+         .dest = &o->dense_steps,
+         .min = 1,
+         .max = 100000,
+         .bits = COUNT,
+         .metavar = "N",
+         .help = "measured steps of dense (default: --steps)"},
+        {.name = "dense-cap",
+         .type = FLAGTAB_SIZE,
+         .dest = &o->dense_cap,
+         .def = "4G",
+         .min = 0,
+         .max = (int64_t)1 << 50,
+         .metavar = "BYTES",
+         .help = "largest whole-shard buffer, K/M/G; a larger shard skips "
+                 "dense, saying so"},
+        {.name = "push",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->push,
+         .help = "also push the rows' gradients (zero) apply=ps each step"},
+        {.name = "json",
+         .type = FLAGTAB_STRING,
+         .dest = &o->json,
+         .metavar = "FILE",
+         .help = "also write the figures as JSON"},
+        {.name = "timeout",
+         .type = FLAGTAB_INT,
+         .dest = &o->timeout_s,
+         .def = "120",
+         .min = 1,
+         .max = 86400,
+         .bits = COUNT,
+         .metavar = "SEC",
+         .help = "bound on start-up and each operation"},
+        {.name = "inject-stale-row",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->inject_stale_row,
+         .help = "change a looked-up row behind the check's back (for the "
+                 "smoke test: the run must then fail its check)"},
+        {.name = "help",
+         .alias = 'h',
+         .type = FLAGTAB_BOOL,
+         .dest = help,
+         .bits = FLAGTAB_STOP,
+         .help = "this text"},
+        /* the role of each ps task, which the worker re-executes */
+        {.name = "serve-ps",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->serve_ps,
+         .bits = FLAGTAB_HIDDEN},
+        {.name = "index",
+         .type = FLAGTAB_INT,
+         .dest = &o->ps_index,
+         .min = 0,
+         .max = EL_PS_TASKS - 1,
+         .bits = COUNT | FLAGTAB_HIDDEN},
+        {0},
+    };
+    memcpy(rows, table, sizeof table);
 }
 
 int el_opts_parse(int argc, char **argv, el_opts *o)
 {
-    *o = (el_opts){.rows = 100000,
-                   .dim = 16,
-                   .batch = 256,
-                   .features = 16,
-                   .zipf = 1.1,
-                   .seed = 1,
-                   .steps = 50,
-                   .warmup = 5,
-                   .dense_steps = -1,
-                   .dense_cap = 4ull << 30,
-                   .timeout_s = 120};
     const char *env = getenv("RF_FABRIC");
-    o->provider = env && *env ? env : "auto";
-    snprintf(o->host, sizeof o->host, "127.0.0.1");
-    enum {
-        O_PROVIDER = 256,
-        O_HOST,
-        O_ROWS,
-        O_DIM,
-        O_BATCH,
-        O_FEATURES,
-        O_ZIPF,
-        O_SEED,
-        O_STEPS,
-        O_WARMUP,
-        O_DSTEPS,
-        O_DCAP,
-        O_PUSH,
-        O_JSON,
-        O_TIMEOUT,
-        O_SERVE,
-        O_INDEX,
-        O_INJECT
-    };
-    static const struct option lo[] = {
-        {"provider", required_argument, 0, O_PROVIDER},
-        {"host", required_argument, 0, O_HOST},
-        {"rows", required_argument, 0, O_ROWS},
-        {"dim", required_argument, 0, O_DIM},
-        {"batch", required_argument, 0, O_BATCH},
-        {"features", required_argument, 0, O_FEATURES},
-        {"zipf", required_argument, 0, O_ZIPF},
-        {"seed", required_argument, 0, O_SEED},
-        {"steps", required_argument, 0, O_STEPS},
-        {"warmup", required_argument, 0, O_WARMUP},
-        {"dense-steps", required_argument, 0, O_DSTEPS},
-        {"dense-cap", required_argument, 0, O_DCAP},
-        {"push", no_argument, 0, O_PUSH},
-        {"json", required_argument, 0, O_JSON},
-        {"timeout", required_argument, 0, O_TIMEOUT},
-        {"serve-ps", no_argument, 0, O_SERVE},
-        {"inject-stale-row", no_argument, 0, O_INJECT},
-        {"index", required_argument, 0, O_INDEX},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    opterr = 0;
-    int ch;
-    int64_t v;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (ch) {
-        case O_PROVIDER:
-            o->provider = optarg;
-            break;
-        case O_HOST:
-            if (strlen(optarg) >= sizeof o->host)
-                return bad("--host: too long");
-            snprintf(o->host, sizeof o->host, "%s", optarg);
-            break;
-        case O_ROWS:
-            if (!parse_count(optarg, 2, 4e9, &o->rows))
-                return bad("--rows: '%s' is not a count in 2 .. 4e9", optarg);
-            break;
-        case O_DIM:
-            if (!parse_count(optarg, 1, 4096, &v))
-                return bad("--dim: '%s' is not in 1 .. 4096", optarg);
-            o->dim = (uint32_t)v;
-            break;
-        case O_BATCH:
-            if (!parse_count(optarg, 1, 1 << 20, &v))
-                return bad("--batch: '%s' is not in 1 .. 2^20", optarg);
-            o->batch = (uint32_t)v;
-            break;
-        case O_FEATURES:
-            if (!parse_count(optarg, 1, 32, &v))
-                return bad("--features: '%s' is not in 1 .. 32", optarg);
-            o->features = (uint32_t)v;
-            break;
-        case O_ZIPF: {
-            char *end;
-            o->zipf = strtod(optarg, &end);
-            if (end == optarg || *end || !(o->zipf > 0 && o->zipf <= 10))
-                return bad("--zipf: '%s' is not in (0, 10]", optarg);
-            break;
-        }
-        case O_SEED:
-            if (!parse_count(optarg, 0, 1e15, &v))
-                return bad("--seed: '%s' is not a count", optarg);
-            o->seed = (uint64_t)v;
-            break;
-        case O_STEPS:
-        case O_WARMUP:
-        case O_DSTEPS:
-            if (!parse_count(optarg, ch == O_WARMUP ? 0 : 1, 100000, &v))
-                return bad("%s: '%s' is not in %d .. 100000",
-                           ch == O_STEPS    ? "--steps"
-                           : ch == O_WARMUP ? "--warmup"
-                                            : "--dense-steps",
-                           optarg, ch == O_WARMUP ? 0 : 1);
-            if (ch == O_STEPS)
-                o->steps = (int)v;
-            else if (ch == O_WARMUP)
-                o->warmup = (int)v;
-            else
-                o->dense_steps = (int)v;
-            break;
-        case O_DCAP:
-            if (!parse_bytes(optarg, &o->dense_cap))
-                return bad("--dense-cap: '%s' is not a size", optarg);
-            break;
-        case O_PUSH:
-            o->push = true;
-            break;
-        case O_JSON:
-            o->json = optarg;
-            break;
-        case O_TIMEOUT:
-            if (!parse_count(optarg, 1, 86400, &v))
-                return bad("--timeout: '%s' is not in 1 .. 86400", optarg);
-            o->timeout_s = (int)v;
-            break;
-        case O_INJECT:
-            o->inject_stale_row = true;
-            break;
-        case O_SERVE:
-            o->serve_ps = true;
-            break;
-        case O_INDEX:
-            if (!parse_count(optarg, 0, EL_PS_TASKS - 1, &v))
-                return bad("--index: '%s'", optarg);
-            o->ps_index = (int)v;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        default:
-            return bad("unknown or incomplete option '%s'", argv[optind - 1]);
-        }
+    *o = (el_opts){.provider = env && *env ? env : "auto",
+                   .dense_steps = -1}; /* -1: as --steps */
+    bool help = false;
+    flagtab_row rows[EL_FLAG_ROWS];
+    el_flag_rows(rows, o, &help);
+    flagtab t = {.rows = rows};
+    flagtab_error err;
+    int n;
+    int rc = flagtab_parse(&t, argc, argv, &n, &err);
+    if (rc < 0)
+        return bad("%s", err.message);
+    if (rc == FLAGTAB_STOPPED) {
+        fputs(usage_head, stdout);
+        flagtab_print_help(stdout, &t);
+        fputs(usage_tail, stdout);
+        return 1;
     }
-    if (optind < argc)
-        return bad("unexpected argument '%s'", argv[optind]);
+    if (n > 0)
+        return bad("unexpected argument '%s'", RF_ECHO(argv[1]));
     if (o->dense_steps < 0)
         o->dense_steps = o->steps;
     if (o->dense_steps > o->steps)

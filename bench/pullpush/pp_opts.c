@@ -1,57 +1,39 @@
-/* bench/pullpush/pp_opts.c: command-line parsing of rf-bench-pullpush. A
- * malformed or contradictory flag is a usage error (exit 2) naming it;
- * nothing is silently replaced by a default. */
+/* bench/pullpush/pp_opts.c: the flag table of rf-bench-pullpush
+ * (tools/common/flagtab.h). A malformed or contradictory flag is a usage
+ * error (exit 2) naming it; nothing is silently replaced by a default. */
 #include "pp_opts.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flagtab.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 #include "rdmaflow/version.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "Usage: rf-bench-pullpush [options]\n"
-            "\n"
-            "Pull and push of every variable of a model of --size bytes held "
-            "by %d ps\ntasks (child processes of this program, rdmaflow ps "
-            "servers on --host),\nbeside a single-thread memcpy of the same "
-            "bytes in the same rounds.\nOperations per round: memcpy, pull "
-            "(READ of every variable), push_ps\n(apply=ps: WRITE_WITH_IMM "
-            "into the inbox until the ps acknowledged its\napply), "
-            "push_worker (apply=worker: READ, local apply, WRITE back).\n"
-            "\n"
-            "Options:\n"
-            "  --provider NAME     sock, shm, verbs or auto (default: "
-            "RF_FABRIC, else auto)\n"
-            "  --host ADDR         address of the ps tasks (default "
-            "127.0.0.1)\n"
-            "  --size BYTES        model size, K/M/G suffixes (default 1M, "
-            "at least 4K)\n"
-            "  --rounds N          measured rounds (default %d, 1..1000)\n"
-            "  --warmup N          rounds run first, not counted (default 1, "
-            "0..100)\n"
-            "  --optimizer NAME    sgd, momentum, adagrad, adam or rmsprop "
-            "(default sgd;\n"
-            "                      learning_rate 0.01, momentum 0.9 where "
-            "required)\n"
-            "  --timeout SEC       bound on start-up and on each operation "
-            "(default %d)\n"
-            "  --inject-extra-push push once more than the verifier knows "
-            "(for the smoke\n"
-            "                      test: the run must then fail its check)\n"
-            "  -h, --help          this text\n"
-            "  --version           print the version and exit\n"
-            "\n"
-            "Exit status: 0 ok, 1 failure (including the data check), 2 usage "
-            "error.\n",
-            PP_PS_TASKS, PP_DEFAULT_ROUNDS, PP_DEFAULT_TIMEOUT);
-}
+#define STR_(x) #x
+#define STR(x)  STR_(x) /* a number macro as text */
+
+static const char usage_head[] =
+    "Usage: rf-bench-pullpush [options]\n"
+    "\n"
+    "Pull and push of every variable of a model of --size bytes held by " STR(
+        PP_PS_TASKS) " ps\ntasks (child processes of this program, rdmaflow ps "
+                     "servers on --host),\nbeside a single-thread memcpy of "
+                     "the same bytes in the same rounds.\nOperations per "
+                     "round: memcpy, pull (READ of every variable), "
+                     "push_ps\n(apply=ps: WRITE_WITH_IMM into the inbox until "
+                     "the ps acknowledged its\napply), push_worker "
+                     "(apply=worker: READ, local apply, WRITE back).\n"
+                     "\n"
+                     "Options:\n";
+
+static const char usage_tail[] =
+    "\n"
+    "Exit status: 0 ok, 1 failure (including the data check), 2 usage "
+    "error.\n";
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -66,170 +48,164 @@ static int bad(const char *fmt, ...)
     return 2;
 }
 
-static int parse_int(const char *flag, const char *text, int64_t min,
-                     int64_t max, int *out)
+/* --optimizer NAME (and its default): learning_rate 0.01 and momentum 0.9
+ * where the optimizer needs them and NAME does not give them. */
+static int call_optimizer(const flagtab_row *row, const char *text, void *ctx,
+                          flagtab_error *err)
 {
-    int64_t v;
-    if (rf_parse_int(text, min, max, flag, &v) != RF_OK)
-        return bad("%s", rf_error_message());
-    *out = (int)v;
-    return 0;
-}
-
-/* BYTES with an optional binary K, M or G suffix. */
-static int parse_size(const char *text, uint64_t *out)
-{
-    char num[32];
-    size_t len = strlen(text);
-    unsigned shift = 0;
-    if (len && strchr("KkMmGg", text[len - 1])) {
-        char s = text[len - 1];
-        shift = s == 'K' || s == 'k' ? 10 : s == 'M' || s == 'm' ? 20 : 30;
-        len--;
-    }
-    if (len == 0 || len >= sizeof num)
-        return bad("--size: '%s' is not a size", RF_ECHO(text));
-    memcpy(num, text, len);
-    num[len] = '\0';
-    int64_t v;
-    const int64_t max = (int64_t)4 << 30;
-    if (rf_parse_int(num, 1, max >> shift, "--size", &v) != RF_OK)
-        return bad("--size: '%s' is not a size in 4K..4G", RF_ECHO(text));
-    *out = (uint64_t)v << shift;
-    if (*out < 4096)
-        return bad("--size: '%s' is below 4K", RF_ECHO(text));
-    return 0;
-}
-
-static int parse_optimizer(const char *text, rf_optim_config *c)
-{
+    rf_optim_config *c = &((pp_opts *)ctx)->optim;
+    (void)row;
     if (rf_optim_parse(text, c) != RF_OK)
-        return bad("--optimizer: %s", rf_error_message());
+        return flagtab_fail(err, "%s", rf_error_message());
     if (c->learning_rate != c->learning_rate)
         c->learning_rate = 0.01f;
     if (c->momentum != c->momentum)
         c->momentum = 0.9f;
     if (rf_optim_validate(c) != RF_OK)
-        return bad("--optimizer: %s", rf_error_message());
+        return flagtab_fail(err, "%s", rf_error_message());
     return 0;
 }
 
-enum {
-    OPT_PROVIDER = 256,
-    OPT_HOST,
-    OPT_SIZE,
-    OPT_ROUNDS,
-    OPT_WARMUP,
-    OPT_OPTIMIZER,
-    OPT_TIMEOUT,
-    OPT_INJECT,
-    OPT_SERVE_PS,
-    OPT_INDEX,
-    OPT_READY_FD,
-    OPT_VERSION,
-};
+/* What the checks after the table need to know was given. */
+typedef struct given_flags {
+    bool client; /* --size, --rounds or --warmup */
+    bool optim, index;
+    bool help, version;
+} given_flags;
+
+#define PP_FLAG_ROWS 14
+static void pp_flag_rows(flagtab_row rows[PP_FLAG_ROWS], pp_opts *o,
+                         given_flags *g)
+{
+    const flagtab_row table[PP_FLAG_ROWS] = {
+        {.name = "provider",
+         .type = FLAGTAB_STRING,
+         .dest = &o->provider,
+         .metavar = "NAME",
+         .help = "sock, shm, verbs or auto (default: RF_FABRIC, else auto)"},
+        {.name = "host",
+         .type = FLAGTAB_BUFFER,
+         .dest = o->host,
+         .size = sizeof o->host,
+         .def = "127.0.0.1",
+         .bits = FLAGTAB_NONEMPTY,
+         .metavar = "ADDR",
+         .help = "address of the ps tasks"},
+        {.name = "size",
+         .type = FLAGTAB_SIZE,
+         .dest = &o->size,
+         .def = "1M",
+         .min = 4096,
+         .max = (int64_t)4 << 30,
+         .seen = &g->client,
+         .metavar = "BYTES",
+         .help = "model size, K/M/G suffixes, 4K .. 4G"},
+        {.name = "rounds",
+         .type = FLAGTAB_INT,
+         .dest = &o->rounds,
+         .def = "9",
+         .min = 1,
+         .max = 1000,
+         .seen = &g->client,
+         .metavar = "N",
+         .help = "measured rounds, 1 .. 1000"},
+        {.name = "warmup",
+         .type = FLAGTAB_INT,
+         .dest = &o->warmup,
+         .def = "1",
+         .min = 0,
+         .max = 100,
+         .seen = &g->client,
+         .metavar = "N",
+         .help = "rounds run first, not counted, 0 .. 100"},
+        {.name = "optimizer",
+         .type = FLAGTAB_CALL,
+         .call = call_optimizer,
+         .def = "sgd",
+         .seen = &g->optim,
+         .metavar = "NAME",
+         .help = "sgd, momentum, adagrad, adam or rmsprop (learning_rate "
+                 "0.01, momentum 0.9 where required)"},
+        {.name = "timeout",
+         .type = FLAGTAB_INT,
+         .dest = &o->timeout_s,
+         .def = "120",
+         .min = 1,
+         .max = 86400,
+         .metavar = "SEC",
+         .help = "bound on start-up and on each operation"},
+        {.name = "inject-extra-push",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->inject_extra_push,
+         .help = "push once more than the verifier knows (for the smoke "
+                 "test: the run must then fail its check)"},
+        {.name = "help",
+         .alias = 'h',
+         .type = FLAGTAB_BOOL,
+         .dest = &g->help,
+         .bits = FLAGTAB_STOP,
+         .help = "this text"},
+        {.name = "version",
+         .type = FLAGTAB_BOOL,
+         .dest = &g->version,
+         .bits = FLAGTAB_STOP,
+         .help = "print the version and exit"},
+        /* the role of each ps task, which the client re-executes */
+        {.name = "serve-ps",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->serve_ps,
+         .bits = FLAGTAB_HIDDEN},
+        {.name = "index",
+         .type = FLAGTAB_INT,
+         .dest = &o->ps_index,
+         .min = 0,
+         .max = PP_PS_TASKS - 1,
+         .seen = &g->index,
+         .bits = FLAGTAB_HIDDEN},
+        {.name = "ready-fd",
+         .type = FLAGTAB_INT,
+         .dest = &o->ready_fd,
+         .min = 3,
+         .max = 1023,
+         .bits = FLAGTAB_HIDDEN},
+        {0},
+    };
+    memcpy(rows, table, sizeof table);
+}
 
 int pp_opts_parse(int argc, char **argv, pp_opts *o)
 {
-    static const struct option longopts[] = {
-        {"provider", required_argument, NULL, OPT_PROVIDER},
-        {"host", required_argument, NULL, OPT_HOST},
-        {"size", required_argument, NULL, OPT_SIZE},
-        {"rounds", required_argument, NULL, OPT_ROUNDS},
-        {"warmup", required_argument, NULL, OPT_WARMUP},
-        {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"inject-extra-push", no_argument, NULL, OPT_INJECT},
-        {"serve-ps", no_argument, NULL, OPT_SERVE_PS},
-        {"index", required_argument, NULL, OPT_INDEX},
-        {"ready-fd", required_argument, NULL, OPT_READY_FD},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0},
-    };
-    *o = (pp_opts){.provider = "auto",
-                   .size = PP_DEFAULT_SIZE,
-                   .rounds = PP_DEFAULT_ROUNDS,
-                   .warmup = 1,
-                   .timeout_s = PP_DEFAULT_TIMEOUT,
-                   .ps_index = -1,
-                   .ready_fd = -1};
-    snprintf(o->host, sizeof o->host, "127.0.0.1");
-    int rc = parse_optimizer("sgd", &o->optim);
-    if (rc)
-        return rc;
-    bool optim_set = false, client_flag = false, index_set = false;
     const char *env = getenv("RF_FABRIC");
-    if (env && *env)
-        o->provider = env;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        rc = 0;
-        switch (c) {
-        case OPT_PROVIDER:
-            o->provider = optarg;
-            break;
-        case OPT_HOST:
-            if (!*optarg || strlen(optarg) >= sizeof o->host)
-                return bad("--host: '%s' is not an address", RF_ECHO(optarg));
-            snprintf(o->host, sizeof o->host, "%s", optarg);
-            break;
-        case OPT_SIZE:
-            rc = parse_size(optarg, &o->size);
-            client_flag = true;
-            break;
-        case OPT_ROUNDS:
-            rc = parse_int("--rounds", optarg, 1, 1000, &o->rounds);
-            client_flag = true;
-            break;
-        case OPT_WARMUP:
-            rc = parse_int("--warmup", optarg, 0, 100, &o->warmup);
-            client_flag = true;
-            break;
-        case OPT_OPTIMIZER:
-            rc = parse_optimizer(optarg, &o->optim);
-            optim_set = true;
-            break;
-        case OPT_TIMEOUT:
-            rc = parse_int("--timeout", optarg, 1, 86400, &o->timeout_s);
-            break;
-        case OPT_INJECT:
-            o->inject_extra_push = true;
-            break;
-        case OPT_SERVE_PS:
-            o->serve_ps = true;
-            break;
-        case OPT_INDEX:
-            rc = parse_int("--index", optarg, 0, PP_PS_TASKS - 1, &o->ps_index);
-            index_set = true;
-            break;
-        case OPT_READY_FD:
-            rc = parse_int("--ready-fd", optarg, 3, 1023, &o->ready_fd);
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        case OPT_VERSION:
+    *o = (pp_opts){
+        .provider = env && *env ? env : "auto", .ps_index = -1, .ready_fd = -1};
+    given_flags given = {0};
+    flagtab_row rows[PP_FLAG_ROWS];
+    pp_flag_rows(rows, o, &given);
+    flagtab t = {.rows = rows, .ctx = o};
+    flagtab_error err;
+    int n;
+    int rc = flagtab_parse(&t, argc, argv, &n, &err);
+    if (rc < 0)
+        return bad("%s", err.message);
+    if (rc == FLAGTAB_STOPPED) {
+        if (given.help) {
+            fputs(usage_head, stdout);
+            flagtab_print_help(stdout, &t);
+            fputs(usage_tail, stdout);
+        } else {
             printf("rf-bench-pullpush (rdmaflow) %s\n", rf_version());
-            return 1;
-        case ':':
-            return bad("%s needs a value", argv[optind - 1]);
-        default:
-            return bad("unknown option '%s'", RF_ECHO(argv[optind - 1]));
         }
-        if (rc)
-            return rc;
+        return 1;
     }
-    if (optind < argc)
-        return bad("unexpected argument '%s'", RF_ECHO(argv[optind]));
+    if (n > 0)
+        return bad("unexpected argument '%s'", RF_ECHO(argv[1]));
     if (o->serve_ps) {
-        if (!index_set || o->ready_fd < 0)
+        if (!given.index || o->ready_fd < 0)
             return bad("--serve-ps needs --index and --ready-fd");
-        if (client_flag || optim_set || o->inject_extra_push)
+        if (given.client || given.optim || o->inject_extra_push)
             return bad("--serve-ps: the client chooses the model; give "
                        "--size/--rounds/--warmup/--optimizer to it");
-    } else if (index_set || o->ready_fd >= 0) {
+    } else if (given.index || o->ready_fd >= 0) {
         return bad("--index and --ready-fd apply to --serve-ps only");
     }
     return 0;

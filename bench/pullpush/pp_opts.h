@@ -9,10 +9,7 @@
 
 #include "rdmaflow/optim.h"
 
-#define PP_PS_TASKS        2
-#define PP_DEFAULT_SIZE    (1u << 20)
-#define PP_DEFAULT_ROUNDS  9
-#define PP_DEFAULT_TIMEOUT 120
+#define PP_PS_TASKS 2 /* the defaults are in the flag table, pp_opts.c */
 
 typedef struct pp_opts {
     const char *provider; /* as given ("auto" when not); children get it too */

@@ -1,11 +1,12 @@
 /* tools/ckpt/main.c: rf-ckpt, the checkpoint tool: list, verify and diff
  * (diff.c) of checkpoint files (safetensors with CRC32Cs) and checkpoint
  * directories (a TensorFlow-style "checkpoint" state file). verify is
- * rf_ckpt_verify, strict unless --allow-unchecked. Exit 0 on success, 1
- * when a file fails or files differ, 2 on a usage error. */
-#include <errno.h>
+ * rf_ckpt_verify, strict unless --allow-unchecked. Each command reads its
+ * flags through a flag table (tools/common/flagtab.h) and maps the
+ * table's errors to rf-ckpt's words. Exit 0 on success, 1 when a file
+ * fails or files differ, 2 on a usage error. */
+#include <float.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "ckpt_tool.h"
+#include "flagtab.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/version.h"
 
@@ -28,15 +30,70 @@ static const char usage[] =
     "          carries a CRC32C for every tensor and for its header, and\n"
     "          every CRC32C matches; 1 with the reason otherwise (a file\n"
     "          without them, such as a plain safetensors file, fails, naming\n"
-    "          the tensors that have none). --allow-unchecked accepts\n"
-    "          tensors and a header without a CRC32C, still checks the\n"
-    "          CRC32Cs that are there, and says how many tensors it could\n"
-    "          not check\n"
+    "          the tensors that have none)\n"
     "  diff    tensors only in one, dtype or shape differences, and for\n"
     "          equal shapes the number of differing elements and the max\n"
     "          abs difference (|a - b| > atol + rtol * |b| differs; NaN\n"
-    "          equals NaN); exit 0 when equal, 1 otherwise. Default\n"
-    "          tolerances 0 (exact). A DIR stands for its latest checkpoint\n";
+    "          equals NaN); exit 0 when equal, 1 otherwise. A DIR stands\n"
+    "          for its latest checkpoint\n"
+    "\n"
+    "verify's flag:\n";
+
+/* verify's flag; list takes none. */
+#define VERIFY_ROWS 2
+static void verify_flag_rows(flagtab_row rows[VERIFY_ROWS], bool *allow)
+{
+    const flagtab_row table[VERIFY_ROWS] = {
+        {.name = "allow-unchecked",
+         .type = FLAGTAB_BOOL,
+         .dest = allow,
+         .help = "accept tensors and a header without a CRC32C, still check "
+                 "the CRC32Cs that are there, and say how many tensors could "
+                 "not be checked"},
+        {0},
+    };
+    memcpy(rows, table, sizeof table);
+}
+
+/* diff's tolerances (0: exact). */
+#define DIFF_ROWS 3
+static void diff_flag_rows(flagtab_row rows[DIFF_ROWS], double *rtol,
+                           double *atol)
+{
+    const flagtab_row table[DIFF_ROWS] = {
+        {.name = "rtol",
+         .type = FLAGTAB_DOUBLE,
+         .dest = rtol,
+         .def = "0",
+         .dmin = 0,
+         .dmax = DBL_MAX,
+         .metavar = "R",
+         .help = "relative tolerance, a non-negative number"},
+        {.name = "atol",
+         .type = FLAGTAB_DOUBLE,
+         .dest = atol,
+         .def = "0",
+         .dmin = 0,
+         .dmax = DBL_MAX,
+         .metavar = "A",
+         .help = "absolute tolerance, a non-negative number"},
+        {0},
+    };
+    memcpy(rows, table, sizeof table);
+}
+
+static void print_usage(void)
+{
+    flagtab_row verify_rows[VERIFY_ROWS], diff_rows[DIFF_ROWS];
+    bool allow;
+    double rtol, atol;
+    verify_flag_rows(verify_rows, &allow);
+    diff_flag_rows(diff_rows, &rtol, &atol);
+    fputs(usage, stdout);
+    flagtab_print_help(stdout, &(flagtab){.rows = verify_rows});
+    fputs("\ndiff's flags:\n", stdout);
+    flagtab_print_help(stdout, &(flagtab){.rows = diff_rows});
+}
 
 static int usage_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
@@ -165,49 +222,76 @@ static int cmd_verify(const char *path, bool allow_unchecked)
     return bad ? 1 : 0;
 }
 
-static int parse_tol(const char *flag, const char *v, double *out)
+/* Whether argv has a bare "--": rf-ckpt never took it as the end of the
+ * flags (the table would), so it stays an unknown flag. */
+static bool has_dashdash(int argc, char **argv)
 {
-    char *end;
-    errno = 0;
-    double d = v ? strtod(v, &end) : 0;
-    if (!v || !*v || *end || errno || !(d >= 0) || isinf(d))
-        return -1;
-    (void)flag;
-    *out = d;
-    return 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--"))
+            return true;
+    return false;
 }
 
+/* diff A B [--rtol R] [--atol A], the flags anywhere; an argument that
+ * starts with one dash is a path. */
 static int cmd_diff(int argc, char **argv)
 {
-    const char *files[2];
-    int nfiles = 0;
-    double rtol = 0, atol = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strncmp(a, "--", 2)) {
-            const char *eq = strchr(a, '=');
-            size_t k = eq ? (size_t)(eq - a) : strlen(a);
-            double *dst = k == 6 && !strncmp(a, "--rtol", 6)   ? &rtol
-                          : k == 6 && !strncmp(a, "--atol", 6) ? &atol
-                                                               : NULL;
-            if (!dst)
-                return usage_error("unknown flag %s", RF_ECHO(a));
-            const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (parse_tol(a, v, dst) != 0)
-                return usage_error("%s needs a non-negative number",
-                                   RF_ECHO(a));
-            continue;
-        }
-        if (!*a)
+    flagtab_row rows[DIFF_ROWS];
+    double rtol, atol;
+    diff_flag_rows(rows, &rtol, &atol);
+    flagtab t = {.rows = rows, .exact_names = true, .long_only = true};
+    flagtab_error err;
+    int n;
+    if (has_dashdash(argc, argv))
+        return usage_error("%s", "unknown flag --");
+    if (flagtab_parse(&t, argc, argv, &n, &err) != FLAGTAB_OK)
+        return err.kind == FLAGTAB_ERR_UNKNOWN
+                   ? usage_error("unknown flag %s", RF_ECHO(err.arg))
+                   : usage_error("%s needs a non-negative number",
+                                 RF_ECHO(err.arg));
+    for (int i = 1; i <= n; i++) {
+        if (!*argv[i])
             return usage_error("%s", "diff: a path is an empty string");
-        if (nfiles == 2)
+        if (i == 3)
             return usage_error("diff takes two paths, not also '%s'",
-                               RF_ECHO(a));
-        files[nfiles++] = a;
+                               RF_ECHO(argv[i]));
     }
-    if (nfiles != 2)
+    if (n != 2)
         return usage_error("%s", "diff needs two paths A B");
-    return tool_diff(files[0], files[1], rtol, atol);
+    return tool_diff(argv[1], argv[2], rtol, atol);
+}
+
+/* list FILE|DIR, verify [--allow-unchecked] FILE|DIR. */
+static int cmd_list_verify(const char *cmd, int argc, char **argv)
+{
+    bool verify = !strcmp(cmd, "verify"), allow_unchecked = false;
+    flagtab_row rows[VERIFY_ROWS];
+    verify_flag_rows(rows, &allow_unchecked);
+    if (!verify)
+        rows[0] = rows[VERIFY_ROWS - 1]; /* list: no flags */
+    flagtab t = {.rows = rows, .exact_names = true};
+    flagtab_error err;
+    int n;
+    if (has_dashdash(argc, argv))
+        return usage_error("%s", "--: unknown flag");
+    if (flagtab_parse(&t, argc, argv, &n, &err) != FLAGTAB_OK) {
+        if (err.kind == FLAGTAB_ERR_EXTRA_VALUE)
+            return usage_error("%s: --allow-unchecked takes no value",
+                               RF_ECHO(err.arg));
+        return usage_error(strcmp(err.arg, "--allow-unchecked")
+                               ? "%s: unknown flag"
+                               : "%s: only verify takes it",
+                           RF_ECHO(err.arg));
+    }
+    for (int i = 1; i <= n; i++) /* "-" */
+        if (argv[i][0] == '-')
+            return usage_error("%s: unknown flag", RF_ECHO(argv[i]));
+    if (n != 1)
+        return usage_error(
+            n < 1 ? "%s needs FILE|DIR" : "%s takes one FILE|DIR", cmd);
+    if (argv[1][0] == '\0')
+        return usage_error("%s: the FILE|DIR is an empty string", cmd);
+    return verify ? cmd_verify(argv[1], allow_unchecked) : cmd_list(argv[1]);
 }
 
 int main(int argc, char **argv)
@@ -222,7 +306,7 @@ int main(int argc, char **argv)
         return usage_error("%s", "no command");
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-        fputs(usage, stdout);
+        print_usage();
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
@@ -230,37 +314,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "diff"))
-        return cmd_diff(argc - 2, argv + 2);
+        return cmd_diff(argc - 1, argv + 1);
     if (strcmp(cmd, "list") && strcmp(cmd, "verify"))
         return usage_error(cmd[0] == '-' ? "unknown flag %s"
                                          : "unknown command '%s'",
                            RF_ECHO(cmd));
-    /* verify's one flag, before or after the path */
-    bool allow_unchecked = false;
-    if (!strcmp(cmd, "verify")) {
-        int k = 2;
-        for (int i = 2; i < argc; i++) {
-            if (!strcmp(argv[i], "--allow-unchecked"))
-                allow_unchecked = true;
-            else if (!strncmp(argv[i], "--allow-unchecked=", 18))
-                return usage_error("%s: --allow-unchecked takes no value",
-                                   RF_ECHO(argv[i]));
-            else
-                argv[k++] = argv[i];
-        }
-        argc = k;
-    }
-    for (int i = 2; i < argc; i++)
-        if (argv[i][0] == '-')
-            return usage_error(strcmp(argv[i], "--allow-unchecked")
-                                   ? "%s: unknown flag"
-                                   : "%s: only verify takes it",
-                               RF_ECHO(argv[i]));
-    if (argc != 3)
-        return usage_error(
-            argc < 3 ? "%s needs FILE|DIR" : "%s takes one FILE|DIR", cmd);
-    if (argv[2][0] == '\0')
-        return usage_error("%s: the FILE|DIR is an empty string", cmd);
-    return !strcmp(cmd, "list") ? cmd_list(argv[2])
-                                : cmd_verify(argv[2], allow_unchecked);
+    return cmd_list_verify(cmd, argc - 1, argv + 1);
 }

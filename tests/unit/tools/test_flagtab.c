@@ -1,0 +1,338 @@
+/* tests/unit/tools/test_flagtab.c: the flag table (tools/common/flagtab.h):
+ * defaults applied from the rows, GNU-style long flags, short aliases and
+ * clusters, operands, --noNAME, abbreviations, and each kind of error
+ * (unknown flag, missing value, bad value, out of range, value given to a
+ * flag that takes none) with the flag named in the message; the help
+ * printed from the same rows. Every case checks what a broken parser
+ * would get wrong. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flagtab.h"
+#include "tests/common/check.h"
+
+typedef struct opts {
+    int port;
+    uint32_t iters;
+    uint64_t size;
+    int64_t rows;
+    double zipf;
+    const char *name;
+    char host[8];
+    int mode;
+    const char *poll;
+    bool verbose, color, help, iters_seen;
+    int calls;
+    const char *called_with;
+} opts;
+
+static const flagtab_choice modes[] = {{"fast", 1}, {"slow", 2}, {NULL, 0}};
+static const flagtab_choice polls[] = {
+    {"busy", 0}, {"wait", 0}, {"events", 0}, {NULL, 0}};
+
+static int call_tag(const flagtab_row *row, const char *value, void *ctx,
+                    flagtab_error *err)
+{
+    opts *o = ctx;
+    (void)row;
+    if (value && !strcmp(value, "bad"))
+        return flagtab_fail(err, "'%s' is not a tag", value);
+    o->calls++;
+    o->called_with = value;
+    return 0;
+}
+
+/* Parses argv (a NULL-terminated list after the program name) into *o with
+ * the test table; returns flagtab_parse's answer. */
+static bool no_dashed_values; /* the next parse's table option */
+
+static int parse(opts *o, flagtab_error *err, int *nops, char **argv,
+                 bool exact)
+{
+    memset(o, 0, sizeof *o);
+    const flagtab_row rows[] = {
+        {.name = "port",
+         .alias = 'p',
+         .type = FLAGTAB_INT,
+         .dest = &o->port,
+         .def = "18515",
+         .min = 0,
+         .max = 65535,
+         .metavar = "PORT",
+         .help = "the port"},
+        {.name = "iters",
+         .alias = 'n',
+         .type = FLAGTAB_UINT32,
+         .dest = &o->iters,
+         .def = "1000",
+         .min = 5,
+         .max = 100000000,
+         .seen = &o->iters_seen,
+         .help = "iterations"},
+        {.name = "size",
+         .alias = 's',
+         .type = FLAGTAB_SIZE,
+         .dest = &o->size,
+         .def = "64K",
+         .min = 1,
+         .max = 1 << 30,
+         .help = "bytes"},
+        {.name = "rows",
+         .type = FLAGTAB_INT64,
+         .dest = &o->rows,
+         .def = "1e5",
+         .min = 2,
+         .max = 4000000000,
+         .bits = FLAGTAB_REAL_INT},
+        {.name = "zipf",
+         .type = FLAGTAB_DOUBLE,
+         .dest = &o->zipf,
+         .def = "1.1",
+         .dmin = 0,
+         .dmax = 10,
+         .bits = FLAGTAB_MIN_OPEN},
+        {.name = "name",
+         .type = FLAGTAB_STRING,
+         .dest = &o->name,
+         .def = "x",
+         .bits = FLAGTAB_NONEMPTY},
+        {.name = "host",
+         .type = FLAGTAB_BUFFER,
+         .dest = o->host,
+         .size = sizeof o->host,
+         .def = "local"},
+        {.name = "mode",
+         .type = FLAGTAB_ENUM,
+         .dest = &o->mode,
+         .choices = modes,
+         .def = "fast"},
+        {.name = "poll",
+         .type = FLAGTAB_CHOICE,
+         .dest = &o->poll,
+         .choices = polls,
+         .def = "wait"},
+        {.name = "verbose",
+         .alias = 'v',
+         .type = FLAGTAB_BOOL,
+         .dest = &o->verbose},
+        {.name = "color",
+         .type = FLAGTAB_BOOL,
+         .dest = &o->color,
+         .def = "true",
+         .bits = FLAGTAB_NEGATABLE},
+        {.name = "tag", .alias = 't', .type = FLAGTAB_CALL, .call = call_tag},
+        {.name = "help",
+         .alias = 'h',
+         .type = FLAGTAB_BOOL,
+         .dest = &o->help,
+         .bits = FLAGTAB_STOP},
+        {0},
+    };
+    flagtab t = {.rows = rows,
+                 .ctx = o,
+                 .exact_names = exact,
+                 .no_dashed_values = no_dashed_values};
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    return flagtab_parse(&t, argc, argv, nops, err);
+}
+
+#define ARGS(...) ((char *[]){"prog", __VA_ARGS__, NULL})
+
+static void check_error(char **argv, flagtab_error_kind kind,
+                        const char *message)
+{
+    opts o;
+    flagtab_error err;
+    int n;
+    int rc = parse(&o, &err, &n, argv, false);
+    CHECK(rc == -1, "%s: returned %d, want -1", argv[1], rc);
+    CHECK(err.kind == kind, "%s: kind %d, want %d (%s)", argv[1], (int)err.kind,
+          (int)kind, err.message);
+    CHECK(strstr(err.message, message) != NULL, "%s: message '%s', want '%s'",
+          argv[1], err.message, message);
+}
+
+static void test_defaults(void)
+{
+    opts o;
+    flagtab_error err;
+    int n = -1;
+    CHECK(parse(&o, &err, &n, ARGS(NULL), false) == FLAGTAB_OK, "%s",
+          err.message);
+    CHECK(n == 0, "%d operands", n);
+    CHECK(o.port == 18515, "port %d", o.port);
+    CHECK(o.iters == 1000 && !o.iters_seen, "iters %u", o.iters);
+    CHECK(o.size == 65536, "size %llu", (unsigned long long)o.size);
+    CHECK(o.rows == 100000, "rows %lld", (long long)o.rows);
+    CHECK(o.zipf == 1.1, "zipf %g", o.zipf);
+    CHECK(!strcmp(o.name, "x") && !strcmp(o.host, "local"), "%s %s", o.name,
+          o.host);
+    CHECK(o.mode == 1 && !strcmp(o.poll, "wait"), "mode %d", o.mode);
+    CHECK(o.color && !o.verbose && o.calls == 0, "bools");
+}
+
+static void test_values(void)
+{
+    opts o;
+    flagtab_error err;
+    int n;
+    char **argv =
+        ARGS("-p", "7", "op1", "--iters=50", "-s4M", "--rows", "2e9", "--zipf",
+             "0.5", "--mode=slow", "--nocolor", "-vt", "T", "--poll", "busy",
+             "--host", "h", "--name=nm", "--", "-p", "op3");
+    int rc = parse(&o, &err, &n, argv, false);
+    CHECK(rc == FLAGTAB_OK, "%s", err.message);
+    CHECK(o.port == 7, "short alias with a separate value: port %d", o.port);
+    CHECK(o.iters == 50 && o.iters_seen, "iters %u", o.iters);
+    CHECK(o.size == 4u << 20, "attached short value with suffix: %llu",
+          (unsigned long long)o.size);
+    CHECK(o.rows == 2000000000, "rows %lld", (long long)o.rows);
+    CHECK(o.zipf == 0.5 && o.mode == 2 && !o.color && o.verbose, "values");
+    CHECK(o.calls == 1 && !strcmp(o.called_with, "T"), "call %d", o.calls);
+    CHECK(!strcmp(o.poll, "busy") && !strcmp(o.host, "h"), "poll/host");
+    CHECK(!strcmp(o.name, "nm"), "name %s", o.name);
+    CHECK(n == 3, "%d operands", n);
+    CHECK(!strcmp(argv[1], "op1") && !strcmp(argv[2], "-p") &&
+              !strcmp(argv[3], "op3"),
+          "operands %s %s %s", argv[1], argv[2], argv[3]);
+
+    /* a value takes the next argument even when it starts with '-' */
+    rc = parse(&o, &err, &n, ARGS("--name", "-x"), false);
+    CHECK(rc == FLAGTAB_OK && !strcmp(o.name, "-x"), "%s", err.message);
+    /* ... unless no_dashed_values and it starts with "--" */
+    no_dashed_values = true;
+    rc = parse(&o, &err, &n, ARGS("--name", "--verbose"), false);
+    CHECK(rc == -1 && err.kind == FLAGTAB_ERR_MISSING_VALUE, "dashed: %d", rc);
+    rc = parse(&o, &err, &n, ARGS("--name", "-x"), false);
+    CHECK(rc == FLAGTAB_OK && !strcmp(o.name, "-x"), "%s", err.message);
+    no_dashed_values = false;
+    /* unique abbreviations, as getopt_long; not with exact_names */
+    rc = parse(&o, &err, &n, ARGS("--it", "9"), false);
+    CHECK(rc == FLAGTAB_OK && o.iters == 9, "abbreviation: %s", err.message);
+    rc = parse(&o, &err, &n, ARGS("--po", "x"), false);
+    CHECK(rc == -1 && err.kind == FLAGTAB_ERR_AMBIGUOUS, "--po: %d", rc);
+    rc = parse(&o, &err, &n, ARGS("--it", "9"), true);
+    CHECK(rc == -1 && err.kind == FLAGTAB_ERR_UNKNOWN, "exact: %d", rc);
+    /* a STOP flag stops: what follows is not read */
+    rc = parse(&o, &err, &n, ARGS("--help", "--bogus"), false);
+    CHECK(rc == FLAGTAB_STOPPED && o.help, "stop: %d", rc);
+}
+
+static void test_errors(void)
+{
+    check_error(ARGS("--bogus"), FLAGTAB_ERR_UNKNOWN,
+                "unknown option '--bogus'");
+    check_error(ARGS("-z"), FLAGTAB_ERR_UNKNOWN, "unknown option '-z'");
+    check_error(ARGS("-p"), FLAGTAB_ERR_MISSING_VALUE,
+                "option '-p' needs a value");
+    check_error(ARGS("--iters"), FLAGTAB_ERR_MISSING_VALUE,
+                "option '--iters' needs a value");
+    check_error(ARGS("--verbose=1"), FLAGTAB_ERR_EXTRA_VALUE,
+                "option '--verbose=1' takes no value");
+    check_error(ARGS("-p", "many"), FLAGTAB_ERR_BAD_VALUE,
+                "-p/--port: 'many' is not a number");
+    check_error(ARGS("--port=65536"), FLAGTAB_ERR_BAD_VALUE,
+                "-p/--port: 65536 is outside [0, 65535]");
+    check_error(ARGS("-n", "4"), FLAGTAB_ERR_BAD_VALUE,
+                "-n/--iters: 4 is outside [5, 100000000]");
+    check_error(ARGS("-n", "-1"), FLAGTAB_ERR_BAD_VALUE,
+                "-n/--iters: '-1' is not a non-negative number");
+    check_error(ARGS("-n", "1k"), FLAGTAB_ERR_BAD_VALUE,
+                "-n/--iters: '1k' has trailing characters");
+    check_error(ARGS("-s", "8Q"), FLAGTAB_ERR_BAD_VALUE,
+                "-s/--size: '8Q' has an unknown suffix (K, M or G)");
+    check_error(ARGS("-s", "2G"), FLAGTAB_ERR_BAD_VALUE,
+                "-s/--size: 2G is outside [1, 1073741824]");
+    check_error(ARGS("--rows", "2.5"), FLAGTAB_ERR_BAD_VALUE,
+                "--rows: '2.5' is not a whole number");
+    check_error(ARGS("--rows", "1e10"), FLAGTAB_ERR_BAD_VALUE,
+                "--rows: 1e10 is outside [2, 4000000000]");
+    check_error(ARGS("--zipf", "0"), FLAGTAB_ERR_BAD_VALUE,
+                "--zipf: 0 is outside (0, 10]");
+    check_error(ARGS("--zipf", "inf"), FLAGTAB_ERR_BAD_VALUE,
+                "--zipf: 'inf' is not a finite number");
+    check_error(ARGS("--name="), FLAGTAB_ERR_BAD_VALUE, "--name: empty value");
+    check_error(ARGS("--host", "123456789"), FLAGTAB_ERR_BAD_VALUE,
+                "--host: '123456789' is longer than 7 bytes");
+    check_error(ARGS("--mode", "medium"), FLAGTAB_ERR_BAD_VALUE,
+                "--mode: 'medium' is not fast or slow");
+    check_error(ARGS("--poll", "spin"), FLAGTAB_ERR_BAD_VALUE,
+                "--poll: 'spin' is not busy, wait or events");
+    check_error(ARGS("-t", "bad"), FLAGTAB_ERR_BAD_VALUE,
+                "-t/--tag: 'bad' is not a tag");
+    check_error(ARGS("--noverbose"), FLAGTAB_ERR_UNKNOWN,
+                "unknown option '--noverbose'");
+}
+
+/* A bad default is reported as such (a bug in the table, found at once). */
+static void test_bad_default(void)
+{
+    int port = 0, n;
+    const flagtab_row rows[] = {
+        {.name = "port", .type = FLAGTAB_INT, .dest = &port, .def = "x"},
+        {0},
+    };
+    flagtab t = {.rows = rows};
+    flagtab_error err;
+    char *argv[] = {"prog", NULL};
+    CHECK(flagtab_parse(&t, 1, argv, &n, &err) == -1, "bad default accepted");
+    CHECK(err.kind == FLAGTAB_ERR_DEFAULT &&
+              strstr(err.message, "the default of --port: 'x'"),
+          "%s", err.message);
+}
+
+static void test_help(void)
+{
+    int port = 0;
+    bool flag = false;
+    const flagtab_row rows[] = {
+        {.name = "port",
+         .alias = 'p',
+         .type = FLAGTAB_INT,
+         .dest = &port,
+         .def = "18515",
+         .metavar = "PORT",
+         .help = "listen on / connect to PORT, a long help text that has "
+                 "to be wrapped onto a second line"},
+        {.name = "quiet",
+         .type = FLAGTAB_BOOL,
+         .dest = &flag,
+         .help = "say less"},
+        {.name = "internal",
+         .type = FLAGTAB_BOOL,
+         .dest = &flag,
+         .bits = FLAGTAB_HIDDEN},
+        {0},
+    };
+    flagtab t = {.rows = rows};
+    char buf[1024] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    CHECK_TRUE(f != NULL);
+    flagtab_print_help(f, &t);
+    fclose(f);
+    CHECK(
+        !strncmp(buf, "  -p, --port PORT     listen on / connect to PORT,", 50),
+        "help:\n%s", buf);
+    CHECK(strstr(buf, "\n                      ") != NULL, "not wrapped:\n%s",
+          buf);
+    CHECK(strstr(buf, "(default 18515)\n") != NULL, "no default:\n%s", buf);
+    CHECK(strstr(buf, "\n  --quiet             say less\n") != NULL,
+          "help:\n%s", buf);
+    CHECK(strstr(buf, "internal") == NULL, "hidden row shown:\n%s", buf);
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+        CHECK(strlen(line) <= 79, "line longer than 79: %s", line);
+}
+
+int main(void)
+{
+    test_defaults();
+    test_values();
+    test_errors();
+    test_bad_default();
+    test_help();
+    printf("unit.flagtab: ok\n");
+    return 0;
+}

@@ -1,0 +1,538 @@
+/* tools/common/flagtab.c: reads a command line through a flag table and
+ * prints the table's help (flagtab.h). The words of its messages are the
+ * ones rf-bench used before it had a table ("-p/--port: 65536 is outside
+ * [0, 65535]"), which its bad-input tests match. It never exits and never
+ * prints an error. */
+#include "flagtab.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmaflow/env.h"
+
+#define HELP_COLUMN 22
+#define HELP_WIDTH  79
+
+/* "-p/--port", or "--port" for a row without an alias. */
+static const char *flag_label(const flagtab_row *row, char *buf, size_t len)
+{
+    if (row->alias)
+        snprintf(buf, len, "-%c/--%s", row->alias, row->name);
+    else
+        snprintf(buf, len, "--%s", row->name);
+    return buf;
+}
+
+static int set_error(flagtab_error *err, flagtab_error_kind kind,
+                     const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int set_error(flagtab_error *err, flagtab_error_kind kind,
+                     const char *fmt, ...)
+{
+    va_list ap;
+    err->kind = kind;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int flagtab_fail(flagtab_error *err, const char *fmt, ...)
+{
+    char label[96] = "";
+    if (err->row)
+        flag_label(err->row, label, sizeof label);
+    int n = snprintf(err->message, sizeof err->message, "%s: ", label);
+    if (n < 0 || (size_t)n >= sizeof err->message)
+        n = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message + n, sizeof err->message - (size_t)n, fmt, ap);
+    va_end(ap);
+    err->kind = FLAGTAB_ERR_BAD_VALUE;
+    return -1;
+}
+
+/* Whole unsigned decimal number in [min, max]; with suffix a binary K, M
+ * or G may follow. */
+static int read_unsigned(const char *what, const char *text, uint64_t min,
+                         uint64_t max, bool suffix, uint64_t *out,
+                         flagtab_error *err)
+{
+    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    if (!*text || *text == '-' || *text == '+')
+        return set_error(err, k, "%s: '%s' is not a non-negative number", what,
+                         RF_ECHO(text));
+    errno = 0;
+    char *end = NULL;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text)
+        return set_error(err, k, "%s: '%s' is not a number", what,
+                         RF_ECHO(text));
+    if (suffix && *end && !end[1]) {
+        const char *units = strchr("KkMmGg", *end);
+        if (!units)
+            return set_error(err, k,
+                             "%s: '%s' has an unknown suffix (K, M or G)", what,
+                             RF_ECHO(text));
+        unsigned shift = 10 * (unsigned)(1 + (units - "KkMmGg") / 2);
+        if (v > (UINT64_MAX >> shift))
+            return set_error(err, k, "%s: '%s' is too large", what,
+                             RF_ECHO(text));
+        v <<= shift;
+        end++;
+    }
+    if (*end)
+        return set_error(err, k, "%s: '%s' has trailing characters", what,
+                         RF_ECHO(text));
+    if (v < min || v > max)
+        return set_error(err, k, "%s: %s is outside [%" PRIu64 ", %" PRIu64 "]",
+                         what, RF_ECHO(text), min, max);
+    *out = v;
+    return 0;
+}
+
+int flagtab_read_uint(const char *what, const char *text, uint64_t min,
+                      uint64_t max, uint64_t *out, flagtab_error *err)
+{
+    return read_unsigned(what, text, min, max, false, out, err);
+}
+
+static int read_signed(const char *what, const char *text, int64_t min,
+                       int64_t max, int64_t *out, flagtab_error *err)
+{
+    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    errno = 0;
+    char *end = NULL;
+    long long v = *text ? strtoll(text, &end, 10) : 0;
+    if (!*text || errno || end == text)
+        return set_error(err, k, "%s: '%s' is not a number", what,
+                         RF_ECHO(text));
+    if (*end)
+        return set_error(err, k, "%s: '%s' has trailing characters", what,
+                         RF_ECHO(text));
+    if (v < min || v > max)
+        return set_error(err, k, "%s: %s is outside [%" PRId64 ", %" PRId64 "]",
+                         what, RF_ECHO(text), min, max);
+    *out = v;
+    return 0;
+}
+
+/* An integer written as a real ("1e5", "100000.0"), in [min, max]. */
+static int read_real_int(const char *what, const char *text, int64_t min,
+                         int64_t max, int64_t *out, flagtab_error *err)
+{
+    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || *end)
+        return set_error(err, k, "%s: '%s' is not a number", what,
+                         RF_ECHO(text));
+    if (!(v >= (double)min && v <= (double)max))
+        return set_error(err, k, "%s: %s is outside [%" PRId64 ", %" PRId64 "]",
+                         what, RF_ECHO(text), min, max);
+    if (v != (double)(int64_t)v)
+        return set_error(err, k, "%s: '%s' is not a whole number", what,
+                         RF_ECHO(text));
+    *out = (int64_t)v;
+    return 0;
+}
+
+static int read_double(const flagtab_row *row, const char *what,
+                       const char *text, double *out, flagtab_error *err)
+{
+    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end)
+        return set_error(err, k, "%s: '%s' is not a number", what,
+                         RF_ECHO(text));
+    if (!isfinite(v) || errno == ERANGE)
+        return set_error(err, k, "%s: '%s' is not a finite number", what,
+                         RF_ECHO(text));
+    bool open = row->bits & FLAGTAB_MIN_OPEN;
+    if ((row->dmin != 0 || row->dmax != 0) &&
+        ((open ? v <= row->dmin : v < row->dmin) || v > row->dmax))
+        return set_error(err, k, "%s: %s is outside %c%g, %g]", what,
+                         RF_ECHO(text), open ? '(' : '[', row->dmin, row->dmax);
+    *out = v;
+    return 0;
+}
+
+/* The range of an integer row: its own, or its type's. */
+static void int_range(const flagtab_row *row, int64_t *min, uint64_t *max)
+{
+    if (row->min != 0 || row->max != 0) {
+        *min = row->min;
+        *max = (uint64_t)row->max;
+        return;
+    }
+    *min = row->type == FLAGTAB_INT || row->type == FLAGTAB_INT64
+               ? (row->type == FLAGTAB_INT ? INT32_MIN : INT64_MIN)
+               : 0;
+    *max = row->type == FLAGTAB_INT      ? INT32_MAX
+           : row->type == FLAGTAB_UINT16 ? UINT16_MAX
+           : row->type == FLAGTAB_UINT32 ? UINT32_MAX
+           : row->type == FLAGTAB_INT64  ? INT64_MAX
+                                         : UINT64_MAX;
+}
+
+/* An integer row's value. A range that starts at 0 or above is read as
+ * an unsigned number (so "-1" is "not a non-negative number"); only a
+ * SIZE row takes a suffix. */
+static int read_integer(const flagtab_row *row, const char *what,
+                        const char *text, flagtab_error *err)
+{
+    int64_t min;
+    uint64_t max;
+    int_range(row, &min, &max);
+    uint64_t u = 0;
+    int64_t s = 0;
+    if (row->bits & FLAGTAB_REAL_INT) {
+        int64_t hi = max > INT64_MAX ? INT64_MAX : (int64_t)max;
+        if (read_real_int(what, text, min, hi, &s, err))
+            return -1;
+        u = (uint64_t)s;
+    } else if (min >= 0) {
+        if (read_unsigned(what, text, (uint64_t)min, max,
+                          row->type == FLAGTAB_SIZE, &u, err))
+            return -1;
+        s = (int64_t)u;
+    } else if (read_signed(what, text, min, (int64_t)max, &s, err)) {
+        return -1;
+    }
+    switch (row->type) {
+    case FLAGTAB_INT:
+        *(int *)row->dest = (int)s;
+        break;
+    case FLAGTAB_INT64:
+        *(int64_t *)row->dest = s;
+        break;
+    case FLAGTAB_UINT16:
+        *(uint16_t *)row->dest = (uint16_t)u;
+        break;
+    case FLAGTAB_UINT32:
+        *(uint32_t *)row->dest = (uint32_t)u;
+        break;
+    default: /* UINT64, SIZE */
+        *(uint64_t *)row->dest = u;
+        break;
+    }
+    return 0;
+}
+
+/* "a, b or c" for the choices of a row. */
+static void choice_list(const flagtab_choice *c, char *buf, size_t len)
+{
+    size_t n = 0, count = 0;
+    while (c[count].name)
+        count++;
+    buf[0] = '\0';
+    for (size_t i = 0; i < count && n < len; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == count ? " or " : ", ";
+        int w = snprintf(buf + n, len - n, "%s%s", sep, c[i].name);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
+}
+
+static int read_choice(const flagtab_row *row, const char *what,
+                       const char *text, flagtab_error *err)
+{
+    for (const flagtab_choice *c = row->choices; c && c->name; c++) {
+        if (strcmp(c->name, text) != 0)
+            continue;
+        if (row->type == FLAGTAB_ENUM)
+            *(int *)row->dest = c->value;
+        else
+            *(const char **)row->dest = c->name;
+        return 0;
+    }
+    char list[256];
+    choice_list(row->choices, list, sizeof list);
+    return set_error(err, FLAGTAB_ERR_BAD_VALUE, "%s: '%s' is not %s", what,
+                     RF_ECHO(text), list);
+}
+
+/* Stores text (a value or the default) through row. */
+static int apply_value(const flagtab_row *row, const char *text, void *ctx,
+                       flagtab_error *err)
+{
+    char what[96];
+    flag_label(row, what, sizeof what);
+    err->row = row;
+    err->value = text;
+    switch (row->type) {
+    case FLAGTAB_BOOL:
+        if (!text || !strcmp(text, "true")) {
+            *(bool *)row->dest = true;
+            return 0;
+        }
+        if (!strcmp(text, "false")) {
+            *(bool *)row->dest = false;
+            return 0;
+        }
+        return set_error(err, FLAGTAB_ERR_BAD_VALUE,
+                         "%s: '%s' is not true or false", what, RF_ECHO(text));
+    case FLAGTAB_DOUBLE:
+        return read_double(row, what, text, row->dest, err);
+    case FLAGTAB_STRING:
+    case FLAGTAB_BUFFER:
+        if ((row->bits & FLAGTAB_NONEMPTY) && !*text)
+            return set_error(err, FLAGTAB_ERR_BAD_VALUE, "%s: empty value",
+                             what);
+        if (row->type == FLAGTAB_STRING) {
+            *(const char **)row->dest = text;
+            return 0;
+        }
+        if (strlen(text) >= row->size)
+            return set_error(err, FLAGTAB_ERR_BAD_VALUE,
+                             "%s: '%s' is longer than %zu bytes", what,
+                             RF_ECHO(text), row->size - 1);
+        memcpy(row->dest, text, strlen(text) + 1);
+        return 0;
+    case FLAGTAB_ENUM:
+    case FLAGTAB_CHOICE:
+        return read_choice(row, what, text, err);
+    case FLAGTAB_CALL:
+        return row->call(row, text, ctx, err);
+    default:
+        return read_integer(row, what, text, err);
+    }
+}
+
+static bool takes_value(const flagtab_row *row)
+{
+    return row->type != FLAGTAB_BOOL &&
+           !(row->type == FLAGTAB_CALL && (row->bits & FLAGTAB_NO_VALUE));
+}
+
+static int apply_defaults(const flagtab *t, flagtab_error *err)
+{
+    for (const flagtab_row *row = t->rows; row->name; row++) {
+        if (!row->def)
+            continue;
+        if (apply_value(row, row->def, t->ctx, err)) {
+            char msg[sizeof err->message];
+            memcpy(msg, err->message, sizeof msg);
+            return set_error(err, FLAGTAB_ERR_DEFAULT, "the default of %s",
+                             msg);
+        }
+    }
+    return 0;
+}
+
+/* The row a long name (len bytes of name) stands for: exact, else the
+ * unique row it abbreviates. Sets *negate for --noNAME. */
+static const flagtab_row *find_long(const flagtab *t, const char *name,
+                                    size_t len, bool *negate, bool *ambiguous)
+{
+    *negate = *ambiguous = false;
+    for (const flagtab_row *row = t->rows; row->name; row++)
+        if (strlen(row->name) == len && !strncmp(row->name, name, len))
+            return row;
+    for (const flagtab_row *row = t->rows; row->name; row++)
+        if ((row->bits & FLAGTAB_NEGATABLE) && len > 2 &&
+            !strncmp(name, "no", 2) && strlen(row->name) == len - 2 &&
+            !strncmp(row->name, name + 2, len - 2)) {
+            *negate = true;
+            return row;
+        }
+    if (t->exact_names)
+        return NULL;
+    const flagtab_row *found = NULL;
+    for (const flagtab_row *row = t->rows; row->name; row++) {
+        if (strncmp(row->name, name, len) != 0)
+            continue;
+        /* two spellings of one flag are one candidate, as for getopt */
+        if (found && (!found->dest || found->dest != row->dest ||
+                      found->type != row->type)) {
+            *ambiguous = true;
+            return NULL;
+        }
+        if (!found)
+            found = row;
+    }
+    return found;
+}
+
+static const flagtab_row *find_alias(const flagtab *t, char c)
+{
+    for (const flagtab_row *row = t->rows; row->name; row++)
+        if (row->alias == c)
+            return row;
+    return NULL;
+}
+
+/* Gives row its value (or none for a BOOL); returns FLAGTAB_OK,
+ * FLAGTAB_STOPPED or -1. */
+static int give(const flagtab *t, const flagtab_row *row, const char *value,
+                bool negate, flagtab_error *err)
+{
+    if (row->seen)
+        *row->seen = true;
+    if (row->type == FLAGTAB_BOOL) {
+        *(bool *)row->dest = !negate;
+        return row->bits & FLAGTAB_STOP ? FLAGTAB_STOPPED : FLAGTAB_OK;
+    }
+    return apply_value(row, value, t->ctx, err) ? -1 : FLAGTAB_OK;
+}
+
+/* The value in the next argument, if there is one it may take. */
+static const char *next_value(const flagtab *t, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc ||
+        (t->no_dashed_values && !strncmp(argv[*i + 1], "--", 2)))
+        return NULL;
+    return argv[++*i];
+}
+
+/* argv[*i] is "--NAME[=V]". */
+static int parse_long(const flagtab *t, int argc, char **argv, int *i,
+                      flagtab_error *err)
+{
+    const char *arg = argv[*i];
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    bool negate, ambiguous;
+    const flagtab_row *row = find_long(t, name, len, &negate, &ambiguous);
+    err->arg = arg;
+    if (!row)
+        return set_error(
+            err, ambiguous ? FLAGTAB_ERR_AMBIGUOUS : FLAGTAB_ERR_UNKNOWN,
+            ambiguous ? "option '%s' is ambiguous" : "unknown option '%s'",
+            RF_ECHO(arg));
+    err->row = row;
+    if (!takes_value(row)) {
+        if (eq)
+            return set_error(err, FLAGTAB_ERR_EXTRA_VALUE,
+                             "option '%s' takes no value", RF_ECHO(arg));
+        return give(t, row, NULL, negate, err);
+    }
+    const char *value = eq ? eq + 1 : next_value(t, argc, argv, i);
+    if (!value)
+        return set_error(err, FLAGTAB_ERR_MISSING_VALUE,
+                         "option '%s' needs a value", RF_ECHO(arg));
+    return give(t, row, value, false, err);
+}
+
+/* argv[*i] is "-abc": aliases, the last (or the first that takes a value)
+ * with its value. */
+static int parse_short(const flagtab *t, int argc, char **argv, int *i,
+                       flagtab_error *err)
+{
+    const char *arg = argv[*i];
+    err->arg = arg;
+    for (const char *p = arg + 1; *p; p++) {
+        const flagtab_row *row = find_alias(t, *p);
+        if (!row)
+            return set_error(err, FLAGTAB_ERR_UNKNOWN, "unknown option '-%c'",
+                             *p);
+        err->row = row;
+        if (!takes_value(row)) {
+            int rc = give(t, row, NULL, false, err);
+            if (rc != FLAGTAB_OK)
+                return rc;
+            continue;
+        }
+        const char *value = p[1] ? p + 1 : next_value(t, argc, argv, i);
+        if (!value)
+            return set_error(err, FLAGTAB_ERR_MISSING_VALUE,
+                             "option '-%c' needs a value", *p);
+        return give(t, row, value, false, err);
+    }
+    return FLAGTAB_OK;
+}
+
+int flagtab_parse(const flagtab *t, int argc, char **argv, int *noperands,
+                  flagtab_error *err)
+{
+    memset(err, 0, sizeof *err);
+    *noperands = 0;
+    if (apply_defaults(t, err))
+        return -1;
+    memset(err, 0, sizeof *err);
+    bool flags_end = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int rc = FLAGTAB_OK;
+        if (flags_end || arg[0] != '-' || !arg[1] ||
+            (t->long_only && arg[1] != '-')) {
+            argv[1 + (*noperands)++] = argv[i];
+            continue;
+        }
+        if (!strcmp(arg, "--")) {
+            flags_end = true;
+            continue;
+        }
+        if (arg[1] == '-')
+            rc = parse_long(t, argc, argv, &i, err);
+        else
+            rc = parse_short(t, argc, argv, &i, err);
+        if (rc != FLAGTAB_OK)
+            return rc;
+    }
+    return FLAGTAB_OK;
+}
+
+/* Words of text from column col (the cursor, after the flag column),
+ * wrapped at HELP_WIDTH and continued at HELP_COLUMN. */
+static void print_wrapped(FILE *f, const char *text, int col)
+{
+    bool line_start = true;
+    for (const char *p = text; *p;) {
+        size_t word = strcspn(p, " ");
+        if (!line_start && col + 1 + (int)word > HELP_WIDTH) {
+            fprintf(f, "\n%*s", HELP_COLUMN, "");
+            col = HELP_COLUMN;
+            line_start = true;
+        }
+        if (!line_start) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(p, 1, word, f);
+        col += (int)word;
+        line_start = false;
+        p += word;
+        while (*p == ' ')
+            p++;
+    }
+    fputc('\n', f);
+}
+
+void flagtab_print_help(FILE *f, const flagtab *t)
+{
+    for (const flagtab_row *row = t->rows; row->name; row++) {
+        if (row->bits & FLAGTAB_HIDDEN)
+            continue;
+        char alias[8] = "";
+        if (row->alias)
+            snprintf(alias, sizeof alias, "-%c, ", row->alias);
+        const char *metavar = row->metavar ? row->metavar : "VALUE";
+        int n = fprintf(f, "  %s--%s%s%s%s", alias,
+                        row->bits & FLAGTAB_NEGATABLE ? "[no]" : "", row->name,
+                        takes_value(row) ? " " : "",
+                        takes_value(row) ? metavar : "");
+        if (n < HELP_COLUMN) {
+            fprintf(f, "%*s", HELP_COLUMN - n, "");
+            n = HELP_COLUMN;
+        } else {
+            fputc(' ', f);
+            n++;
+        }
+        char text[512];
+        bool show_default = row->def && row->type != FLAGTAB_BOOL;
+        snprintf(text, sizeof text, "%s%s%s%s", row->help ? row->help : "",
+                 show_default ? " (default " : "", show_default ? row->def : "",
+                 show_default ? ")" : "");
+        print_wrapped(f, text, n);
+    }
+}
