@@ -1,6 +1,7 @@
 /* ps/ps_server_internal.h: the ps server's types, shared by its
  * files: ps_server.c (threads, connection lifecycle), ps_server_ctrl.c
- * (control messages), ps_server_shards.c (shard table, records, inboxes),
+ * (control messages), ps_server_conn_state.c (a connection's states and
+ * what each accepts), ps_server_shards.c (shard table, records, inboxes),
  * ps_server_apply.c (apply=ps pushes and acks), ps_server_sync.c (the
  * accumulators of sync-replicas shards), ps_server_sparse_sync.c (those
  * of sync tables).
