@@ -263,6 +263,22 @@ void pt_raw_auth_req(raw_peer *r, uint32_t id)
     CHECK_OK(ps_dec_auth_challenge(reply, n, &ch));
 }
 
+void pt_raw_wrong_proof(raw_peer *r)
+{
+    ps_auth_proof p;
+    memset(p.mac, 0xa5, sizeof p.mac);
+    unsigned char msg[PS_REQ_MAX];
+    size_t len;
+    CHECK_OK(ps_enc_auth_proof(msg, sizeof msg, ++r->req, &p, &len));
+    raw_send(r, msg, len);
+    static unsigned char reply[PS_MSG_MAX];
+    size_t n = raw_recv(r, reply, sizeof reply, rft_ms(10000));
+    static ps_error_reply e;
+    CHECK_OK(ps_dec_error_reply(reply, n, &e));
+    CHECK(e.status == RF_ERR_AUTH, "status %d", (int)e.status);
+    rft_note("wrong proof answered: %s", e.text);
+}
+
 void case_auth_raw(void)
 {
     const char *path = make_file("r", 64, 0600);
@@ -317,18 +333,7 @@ void case_auth_raw(void)
     /* A wrong proof: the refusal, then nothing. */
     pt_raw_auth_peer(&r, f, ps.port, 1);
     pt_raw_auth_req(&r, 1);
-    ps_auth_proof p;
-    memset(p.mac, 0xa5, sizeof p.mac);
-    unsigned char msg[PS_REQ_MAX];
-    size_t len;
-    CHECK_OK(ps_enc_auth_proof(msg, sizeof msg, ++r.req, &p, &len));
-    raw_send(&r, msg, len);
-    static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(&r, reply, sizeof reply, rft_ms(10000));
-    static ps_error_reply e;
-    CHECK_OK(ps_dec_error_reply(reply, n, &e));
-    CHECK(e.status == RF_ERR_AUTH, "status %d", (int)e.status);
-    rft_note("wrong proof answered: %s", e.text);
+    pt_raw_wrong_proof(&r);
     pt_send_range(&r, PS_MSG_REGIONS_REQ);
     pt_expect_dropped_silently(&r);
     raw_close(&r);

@@ -50,6 +50,27 @@ static const char *drop_line(const char *state, const char *why)
     return b;
 }
 
+/* The ps drops r without a word; its log names the state and the refusal. */
+static void dropped(raw_peer *r, const char *log, const char *state,
+                    const char *why)
+{
+    pt_expect_dropped_silently(r);
+    raw_close(r);
+    pt_expect_log(log, drop_line(state, why));
+}
+
+/* The ps (exited) logged no transition the table does not allow. */
+static void only_allowed_transitions(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    CHECK(f, "cannot read %s", log);
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        CHECK(!strstr(line, "is not in the state table"), "the ps logged: %s",
+              line);
+    fclose(f);
+}
+
 static void start(pt_ps *ps, const char *name, const char *secret_path,
                   char *log, size_t len)
 {
@@ -68,10 +89,7 @@ static void without_secret(rf_fabric *f)
     /* waiting for HELLO: a DIR_REQ first */
     raw_connect_ok(&r, f, ps.port, 61, false);
     pt_send_range(&r, PS_MSG_DIR_REQ);
-    pt_expect_dropped_silently(&r);
-    raw_close(&r);
-    pt_expect_log(log, drop_line("waiting for HELLO", "DIR_REQ before "
-                                                      "HELLO"));
+    dropped(&r, log, "waiting for HELLO", "DIR_REQ before HELLO");
     pt_expect_log(log, "admitted -> waiting for HELLO (receives posted)");
     pt_expect_log(log, "dropping the connection of client 61 from ");
     /* live: a second HELLO, then an AUTH_REQ out of place */
@@ -79,23 +97,21 @@ static void without_secret(rf_fabric *f)
     raw_hello(&r, 62, false);
     pt_expect_log(log, "waiting for HELLO -> live (HELLO taken");
     send_hello(&r, 62);
-    raw_expect_dropped(&r, rft_ms(10000));
-    raw_close(&r);
-    pt_expect_log(log, drop_line("live", "a second HELLO"));
+    dropped(&r, log, "live", "a second HELLO");
     pt_expect_log(log, "live -> dead (a second HELLO)");
     raw_connect_ok(&r, f, ps.port, 63, false);
     raw_hello(&r, 63, false);
     send_auth_req(&r, 63);
-    raw_expect_dropped(&r, rft_ms(10000));
-    raw_close(&r);
-    pt_expect_log(log, drop_line("live", "unexpected AUTH_REQ (a reply, or a "
-                                         "handshake message out of place)"));
+    dropped(&r, log, "live",
+            "unexpected AUTH_REQ (a reply, or a handshake message out of "
+            "place)");
     /* the table's refusals leave the ps serving */
     const char *addrs[1] = {pt_addr(ps.port)};
     rf_ps_client *chief = pt_client(f, addrs, 1, 0, true);
     CHECK_OK(rf_ps_shutdown(chief));
     rft_wait_ok(&ps.child, rft_ms(10000));
     rf_ps_client_close(chief);
+    only_allowed_transitions(log);
 }
 
 static void with_secret(rf_fabric *f)
@@ -114,50 +130,26 @@ static void with_secret(rf_fabric *f)
     /* waiting for the auth request: HELLO */
     pt_raw_auth_peer(&r, f, ps.port, 64);
     send_hello(&r, 64);
-    pt_expect_dropped_silently(&r);
-    raw_close(&r);
-    pt_expect_log(log, drop_line("waiting for the auth request",
-                                 "HELLO on an unauthenticated connection "
-                                 "(expected AUTH_REQ)"));
+    dropped(&r, log, "waiting for the auth request",
+            "HELLO on an unauthenticated connection (expected AUTH_REQ)");
     /* waiting for the proof: a DIR_REQ */
     pt_raw_auth_peer(&r, f, ps.port, 65);
     pt_raw_auth_req(&r, 65);
     pt_expect_log(log, "waiting for the auth request -> waiting for the "
                        "proof (AUTH_CHALLENGE sent)");
     pt_send_range(&r, PS_MSG_DIR_REQ);
-    pt_expect_dropped_silently(&r);
-    raw_close(&r);
-    pt_expect_log(log, drop_line("waiting for the proof",
-                                 "DIR_REQ on an unauthenticated connection "
-                                 "(expected AUTH_PROOF)"));
+    dropped(&r, log, "waiting for the proof",
+            "DIR_REQ on an unauthenticated connection (expected AUTH_PROOF)");
     /* a wrong proof: refused, closing, then dead */
     pt_raw_auth_peer(&r, f, ps.port, 66);
     pt_raw_auth_req(&r, 66);
-    ps_auth_proof p;
-    memset(p.mac, 0x3c, sizeof p.mac);
-    unsigned char msg[PS_REQ_MAX];
-    size_t len;
-    CHECK_OK(ps_enc_auth_proof(msg, sizeof msg, ++r.req, &p, &len));
-    raw_send(&r, msg, len);
-    static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(&r, reply, sizeof reply, rft_ms(10000));
-    static ps_error_reply e;
-    CHECK_OK(ps_dec_error_reply(reply, n, &e));
+    pt_raw_wrong_proof(&r);
     raw_expect_dropped(&r, rft_ms(10000));
     raw_close(&r);
     pt_expect_log(log, "waiting for the proof -> closing (refused)");
     pt_expect_log(log, "dropping the connection of client 66 from ");
     pt_expect_log(log, "(closing): ");
     pt_expect_log(log, "closing -> dead (");
-    /* nothing the table did not allow */
-    pt_expect_log(log, "ps 0: ");
-    FILE *lf = fopen(log, "r");
-    CHECK(lf, "cannot read %s", log);
-    char line[1024];
-    while (fgets(line, sizeof line, lf))
-        CHECK(!strstr(line, "is not in the state table"), "the ps logged: %s",
-              line);
-    fclose(lf);
     /* the refusals left the ps serving: an authenticated chief shuts it
      * down */
     rf_cluster_secret *secret = NULL;
@@ -173,6 +165,7 @@ static void with_secret(rf_fabric *f)
     CHECK_OK(rf_ps_shutdown(chief));
     rft_wait_ok(&ps.child, rft_ms(10000));
     rf_ps_client_close(chief);
+    only_allowed_transitions(log);
     rf_secret_free(secret);
     unlink(path);
 }

@@ -52,5 +52,8 @@ void pt_raw_auth_peer(raw_peer *r, rf_fabric *f, uint16_t port, uint32_t id);
 void pt_send_range(raw_peer *r, uint16_t type);
 /* AUTH_REQ and the ps's challenge. */
 void pt_raw_auth_req(raw_peer *r, uint32_t id);
+/* After pt_raw_auth_req: a proof made without the secret, answered by an
+ * ERROR_REPLY RF_ERR_AUTH. */
+void pt_raw_wrong_proof(raw_peer *r);
 
 #endif
