@@ -28,21 +28,23 @@ const char *cli_ps_name(const ps_cli_conn *p, char *buf, size_t len)
 
 void cli_conn_fail(ps_cli_conn *p, const char *fmt, ...)
 {
-    if (!p->up)
+    if (!cli_conn_usable(p))
         return;
-    p->up = false;
+    cli_conn_state was = p->state;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(p->why, sizeof p->why, fmt, ap);
     va_end(ap);
+    cli_conn_set_state(p, CLI_CONN_DOWN, p->why);
     char name[340];
-    RF_LOG_WARN("%s: connection lost: %s", cli_ps_name(p, name, sizeof name),
-                p->why);
+    RF_LOG_WARN("%s: connection lost: %s (was %s)",
+                cli_ps_name(p, name, sizeof name), p->why,
+                cli_conn_state_name(was));
 }
 
 rf_status cli_conn_check(ps_cli_conn *p)
 {
-    if (p->up)
+    if (cli_conn_usable(p))
         return RF_OK;
     char name[340];
     return rf_error_set(RF_ERR_DISCONNECTED,
@@ -77,7 +79,8 @@ void cli_conn_close(ps_cli_conn *p)
 {
     if (!p->ep)
         return;
-    p->up = false;
+    if (p->state != CLI_CONN_DOWN)
+        cli_conn_set_state(p, CLI_CONN_DOWN, "closed");
     rf_ep *ep = p->ep;
     rf_ep_close(ep);
     p->ep = NULL;
@@ -245,6 +248,8 @@ static try_result handshake(ps_cli_conn *p, const ps_conn_welcome *w)
         }
         return st == RF_ERR_CORRUPT ? TRY_FATAL : TRY_AGAIN;
     }
+    if (c->opt.secret)
+        cli_conn_set_state(p, CLI_CONN_HELLO, "authenticated");
     uint64_t *ring = (uint64_t *)(void *)(cli_req_buf(p) + PS_REQ_MAX);
     ps_hello h = {.client_id = c->opt.client_id,
                   .flags = c->opt.is_chief ? PS_CONN_FLAG_CHIEF : 0,
@@ -328,9 +333,11 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
     rf_ep *ep = NULL;
     char name[340];
     cli_ps_name(p, name, sizeof name);
+    cli_conn_set_state(p, CLI_CONN_CONNECTING, "connect attempt");
     rf_status st = rf_connect(c->fabric, p->host, p->port, &attr, priv,
                               sizeof priv, timeout_ms, &ep);
     if (st != RF_OK) {
+        cli_conn_set_state(p, CLI_CONN_DOWN, rf_status_string(st));
         size_t rlen = 0;
         const char *data =
             st == RF_ERR_UNAVAILABLE ? rf_connect_reject_data(&rlen) : NULL;
@@ -368,6 +375,7 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
         char why[400];
         snprintf(why, sizeof why, "%s", rf_error_message());
         rf_ep_close(ep);
+        cli_conn_set_state(p, CLI_CONN_DOWN, "not a usable ps task");
         rf_error_set(RF_ERR_CORRUPT, "%s is not a usable ps task: %s", name,
                      why);
         p->fatal = RF_ERR_CORRUPT;
@@ -375,13 +383,20 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
     }
     p->ep = ep;
     p->provider = rf_ep_provider(ep);
-    p->up = true;
+    cli_conn_set_state(p,
+                       c->opt.secret ? CLI_CONN_AUTHENTICATING : CLI_CONN_HELLO,
+                       "connected");
     p->why[0] = '\0';
     p->reply_ready = false;
     p->acks_seen = 0;
     p->sq_used = 0;
     p->pushes_inflight = 0;
     try_result r = handshake(p, &w);
+    if (r == TRY_OK || r == TRY_RESTARTED)
+        cli_conn_set_state(p, CLI_CONN_LIVE,
+                           r == TRY_OK ? "HELLO answered, directory fetched"
+                                       : "the ps restarted: HELLO answered, "
+                                         "directory fetched");
     if (r == TRY_AGAIN) {
         snprintf(last, last_len, "%s", rf_error_message());
         cli_conn_close(p);
@@ -411,7 +426,7 @@ static rf_status connect_all(rf_ps_client *c, bool force)
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        retry_ps[i] = force || !c->conns[i].up;
+        retry_ps[i] = force || !cli_conn_usable(&c->conns[i]);
         backoff[i] = BACKOFF_FIRST_MS;
         snprintf(last[i], sizeof last[i], "no answer");
     }

@@ -697,7 +697,7 @@ rf_status rf_ps_shutdown(rf_ps_client *c)
             cli_rpc_done(p);
         }
         if (st == RF_OK) {
-            p->up = false;
+            cli_conn_set_state(p, CLI_CONN_DOWN, "shut down by the chief");
             snprintf(p->why, sizeof p->why, "shut down by the chief");
         } else if (first == RF_OK) {
             first = st;

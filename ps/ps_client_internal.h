@@ -6,7 +6,8 @@
  * ps_client_push.c (apply=ps and apply=worker pushes),
  * ps_client_sync.c (sync-replicas pushes and step words),
  * ps_client_readset.c (prepared read sets), ps_client_rows.c (embedding
- * rows) and ps_client_gather.c (ps-side gathers of them).
+ * rows), ps_client_gather.c (ps-side gathers of them) and
+ * ps_client_conn_state.c (a ps connection's states and their table).
  *
  * One completion queue serves every endpoint (sends and receives); every
  * posted work request is signaled and its context is a cli_op. Public calls
@@ -32,6 +33,19 @@
 
 typedef struct ps_cli_conn ps_cli_conn;
 typedef struct cli_group cli_group;
+
+/* A ps connection's phase (ps_client_conn_state.c holds the table of the
+ * requests each may send and the states that may follow). */
+typedef enum cli_conn_state {
+    CLI_CONN_NOT_CONNECTED,  /* never connected */
+    CLI_CONN_CONNECTING,     /* rf_connect in progress */
+    CLI_CONN_AUTHENTICATING, /* with a secret: AUTH_REQ, AUTH_PROOF */
+    CLI_CONN_HELLO,          /* HELLO, then the regions and directory */
+    CLI_CONN_LIVE,           /* a client of the ps */
+    CLI_CONN_DOWN,           /* lost, refused, shut down or closed (why
+                                says); rf_ps_client_reconnect */
+    CLI_CONN_NUM_STATES
+} cli_conn_state;
 
 enum cli_op_kind {
     CLI_OP_GROUP = 1, /* counts toward a cli_group */
@@ -63,10 +77,11 @@ struct ps_cli_conn {
     char addr[300]; /* as given */
     char host[256];
     uint16_t port;
-    rf_ep *ep;
-    bool up;         /* connected and usable */
-    char why[400];   /* why it is down */
-    rf_status fatal; /* why the last connect attempt cannot be retried */
+    rf_ep *ep;            /* kept while down until closed (its flushed
+                             completions drain) */
+    cli_conn_state state; /* cli_conn_set_state changes it */
+    char why[400];        /* why it is down */
+    rf_status fatal;      /* why the last connect attempt cannot be retried */
     uint64_t incarnation;
     const char *provider; /* rf_ep_provider of the last connection, "" */
     int32_t ps_index;
@@ -84,7 +99,7 @@ struct ps_cli_conn {
     cli_op rop[PS_CLI_RECV_DEPTH];
     cli_op ctrl_op;
     uint32_t next_req;
-    bool reply_ready;
+    bool reply_ready; /* the RPC slot: a reply received, not consumed */
     uint32_t reply_index, reply_len;
     uint64_t acks_seen;
     uint32_t sq_used;         /* posted, not completed */
@@ -229,6 +244,25 @@ rf_status cli_pool_alloc(rf_ps_client *c, size_t len, unsigned char **out,
 rf_status cli_words(rf_ps_client *c, size_t n);
 /* RF_OK if p is usable, else RF_ERR_DISCONNECTED naming it. */
 rf_status cli_conn_check(ps_cli_conn *p);
+
+/* ps_client_conn_state.c: the state table. */
+const char *cli_conn_state_name(cli_conn_state st);
+/* Connected and usable (handshaking or live): work may be posted. */
+bool cli_conn_state_usable(cli_conn_state st);
+/* Whether a state may send a request of type, may change to another. */
+bool cli_conn_state_may_send(cli_conn_state st, uint16_t type);
+bool cli_conn_state_may_follow(cli_conn_state from, cli_conn_state to);
+/* The one place p->state changes: logs the transition and why (debug; an
+ * error when the table does not allow it). */
+void cli_conn_set_state(ps_cli_conn *p, cli_conn_state to, const char *why);
+/* cli_conn_check, then the request of len bytes in cli_req_buf against
+ * the state's table row (RF_ERR_INVALID_ARG naming the state if it may not
+ * be sent). */
+rf_status cli_conn_check_request(ps_cli_conn *p, size_t len);
+static inline bool cli_conn_usable(const ps_cli_conn *p)
+{
+    return cli_conn_state_usable(p->state);
+}
 
 /* ps_client_progress.c */
 /* Handles completions for up to timeout_ms (0: only what is there). */

@@ -53,7 +53,7 @@ static void on_recv(ps_cli_conn *p, const cli_op *op, const rf_completion *x)
     }
     if (x->op == RF_OP_RECV_WRITE_IMM) {
         cli_push_on_ack(p, x->imm);
-        if (!p->up)
+        if (!cli_conn_usable(p))
             return;
         unsigned char *buf = p->mem + (size_t)op->index * PS_MSG_MAX;
         rf_status st =
@@ -298,7 +298,7 @@ void cli_rpc_done(ps_cli_conn *p)
     if (!p->reply_ready)
         return;
     p->reply_ready = false;
-    if (!p->up || !p->ep)
+    if (!cli_conn_usable(p) || !p->ep)
         return;
     uint32_t i = p->reply_index;
     rf_status st = rf_post_recv(p->ep, p->mem + (size_t)i * PS_MSG_MAX,
@@ -329,7 +329,7 @@ rf_status cli_rpc(ps_cli_conn *p, size_t len, uint16_t want,
     rf_ps_client *c = p->client;
     char name[340];
     cli_ps_name(p, name, sizeof name);
-    rf_status st = cli_conn_check(p);
+    rf_status st = cli_conn_check_request(p, len);
     if (st != RF_OK)
         return st;
     if (p->reply_ready)
@@ -350,7 +350,7 @@ rf_status cli_rpc(ps_cli_conn *p, size_t len, uint16_t want,
     p->sq_used++;
     int limit = c->opt.op_timeout_ms;
     long long deadline = rf_now_ms() + limit;
-    while (!p->reply_ready && p->up) {
+    while (!p->reply_ready && cli_conn_usable(p)) {
         long long left = deadline - rf_now_ms();
         if (left <= 0) {
             cli_conn_fail(p, "no answer to %s within %d ms",

@@ -145,7 +145,7 @@ static rf_status wait_pushes(rf_ps_client *c,
          * not acknowledge: its pushes fail now, not at the timeout. */
         for (size_t i = 0; i < c->num_ps; i++) {
             ps_cli_conn *p = &c->conns[i];
-            if (!p->up && p->ep && p->pushes_inflight)
+            if (!cli_conn_usable(p) && p->ep && p->pushes_inflight)
                 cli_conn_close(p);
         }
     }
@@ -164,7 +164,7 @@ static bool ps_has_room(rf_ps_client *c, const void *pp)
     const ps_cli_conn *p = pp;
     uint32_t limit = p->ps_recv_depth < PS_CLI_RECV_DEPTH ? p->ps_recv_depth
                                                           : PS_CLI_RECV_DEPTH;
-    return !p->up || p->pushes_inflight + 2 < limit;
+    return !cli_conn_usable(p) || p->pushes_inflight + 2 < limit;
 }
 
 rf_status cli_push_wait_var(rf_ps_client *c, rf_ps_var *v, const char *what)

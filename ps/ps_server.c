@@ -38,28 +38,42 @@ void ps_conn_label(const ps_server_conn *c, char *buf, size_t len)
              c->chief ? " (chief)" : "", c->peer);
 }
 
-static void conn_close(ps_server_conn *c)
+static void conn_close(ps_server_conn *c, const char *why)
 {
-    if (c->dead)
+    if (c->state == PS_CONN_DEAD)
         return;
-    c->dead = true;
+    /* only a live connection holds a client slot (the table never makes a
+     * live one closing) */
+    bool client = c->state == PS_CONN_LIVE;
+    ps_conn_set_state(c, PS_CONN_DEAD, why);
     rf_ep_close(c->ep);
     c->ep = NULL;
-    ps_admit_release(c->srv, c->peer, c->hello);
+    ps_admit_release(c->srv, c->peer, client);
 }
 
-void ps_conn_drop(ps_server_conn *c, const char *why)
+static void conn_drop(ps_server_conn *c, const char *why, bool count)
 {
-    if (c->dead)
+    if (c->state == PS_CONN_DEAD)
         return;
     char text[512], who[160];
     snprintf(text, sizeof text, "%s", why ? why : "");
     ps_conn_label(c, who, sizeof who);
-    RF_LOG_WARN("ps %d: dropping the connection of %s: %s",
-                c->srv->opt.task_index, who, text);
-    if (!c->closing)
+    RF_LOG_WARN("ps %d: dropping the connection of %s (%s): %s",
+                c->srv->opt.task_index, who, ps_conn_state_name(c->state),
+                text);
+    if (count && c->state != PS_CONN_CLOSING)
         PS_COUNT(c->srv, dropped_protocol);
-    conn_close(c);
+    conn_close(c, text);
+}
+
+void ps_conn_drop(ps_server_conn *c, const char *why)
+{
+    conn_drop(c, why, true);
+}
+
+void ps_conn_drop_counted(ps_server_conn *c, const char *why)
+{
+    conn_drop(c, why, false);
 }
 
 static void conn_lost(ps_server_conn *c, rf_status st)
@@ -68,7 +82,7 @@ static void conn_lost(ps_server_conn *c, rf_status st)
     ps_conn_label(c, who, sizeof who);
     RF_LOG_INFO("ps %d: %s disconnected (%s)", c->srv->opt.task_index, who,
                 rf_status_string(st));
-    conn_close(c);
+    conn_close(c, rf_status_string(st));
 }
 
 static void conn_free(ps_server_conn *c)
@@ -93,7 +107,6 @@ static void adopt(rf_ps_server *s, ps_pending *p)
         c->client_id = p->hello.client_id;
         c->chief = p->hello.flags & PS_CONN_FLAG_CHIEF;
         memcpy(c->peer, p->peer, sizeof c->peer);
-        c->auth = s->opt.secret ? PS_AUTH_WAIT_REQ : PS_AUTH_DONE;
         c->stag = (ps_tag){.conn = c, .kind = PS_TAG_SEND};
         c->mem_len = PS_CONN_MEM_LEN;
         c->mem = aligned_alloc(64, c->mem_len);
@@ -112,7 +125,7 @@ static void adopt(rf_ps_server *s, ps_pending *p)
         RF_LOG_WARN("ps %d: cannot set up a connection of client %u: %s",
                     s->opt.task_index, p->hello.client_id, rf_error_message());
         if (c) {
-            c->dead = true;
+            ps_conn_set_state(c, PS_CONN_DEAD, "cannot set up");
             rf_ep_close(c->ep);
             c->ep = NULL;
             c->next = s->graveyard;
@@ -124,6 +137,9 @@ static void adopt(rf_ps_server *s, ps_pending *p)
         return;
     }
     c->deadline_ms = rf_now_ms() + s->opt.handshake_timeout_ms;
+    ps_conn_set_state(
+        c, s->opt.secret ? PS_CONN_WAIT_AUTH_REQ : PS_CONN_WAIT_HELLO,
+        "receives posted");
     c->next = s->conns;
     s->conns = c;
     s->num_conns++;
@@ -138,13 +154,14 @@ static void handle(rf_ps_server *s, const rf_completion *comp)
     (void)s;
     ps_tag *tag = comp->context;
     ps_server_conn *c = tag->conn;
-    if (c->dead)
+    if (c->state == PS_CONN_DEAD)
         return;
     if (tag->kind == PS_TAG_SEND) {
         c->sends_done++;
         if (comp->status != RF_OK)
             conn_lost(c, comp->status);
-        else if (c->closing && c->sends_done >= c->sends_posted)
+        else if (c->state == PS_CONN_CLOSING &&
+                 c->sends_done >= c->sends_posted)
             ps_conn_drop(c, "refused (the reason was sent)");
         return;
     }
@@ -160,7 +177,7 @@ static void handle(rf_ps_server *s, const rf_completion *comp)
         ok = ps_apply_push(c, comp->imm, comp->len);
     else
         ok = false, ps_conn_drop(c, "unexpected completion");
-    if (!ok || c->dead)
+    if (!ok || c->state == PS_CONN_DEAD)
         return;
     rf_status st = rf_post_recv(c->ep, buf, PS_REQ_MAX, c->mr, tag);
     if (st != RF_OK)
@@ -173,7 +190,7 @@ static void sweep(rf_ps_server *s)
     ps_server_conn **pp = &s->conns;
     while (*pp) {
         ps_server_conn *c = *pp;
-        if (c->dead) {
+        if (c->state == PS_CONN_DEAD) {
             *pp = c->next;
             c->next = s->graveyard;
             s->graveyard = c;
@@ -190,7 +207,7 @@ static bool shutdown_flushed(rf_ps_server *s, long long since)
     if (rf_now_ms() - since > 2000)
         return true;
     for (ps_server_conn *c = s->conns; c; c = c->next)
-        if (!c->dead && c->sends_done < c->sends_posted)
+        if (c->state != PS_CONN_DEAD && c->sends_done < c->sends_posted)
             return false;
     return true;
 }
@@ -434,7 +451,7 @@ static void server_free(rf_ps_server *s)
 {
     for (ps_server_conn *c = s->conns; c;) {
         ps_server_conn *n = c->next;
-        if (c->ep && !c->dead)
+        if (c->ep && c->state != PS_CONN_DEAD)
             rf_ep_close(c->ep);
         c->ep = NULL;
         c = n;

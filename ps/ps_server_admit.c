@@ -119,15 +119,14 @@ void ps_admit_expire(rf_ps_server *s)
         return;
     s->next_expiry_check = now + 100;
     for (ps_server_conn *c = s->conns; c; c = c->next) {
-        if (c->dead || c->hello || c->closing || now < c->deadline_ms)
+        if (!ps_conn_state_in_handshake(c->state) || now < c->deadline_ms)
             continue;
         char why[160];
         snprintf(why, sizeof why, "no HELLO within %d ms (%s)",
                  s->opt.handshake_timeout_ms,
-                 c->auth == PS_AUTH_DONE ? "idle" : "not authenticated");
+                 c->state == PS_CONN_WAIT_HELLO ? "idle" : "not authenticated");
         ps_count(s, offsetof(rf_ps_server_counters, dropped_idle));
-        c->closing = true; /* counted here, not as a protocol drop */
-        ps_conn_drop(c, why);
+        ps_conn_drop_counted(c, why); /* not as a protocol drop */
     }
 }
 

@@ -90,10 +90,8 @@ bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
 {
     rf_ps_server *s = c->srv;
     char why[400];
-    if (!c->hello) {
-        ps_conn_drop(c, "a push before HELLO");
+    if (!ps_conn_accepts_push(c))
         return false;
-    }
     uint32_t id = ps_imm_shard(imm);
     if (id >= s->num_shards) {
         snprintf(why, sizeof why, "a push to shard %u; the ps has %u", id,

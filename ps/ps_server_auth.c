@@ -6,7 +6,8 @@
  * On the connection (service thread), before anything else: AUTH_REQ ->
  * AUTH_CHALLENGE (the ps's nonce and proof), AUTH_PROOF -> AUTH_OK or an
  * ERROR_REPLY RF_ERR_AUTH and the connection closed. Any other message
- * before AUTH_OK drops the connection. Every refusal is logged with the
+ * before AUTH_OK drops the connection (the state table,
+ * ps_server_conn_state.c, sees to it). Every refusal is logged with the
  * peer's address. */
 #include <stdio.h>
 #include <string.h>
@@ -65,8 +66,8 @@ static void transcript(const ps_server_conn *c, ps_auth_transcript *t)
     t->incarnation = c->srv->incarnation;
 }
 
-static bool on_auth_req(ps_server_conn *c, uint32_t req_id,
-                        const unsigned char *msg, size_t len)
+bool ps_auth_on_req(ps_server_conn *c, uint32_t req_id,
+                    const unsigned char *msg, size_t len)
 {
     ps_auth_req q;
     if (ps_dec_auth_req(msg, len, &q) != RF_OK) {
@@ -90,12 +91,12 @@ static bool on_auth_req(ps_server_conn *c, uint32_t req_id,
     size_t n;
     if (ps_enc_auth_challenge(buf, PS_MSG_MAX, req_id, &ch, &n) != RF_OK)
         return false;
-    c->auth = PS_AUTH_WAIT_PROOF;
+    ps_conn_set_state(c, PS_CONN_WAIT_PROOF, "AUTH_CHALLENGE sent");
     return ps_ctrl_send(c, buf, n);
 }
 
-static bool on_auth_proof(ps_server_conn *c, uint32_t req_id,
-                          const unsigned char *msg, size_t len)
+bool ps_auth_on_proof(ps_server_conn *c, uint32_t req_id,
+                      const unsigned char *msg, size_t len)
 {
     rf_ps_server *s = c->srv;
     ps_auth_proof p;
@@ -122,28 +123,11 @@ static bool on_auth_proof(ps_server_conn *c, uint32_t req_id,
         ps_conn_drop(c, rf_error_message());
         return false;
     }
-    c->auth = PS_AUTH_DONE;
+    ps_conn_set_state(c, PS_CONN_WAIT_HELLO, "its proof verified");
     RF_LOG_INFO("ps %d: %s authenticated", s->opt.task_index, who);
     unsigned char *buf = ps_ctrl_reply_buf(c);
     size_t n;
     if (ps_enc_empty(buf, PS_MSG_MAX, PS_MSG_AUTH_OK, req_id, &n) != RF_OK)
         return false;
     return ps_ctrl_send(c, buf, n);
-}
-
-bool ps_auth_handle(ps_server_conn *c, const ps_msg_hdr *h,
-                    const unsigned char *msg, size_t len)
-{
-    uint16_t want =
-        c->auth == PS_AUTH_WAIT_REQ ? PS_MSG_AUTH_REQ : PS_MSG_AUTH_PROOF;
-    if (h->type != want) {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "%s on an unauthenticated connection (expected %s)",
-                 ps_msg_type_name(h->type), ps_msg_type_name(want));
-        ps_conn_drop(c, why);
-        return false;
-    }
-    return want == PS_MSG_AUTH_REQ ? on_auth_req(c, h->req_id, msg, len)
-                                   : on_auth_proof(c, h->req_id, msg, len);
 }

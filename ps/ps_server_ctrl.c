@@ -1,8 +1,9 @@
 /* ps/ps_server_ctrl.c: the ps side of the control plane. Decodes one
  * request, answers it (HELLO, REGIONS, DIR, CREATE, SHUTDOWN) or with an
  * ERROR_REPLY for a request that is well formed but refused; a malformed
- * message or one out of order drops the connection with a log line naming
- * the peer and the fault. */
+ * message or one the connection's state does not accept (the table in
+ * ps_server_conn_state.c, asked before dispatch) drops the connection with
+ * a log line naming the peer, its state and the fault. */
 #include <stdio.h>
 #include <string.h>
 
@@ -50,7 +51,7 @@ void ps_ctrl_refuse(ps_server_conn *c, uint32_t req_id, rf_status status,
                     const char *text)
 {
     if (ps_ctrl_reply_error(c, req_id, status, text))
-        c->closing = true;
+        ps_conn_set_state(c, PS_CONN_CLOSING, "refused");
 }
 
 #define reply_error ps_ctrl_reply_error
@@ -65,9 +66,8 @@ static bool on_hello(ps_server_conn *c, uint32_t req_id,
         return false;
     }
     bool chief = h.flags & PS_CONN_FLAG_CHIEF;
-    if (c->hello || h.client_id != c->client_id || chief != c->chief) {
-        ps_conn_drop(c, c->hello ? "a second HELLO"
-                                 : "HELLO disagrees with the connect data");
+    if (h.client_id != c->client_id || chief != c->chief) {
+        ps_conn_drop(c, "HELLO disagrees with the connect data");
         return false;
     }
     /* Never evict on a duplicate id: the connected one keeps its inboxes
@@ -76,7 +76,8 @@ static bool on_hello(ps_server_conn *c, uint32_t req_id,
      * be a restarted worker whose predecessor's death is not noticed
      * yet. */
     for (ps_server_conn *o = s->conns; o; o = o->next) {
-        if (o != c && !o->dead && o->hello && o->client_id == c->client_id) {
+        if (o != c && o->state == PS_CONN_LIVE &&
+            o->client_id == c->client_id) {
             char text[PS_ERR_TEXT_MAX];
             snprintf(text, sizeof text,
                      "client id %u is connected already from %s; refusing "
@@ -96,7 +97,7 @@ static bool on_hello(ps_server_conn *c, uint32_t req_id,
         ps_ctrl_refuse(c, req_id, RF_ERR_UNAVAILABLE, text);
         return false;
     }
-    c->hello = true;
+    ps_conn_set_state(c, PS_CONN_LIVE, "HELLO taken, a client slot held");
     c->ring = h.ring;
     c->ring_slots = h.ring_slots;
     ps_hello_reply r = {.ps_index = s->opt.task_index,
@@ -245,20 +246,15 @@ bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
         ps_conn_drop(c, rf_error_message());
         return false;
     }
-    if (c->closing) {
-        ps_conn_drop(c, "a request after its connection was refused");
+    /* the state table decides what this phase of the connection handles */
+    if (!ps_conn_accepts(c, h.type))
         return false;
-    }
-    if (c->auth != PS_AUTH_DONE)
-        return ps_auth_handle(c, &h, msg, len);
-    if (!c->hello && h.type != PS_MSG_HELLO) {
-        char why[128];
-        snprintf(why, sizeof why, "%s before HELLO", ps_msg_type_name(h.type));
-        ps_conn_drop(c, why);
-        return false;
-    }
     ps_range_req q;
     switch (h.type) {
+    case PS_MSG_AUTH_REQ:
+        return ps_auth_on_req(c, h.req_id, msg, len);
+    case PS_MSG_AUTH_PROOF:
+        return ps_auth_on_proof(c, h.req_id, msg, len);
     case PS_MSG_HELLO:
         return on_hello(c, h.req_id, msg, len);
     case PS_MSG_REGIONS_REQ:
@@ -273,15 +269,9 @@ bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
         if (ps_dec_empty(msg, len, PS_MSG_SHUTDOWN_REQ) != RF_OK)
             break;
         return on_shutdown(c, h.req_id);
-    default: {
-        char why[128];
-        snprintf(why, sizeof why,
-                 "unexpected %s (a reply, or a handshake message out of "
-                 "place)",
-                 ps_msg_type_name(h.type));
-        ps_conn_drop(c, why);
+    default: /* the table accepts nothing else */
+        ps_conn_drop(c, "a message the state table accepts has no handler");
         return false;
-    }
     }
     ps_conn_drop(c, rf_error_message());
     return false;

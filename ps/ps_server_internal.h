@@ -1,6 +1,7 @@
 /* ps/ps_server_internal.h: the ps server's types, shared by its
  * files: ps_server.c (threads, connection lifecycle), ps_server_ctrl.c
- * (control messages), ps_server_shards.c (shard table, records, inboxes),
+ * (control messages), ps_server_conn_state.c (a connection's states and
+ * what each accepts), ps_server_shards.c (shard table, records, inboxes),
  * ps_server_apply.c (apply=ps pushes and acks), ps_server_sync.c (the
  * accumulators of sync-replicas shards), ps_server_sparse_sync.c (those
  * of sync tables).
@@ -37,6 +38,20 @@
 #define PS_SRV_UNADMITTED_PER_ADDR 16u
 
 typedef struct ps_server_conn ps_server_conn;
+
+/* A connection's phase (ps_server_conn_state.c holds the table of what
+ * each accepts and may become). */
+typedef enum ps_conn_state {
+    PS_CONN_ADMITTED,      /* adopted; its receives being posted */
+    PS_CONN_WAIT_AUTH_REQ, /* with a secret: AUTH_REQ comes first */
+    PS_CONN_WAIT_PROOF,    /* AUTH_CHALLENGE sent, AUTH_PROOF next */
+    PS_CONN_WAIT_HELLO,    /* authenticated (or no secret): HELLO next */
+    PS_CONN_LIVE,          /* a client: holds a client slot */
+    PS_CONN_CLOSING,       /* refused: closed once its last reply was sent */
+    PS_CONN_DEAD,          /* closed; kept until the CQ is drained of its
+                              work */
+    PS_CONN_NUM_STATES
+} ps_conn_state;
 
 typedef struct ps_addr_count {
     char addr[64];
@@ -89,16 +104,12 @@ typedef struct ps_shard {
 struct ps_server_conn {
     rf_ps_server *srv;
     rf_ep *ep;
-    bool dead;  /* closed; kept until the CQ is drained of its work */
-    bool hello; /* HELLO received */
+    ps_conn_state state; /* ps_conn_set_state changes it */
     uint32_t client_id;
     bool chief;
     char peer[64]; /* the connector's address */
-    /* Authentication (ps_server_auth.c): PS_AUTH_DONE when the server has
-     * no secret. */
-    int auth;
+    /* Authentication (ps_server_auth.c) */
     unsigned char client_nonce[PS_AUTH_NONCE], ps_nonce[PS_AUTH_NONCE];
-    bool closing;          /* refused: closed once its last reply was sent */
     long long deadline_ms; /* a client by then (HELLO) or dropped */
     rf_mr_desc ring;
     uint32_t ring_slots;
@@ -149,7 +160,7 @@ struct rf_ps_server {
     pthread_cond_t cond;
     ps_pending *pending; /* mu */
     uint32_t unadmitted; /* mu: connections not yet clients (admit.c) */
-    uint32_t clients;    /* mu: connections that said HELLO */
+    uint32_t clients;    /* mu: connections live (said HELLO) */
     ps_addr_count addrs[PS_SRV_MAX_UNADMITTED]; /* mu: unadmitted ones */
     rf_ps_server_counters counters;             /* mu */
     long long next_expiry_check;                /* service thread */
@@ -175,18 +186,37 @@ static inline size_t ps_conn_stage_off(void)
 }
 #define PS_CONN_MEM_LEN (ps_conn_stage_off() + 8u * PS_SRV_RECV_DEPTH)
 
-enum { PS_AUTH_WAIT_REQ = 1, PS_AUTH_WAIT_PROOF, PS_AUTH_DONE };
-
 /* ps_server.c */
-/* Logs, counts as a protocol drop (unless the connection was refused,
- * c->closing, or is counted otherwise) and closes. */
+/* Logs (naming the connection's state), counts as a protocol drop (unless
+ * the connection was refused: closing) and closes. */
 void ps_conn_drop(ps_server_conn *c, const char *why);
+/* The same for a drop the caller counted otherwise (never as protocol). */
+void ps_conn_drop_counted(ps_server_conn *c, const char *why);
+
+/* ps_server_conn_state.c: the state table. */
+const char *ps_conn_state_name(ps_conn_state st);
+/* Whether a state handles control message type, serves pushes, is bound by
+ * the handshake deadline, may change to another. */
+bool ps_conn_state_accepts(ps_conn_state st, uint16_t type);
+bool ps_conn_state_serves_pushes(ps_conn_state st);
+bool ps_conn_state_in_handshake(ps_conn_state st);
+bool ps_conn_state_may_follow(ps_conn_state from, ps_conn_state to);
+/* Why a control message of type is refused in st (the drop's reason). */
+void ps_conn_state_refusal(ps_conn_state st, uint16_t type, char *buf,
+                           size_t len);
+/* The one place c->state changes: logs the transition and why (debug; an
+ * error when the table does not allow it). */
+void ps_conn_set_state(ps_server_conn *c, ps_conn_state to, const char *why);
+/* Before dispatch: true if c's state handles a control message of type
+ * (or a push), else drops c with the state's refusal. */
+bool ps_conn_accepts(ps_server_conn *c, uint16_t type);
+bool ps_conn_accepts_push(ps_server_conn *c);
 
 /* ps_server_admit.c. Listener thread: NULL if a new connection from peer
  * may set up, else why not (in why, counted). */
 const char *ps_admit_connection(rf_ps_server *s, const char *peer, char *why,
                                 size_t len);
-/* A connection closes: it was a client (said HELLO) or not. */
+/* A connection closes: it was a client (live) or not. */
 void ps_admit_release(rf_ps_server *s, const char *peer, bool client);
 /* At HELLO: takes a client slot; false (counted) when max_workers are. */
 bool ps_admit_client(ps_server_conn *c);
@@ -219,10 +249,12 @@ void ps_ctrl_refuse(ps_server_conn *c, uint32_t req_id, rf_status status,
  * naming peer, logged. */
 const char *ps_auth_admit(rf_ps_server *s, const ps_conn_hello *h,
                           const char *peer, char *text, size_t len);
-/* An AUTH_* request on a connection still authenticating; false if the
- * connection was dropped. */
-bool ps_auth_handle(ps_server_conn *c, const ps_msg_hdr *h,
+/* AUTH_REQ (waiting for the auth request) and AUTH_PROOF (waiting for
+ * the proof); false if the connection was dropped or refused. */
+bool ps_auth_on_req(ps_server_conn *c, uint32_t req_id,
                     const unsigned char *msg, size_t len);
+bool ps_auth_on_proof(ps_server_conn *c, uint32_t req_id,
+                      const unsigned char *msg, size_t len);
 
 /* ps_server_shards.c */
 rf_status ps_shards_init(rf_ps_server *s);

@@ -44,8 +44,8 @@ static rf_cluster_secret *load(const char *path)
 }
 
 /* A ps helper with extra args; its log goes to *log (a fresh file). */
-static void start_ps(pt_ps *ps, const char *name, const char *const *extra,
-                     char *log, size_t loglen)
+void pt_start_logged_ps(pt_ps *ps, const char *name, const char *const *extra,
+                        char *log, size_t loglen)
 {
     snprintf(log, loglen, "/tmp/rf-auth-%s-%d.log", name, (int)getpid());
     unlink(log);
@@ -65,7 +65,7 @@ static void start_ps(pt_ps *ps, const char *name, const char *const *extra,
 }
 
 /* Waits up to 5 s for the ps log to contain needle. */
-static void expect_log(const char *log, const char *needle)
+void pt_expect_log(const char *log, const char *needle)
 {
     static char buf[1 << 16];
     long long end = rf_now_ms() + rft_ms(5000);
@@ -88,7 +88,7 @@ static void expect_log(const char *log, const char *needle)
 /* prefix followed by how the ps names a peer on this host (the provider's
  * label, pt_peer_addr: the test's host on sock and verbs, uid/gid on shm)
  * and a colon, in a static ring of buffers. */
-static const char *at_host(const char *prefix)
+const char *pt_at_host(const char *prefix)
 {
     static char bufs[4][256];
     static int next;
@@ -156,7 +156,7 @@ void case_auth_connect(void)
     char log[256];
     pt_ps ps;
     const char *extra[] = {"--secret", path, NULL};
-    start_ps(&ps, "ps-secret", extra, log, sizeof log);
+    pt_start_logged_ps(&ps, "ps-secret", extra, log, sizeof log);
     rf_fabric *f = pt_fabric();
     /* The right secret connects and trains. */
     rf_ps_client *chief = client(f, ps.port, 0, true, secret);
@@ -177,15 +177,16 @@ void case_auth_connect(void)
     expect_refused(f, ps.port, 2, false, wrong, RF_ERR_AUTH,
                    "failed authentication: its proof does not match this "
                    "task's cluster secret");
-    expect_log(log, "authentication of client 2 from ");
-    expect_log(log, "failed: its proof does not match this ps task's cluster "
-                    "secret");
+    pt_expect_log(log, "authentication of client 2 from ");
+    pt_expect_log(log,
+                  "failed: its proof does not match this ps task's cluster "
+                  "secret");
     /* No secret against a ps with one. */
     expect_refused(f, ps.port, 3, false, NULL, RF_ERR_AUTH,
                    "requires a cluster secret but this task has none");
-    expect_log(log, at_host("refusing client 3 from "));
-    expect_log(log, "this ps task requires a cluster secret and the client "
-                    "has none");
+    pt_expect_log(log, pt_at_host("refusing client 3 from "));
+    pt_expect_log(log, "this ps task requires a cluster secret and the client "
+                       "has none");
     /* The authenticated clients are undisturbed. */
     CHECK_OK(rf_ps_global_step_add(w, 1, &old));
     CHECK(old == 4, "global_step %lld, want 4", (long long)old);
@@ -195,12 +196,12 @@ void case_auth_connect(void)
     rf_ps_client_close(chief);
 
     /* A secret against a ps without one. */
-    start_ps(&ps, "ps-plain", NULL, log, sizeof log);
+    pt_start_logged_ps(&ps, "ps-plain", NULL, log, sizeof log);
     expect_refused(f, ps.port, 1, false, secret, RF_ERR_AUTH,
                    "has no cluster secret but this task has one");
-    expect_log(log, at_host("refusing client 1 from "));
-    expect_log(log, "the client has a cluster secret but this ps task has "
-                    "none");
+    pt_expect_log(log, pt_at_host("refusing client 1 from "));
+    pt_expect_log(log, "the client has a cluster secret but this ps task has "
+                       "none");
     chief = client(f, ps.port, 0, true, NULL);
     CHECK_OK(rf_ps_shutdown(chief));
     rft_wait_ok(&ps.child, rft_ms(10000));
@@ -212,7 +213,7 @@ void case_auth_connect(void)
 
 /* Waits until the ps closed r's connection, failing if any message from
  * it arrives first. */
-static void expect_dropped_silently(raw_peer *r)
+void pt_expect_dropped_silently(raw_peer *r)
 {
     long long end = rf_now_ms() + rft_ms(10000);
     for (;;) {
@@ -229,7 +230,7 @@ static void expect_dropped_silently(raw_peer *r)
     }
 }
 
-static void raw_auth_peer(raw_peer *r, rf_fabric *f, uint16_t port, uint32_t id)
+void pt_raw_auth_peer(raw_peer *r, rf_fabric *f, uint16_t port, uint32_t id)
 {
     unsigned char priv[PS_CONN_HELLO_SIZE];
     ps_conn_hello h = {.client_id = id, .flags = PS_CONN_FLAG_AUTH};
@@ -238,7 +239,7 @@ static void raw_auth_peer(raw_peer *r, rf_fabric *f, uint16_t port, uint32_t id)
 }
 
 /* Sends a REGIONS_REQ or DIR_REQ; the ps may have closed already. */
-static void send_range(raw_peer *r, uint16_t type)
+void pt_send_range(raw_peer *r, uint16_t type)
 {
     unsigned char msg[64];
     size_t len;
@@ -249,7 +250,7 @@ static void send_range(raw_peer *r, uint16_t type)
 }
 
 /* AUTH_REQ and the ps's challenge. */
-static void raw_auth_req(raw_peer *r, uint32_t id)
+void pt_raw_auth_req(raw_peer *r, uint32_t id)
 {
     ps_auth_req q = {.client_id = id, .flags = PS_CONN_FLAG_AUTH};
     memset(q.nonce, 0x5a, sizeof q.nonce);
@@ -262,6 +263,22 @@ static void raw_auth_req(raw_peer *r, uint32_t id)
     CHECK_OK(ps_dec_auth_challenge(reply, n, &ch));
 }
 
+void pt_raw_wrong_proof(raw_peer *r)
+{
+    ps_auth_proof p;
+    memset(p.mac, 0xa5, sizeof p.mac);
+    unsigned char msg[PS_REQ_MAX];
+    size_t len;
+    CHECK_OK(ps_enc_auth_proof(msg, sizeof msg, ++r->req, &p, &len));
+    raw_send(r, msg, len);
+    static unsigned char reply[PS_MSG_MAX];
+    size_t n = raw_recv(r, reply, sizeof reply, rft_ms(10000));
+    static ps_error_reply e;
+    CHECK_OK(ps_dec_error_reply(reply, n, &e));
+    CHECK(e.status == RF_ERR_AUTH, "status %d", (int)e.status);
+    rft_note("wrong proof answered: %s", e.text);
+}
+
 void case_auth_raw(void)
 {
     const char *path = make_file("r", 64, 0600);
@@ -269,7 +286,7 @@ void case_auth_raw(void)
     char log[256];
     pt_ps ps;
     const char *extra[] = {"--secret", path, NULL};
-    start_ps(&ps, "ps-raw", extra, log, sizeof log);
+    pt_start_logged_ps(&ps, "ps-raw", extra, log, sizeof log);
     rf_fabric *f = pt_fabric();
     rf_ps_client *chief = client(f, ps.port, 0, true, secret);
     rf_ps_shard_spec s = pt_counter_spec("x", 8);
@@ -278,7 +295,7 @@ void case_auth_raw(void)
 
     /* HELLO (which would register an rkey and get the regions) first. */
     raw_peer r;
-    raw_auth_peer(&r, f, ps.port, 1);
+    pt_raw_auth_peer(&r, f, ps.port, 1);
     {
         rf_mr_desc all;
         rf_mr_describe(r.mr, &all);
@@ -291,47 +308,36 @@ void case_auth_raw(void)
         CHECK_OK(ps_enc_hello(msg, sizeof msg, ++r.req, &h, &len));
         raw_send_status(&r, msg, len);
     }
-    expect_dropped_silently(&r);
+    pt_expect_dropped_silently(&r);
     raw_close(&r);
-    expect_log(log, "HELLO on an unauthenticated connection (expected "
-                    "AUTH_REQ)");
+    pt_expect_log(log, "HELLO on an unauthenticated connection (expected "
+                       "AUTH_REQ)");
     /* REGIONS_REQ, DIR_REQ. */
     uint16_t types[2] = {PS_MSG_REGIONS_REQ, PS_MSG_DIR_REQ};
     for (int i = 0; i < 2; i++) {
-        raw_auth_peer(&r, f, ps.port, 1);
-        send_range(&r, types[i]);
-        expect_dropped_silently(&r);
+        pt_raw_auth_peer(&r, f, ps.port, 1);
+        pt_send_range(&r, types[i]);
+        pt_expect_dropped_silently(&r);
         raw_close(&r);
     }
-    expect_log(log, "REGIONS_REQ on an unauthenticated connection");
-    expect_log(log, "DIR_REQ on an unauthenticated connection");
+    pt_expect_log(log, "REGIONS_REQ on an unauthenticated connection");
+    pt_expect_log(log, "DIR_REQ on an unauthenticated connection");
     /* A request in place of the proof. */
-    raw_auth_peer(&r, f, ps.port, 1);
-    raw_auth_req(&r, 1);
-    send_range(&r, PS_MSG_DIR_REQ);
-    expect_dropped_silently(&r);
+    pt_raw_auth_peer(&r, f, ps.port, 1);
+    pt_raw_auth_req(&r, 1);
+    pt_send_range(&r, PS_MSG_DIR_REQ);
+    pt_expect_dropped_silently(&r);
     raw_close(&r);
-    expect_log(log, "DIR_REQ on an unauthenticated connection (expected "
-                    "AUTH_PROOF)");
+    pt_expect_log(log, "DIR_REQ on an unauthenticated connection (expected "
+                       "AUTH_PROOF)");
     /* A wrong proof: the refusal, then nothing. */
-    raw_auth_peer(&r, f, ps.port, 1);
-    raw_auth_req(&r, 1);
-    ps_auth_proof p;
-    memset(p.mac, 0xa5, sizeof p.mac);
-    unsigned char msg[PS_REQ_MAX];
-    size_t len;
-    CHECK_OK(ps_enc_auth_proof(msg, sizeof msg, ++r.req, &p, &len));
-    raw_send(&r, msg, len);
-    static unsigned char reply[PS_MSG_MAX];
-    size_t n = raw_recv(&r, reply, sizeof reply, rft_ms(10000));
-    static ps_error_reply e;
-    CHECK_OK(ps_dec_error_reply(reply, n, &e));
-    CHECK(e.status == RF_ERR_AUTH, "status %d", (int)e.status);
-    rft_note("wrong proof answered: %s", e.text);
-    send_range(&r, PS_MSG_REGIONS_REQ);
-    expect_dropped_silently(&r);
+    pt_raw_auth_peer(&r, f, ps.port, 1);
+    pt_raw_auth_req(&r, 1);
+    pt_raw_wrong_proof(&r);
+    pt_send_range(&r, PS_MSG_REGIONS_REQ);
+    pt_expect_dropped_silently(&r);
     raw_close(&r);
-    expect_log(log, at_host("authentication of client 1 from "));
+    pt_expect_log(log, pt_at_host("authentication of client 1 from "));
     /* No authentication offered at all: refused at connect. */
     unsigned char priv[PS_CONN_HELLO_SIZE];
     ps_conn_hello h = {.client_id = 1};
@@ -359,16 +365,17 @@ void case_auth_roles(void)
     char log[256];
     pt_ps ps;
     const char *extra[] = {"--workers", "3", "--chief", "0", NULL};
-    start_ps(&ps, "ps-roles", extra, log, sizeof log);
+    pt_start_logged_ps(&ps, "ps-roles", extra, log, sizeof log);
     rf_fabric *f = pt_fabric();
     expect_refused(f, ps.port, 1, true, NULL, RF_ERR_AUTH,
                    "client id 1 is not the chief");
-    expect_log(log, "client id 1 claims the chief's role but the cluster's "
-                    "chief is client id 0");
+    pt_expect_log(log, "client id 1 claims the chief's role but the cluster's "
+                       "chief is client id 0");
     expect_refused(f, ps.port, 3, false, NULL, RF_ERR_AUTH,
                    "client id 3 is not a worker's");
-    expect_log(log, "client id 3 is not a training worker's (the cluster has "
-                    "3: ids 0..2)");
+    pt_expect_log(log,
+                  "client id 3 is not a training worker's (the cluster has "
+                  "3: ids 0..2)");
     rf_ps_client *w = client(f, ps.port, 1, false, NULL);
     rf_ps_shard_spec s = pt_counter_spec("k", 4);
     rf_ps_var *v = NULL;
@@ -428,7 +435,7 @@ void case_auth_duplicate(void)
     char log[256];
     pt_ps ps;
     const char *extra[] = {"--secret", path, NULL};
-    start_ps(&ps, "ps-dup", extra, log, sizeof log);
+    pt_start_logged_ps(&ps, "ps-dup", extra, log, sizeof log);
     rf_fabric *f = pt_fabric();
     /* Client 1 connected in another process for 3 s. */
     rft_child hold;
@@ -444,11 +451,11 @@ void case_auth_duplicate(void)
      * 1 s); a later attempt still gets the refusal. */
     CHECK_ST(try_client(f, ps.port, 1, false, secret, rft_ms(2500), &c),
              RF_ERR_UNAVAILABLE);
-    CHECK_MSG(at_host("client id 1 is connected already from "));
-    CHECK_MSG(at_host("refusing the new connection from "));
+    CHECK_MSG(pt_at_host("client id 1 is connected already from "));
+    CHECK_MSG(pt_at_host("refusing the new connection from "));
     rft_note("duplicate refused (retried for %lld ms): %s", rf_now_ms() - t0,
              rf_error_message());
-    expect_log(log, "client id 1 is connected already from");
+    pt_expect_log(log, "client id 1 is connected already from");
     /* The first keeps working to its end. */
     char rest[64];
     rft_expect(&hold, "HELD ", rest, sizeof rest, rft_ms(15000));
@@ -494,7 +501,7 @@ void case_auth_flood(void)
              "authenticated)",
              hs_ms);
     setenv("RF_PS_HANDSHAKE_TIMEOUT_MS", hs_env, 1);
-    start_ps(&ps, "ps-flood", extra, log, sizeof log);
+    pt_start_logged_ps(&ps, "ps-flood", extra, log, sizeof log);
     unsetenv("RF_PS_HANDSHAKE_TIMEOUT_MS");
     rf_fabric *f = pt_fabric();
     enum { N = 24 };
@@ -531,7 +538,7 @@ void case_auth_flood(void)
     rf_ps_client *w1 = client(f, ps.port, 1, false, secret);
     long long took = rf_now_ms() - t0;
     rft_note("16 idle connections held; 2 real clients in after %lld ms", took);
-    expect_log(log, hs_line);
+    pt_expect_log(log, hs_line);
     for (int i = 0; i < N; i++) {
         if (r[i].ep)
             raw_expect_dropped(&r[i], rft_ms(5000));

@@ -5,6 +5,7 @@
 #define RF_TESTS_INTEGRATION_PS_CASES_H
 
 #include "tests/integration/ps/fixture.h"
+#include "tests/integration/ps/raw_peer.h"
 
 #define PT_CASE(n, b, d) void case_##n(void);
 #include "tests/integration/ps/cases.def"
@@ -32,5 +33,27 @@ rf_ps_var *pt_make_var(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
  * free(); its region stays registered with the client). */
 float *pt_read_field(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
                      size_t n);
+
+/* case_auth.c: ps helpers whose log is read back. A ps helper with extra
+ * args, its log (RF_LOG_FILE) a fresh file named in *log. */
+void pt_start_logged_ps(pt_ps *ps, const char *name, const char *const *extra,
+                        char *log, size_t loglen);
+/* Waits up to 5 s for the ps log to contain needle. */
+void pt_expect_log(const char *log, const char *needle);
+/* prefix, how the ps names a peer on this host and a colon (a static ring
+ * of buffers). */
+const char *pt_at_host(const char *prefix);
+/* Waits until the ps closed r's connection, failing if any message from it
+ * arrives first. */
+void pt_expect_dropped_silently(raw_peer *r);
+/* Connects offering authentication as client id. */
+void pt_raw_auth_peer(raw_peer *r, rf_fabric *f, uint16_t port, uint32_t id);
+/* Sends a REGIONS_REQ or DIR_REQ; the ps may have closed already. */
+void pt_send_range(raw_peer *r, uint16_t type);
+/* AUTH_REQ and the ps's challenge. */
+void pt_raw_auth_req(raw_peer *r, uint32_t id);
+/* After pt_raw_auth_req: a proof made without the secret, answered by an
+ * ERROR_REPLY RF_ERR_AUTH. */
+void pt_raw_wrong_proof(raw_peer *r);
 
 #endif
