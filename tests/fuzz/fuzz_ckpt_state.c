@@ -11,13 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_common.h"
 #include "session/ckpt_internal.h"
-
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 static char dir[64];
 static char file[96];

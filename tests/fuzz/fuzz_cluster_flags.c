@@ -14,14 +14,9 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "fuzz_common.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/status.h"
-
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 static void host_port(const char *text)
 {
@@ -112,11 +107,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     rf_log_set_threshold(RF_LOG_ERROR);
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     host_port(text);
     hostlist(text);
     flags(text);

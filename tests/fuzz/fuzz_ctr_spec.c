@@ -8,23 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "rdmaflow/ctr_data.h"
 #include "rdmaflow/status.h"
-
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     rf_ctr_spec s, before;
     memset(&s, 0x33, sizeof s);
     before = s;

@@ -11,14 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/status.h"
-
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 static bool parse(const char *s, rf_device_spec *d)
 {
@@ -64,11 +59,9 @@ static void stack_apply(const char *outer, const char *inner,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     char *second = strchr(text, '\n');
     if (second)
         *second++ = '\0';

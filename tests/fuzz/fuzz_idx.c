@@ -18,14 +18,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_common.h"
 #include "graph/data/idx.h"
 #include "rdmaflow/status.h"
-
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 static void read_as(const char *path, unsigned ndims)
 {

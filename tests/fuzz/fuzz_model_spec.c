@@ -11,24 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "model.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/status.h"
 
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     tr_model m;
     char err[256] = "";
     if (tr_model_parse(text, &m, err, sizeof err) == 0) {

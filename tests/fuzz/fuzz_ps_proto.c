@@ -10,14 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_common.h"
 #include "ps/proto.h"
 #include "ps/ps_layout.h"
-
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 static unsigned char out[PS_MSG_MAX];
 

@@ -8,13 +8,8 @@
 #include <string.h>
 
 #include "fabric/sock/sock_frame.h"
+#include "fuzz_common.h"
 #include "rdmaflow/byteorder.h"
-
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 static void check_header(const uint8_t *data, size_t size)
 {

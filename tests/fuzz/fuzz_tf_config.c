@@ -10,14 +10,9 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "fuzz_common.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/status.h"
-
-#define REQUIRE(c)                                                             \
-    do {                                                                       \
-        if (!(c))                                                              \
-            abort();                                                           \
-    } while (0)
 
 static void check(const rf_cluster_flags *flags, const char *tf_config)
 {
@@ -56,11 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     rf_log_set_threshold(RF_LOG_ERROR); /* overrides are logged at info */
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     check(NULL, text);
     const rf_cluster_flags task = {.job_name = "worker", .task_index = "1"};
     check(&task, text);
