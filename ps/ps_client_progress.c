@@ -139,11 +139,12 @@ void cli_dispatch(rf_ps_client *c, const rf_completion *x, int n)
 
 /* ---- posting ------------------------------------------------------------ */
 
-/* A wait for room in p's send queue, or for any completion (the provider
- * was out of resources). */
+/* A wait for room in p's send queue, or (the provider was out of
+ * resources) for any completion or 1 ms, whichever comes first. */
 typedef struct room_wait {
     ps_cli_conn *conn;
-    uint64_t reaped; /* 0: room; else c->reaped + 1 when it began */
+    uint64_t reaped;   /* 0: room; else c->reaped + 1 when it began */
+    long long wake_us; /* with reaped: try again by then anyway */
 } room_wait;
 
 static bool has_room(rf_ps_client *c, const void *arg)
@@ -152,7 +153,8 @@ static bool has_room(rf_ps_client *c, const void *arg)
     if (!r->conn->up)
         return true;
     if (r->reaped)
-        return c->reaped + 1 != r->reaped;
+        return c->reaped + 1 != r->reaped ||
+               (long long)rf_now_us() >= r->wake_us;
     return r->conn->sq_used < PS_CLI_SQ_DEPTH;
 }
 
@@ -162,11 +164,14 @@ static rf_status wait_room(ps_cli_conn *p, bool any, long long deadline)
     char what[80];
     snprintf(what, sizeof what, "posting to ps task %zu (send queue full)",
              p->index);
-    room_wait r = {.conn = p, .reaped = any ? c->reaped + 1 : 0};
+    room_wait r = {.conn = p,
+                   .reaped = any ? c->reaped + 1 : 0,
+                   .wake_us = any ? (long long)rf_now_us() + 1000 : 0};
     cli_wait_for w = {.done = has_room,
                       .arg = &r,
                       .deadline_ms = deadline,
                       .limit_ms = c->opt.op_timeout_ms,
+                      .wake_us = r.wake_us,
                       .what = what,
                       .conn = p};
     rf_status st = cli_wait(c, &w);
