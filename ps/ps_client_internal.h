@@ -331,6 +331,9 @@ rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
  * alignment, no shard twice; a sync shard only with sync). */
 rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
                          bool sync, const char *what);
+/* v's push starts: in flight until both its send and its ack arrived
+ * (counted in the client's and its ps's pushes); a new sequence. */
+void cli_push_begin(rf_ps_var *v, bool sync, bool gather);
 void cli_push_on_ack(ps_cli_conn *p, uint32_t imm);
 void cli_push_on_send(rf_ps_var *v, rf_status st);
 void cli_wm_on_completion(rf_ps_var *v, rf_status st);

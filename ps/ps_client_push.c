@@ -156,19 +156,24 @@ static rf_status tag_word(rf_ps_var *v)
                           &v->sync_tag_mr);
 }
 
-/* Appends v's push of x (sync: the tag WRITE first) to wrs and counts it
- * in flight. */
-static void push_start(rf_ps_var *v, const rf_ps_xfer *x, bool sync,
-                       int64_t step, rf_wr *wrs, size_t *nw)
+void cli_push_begin(rf_ps_var *v, bool sync, bool gather)
 {
     rf_ps_client *c = v->client;
     v->push_busy = true;
     v->push_sent = v->push_acked = false;
     v->push_sync = sync;
-    v->push_gather = false;
+    v->push_gather = gather;
     v->push_seq++;
     c->pushes_busy++;
     c->conns[v->ps].pushes_inflight++;
+}
+
+/* Appends v's push of x (sync: the tag WRITE first) to wrs and counts it
+ * in flight. */
+static void push_start(rf_ps_var *v, const rf_ps_xfer *x, bool sync,
+                       int64_t step, rf_wr *wrs, size_t *nw)
+{
+    cli_push_begin(v, sync, false);
     if (sync) {
         rf_put_le64(v->sync_tag, (uint64_t)step);
         wrs[(*nw)++] = (rf_wr){.op = RF_OP_WRITE,

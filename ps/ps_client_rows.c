@@ -469,13 +469,7 @@ static rf_status push_ps(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     if ((st = cli_push_wait_var(c, v, what)) != RF_OK ||
         (st = cli_conn_check(p)) != RF_OK)
         return st;
-    v->push_busy = true;
-    v->push_sent = v->push_acked = false;
-    v->push_sync = sync;
-    v->push_gather = false;
-    v->push_seq++;
-    c->pushes_busy++;
-    p->pushes_inflight++;
+    cli_push_begin(v, sync, false);
     rf_put_le64(v->sync_tag, (uint64_t)n);
     if (sync)
         rf_put_le64(v->sync_tag + 8, (uint64_t)step);
