@@ -19,7 +19,6 @@
 #define RF_GRAPH_DIST_PS_CLIENT_INTERNAL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -282,9 +281,6 @@ rf_status cli_wait_op(rf_ps_client *c,
 /* Lets us microseconds pass through the engine (handling completions,
  * without mu while sleeping): a backoff that holds no one up. */
 rf_status cli_pause_us(rf_ps_client *c, uint32_t us, const char *what);
-/* Handles every completion queued now, without blocking (none while
- * another waiter sleeps on the queue). */
-rf_status cli_reap(rf_ps_client *c);
 /* Handles every completion queued now, waiting for a sleeping waiter to
  * hand back what it took (after a close: all of its flushed work). */
 void cli_drain(rf_ps_client *c);

@@ -58,7 +58,9 @@ static rf_status cq_failed(int n)
     return rf_error_set((rf_status)n, "ps client: completion queue: %s", why);
 }
 
-rf_status cli_reap(rf_ps_client *c)
+/* Handles every completion queued now, without blocking (none while
+ * another waiter sleeps on the queue). */
+static rf_status reap(rf_ps_client *c)
 {
     rf_completion comps[REAP_BATCH];
     while (!c->cq_sleeper) {
@@ -86,7 +88,7 @@ static void sleeper_back(rf_ps_client *c)
 void cli_drain(rf_ps_client *c)
 {
     sleeper_back(c);
-    (void)cli_reap(c);
+    (void)reap(c);
 }
 
 /* One sleep of up to ms without mu (see the top of the file). */
@@ -161,7 +163,7 @@ static rf_status time_out(rf_ps_client *c, const cli_wait_for *w)
 rf_status cli_wait(rf_ps_client *c, const cli_wait_for *w)
 {
     for (;;) {
-        rf_status st = cli_reap(c);
+        rf_status st = reap(c);
         if (st != RF_OK)
             return st;
         close_unacked(c);
