@@ -161,7 +161,7 @@ static rf_status client_register(rf_ps_client *c, void *addr, size_t len,
     if (!r)
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
     r->reply = reply;
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     uint32_t access = RF_ACCESS_LOCAL_WRITE;
     if (reply)
         access |= RF_ACCESS_REMOTE_WRITE;
@@ -173,7 +173,7 @@ static rf_status client_register(rf_ps_client *c, void *addr, size_t len,
     } else {
         free(r);
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -193,7 +193,7 @@ void rf_ps_client_deregister(rf_ps_client *c, rf_mr *mr)
 {
     if (!c || !mr)
         return;
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     for (cli_reg **pp = &c->regs; *pp; pp = &(*pp)->next) {
         if ((*pp)->mr == mr) {
             cli_reg *r = *pp;
@@ -203,7 +203,7 @@ void rf_ps_client_deregister(rf_ps_client *c, rf_mr *mr)
             break;
         }
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
 }
 
 /* ---- connecting ------------------------------------------------------------
@@ -523,7 +523,7 @@ rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
     pthread_mutex_init(&c->mu, NULL);
     rf_cond_init_monotonic(&c->progress_cv);
-    atomic_init(&c->rs_arriving, 0);
+    pthread_cond_init(&c->call_cv, NULL);
     c->fabric = fabric;
     c->opt = options ? *options : (rf_ps_client_options){0};
     int *ms[] = {&c->opt.connect_timeout_ms, &c->opt.op_timeout_ms,
@@ -564,8 +564,11 @@ rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
         st = rf_mr_reg(fabric, p->mem, p->mem_len,
                        RF_ACCESS_LOCAL_WRITE | RF_ACCESS_REMOTE_WRITE, &p->mr);
     }
-    if (st == RF_OK)
+    if (st == RF_OK) {
+        cli_lock(c);
         st = connect_all(c, true);
+        cli_unlock(c);
+    }
     if (st != RF_OK) {
         char why[1400];
         snprintf(why, sizeof why, "%s", rf_error_message());
@@ -580,9 +583,9 @@ rf_status rf_ps_client_reconnect(rf_ps_client *c, bool force)
 {
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_client_reconnect: NULL");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = connect_all(c, force);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -655,6 +658,7 @@ void rf_ps_client_close(rf_ps_client *c)
     if (c->cq)
         rf_cq_destroy(c->cq);
     pthread_cond_destroy(&c->progress_cv);
+    pthread_cond_destroy(&c->call_cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }

@@ -236,9 +236,9 @@ rf_status rf_ps_read(rf_ps_client *c, const rf_ps_xfer *x, size_t n)
 {
     if (!c || (n && !x))
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_read: NULL argument");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = transfer(c, x, n, RF_OP_READ, false, "rf_ps_read");
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -246,9 +246,9 @@ rf_status rf_ps_write(rf_ps_client *c, const rf_ps_xfer *x, size_t n)
 {
     if (!c || (n && !x))
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_write: NULL argument");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = transfer(c, x, n, RF_OP_WRITE, false, "rf_ps_write");
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -261,9 +261,9 @@ rf_status rf_ps_init_values(rf_ps_client *c, const rf_ps_xfer *x, size_t n)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_init_values: only the chief initialises "
                             "variables");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = transfer(c, x, n, RF_OP_WRITE, true, "rf_ps_init_values");
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -341,7 +341,7 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
                             "rf_ps_wait_initialized: NULL argument");
     if (poll_ms <= 0)
         poll_ms = 50;
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = cli_vars_usable(c, vars, n, "rf_ps_wait_initialized");
     if (st == RF_OK)
         st = cli_words(c, n + 1);
@@ -383,11 +383,11 @@ rf_status rf_ps_wait_initialized(rf_ps_client *c, rf_ps_var *const *vars,
             break;
         }
         long long nap = poll_ms < left ? poll_ms : left;
-        pthread_mutex_unlock(&c->mu);
+        cli_unlock(c);
         rf_sleep_ms(nap);
-        pthread_mutex_lock(&c->mu);
+        cli_lock(c);
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -400,13 +400,13 @@ static rf_status globals_rmw(rf_ps_client *c, uint32_t word, rf_op op,
                              uint64_t arg, uint64_t swap, uint64_t *result,
                              const char *what)
 {
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     ps_cli_conn *p = &c->conns[0];
     rf_status st = cli_conn_check(p);
     if (st == RF_OK)
         st = cli_words(c, 1);
     if (st != RF_OK) {
-        pthread_mutex_unlock(&c->mu);
+        cli_unlock(c);
         return st;
     }
     const rf_mr_desc *r = &p->regions[p->globals.region];
@@ -428,7 +428,7 @@ static rf_status globals_rmw(rf_ps_client *c, uint32_t word, rf_op op,
     st = cli_group_wait(c, &g, what);
     if (st == RF_OK && result)
         *result = *w;
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -525,13 +525,13 @@ rf_status rf_ps_clocks_read(rf_ps_client *c, uint32_t first_id, size_t n,
                             first_id, first_id, n, RF_PS_MAX_CLOCKS);
     if (n == 0)
         return RF_OK;
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     ps_cli_conn *p = &c->conns[0];
     rf_status st = cli_conn_check(p);
     if (st == RF_OK)
         st = cli_words(c, n);
     if (st != RF_OK) {
-        pthread_mutex_unlock(&c->mu);
+        cli_unlock(c);
         return st;
     }
     const rf_mr_desc *r = &p->regions[p->globals.region];
@@ -549,7 +549,7 @@ rf_status rf_ps_clocks_read(rf_ps_client *c, uint32_t first_id, size_t n,
     st = cli_group_wait(c, &g, "clocks READ on ps task 0");
     if (st == RF_OK) /* atomics' words: host order, as global_step's */
         memcpy(clocks, c->words, 8 * n);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -679,7 +679,7 @@ rf_status rf_ps_shutdown(rf_ps_client *c)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_shutdown: only the chief shuts the ps "
                             "tasks down");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status first = RF_OK;
     char err[600] = "";
     for (size_t i = 0; i < c->num_ps; i++) {
@@ -704,7 +704,7 @@ rf_status rf_ps_shutdown(rf_ps_client *c)
             snprintf(err, sizeof err, "%s", rf_error_message());
         }
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     if (first != RF_OK)
         return rf_error_set(first, "rf_ps_shutdown: %s", err);
     return RF_OK;

@@ -335,7 +335,7 @@ rf_status rf_ps_create(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
                             "rf_ps_create: '%s' part %u: only the chief "
                             "creates shards",
                             s.name, s.part);
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     ps_cli_conn *p = &c->conns[ps];
     size_t len;
     const unsigned char *reply;
@@ -367,7 +367,7 @@ rf_status rf_ps_create(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
     }
     if (st == RF_OK)
         st = bind(p, &s, e, out);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -378,7 +378,7 @@ rf_status rf_ps_lookup(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
     rf_status st = check_args(c, ps, spec, out, "rf_ps_lookup", &s);
     if (st != RF_OK)
         return st;
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     ps_cli_conn *p = &c->conns[ps];
     long long deadline = rf_now_ms() + c->opt.lookup_timeout_ms;
     long long pause = 20;
@@ -403,10 +403,13 @@ rf_status rf_ps_lookup(rf_ps_client *c, size_t ps, const rf_ps_shard_spec *spec,
             continue;
         long long left = deadline - rf_now_ms();
         long long nap = pause < left ? pause : left;
-        rf_sleep_ms(nap);
+        /* through the engine: read-set waits go on meanwhile */
+        if (nap > 0 && (st = cli_pause_us(c, (uint32_t)nap * 1000u,
+                                          "rf_ps_lookup")) != RF_OK)
+            break;
         pause = pause * 2 > 500 ? 500 : pause * 2;
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 

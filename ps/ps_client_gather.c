@@ -115,17 +115,11 @@ static rf_status post_request(rf_ps_client *c, const rf_ps_rows *s, size_t i,
         rf_put_le64(req + PS_GATHER_REQ_BYTES + 8 * k,
                     (uint64_t)s->rows[first + k]);
 
-    v->push_busy = true;
-    v->push_sent = v->push_acked = false;
-    v->push_sync = false;
-    v->push_gather = true;
+    cli_push_begin(v, false, true);
     v->gather_status = RF_OK;
     v->gather_pos = 0;
     v->gather_set = i;
     v->gather_base = first;
-    v->push_seq++;
-    c->pushes_busy++;
-    p->pushes_inflight++;
     uint64_t area =
         v->inbox_addr + ps_gather_off(l->max_push_rows, l->row_bytes);
     rf_wr wrs[2] = {

@@ -3,6 +3,7 @@
  * ps_client_progress.c (completions, waits, posting, control RPCs),
  * ps_client_dir.c (regions, directories, create/lookup), ps_client_data.c
  * (read, write, init flags, global step, workers done, shutdown),
+ * ps_client_wait.c (the one progress-and-wait engine, cli_wait),
  * ps_client_push.c (apply=ps and apply=worker pushes),
  * ps_client_sync.c (sync-replicas pushes and step words),
  * ps_client_readset.c (prepared read sets), ps_client_rows.c (embedding
@@ -10,15 +11,15 @@
  * ps_client_conn_state.c (a ps connection's states and their table).
  *
  * One completion queue serves every endpoint (sends and receives); every
- * posted work request is signaled and its context is a cli_op. Public calls
- * are serialised by the client's mutex; a read-set wait releases it between
- * rounds of completion handling (waiting on the client's condition variable,
- * broadcast whenever completions were handled while one is waiting). */
+ * posted work request is signaled and its context is a cli_op. The client's
+ * mutex (mu) guards its state; public calls are serialised by the call
+ * token (cli_lock / cli_unlock: mu plus call_busy), except the read-set
+ * waits, which take mu alone. Every wait goes through cli_wait, which lets
+ * go of mu while it sleeps (the token stays with its call). */
 #ifndef RF_GRAPH_DIST_PS_CLIENT_INTERNAL_H
 #define RF_GRAPH_DIST_PS_CLIENT_INTERNAL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -149,6 +150,7 @@ struct rf_ps_var {
     long long wm_retry_at, wm_deadline;
     uint32_t wm_backoff_us;
     bool wm_locking;
+    bool wm_fresh; /* its next stage is to be posted */
 
     rf_ps_var *next;
 };
@@ -190,10 +192,16 @@ struct rf_ps_client {
     uint64_t sync_accepted, sync_stale; /* sync pushes acknowledged */
     rf_status push_status; /* first apply=ps failure since the last wait */
     char push_err[1200];
-    pthread_cond_t progress_cv; /* CLOCK_MONOTONIC; broadcast after
-                                   completions were handled if rs_waiters */
-    uint32_t rs_waiters;        /* threads in a read-set wait */
-    atomic_uint rs_arriving;    /* threads about to lock mu for one */
+    /* The wait engine (ps_client_wait.c), all under mu: */
+    bool call_busy;             /* a public call holds the call token */
+    pthread_cond_t call_cv;     /* signalled when it is given back */
+    bool cq_sleeper;            /* a waiter sleeps in rf_cq_wait without mu:
+                                   only it may take completions meanwhile */
+    uint32_t cv_sleepers;       /* waiters sleeping on progress_cv */
+    pthread_cond_t progress_cv; /* CLOCK_MONOTONIC; broadcast when
+                                   completions were handled or the
+                                   sleeper came back */
+    uint64_t reaped;            /* completions handled so far */
     /* Embedding tables (ps_client_rows.c): scratch kept between calls */
     rf_wr *rs_wrs;
     size_t rs_wr_cap;
@@ -264,11 +272,56 @@ static inline bool cli_conn_usable(const ps_cli_conn *p)
     return cli_conn_state_usable(p->state);
 }
 
-/* ps_client_progress.c */
-/* Handles completions for up to timeout_ms (0: only what is there). */
-rf_status cli_progress(rf_ps_client *c, int timeout_ms);
-/* Handles every completion queued now (after a close). */
+/* ps_client_wait.c: the one progress-and-wait engine.
+ *
+ * cli_lock / cli_unlock take and give back the client for a public call
+ * (mu and the call token); a read-set wait takes mu alone. */
+void cli_lock(rf_ps_client *c);
+void cli_unlock(rf_ps_client *c);
+/* What a wait is for: done(c, arg), checked under mu after each round of
+ * completion handling, until deadline_ms (rf_now_ms); what names it in the
+ * timeout message and limit_ms is the bound that message states. wake_us
+ * (0: none) is an rf_now_us time by which done may turn true with no
+ * completion (a backoff). conn is the connection the awaited work is on;
+ * NULL: every connection with work outstanding. expire (may be NULL)
+ * marks the caller's own work timed out, before the connections close. */
+typedef struct cli_wait_for {
+    bool (*done)(rf_ps_client *c, const void *arg);
+    const void *arg;
+    long long deadline_ms;
+    int limit_ms;
+    long long wake_us;
+    const char *what;
+    ps_cli_conn *conn;
+    void (*expire)(rf_ps_client *c, const void *arg);
+} cli_wait_for;
+/* Waits (caller holds mu) until w->done: each round handles every
+ * completion queued without blocking, dispatching each to its owner; then
+ * it sleeps without mu, in rf_cq_wait if no other waiter does (handling
+ * what it got once it holds mu again), else on progress_cv. The timeout
+ * policy, the same for every wait: at the deadline, expire runs, the
+ * connections involved (w->conn, or every connection with work posted or
+ * pushes unacknowledged) fail with "<what>: no completion within <ms> ms"
+ * and are closed, flushing all their work, and the wait returns
+ * RF_ERR_TIMEOUT "<what>: no completion within <ms> ms; the connections
+ * involved were closed". A connection found down with pushes
+ * unacknowledged is closed at once (no ack will come). */
+rf_status cli_wait(rf_ps_client *c, const cli_wait_for *w);
+/* cli_wait for a predicate with the op timeout from now, every connection
+ * with work outstanding involved. */
+rf_status cli_wait_op(rf_ps_client *c,
+                      bool (*done)(rf_ps_client *, const void *),
+                      const void *arg, const char *what);
+/* Lets us microseconds pass through the engine (handling completions,
+ * without mu while sleeping): a backoff that holds no one up. */
+rf_status cli_pause_us(rf_ps_client *c, uint32_t us, const char *what);
+/* Handles every completion queued now, waiting for a sleeping waiter to
+ * hand back what it took (after a close: all of its flushed work). */
 void cli_drain(rf_ps_client *c);
+
+/* ps_client_progress.c */
+/* Handles n completions: each to the owner its cli_op names. */
+void cli_dispatch(rf_ps_client *c, const rf_completion *x, int n);
 /* Posts n work requests to p in as few rf_post calls as the send queue
  * allows (handling completions while it is full). */
 rf_status cli_post(ps_cli_conn *p, rf_wr *wrs, size_t n);
@@ -308,6 +361,9 @@ rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
  * alignment, no shard twice; a sync shard only with sync). */
 rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
                          bool sync, const char *what);
+/* v's push starts: in flight until both its send and its ack arrived
+ * (counted in the client's and its ps's pushes); a new sequence. */
+void cli_push_begin(rf_ps_var *v, bool sync, bool gather);
 void cli_push_on_ack(ps_cli_conn *p, uint32_t imm);
 void cli_push_on_send(rf_ps_var *v, rf_status st);
 void cli_wm_on_completion(rf_ps_var *v, rf_status st);

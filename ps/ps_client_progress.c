@@ -1,9 +1,11 @@
-/* ps/ps_client_progress.c: the client's completion handling (one
- * queue for every endpoint; each completion's context is a cli_op saying
- * what it finishes), bounded waits, posting within the send-queue room and
- * the control RPC (one request at a time per ps, answered by a reply with
- * the same request id). A wait that times out closes the connections that
- * still have work posted, so no completion can outlive the caller's state. */
+/* ps/ps_client_progress.c: what the client's completions mean (one queue
+ * for every endpoint; each completion's context is a cli_op naming the
+ * owner it finishes: a group, a control send, a push, an apply=worker
+ * stage, a receive), posting within the send-queue room, waiting for a
+ * group, and the control RPC (one request at a time per ps, answered by a
+ * reply with the same request id). Every wait here is a cli_wait
+ * (ps_client_wait.c), which finds the completions and applies the one
+ * timeout policy. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,9 +74,8 @@ static void on_recv(ps_cli_conn *p, const cli_op *op, const rf_completion *x)
     p->reply_len = x->len;
 }
 
-static void dispatch(rf_ps_client *c, const rf_completion *x)
+static void dispatch_one(const rf_completion *x)
 {
-    (void)c;
     cli_op *op = x->context;
     ps_cli_conn *p = op->conn;
     if (op->kind == CLI_OP_RECV) {
@@ -126,45 +127,55 @@ static void dispatch(rf_ps_client *c, const rf_completion *x)
     }
 }
 
-/* Read-set waiters sleep on progress_cv between their turns at handling
- * completions: whoever handled some wakes them to look at their transfers. */
-static void wake_waiters(rf_ps_client *c)
+void cli_dispatch(rf_ps_client *c, const rf_completion *x, int n)
 {
-    if (c->rs_waiters)
+    for (int i = 0; i < n; i++)
+        dispatch_one(&x[i]);
+    c->reaped += (uint64_t)n;
+    /* Waiters sleeping on progress_cv look at what they wait for. */
+    if (n > 0 && c->cv_sleepers)
         pthread_cond_broadcast(&c->progress_cv);
 }
 
-void cli_drain(rf_ps_client *c)
+/* ---- posting ------------------------------------------------------------ */
+
+/* A wait for room in p's send queue, or (the provider was out of
+ * resources) for any completion or 1 ms, whichever comes first. */
+typedef struct room_wait {
+    ps_cli_conn *conn;
+    uint64_t reaped;   /* 0: room; else c->reaped + 1 when it began */
+    long long wake_us; /* with reaped: try again by then anyway */
+} room_wait;
+
+static bool has_room(rf_ps_client *c, const void *arg)
 {
-    rf_completion comps[64];
-    for (;;) {
-        int n = rf_cq_poll(c->cq, comps, 64);
-        if (n <= 0)
-            return;
-        for (int i = 0; i < n; i++)
-            dispatch(c, &comps[i]);
-        wake_waiters(c);
-    }
+    const room_wait *r = arg;
+    if (!cli_conn_usable(r->conn))
+        return true;
+    if (r->reaped)
+        return c->reaped + 1 != r->reaped ||
+               (long long)rf_now_us() >= r->wake_us;
+    return r->conn->sq_used < PS_CLI_SQ_DEPTH;
 }
 
-rf_status cli_progress(rf_ps_client *c, int timeout_ms)
+static rf_status wait_room(ps_cli_conn *p, bool any, long long deadline)
 {
-    rf_completion comps[64];
-    int n = timeout_ms > 0 ? rf_cq_wait(c->cq, comps, 64, timeout_ms)
-                           : rf_cq_poll(c->cq, comps, 64);
-    if (n == RF_ERR_TIMEOUT)
-        return RF_OK;
-    if (n < 0) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", rf_error_message());
-        return rf_error_set((rf_status)n, "ps client: completion queue: %s",
-                            why);
-    }
-    for (int i = 0; i < n; i++)
-        dispatch(c, &comps[i]);
-    if (n > 0)
-        wake_waiters(c);
-    return RF_OK;
+    rf_ps_client *c = p->client;
+    char what[80];
+    snprintf(what, sizeof what, "posting to ps task %zu (send queue full)",
+             p->index);
+    room_wait r = {.conn = p,
+                   .reaped = any ? c->reaped + 1 : 0,
+                   .wake_us = any ? (long long)rf_now_us() + 1000 : 0};
+    cli_wait_for w = {.done = has_room,
+                      .arg = &r,
+                      .deadline_ms = deadline,
+                      .limit_ms = c->opt.op_timeout_ms,
+                      .wake_us = r.wake_us,
+                      .what = what,
+                      .conn = p};
+    rf_status st = cli_wait(c, &w);
+    return st != RF_OK ? st : cli_conn_check(p);
 }
 
 static rf_status post_some(ps_cli_conn *p, rf_wr *wrs, size_t n,
@@ -180,12 +191,7 @@ static rf_status post_some(ps_cli_conn *p, rf_wr *wrs, size_t n,
             return st;
         uint32_t room = PS_CLI_SQ_DEPTH - p->sq_used;
         if (room == 0) {
-            if (rf_now_ms() > deadline)
-                return rf_error_set(RF_ERR_TIMEOUT,
-                                    "ps client: send queue to ps task %zu "
-                                    "stayed full",
-                                    p->index);
-            if ((st = cli_progress(c, 5)) != RF_OK)
+            if ((st = wait_room(p, false, deadline)) != RF_OK)
                 return st;
             continue;
         }
@@ -195,7 +201,7 @@ static rf_status post_some(ps_cli_conn *p, rf_wr *wrs, size_t n,
         done += posted;
         *done_out = done;
         if (st == RF_ERR_NO_RESOURCE) {
-            if ((st = cli_progress(c, 1)) != RF_OK)
+            if ((st = wait_room(p, true, deadline)) != RF_OK)
                 return st;
             continue;
         }
@@ -230,40 +236,19 @@ rf_status cli_post_group(ps_cli_conn *p, cli_group *g, rf_wr *wrs, size_t n)
     return st;
 }
 
-/* Closes every connection with work still posted (after a timeout). */
-static void close_busy(rf_ps_client *c, const char *what, int ms)
+static bool group_done(rf_ps_client *c, const void *g)
 {
-    for (size_t i = 0; i < c->num_ps; i++) {
-        ps_cli_conn *p = &c->conns[i];
-        if (p->ep && p->sq_used) {
-            cli_conn_fail(p, "%s timed out after %d ms", what, ms);
-            cli_conn_close(p);
-        }
-    }
+    (void)c;
+    return !((const cli_group *)g)->pending;
 }
 
 rf_status cli_group_wait(rf_ps_client *c, cli_group *g, const char *what)
 {
-    int limit = c->opt.op_timeout_ms;
-    long long deadline = rf_now_ms() + limit;
-    while (g->pending) {
-        long long left = deadline - rf_now_ms();
-        if (left <= 0) {
-            close_busy(c, what, limit);
-            while (g->pending) /* flushed by the closes; defensive */
-                if (cli_progress(c, 0) != RF_OK)
-                    break;
-            if (g->pending)
-                g->pending = 0;
-            return rf_error_set(RF_ERR_TIMEOUT,
-                                "%s: no completion within %d ms; the "
-                                "connections involved were closed",
-                                what, limit);
-        }
-        rf_status st = cli_progress(c, left > 100 ? 100 : (int)left);
-        if (st != RF_OK)
-            return st;
-    }
+    rf_status st = cli_wait_op(c, group_done, g, what);
+    if (st == RF_ERR_TIMEOUT)
+        g->pending = 0; /* the closes flushed it all; defensive */
+    if (st != RF_OK)
+        return st;
     if (g->status != RF_OK)
         return rf_error_set(g->status, "%s: %s", what, g->err);
     return RF_OK;
@@ -323,6 +308,29 @@ static rf_status protocol_error(ps_cli_conn *p, const char *fmt, ...)
                         cli_ps_name(p, name, sizeof name), text);
 }
 
+static bool reply_in(rf_ps_client *c, const void *arg)
+{
+    (void)c;
+    const ps_cli_conn *p = arg;
+    return p->reply_ready || !cli_conn_usable(p);
+}
+
+/* Waits for p's reply, p alone involved if it times out. */
+static rf_status cli_wait_op_conn(ps_cli_conn *p,
+                                  bool (*done)(rf_ps_client *, const void *),
+                                  const char *what)
+{
+    rf_ps_client *c = p->client;
+    int limit = c->opt.op_timeout_ms;
+    cli_wait_for w = {.done = done,
+                      .arg = p,
+                      .deadline_ms = rf_now_ms() + limit,
+                      .limit_ms = limit,
+                      .what = what,
+                      .conn = p};
+    return cli_wait(c, &w);
+}
+
 rf_status cli_rpc(ps_cli_conn *p, size_t len, uint16_t want,
                   const unsigned char **reply, size_t *reply_len)
 {
@@ -337,9 +345,9 @@ rf_status cli_rpc(ps_cli_conn *p, size_t len, uint16_t want,
     ps_msg_hdr req;
     if (ps_dec_hdr(cli_req_buf(p), len, &req) != RF_OK)
         return rf_error_set(RF_ERR_INVALID_ARG, "ps client: bad request");
-    while (p->sq_used >= PS_CLI_SQ_DEPTH)
-        if ((st = cli_progress(c, 5)) != RF_OK)
-            return st;
+    if (p->sq_used >= PS_CLI_SQ_DEPTH &&
+        (st = wait_room(p, false, rf_now_ms() + c->opt.op_timeout_ms)) != RF_OK)
+        return st;
     p->ctrl_op = (cli_op){.kind = CLI_OP_CTRL, .conn = p};
     st = rf_send(p->ep, cli_req_buf(p), len, p->mr, &p->ctrl_op);
     if (st != RF_OK) {
@@ -348,21 +356,11 @@ rf_status cli_rpc(ps_cli_conn *p, size_t len, uint16_t want,
         return cli_conn_check(p);
     }
     p->sq_used++;
-    int limit = c->opt.op_timeout_ms;
-    long long deadline = rf_now_ms() + limit;
-    while (!p->reply_ready && cli_conn_usable(p)) {
-        long long left = deadline - rf_now_ms();
-        if (left <= 0) {
-            cli_conn_fail(p, "no answer to %s within %d ms",
-                          ps_msg_type_name(req.type), limit);
-            cli_conn_close(p);
-            return rf_error_set(RF_ERR_TIMEOUT,
-                                "%s did not answer %s within %d ms", name,
-                                ps_msg_type_name(req.type), limit);
-        }
-        if ((st = cli_progress(c, left > 100 ? 100 : (int)left)) != RF_OK)
-            return st;
-    }
+    char what[400];
+    snprintf(what, sizeof what, "%s answering %s", name,
+             ps_msg_type_name(req.type));
+    if ((st = cli_wait_op_conn(p, reply_in, what)) != RF_OK)
+        return st;
     if (!p->reply_ready)
         return cli_conn_check(p);
     const unsigned char *buf = p->mem + (size_t)p->reply_index * PS_MSG_MAX;

@@ -28,7 +28,6 @@
  * No shard's lock is held while waiting for another's, so two workers can
  * never deadlock. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -117,41 +116,6 @@ void cli_push_on_ack(ps_cli_conn *p, uint32_t imm)
     push_finish(v);
 }
 
-static rf_status wait_pushes(rf_ps_client *c,
-                             bool (*done)(rf_ps_client *, const void *),
-                             const void *arg, const char *what)
-{
-    int limit = c->opt.op_timeout_ms;
-    long long deadline = rf_now_ms() + limit;
-    while (!done(c, arg)) {
-        long long left = deadline - rf_now_ms();
-        if (left <= 0) {
-            for (size_t i = 0; i < c->num_ps; i++) {
-                ps_cli_conn *p = &c->conns[i];
-                if (p->ep && p->pushes_inflight) {
-                    cli_conn_fail(p, "%s: no ack within %d ms", what, limit);
-                    cli_conn_close(p);
-                }
-            }
-            return rf_error_set(RF_ERR_TIMEOUT,
-                                "%s: pushes not acknowledged within %d ms; "
-                                "the connections involved were closed",
-                                what, limit);
-        }
-        rf_status st = cli_progress(c, left > 100 ? 100 : (int)left);
-        if (st != RF_OK)
-            return st;
-        /* A connection that went down (the ps dropped it, or died) will
-         * not acknowledge: its pushes fail now, not at the timeout. */
-        for (size_t i = 0; i < c->num_ps; i++) {
-            ps_cli_conn *p = &c->conns[i];
-            if (!cli_conn_usable(p) && p->ep && p->pushes_inflight)
-                cli_conn_close(p);
-        }
-    }
-    return RF_OK;
-}
-
 static bool var_idle(rf_ps_client *c, const void *v)
 {
     (void)c;
@@ -171,9 +135,9 @@ rf_status cli_push_wait_var(rf_ps_client *c, rf_ps_var *v, const char *what)
 {
     rf_status st = RF_OK;
     if (v->push_busy)
-        st = wait_pushes(c, var_idle, v, what);
+        st = cli_wait_op(c, var_idle, v, what);
     if (st == RF_OK)
-        st = wait_pushes(c, ps_has_room, &c->conns[v->ps], what);
+        st = cli_wait_op(c, ps_has_room, &c->conns[v->ps], what);
     return st;
 }
 
@@ -192,95 +156,104 @@ static rf_status tag_word(rf_ps_var *v)
                           &v->sync_tag_mr);
 }
 
-rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
-                      int64_t step)
+void cli_push_begin(rf_ps_var *v, bool sync, bool gather)
 {
-    for (size_t i = 0; sync && i < n; i++) {
-        rf_status st = tag_word(g[i].var);
+    rf_ps_client *c = v->client;
+    v->push_busy = true;
+    v->push_sent = v->push_acked = false;
+    v->push_sync = sync;
+    v->push_gather = gather;
+    v->push_seq++;
+    c->pushes_busy++;
+    c->conns[v->ps].pushes_inflight++;
+}
+
+/* Appends v's push of x (sync: the tag WRITE first) to wrs and counts it
+ * in flight. */
+static void push_start(rf_ps_var *v, const rf_ps_xfer *x, bool sync,
+                       int64_t step, rf_wr *wrs, size_t *nw)
+{
+    cli_push_begin(v, sync, false);
+    if (sync) {
+        rf_put_le64(v->sync_tag, (uint64_t)step);
+        wrs[(*nw)++] = (rf_wr){.op = RF_OP_WRITE,
+                               .context = &v->tag_op,
+                               .local = v->sync_tag,
+                               .len = 8,
+                               .local_mr = v->sync_tag_mr,
+                               .remote_addr = v->inbox_addr,
+                               .rkey = v->inbox_rkey};
+    }
+    wrs[(*nw)++] =
+        (rf_wr){.op = RF_OP_WRITE_IMM,
+                .context = &v->push_op,
+                .local = x->buf,
+                .len = x->len,
+                .local_mr = x->mr,
+                .remote_addr = v->inbox_addr + (sync ? PS_SYNC_TAG_BYTES : 0),
+                .rkey = v->inbox_rkey,
+                .imm = ps_imm_make(v->e.shard_id, v->push_seq)};
+}
+
+/* The pushes of g that go to ps, in the order given, batched in one post
+ * as far as the shards are idle and the ps has room, waiting otherwise. */
+static rf_status push_to_ps(rf_ps_client *c, size_t ps, const rf_ps_xfer *g,
+                            size_t n, bool sync, int64_t step)
+{
+    ps_cli_conn *p = &c->conns[ps];
+    rf_wr *wrs = c->rs_wrs;
+    size_t i = 0;
+    for (;;) {
+        size_t nw = 0;
+        for (; i < n; i++) {
+            rf_ps_var *v = g[i].var;
+            if (v->ps != ps)
+                continue;
+            if (v->push_busy || !ps_has_room(c, p))
+                break;
+            push_start(v, &g[i], sync, step, wrs, &nw);
+        }
+        if (nw) {
+            size_t done = 0;
+            rf_status st = cli_post_n(p, wrs, nw, &done);
+            /* A var whose write_imm was not posted is not in flight (a tag
+             * WRITE posted alone just completes). */
+            for (size_t j = done; st != RF_OK && j < nw; j++) {
+                const cli_op *op = wrs[j].context;
+                if (op->kind != CLI_OP_PUSH)
+                    continue;
+                op->var->push_busy = false;
+                c->pushes_busy--;
+                p->pushes_inflight--;
+            }
+            if (st != RF_OK)
+                return st;
+            continue;
+        }
+        if (i == n)
+            return RF_OK;
+        /* The next shard is busy or the ps is full: wait. */
+        rf_ps_var *v = g[i].var;
+        rf_status st = v->push_busy
+                           ? cli_wait_op(c, var_idle, v, "rf_ps_push")
+                           : cli_wait_op(c, ps_has_room, p, "rf_ps_push");
+        if (st == RF_OK)
+            st = cli_conn_check(p);
         if (st != RF_OK)
             return st;
     }
-    /* per var: (sync: the tag WRITE,) the gradient's WRITE_WITH_IMM */
-    size_t per = sync ? 2 : 1;
-    rf_wr *wrs = calloc(per * n + 1, sizeof *wrs);
-    size_t *order = calloc(n ? n : 1, sizeof *order);
-    if (!wrs || !order) {
-        free(wrs), free(order);
-        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
-    }
-    rf_status st = RF_OK;
-    uint64_t off = sync ? PS_SYNC_TAG_BYTES : 0;
-    /* Batch per ps, in the order given. */
-    for (size_t ps = 0; ps < c->num_ps && st == RF_OK; ps++) {
-        ps_cli_conn *p = &c->conns[ps];
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (g[i].var->ps == ps)
-                order[k++] = i;
-        if (!k)
-            continue;
-        size_t posted = 0;
-        while (posted < k && st == RF_OK) {
-            size_t m = 0, nw = 0;
-            for (; posted + m < k; m++) {
-                rf_ps_var *v = g[order[posted + m]].var;
-                if (v->push_busy || !ps_has_room(c, p))
-                    break;
-                const rf_ps_xfer *x = &g[order[posted + m]];
-                v->push_busy = true;
-                v->push_sent = v->push_acked = false;
-                v->push_sync = sync;
-                v->push_gather = false;
-                v->push_seq++;
-                c->pushes_busy++;
-                p->pushes_inflight++;
-                if (sync) {
-                    rf_put_le64(v->sync_tag, (uint64_t)step);
-                    wrs[nw++] = (rf_wr){.op = RF_OP_WRITE,
-                                        .context = &v->tag_op,
-                                        .local = v->sync_tag,
-                                        .len = 8,
-                                        .local_mr = v->sync_tag_mr,
-                                        .remote_addr = v->inbox_addr,
-                                        .rkey = v->inbox_rkey};
-                }
-                wrs[nw++] =
-                    (rf_wr){.op = RF_OP_WRITE_IMM,
-                            .context = &v->push_op,
-                            .local = x->buf,
-                            .len = x->len,
-                            .local_mr = x->mr,
-                            .remote_addr = v->inbox_addr + off,
-                            .rkey = v->inbox_rkey,
-                            .imm = ps_imm_make(v->e.shard_id, v->push_seq)};
-            }
-            if (m) {
-                size_t done = 0;
-                st = cli_post_n(p, wrs, nw, &done);
-                if (st != RF_OK) {
-                    /* A var whose write_imm was not posted is not in
-                     * flight (a tag WRITE posted alone just completes). */
-                    for (size_t j = done / per; j < m; j++) {
-                        rf_ps_var *v = g[order[posted + j]].var;
-                        v->push_busy = false;
-                        c->pushes_busy--;
-                        p->pushes_inflight--;
-                    }
-                    break;
-                }
-                posted += m;
-                continue;
-            }
-            /* The next shard is busy or the ps is full: wait. */
-            rf_ps_var *v = g[order[posted]].var;
-            st = v->push_busy ? wait_pushes(c, var_idle, v, "rf_ps_push")
-                              : wait_pushes(c, ps_has_room, p, "rf_ps_push");
-            if (st == RF_OK)
-                st = cli_conn_check(p);
-        }
-    }
-    free(wrs);
-    free(order);
+}
+
+rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
+                      int64_t step)
+{
+    /* per var: (sync: the tag WRITE,) the gradient's WRITE_WITH_IMM, in
+     * the client's work-request list (kept between calls) */
+    rf_status st = cli_rows_scratch(c, (sync ? 2 : 1) * n + 1, 0);
+    for (size_t i = 0; st == RF_OK && sync && i < n; i++)
+        st = tag_word(g[i].var);
+    for (size_t ps = 0; ps < c->num_ps && st == RF_OK; ps++)
+        st = push_to_ps(c, ps, g, n, sync, step);
     return st;
 }
 
@@ -288,12 +261,12 @@ rf_status rf_ps_push_wait(rf_ps_client *c)
 {
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push_wait: NULL");
-    pthread_mutex_lock(&c->mu);
-    rf_status st = wait_pushes(c, all_idle, NULL, "rf_ps_push_wait");
+    cli_lock(c);
+    rf_status st = cli_wait_op(c, all_idle, NULL, "rf_ps_push_wait");
     if (st == RF_OK && c->push_status != RF_OK)
         st = rf_error_set(c->push_status, "%s", c->push_err);
     c->push_status = RF_OK;
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -524,8 +497,9 @@ static bool wm_advance(rf_ps_var *v, char *err, size_t err_len, rf_status *fail)
     }
 }
 
-static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
-                             bool locking)
+/* Every var of g starts its update (scratch, first stage to post). */
+static rf_status wm_start(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
+                          bool locking)
 {
     for (size_t i = 0; i < n; i++) {
         rf_ps_var *v = g[i].var;
@@ -539,115 +513,138 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
         v->wm_locking = locking;
         v->wm_backoff_us = 20;
         v->wm_deadline = rf_now_ms() + c->opt.lock_timeout_ms;
+        v->wm_fresh = true;
     }
-    rf_wr *list = calloc(3 * n + 1, sizeof *list);
-    if (!list)
-        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
-    rf_status result = RF_OK;
-    char err[400] = "";
-    bool *fresh = calloc(n + 1, sizeof *fresh);
-    size_t *owner = calloc(3 * n + 1, sizeof *owner);
-    if (!fresh || !owner) {
-        free(fresh);
-        free(owner);
-        free(list);
-        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
-    }
-    for (size_t i = 0; i < n; i++)
-        fresh[i] = true;
-    long long deadline = rf_now_ms() + c->opt.op_timeout_ms +
-                         (locking ? c->opt.lock_timeout_ms : 0);
-    for (;;) {
-        /* Post every var's next stage, one batch per ps. */
-        bool active = false;
-        long long wake_us = 0;
-        for (size_t ps = 0; ps < c->num_ps; ps++) {
-            size_t m = 0;
-            for (size_t i = 0; i < n; i++) {
-                rf_ps_var *v = g[i].var;
-                if (v->ps != ps)
-                    continue;
-                if (v->wm_state == WM_LOCK_WAIT &&
-                    (long long)rf_now_us() >= v->wm_retry_at) {
-                    v->wm_state = WM_LOCK;
-                    fresh[i] = true;
-                }
-                if (fresh[i]) {
-                    size_t before = m;
-                    stage_post(v, list, &m);
-                    v->wm_pending = (uint32_t)(m - before);
-                    for (size_t j = before; j < m; j++)
-                        owner[j] = i;
-                    fresh[i] = false;
-                }
-            }
-            if (m) {
-                size_t done = 0;
-                rf_status st = cli_post_n(&c->conns[ps], list, m, &done);
-                /* Work not posted will not complete: take it off. */
-                for (size_t j = done; st != RF_OK && j < m; j++) {
-                    rf_ps_var *v = g[owner[j]].var;
-                    v->wm_pending--;
-                    if (v->wm_status == RF_OK)
-                        v->wm_status = st;
-                }
-            }
-        }
+    /* at most 3 requests per var and stage (stage_post) */
+    return cli_rows_scratch(c, 3 * n + 1, 0);
+}
+
+static bool wm_finished(const rf_ps_var *v)
+{
+    return v->wm_state == WM_DONE || v->wm_state == WM_FAILED;
+}
+
+/* Posts every var's next stage (a lock retry whose time came too), one
+ * batch per ps; work that could not be posted fails its var. */
+static void wm_post(rf_ps_client *c, const rf_ps_xfer *g, size_t n)
+{
+    rf_wr *list = c->rs_wrs;
+    for (size_t ps = 0; ps < c->num_ps; ps++) {
+        size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             rf_ps_var *v = g[i].var;
-            if (v->wm_state == WM_DONE || v->wm_state == WM_FAILED)
+            if (v->ps != ps)
                 continue;
-            active = true;
             if (v->wm_state == WM_LOCK_WAIT &&
-                (!wake_us || v->wm_retry_at < wake_us))
-                wake_us = v->wm_retry_at;
+                (long long)rf_now_us() >= v->wm_retry_at) {
+                v->wm_state = WM_LOCK;
+                v->wm_fresh = true;
+            }
+            if (v->wm_fresh) {
+                size_t before = m;
+                stage_post(v, list, &m);
+                v->wm_pending = (uint32_t)(m - before);
+                v->wm_fresh = false;
+            }
         }
+        if (!m)
+            continue;
+        size_t done = 0;
+        rf_status st = cli_post_n(&c->conns[ps], list, m, &done);
+        /* Work not posted will not complete: take it off. */
+        for (size_t j = done; st != RF_OK && j < m; j++) {
+            rf_ps_var *v = ((const cli_op *)list[j].context)->var;
+            v->wm_pending--;
+            if (v->wm_status == RF_OK)
+                v->wm_status = st;
+        }
+    }
+}
+
+typedef struct wm_batch {
+    const rf_ps_xfer *g;
+    size_t n;
+} wm_batch;
+
+/* Some var can move on: its stage completed, or its lock retry is due;
+ * or every var finished. */
+static bool wm_ready(rf_ps_client *c, const void *arg)
+{
+    (void)c;
+    const wm_batch *b = arg;
+    bool active = false;
+    for (size_t i = 0; i < b->n; i++) {
+        const rf_ps_var *v = b->g[i].var;
+        if (wm_finished(v))
+            continue;
+        active = true;
+        if (v->wm_state == WM_LOCK_WAIT) {
+            if ((long long)rf_now_us() >= v->wm_retry_at)
+                return true;
+        } else if (!v->wm_pending) {
+            return true;
+        }
+    }
+    return !active;
+}
+
+/* The earliest lock retry (0: none). */
+static long long wm_wake_us(const rf_ps_xfer *g, size_t n)
+{
+    long long wake = 0;
+    for (size_t i = 0; i < n; i++) {
+        const rf_ps_var *v = g[i].var;
+        if (v->wm_state == WM_LOCK_WAIT && (!wake || v->wm_retry_at < wake))
+            wake = v->wm_retry_at;
+    }
+    return wake;
+}
+
+static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
+                             bool locking)
+{
+    rf_status st = wm_start(c, g, n, locking), result = RF_OK;
+    if (st != RF_OK)
+        return st;
+    char err[400] = "";
+    int limit = c->opt.op_timeout_ms + (locking ? c->opt.lock_timeout_ms : 0);
+    long long deadline = rf_now_ms() + limit;
+    wm_batch b = {.g = g, .n = n};
+    for (;;) {
+        wm_post(c, g, n);
+        bool active = false;
+        for (size_t i = 0; i < n; i++)
+            active |= !wm_finished(g[i].var);
         if (!active)
             break;
-        long long left = deadline - rf_now_ms();
-        if (left <= 0) {
-            for (size_t ps = 0; ps < c->num_ps; ps++)
-                if (c->conns[ps].ep && c->conns[ps].sq_used) {
-                    cli_conn_fail(&c->conns[ps], "apply=worker timed out");
-                    cli_conn_close(&c->conns[ps]);
-                }
+        cli_wait_for w = {.done = wm_ready,
+                          .arg = &b,
+                          .deadline_ms = deadline,
+                          .limit_ms = limit,
+                          .wake_us = wm_wake_us(g, n),
+                          .what = "rf_ps_push(apply=worker)"};
+        if ((st = cli_wait(c, &w)) == RF_ERR_TIMEOUT) {
             for (size_t i = 0; i < n; i++)
                 g[i].var->wm_pending = 0;
-            free(list);
-            free(fresh);
-            free(owner);
-            return rf_error_set(RF_ERR_TIMEOUT,
-                                "rf_ps_push(apply=worker): not done within "
-                                "%lld ms",
-                                (long long)c->opt.op_timeout_ms);
+            return st;
         }
-        int wait_ms = 100;
-        if (wake_us) {
-            long long d = (wake_us - (long long)rf_now_us()) / 1000;
-            wait_ms = d <= 0 ? 0 : (int)d;
-        }
-        rf_status st = cli_progress(c, wait_ms);
         if (st != RF_OK) {
             result = st;
             break;
         }
         for (size_t i = 0; i < n; i++) {
             rf_ps_var *v = g[i].var;
-            if (v->wm_pending || v->wm_state == WM_LOCK_WAIT ||
-                v->wm_state == WM_DONE || v->wm_state == WM_FAILED)
+            if (v->wm_pending || v->wm_state == WM_LOCK_WAIT || wm_finished(v))
                 continue;
             rf_status fail = RF_OK;
             char e[400] = "";
-            fresh[i] = wm_advance(v, e, sizeof e, &fail);
+            v->wm_fresh = wm_advance(v, e, sizeof e, &fail);
             if (fail != RF_OK && result == RF_OK) {
                 result = fail;
                 snprintf(err, sizeof err, "%s", e);
             }
         }
     }
-    free(list);
-    free(fresh);
-    free(owner);
     if (result != RF_OK)
         return err[0] ? rf_error_set(result, "%s", err) : result;
     return RF_OK;
@@ -713,7 +710,7 @@ rf_status rf_ps_push(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
     if (mode != RF_PS_APPLY_PS && mode != RF_PS_APPLY_WORKER)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push: apply mode %d",
                             (int)mode);
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = cli_push_check(c, grads, n, false, "rf_ps_push");
     for (size_t i = 0; st == RF_OK && mode == RF_PS_APPLY_PS && i < n; i++)
         if (!grads[i].var->inbox_rkey && !grads[i].var->inbox_addr)
@@ -724,6 +721,6 @@ rf_status rf_ps_push(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
     if (st == RF_OK && n)
         st = mode == RF_PS_APPLY_PS ? cli_push_ps(c, grads, n, false, 0)
                                     : push_worker(c, grads, n, use_locking);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }

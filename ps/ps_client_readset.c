@@ -5,29 +5,22 @@
  * handle rf_ps_create / rf_ps_lookup refreshed after a ps restart moves),
  * posts each ps's requests in one rf_post batch and returns. Each transfer
  * has its own cli_group (pending 1 while in flight), so a wait is for one
- * transfer: it handles completions (for everyone) until that transfer's
- * group is done or op_timeout_ms passed; then the connection to that ps is
- * closed, which flushes every request still posted to it, so no completion
- * can outlive the set. Several threads may wait at once: the client's mutex
- * is held while completions are handled, in slices of at most RS_SLICE_MS;
- * after each, a waiter that is not done yet and knows of another (waiting,
- * or about to lock the client for a wait) lets it look at its transfer
- * (sleeping on progress_cv, which is broadcast whenever completions were
- * handled). So a thread whose transfer arrived returns while a transfer
- * another thread waits for is still in flight. Posting and waiting allocate
+ * transfer: a cli_wait (ps_client_wait.c) until that transfer's group is
+ * done or op_timeout_ms passed; then the connection to that ps is closed,
+ * which flushes every request still posted to it, so no completion can
+ * outlive the set. Several threads may wait at once, and while another
+ * thread's call runs: a wait takes the client's mutex but not the call
+ * token, and lets go of the mutex while it sleeps, so a thread whose
+ * transfer arrived returns while a transfer another thread waits for is
+ * still in flight. Posting and waiting allocate
  * nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/log.h"
 #include "ps/ps_client_internal.h"
 #include "rdmaflow/status.h"
-
-/* Longest a waiter handles completions before it looks for other waiters
- * (the delay a wait for a transfer that already arrived may see). */
-#define RS_SLICE_MS 5
 
 struct rf_ps_read_set {
     rf_ps_client *client;
@@ -86,7 +79,7 @@ rf_status rf_ps_read_set_create(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
     }
     if (n)
         memcpy(s->x, x, n * sizeof *x);
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = RF_OK;
     for (size_t i = 0; i < n; i++) {
         uint64_t remote = 0;
@@ -130,7 +123,7 @@ rf_status rf_ps_read_set_create(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
         }
         s->count[ps] = used - s->first[ps];
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     if (st != RF_OK) {
         set_free(s);
         return st;
@@ -157,10 +150,10 @@ rf_status rf_ps_read_set_post(rf_ps_read_set *s)
     if (!s)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_read_set_post: NULL");
     rf_ps_client *c = s->client;
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     if (s->unwaited) {
         size_t left = s->unwaited;
-        pthread_mutex_unlock(&c->mu);
+        cli_unlock(c);
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_read_set_post: %zu transfer%s of the "
                             "previous post %s not been waited for "
@@ -201,7 +194,7 @@ rf_status rf_ps_read_set_post(rf_ps_read_set *s)
                  why);
         for (size_t i = 0; i < s->n; i++)
             fail_transfer(s, i, st, text);
-        pthread_mutex_unlock(&c->mu);
+        cli_unlock(c);
         return rf_error_set(st, "rf_ps_read_set_post: nothing posted: %s", why);
     }
 
@@ -232,7 +225,7 @@ rf_status rf_ps_read_set_post(rf_ps_read_set *s)
             snprintf(why, sizeof why, "%s", text + strlen("not posted: "));
         }
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     if (first != RF_OK)
         return rf_error_set(first,
                             "rf_ps_read_set_post: some transfers were not "
@@ -241,82 +234,58 @@ rf_status rf_ps_read_set_post(rf_ps_read_set *s)
     return RF_OK;
 }
 
-/* Locks the client for a wait, letting a waiter that holds it know. */
-static void rs_lock(rf_ps_client *c)
-{
-    atomic_fetch_add_explicit(&c->rs_arriving, 1, memory_order_relaxed);
-    pthread_mutex_lock(&c->mu);
-    atomic_fetch_sub_explicit(&c->rs_arriving, 1, memory_order_relaxed);
-}
+/* One transfer of a set, waited for. */
+typedef struct rs_wait {
+    rf_ps_read_set *s;
+    size_t i;
+} rs_wait;
 
-/* Sleeps on progress_cv (releasing the client) for up to ms. */
-static void nap(rf_ps_client *c, long long ms)
+static bool transfer_done(rf_ps_client *c, const void *arg)
 {
-    int rc = rf_cond_wait_ms(&c->progress_cv, &c->mu, ms);
-    (void)rc; /* ETIMEDOUT or a wake-up: the caller looks again either way */
+    (void)c;
+    const rs_wait *r = arg;
+    return !r->s->g[r->i].pending;
 }
 
 /* Transfer i did not complete by the deadline: it fails with
- * RF_ERR_TIMEOUT and the connection to its ps is closed (flushing every
- * request still posted to it, this set's and any other caller's). */
-static void time_out(rf_ps_read_set *s, size_t i)
+ * RF_ERR_TIMEOUT (before the engine closes the connection to its ps,
+ * flushing every request still posted to it, this set's and any other
+ * caller's). */
+static void expire_transfer(rf_ps_client *c, const void *arg)
 {
-    rf_ps_client *c = s->client;
-    int limit = c->opt.op_timeout_ms;
+    const rs_wait *r = arg;
     char text[200];
     snprintf(text, sizeof text,
-             "no completion within %d ms; the connection was closed", limit);
-    size_t ps = s->x[i].var->ps;
-    fail_transfer(s, i, RF_ERR_TIMEOUT, text);
-    ps_cli_conn *p = &c->conns[ps];
-    if (p->ep) {
-        cli_conn_fail(p, "a read set wait timed out after %d ms", limit);
-        cli_conn_close(p);
-    }
-    /* Defensive: the close flushed them all. */
-    for (size_t j = 0; j < s->n; j++)
-        if (s->g[j].pending && s->x[j].var->ps == ps)
-            fail_transfer(s, j, RF_ERR_DISCONNECTED,
-                          "the connection was closed after a timeout");
-    if (c->rs_waiters)
-        pthread_cond_broadcast(&c->progress_cv);
+             "no completion within %d ms; the connection was closed",
+             c->opt.op_timeout_ms);
+    fail_transfer(r->s, r->i, RF_ERR_TIMEOUT, text);
 }
 
-/* Waits (client held) until transfer i is done or deadline; returns its
- * status with its message (prefixed by what). */
+/* Waits (c->mu held, released while sleeping) until transfer i is done or
+ * deadline; returns its status with its message (prefixed by what). */
 static rf_status wait_locked(rf_ps_read_set *s, size_t i, long long deadline,
                              const char *what)
 {
     rf_ps_client *c = s->client;
     cli_group *g = &s->g[i];
-    rf_status st = RF_OK;
-    bool yield = false;
-    c->rs_waiters++;
-    while (g->pending) {
-        long long left = deadline - rf_now_ms();
-        if (left <= 0) {
-            time_out(s, i);
-            break;
-        }
-        long long slice = left > RS_SLICE_MS ? RS_SLICE_MS : left;
-        if (yield) {
-            /* Another waiter's turn at the completions. */
-            yield = false;
-            nap(c, slice);
-            continue;
-        }
-        if ((st = cli_progress(c, (int)slice)) != RF_OK)
-            break;
-        if (g->pending &&
-            (c->rs_waiters > 1 ||
-             atomic_load_explicit(&c->rs_arriving, memory_order_relaxed))) {
-            pthread_cond_broadcast(&c->progress_cv);
-            yield = true;
-        }
+    size_t ps = s->x[i].var->ps;
+    rs_wait r = {.s = s, .i = i};
+    cli_wait_for w = {.done = transfer_done,
+                      .arg = &r,
+                      .deadline_ms = deadline,
+                      .limit_ms = c->opt.op_timeout_ms,
+                      .what = "a read set wait",
+                      .conn = &c->conns[ps],
+                      .expire = expire_transfer};
+    rf_status st = cli_wait(c, &w);
+    if (st == RF_ERR_TIMEOUT) {
+        /* Defensive: the close flushed them all. */
+        for (size_t j = 0; j < s->n; j++)
+            if (s->g[j].pending && s->x[j].var->ps == ps)
+                fail_transfer(s, j, RF_ERR_DISCONNECTED,
+                              "the connection was closed after a timeout");
+        st = RF_OK; /* the transfer's status says it */
     }
-    c->rs_waiters--;
-    if (c->rs_waiters)
-        pthread_cond_broadcast(&c->progress_cv);
     if (st != RF_OK)
         return st; /* the completion queue failed: its message is set */
     if (!s->waited[i]) {
@@ -337,7 +306,7 @@ rf_status rf_ps_read_set_wait(rf_ps_read_set *s, size_t i)
                             "rf_ps_read_set_wait: transfer %zu of a set of %zu",
                             i, s->n);
     rf_ps_client *c = s->client;
-    rs_lock(c);
+    pthread_mutex_lock(&c->mu);
     rf_status st;
     if (!s->posted)
         st = rf_error_set(RF_ERR_INVALID_ARG,
@@ -380,7 +349,7 @@ rf_status rf_ps_read_set_wait_all(rf_ps_read_set *s)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_read_set_wait_all: NULL");
     rf_ps_client *c = s->client;
-    rs_lock(c);
+    pthread_mutex_lock(&c->mu);
     rf_status st = wait_all_locked(s, "rf_ps_read_set_wait_all");
     pthread_mutex_unlock(&c->mu);
     return st;
@@ -391,7 +360,7 @@ void rf_ps_read_set_destroy(rf_ps_read_set *s)
     if (!s)
         return;
     rf_ps_client *c = s->client;
-    rs_lock(c);
+    pthread_mutex_lock(&c->mu);
     bool busy = false;
     for (size_t i = 0; i < s->n; i++)
         busy |= s->g[i].pending != 0;

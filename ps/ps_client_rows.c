@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ps/ps_client_internal.h"
 #include "rdmaflow/byteorder.h"
@@ -170,16 +169,10 @@ rf_status cli_rows_locked(rf_ps_client *c,
 {
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG, "%s: NULL client", what);
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = fn(c, sets, nsets);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
-}
-
-static void nap_us(long us)
-{
-    struct timespec ts = {.tv_sec = 0, .tv_nsec = us * 1000};
-    nanosleep(&ts, NULL);
 }
 
 rf_status cli_scratch_reserve(rf_ps_client *c, unsigned char **buf, rf_mr **mr,
@@ -236,9 +229,9 @@ void rf_ps_client_row_counters(rf_ps_client *c, rf_ps_row_counters *out)
     *out = (rf_ps_row_counters){0};
     if (!c)
         return;
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     *out = c->row_counters;
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
 }
 
 /* One round: one READ of every pending item's row record into c->rec_buf
@@ -345,8 +338,9 @@ static rf_status read_rows(rf_ps_client *c, const rf_ps_rows *sets,
                                 s->var->spec.name, s->var->spec.part,
                                 pending - 1, round + 1, c->opt.op_timeout_ms);
         }
-        if (round >= 2)
-            nap_us(round < 100 ? 10 : 200);
+        if (round >= 2 &&
+            (st = cli_pause_us(c, round < 100 ? 10 : 200, what)) != RF_OK)
+            return st;
     }
 }
 
@@ -451,9 +445,9 @@ rf_status rf_ps_read_row_range(rf_ps_client *c, rf_ps_var *var,
                             "rf_ps_read_row_range: %zu rows, at most %u a call "
                             "(nothing was posted)",
                             nrows, RF_PS_RANGE_MAX_ROWS);
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = cli_rows_read_range(c, var, field, row0, nrows, buf, mr);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -475,13 +469,7 @@ static rf_status push_ps(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     if ((st = cli_push_wait_var(c, v, what)) != RF_OK ||
         (st = cli_conn_check(p)) != RF_OK)
         return st;
-    v->push_busy = true;
-    v->push_sent = v->push_acked = false;
-    v->push_sync = sync;
-    v->push_gather = false;
-    v->push_seq++;
-    c->pushes_busy++;
-    p->pushes_inflight++;
+    cli_push_begin(v, sync, false);
     rf_put_le64(v->sync_tag, (uint64_t)n);
     if (sync)
         rf_put_le64(v->sync_tag + 8, (uint64_t)step);
@@ -577,10 +565,10 @@ rf_status rf_ps_push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_push_sparse: NULL client");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st =
         push_sparse(c, v, rows, n, grad, mr, mode, use_locking, false, 0);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -592,9 +580,9 @@ rf_status rf_ps_push_sparse_sync(rf_ps_client *c, rf_ps_var *v,
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_push_sparse_sync: NULL client");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = push_sparse(c, v, rows, n, grad, mr, RF_PS_APPLY_PS, false,
                                true, local_step);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }

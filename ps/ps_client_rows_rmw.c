@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ps/ps_client_internal.h"
 #include "rdmaflow/status.h"
@@ -86,13 +85,6 @@ static rf_status unique_rows(rf_ps_client *c, const int64_t *rows, size_t n,
     return RF_OK;
 }
 
-static void sleep_us(uint32_t us)
-{
-    struct timespec ts = {.tv_sec = us / 1000000,
-                          .tv_nsec = (long)(us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
-}
-
 static uint32_t jitter(uint32_t us)
 {
     static __thread uint64_t s = 0x2545f4914f6cdd1dull;
@@ -147,7 +139,9 @@ static rf_status lock_shard(rf_ps_client *c, rf_ps_var *v, uint64_t *word)
                 cli_ps_name(&c->conns[v->ps], name, sizeof name),
                 (unsigned)(*word & 0xffffffffu), c->opt.lock_timeout_ms);
         }
-        sleep_us(jitter(backoff));
+        if ((st = cli_pause_us(c, jitter(backoff),
+                               "rf_ps_push_sparse (lock)")) != RF_OK)
+            return st;
         backoff = backoff * 2 > 2000 ? 2000 : backoff * 2;
     }
 }
@@ -179,6 +173,106 @@ static rf_status read_records(rf_ps_client *c, rf_ps_var *v,
     return run_list(c, v, c->rs_wrs, k, what);
 }
 
+/* 1. Reads every field record of the rows which[0..k) until each row is
+ * whole and all its records are at one version (ver[jj]); bad has room for
+ * k positions. */
+static rf_status read_whole(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
+                            const size_t *which, size_t *bad, size_t k,
+                            uint64_t *ver, long long deadline, const char *what)
+{
+    const ps_layout *l = &v->lay;
+    size_t rb = (size_t)l->row_bytes, stride = (size_t)l->row_stride;
+    size_t nf = 1 + l->num_slots, nb = k;
+    rf_status st = RF_OK;
+    for (size_t jj = 0; jj < k; jj++)
+        bad[jj] = jj;
+    while (st == RF_OK && nb) {
+        st = read_records(c, v, rows, which, bad, nb, what);
+        size_t still = 0;
+        for (size_t b = 0; st == RF_OK && b < nb; b++) {
+            const unsigned char *rec = c->rec_buf + bad[b] * nf * stride;
+            bool ok = cli_row_whole(c, rec, rb, &ver[bad[b]]);
+            for (size_t f = 1; ok && f < nf; f++) {
+                uint64_t fv = 0;
+                ok = cli_row_whole(c, rec + f * stride, rb, &fv) &&
+                     fv == ver[bad[b]];
+            }
+            if (ok)
+                c->row_counters.rows++;
+            else
+                bad[still++] = bad[b];
+        }
+        nb = still;
+        if (st == RF_OK && nb && rf_now_ms() >= deadline)
+            st =
+                rf_error_set(RF_ERR_TIMEOUT,
+                             "%s: row %lld of table '%s' part %u (and "
+                             "%zu more) still torn or being written "
+                             "after %d ms",
+                             what, (long long)rows[which[bad[0]]], v->spec.name,
+                             v->spec.part, nb - 1, c->opt.op_timeout_ms);
+        if (st == RF_OK && nb)
+            st = cli_pause_us(c, jitter(20), what);
+    }
+    return st;
+}
+
+/* 4. Owns each of the k rows (its values record's version from the one
+ * READ, ver[jj], to odd), then 5. WRITEs the owned rows' records sealed at
+ * the next even version, the slots' first, the values record (which ends
+ * the ownership) last. The rows another writer took meanwhile are moved to
+ * the front of which (*lost of them). */
+static rf_status own_and_write(rf_ps_client *c, rf_ps_var *v,
+                               const int64_t *rows, size_t *which, size_t k,
+                               const uint64_t *ver, float *const *field,
+                               size_t *lost, const char *what)
+{
+    const ps_layout *l = &v->lay;
+    size_t rb = (size_t)l->row_bytes, stride = (size_t)l->row_stride;
+    size_t nf = 1 + l->num_slots, nw = 0;
+    uint64_t *words = (uint64_t *)(void *)c->words;
+    for (size_t jj = 0; jj < k; jj++)
+        c->rs_wrs[nw++] =
+            (rf_wr){.op = RF_OP_CMP_SWAP,
+                    .local = &words[jj],
+                    .len = 8,
+                    .local_mr = c->words_mr,
+                    .remote_addr =
+                        v->rec_addr + ps_row_off(l->values_off, l->row_stride,
+                                                 (uint64_t)rows[which[jj]]),
+                    .rkey = v->rkey,
+                    .compare_add = ver[jj],
+                    .swap = ver[jj] + 1};
+    rf_status st = run_list(c, v, c->rs_wrs, nw, what);
+    *lost = 0;
+    nw = 0;
+    for (size_t jj = 0; st == RF_OK && jj < k; jj++) {
+        if (words[jj] != ver[jj]) {
+            which[(*lost)++] = which[jj];
+            c->row_counters.conflicts++;
+            continue;
+        }
+        uint64_t r = (uint64_t)rows[which[jj]];
+        for (size_t q = 0; q < nf; q++) {
+            size_t f = (q + 1) % nf; /* slots, then values */
+            unsigned char *rec = c->rec_buf + (jj * nf + f) * stride;
+            uint64_t off = f == 0 ? l->values_off : l->slot_off[f - 1];
+            memcpy(rec + PS_ROW_HDR, (unsigned char *)field[f] + jj * rb, rb);
+            ps_row_seal(rec, ver[jj] + 2, rb);
+            c->rs_wrs[nw++] = (rf_wr){
+                .op = RF_OP_WRITE,
+                .local = rec,
+                .len = PS_ROW_HDR + rb,
+                .local_mr = c->rec_mr,
+                .remote_addr = v->rec_addr + ps_row_off(off, l->row_stride, r),
+                .rkey = v->rkey};
+        }
+    }
+    if (st == RF_OK && nw)
+        st = run_list(c, v, c->rs_wrs, nw, what);
+    return st;
+}
+
 rf_status cli_rows_update(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                           size_t m, cli_rows_modify modify, void *ctx,
                           const char *what)
@@ -200,49 +294,15 @@ rf_status cli_rows_update(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
         free(which), free(ver);
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
     }
-    size_t *bad = which + m;
     float *field[1 + RF_OPTIM_MAX_SLOTS];
     for (size_t f = 0; f < nf; f++)
         field[f] = (float *)(void *)(c->rmw_buf + f * m * rb);
-    uint64_t *words = (uint64_t *)(void *)c->words;
     for (size_t j = 0; j < m; j++)
         which[j] = j;
     size_t k = m;
     long long deadline = rf_now_ms() + c->opt.op_timeout_ms;
     for (uint32_t round = 0; st == RF_OK && k; round++) {
-        /* 1. every field record of the k rows, until each row is whole and
-         * all its records are at one version */
-        size_t nb = k;
-        for (size_t jj = 0; jj < k; jj++)
-            bad[jj] = jj;
-        while (st == RF_OK && nb) {
-            st = read_records(c, v, rows, which, bad, nb, what);
-            size_t still = 0;
-            for (size_t b = 0; st == RF_OK && b < nb; b++) {
-                const unsigned char *rec = c->rec_buf + bad[b] * nf * stride;
-                bool ok = cli_row_whole(c, rec, rb, &ver[bad[b]]);
-                for (size_t f = 1; ok && f < nf; f++) {
-                    uint64_t fv = 0;
-                    ok = cli_row_whole(c, rec + f * stride, rb, &fv) &&
-                         fv == ver[bad[b]];
-                }
-                if (ok)
-                    c->row_counters.rows++;
-                else
-                    bad[still++] = bad[b];
-            }
-            nb = still;
-            if (st == RF_OK && nb && rf_now_ms() >= deadline)
-                st = rf_error_set(RF_ERR_TIMEOUT,
-                                  "%s: row %lld of table '%s' part %u (and "
-                                  "%zu more) still torn or being written "
-                                  "after %d ms",
-                                  what, (long long)rows[which[bad[0]]],
-                                  v->spec.name, v->spec.part, nb - 1,
-                                  c->opt.op_timeout_ms);
-            if (st == RF_OK && nb)
-                sleep_us(jitter(20));
-        }
+        st = read_whole(c, v, rows, which, which + m, k, ver, deadline, what);
         /* 2. the fields' rows side by side; 3. the change */
         for (size_t jj = 0; st == RF_OK && jj < k; jj++)
             for (size_t f = 0; f < nf; f++)
@@ -250,54 +310,10 @@ rf_status cli_rows_update(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                        c->rec_buf + (jj * nf + f) * stride + PS_ROW_HDR, rb);
         if (st == RF_OK)
             st = modify(ctx, v, which, k, field);
-        /* 4. own each row: its values record's version from the one READ
-         * to odd */
-        size_t nw = 0;
-        for (size_t jj = 0; st == RF_OK && jj < k; jj++)
-            c->rs_wrs[nw++] =
-                (rf_wr){.op = RF_OP_CMP_SWAP,
-                        .local = &words[jj],
-                        .len = 8,
-                        .local_mr = c->words_mr,
-                        .remote_addr = v->rec_addr +
-                                       ps_row_off(l->values_off, l->row_stride,
-                                                  (uint64_t)rows[which[jj]]),
-                        .rkey = v->rkey,
-                        .compare_add = ver[jj],
-                        .swap = ver[jj] + 1};
-        if (st == RF_OK)
-            st = run_list(c, v, c->rs_wrs, nw, what);
-        /* 5. the owned rows' records sealed at the next even version, the
-         * slots' first, the values record (which ends the ownership) last;
-         * the rows another writer took meanwhile go round again */
         size_t lost = 0;
-        nw = 0;
-        for (size_t jj = 0; st == RF_OK && jj < k; jj++) {
-            if (words[jj] != ver[jj]) {
-                which[lost++] = which[jj];
-                c->row_counters.conflicts++;
-                continue;
-            }
-            uint64_t r = (uint64_t)rows[which[jj]];
-            for (size_t q = 0; q < nf; q++) {
-                size_t f = (q + 1) % nf; /* slots, then values */
-                unsigned char *rec = c->rec_buf + (jj * nf + f) * stride;
-                uint64_t off = f == 0 ? l->values_off : l->slot_off[f - 1];
-                memcpy(rec + PS_ROW_HDR, (unsigned char *)field[f] + jj * rb,
-                       rb);
-                ps_row_seal(rec, ver[jj] + 2, rb);
-                c->rs_wrs[nw++] =
-                    (rf_wr){.op = RF_OP_WRITE,
-                            .local = rec,
-                            .len = PS_ROW_HDR + rb,
-                            .local_mr = c->rec_mr,
-                            .remote_addr =
-                                v->rec_addr + ps_row_off(off, l->row_stride, r),
-                            .rkey = v->rkey};
-            }
-        }
-        if (st == RF_OK && nw)
-            st = run_list(c, v, c->rs_wrs, nw, what);
+        if (st == RF_OK)
+            st = own_and_write(c, v, rows, which, k, ver, field, &lost, what);
+        /* the rows another writer took meanwhile go round again */
         k = lost;
         if (st == RF_OK && k && rf_now_ms() >= deadline)
             st = rf_error_set(RF_ERR_TIMEOUT,
@@ -306,7 +322,7 @@ rf_status cli_rows_update(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                               what, (long long)rows[which[0]], v->spec.name,
                               v->spec.part, k - 1, c->opt.op_timeout_ms);
         if (st == RF_OK && k)
-            sleep_us(jitter(20u << (round < 6 ? round : 6)));
+            st = cli_pause_us(c, jitter(20u << (round < 6 ? round : 6)), what);
     }
     free(which), free(ver);
     return st;

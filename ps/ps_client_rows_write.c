@@ -147,9 +147,9 @@ rf_status rf_ps_write_row_range(rf_ps_client *c, rf_ps_var *var,
     if (!c)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_write_row_range: NULL client");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = cli_rows_write_range(c, var, field, row0, nrows, buf, mr);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -163,13 +163,13 @@ rf_status rf_ps_mark_initialized(rf_ps_client *c, rf_ps_var *const *vars,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_mark_initialized: only the chief "
                             "initialises variables");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = cli_vars_usable(c, vars, n, "rf_ps_mark_initialized");
     if (st == RF_OK && n && (st = cli_words(c, 1)) == RF_OK) {
         *(uint64_t *)(void *)c->words = PS_INIT_DONE;
         st = cli_record_words(c, vars, n, RF_OP_WRITE, PS_REC_INIT_OFF, 8, 0, 0,
                               "rf_ps_mark_initialized");
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }

@@ -21,11 +21,11 @@ rf_status rf_ps_push_sync(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_push_sync: local step %lld is negative",
                             (long long)local_step);
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = cli_push_check(c, grads, n, true, "rf_ps_push_sync");
     if (st == RF_OK && n)
         st = cli_push_ps(c, grads, n, true, local_step);
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -33,12 +33,12 @@ void rf_ps_sync_counts(rf_ps_client *c, uint64_t *accepted, uint64_t *stale)
 {
     if (!c)
         return;
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     if (accepted)
         *accepted = c->sync_accepted;
     if (stale)
         *stale = c->sync_stale;
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
 }
 
 /* Every var usable and a sync-replicas shard. */
@@ -74,7 +74,7 @@ rf_status rf_ps_sync_read(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
     if (!c || (n && !vars))
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_sync_read: NULL argument");
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = check_vars(c, vars, n, "rf_ps_sync_read");
     if (st == RF_OK)
         st = cli_words(c, 2 * n + 1);
@@ -89,7 +89,7 @@ rf_status rf_ps_sync_read(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
         if (stale)
             stale[i] = words[2 * i + 1];
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }
 
@@ -107,7 +107,7 @@ rf_status rf_ps_sync_set_step(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_sync_set_step: step %lld is negative",
                             (long long)step);
-    pthread_mutex_lock(&c->mu);
+    cli_lock(c);
     rf_status st = check_vars(c, vars, n, "rf_ps_sync_set_step");
     if (st == RF_OK)
         st = cli_words(c, 1);
@@ -117,6 +117,6 @@ rf_status rf_ps_sync_set_step(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
         st = cli_record_words(c, vars, n, RF_OP_WRITE, PS_REC_SYNC_STEP_OFF, 8,
                               0, 0, "writing the sync steps");
     }
-    pthread_mutex_unlock(&c->mu);
+    cli_unlock(c);
     return st;
 }

@@ -8,7 +8,8 @@
  * before any post, a bad transfer at create), a stopped ps makes the wait
  * time out within op_timeout_ms naming the variable and the ps (the others
  * still arrive, and after SIGCONT + reconnect the set works again), and a
- * killed ps fails its transfers with an error naming it, without a hang.
+ * killed ps fails its transfers with an error naming it, without a hang;
+ * and the waits go on while another thread's call on the client sleeps.
  *
  * workers_done: worker processes with client ids 1, 2 and 70 (a second
  * bitmap word) announce they finished, id 2 twice; the chief's wait for
@@ -179,6 +180,67 @@ static void rs_wait_two_threads(rf_ps_read_set *set)
         }
 }
 
+/* A call that sleeps for its whole length: a lookup of a shard nobody
+ * creates, which polls the ps's directory until lookup_timeout_ms. */
+typedef struct rs_lookup {
+    rf_ps_client *client;
+    rf_status st;
+    long long took_ms;
+} rs_lookup;
+
+static void *rs_lookup_missing(void *arg)
+{
+    rs_lookup *l = arg;
+    rf_ps_shard_spec s = pt_counter_spec("rs_never_created", 8);
+    rf_ps_var *v = NULL;
+    long long t0 = rf_now_ms();
+    l->st = rf_ps_lookup(l->client, 0, &s, &v);
+    l->took_ms = rf_now_ms() - t0;
+    return NULL;
+}
+
+/* Read-set waits go on while another thread's call on the same client
+ * sleeps (the wait engine lets go of the client's mutex while it sleeps;
+ * until issue 22 a lookup held it for its whole length). */
+static void rs_wait_beside_sleeping_call(rs_fixture *f, pt_cluster *cl)
+{
+    const int lookup_ms = rft_ms(3000);
+    rf_ps_client_options o = {.client_id = 3,
+                              .connect_timeout_ms = rft_ms(20000),
+                              .op_timeout_ms = rft_ms(20000),
+                              .lookup_timeout_ms = lookup_ms};
+    rf_ps_client *reader = NULL;
+    CHECK_OK(rf_ps_client_connect(cl->f, cl->addrs, 2, &o, &reader));
+    rs_setup(f, NULL, reader);
+    rf_ps_read_set *set = NULL;
+    CHECK_OK(rf_ps_read_set_create(reader, f->x, RS_N, &set));
+    rs_write_all(cl->chief, f->chief, 500);
+    rs_poison(f);
+    CHECK_OK(rf_ps_read_set_post(set));
+    rs_lookup l = {.client = reader};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, rs_lookup_missing, &l) == 0,
+          "pthread_create");
+    rf_sleep_ms(100); /* the lookup is inside its polls */
+    long long t0 = rf_now_ms();
+    CHECK_OK(rf_ps_read_set_wait_all(set));
+    long long took = rf_now_ms() - t0;
+    pthread_join(th, NULL);
+    rft_note("read-set waits beside a sleeping lookup: %lld ms (the lookup "
+             "took %lld ms)",
+             took, l.took_ms);
+    CHECK(took < lookup_ms / 2,
+          "read-set waits took %lld ms while a lookup slept (lookup timeout "
+          "%d ms)",
+          took, lookup_ms);
+    CHECK(l.st == RF_ERR_TIMEOUT, "the missing lookup returned %s",
+          rf_status_string(l.st));
+    for (int k = 0; k < RS_N; k++)
+        rs_check(f, k, 500, "beside a sleeping lookup");
+    rf_ps_read_set_destroy(set);
+    rf_ps_client_close(reader);
+}
+
 void case_read_set(void)
 {
     pt_cluster cl;
@@ -248,6 +310,7 @@ void case_read_set(void)
     }
     rf_ps_read_set_destroy(set);
     rf_ps_client_close(reader);
+    rs_wait_beside_sleeping_call(&f, &cl);
 
     /* A stopped ps (sock, whose target side is the ps process): a thread's
      * wait for its transfer times out within the op timeout naming the
