@@ -33,22 +33,22 @@ rf_status rf_executor_create(const rf_executor_options *opts, rf_executor **out)
                             "rf_executor_create: %d threads is too many",
                             threads);
     bool fusion;
-    rf_status fst = rf_fusion_enabled(&fusion);
+    rf_status fst = fusion_enabled(&fusion);
     if (fst != RF_OK)
         return fst;
     /* The threading policy: all compute parallelism is the pool's.
      * OpenBLAS runs each (already chunked) GEMM on the calling thread. */
     openblas_set_num_threads(1);
-    rf_executor *ex = rf_gcalloc(1, sizeof *ex);
+    rf_executor *ex = gcalloc(1, sizeof *ex);
     if (!ex)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_executor_create: no memory");
     ex->threads = threads;
     ex->fusion = fusion;
     pthread_mutex_init(&ex->run_mu, NULL);
-    rf_status st = rf_pool_create(threads, &ex->pool);
+    rf_status st = pool_create(threads, &ex->pool);
     if (st != RF_OK) {
         pthread_mutex_destroy(&ex->run_mu);
-        rf_gfree(ex);
+        gfree(ex);
         return st;
     }
     RF_LOG_INFO("executor: %d compute threads, OpenBLAS single-threaded "
@@ -69,9 +69,9 @@ void rf_executor_destroy(rf_executor *ex)
 {
     if (!ex)
         return;
-    rf_pool_destroy(ex->pool);
+    pool_destroy(ex->pool);
     pthread_mutex_destroy(&ex->run_mu);
-    rf_gfree(ex);
+    gfree(ex);
 }
 
 int rf_executor_threads(const rf_executor *ex)
@@ -125,7 +125,7 @@ static void run_node(void *arg, size_t idx, int tid)
     rf_plan *p = arg;
     for (;;) {
         rf_node *node = p->nodes[idx];
-        const rf_op_def *def = rf_op_def_get(node->op);
+        const rf_op_def *def = op_def_get(node->op);
         const rf_fuse *fu = &p->fuse[idx];
         p->t0[idx] = rf_now_ns();
         /* a folded node's work (and its before-hook) was its head's */
@@ -197,14 +197,14 @@ static void run_node(void *arg, size_t idx, int tid)
                 continue;
             if (next == SIZE_MAX)
                 next = s;
-            else if (!rf_pool_push(p->ex->pool, run_node, p, s))
+            else if (!pool_push(p->ex->pool, run_node, p, s))
                 run_node(p, s, tid); /* cannot happen within the reserve */
         }
         /* The last decrement lets the caller return and free the plan:
          * nothing of p may be touched after it. */
         rf_pool *pool = p->ex->pool;
         if (atomic_fetch_sub(&p->remaining, 1) == 1)
-            rf_pool_wake(pool);
+            pool_wake(pool);
         if (next == SIZE_MAX)
             return;
         idx = next;
@@ -250,39 +250,38 @@ static void trace_run(rf_plan *p, rf_trace *t, uint64_t t_start, uint64_t t_end)
 {
     if (p->trace_reg != t || p->trace_gen != p->layout_gen) {
         size_t m = p->n + 1;
-        const char **names = rf_gmalloc(m * sizeof *names);
-        const char **ops = rf_gmalloc(m * sizeof *ops);
-        const char **shapes = rf_gmalloc(m * sizeof *shapes);
-        rf_shape_str *strs = rf_gmalloc(m * sizeof *strs);
+        const char **names = gmalloc(m * sizeof *names);
+        const char **ops = gmalloc(m * sizeof *ops);
+        const char **shapes = gmalloc(m * sizeof *shapes);
+        rf_shape_str *strs = gmalloc(m * sizeof *strs);
         size_t base = SIZE_MAX;
         if (names && ops && shapes && strs) {
             for (size_t k = 0; k < p->n; k++) {
                 names[k] = p->nodes[k]->name;
                 ops[k] = rf_op_name(p->nodes[k]->op);
-                strs[k] = rf_shape_str_of(&p->vals[k].shape);
+                strs[k] = shape_str_of(&p->vals[k].shape);
                 shapes[k] = strs[k].s;
             }
             names[p->n] = "step";
             ops[p->n] = "Step";
             shapes[p->n] = "";
-            base = rf_trace_register(t, m, names, ops, shapes);
+            base = trace_register(t, m, names, ops, shapes);
         }
-        rf_gfree(names);
-        rf_gfree(ops);
-        rf_gfree(shapes);
-        rf_gfree(strs);
+        gfree(names);
+        gfree(ops);
+        gfree(shapes);
+        gfree(strs);
         if (base == SIZE_MAX)
             return;
         p->trace_reg = t;
         p->trace_gen = p->layout_gen;
         p->trace_base = base;
     }
-    rf_trace_add(t, p->trace_base + p->n, t_start, t_end - t_start, 0,
-                 p->steps);
+    trace_add(t, p->trace_base + p->n, t_start, t_end - t_start, 0, p->steps);
     for (size_t k = 0; k < p->n; k++)
         if (!p->source[k])
-            rf_trace_add(t, p->trace_base + k, p->t0[k], p->t1[k] - p->t0[k],
-                         p->ttid[k], p->steps);
+            trace_add(t, p->trace_base + k, p->t0[k], p->t1[k] - p->t0[k],
+                      p->ttid[k], p->steps);
 }
 
 /* Resolves every value's data pointer for this run; variables must be
@@ -351,8 +350,8 @@ rf_status rf_plan_run(rf_plan *p, const rf_tensor *feed_values,
     if (p->n_exec > 0) {
         for (size_t k = 0; k < p->n; k++)
             if (!p->source[k] && p->npred0[k] == 0)
-                rf_pool_push(ex->pool, run_node, p, k);
-        rf_pool_run_until(ex->pool, 0, &p->remaining);
+                pool_push(ex->pool, run_node, p, k);
+        pool_run_until(ex->pool, 0, &p->remaining);
     }
     uint64_t t_end = rf_now_ns();
     if (atomic_load(&p->failed)) {
@@ -413,14 +412,14 @@ rf_status rf_plan_hook_node(rf_plan *p, const rf_node *node, unsigned when)
                             "plan (fed, Variable or Const)",
                             node->name);
     if (!p->hook) {
-        p->hook = rf_gcalloc(p->n ? p->n : 1, 1);
+        p->hook = gcalloc(p->n ? p->n : 1, 1);
         if (!p->hook)
             return rf_error_set(RF_ERR_NO_MEMORY,
                                 "rf_plan_hook_node: no memory");
     }
     if ((when & RF_HOOK_INPUTS) && !p->hook_in) {
-        p->hook_in = rf_gcalloc(p->in_off[p->n] ? p->in_off[p->n] : 1,
-                                sizeof *p->hook_in);
+        p->hook_in =
+            gcalloc(p->in_off[p->n] ? p->in_off[p->n] : 1, sizeof *p->hook_in);
         if (!p->hook_in)
             return rf_error_set(RF_ERR_NO_MEMORY,
                                 "rf_plan_hook_node: no memory");

@@ -25,7 +25,7 @@ static rf_status push_partial(partials *p, rf_node *dy)
 {
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 2;
-        rf_node **v = rf_grealloc(p->v, cap * sizeof *v);
+        rf_node **v = grealloc(p->v, cap * sizeof *v);
         if (!v)
             return rf_error_set(RF_ERR_NO_MEMORY, "gradients: no memory");
         p->v = v;
@@ -51,15 +51,15 @@ static rf_node *aggregate(rf_graph *g, rf_node **v, size_t n)
                 v[i] = rf_indexed_slices_to_dense(g, v[i], NULL);
         return rf_add_n(g, v, n, "AddN");
     }
-    rf_node **ix = rf_gmalloc(n * sizeof *ix);
+    rf_node **ix = gmalloc(n * sizeof *ix);
     if (!ix)
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "gradients: no memory");
+        return graph_fail(g, RF_ERR_NO_MEMORY, "gradients: no memory");
     for (size_t i = 0; i < n; i++)
         ix[i] = rf_indexed_slices_indices(v[i]);
     rf_shape dense = rf_indexed_slices_dense_shape(v[0]);
     rf_node *ci = rf_concat(g, ix, n, 0, "concat");
     rf_node *cv = rf_concat(g, v, n, 0, "concat_1");
-    rf_gfree(ix);
+    gfree(ix);
     return rf_indexed_slices(g, ci, cv, dense, NULL);
 }
 
@@ -160,7 +160,7 @@ static rf_status backprop_node(backprop *bp, size_t id)
         return st;
     rf_node *total = aggregate(g, bp->pg[id].v, bp->pg[id].n);
     bp->result[id] = total;
-    const rf_op_def *def = rf_op_def_get(node->op);
+    const rf_op_def *def = op_def_get(node->op);
     bool any = false;
     for (size_t i = 0; i < node->n_inputs; i++)
         if (needs_grad(bp, node->inputs[i]))
@@ -168,8 +168,8 @@ static rf_status backprop_node(backprop *bp, size_t id)
     if (total && any && def->grad && rf_node_is_indexed_slices(total))
         total = rf_indexed_slices_to_dense(g, total, NULL);
     if (total && any && def->grad) {
-        rf_gfree(bp->dx);
-        bp->dx = rf_gcalloc(node->n_inputs, sizeof *bp->dx);
+        gfree(bp->dx);
+        bp->dx = gcalloc(node->n_inputs, sizeof *bp->dx);
         if (!bp->dx) {
             rf_name_scope_pop(g);
             return rf_error_set(RF_ERR_NO_MEMORY, "gradients: no memory");
@@ -195,10 +195,10 @@ rf_status rf_gradients(rf_graph *g, rf_node *loss, rf_node *const *xs, size_t n,
         return st;
     size_t last = loss->id, count = last + 1;
     backprop bp = {.g = g};
-    bp.anc = rf_gcalloc(count, sizeof *bp.anc);
-    bp.reach = rf_gcalloc(count, sizeof *bp.reach);
-    bp.pg = rf_gcalloc(count, sizeof *bp.pg);
-    bp.result = rf_gcalloc(count, sizeof *bp.result);
+    bp.anc = gcalloc(count, sizeof *bp.anc);
+    bp.reach = gcalloc(count, sizeof *bp.reach);
+    bp.pg = gcalloc(count, sizeof *bp.pg);
+    bp.result = gcalloc(count, sizeof *bp.result);
     bool scoped = false;
     if (!bp.anc || !bp.reach || !bp.pg || !bp.result) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "gradients: no memory");
@@ -242,11 +242,11 @@ out:
         rf_name_scope_pop(g);
     if (bp.pg)
         for (size_t i = 0; i < count; i++)
-            rf_gfree(bp.pg[i].v);
-    rf_gfree(bp.dx);
-    rf_gfree(bp.pg);
-    rf_gfree(bp.result);
-    rf_gfree(bp.anc);
-    rf_gfree(bp.reach);
+            gfree(bp.pg[i].v);
+    gfree(bp.dx);
+    gfree(bp.pg);
+    gfree(bp.result);
+    gfree(bp.anc);
+    gfree(bp.reach);
     return st;
 }

@@ -198,10 +198,9 @@ static rf_status create_apply(apply_ctx *c, size_t i, const rf_attrs *a)
         in[k++] = c->b1p;
         in[k++] = c->b2p;
     }
-    rf_node *ap = sparse
-                      ? rf_node_create(g, RF_OP_SPARSE_APPLY_OPTIMIZER,
+    rf_node *ap = sparse ? node_create(g, RF_OP_SPARSE_APPLY_OPTIMIZER,
                                        sparse_apply_op_name(c->cfg), in, k, a)
-                      : rf_node_create(g, RF_OP_APPLY_OPTIMIZER,
+                         : node_create(g, RF_OP_APPLY_OPTIMIZER,
                                        apply_op_name(c->cfg), in, k, a);
     rf_colocation_pop(g);
     rf_name_scope_pop(g);
@@ -220,8 +219,8 @@ static rf_status create_finish(apply_ctx *c, const rf_attrs *a)
     if (st != RF_OK)
         return st;
     rf_colocation_push(g, c->b1p);
-    rf_node *fin = rf_node_create(g, RF_OP_OPTIMIZER_FINISH,
-                                  "update_beta_powers", bp, 2, a);
+    rf_node *fin =
+        node_create(g, RF_OP_OPTIMIZER_FINISH, "update_beta_powers", bp, 2, a);
     rf_colocation_pop(g);
     rf_control_dependencies_pop(g);
     if (!fin)
@@ -321,9 +320,9 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
     /* _create_slots: Adam's beta powers first, then each variable's slots */
     if (cfg->kind == RF_OPTIM_ADAM && (st = create_beta_powers(&c)) != RF_OK)
         return st;
-    c.slots = rf_gcalloc(n * RF_OPTIM_MAX_SLOTS + 1, sizeof *c.slots);
-    c.applies = rf_gcalloc(c.live + 2, sizeof *c.applies);
-    c.in = rf_gcalloc(5 + RF_OPTIM_MAX_SLOTS, sizeof *c.in);
+    c.slots = gcalloc(n * RF_OPTIM_MAX_SLOTS + 1, sizeof *c.slots);
+    c.applies = gcalloc(c.live + 2, sizeof *c.applies);
+    c.in = gcalloc(5 + RF_OPTIM_MAX_SLOTS, sizeof *c.in);
     if (!c.slots || !c.applies || !c.in) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "rf_apply_gradients: no memory");
         goto out;
@@ -342,9 +341,9 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
     if (st == RF_OK)
         st = create_train_op(&c, global_step, one, train_op);
 out:
-    rf_gfree(c.slots);
-    rf_gfree(c.applies);
-    rf_gfree(c.in);
+    gfree(c.slots);
+    gfree(c.applies);
+    gfree(c.in);
     return st;
 }
 
@@ -354,8 +353,8 @@ rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg, rf_node *loss,
     if (!g || !cfg || !loss || !train_op)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_minimize: NULL argument");
     size_t n = rf_graph_trainable_variables(g, NULL, 0);
-    rf_node **vars = rf_gcalloc(n + 1, sizeof *vars);
-    rf_node **grads = rf_gcalloc(n + 1, sizeof *grads);
+    rf_node **vars = gcalloc(n + 1, sizeof *vars);
+    rf_node **grads = gcalloc(n + 1, sizeof *grads);
     rf_status st = RF_OK;
     if (!vars || !grads) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "rf_minimize: no memory");
@@ -372,8 +371,8 @@ rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg, rf_node *loss,
     st =
         rf_apply_gradients(g, cfg, vars, grads, m, global_step, NULL, train_op);
 out:
-    rf_gfree(vars);
-    rf_gfree(grads);
+    gfree(vars);
+    gfree(grads);
     return st;
 }
 

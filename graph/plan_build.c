@@ -21,7 +21,7 @@ static bool vec_push(vec *x, uint32_t e)
 {
     if (x->n == x->cap) {
         size_t cap = x->cap ? x->cap * 2 : 4;
-        uint32_t *v = rf_grealloc(x->v, cap * sizeof *v);
+        uint32_t *v = grealloc(x->v, cap * sizeof *v);
         if (!v)
             return false;
         x->v = v;
@@ -84,8 +84,8 @@ static rf_status add_edge(builder *b, uint32_t from, uint32_t to)
  * cycle: then the existing order stands). */
 static rf_status order_variable_access(builder *b)
 {
-    vec *readers = rf_gcalloc(b->n, sizeof *readers);
-    vec *writers = rf_gcalloc(b->n, sizeof *writers);
+    vec *readers = gcalloc(b->n, sizeof *readers);
+    vec *writers = gcalloc(b->n, sizeof *writers);
     rf_status st = RF_OK;
     if (!readers || !writers) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
@@ -96,12 +96,11 @@ static rf_status order_variable_access(builder *b)
         if (b->fed[u])
             continue;
         for (size_t i = 0; i < node->n_inputs; i++) {
-            rf_node *var = rf_node_ref_var(node->inputs[i]);
+            rf_node *var = node_ref_var(node->inputs[i]);
             if (!var || b->pidx[var->id] == UINT32_MAX)
                 continue;
             uint32_t v = b->pidx[var->id];
-            vec *list =
-                rf_node_writes_input(node, i) ? &writers[v] : &readers[v];
+            vec *list = node_writes_input(node, i) ? &writers[v] : &readers[v];
             if (list->n && list->v[list->n - 1] == u)
                 continue;
             if (!vec_push(list, u)) {
@@ -137,11 +136,11 @@ static rf_status order_variable_access(builder *b)
     }
 out:
     for (size_t i = 0; readers && writers && i < b->n; i++) {
-        rf_gfree(readers[i].v);
-        rf_gfree(writers[i].v);
+        gfree(readers[i].v);
+        gfree(writers[i].v);
     }
-    rf_gfree(readers);
-    rf_gfree(writers);
+    gfree(readers);
+    gfree(writers);
     return st;
 }
 
@@ -149,35 +148,35 @@ void rf_plan_destroy(rf_plan *p)
 {
     if (!p)
         return;
-    rf_gfree(p->nodes);
-    rf_gfree(p->source);
-    rf_gfree(p->in_off);
-    rf_gfree(p->in_idx);
-    rf_gfree(p->in_ptrs);
-    rf_gfree(p->succ_off);
-    rf_gfree(p->succ);
-    rf_gfree(p->npred0);
-    rf_gfree(p->npred);
-    rf_gfree(p->feed_p);
-    rf_gfree(p->fetch_p);
-    rf_gfree(p->feed_of);
-    rf_gfree(p->feed_shapes);
-    rf_gfree(p->vals);
-    rf_gfree(p->kind);
-    rf_gfree(p->off);
-    rf_gfree(p->scratch_off);
-    rf_gfree(p->scratch_bytes);
-    rf_gfree(p->out_bytes);
-    rf_gfree_aligned(p->arena, p->arena_cap);
-    rf_gfree(p->t0);
-    rf_gfree(p->t1);
-    rf_gfree(p->ttid);
-    rf_gfree(p->hook);
-    rf_gfree(p->hook_in);
-    rf_gfree(p->fuse);
-    rf_gfree(p->fuse_work);
+    gfree(p->nodes);
+    gfree(p->source);
+    gfree(p->in_off);
+    gfree(p->in_idx);
+    gfree(p->in_ptrs);
+    gfree(p->succ_off);
+    gfree(p->succ);
+    gfree(p->npred0);
+    gfree(p->npred);
+    gfree(p->feed_p);
+    gfree(p->fetch_p);
+    gfree(p->feed_of);
+    gfree(p->feed_shapes);
+    gfree(p->vals);
+    gfree(p->kind);
+    gfree(p->off);
+    gfree(p->scratch_off);
+    gfree(p->scratch_bytes);
+    gfree(p->out_bytes);
+    gfree_aligned(p->arena, p->arena_cap);
+    gfree(p->t0);
+    gfree(p->t1);
+    gfree(p->ttid);
+    gfree(p->hook);
+    gfree(p->hook_in);
+    gfree(p->fuse);
+    gfree(p->fuse_work);
     pthread_mutex_destroy(&p->err_mu);
-    rf_gfree(p);
+    gfree(p);
 }
 
 static rf_status check_nodes(rf_graph *g, rf_node *const *v, size_t n,
@@ -199,11 +198,11 @@ static rf_status check_nodes(rf_graph *g, rf_node *const *v, size_t n,
  * order is deterministic; fails on a cycle. order[k] = provisional index. */
 static rf_status topo_order(builder *b, uint32_t *order)
 {
-    uint32_t *indeg = rf_gcalloc(b->n ? b->n : 1, sizeof *indeg);
-    uint32_t *heap = rf_gmalloc((b->n ? b->n : 1) * sizeof *heap);
+    uint32_t *indeg = gcalloc(b->n ? b->n : 1, sizeof *indeg);
+    uint32_t *heap = gmalloc((b->n ? b->n : 1) * sizeof *heap);
     if (!indeg || !heap) {
-        rf_gfree(indeg);
-        rf_gfree(heap);
+        gfree(indeg);
+        gfree(heap);
         return rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
     }
     for (size_t u = 0; u < b->n; u++)
@@ -246,8 +245,8 @@ static rf_status topo_order(builder *b, uint32_t *order)
                 HEAP_PUSH(b->adj[u].v[i]);
     }
 #undef HEAP_PUSH
-    rf_gfree(indeg);
-    rf_gfree(heap);
+    gfree(indeg);
+    gfree(heap);
     if (k != b->n)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_plan_create: the graph has a dependency "
@@ -258,31 +257,30 @@ static rf_status topo_order(builder *b, uint32_t *order)
 static rf_status plan_alloc(rf_plan *p, size_t n_in, size_t n_succ)
 {
     size_t n = p->n ? p->n : 1;
-    p->nodes = rf_gcalloc(n, sizeof *p->nodes);
-    p->source = rf_gcalloc(n, sizeof *p->source);
-    p->in_off = rf_gcalloc(n + 1, sizeof *p->in_off);
-    p->in_idx = rf_gcalloc(n_in ? n_in : 1, sizeof *p->in_idx);
-    p->in_ptrs = rf_gcalloc(n_in ? n_in : 1, sizeof *p->in_ptrs);
-    p->succ_off = rf_gcalloc(n + 1, sizeof *p->succ_off);
-    p->succ = rf_gcalloc(n_succ ? n_succ : 1, sizeof *p->succ);
-    p->npred0 = rf_gcalloc(n, sizeof *p->npred0);
-    p->npred = rf_gcalloc(n, sizeof *p->npred);
-    p->feed_of = rf_gcalloc(n, sizeof *p->feed_of);
-    p->vals = rf_gcalloc(n, sizeof *p->vals);
-    p->kind = rf_gcalloc(n, sizeof *p->kind);
-    p->off = rf_gcalloc(n, sizeof *p->off);
-    p->scratch_off = rf_gcalloc(n, sizeof *p->scratch_off);
-    p->scratch_bytes = rf_gcalloc(n, sizeof *p->scratch_bytes);
-    p->out_bytes = rf_gcalloc(n, sizeof *p->out_bytes);
-    p->t0 = rf_gcalloc(n, sizeof *p->t0);
-    p->t1 = rf_gcalloc(n, sizeof *p->t1);
-    p->ttid = rf_gcalloc(n, sizeof *p->ttid);
-    p->fuse = rf_gcalloc(n, sizeof *p->fuse);
-    p->fuse_work = rf_gcalloc(n, sizeof *p->fuse_work);
-    p->feed_p = rf_gcalloc(p->nfeed ? p->nfeed : 1, sizeof *p->feed_p);
-    p->fetch_p = rf_gcalloc(p->nfetch ? p->nfetch : 1, sizeof *p->fetch_p);
-    p->feed_shapes =
-        rf_gcalloc(p->nfeed ? p->nfeed : 1, sizeof *p->feed_shapes);
+    p->nodes = gcalloc(n, sizeof *p->nodes);
+    p->source = gcalloc(n, sizeof *p->source);
+    p->in_off = gcalloc(n + 1, sizeof *p->in_off);
+    p->in_idx = gcalloc(n_in ? n_in : 1, sizeof *p->in_idx);
+    p->in_ptrs = gcalloc(n_in ? n_in : 1, sizeof *p->in_ptrs);
+    p->succ_off = gcalloc(n + 1, sizeof *p->succ_off);
+    p->succ = gcalloc(n_succ ? n_succ : 1, sizeof *p->succ);
+    p->npred0 = gcalloc(n, sizeof *p->npred0);
+    p->npred = gcalloc(n, sizeof *p->npred);
+    p->feed_of = gcalloc(n, sizeof *p->feed_of);
+    p->vals = gcalloc(n, sizeof *p->vals);
+    p->kind = gcalloc(n, sizeof *p->kind);
+    p->off = gcalloc(n, sizeof *p->off);
+    p->scratch_off = gcalloc(n, sizeof *p->scratch_off);
+    p->scratch_bytes = gcalloc(n, sizeof *p->scratch_bytes);
+    p->out_bytes = gcalloc(n, sizeof *p->out_bytes);
+    p->t0 = gcalloc(n, sizeof *p->t0);
+    p->t1 = gcalloc(n, sizeof *p->t1);
+    p->ttid = gcalloc(n, sizeof *p->ttid);
+    p->fuse = gcalloc(n, sizeof *p->fuse);
+    p->fuse_work = gcalloc(n, sizeof *p->fuse_work);
+    p->feed_p = gcalloc(p->nfeed ? p->nfeed : 1, sizeof *p->feed_p);
+    p->fetch_p = gcalloc(p->nfetch ? p->nfetch : 1, sizeof *p->fetch_p);
+    p->feed_shapes = gcalloc(p->nfeed ? p->nfeed : 1, sizeof *p->feed_shapes);
     if (!p->nodes || !p->source || !p->in_off || !p->in_idx || !p->in_ptrs ||
         !p->succ_off || !p->succ || !p->npred0 || !p->npred || !p->feed_of ||
         !p->vals || !p->kind || !p->off || !p->scratch_off ||
@@ -307,7 +305,7 @@ static rf_status check_plan_args(rf_graph *g, rf_node *const *fetches,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_plan_create: nothing to fetch or run");
     for (size_t i = 0; i < nfeed; i++)
-        if (rf_node_is_ref(feeds[i]))
+        if (node_is_ref(feeds[i]))
             return rf_error_set(RF_ERR_INVALID_ARG,
                                 "rf_plan_create: cannot feed '%s' (%s): it "
                                 "is a variable reference",
@@ -359,13 +357,13 @@ static rf_status number_needed(builder *b)
             b->n++;
     }
     size_t n = b->n ? b->n : 1;
-    b->pn = rf_gmalloc(n * sizeof *b->pn);
-    b->adj = rf_gcalloc(n, sizeof *b->adj);
-    b->fed = rf_gcalloc(n, sizeof *b->fed);
-    b->seen = rf_gcalloc(n, sizeof *b->seen);
-    b->stack = rf_gmalloc(n * sizeof *b->stack);
-    b->order = rf_gmalloc(n * sizeof *b->order);
-    b->rank = rf_gmalloc(n * sizeof *b->rank);
+    b->pn = gmalloc(n * sizeof *b->pn);
+    b->adj = gcalloc(n, sizeof *b->adj);
+    b->fed = gcalloc(n, sizeof *b->fed);
+    b->seen = gcalloc(n, sizeof *b->seen);
+    b->stack = gmalloc(n * sizeof *b->stack);
+    b->order = gmalloc(n * sizeof *b->order);
+    b->rank = gmalloc(n * sizeof *b->rank);
     if (!b->pn || !b->adj || !b->fed || !b->seen || !b->stack || !b->order ||
         !b->rank)
         return rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
@@ -416,7 +414,7 @@ static rf_status fill_plan(rf_plan *p, const builder *b)
         p->nodes[k] = node;
         p->feed_of[k] = -1;
         p->source[k] =
-            b->fed[u] || (rf_op_def_get(node->op)->flags & RF_OPF_SOURCE);
+            b->fed[u] || (op_def_get(node->op)->flags & RF_OPF_SOURCE);
         p->in_off[k] = ii;
         if (!b->fed[u])
             for (size_t i = 0; i < node->n_inputs; i++)
@@ -459,18 +457,18 @@ static void builder_free(builder *b)
 {
     if (b->adj)
         for (size_t u = 0; u < b->n; u++)
-            rf_gfree(b->adj[u].v);
-    rf_gfree(b->adj);
-    rf_gfree(b->pn);
-    rf_gfree(b->fed);
-    rf_gfree(b->seen);
-    rf_gfree(b->stack);
-    rf_gfree(b->pidx);
-    rf_gfree(b->order);
-    rf_gfree(b->rank);
-    rf_gfree(b->in);
-    rf_gfree(b->isfed);
-    rf_gfree(b->gstack);
+            gfree(b->adj[u].v);
+    gfree(b->adj);
+    gfree(b->pn);
+    gfree(b->fed);
+    gfree(b->seen);
+    gfree(b->stack);
+    gfree(b->pidx);
+    gfree(b->order);
+    gfree(b->rank);
+    gfree(b->in);
+    gfree(b->isfed);
+    gfree(b->gstack);
 }
 
 rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
@@ -485,11 +483,11 @@ rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
         return st;
 
     builder b = {.g = g, .gn = g->n_nodes};
-    rf_plan *p = rf_gcalloc(1, sizeof *p);
-    b.pidx = rf_gmalloc(b.gn * sizeof *b.pidx);
-    b.in = rf_gcalloc(b.gn, sizeof *b.in);
-    b.isfed = rf_gcalloc(b.gn, 1);
-    b.gstack = rf_gmalloc(b.gn * sizeof *b.gstack);
+    rf_plan *p = gcalloc(1, sizeof *p);
+    b.pidx = gmalloc(b.gn * sizeof *b.pidx);
+    b.in = gcalloc(b.gn, sizeof *b.in);
+    b.isfed = gcalloc(b.gn, 1);
+    b.gstack = gmalloc(b.gn * sizeof *b.gstack);
     if (!p || !b.pidx || !b.in || !b.isfed || !b.gstack) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
         goto fail;
@@ -514,7 +512,7 @@ rf_status rf_plan_create(rf_executor *ex, rf_graph *g, rf_node *const *fetches,
         atomic_init(&p->npred[k], 0);
     atomic_init(&p->remaining, 0);
     atomic_init(&p->failed, 0);
-    if ((st = rf_pool_reserve(ex->pool, b.n + 16)) != RF_OK)
+    if ((st = pool_reserve(ex->pool, b.n + 16)) != RF_OK)
         goto fail;
     *out = p;
     builder_free(&b);

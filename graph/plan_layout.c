@@ -16,7 +16,7 @@ size_t rf_plan_arena_bytes(const rf_plan *p)
     return p->arena_bytes;
 }
 
-size_t rf_plan_fused_nodes(const rf_plan *p)
+size_t plan_fused_nodes(const rf_plan *p)
 {
     size_t n = 0;
     for (size_t k = 0; k < p->n; k++)
@@ -120,8 +120,8 @@ static bool collect_users(const rf_plan *p, sharing *s)
     size_t sum = 0;
     for (size_t k = 0; k < s->n; k++)
         sum += s->ucount[k];
-    s->uidx = rf_gmalloc((sum ? sum : 1) * sizeof *s->uidx);
-    s->ufill = rf_gmalloc(s->n * sizeof *s->ufill);
+    s->uidx = gmalloc((sum ? sum : 1) * sizeof *s->uidx);
+    s->ufill = gmalloc(s->n * sizeof *s->ufill);
     if (!s->uidx || !s->ufill)
         return false;
     size_t acc = 0;
@@ -194,11 +194,11 @@ static bool share_buffers(rf_plan *p, size_t *total_out)
     size_t n = s.n;
     if (n == 0 || n > SHARE_MAX_NODES)
         return false;
-    s.anc = rf_gcalloc(n * s.words, sizeof *s.anc);
-    s.base = rf_gmalloc(n * sizeof *s.base);
-    s.ucount = rf_gcalloc(n + 1, sizeof *s.ucount);
-    s.pinned = rf_gcalloc(n, sizeof *s.pinned);
-    s.blocks = rf_gcalloc(2 * n, sizeof *s.blocks);
+    s.anc = gcalloc(n * s.words, sizeof *s.anc);
+    s.base = gmalloc(n * sizeof *s.base);
+    s.ucount = gcalloc(n + 1, sizeof *s.ucount);
+    s.pinned = gcalloc(n, sizeof *s.pinned);
+    s.blocks = gcalloc(2 * n, sizeof *s.blocks);
     bool ok = false;
     if (!s.anc || !s.base || !s.ucount || !s.pinned || !s.blocks)
         goto out;
@@ -212,13 +212,13 @@ static bool share_buffers(rf_plan *p, size_t *total_out)
     }
     ok = true;
 out:
-    rf_gfree(s.anc);
-    rf_gfree(s.base);
-    rf_gfree(s.ucount);
-    rf_gfree(s.uidx);
-    rf_gfree(s.ufill);
-    rf_gfree(s.pinned);
-    rf_gfree(s.blocks);
+    gfree(s.anc);
+    gfree(s.base);
+    gfree(s.ucount);
+    gfree(s.uidx);
+    gfree(s.ufill);
+    gfree(s.pinned);
+    gfree(s.blocks);
     if (ok)
         *total_out = s.total;
     return ok;
@@ -246,7 +246,7 @@ static void apply_fusion(rf_plan *p)
                       .nfetch = p->nfetch,
                       .hook = p->hook,
                       .vals = p->vals};
-    rf_fuse_plan(&v, p->fuse, p->fuse_work);
+    fuse_plan(&v, p->fuse, p->fuse_work);
     for (size_t k = 0; k < p->n; k++) {
         rf_fuse *f = &p->fuse[k];
         if (f->role == RF_FUSE_HEAD && p->kind[k] != OUT_ARENA) {
@@ -271,18 +271,18 @@ static rf_status infer_shape(rf_plan *p, size_t k)
 {
     rf_node *node = p->nodes[k];
     rf_tensor *t = &p->vals[k];
-    const rf_op_def *def = rf_op_def_get(node->op);
+    const rf_op_def *def = op_def_get(node->op);
     rf_shape small_in[8];
     rf_dtype small_dt[8];
     size_t nin = p->in_off[k + 1] - p->in_off[k];
     rf_shape *ins = small_in;
     rf_dtype *dts = small_dt;
     if (nin > 8) {
-        ins = rf_gmalloc(nin * sizeof *ins);
-        dts = rf_gmalloc(nin * sizeof *dts);
+        ins = gmalloc(nin * sizeof *ins);
+        dts = gmalloc(nin * sizeof *dts);
         if (!ins || !dts) {
-            rf_gfree(ins);
-            rf_gfree(dts);
+            gfree(ins);
+            gfree(dts);
             return rf_error_set(RF_ERR_NO_MEMORY, "plan: no memory");
         }
     }
@@ -294,16 +294,16 @@ static rf_status infer_shape(rf_plan *p, size_t k)
     }
     rf_status st = def->shape(node, ins, dts, &t->shape, &t->dtype);
     if (st == RF_OK && !rf_shape_is_known(&t->shape))
-        st = rf_node_error(node, RF_ERR_INVALID_ARG,
-                           "output shape %s is not fully defined at run "
-                           "time",
-                           SHAPE_STR(&t->shape));
+        st = node_error(node, RF_ERR_INVALID_ARG,
+                        "output shape %s is not fully defined at run "
+                        "time",
+                        SHAPE_STR(&t->shape));
     if (st == RF_OK && def->scratch)
         p->scratch_bytes[k] =
             def->scratch(node, ins, &t->shape, p->ex->threads);
     if (ins != small_in) {
-        rf_gfree(ins);
-        rf_gfree(dts);
+        gfree(ins);
+        gfree(dts);
     }
     return st;
 }
@@ -313,7 +313,7 @@ static rf_status infer_value(rf_plan *p, size_t k, const rf_tensor *feeds)
 {
     rf_node *node = p->nodes[k];
     rf_tensor *t = &p->vals[k];
-    const rf_op_def *def = rf_op_def_get(node->op);
+    const rf_op_def *def = op_def_get(node->op);
     p->scratch_bytes[k] = 0;
     if (p->feed_of[k] >= 0) {
         const rf_tensor *f = &feeds[p->feed_of[k]];
@@ -343,7 +343,7 @@ static rf_status infer_value(rf_plan *p, size_t k, const rf_tensor *feeds)
     if (def->flags & RF_OPF_REF_OUTPUT)
         p->kind[k] = OUT_ALIAS;
     else if ((def->flags & RF_OPF_CAN_ALIAS) && in0 &&
-             !rf_node_is_ref(node->inputs[0]) && in0->dtype == t->dtype)
+             !node_is_ref(node->inputs[0]) && in0->dtype == t->dtype)
         p->kind[k] = OUT_ALIAS;
     else if (bytes == 0)
         p->kind[k] = OUT_NONE;
@@ -385,8 +385,8 @@ rf_status plan_layout(rf_plan *p, const rf_tensor *feeds)
     if (!p->shared)
         total = layout_unshared(p);
     if (total > p->arena_cap) {
-        rf_gfree_aligned(p->arena, p->arena_cap);
-        p->arena = rf_galloc_aligned(total);
+        gfree_aligned(p->arena, p->arena_cap);
+        p->arena = galloc_aligned(total);
         p->arena_cap = p->arena ? total : 0;
         if (!p->arena)
             return rf_error_set(RF_ERR_NO_MEMORY,

@@ -50,34 +50,34 @@ rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
     if (!g)
         return NULL;
     if ((unsigned)dtype >= RF_DTYPE_COUNT || dtype == RF_BOOL)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Variable: dtype must be float32, int32 or "
-                             "int64");
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Variable: dtype must be float32, int32 or "
+                          "int64");
     if (!rf_shape_is_known(&shape))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Variable %s: shape %s must be fully known",
-                             name ? name : "", SHAPE_STR(&shape));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Variable %s: shape %s must be fully known",
+                          name ? name : "", SHAPE_STR(&shape));
     if ((unsigned)init.kind > RF_INIT_GLOROT_UNIFORM ||
         (dtype != RF_F32 && init.kind != RF_INIT_ZEROS &&
          init.kind != RF_INIT_CONSTANT))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Variable %s: initializer %d not valid for %s",
-                             name ? name : "", (int)init.kind,
-                             rf_dtype_name(dtype));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Variable %s: initializer %d not valid for %s",
+                          name ? name : "", (int)init.kind,
+                          rf_dtype_name(dtype));
     if ((init.kind == RF_INIT_TRUNCATED_NORMAL && !(init.b >= 0)) ||
         (init.kind == RF_INIT_RANDOM_UNIFORM && !(init.b >= init.a)))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Variable %s: invalid initializer parameters",
-                             name ? name : "");
-    rf_var *v = rf_gcalloc(1, sizeof *v);
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Variable %s: invalid initializer parameters",
+                          name ? name : "");
+    rf_var *v = gcalloc(1, sizeof *v);
     if (!v)
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
+        return graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
     if (g->n_vars == g->cap_vars) {
         size_t cap = g->n_vars ? g->n_vars * 2 : 16;
-        rf_var **vars = rf_grealloc(g->vars, cap * sizeof *vars);
+        rf_var **vars = grealloc(g->vars, cap * sizeof *vars);
         if (!vars) {
-            rf_gfree(v);
-            return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
+            gfree(v);
+            return graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
         }
         g->vars = vars;
         g->cap_vars = cap;
@@ -89,9 +89,9 @@ rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
     memset(&a, 0, sizeof a);
     a.shape = shape;
     a.dtype = dtype;
-    rf_node *n = rf_node_create(g, RF_OP_VARIABLE, name, NULL, 0, &a);
+    rf_node *n = node_create(g, RF_OP_VARIABLE, name, NULL, 0, &a);
     if (!n) {
-        rf_gfree(v);
+        gfree(v);
         return NULL;
     }
     v->node = n;
@@ -106,13 +106,13 @@ rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
             v->hook = g->storage;
     }
     if (!v->data) {
-        v->data = rf_galloc_aligned(v->bytes);
+        v->data = galloc_aligned(v->bytes);
         v->owned = true;
     }
     if (!v->data) {
         /* the node stays in the graph without a value: mark the failure */
-        rf_gfree(v);
-        return rf_graph_fail(
+        gfree(v);
+        return graph_fail(
             g, RF_ERR_NO_MEMORY, "Variable %s: no memory for %zu bytes",
             n->name, (size_t)rf_shape_numel(&shape) * rf_dtype_size(dtype));
     }
@@ -227,7 +227,7 @@ rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
         memcpy(data, v->data, v->bytes);
     else
         v->initialized = false;
-    rf_var_release(v);
+    var_release(v);
     v->data = data;
     return RF_OK;
 }
@@ -240,22 +240,22 @@ rf_status rf_variable_own_storage(rf_node *var)
     rf_var *v = var->var;
     if (v->owned)
         return RF_OK;
-    void *data = rf_galloc_aligned(v->bytes);
+    void *data = galloc_aligned(v->bytes);
     if (!data)
         return rf_error_set(RF_ERR_NO_MEMORY,
                             "variable '%s': no memory for its %zu bytes",
                             var->name, v->bytes);
     memcpy(data, v->data, v->bytes);
-    rf_var_release(v);
+    var_release(v);
     v->data = data;
     v->owned = true;
     return RF_OK;
 }
 
-void rf_var_release(rf_var *v)
+void var_release(rf_var *v)
 {
     if (v->owned)
-        rf_gfree_aligned(v->data, v->bytes);
+        gfree_aligned(v->data, v->bytes);
     else if (v->hook.alloc && v->hook.release)
         v->hook.release(v->hook.ctx, v->node, v->data, v->bytes);
     v->owned = false;
