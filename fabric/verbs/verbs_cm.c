@@ -222,6 +222,120 @@ static rf_status step_error(const char *call, const char *peer, int type,
                         peer, rf_verbs_event_str(type), status);
 }
 
+/* rf_connect's "no answer" failure; the endpoint goes (connect_fail). */
+static rf_status connect_timeout(vep *ep, const char *peer, int timeout_ms)
+{
+    return connect_fail(ep, rf_error_set(RF_ERR_TIMEOUT,
+                                         "rf_connect(%s): no answer within "
+                                         "%d ms",
+                                         peer, timeout_ms));
+}
+
+/* rdma_resolve_addr, then rdma_resolve_route, each awaited until the
+ * deadline. On failure the endpoint is gone (connect_fail). */
+static rf_status resolve_route(vfab *fab, vep *ep,
+                               const struct sockaddr_storage *dst,
+                               const char *peer, int64_t deadline,
+                               int timeout_ms, unsigned *seq)
+{
+    struct rdma_cm_id *id = ep->cm.id;
+    int type = 0, status = 0;
+    rf_verbs_cm_lock(fab);
+    int rc = rdma_resolve_addr(
+        id, fab->have_src ? (struct sockaddr *)&fab->src : NULL,
+        (struct sockaddr *)dst, step_timeout(deadline));
+    int err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
+        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
+                                             "rdma_resolve_addr(%s): %s", peer,
+                                             strerror(err)));
+    }
+    if (!wait_step(ep, seq, deadline, &type, &status))
+        return connect_timeout(ep, peer, timeout_ms);
+    if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
+        return connect_fail(
+            ep, step_error("rdma_resolve_addr", peer, type, status));
+
+    rf_verbs_cm_lock(fab);
+    rc = rdma_resolve_route(id, step_timeout(deadline));
+    err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc) {
+        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
+                                             "rdma_resolve_route(%s): %s", peer,
+                                             strerror(err)));
+    }
+    if (!wait_step(ep, seq, deadline, &type, &status))
+        return connect_timeout(ep, peer, timeout_ms);
+    if (type != RDMA_CM_EVENT_ROUTE_RESOLVED)
+        return connect_fail(
+            ep, step_error("rdma_resolve_route", peer, type, status));
+    return RF_OK;
+}
+
+/* rdma_connect with our private data and the device's RDMA read limits. */
+static rf_status send_connect(vfab *fab, vep *ep, const void *priv,
+                              size_t priv_len, const char *peer)
+{
+    unsigned char wire[VPRIV_WIRE_MAX];
+    struct rdma_conn_param cp = {
+        .private_data = wire,
+        .responder_resources = cap8(fab->dev_attr.max_qp_rd_atom),
+        .initiator_depth = cap8(fab->dev_attr.max_qp_init_rd_atom),
+        .retry_count = fab->qp.retry_cnt,
+        .rnr_retry_count = fab->qp.rnr_retry,
+        .qp_num = ep->qp->qp_num,
+    };
+    rf_verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
+    rf_verbs_cm_lock(fab);
+    int rc = rdma_connect(ep->cm.id, &cp);
+    int err = errno;
+    rf_verbs_cm_unlock(fab);
+    if (rc)
+        return rf_error_set(rf_verbs_errno_status(err), "rdma_connect(%s): %s",
+                            peer, strerror(err));
+    return RF_OK;
+}
+
+/* The error for a REJECTED event: the peer's own reject (its private data
+ * kept for rf_reject_data), no listener, or another IB CM reason. */
+static rf_status connect_rejected(vep *ep, int status, const char *peer)
+{
+    char why[160];
+    pthread_mutex_lock(&ep->cm_mu);
+    describe_priv(ep->ev_priv, ep->ev_priv_len, why, sizeof why);
+    if (status == IB_REJ_CONSUMER_DEFINED)
+        rf_set_reject_data(ep->ev_priv, ep->ev_priv_len);
+    pthread_mutex_unlock(&ep->cm_mu);
+    if (status == IB_REJ_CONSUMER_DEFINED)
+        return rf_error_set(RF_ERR_UNAVAILABLE,
+                            "rdma_connect(%s): rejected by the peer (%s)", peer,
+                            why);
+    if (status == IB_REJ_INVALID_SERVICE_ID)
+        return rf_error_set(RF_ERR_UNAVAILABLE,
+                            "rdma_connect(%s): connection refused (no "
+                            "listener on that port)",
+                            peer);
+    return rf_error_set(RF_ERR_UNAVAILABLE,
+                        "rdma_connect(%s): rejected (IB CM reason %d)", peer,
+                        status);
+}
+
+/* The accept reply's private data becomes the endpoint's peer_priv. */
+static void take_accept_data(vep *ep, const char *peer)
+{
+    pthread_mutex_lock(&ep->cm_mu);
+    int ok = ep->ev_priv_ok;
+    memcpy(ep->base.peer_priv, ep->ev_priv, ep->ev_priv_len);
+    ep->base.peer_priv_len = ep->ev_priv_len;
+    pthread_mutex_unlock(&ep->cm_mu);
+    if (!ok)
+        RF_LOG_WARN("verbs: rf_connect(%s): malformed private data in the "
+                    "accept reply (ignored)",
+                    peer);
+}
+
 rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
                            const rf_ep_attr *attr, const void *priv,
                            size_t priv_len, int timeout_ms, rf_ep **out)
@@ -252,88 +366,21 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
     struct rdma_cm_id *id = ep->cm.id;
     unsigned seq = current_seq(ep);
     int type = 0, status = 0;
-
-    rf_verbs_cm_lock(fab);
-    rc = rdma_resolve_addr(id,
-                           fab->have_src ? (struct sockaddr *)&fab->src : NULL,
-                           (struct sockaddr *)&dst, step_timeout(deadline));
-    err = errno;
-    rf_verbs_cm_unlock(fab);
-    if (rc) {
-        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
-                                             "rdma_resolve_addr(%s): %s", peer,
-                                             strerror(err)));
-    }
-    if (!wait_step(ep, &seq, deadline, &type, &status))
-        goto timeout;
-    if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
-        return connect_fail(
-            ep, step_error("rdma_resolve_addr", peer, type, status));
-
-    rf_verbs_cm_lock(fab);
-    rc = rdma_resolve_route(id, step_timeout(deadline));
-    err = errno;
-    rf_verbs_cm_unlock(fab);
-    if (rc) {
-        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
-                                             "rdma_resolve_route(%s): %s", peer,
-                                             strerror(err)));
-    }
-    if (!wait_step(ep, &seq, deadline, &type, &status))
-        goto timeout;
-    if (type != RDMA_CM_EVENT_ROUTE_RESOLVED)
-        return connect_fail(
-            ep, step_error("rdma_resolve_route", peer, type, status));
+    st = resolve_route(fab, ep, &dst, peer, deadline, timeout_ms, &seq);
+    if (st != RF_OK)
+        return st; /* the endpoint is gone */
 
     rf_verbs_cm_lock(fab);
     st = rf_verbs_ep_create_qp(ep, id, "rf_connect");
     rf_verbs_cm_unlock(fab);
     if (st != RF_OK)
         return connect_fail(ep, st);
-
-    unsigned char wire[VPRIV_WIRE_MAX];
-    struct rdma_conn_param cp = {
-        .private_data = wire,
-        .responder_resources = cap8(fab->dev_attr.max_qp_rd_atom),
-        .initiator_depth = cap8(fab->dev_attr.max_qp_init_rd_atom),
-        .retry_count = fab->qp.retry_cnt,
-        .rnr_retry_count = fab->qp.rnr_retry,
-        .qp_num = ep->qp->qp_num,
-    };
-    rf_verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
-    rf_verbs_cm_lock(fab);
-    rc = rdma_connect(id, &cp);
-    err = errno;
-    rf_verbs_cm_unlock(fab);
-    if (rc) {
-        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
-                                             "rdma_connect(%s): %s", peer,
-                                             strerror(err)));
-    }
-    if (!wait_step(ep, &seq, deadline, &type, &status))
-        goto timeout;
-    if (type == RDMA_CM_EVENT_REJECTED) {
-        char why[160];
-        pthread_mutex_lock(&ep->cm_mu);
-        describe_priv(ep->ev_priv, ep->ev_priv_len, why, sizeof why);
-        if (status == IB_REJ_CONSUMER_DEFINED)
-            rf_set_reject_data(ep->ev_priv, ep->ev_priv_len);
-        pthread_mutex_unlock(&ep->cm_mu);
-        if (status == IB_REJ_CONSUMER_DEFINED)
-            st = rf_error_set(RF_ERR_UNAVAILABLE,
-                              "rdma_connect(%s): rejected by the peer (%s)",
-                              peer, why);
-        else if (status == IB_REJ_INVALID_SERVICE_ID)
-            st = rf_error_set(RF_ERR_UNAVAILABLE,
-                              "rdma_connect(%s): connection refused (no "
-                              "listener on that port)",
-                              peer);
-        else
-            st = rf_error_set(RF_ERR_UNAVAILABLE,
-                              "rdma_connect(%s): rejected (IB CM reason %d)",
-                              peer, status);
+    if ((st = send_connect(fab, ep, priv, priv_len, peer)) != RF_OK)
         return connect_fail(ep, st);
-    }
+    if (!wait_step(ep, &seq, deadline, &type, &status))
+        return connect_timeout(ep, peer, timeout_ms);
+    if (type == RDMA_CM_EVENT_REJECTED)
+        return connect_fail(ep, connect_rejected(ep, status, peer));
     if (type != RDMA_CM_EVENT_CONNECT_RESPONSE)
         return connect_fail(ep, step_error("rdma_connect", peer, type, status));
     /* The accept reply: our QP to RTS with the attributes it brings, then
@@ -348,24 +395,10 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
                                              "rdma_establish(%s): %s", peer,
                                              strerror(err)));
-    pthread_mutex_lock(&ep->cm_mu);
-    int ok = ep->ev_priv_ok;
-    memcpy(ep->base.peer_priv, ep->ev_priv, ep->ev_priv_len);
-    ep->base.peer_priv_len = ep->ev_priv_len;
-    pthread_mutex_unlock(&ep->cm_mu);
-    if (!ok)
-        RF_LOG_WARN("verbs: rf_connect(%s): malformed private data in the "
-                    "accept reply (ignored)",
-                    peer);
+    take_accept_data(ep, peer);
     RF_LOG_DEBUG("verbs: connected to %s (QP %u)", peer, ep->qp->qp_num);
     *out = &ep->base;
     return RF_OK;
-
-timeout:
-    return connect_fail(ep, rf_error_set(RF_ERR_TIMEOUT,
-                                         "rf_connect(%s): no answer within "
-                                         "%d ms",
-                                         peer, timeout_ms));
 }
 
 /* --- passive side ---------------------------------------------------------*/
