@@ -39,7 +39,7 @@ static void fork_init_once(void)
                     strerror(rc));
 }
 
-void rf_verbs_fork_init(void)
+void verbs_fork_init(void)
 {
     pthread_once(&fork_once, fork_init_once);
 }
@@ -61,9 +61,9 @@ static int first_active_port(struct ibv_context *ctx)
     return 0;
 }
 
-rf_status rf_verbs_probe(void)
+rf_status verbs_probe(void)
 {
-    rf_verbs_fork_init();
+    verbs_fork_init();
     int n = 0;
     struct ibv_context **list = rdma_get_devices(&n);
     if (!list || n == 0) {
@@ -126,21 +126,20 @@ static rf_status device_of_addr(const char *bind_addr,
                                 struct sockaddr_storage *ss,
                                 struct ibv_context **ctx, uint8_t *port)
 {
-    rf_status st =
-        rf_verbs_resolve("rf_fabric_open: bind_addr", bind_addr, 0, ss);
+    rf_status st = verbs_resolve("rf_fabric_open: bind_addr", bind_addr, 0, ss);
     if (st != RF_OK)
         return st;
     *ctx = NULL;
     *port = 0;
     struct rdma_event_channel *ch = rdma_create_event_channel();
     if (!ch)
-        return rf_error_set(rf_verbs_errno_status(errno),
+        return rf_error_set(verbs_errno_status(errno),
                             "rdma_create_event_channel: %s", strerror(errno));
     struct rdma_cm_id *id = NULL;
     if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
         int err = errno;
         rdma_destroy_event_channel(ch);
-        return rf_error_set(rf_verbs_errno_status(err), "rdma_create_id: %s",
+        return rf_error_set(verbs_errno_status(err), "rdma_create_id: %s",
                             strerror(err));
     }
     if (rdma_bind_addr(id, (struct sockaddr *)ss)) {
@@ -324,7 +323,7 @@ static void log_device(const vfab *fab, const struct ibv_port_attr *pa)
     char gidbuf[INET6_ADDRSTRLEN] = "", srcbuf[80] = "none";
     inet_ntop(AF_INET6, fab->gid.raw, gidbuf, sizeof gidbuf);
     if (fab->have_src)
-        rf_verbs_addr_str((struct sockaddr *)&fab->src, srcbuf, sizeof srcbuf);
+        verbs_addr_str((struct sockaddr *)&fab->src, srcbuf, sizeof srcbuf);
     RF_LOG_INFO("verbs: device %s port %u (%s) gid[%d] %s (%s) netdev %s, "
                 "source address %s, atomics %s, max_qp_wr %d",
                 fab->devname, fab->port,
@@ -336,7 +335,7 @@ static void log_device(const vfab *fab, const struct ibv_port_attr *pa)
                 fab->dev_attr.max_qp_wr);
 }
 
-rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
+rf_status verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
 {
     int64_t env_port = 0, env_gid = -1;
     rf_status st = rf_env_int("RF_VERBS_PORT", 0, 1, 255, &env_port);
@@ -374,7 +373,7 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
     snprintf(fab->devname, sizeof fab->devname, "%s",
              ibv_get_device_name(fab->ctx->device));
     if (ibv_query_device(fab->ctx, &fab->dev_attr))
-        return rf_error_set(rf_verbs_errno_status(errno),
+        return rf_error_set(verbs_errno_status(errno),
                             "ibv_query_device(%s): %s", fab->devname,
                             strerror(errno));
     fab->iwarp = fab->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
