@@ -1,7 +1,7 @@
 /* fabric/fabric.c: the public transport API. Finds providers by name in one
  * fixed table (plus "auto", fabric/auto/), validates arguments once for all
- * providers, and dispatches to the provider's ops table (a missing op gives
- * RF_ERR_UNSUPPORTED). */
+ * providers, and dispatches to the provider's ops table, whose mandatory
+ * slots are checked once when the provider is opened (provider.h). */
 #include <stdint.h>
 #include <string.h>
 
@@ -48,18 +48,58 @@ static const rf_provider_ops *find_provider(const char *name)
     return NULL;
 }
 
+/* The slots provider.h does not mark (optional): the calls below use them
+ * without testing for NULL. */
+typedef struct ops_slot {
+    const char *name;
+    bool set;
+} ops_slot;
+
+static rf_status check_mandatory_ops(const rf_provider_ops *ops)
+{
+#define SLOT(s) ((ops_slot){#s, ops->s != NULL})
+    const ops_slot slots[] = {
+        SLOT(fabric_open),
+        SLOT(fabric_close),
+        SLOT(mr_reg),
+        SLOT(mr_dereg),
+        SLOT(cq_create),
+        SLOT(cq_destroy),
+        SLOT(cq_poll),
+        SLOT(cq_wait),
+        SLOT(listen),
+        SLOT(listener_close),
+        SLOT(get_request),
+        SLOT(accept),
+        SLOT(reject),
+        SLOT(connect),
+        SLOT(ep_close),
+        SLOT(ep_state),
+        SLOT(ep_enable_remote_access),
+        SLOT(post),
+        SLOT(post_recv),
+    };
+#undef SLOT
+    for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
+        if (!slots[i].set)
+            return rf_error_set(RF_ERR_UNSUPPORTED,
+                                "provider %s lacks the mandatory op %s",
+                                ops->name, slots[i].name);
+    return RF_OK;
+}
+
 rf_status rf_provider_open(const rf_provider_ops *ops,
                            const rf_fabric_attr *attr, rf_fabric **out)
 {
     *out = NULL;
+    rf_status cst = check_mandatory_ops(ops);
+    if (cst != RF_OK)
+        return cst;
     if (ops->probe) {
         rf_status pst = ops->probe();
         if (pst != RF_OK)
             return pst;
     }
-    if (!ops->fabric_open)
-        return rf_error_set(RF_ERR_UNSUPPORTED, "provider %s cannot open",
-                            ops->name);
     int64_t spin = 0;
     rf_status st = rf_env_int("RF_CQ_SPIN_US", RF_CQ_SPIN_US_DEFAULT, 0,
                               RF_CQ_SPIN_US_MAX, &spin);
@@ -136,7 +176,7 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
 
 void rf_fabric_close(rf_fabric *fabric)
 {
-    if (fabric && fabric->ops->fabric_close)
+    if (fabric)
         fabric->ops->fabric_close(fabric);
 }
 
@@ -144,10 +184,6 @@ const char *rf_fabric_provider(const rf_fabric *fabric)
 {
     return fabric ? fabric->ops->name : "";
 }
-
-#define UNSUPPORTED(fab, what)                                                 \
-    rf_error_set(RF_ERR_UNSUPPORTED, "%s: not supported by provider %s", what, \
-                 (fab)->ops->name)
 
 /* --- memory regions ---------------------------------------------------- */
 
@@ -170,8 +206,6 @@ rf_status rf_mr_reg(rf_fabric *fabric, void *addr, size_t len, uint32_t access,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_reg: remote write/atomic access requires "
                             "RF_ACCESS_LOCAL_WRITE (as in verbs)");
-    if (!fabric->ops->mr_reg)
-        return UNSUPPORTED(fabric, "rf_mr_reg");
     return fabric->ops->mr_reg(fabric, addr, len, access, out);
 }
 
@@ -179,8 +213,6 @@ rf_status rf_mr_dereg(rf_mr *mr)
 {
     if (!mr)
         return RF_OK;
-    if (!mr->fabric->ops->mr_dereg)
-        return UNSUPPORTED(mr->fabric, "rf_mr_dereg");
     return mr->fabric->ops->mr_dereg(mr);
 }
 
@@ -227,8 +259,6 @@ rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_cq_create: depth %u outside [1, 4194304]",
                             depth);
-    if (!fabric->ops->cq_create)
-        return UNSUPPORTED(fabric, "rf_cq_create");
     rf_status st = fabric->ops->cq_create(fabric, depth, out);
     if (st == RF_OK)
         (*out)->spin_us = fabric->cq_spin_us;
@@ -247,7 +277,7 @@ rf_status rf_cq_set_spin_us(rf_cq *cq, unsigned spin_us)
 
 void rf_cq_destroy(rf_cq *cq)
 {
-    if (cq && cq->fabric->ops->cq_destroy)
+    if (cq)
         cq->fabric->ops->cq_destroy(cq);
 }
 
@@ -255,8 +285,6 @@ int rf_cq_poll(rf_cq *cq, rf_completion *out, int max)
 {
     if (!cq || !out || max <= 0)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_poll: bad arguments");
-    if (!cq->fabric->ops->cq_poll)
-        return UNSUPPORTED(cq->fabric, "rf_cq_poll");
     return cq->fabric->ops->cq_poll(cq, out, max);
 }
 
@@ -273,8 +301,6 @@ int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
 {
     if (!cq || !out || max <= 0 || timeout_ms < -1)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_wait: bad arguments");
-    if (!cq->fabric->ops->cq_wait)
-        return UNSUPPORTED(cq->fabric, "rf_cq_wait");
     /* Spin first, then block: a completion due within the spin costs no
      * sleep and wake-up, and a waiter that finds nothing soon gives the
      * CPU back (to the provider's own threads and the peer, on a small
@@ -336,8 +362,6 @@ rf_status rf_listen(rf_fabric *fabric, const char *host, uint16_t port,
     if (!fabric || !out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_listen: NULL argument");
     *out = NULL;
-    if (!fabric->ops->listen)
-        return UNSUPPORTED(fabric, "rf_listen");
     return fabric->ops->listen(fabric, host, port, out);
 }
 
@@ -348,7 +372,7 @@ uint16_t rf_listener_port(const rf_listener *listener)
 
 void rf_listener_close(rf_listener *listener)
 {
-    if (listener && listener->fabric->ops->listener_close)
+    if (listener)
         listener->fabric->ops->listener_close(listener);
 }
 
@@ -359,8 +383,6 @@ rf_status rf_listener_get_request(rf_listener *listener, int timeout_ms,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_listener_get_request: bad arguments");
     *out = NULL;
-    if (!listener->fabric->ops->get_request)
-        return UNSUPPORTED(listener->fabric, "rf_listener_get_request");
     return listener->fabric->ops->get_request(listener, timeout_ms, out);
 }
 
@@ -390,8 +412,6 @@ rf_status rf_accept(rf_conn_req *req, const rf_ep_attr *attr, const void *priv,
         rf_reject(req, NULL, 0);
         return st;
     }
-    if (!fabric->ops->accept)
-        return UNSUPPORTED(fabric, "rf_accept");
     return fabric->ops->accept(req, attr, priv, priv_len, out);
 }
 
@@ -449,8 +469,6 @@ rf_status rf_connect(rf_fabric *fabric, const char *host, uint16_t port,
         st = check_ep_attr("rf_connect", fabric, attr);
     if (st != RF_OK)
         return st;
-    if (!fabric->ops->connect)
-        return UNSUPPORTED(fabric, "rf_connect");
     return fabric->ops->connect(fabric, host, port, attr, priv, priv_len,
                                 timeout_ms, out);
 }
@@ -464,7 +482,7 @@ const void *rf_ep_peer_private_data(const rf_ep *ep, size_t *len)
 
 void rf_ep_close(rf_ep *ep)
 {
-    if (ep && ep->fabric->ops->ep_close)
+    if (ep)
         ep->fabric->ops->ep_close(ep);
 }
 
@@ -481,8 +499,6 @@ rf_status rf_ep_state(const rf_ep *ep)
 {
     if (!ep)
         return RF_ERR_INVALID_ARG;
-    if (!ep->fabric->ops->ep_state)
-        return RF_OK;
     return ep->fabric->ops->ep_state(ep);
 }
 
@@ -491,8 +507,6 @@ rf_status rf_ep_enable_remote_access(rf_ep *ep)
     if (!ep)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ep_enable_remote_access: NULL endpoint");
-    if (!ep->fabric->ops->ep_enable_remote_access)
-        return UNSUPPORTED(ep->fabric, "rf_ep_enable_remote_access");
     return ep->fabric->ops->ep_enable_remote_access(ep);
 }
 
@@ -585,8 +599,6 @@ rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted)
         if (st != RF_OK)
             return st;
     }
-    if (!ep->fabric->ops->post)
-        return UNSUPPORTED(ep->fabric, "rf_post");
     size_t dummy = 0, *done = posted ? posted : &dummy;
     rf_status st = ep->fabric->ops->post(ep, wrs, n, done);
     count_posted(ep->fabric, wrs, *done < n ? *done : n);
@@ -614,8 +626,6 @@ rf_status rf_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
                                 "rf_post_recv: length %zu exceeds 4 GiB - 1",
                                 len);
     }
-    if (!ep->fabric->ops->post_recv)
-        return UNSUPPORTED(ep->fabric, "rf_post_recv");
     return ep->fabric->ops->post_recv(ep, buf, len, mr, context);
 }
 

@@ -63,11 +63,15 @@ static inline rf_ep *rf_ep_public(rf_ep *ep)
     return ep->owner ? ep->owner : ep;
 }
 
-/* A NULL op means unsupported: the generic layer returns RF_ERR_UNSUPPORTED.
- * Every op that fails sets the thread's error message (rf_error_set). */
+/* Every slot is mandatory unless marked (optional). rf_provider_open checks
+ * the mandatory slots once, when the provider is opened, so the generic layer
+ * calls them without testing for NULL; each optional slot's absence is
+ * answered in one place, as its comment says. Every op that fails sets the
+ * thread's error message (rf_error_set). */
 struct rf_provider_ops {
     const char *name;
-    /* RF_OK if the provider can run on this host (e.g. a device exists). */
+    /* (optional) RF_OK if the provider can run on this host (e.g. a device
+     * exists); NULL: it always can. */
     rf_status (*probe)(void);
     rf_status (*fabric_open)(const rf_fabric_attr *attr, rf_fabric **out);
     void (*fabric_close)(rf_fabric *fabric);
@@ -75,9 +79,10 @@ struct rf_provider_ops {
     /* Registers [addr, addr+len); must fill the base fields. */
     rf_status (*mr_reg)(rf_fabric *fabric, void *addr, size_t len,
                         uint32_t access, rf_mr **out);
-    /* Optional: the same with the rkey chosen by the caller (non-zero;
+    /* (optional) The same with the rkey chosen by the caller (non-zero;
      * fails if that rkey is registered already). The auto provider
-     * registers a region on every provider under one rkey with it. */
+     * registers a region on every provider under one rkey with it; NULL:
+     * RF_ERR_UNSUPPORTED there (auto_fabric.c). */
     rf_status (*mr_reg_keyed)(rf_fabric *fabric, void *addr, size_t len,
                               uint32_t access, uint32_t rkey, rf_mr **out);
     rf_status (*mr_dereg)(rf_mr *mr);
@@ -101,9 +106,10 @@ struct rf_provider_ops {
     void (*ep_close)(rf_ep *ep);
     rf_status (*ep_state)(const rf_ep *ep);
     rf_status (*ep_enable_remote_access)(rf_ep *ep);
-    /* Optional: the RDMA device the fabric uses (rf_fabric_device_info). */
+    /* (optional) The RDMA device the fabric uses (rf_fabric_device_info);
+     * NULL: RF_ERR_UNSUPPORTED, the fabric uses no device. */
     rf_status (*device_info)(rf_fabric *fabric, rf_fabric_device *out);
-    /* Optional: the provider that carries ep (auto); NULL: this one. */
+    /* (optional) The provider that carries ep (auto); NULL: this one. */
     const char *(*ep_provider)(const rf_ep *ep);
 
     /* wrs are validated: ops in range, local buffers inside local_mr with
