@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "graph/data/rng.h"
 #include "graph/graph_internal.h"
 #include "rdmaflow/status.h"
 
@@ -273,54 +274,21 @@ void rf_graph_set_variable_storage(rf_graph *g, const rf_variable_storage *hook)
 
 /* ---- initializers ------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-typedef struct rng {
-    uint64_t s[4];
-} rng;
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-static void rng_seed(rng *r, uint64_t seed)
+/* The initializers' stream: xoshiro256** (graph/data/rng.h) with its four
+ * state words the successive splitmix64 outputs from the seed. */
+static void rng_seed(rf_rng *r, uint64_t seed)
 {
     for (int i = 0; i < 4; i++)
         r->s[i] = splitmix64(&seed);
 }
 
-static double uniform01(rng *r)
-{
-    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-static double normal01(rng *r)
+static double normal01(rf_rng *r)
 {
     double u1;
     do
-        u1 = uniform01(r);
+        u1 = rng_unit(r);
     while (u1 <= 0.0);
-    double u2 = uniform01(r);
+    double u2 = rng_unit(r);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
@@ -356,19 +324,19 @@ static void fans(const rf_shape *s, double *fan_in, double *fan_out)
 }
 
 /* One value of in's distribution from r (lim: glorot's limit). */
-static float draw(const rf_initializer *in, rng *r, double lim)
+static float draw(const rf_initializer *in, rf_rng *r, double lim)
 {
     double z;
     switch (in->kind) {
     case RF_INIT_RANDOM_UNIFORM:
-        return (float)(in->a + (in->b - in->a) * uniform01(r));
+        return (float)(in->a + (in->b - in->a) * rng_unit(r));
     case RF_INIT_TRUNCATED_NORMAL:
         do
             z = normal01(r);
         while (fabs(z) > 2.0);
         return (float)(in->a + in->b * z);
     case RF_INIT_GLOROT_UNIFORM:
-        return (float)(-lim + 2.0 * lim * uniform01(r));
+        return (float)(-lim + 2.0 * lim * rng_unit(r));
     case RF_INIT_CONSTANT:
         return (float)in->a;
     default:
@@ -378,7 +346,7 @@ static float draw(const rf_initializer *in, rng *r, double lim)
 
 /* Row r of a variable seeded with seed draws from its own stream, seeded
  * from both (so any range of rows can be generated alone). */
-static void row_seed(rng *r, uint64_t seed, int64_t row)
+static void row_seed(rf_rng *r, uint64_t seed, int64_t row)
 {
     uint64_t x = (uint64_t)row;
     rng_seed(r, seed ^ splitmix64(&x));
@@ -447,7 +415,7 @@ rf_status rf_variable_initialize_rows(const rf_node *var, int64_t row0,
     bool same_rows = true; /* the part's rows are whole rows of the whole */
     for (int k = 1; sl && k < whole->rank; k++)
         same_rows &= sl->offset[k] == 0 && own->dims[k] == whole->dims[k];
-    rng r;
+    rf_rng r;
     for (int64_t i = 0; i < nrows; i++) {
         row_seed(&r, seed, first + row0 + i);
         float *row = d + i * elems;

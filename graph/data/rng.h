@@ -1,5 +1,6 @@
-/* graph/data/rng.h: the data pipeline's pseudo-random numbers, specified
- * exactly so that shuffles and shards are identical on every machine:
+/* graph/data/rng.h: the graph layer's pseudo-random numbers (the data
+ * pipeline's and the variable initializers'), specified exactly so that
+ * shuffles, shards and initial values are identical on every machine:
  * xoshiro256** (Blackman & Vigna) seeded from splitmix64, Lemire's unbiased
  * bounded integers, and a Fisher-Yates shuffle. */
 #ifndef RF_GRAPH_DATA_RNG_H
