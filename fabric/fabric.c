@@ -1,9 +1,7 @@
 /* fabric/fabric.c: the public transport API. Finds providers by name in one
  * fixed table (plus "auto", fabric/auto/), validates arguments once for all
- * providers, checks a provider's ops table once when it is opened (a
- * missing mandatory op is RF_ERR_UNSUPPORTED naming it) and dispatches to
- * it. */
-#include <stddef.h>
+ * providers, and dispatches to the provider's ops table, whose mandatory
+ * slots are checked once when the provider is opened (provider.h). */
 #include <stdint.h>
 #include <string.h>
 
@@ -50,50 +48,43 @@ static const rf_provider_ops *find_provider(const char *name)
     return NULL;
 }
 
-/* The slots every provider fills (provider.h marks the optional ones):
- * checked once when a provider is opened, so the calls below need no NULL
- * checks. */
-#define MANDATORY(slot)                                                        \
-    {                                                                          \
-        offsetof(rf_provider_ops, slot), #slot                                 \
-    }
-static const struct {
-    size_t offset;
+/* The slots provider.h does not mark (optional): the calls below use them
+ * without testing for NULL. */
+typedef struct ops_slot {
     const char *name;
-} mandatory[] = {
-    MANDATORY(fabric_open),
-    MANDATORY(fabric_close),
-    MANDATORY(mr_reg),
-    MANDATORY(mr_dereg),
-    MANDATORY(cq_create),
-    MANDATORY(cq_destroy),
-    MANDATORY(cq_poll),
-    MANDATORY(cq_wait),
-    MANDATORY(listen),
-    MANDATORY(listener_close),
-    MANDATORY(get_request),
-    MANDATORY(accept),
-    MANDATORY(reject),
-    MANDATORY(connect),
-    MANDATORY(ep_close),
-    MANDATORY(ep_state),
-    MANDATORY(ep_enable_remote_access),
-    MANDATORY(post),
-    MANDATORY(post_recv),
-};
+    bool set;
+} ops_slot;
 
-rf_status rf_provider_check(const rf_provider_ops *ops)
+static rf_status check_mandatory_ops(const rf_provider_ops *ops)
 {
-    if (!ops || !ops->name)
-        return rf_error_set(RF_ERR_UNSUPPORTED, "a provider without a name");
-    for (size_t i = 0; i < sizeof mandatory / sizeof mandatory[0]; i++) {
-        void (*fn)(void);
-        memcpy(&fn, (const char *)ops + mandatory[i].offset, sizeof fn);
-        if (!fn)
+#define SLOT(s) ((ops_slot){#s, ops->s != NULL})
+    const ops_slot slots[] = {
+        SLOT(fabric_open),
+        SLOT(fabric_close),
+        SLOT(mr_reg),
+        SLOT(mr_dereg),
+        SLOT(cq_create),
+        SLOT(cq_destroy),
+        SLOT(cq_poll),
+        SLOT(cq_wait),
+        SLOT(listen),
+        SLOT(listener_close),
+        SLOT(get_request),
+        SLOT(accept),
+        SLOT(reject),
+        SLOT(connect),
+        SLOT(ep_close),
+        SLOT(ep_state),
+        SLOT(ep_enable_remote_access),
+        SLOT(post),
+        SLOT(post_recv),
+    };
+#undef SLOT
+    for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
+        if (!slots[i].set)
             return rf_error_set(RF_ERR_UNSUPPORTED,
                                 "provider %s lacks the mandatory op %s",
-                                ops->name, mandatory[i].name);
-    }
+                                ops->name, slots[i].name);
     return RF_OK;
 }
 
@@ -101,7 +92,7 @@ rf_status rf_provider_open(const rf_provider_ops *ops,
                            const rf_fabric_attr *attr, rf_fabric **out)
 {
     *out = NULL;
-    rf_status cst = rf_provider_check(ops);
+    rf_status cst = check_mandatory_ops(ops);
     if (cst != RF_OK)
         return cst;
     if (ops->probe) {

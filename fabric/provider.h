@@ -63,14 +63,14 @@ static inline rf_ep *rf_ep_public(rf_ep *ep)
     return ep->owner ? ep->owner : ep;
 }
 
-/* A provider fills every slot but those marked "Optional" (probe,
- * mr_reg_keyed, device_info, ep_provider), whose NULL the callers handle;
- * rf_provider_check, run when a provider is opened, refuses a table that
- * lacks a mandatory one, so fabric.c calls them without checks. Every op
- * that fails sets the thread's error message (rf_error_set). */
+/* Every slot is mandatory unless marked (optional). rf_provider_open checks
+ * the mandatory slots once, when the provider is opened, so the generic layer
+ * calls them without testing for NULL; each optional slot's absence is
+ * answered in one place, as its comment says. Every op that fails sets the
+ * thread's error message (rf_error_set). */
 struct rf_provider_ops {
     const char *name;
-    /* Optional: RF_OK if the provider can run on this host (e.g. a device
+    /* (optional) RF_OK if the provider can run on this host (e.g. a device
      * exists); NULL: it always can. */
     rf_status (*probe)(void);
     rf_status (*fabric_open)(const rf_fabric_attr *attr, rf_fabric **out);
@@ -79,9 +79,10 @@ struct rf_provider_ops {
     /* Registers [addr, addr+len); must fill the base fields. */
     rf_status (*mr_reg)(rf_fabric *fabric, void *addr, size_t len,
                         uint32_t access, rf_mr **out);
-    /* Optional: the same with the rkey chosen by the caller (non-zero;
+    /* (optional) The same with the rkey chosen by the caller (non-zero;
      * fails if that rkey is registered already). The auto provider
-     * registers a region on every provider under one rkey with it. */
+     * registers a region on every provider under one rkey with it; NULL:
+     * RF_ERR_UNSUPPORTED there (auto_fabric.c). */
     rf_status (*mr_reg_keyed)(rf_fabric *fabric, void *addr, size_t len,
                               uint32_t access, uint32_t rkey, rf_mr **out);
     rf_status (*mr_dereg)(rf_mr *mr);
@@ -105,9 +106,10 @@ struct rf_provider_ops {
     void (*ep_close)(rf_ep *ep);
     rf_status (*ep_state)(const rf_ep *ep);
     rf_status (*ep_enable_remote_access)(rf_ep *ep);
-    /* Optional: the RDMA device the fabric uses (rf_fabric_device_info). */
+    /* (optional) The RDMA device the fabric uses (rf_fabric_device_info);
+     * NULL: RF_ERR_UNSUPPORTED, the fabric uses no device. */
     rf_status (*device_info)(rf_fabric *fabric, rf_fabric_device *out);
-    /* Optional: the provider that carries ep (auto); NULL: this one. */
+    /* (optional) The provider that carries ep (auto); NULL: this one. */
     const char *(*ep_provider)(const rf_ep *ep);
 
     /* wrs are validated: ops in range, local buffers inside local_mr with
@@ -124,10 +126,6 @@ void rf_set_reject_data(const void *priv, size_t len);
  * opposed to finding none), and forgetting it before the next attempt. */
 int rf_connect_was_rejected(void);
 void rf_connect_reject_clear(void);
-
-/* RF_OK when ops fills every mandatory slot, else RF_ERR_UNSUPPORTED
- * naming the first one missing. */
-rf_status rf_provider_check(const rf_provider_ops *ops);
 
 /* Opens one provider's fabric (no "auto" lookup): what rf_fabric_open does
  * once it has found the provider; checks the table first. */

@@ -14,7 +14,7 @@ static atomic_int_fast64_t live_bytes;
  * live-bytes count (and keeps malloc's 16-byte alignment). */
 #define HDR 16
 
-void *rf_gmalloc(size_t n)
+void *gmalloc(size_t n)
 {
     unsigned char *p = malloc(n + HDR);
     if (!p)
@@ -25,20 +25,20 @@ void *rf_gmalloc(size_t n)
     return p + HDR;
 }
 
-void *rf_gcalloc(size_t count, size_t size)
+void *gcalloc(size_t count, size_t size)
 {
     if (size && count > SIZE_MAX / size)
         return NULL;
-    void *p = rf_gmalloc(count * size);
+    void *p = gmalloc(count * size);
     if (p)
         memset(p, 0, count * size);
     return p;
 }
 
-void *rf_grealloc(void *p, size_t n)
+void *grealloc(void *p, size_t n)
 {
     if (!p)
-        return rf_gmalloc(n);
+        return gmalloc(n);
     unsigned char *base = (unsigned char *)p - HDR;
     size_t old;
     memcpy(&old, base, sizeof old);
@@ -51,7 +51,7 @@ void *rf_grealloc(void *p, size_t n)
     return q + HDR;
 }
 
-void rf_gfree(void *p)
+void gfree(void *p)
 {
     if (!p)
         return;
@@ -63,10 +63,10 @@ void rf_gfree(void *p)
     free(base);
 }
 
-char *rf_gstrdup(const char *s)
+char *gstrdup(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *d = rf_gmalloc(n);
+    char *d = gmalloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -78,7 +78,7 @@ char *rf_gstrdup(const char *s)
  * on the ps). */
 #define MMAP_MIN ((size_t)4 << 20)
 
-void *rf_galloc_aligned(size_t n)
+void *galloc_aligned(size_t n)
 {
     void *p = NULL;
     size_t len = rf_align_up(n ? n : 1, RF_ALIGN);
@@ -97,7 +97,7 @@ void *rf_galloc_aligned(size_t n)
     return p;
 }
 
-void rf_gfree_aligned(void *p, size_t n)
+void gfree_aligned(void *p, size_t n)
 {
     if (!p)
         return;

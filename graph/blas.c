@@ -12,9 +12,9 @@
 
 #include "graph/graph_internal.h"
 
-void rf_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-              int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-              bool accumulate)
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+           bool accumulate)
 {
     if (m <= 0 || n <= 0)
         return;

@@ -12,7 +12,7 @@ rf_node *rf_gather(rf_graph *g, rf_node *params, rf_node *indices,
                    const char *name)
 {
     rf_node *in[2] = {params, indices};
-    return rf_node_create(g, RF_OP_GATHER, name, in, 2, NULL);
+    return node_create(g, RF_OP_GATHER, name, in, 2, NULL);
 }
 
 static rf_status parse_strategy(rf_graph *g, const char *s, bool *div)
@@ -25,10 +25,10 @@ static rf_status parse_strategy(rf_graph *g, const char *s, bool *div)
         *div = true;
         return RF_OK;
     }
-    rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                  "embedding_lookup: partition_strategy '%s' is not \"mod\" "
-                  "or \"div\"",
-                  s);
+    graph_fail(g, RF_ERR_INVALID_ARG,
+               "embedding_lookup: partition_strategy '%s' is not \"mod\" "
+               "or \"div\"",
+               s);
     return RF_ERR_INVALID_ARG;
 }
 
@@ -39,11 +39,10 @@ rf_node *rf_embedding_lookup(rf_graph *g, rf_node *const *params,
     if (!g)
         return NULL;
     if (!params || nparams == 0)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "embedding_lookup: no params");
+        return graph_fail(g, RF_ERR_INVALID_ARG, "embedding_lookup: no params");
     if (nparams > (size_t)INT32_MAX)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "embedding_lookup: %zu parts", nparams);
+        return graph_fail(g, RF_ERR_INVALID_ARG, "embedding_lookup: %zu parts",
+                          nparams);
     bool div = false;
     if (parse_strategy(g, partition_strategy, &div) != RF_OK)
         return NULL;
@@ -53,18 +52,16 @@ rf_node *rf_embedding_lookup(rf_graph *g, rf_node *const *params,
         if (!params[0])
             return rf_gather(g, params[0], ids, nm);
         if (rf_colocation_push(g, params[0]) != RF_OK)
-            return rf_graph_fail(g, RF_ERR_INVALID_ARG, "embedding_lookup: %s",
-                                 rf_error_message());
+            return graph_fail(g, RF_ERR_INVALID_ARG, "embedding_lookup: %s",
+                              rf_error_message());
         rf_node *out = rf_gather(g, params[0], ids, nm);
         rf_colocation_pop(g);
         return out;
     }
-    rf_node *small[9], **in = nparams + 1 <= 9
-                                  ? small
-                                  : rf_gmalloc((nparams + 1) * sizeof *in);
+    rf_node *small[9],
+        **in = nparams + 1 <= 9 ? small : gmalloc((nparams + 1) * sizeof *in);
     if (!in)
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY,
-                             "embedding_lookup: no memory");
+        return graph_fail(g, RF_ERR_NO_MEMORY, "embedding_lookup: no memory");
     in[0] = ids;
     memcpy(in + 1, params, nparams * sizeof *in);
     rf_attrs a;
@@ -72,9 +69,9 @@ rf_node *rf_embedding_lookup(rf_graph *g, rf_node *const *params,
     a.div_strategy = div;
     a.num_parts = (int)nparams;
     rf_node *out =
-        rf_node_create(g, RF_OP_EMBEDDING_LOOKUP, nm, in, nparams + 1, &a);
+        node_create(g, RF_OP_EMBEDDING_LOOKUP, nm, in, nparams + 1, &a);
     if (in != small)
-        rf_gfree(in);
+        gfree(in);
     return out;
 }
 
@@ -104,7 +101,7 @@ rf_node *rf_indexed_slices(rf_graph *g, rf_node *indices, rf_node *values,
     rf_attrs a;
     memset(&a, 0, sizeof a);
     a.shape = dense_shape;
-    return rf_node_create(g, RF_OP_INDEXED_SLICES, name, in, 2, &a);
+    return node_create(g, RF_OP_INDEXED_SLICES, name, in, 2, &a);
 }
 
 bool rf_node_is_indexed_slices(const rf_node *n)
@@ -133,13 +130,13 @@ rf_node *rf_indexed_slices_to_dense(rf_graph *g, rf_node *slices,
     if (!g || !slices)
         return NULL;
     if (!rf_node_is_indexed_slices(slices))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "indexed_slices_to_dense: '%s' is a %s, not an "
-                             "IndexedSlices",
-                             slices->name, rf_op_name(slices->op));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "indexed_slices_to_dense: '%s' is a %s, not an "
+                          "IndexedSlices",
+                          slices->name, rf_op_name(slices->op));
     rf_node *in[2] = {slices->inputs[0], slices};
     rf_attrs a;
     memset(&a, 0, sizeof a);
     a.shape = slices->attr.shape;
-    return rf_node_create(g, RF_OP_INDEXED_SLICES_TO_DENSE, name, in, 2, &a);
+    return node_create(g, RF_OP_INDEXED_SLICES_TO_DENSE, name, in, 2, &a);
 }

@@ -22,7 +22,7 @@
 #include "graph/graph_internal.h"
 #include "rdmaflow/env.h"
 
-rf_status rf_fusion_enabled(bool *on)
+rf_status fusion_enabled(bool *on)
 {
     int64_t v = 1;
     rf_status st = rf_setting_int("RF_FUSION", &v);
@@ -107,7 +107,7 @@ static void try_backward(const rf_fuse_view *v, rf_fuse *out, uint32_t t)
         (rf_fuse){.role = RF_FUSE_GRAD_TAIL, .peer = r, .relu = UINT32_MAX};
 }
 
-void rf_fuse_plan(const rf_fuse_view *v, rf_fuse *out, uint32_t *cons)
+void fuse_plan(const rf_fuse_view *v, rf_fuse *out, uint32_t *cons)
 {
     memset(out, 0, v->n * sizeof *out);
     for (size_t k = 0; k < v->n; k++)

@@ -22,7 +22,7 @@ static rf_node *reduce_to(rf_graph *g, rf_node *dy, rf_node *x)
         return NULL;
     if (rf_shape_is_known(&dy->shape) && rf_shape_equal(&dy->shape, &x->shape))
         return dy;
-    return rf_reduce_like(g, dy, x, NULL);
+    return reduce_like(g, dy, x, NULL);
 }
 
 /* Builders record failures in the graph (rf_gradients starts from a clean
@@ -34,7 +34,7 @@ static rf_status done(rf_graph *g, rf_node **dx, size_t n)
     return g->err;
 }
 
-RF_GRAD(rf_grad_identity)
+RF_GRAD(grad_identity)
 {
     (void)g;
     (void)n;
@@ -42,7 +42,7 @@ RF_GRAD(rf_grad_identity)
     return RF_OK;
 }
 
-RF_GRAD(rf_grad_matmul)
+RF_GRAD(grad_matmul)
 {
     rf_node *a = n->inputs[0], *b = n->inputs[1];
     bool ta = n->attr.transpose_a, tb = n->attr.transpose_b;
@@ -62,21 +62,21 @@ RF_GRAD(rf_grad_matmul)
     return done(g, dx, 2);
 }
 
-RF_GRAD(rf_grad_add)
+RF_GRAD(grad_add)
 {
     dx[0] = reduce_to(g, dy, n->inputs[0]);
     dx[1] = reduce_to(g, dy, n->inputs[1]);
     return done(g, dx, 2);
 }
 
-RF_GRAD(rf_grad_sub)
+RF_GRAD(grad_sub)
 {
     dx[0] = reduce_to(g, dy, n->inputs[0]);
     dx[1] = reduce_to(g, rf_neg(g, dy, NULL), n->inputs[1]);
     return done(g, dx, 2);
 }
 
-RF_GRAD(rf_grad_mul)
+RF_GRAD(grad_mul)
 {
     rf_node *a = n->inputs[0], *b = n->inputs[1];
     dx[0] = reduce_to(g, rf_mul(g, dy, b, NULL), a);
@@ -84,14 +84,14 @@ RF_GRAD(rf_grad_mul)
     return done(g, dx, 2);
 }
 
-RF_GRAD(rf_grad_neg)
+RF_GRAD(grad_neg)
 {
     (void)n;
     dx[0] = rf_neg(g, dy, NULL);
     return done(g, dx, 1);
 }
 
-RF_GRAD(rf_grad_add_n)
+RF_GRAD(grad_add_n)
 {
     (void)g;
     for (size_t i = 0; i < n->n_inputs; i++)
@@ -99,56 +99,55 @@ RF_GRAD(rf_grad_add_n)
     return RF_OK;
 }
 
-RF_GRAD(rf_grad_bias_add)
+RF_GRAD(grad_bias_add)
 {
     (void)n;
     dx[0] = dy;
-    dx[1] = rf_node_create(g, RF_OP_BIAS_ADD_GRAD, NULL, &dy, 1, NULL);
+    dx[1] = node_create(g, RF_OP_BIAS_ADD_GRAD, NULL, &dy, 1, NULL);
     return done(g, dx, 2);
 }
 
 static rf_node *unary_grad(rf_graph *g, rf_op_type op, rf_node *dy, rf_node *y)
 {
     rf_node *in[2] = {dy, y};
-    return rf_node_create(g, op, NULL, in, 2, NULL);
+    return node_create(g, op, NULL, in, 2, NULL);
 }
 
-RF_GRAD(rf_grad_relu)
+RF_GRAD(grad_relu)
 {
     dx[0] = unary_grad(g, RF_OP_RELU_GRAD, dy, n);
     return done(g, dx, 1);
 }
 
-RF_GRAD(rf_grad_sigmoid)
+RF_GRAD(grad_sigmoid)
 {
     dx[0] = unary_grad(g, RF_OP_SIGMOID_GRAD, dy, n);
     return done(g, dx, 1);
 }
 
-RF_GRAD(rf_grad_tanh)
+RF_GRAD(grad_tanh)
 {
     dx[0] = unary_grad(g, RF_OP_TANH_GRAD, dy, n);
     return done(g, dx, 1);
 }
 
-RF_GRAD(rf_grad_softmax)
+RF_GRAD(grad_softmax)
 {
     dx[0] = unary_grad(g, RF_OP_SOFTMAX_GRAD, dy, n);
     return done(g, dx, 1);
 }
 
 /* inputs (logits, labels) */
-RF_GRAD(rf_grad_xent)
+RF_GRAD(grad_xent)
 {
     rf_node *in[3] = {dy, n->inputs[0], n->inputs[1]};
-    dx[0] =
-        rf_node_create(g, RF_OP_SPARSE_SOFTMAX_XENT_GRAD, NULL, in, 3, NULL);
+    dx[0] = node_create(g, RF_OP_SPARSE_SOFTMAX_XENT_GRAD, NULL, in, 3, NULL);
     dx[1] = NULL;
     return done(g, dx, 1);
 }
 
 /* inputs (logits x, labels z): dy * (sigmoid(x) - z) and dy * -x */
-RF_GRAD(rf_grad_sigmoid_xent)
+RF_GRAD(grad_sigmoid_xent)
 {
     rf_node *x = n->inputs[0], *z = n->inputs[1];
     dx[0] = rf_mul(g, dy, rf_sub(g, rf_sigmoid(g, x, NULL), z, NULL), NULL);
@@ -162,35 +161,35 @@ static rf_status reduction(rf_graph *g, rf_node *n, rf_node *dy, rf_node **dx,
     rf_attrs a = attrs_of(n);
     a.mean = mean;
     rf_node *in[2] = {dy, n->inputs[0]};
-    dx[0] = rf_node_create(g, RF_OP_REDUCTION_GRAD, NULL, in, 2, &a);
+    dx[0] = node_create(g, RF_OP_REDUCTION_GRAD, NULL, in, 2, &a);
     return done(g, dx, 1);
 }
 
-RF_GRAD(rf_grad_sum)
+RF_GRAD(grad_sum)
 {
     return reduction(g, n, dy, dx, false);
 }
 
-RF_GRAD(rf_grad_mean)
+RF_GRAD(grad_mean)
 {
     return reduction(g, n, dy, dx, true);
 }
 
-RF_GRAD(rf_grad_reshape)
+RF_GRAD(grad_reshape)
 {
-    dx[0] = rf_reshape_like(g, dy, n->inputs[0], NULL);
+    dx[0] = reshape_like(g, dy, n->inputs[0], NULL);
     if (n->n_inputs > 1)
         dx[1] = NULL;
     return done(g, dx, 1);
 }
 
-RF_GRAD(rf_grad_concat)
+RF_GRAD(grad_concat)
 {
     size_t m = n->n_inputs;
     rf_node *small[8],
-        **in = m + 1 <= 8 ? small : rf_gmalloc((m + 1) * sizeof *in);
+        **in = m + 1 <= 8 ? small : gmalloc((m + 1) * sizeof *in);
     if (!in) {
-        rf_graph_fail(g, RF_ERR_NO_MEMORY, "ConcatGrad: no memory");
+        graph_fail(g, RF_ERR_NO_MEMORY, "ConcatGrad: no memory");
         return RF_ERR_NO_MEMORY;
     }
     in[0] = dy;
@@ -198,32 +197,32 @@ RF_GRAD(rf_grad_concat)
     for (size_t i = 0; i < m; i++) {
         rf_attrs a = attrs_of(n);
         a.index = (int)i;
-        dx[i] = rf_node_create(g, RF_OP_CONCAT_GRAD, NULL, in, m + 1, &a);
+        dx[i] = node_create(g, RF_OP_CONCAT_GRAD, NULL, in, m + 1, &a);
     }
     if (in != small)
-        rf_gfree(in);
+        gfree(in);
     return done(g, dx, m);
 }
 
-RF_GRAD(rf_grad_conv2d)
+RF_GRAD(grad_conv2d)
 {
     rf_attrs a = attrs_of(n);
     rf_node *x = n->inputs[0], *w = n->inputs[1];
     rf_node *bi[3] = {dy, w, x}, *bf[3] = {x, dy, w};
-    dx[0] = rf_node_create(g, RF_OP_CONV2D_BACKPROP_INPUT, NULL, bi, 3, &a);
-    dx[1] = rf_node_create(g, RF_OP_CONV2D_BACKPROP_FILTER, NULL, bf, 3, &a);
+    dx[0] = node_create(g, RF_OP_CONV2D_BACKPROP_INPUT, NULL, bi, 3, &a);
+    dx[1] = node_create(g, RF_OP_CONV2D_BACKPROP_FILTER, NULL, bf, 3, &a);
     return done(g, dx, 2);
 }
 
-RF_GRAD(rf_grad_max_pool)
+RF_GRAD(grad_max_pool)
 {
     rf_attrs a = attrs_of(n);
     rf_node *in[2] = {n->inputs[0], dy};
-    dx[0] = rf_node_create(g, RF_OP_MAX_POOL_GRAD, NULL, in, 2, &a);
+    dx[0] = node_create(g, RF_OP_MAX_POOL_GRAD, NULL, in, 2, &a);
     return done(g, dx, 1);
 }
 
-RF_GRAD(rf_grad_cast)
+RF_GRAD(grad_cast)
 {
     rf_node *x = n->inputs[0];
     if (x->dtype != RF_F32 || n->dtype != RF_F32) {
@@ -247,7 +246,7 @@ static rf_node *rows_of(rf_graph *g, rf_node *dy, const rf_shape *params)
 /* TF's _GatherV2Grad (array_grad.py): IndexedSlices(values = dy reshaped to
  * [size(indices)] + params_shape[1:], indices = indices flattened,
  * dense_shape = params_shape); indices as int64 here. */
-RF_GRAD(rf_grad_gather)
+RF_GRAD(grad_gather)
 {
     rf_node *params = n->inputs[0], *ix = n->inputs[1];
     dx[1] = NULL;
@@ -266,7 +265,7 @@ RF_GRAD(rf_grad_gather)
  * each part after dynamic_partition, with the entries of ids of other
  * parts kept at index -1 (static shapes): IndexedSlices(indices =
  * EmbeddingPartIndices(ids, p), values = dy as [n, dim]). */
-RF_GRAD(rf_grad_embedding_lookup)
+RF_GRAD(grad_embedding_lookup)
 {
     size_t parts = n->n_inputs - 1;
     rf_node *ids = n->inputs[0];
@@ -286,7 +285,7 @@ RF_GRAD(rf_grad_embedding_lookup)
         a.vocab = total;
         a.part_rows = part->shape.dims[0];
         rf_node *pi =
-            rf_node_create(g, RF_OP_EMBEDDING_PART_INDICES, NULL, &ids, 1, &a);
+            node_create(g, RF_OP_EMBEDDING_PART_INDICES, NULL, &ids, 1, &a);
         dx[1 + p] = rf_indexed_slices(g, pi, values, part->shape, NULL);
     }
     return done(g, dx, n->n_inputs);

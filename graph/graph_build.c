@@ -12,10 +12,10 @@ rf_status rf_graph_create(rf_graph **out)
 {
     if (!out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_graph_create: out NULL");
-    rf_status st = rf_op_table_check();
+    rf_status st = op_table_check();
     if (st != RF_OK)
         return st;
-    rf_graph *g = rf_gcalloc(1, sizeof *g);
+    rf_graph *g = gcalloc(1, sizeof *g);
     if (!g)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_graph_create: no memory");
     *out = g;
@@ -24,17 +24,17 @@ rf_status rf_graph_create(rf_graph **out)
 
 static void node_free(rf_node *n)
 {
-    rf_gfree(n->name);
-    rf_gfree(n->inputs);
-    rf_gfree(n->control);
-    rf_gfree_aligned(n->const_data, n->const_bytes);
-    rf_gfree(n->optim);
+    gfree(n->name);
+    gfree(n->inputs);
+    gfree(n->control);
+    gfree_aligned(n->const_data, n->const_bytes);
+    gfree(n->optim);
     if (n->var) {
-        rf_var_release(n->var);
-        rf_gfree(n->var->slice);
-        rf_gfree(n->var);
+        var_release(n->var);
+        gfree(n->var->slice);
+        gfree(n->var);
     }
-    rf_gfree(n);
+    gfree(n);
 }
 
 void rf_graph_destroy(rf_graph *g)
@@ -43,17 +43,17 @@ void rf_graph_destroy(rf_graph *g)
         return;
     for (size_t i = 0; i < g->n_nodes; i++)
         node_free(g->nodes[i]);
-    rf_gfree(g->nodes);
-    rf_gfree(g->vars);
-    rf_gfree(g->partitioner);
+    gfree(g->nodes);
+    gfree(g->vars);
+    gfree(g->partitioner);
     for (size_t i = 0; i < g->cap_names; i++)
-        rf_gfree(g->names[i].key);
-    rf_gfree(g->names);
+        gfree(g->names[i].key);
+    gfree(g->names);
     for (int i = 0; i < g->cdeps_depth; i++)
-        rf_gfree(g->cdeps[i].deps);
+        gfree(g->cdeps[i].deps);
     for (int i = 0; i < g->scope_depth; i++)
-        rf_gfree(g->scope_saved[i]);
-    rf_gfree(g);
+        gfree(g->scope_saved[i]);
+    gfree(g);
 }
 
 void rf_graph_set_seed(rf_graph *g, uint64_t seed)
@@ -82,7 +82,7 @@ void rf_graph_clear_error(rf_graph *g)
     g->errmsg[0] = '\0';
 }
 
-rf_status rf_graph_failv(rf_graph *g, rf_status st, const char *fmt, va_list ap)
+rf_status graph_failv(rf_graph *g, rf_status st, const char *fmt, va_list ap)
 {
     char msg[sizeof g->errmsg];
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -93,11 +93,11 @@ rf_status rf_graph_failv(rf_graph *g, rf_status st, const char *fmt, va_list ap)
     return rf_error_set(st, "%s", msg);
 }
 
-rf_node *rf_graph_fail(rf_graph *g, rf_status st, const char *fmt, ...)
+rf_node *graph_fail(rf_graph *g, rf_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    rf_graph_failv(g, st, fmt, ap);
+    graph_failv(g, st, fmt, ap);
     va_end(ap);
     return NULL;
 }
@@ -137,7 +137,7 @@ static rf_status name_set(rf_graph *g, const char *key, size_t count)
         size_t cap = g->cap_names ? g->cap_names * 2 : 64;
         rf_name_entry *old = g->names;
         size_t oldcap = g->cap_names;
-        g->names = rf_gcalloc(cap, sizeof *g->names);
+        g->names = gcalloc(cap, sizeof *g->names);
         if (!g->names) {
             g->names = old;
             return rf_error_set(RF_ERR_NO_MEMORY, "graph: no memory");
@@ -146,11 +146,11 @@ static rf_status name_set(rf_graph *g, const char *key, size_t count)
         for (size_t i = 0; i < oldcap; i++)
             if (old[i].key)
                 *name_slot(g, old[i].key) = old[i];
-        rf_gfree(old);
+        gfree(old);
     }
     rf_name_entry *e = name_slot(g, key);
     if (!e->key) {
-        e->key = rf_gstrdup(key);
+        e->key = gstrdup(key);
         if (!e->key)
             return rf_error_set(RF_ERR_NO_MEMORY, "graph: no memory");
         g->n_names++;
@@ -256,7 +256,7 @@ rf_status rf_name_scope_push(rf_graph *g, const char *name)
         return st;
     if (strlen(buf) >= sizeof g->scope)
         return rf_error_set(RF_ERR_INVALID_ARG, "scope too long: %s", buf);
-    char *saved = rf_gstrdup(g->scope);
+    char *saved = gstrdup(g->scope);
     if (!saved)
         return rf_error_set(RF_ERR_NO_MEMORY, "no memory");
     g->scope_saved[g->scope_depth++] = saved;
@@ -269,7 +269,7 @@ void rf_name_scope_pop(rf_graph *g)
     if (g->scope_depth > 0) {
         char *saved = g->scope_saved[--g->scope_depth];
         strcpy(g->scope, saved);
-        rf_gfree(saved);
+        gfree(saved);
     }
 }
 
@@ -295,7 +295,7 @@ rf_status rf_control_dependencies_push(rf_graph *g, rf_node *const *deps,
                                 "control dependency %zu is NULL or from "
                                 "another graph",
                                 i);
-    rf_node **copy = rf_gmalloc((n ? n : 1) * sizeof *copy);
+    rf_node **copy = gmalloc((n ? n : 1) * sizeof *copy);
     if (!copy)
         return rf_error_set(RF_ERR_NO_MEMORY, "no memory");
     if (n)
@@ -310,7 +310,7 @@ void rf_control_dependencies_pop(rf_graph *g)
 {
     if (g->cdeps_depth > 0) {
         g->cdeps_depth--;
-        rf_gfree(g->cdeps[g->cdeps_depth].deps);
+        gfree(g->cdeps[g->cdeps_depth].deps);
     }
 }
 
@@ -363,7 +363,7 @@ rf_status rf_node_add_control_input(rf_node *n, rf_node *dep)
             return RF_OK;
     if (n->n_control == n->cap_control) {
         size_t cap = n->cap_control ? n->cap_control * 2 : 4;
-        rf_node **c = rf_grealloc(n->control, cap * sizeof *c);
+        rf_node **c = grealloc(n->control, cap * sizeof *c);
         if (!c)
             return rf_error_set(RF_ERR_NO_MEMORY, "no memory");
         n->control = c;
@@ -398,29 +398,29 @@ static rf_status apply_devices(rf_graph *g, rf_node *n)
     return RF_OK;
 }
 
-rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
-                        rf_node *const *inputs, size_t n, const rf_attrs *attr)
+rf_node *node_create(rf_graph *g, rf_op_type op, const char *name,
+                     rf_node *const *inputs, size_t n, const rf_attrs *attr)
 {
     if (!g)
         return NULL;
-    const rf_op_def *def = rf_op_def_get(op);
+    const rf_op_def *def = op_def_get(op);
     for (size_t i = 0; i < n; i++) {
         if (!inputs[i]) {
             if (g->err != RF_OK)
                 return NULL; /* propagate an earlier failure quietly */
-            return rf_graph_fail(g, RF_ERR_INVALID_ARG, "%s: input %zu is NULL",
-                                 def->name, i);
+            return graph_fail(g, RF_ERR_INVALID_ARG, "%s: input %zu is NULL",
+                              def->name, i);
         }
         if (inputs[i]->graph != g)
-            return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                                 "%s: input %zu ('%s') is from another graph",
-                                 def->name, i, inputs[i]->name);
+            return graph_fail(g, RF_ERR_INVALID_ARG,
+                              "%s: input %zu ('%s') is from another graph",
+                              def->name, i, inputs[i]->name);
     }
     if ((int)n < def->min_inputs ||
         (def->max_inputs >= 0 && (int)n > def->max_inputs))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "%s: %zu inputs given, expected %d..%d", def->name,
-                             n, def->min_inputs, def->max_inputs);
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "%s: %zu inputs given, expected %d..%d", def->name, n,
+                          def->min_inputs, def->max_inputs);
     char full[1024];
     const char *nm = name ? name : def->name;
     size_t nlen = strlen(nm);
@@ -444,18 +444,18 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
         st = rf_graph_unique_name(g, nm, full, sizeof full);
     }
     if (st != RF_OK)
-        return rf_graph_fail(g, st, "%s", rf_error_message());
-    rf_node *node = rf_gcalloc(1, sizeof *node);
+        return graph_fail(g, st, "%s", rf_error_message());
+    rf_node *node = gcalloc(1, sizeof *node);
     if (!node)
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "no memory");
+        return graph_fail(g, RF_ERR_NO_MEMORY, "no memory");
     node->graph = g;
     node->op = op;
     node->id = g->n_nodes;
-    node->name = rf_gstrdup(full);
-    node->inputs = rf_gmalloc((n ? n : 1) * sizeof *node->inputs);
+    node->name = gstrdup(full);
+    node->inputs = gmalloc((n ? n : 1) * sizeof *node->inputs);
     if (!node->name || !node->inputs) {
         node_free(node);
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "no memory");
+        return graph_fail(g, RF_ERR_NO_MEMORY, "no memory");
     }
     if (n)
         memcpy(node->inputs, inputs, n * sizeof *inputs);
@@ -464,10 +464,10 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
         node->attr = *attr;
         node->attr.optim = NULL;
         if (attr->optim) {
-            node->optim = rf_gmalloc(sizeof *node->optim);
+            node->optim = gmalloc(sizeof *node->optim);
             if (!node->optim) {
                 node_free(node);
-                return rf_graph_fail(g, RF_ERR_NO_MEMORY, "no memory");
+                return graph_fail(g, RF_ERR_NO_MEMORY, "no memory");
             }
             *node->optim = *attr->optim;
         }
@@ -476,8 +476,8 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
     rf_shape in_small[4], *in_shapes = in_small;
     rf_dtype dt_small[4], *in_dt = dt_small;
     if (n > 4) {
-        in_shapes = rf_gmalloc(n * sizeof *in_shapes);
-        in_dt = rf_gmalloc(n * sizeof *in_dt);
+        in_shapes = gmalloc(n * sizeof *in_shapes);
+        in_dt = gmalloc(n * sizeof *in_dt);
     }
     if (!in_shapes || !in_dt) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "no memory");
@@ -489,8 +489,8 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
         st = def->shape(node, in_shapes, in_dt, &node->shape, &node->dtype);
     }
     if (n > 4) {
-        rf_gfree(in_shapes);
-        rf_gfree(in_dt);
+        gfree(in_shapes);
+        gfree(in_dt);
     }
     if (st == RF_OK) {
         for (int d = 0; d < g->cdeps_depth && st == RF_OK; d++)
@@ -501,7 +501,7 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
         st = apply_devices(g, node);
     if (st == RF_OK && g->n_nodes == g->cap_nodes) {
         size_t cap = g->cap_nodes ? g->cap_nodes * 2 : 64;
-        rf_node **nodes = rf_grealloc(g->nodes, cap * sizeof *nodes);
+        rf_node **nodes = grealloc(g->nodes, cap * sizeof *nodes);
         if (!nodes)
             st = rf_error_set(RF_ERR_NO_MEMORY, "no memory");
         else {
@@ -513,7 +513,7 @@ rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
         char msg[512];
         snprintf(msg, sizeof msg, "%s", rf_error_message());
         node_free(node);
-        return rf_graph_fail(g, st, "%s", msg);
+        return graph_fail(g, st, "%s", msg);
     }
     g->nodes[g->n_nodes++] = node;
     return node;
@@ -632,7 +632,7 @@ rf_node *rf_node_colocated_with(const rf_node *n)
     return n->colocate_with;
 }
 
-bool rf_node_writes_input(const rf_node *n, size_t i)
+bool node_writes_input(const rf_node *n, size_t i)
 {
     switch (n->op) {
     case RF_OP_ASSIGN:
@@ -649,16 +649,16 @@ bool rf_node_writes_input(const rf_node *n, size_t i)
     }
 }
 
-bool rf_node_is_ref(const rf_node *n)
+bool node_is_ref(const rf_node *n)
 {
-    return (rf_op_def_get(n->op)->flags & RF_OPF_REF_OUTPUT) ||
+    return (op_def_get(n->op)->flags & RF_OPF_REF_OUTPUT) ||
            n->op == RF_OP_VARIABLE;
 }
 
-rf_node *rf_node_ref_var(const rf_node *n)
+rf_node *node_ref_var(const rf_node *n)
 {
     while (n && n->op != RF_OP_VARIABLE) {
-        if (!(rf_op_def_get(n->op)->flags & RF_OPF_REF_OUTPUT))
+        if (!(op_def_get(n->op)->flags & RF_OPF_REF_OUTPUT))
             return NULL;
         n = n->inputs[0];
     }

@@ -15,16 +15,16 @@
 
 /* ---- counted allocator (alloc.c) --------------------------------------- */
 
-void *rf_gmalloc(size_t n);
-void *rf_gcalloc(size_t count, size_t size);
-void *rf_grealloc(void *p, size_t n);
-void rf_gfree(void *p);
-char *rf_gstrdup(const char *s);
+void *gmalloc(size_t n);
+void *gcalloc(size_t count, size_t size);
+void *grealloc(void *p, size_t n);
+void gfree(void *p);
+char *gstrdup(const char *s);
 /* 64-byte aligned, zeroed (4 MiB and more: an anonymous mapping, whose
- * pages cost nothing until touched); free with rf_gfree_aligned and the
+ * pages cost nothing until touched); free with gfree_aligned and the
  * same n. */
-void *rf_galloc_aligned(size_t n);
-void rf_gfree_aligned(void *p, size_t n);
+void *galloc_aligned(size_t n);
+void gfree_aligned(void *p, size_t n);
 
 #define RF_ALIGN 64
 static inline size_t rf_align_up(size_t n, size_t a)
@@ -189,48 +189,48 @@ struct rf_graph {
 
 /* Records a build error (the first one is kept in the graph), sets the
  * thread's error message, returns NULL. */
-rf_node *rf_graph_fail(rf_graph *g, rf_status st, const char *fmt, ...)
+rf_node *graph_fail(rf_graph *g, rf_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Releases a variable's buffer to wherever it came from. */
-void rf_var_release(rf_var *v);
-rf_status rf_graph_failv(rf_graph *g, rf_status st, const char *fmt, va_list ap)
+void var_release(rf_var *v);
+rf_status graph_failv(rf_graph *g, rf_status st, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
 /* Creates a node: checks inputs (a NULL input returns NULL quietly if the
  * graph already failed), makes the name unique, runs the op's shape
  * function, applies control dependencies, colocation and device functions.
  * attr may be NULL. */
-rf_node *rf_node_create(rf_graph *g, rf_op_type op, const char *name,
-                        rf_node *const *inputs, size_t n, const rf_attrs *attr);
+rf_node *node_create(rf_graph *g, rf_op_type op, const char *name,
+                     rf_node *const *inputs, size_t n, const rf_attrs *attr);
 /* Same, with a message for the caller's own argument checks. */
 
 /* Ops that write the variable behind input i (Assign, AssignAdd, apply
  * slots, finish), and ops whose output is a reference to a variable's
  * storage (Variable, Assign, AssignAdd, ApplyOptimizer). */
-bool rf_node_writes_input(const rf_node *n, size_t i);
-bool rf_node_is_ref(const rf_node *n);
+bool node_writes_input(const rf_node *n, size_t i);
+bool node_is_ref(const rf_node *n);
 /* The Variable node behind a reference (following Assign etc. to input 0),
  * or NULL if n is not a reference. */
-rf_node *rf_node_ref_var(const rf_node *n);
+rf_node *node_ref_var(const rf_node *n);
 
 /* ---- shapes (tensor.c) ------------------------------------------------- */
 
 /* "<OpType> '<name>': " prefix for messages. */
-int rf_node_describe(const rf_node *n, char *buf, size_t len);
+int node_describe(const rf_node *n, char *buf, size_t len);
 /* rf_error_set(st, "<OpType> '<name>': <fmt>") */
-rf_status rf_node_error(const rf_node *n, rf_status st, const char *fmt, ...)
+rf_status node_error(const rf_node *n, rf_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* NumPy broadcast of a and b (with -1 as unknown); RF_ERR_INVALID_ARG
- * through rf_node_error if incompatible. */
-rf_status rf_broadcast_shape(const rf_node *n, const rf_shape *a,
-                             const rf_shape *b, rf_shape *out);
+ * through node_error if incompatible. */
+rf_status broadcast_shape(const rf_node *n, const rf_shape *a,
+                          const rf_shape *b, rf_shape *out);
 /* Short-hand formatted shape for messages (two rotating buffers per call
  * site are enough: use SHAPE_STR(a), SHAPE_STR(b) in one message). */
 typedef struct rf_shape_str {
     char s[96];
 } rf_shape_str;
-rf_shape_str rf_shape_str_of(const rf_shape *s);
-#define SHAPE_STR(sh) (rf_shape_str_of(sh).s)
+rf_shape_str shape_str_of(const rf_shape *s);
+#define SHAPE_STR(sh) (shape_str_of(sh).s)
 
 /* ---- op table (op_table.c) --------------------------------------------- */
 
@@ -288,78 +288,77 @@ typedef struct rf_op_def {
     rf_grad_fn grad;       /* NULL: not differentiable */
 } rf_op_def;
 
-const rf_op_def *rf_op_def_get(rf_op_type op);
+const rf_op_def *op_def_get(rf_op_type op);
 /* RF_OK if every entry of the table is filled in consistently (checked once
  * at graph creation and by the unit tests). */
-rf_status rf_op_table_check(void);
+rf_status op_table_check(void);
 
 /* shape functions (shape_fns.c) */
-rf_status rf_shape_from_attr(const rf_node *, const rf_shape *,
-                             const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_same(const rf_node *, const rf_shape *, const rf_dtype *,
-                        rf_shape *, rf_dtype *);
-rf_status rf_shape_noop(const rf_node *, const rf_shape *, const rf_dtype *,
-                        rf_shape *, rf_dtype *);
-rf_status rf_shape_assign(const rf_node *, const rf_shape *, const rf_dtype *,
+rf_status shape_from_attr(const rf_node *, const rf_shape *, const rf_dtype *,
                           rf_shape *, rf_dtype *);
-rf_status rf_shape_matmul(const rf_node *, const rf_shape *, const rf_dtype *,
-                          rf_shape *, rf_dtype *);
-rf_status rf_shape_binary(const rf_node *, const rf_shape *, const rf_dtype *,
-                          rf_shape *, rf_dtype *);
-rf_status rf_shape_float_unary(const rf_node *, const rf_shape *,
-                               const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_add_n(const rf_node *, const rf_shape *, const rf_dtype *,
+rf_status shape_same(const rf_node *, const rf_shape *, const rf_dtype *,
+                     rf_shape *, rf_dtype *);
+rf_status shape_noop(const rf_node *, const rf_shape *, const rf_dtype *,
+                     rf_shape *, rf_dtype *);
+rf_status shape_assign(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
+rf_status shape_matmul(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
+rf_status shape_binary(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
+rf_status shape_float_unary(const rf_node *, const rf_shape *, const rf_dtype *,
+                            rf_shape *, rf_dtype *);
+rf_status shape_add_n(const rf_node *, const rf_shape *, const rf_dtype *,
+                      rf_shape *, rf_dtype *);
+rf_status shape_bias_add(const rf_node *, const rf_shape *, const rf_dtype *,
                          rf_shape *, rf_dtype *);
-rf_status rf_shape_bias_add(const rf_node *, const rf_shape *, const rf_dtype *,
-                            rf_shape *, rf_dtype *);
-rf_status rf_shape_softmax(const rf_node *, const rf_shape *, const rf_dtype *,
-                           rf_shape *, rf_dtype *);
-rf_status rf_shape_xent(const rf_node *, const rf_shape *, const rf_dtype *,
+rf_status shape_softmax(const rf_node *, const rf_shape *, const rf_dtype *,
                         rf_shape *, rf_dtype *);
-rf_status rf_shape_sigmoid_xent(const rf_node *, const rf_shape *,
-                                const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_xent_grad(const rf_node *, const rf_shape *,
+rf_status shape_xent(const rf_node *, const rf_shape *, const rf_dtype *,
+                     rf_shape *, rf_dtype *);
+rf_status shape_sigmoid_xent(const rf_node *, const rf_shape *,
                              const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_reduce(const rf_node *, const rf_shape *, const rf_dtype *,
+rf_status shape_xent_grad(const rf_node *, const rf_shape *, const rf_dtype *,
                           rf_shape *, rf_dtype *);
-rf_status rf_shape_reshape(const rf_node *, const rf_shape *, const rf_dtype *,
-                           rf_shape *, rf_dtype *);
-rf_status rf_shape_concat(const rf_node *, const rf_shape *, const rf_dtype *,
-                          rf_shape *, rf_dtype *);
-rf_status rf_shape_conv2d(const rf_node *, const rf_shape *, const rf_dtype *,
-                          rf_shape *, rf_dtype *);
-rf_status rf_shape_max_pool(const rf_node *, const rf_shape *, const rf_dtype *,
-                            rf_shape *, rf_dtype *);
-rf_status rf_shape_argmax(const rf_node *, const rf_shape *, const rf_dtype *,
-                          rf_shape *, rf_dtype *);
-rf_status rf_shape_equal_op(const rf_node *, const rf_shape *, const rf_dtype *,
-                            rf_shape *, rf_dtype *);
-rf_status rf_shape_cast(const rf_node *, const rf_shape *, const rf_dtype *,
+rf_status shape_reduce(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
+rf_status shape_reshape(const rf_node *, const rf_shape *, const rf_dtype *,
                         rf_shape *, rf_dtype *);
-rf_status rf_shape_like1(const rf_node *, const rf_shape *, const rf_dtype *,
+rf_status shape_concat(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
+rf_status shape_conv2d(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
+rf_status shape_max_pool(const rf_node *, const rf_shape *, const rf_dtype *,
                          rf_shape *, rf_dtype *);
-rf_status rf_shape_reduce_like(const rf_node *, const rf_shape *,
+rf_status shape_argmax(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
+rf_status shape_equal_op(const rf_node *, const rf_shape *, const rf_dtype *,
+                         rf_shape *, rf_dtype *);
+rf_status shape_cast(const rf_node *, const rf_shape *, const rf_dtype *,
+                     rf_shape *, rf_dtype *);
+rf_status shape_like1(const rf_node *, const rf_shape *, const rf_dtype *,
+                      rf_shape *, rf_dtype *);
+rf_status shape_reduce_like(const rf_node *, const rf_shape *, const rf_dtype *,
+                            rf_shape *, rf_dtype *);
+rf_status shape_reduction_grad(const rf_node *, const rf_shape *,
                                const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_reduction_grad(const rf_node *, const rf_shape *,
-                                  const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_bias_add_grad(const rf_node *, const rf_shape *,
-                                 const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_unary_grad(const rf_node *, const rf_shape *,
+rf_status shape_bias_add_grad(const rf_node *, const rf_shape *,
                               const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_conv2d_backprop_input(const rf_node *, const rf_shape *,
-                                         const rf_dtype *, rf_shape *,
-                                         rf_dtype *);
-rf_status rf_shape_conv2d_backprop_filter(const rf_node *, const rf_shape *,
-                                          const rf_dtype *, rf_shape *,
-                                          rf_dtype *);
-rf_status rf_shape_max_pool_grad(const rf_node *, const rf_shape *,
-                                 const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_concat_grad(const rf_node *, const rf_shape *,
-                               const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_apply(const rf_node *, const rf_shape *, const rf_dtype *,
-                         rf_shape *, rf_dtype *);
-rf_status rf_shape_finish(const rf_node *, const rf_shape *, const rf_dtype *,
-                          rf_shape *, rf_dtype *);
+rf_status shape_unary_grad(const rf_node *, const rf_shape *, const rf_dtype *,
+                           rf_shape *, rf_dtype *);
+rf_status shape_conv2d_backprop_input(const rf_node *, const rf_shape *,
+                                      const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status shape_conv2d_backprop_filter(const rf_node *, const rf_shape *,
+                                       const rf_dtype *, rf_shape *,
+                                       rf_dtype *);
+rf_status shape_max_pool_grad(const rf_node *, const rf_shape *,
+                              const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status shape_concat_grad(const rf_node *, const rf_shape *, const rf_dtype *,
+                            rf_shape *, rf_dtype *);
+rf_status shape_apply(const rf_node *, const rf_shape *, const rf_dtype *,
+                      rf_shape *, rf_dtype *);
+rf_status shape_finish(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
 
 /* Convolution geometry (TensorFlow's GetWindowedOutputSize). */
 typedef struct rf_conv_geom {
@@ -370,115 +369,111 @@ typedef struct rf_conv_geom {
     int64_t pad_top, pad_left;
 } rf_conv_geom;
 /* Fills the output size and the top/left padding for one spatial dim. */
-rf_status rf_window_out(const rf_node *n, int64_t in, int64_t k, int64_t stride,
-                        rf_padding pad, int64_t *out, int64_t *pad_before);
+rf_status window_out(const rf_node *n, int64_t in, int64_t k, int64_t stride,
+                     rf_padding pad, int64_t *out, int64_t *pad_before);
 
 /* kernels */
 #define RF_KERNEL(fn) rf_status fn(rf_kctx *k)
-RF_KERNEL(rf_k_identity);
-RF_KERNEL(rf_k_assign);
-RF_KERNEL(rf_k_assign_add);
-RF_KERNEL(rf_k_matmul);
-RF_KERNEL(rf_k_add);
-RF_KERNEL(rf_k_sub);
-RF_KERNEL(rf_k_mul);
-RF_KERNEL(rf_k_neg);
-RF_KERNEL(rf_k_add_n);
-RF_KERNEL(rf_k_bias_add);
-RF_KERNEL(rf_k_relu);
-RF_KERNEL(rf_k_sigmoid);
-RF_KERNEL(rf_k_tanh);
-RF_KERNEL(rf_k_softmax);
-RF_KERNEL(rf_k_xent);
-RF_KERNEL(rf_k_sigmoid_xent);
-RF_KERNEL(rf_k_reduce);
-RF_KERNEL(rf_k_concat);
-RF_KERNEL(rf_k_conv2d);
-RF_KERNEL(rf_k_max_pool);
-RF_KERNEL(rf_k_argmax);
-RF_KERNEL(rf_k_equal);
-RF_KERNEL(rf_k_cast);
-RF_KERNEL(rf_k_ones_like);
-RF_KERNEL(rf_k_zeros_like);
-RF_KERNEL(rf_k_reduce_like);
-RF_KERNEL(rf_k_reduction_grad);
-RF_KERNEL(rf_k_bias_add_grad);
-RF_KERNEL(rf_k_relu_grad);
-RF_KERNEL(rf_k_sigmoid_grad);
-RF_KERNEL(rf_k_tanh_grad);
-RF_KERNEL(rf_k_softmax_grad);
-RF_KERNEL(rf_k_xent_grad);
-RF_KERNEL(rf_k_conv2d_backprop_input);
-RF_KERNEL(rf_k_conv2d_backprop_filter);
-RF_KERNEL(rf_k_max_pool_grad);
-RF_KERNEL(rf_k_concat_grad);
-RF_KERNEL(rf_k_apply);
-RF_KERNEL(rf_k_finish);
-RF_KERNEL(rf_k_gather);
-RF_KERNEL(rf_k_embedding_lookup);
-RF_KERNEL(rf_k_embedding_part_indices);
-RF_KERNEL(rf_k_indexed_slices);
-RF_KERNEL(rf_k_indexed_slices_to_dense);
-RF_KERNEL(rf_k_sparse_apply);
+RF_KERNEL(k_identity);
+RF_KERNEL(k_assign);
+RF_KERNEL(k_assign_add);
+RF_KERNEL(k_matmul);
+RF_KERNEL(k_add);
+RF_KERNEL(k_sub);
+RF_KERNEL(k_mul);
+RF_KERNEL(k_neg);
+RF_KERNEL(k_add_n);
+RF_KERNEL(k_bias_add);
+RF_KERNEL(k_relu);
+RF_KERNEL(k_sigmoid);
+RF_KERNEL(k_tanh);
+RF_KERNEL(k_softmax);
+RF_KERNEL(k_xent);
+RF_KERNEL(k_sigmoid_xent);
+RF_KERNEL(k_reduce);
+RF_KERNEL(k_concat);
+RF_KERNEL(k_conv2d);
+RF_KERNEL(k_max_pool);
+RF_KERNEL(k_argmax);
+RF_KERNEL(k_equal);
+RF_KERNEL(k_cast);
+RF_KERNEL(k_ones_like);
+RF_KERNEL(k_zeros_like);
+RF_KERNEL(k_reduce_like);
+RF_KERNEL(k_reduction_grad);
+RF_KERNEL(k_bias_add_grad);
+RF_KERNEL(k_relu_grad);
+RF_KERNEL(k_sigmoid_grad);
+RF_KERNEL(k_tanh_grad);
+RF_KERNEL(k_softmax_grad);
+RF_KERNEL(k_xent_grad);
+RF_KERNEL(k_conv2d_backprop_input);
+RF_KERNEL(k_conv2d_backprop_filter);
+RF_KERNEL(k_max_pool_grad);
+RF_KERNEL(k_concat_grad);
+RF_KERNEL(k_apply);
+RF_KERNEL(k_finish);
+RF_KERNEL(k_gather);
+RF_KERNEL(k_embedding_lookup);
+RF_KERNEL(k_embedding_part_indices);
+RF_KERNEL(k_indexed_slices);
+RF_KERNEL(k_indexed_slices_to_dense);
+RF_KERNEL(k_sparse_apply);
 
 /* shape functions and scratch of the embedding ops (kernels_sparse.c) */
-rf_status rf_shape_gather(const rf_node *, const rf_shape *, const rf_dtype *,
-                          rf_shape *, rf_dtype *);
-rf_status rf_shape_embedding_lookup(const rf_node *, const rf_shape *,
-                                    const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_embedding_part_indices(const rf_node *, const rf_shape *,
-                                          const rf_dtype *, rf_shape *,
-                                          rf_dtype *);
-rf_status rf_shape_indexed_slices(const rf_node *, const rf_shape *,
-                                  const rf_dtype *, rf_shape *, rf_dtype *);
-rf_status rf_shape_sparse_apply(const rf_node *, const rf_shape *,
-                                const rf_dtype *, rf_shape *, rf_dtype *);
-size_t rf_scratch_sparse_apply(const rf_node *, const rf_shape *,
-                               const rf_shape *, int);
+rf_status shape_gather(const rf_node *, const rf_shape *, const rf_dtype *,
+                       rf_shape *, rf_dtype *);
+rf_status shape_embedding_lookup(const rf_node *, const rf_shape *,
+                                 const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status shape_embedding_part_indices(const rf_node *, const rf_shape *,
+                                       const rf_dtype *, rf_shape *,
+                                       rf_dtype *);
+rf_status shape_indexed_slices(const rf_node *, const rf_shape *,
+                               const rf_dtype *, rf_shape *, rf_dtype *);
+rf_status shape_sparse_apply(const rf_node *, const rf_shape *,
+                             const rf_dtype *, rf_shape *, rf_dtype *);
+size_t scratch_sparse_apply(const rf_node *, const rf_shape *, const rf_shape *,
+                            int);
 
-size_t rf_scratch_conv2d(const rf_node *, const rf_shape *, const rf_shape *,
-                         int);
-size_t rf_scratch_conv2d_backprop_input(const rf_node *, const rf_shape *,
-                                        const rf_shape *, int);
-size_t rf_scratch_conv2d_backprop_filter(const rf_node *, const rf_shape *,
-                                         const rf_shape *, int);
-size_t rf_scratch_bias_add_grad(const rf_node *, const rf_shape *,
-                                const rf_shape *, int);
-size_t rf_scratch_reduce(const rf_node *, const rf_shape *, const rf_shape *,
-                         int);
+size_t scratch_conv2d(const rf_node *, const rf_shape *, const rf_shape *, int);
+size_t scratch_conv2d_backprop_input(const rf_node *, const rf_shape *,
+                                     const rf_shape *, int);
+size_t scratch_conv2d_backprop_filter(const rf_node *, const rf_shape *,
+                                      const rf_shape *, int);
+size_t scratch_bias_add_grad(const rf_node *, const rf_shape *,
+                             const rf_shape *, int);
+size_t scratch_reduce(const rf_node *, const rf_shape *, const rf_shape *, int);
 
 /* gradient builders (grad_fns.c) */
 #define RF_GRAD(fn)                                                            \
     rf_status fn(rf_graph *g, rf_node *n, rf_node *dy, rf_node **dx)
-RF_GRAD(rf_grad_identity);
-RF_GRAD(rf_grad_matmul);
-RF_GRAD(rf_grad_add);
-RF_GRAD(rf_grad_sub);
-RF_GRAD(rf_grad_mul);
-RF_GRAD(rf_grad_neg);
-RF_GRAD(rf_grad_add_n);
-RF_GRAD(rf_grad_bias_add);
-RF_GRAD(rf_grad_relu);
-RF_GRAD(rf_grad_sigmoid);
-RF_GRAD(rf_grad_tanh);
-RF_GRAD(rf_grad_softmax);
-RF_GRAD(rf_grad_xent);
-RF_GRAD(rf_grad_sigmoid_xent);
-RF_GRAD(rf_grad_sum);
-RF_GRAD(rf_grad_mean);
-RF_GRAD(rf_grad_reshape);
-RF_GRAD(rf_grad_concat);
-RF_GRAD(rf_grad_conv2d);
-RF_GRAD(rf_grad_max_pool);
-RF_GRAD(rf_grad_cast);
-RF_GRAD(rf_grad_gather);
-RF_GRAD(rf_grad_embedding_lookup);
+RF_GRAD(grad_identity);
+RF_GRAD(grad_matmul);
+RF_GRAD(grad_add);
+RF_GRAD(grad_sub);
+RF_GRAD(grad_mul);
+RF_GRAD(grad_neg);
+RF_GRAD(grad_add_n);
+RF_GRAD(grad_bias_add);
+RF_GRAD(grad_relu);
+RF_GRAD(grad_sigmoid);
+RF_GRAD(grad_tanh);
+RF_GRAD(grad_softmax);
+RF_GRAD(grad_xent);
+RF_GRAD(grad_sigmoid_xent);
+RF_GRAD(grad_sum);
+RF_GRAD(grad_mean);
+RF_GRAD(grad_reshape);
+RF_GRAD(grad_concat);
+RF_GRAD(grad_conv2d);
+RF_GRAD(grad_max_pool);
+RF_GRAD(grad_cast);
+RF_GRAD(grad_gather);
+RF_GRAD(grad_embedding_lookup);
 
 /* builders for gradient ops (ops_build.c) */
-rf_node *rf_reduce_like(rf_graph *g, rf_node *dy, rf_node *like,
-                        const char *name);
-rf_node *rf_reshape_like(rf_graph *g, rf_node *x, rf_node *like,
-                         const char *name);
+rf_node *reduce_like(rf_graph *g, rf_node *dy, rf_node *like, const char *name);
+rf_node *reshape_like(rf_graph *g, rf_node *x, rf_node *like, const char *name);
 
 /* ---- parallelism (thread_pool.c) --------------------------------------- */
 
@@ -486,22 +481,21 @@ typedef void (*rf_chunk_fn)(void *arg, size_t chunk, int tid);
 /* Runs fn(arg, c, tid) for c in [0, nchunks) on the pool, the calling
  * thread included; returns when all are done. Chunks must write disjoint
  * data. */
-void rf_parallel_for(const rf_kctx *k, size_t nchunks, rf_chunk_fn fn,
-                     void *arg);
+void parallel_for(const rf_kctx *k, size_t nchunks, rf_chunk_fn fn, void *arg);
 /* Number of chunks for work units of the given grain (a pure function of
  * the sizes, so results never depend on the thread count). */
-size_t rf_chunks_for(int64_t units, int64_t grain, size_t max_chunks);
+size_t chunks_for(int64_t units, int64_t grain, size_t max_chunks);
 
 /* ---- trace (trace.c) ---------------------------------------------------- */
 
 /* Registers n node descriptions (copied) and returns the index of the
  * first, or SIZE_MAX if out of memory. */
-size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
-                         const char *const *ops, const char *const *shapes);
+size_t trace_register(rf_trace *t, size_t n, const char *const *names,
+                      const char *const *ops, const char *const *shapes);
 /* Appends one complete event for registered node ref (allocates only when
  * the event buffer grows). */
-void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
-                  int tid, uint64_t step);
+void trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
+               int tid, uint64_t step);
 
 /* ---- executor-level fusion (fusion.c, kernels_fused.c) ------------------ */
 
@@ -544,32 +538,32 @@ typedef struct rf_fuse_view {
 
 /* Fills out[n] with the fused groups of the plan (all RF_FUSE_NONE when
  * none qualify). work: n uint32_t. */
-void rf_fuse_plan(const rf_fuse_view *v, rf_fuse *out, uint32_t *work);
+void fuse_plan(const rf_fuse_view *v, rf_fuse *out, uint32_t *work);
 /* Whether fusion is on for new executors: RF_FUSION unset, empty or 1;
  * 0 turns it off. Any other value is an error (RF_ERR_INVALID_ARG). */
-rf_status rf_fusion_enabled(bool *on);
+rf_status fusion_enabled(bool *on);
 /* How many nodes of p's current layout run fused (heads, folded nodes,
  * ReluGrad/BiasAddGrad pairs all count); for tests. */
-size_t rf_plan_fused_nodes(const rf_plan *p);
+size_t plan_fused_nodes(const rf_plan *p);
 
 /* The forward epilogue on a rows x cols block of out (row stride ld):
  * out += bias[j] (float add, as BiasAdd), then Relu if relu. */
-void rf_epilogue_rows(float *out, int64_t rows, int64_t cols, int64_t ld,
-                      const float *bias, bool relu);
+void epilogue_rows(float *out, int64_t rows, int64_t cols, int64_t ld,
+                   const float *bias, bool relu);
 /* ReluGrad that also leaves BiasAddGrad's partials in k->bias_partials. */
-rf_status rf_relu_grad_with_bias_partials(rf_kctx *k);
+rf_status relu_grad_with_bias_partials(rf_kctx *k);
 
 /* BiasAddGrad's partition (kernels_reduce.c): rows of c values are cut
  * into parts of per_part rows; each part sums its rows in order into
  * partial[part][c] (double), and the parts are added in order. */
-size_t rf_bias_grad_parts(int64_t rows, int64_t c, int64_t *per_part);
-void rf_bias_grad_finish(const double *partial, size_t parts, int64_t c,
-                         float *out);
+size_t bias_grad_parts(int64_t rows, int64_t c, int64_t *per_part);
+void bias_grad_finish(const double *partial, size_t parts, int64_t c,
+                      float *out);
 
 /* BLAS row-major sgemm (blas.c): C[m,n] = A (m x k, or k x m if ta) * B (k x n,
  * or n x k if tb) (+ C if accumulate), lda/ldb/ldc given. */
-void rf_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-              int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
-              bool accumulate);
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+           bool accumulate);
 
 #endif

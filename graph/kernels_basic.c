@@ -5,7 +5,7 @@
 
 #include "graph/graph_internal.h"
 
-RF_KERNEL(rf_k_identity)
+RF_KERNEL(k_identity)
 {
     if (k->out->data != k->in[0]->data)
         memcpy(k->out->data, k->in[0]->data, rf_tensor_bytes(k->out));
@@ -13,13 +13,13 @@ RF_KERNEL(rf_k_identity)
 }
 
 /* The output aliases the variable (input 0), so write through out. */
-RF_KERNEL(rf_k_assign)
+RF_KERNEL(k_assign)
 {
     memmove(k->out->data, k->in[1]->data, rf_tensor_bytes(k->out));
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_assign_add)
+RF_KERNEL(k_assign_add)
 {
     int64_t n = rf_shape_numel(&k->out->shape);
     switch (k->out->dtype) {
@@ -45,7 +45,7 @@ RF_KERNEL(rf_k_assign_add)
         break;
     }
     case RF_BOOL:
-        return rf_node_error(k->node, RF_ERR_INVALID_ARG, "bool operand");
+        return node_error(k->node, RF_ERR_INVALID_ARG, "bool operand");
     }
     return RF_OK;
 }
@@ -65,7 +65,7 @@ static double load(const void *p, rf_dtype dt, int64_t i)
     return 0;
 }
 
-RF_KERNEL(rf_k_cast)
+RF_KERNEL(k_cast)
 {
     const rf_tensor *x = k->in[0];
     rf_tensor *o = k->out;
@@ -132,7 +132,7 @@ static void outer_inner(const rf_shape *s, int axis, int64_t *outer,
             }                                                                  \
     } while (0)
 
-RF_KERNEL(rf_k_argmax)
+RF_KERNEL(k_argmax)
 {
     const rf_shape *s = &k->in[0]->shape;
     int axis = k->node->attr.axis;
@@ -176,19 +176,19 @@ static void fill(rf_tensor *o, double v)
     }
 }
 
-RF_KERNEL(rf_k_ones_like)
+RF_KERNEL(k_ones_like)
 {
     fill(k->out, 1.0);
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_zeros_like)
+RF_KERNEL(k_zeros_like)
 {
     memset(k->out->data, 0, rf_tensor_bytes(k->out));
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_concat)
+RF_KERNEL(k_concat)
 {
     int axis = k->node->attr.axis;
     size_t es = rf_dtype_size(k->out->dtype);
@@ -208,7 +208,7 @@ RF_KERNEL(rf_k_concat)
 }
 
 /* inputs (dy, x_0 .. x_{n-1}); output the slice of x_index */
-RF_KERNEL(rf_k_concat_grad)
+RF_KERNEL(k_concat_grad)
 {
     int axis = k->node->attr.axis, index = k->node->attr.index;
     size_t es = rf_dtype_size(k->out->dtype);

@@ -26,8 +26,8 @@ static rf_conv_geom geom_of(const rf_node *n, const rf_shape *in,
     g.oc = filter->dims[3];
     g.sh = n->attr.strides[0];
     g.sw = n->attr.strides[1];
-    rf_window_out(n, g.ih, g.kh, g.sh, n->attr.padding, &g.oh, &g.pad_top);
-    rf_window_out(n, g.iw, g.kw, g.sw, n->attr.padding, &g.ow, &g.pad_left);
+    window_out(n, g.ih, g.kh, g.sh, n->attr.padding, &g.oh, &g.pad_top);
+    window_out(n, g.iw, g.kw, g.sw, n->attr.padding, &g.ow, &g.pad_left);
     return g;
 }
 
@@ -207,21 +207,20 @@ static void fwd_chunk(void *arg, size_t chunk, int tid)
     im2col(g, j->x, n0, n1, col);
     int64_t rows = (n1 - n0) * g->oh * g->ow;
     float *out = j->out + n0 * g->oh * g->ow * g->oc;
-    rf_sgemm(false, false, rows, g->oc, K, col, K, j->w, g->oc, out, g->oc,
-             false);
+    sgemm(false, false, rows, g->oc, K, col, K, j->w, g->oc, out, g->oc, false);
     if (j->bias)
-        rf_epilogue_rows(out, rows, g->oc, g->oc, j->bias, j->relu);
+        epilogue_rows(out, rows, g->oc, g->oc, j->bias, j->relu);
 }
 
-size_t rf_scratch_conv2d(const rf_node *n, const rf_shape *in,
-                         const rf_shape *out, int nthreads)
+size_t scratch_conv2d(const rf_node *n, const rf_shape *in, const rf_shape *out,
+                      int nthreads)
 {
     (void)out;
     rf_conv_geom g = geom_of(n, &in[0], &in[1]);
     return col_bytes_all(&g, nthreads);
 }
 
-RF_KERNEL(rf_k_conv2d)
+RF_KERNEL(k_conv2d)
 {
     conv_job j = {.g = geom_of(k->node, &k->in[0]->shape, &k->in[1]->shape),
                   .x = k->in[0]->data,
@@ -232,7 +231,7 @@ RF_KERNEL(rf_k_conv2d)
                   .relu = k->epi_relu};
     if (j.g.n == 0 || j.g.oh == 0 || j.g.ow == 0)
         return RF_OK;
-    rf_parallel_for(k, n_chunks(&j.g), fwd_chunk, &j);
+    parallel_for(k, n_chunks(&j.g), fwd_chunk, &j);
     return RF_OK;
 }
 
@@ -245,19 +244,19 @@ static void bwd_input_chunk(void *arg, size_t chunk, int tid)
     chunk_range(j, chunk, &n0, &n1);
     float *col = thread_col(j->scratch, g, tid);
     int64_t rows = (n1 - n0) * g->oh * g->ow;
-    rf_sgemm(false, true, rows, K, g->oc, j->dy + n0 * g->oh * g->ow * g->oc,
-             g->oc, j->w, g->oc, col, K, false);
+    sgemm(false, true, rows, K, g->oc, j->dy + n0 * g->oh * g->ow * g->oc,
+          g->oc, j->w, g->oc, col, K, false);
     col2im(g, col, n0, n1, j->out);
 }
 
-size_t rf_scratch_conv2d_backprop_input(const rf_node *n, const rf_shape *in,
-                                        const rf_shape *out, int nthreads)
+size_t scratch_conv2d_backprop_input(const rf_node *n, const rf_shape *in,
+                                     const rf_shape *out, int nthreads)
 {
     rf_conv_geom g = geom_of(n, out, &in[1]);
     return col_bytes_all(&g, nthreads);
 }
 
-RF_KERNEL(rf_k_conv2d_backprop_input)
+RF_KERNEL(k_conv2d_backprop_input)
 {
     conv_job j = {.g = geom_of(k->node, &k->out->shape, &k->in[1]->shape),
                   .dy = k->in[0]->data,
@@ -270,7 +269,7 @@ RF_KERNEL(rf_k_conv2d_backprop_input)
         memset(j.out, 0, rf_tensor_bytes(k->out));
         return RF_OK;
     }
-    rf_parallel_for(k, n_chunks(&j.g), bwd_input_chunk, &j);
+    parallel_for(k, n_chunks(&j.g), bwd_input_chunk, &j);
     return RF_OK;
 }
 
@@ -296,16 +295,16 @@ static void bwd_filter_part(void *arg, size_t part, int tid)
         chunk_range(j, c, &n0, &n1);
         im2col(g, j->x, n0, n1, col);
         int64_t rows = (n1 - n0) * g->oh * g->ow;
-        rf_sgemm(true, false, K, g->oc, rows, col, K,
-                 j->dy + n0 * g->oh * g->ow * g->oc, g->oc, acc, g->oc, !first);
+        sgemm(true, false, K, g->oc, rows, col, K,
+              j->dy + n0 * g->oh * g->ow * g->oc, g->oc, acc, g->oc, !first);
         first = false;
     }
     if (first)
         memset(acc, 0, (size_t)(K * g->oc) * sizeof(float));
 }
 
-size_t rf_scratch_conv2d_backprop_filter(const rf_node *n, const rf_shape *in,
-                                         const rf_shape *out, int nthreads)
+size_t scratch_conv2d_backprop_filter(const rf_node *n, const rf_shape *in,
+                                      const rf_shape *out, int nthreads)
 {
     rf_conv_geom g = geom_of(n, &in[0], out);
     size_t K = (size_t)(g.kh * g.kw * g.ic);
@@ -313,7 +312,7 @@ size_t rf_scratch_conv2d_backprop_filter(const rf_node *n, const rf_shape *in,
            filter_parts(&g) * K * (size_t)g.oc * sizeof(float);
 }
 
-RF_KERNEL(rf_k_conv2d_backprop_filter)
+RF_KERNEL(k_conv2d_backprop_filter)
 {
     conv_job j = {.g = geom_of(k->node, &k->in[0]->shape, &k->out->shape),
                   .x = k->in[0]->data,
@@ -330,7 +329,7 @@ RF_KERNEL(rf_k_conv2d_backprop_filter)
     j.parts = filter_parts(&j.g);
     j.partials =
         (float *)((char *)k->scratch + col_bytes_all(&j.g, k->nthreads));
-    rf_parallel_for(k, j.parts, bwd_filter_part, &j);
+    parallel_for(k, j.parts, bwd_filter_part, &j);
     memcpy(j.out, j.partials, wn * sizeof(float));
     for (size_t p = 1; p < j.parts; p++) {
         const float *src = j.partials + p * wn;

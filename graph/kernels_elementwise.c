@@ -140,29 +140,29 @@ static rf_status run_binary(rf_kctx *k, binop op)
     int64_t grain = EW_GRAIN / (j.bc.row_len ? j.bc.row_len : 1);
     if (grain < 1)
         grain = 1;
-    size_t chunks = rf_chunks_for(j.bc.rows, grain, EW_MAX_CHUNKS);
+    size_t chunks = chunks_for(j.bc.rows, grain, EW_MAX_CHUNKS);
     j.rows_per_chunk = (j.bc.rows + (int64_t)chunks - 1) / (int64_t)chunks;
     chunks = (size_t)((j.bc.rows + j.rows_per_chunk - 1) / j.rows_per_chunk);
-    rf_parallel_for(k, chunks, bin_chunk, &j);
+    parallel_for(k, chunks, bin_chunk, &j);
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_add)
+RF_KERNEL(k_add)
 {
     return run_binary(k, BIN_ADD);
 }
 
-RF_KERNEL(rf_k_sub)
+RF_KERNEL(k_sub)
 {
     return run_binary(k, BIN_SUB);
 }
 
-RF_KERNEL(rf_k_mul)
+RF_KERNEL(k_mul)
 {
     return run_binary(k, BIN_MUL);
 }
 
-RF_KERNEL(rf_k_equal)
+RF_KERNEL(k_equal)
 {
     return run_binary(k, BIN_EQ);
 }
@@ -314,56 +314,56 @@ static rf_status run_flat(rf_kctx *k, unop op)
     j.n = rf_shape_numel(&k->out->shape);
     if (j.n <= 0)
         return RF_OK;
-    size_t chunks = rf_chunks_for(j.n, EW_GRAIN, EW_MAX_CHUNKS);
+    size_t chunks = chunks_for(j.n, EW_GRAIN, EW_MAX_CHUNKS);
     j.per_chunk = (j.n + (int64_t)chunks - 1) / (int64_t)chunks;
     chunks = (size_t)((j.n + j.per_chunk - 1) / j.per_chunk);
-    rf_parallel_for(k, chunks, flat_chunk, &j);
+    parallel_for(k, chunks, flat_chunk, &j);
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_neg)
+RF_KERNEL(k_neg)
 {
     return run_flat(k, UN_NEG);
 }
 
-RF_KERNEL(rf_k_add_n)
+RF_KERNEL(k_add_n)
 {
     return run_flat(k, UN_ADD_N);
 }
 
-RF_KERNEL(rf_k_relu)
+RF_KERNEL(k_relu)
 {
     return run_flat(k, UN_RELU);
 }
 
-RF_KERNEL(rf_k_sigmoid)
+RF_KERNEL(k_sigmoid)
 {
     return run_flat(k, UN_SIGMOID);
 }
 
-RF_KERNEL(rf_k_tanh)
+RF_KERNEL(k_tanh)
 {
     return run_flat(k, UN_TANH);
 }
 
-RF_KERNEL(rf_k_sigmoid_xent)
+RF_KERNEL(k_sigmoid_xent)
 {
     return run_flat(k, UN_SIGMOID_XENT);
 }
 
-RF_KERNEL(rf_k_relu_grad)
+RF_KERNEL(k_relu_grad)
 {
     if (k->bias_partials) /* fused with the BiasAddGrad of its output */
-        return rf_relu_grad_with_bias_partials(k);
+        return relu_grad_with_bias_partials(k);
     return run_flat(k, UN_RELU_GRAD);
 }
 
-RF_KERNEL(rf_k_sigmoid_grad)
+RF_KERNEL(k_sigmoid_grad)
 {
     return run_flat(k, UN_SIGMOID_GRAD);
 }
 
-RF_KERNEL(rf_k_tanh_grad)
+RF_KERNEL(k_tanh_grad)
 {
     return run_flat(k, UN_TANH_GRAD);
 }
@@ -394,7 +394,7 @@ static void bias_chunk(void *arg, size_t chunk, int tid)
     }
 }
 
-RF_KERNEL(rf_k_bias_add)
+RF_KERNEL(k_bias_add)
 {
     bias_job j = {
         .x = k->in[0]->data, .bias = k->in[1]->data, .o = k->out->data};
@@ -405,9 +405,9 @@ RF_KERNEL(rf_k_bias_add)
     if (j.rows == 0)
         return RF_OK;
     int64_t grain = EW_GRAIN / j.c > 0 ? EW_GRAIN / j.c : 1;
-    size_t chunks = rf_chunks_for(j.rows, grain, EW_MAX_CHUNKS);
+    size_t chunks = chunks_for(j.rows, grain, EW_MAX_CHUNKS);
     j.per_chunk = (j.rows + (int64_t)chunks - 1) / (int64_t)chunks;
     chunks = (size_t)((j.rows + j.per_chunk - 1) / j.per_chunk);
-    rf_parallel_for(k, chunks, bias_chunk, &j);
+    parallel_for(k, chunks, bias_chunk, &j);
     return RF_OK;
 }

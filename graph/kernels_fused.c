@@ -13,8 +13,8 @@
  * count (tests/unit/graph/test_graph_fusion.c). */
 #include "graph/graph_internal.h"
 
-void rf_epilogue_rows(float *out, int64_t rows, int64_t cols, int64_t ld,
-                      const float *bias, bool relu)
+void epilogue_rows(float *out, int64_t rows, int64_t cols, int64_t ld,
+                   const float *bias, bool relu)
 {
     for (int64_t r = 0; r < rows; r++) {
         float *o = out + r * ld;
@@ -68,7 +68,7 @@ static void rgb_chunk(void *arg, size_t part, int tid)
     }
 }
 
-rf_status rf_relu_grad_with_bias_partials(rf_kctx *k)
+rf_status relu_grad_with_bias_partials(rf_kctx *k)
 {
     rgb_job j = {.dy = k->in[0]->data,
                  .y = k->in[1]->data,
@@ -78,7 +78,7 @@ rf_status rf_relu_grad_with_bias_partials(rf_kctx *k)
     j.c = s->rank ? s->dims[s->rank - 1] : 1;
     int64_t n = rf_shape_numel(s);
     j.rows = j.c ? n / j.c : 0;
-    size_t parts = rf_bias_grad_parts(j.rows, j.c, &j.per_part);
-    rf_parallel_for(k, parts, rgb_chunk, &j);
+    size_t parts = bias_grad_parts(j.rows, j.c, &j.per_part);
+    parallel_for(k, parts, rgb_chunk, &j);
     return RF_OK;
 }

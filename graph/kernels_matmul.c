@@ -36,19 +36,19 @@ static void mm_chunk(void *arg, size_t chunk, int tid)
     if (j->by_rows) {
         int64_t hi = lo + j->step < j->m ? lo + j->step : j->m;
         const float *a = j->ta ? j->a + lo : j->a + lo * lda;
-        rf_sgemm(j->ta, j->tb, hi - lo, j->n, j->k, a, lda, j->b, ldb,
-                 j->c + lo * j->n, j->n, false);
+        sgemm(j->ta, j->tb, hi - lo, j->n, j->k, a, lda, j->b, ldb,
+              j->c + lo * j->n, j->n, false);
         if (j->bias)
-            rf_epilogue_rows(j->c + lo * j->n, hi - lo, j->n, j->n, j->bias,
-                             j->relu);
+            epilogue_rows(j->c + lo * j->n, hi - lo, j->n, j->n, j->bias,
+                          j->relu);
     } else {
         int64_t hi = lo + j->step < j->n ? lo + j->step : j->n;
         const float *b = j->tb ? j->b + lo * ldb : j->b + lo;
-        rf_sgemm(j->ta, j->tb, j->m, hi - lo, j->k, j->a, lda, b, ldb,
-                 j->c + lo, j->n, false);
+        sgemm(j->ta, j->tb, j->m, hi - lo, j->k, j->a, lda, b, ldb, j->c + lo,
+              j->n, false);
         if (j->bias)
-            rf_epilogue_rows(j->c + lo, j->m, hi - lo, j->n, j->bias + lo,
-                             j->relu);
+            epilogue_rows(j->c + lo, j->m, hi - lo, j->n, j->bias + lo,
+                          j->relu);
     }
 }
 
@@ -60,7 +60,7 @@ static void mm_chunk(void *arg, size_t chunk, int tid)
 #define MM_PART_FLOPS ((int64_t)1 << 22)
 #define MM_ALIGN      16
 
-RF_KERNEL(rf_k_matmul)
+RF_KERNEL(k_matmul)
 {
     const rf_tensor *A = k->in[0], *B = k->in[1];
     mm_job j = {.ta = k->node->attr.transpose_a,
@@ -88,6 +88,6 @@ RF_KERNEL(rf_k_matmul)
     if (j.step < 1)
         j.step = 1;
     size_t chunks = units > 0 ? (size_t)((units + j.step - 1) / j.step) : 1;
-    rf_parallel_for(k, chunks, mm_chunk, &j);
+    parallel_for(k, chunks, mm_chunk, &j);
     return RF_OK;
 }

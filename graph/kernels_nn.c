@@ -125,11 +125,11 @@ static rf_status check_labels(rf_kctx *k, const rf_tensor *labels, int64_t c)
     for (int64_t i = 0; i < n; i++) {
         int64_t l = label_at(labels, i);
         if (l < 0 || l >= c)
-            return rf_node_error(k->node, RF_ERR_INVALID_ARG,
-                                 "Received a label value of %lld which is "
-                                 "outside the valid range of [0, %lld) "
-                                 "(example %lld)",
-                                 (long long)l, (long long)c, (long long)i);
+            return node_error(k->node, RF_ERR_INVALID_ARG,
+                              "Received a label value of %lld which is "
+                              "outside the valid range of [0, %lld) "
+                              "(example %lld)",
+                              (long long)l, (long long)c, (long long)i);
     }
     return RF_OK;
 }
@@ -143,36 +143,36 @@ static rf_status run_rows(rf_kctx *k, const rf_shape *s, rf_chunk_fn fn)
     if (j.rows == 0 || j.c == 0)
         return RF_OK;
     int64_t grain = NN_GRAIN / j.c > 0 ? NN_GRAIN / j.c : 1;
-    size_t chunks = rf_chunks_for(j.rows, grain, NN_MAX_CHUNKS);
+    size_t chunks = chunks_for(j.rows, grain, NN_MAX_CHUNKS);
     j.per_chunk = (j.rows + (int64_t)chunks - 1) / (int64_t)chunks;
     chunks = (size_t)((j.rows + j.per_chunk - 1) / j.per_chunk);
-    rf_parallel_for(k, chunks, fn, &j);
+    parallel_for(k, chunks, fn, &j);
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_softmax)
+RF_KERNEL(k_softmax)
 {
     return run_rows(k, &k->out->shape, softmax_chunk);
 }
 
-RF_KERNEL(rf_k_softmax_grad)
+RF_KERNEL(k_softmax_grad)
 {
     return run_rows(k, &k->out->shape, softmax_grad_chunk);
 }
 
-RF_KERNEL(rf_k_xent)
+RF_KERNEL(k_xent)
 {
     const rf_shape *s = &k->in[0]->shape;
     if (s->dims[1] == 0 && s->dims[0] > 0)
-        return rf_node_error(k->node, RF_ERR_INVALID_ARG,
-                             "logits %s have no classes", SHAPE_STR(s));
+        return node_error(k->node, RF_ERR_INVALID_ARG,
+                          "logits %s have no classes", SHAPE_STR(s));
     rf_status st = check_labels(k, k->in[1], s->dims[1]);
     if (st != RF_OK)
         return st;
     return run_rows(k, s, xent_chunk);
 }
 
-RF_KERNEL(rf_k_xent_grad)
+RF_KERNEL(k_xent_grad)
 {
     const rf_shape *s = &k->in[1]->shape;
     rf_status st = check_labels(k, k->in[2], s->dims[1]);

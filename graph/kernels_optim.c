@@ -43,7 +43,7 @@ static void apply_chunk(void *arg, size_t chunk, int tid)
 }
 
 /* inputs (var, grad, slots..., [beta1_power, beta2_power]) */
-RF_KERNEL(rf_k_apply)
+RF_KERNEL(k_apply)
 {
     const rf_node *n = k->node;
     apply_job j = {.cfg = n->optim,
@@ -59,27 +59,27 @@ RF_KERNEL(rf_k_apply)
         j.sc.beta2_power = *(const float *)k->in[3 + j.ns]->data;
     }
     j.n = rf_shape_numel(&k->out->shape);
-    size_t chunks = rf_chunks_for(j.n, OPT_GRAIN, OPT_MAX_CHUNKS);
+    size_t chunks = chunks_for(j.n, OPT_GRAIN, OPT_MAX_CHUNKS);
     j.per_chunk = (j.n + (int64_t)chunks - 1) / (int64_t)chunks;
     if (j.per_chunk < 1)
         j.per_chunk = 1;
-    rf_parallel_for(k, chunks, apply_chunk, &j);
+    parallel_for(k, chunks, apply_chunk, &j);
     rf_status st = (rf_status)atomic_load(&j.err);
     if (st != RF_OK)
-        return rf_node_error(n, st, "%s update failed (%s)",
-                             rf_optim_kind_name(n->optim->kind),
-                             rf_status_string(st));
+        return node_error(n, st, "%s update failed (%s)",
+                          rf_optim_kind_name(n->optim->kind),
+                          rf_status_string(st));
     return RF_OK;
 }
 
 /* inputs (beta1_power, beta2_power): advanced once per step */
-RF_KERNEL(rf_k_finish)
+RF_KERNEL(k_finish)
 {
     float *b1 = k->in[0]->data, *b2 = k->in[1]->data;
     rf_optim_scalars s = {.beta1_power = *b1, .beta2_power = *b2};
     rf_status st = rf_optim_finish_step(k->node->optim, &s);
     if (st != RF_OK)
-        return rf_node_error(k->node, st, "finish step failed");
+        return node_error(k->node, st, "finish step failed");
     *b1 = s.beta1_power;
     *b2 = s.beta2_power;
     return RF_OK;

@@ -27,8 +27,8 @@ static void pool_init(pool_job *j, const rf_kctx *k, const rf_shape *in)
     j->kw = n->attr.ksize[1];
     j->sh = n->attr.strides[0];
     j->sw = n->attr.strides[1];
-    rf_window_out(n, j->ih, j->kh, j->sh, n->attr.padding, &j->oh, &j->pt);
-    rf_window_out(n, j->iw, j->kw, j->sw, n->attr.padding, &j->ow, &j->pl);
+    window_out(n, j->ih, j->kh, j->sh, n->attr.padding, &j->oh, &j->pt);
+    window_out(n, j->iw, j->kw, j->sw, n->attr.padding, &j->ow, &j->pl);
     int64_t per_img = j->ih * j->iw * j->c;
     int64_t grain = per_img ? POOL_GRAIN / per_img : 1;
     j->per_chunk = grain < 1 ? 1 : grain;
@@ -143,19 +143,19 @@ static void pool_grad_chunk(void *arg, size_t chunk, int tid)
             }
 }
 
-RF_KERNEL(rf_k_max_pool)
+RF_KERNEL(k_max_pool)
 {
     pool_job j = {.x = k->in[0]->data, .out = k->out->data};
     pool_init(&j, k, &k->in[0]->shape);
     if (j.n == 0)
         return RF_OK;
     size_t chunks = (size_t)((j.n + j.per_chunk - 1) / j.per_chunk);
-    rf_parallel_for(k, chunks, pool_chunk, &j);
+    parallel_for(k, chunks, pool_chunk, &j);
     return RF_OK;
 }
 
 /* inputs (x, dy) */
-RF_KERNEL(rf_k_max_pool_grad)
+RF_KERNEL(k_max_pool_grad)
 {
     pool_job j = {
         .x = k->in[0]->data, .dy = k->in[1]->data, .out = k->out->data};
@@ -163,6 +163,6 @@ RF_KERNEL(rf_k_max_pool_grad)
     if (j.n == 0)
         return RF_OK;
     size_t chunks = (size_t)((j.n + j.per_chunk - 1) / j.per_chunk);
-    rf_parallel_for(k, chunks, pool_grad_chunk, &j);
+    parallel_for(k, chunks, pool_grad_chunk, &j);
     return RF_OK;
 }

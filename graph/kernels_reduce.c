@@ -43,7 +43,7 @@ static void red_plan_init(red_plan *p, const rf_shape *s, const bool *mask)
     /* split groups only when there are too few outputs to go around */
     p->parts = 1;
     if (p->m < 16 && p->gsize >= 2 * RED_GRAIN)
-        p->parts = rf_chunks_for(p->gsize, RED_GRAIN, RED_MAX_PARTS);
+        p->parts = chunks_for(p->gsize, RED_GRAIN, RED_MAX_PARTS);
 }
 
 static int64_t kept_offset(const red_plan *p, int64_t m)
@@ -172,7 +172,7 @@ static rf_status reduce_run(rf_kctx *k, const rf_tensor *x, const bool *mask,
         return RF_OK;
     if (j.p.parts > 1) {
         j.partial = k->scratch;
-        rf_parallel_for(k, (size_t)j.p.m * j.p.parts, red_chunk, &j);
+        parallel_for(k, (size_t)j.p.m * j.p.parts, red_chunk, &j);
         for (int64_t m = 0; m < j.p.m; m++) {
             double f = 0;
             int64_t i = 0;
@@ -187,10 +187,10 @@ static rf_status reduce_run(rf_kctx *k, const rf_tensor *x, const bool *mask,
     int64_t grain = RED_GRAIN / (j.p.gsize ? j.p.gsize : 1);
     if (grain < 1)
         grain = 1;
-    size_t chunks = rf_chunks_for(j.p.m, grain, RED_MAX_PARTS);
+    size_t chunks = chunks_for(j.p.m, grain, RED_MAX_PARTS);
     j.per_chunk = (j.p.m + (int64_t)chunks - 1) / (int64_t)chunks;
     chunks = (size_t)((j.p.m + j.per_chunk - 1) / j.per_chunk);
-    rf_parallel_for(k, chunks, red_chunk, &j);
+    parallel_for(k, chunks, red_chunk, &j);
     return RF_OK;
 }
 
@@ -211,8 +211,8 @@ static void like_mask(const rf_shape *dy, const rf_shape *like, bool *mask)
         mask[i] = i < lead || (like->dims[i - lead] == 1 && dy->dims[i] != 1);
 }
 
-size_t rf_scratch_reduce(const rf_node *n, const rf_shape *in,
-                         const rf_shape *out, int nthreads)
+size_t scratch_reduce(const rf_node *n, const rf_shape *in, const rf_shape *out,
+                      int nthreads)
 {
     (void)out;
     (void)nthreads;
@@ -226,14 +226,14 @@ size_t rf_scratch_reduce(const rf_node *n, const rf_shape *in,
     return p.parts > 1 ? (size_t)p.m * p.parts * sizeof(double) : 0;
 }
 
-RF_KERNEL(rf_k_reduce)
+RF_KERNEL(k_reduce)
 {
     bool mask[RF_MAX_RANK];
     axes_mask(k->node, mask);
     return reduce_run(k, k->in[0], mask, k->node->op == RF_OP_MEAN);
 }
 
-RF_KERNEL(rf_k_reduce_like)
+RF_KERNEL(k_reduce_like)
 {
     bool mask[RF_MAX_RANK];
     like_mask(&k->in[0]->shape, &k->in[1]->shape, mask);
@@ -271,7 +271,7 @@ static void rg_chunk(void *arg, size_t chunk, int tid)
     }
 }
 
-RF_KERNEL(rf_k_reduction_grad)
+RF_KERNEL(k_reduction_grad)
 {
     const rf_shape *xs = &k->out->shape;
     bool mask[RF_MAX_RANK];
@@ -288,18 +288,18 @@ RF_KERNEL(rf_k_reduction_grad)
     }
     j.scale = k->node->attr.mean && count ? (float)(1.0 / (double)count) : 1.0f;
     if (k->out->dtype != RF_F32)
-        return rf_node_error(k->node, RF_ERR_UNSUPPORTED,
-                             "only float32 gradients are supported");
+        return node_error(k->node, RF_ERR_UNSUPPORTED,
+                          "only float32 gradients are supported");
     j.row_len = xs->rank ? xs->dims[xs->rank - 1] : 1;
     int64_t n = rf_shape_numel(xs);
     j.rows = j.row_len ? n / j.row_len : 0;
     if (j.rows == 0)
         return RF_OK;
     int64_t grain = RED_GRAIN / j.row_len > 0 ? RED_GRAIN / j.row_len : 1;
-    size_t chunks = rf_chunks_for(j.rows, grain, RED_MAX_PARTS);
+    size_t chunks = chunks_for(j.rows, grain, RED_MAX_PARTS);
     j.per_chunk = (j.rows + (int64_t)chunks - 1) / (int64_t)chunks;
     chunks = (size_t)((j.rows + j.per_chunk - 1) / j.per_chunk);
-    rf_parallel_for(k, chunks, rg_chunk, &j);
+    parallel_for(k, chunks, rg_chunk, &j);
     return RF_OK;
 }
 
@@ -311,17 +311,17 @@ typedef struct bg_job {
     int64_t rows, c, per_part;
 } bg_job;
 
-size_t rf_bias_grad_parts(int64_t rows, int64_t c, int64_t *per_part)
+size_t bias_grad_parts(int64_t rows, int64_t c, int64_t *per_part)
 {
     int64_t grain = RED_GRAIN / (c ? c : 1);
-    size_t parts = rf_chunks_for(rows, grain > 0 ? grain : 1, RED_MAX_PARTS);
+    size_t parts = chunks_for(rows, grain > 0 ? grain : 1, RED_MAX_PARTS);
     int64_t pp = (rows + (int64_t)parts - 1) / (int64_t)parts;
     *per_part = pp < 1 ? 1 : pp;
     return parts;
 }
 
-void rf_bias_grad_finish(const double *partial, size_t parts, int64_t c,
-                         float *out)
+void bias_grad_finish(const double *partial, size_t parts, int64_t c,
+                      float *out)
 {
     for (int64_t i = 0; i < c; i++) {
         double s = 0;
@@ -331,14 +331,14 @@ void rf_bias_grad_finish(const double *partial, size_t parts, int64_t c,
     }
 }
 
-size_t rf_scratch_bias_add_grad(const rf_node *n, const rf_shape *in,
-                                const rf_shape *out, int nthreads)
+size_t scratch_bias_add_grad(const rf_node *n, const rf_shape *in,
+                             const rf_shape *out, int nthreads)
 {
     (void)n;
     (void)nthreads;
     int64_t c = out->dims[0], numel = rf_shape_numel(&in[0]), per_part;
     int64_t rows = c ? numel / c : 0;
-    return rf_bias_grad_parts(rows, c, &per_part) * (size_t)c * sizeof(double);
+    return bias_grad_parts(rows, c, &per_part) * (size_t)c * sizeof(double);
 }
 
 static void bg_chunk(void *arg, size_t part, int tid)
@@ -358,16 +358,16 @@ static void bg_chunk(void *arg, size_t part, int tid)
     }
 }
 
-RF_KERNEL(rf_k_bias_add_grad)
+RF_KERNEL(k_bias_add_grad)
 {
     bg_job j = {.dy = k->in[0]->data, .partial = k->scratch};
     j.c = k->out->shape.dims[0];
     int64_t numel = rf_shape_numel(&k->in[0]->shape);
     j.rows = j.c ? numel / j.c : 0;
-    size_t parts = rf_bias_grad_parts(j.rows, j.c, &j.per_part);
+    size_t parts = bias_grad_parts(j.rows, j.c, &j.per_part);
     /* fused: the ReluGrad producing dy already summed the parts */
     if (!k->partials_done)
-        rf_parallel_for(k, parts, bg_chunk, &j);
-    rf_bias_grad_finish(j.partial, parts, j.c, k->out->data);
+        parallel_for(k, parts, bg_chunk, &j);
+    bias_grad_finish(j.partial, parts, j.c, k->out->data);
     return RF_OK;
 }

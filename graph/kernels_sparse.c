@@ -61,9 +61,9 @@ static rf_status concat_dims(const rf_node *n, const rf_shape *a,
 {
     int rank = a->rank + b->rank - from;
     if (rank > RF_MAX_RANK)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "output rank %d exceeds %d (%s and %s)", rank,
-                             RF_MAX_RANK, SHAPE_STR(a), SHAPE_STR(b));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "output rank %d exceeds %d (%s and %s)", rank,
+                          RF_MAX_RANK, SHAPE_STR(a), SHAPE_STR(b));
     int64_t d[RF_MAX_RANK];
     for (int i = 0; i < a->rank; i++)
         d[i] = a->dims[i];
@@ -104,13 +104,13 @@ static rf_status check_id(const rf_node *n, const rf_shape *ids_shape,
 {
     char pos[64];
     if (id < 0 || id >= total)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "ids%s = %" PRId64 " is not in [0, %" PRId64
-                             ") (the vocabulary size)",
-                             pos_str(ids_shape, i, pos, sizeof pos), id, total);
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "ids%s = %" PRId64 " is not in [0, %" PRId64
+                          ") (the vocabulary size)",
+                          pos_str(ids_shape, i, pos, sizeof pos), id, total);
     map_id(div, parts, total, id, part, row);
     if (part_vals && *row >= part_vals[*part]->shape.dims[0])
-        return rf_node_error(
+        return node_error(
             n, RF_ERR_INVALID_ARG,
             "ids%s = %" PRId64 " maps to row %" PRId64 " of part %" PRId64
             ", which has %" PRId64 " rows (%s strategy over parts of uneven "
@@ -123,21 +123,21 @@ static rf_status check_id(const rf_node *n, const rf_shape *ids_shape,
 /* ---- GatherV2 ------------------------------------------------------------ */
 
 /* (params, indices) */
-SHAPE_FN(rf_shape_gather)
+SHAPE_FN(shape_gather)
 {
     if (in[0].rank < 1)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "params must have rank >= 1, got %s",
-                             SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "params must have rank >= 1, got %s",
+                          SHAPE_STR(&in[0]));
     if (!is_int(dt[1]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "indices must be int32 or int64, got %s",
-                             rf_dtype_name(dt[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "indices must be int32 or int64, got %s",
+                          rf_dtype_name(dt[1]));
     *odt = dt[0];
     return concat_dims(n, &in[1], &in[0], 1, out);
 }
 
-RF_KERNEL(rf_k_gather)
+RF_KERNEL(k_gather)
 {
     const rf_tensor *p = k->in[0], *ix = k->in[1];
     int64_t rows = p->shape.dims[0], n = rf_shape_numel(&ix->shape);
@@ -149,7 +149,7 @@ RF_KERNEL(rf_k_gather)
         int64_t id = load_id(ix->data, ix->dtype, i);
         if (id < 0 || id >= rows) {
             char pos[64];
-            return rf_node_error(
+            return node_error(
                 k->node, RF_ERR_INVALID_ARG,
                 "indices%s = %" PRId64 " is not in [0, %" PRId64 ")",
                 pos_str(&ix->shape, i, pos, sizeof pos), id, rows);
@@ -163,45 +163,45 @@ RF_KERNEL(rf_k_gather)
 /* ---- EmbeddingLookup ---------------------------------------------------- */
 
 /* (ids, part_0 .. part_{P-1}) */
-SHAPE_FN(rf_shape_embedding_lookup)
+SHAPE_FN(shape_embedding_lookup)
 {
     size_t parts = n->n_inputs - 1;
     if (!is_int(dt[0]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "ids must be int32 or int64, got %s",
-                             rf_dtype_name(dt[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "ids must be int32 or int64, got %s",
+                          rf_dtype_name(dt[0]));
     int64_t total = 0;
     bool known = true;
     for (size_t p = 1; p <= parts; p++) {
         if (dt[p] != dt[1])
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "part %zu is %s, part 0 %s", p - 1,
-                                 rf_dtype_name(dt[p]), rf_dtype_name(dt[1]));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "part %zu is %s, part 0 %s", p - 1,
+                              rf_dtype_name(dt[p]), rf_dtype_name(dt[1]));
         bool same = in[p].rank == in[1].rank && in[p].rank >= 1;
         for (int d = 1; same && d < in[p].rank; d++)
             same = in[p].dims[d] == in[1].dims[d];
         if (!same)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "part %zu ('%s') has shape %s, part 0 %s: "
-                                 "every part needs rank >= 1 and the same "
-                                 "trailing dims",
-                                 p - 1, n->inputs[p]->name, SHAPE_STR(&in[p]),
-                                 SHAPE_STR(&in[1]));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "part %zu ('%s') has shape %s, part 0 %s: "
+                              "every part needs rank >= 1 and the same "
+                              "trailing dims",
+                              p - 1, n->inputs[p]->name, SHAPE_STR(&in[p]),
+                              SHAPE_STR(&in[1]));
         if (in[p].dims[0] < 0)
             known = false;
         else
             total += in[p].dims[0];
     }
     if (known && n->attr.div_strategy && total < (int64_t)parts)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "\"div\" over %zu parts needs at least one row "
-                             "per part, the table has %" PRId64,
-                             parts, total);
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "\"div\" over %zu parts needs at least one row "
+                          "per part, the table has %" PRId64,
+                          parts, total);
     *odt = dt[1];
     return concat_dims(n, &in[0], &in[1], 1, out);
 }
 
-RF_KERNEL(rf_k_embedding_lookup)
+RF_KERNEL(k_embedding_lookup)
 {
     const rf_tensor *ids = k->in[0];
     size_t parts = k->n_in - 1;
@@ -248,7 +248,7 @@ rf_status rf_embedding_map_ids(const rf_node *lookup, const rf_tensor *ids,
         int64_t id = load_id(ids->data, ids->dtype, i), pt = 0, r = id;
         char pos[64];
         if (gather && (id < 0 || id >= total))
-            return rf_node_error(
+            return node_error(
                 lookup, RF_ERR_INVALID_ARG,
                 "indices%s = %" PRId64 " is not in [0, %" PRId64 ")",
                 pos_str(&ids->shape, i, pos, sizeof pos), id, total);
@@ -259,7 +259,7 @@ rf_status rf_embedding_map_ids(const rf_node *lookup, const rf_tensor *ids,
             if (st != RF_OK)
                 return st;
             if (r >= part_rows[pt])
-                return rf_node_error(
+                return node_error(
                     lookup, RF_ERR_INVALID_ARG,
                     "ids%s = %" PRId64 " maps to row %" PRId64
                     " of part %" PRId64 ", which has %" PRId64
@@ -276,26 +276,26 @@ rf_status rf_embedding_map_ids(const rf_node *lookup, const rf_tensor *ids,
 /* ---- EmbeddingPartIndices ---------------------------------------------- */
 
 /* (ids): int64 [numel(ids)] */
-SHAPE_FN(rf_shape_embedding_part_indices)
+SHAPE_FN(shape_embedding_part_indices)
 {
     if (!is_int(dt[0]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "ids must be int32 or int64, got %s",
-                             rf_dtype_name(dt[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "ids must be int32 or int64, got %s",
+                          rf_dtype_name(dt[0]));
     const rf_attrs *a = &n->attr;
     if (a->num_parts < 1 || a->part < 0 || a->part >= a->num_parts ||
         a->vocab < (a->div_strategy ? a->num_parts : 0))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "part %d of %d over %" PRId64 " rows is not "
-                             "valid",
-                             a->part, a->num_parts, a->vocab);
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "part %d of %d over %" PRId64 " rows is not "
+                          "valid",
+                          a->part, a->num_parts, a->vocab);
     int64_t m = rf_shape_is_known(&in[0]) ? rf_shape_numel(&in[0]) : -1;
     *out = rf_shape_make(1, &m);
     *odt = RF_I64;
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_embedding_part_indices)
+RF_KERNEL(k_embedding_part_indices)
 {
     const rf_attrs *a = &k->node->attr;
     const rf_tensor *ids = k->in[0];
@@ -309,11 +309,11 @@ RF_KERNEL(rf_k_embedding_part_indices)
             return st;
         if (part == a->part && row >= a->part_rows) {
             char pos[64];
-            return rf_node_error(k->node, RF_ERR_INVALID_ARG,
-                                 "ids%s maps to row %" PRId64 " of part %d, "
-                                 "which has %" PRId64 " rows",
-                                 pos_str(&ids->shape, i, pos, sizeof pos), row,
-                                 a->part, a->part_rows);
+            return node_error(k->node, RF_ERR_INVALID_ARG,
+                              "ids%s maps to row %" PRId64 " of part %d, "
+                              "which has %" PRId64 " rows",
+                              pos_str(&ids->shape, i, pos, sizeof pos), row,
+                              a->part, a->part_rows);
         }
         out[i] = part == a->part ? row : -1;
     }
@@ -325,17 +325,17 @@ RF_KERNEL(rf_k_embedding_part_indices)
 /* (indices int64 [n], values [n, ...]); attr shape: the dense shape.
  * IndexedSlices' value is values; IndexedSlicesToDense's the dense
  * tensor. */
-SHAPE_FN(rf_shape_indexed_slices)
+SHAPE_FN(shape_indexed_slices)
 {
     const rf_shape *ds = &n->attr.shape;
     if (dt[0] != RF_I64 || in[0].rank != 1)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "indices must be int64 of rank 1, got %s%s",
-                             rf_dtype_name(dt[0]), SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "indices must be int64 of rank 1, got %s%s",
+                          rf_dtype_name(dt[0]), SHAPE_STR(&in[0]));
     if (dt[1] != RF_F32)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "values must be float32, got %s",
-                             rf_dtype_name(dt[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "values must be float32, got %s",
+                          rf_dtype_name(dt[1]));
     bool ok = in[1].rank >= 1 && in[1].rank == ds->rank &&
               (in[0].dims[0] < 0 || in[1].dims[0] < 0 ||
                in[0].dims[0] == in[1].dims[0]);
@@ -343,24 +343,23 @@ SHAPE_FN(rf_shape_indexed_slices)
         ok = in[1].dims[d] < 0 || ds->dims[d] < 0 ||
              in[1].dims[d] == ds->dims[d];
     if (!ok)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "indices %s and values %s do not fit the dense "
-                             "shape %s",
-                             SHAPE_STR(&in[0]), SHAPE_STR(&in[1]),
-                             SHAPE_STR(ds));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "indices %s and values %s do not fit the dense "
+                          "shape %s",
+                          SHAPE_STR(&in[0]), SHAPE_STR(&in[1]), SHAPE_STR(ds));
     *out = n->op == RF_OP_INDEXED_SLICES ? in[1] : *ds;
     *odt = RF_F32;
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_indexed_slices)
+RF_KERNEL(k_indexed_slices)
 {
     if (k->out->data != k->in[1]->data)
         memcpy(k->out->data, k->in[1]->data, rf_tensor_bytes(k->out));
     return RF_OK;
 }
 
-RF_KERNEL(rf_k_indexed_slices_to_dense)
+RF_KERNEL(k_indexed_slices_to_dense)
 {
     const int64_t *idx = k->in[0]->data;
     const float *v = k->in[1]->data;
@@ -372,10 +371,10 @@ RF_KERNEL(rf_k_indexed_slices_to_dense)
         if (idx[i] == -1)
             continue;
         if (idx[i] < 0 || idx[i] >= rows)
-            return rf_node_error(k->node, RF_ERR_INVALID_ARG,
-                                 "indices[%" PRId64 "] = %" PRId64
-                                 " is not in [0, %" PRId64 ")",
-                                 i, idx[i], rows);
+            return node_error(k->node, RF_ERR_INVALID_ARG,
+                              "indices[%" PRId64 "] = %" PRId64
+                              " is not in [0, %" PRId64 ")",
+                              i, idx[i], rows);
         float *dst = o + idx[i] * width;
         const float *src = v + i * width;
         for (int64_t j = 0; j < width; j++)

@@ -22,48 +22,48 @@ static bool dims_fit(int64_t a, int64_t b)
     return a < 0 || b < 0 || a == b;
 }
 
-SHAPE_FN(rf_shape_sparse_apply)
+SHAPE_FN(shape_sparse_apply)
 {
     unsigned ns = n->attr.num_slots;
     if (!n->optim)
-        return rf_node_error(n, RF_ERR_INVALID_ARG, "no optimizer config");
+        return node_error(n, RF_ERR_INVALID_ARG, "no optimizer config");
     size_t expect = 3 + ns + (n->optim->kind == RF_OPTIM_ADAM ? 2 : 0);
     if (n->n_inputs != expect)
-        return rf_node_error(n, RF_ERR_INVALID_ARG, "%zu inputs, expected %zu",
-                             n->n_inputs, expect);
+        return node_error(n, RF_ERR_INVALID_ARG, "%zu inputs, expected %zu",
+                          n->n_inputs, expect);
     if (dt[1] != RF_I64 || in[1].rank != 1)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "indices must be int64 of rank 1, got %s%s",
-                             rf_dtype_name(dt[1]), SHAPE_STR(&in[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "indices must be int64 of rank 1, got %s%s",
+                          rf_dtype_name(dt[1]), SHAPE_STR(&in[1]));
     bool fits = in[0].rank >= 1 && in[2].rank == in[0].rank &&
                 dims_fit(in[2].dims[0], in[1].dims[0]);
     for (int d = 1; fits && d < in[0].rank; d++)
         fits = dims_fit(in[2].dims[d], in[0].dims[d]);
     if (!fits)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "values %s (for indices %s) do not fit rows of "
-                             "the variable %s",
-                             SHAPE_STR(&in[2]), SHAPE_STR(&in[1]),
-                             SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "values %s (for indices %s) do not fit rows of "
+                          "the variable %s",
+                          SHAPE_STR(&in[2]), SHAPE_STR(&in[1]),
+                          SHAPE_STR(&in[0]));
     for (size_t i = 0; i < n->n_inputs; i++) {
         if (i == 1)
             continue;
         if (dt[i] != RF_F32)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "input %zu must be float32, got %s", i,
-                                 rf_dtype_name(dt[i]));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "input %zu must be float32, got %s", i,
+                              rf_dtype_name(dt[i]));
         if (i != 2 && n->inputs[i]->op != RF_OP_VARIABLE)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "input %zu ('%s') must be a variable", i,
-                                 n->inputs[i]->name);
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "input %zu ('%s') must be a variable", i,
+                              n->inputs[i]->name);
         if (i >= 3 && i < 3 + ns && !rf_shape_equal(&in[i], &in[0]))
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "slot %zu has shape %s, the variable %s",
-                                 i - 3, SHAPE_STR(&in[i]), SHAPE_STR(&in[0]));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "slot %zu has shape %s, the variable %s", i - 3,
+                              SHAPE_STR(&in[i]), SHAPE_STR(&in[0]));
         if (i >= 3 + ns && in[i].rank != 0)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "beta power %s must be a scalar",
-                                 SHAPE_STR(&in[i]));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "beta power %s must be a scalar",
+                              SHAPE_STR(&in[i]));
     }
     *out = in[0];
     *odt = RF_F32;
@@ -91,8 +91,8 @@ static size_t row_width(const rf_shape *var)
     return w;
 }
 
-size_t rf_scratch_sparse_apply(const rf_node *n, const rf_shape *in,
-                               const rf_shape *out, int nthreads)
+size_t scratch_sparse_apply(const rf_node *n, const rf_shape *in,
+                            const rf_shape *out, int nthreads)
 {
     (void)out;
     (void)nthreads;
@@ -102,7 +102,7 @@ size_t rf_scratch_sparse_apply(const rf_node *n, const rf_shape *in,
     return total;
 }
 
-RF_KERNEL(rf_k_sparse_apply)
+RF_KERNEL(k_sparse_apply)
 {
     const rf_node *n = k->node;
     const rf_optim_config *cfg = n->optim;
@@ -137,7 +137,7 @@ RF_KERNEL(rf_k_sparse_apply)
         st = rf_optim_apply_sparse(cfg, var, slots, rows, width, idx, m, grad,
                                    cfg->kind == RF_OPTIM_ADAM ? &sc : NULL);
     if (st != RF_OK)
-        return rf_node_error(n, st, "%s sparse update failed: %s",
-                             rf_optim_kind_name(cfg->kind), rf_error_message());
+        return node_error(n, st, "%s sparse update failed: %s",
+                          rf_optim_kind_name(cfg->kind), rf_error_message());
     return RF_OK;
 }

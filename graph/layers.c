@@ -18,8 +18,8 @@ rf_node *rf_activation_apply(rf_graph *g, rf_node *x, rf_activation act,
     case RF_ACT_SOFTMAX:
         return rf_softmax(g, x, name);
     }
-    return g ? rf_graph_fail(g, RF_ERR_INVALID_ARG, "unknown activation %d",
-                             (int)act)
+    return g ? graph_fail(g, RF_ERR_INVALID_ARG, "unknown activation %d",
+                          (int)act)
              : NULL;
 }
 
@@ -30,12 +30,12 @@ rf_node *rf_dense(rf_graph *g, rf_node *x, int units, rf_activation act,
         return g ? rf_identity(g, x, NULL) : NULL; /* records / propagates */
     int64_t in = x->shape.rank >= 1 ? x->shape.dims[x->shape.rank - 1] : -1;
     if (x->shape.rank != 2 || in < 0 || units <= 0)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "dense %s: input '%s' must be [batch, n] with a "
-                             "known n (got %s), units > 0",
-                             name ? name : "", x->name, SHAPE_STR(&x->shape));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "dense %s: input '%s' must be [batch, n] with a "
+                          "known n (got %s), units > 0",
+                          name ? name : "", x->name, SHAPE_STR(&x->shape));
     if (rf_name_scope_push(g, name ? name : "dense") != RF_OK)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG, "dense: bad name");
+        return graph_fail(g, RF_ERR_INVALID_ARG, "dense: bad name");
     rf_node *w = rf_get_variable(g, RF_F32, RF_SHAPE(in, units),
                                  rf_init_glorot_uniform(), "kernel");
     rf_node *b =
@@ -55,13 +55,13 @@ rf_node *rf_conv2d_layer(rf_graph *g, rf_node *x, int filters, int kh, int kw,
         return g ? rf_identity(g, x, NULL) : NULL;
     if (x->shape.rank != 4 || x->shape.dims[3] < 0 || filters <= 0 || kh <= 0 ||
         kw <= 0 || stride <= 0)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "conv2d %s: input '%s' must be NHWC with known "
-                             "channels (got %s); filters, kernel and stride "
-                             "positive",
-                             name ? name : "", x->name, SHAPE_STR(&x->shape));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "conv2d %s: input '%s' must be NHWC with known "
+                          "channels (got %s); filters, kernel and stride "
+                          "positive",
+                          name ? name : "", x->name, SHAPE_STR(&x->shape));
     if (rf_name_scope_push(g, name ? name : "conv2d") != RF_OK)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG, "conv2d: bad name");
+        return graph_fail(g, RF_ERR_INVALID_ARG, "conv2d: bad name");
     rf_node *w =
         rf_get_variable(g, RF_F32, RF_SHAPE(kh, kw, x->shape.dims[3], filters),
                         rf_init_glorot_uniform(), "kernel");
@@ -81,10 +81,10 @@ rf_node *rf_flatten(rf_graph *g, rf_node *x, const char *name)
     int64_t rest = 1;
     for (int i = 1; i < x->shape.rank; i++) {
         if (x->shape.dims[i] < 0)
-            return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                                 "flatten: '%s' of shape %s has unknown "
-                                 "non-batch dimensions",
-                                 x->name, SHAPE_STR(&x->shape));
+            return graph_fail(g, RF_ERR_INVALID_ARG,
+                              "flatten: '%s' of shape %s has unknown "
+                              "non-batch dimensions",
+                              x->name, SHAPE_STR(&x->shape));
         rest *= x->shape.dims[i];
     }
     return rf_reshape(g, x, RF_SHAPE(-1, rest), name ? name : "Flatten");
@@ -97,7 +97,7 @@ rf_node *rf_accuracy(rf_graph *g, rf_node *logits, rf_node *labels,
         return g ? rf_identity(g, logits && labels ? logits : NULL, NULL)
                  : NULL;
     if (rf_name_scope_push(g, name ? name : "accuracy") != RF_OK)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG, "accuracy: bad name");
+        return graph_fail(g, RF_ERR_INVALID_ARG, "accuracy: bad name");
     rf_node *pred = rf_argmax(g, logits, -1, RF_I64, NULL);
     rf_node *lab =
         labels->dtype == RF_I64 ? labels : rf_cast(g, labels, RF_I64, NULL);

@@ -76,6 +76,219 @@ static rf_status fail(rf_graph *g, rf_status st)
     return st != RF_OK ? st : RF_ERR_INVALID_ARG;
 }
 
+/* The state of one rf_apply_gradients call. */
+typedef struct apply_ctx {
+    rf_graph *g;
+    const rf_optim_config *cfg;
+    rf_optim_layout lay;
+    const char *opt; /* the optimizer's name scope */
+    rf_node *const *vars, *const *grads;
+    size_t n;
+    size_t live;        /* variables with a gradient */
+    rf_node *first;     /* of those, the first by name */
+    rf_node *b1p, *b2p; /* Adam's beta powers */
+    rf_node **slots;    /* per variable, RF_OPTIM_MAX_SLOTS entries */
+    rf_node **applies;  /* the apply ops, then Adam's finish */
+    size_t na;
+    rf_node **in;      /* one apply op's inputs */
+    const char *scope; /* the optimizer's scope, as pushed */
+} apply_ctx;
+
+/* Every variable a float32 variable of this graph, every gradient of this
+ * graph; counts the variables with a gradient and finds the first of them
+ * by name. */
+static rf_status check_vars_and_grads(apply_ctx *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        rf_node *var = c->vars[i];
+        if (!var || var->graph != c->g || var->op != RF_OP_VARIABLE ||
+            var->dtype != RF_F32)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "rf_apply_gradients: vars[%zu] is not a "
+                                "float32 variable of this graph",
+                                i);
+        if (!c->grads[i])
+            continue;
+        if (c->grads[i]->graph != c->g)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "rf_apply_gradients: grads[%zu] is foreign", i);
+        c->live++;
+        if (!c->first || strcmp(var->name, c->first->name) < 0)
+            c->first = var;
+    }
+    if (c->live == 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "No gradients provided for any variable");
+    return RF_OK;
+}
+
+/* Adam's non-slot variables, colocated with the first variable by name. */
+static rf_status create_beta_powers(apply_ctx *c)
+{
+    rf_graph *g = c->g;
+    rf_optim_scalars sc;
+    rf_optim_scalars_init(c->cfg, &sc);
+    rf_status st = rf_colocation_push(g, c->first);
+    if (st != RF_OK)
+        return st;
+    c->b1p = top_level_variable(g, RF_SCALAR, sc.beta1_power, "beta1_power");
+    c->b2p = top_level_variable(g, RF_SCALAR, sc.beta2_power, "beta2_power");
+    rf_colocation_pop(g);
+    if (!c->b1p || !c->b2p)
+        return fail(g, RF_OK);
+    return RF_OK;
+}
+
+/* Each variable's slots ("<var>/<Name>"), colocated with the variable. */
+static rf_status create_slots(apply_ctx *c)
+{
+    rf_graph *g = c->g;
+    rf_status st;
+    for (size_t i = 0; i < c->n; i++) {
+        rf_node *var = c->vars[i];
+        if (!c->grads[i])
+            continue;
+        if ((st = rf_colocation_push(g, var)) != RF_OK)
+            return st;
+        for (unsigned s = 0; s < c->lay.num_slots; s++) {
+            char sname[1024];
+            snprintf(sname, sizeof sname, "%s/%s", var->name, c->opt);
+            rf_node *sv = top_level_variable(
+                g, var->shape, c->lay.slots[s].initial_value, sname);
+            if (!sv) {
+                rf_colocation_pop(g);
+                return fail(g, RF_OK);
+            }
+            sv->var->slot_primary = var;
+            snprintf(sv->var->slot_name, sizeof sv->var->slot_name, "%s",
+                     c->lay.slots[s].name);
+            c->slots[i * RF_OPTIM_MAX_SLOTS + s] = sv;
+        }
+        rf_colocation_pop(g);
+    }
+    return RF_OK;
+}
+
+/* Variable i's ApplyX (or SparseApplyX for an IndexedSlices gradient) in
+ * "<Name>/update_<var>/", colocated with the variable. */
+static rf_status create_apply(apply_ctx *c, size_t i, const rf_attrs *a)
+{
+    rf_graph *g = c->g;
+    rf_node *var = c->vars[i], *grad = c->grads[i];
+    char sc[sizeof g->scope + 16];
+    snprintf(sc, sizeof sc, "%s/update_%s/", c->scope, var->name);
+    rf_status st = rf_name_scope_push(g, sc);
+    if (st != RF_OK)
+        return st;
+    if ((st = rf_colocation_push(g, var)) != RF_OK) {
+        rf_name_scope_pop(g);
+        return st;
+    }
+    /* an IndexedSlices gradient: (var, indices, values, slots...) */
+    bool sparse = rf_node_is_indexed_slices(grad);
+    rf_node **in = c->in;
+    size_t k = 0;
+    in[k++] = var;
+    if (sparse)
+        in[k++] = rf_indexed_slices_indices(grad);
+    in[k++] = grad;
+    for (unsigned s = 0; s < c->lay.num_slots; s++)
+        in[k++] = c->slots[i * RF_OPTIM_MAX_SLOTS + s];
+    if (c->b1p) {
+        in[k++] = c->b1p;
+        in[k++] = c->b2p;
+    }
+    rf_node *ap = sparse ? node_create(g, RF_OP_SPARSE_APPLY_OPTIMIZER,
+                                       sparse_apply_op_name(c->cfg), in, k, a)
+                         : node_create(g, RF_OP_APPLY_OPTIMIZER,
+                                       apply_op_name(c->cfg), in, k, a);
+    rf_colocation_pop(g);
+    rf_name_scope_pop(g);
+    if (!ap)
+        return fail(g, RF_OK);
+    c->applies[c->na++] = ap;
+    return RF_OK;
+}
+
+/* _finish: Adam advances its beta powers after every apply. */
+static rf_status create_finish(apply_ctx *c, const rf_attrs *a)
+{
+    rf_graph *g = c->g;
+    rf_node *bp[2] = {c->b1p, c->b2p};
+    rf_status st = rf_control_dependencies_push(g, c->applies, c->na);
+    if (st != RF_OK)
+        return st;
+    rf_colocation_push(g, c->b1p);
+    rf_node *fin =
+        node_create(g, RF_OP_OPTIMIZER_FINISH, "update_beta_powers", bp, 2, a);
+    rf_colocation_pop(g);
+    rf_control_dependencies_pop(g);
+    if (!fin)
+        return fail(g, RF_OK);
+    c->applies[c->na++] = fin;
+    return RF_OK;
+}
+
+/* The update ops, inside the optimizer's name scope: the applies, Adam's
+ * finish, and the constant 1 that global_step is advanced by. */
+static rf_status create_updates(apply_ctx *c, rf_node *global_step,
+                                rf_node **one)
+{
+    rf_graph *g = c->g;
+    rf_attrs a;
+    memset(&a, 0, sizeof a);
+    a.optim = c->cfg;
+    a.num_slots = c->lay.num_slots;
+    rf_status st = RF_OK;
+    for (size_t i = 0; i < c->n && st == RF_OK; i++)
+        if (c->grads[i])
+            st = create_apply(c, i, &a);
+    if (st == RF_OK && c->b1p)
+        st = create_finish(c, &a);
+    if (st == RF_OK && global_step) {
+        int64_t v64 = 1;
+        int32_t v32 = 1;
+        *one =
+            rf_const(g, global_step->dtype, RF_SCALAR,
+                     global_step->dtype == RF_I64 ? (void *)&v64 : (void *)&v32,
+                     "value");
+        if (!*one)
+            st = fail(g, RF_OK);
+    }
+    return st;
+}
+
+/* The train op: a NoOp "<Name>" grouping the updates, or, with a
+ * global_step, the AssignAdd "<Name>" after the group "<Name>/update". */
+static rf_status create_train_op(apply_ctx *c, rf_node *global_step,
+                                 rf_node *one, rf_node **train_op)
+{
+    rf_graph *g = c->g;
+    rf_status st = RF_OK;
+    char exact[sizeof g->scope + 2];
+    snprintf(exact, sizeof exact, "%s/", c->scope);
+    if (!global_step) {
+        rf_node *grp = rf_no_op(g, c->applies, c->na, exact);
+        if (!grp)
+            return fail(g, RF_OK);
+        *train_op = grp;
+        return RF_OK;
+    }
+    char upd[sizeof g->scope + 16];
+    snprintf(upd, sizeof upd, "%s/update/", c->scope);
+    rf_node *grp = rf_no_op(g, c->applies, c->na, upd);
+    if (!grp || (st = rf_control_dependencies_push(g, &grp, 1)) != RF_OK)
+        return fail(g, st);
+    rf_colocation_push(g, global_step);
+    rf_node *inc = rf_assign_add(g, global_step, one, exact);
+    rf_colocation_pop(g);
+    rf_control_dependencies_pop(g);
+    if (!inc)
+        return fail(g, RF_OK);
+    *train_op = inc;
+    return RF_OK;
+}
+
 rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
                              rf_node *const *vars, rf_node *const *grads,
                              size_t n, rf_node *global_step, const char *name,
@@ -90,31 +303,12 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
     rf_status st = rf_optim_validate(cfg);
     if (st != RF_OK)
         return st;
-    rf_optim_layout lay;
-    if ((st = rf_optim_layout_get(cfg, &lay)) != RF_OK)
+    apply_ctx c = {.g = g, .cfg = cfg, .vars = vars, .grads = grads, .n = n};
+    if ((st = rf_optim_layout_get(cfg, &c.lay)) != RF_OK)
         return st;
-    const char *opt = name ? name : lay.tf_name;
-    size_t live = 0;
-    rf_node *first = NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (!vars[i] || vars[i]->graph != g || vars[i]->op != RF_OP_VARIABLE ||
-            vars[i]->dtype != RF_F32)
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "rf_apply_gradients: vars[%zu] is not a "
-                                "float32 variable of this graph",
-                                i);
-        if (!grads[i])
-            continue;
-        if (grads[i]->graph != g)
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "rf_apply_gradients: grads[%zu] is foreign", i);
-        live++;
-        if (!first || strcmp(vars[i]->name, first->name) < 0)
-            first = vars[i];
-    }
-    if (live == 0)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "No gradients provided for any variable");
+    c.opt = name ? name : c.lay.tf_name;
+    if ((st = check_vars_and_grads(&c)) != RF_OK)
+        return st;
     if (global_step &&
         (global_step->op != RF_OP_VARIABLE || global_step->shape.rank != 0 ||
          (global_step->dtype != RF_I64 && global_step->dtype != RF_I32)))
@@ -124,154 +318,32 @@ rf_status rf_apply_gradients(rf_graph *g, const rf_optim_config *cfg,
                             global_step->name);
 
     /* _create_slots: Adam's beta powers first, then each variable's slots */
-    rf_node *b1p = NULL, *b2p = NULL;
-    if (cfg->kind == RF_OPTIM_ADAM) {
-        rf_optim_scalars sc;
-        rf_optim_scalars_init(cfg, &sc);
-        if ((st = rf_colocation_push(g, first)) != RF_OK)
-            return st;
-        b1p = top_level_variable(g, RF_SCALAR, sc.beta1_power, "beta1_power");
-        b2p = top_level_variable(g, RF_SCALAR, sc.beta2_power, "beta2_power");
-        rf_colocation_pop(g);
-        if (!b1p || !b2p)
-            return fail(g, RF_OK);
-    }
-    rf_node **slots = rf_gcalloc(n * RF_OPTIM_MAX_SLOTS + 1, sizeof *slots);
-    rf_node **applies = rf_gcalloc(live + 2, sizeof *applies);
-    rf_node **in = rf_gcalloc(5 + RF_OPTIM_MAX_SLOTS, sizeof *in);
-    if (!slots || !applies || !in) {
+    if (cfg->kind == RF_OPTIM_ADAM && (st = create_beta_powers(&c)) != RF_OK)
+        return st;
+    c.slots = gcalloc(n * RF_OPTIM_MAX_SLOTS + 1, sizeof *c.slots);
+    c.applies = gcalloc(c.live + 2, sizeof *c.applies);
+    c.in = gcalloc(5 + RF_OPTIM_MAX_SLOTS, sizeof *c.in);
+    if (!c.slots || !c.applies || !c.in) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "rf_apply_gradients: no memory");
         goto out;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (!grads[i])
-            continue;
-        if ((st = rf_colocation_push(g, vars[i])) != RF_OK)
-            goto out;
-        for (unsigned s = 0; s < lay.num_slots; s++) {
-            char sname[1024];
-            snprintf(sname, sizeof sname, "%s/%s", vars[i]->name, opt);
-            rf_node *sv = top_level_variable(g, vars[i]->shape,
-                                             lay.slots[s].initial_value, sname);
-            if (!sv) {
-                rf_colocation_pop(g);
-                st = fail(g, RF_OK);
-                goto out;
-            }
-            sv->var->slot_primary = vars[i];
-            snprintf(sv->var->slot_name, sizeof sv->var->slot_name, "%s",
-                     lay.slots[s].name);
-            slots[i * RF_OPTIM_MAX_SLOTS + s] = sv;
-        }
-        rf_colocation_pop(g);
-    }
+    if ((st = create_slots(&c)) != RF_OK)
+        goto out;
 
-    /* the update ops */
-    if ((st = rf_name_scope_push(g, opt)) != RF_OK)
+    if ((st = rf_name_scope_push(g, c.opt)) != RF_OK)
         goto out;
     char scope[sizeof g->scope];
     memcpy(scope, g->scope, sizeof scope);
-    rf_attrs a;
-    memset(&a, 0, sizeof a);
-    a.optim = cfg;
-    a.num_slots = lay.num_slots;
-    size_t na = 0;
-    for (size_t i = 0; i < n && st == RF_OK; i++) {
-        if (!grads[i])
-            continue;
-        char sc[sizeof g->scope + 16];
-        snprintf(sc, sizeof sc, "%s/update_%s/", scope, vars[i]->name);
-        if ((st = rf_name_scope_push(g, sc)) != RF_OK)
-            break;
-        if ((st = rf_colocation_push(g, vars[i])) != RF_OK) {
-            rf_name_scope_pop(g);
-            break;
-        }
-        /* an IndexedSlices gradient: (var, indices, values, slots...) */
-        bool sparse = rf_node_is_indexed_slices(grads[i]);
-        size_t k = 0;
-        in[k++] = vars[i];
-        if (sparse)
-            in[k++] = rf_indexed_slices_indices(grads[i]);
-        in[k++] = grads[i];
-        for (unsigned s = 0; s < lay.num_slots; s++)
-            in[k++] = slots[i * RF_OPTIM_MAX_SLOTS + s];
-        if (b1p) {
-            in[k++] = b1p;
-            in[k++] = b2p;
-        }
-        rf_node *ap = sparse
-                          ? rf_node_create(g, RF_OP_SPARSE_APPLY_OPTIMIZER,
-                                           sparse_apply_op_name(cfg), in, k, &a)
-                          : rf_node_create(g, RF_OP_APPLY_OPTIMIZER,
-                                           apply_op_name(cfg), in, k, &a);
-        rf_colocation_pop(g);
-        rf_name_scope_pop(g);
-        if (!ap)
-            st = fail(g, RF_OK);
-        else
-            applies[na++] = ap;
-    }
-    /* _finish: Adam advances its beta powers after every apply */
-    if (st == RF_OK && b1p) {
-        rf_node *bp[2] = {b1p, b2p};
-        if ((st = rf_control_dependencies_push(g, applies, na)) == RF_OK) {
-            rf_colocation_push(g, b1p);
-            rf_node *fin = rf_node_create(g, RF_OP_OPTIMIZER_FINISH,
-                                          "update_beta_powers", bp, 2, &a);
-            rf_colocation_pop(g);
-            rf_control_dependencies_pop(g);
-            if (!fin)
-                st = fail(g, RF_OK);
-            else
-                applies[na++] = fin;
-        }
-    }
+    c.scope = scope;
     rf_node *one = NULL;
-    if (st == RF_OK && global_step) {
-        int64_t v64 = 1;
-        int32_t v32 = 1;
-        one =
-            rf_const(g, global_step->dtype, RF_SCALAR,
-                     global_step->dtype == RF_I64 ? (void *)&v64 : (void *)&v32,
-                     "value");
-        if (!one)
-            st = fail(g, RF_OK);
-    }
+    st = create_updates(&c, global_step, &one);
     rf_name_scope_pop(g);
-    if (st != RF_OK)
-        goto out;
-    char exact[sizeof g->scope + 2];
-    snprintf(exact, sizeof exact, "%s/", scope);
-    if (!global_step) {
-        rf_node *grp = rf_no_op(g, applies, na, exact);
-        if (!grp) {
-            st = fail(g, RF_OK);
-            goto out;
-        }
-        *train_op = grp;
-        goto out;
-    }
-    char upd[sizeof g->scope + 16];
-    snprintf(upd, sizeof upd, "%s/update/", scope);
-    rf_node *grp = rf_no_op(g, applies, na, upd);
-    if (!grp || (st = rf_control_dependencies_push(g, &grp, 1)) != RF_OK) {
-        st = fail(g, st);
-        goto out;
-    }
-    rf_colocation_push(g, global_step);
-    rf_node *inc = rf_assign_add(g, global_step, one, exact);
-    rf_colocation_pop(g);
-    rf_control_dependencies_pop(g);
-    if (!inc) {
-        st = fail(g, RF_OK);
-        goto out;
-    }
-    *train_op = inc;
+    if (st == RF_OK)
+        st = create_train_op(&c, global_step, one, train_op);
 out:
-    rf_gfree(slots);
-    rf_gfree(applies);
-    rf_gfree(in);
+    gfree(c.slots);
+    gfree(c.applies);
+    gfree(c.in);
     return st;
 }
 
@@ -281,8 +353,8 @@ rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg, rf_node *loss,
     if (!g || !cfg || !loss || !train_op)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_minimize: NULL argument");
     size_t n = rf_graph_trainable_variables(g, NULL, 0);
-    rf_node **vars = rf_gcalloc(n + 1, sizeof *vars);
-    rf_node **grads = rf_gcalloc(n + 1, sizeof *grads);
+    rf_node **vars = gcalloc(n + 1, sizeof *vars);
+    rf_node **grads = gcalloc(n + 1, sizeof *grads);
     rf_status st = RF_OK;
     if (!vars || !grads) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "rf_minimize: no memory");
@@ -299,8 +371,8 @@ rf_status rf_minimize(rf_graph *g, const rf_optim_config *cfg, rf_node *loss,
     st =
         rf_apply_gradients(g, cfg, vars, grads, m, global_step, NULL, train_op);
 out:
-    rf_gfree(vars);
-    rf_gfree(grads);
+    gfree(vars);
+    gfree(grads);
     return st;
 }
 

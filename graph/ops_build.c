@@ -1,5 +1,5 @@
 /* graph/ops_build.c: the public builders of rdmaflow/graph.h. Each checks
- * its own arguments, fills the op's attributes and lets rf_node_create()
+ * its own arguments, fills the op's attributes and lets node_create()
  * name the node and run the shape function. */
 #include <string.h>
 
@@ -19,16 +19,16 @@ rf_node *rf_placeholder(rf_graph *g, rf_dtype dtype, rf_shape shape,
     if (!g)
         return NULL;
     if ((unsigned)dtype >= RF_DTYPE_COUNT)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Placeholder: invalid dtype %d", (int)dtype);
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Placeholder: invalid dtype %d", (int)dtype);
     for (int i = 0; i < shape.rank; i++)
         if (shape.dims[i] < -1)
-            return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                                 "Placeholder: invalid dimension %lld",
-                                 (long long)shape.dims[i]);
+            return graph_fail(g, RF_ERR_INVALID_ARG,
+                              "Placeholder: invalid dimension %lld",
+                              (long long)shape.dims[i]);
     a.shape = shape;
     a.dtype = dtype;
-    return rf_node_create(g, RF_OP_PLACEHOLDER, name, NULL, 0, &a);
+    return node_create(g, RF_OP_PLACEHOLDER, name, NULL, 0, &a);
 }
 
 rf_node *rf_const(rf_graph *g, rf_dtype dtype, rf_shape shape, const void *data,
@@ -39,20 +39,20 @@ rf_node *rf_const(rf_graph *g, rf_dtype dtype, rf_shape shape, const void *data,
         return NULL;
     int64_t numel = rf_shape_numel(&shape);
     if ((unsigned)dtype >= RF_DTYPE_COUNT || numel < 0 || (numel && !data))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Const: needs a valid dtype, a fully known "
-                             "shape and data");
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Const: needs a valid dtype, a fully known "
+                          "shape and data");
     a.shape = shape;
     a.dtype = dtype;
     size_t bytes = (size_t)numel * rf_dtype_size(dtype);
-    void *copy = rf_galloc_aligned(bytes);
+    void *copy = galloc_aligned(bytes);
     if (!copy)
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Const: no memory");
+        return graph_fail(g, RF_ERR_NO_MEMORY, "Const: no memory");
     if (bytes)
         memcpy(copy, data, bytes);
-    rf_node *n = rf_node_create(g, RF_OP_CONST, name, NULL, 0, &a);
+    rf_node *n = node_create(g, RF_OP_CONST, name, NULL, 0, &a);
     if (!n) {
-        rf_gfree_aligned(copy, bytes);
+        gfree_aligned(copy, bytes);
         return NULL;
     }
     n->const_data = copy;
@@ -72,7 +72,7 @@ rf_node *rf_const_i64(rf_graph *g, int64_t value, const char *name)
 
 rf_node *rf_identity(rf_graph *g, rf_node *x, const char *name)
 {
-    return rf_node_create(g, RF_OP_IDENTITY, name, &x, 1, NULL);
+    return node_create(g, RF_OP_IDENTITY, name, &x, 1, NULL);
 }
 
 rf_node *rf_no_op(rf_graph *g, rf_node *const *deps, size_t n, const char *name)
@@ -83,13 +83,13 @@ rf_node *rf_no_op(rf_graph *g, rf_node *const *deps, size_t n, const char *name)
         if (!deps[i])
             return g->err != RF_OK
                        ? NULL
-                       : rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                                       "NoOp: dependency %zu is NULL", i);
-    rf_node *node = rf_node_create(g, RF_OP_NO_OP, name, NULL, 0, NULL);
+                       : graph_fail(g, RF_ERR_INVALID_ARG,
+                                    "NoOp: dependency %zu is NULL", i);
+    rf_node *node = node_create(g, RF_OP_NO_OP, name, NULL, 0, NULL);
     for (size_t i = 0; node && i < n; i++)
         if (rf_node_add_control_input(node, deps[i]) != RF_OK)
-            return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                                 "NoOp: bad dependency %zu", i);
+            return graph_fail(g, RF_ERR_INVALID_ARG, "NoOp: bad dependency %zu",
+                              i);
     return node;
 }
 
@@ -97,11 +97,10 @@ static rf_node *ref_op(rf_graph *g, rf_op_type op, rf_node *var, rf_node *value,
                        const char *name)
 {
     if (var && var->op != RF_OP_VARIABLE)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "%s: '%s' is not a variable", rf_op_name(op),
-                             var->name);
+        return graph_fail(g, RF_ERR_INVALID_ARG, "%s: '%s' is not a variable",
+                          rf_op_name(op), var->name);
     rf_node *in[2] = {var, value};
-    return rf_node_create(g, op, name, in, 2, NULL);
+    return node_create(g, op, name, in, 2, NULL);
 }
 
 rf_node *rf_assign(rf_graph *g, rf_node *var, rf_node *value, const char *name)
@@ -122,14 +121,14 @@ rf_node *rf_matmul(rf_graph *g, rf_node *a, rf_node *b, bool transpose_a,
     at.transpose_a = transpose_a;
     at.transpose_b = transpose_b;
     rf_node *in[2] = {a, b};
-    return rf_node_create(g, RF_OP_MATMUL, name, in, 2, &at);
+    return node_create(g, RF_OP_MATMUL, name, in, 2, &at);
 }
 
 static rf_node *binary(rf_graph *g, rf_op_type op, rf_node *a, rf_node *b,
                        const char *name)
 {
     rf_node *in[2] = {a, b};
-    return rf_node_create(g, op, name, in, 2, NULL);
+    return node_create(g, op, name, in, 2, NULL);
 }
 
 rf_node *rf_add(rf_graph *g, rf_node *a, rf_node *b, const char *name)
@@ -159,7 +158,7 @@ rf_node *rf_bias_add(rf_graph *g, rf_node *x, rf_node *bias, const char *name)
 
 rf_node *rf_neg(rf_graph *g, rf_node *x, const char *name)
 {
-    return rf_node_create(g, RF_OP_NEG, name, &x, 1, NULL);
+    return node_create(g, RF_OP_NEG, name, &x, 1, NULL);
 }
 
 rf_node *rf_add_n(rf_graph *g, rf_node *const *xs, size_t n, const char *name)
@@ -167,28 +166,28 @@ rf_node *rf_add_n(rf_graph *g, rf_node *const *xs, size_t n, const char *name)
     if (!g)
         return NULL;
     if (n == 0 || !xs)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG, "AddN: no inputs");
-    return rf_node_create(g, RF_OP_ADD_N, name, xs, n, NULL);
+        return graph_fail(g, RF_ERR_INVALID_ARG, "AddN: no inputs");
+    return node_create(g, RF_OP_ADD_N, name, xs, n, NULL);
 }
 
 rf_node *rf_relu(rf_graph *g, rf_node *x, const char *name)
 {
-    return rf_node_create(g, RF_OP_RELU, name, &x, 1, NULL);
+    return node_create(g, RF_OP_RELU, name, &x, 1, NULL);
 }
 
 rf_node *rf_sigmoid(rf_graph *g, rf_node *x, const char *name)
 {
-    return rf_node_create(g, RF_OP_SIGMOID, name, &x, 1, NULL);
+    return node_create(g, RF_OP_SIGMOID, name, &x, 1, NULL);
 }
 
 rf_node *rf_tanh(rf_graph *g, rf_node *x, const char *name)
 {
-    return rf_node_create(g, RF_OP_TANH, name, &x, 1, NULL);
+    return node_create(g, RF_OP_TANH, name, &x, 1, NULL);
 }
 
 rf_node *rf_softmax(rf_graph *g, rf_node *logits, const char *name)
 {
-    return rf_node_create(g, RF_OP_SOFTMAX, name, &logits, 1, NULL);
+    return node_create(g, RF_OP_SOFTMAX, name, &logits, 1, NULL);
 }
 
 rf_node *rf_sparse_softmax_cross_entropy_with_logits(rf_graph *g,
@@ -197,14 +196,14 @@ rf_node *rf_sparse_softmax_cross_entropy_with_logits(rf_graph *g,
                                                      const char *name)
 {
     rf_node *in[2] = {logits, labels};
-    return rf_node_create(g, RF_OP_SPARSE_SOFTMAX_XENT, name, in, 2, NULL);
+    return node_create(g, RF_OP_SPARSE_SOFTMAX_XENT, name, in, 2, NULL);
 }
 
 rf_node *rf_sigmoid_cross_entropy_with_logits(rf_graph *g, rf_node *labels,
                                               rf_node *logits, const char *name)
 {
     rf_node *in[2] = {logits, labels};
-    return rf_node_create(g, RF_OP_SIGMOID_XENT, name, in, 2, NULL);
+    return node_create(g, RF_OP_SIGMOID_XENT, name, in, 2, NULL);
 }
 
 /* Normalizes axes against rank: negative from the end, sorted, unique. */
@@ -234,15 +233,15 @@ static rf_node *reduce(rf_graph *g, rf_op_type op, rf_node *x, const int *axes,
 {
     rf_attrs a = no_attrs();
     if (!g || !x)
-        return rf_node_create(g, op, name, &x, 1, NULL);
+        return node_create(g, op, name, &x, 1, NULL);
     if (naxes < 0 || naxes > RF_MAX_RANK ||
         !norm_axes(axes, naxes, x->shape.rank, &a))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "%s: invalid reduction axes for '%s' of shape "
-                             "%s",
-                             rf_op_name(op), x->name, SHAPE_STR(&x->shape));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "%s: invalid reduction axes for '%s' of shape "
+                          "%s",
+                          rf_op_name(op), x->name, SHAPE_STR(&x->shape));
     a.keep_dims = keep_dims;
-    return rf_node_create(g, op, name, &x, 1, &a);
+    return node_create(g, op, name, &x, 1, &a);
 }
 
 rf_node *rf_reduce_sum(rf_graph *g, rf_node *x, const int *axes, int naxes,
@@ -261,7 +260,7 @@ rf_node *rf_reshape(rf_graph *g, rf_node *x, rf_shape shape, const char *name)
 {
     rf_attrs a = no_attrs();
     a.shape = shape;
-    return rf_node_create(g, RF_OP_RESHAPE, name, &x, 1, &a);
+    return node_create(g, RF_OP_RESHAPE, name, &x, 1, &a);
 }
 
 rf_node *rf_concat(rf_graph *g, rf_node *const *xs, size_t n, int axis,
@@ -271,16 +270,16 @@ rf_node *rf_concat(rf_graph *g, rf_node *const *xs, size_t n, int axis,
     if (!g)
         return NULL;
     if (n == 0 || !xs)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG, "ConcatV2: no inputs");
+        return graph_fail(g, RF_ERR_INVALID_ARG, "ConcatV2: no inputs");
     if (xs[0]) {
         int rank = xs[0]->shape.rank;
         a.axis = axis < 0 ? axis + rank : axis;
         if (a.axis < 0 || a.axis >= rank)
-            return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                                 "ConcatV2: axis %d out of range for rank %d",
-                                 axis, rank);
+            return graph_fail(g, RF_ERR_INVALID_ARG,
+                              "ConcatV2: axis %d out of range for rank %d",
+                              axis, rank);
     }
-    return rf_node_create(g, RF_OP_CONCAT, name, xs, n, &a);
+    return node_create(g, RF_OP_CONCAT, name, xs, n, &a);
 }
 
 static bool window_args_ok(int kh, int kw, int sh, int sw, rf_padding p)
@@ -296,14 +295,14 @@ rf_node *rf_conv2d(rf_graph *g, rf_node *input, rf_node *filter, int stride_h,
     if (!g)
         return NULL;
     if (!window_args_ok(1, 1, stride_h, stride_w, padding))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Conv2D: strides must be positive and padding "
-                             "SAME or VALID");
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Conv2D: strides must be positive and padding "
+                          "SAME or VALID");
     a.strides[0] = stride_h;
     a.strides[1] = stride_w;
     a.padding = padding;
     rf_node *in[2] = {input, filter};
-    return rf_node_create(g, RF_OP_CONV2D, name, in, 2, &a);
+    return node_create(g, RF_OP_CONV2D, name, in, 2, &a);
 }
 
 rf_node *rf_max_pool(rf_graph *g, rf_node *input, int ksize_h, int ksize_w,
@@ -314,15 +313,15 @@ rf_node *rf_max_pool(rf_graph *g, rf_node *input, int ksize_h, int ksize_w,
     if (!g)
         return NULL;
     if (!window_args_ok(ksize_h, ksize_w, stride_h, stride_w, padding))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "MaxPool: ksize and strides must be positive "
-                             "and padding SAME or VALID");
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "MaxPool: ksize and strides must be positive "
+                          "and padding SAME or VALID");
     a.ksize[0] = ksize_h;
     a.ksize[1] = ksize_w;
     a.strides[0] = stride_h;
     a.strides[1] = stride_w;
     a.padding = padding;
-    return rf_node_create(g, RF_OP_MAX_POOL, name, &input, 1, &a);
+    return node_create(g, RF_OP_MAX_POOL, name, &input, 1, &a);
 }
 
 rf_node *rf_argmax(rf_graph *g, rf_node *x, int axis, rf_dtype out_type,
@@ -332,18 +331,18 @@ rf_node *rf_argmax(rf_graph *g, rf_node *x, int axis, rf_dtype out_type,
     if (!g)
         return NULL;
     if (out_type != RF_I32 && out_type != RF_I64)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "ArgMax: output type must be int32 or int64");
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "ArgMax: output type must be int32 or int64");
     if (x) {
         a.axis = axis < 0 ? axis + x->shape.rank : axis;
         if (a.axis < 0 || a.axis >= x->shape.rank)
-            return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                                 "ArgMax: axis %d out of range for '%s' of "
-                                 "shape %s",
-                                 axis, x->name, SHAPE_STR(&x->shape));
+            return graph_fail(g, RF_ERR_INVALID_ARG,
+                              "ArgMax: axis %d out of range for '%s' of "
+                              "shape %s",
+                              axis, x->name, SHAPE_STR(&x->shape));
     }
     a.dtype = out_type;
-    return rf_node_create(g, RF_OP_ARGMAX, name, &x, 1, &a);
+    return node_create(g, RF_OP_ARGMAX, name, &x, 1, &a);
 }
 
 rf_node *rf_cast(rf_graph *g, rf_node *x, rf_dtype dtype, const char *name)
@@ -352,30 +351,28 @@ rf_node *rf_cast(rf_graph *g, rf_node *x, rf_dtype dtype, const char *name)
     if (!g)
         return NULL;
     if ((unsigned)dtype >= RF_DTYPE_COUNT)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG, "Cast: invalid dtype %d",
-                             (int)dtype);
+        return graph_fail(g, RF_ERR_INVALID_ARG, "Cast: invalid dtype %d",
+                          (int)dtype);
     a.dtype = dtype;
-    return rf_node_create(g, RF_OP_CAST, name, &x, 1, &a);
+    return node_create(g, RF_OP_CAST, name, &x, 1, &a);
 }
 
 rf_node *rf_ones_like(rf_graph *g, rf_node *x, const char *name)
 {
-    return rf_node_create(g, RF_OP_ONES_LIKE, name, &x, 1, NULL);
+    return node_create(g, RF_OP_ONES_LIKE, name, &x, 1, NULL);
 }
 
 rf_node *rf_zeros_like(rf_graph *g, rf_node *x, const char *name)
 {
-    return rf_node_create(g, RF_OP_ZEROS_LIKE, name, &x, 1, NULL);
+    return node_create(g, RF_OP_ZEROS_LIKE, name, &x, 1, NULL);
 }
 
-rf_node *rf_reduce_like(rf_graph *g, rf_node *dy, rf_node *like,
-                        const char *name)
+rf_node *reduce_like(rf_graph *g, rf_node *dy, rf_node *like, const char *name)
 {
     return binary(g, RF_OP_REDUCE_LIKE, dy, like, name);
 }
 
-rf_node *rf_reshape_like(rf_graph *g, rf_node *x, rf_node *like,
-                         const char *name)
+rf_node *reshape_like(rf_graph *g, rf_node *x, rf_node *like, const char *name)
 {
     return binary(g, RF_OP_RESHAPE_LIKE, x, like, name);
 }

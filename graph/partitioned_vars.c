@@ -18,11 +18,11 @@ rf_status rf_graph_set_partitioner(rf_graph *g, const rf_partitioner *p)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_graph_set_partitioner: NULL graph");
     if (!p) {
-        rf_gfree(g->partitioner);
+        gfree(g->partitioner);
         g->partitioner = NULL;
         return RF_OK;
     }
-    if (!g->partitioner && !(g->partitioner = rf_gmalloc(sizeof *p)))
+    if (!g->partitioner && !(g->partitioner = gmalloc(sizeof *p)))
         return rf_error_set(RF_ERR_NO_MEMORY,
                             "rf_graph_set_partitioner: no memory");
     *g->partitioner = *p;
@@ -50,27 +50,27 @@ rf_node *rf_get_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
     if (!g->partitioner || shape.rank == 0)
         return rf_variable(g, dtype, shape, init, name);
     if (!name || !*name)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "get_variable: a partitioned variable needs a "
-                             "name");
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "get_variable: a partitioned variable needs a "
+                          "name");
     if (!rf_shape_is_known(&shape))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "get_variable %s: shape %s must be fully known",
-                             name, SHAPE_STR(&shape));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "get_variable %s: shape %s must be fully known", name,
+                          SHAPE_STR(&shape));
     rf_partitioned_var pv;
     if (rf_partition_variable(g->partitioner, name, "VariableV2", shape.dims,
                               shape.rank, rf_dtype_size(dtype), false, NULL,
                               &pv) != RF_OK)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG, "get_variable %s: %s", name,
-                             rf_error_message());
+        return graph_fail(g, RF_ERR_INVALID_ARG, "get_variable %s: %s", name,
+                          rf_error_message());
     if (!pv.partitioned) {
         rf_partitioned_var_free(&pv);
         return rf_variable(g, dtype, shape, init, name);
     }
-    rf_node **parts = rf_gcalloc((size_t)pv.num_parts, sizeof *parts);
+    rf_node **parts = gcalloc((size_t)pv.num_parts, sizeof *parts);
     if (!parts) {
         rf_partitioned_var_free(&pv);
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "get_variable: no memory");
+        return graph_fail(g, RF_ERR_NO_MEMORY, "get_variable: no memory");
     }
     rf_node *fail = NULL;
     bool failed = false;
@@ -78,11 +78,11 @@ rf_node *rf_get_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
         const rf_var_part *q = &pv.parts[i];
         rf_shape ps = rf_shape_make(pv.rank, q->shape);
         rf_node *v = rf_variable(g, dtype, ps, init, q->name);
-        rf_save_slice *sl = v ? rf_gcalloc(1, sizeof *sl) : NULL;
+        rf_save_slice *sl = v ? gcalloc(1, sizeof *sl) : NULL;
         if (!v || !sl) {
-            fail = v ? rf_graph_fail(g, RF_ERR_NO_MEMORY,
-                                     "get_variable: no memory")
-                     : NULL;
+            fail =
+                v ? graph_fail(g, RF_ERR_NO_MEMORY, "get_variable: no memory")
+                  : NULL;
             failed = true;
             break;
         }
@@ -93,17 +93,17 @@ rf_node *rf_get_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
         memcpy(sl->offset, q->offset, (size_t)pv.rank * sizeof q->offset[0]);
         if (!whole_name(rf_node_name(v), i, sl->full_name,
                         sizeof sl->full_name)) {
-            fail = rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                                 "get_variable %s: part %d is named '%s' "
-                                 "(another node has its name)",
-                                 name, i, rf_node_name(v));
+            fail = graph_fail(g, RF_ERR_INVALID_ARG,
+                              "get_variable %s: part %d is named '%s' "
+                              "(another node has its name)",
+                              name, i, rf_node_name(v));
             failed = true;
             break;
         }
         parts[i] = v;
     }
     if (failed) {
-        rf_gfree(parts);
+        gfree(parts);
         rf_partitioned_var_free(&pv);
         return fail;
     }
@@ -111,7 +111,7 @@ rf_node *rf_get_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
     rf_partitioned_var_free(&pv);
     rf_node *out =
         n == 1 ? parts[0] : rf_concat(g, parts, (size_t)n, axis, NULL);
-    rf_gfree(parts);
+    gfree(parts);
     return out;
 }
 

@@ -37,26 +37,25 @@ static rf_shape merge(const rf_shape *a, const rf_shape *b)
 static rf_status need_float(const rf_node *n, rf_dtype dt, const char *what)
 {
     if (dt != RF_F32)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "%s must be float32, not %s", what,
-                             rf_dtype_name(dt));
+        return node_error(n, RF_ERR_INVALID_ARG, "%s must be float32, not %s",
+                          what, rf_dtype_name(dt));
     return RF_OK;
 }
 
 static rf_status need_numeric(const rf_node *n, rf_dtype dt, const char *what)
 {
     if (dt == RF_BOOL)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "%s must be numeric, not bool", what);
+        return node_error(n, RF_ERR_INVALID_ARG, "%s must be numeric, not bool",
+                          what);
     return RF_OK;
 }
 
 static rf_status need_same_dtype(const rf_node *n, rf_dtype a, rf_dtype b)
 {
     if (a != b)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "operands have different dtypes: %s vs %s",
-                             rf_dtype_name(a), rf_dtype_name(b));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "operands have different dtypes: %s vs %s",
+                          rf_dtype_name(a), rf_dtype_name(b));
     return RF_OK;
 }
 
@@ -65,12 +64,12 @@ static rf_status need_rank(const rf_node *n, const rf_shape *s, int lo, int hi,
 {
     if (s->rank < lo || s->rank > hi) {
         if (lo == hi)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "%s must be rank %d, got shape %s", what, lo,
-                                 SHAPE_STR(s));
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "%s must have rank %d..%d, got shape %s", what, lo,
-                             hi, SHAPE_STR(s));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "%s must be rank %d, got shape %s", what, lo,
+                              SHAPE_STR(s));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "%s must have rank %d..%d, got shape %s", what, lo,
+                          hi, SHAPE_STR(s));
     }
     return RF_OK;
 }
@@ -82,7 +81,7 @@ static rf_status need_rank(const rf_node *n, const rf_shape *s, int lo, int hi,
             return st_;                                                        \
     } while (0)
 
-SHAPE_FN(rf_shape_from_attr)
+SHAPE_FN(shape_from_attr)
 {
     (void)in;
     (void)dt;
@@ -91,7 +90,7 @@ SHAPE_FN(rf_shape_from_attr)
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_same)
+SHAPE_FN(shape_same)
 {
     (void)n;
     *out = in[0];
@@ -99,7 +98,7 @@ SHAPE_FN(rf_shape_same)
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_noop)
+SHAPE_FN(shape_noop)
 {
     (void)n;
     (void)in;
@@ -109,21 +108,21 @@ SHAPE_FN(rf_shape_noop)
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_assign)
+SHAPE_FN(shape_assign)
 {
     TRY(need_same_dtype(n, dt[0], dt[1]));
     if (n->op == RF_OP_ASSIGN_ADD)
         TRY(need_numeric(n, dt[0], "value"));
     if (!shapes_compatible(&in[0], &in[1]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "value shape %s does not match variable shape %s",
-                             SHAPE_STR(&in[1]), SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "value shape %s does not match variable shape %s",
+                          SHAPE_STR(&in[1]), SHAPE_STR(&in[0]));
     *out = in[0];
     *odt = dt[0];
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_matmul)
+SHAPE_FN(shape_matmul)
 {
     TRY(need_float(n, dt[0], "a"));
     TRY(need_float(n, dt[1], "b"));
@@ -133,27 +132,27 @@ SHAPE_FN(rf_shape_matmul)
     int64_t m = in[0].dims[ta ? 1 : 0], ka = in[0].dims[ta ? 0 : 1];
     int64_t kb = in[1].dims[tb ? 1 : 0], nn = in[1].dims[tb ? 0 : 1];
     if (!dim_ok(ka, kb))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "inner dimensions differ: a %s%s vs b %s%s "
-                             "(%lld vs %lld)",
-                             SHAPE_STR(&in[0]), ta ? " (transposed)" : "",
-                             SHAPE_STR(&in[1]), tb ? " (transposed)" : "",
-                             (long long)ka, (long long)kb);
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "inner dimensions differ: a %s%s vs b %s%s "
+                          "(%lld vs %lld)",
+                          SHAPE_STR(&in[0]), ta ? " (transposed)" : "",
+                          SHAPE_STR(&in[1]), tb ? " (transposed)" : "",
+                          (long long)ka, (long long)kb);
     *out = RF_SHAPE(m, nn);
     *odt = RF_F32;
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_binary)
+SHAPE_FN(shape_binary)
 {
     TRY(need_same_dtype(n, dt[0], dt[1]));
     TRY(need_numeric(n, dt[0], "operand"));
-    TRY(rf_broadcast_shape(n, &in[0], &in[1], out));
+    TRY(broadcast_shape(n, &in[0], &in[1], out));
     *odt = dt[0];
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_float_unary)
+SHAPE_FN(shape_float_unary)
 {
     TRY(need_float(n, dt[0], "input"));
     *out = in[0];
@@ -161,16 +160,16 @@ SHAPE_FN(rf_shape_float_unary)
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_add_n)
+SHAPE_FN(shape_add_n)
 {
     rf_shape s = in[0];
     TRY(need_numeric(n, dt[0], "input"));
     for (size_t i = 1; i < n->n_inputs; i++) {
         TRY(need_same_dtype(n, dt[0], dt[i]));
         if (!shapes_compatible(&s, &in[i]))
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "input %zu has shape %s, input 0 has %s", i,
-                                 SHAPE_STR(&in[i]), SHAPE_STR(&in[0]));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "input %zu has shape %s, input 0 has %s", i,
+                              SHAPE_STR(&in[i]), SHAPE_STR(&in[0]));
         s = merge(&s, &in[i]);
     }
     *out = s;
@@ -178,17 +177,17 @@ SHAPE_FN(rf_shape_add_n)
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_bias_add)
+SHAPE_FN(shape_bias_add)
 {
     TRY(need_float(n, dt[0], "value"));
     TRY(need_float(n, dt[1], "bias"));
     TRY(need_rank(n, &in[0], 2, RF_MAX_RANK, "value"));
     TRY(need_rank(n, &in[1], 1, 1, "bias"));
     if (!dim_ok(in[0].dims[in[0].rank - 1], in[1].dims[0]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "bias %s does not match the last dimension of "
-                             "value %s",
-                             SHAPE_STR(&in[1]), SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "bias %s does not match the last dimension of "
+                          "value %s",
+                          SHAPE_STR(&in[1]), SHAPE_STR(&in[0]));
     *out = in[0];
     if (out->dims[out->rank - 1] < 0)
         out->dims[out->rank - 1] = in[1].dims[0];
@@ -196,7 +195,7 @@ SHAPE_FN(rf_shape_bias_add)
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_softmax)
+SHAPE_FN(shape_softmax)
 {
     TRY(need_float(n, dt[0], "logits"));
     TRY(need_rank(n, &in[0], 1, RF_MAX_RANK, "logits"));
@@ -206,20 +205,20 @@ SHAPE_FN(rf_shape_softmax)
 }
 
 /* inputs: logits [batch, classes], labels [batch] */
-SHAPE_FN(rf_shape_xent)
+SHAPE_FN(shape_xent)
 {
     TRY(need_float(n, dt[0], "logits"));
     if (dt[1] != RF_I32 && dt[1] != RF_I64)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "labels must be int32 or int64, not %s",
-                             rf_dtype_name(dt[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "labels must be int32 or int64, not %s",
+                          rf_dtype_name(dt[1]));
     TRY(need_rank(n, &in[0], 2, 2, "logits"));
     TRY(need_rank(n, &in[1], 1, 1, "labels"));
     if (!dim_ok(in[0].dims[0], in[1].dims[0]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "logits %s and labels %s have different batch "
-                             "sizes",
-                             SHAPE_STR(&in[0]), SHAPE_STR(&in[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "logits %s and labels %s have different batch "
+                          "sizes",
+                          SHAPE_STR(&in[0]), SHAPE_STR(&in[1]));
     int64_t b = in[0].dims[0] >= 0 ? in[0].dims[0] : in[1].dims[0];
     *out = RF_SHAPE(b);
     *odt = RF_F32;
@@ -227,31 +226,31 @@ SHAPE_FN(rf_shape_xent)
 }
 
 /* inputs: logits, labels (float, compatible shapes) */
-SHAPE_FN(rf_shape_sigmoid_xent)
+SHAPE_FN(shape_sigmoid_xent)
 {
     TRY(need_float(n, dt[0], "logits"));
     TRY(need_float(n, dt[1], "labels"));
     if (!shapes_compatible(&in[0], &in[1]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "logits %s and labels %s must have the same "
-                             "shape",
-                             SHAPE_STR(&in[0]), SHAPE_STR(&in[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "logits %s and labels %s must have the same "
+                          "shape",
+                          SHAPE_STR(&in[0]), SHAPE_STR(&in[1]));
     *out = merge(&in[0], &in[1]);
     *odt = RF_F32;
     return RF_OK;
 }
 
 /* inputs: dloss [batch], logits [batch, classes], labels [batch] */
-SHAPE_FN(rf_shape_xent_grad)
+SHAPE_FN(shape_xent_grad)
 {
     rf_shape loss;
     rf_dtype ldt;
     TRY(need_float(n, dt[0], "loss gradient"));
-    TRY(rf_shape_xent(n, in + 1, dt + 1, &loss, &ldt));
+    TRY(shape_xent(n, in + 1, dt + 1, &loss, &ldt));
     if (!shapes_compatible(&in[0], &loss))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "loss gradient %s does not match the loss %s",
-                             SHAPE_STR(&in[0]), SHAPE_STR(&loss));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "loss gradient %s does not match the loss %s",
+                          SHAPE_STR(&in[0]), SHAPE_STR(&loss));
     *out = in[1];
     *odt = RF_F32;
     return RF_OK;
@@ -278,13 +277,13 @@ static rf_status check_axes(const rf_node *n, const rf_shape *s)
 {
     for (int i = 0; i < n->attr.naxes; i++)
         if (n->attr.axes[i] >= s->rank)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "axis %d out of range for shape %s",
-                                 n->attr.axes[i], SHAPE_STR(s));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "axis %d out of range for shape %s",
+                              n->attr.axes[i], SHAPE_STR(s));
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_reduce)
+SHAPE_FN(shape_reduce)
 {
     TRY(need_numeric(n, dt[0], "input"));
     TRY(check_axes(n, &in[0]));
@@ -293,7 +292,7 @@ SHAPE_FN(rf_shape_reduce)
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_reshape)
+SHAPE_FN(shape_reshape)
 {
     const rf_shape *t = &n->attr.shape;
     int64_t known = 1;
@@ -301,10 +300,10 @@ SHAPE_FN(rf_shape_reshape)
     for (int i = 0; i < t->rank; i++) {
         if (t->dims[i] < 0) {
             if (unknown >= 0 || t->dims[i] != -1)
-                return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                     "target shape %s may have only one -1 "
-                                     "and no other negative dimension",
-                                     SHAPE_STR(t));
+                return node_error(n, RF_ERR_INVALID_ARG,
+                                  "target shape %s may have only one -1 "
+                                  "and no other negative dimension",
+                                  SHAPE_STR(t));
             unknown = i;
         } else {
             known *= t->dims[i];
@@ -315,17 +314,17 @@ SHAPE_FN(rf_shape_reshape)
     if (numel >= 0) {
         if (unknown >= 0) {
             if (known == 0 || numel % known != 0)
-                return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                     "cannot reshape %s (%lld elements) to %s",
-                                     SHAPE_STR(&in[0]), (long long)numel,
-                                     SHAPE_STR(t));
+                return node_error(n, RF_ERR_INVALID_ARG,
+                                  "cannot reshape %s (%lld elements) to %s",
+                                  SHAPE_STR(&in[0]), (long long)numel,
+                                  SHAPE_STR(t));
             o.dims[unknown] = numel / known;
         } else if (numel != known) {
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "cannot reshape %s (%lld elements) to %s "
-                                 "(%lld elements)",
-                                 SHAPE_STR(&in[0]), (long long)numel,
-                                 SHAPE_STR(t), (long long)known);
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "cannot reshape %s (%lld elements) to %s "
+                              "(%lld elements)",
+                              SHAPE_STR(&in[0]), (long long)numel, SHAPE_STR(t),
+                              (long long)known);
         }
     }
     *out = o;
@@ -340,9 +339,9 @@ static rf_status concat_of(const rf_node *n, const rf_shape *in,
 {
     int axis = n->attr.axis;
     if (axis >= in[0].rank)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "axis %d out of range for shape %s", axis,
-                             SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "axis %d out of range for shape %s", axis,
+                          SHAPE_STR(&in[0]));
     rf_shape o = in[0];
     for (size_t i = 1; i < m; i++) {
         TRY(need_same_dtype(n, dt[0], dt[i]));
@@ -351,10 +350,10 @@ static rf_status concat_of(const rf_node *n, const rf_shape *in,
             if (d != axis && !dim_ok(o.dims[d], in[i].dims[d]))
                 ok = false;
         if (!ok)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "input %zu has shape %s, incompatible with "
-                                 "%s outside axis %d",
-                                 i, SHAPE_STR(&in[i]), SHAPE_STR(&in[0]), axis);
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "input %zu has shape %s, incompatible with "
+                              "%s outside axis %d",
+                              i, SHAPE_STR(&in[i]), SHAPE_STR(&in[0]), axis);
         for (int d = 0; d < o.rank; d++) {
             if (d == axis)
                 o.dims[d] = o.dims[d] < 0 || in[i].dims[d] < 0
@@ -368,28 +367,28 @@ static rf_status concat_of(const rf_node *n, const rf_shape *in,
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_concat)
+SHAPE_FN(shape_concat)
 {
     TRY(concat_of(n, in, dt, n->n_inputs, out));
     *odt = dt[0];
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_concat_grad)
+SHAPE_FN(shape_concat_grad)
 {
     rf_shape whole;
     TRY(concat_of(n, in + 1, dt + 1, n->n_inputs - 1, &whole));
     if (!shapes_compatible(&in[0], &whole))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "gradient %s does not match the concatenation %s",
-                             SHAPE_STR(&in[0]), SHAPE_STR(&whole));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "gradient %s does not match the concatenation %s",
+                          SHAPE_STR(&in[0]), SHAPE_STR(&whole));
     *out = in[1 + n->attr.index];
     *odt = dt[0];
     return RF_OK;
 }
 
-rf_status rf_window_out(const rf_node *n, int64_t in, int64_t k, int64_t stride,
-                        rf_padding pad, int64_t *out, int64_t *pad_before)
+rf_status window_out(const rf_node *n, int64_t in, int64_t k, int64_t stride,
+                     rf_padding pad, int64_t *out, int64_t *pad_before)
 {
     if (in < 0) {
         *out = -1;
@@ -398,10 +397,10 @@ rf_status rf_window_out(const rf_node *n, int64_t in, int64_t k, int64_t stride,
     }
     if (pad == RF_PADDING_VALID) {
         if (in < k)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "VALID window %lld larger than the input "
-                                 "dimension %lld",
-                                 (long long)k, (long long)in);
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "VALID window %lld larger than the input "
+                              "dimension %lld",
+                              (long long)k, (long long)in);
         *out = (in - k + stride) / stride;
         *pad_before = 0;
     } else {
@@ -413,58 +412,58 @@ rf_status rf_window_out(const rf_node *n, int64_t in, int64_t k, int64_t stride,
 }
 
 /* inputs: input NHWC, filter HWIO */
-SHAPE_FN(rf_shape_conv2d)
+SHAPE_FN(shape_conv2d)
 {
     TRY(need_float(n, dt[0], "input"));
     TRY(need_float(n, dt[1], "filter"));
     TRY(need_rank(n, &in[0], 4, 4, "input"));
     TRY(need_rank(n, &in[1], 4, 4, "filter"));
     if (!dim_ok(in[0].dims[3], in[1].dims[2]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "input %s has %lld channels but filter %s "
-                             "expects %lld",
-                             SHAPE_STR(&in[0]), (long long)in[0].dims[3],
-                             SHAPE_STR(&in[1]), (long long)in[1].dims[2]);
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "input %s has %lld channels but filter %s "
+                          "expects %lld",
+                          SHAPE_STR(&in[0]), (long long)in[0].dims[3],
+                          SHAPE_STR(&in[1]), (long long)in[1].dims[2]);
     if (in[1].dims[0] < 0 || in[1].dims[1] < 0)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "filter %s must have a known window size",
-                             SHAPE_STR(&in[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "filter %s must have a known window size",
+                          SHAPE_STR(&in[1]));
     int64_t oh = 0, ow = 0, p = 0;
-    TRY(rf_window_out(n, in[0].dims[1], in[1].dims[0], n->attr.strides[0],
-                      n->attr.padding, &oh, &p));
-    TRY(rf_window_out(n, in[0].dims[2], in[1].dims[1], n->attr.strides[1],
-                      n->attr.padding, &ow, &p));
+    TRY(window_out(n, in[0].dims[1], in[1].dims[0], n->attr.strides[0],
+                   n->attr.padding, &oh, &p));
+    TRY(window_out(n, in[0].dims[2], in[1].dims[1], n->attr.strides[1],
+                   n->attr.padding, &ow, &p));
     *out = RF_SHAPE(in[0].dims[0], oh, ow, in[1].dims[3]);
     *odt = RF_F32;
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_max_pool)
+SHAPE_FN(shape_max_pool)
 {
     TRY(need_float(n, dt[0], "input"));
     TRY(need_rank(n, &in[0], 4, 4, "input"));
     int64_t oh = 0, ow = 0, p = 0;
-    TRY(rf_window_out(n, in[0].dims[1], n->attr.ksize[0], n->attr.strides[0],
-                      n->attr.padding, &oh, &p));
-    TRY(rf_window_out(n, in[0].dims[2], n->attr.ksize[1], n->attr.strides[1],
-                      n->attr.padding, &ow, &p));
+    TRY(window_out(n, in[0].dims[1], n->attr.ksize[0], n->attr.strides[0],
+                   n->attr.padding, &oh, &p));
+    TRY(window_out(n, in[0].dims[2], n->attr.ksize[1], n->attr.strides[1],
+                   n->attr.padding, &ow, &p));
     *out = RF_SHAPE(in[0].dims[0], oh, ow, in[0].dims[3]);
     *odt = RF_F32;
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_argmax)
+SHAPE_FN(shape_argmax)
 {
     TRY(need_numeric(n, dt[0], "input"));
     int axis = n->attr.axis;
     if (axis >= in[0].rank)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "axis %d out of range for shape %s", axis,
-                             SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "axis %d out of range for shape %s", axis,
+                          SHAPE_STR(&in[0]));
     if (in[0].dims[axis] == 0)
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "reduction axis %d is empty in shape %s", axis,
-                             SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "reduction axis %d is empty in shape %s", axis,
+                          SHAPE_STR(&in[0]));
     rf_shape o;
     memset(&o, 0, sizeof o);
     for (int i = 0; i < in[0].rank; i++)
@@ -475,15 +474,15 @@ SHAPE_FN(rf_shape_argmax)
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_equal_op)
+SHAPE_FN(shape_equal_op)
 {
     TRY(need_same_dtype(n, dt[0], dt[1]));
-    TRY(rf_broadcast_shape(n, &in[0], &in[1], out));
+    TRY(broadcast_shape(n, &in[0], &in[1], out));
     *odt = RF_BOOL;
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_cast)
+SHAPE_FN(shape_cast)
 {
     *out = in[0];
     *odt = n->attr.dtype;
@@ -492,50 +491,49 @@ SHAPE_FN(rf_shape_cast)
 }
 
 /* (x, like): like's shape, x's dtype, element counts must agree */
-SHAPE_FN(rf_shape_like1)
+SHAPE_FN(shape_like1)
 {
     int64_t a = rf_shape_numel(&in[0]), b = rf_shape_numel(&in[1]);
     if (a >= 0 && b >= 0 && a != b)
-        return rf_node_error(n, RF_ERR_INVALID_ARG, "cannot reshape %s to %s",
-                             SHAPE_STR(&in[0]), SHAPE_STR(&in[1]));
+        return node_error(n, RF_ERR_INVALID_ARG, "cannot reshape %s to %s",
+                          SHAPE_STR(&in[0]), SHAPE_STR(&in[1]));
     *out = in[1];
     *odt = dt[0];
     return RF_OK;
 }
 
 /* (dy, like): like's shape; like must broadcast to dy */
-SHAPE_FN(rf_shape_reduce_like)
+SHAPE_FN(shape_reduce_like)
 {
     rf_shape b;
     TRY(need_numeric(n, dt[0], "gradient"));
-    TRY(rf_broadcast_shape(n, &in[0], &in[1], &b));
+    TRY(broadcast_shape(n, &in[0], &in[1], &b));
     if (rf_shape_is_known(&b) && rf_shape_is_known(&in[0]) &&
         !rf_shape_equal(&b, &in[0]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "%s does not broadcast to the gradient %s",
-                             SHAPE_STR(&in[1]), SHAPE_STR(&in[0]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "%s does not broadcast to the gradient %s",
+                          SHAPE_STR(&in[1]), SHAPE_STR(&in[0]));
     *out = in[1];
     *odt = dt[0];
     return RF_OK;
 }
 
 /* (dy, x): x's shape; dy must be x reduced over the axes */
-SHAPE_FN(rf_shape_reduction_grad)
+SHAPE_FN(shape_reduction_grad)
 {
     TRY(check_axes(n, &in[1]));
     rf_shape r = reduced(n, &in[1]);
     if (!shapes_compatible(&r, &in[0]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "gradient %s does not match the reduction %s of "
-                             "%s",
-                             SHAPE_STR(&in[0]), SHAPE_STR(&r),
-                             SHAPE_STR(&in[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "gradient %s does not match the reduction %s of "
+                          "%s",
+                          SHAPE_STR(&in[0]), SHAPE_STR(&r), SHAPE_STR(&in[1]));
     *out = in[1];
     *odt = dt[0];
     return RF_OK;
 }
 
-SHAPE_FN(rf_shape_bias_add_grad)
+SHAPE_FN(shape_bias_add_grad)
 {
     TRY(need_float(n, dt[0], "gradient"));
     TRY(need_rank(n, &in[0], 2, RF_MAX_RANK, "gradient"));
@@ -545,14 +543,14 @@ SHAPE_FN(rf_shape_bias_add_grad)
 }
 
 /* (dy, y) of the same shape */
-SHAPE_FN(rf_shape_unary_grad)
+SHAPE_FN(shape_unary_grad)
 {
     TRY(need_float(n, dt[0], "gradient"));
     TRY(need_float(n, dt[1], "input"));
     if (!shapes_compatible(&in[0], &in[1]))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "gradient %s and input %s differ",
-                             SHAPE_STR(&in[0]), SHAPE_STR(&in[1]));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "gradient %s and input %s differ", SHAPE_STR(&in[0]),
+                          SHAPE_STR(&in[1]));
     *out = merge(&in[0], &in[1]);
     *odt = RF_F32;
     return RF_OK;
@@ -562,22 +560,22 @@ static rf_status check_dy(const rf_node *n, const rf_shape *dy,
                           const rf_shape *expect)
 {
     if (!shapes_compatible(dy, expect))
-        return rf_node_error(n, RF_ERR_INVALID_ARG,
-                             "gradient %s does not match the forward output "
-                             "%s",
-                             SHAPE_STR(dy), SHAPE_STR(expect));
+        return node_error(n, RF_ERR_INVALID_ARG,
+                          "gradient %s does not match the forward output "
+                          "%s",
+                          SHAPE_STR(dy), SHAPE_STR(expect));
     return RF_OK;
 }
 
 /* (dy, filter, input_like) */
-SHAPE_FN(rf_shape_conv2d_backprop_input)
+SHAPE_FN(shape_conv2d_backprop_input)
 {
     rf_shape fwd;
     rf_dtype fdt;
     rf_shape fin[2] = {in[2], in[1]};
     rf_dtype fdts[2] = {dt[2], dt[1]};
     TRY(need_float(n, dt[0], "gradient"));
-    TRY(rf_shape_conv2d(n, fin, fdts, &fwd, &fdt));
+    TRY(shape_conv2d(n, fin, fdts, &fwd, &fdt));
     TRY(check_dy(n, &in[0], &fwd));
     *out = in[2];
     *odt = RF_F32;
@@ -585,14 +583,14 @@ SHAPE_FN(rf_shape_conv2d_backprop_input)
 }
 
 /* (input, dy, filter_like) */
-SHAPE_FN(rf_shape_conv2d_backprop_filter)
+SHAPE_FN(shape_conv2d_backprop_filter)
 {
     rf_shape fwd;
     rf_dtype fdt;
     rf_shape fin[2] = {in[0], in[2]};
     rf_dtype fdts[2] = {dt[0], dt[2]};
     TRY(need_float(n, dt[1], "gradient"));
-    TRY(rf_shape_conv2d(n, fin, fdts, &fwd, &fdt));
+    TRY(shape_conv2d(n, fin, fdts, &fwd, &fdt));
     TRY(check_dy(n, &in[1], &fwd));
     *out = in[2];
     *odt = RF_F32;
@@ -600,12 +598,12 @@ SHAPE_FN(rf_shape_conv2d_backprop_filter)
 }
 
 /* (x, dy) */
-SHAPE_FN(rf_shape_max_pool_grad)
+SHAPE_FN(shape_max_pool_grad)
 {
     rf_shape fwd;
     rf_dtype fdt;
     TRY(need_float(n, dt[1], "gradient"));
-    TRY(rf_shape_max_pool(n, in, dt, &fwd, &fdt));
+    TRY(shape_max_pool(n, in, dt, &fwd, &fdt));
     TRY(check_dy(n, &in[1], &fwd));
     *out = in[0];
     *odt = RF_F32;
@@ -613,30 +611,30 @@ SHAPE_FN(rf_shape_max_pool_grad)
 }
 
 /* (var, grad, slots..., [beta1_power, beta2_power]) */
-SHAPE_FN(rf_shape_apply)
+SHAPE_FN(shape_apply)
 {
     unsigned ns = n->attr.num_slots;
     if (!n->optim)
-        return rf_node_error(n, RF_ERR_INVALID_ARG, "no optimizer config");
+        return node_error(n, RF_ERR_INVALID_ARG, "no optimizer config");
     size_t expect = 2 + ns + (n->optim->kind == RF_OPTIM_ADAM ? 2 : 0);
     if (n->n_inputs != expect)
-        return rf_node_error(n, RF_ERR_INVALID_ARG, "%zu inputs, expected %zu",
-                             n->n_inputs, expect);
+        return node_error(n, RF_ERR_INVALID_ARG, "%zu inputs, expected %zu",
+                          n->n_inputs, expect);
     for (size_t i = 0; i < n->n_inputs; i++) {
         TRY(need_float(n, dt[i], "every input"));
         bool is_var = i != 1;
         if (is_var && n->inputs[i]->op != RF_OP_VARIABLE)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "input %zu ('%s') must be a variable", i,
-                                 n->inputs[i]->name);
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "input %zu ('%s') must be a variable", i,
+                              n->inputs[i]->name);
         if (i < 2 + ns && !shapes_compatible(&in[i], &in[0]))
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "input %zu has shape %s, the variable %s", i,
-                                 SHAPE_STR(&in[i]), SHAPE_STR(&in[0]));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "input %zu has shape %s, the variable %s", i,
+                              SHAPE_STR(&in[i]), SHAPE_STR(&in[0]));
         if (i >= 2 + ns && in[i].rank != 0)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "beta power %s must be a scalar",
-                                 SHAPE_STR(&in[i]));
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "beta power %s must be a scalar",
+                              SHAPE_STR(&in[i]));
     }
     *out = in[0];
     *odt = RF_F32;
@@ -644,13 +642,13 @@ SHAPE_FN(rf_shape_apply)
 }
 
 /* (beta1_power, beta2_power) */
-SHAPE_FN(rf_shape_finish)
+SHAPE_FN(shape_finish)
 {
     for (size_t i = 0; i < 2; i++) {
         TRY(need_float(n, dt[i], "beta power"));
         if (n->inputs[i]->op != RF_OP_VARIABLE || in[i].rank != 0)
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "input %zu must be a scalar variable", i);
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "input %zu must be a scalar variable", i);
     }
     *out = RF_SHAPE(0);
     *odt = RF_F32;

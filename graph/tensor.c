@@ -8,7 +8,7 @@
 #include "graph/graph_internal.h"
 #include "rdmaflow/status.h"
 
-rf_shape_str rf_shape_str_of(const rf_shape *s)
+rf_shape_str shape_str_of(const rf_shape *s)
 {
     rf_shape_str r;
     rf_shape_format(s, r.s, sizeof r.s);
@@ -27,16 +27,16 @@ size_t rf_tensor_bytes(const rf_tensor *t)
     return n < 0 ? 0 : (size_t)n * rf_dtype_size(t->dtype);
 }
 
-int rf_node_describe(const rf_node *n, char *buf, size_t len)
+int node_describe(const rf_node *n, char *buf, size_t len)
 {
     return snprintf(buf, len, "%s '%s'", rf_op_name(n->op),
                     n->name ? n->name : "?");
 }
 
-rf_status rf_node_error(const rf_node *n, rf_status st, const char *fmt, ...)
+rf_status node_error(const rf_node *n, rf_status st, const char *fmt, ...)
 {
     char who[300], msg[400];
-    rf_node_describe(n, who, sizeof who);
+    node_describe(n, who, sizeof who);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -44,8 +44,8 @@ rf_status rf_node_error(const rf_node *n, rf_status st, const char *fmt, ...)
     return rf_error_set(st, "%s: %s", who, msg);
 }
 
-rf_status rf_broadcast_shape(const rf_node *n, const rf_shape *a,
-                             const rf_shape *b, rf_shape *out)
+rf_status broadcast_shape(const rf_node *n, const rf_shape *a,
+                          const rf_shape *b, rf_shape *out)
 {
     int r = a->rank > b->rank ? a->rank : b->rank;
     rf_shape o;
@@ -65,11 +65,11 @@ rf_status rf_broadcast_shape(const rf_node *n, const rf_shape *a,
         else if (da < 0 || db < 0)
             d = da < 0 ? db : da; /* unknown vs known n: must be n (or 1) */
         else
-            return rf_node_error(n, RF_ERR_INVALID_ARG,
-                                 "incompatible shapes for broadcasting: %s "
-                                 "vs %s (dimension %d: %lld vs %lld)",
-                                 SHAPE_STR(a), SHAPE_STR(b), i, (long long)da,
-                                 (long long)db);
+            return node_error(n, RF_ERR_INVALID_ARG,
+                              "incompatible shapes for broadcasting: %s "
+                              "vs %s (dimension %d: %lld vs %lld)",
+                              SHAPE_STR(a), SHAPE_STR(b), i, (long long)da,
+                              (long long)db);
         o.dims[i] = d;
     }
     *out = o;

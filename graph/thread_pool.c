@@ -68,22 +68,22 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-rf_status rf_pool_create(int nthreads, rf_pool **out)
+rf_status pool_create(int nthreads, rf_pool **out)
 {
     if (nthreads < 1 || nthreads > 1024)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "thread pool: %d threads (1..1024)", nthreads);
-    rf_pool *p = rf_gcalloc(1, sizeof *p);
+    rf_pool *p = gcalloc(1, sizeof *p);
     if (!p)
         return rf_error_set(RF_ERR_NO_MEMORY, "thread pool: no memory");
     p->nthreads = nthreads;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
-    rf_status st = rf_pool_reserve(p, 64);
+    rf_status st = pool_reserve(p, 64);
     if (st == RF_OK && nthreads > 1) {
-        p->threads = rf_gcalloc((size_t)nthreads - 1, sizeof *p->threads);
-        p->args = rf_gcalloc((size_t)nthreads - 1, sizeof *p->args);
+        p->threads = gcalloc((size_t)nthreads - 1, sizeof *p->threads);
+        p->args = gcalloc((size_t)nthreads - 1, sizeof *p->args);
         if (!p->threads || !p->args)
             st = rf_error_set(RF_ERR_NO_MEMORY, "thread pool: no memory");
     }
@@ -100,14 +100,14 @@ rf_status rf_pool_create(int nthreads, rf_pool **out)
         p->started++;
     }
     if (st != RF_OK) {
-        rf_pool_destroy(p);
+        pool_destroy(p);
         return st;
     }
     *out = p;
     return RF_OK;
 }
 
-void rf_pool_destroy(rf_pool *p)
+void pool_destroy(rf_pool *p)
 {
     if (!p)
         return;
@@ -120,18 +120,18 @@ void rf_pool_destroy(rf_pool *p)
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->work_cv);
     pthread_cond_destroy(&p->done_cv);
-    rf_gfree(p->threads);
-    rf_gfree(p->args);
-    rf_gfree(p->q);
-    rf_gfree(p);
+    gfree(p->threads);
+    gfree(p->args);
+    gfree(p->q);
+    gfree(p);
 }
 
-int rf_pool_size(const rf_pool *p)
+int pool_size(const rf_pool *p)
 {
     return p->nthreads;
 }
 
-rf_status rf_pool_reserve(rf_pool *p, size_t items)
+rf_status pool_reserve(rf_pool *p, size_t items)
 {
     /* parallel-for helpers: at most nthreads-1 per caller, nthreads callers */
     items += (size_t)p->nthreads * (size_t)p->nthreads;
@@ -140,14 +140,14 @@ rf_status rf_pool_reserve(rf_pool *p, size_t items)
         pthread_mutex_unlock(&p->mu);
         return RF_OK;
     }
-    item *q = rf_gmalloc(items * sizeof *q);
+    item *q = gmalloc(items * sizeof *q);
     if (!q) {
         pthread_mutex_unlock(&p->mu);
         return rf_error_set(RF_ERR_NO_MEMORY, "thread pool: no memory");
     }
     for (size_t i = 0; i < p->count; i++)
         q[i] = p->q[(p->head + i) % p->cap];
-    rf_gfree(p->q);
+    gfree(p->q);
     p->q = q;
     p->cap = items;
     p->head = 0;
@@ -167,7 +167,7 @@ static bool push_locked(rf_pool *p, rf_task_fn fn, void *arg, size_t idx)
     return true;
 }
 
-bool rf_pool_push(rf_pool *p, rf_task_fn fn, void *arg, size_t idx)
+bool pool_push(rf_pool *p, rf_task_fn fn, void *arg, size_t idx)
 {
     pthread_mutex_lock(&p->mu);
     bool ok = push_locked(p, fn, arg, idx);
@@ -177,7 +177,7 @@ bool rf_pool_push(rf_pool *p, rf_task_fn fn, void *arg, size_t idx)
     return ok;
 }
 
-void rf_pool_run_until(rf_pool *p, int tid, atomic_size_t *remaining)
+void pool_run_until(rf_pool *p, int tid, atomic_size_t *remaining)
 {
     rf_fpenv fp = rf_flush_denormals_begin(); /* the caller, for this run */
     pthread_mutex_lock(&p->mu);
@@ -195,7 +195,7 @@ void rf_pool_run_until(rf_pool *p, int tid, atomic_size_t *remaining)
     rf_flush_denormals_end(fp);
 }
 
-void rf_pool_wake(rf_pool *p)
+void pool_wake(rf_pool *p)
 {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->work_cv);
@@ -232,8 +232,7 @@ static void pf_help(void *arg, size_t idx, int tid)
     pthread_mutex_unlock(&j->pool->mu);
 }
 
-void rf_pool_parallel_for(rf_pool *p, int tid, size_t n, rf_chunk_fn fn,
-                          void *arg)
+void pool_parallel_for(rf_pool *p, int tid, size_t n, rf_chunk_fn fn, void *arg)
 {
     if (n == 0)
         return;
@@ -272,18 +271,17 @@ void rf_pool_parallel_for(rf_pool *p, int tid, size_t n, rf_chunk_fn fn,
     pthread_mutex_unlock(&p->mu);
 }
 
-void rf_parallel_for(const rf_kctx *k, size_t nchunks, rf_chunk_fn fn,
-                     void *arg)
+void parallel_for(const rf_kctx *k, size_t nchunks, rf_chunk_fn fn, void *arg)
 {
     if (!k->pool || nchunks <= 1) {
         for (size_t c = 0; c < nchunks; c++)
             fn(arg, c, k->tid);
         return;
     }
-    rf_pool_parallel_for(k->pool, k->tid, nchunks, fn, arg);
+    pool_parallel_for(k->pool, k->tid, nchunks, fn, arg);
 }
 
-size_t rf_chunks_for(int64_t units, int64_t grain, size_t max_chunks)
+size_t chunks_for(int64_t units, int64_t grain, size_t max_chunks)
 {
     if (units <= 0 || grain <= 0)
         return 1;

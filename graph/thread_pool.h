@@ -13,22 +13,22 @@
 
 typedef void (*rf_task_fn)(void *arg, size_t idx, int tid);
 
-rf_status rf_pool_create(int nthreads, rf_pool **out);
-void rf_pool_destroy(rf_pool *p);
-int rf_pool_size(const rf_pool *p);
+rf_status pool_create(int nthreads, rf_pool **out);
+void pool_destroy(rf_pool *p);
+int pool_size(const rf_pool *p);
 /* Makes room for at least items queued tasks (called when a plan is
  * created, never during a run). */
-rf_status rf_pool_reserve(rf_pool *p, size_t items);
+rf_status pool_reserve(rf_pool *p, size_t items);
 /* Queues fn(arg, idx, tid) for a worker (or the thread in run_until).
  * Returns false if the queue is full (cannot happen within the reserve). */
-bool rf_pool_push(rf_pool *p, rf_task_fn fn, void *arg, size_t idx);
+bool pool_push(rf_pool *p, rf_task_fn fn, void *arg, size_t idx);
 /* Runs queued tasks on the calling thread (as thread tid) until *remaining
- * is zero. Whoever brings it to zero must call rf_pool_wake(). */
-void rf_pool_run_until(rf_pool *p, int tid, atomic_size_t *remaining);
-void rf_pool_wake(rf_pool *p);
+ * is zero. Whoever brings it to zero must call pool_wake(). */
+void pool_run_until(rf_pool *p, int tid, atomic_size_t *remaining);
+void pool_wake(rf_pool *p);
 /* fn(arg, c, tid) for c in [0, n): the caller and idle workers claim chunks;
  * returns when all are done. */
-void rf_pool_parallel_for(rf_pool *p, int tid, size_t n, rf_chunk_fn fn,
-                          void *arg);
+void pool_parallel_for(rf_pool *p, int tid, size_t n, rf_chunk_fn fn,
+                       void *arg);
 
 #endif

@@ -52,7 +52,7 @@ static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
     size_t c = *cap ? *cap : 64;
     while (c < need)
         c *= 2;
-    void *p = rf_grealloc(*arr, c * elem);
+    void *p = grealloc(*arr, c * elem);
     if (!p)
         return false;
     *arr = p;
@@ -64,7 +64,7 @@ rf_status rf_trace_create(rf_trace **out)
 {
     if (!out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_trace_create: out NULL");
-    rf_trace *t = rf_gcalloc(1, sizeof *t);
+    rf_trace *t = gcalloc(1, sizeof *t);
     if (!t)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_trace_create: no memory");
     pthread_mutex_init(&t->mu, NULL);
@@ -79,18 +79,18 @@ void rf_trace_destroy(rf_trace *t)
     if (!t)
         return;
     for (size_t i = 0; i < t->n_nodes; i++) {
-        rf_gfree(t->nodes[i].name);
-        rf_gfree(t->nodes[i].op);
-        rf_gfree(t->nodes[i].shape);
-        rf_gfree(t->nodes[i].args);
+        gfree(t->nodes[i].name);
+        gfree(t->nodes[i].op);
+        gfree(t->nodes[i].shape);
+        gfree(t->nodes[i].args);
     }
-    rf_gfree(t->nodes);
-    rf_gfree(t->spans);
+    gfree(t->nodes);
+    gfree(t->spans);
     for (int i = 0; i < TRACE_MAX_THREAD_NAMES; i++)
-        rf_gfree(t->thread_names[i]);
-    rf_gfree(t->ev);
+        gfree(t->thread_names[i]);
+    gfree(t->ev);
     pthread_mutex_destroy(&t->mu);
-    rf_gfree(t);
+    gfree(t);
 }
 
 size_t rf_trace_num_events(const rf_trace *t)
@@ -104,8 +104,8 @@ void rf_trace_set_process(rf_trace *t, int pid, const char *label)
     snprintf(t->label, sizeof t->label, "%s", label ? label : "");
 }
 
-size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
-                         const char *const *ops, const char *const *shapes)
+size_t trace_register(rf_trace *t, size_t n, const char *const *names,
+                      const char *const *ops, const char *const *shapes)
 {
     pthread_mutex_lock(&t->mu);
     size_t base = t->n_nodes;
@@ -116,15 +116,15 @@ size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
     }
     for (size_t i = 0; i < n; i++) {
         tnode *tn = &t->nodes[base + i];
-        tn->name = rf_gstrdup(names[i]);
-        tn->op = rf_gstrdup(ops[i]);
-        tn->shape = rf_gstrdup(shapes[i]);
+        tn->name = gstrdup(names[i]);
+        tn->op = gstrdup(ops[i]);
+        tn->shape = gstrdup(shapes[i]);
         tn->args = NULL;
         if (!tn->name || !tn->op || !tn->shape) {
             for (size_t k = 0; k <= i; k++) {
-                rf_gfree(t->nodes[base + k].name);
-                rf_gfree(t->nodes[base + k].op);
-                rf_gfree(t->nodes[base + k].shape);
+                gfree(t->nodes[base + k].name);
+                gfree(t->nodes[base + k].op);
+                gfree(t->nodes[base + k].shape);
             }
             pthread_mutex_unlock(&t->mu);
             return SIZE_MAX;
@@ -135,8 +135,8 @@ size_t rf_trace_register(rf_trace *t, size_t n, const char *const *names,
     return base;
 }
 
-void rf_trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
-                  int tid, uint64_t step)
+void trace_add(rf_trace *t, size_t ref, uint64_t ts_ns, uint64_t dur_ns,
+               int tid, uint64_t step)
 {
     pthread_mutex_lock(&t->mu);
     /* out of memory: drop the event rather than fail the step */
@@ -164,11 +164,11 @@ void rf_trace_set_thread_name(rf_trace *t, int tid, const char *name)
 {
     if (!t || tid < 0 || tid >= TRACE_MAX_THREAD_NAMES || !name)
         return;
-    char *copy = rf_gstrdup(name);
+    char *copy = gstrdup(name);
     if (!copy)
         return;
     pthread_mutex_lock(&t->mu);
-    rf_gfree(t->thread_names[tid]);
+    gfree(t->thread_names[tid]);
     t->thread_names[tid] = copy;
     if (tid > t->max_tid)
         t->max_tid = tid;
@@ -192,15 +192,15 @@ static size_t span_ref(rf_trace *t, const char *name, const char *cat,
               sizeof *t->nodes))
         return SIZE_MAX;
     tnode *tn = &t->nodes[t->n_nodes];
-    tn->name = rf_gstrdup(name);
-    tn->op = rf_gstrdup(cat);
-    tn->shape = rf_gstrdup("");
-    tn->args = rf_gstrdup(args);
+    tn->name = gstrdup(name);
+    tn->op = gstrdup(cat);
+    tn->shape = gstrdup("");
+    tn->args = gstrdup(args);
     if (!tn->name || !tn->op || !tn->shape || !tn->args) {
-        rf_gfree(tn->name);
-        rf_gfree(tn->op);
-        rf_gfree(tn->shape);
-        rf_gfree(tn->args);
+        gfree(tn->name);
+        gfree(tn->op);
+        gfree(tn->shape);
+        gfree(tn->args);
         return SIZE_MAX;
     }
     t->spans[t->n_spans++] = t->n_nodes;
@@ -217,7 +217,7 @@ void rf_trace_add_span(rf_trace *t, const char *name, const char *cat,
     size_t ref = span_ref(t, name, cat, args ? args : "");
     pthread_mutex_unlock(&t->mu);
     if (ref != SIZE_MAX)
-        rf_trace_add(t, ref, ts_ns, dur_ns, tid, step);
+        trace_add(t, ref, ts_ns, dur_ns, tid, step);
 }
 
 static void json_str(FILE *f, const char *s)

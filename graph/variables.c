@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "graph/data/rng.h"
 #include "graph/graph_internal.h"
 #include "rdmaflow/status.h"
 
@@ -50,34 +51,34 @@ rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
     if (!g)
         return NULL;
     if ((unsigned)dtype >= RF_DTYPE_COUNT || dtype == RF_BOOL)
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Variable: dtype must be float32, int32 or "
-                             "int64");
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Variable: dtype must be float32, int32 or "
+                          "int64");
     if (!rf_shape_is_known(&shape))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Variable %s: shape %s must be fully known",
-                             name ? name : "", SHAPE_STR(&shape));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Variable %s: shape %s must be fully known",
+                          name ? name : "", SHAPE_STR(&shape));
     if ((unsigned)init.kind > RF_INIT_GLOROT_UNIFORM ||
         (dtype != RF_F32 && init.kind != RF_INIT_ZEROS &&
          init.kind != RF_INIT_CONSTANT))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Variable %s: initializer %d not valid for %s",
-                             name ? name : "", (int)init.kind,
-                             rf_dtype_name(dtype));
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Variable %s: initializer %d not valid for %s",
+                          name ? name : "", (int)init.kind,
+                          rf_dtype_name(dtype));
     if ((init.kind == RF_INIT_TRUNCATED_NORMAL && !(init.b >= 0)) ||
         (init.kind == RF_INIT_RANDOM_UNIFORM && !(init.b >= init.a)))
-        return rf_graph_fail(g, RF_ERR_INVALID_ARG,
-                             "Variable %s: invalid initializer parameters",
-                             name ? name : "");
-    rf_var *v = rf_gcalloc(1, sizeof *v);
+        return graph_fail(g, RF_ERR_INVALID_ARG,
+                          "Variable %s: invalid initializer parameters",
+                          name ? name : "");
+    rf_var *v = gcalloc(1, sizeof *v);
     if (!v)
-        return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
+        return graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
     if (g->n_vars == g->cap_vars) {
         size_t cap = g->n_vars ? g->n_vars * 2 : 16;
-        rf_var **vars = rf_grealloc(g->vars, cap * sizeof *vars);
+        rf_var **vars = grealloc(g->vars, cap * sizeof *vars);
         if (!vars) {
-            rf_gfree(v);
-            return rf_graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
+            gfree(v);
+            return graph_fail(g, RF_ERR_NO_MEMORY, "Variable: no memory");
         }
         g->vars = vars;
         g->cap_vars = cap;
@@ -89,9 +90,9 @@ rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
     memset(&a, 0, sizeof a);
     a.shape = shape;
     a.dtype = dtype;
-    rf_node *n = rf_node_create(g, RF_OP_VARIABLE, name, NULL, 0, &a);
+    rf_node *n = node_create(g, RF_OP_VARIABLE, name, NULL, 0, &a);
     if (!n) {
-        rf_gfree(v);
+        gfree(v);
         return NULL;
     }
     v->node = n;
@@ -106,13 +107,13 @@ rf_node *rf_variable(rf_graph *g, rf_dtype dtype, rf_shape shape,
             v->hook = g->storage;
     }
     if (!v->data) {
-        v->data = rf_galloc_aligned(v->bytes);
+        v->data = galloc_aligned(v->bytes);
         v->owned = true;
     }
     if (!v->data) {
         /* the node stays in the graph without a value: mark the failure */
-        rf_gfree(v);
-        return rf_graph_fail(
+        gfree(v);
+        return graph_fail(
             g, RF_ERR_NO_MEMORY, "Variable %s: no memory for %zu bytes",
             n->name, (size_t)rf_shape_numel(&shape) * rf_dtype_size(dtype));
     }
@@ -227,7 +228,7 @@ rf_status rf_variable_set_storage(rf_node *var, void *data, size_t bytes,
         memcpy(data, v->data, v->bytes);
     else
         v->initialized = false;
-    rf_var_release(v);
+    var_release(v);
     v->data = data;
     return RF_OK;
 }
@@ -240,22 +241,22 @@ rf_status rf_variable_own_storage(rf_node *var)
     rf_var *v = var->var;
     if (v->owned)
         return RF_OK;
-    void *data = rf_galloc_aligned(v->bytes);
+    void *data = galloc_aligned(v->bytes);
     if (!data)
         return rf_error_set(RF_ERR_NO_MEMORY,
                             "variable '%s': no memory for its %zu bytes",
                             var->name, v->bytes);
     memcpy(data, v->data, v->bytes);
-    rf_var_release(v);
+    var_release(v);
     v->data = data;
     v->owned = true;
     return RF_OK;
 }
 
-void rf_var_release(rf_var *v)
+void var_release(rf_var *v)
 {
     if (v->owned)
-        rf_gfree_aligned(v->data, v->bytes);
+        gfree_aligned(v->data, v->bytes);
     else if (v->hook.alloc && v->hook.release)
         v->hook.release(v->hook.ctx, v->node, v->data, v->bytes);
     v->owned = false;
@@ -273,54 +274,21 @@ void rf_graph_set_variable_storage(rf_graph *g, const rf_variable_storage *hook)
 
 /* ---- initializers ------------------------------------------------------ */
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-typedef struct rng {
-    uint64_t s[4];
-} rng;
-
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-static void rng_seed(rng *r, uint64_t seed)
+/* The initializers' stream: xoshiro256** (graph/data/rng.h) with its four
+ * state words the successive splitmix64 outputs from the seed. */
+static void rng_seed(rf_rng *r, uint64_t seed)
 {
     for (int i = 0; i < 4; i++)
         r->s[i] = splitmix64(&seed);
 }
 
-static double uniform01(rng *r)
-{
-    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-static double normal01(rng *r)
+static double normal01(rf_rng *r)
 {
     double u1;
     do
-        u1 = uniform01(r);
+        u1 = rng_unit(r);
     while (u1 <= 0.0);
-    double u2 = uniform01(r);
+    double u2 = rng_unit(r);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
@@ -356,19 +324,19 @@ static void fans(const rf_shape *s, double *fan_in, double *fan_out)
 }
 
 /* One value of in's distribution from r (lim: glorot's limit). */
-static float draw(const rf_initializer *in, rng *r, double lim)
+static float draw(const rf_initializer *in, rf_rng *r, double lim)
 {
     double z;
     switch (in->kind) {
     case RF_INIT_RANDOM_UNIFORM:
-        return (float)(in->a + (in->b - in->a) * uniform01(r));
+        return (float)(in->a + (in->b - in->a) * rng_unit(r));
     case RF_INIT_TRUNCATED_NORMAL:
         do
             z = normal01(r);
         while (fabs(z) > 2.0);
         return (float)(in->a + in->b * z);
     case RF_INIT_GLOROT_UNIFORM:
-        return (float)(-lim + 2.0 * lim * uniform01(r));
+        return (float)(-lim + 2.0 * lim * rng_unit(r));
     case RF_INIT_CONSTANT:
         return (float)in->a;
     default:
@@ -378,7 +346,7 @@ static float draw(const rf_initializer *in, rng *r, double lim)
 
 /* Row r of a variable seeded with seed draws from its own stream, seeded
  * from both (so any range of rows can be generated alone). */
-static void row_seed(rng *r, uint64_t seed, int64_t row)
+static void row_seed(rf_rng *r, uint64_t seed, int64_t row)
 {
     uint64_t x = (uint64_t)row;
     rng_seed(r, seed ^ splitmix64(&x));
@@ -447,7 +415,7 @@ rf_status rf_variable_initialize_rows(const rf_node *var, int64_t row0,
     bool same_rows = true; /* the part's rows are whole rows of the whole */
     for (int k = 1; sl && k < whole->rank; k++)
         same_rows &= sl->offset[k] == 0 && own->dims[k] == whole->dims[k];
-    rng r;
+    rf_rng r;
     for (int64_t i = 0; i < nrows; i++) {
         row_seed(&r, seed, first + row0 + i);
         float *row = d + i * elems;

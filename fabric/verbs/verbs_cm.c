@@ -31,7 +31,7 @@
 
 /* --- called by the event thread (reg_lock held) -------------------------- */
 
-void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
+void verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
 {
     int disconnect = 0;
     pthread_mutex_lock(&ep->cm_mu);
@@ -39,17 +39,16 @@ void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
     case RDMA_CM_EVENT_DISCONNECTED:
     case RDMA_CM_EVENT_DEVICE_REMOVAL:
         ep->disconnected = 1;
-        rf_verbs_ep_set_error(ep, 0);
+        verbs_ep_set_error(ep, 0);
         disconnect = ev->event == RDMA_CM_EVENT_DISCONNECTED;
         break;
     case RDMA_CM_EVENT_CONNECT_RESPONSE:
     case RDMA_CM_EVENT_ESTABLISHED:
     case RDMA_CM_EVENT_REJECTED:
         ep->ev_priv_len = 0;
-        ep->ev_priv_ok =
-            rf_verbs_priv_decode(ep->fab, ev->param.conn.private_data,
-                                 ev->param.conn.private_data_len, ep->ev_priv,
-                                 &ep->ev_priv_len) == 0;
+        ep->ev_priv_ok = verbs_priv_decode(ep->fab, ev->param.conn.private_data,
+                                           ev->param.conn.private_data_len,
+                                           ep->ev_priv, &ep->ev_priv_len) == 0;
         /* fall through */
     case RDMA_CM_EVENT_ADDR_RESOLVED:
     case RDMA_CM_EVENT_ADDR_ERROR:
@@ -68,7 +67,7 @@ void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev)
     pthread_mutex_unlock(&ep->cm_mu);
     /* The peer disconnected: flush our QP and answer with a DREP. */
     if (disconnect)
-        rf_verbs_ep_disconnect(ep);
+        verbs_ep_disconnect(ep);
 }
 
 /* The connector's address as "ip:port" (IPv4 or IPv6), for logs. */
@@ -89,7 +88,7 @@ static void describe_peer(struct rdma_cm_id *id, char *buf, size_t len)
     snprintf(buf, len, "%s:%u", ip, port);
 }
 
-int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev)
+int verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev)
 {
     vfab *fab = l->fab;
     if (ev->id->verbs != fab->ctx) {
@@ -103,9 +102,9 @@ int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev)
     vreq *r = calloc(1, sizeof *r);
     if (!r)
         return 0;
-    if (rf_verbs_priv_decode(fab, ev->param.conn.private_data,
-                             ev->param.conn.private_data_len, r->base.priv,
-                             &r->base.priv_len)) {
+    if (verbs_priv_decode(fab, ev->param.conn.private_data,
+                          ev->param.conn.private_data_len, r->base.priv,
+                          &r->base.priv_len)) {
         RF_LOG_WARN("verbs: connection request with malformed private data "
                     "rejected");
         free(r);
@@ -201,8 +200,8 @@ static void describe_priv(const unsigned char *p, size_t len, char *buf,
 
 static rf_status connect_fail(vep *ep, rf_status st)
 {
-    rf_verbs_unregister(ep->fab, &ep->cm);
-    rf_verbs_ep_destroy(ep);
+    verbs_unregister(ep->fab, &ep->cm);
+    verbs_ep_destroy(ep);
     return st;
 }
 
@@ -213,84 +212,70 @@ static rf_status step_error(const char *call, const char *peer, int type,
         return rf_error_set(RF_ERR_UNAVAILABLE, "%s(%s): connection lost", call,
                             peer);
     if (status < 0)
-        return rf_error_set(status == -ETIMEDOUT
-                                ? RF_ERR_UNAVAILABLE
-                                : rf_verbs_errno_status(-status),
-                            "%s(%s): %s: %s", call, peer,
-                            rf_verbs_event_str(type), strerror(-status));
+        return rf_error_set(status == -ETIMEDOUT ? RF_ERR_UNAVAILABLE
+                                                 : verbs_errno_status(-status),
+                            "%s(%s): %s: %s", call, peer, verbs_event_str(type),
+                            strerror(-status));
     return rf_error_set(RF_ERR_UNAVAILABLE, "%s(%s): %s (status %d)", call,
-                        peer, rf_verbs_event_str(type), status);
+                        peer, verbs_event_str(type), status);
 }
 
-rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
-                           const rf_ep_attr *attr, const void *priv,
-                           size_t priv_len, int timeout_ms, rf_ep **out)
+/* rf_connect's "no answer" failure; the endpoint goes (connect_fail). */
+static rf_status connect_timeout(vep *ep, const char *peer, int timeout_ms)
 {
-    vfab *fab = (vfab *)fabric;
-    struct sockaddr_storage dst;
-    rf_status st = rf_verbs_resolve("rf_connect", host, port, &dst);
-    if (st != RF_OK)
-        return st;
-    char peer[80];
-    rf_verbs_addr_str((struct sockaddr *)&dst, peer, sizeof peer);
-    int64_t deadline = rf_deadline_ms(timeout_ms);
+    return connect_fail(ep, rf_error_set(RF_ERR_TIMEOUT,
+                                         "rf_connect(%s): no answer within "
+                                         "%d ms",
+                                         peer, timeout_ms));
+}
 
-    vep *ep;
-    st = rf_verbs_ep_alloc(fab, attr, &ep);
-    if (st != RF_OK)
-        return st;
-    rf_verbs_cm_lock(fab);
-    int rc = rdma_create_id(fab->ch, &ep->cm.id, NULL, RDMA_PS_TCP);
-    int err = errno;
-    rf_verbs_cm_unlock(fab);
-    if (rc) {
-        rf_verbs_ep_destroy(ep);
-        return rf_error_set(rf_verbs_errno_status(err), "rdma_create_id: %s",
-                            strerror(err));
-    }
-    rf_verbs_register(fab, &ep->cm);
+/* rdma_resolve_addr, then rdma_resolve_route, each awaited until the
+ * deadline. On failure the endpoint is gone (connect_fail). */
+static rf_status resolve_route(vfab *fab, vep *ep,
+                               const struct sockaddr_storage *dst,
+                               const char *peer, int64_t deadline,
+                               int timeout_ms, unsigned *seq)
+{
     struct rdma_cm_id *id = ep->cm.id;
-    unsigned seq = current_seq(ep);
     int type = 0, status = 0;
-
-    rf_verbs_cm_lock(fab);
-    rc = rdma_resolve_addr(id,
-                           fab->have_src ? (struct sockaddr *)&fab->src : NULL,
-                           (struct sockaddr *)&dst, step_timeout(deadline));
-    err = errno;
-    rf_verbs_cm_unlock(fab);
+    verbs_cm_lock(fab);
+    int rc = rdma_resolve_addr(
+        id, fab->have_src ? (struct sockaddr *)&fab->src : NULL,
+        (struct sockaddr *)dst, step_timeout(deadline));
+    int err = errno;
+    verbs_cm_unlock(fab);
     if (rc) {
-        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
+        return connect_fail(ep, rf_error_set(verbs_errno_status(err),
                                              "rdma_resolve_addr(%s): %s", peer,
                                              strerror(err)));
     }
-    if (!wait_step(ep, &seq, deadline, &type, &status))
-        goto timeout;
+    if (!wait_step(ep, seq, deadline, &type, &status))
+        return connect_timeout(ep, peer, timeout_ms);
     if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
         return connect_fail(
             ep, step_error("rdma_resolve_addr", peer, type, status));
 
-    rf_verbs_cm_lock(fab);
+    verbs_cm_lock(fab);
     rc = rdma_resolve_route(id, step_timeout(deadline));
     err = errno;
-    rf_verbs_cm_unlock(fab);
+    verbs_cm_unlock(fab);
     if (rc) {
-        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
+        return connect_fail(ep, rf_error_set(verbs_errno_status(err),
                                              "rdma_resolve_route(%s): %s", peer,
                                              strerror(err)));
     }
-    if (!wait_step(ep, &seq, deadline, &type, &status))
-        goto timeout;
+    if (!wait_step(ep, seq, deadline, &type, &status))
+        return connect_timeout(ep, peer, timeout_ms);
     if (type != RDMA_CM_EVENT_ROUTE_RESOLVED)
         return connect_fail(
             ep, step_error("rdma_resolve_route", peer, type, status));
+    return RF_OK;
+}
 
-    rf_verbs_cm_lock(fab);
-    st = rf_verbs_ep_create_qp(ep, id, "rf_connect");
-    rf_verbs_cm_unlock(fab);
-    if (st != RF_OK)
-        return connect_fail(ep, st);
-
+/* rdma_connect with our private data and the device's RDMA read limits. */
+static rf_status send_connect(vfab *fab, vep *ep, const void *priv,
+                              size_t priv_len, const char *peer)
+{
     unsigned char wire[VPRIV_WIRE_MAX];
     struct rdma_conn_param cp = {
         .private_data = wire,
@@ -300,54 +285,44 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         .rnr_retry_count = fab->qp.rnr_retry,
         .qp_num = ep->qp->qp_num,
     };
-    rf_verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
-    rf_verbs_cm_lock(fab);
-    rc = rdma_connect(id, &cp);
-    err = errno;
-    rf_verbs_cm_unlock(fab);
-    if (rc) {
-        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
-                                             "rdma_connect(%s): %s", peer,
-                                             strerror(err)));
-    }
-    if (!wait_step(ep, &seq, deadline, &type, &status))
-        goto timeout;
-    if (type == RDMA_CM_EVENT_REJECTED) {
-        char why[160];
-        pthread_mutex_lock(&ep->cm_mu);
-        describe_priv(ep->ev_priv, ep->ev_priv_len, why, sizeof why);
-        if (status == IB_REJ_CONSUMER_DEFINED)
-            rf_set_reject_data(ep->ev_priv, ep->ev_priv_len);
-        pthread_mutex_unlock(&ep->cm_mu);
-        if (status == IB_REJ_CONSUMER_DEFINED)
-            st = rf_error_set(RF_ERR_UNAVAILABLE,
-                              "rdma_connect(%s): rejected by the peer (%s)",
-                              peer, why);
-        else if (status == IB_REJ_INVALID_SERVICE_ID)
-            st = rf_error_set(RF_ERR_UNAVAILABLE,
-                              "rdma_connect(%s): connection refused (no "
-                              "listener on that port)",
-                              peer);
-        else
-            st = rf_error_set(RF_ERR_UNAVAILABLE,
-                              "rdma_connect(%s): rejected (IB CM reason %d)",
-                              peer, status);
-        return connect_fail(ep, st);
-    }
-    if (type != RDMA_CM_EVENT_CONNECT_RESPONSE)
-        return connect_fail(ep, step_error("rdma_connect", peer, type, status));
-    /* The accept reply: our QP to RTS with the attributes it brings, then
-     * the RTU (rdma_establish), after which the peer may send. */
-    if ((st = rf_verbs_ep_qp_ready(ep, -1, -1, "rf_connect")) != RF_OK)
-        return connect_fail(ep, st);
-    rf_verbs_cm_lock(fab);
-    rc = rdma_establish(id);
-    err = errno;
-    rf_verbs_cm_unlock(fab);
+    verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
+    verbs_cm_lock(fab);
+    int rc = rdma_connect(ep->cm.id, &cp);
+    int err = errno;
+    verbs_cm_unlock(fab);
     if (rc)
-        return connect_fail(ep, rf_error_set(rf_verbs_errno_status(err),
-                                             "rdma_establish(%s): %s", peer,
-                                             strerror(err)));
+        return rf_error_set(verbs_errno_status(err), "rdma_connect(%s): %s",
+                            peer, strerror(err));
+    return RF_OK;
+}
+
+/* The error for a REJECTED event: the peer's own reject (its private data
+ * kept for rf_reject_data), no listener, or another IB CM reason. */
+static rf_status connect_rejected(vep *ep, int status, const char *peer)
+{
+    char why[160];
+    pthread_mutex_lock(&ep->cm_mu);
+    describe_priv(ep->ev_priv, ep->ev_priv_len, why, sizeof why);
+    if (status == IB_REJ_CONSUMER_DEFINED)
+        rf_set_reject_data(ep->ev_priv, ep->ev_priv_len);
+    pthread_mutex_unlock(&ep->cm_mu);
+    if (status == IB_REJ_CONSUMER_DEFINED)
+        return rf_error_set(RF_ERR_UNAVAILABLE,
+                            "rdma_connect(%s): rejected by the peer (%s)", peer,
+                            why);
+    if (status == IB_REJ_INVALID_SERVICE_ID)
+        return rf_error_set(RF_ERR_UNAVAILABLE,
+                            "rdma_connect(%s): connection refused (no "
+                            "listener on that port)",
+                            peer);
+    return rf_error_set(RF_ERR_UNAVAILABLE,
+                        "rdma_connect(%s): rejected (IB CM reason %d)", peer,
+                        status);
+}
+
+/* The accept reply's private data becomes the endpoint's peer_priv. */
+static void take_accept_data(vep *ep, const char *peer)
+{
     pthread_mutex_lock(&ep->cm_mu);
     int ok = ep->ev_priv_ok;
     memcpy(ep->base.peer_priv, ep->ev_priv, ep->ev_priv_len);
@@ -357,29 +332,85 @@ rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
         RF_LOG_WARN("verbs: rf_connect(%s): malformed private data in the "
                     "accept reply (ignored)",
                     peer);
+}
+
+rf_status verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
+                        const rf_ep_attr *attr, const void *priv,
+                        size_t priv_len, int timeout_ms, rf_ep **out)
+{
+    vfab *fab = (vfab *)fabric;
+    struct sockaddr_storage dst;
+    rf_status st = verbs_resolve("rf_connect", host, port, &dst);
+    if (st != RF_OK)
+        return st;
+    char peer[80];
+    verbs_addr_str((struct sockaddr *)&dst, peer, sizeof peer);
+    int64_t deadline = rf_deadline_ms(timeout_ms);
+
+    vep *ep;
+    st = verbs_ep_alloc(fab, attr, &ep);
+    if (st != RF_OK)
+        return st;
+    verbs_cm_lock(fab);
+    int rc = rdma_create_id(fab->ch, &ep->cm.id, NULL, RDMA_PS_TCP);
+    int err = errno;
+    verbs_cm_unlock(fab);
+    if (rc) {
+        verbs_ep_destroy(ep);
+        return rf_error_set(verbs_errno_status(err), "rdma_create_id: %s",
+                            strerror(err));
+    }
+    verbs_register(fab, &ep->cm);
+    struct rdma_cm_id *id = ep->cm.id;
+    unsigned seq = current_seq(ep);
+    int type = 0, status = 0;
+    st = resolve_route(fab, ep, &dst, peer, deadline, timeout_ms, &seq);
+    if (st != RF_OK)
+        return st; /* the endpoint is gone */
+
+    verbs_cm_lock(fab);
+    st = verbs_ep_create_qp(ep, id, "rf_connect");
+    verbs_cm_unlock(fab);
+    if (st != RF_OK)
+        return connect_fail(ep, st);
+    if ((st = send_connect(fab, ep, priv, priv_len, peer)) != RF_OK)
+        return connect_fail(ep, st);
+    if (!wait_step(ep, &seq, deadline, &type, &status))
+        return connect_timeout(ep, peer, timeout_ms);
+    if (type == RDMA_CM_EVENT_REJECTED)
+        return connect_fail(ep, connect_rejected(ep, status, peer));
+    if (type != RDMA_CM_EVENT_CONNECT_RESPONSE)
+        return connect_fail(ep, step_error("rdma_connect", peer, type, status));
+    /* The accept reply: our QP to RTS with the attributes it brings, then
+     * the RTU (rdma_establish), after which the peer may send. */
+    if ((st = verbs_ep_qp_ready(ep, -1, -1, "rf_connect")) != RF_OK)
+        return connect_fail(ep, st);
+    verbs_cm_lock(fab);
+    rc = rdma_establish(id);
+    err = errno;
+    verbs_cm_unlock(fab);
+    if (rc)
+        return connect_fail(ep, rf_error_set(verbs_errno_status(err),
+                                             "rdma_establish(%s): %s", peer,
+                                             strerror(err)));
+    take_accept_data(ep, peer);
     RF_LOG_DEBUG("verbs: connected to %s (QP %u)", peer, ep->qp->qp_num);
     *out = &ep->base;
     return RF_OK;
-
-timeout:
-    return connect_fail(ep, rf_error_set(RF_ERR_TIMEOUT,
-                                         "rf_connect(%s): no answer within "
-                                         "%d ms",
-                                         peer, timeout_ms));
 }
 
 /* --- passive side ---------------------------------------------------------*/
 
-rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
-                          rf_listener **out)
+rf_status verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
+                       rf_listener **out)
 {
     vfab *fab = (vfab *)fabric;
     struct sockaddr_storage addr;
-    rf_status st = rf_verbs_resolve("rf_listen", host, port, &addr);
+    rf_status st = verbs_resolve("rf_listen", host, port, &addr);
     if (st != RF_OK)
         return st;
     char where[80];
-    rf_verbs_addr_str((struct sockaddr *)&addr, where, sizeof where);
+    verbs_addr_str((struct sockaddr *)&addr, where, sizeof where);
     vlistener *l = calloc(1, sizeof *l);
     if (!l)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_listen: out of memory");
@@ -388,7 +419,7 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
     l->cm.kind = VCM_LISTENER;
     pthread_mutex_init(&l->mu, NULL);
     rf_cond_init_monotonic(&l->cv);
-    rf_verbs_cm_lock(fab);
+    verbs_cm_lock(fab);
     int rc = rdma_create_id(fab->ch, &l->cm.id, NULL, RDMA_PS_TCP);
     int err = errno;
     if (rc == 0) {
@@ -398,19 +429,19 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
             RF_LOG_DEBUG("verbs: rdma_set_option(REUSEADDR): %s",
                          strerror(errno));
     }
-    rf_verbs_cm_unlock(fab);
+    verbs_cm_unlock(fab);
     if (rc) {
         l->cm.id = NULL;
-        st = rf_error_set(rf_verbs_errno_status(err), "rdma_create_id: %s",
+        st = rf_error_set(verbs_errno_status(err), "rdma_create_id: %s",
                           strerror(err));
         goto fail;
     }
-    rf_verbs_cm_lock(fab);
+    verbs_cm_lock(fab);
     rc = rdma_bind_addr(l->cm.id, (struct sockaddr *)&addr);
     err = errno;
-    rf_verbs_cm_unlock(fab);
+    verbs_cm_unlock(fab);
     if (rc) {
-        st = rf_error_set(rf_verbs_errno_status(err), "rdma_bind_addr(%s): %s",
+        st = rf_error_set(verbs_errno_status(err), "rdma_bind_addr(%s): %s",
                           where, strerror(err));
         goto fail;
     }
@@ -422,15 +453,15 @@ rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
                           fab->devname);
         goto fail;
     }
-    rf_verbs_register(fab, &l->cm);
-    rf_verbs_cm_lock(fab);
+    verbs_register(fab, &l->cm);
+    verbs_cm_lock(fab);
     rc = rdma_listen(l->cm.id, 128);
     err = errno;
-    rf_verbs_cm_unlock(fab);
+    verbs_cm_unlock(fab);
     if (rc) {
-        st = rf_error_set(rf_verbs_errno_status(err), "rdma_listen(%s): %s",
-                          where, strerror(err));
-        rf_verbs_unregister(fab, &l->cm);
+        st = rf_error_set(verbs_errno_status(err), "rdma_listen(%s): %s", where,
+                          strerror(err));
+        verbs_unregister(fab, &l->cm);
         goto fail;
     }
     l->base.port = ntohs(rdma_get_src_port(l->cm.id));
@@ -446,18 +477,18 @@ fail:
     return st;
 }
 
-void rf_verbs_listener_close(rf_listener *listener)
+void verbs_listener_close(rf_listener *listener)
 {
     vlistener *l = (vlistener *)listener;
-    rf_verbs_unregister(l->fab, &l->cm);
+    verbs_unregister(l->fab, &l->cm);
     rdma_destroy_id(l->cm.id);
     /* Requests nobody took: refuse them. */
     vreq *r = l->head;
     while (r) {
         vreq *next = r->next;
-        rf_verbs_cm_lock(l->fab);
+        verbs_cm_lock(l->fab);
         rdma_reject(r->id, NULL, 0);
-        rf_verbs_cm_unlock(l->fab);
+        verbs_cm_unlock(l->fab);
         rdma_destroy_id(r->id);
         free(r);
         r = next;
@@ -467,8 +498,8 @@ void rf_verbs_listener_close(rf_listener *listener)
     free(l);
 }
 
-rf_status rf_verbs_get_request(rf_listener *listener, int timeout_ms,
-                               rf_conn_req **out)
+rf_status verbs_get_request(rf_listener *listener, int timeout_ms,
+                            rf_conn_req **out)
 {
     vlistener *l = (vlistener *)listener;
     int64_t deadline = rf_deadline_ms(timeout_ms);
@@ -498,49 +529,49 @@ rf_status rf_verbs_get_request(rf_listener *listener, int timeout_ms,
                         timeout_ms);
 }
 
-void rf_verbs_reject(rf_conn_req *req, const void *priv, size_t priv_len)
+void verbs_reject(rf_conn_req *req, const void *priv, size_t priv_len)
 {
     vreq *r = (vreq *)req;
     vfab *fab = ((vlistener *)req->listener)->fab;
     unsigned char wire[VPRIV_WIRE_MAX];
     uint8_t n = 0;
-    rf_verbs_priv_encode(fab, priv, priv_len, wire, &n);
-    rf_verbs_cm_lock(fab);
+    verbs_priv_encode(fab, priv, priv_len, wire, &n);
+    verbs_cm_lock(fab);
     if (rdma_reject(r->id, wire, n))
         RF_LOG_INFO("verbs: rdma_reject: %s", strerror(errno));
-    rf_verbs_cm_unlock(fab);
+    verbs_cm_unlock(fab);
     rdma_destroy_id(r->id);
     free(r);
 }
 
-rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
-                          const void *priv, size_t priv_len, rf_ep **out)
+rf_status verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
+                       const void *priv, size_t priv_len, rf_ep **out)
 {
     vreq *r = (vreq *)req;
     vfab *fab = ((vlistener *)req->listener)->fab;
     char peer[80];
-    rf_verbs_addr_str(rdma_get_peer_addr(r->id), peer, sizeof peer);
+    verbs_addr_str(rdma_get_peer_addr(r->id), peer, sizeof peer);
 
     vep *ep;
-    rf_status st = rf_verbs_ep_alloc(fab, attr, &ep);
+    rf_status st = verbs_ep_alloc(fab, attr, &ep);
     if (st != RF_OK) {
-        rf_verbs_reject(req, NULL, 0);
+        verbs_reject(req, NULL, 0);
         return st;
     }
     ep->cm.id = r->id;
-    rf_verbs_cm_lock(fab);
-    st = rf_verbs_ep_create_qp(ep, r->id, "rf_accept");
+    verbs_cm_lock(fab);
+    st = verbs_ep_create_qp(ep, r->id, "rf_accept");
     if (st != RF_OK)
         rdma_reject(r->id, NULL, 0);
-    rf_verbs_cm_unlock(fab);
+    verbs_cm_unlock(fab);
     if (st != RF_OK) {
-        rf_verbs_ep_destroy(ep); /* destroys the cm_id */
+        verbs_ep_destroy(ep); /* destroys the cm_id */
         free(r);
         return st;
     }
     memcpy(ep->base.peer_priv, r->base.priv, r->base.priv_len);
     ep->base.peer_priv_len = r->base.priv_len;
-    rf_verbs_register(fab, &ep->cm);
+    verbs_register(fab, &ep->cm);
 
     unsigned char wire[VPRIV_WIRE_MAX];
     int rd = fab->dev_attr.max_qp_rd_atom,
@@ -554,14 +585,14 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
         .rnr_retry_count = fab->qp.rnr_retry,
         .qp_num = ep->qp->qp_num,
     };
-    rf_verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
+    verbs_priv_encode(fab, priv, priv_len, wire, &cp.private_data_len);
     free(r);
     unsigned seq = current_seq(ep);
     /* RTS before the reply goes out: the connector may send as soon as it
      * has it. A gated endpoint gets there with no remote access at all. */
-    rf_verbs_cm_lock(fab);
-    st = rf_verbs_ep_qp_ready(ep, cp.responder_resources, cp.initiator_depth,
-                              "rf_accept");
+    verbs_cm_lock(fab);
+    st = verbs_ep_qp_ready(ep, cp.responder_resources, cp.initiator_depth,
+                           "rf_accept");
     int rc = -1, err = 0;
     if (st != RF_OK)
         rdma_reject(ep->cm.id, NULL, 0);
@@ -569,7 +600,7 @@ rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
         rc = rdma_accept(ep->cm.id, &cp);
         err = errno;
     }
-    rf_verbs_cm_unlock(fab);
+    verbs_cm_unlock(fab);
     if (st != RF_OK)
         return connect_fail(ep, st);
     if (rc) {

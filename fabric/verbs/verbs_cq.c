@@ -19,7 +19,7 @@
  * and drain markers also produce CQEs. */
 #define CQ_SLACK 64
 
-rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
+rf_status verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
 {
     vfab *fab = (vfab *)fabric;
     int max_cqe = fab->dev_attr.max_cqe;
@@ -38,12 +38,12 @@ rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_cq_create: out of memory");
     cq->base.fabric = fabric;
     cq->fab = fab;
-    rf_verbs_lock_init(&cq->lock);
+    verbs_lock_init(&cq->lock);
     rf_status st = RF_OK;
     if (fab->cq_event_mode) {
         cq->ch = ibv_create_comp_channel(fab->ctx);
         if (!cq->ch) {
-            st = rf_error_set(rf_verbs_errno_status(errno),
+            st = rf_error_set(verbs_errno_status(errno),
                               "ibv_create_comp_channel(%s): %s", fab->devname,
                               strerror(errno));
         } else {
@@ -56,7 +56,7 @@ rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
     if (st == RF_OK) {
         cq->cq = ibv_create_cq(fab->ctx, (int)cqe, cq, cq->ch, 0);
         if (!cq->cq)
-            st = rf_error_set(rf_verbs_errno_status(errno),
+            st = rf_error_set(verbs_errno_status(errno),
                               "ibv_create_cq(%s, %llu): %s", fab->devname,
                               (unsigned long long)cqe, strerror(errno));
     }
@@ -67,14 +67,14 @@ rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
             st = rf_error_set(RF_ERR_NO_MEMORY, "rf_cq_create: out of memory");
     }
     if (st != RF_OK) {
-        rf_verbs_cq_destroy(&cq->base);
+        verbs_cq_destroy(&cq->base);
         return st;
     }
     *out = &cq->base;
     return RF_OK;
 }
 
-void rf_verbs_cq_destroy(rf_cq *c)
+void verbs_cq_destroy(rf_cq *c)
 {
     vcq *cq = (vcq *)c;
     if (cq->cq) {
@@ -94,7 +94,7 @@ void rf_verbs_cq_destroy(rf_cq *c)
     free(cq);
 }
 
-void rf_verbs_cq_push_locked(vcq *cq, const rf_completion *c)
+void verbs_cq_push_locked(vcq *cq, const rf_completion *c)
 {
     if (cq->sw_count == cq->sw_cap) {
         size_t ncap = cq->sw_cap * 2;
@@ -116,7 +116,7 @@ void rf_verbs_cq_push_locked(vcq *cq, const rf_completion *c)
     cq->sw_count++;
 }
 
-/* Inlined into rf_verbs_cq_poll: an empty poll then costs the lock, the
+/* Inlined into verbs_cq_poll: an empty poll then costs the lock, the
  * software queue check and ibv_poll_cq, without a call of its own. */
 static inline __attribute__((always_inline)) void poll_device_locked(vcq *cq,
                                                                      vemit *em)
@@ -137,14 +137,14 @@ static inline __attribute__((always_inline)) void poll_device_locked(vcq *cq,
             return;
         }
         for (int i = 0; i < k; i++)
-            if (!rf_verbs_fast_send_wc(em, &wc[i]))
-                rf_verbs_ep_handle_wc(em, &wc[i]);
+            if (!verbs_fast_send_wc(em, &wc[i]))
+                verbs_ep_handle_wc(em, &wc[i]);
         if (k < want)
             return;
     }
 }
 
-void rf_verbs_cq_progress_locked(vcq *cq)
+void verbs_cq_progress_locked(vcq *cq)
 {
     vemit em = {.cq = cq, .out = NULL, .max = 0, .n = 0};
     poll_device_locked(cq, &em);
@@ -162,17 +162,17 @@ static int drain_sw_locked(vcq *cq, rf_completion *out, int max)
     return n;
 }
 
-int rf_verbs_cq_poll(rf_cq *c, rf_completion *out, int max)
+int verbs_cq_poll(rf_cq *c, rf_completion *out, int max)
 {
     vcq *cq = (vcq *)c;
-    rf_verbs_lock(&cq->lock);
+    verbs_lock(&cq->lock);
     int n = cq->sw_count ? drain_sw_locked(cq, out, max) : 0;
     if (n < max) {
         vemit em = {.cq = cq, .out = out, .max = max, .n = n};
         poll_device_locked(cq, &em);
         n = em.n;
     }
-    rf_verbs_unlock(&cq->lock);
+    verbs_unlock(&cq->lock);
     return n;
 }
 
@@ -184,17 +184,17 @@ static int wait_timeout(void)
 static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
 {
     for (;;) {
-        int n = rf_verbs_cq_poll(&cq->base, out, max);
+        int n = verbs_cq_poll(&cq->base, out, max);
         if (n)
             return n;
-        rf_verbs_lock(&cq->lock);
+        verbs_lock(&cq->lock);
         int rc = ibv_req_notify_cq(cq->cq, 0);
-        rf_verbs_unlock(&cq->lock);
+        verbs_unlock(&cq->lock);
         if (rc)
-            return rf_error_set(rf_verbs_errno_status(rc),
-                                "ibv_req_notify_cq: %s", strerror(rc));
+            return rf_error_set(verbs_errno_status(rc), "ibv_req_notify_cq: %s",
+                                strerror(rc));
         /* Completions that arrived before the CQ was armed. */
-        n = rf_verbs_cq_poll(&cq->base, out, max);
+        n = verbs_cq_poll(&cq->base, out, max);
         if (n)
             return n;
         int left = rf_deadline_left_ms(deadline);
@@ -208,22 +208,22 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
         if (rc > 0) {
             struct ibv_cq *ev_cq;
             void *ev_ctx;
-            rf_verbs_lock(&cq->lock);
+            verbs_lock(&cq->lock);
             while (ibv_get_cq_event(cq->ch, &ev_cq, &ev_ctx) == 0)
                 ibv_ack_cq_events(ev_cq, 1);
-            rf_verbs_unlock(&cq->lock);
+            verbs_unlock(&cq->lock);
         }
     }
 }
 
-int rf_verbs_cq_wait(rf_cq *c, rf_completion *out, int max, int timeout_ms)
+int verbs_cq_wait(rf_cq *c, rf_completion *out, int max, int timeout_ms)
 {
     vcq *cq = (vcq *)c;
     int64_t deadline = rf_deadline_ms(timeout_ms);
     if (cq->ch)
         return wait_event(cq, out, max, deadline);
     for (unsigned spins = 0;; spins++) {
-        int n = rf_verbs_cq_poll(c, out, max);
+        int n = verbs_cq_poll(c, out, max);
         if (n)
             return n;
         if ((spins & 63) == 63) {

@@ -39,7 +39,7 @@ static void fork_init_once(void)
                     strerror(rc));
 }
 
-void rf_verbs_fork_init(void)
+void verbs_fork_init(void)
 {
     pthread_once(&fork_once, fork_init_once);
 }
@@ -61,9 +61,9 @@ static int first_active_port(struct ibv_context *ctx)
     return 0;
 }
 
-rf_status rf_verbs_probe(void)
+rf_status verbs_probe(void)
 {
-    rf_verbs_fork_init();
+    verbs_fork_init();
     int n = 0;
     struct ibv_context **list = rdma_get_devices(&n);
     if (!list || n == 0) {
@@ -126,21 +126,20 @@ static rf_status device_of_addr(const char *bind_addr,
                                 struct sockaddr_storage *ss,
                                 struct ibv_context **ctx, uint8_t *port)
 {
-    rf_status st =
-        rf_verbs_resolve("rf_fabric_open: bind_addr", bind_addr, 0, ss);
+    rf_status st = verbs_resolve("rf_fabric_open: bind_addr", bind_addr, 0, ss);
     if (st != RF_OK)
         return st;
     *ctx = NULL;
     *port = 0;
     struct rdma_event_channel *ch = rdma_create_event_channel();
     if (!ch)
-        return rf_error_set(rf_verbs_errno_status(errno),
+        return rf_error_set(verbs_errno_status(errno),
                             "rdma_create_event_channel: %s", strerror(errno));
     struct rdma_cm_id *id = NULL;
     if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP)) {
         int err = errno;
         rdma_destroy_event_channel(ch);
-        return rf_error_set(rf_verbs_errno_status(err), "rdma_create_id: %s",
+        return rf_error_set(verbs_errno_status(err), "rdma_create_id: %s",
                             strerror(err));
     }
     if (rdma_bind_addr(id, (struct sockaddr *)ss)) {
@@ -229,7 +228,114 @@ static rf_status pick_gid(vfab *fab, const struct ibv_port_attr *pa,
     return RF_OK;
 }
 
-rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
+/* The device bind_addr is on, if it is on one: it becomes the device and
+ * the source address. */
+static rf_status device_from_bind(vfab *fab, const char *bind_addr,
+                                  struct sockaddr_storage *bind, int *have_bind,
+                                  uint8_t *bind_port)
+{
+    struct ibv_context *bctx = NULL;
+    rf_status st = device_of_addr(bind_addr, bind, &bctx, bind_port);
+    if (st != RF_OK)
+        return st;
+    if (bctx) {
+        fab->ctx = bctx;
+        *have_bind = 1;
+        fab->src = *bind;
+        fab->have_src = 1;
+    } else {
+        RF_LOG_INFO("verbs: bind_addr %s is on no RDMA device (wildcard "
+                    "or loopback): the device is chosen as without it",
+                    bind_addr);
+    }
+    return RF_OK;
+}
+
+/* RF_VERBS_DEVICE: the device of that name, which must be bind_addr's
+ * device when bind_addr chose one. */
+static rf_status device_from_env(vfab *fab, const char *env_dev,
+                                 const char *bind_addr, int n,
+                                 const char *names)
+{
+    struct ibv_context *ectx = NULL;
+    for (int i = 0; i < n; i++)
+        if (strcmp(ibv_get_device_name(fab->devlist[i]->device), env_dev) == 0)
+            ectx = fab->devlist[i];
+    if (!ectx)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "RF_VERBS_DEVICE=%s: no such RDMA device "
+                            "(have: %s)",
+                            env_dev, names);
+    if (fab->ctx && fab->ctx != ectx)
+        return rf_error_set(
+            RF_ERR_INVALID_ARG,
+            "RF_VERBS_DEVICE=%s, but bind_addr %s is on device %s", env_dev,
+            bind_addr, ibv_get_device_name(fab->ctx->device));
+    fab->ctx = ectx;
+    return RF_OK;
+}
+
+/* Without a choice: the first device with an ACTIVE port. */
+static rf_status first_active_device(vfab *fab, int n, const char *names)
+{
+    for (int i = 0; i < n && !fab->ctx; i++)
+        if (first_active_port(fab->devlist[i]) > 0)
+            fab->ctx = fab->devlist[i];
+    if (!fab->ctx)
+        return rf_error_set(RF_ERR_UNAVAILABLE,
+                            "verbs: no RDMA device has an ACTIVE port "
+                            "(have: %s)",
+                            names);
+    return RF_OK;
+}
+
+/* The port: RF_VERBS_PORT (which must be bind_addr's port when bind_addr
+ * chose one), else bind_addr's, else the device's first ACTIVE port. */
+static rf_status choose_port(vfab *fab, const char *bind_addr, int64_t env_port,
+                             int have_bind, uint8_t bind_port)
+{
+    if (env_port) {
+        if (env_port > fab->dev_attr.phys_port_cnt)
+            return rf_error_set(
+                RF_ERR_INVALID_ARG, "RF_VERBS_PORT=%lld: %s has %u port(s)",
+                (long long)env_port, fab->devname, fab->dev_attr.phys_port_cnt);
+        if (have_bind && bind_port && bind_port != env_port)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "RF_VERBS_PORT=%lld, but bind_addr %s is on "
+                                "port %u of %s",
+                                (long long)env_port, bind_addr, bind_port,
+                                fab->devname);
+        fab->port = (uint8_t)env_port;
+    } else if (have_bind && bind_port) {
+        fab->port = bind_port;
+    } else {
+        fab->port = (uint8_t)first_active_port(fab->ctx);
+        if (!fab->port)
+            return rf_error_set(RF_ERR_UNAVAILABLE,
+                                "verbs: device %s has no ACTIVE port",
+                                fab->devname);
+    }
+    return RF_OK;
+}
+
+static void log_device(const vfab *fab, const struct ibv_port_attr *pa)
+{
+    char gidbuf[INET6_ADDRSTRLEN] = "", srcbuf[80] = "none";
+    inet_ntop(AF_INET6, fab->gid.raw, gidbuf, sizeof gidbuf);
+    if (fab->have_src)
+        verbs_addr_str((struct sockaddr *)&fab->src, srcbuf, sizeof srcbuf);
+    RF_LOG_INFO("verbs: device %s port %u (%s) gid[%d] %s (%s) netdev %s, "
+                "source address %s, atomics %s, max_qp_wr %d",
+                fab->devname, fab->port,
+                pa->link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet"
+                                                          : "InfiniBand",
+                fab->gid_index, gidbuf, verbs_gid_type_name(fab->gid_type),
+                fab->netdev[0] ? fab->netdev : "-", srcbuf,
+                fab->dev_attr.atomic_cap == IBV_ATOMIC_NONE ? "none" : "yes",
+                fab->dev_attr.max_qp_wr);
+}
+
+rf_status verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
 {
     int64_t env_port = 0, env_gid = -1;
     rf_status st = rf_setting_int("RF_VERBS_PORT", &env_port);
@@ -255,79 +361,26 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
     struct sockaddr_storage bind;
     int have_bind = 0;
     uint8_t bind_port = 0;
-    if (attr->bind_addr && *attr->bind_addr) {
-        struct ibv_context *bctx = NULL;
-        st = device_of_addr(attr->bind_addr, &bind, &bctx, &bind_port);
-        if (st != RF_OK)
-            return st;
-        if (bctx) {
-            fab->ctx = bctx;
-            have_bind = 1;
-            fab->src = bind;
-            fab->have_src = 1;
-        } else {
-            RF_LOG_INFO("verbs: bind_addr %s is on no RDMA device (wildcard "
-                        "or loopback): the device is chosen as without it",
-                        attr->bind_addr);
-        }
-    }
-    if (env_dev) {
-        struct ibv_context *ectx = NULL;
-        for (int i = 0; i < n; i++)
-            if (strcmp(ibv_get_device_name(fab->devlist[i]->device), env_dev) ==
-                0)
-                ectx = fab->devlist[i];
-        if (!ectx)
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "RF_VERBS_DEVICE=%s: no such RDMA device "
-                                "(have: %s)",
-                                env_dev, names);
-        if (fab->ctx && fab->ctx != ectx)
-            return rf_error_set(
-                RF_ERR_INVALID_ARG,
-                "RF_VERBS_DEVICE=%s, but bind_addr %s is on device %s", env_dev,
-                attr->bind_addr, ibv_get_device_name(fab->ctx->device));
-        fab->ctx = ectx;
-    }
-    if (!fab->ctx) {
-        for (int i = 0; i < n && !fab->ctx; i++)
-            if (first_active_port(fab->devlist[i]) > 0)
-                fab->ctx = fab->devlist[i];
-        if (!fab->ctx)
-            return rf_error_set(RF_ERR_UNAVAILABLE,
-                                "verbs: no RDMA device has an ACTIVE port "
-                                "(have: %s)",
-                                names);
-    }
+    if (attr->bind_addr && *attr->bind_addr &&
+        (st = device_from_bind(fab, attr->bind_addr, &bind, &have_bind,
+                               &bind_port)) != RF_OK)
+        return st;
+    if (env_dev && (st = device_from_env(fab, env_dev, attr->bind_addr, n,
+                                         names)) != RF_OK)
+        return st;
+    if (!fab->ctx && (st = first_active_device(fab, n, names)) != RF_OK)
+        return st;
     snprintf(fab->devname, sizeof fab->devname, "%s",
              ibv_get_device_name(fab->ctx->device));
     if (ibv_query_device(fab->ctx, &fab->dev_attr))
-        return rf_error_set(rf_verbs_errno_status(errno),
+        return rf_error_set(verbs_errno_status(errno),
                             "ibv_query_device(%s): %s", fab->devname,
                             strerror(errno));
     fab->iwarp = fab->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 
-    if (env_port) {
-        if (env_port > fab->dev_attr.phys_port_cnt)
-            return rf_error_set(
-                RF_ERR_INVALID_ARG, "RF_VERBS_PORT=%lld: %s has %u port(s)",
-                (long long)env_port, fab->devname, fab->dev_attr.phys_port_cnt);
-        if (have_bind && bind_port && bind_port != env_port)
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "RF_VERBS_PORT=%lld, but bind_addr %s is on "
-                                "port %u of %s",
-                                (long long)env_port, attr->bind_addr, bind_port,
-                                fab->devname);
-        fab->port = (uint8_t)env_port;
-    } else if (have_bind && bind_port) {
-        fab->port = bind_port;
-    } else {
-        fab->port = (uint8_t)first_active_port(fab->ctx);
-        if (!fab->port)
-            return rf_error_set(RF_ERR_UNAVAILABLE,
-                                "verbs: device %s has no ACTIVE port",
-                                fab->devname);
-    }
+    st = choose_port(fab, attr->bind_addr, env_port, have_bind, bind_port);
+    if (st != RF_OK)
+        return st;
     struct ibv_port_attr pa;
     if (ibv_query_port(fab->ctx, fab->port, &pa))
         return rf_error_set(RF_ERR_UNAVAILABLE, "ibv_query_port(%s, %u): %s",
@@ -339,19 +392,6 @@ rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr)
     st = pick_gid(fab, &pa, env_gid, have_bind ? &bind : NULL);
     if (st != RF_OK)
         return st;
-
-    char gidbuf[INET6_ADDRSTRLEN] = "", srcbuf[80] = "none";
-    inet_ntop(AF_INET6, fab->gid.raw, gidbuf, sizeof gidbuf);
-    if (fab->have_src)
-        rf_verbs_addr_str((struct sockaddr *)&fab->src, srcbuf, sizeof srcbuf);
-    RF_LOG_INFO("verbs: device %s port %u (%s) gid[%d] %s (%s) netdev %s, "
-                "source address %s, atomics %s, max_qp_wr %d",
-                fab->devname, fab->port,
-                pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet"
-                                                         : "InfiniBand",
-                fab->gid_index, gidbuf, verbs_gid_type_name(fab->gid_type),
-                fab->netdev[0] ? fab->netdev : "-", srcbuf,
-                fab->dev_attr.atomic_cap == IBV_ATOMIC_NONE ? "none" : "yes",
-                fab->dev_attr.max_qp_wr);
+    log_device(fab, &pa);
     return RF_OK;
 }

@@ -30,7 +30,7 @@ static uint32_t pow2_at_least(uint32_t v)
     return p;
 }
 
-rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
+rf_status verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
 {
     vep *ep = calloc(1, sizeof *ep);
     if (!ep)
@@ -44,8 +44,8 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     ep->cm.kind = VCM_EP;
     ep->can_atomic = fab->dev_attr.atomic_cap != IBV_ATOMIC_NONE;
     ep->remote_off = (attr->flags & RF_EP_REMOTE_ACCESS_OFF) != 0;
-    rf_verbs_lock_init(&ep->sq_lock);
-    rf_verbs_lock_init(&ep->rq_lock);
+    verbs_lock_init(&ep->sq_lock);
+    verbs_lock_init(&ep->rq_lock);
     pthread_mutex_init(&ep->cm_mu, NULL);
     rf_cond_init_monotonic(&ep->cm_cv);
 
@@ -71,7 +71,7 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     ep->sq = calloc(sq_ring, sizeof *ep->sq);
     ep->rq = calloc(rq_ring, sizeof *ep->rq);
     if (!ep->sq || !ep->rq || grow_scratch(ep, 1) != RF_OK) {
-        rf_verbs_ep_destroy(ep);
+        verbs_ep_destroy(ep);
         return rf_error_set(RF_ERR_NO_MEMORY, "verbs: out of memory");
     }
     for (uint32_t i = 0; i < sq_ring; i++)
@@ -79,10 +79,10 @@ rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     for (uint32_t i = 0; i < rq_ring; i++)
         ep->rq[i].ep = ep;
     /* Pollers read slot->ep under the CQ lock: publish the rings. */
-    rf_verbs_lock(&ep->scq->lock);
-    rf_verbs_unlock(&ep->scq->lock);
-    rf_verbs_lock(&ep->rcq->lock);
-    rf_verbs_unlock(&ep->rcq->lock);
+    verbs_lock(&ep->scq->lock);
+    verbs_unlock(&ep->scq->lock);
+    verbs_lock(&ep->rcq->lock);
+    verbs_unlock(&ep->rcq->lock);
     *out = ep;
     return RF_OK;
 }
@@ -97,7 +97,7 @@ static rf_status qp_transition(vep *ep, enum ibv_qp_state to,
     a->qp_state = to;
     if (rdma_init_qp_attr(ep->cm.id, a, mask)) {
         int err = errno;
-        return rf_error_set(rf_verbs_errno_status(err),
+        return rf_error_set(verbs_errno_status(err),
                             "%s: rdma_init_qp_attr(QP %u, state %d): %s", what,
                             ep->qp->qp_num, (int)to, strerror(err));
     }
@@ -109,7 +109,7 @@ static rf_status qp_modify(vep *ep, struct ibv_qp_attr *a, int mask,
 {
     int rc = ibv_modify_qp(ep->qp, a, mask);
     if (rc)
-        return rf_error_set(rf_verbs_errno_status(rc),
+        return rf_error_set(verbs_errno_status(rc),
                             "%s: ibv_modify_qp(QP %u, state %d, mask 0x%x): %s",
                             what, ep->qp->qp_num, (int)a->qp_state, mask,
                             strerror(rc));
@@ -128,8 +128,7 @@ static rf_status qp_to_init(vep *ep, const char *what)
     return qp_modify(ep, &a, mask | IBV_QP_ACCESS_FLAGS, what);
 }
 
-rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
-                                const char *what)
+rf_status verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id, const char *what)
 {
     vfab *fab = ep->fab;
     if (id->verbs != fab->ctx)
@@ -167,7 +166,7 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
             break;
     }
     if (!ep->qp)
-        return rf_error_set(rf_verbs_errno_status(err),
+        return rf_error_set(verbs_errno_status(err),
                             "%s: ibv_create_qp(%s, send %u, recv %u): %s", what,
                             fab->devname, ep->sq_size + 1, ep->rq_size,
                             strerror(err));
@@ -182,8 +181,8 @@ rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
     return qp_to_init(ep, what);
 }
 
-rf_status rf_verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
-                               const char *what)
+rf_status verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
+                            const char *what)
 {
     vfab *fab = ep->fab;
     struct ibv_qp_attr a;
@@ -195,12 +194,12 @@ rf_status rf_verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
     rf_status st = qp_transition(ep, IBV_QPS_INIT, &a, &mask, what);
     if (st != RF_OK)
         return st;
-    rf_verbs_lock(&ep->sq_lock);
+    verbs_lock(&ep->sq_lock);
     if (ep->remote_off) {
         ep->remote_flags = a.qp_access_flags;
         a.qp_access_flags = 0;
     }
-    rf_verbs_unlock(&ep->sq_lock);
+    verbs_unlock(&ep->sq_lock);
     if ((st = qp_modify(ep, &a, mask, what)) != RF_OK)
         return st;
     if (fab->iwarp) /* iw_cm moves an iWARP QP to RTS itself */
@@ -225,11 +224,11 @@ rf_status rf_verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
     return qp_modify(ep, &a, mask, what);
 }
 
-rf_status rf_verbs_ep_enable_remote_access(rf_ep *base)
+rf_status verbs_ep_enable_remote_access(rf_ep *base)
 {
     vep *ep = (vep *)base;
     rf_status st = RF_OK;
-    rf_verbs_lock(&ep->sq_lock);
+    verbs_lock(&ep->sq_lock);
     if (ep->remote_off) {
         unsigned flags =
             ep->remote_flags
@@ -239,14 +238,14 @@ rf_status rf_verbs_ep_enable_remote_access(rf_ep *base)
         struct ibv_qp_attr a = {.qp_access_flags = flags};
         int rc = ibv_modify_qp(ep->qp, &a, IBV_QP_ACCESS_FLAGS);
         if (rc)
-            st = rf_error_set(rf_verbs_errno_status(rc),
+            st = rf_error_set(verbs_errno_status(rc),
                               "rf_ep_enable_remote_access: ibv_modify_qp(QP "
                               "%u, access 0x%x): %s",
                               ep->qp->qp_num, flags, strerror(rc));
         else
             ep->remote_off = 0;
     }
-    rf_verbs_unlock(&ep->sq_lock);
+    verbs_unlock(&ep->sq_lock);
     if (st == RF_OK && atomic_load(&ep->error))
         st = rf_error_set(RF_ERR_DISCONNECTED,
                           "rf_ep_enable_remote_access: the endpoint is in "
@@ -254,16 +253,16 @@ rf_status rf_verbs_ep_enable_remote_access(rf_ep *base)
     return st;
 }
 
-void rf_verbs_ep_set_error(vep *ep, int request_disconnect)
+void verbs_ep_set_error(vep *ep, int request_disconnect)
 {
     atomic_store(&ep->error, 1);
     int expect = 0;
     if (request_disconnect &&
         atomic_compare_exchange_strong(&ep->want_disconnect, &expect, 1))
-        rf_verbs_event_wake(ep->fab);
+        verbs_event_wake(ep->fab);
 }
 
-rf_status rf_verbs_ep_state(const rf_ep *e)
+rf_status verbs_ep_state(const rf_ep *e)
 {
     vep *ep = (vep *)e;
     if (atomic_load(&ep->error))
@@ -272,7 +271,7 @@ rf_status rf_verbs_ep_state(const rf_ep *e)
     struct ibv_qp_init_attr ia;
     if (ep->qp && ibv_query_qp(ep->qp, &a, IBV_QP_STATE, &ia) == 0 &&
         a.qp_state == IBV_QPS_ERR) {
-        rf_verbs_ep_set_error(ep, 1);
+        verbs_ep_set_error(ep, 1);
         return RF_ERR_DISCONNECTED;
     }
     return RF_OK;
@@ -323,19 +322,19 @@ static void emit_slot(vemit *em, vep *ep, const vslot *s, rf_status st,
                        .status = st,
                        .len = len,
                        .imm = 0};
-    rf_verbs_emit(em, &c);
+    verbs_emit(em, &c);
 }
 
 static void note_error(vep *ep, const struct ibv_wc *wc, const char *queue)
 {
     if (wc->status == IBV_WC_WR_FLUSH_ERR) {
-        rf_verbs_ep_set_error(ep, 0);
+        verbs_ep_set_error(ep, 0);
         return;
     }
     RF_LOG_INFO("verbs: QP %u %s completion error: %s (vendor 0x%x)",
                 wc->qp_num, queue, ibv_wc_status_str(wc->status),
                 wc->vendor_err);
-    rf_verbs_ep_set_error(ep, 1);
+    verbs_ep_set_error(ep, 1);
 }
 
 static void handle_send_wc(vemit *em, vep *ep, vslot *slot,
@@ -407,11 +406,11 @@ static void handle_recv_wc(vemit *em, vep *ep, vslot *slot,
     } else {
         note_error(ep, wc, "receive");
     }
-    rf_verbs_emit(em, &c);
+    verbs_emit(em, &c);
     atomic_store_explicit(&ep->rq_tail, target + 1, memory_order_release);
 }
 
-void rf_verbs_ep_handle_wc(vemit *em, const struct ibv_wc *wc)
+void verbs_ep_handle_wc(vemit *em, const struct ibv_wc *wc)
 {
     vslot *slot = (vslot *)(uintptr_t)wc->wr_id;
     vep *ep = slot->ep;
@@ -521,8 +520,7 @@ static void build_wr(vep *ep, const rf_wr *r, vslot *slot,
 
 static rf_status post_error(int rc, size_t index, size_t n)
 {
-    rf_status st =
-        rc == ENOMEM ? RF_ERR_NO_RESOURCE : rf_verbs_errno_status(rc);
+    rf_status st = rc == ENOMEM ? RF_ERR_NO_RESOURCE : verbs_errno_status(rc);
     return rf_error_set(st, "ibv_post_send(wr %zu of %zu): %s", index, n,
                         strerror(rc));
 }
@@ -551,7 +549,7 @@ static int post_one_locked(vep *ep, const rf_wr *r, rf_status *st)
     return -1;
 }
 
-rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
+rf_status verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
 {
     vep *ep = (vep *)e;
     *posted = 0;
@@ -567,12 +565,12 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
                                     "IBV_ATOMIC_NONE)",
                                     i, ep->fab->devname);
 
-    rf_verbs_lock(&ep->sq_lock);
+    verbs_lock(&ep->sq_lock);
     if (n == 1) {
         rf_status st = RF_OK;
         int done = post_one_locked(ep, wrs, &st);
         if (done) {
-            rf_verbs_unlock(&ep->sq_lock);
+            verbs_unlock(&ep->sq_lock);
             *posted = done > 0;
             return st;
         }
@@ -582,15 +580,15 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     size_t room = ep->sq_size - (size_t)(head - tail);
     if (room < n) {
         /* Reclaim what the device has completed (completions are kept). */
-        rf_verbs_lock(&ep->scq->lock);
-        rf_verbs_cq_progress_locked(ep->scq);
-        rf_verbs_unlock(&ep->scq->lock);
+        verbs_lock(&ep->scq->lock);
+        verbs_cq_progress_locked(ep->scq);
+        verbs_unlock(&ep->scq->lock);
         tail = atomic_load_explicit(&ep->sq_tail, memory_order_acquire);
         room = ep->sq_size - (size_t)(head - tail);
     }
     size_t k = n < room ? n : room;
     if (k == 0) {
-        rf_verbs_unlock(&ep->sq_lock);
+        verbs_unlock(&ep->sq_lock);
         return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post: send queue full (%u outstanding); "
                             "poll the send completion queue",
@@ -598,7 +596,7 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     }
     rf_status st = grow_scratch(ep, k);
     if (st != RF_OK) {
-        rf_verbs_unlock(&ep->sq_lock);
+        verbs_unlock(&ep->sq_lock);
         return st;
     }
     struct ibv_send_wr *w = ep->wr_scratch;
@@ -616,11 +614,11 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
             j = 0;
         atomic_store_explicit(&ep->sq_head, head + j, memory_order_release);
         ep->unsig_run = ep->sig_interval; /* next WR signaled: stay safe */
-        rf_verbs_unlock(&ep->sq_lock);
+        verbs_unlock(&ep->sq_lock);
         *posted = j;
         return post_error(rc, j, n);
     }
-    rf_verbs_unlock(&ep->sq_lock);
+    verbs_unlock(&ep->sq_lock);
     *posted = k;
     if (k < n)
         return rf_error_set(RF_ERR_NO_RESOURCE,
@@ -630,18 +628,18 @@ rf_status rf_verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     return RF_OK;
 }
 
-rf_status rf_verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
-                             void *context)
+rf_status verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
+                          void *context)
 {
     vep *ep = (vep *)e;
     if (atomic_load(&ep->error))
         return rf_error_set(RF_ERR_DISCONNECTED,
                             "rf_post_recv: endpoint is in the error state");
-    rf_verbs_lock(&ep->rq_lock);
+    verbs_lock(&ep->rq_lock);
     uint64_t head = atomic_load_explicit(&ep->rq_head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&ep->rq_tail, memory_order_acquire);
     if (head - tail >= ep->rq_size) {
-        rf_verbs_unlock(&ep->rq_lock);
+        verbs_unlock(&ep->rq_lock);
         return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post_recv: receive queue full (%u posted)",
                             ep->rq_size);
@@ -662,12 +660,12 @@ rf_status rf_verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
     int rc = ibv_post_recv(ep->qp, &w, &bad);
     if (rc) {
         atomic_store_explicit(&ep->rq_head, head, memory_order_release);
-        rf_verbs_unlock(&ep->rq_lock);
+        verbs_unlock(&ep->rq_lock);
         return rf_error_set(rc == ENOMEM ? RF_ERR_NO_RESOURCE
-                                         : rf_verbs_errno_status(rc),
+                                         : verbs_errno_status(rc),
                             "ibv_post_recv: %s", strerror(rc));
     }
-    rf_verbs_unlock(&ep->rq_lock);
+    verbs_unlock(&ep->rq_lock);
     return RF_OK;
 }
 
@@ -677,7 +675,7 @@ rf_status rf_verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
  * slot. Returns 0 if it could not be posted. */
 static int post_marker(vep *ep)
 {
-    rf_verbs_lock(&ep->sq_lock);
+    verbs_lock(&ep->sq_lock);
     uint64_t head = atomic_load_explicit(&ep->sq_head, memory_order_relaxed);
     vslot *slot = &ep->sq[head & ep->sq_mask];
     slot->context = NULL;
@@ -692,7 +690,7 @@ static int post_marker(vep *ep)
     int rc = ibv_post_send(ep->qp, &w, &bad);
     if (rc)
         atomic_store_explicit(&ep->sq_head, head, memory_order_release);
-    rf_verbs_unlock(&ep->sq_lock);
+    verbs_unlock(&ep->sq_lock);
     if (rc)
         RF_LOG_DEBUG("verbs: QP %u: drain marker not posted: %s",
                      ep->qp->qp_num, strerror(rc));
@@ -702,17 +700,17 @@ static int post_marker(vep *ep)
 static int drained(vep *ep, int marker)
 {
     int done = 1;
-    rf_verbs_lock(&ep->scq->lock);
-    rf_verbs_cq_progress_locked(ep->scq);
+    verbs_lock(&ep->scq->lock);
+    verbs_cq_progress_locked(ep->scq);
     if (marker ? !ep->sq_drained
                : atomic_load(&ep->sq_tail) != atomic_load(&ep->sq_head))
         done = 0;
-    rf_verbs_unlock(&ep->scq->lock);
-    rf_verbs_lock(&ep->rcq->lock);
-    rf_verbs_cq_progress_locked(ep->rcq);
+    verbs_unlock(&ep->scq->lock);
+    verbs_lock(&ep->rcq->lock);
+    verbs_cq_progress_locked(ep->rcq);
     if (atomic_load(&ep->rq_tail) != atomic_load(&ep->rq_head))
         done = 0;
-    rf_verbs_unlock(&ep->rcq->lock);
+    verbs_unlock(&ep->rcq->lock);
     return done;
 }
 
@@ -720,8 +718,8 @@ static int drained(vep *ep, int marker)
  * completes here with RF_ERR_DISCONNECTED. */
 static void complete_leftovers(vep *ep)
 {
-    rf_verbs_lock(&ep->scq->lock);
-    rf_verbs_cq_progress_locked(ep->scq);
+    verbs_lock(&ep->scq->lock);
+    verbs_cq_progress_locked(ep->scq);
     vemit em = {.cq = ep->scq, .out = NULL, .max = 0, .n = 0};
     uint64_t head = atomic_load(&ep->sq_head);
     for (uint64_t s = atomic_load(&ep->sq_tail); s < head; s++) {
@@ -730,19 +728,19 @@ static void complete_leftovers(vep *ep)
             emit_slot(&em, ep, u, RF_ERR_DISCONNECTED, 0);
     }
     atomic_store(&ep->sq_tail, head);
-    rf_verbs_unlock(&ep->scq->lock);
+    verbs_unlock(&ep->scq->lock);
 
-    rf_verbs_lock(&ep->rcq->lock);
-    rf_verbs_cq_progress_locked(ep->rcq);
+    verbs_lock(&ep->rcq->lock);
+    verbs_cq_progress_locked(ep->rcq);
     em.cq = ep->rcq;
     head = atomic_load(&ep->rq_head);
     for (uint64_t s = atomic_load(&ep->rq_tail); s < head; s++)
         emit_slot(&em, ep, &ep->rq[s & ep->rq_mask], RF_ERR_DISCONNECTED, 0);
     atomic_store(&ep->rq_tail, head);
-    rf_verbs_unlock(&ep->rcq->lock);
+    verbs_unlock(&ep->rcq->lock);
 }
 
-void rf_verbs_ep_disconnect(vep *ep)
+void verbs_ep_disconnect(vep *ep)
 {
     /* The error state flushes all outstanding work; rdma_disconnect does
      * not move a QP it does not own (this provider makes the transitions).
@@ -751,9 +749,9 @@ void rf_verbs_ep_disconnect(vep *ep)
         struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
         ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
     }
-    rf_verbs_cm_lock(ep->fab);
+    verbs_cm_lock(ep->fab);
     rdma_disconnect(ep->cm.id);
-    rf_verbs_cm_unlock(ep->fab);
+    verbs_cm_unlock(ep->fab);
 }
 
 static void destroy_qp(vep *ep)
@@ -765,7 +763,7 @@ static void destroy_qp(vep *ep)
     ep->qp = NULL;
 }
 
-void rf_verbs_ep_destroy(vep *ep)
+void verbs_ep_destroy(vep *ep)
 {
     if (ep->qp)
         destroy_qp(ep);
@@ -780,15 +778,15 @@ void rf_verbs_ep_destroy(vep *ep)
     free(ep);
 }
 
-void rf_verbs_ep_close(rf_ep *e)
+void verbs_ep_close(rf_ep *e)
 {
     vep *ep = (vep *)e;
     vfab *fab = ep->fab;
     /* From here on the event thread no longer touches the endpoint. */
-    rf_verbs_unregister(fab, &ep->cm);
+    verbs_unregister(fab, &ep->cm);
     atomic_store(&ep->error, 1);
     if (ep->qp) {
-        rf_verbs_ep_disconnect(ep);
+        verbs_ep_disconnect(ep);
         int marker = post_marker(ep);
         int64_t deadline = rf_deadline_ms(
             fab->qp.peer_timeout_ms < 2000 ? fab->qp.peer_timeout_ms : 2000);
@@ -804,5 +802,5 @@ void rf_verbs_ep_close(rf_ep *e)
         destroy_qp(ep);
         complete_leftovers(ep);
     }
-    rf_verbs_ep_destroy(ep);
+    verbs_ep_destroy(ep);
 }

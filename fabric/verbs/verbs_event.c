@@ -20,7 +20,7 @@
 
 #include "fabric/verbs/verbs_internal.h"
 
-void rf_verbs_register(vfab *fab, vcmobj *obj)
+void verbs_register(vfab *fab, vcmobj *obj)
 {
     pthread_mutex_lock(&fab->reg_lock);
     obj->next = fab->objs;
@@ -28,7 +28,7 @@ void rf_verbs_register(vfab *fab, vcmobj *obj)
     pthread_mutex_unlock(&fab->reg_lock);
 }
 
-void rf_verbs_unregister(vfab *fab, vcmobj *obj)
+void verbs_unregister(vfab *fab, vcmobj *obj)
 {
     pthread_mutex_lock(&fab->reg_lock);
     for (vcmobj **pp = &fab->objs; *pp; pp = &(*pp)->next) {
@@ -41,7 +41,7 @@ void rf_verbs_unregister(vfab *fab, vcmobj *obj)
     pthread_mutex_unlock(&fab->reg_lock);
 }
 
-void rf_verbs_event_wake(vfab *fab)
+void verbs_event_wake(vfab *fab)
 {
     uint64_t one = 1;
     if (fab->wake_fd >= 0 && write(fab->wake_fd, &one, sizeof one) < 0 &&
@@ -60,7 +60,7 @@ static vcmobj *find_locked(vfab *fab, const struct rdma_cm_id *id)
 static void handle_cm_event(vfab *fab, struct rdma_cm_event *ev)
 {
     RF_LOG_DEBUG("verbs: cm event %s (status %d) on id %p",
-                 rf_verbs_event_str(ev->event), ev->status, (void *)ev->id);
+                 verbs_event_str(ev->event), ev->status, (void *)ev->id);
     if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
         /* The request is counted against the listener's id: dispatch it
          * before the ack so the listener cannot go away meanwhile. */
@@ -69,14 +69,14 @@ static void handle_cm_event(vfab *fab, struct rdma_cm_event *ev)
         pthread_mutex_lock(&fab->reg_lock);
         vcmobj *o = find_locked(fab, ev->listen_id);
         if (o && o->kind == VCM_LISTENER)
-            taken = rf_verbs_cm_dispatch_request(
+            taken = verbs_cm_dispatch_request(
                 (vlistener *)((char *)o - offsetof(vlistener, cm)), ev);
         pthread_mutex_unlock(&fab->reg_lock);
         rdma_ack_cm_event(ev);
         if (!taken) {
-            rf_verbs_cm_lock(fab);
+            verbs_cm_lock(fab);
             rdma_reject(child, NULL, 0);
-            rf_verbs_cm_unlock(fab);
+            verbs_cm_unlock(fab);
             rdma_destroy_id(child);
         }
         return;
@@ -84,7 +84,7 @@ static void handle_cm_event(vfab *fab, struct rdma_cm_event *ev)
     pthread_mutex_lock(&fab->reg_lock);
     vcmobj *o = find_locked(fab, ev->id);
     if (o && o->kind == VCM_EP) {
-        rf_verbs_cm_dispatch_ep((vep *)((char *)o - offsetof(vep, cm)), ev);
+        verbs_cm_dispatch_ep((vep *)((char *)o - offsetof(vep, cm)), ev);
     } else if (o && o->kind == VCM_LISTENER &&
                ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
         vlistener *l = (vlistener *)((char *)o - offsetof(vlistener, cm));
@@ -107,7 +107,7 @@ static void handle_async_event(struct ibv_async_event *ae)
         RF_LOG_INFO("verbs: async event %s on QP %u",
                     ibv_event_type_str(ae->event_type), ae->element.qp->qp_num);
         if (ep)
-            rf_verbs_ep_set_error(ep, 1);
+            verbs_ep_set_error(ep, 1);
         break;
     }
     case IBV_EVENT_CQ_ERR:
@@ -141,7 +141,7 @@ static void process_disconnects(vfab *fab)
             o->id) {
             RF_LOG_DEBUG("verbs: disconnecting QP %u after an error",
                          ep->qp ? ep->qp->qp_num : 0);
-            rf_verbs_ep_disconnect(ep);
+            verbs_ep_disconnect(ep);
         }
     }
     pthread_mutex_unlock(&fab->reg_lock);
@@ -173,9 +173,9 @@ static void *event_thread(void *arg)
         if (fds[0].revents) {
             struct rdma_cm_event *ev;
             for (;;) {
-                rf_verbs_cm_lock(fab);
+                verbs_cm_lock(fab);
                 int got = rdma_get_cm_event(fab->ch, &ev);
-                rf_verbs_cm_unlock(fab);
+                verbs_cm_unlock(fab);
                 if (got)
                     break;
                 handle_cm_event(fab, ev);
@@ -202,11 +202,11 @@ static rf_status set_nonblock(int fd, const char *what)
     return RF_OK;
 }
 
-rf_status rf_verbs_event_start(vfab *fab)
+rf_status verbs_event_start(vfab *fab)
 {
     fab->ch = rdma_create_event_channel();
     if (!fab->ch)
-        return rf_error_set(rf_verbs_errno_status(errno),
+        return rf_error_set(verbs_errno_status(errno),
                             "rdma_create_event_channel: %s (is rdma_ucm "
                             "loaded?)",
                             strerror(errno));
@@ -227,12 +227,12 @@ rf_status rf_verbs_event_start(vfab *fab)
     return RF_OK;
 }
 
-void rf_verbs_event_stop(vfab *fab)
+void verbs_event_stop(vfab *fab)
 {
     if (!fab->thread_started)
         return;
     atomic_store(&fab->stopping, 1);
-    rf_verbs_event_wake(fab);
+    verbs_event_wake(fab);
     pthread_join(fab->thread, NULL);
     fab->thread_started = 0;
 }

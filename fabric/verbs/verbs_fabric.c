@@ -80,7 +80,7 @@ static rf_status qp_params(vqp_params *p)
 
 static void fabric_free(vfab *fab)
 {
-    rf_verbs_event_stop(fab);
+    verbs_event_stop(fab);
     if (fab->objs)
         RF_LOG_WARN("verbs: fabric closed with endpoints or listeners still "
                     "open");
@@ -102,9 +102,9 @@ static void fabric_free(vfab *fab)
     free(fab);
 }
 
-rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
+rf_status verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
 {
-    rf_verbs_fork_init();
+    verbs_fork_init();
     vfab *fab = calloc(1, sizeof *fab);
     if (!fab)
         return rf_error_set(RF_ERR_NO_MEMORY, "verbs: out of memory");
@@ -121,16 +121,15 @@ rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     if (st == RF_OK)
         st = qp_params(&fab->qp);
     if (st == RF_OK)
-        st = rf_verbs_select_device(fab, attr);
+        st = verbs_select_device(fab, attr);
     if (st == RF_OK) {
         fab->pd = ibv_alloc_pd(fab->ctx);
         if (!fab->pd)
-            st = rf_error_set(rf_verbs_errno_status(errno),
-                              "ibv_alloc_pd(%s): %s", fab->devname,
-                              strerror(errno));
+            st = rf_error_set(verbs_errno_status(errno), "ibv_alloc_pd(%s): %s",
+                              fab->devname, strerror(errno));
     }
     if (st == RF_OK)
-        st = rf_verbs_event_start(fab);
+        st = verbs_event_start(fab);
     if (st != RF_OK) {
         fabric_free(fab);
         return st;
@@ -139,7 +138,7 @@ rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     return RF_OK;
 }
 
-void rf_verbs_fabric_close(rf_fabric *fabric)
+void verbs_fabric_close(rf_fabric *fabric)
 {
     fabric_free((vfab *)fabric);
 }

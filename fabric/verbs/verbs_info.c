@@ -68,7 +68,7 @@ static int mtu_bytes(enum ibv_mtu m)
     return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
 }
 
-rf_status rf_verbs_fabric_device(rf_fabric *fabric, rf_fabric_device *out)
+rf_status verbs_fabric_device(rf_fabric *fabric, rf_fabric_device *out)
 {
     vfab *fab = (vfab *)fabric;
     snprintf(out->device, sizeof out->device, "%s", fab->devname);
@@ -151,7 +151,7 @@ static rf_status query_device(struct ibv_device *dev, rf_verbs_device_info *d)
              transport_name(dev->transport_type));
     struct ibv_context *ctx = ibv_open_device(dev);
     if (!ctx)
-        return rf_error_set(rf_verbs_errno_status(errno),
+        return rf_error_set(verbs_errno_status(errno),
                             "ibv_open_device(%s): %s", d->name,
                             strerror(errno));
     rf_status st = RF_OK;
@@ -220,7 +220,7 @@ rf_status rf_verbs_devices(rf_verbs_device_info **out, int *count)
                             "rf_verbs_devices: out or count is NULL");
     *out = NULL;
     *count = 0;
-    rf_verbs_fork_init();
+    verbs_fork_init();
     int n = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
     if (!list) {

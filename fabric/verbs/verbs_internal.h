@@ -45,18 +45,18 @@ typedef struct vlock {
     _Atomic int held;
 } vlock;
 
-void rf_verbs_lock_wait(vlock *l); /* contended path (verbs_util.c) */
+void verbs_lock_wait(vlock *l); /* contended path (verbs_util.c) */
 
-static inline void rf_verbs_lock_init(vlock *l)
+static inline void verbs_lock_init(vlock *l)
 {
     atomic_init(&l->held, 0);
 }
-static inline void rf_verbs_lock(vlock *l)
+static inline void verbs_lock(vlock *l)
 {
     if (atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
-        rf_verbs_lock_wait(l);
+        verbs_lock_wait(l);
 }
-static inline void rf_verbs_unlock(vlock *l)
+static inline void verbs_unlock(vlock *l)
 {
     atomic_store_explicit(&l->held, 0, memory_order_release);
 }
@@ -231,104 +231,102 @@ typedef struct vlistener {
 /* --- helpers (verbs_util.c) --------------------------------------------- */
 
 /* rf_status for an errno value from a verbs or rdma_cm call. */
-rf_status rf_verbs_errno_status(int err);
+rf_status verbs_errno_status(int err);
 /* "a.b.c.d:port" / "[v6]:port" for messages. */
-void rf_verbs_addr_str(const struct sockaddr *sa, char *buf, size_t len);
+void verbs_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 /* Resolves host (numeric or name) and port into *out. */
-rf_status rf_verbs_resolve(const char *what, const char *host, uint16_t port,
-                           struct sockaddr_storage *out);
+rf_status verbs_resolve(const char *what, const char *host, uint16_t port,
+                        struct sockaddr_storage *out);
 /* Name of an rdma_cm event for messages. */
-const char *rf_verbs_event_str(int event);
+const char *verbs_event_str(int event);
 
 /* Private data framing (verbs_privdata.c): rdma_cm pads what it delivers,
  * so the length travels inside, in one leading byte. */
 #define VPRIV_WIRE_MAX (RF_MAX_PRIVATE_DATA + 1)
-void rf_verbs_priv_encode(const vfab *fab, const void *priv, size_t len,
-                          unsigned char out[VPRIV_WIRE_MAX], uint8_t *out_len);
-int rf_verbs_priv_decode(const vfab *fab, const void *data, size_t len,
-                         unsigned char out[RF_MAX_PRIVATE_DATA],
-                         size_t *out_len);
+void verbs_priv_encode(const vfab *fab, const void *priv, size_t len,
+                       unsigned char out[VPRIV_WIRE_MAX], uint8_t *out_len);
+int verbs_priv_decode(const vfab *fab, const void *data, size_t len,
+                      unsigned char out[RF_MAX_PRIVATE_DATA], size_t *out_len);
 
 /* --- device choice (verbs_device.c) ------------------------------------- */
 
 /* Picks device, port and GID for attr (bind_addr, RF_VERBS_DEVICE,
  * RF_VERBS_PORT, RF_VERBS_GID_INDEX); fills fab->ctx .. fab->src. */
-rf_status rf_verbs_select_device(vfab *fab, const rf_fabric_attr *attr);
+rf_status verbs_select_device(vfab *fab, const rf_fabric_attr *attr);
 /* RF_OK if some device has an ACTIVE port. */
-rf_status rf_verbs_probe(void);
+rf_status verbs_probe(void);
 /* ibv_fork_init() once per process (see verbs_device.c). */
-void rf_verbs_fork_init(void);
+void verbs_fork_init(void);
 /* verbs_info.c: rf_fabric_device_info for a verbs fabric. */
-rf_status rf_verbs_fabric_device(rf_fabric *fabric, rf_fabric_device *out);
+rf_status verbs_fabric_device(rf_fabric *fabric, rf_fabric_device *out);
 
 /* --- fabric and event thread (verbs_fabric.c, verbs_event.c) ------------ */
 
-rf_status rf_verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out);
-void rf_verbs_fabric_close(rf_fabric *fabric);
-rf_status rf_verbs_event_start(vfab *fab);
-void rf_verbs_event_stop(vfab *fab);
-void rf_verbs_register(vfab *fab, vcmobj *obj);
-void rf_verbs_unregister(vfab *fab, vcmobj *obj);
+rf_status verbs_fabric_open(const rf_fabric_attr *attr, rf_fabric **out);
+void verbs_fabric_close(rf_fabric *fabric);
+rf_status verbs_event_start(vfab *fab);
+void verbs_event_stop(vfab *fab);
+void verbs_register(vfab *fab, vcmobj *obj);
+void verbs_unregister(vfab *fab, vcmobj *obj);
 /* Wakes the event thread (pending disconnect requests). */
-void rf_verbs_event_wake(vfab *fab);
+void verbs_event_wake(vfab *fab);
 
-static inline void rf_verbs_cm_lock(vfab *fab)
+static inline void verbs_cm_lock(vfab *fab)
 {
     pthread_mutex_lock(&fab->cm_lock);
 }
-static inline void rf_verbs_cm_unlock(vfab *fab)
+static inline void verbs_cm_unlock(vfab *fab)
 {
     pthread_mutex_unlock(&fab->cm_lock);
 }
 
 /* --- memory (verbs_mr.c) ------------------------------------------------ */
 
-rf_status rf_verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
-                          uint32_t access, rf_mr **out);
-rf_status rf_verbs_mr_dereg(rf_mr *mr);
+rf_status verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
+                       uint32_t access, rf_mr **out);
+rf_status verbs_mr_dereg(rf_mr *mr);
 
 /* --- completion queues (verbs_cq.c) ------------------------------------- */
 
-rf_status rf_verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);
-void rf_verbs_cq_destroy(rf_cq *cq);
-int rf_verbs_cq_poll(rf_cq *cq, rf_completion *out, int max);
-int rf_verbs_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
+rf_status verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);
+void verbs_cq_destroy(rf_cq *cq);
+int verbs_cq_poll(rf_cq *cq, rf_completion *out, int max);
+int verbs_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
 /* Moves every completion the device has into the software queue. Caller
  * holds cq->lock. */
-void rf_verbs_cq_progress_locked(vcq *cq);
+void verbs_cq_progress_locked(vcq *cq);
 /* Appends a completion to the software queue. Caller holds cq->lock. */
-void rf_verbs_cq_push_locked(vcq *cq, const rf_completion *c);
+void verbs_cq_push_locked(vcq *cq, const rf_completion *c);
 
 /* --- endpoints (verbs_ep.c) --------------------------------------------- */
 
 /* Allocates an endpoint (queues sized from attr) bound to cm_id; the QP is
- * created by rf_verbs_ep_create_qp once id->verbs is known. */
-rf_status rf_verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out);
+ * created by verbs_ep_create_qp once id->verbs is known. */
+rf_status verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out);
 /* Creates the RC QP (not attached to the cm_id: rdma_cm makes no
  * transition of it) and moves it to INIT with no remote access. */
-rf_status rf_verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id,
-                                const char *what);
+rf_status verbs_ep_create_qp(vep *ep, struct rdma_cm_id *id, const char *what);
 /* Moves the QP to RTS with the connection's attributes, once they are
  * known (passive side: before rdma_accept; active side: at
  * CONNECT_RESPONSE, before rdma_establish). resp_res / init_depth < 0 keep
  * rdma_cm's values. Remote access is granted here unless the endpoint is
  * gated (RF_EP_REMOTE_ACCESS_OFF). */
-rf_status rf_verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
-                               const char *what);
-rf_status rf_verbs_ep_enable_remote_access(rf_ep *ep);
+rf_status verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
+                            const char *what);
+rf_status verbs_ep_enable_remote_access(rf_ep *ep);
 /* Moves the QP to the error state (flushing its work) and disconnects:
  * the DREQ, or the DREP to the peer's. */
-void rf_verbs_ep_disconnect(vep *ep);
+void verbs_ep_disconnect(vep *ep);
 /* Tears down an endpoint that is not (or no longer) registered. */
-void rf_verbs_ep_destroy(vep *ep);
-void rf_verbs_ep_close(rf_ep *ep);
-rf_status rf_verbs_ep_state(const rf_ep *ep);
-rf_status rf_verbs_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
-rf_status rf_verbs_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
-                             void *context);
+void verbs_ep_destroy(vep *ep);
+void verbs_ep_close(rf_ep *ep);
+rf_status verbs_ep_state(const rf_ep *ep);
+rf_status verbs_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
+rf_status verbs_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
+                          void *context);
 /* Marks the endpoint in error (idempotent); request_disconnect asks the
  * event thread to send a DREQ so the peer learns it too. */
-void rf_verbs_ep_set_error(vep *ep, int request_disconnect);
+void verbs_ep_set_error(vep *ep, int request_disconnect);
 /* Translates one CQE of this endpoint's send or receive queue into user
  * completions (appended to the emitter). Caller holds the CQ's lock. */
 typedef struct vemit {
@@ -337,20 +335,20 @@ typedef struct vemit {
     int max;
     int n;
 } vemit;
-static inline void rf_verbs_emit(vemit *em, const rf_completion *c)
+static inline void verbs_emit(vemit *em, const rf_completion *c)
 {
     if (em->n < em->max)
         em->out[em->n++] = *c;
     else
-        rf_verbs_cq_push_locked(em->cq, c);
+        verbs_cq_push_locked(em->cq, c);
 }
-void rf_verbs_ep_handle_wc(vemit *em, const struct ibv_wc *wc);
+void verbs_ep_handle_wc(vemit *em, const struct ibv_wc *wc);
 
 /* The common CQE, translated in the poll loop itself: the oldest
  * outstanding request of a send queue, signaled by the user, succeeded,
  * and the caller's array has room. Returns 0 for any other CQE, which
- * rf_verbs_ep_handle_wc then translates. Caller holds the CQ's lock. */
-static inline int rf_verbs_fast_send_wc(vemit *em, const struct ibv_wc *wc)
+ * verbs_ep_handle_wc then translates. Caller holds the CQ's lock. */
+static inline int verbs_fast_send_wc(vemit *em, const struct ibv_wc *wc)
 {
     if (wc->status != IBV_WC_SUCCESS || em->n >= em->max)
         return 0;
@@ -376,20 +374,20 @@ static inline int rf_verbs_fast_send_wc(vemit *em, const struct ibv_wc *wc)
 
 /* --- connection management (verbs_cm.c) --------------------------------- */
 
-rf_status rf_verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
-                          rf_listener **out);
-void rf_verbs_listener_close(rf_listener *listener);
-rf_status rf_verbs_get_request(rf_listener *listener, int timeout_ms,
-                               rf_conn_req **out);
-rf_status rf_verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
-                          const void *priv, size_t priv_len, rf_ep **out);
-void rf_verbs_reject(rf_conn_req *req, const void *priv, size_t priv_len);
-rf_status rf_verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
-                           const rf_ep_attr *attr, const void *priv,
-                           size_t priv_len, int timeout_ms, rf_ep **out);
+rf_status verbs_listen(rf_fabric *fabric, const char *host, uint16_t port,
+                       rf_listener **out);
+void verbs_listener_close(rf_listener *listener);
+rf_status verbs_get_request(rf_listener *listener, int timeout_ms,
+                            rf_conn_req **out);
+rf_status verbs_accept(rf_conn_req *req, const rf_ep_attr *attr,
+                       const void *priv, size_t priv_len, rf_ep **out);
+void verbs_reject(rf_conn_req *req, const void *priv, size_t priv_len);
+rf_status verbs_connect(rf_fabric *fabric, const char *host, uint16_t port,
+                        const rf_ep_attr *attr, const void *priv,
+                        size_t priv_len, int timeout_ms, rf_ep **out);
 /* Called by the event thread with reg_lock held. */
-void rf_verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev);
-int rf_verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev);
+void verbs_cm_dispatch_ep(vep *ep, const struct rdma_cm_event *ev);
+int verbs_cm_dispatch_request(vlistener *l, const struct rdma_cm_event *ev);
 
 /* "IB", "RoCE v1", "RoCE v2" or "unknown" for an ibv_gid_type
  * (verbs_device.c; the banner and rf_verbs_devices use it). */

@@ -20,8 +20,8 @@ static int ibv_access(uint32_t access)
     return a;
 }
 
-rf_status rf_verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
-                          uint32_t access, rf_mr **out)
+rf_status verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
+                       uint32_t access, rf_mr **out)
 {
     vfab *fab = (vfab *)fabric;
     vmr *m = calloc(1, sizeof *m);
@@ -31,7 +31,7 @@ rf_status rf_verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
     if (!m->mr) {
         int err = errno;
         free(m);
-        rf_status st = rf_verbs_errno_status(err);
+        rf_status st = verbs_errno_status(err);
         if (st != RF_ERR_INVALID_ARG)
             st = RF_ERR_NO_MEMORY; /* pinning limit, out of MTT entries.. */
         return rf_error_set(
@@ -49,14 +49,13 @@ rf_status rf_verbs_mr_reg(rf_fabric *fabric, void *addr, size_t len,
     return RF_OK;
 }
 
-rf_status rf_verbs_mr_dereg(rf_mr *mr)
+rf_status verbs_mr_dereg(rf_mr *mr)
 {
     vmr *m = (vmr *)mr;
     int rc = ibv_dereg_mr(m->mr);
     if (rc)
-        return rf_error_set(rf_verbs_errno_status(rc),
-                            "ibv_dereg_mr(%p+%zu): %s", mr->addr, mr->len,
-                            strerror(rc));
+        return rf_error_set(verbs_errno_status(rc), "ibv_dereg_mr(%p+%zu): %s",
+                            mr->addr, mr->len, strerror(rc));
     free(m);
     return RF_OK;
 }

@@ -12,8 +12,8 @@
 
 #include "fabric/verbs/verbs_internal.h"
 
-void rf_verbs_priv_encode(const vfab *fab, const void *priv, size_t len,
-                          unsigned char out[VPRIV_WIRE_MAX], uint8_t *out_len)
+void verbs_priv_encode(const vfab *fab, const void *priv, size_t len,
+                       unsigned char out[VPRIV_WIRE_MAX], uint8_t *out_len)
 {
     if (len > RF_MAX_PRIVATE_DATA)
         len = RF_MAX_PRIVATE_DATA;
@@ -29,9 +29,8 @@ void rf_verbs_priv_encode(const vfab *fab, const void *priv, size_t len,
     *out_len = (uint8_t)(len + 1);
 }
 
-int rf_verbs_priv_decode(const vfab *fab, const void *data, size_t len,
-                         unsigned char out[RF_MAX_PRIVATE_DATA],
-                         size_t *out_len)
+int verbs_priv_decode(const vfab *fab, const void *data, size_t len,
+                      unsigned char out[RF_MAX_PRIVATE_DATA], size_t *out_len)
 {
     const unsigned char *p = data;
     *out_len = 0;

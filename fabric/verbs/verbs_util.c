@@ -11,7 +11,7 @@
 
 #include "fabric/verbs/verbs_internal.h"
 
-void rf_verbs_lock_wait(vlock *l)
+void verbs_lock_wait(vlock *l)
 {
     for (unsigned spins = 0;; spins++) {
         /* Wait on a plain load (no cache-line ping-pong), then retry the
@@ -33,7 +33,7 @@ void rf_verbs_lock_wait(vlock *l)
     }
 }
 
-rf_status rf_verbs_errno_status(int err)
+rf_status verbs_errno_status(int err)
 {
     switch (err) {
     case ENOMEM:
@@ -71,7 +71,7 @@ rf_status rf_verbs_errno_status(int err)
     }
 }
 
-void rf_verbs_addr_str(const struct sockaddr *sa, char *buf, size_t len)
+void verbs_addr_str(const struct sockaddr *sa, char *buf, size_t len)
 {
     char host[INET6_ADDRSTRLEN] = "?";
     unsigned port = 0;
@@ -90,8 +90,8 @@ void rf_verbs_addr_str(const struct sockaddr *sa, char *buf, size_t len)
     }
 }
 
-rf_status rf_verbs_resolve(const char *what, const char *host, uint16_t port,
-                           struct sockaddr_storage *out)
+rf_status verbs_resolve(const char *what, const char *host, uint16_t port,
+                        struct sockaddr_storage *out)
 {
     memset(out, 0, sizeof *out);
     if (!host || !*host) {
@@ -140,7 +140,7 @@ rf_status rf_verbs_resolve(const char *what, const char *host, uint16_t port,
     return RF_OK;
 }
 
-const char *rf_verbs_event_str(int event)
+const char *verbs_event_str(int event)
 {
     return rdma_event_str((enum rdma_cm_event_type)event);
 }

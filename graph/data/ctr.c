@@ -18,9 +18,9 @@ enum { TAG_PERM = 1, TAG_WEIGHT = 2, TAG_DENSE = 3 };
 static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
 {
     uint64_t st = a;
-    st = rf_splitmix64(&st) ^ b;
-    st = rf_splitmix64(&st) ^ c;
-    return rf_splitmix64(&st);
+    st = splitmix64(&st) ^ b;
+    st = splitmix64(&st) ^ c;
+    return splitmix64(&st);
 }
 
 /* A standard Gaussian determined by a hash (Box-Muller on two uniforms
@@ -28,8 +28,8 @@ static uint64_t hash3(uint64_t a, uint64_t b, uint64_t c)
 static double gauss_of(uint64_t key)
 {
     uint64_t st = key;
-    double u1 = (double)((rf_splitmix64(&st) >> 11) + 1) * 0x1p-53; /* (0,1] */
-    double u2 = (double)(rf_splitmix64(&st) >> 11) * 0x1p-53;
+    double u1 = (double)((splitmix64(&st) >> 11) + 1) * 0x1p-53; /* (0,1] */
+    double u2 = (double)(splitmix64(&st) >> 11) * 0x1p-53;
     return sqrt(-2.0 * log(u1)) * cos(RF_TWO_PI * u2);
 }
 
@@ -90,7 +90,7 @@ static rf_status prep_init(ctr_prep *p, const rf_ctr_spec *spec)
         return st;
     p->spec = spec;
     for (uint32_t f = 0; f < spec->num_cat; f++) {
-        st = rf_zipf_init(&p->zipf[f], spec->vocab[f], spec->zipf[f]);
+        st = zipf_init(&p->zipf[f], spec->vocab[f], spec->zipf[f]);
         if (st != RF_OK)
             return st;
         perm_of(spec, f, &p->mul[f], &p->add[f], &p->inv[f]);
@@ -140,17 +140,17 @@ static void example(const ctr_prep *p, rf_data_split split, uint64_t i,
 {
     const rf_ctr_spec *spec = p->spec;
     rf_rng r;
-    rf_rng_init(&r, spec->seed, 2 * i + (uint64_t)split);
+    rng_init(&r, spec->seed, 2 * i + (uint64_t)split);
     double logit = spec->bias;
     for (uint32_t f = 0; f < spec->num_cat; f++) {
-        int64_t rank = rf_zipf_draw(&p->zipf[f], &r);
+        int64_t rank = zipf_draw(&p->zipf[f], &r);
         int64_t id = to_id(p, f, rank);
         ids[f] = id;
         logit += weight(spec, f, rank, id);
     }
     for (uint32_t j = 0; j < spec->num_dense; j += 2) {
-        double rad = sqrt(-2.0 * log(1.0 - rf_rng_unit(&r)));
-        double ang = RF_TWO_PI * rf_rng_unit(&r);
+        double rad = sqrt(-2.0 * log(1.0 - rng_unit(&r)));
+        double ang = RF_TWO_PI * rng_unit(&r);
         double x[2] = {rad * cos(ang), rad * sin(ang)};
         for (uint32_t k = 0; k < 2 && j + k < spec->num_dense; k++) {
             dense[j + k] = (float)x[k];
@@ -158,7 +158,7 @@ static void example(const ctr_prep *p, rf_data_split split, uint64_t i,
         }
     }
     double prob = 1.0 / (1.0 + exp(-logit));
-    *label = rf_rng_unit(&r) < prob ? 1.0f : 0.0f;
+    *label = rng_unit(&r) < prob ? 1.0f : 0.0f;
     if (p_true)
         *p_true = prob;
 }

@@ -119,17 +119,17 @@ rf_status rf_dataset_load_idx(const char *images_path, const char *labels_path,
                             "rf_dataset_load_idx: %s path NULL",
                             images_path ? "labels" : "images");
     rf_idx img, lab;
-    rf_status st = rf_idx_read(images_path, 3, &img);
+    rf_status st = idx_read(images_path, 3, &img);
     if (st)
         return st;
-    if ((st = rf_idx_read(labels_path, 1, &lab))) {
-        rf_idx_free(&img);
+    if ((st = idx_read(labels_path, 1, &lab))) {
+        idx_free(&img);
         return st;
     }
     storage *s = NULL;
     st = storage_from_idx(images_path, labels_path, &img, &lab, &s);
-    rf_idx_free(&img);
-    rf_idx_free(&lab);
+    idx_free(&img);
+    idx_free(&lab);
     if (st)
         return st;
     rf_dataset *ds = NULL;
@@ -227,8 +227,8 @@ rf_status rf_dataset_shard(const rf_dataset *ds, uint32_t num_tasks,
     }
     memcpy(perm, ds->members, ds->n * sizeof *perm);
     rf_rng rng;
-    rf_rng_init(&rng, seed, SHARD_STREAM);
-    rf_rng_shuffle(&rng, perm, ds->n);
+    rng_init(&rng, seed, SHARD_STREAM);
+    rng_shuffle(&rng, perm, ds->n);
     for (size_t i = 0; i < n; i++)
         shard->members[i] = perm[task_index + i * (size_t)num_tasks];
     free(perm);
@@ -253,8 +253,8 @@ static void prepare_epoch(rf_dataset *ds)
     memcpy(ds->order, ds->members, ds->n * sizeof *ds->order);
     if (ds->shuffle) {
         rf_rng rng;
-        rf_rng_init(&rng, ds->seed, ds->epoch);
-        rf_rng_shuffle(&rng, ds->order, ds->n);
+        rng_init(&rng, ds->seed, ds->epoch);
+        rng_shuffle(&rng, ds->order, ds->n);
     }
     ds->order_ready = true;
 }

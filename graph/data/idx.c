@@ -356,14 +356,14 @@ static void reader_close(reader *rd)
     free(rd->buf);
 }
 
-rf_status rf_idx_read(const char *path, unsigned ndims, rf_idx *out)
+rf_status idx_read(const char *path, unsigned ndims, rf_idx *out)
 {
     if (!out)
-        return rf_error_set(RF_ERR_INVALID_ARG, "rf_idx_read: out NULL");
+        return rf_error_set(RF_ERR_INVALID_ARG, "idx_read: out NULL");
     memset(out, 0, sizeof *out);
     if (!path || ndims < 1 || ndims > RF_IDX_MAX_DIMS)
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_idx_read: bad arguments (path %s, ndims %u)",
+                            "idx_read: bad arguments (path %s, ndims %u)",
                             path ? path : "NULL", ndims);
     reader rd;
     rf_idx idx = {0};
@@ -383,7 +383,7 @@ rf_status rf_idx_read(const char *path, unsigned ndims, rf_idx *out)
     return RF_OK;
 }
 
-void rf_idx_free(rf_idx *idx)
+void idx_free(rf_idx *idx)
 {
     if (!idx)
         return;

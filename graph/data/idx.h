@@ -22,12 +22,12 @@ typedef struct rf_idx {
 /* Reads path, which must hold an IDX file of unsigned bytes with exactly
  * ndims dimensions (1 for labels, 3 for images), every size >= 1, and
  * exactly as many bytes as the sizes say. On success *out owns data (free
- * with rf_idx_free); on failure *out is zeroed and the status is
+ * with idx_free); on failure *out is zeroed and the status is
  * RF_ERR_IO (cannot open or read), RF_ERR_CORRUPT (bad magic, wrong
  * dimensions, truncated or damaged gzip, size mismatch) or
  * RF_ERR_NO_MEMORY. */
-rf_status rf_idx_read(const char *path, unsigned ndims, rf_idx *out);
+rf_status idx_read(const char *path, unsigned ndims, rf_idx *out);
 
-void rf_idx_free(rf_idx *idx);
+void idx_free(rf_idx *idx);
 
 #endif

@@ -2,7 +2,7 @@
  * integers and Fisher-Yates, exactly as specified in rng.h. */
 #include "graph/data/rng.h"
 
-uint64_t rf_splitmix64(uint64_t *state)
+uint64_t splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15u);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
@@ -10,12 +10,12 @@ uint64_t rf_splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-void rf_rng_init(rf_rng *r, uint64_t seed, uint64_t stream)
+void rng_init(rf_rng *r, uint64_t seed, uint64_t stream)
 {
     uint64_t m = stream;
-    uint64_t state = seed ^ rf_splitmix64(&m);
+    uint64_t state = seed ^ splitmix64(&m);
     for (int i = 0; i < 4; i++)
-        r->s[i] = rf_splitmix64(&state);
+        r->s[i] = splitmix64(&state);
 }
 
 static uint64_t rotl(uint64_t x, int k)
@@ -23,7 +23,7 @@ static uint64_t rotl(uint64_t x, int k)
     return (x << k) | (x >> (64 - k));
 }
 
-uint64_t rf_rng_next(rf_rng *r)
+uint64_t rng_next(rf_rng *r)
 {
     uint64_t *s = r->s;
     const uint64_t result = rotl(s[1] * 5, 7) * 9;
@@ -37,29 +37,29 @@ uint64_t rf_rng_next(rf_rng *r)
     return result;
 }
 
-uint32_t rf_rng_below(rf_rng *r, uint32_t bound)
+uint32_t rng_below(rf_rng *r, uint32_t bound)
 {
-    uint64_t m = (rf_rng_next(r) >> 32) * (uint64_t)bound;
+    uint64_t m = (rng_next(r) >> 32) * (uint64_t)bound;
     uint32_t low = (uint32_t)m;
     if (low < bound) {
         uint32_t threshold = (uint32_t)(-bound) % bound;
         while (low < threshold) {
-            m = (rf_rng_next(r) >> 32) * (uint64_t)bound;
+            m = (rng_next(r) >> 32) * (uint64_t)bound;
             low = (uint32_t)m;
         }
     }
     return (uint32_t)(m >> 32);
 }
 
-double rf_rng_unit(rf_rng *r)
+double rng_unit(rf_rng *r)
 {
-    return (double)(rf_rng_next(r) >> 11) * 0x1p-53;
+    return (double)(rng_next(r) >> 11) * 0x1p-53;
 }
 
-void rf_rng_shuffle(rf_rng *r, uint32_t *a, size_t n)
+void rng_shuffle(rf_rng *r, uint32_t *a, size_t n)
 {
     for (size_t i = n; i > 1; i--) {
-        uint32_t j = rf_rng_below(r, (uint32_t)i);
+        uint32_t j = rng_below(r, (uint32_t)i);
         uint32_t tmp = a[i - 1];
         a[i - 1] = a[j];
         a[j] = tmp;

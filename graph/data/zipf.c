@@ -39,7 +39,7 @@ static double H_inv(double s, double y)
     return exp(y * log1p_over((1.0 - s) * y));
 }
 
-rf_status rf_zipf_init(rf_zipf *z, int64_t n, double s)
+rf_status zipf_init(rf_zipf *z, int64_t n, double s)
 {
     if (n < 1 || n > (1LL << 53))
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -55,10 +55,10 @@ rf_status rf_zipf_init(rf_zipf *z, int64_t n, double s)
     return RF_OK;
 }
 
-int64_t rf_zipf_draw(const rf_zipf *z, rf_rng *r)
+int64_t zipf_draw(const rf_zipf *z, rf_rng *r)
 {
     for (;;) {
-        double u = z->area_lo + rf_rng_unit(r) * (z->area_hi - z->area_lo);
+        double u = z->area_lo + rng_unit(r) * (z->area_hi - z->area_lo);
         double x = H_inv(z->s, u);
         double kd = floor(x + 0.5);
         if (!(kd >= 1.0)) /* also NaN */

@@ -20,9 +20,9 @@ typedef struct rf_zipf {
 } rf_zipf;
 
 /* RF_ERR_INVALID_ARG unless 1 <= n <= 2^53 and 0 < s <= 10. */
-rf_status rf_zipf_init(rf_zipf *z, int64_t n, double s);
+rf_status zipf_init(rf_zipf *z, int64_t n, double s);
 
 /* A rank in [0, n). */
-int64_t rf_zipf_draw(const rf_zipf *z, rf_rng *r);
+int64_t zipf_draw(const rf_zipf *z, rf_rng *r);
 
 #endif

@@ -1,6 +1,6 @@
 /* tests/fuzz/fuzz_idx.c: libFuzzer target for the IDX reader
  * (graph/data/idx.c, Fashion-MNIST's images and labels, gzip'd or raw via
- * zlib). rf_idx_read takes a path, so the input is written to a memfd
+ * zlib). idx_read takes a path, so the input is written to a memfd
  * (libFuzzer's -max_len bounds it) and read back as /proc/self/fd/N, as
  * a 1-dimensional (labels) and a 3-dimensional (images) file. A refusal
  * must say why and leave the result zeroed; a file that reads holds
@@ -25,7 +25,7 @@
 static void read_as(const char *path, unsigned ndims)
 {
     rf_idx idx;
-    if (rf_idx_read(path, ndims, &idx) != RF_OK) {
+    if (idx_read(path, ndims, &idx) != RF_OK) {
         REQUIRE(rf_error_message()[0] && !idx.data && idx.size == 0);
         return;
     }
@@ -38,7 +38,7 @@ static void read_as(const char *path, unsigned ndims)
     for (size_t i = 0; i < idx.size; i++)
         sum ^= idx.data[i];
     (void)sum;
-    rf_idx_free(&idx);
+    idx_free(&idx);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "fabric/provider.h"
 #include "rdmaflow/data.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
@@ -236,34 +235,6 @@ static void test_settings_read(void)
     unsetenv("RF_BIND_ADDR");
 }
 
-/* The provider tables: every compiled-in one fills its mandatory slots,
- * and a table that lacks one is refused when opened, naming the slot. */
-static void test_provider_table(void)
-{
-    const rf_provider_ops *all[] = {&rf_sock_provider, &rf_shm_provider,
-                                    &rf_auto_provider};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        CHECK(rf_provider_check(all[i]) == RF_OK, "%s: %s", all[i]->name,
-              rf_error_message());
-    rf_provider_ops broken = rf_sock_provider;
-    broken.post = NULL;
-    CHECK(rf_provider_check(&broken) == RF_ERR_UNSUPPORTED &&
-              strcmp(rf_error_message(),
-                     "provider sock lacks the mandatory op post") == 0,
-          "a table without post: %s", rf_error_message());
-    broken = rf_shm_provider;
-    broken.ep_close = NULL;
-    rf_fabric *fab = NULL;
-    CHECK(rf_provider_open(&broken, NULL, &fab) == RF_ERR_UNSUPPORTED && !fab &&
-              strstr(rf_error_message(), "ep_close"),
-          "opening a table without ep_close: %s", rf_error_message());
-    broken = rf_sock_provider;
-    broken.mr_reg_keyed = NULL; /* optional */
-    broken.probe = NULL;
-    CHECK(rf_provider_check(&broken) == RF_OK,
-          "an optional slot left empty was refused: %s", rf_error_message());
-}
-
 /* rf_echo: short values unchanged, long ones cut to RF_ECHO_MAX bytes and
  * "...", never inside a UTF-8 sequence, small buffers respected. */
 static void test_echo(void)
@@ -418,7 +389,6 @@ int main(void)
     test_error_message();
     test_shape_format();
     test_env();
-    test_provider_table();
     test_settings_table();
     test_settings_read();
     test_echo();

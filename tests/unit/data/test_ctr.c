@@ -195,12 +195,12 @@ static double zipf_chi2(int64_t n, double s_draw, double s_true, uint64_t seed,
 {
     enum { DRAWS = 4000000, NB = 52 };
     rf_zipf z;
-    CHECK_OK(rf_zipf_init(&z, n, s_draw));
+    CHECK_OK(zipf_init(&z, n, s_draw));
     double count[NB] = {0};
     rf_rng r;
-    rf_rng_init(&r, seed, 0);
+    rng_init(&r, seed, 0);
     for (int i = 0; i < DRAWS; i++) {
-        int64_t k = rf_zipf_draw(&z, &r);
+        int64_t k = zipf_draw(&z, &r);
         CHECK(k >= 0 && k < n, "rank %lld of %lld", (long long)k, (long long)n);
         count[k < 50 ? k : k < 1000 ? 50 : 51] += 1;
     }
@@ -244,13 +244,13 @@ static void test_zipf_pmf(void)
     /* 10^9 ranks: the top 20's proportions, given their total, are
      * (k + 1)^-s normalised over them (no normalisation over 10^9 terms) */
     rf_zipf z;
-    CHECK_OK(rf_zipf_init(&z, 1000000000, 1.1));
+    CHECK_OK(zipf_init(&z, 1000000000, 1.1));
     rf_rng r;
-    rf_rng_init(&r, 5, 5);
+    rng_init(&r, 5, 5);
     double c[20] = {0}, total = 0;
     int64_t maxk = 0;
     for (int i = 0; i < 1000000; i++) {
-        int64_t k = rf_zipf_draw(&z, &r);
+        int64_t k = zipf_draw(&z, &r);
         CHECK(k >= 0 && k < 1000000000, "rank %lld", (long long)k);
         if (k > maxk)
             maxk = k;
@@ -268,9 +268,9 @@ static void test_zipf_pmf(void)
     /* P(rank >= 10^7) is about 0.2 at s = 1.1: the far tail is reached */
     CHECK(maxk > 100000000, "1e9 ranks: largest rank drawn %lld",
           (long long)maxk);
-    CHECK_ST(rf_zipf_init(&z, 0, 1.1), RF_ERR_INVALID_ARG);
-    CHECK_ST(rf_zipf_init(&z, 10, 0), RF_ERR_INVALID_ARG);
-    CHECK_ST(rf_zipf_init(&z, 10, NAN), RF_ERR_INVALID_ARG);
+    CHECK_ST(zipf_init(&z, 0, 1.1), RF_ERR_INVALID_ARG);
+    CHECK_ST(zipf_init(&z, 10, 0), RF_ERR_INVALID_ARG);
+    CHECK_ST(zipf_init(&z, 10, NAN), RF_ERR_INVALID_ARG);
 }
 
 /* Through the public API: feature 0's most frequent id (rank 0) occurs at
@@ -346,11 +346,11 @@ static void test_bijection(void)
           "top 64 ids: %d of 8 octants, %d of 8 residues mod 8", octants,
           residues);
     rf_rng r;
-    rf_rng_init(&r, 3, 3);
+    rng_init(&r, 3, 3);
     for (int k = 0; k < 10000; k++) {
         int64_t rank = k == 0   ? 0
                        : k == 1 ? 999999999
-                                : (int64_t)(rf_rng_next(&r) % 1000000000);
+                                : (int64_t)(rng_next(&r) % 1000000000);
         int64_t id, back;
         CHECK_OK(rf_ctr_rank_to_id(&s, f, rank, &id));
         CHECK(id >= 0 && id < 1000000000, "id %lld", (long long)id);
@@ -400,11 +400,11 @@ static void test_auc(void)
     enum { N = 700 };
     static float sc[N], yy[N];
     rf_rng r;
-    rf_rng_init(&r, 9, 9);
+    rng_init(&r, 9, 9);
     for (int i = 0; i < N; i++) {
-        yy[i] = (float)(rf_rng_below(&r, 3) == 0);
+        yy[i] = (float)(rng_below(&r, 3) == 0);
         /* few distinct values, so many ties; informative about the label */
-        sc[i] = (float)(rf_rng_below(&r, 8) + 3 * (int)yy[i]) / 10.0f;
+        sc[i] = (float)(rng_below(&r, 8) + 3 * (int)yy[i]) / 10.0f;
     }
     CHECK_OK(rf_auc(sc, yy, N, &a));
     double want = auc_pairs(sc, yy, N);

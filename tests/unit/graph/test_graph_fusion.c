@@ -173,7 +173,7 @@ static void train(enum model kind, bool fusion, int threads, result *r)
         CHECK_OK(rf_plan_run(p, fv, &out));
         memcpy(&r->loss[s], out.data, sizeof r->loss[s]);
     }
-    size_t fused = rf_plan_fused_nodes(p);
+    size_t fused = plan_fused_nodes(p);
     CHECK(fused == (fusion ? (size_t)m.expect_fused : 0),
           "%s, fusion %d: %zu nodes fused, expected %d",
           kind == MLP ? "mlp" : "cnn", fusion, fused,
@@ -248,7 +248,7 @@ static void test_no_allocation(enum model kind)
         CHECK_OK(rf_plan_run(p, fv, &out));
     unsigned long long c1 = atomic_load(&n_calls);
     rf_graph_alloc_stats after = rf_graph_alloc_stats_get();
-    CHECK(rf_plan_fused_nodes(p) == (size_t)m.expect_fused, "not fused");
+    CHECK(plan_fused_nodes(p) == (size_t)m.expect_fused, "not fused");
     CHECK(c1 == c0, "%s: 10 steady-state steps made %llu allocation calls",
           kind == MLP ? "mlp" : "cnn", c1 - c0);
     CHECK(after.allocations == before.allocations &&
@@ -317,7 +317,7 @@ static size_t run_small(rf_graph *g, bool fusion, rf_node *const *fetches,
     CHECK_OK(rf_plan_run(p, NULL, t));
     for (size_t i = 0; i < n; i++)
         memcpy(out[i], t[i].data, rf_tensor_bytes(&t[i]));
-    size_t fused = rf_plan_fused_nodes(p);
+    size_t fused = plan_fused_nodes(p);
     rf_plan_destroy(p);
     rf_executor_destroy(ex);
     return fused;
@@ -452,11 +452,11 @@ static void check_fd(bool conv)
     rf_tensor gt[3], lt;
     CHECK_OK(rf_plan_run(gp, NULL, gt));
     CHECK_OK(rf_plan_run(lp, NULL, &lt));
-    CHECK(rf_plan_fused_nodes(gp) == 5,
+    CHECK(plan_fused_nodes(gp) == 5,
           "gradient plan: %zu nodes fused, expected 3 + 2",
-          rf_plan_fused_nodes(gp));
-    CHECK(rf_plan_fused_nodes(lp) == 3, "loss plan: %zu nodes fused",
-          rf_plan_fused_nodes(lp));
+          plan_fused_nodes(gp));
+    CHECK(plan_fused_nodes(lp) == 3, "loss plan: %zu nodes fused",
+          plan_fused_nodes(lp));
     for (int i = 0; i < 3; i++) {
         const float *an = gt[i].data;
         for (size_t j = 0; j < n[i]; j++) {
@@ -488,7 +488,7 @@ static void check_fd(bool conv)
     CHECK_OK(rf_executor_create(&o, &ex));
     CHECK_OK(rf_plan_create(ex, g, grads, 3, NULL, 0, NULL, 0, &gp));
     CHECK_OK(rf_plan_run(gp, NULL, gt));
-    CHECK(rf_plan_fused_nodes(gp) == 0, "RF_FUSION=0 fused");
+    CHECK(plan_fused_nodes(gp) == 0, "RF_FUSION=0 fused");
     for (int i = 0; i < 3; i++)
         CHECK(memcmp(fused[i], gt[i].data, n[i] * sizeof(float)) == 0,
               "%s: gradient %d differs with fusion", conv ? "conv" : "matmul",

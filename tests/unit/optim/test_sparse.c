@@ -31,9 +31,9 @@ static rf_rng rng;
 /* A gradient value in [-1, 1] with some exact zeros. */
 static float next_grad(void)
 {
-    if (rf_rng_below(&rng, 9) == 0)
+    if (rng_below(&rng, 9) == 0)
         return 0.0f;
-    return (float)((int)rf_rng_below(&rng, 2001) - 1000) / 1000.0f;
+    return (float)((int)rng_below(&rng, 2001) - 1000) / 1000.0f;
 }
 
 /* ---- A [rows, width] variable, its slots and scalars ------------------ */
@@ -182,7 +182,7 @@ static void random_entries(int64_t *idx, float *grad, size_t n, size_t rows,
                            size_t width)
 {
     for (size_t i = 0; i < n; i++) {
-        idx[i] = (int64_t)rf_rng_below(&rng, (uint32_t)rows + 1) - 1;
+        idx[i] = (int64_t)rng_below(&rng, (uint32_t)rows + 1) - 1;
         for (size_t j = 0; j < width; j++)
             grad[i * width + j] = next_grad();
     }
@@ -687,7 +687,7 @@ static void test_dedup_random(void)
                scratch);
     for (size_t i = 0; i < N; i++) {
         /* ids with large gaps, negative hashes, some -1 */
-        uint32_t r = rf_rng_below(&rng, R + 1);
+        uint32_t r = rng_below(&rng, R + 1);
         idx[i] =
             r == R ? -1 : (int64_t)r * 1000003 + (int64_t)(r % 3) * 40000000000;
         for (size_t j = 0; j < W; j++)
@@ -730,7 +730,7 @@ static void test_dedup_random(void)
 
 int main(void)
 {
-    rf_rng_init(&rng, 20261202, 14);
+    rng_init(&rng, 20261202, 14);
     test_against_reference();
     test_duplicates_twice();
     test_minus_one_skipped();
