@@ -371,7 +371,7 @@ static int fsync_dir(const char *dir)
  * process with the same environment does not stop again. */
 static void test_stop_before_rename(const char *base)
 {
-    const char *marker = rf_env_str("RF_TEST_CKPT_STOP_BEFORE_RENAME", NULL);
+    const char *marker = rf_setting_str("RF_TEST_CKPT_STOP_BEFORE_RENAME");
     FILE *f = marker && *marker ? fopen(marker, "r") : NULL;
     if (!f)
         return;
