@@ -21,18 +21,8 @@ static uint64_t atomic_op(rt_conn *c, rt_buf *b, rf_op op, uint64_t addr,
 {
     uint64_t *res = (uint64_t *)(void *)(b->p + 24); /* 8-aligned, not 0 */
     *res = 0x5555555555555555ull;
-    rt_do(c,
-          (rf_wr){.op = op,
-                  .context = (void *)(uintptr_t)op,
-                  .local = res,
-                  .len = 8,
-                  .local_mr = b->mr,
-                  .remote_addr = addr,
-                  .rkey = rkey,
-                  .compare_add = a,
-                  .swap = s},
-          op == RF_OP_FETCH_ADD ? "fetch_add" : "cmp_swap");
-    return *res;
+    return rt_atomic(c, op, res, b->mr, addr, rkey, a, s,
+                     op == RF_OP_FETCH_ADD ? "fetch_add" : "cmp_swap");
 }
 
 void case_atomics_basic(void)
@@ -81,15 +71,7 @@ void case_atomics_basic(void)
     CHECK_EQ_U64(tgt_get(&t, 0, 4096 - 8), 71);
     /* A read after the atomics on the same endpoint sees their result. */
     uint64_t *v = (uint64_t *)(void *)(b.p + 64);
-    rt_do(&c,
-          (rf_wr){.op = RF_OP_READ,
-                  .context = v,
-                  .local = v,
-                  .len = 8,
-                  .local_mr = b.mr,
-                  .remote_addr = w,
-                  .rkey = d.rkey},
-          "read after atomics");
+    rt_do(&c, rt_wr(RF_OP_READ, v, 8, b.mr, w, d.rkey), "read after atomics");
     CHECK_EQ_U64(*v, 0xdeadbeefcafef00dull);
 
     rt_conn_close(&c);

@@ -169,22 +169,14 @@ void case_selective_signaling(void)
         pat_fill(src, span, seed, 0);
         memset(dst, 0, span);
         rf_wr wrs[U_WRITES + 1];
-        for (int k = 0; k < U_WRITES; k++)
-            wrs[k] = (rf_wr){.op = RF_OP_WRITE,
-                             .flags = RF_WR_UNSIGNALED,
-                             .context = (void *)(uintptr_t)(0x1000 + k),
-                             .local = src + (size_t)k * CHUNK,
-                             .len = CHUNK,
-                             .local_mr = b.mr,
-                             .remote_addr = d.addr + (uint64_t)k * CHUNK,
-                             .rkey = d.rkey};
-        wrs[U_WRITES] = (rf_wr){.op = RF_OP_READ,
-                                .context = (void *)(uintptr_t)(0x2000 + r),
-                                .local = dst,
-                                .len = span,
-                                .local_mr = b.mr,
-                                .remote_addr = d.addr,
-                                .rkey = d.rkey};
+        for (int k = 0; k < U_WRITES; k++) {
+            wrs[k] = rt_wr(RF_OP_WRITE, src + (size_t)k * CHUNK, CHUNK, b.mr,
+                           d.addr + (uint64_t)k * CHUNK, d.rkey);
+            wrs[k].flags = RF_WR_UNSIGNALED;
+            wrs[k].context = (void *)(uintptr_t)(0x1000 + k);
+        }
+        wrs[U_WRITES] = rt_wr(RF_OP_READ, dst, span, b.mr, d.addr, d.rkey);
+        wrs[U_WRITES].context = (void *)(uintptr_t)(0x2000 + r);
         size_t posted = 0;
         CHECK_OK(rf_post(c.ep, wrs, U_WRITES + 1, &posted));
         CHECK(posted == U_WRITES + 1, "posted %zu", posted);
@@ -206,23 +198,14 @@ void case_selective_signaling(void)
     uint64_t *res = (uint64_t *)(void *)(b.p + 8192);
     tgt_set(&t, 1, 0, 5);
     rf_wr fa[11];
-    for (int k = 0; k < 10; k++)
-        fa[k] = (rf_wr){.op = RF_OP_FETCH_ADD,
-                        .flags = RF_WR_UNSIGNALED,
-                        .context = (void *)(uintptr_t)(0x3000 + k),
-                        .local = &res[k],
-                        .len = 8,
-                        .local_mr = b.mr,
-                        .remote_addr = ctr.addr,
-                        .rkey = ctr.rkey,
-                        .compare_add = 3};
-    fa[10] = (rf_wr){.op = RF_OP_READ,
-                     .context = (void *)(uintptr_t)0x3100,
-                     .local = &res[10],
-                     .len = 8,
-                     .local_mr = b.mr,
-                     .remote_addr = ctr.addr,
-                     .rkey = ctr.rkey};
+    for (int k = 0; k < 10; k++) {
+        fa[k] = rt_wr(RF_OP_FETCH_ADD, &res[k], 8, b.mr, ctr.addr, ctr.rkey);
+        fa[k].flags = RF_WR_UNSIGNALED;
+        fa[k].context = (void *)(uintptr_t)(0x3000 + k);
+        fa[k].compare_add = 3;
+    }
+    fa[10] = rt_wr(RF_OP_READ, &res[10], 8, b.mr, ctr.addr, ctr.rkey);
+    fa[10].context = (void *)(uintptr_t)0x3100;
     CHECK_OK(rf_post(c.ep, fa, 11, NULL));
     rf_completion comp = rt_wait_one(c.cq, rft_ms(10000));
     rt_expect_comp(&comp, "read after unsignaled fetch_adds", fa[10].context,

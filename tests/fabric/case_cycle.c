@@ -33,16 +33,8 @@ void case_reconnect(void)
         rt_connect(f, t.port, token, &c);
         rt_roundtrip(&c, &b, &d, 4096 * (uint64_t)(i % 8), 4096,
                      600 + (uint64_t)i);
-        rt_do(&c,
-              (rf_wr){.op = RF_OP_FETCH_ADD,
-                      .context = res,
-                      .local = res,
-                      .len = 8,
-                      .local_mr = b.mr,
-                      .remote_addr = d.addr + 65536 - 8,
-                      .rkey = d.rkey,
-                      .compare_add = 1},
-              "fetch_add");
+        rt_atomic(&c, RF_OP_FETCH_ADD, res, b.mr, d.addr + 65536 - 8, d.rkey, 1,
+                  0, "fetch_add");
         CHECK_EQ_U64(*res, (uint64_t)i);
         rt_conn_close(&c);
         if (i % 10 == 9) {
@@ -90,14 +82,12 @@ void case_close_outstanding(void)
         rt_conn c;
         rt_connect(f, t.port, round ? "co" : "co0", &c);
         rf_wr wrs[N_BIG];
-        for (int i = 0; i < N_BIG; i++)
-            wrs[i] = (rf_wr){.op = i % 2 ? RF_OP_READ : RF_OP_WRITE,
-                             .context = (void *)(uintptr_t)(i + 1),
-                             .local = b.p + (i % 2 ? 16 * MIB : 0),
-                             .len = 16 * MIB,
-                             .local_mr = b.mr,
-                             .remote_addr = d.addr,
-                             .rkey = d.rkey};
+        for (int i = 0; i < N_BIG; i++) {
+            wrs[i] = rt_wr(i % 2 ? RF_OP_READ : RF_OP_WRITE,
+                           b.p + (i % 2 ? 16 * MIB : 0), 16 * MIB, b.mr, d.addr,
+                           d.rkey);
+            wrs[i].context = (void *)(uintptr_t)(i + 1);
+        }
         /* Round 2 also has an unsignaled op in the middle. */
         if (round == 2)
             wrs[3].flags = RF_WR_UNSIGNALED;

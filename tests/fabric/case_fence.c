@@ -78,13 +78,7 @@ void case_fence(void)
                            RF_OK, (long long)wrs[i].len);
         /* The copy holds what the read brought in (region offsets 0..). */
         rt_do(&c,
-              (rf_wr){.op = RF_OP_READ,
-                      .context = check,
-                      .local = check,
-                      .len = CHUNK,
-                      .local_mr = b.mr,
-                      .remote_addr = d.addr + COPY_TO,
-                      .rkey = d.rkey},
+              rt_wr(RF_OP_READ, check, CHUNK, b.mr, d.addr + COPY_TO, d.rkey),
               "read of the copy");
         size_t bad = pat_check(check, CHUNK, seed, 0);
         CHECK(bad == PAT_OK,

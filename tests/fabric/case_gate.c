@@ -111,16 +111,8 @@ void case_remote_access_gate(void)
     rt_roundtrip(&c, &b, &d, 128, 512, SEED + 1);
     uint64_t *old = (uint64_t *)(void *)(b.p + 2048);
     tgt_set(&t, 0, 8, 41);
-    rt_do(&c,
-          (rf_wr){.op = RF_OP_FETCH_ADD,
-                  .context = old,
-                  .local = old,
-                  .len = 8,
-                  .local_mr = b.mr,
-                  .remote_addr = d.addr + 8,
-                  .rkey = d.rkey,
-                  .compare_add = 1},
-          "fetch_add after enable");
+    rt_atomic(&c, RF_OP_FETCH_ADD, old, b.mr, d.addr + 8, d.rkey, 1, 0,
+              "fetch_add after enable");
     CHECK_EQ_U64(*old, 41);
     CHECK_EQ_U64(tgt_get(&t, 0, 8), 42);
     rt_conn_close(&c);

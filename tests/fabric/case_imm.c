@@ -38,15 +38,12 @@ void case_write_imm_order(void)
     CHECK(strcmp(r, "ready") == 0, "target: %s", r);
 
     static rf_wr wrs[N_IMM];
-    for (uint64_t k = 0; k < N_IMM; k++)
-        wrs[k] = (rf_wr){.op = RF_OP_WRITE_IMM,
-                         .context = (void *)(uintptr_t)(k + 1),
-                         .local = &src[k],
-                         .len = 8,
-                         .local_mr = b.mr,
-                         .remote_addr = d.addr + 8 * k,
-                         .rkey = d.rkey,
-                         .imm = (uint32_t)k};
+    for (uint64_t k = 0; k < N_IMM; k++) {
+        wrs[k] =
+            rt_wr(RF_OP_WRITE_IMM, &src[k], 8, b.mr, d.addr + 8 * k, d.rkey);
+        wrs[k].context = (void *)(uintptr_t)(k + 1);
+        wrs[k].imm = (uint32_t)k;
+    }
     for (size_t i = 0; i < N_IMM; i += 256)
         CHECK_OK(rf_post(c.ep, wrs + i, 256, NULL));
     static rf_completion comps[N_IMM];

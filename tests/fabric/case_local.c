@@ -104,14 +104,7 @@ void case_local_args(void)
     CHECK_OK(rf_ep_state(c.ep));
 
     /* The endpoint still works. */
-    rt_do(&c,
-          (rf_wr){.op = RF_OP_WRITE,
-                  .context = (void *)3,
-                  .local = buf,
-                  .len = 64,
-                  .local_mr = mr,
-                  .remote_addr = d.addr + 128,
-                  .rkey = d.rkey},
+    rt_do(&c, rt_wr(RF_OP_WRITE, buf, 64, mr, d.addr + 128, d.rkey),
           "write after refused posts");
     tgt_verify(&t, 0, 128, 64, 12, 11);
 

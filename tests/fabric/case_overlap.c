@@ -50,28 +50,15 @@ void case_overlap_order(void)
     memset(b.p, 0, (size_t)NREADS * RLEN);
     memset(last, 0, RLEN);
     rf_wr wrs[NREADS + 2];
-    for (int i = 0; i < NREADS; i++)
-        wrs[i] = (rf_wr){.op = RF_OP_READ,
-                         .context = (void *)(uintptr_t)(i + 1),
-                         .local = b.p + (size_t)i * RLEN,
-                         .len = RLEN,
-                         .local_mr = b.mr,
-                         .remote_addr = d.addr,
-                         .rkey = d.rkey};
-    wrs[NREADS] = (rf_wr){.op = RF_OP_WRITE,
-                          .context = (void *)(uintptr_t)100,
-                          .local = src,
-                          .len = RLEN,
-                          .local_mr = b.mr,
-                          .remote_addr = d.addr,
-                          .rkey = d.rkey};
-    wrs[NREADS + 1] = (rf_wr){.op = RF_OP_READ,
-                              .context = (void *)(uintptr_t)101,
-                              .local = last,
-                              .len = RLEN,
-                              .local_mr = b.mr,
-                              .remote_addr = d.addr,
-                              .rkey = d.rkey};
+    for (int i = 0; i < NREADS; i++) {
+        wrs[i] = rt_wr(RF_OP_READ, b.p + (size_t)i * RLEN, RLEN, b.mr, d.addr,
+                       d.rkey);
+        wrs[i].context = (void *)(uintptr_t)(i + 1);
+    }
+    wrs[NREADS] = rt_wr(RF_OP_WRITE, src, RLEN, b.mr, d.addr, d.rkey);
+    wrs[NREADS].context = (void *)(uintptr_t)100;
+    wrs[NREADS + 1] = rt_wr(RF_OP_READ, last, RLEN, b.mr, d.addr, d.rkey);
+    wrs[NREADS + 1].context = (void *)(uintptr_t)101;
     size_t posted = 0;
     CHECK_OK(rf_post(c.ep, wrs, NREADS + 2, &posted));
     CHECK(posted == NREADS + 2, "posted %zu", posted);

@@ -49,38 +49,19 @@ static void *worker(void *arg)
         pat_fill(src, len, seed, base + off);
         memset(dst, 0, len);
         rt_do(&c,
-              (rf_wr){.op = RF_OP_WRITE,
-                      .context = src,
-                      .local = src,
-                      .len = len,
-                      .local_mr = b.mr,
-                      .remote_addr = slice.addr + off,
-                      .rkey = slice.rkey},
+              rt_wr(RF_OP_WRITE, src, len, b.mr, slice.addr + off, slice.rkey),
               "thread write");
         rt_do(&c,
-              (rf_wr){.op = RF_OP_READ,
-                      .context = dst,
-                      .local = dst,
-                      .len = len,
-                      .local_mr = b.mr,
-                      .remote_addr = slice.addr + off,
-                      .rkey = slice.rkey},
+              rt_wr(RF_OP_READ, dst, len, b.mr, slice.addr + off, slice.rkey),
               "thread read");
         size_t bad = pat_check(dst, len, seed, base + off);
         CHECK(bad == PAT_OK,
               "thread %d iteration %d: byte %zu of %zu read "
               "back wrong",
               j->index, i, bad, len);
-        rt_do(&c,
-              (rf_wr){.op = RF_OP_FETCH_ADD,
-                      .context = res,
-                      .local = res,
-                      .len = 8,
-                      .local_mr = b.mr,
-                      .remote_addr = j->counters.addr + 8 * (uint64_t)j->index,
-                      .rkey = j->counters.rkey,
-                      .compare_add = 1},
-              "thread fetch_add");
+        rt_atomic(&c, RF_OP_FETCH_ADD, res, b.mr,
+                  j->counters.addr + 8 * (uint64_t)j->index, j->counters.rkey,
+                  1, 0, "thread fetch_add");
         CHECK_EQ_U64(*res, (uint64_t)i);
         j->last_seed = seed;
         j->last_off = base + off;

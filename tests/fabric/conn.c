@@ -144,6 +144,29 @@ void rt_expect_comp(const rf_completion *c, const char *what, void *context,
               what, c->len, len);
 }
 
+rf_wr rt_wr(rf_op op, void *local, size_t len, rf_mr *mr, uint64_t raddr,
+            uint32_t rkey)
+{
+    return (rf_wr){.op = op,
+                   .context = local,
+                   .local = local,
+                   .len = len,
+                   .local_mr = mr,
+                   .remote_addr = raddr,
+                   .rkey = rkey};
+}
+
+uint64_t rt_atomic(rt_conn *c, rf_op op, uint64_t *res, rf_mr *mr,
+                   uint64_t raddr, uint32_t rkey, uint64_t add, uint64_t swap,
+                   const char *what)
+{
+    rf_wr wr = rt_wr(op, res, 8, mr, raddr, rkey);
+    wr.compare_add = add;
+    wr.swap = swap;
+    rt_do(c, wr, what);
+    return *res;
+}
+
 void rt_do(rt_conn *c, rf_wr wr, const char *what)
 {
     wr.flags &= ~(uint32_t)RF_WR_UNSIGNALED;
@@ -200,22 +223,12 @@ void rt_roundtrip(rt_conn *c, rt_buf *local, const rf_mr_desc *remote,
     pat_fill(src, len, seed, off);
     memset(dst, 0, len);
     rt_do(c,
-          (rf_wr){.op = RF_OP_WRITE,
-                  .context = (void *)(uintptr_t)0x77,
-                  .local = src,
-                  .len = len,
-                  .local_mr = local->mr,
-                  .remote_addr = remote->addr + off,
-                  .rkey = remote->rkey},
+          rt_wr(RF_OP_WRITE, src, len, local->mr, remote->addr + off,
+                remote->rkey),
           "roundtrip write");
     rt_do(c,
-          (rf_wr){.op = RF_OP_READ,
-                  .context = (void *)(uintptr_t)0x78,
-                  .local = dst,
-                  .len = len,
-                  .local_mr = local->mr,
-                  .remote_addr = remote->addr + off,
-                  .rkey = remote->rkey},
+          rt_wr(RF_OP_READ, dst, len, local->mr, remote->addr + off,
+                remote->rkey),
           "roundtrip read");
     size_t bad = pat_check(dst, len, seed, off);
     CHECK(bad == PAT_OK,

@@ -54,8 +54,19 @@ void rt_expect_quiet(rf_cq *cq, int ms, const char *why);
 void rt_expect_comp(const rf_completion *c, const char *what, void *context,
                     rf_op op, rf_status status, long long len);
 
+/* A work request moving len bytes between local (in mr) and raddr (rkey),
+ * with local as its context; set flags, imm, compare_add and swap after it
+ * where the op needs them. */
+rf_wr rt_wr(rf_op op, void *local, size_t len, rf_mr *mr, uint64_t raddr,
+            uint32_t rkey);
 /* Posts one work request and waits for its (successful) completion. */
 void rt_do(rt_conn *c, rf_wr wr, const char *what);
+/* rt_do of an 8-byte atomic (RF_OP_FETCH_ADD: add is the addend;
+ * RF_OP_CMP_SWAP: add is the compare value, swap the new one) into *res;
+ * returns *res. */
+uint64_t rt_atomic(rt_conn *c, rf_op op, uint64_t *res, rf_mr *mr,
+                   uint64_t raddr, uint32_t rkey, uint64_t add, uint64_t swap,
+                   const char *what);
 
 /* After an endpoint entered the error state: rf_ep_state reports
  * RF_ERR_DISCONNECTED, and new work either is refused by rf_post with

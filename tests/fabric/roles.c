@@ -78,14 +78,10 @@ static void *fadd_thread(void *arg)
         while (posted + (long)k < n && posted + (long)k - done < FADD_WINDOW &&
                k < 16) {
             long i = posted + (long)k;
-            wrs[k++] = (rf_wr){.op = RF_OP_FETCH_ADD,
-                               .context = (void *)(uintptr_t)(i + 1),
-                               .local = &res[i],
-                               .len = 8,
-                               .local_mr = w->results.mr,
-                               .remote_addr = rt_role.addr,
-                               .rkey = rt_role.rkey,
-                               .compare_add = 1};
+            wrs[k] = rt_wr(RF_OP_FETCH_ADD, &res[i], 8, w->results.mr,
+                           rt_role.addr, rt_role.rkey);
+            wrs[k].context = (void *)(uintptr_t)(i + 1);
+            wrs[k++].compare_add = 1;
         }
         if (k) {
             size_t got = 0;
@@ -182,24 +178,10 @@ static void *lock_thread(void *arg)
             if (backoff < 256)
                 backoff *= 2;
         }
-        rt_do(&c,
-              (rf_wr){.op = RF_OP_READ,
-                      .context = (void *)(uintptr_t)2,
-                      .local = val,
-                      .len = 8,
-                      .local_mr = b.mr,
-                      .remote_addr = counter,
-                      .rkey = rt_role.rkey},
+        rt_do(&c, rt_wr(RF_OP_READ, val, 8, b.mr, counter, rt_role.rkey),
               "counter read");
         *val += 1;
-        rt_do(&c,
-              (rf_wr){.op = RF_OP_WRITE,
-                      .context = (void *)(uintptr_t)3,
-                      .local = val,
-                      .len = 8,
-                      .local_mr = b.mr,
-                      .remote_addr = counter,
-                      .rkey = rt_role.rkey},
+        rt_do(&c, rt_wr(RF_OP_WRITE, val, 8, b.mr, counter, rt_role.rkey),
               "counter write");
         if (!lw->locked)
             continue;
