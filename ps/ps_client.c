@@ -496,7 +496,13 @@ static rf_status connect_all(rf_ps_client *c, bool force)
                              count > 1 ? "s" : "", list, secs, last[first]);
             goto out;
         }
-        rf_sleep_ms(wake - rf_now_ms());
+        /* the backoff passes through the engine, without the client mutex:
+         * read-set waiters and other connections' completions go on */
+        long long pause_ms = wake - rf_now_ms();
+        if (pause_ms > 0 &&
+            (result = cli_pause_us(c, (uint32_t)pause_ms * 1000u,
+                                   "ps client: reconnect backoff")) != RF_OK)
+            goto out;
     }
     if (restarted[0])
         result = rf_error_set(RF_ERR_ABORTED, "%s", restarted);
