@@ -656,6 +656,7 @@ void rf_ps_client_close(rf_ps_client *c)
     free(c->gt_done);
     free(c->rmw_local);
     free(c->rs_wrs);
+    free(c->batch_wrs), free(c->batch_ops), free(c->batch_remote);
     free(c->rs_items);
     free(c->rs_ops);
     if (c->words_mr)

@@ -138,6 +138,25 @@ static rf_status table_transfer(rf_ps_client *c, const rf_ps_xfer *x, rf_op op,
     return st;
 }
 
+rf_status cli_batch_reserve(rf_ps_client *c, size_t n)
+{
+    if (n <= c->batch_cap)
+        return RF_OK;
+    rf_wr *wrs = realloc(c->batch_wrs, n * sizeof *wrs);
+    if (wrs)
+        c->batch_wrs = wrs;
+    cli_op *ops = realloc(c->batch_ops, n * sizeof *ops);
+    if (ops)
+        c->batch_ops = ops;
+    uint64_t *remote = realloc(c->batch_remote, n * sizeof *remote);
+    if (remote)
+        c->batch_remote = remote;
+    if (!wrs || !ops || !remote)
+        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    c->batch_cap = n;
+    return RF_OK;
+}
+
 /* Posts one request per transfer (plus, with flags, a write of each init
  * flag after the values), one batch per ps, and waits for all; a table's
  * fields go through table_transfer first, one by one. */
@@ -169,12 +188,10 @@ static rf_status transfer(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
         free(rest);
         return st;
     }
-    rf_status st = RF_OK;
-    uint64_t *remote = calloc(n + 1, sizeof *remote);
-    rf_wr *wrs = calloc(2 * n + 1, sizeof *wrs);
-    cli_op *ops = calloc(2 * n + 1, sizeof *ops);
-    if (!remote || !wrs || !ops)
-        st = rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
+    rf_status st = cli_batch_reserve(c, 2 * n + 1);
+    uint64_t *remote = c->batch_remote;
+    rf_wr *wrs = c->batch_wrs;
+    cli_op *ops = c->batch_ops;
     for (size_t i = 0; st == RF_OK && i < n; i++) {
         st = cli_check_xfer(c, &x[i], op == RF_OP_WRITE, &remote[i]);
         if (st == RF_OK && flags && x[i].field != RF_PS_FIELD_VALUES)
@@ -185,10 +202,8 @@ static rf_status transfer(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
     }
     if (st == RF_OK && flags)
         st = cli_words(c, 1);
-    if (st != RF_OK) {
-        free(remote), free(wrs), free(ops);
+    if (st != RF_OK)
         return st;
-    }
     uint64_t *one = (uint64_t *)(void *)c->words;
     if (flags)
         *one = PS_INIT_DONE;
@@ -227,9 +242,7 @@ static rf_status transfer(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
         if (used > first)
             cli_post_group(p, &g, wrs + first, used - first);
     }
-    st = cli_group_wait(c, &g, what);
-    free(remote), free(wrs), free(ops);
-    return st;
+    return cli_group_wait(c, &g, what);
 }
 
 rf_status rf_ps_read(rf_ps_client *c, const rf_ps_xfer *x, size_t n)
@@ -271,12 +284,11 @@ rf_status cli_record_words(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
                            rf_op op, uint64_t off, size_t len, size_t first,
                            size_t stride, const char *what)
 {
-    rf_wr *wrs = calloc(n + 1, sizeof *wrs);
-    cli_op *ops = calloc(n + 1, sizeof *ops);
-    if (!wrs || !ops) {
-        free(wrs), free(ops);
-        return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");
-    }
+    rf_status st = cli_batch_reserve(c, n + 1);
+    if (st != RF_OK)
+        return st;
+    rf_wr *wrs = c->batch_wrs;
+    cli_op *ops = c->batch_ops;
     uint64_t *words = (uint64_t *)(void *)c->words;
     cli_group g = {0};
     size_t used = 0;
@@ -305,9 +317,7 @@ rf_status cli_record_words(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
         if (used > from)
             cli_post_group(&c->conns[ps], &g, wrs + from, used - from);
     }
-    rf_status st = cli_group_wait(c, &g, what);
-    free(wrs), free(ops);
-    return st;
+    return cli_group_wait(c, &g, what);
 }
 
 /* Every var is this client's, not stale, and its ps connection is up

@@ -202,6 +202,12 @@ struct rf_ps_client {
                                    completions were handled or the
                                    sleeper came back */
     uint64_t reaped;            /* completions handled so far */
+    /* One batch of one-sided requests on variables' records (read, write,
+     * init_values, record words: ps_client_data.c), kept between calls */
+    rf_wr *batch_wrs;
+    cli_op *batch_ops;
+    uint64_t *batch_remote;
+    size_t batch_cap;
     /* Embedding tables (ps_client_rows.c): scratch kept between calls */
     rf_wr *rs_wrs;
     size_t rs_wr_cap;
@@ -234,6 +240,9 @@ const char *cli_ps_name(const ps_cli_conn *p, char *buf, size_t len);
  * starts with PS_REJECT_AUTH. */
 rf_status cli_authenticate(ps_cli_conn *p, const ps_conn_welcome *w);
 rf_status cli_auth_refused(const ps_cli_conn *p, const char *data, size_t len);
+/* Room for n requests in c->batch_wrs / batch_ops / batch_remote (grown,
+ * never shrunk; the caller holds the call token). */
+rf_status cli_batch_reserve(rf_ps_client *c, size_t n);
 /* One one-sided op per var on bytes [off, off + len) of its record, one
  * batch per ps, waited for: READ into c->words[first + stride * i] (zeroed
  * first), or WRITE from there (stride 0: the same words for every var).
