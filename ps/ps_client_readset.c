@@ -91,10 +91,7 @@ rf_status rf_ps_read_set_create(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
                               "rf_ps_read_rows or rf_ps_read_row_range",
                               x[i].var->spec.name, x[i].var->spec.part);
         if (st != RF_OK) {
-            char why[600];
-            snprintf(why, sizeof why, "%s", rf_error_message());
-            st = rf_error_set(st, "rf_ps_read_set_create: transfer %zu: %s", i,
-                              why);
+            st = rf_error_prefix(st, "rf_ps_read_set_create: transfer %zu", i);
             break;
         }
         s->off[i] = remote - x[i].var->rec_addr;

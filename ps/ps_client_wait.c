@@ -53,9 +53,7 @@ void cli_unlock(rf_ps_client *c)
 
 static rf_status cq_failed(int n)
 {
-    char why[400];
-    snprintf(why, sizeof why, "%s", rf_error_message());
-    return rf_error_set((rf_status)n, "ps client: completion queue: %s", why);
+    return rf_error_prefix((rf_status)n, "ps client: completion queue");
 }
 
 /* Handles every completion queued now, without blocking (none while
