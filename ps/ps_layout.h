@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"
@@ -69,6 +70,22 @@ _Static_assert(PS_GLOBALS_BYTES % PS_ALIGN == 0,
 #define PS_ROW_HDR     16u
 #define PS_ROW_VER_OFF 0u
 #define PS_ROW_CRC_OFF 8u
+/* The optimizer's scalars (Adam's beta powers) in a record's scalar words
+ * at PS_REC_SCALARS_OFF, loaded for an update and stored after it. */
+static inline void ps_rec_scalars_load(const unsigned char *rec,
+                                       rf_optim_scalars *sc)
+{
+    memcpy(&sc->beta1_power, rec + PS_REC_SCALARS_OFF, 4);
+    memcpy(&sc->beta2_power, rec + PS_REC_SCALARS_OFF + 4, 4);
+}
+
+static inline void ps_rec_scalars_store(unsigned char *rec,
+                                        const rf_optim_scalars *sc)
+{
+    memcpy(rec + PS_REC_SCALARS_OFF, &sc->beta1_power, 4);
+    memcpy(rec + PS_REC_SCALARS_OFF + 4, &sc->beta2_power, 4);
+}
+
 static inline uint64_t ps_row_stride(uint64_t row_bytes)
 {
     return (PS_ROW_HDR + row_bytes + 15) & ~(uint64_t)15;

@@ -16,38 +16,58 @@
 #include "rdmaflow/clock.h"
 #include "rdmaflow/status.h"
 
-static uint64_t *rec_word(ps_shard *sh, uint32_t off)
+void ps_shard_write_begin(ps_shard *sh)
 {
-    return (uint64_t *)(void *)(sh->rec_ptr + off);
+    uint64_t *w = ps_shard_word(sh, PS_REC_VERSION_OFF);
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    __atomic_exchange_n(w, v + 1, __ATOMIC_ACQ_REL);
+}
+
+void ps_shard_write_end(ps_shard *sh)
+{
+    uint64_t *w = ps_shard_word(sh, PS_REC_VERSION_OFF);
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+    __atomic_store_n(w, v + 1, __ATOMIC_RELEASE);
+}
+
+void ps_shard_step_done(ps_shard *sh, rf_optim_scalars *sc)
+{
+    rf_optim_finish_step(&sh->spec.optim, sc);
+    ps_rec_scalars_store(sh->rec_ptr, sc);
+    uint64_t *updates = ps_shard_word(sh, PS_REC_UPDATES_OFF);
+    __atomic_store_n(updates, *updates + 1, __ATOMIC_RELAXED);
+}
+
+void ps_count_request(rf_ps_server *s, uint64_t *done, uint64_t *rows,
+                      uint64_t *refused, bool ok, uint64_t n)
+{
+    pthread_mutex_lock(&s->mu);
+    if (ok) {
+        (*done)++;
+        *rows += n;
+    } else {
+        (*refused)++;
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* The update itself, on the arena memory remote peers may read at any
  * time (that is the point: pulls are one-sided). */
 rf_status ps_apply_update(ps_shard *sh, const float *grad)
 {
-    uint64_t *version = rec_word(sh, PS_REC_VERSION_OFF);
-    /* Odd while writing: an acquire-release exchange keeps the update's
-     * stores after it. */
-    uint64_t v = __atomic_load_n(version, __ATOMIC_RELAXED);
-    __atomic_exchange_n(version, v + 1, __ATOMIC_ACQ_REL);
+    ps_shard_write_begin(sh);
 
     float *slots[RF_OPTIM_MAX_SLOTS] = {0};
     for (uint32_t i = 0; i < sh->layout.num_slots; i++)
         slots[i] = (float *)(void *)(sh->rec_ptr + sh->layout.slot_off[i]);
     float *values = (float *)(void *)(sh->rec_ptr + sh->layout.values_off);
     rf_optim_scalars sc;
-    memcpy(&sc.beta1_power, sh->rec_ptr + PS_REC_SCALARS_OFF, 4);
-    memcpy(&sc.beta2_power, sh->rec_ptr + PS_REC_SCALARS_OFF + 4, 4);
+    ps_rec_scalars_load(sh->rec_ptr, &sc);
     size_t n = (size_t)(sh->layout.values_bytes / sizeof(float));
     rf_status st = rf_optim_apply(&sh->spec.optim, values, slots, grad, n, &sc);
-    if (st == RF_OK) {
-        rf_optim_finish_step(&sh->spec.optim, &sc);
-        memcpy(sh->rec_ptr + PS_REC_SCALARS_OFF, &sc.beta1_power, 4);
-        memcpy(sh->rec_ptr + PS_REC_SCALARS_OFF + 4, &sc.beta2_power, 4);
-        uint64_t *updates = rec_word(sh, PS_REC_UPDATES_OFF);
-        __atomic_store_n(updates, *updates + 1, __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(version, v + 2, __ATOMIC_RELEASE);
+    if (st == RF_OK)
+        ps_shard_step_done(sh, &sc);
+    ps_shard_write_end(sh);
     return st;
 }
 
@@ -127,12 +147,12 @@ bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
     if (sh->sync)
         return ps_sync_push(c, sh, ib, imm, len);
     uint64_t t0 = s->opt.on_apply ? rf_now_ns() : 0;
-    uint64_t done = *rec_word(sh, PS_REC_UPDATES_OFF);
+    uint64_t done = *ps_shard_word(sh, PS_REC_UPDATES_OFF);
     rf_status st = ps_apply_update(sh, (const float *)(const void *)ib->ptr);
     ps_apply_traced(c, sh, t0, done, len);
     uint64_t word;
     if (st == RF_OK) {
-        word = ps_ack_ok(__atomic_load_n(rec_word(sh, PS_REC_VERSION_OFF),
+        word = ps_ack_ok(__atomic_load_n(ps_shard_word(sh, PS_REC_VERSION_OFF),
                                          __ATOMIC_RELAXED));
     } else {
         RF_LOG_WARN("ps %d: apply to '%s' part %u failed: %s",

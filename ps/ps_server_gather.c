@@ -33,14 +33,8 @@
 
 static void count_gather(rf_ps_server *s, bool ok, uint64_t rows)
 {
-    pthread_mutex_lock(&s->mu);
-    if (ok) {
-        s->counters.gather_requests++;
-        s->counters.gather_rows += rows;
-    } else {
-        s->counters.gather_refused++;
-    }
-    pthread_mutex_unlock(&s->mu);
+    ps_count_request(s, &s->counters.gather_requests, &s->counters.gather_rows,
+                     &s->counters.gather_refused, ok, rows);
 }
 
 /* Copies row r of the field at off into dst consistently: the record's

@@ -269,6 +269,22 @@ ps_inbox *ps_shard_find_inbox(ps_shard *sh, uint32_t client_id);
 /* Fills a directory entry (allocating the client's inbox if trainable). */
 rf_status ps_shard_entry(rf_ps_server *s, ps_shard *sh, uint32_t client_id,
                          ps_entry *e);
+/* A word of sh's record. */
+static inline uint64_t *ps_shard_word(ps_shard *sh, uint64_t off)
+{
+    return (uint64_t *)(void *)(sh->rec_ptr + off);
+}
+/* ps_server_apply.c: an update of sh's record under its seqlock: begin
+ * makes the version odd (an acquire-release exchange keeps the update's
+ * stores after it), end even again (a release store). */
+void ps_shard_write_begin(ps_shard *sh);
+void ps_shard_write_end(ps_shard *sh);
+/* Inside the write: the optimizer's step is finished, its scalars stored
+ * into the record and the update counted. */
+void ps_shard_step_done(ps_shard *sh, rf_optim_scalars *sc);
+/* Counts a request: done and rows if ok, refused if not. */
+void ps_count_request(rf_ps_server *s, uint64_t *done, uint64_t *rows,
+                      uint64_t *refused, bool ok, uint64_t n);
 /* ps_server_apply.c: a write_imm completion of len bytes; false if the
  * connection was dropped. */
 bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len);

@@ -143,8 +143,7 @@ rf_status ps_shard_create(rf_ps_server *s, const ps_spec *spec, ps_shard **out)
     if (spec->trainable) {
         rf_optim_scalars sc;
         rf_optim_scalars_init(&spec->optim, &sc);
-        memcpy(rec + PS_REC_SCALARS_OFF, &sc.beta1_power, 4);
-        memcpy(rec + PS_REC_SCALARS_OFF + 4, &sc.beta2_power, 4);
+        ps_rec_scalars_store(rec, &sc);
     }
     ps_shard *sh = &s->shards[s->num_shards];
     *sh = (ps_shard){.id = s->num_shards,

@@ -19,21 +19,10 @@
 #include "rdmaflow/clock.h"
 #include "rdmaflow/status.h"
 
-static uint64_t *rec_word(ps_shard *sh, uint64_t off)
-{
-    return (uint64_t *)(void *)(sh->rec_ptr + off);
-}
-
 static void count_sparse(rf_ps_server *s, bool ok, uint64_t rows)
 {
-    pthread_mutex_lock(&s->mu);
-    if (ok) {
-        s->counters.sparse_applies++;
-        s->counters.sparse_rows += rows;
-    } else {
-        s->counters.sparse_refused++;
-    }
-    pthread_mutex_unlock(&s->mu);
+    ps_count_request(s, &s->counters.sparse_applies, &s->counters.sparse_rows,
+                     &s->counters.sparse_refused, ok, rows);
 }
 
 rf_status ps_sparse_reserve(rf_ps_server *s, uint32_t max_push_rows)
@@ -46,18 +35,6 @@ rf_status ps_sparse_reserve(rf_ps_server *s, uint32_t max_push_rows)
     s->sparse_idx = p;
     s->sparse_cap = max_push_rows;
     return RF_OK;
-}
-
-static void shard_begin(uint64_t *w)
-{
-    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-    __atomic_exchange_n(w, v + 1, __ATOMIC_ACQ_REL);
-}
-
-static void shard_end(uint64_t *w)
-{
-    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-    __atomic_store_n(w, v + 1, __ATOMIC_RELEASE);
 }
 
 static unsigned char *row_rec(ps_shard *sh, uint64_t field_off, uint64_t r)
@@ -171,11 +148,9 @@ rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
     const ps_layout *l = &sh->layout;
     size_t width = (size_t)(l->row_bytes / sizeof(float));
     rf_optim_scalars sc;
-    memcpy(&sc.beta1_power, sh->rec_ptr + PS_REC_SCALARS_OFF, 4);
-    memcpy(&sc.beta2_power, sh->rec_ptr + PS_REC_SCALARS_OFF + 4, 4);
+    ps_rec_scalars_load(sh->rec_ptr, &sc);
 
-    uint64_t *version = rec_word(sh, PS_REC_VERSION_OFF);
-    shard_begin(version);
+    ps_shard_write_begin(sh);
     rf_status st = RF_OK;
     if (sh->spec.optim.kind == RF_OPTIM_ADAM) {
         st = adam_rows(sh, idx, n, grad, &sc);
@@ -192,14 +167,9 @@ rf_status ps_sparse_apply_rows(ps_shard *sh, const int64_t *idx, size_t n,
             row_release(sh, (uint64_t)idx[i], ver);
         }
     }
-    if (st == RF_OK) {
-        rf_optim_finish_step(&sh->spec.optim, &sc);
-        memcpy(sh->rec_ptr + PS_REC_SCALARS_OFF, &sc.beta1_power, 4);
-        memcpy(sh->rec_ptr + PS_REC_SCALARS_OFF + 4, &sc.beta2_power, 4);
-        uint64_t *updates = rec_word(sh, PS_REC_UPDATES_OFF);
-        __atomic_store_n(updates, *updates + 1, __ATOMIC_RELAXED);
-    }
-    shard_end(version);
+    if (st == RF_OK)
+        ps_shard_step_done(sh, &sc);
+    ps_shard_write_end(sh);
     return st;
 }
 
@@ -249,7 +219,7 @@ bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
     uint64_t word;
     if (st == RF_OK) {
         uint64_t t0 = s->opt.on_apply ? rf_now_ns() : 0;
-        uint64_t done = *rec_word(sh, PS_REC_UPDATES_OFF);
+        uint64_t done = *ps_shard_word(sh, PS_REC_UPDATES_OFF);
         st = ps_sparse_apply_rows(
             sh, s->sparse_idx, (size_t)count,
             (const float *)(const void *)(ib->ptr + ps_sparse_rows_off(
@@ -258,7 +228,7 @@ bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
     }
     if (st == RF_OK) {
         count_sparse(s, true, count);
-        word = ps_ack_ok(__atomic_load_n(rec_word(sh, PS_REC_VERSION_OFF),
+        word = ps_ack_ok(__atomic_load_n(ps_shard_word(sh, PS_REC_VERSION_OFF),
                                          __ATOMIC_RELAXED));
     } else {
         count_sparse(s, false, 0);
