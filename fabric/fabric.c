@@ -633,71 +633,63 @@ static rf_status post_one(rf_ep *ep, rf_wr wr)
     return rf_post(ep, &wr, 1, NULL);
 }
 
+/* The request of a one-sided convenience call; the caller adds imm,
+ * compare_add and swap where its op has them. */
+static rf_wr one_sided(rf_op op, const void *local, size_t len, rf_mr *mr,
+                       uint64_t remote_addr, uint32_t rkey, void *context)
+{
+    return (rf_wr){.op = op,
+                   .context = context,
+                   .local = (void *)local,
+                   .len = len,
+                   .local_mr = mr,
+                   .remote_addr = remote_addr,
+                   .rkey = rkey};
+}
+
 rf_status rf_read(rf_ep *ep, void *local, size_t len, rf_mr *local_mr,
                   uint64_t remote_addr, uint32_t rkey, void *context)
 {
-    return post_one(ep, (rf_wr){.op = RF_OP_READ,
-                                .context = context,
-                                .local = local,
-                                .len = len,
-                                .local_mr = local_mr,
-                                .remote_addr = remote_addr,
-                                .rkey = rkey});
+    return post_one(ep, one_sided(RF_OP_READ, local, len, local_mr, remote_addr,
+                                  rkey, context));
 }
 
 rf_status rf_write(rf_ep *ep, const void *local, size_t len, rf_mr *local_mr,
                    uint64_t remote_addr, uint32_t rkey, void *context)
 {
-    return post_one(ep, (rf_wr){.op = RF_OP_WRITE,
-                                .context = context,
-                                .local = (void *)local,
-                                .len = len,
-                                .local_mr = local_mr,
-                                .remote_addr = remote_addr,
-                                .rkey = rkey});
+    return post_one(ep, one_sided(RF_OP_WRITE, local, len, local_mr,
+                                  remote_addr, rkey, context));
 }
 
 rf_status rf_write_imm(rf_ep *ep, const void *local, size_t len,
                        rf_mr *local_mr, uint64_t remote_addr, uint32_t rkey,
                        uint32_t imm, void *context)
 {
-    return post_one(ep, (rf_wr){.op = RF_OP_WRITE_IMM,
-                                .context = context,
-                                .local = (void *)local,
-                                .len = len,
-                                .local_mr = local_mr,
-                                .remote_addr = remote_addr,
-                                .rkey = rkey,
-                                .imm = imm});
+    rf_wr wr = one_sided(RF_OP_WRITE_IMM, local, len, local_mr, remote_addr,
+                         rkey, context);
+    wr.imm = imm;
+    return post_one(ep, wr);
 }
 
 rf_status rf_fetch_add(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
                        uint64_t remote_addr, uint32_t rkey, uint64_t add,
                        void *context)
 {
-    return post_one(ep, (rf_wr){.op = RF_OP_FETCH_ADD,
-                                .context = context,
-                                .local = result,
-                                .len = 8,
-                                .local_mr = local_mr,
-                                .remote_addr = remote_addr,
-                                .rkey = rkey,
-                                .compare_add = add});
+    rf_wr wr = one_sided(RF_OP_FETCH_ADD, result, 8, local_mr, remote_addr,
+                         rkey, context);
+    wr.compare_add = add;
+    return post_one(ep, wr);
 }
 
 rf_status rf_cmp_swap(rf_ep *ep, uint64_t *result, rf_mr *local_mr,
                       uint64_t remote_addr, uint32_t rkey, uint64_t compare,
                       uint64_t swap, void *context)
 {
-    return post_one(ep, (rf_wr){.op = RF_OP_CMP_SWAP,
-                                .context = context,
-                                .local = result,
-                                .len = 8,
-                                .local_mr = local_mr,
-                                .remote_addr = remote_addr,
-                                .rkey = rkey,
-                                .compare_add = compare,
-                                .swap = swap});
+    rf_wr wr = one_sided(RF_OP_CMP_SWAP, result, 8, local_mr, remote_addr, rkey,
+                         context);
+    wr.compare_add = compare;
+    wr.swap = swap;
+    return post_one(ep, wr);
 }
 
 rf_status rf_send(rf_ep *ep, const void *local, size_t len, rf_mr *local_mr,
