@@ -4,6 +4,7 @@
  * and replica_device_setter become graph device functions. */
 #include <string.h>
 
+#include "graph/graph_internal.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/status.h"
@@ -69,25 +70,10 @@ rf_status rf_device_node_fn(void *binding, const rf_node *node, char *device,
         return st;
     rf_op_desc op;
     rf_device_node_desc(node, cur_str, &op);
-    char out[512];
-    memset(out, 0, sizeof out);
-    st = b->fn(b->ctx, &op, out, sizeof out);
+    rf_device_spec spec;
+    st = device_fn_run(b->fn, b->ctx, &op, cur_str, &spec);
     if (st != RF_OK)
         return st;
-    if (!memchr(out, '\0', sizeof out))
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "device function for op \"%s\" wrote an "
-                            "unterminated string",
-                            op.name);
-    rf_device_spec spec;
-    st = rf_device_spec_parse(out, &spec);
-    if (st != RF_OK) {
-        char why[256];
-        strncpy(why, rf_error_message(), sizeof why - 1);
-        why[sizeof why - 1] = '\0';
-        return rf_error_set(st, "device function for op \"%s\": %s", op.name,
-                            why);
-    }
     return rf_device_spec_to_string(&spec, device, cap);
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_internal.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/status.h"
 
@@ -109,16 +110,14 @@ static const char *op_label(const rf_op_desc *op)
     return op->name && op->name[0] ? op->name : "<unnamed>";
 }
 
-/* Runs one device function on op (whose device is `current`) and parses its
- * result into *spec. */
-static rf_status run_fn(const stack_entry *e, const rf_op_desc *op,
+rf_status device_fn_run(rf_op_device_fn fn, void *ctx, const rf_op_desc *op,
                         const char *current, rf_device_spec *spec)
 {
     rf_op_desc desc = *op;
     desc.device = current;
     char out[FN_OUT_MAX];
     memset(out, 0, sizeof out);
-    rf_status st = e->fn(e->ctx, &desc, out, sizeof out);
+    rf_status st = fn(ctx, &desc, out, sizeof out);
     if (st != RF_OK)
         return st;
     if (!memchr(out, '\0', sizeof out))
@@ -127,13 +126,9 @@ static rf_status run_fn(const stack_entry *e, const rf_op_desc *op,
                             "unterminated string",
                             op_label(op));
     st = rf_device_spec_parse(out, spec);
-    if (st != RF_OK) {
-        char why[256];
-        strncpy(why, rf_error_message(), sizeof why - 1);
-        why[sizeof why - 1] = '\0';
-        return rf_error_set(st, "device function for op \"%s\": %s",
-                            op_label(op), why);
-    }
+    if (st != RF_OK)
+        return rf_error_prefix(st, "device function for op \"%s\"",
+                               op_label(op));
     return RF_OK;
 }
 
@@ -169,7 +164,7 @@ rf_status rf_device_stack_apply(rf_device_stack *stack, const rf_op_desc *op,
             rf_device_spec_merge(&merged, &cur); /* current device wins */
             cur = merged;
         } else {
-            st = run_fn(e, op, cur_str, &cur);
+            st = device_fn_run(e->fn, e->ctx, op, cur_str, &cur);
             if (st != RF_OK)
                 return st;
         }

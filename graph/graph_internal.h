@@ -566,4 +566,10 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a,
            int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
            bool accumulate);
 
+/* device_stack.c: runs a device function on op (its current device set to
+ * `current`) and parses what it wrote into *spec; an unterminated or
+ * unparsable result is an error naming the op. */
+rf_status device_fn_run(rf_op_device_fn fn, void *ctx, const rf_op_desc *op,
+                        const char *current, rf_device_spec *spec);
+
 #endif
