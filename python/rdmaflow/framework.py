@@ -240,41 +240,28 @@ class Tensor:
     def __iter__(self):
         raise TypeError("'Tensor' object is not iterable.")
 
-    def __add__(self, other):
-        from rdmaflow import ops
-        return ops.add(self, other)
-
-    def __radd__(self, other):
-        from rdmaflow import ops
-        return ops.add(other, self)
-
-    def __sub__(self, other):
-        from rdmaflow import ops
-        return ops.subtract(self, other)
-
-    def __rsub__(self, other):
-        from rdmaflow import ops
-        return ops.subtract(other, self)
-
-    def __mul__(self, other):
-        from rdmaflow import ops
-        return ops.multiply(self, other)
-
-    def __rmul__(self, other):
-        from rdmaflow import ops
-        return ops.multiply(other, self)
-
     def __neg__(self):
         from rdmaflow import ops
         return ops.negative(self)
 
-    def __matmul__(self, other):
-        from rdmaflow import ops
-        return ops.matmul(self, other)
 
-    def __rmatmul__(self, other):
+def _operator(name, op_name, reflected=False):
+    """Tensor's binary operator for ops.<op_name> (TensorFlow's
+    _OverrideBinaryOperatorHelper): x + y is ops.add(x, y), 2 + x (the
+    reflected form) ops.add(2, x)."""
+    def method(self, other):
         from rdmaflow import ops
-        return ops.matmul(other, self)
+        fn = getattr(ops, op_name)
+        return fn(other, self) if reflected else fn(self, other)
+    method.__name__ = "__%s%s__" % ("r" if reflected else "", name)
+    return method
+
+
+for _name, _op in (("add", "add"), ("sub", "subtract"),
+                   ("mul", "multiply"), ("matmul", "matmul")):
+    setattr(Tensor, "__%s__" % _name, _operator(_name, _op))
+    setattr(Tensor, "__r%s__" % _name, _operator(_name, _op, reflected=True))
+del _name, _op
 
 
 def _compatible(have, want):
