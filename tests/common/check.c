@@ -82,3 +82,20 @@ void rft_note(const char *fmt, ...)
     fprintf(stderr, "[%s %d] %s\n", rft_who(), (int)getpid(), msg);
     fflush(stderr);
 }
+
+int rft_groups_run(const rft_group *groups, size_t n, int argc, char **argv)
+{
+    int ran = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (argc > 1 && strcmp(argv[1], groups[i].name) != 0)
+            continue;
+        groups[i].fn();
+        ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "unknown group %s\n", argv[1]);
+        return 2;
+    }
+    printf("ok\n");
+    return 0;
+}

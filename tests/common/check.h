@@ -14,6 +14,7 @@
 #define RF_TESTS_COMMON_CHECK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -78,6 +79,17 @@ rft_fail_near(const char *file, int line, const char *expr, double got,
                      (unsigned long long)eq_a_, (unsigned long long)eq_a_,     \
                      (unsigned long long)eq_b_, (unsigned long long)eq_b_);    \
     } while (0)
+
+/* A unit test's groups of checks, run by name from the command line. */
+typedef struct rft_group {
+    const char *name;
+    void (*fn)(void);
+} rft_group;
+
+/* Runs the group named argv[1], or every group without an argument, and
+ * prints "ok"; returns 0, or 2 (after saying so) when no group has that
+ * name. For main: return rft_groups_run(groups, n, argc, argv). */
+int rft_groups_run(const rft_group *groups, size_t n, int argc, char **argv);
 
 /* got must be near want (rft_near); the format says which value it is. */
 #define CHECK_NEAR(got, want, rtol, atol, ...)                                 \

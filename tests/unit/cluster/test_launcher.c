@@ -382,26 +382,11 @@ static void test_precedence(void)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        void (*fn)(void);
-    } groups[] = {
+    static const rft_group groups[] = {
         {"hostlist", test_hostlist},
         {"slurm", test_slurm},
         {"mpi", test_mpi},
         {"precedence", test_precedence},
     };
-    int ran = 0;
-    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
-        if (argc > 1 && strcmp(argv[1], groups[i].name) != 0)
-            continue;
-        groups[i].fn();
-        ran++;
-    }
-    if (!ran) {
-        fprintf(stderr, "unknown group %s\n", argv[1]);
-        return 2;
-    }
-    printf("ok\n");
-    return 0;
+    return rft_groups_run(groups, sizeof groups / sizeof groups[0], argc, argv);
 }
