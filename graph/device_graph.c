@@ -43,6 +43,17 @@ static rf_status current_device(const char *device, size_t cap, char *copy,
     return RF_OK;
 }
 
+/* The description a device function sees of node, whose current device
+ * (copied into cur, RF_DEVICE_STRING_MAX bytes) is in device. */
+static rf_status node_desc(const rf_node *node, const char *device, size_t cap,
+                           char *cur, rf_op_desc *op)
+{
+    rf_status st = current_device(device, cap, cur, RF_DEVICE_STRING_MAX);
+    if (st == RF_OK)
+        rf_device_node_desc(node, cur, op);
+    return st;
+}
+
 rf_status rf_device_node_merge_fn(void *spec, const rf_node *node, char *device,
                                   size_t cap)
 {
@@ -65,11 +76,10 @@ rf_status rf_device_node_fn(void *binding, const rf_node *node, char *device,
 {
     const rf_op_device_binding *b = binding;
     char cur_str[RF_DEVICE_STRING_MAX];
-    rf_status st = current_device(device, cap, cur_str, sizeof cur_str);
+    rf_op_desc op;
+    rf_status st = node_desc(node, device, cap, cur_str, &op);
     if (st != RF_OK)
         return st;
-    rf_op_desc op;
-    rf_device_node_desc(node, cur_str, &op);
     rf_device_spec spec;
     st = device_fn_run(b->fn, b->ctx, &op, cur_str, &spec);
     if (st != RF_OK)
@@ -81,11 +91,10 @@ rf_status rf_replica_device_setter_node_fn(void *setter, const rf_node *node,
                                            char *device, size_t cap)
 {
     char cur_str[RF_DEVICE_STRING_MAX];
-    rf_status st = current_device(device, cap, cur_str, sizeof cur_str);
+    rf_op_desc op;
+    rf_status st = node_desc(node, device, cap, cur_str, &op);
     if (st != RF_OK)
         return st;
-    rf_op_desc op;
-    rf_device_node_desc(node, cur_str, &op);
     return rf_replica_device_setter_fn(setter, &op, device, cap);
 }
 

@@ -119,21 +119,7 @@ static rf_status check_request(rf_ps_server *s, const ps_shard *sh,
                             sh->spec.name, sh->spec.part,
                             (unsigned long long)dst_len,
                             (unsigned long long)(*count * l->row_bytes));
-    int64_t *idx = s->sparse_idx;
-    for (uint64_t i = 0; i < *count; i++) {
-        idx[i] = (int64_t)rf_get_le64(idx_src + 8 * i);
-        if (idx[i] < 0 || (uint64_t)idx[i] >= l->rows) {
-            *bad = i;
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "ps %d: gather from '%s' part %u refused: "
-                                "index %lld at position %llu is outside its "
-                                "%llu rows",
-                                s->opt.task_index, sh->spec.name, sh->spec.part,
-                                (long long)idx[i], (unsigned long long)i,
-                                (unsigned long long)l->rows);
-        }
-    }
-    return RF_OK;
+    return ps_indices_copy(s, sh, idx_src, *count, "gather from", bad);
 }
 
 bool ps_gather_serve(ps_server_conn *c, ps_shard *sh, ps_inbox *ib,

@@ -310,6 +310,13 @@ bool ps_sparse_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
  * (RF_ERR_INVALID_ARG naming the first bad one). */
 rf_status ps_sparse_copy_indices(rf_ps_server *s, const ps_shard *sh,
                                  const ps_inbox *ib, uint64_t count);
+/* Copies count little-endian indices from src into s->sparse_idx, each
+ * checked against sh's rows; the first bad one is refused
+ * ("ps <i>: <what> '<name>' part <p> refused: index ... is outside its ...
+ * rows") and its position stored in *bad (if bad is not NULL). */
+rf_status ps_indices_copy(rf_ps_server *s, const ps_shard *sh,
+                          const unsigned char *src, uint64_t count,
+                          const char *what, uint64_t *bad);
 /* The update of n checked rows idx of sh with grad (n rows), each row
  * owned (its values record's version odd) and its records sealed at the
  * next version (Adam: every row, row by row), the shard's version and

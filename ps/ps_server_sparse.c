@@ -184,18 +184,29 @@ rf_status ps_sparse_copy_indices(rf_ps_server *s, const ps_shard *sh,
                             s->opt.task_index, (unsigned long long)count,
                             sh->spec.name, sh->spec.part, l->max_push_rows);
     /* A copy: the peer may write its inbox while we check and apply. */
+    return ps_indices_copy(s, sh, ib->ptr + PS_SPARSE_IDX_OFF, count,
+                           "sparse push to", NULL);
+}
+
+rf_status ps_indices_copy(rf_ps_server *s, const ps_shard *sh,
+                          const unsigned char *src, uint64_t count,
+                          const char *what, uint64_t *bad)
+{
     int64_t *idx = s->sparse_idx;
-    const unsigned char *src = ib->ptr + PS_SPARSE_IDX_OFF;
+    uint64_t rows = sh->layout.rows;
     for (uint64_t i = 0; i < count; i++) {
         idx[i] = (int64_t)rf_get_le64(src + 8 * i);
-        if (idx[i] < 0 || (uint64_t)idx[i] >= l->rows)
+        if (idx[i] < 0 || (uint64_t)idx[i] >= rows) {
+            if (bad)
+                *bad = i;
             return rf_error_set(RF_ERR_INVALID_ARG,
-                                "ps %d: sparse push to '%s' part %u refused: "
-                                "index %lld at position %llu is outside its "
-                                "%llu rows",
-                                s->opt.task_index, sh->spec.name, sh->spec.part,
-                                (long long)idx[i], (unsigned long long)i,
-                                (unsigned long long)l->rows);
+                                "ps %d: %s '%s' part %u refused: index %lld "
+                                "at position %llu is outside its %llu rows",
+                                s->opt.task_index, what, sh->spec.name,
+                                sh->spec.part, (long long)idx[i],
+                                (unsigned long long)i,
+                                (unsigned long long)rows);
+        }
     }
     return RF_OK;
 }
