@@ -21,7 +21,7 @@ static rf_status on_gradient(rf_session *s, size_t i, const char *span, int tid)
         st = sess_rows_push(s, i, RF_PS_APPLY_PS, -1);
     } else {
         rf_ps_xfer x = sess_grad_xfer(s, i);
-        st = rf_ps_push(s->client, &x, 1, RF_PS_APPLY_PS, false);
+        st = rf_ps_push_inbox(s->client, &x, 1);
     }
     sess_span(s, span, s->v[i].args, t0, tid);
     return st;

@@ -46,9 +46,10 @@ static void *pusher_main(void *arg)
         q->busy = true;
         pthread_mutex_unlock(&q->mu);
         uint64_t t0 = rf_now_ns();
-        rf_status st = n ? rf_ps_push(s->client, q->batch, n,
-                                      RF_PS_APPLY_WORKER, s->opt.use_locking)
-                         : RF_OK;
+        rf_status st = !n ? RF_OK
+                       : s->opt.use_locking
+                           ? rf_ps_update_rmw_locked(s->client, q->batch, n)
+                           : rf_ps_update_rmw(s->client, q->batch, n);
         /* embedding tables: their staged rows, read, applied here and
          * written back as row updates (each row owned, its records
          * sealed) */

@@ -435,9 +435,15 @@ rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode,
             ? rf_ps_push_sparse_sync(s->client, v->shard, v->push_rows,
                                      v->push_n, v->grad_buf, s->block.mem_mr,
                                      sync_step)
-            : rf_ps_push_sparse(s->client, v->shard, v->push_rows, v->push_n,
-                                v->grad_buf, s->block.mem_mr, mode,
-                                s->opt.use_locking);
+        : mode == RF_PS_APPLY_PS
+            ? rf_ps_push_sparse_inbox(s->client, v->shard, v->push_rows,
+                                      v->push_n, v->grad_buf, s->block.mem_mr)
+        : s->opt.use_locking
+            ? rf_ps_update_sparse_rmw_locked(s->client, v->shard, v->push_rows,
+                                             v->push_n, v->grad_buf,
+                                             s->block.mem_mr)
+            : rf_ps_update_sparse_rmw(s->client, v->shard, v->push_rows,
+                                      v->push_n, v->grad_buf, s->block.mem_mr);
     if (st == RF_OK) {
         s->report.counters.table_rows_pushed += v->push_n;
         s->report.counters.table_bytes_pushed += v->push_n * (v->row_bytes + 8);

@@ -189,8 +189,7 @@ void case_rows_sync(void)
     /* the wrong push for the table's kind is refused by the client */
     int64_t *idx = (int64_t *)(void *)bc.p;
     float *grad = bc.p + 2 * MPR_MAX;
-    CHECK_ST(rf_ps_push_sparse(c, t.v[0], idx, 1, grad, bc.mr, RF_PS_APPLY_PS,
-                               false),
+    CHECK_ST(rf_ps_push_sparse_inbox(c, t.v[0], idx, 1, grad, bc.mr),
              RF_ERR_INVALID_ARG);
     CHECK_MSG("use rf_ps_push_sparse_sync");
     CHECK_ST(rf_ps_push_sparse_sync(c, t.v[0], idx, 9, grad, bc.mr, 5),
