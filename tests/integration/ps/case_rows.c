@@ -1,5 +1,5 @@
 /* tests/integration/ps/case_rows.c: embedding tables (rf_ps_read_rows,
- * rf_ps_push_sparse): rows read from two ps tasks in one call equal the
+ * the sparse pushes): rows read from two ps tasks in one call equal the
  * ps's contents, bad indices are refused before anything is posted, and k
  * sparse pushes leave bitwise what rf_optim_apply_sparse gives locally on a
  * copy, in both apply modes. */

@@ -6,8 +6,8 @@
  * touched it, TF's SparseConditionalAccumulator); a stale push is counted
  * stale and changes nothing; a push past the ps's accumulator bound
  * (RF_PS_MAX_ACCUM_MB=1 in the ps helper's environment) is refused with an
- * error ack, the table untouched and nothing held; rf_ps_push_sparse to a
- * sync table and rf_ps_push_sparse_sync to an async one are refused. */
+ * error ack, the table untouched and nothing held; rf_ps_push_sparse_inbox
+ * to a sync table and rf_ps_push_sparse_sync to an async one are refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
