@@ -72,6 +72,11 @@ void sess_push_replicas(const rf_session *s, uint32_t *n, uint32_t *m)
         s->push->replicas(s, n, m);
 }
 
+rf_status sess_push_check_rows(const rf_session *s, const sess_var *v)
+{
+    return s->push->check_rows ? s->push->check_rows(s, v) : RF_OK;
+}
+
 bool sess_push_may_skip_missing(rf_session *s, size_t k)
 {
     return s->push->may_skip_missing && s->push->may_skip_missing(s, k);

@@ -366,6 +366,7 @@ const sess_push_ops sess_push_sync = {
     .wait_span = "wait accumulator acks",
     .advance_kind = RF_STEP_WAIT_STEP,
     .advance_op = "WAIT_GLOBAL_STEP",
+    .rows_dedup = true,
     .dense = {.push = push_dense, .wire_bytes = dense_wire},
     .rows = {.push = push_rows, .wire_bytes = rows_wire},
     .configure = configure,

@@ -204,6 +204,19 @@ static rf_status push_rows(rf_session *s, const size_t *vars, size_t n)
     return st;
 }
 
+/* Adam's sparse rule (TF 1.x) moves every row: not a row update. */
+static rf_status check_rows(const rf_session *s, const sess_var *v)
+{
+    (void)s;
+    if (v->apply.cfg->kind != RF_OPTIM_ADAM)
+        return RF_OK;
+    return rf_error_set(RF_ERR_INVALID_ARG,
+                        "embedding table '%s': Adam's sparse rule (TF "
+                        "1.x) moves every row, a whole-table "
+                        "read-modify-write; use apply=ps",
+                        rf_node_name(v->var));
+}
+
 /* READ of each row's records of values and slots (16-byte header each),
  * CMP_AND_SWP of its version, the records WRITten back; locking: the lock
  * word. */
@@ -231,6 +244,7 @@ const sess_push_ops sess_push_apply_worker = {
     .locks = true,
     .dense = {.push = push_dense, .wire_bytes = dense_wire},
     .rows = {.push = push_rows, .wire_bytes = rows_wire},
+    .check_rows = check_rows,
     .start = start,
     .stop = stop,
     .on_gradient = on_gradient,

@@ -260,6 +260,12 @@ struct sess_push_ops {
     const char *advance_op;
     /* use_locking applies to its pushes (the read-modify-writes) */
     bool locks;
+    /* a table's rows are always deduplicated, sgd's too (sync: the
+     * accumulator counts one contribution per row and gradient) */
+    bool rows_dedup;
+    /* (optional) Refuses table v (at map time) if its rows transfer
+     * cannot push its optimizer's update. */
+    rf_status (*check_rows)(const rf_session *s, const sess_var *v);
     /* Its two transfer kinds (sess_var.xfer points at one of them). */
     sess_push_xfer dense, rows;
     /* (optional) Checks the options against the cluster (before anything
@@ -322,6 +328,7 @@ rf_status sess_push_wait(rf_session *s);
 rf_status sess_push_advance(rf_session *s, int64_t *step);
 void sess_push_name_threads(rf_session *s, rf_trace *t);
 void sess_push_replicas(const rf_session *s, uint32_t *n, uint32_t *m);
+rf_status sess_push_check_rows(const rf_session *s, const sess_var *v);
 bool sess_push_may_skip_missing(rf_session *s, size_t k);
 /* ... and the entries strategies share: every push acknowledged
  * (rf_ps_push_wait), global_step += 1 by FETCH_AND_ADD on ps task 0, and

@@ -81,13 +81,9 @@ static rf_status map_table(rf_session *s, sess_var *v)
                             "'%s' is trained by sparse updates but is not a "
                             "float32 table of rank >= 1",
                             name);
-    if (s->opt.apply == RF_PS_APPLY_WORKER &&
-        v->apply.cfg->kind == RF_OPTIM_ADAM)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "embedding table '%s': Adam's sparse rule (TF "
-                            "1.x) moves every row, a whole-table "
-                            "read-modify-write; use apply=ps",
-                            name);
+    rf_status st = sess_push_check_rows(s, v);
+    if (st != RF_OK)
+        return st;
     rf_shape ix = rf_node_shape(v->apply.indices);
     int64_t bound =
         ix.rank == 1 && ix.dims[0] >= 0 ? ix.dims[0] : s->opt.max_lookup_ids;
@@ -102,7 +98,9 @@ static rf_status map_table(rf_session *s, sess_var *v)
     v->rows = (size_t)sh.dims[0];
     v->width = (size_t)(rf_shape_numel(&sh) / sh.dims[0]);
     v->row_bytes = v->width * sizeof(float);
-    if (v->apply.cfg->kind != RF_OPTIM_SGD || s->opt.sync_replicas) {
+    /* deduplicated unless sgd (whose updates apply once per occurrence)
+     * and the strategy takes repeats */
+    if (v->apply.cfg->kind != RF_OPTIM_SGD || s->push->rows_dedup) {
         v->dedup_scratch = malloc(rf_optim_dedup_scratch_bytes(bound));
         if (!v->dedup_scratch)
             return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");

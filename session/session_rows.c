@@ -352,9 +352,10 @@ rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
 }
 
 /* The step's rows of v: -1 dropped, deduplicated (summed in order of
- * first appearance) unless sgd without sync replicas (a sync table's
- * accumulator counts one contribution per row and gradient). */
-static rf_status stage(rf_session *s, sess_var *v)
+ * first appearance) if sess_map chose to (not sgd, or a strategy that
+ * wants unique rows: a sync table's accumulator counts one contribution
+ * per row and gradient). */
+static rf_status stage(sess_var *v)
 {
     const rf_tensor *ix = v->step_idx, *vals = v->step_vals;
     size_t n = ix->shape.rank ? (size_t)ix->shape.dims[0] : 0;
@@ -371,7 +372,7 @@ static rf_status stage(rf_session *s, sess_var *v)
                             rf_node_name(v->var), n, v->max_push_rows);
     const int64_t *idx = ix->data;
     const float *g = vals->data;
-    if (v->apply.cfg->kind != RF_OPTIM_SGD || s->opt.sync_replicas) {
+    if (v->dedup_scratch) { /* sess_map chose to deduplicate */
         rf_status st = rf_optim_dedup(idx, n, g, v->width, v->dedup_scratch,
                                       v->push_rows, v->grad_buf, &v->push_n);
         if (st != RF_OK)
@@ -402,7 +403,7 @@ rf_status sess_rows_gradient(rf_session *s, size_t i, bool is_idx,
     if (atomic_fetch_add(&v->ready, 1) != 1)
         return RF_OK; /* the other half comes */
     atomic_store(&v->ready, 0);
-    rf_status st = stage(s, v);
+    rf_status st = stage(v);
     if (st != RF_OK)
         return st;
     return sess_push_gradient(s, i, span, tid);
