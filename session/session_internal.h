@@ -269,11 +269,12 @@ struct sess_push_ops {
     /* Its two transfer kinds (sess_var.xfer points at one of them). */
     sess_push_xfer dense, rows;
     /* (optional) Checks the options against the cluster (before anything
-     * connects) and sets the session fields the strategy decides. */
+     * connects; before sess_map) and makes the strategy's own state
+     * (s->push_state). */
     rf_status (*configure)(rf_session *s);
     /* (optional) After the session connected (and the chief initialised):
      * starts what the strategy runs beside the executor (a thread).
-     * (optional) stop also undoes configure, and may follow a failed
+     * (optional) stop undoes start and configure, and may follow a failed
      * configure or start. */
     rf_status (*start)(rf_session *s);
     void (*stop)(rf_session *s);
@@ -314,8 +315,9 @@ extern const sess_push_ops sess_push_apply_ps;
 extern const sess_push_ops sess_push_apply_worker;
 extern const sess_push_ops sess_push_sync;
 
-/* session/push.c: the one dispatcher of the strategy's slots (an empty
- * optional slot does nothing; sess_push_gradient's pushes at once) ... */
+/* session/push.c: the one dispatcher, each function calling the slot of
+ * its name (an empty optional slot does nothing or answers its default;
+ * an empty on_gradient: sess_push_gradient pushes v[i] at once) ... */
 rf_status sess_push_configure(rf_session *s);
 rf_status sess_push_start(rf_session *s);
 void sess_push_stop(rf_session *s);
