@@ -442,10 +442,10 @@ RF_API rf_status rf_ps_update_rmw(rf_ps_client *client, const rf_ps_xfer *grads,
 RF_API rf_status rf_ps_update_rmw_locked(rf_ps_client *client,
                                          const rf_ps_xfer *grads, size_t n);
 /* Into the accumulator (sync replicas): pushes gradients (as
- * rf_ps_push_inbox) of sync-replicas shards
- * (an async shard is refused) into their accumulators, tagged with
- * local_step (>= 0): per shard a WRITE of the tag into the inbox, then the
- * WRITE_WITH_IMM of the gradient, one batch per ps; returns once posted.
+ * rf_ps_push_inbox) of sync-replicas shards (an async shard is refused)
+ * into their accumulators, tagged with local_step (>= 0): per shard a
+ * WRITE of the tag into the inbox, then the WRITE_WITH_IMM of the
+ * gradient, one batch per ps; returns once posted.
  * rf_ps_push_wait waits for the acknowledgements (accepted or stale: see
  * rf_ps_sync_counts). */
 RF_API rf_status rf_ps_push_sync(rf_ps_client *client, const rf_ps_xfer *grads,
