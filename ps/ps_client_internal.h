@@ -362,14 +362,16 @@ rf_status cli_fetch_dir(ps_cli_conn *p);
 void cli_vars_invalidate(rf_ps_client *c, size_t ps);
 
 /* ps_client_push.c */
-/* apply=ps (sync false) or sync pushes (tagged with step) of n gradients,
- * checked by the caller. */
+/* The inbox pushes (rf_ps_push_inbox: sync false) or the sync pushes
+ * (rf_ps_push_sync: tagged with step) of n gradients, checked by the
+ * caller. */
 rf_status cli_push_ps(rf_ps_client *c, const rf_ps_xfer *g, size_t n, bool sync,
                       int64_t step);
-/* The checks every push makes of each transfer (shard, field, inbox,
- * alignment, no shard twice; a sync shard only with sync). */
+/* The checks every dense push makes of each transfer (shard, field,
+ * alignment, no shard twice; a sync shard only with sync; with inbox, the
+ * shard's inbox on its ps); what names the caller in the messages. */
 rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
-                         bool sync, const char *what);
+                         bool sync, bool inbox, const char *what);
 /* v's push starts: in flight until both its send and its ack arrived
  * (counted in the client's and its ps's pushes); a new sequence. */
 void cli_push_begin(rf_ps_var *v, bool sync, bool gather);
@@ -441,9 +443,11 @@ rf_status cli_rows_write_range(rf_ps_client *c, rf_ps_var *v, rf_ps_field field,
  * field f (0 values, 1 + i slot i) by row updates (cli_rows_update). */
 rf_status cli_rows_write_field(rf_ps_client *c, const rf_ps_rows *set,
                                size_t f);
-/* ps_client_rows_rmw.c: an apply=worker sparse push (checked). */
+/* ps_client_rows_rmw.c: a sparse read-modify-write (rf_ps_update_sparse_rmw
+ * and _locked, checked by the caller; what names it in the messages). */
 rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
-                       size_t n, const float *grad, bool use_locking);
+                       size_t n, const float *grad, bool locking,
+                       const char *what);
 /* The read-modify-write of m distinct rows of table v, every field: READs
  * each row's field records until whole (all at one version), gathers each
  * field's rows into field[f] (m rows of row_bytes, row j of which[0..k)),

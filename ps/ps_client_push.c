@@ -1,8 +1,8 @@
-/* ps/ps_client_push.c: pushes.
+/* ps/ps_client_push.c: the dense pushes.
  *
- * apply=ps: one WRITE_WITH_IMM per shard of the gradient into this client's
- * inbox on the ps (immediate = shard id | 8-bit sequence), all of one ps in
- * one rf_post; a push is finished when both its send completion and the
+ * rf_ps_push_inbox: one WRITE_WITH_IMM per shard of the gradient into this
+ * client's inbox on the ps (immediate = shard id | 8-bit sequence), all of one
+ * ps in one rf_post; a push is finished when both its send completion and the
  * ps's ack (a write_imm into the ack ring echoing the immediate; the ring
  * word is the new version or an error) arrived. At most one push per shard
  * is in flight (the inbox is reused) and fewer than the ps's receive depth
@@ -11,7 +11,8 @@
  * before the gradient's WRITE_WITH_IMM, which goes after the tag; its ack
  * says accepted or stale.
  *
- * apply=worker: every shard runs a small state machine, all of them
+ * rf_ps_update_rmw (and _locked, which takes the lock word): every shard
+ * runs a small state machine, all of them
  * advancing together, their work batched per ps at each round:
  *   [LOCK: CMP_AND_SWP lock 0 -> token; held elsewhere: retry after an
  *    exponential backoff (jittered, 20 us .. 2 ms) until lock_timeout]
@@ -35,7 +36,7 @@
 #include "rdmaflow/byteorder.h"
 #include "rdmaflow/status.h"
 
-/* ---- apply=ps ------------------------------------------------------------ */
+/* ---- into the inbox ------------------------------------------------------ */
 
 static void push_finish(rf_ps_var *v)
 {
@@ -234,9 +235,9 @@ static rf_status push_to_ps(rf_ps_client *c, size_t ps, const rf_ps_xfer *g,
             return RF_OK;
         /* The next shard is busy or the ps is full: wait. */
         rf_ps_var *v = g[i].var;
-        rf_status st = v->push_busy
-                           ? cli_wait_op(c, var_idle, v, "rf_ps_push")
-                           : cli_wait_op(c, ps_has_room, p, "rf_ps_push");
+        const char *what = sync ? "rf_ps_push_sync" : "rf_ps_push_inbox";
+        rf_status st = v->push_busy ? cli_wait_op(c, var_idle, v, what)
+                                    : cli_wait_op(c, ps_has_room, p, what);
         if (st == RF_OK)
             st = cli_conn_check(p);
         if (st != RF_OK)
@@ -270,7 +271,7 @@ rf_status rf_ps_push_wait(rf_ps_client *c)
     return st;
 }
 
-/* ---- apply=worker ------------------------------------------------------- */
+/* ---- read-modify-write --------------------------------------------------- */
 
 enum {
     WM_IDLE = 0,
@@ -601,7 +602,7 @@ static long long wm_wake_us(const rf_ps_xfer *g, size_t n)
 }
 
 static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
-                             bool locking)
+                             bool locking, const char *what)
 {
     rf_status st = wm_start(c, g, n, locking), result = RF_OK;
     if (st != RF_OK)
@@ -622,7 +623,7 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
                           .deadline_ms = deadline,
                           .limit_ms = limit,
                           .wake_us = wm_wake_us(g, n),
-                          .what = "rf_ps_push(apply=worker)"};
+                          .what = what};
         if ((st = cli_wait(c, &w)) == RF_ERR_TIMEOUT) {
             for (size_t i = 0; i < n; i++)
                 g[i].var->wm_pending = 0;
@@ -650,11 +651,11 @@ static rf_status push_worker(rf_ps_client *c, const rf_ps_xfer *g, size_t n,
     return RF_OK;
 }
 
-/* ---- entry point ----------------------------------------------------------
+/* ---- the entry points ----------------------------------------------------
  */
 
 rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
-                         bool sync, const char *what)
+                         bool sync, bool inbox, const char *what)
 {
     rf_status st = RF_OK;
     for (size_t i = 0; i < n && st == RF_OK; i++) {
@@ -674,7 +675,8 @@ rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
             /* its inbox holds a sparse push, not a dense gradient */
             st = rf_error_set(RF_ERR_INVALID_ARG,
                               "%s: '%s' part %u is an embedding table: push "
-                              "its rows with rf_ps_push_sparse",
+                              "its rows with rf_ps_push_sparse_inbox or "
+                              "rf_ps_update_sparse_rmw",
                               what, v->spec.name, v->spec.part);
         else if (sync_shard != sync)
             st = rf_error_set(
@@ -683,8 +685,8 @@ rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
                 sync_shard ? "a sync-replicas" : "an async",
                 sync_shard ? ": its gradients go to its accumulator "
                              "(rf_ps_push_sync)"
-                           : ", without an accumulator (rf_ps_push)");
-        else if (sync && !v->inbox_rkey && !v->inbox_addr)
+                           : ", without an accumulator (rf_ps_push_inbox)");
+        else if (inbox && !v->inbox_rkey && !v->inbox_addr)
             st = rf_error_set(RF_ERR_INVALID_ARG,
                               "%s: '%s' part %u has no inbox on its ps", what,
                               v->spec.name, v->spec.part);
@@ -702,25 +704,39 @@ rf_status cli_push_check(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
     return st;
 }
 
-rf_status rf_ps_push(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
-                     rf_ps_apply_mode mode, bool use_locking)
+rf_status rf_ps_push_inbox(rf_ps_client *c, const rf_ps_xfer *grads, size_t n)
 {
     if (!c || (n && !grads))
-        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push: NULL argument");
-    if (mode != RF_PS_APPLY_PS && mode != RF_PS_APPLY_WORKER)
-        return rf_error_set(RF_ERR_INVALID_ARG, "rf_ps_push: apply mode %d",
-                            (int)mode);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_push_inbox: NULL argument");
     cli_lock(c);
-    rf_status st = cli_push_check(c, grads, n, false, "rf_ps_push");
-    for (size_t i = 0; st == RF_OK && mode == RF_PS_APPLY_PS && i < n; i++)
-        if (!grads[i].var->inbox_rkey && !grads[i].var->inbox_addr)
-            st = rf_error_set(RF_ERR_INVALID_ARG,
-                              "rf_ps_push: '%s' part %u has no inbox on its "
-                              "ps",
-                              grads[i].var->spec.name, grads[i].var->spec.part);
+    rf_status st = cli_push_check(c, grads, n, false, true, "rf_ps_push_inbox");
     if (st == RF_OK && n)
-        st = mode == RF_PS_APPLY_PS ? cli_push_ps(c, grads, n, false, 0)
-                                    : push_worker(c, grads, n, use_locking);
+        st = cli_push_ps(c, grads, n, false, 0);
     cli_unlock(c);
     return st;
+}
+
+static rf_status update_rmw(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
+                            bool locking, const char *what)
+{
+    if (!c || (n && !grads))
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: NULL argument", what);
+    cli_lock(c);
+    rf_status st = cli_push_check(c, grads, n, false, false, what);
+    if (st == RF_OK && n)
+        st = push_worker(c, grads, n, locking, what);
+    cli_unlock(c);
+    return st;
+}
+
+rf_status rf_ps_update_rmw(rf_ps_client *c, const rf_ps_xfer *grads, size_t n)
+{
+    return update_rmw(c, grads, n, false, "rf_ps_update_rmw");
+}
+
+rf_status rf_ps_update_rmw_locked(rf_ps_client *c, const rf_ps_xfer *grads,
+                                  size_t n)
+{
+    return update_rmw(c, grads, n, true, "rf_ps_update_rmw_locked");
 }

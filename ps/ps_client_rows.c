@@ -10,12 +10,13 @@
  * contiguous range as one READ per 4 MiB of consecutive records, torn rows
  * read again one by one. What the reads saw is counted
  * (rf_ps_client_row_counters).
- * rf_ps_push_sparse apply=ps: WRITEs of the indices and the gradient rows
+ * rf_ps_push_sparse_inbox: WRITEs of the indices and the gradient rows
  * into the worker's inbox, then the WRITE_WITH_IMM of the count (the ps
  * checks and applies, ps_server_sparse.c, and acks as for a dense push);
- * apply=worker: the row update of ps_client_rows_rmw.c (every field
- * record READ and checked, CMP_AND_SWP of each row's version, the sealed
- * records WRITten). rf_ps_push_sparse_sync: the same apply=ps push to
+ * rf_ps_update_sparse_rmw (and _locked): the row update of
+ * ps_client_rows_rmw.c (every field record READ and checked, CMP_AND_SWP
+ * of each row's version, the sealed records WRITten).
+ * rf_ps_push_sparse_sync: the same inbox push to
  * a sync table, its count's WRITE_WITH_IMM carrying the tag after the count
  * (ps_server_sparse_sync.c). Every index is checked before anything is
  * posted. The work request lists, completion contexts and row records are
@@ -451,7 +452,7 @@ rf_status rf_ps_read_row_range(rf_ps_client *c, rf_ps_var *var,
     return st;
 }
 
-/* ---- sparse pushes, apply=ps ----------------------------------------------
+/* ---- sparse pushes -----------------------------------------------------
  */
 
 /* sync: a sync table's push, whose header carries the tag (step) after the
@@ -512,13 +513,15 @@ static rf_status push_ps(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     return st;
 }
 
-/* sync: rf_ps_push_sparse_sync (apply=ps, tagged with step). */
-static rf_status push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
-                             size_t n, const float *grad, rf_mr *mr,
-                             rf_ps_apply_mode mode, bool use_locking, bool sync,
-                             int64_t step)
+/* The checks every sparse push makes before anything is posted (the
+ * caller holds the client): a table shard of the primitive's kind (sync:
+ * rf_ps_push_sparse_sync), at most max_push_rows rows, Adam refused by a
+ * read-modify-write (rmw), indices and gradient rows inside mr, every
+ * index in range. */
+static rf_status sparse_check(rf_ps_client *c, rf_ps_var *v,
+                              const int64_t *rows, size_t n, const float *grad,
+                              rf_mr *mr, bool sync, bool rmw, const char *what)
 {
-    const char *what = sync ? "rf_ps_push_sparse_sync" : "rf_ps_push_sparse";
     rf_status st = cli_table_check(c, v, what);
     if (st != RF_OK)
         return st;
@@ -527,21 +530,14 @@ static rf_status push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
             RF_ERR_INVALID_ARG, "%s: table '%s' part %u is %s; use %s", what,
             v->spec.name, v->spec.part,
             sync ? "not a sync-replicas shard" : "a sync-replicas shard",
-            sync ? "rf_ps_push_sparse" : "rf_ps_push_sparse_sync");
-    if (sync && step < 0)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "%s: local step %lld is negative", what,
-                            (long long)step);
-    if (mode != RF_PS_APPLY_PS && mode != RF_PS_APPLY_WORKER)
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: apply mode %d", what,
-                            (int)mode);
+            sync ? "rf_ps_push_sparse_inbox" : "rf_ps_push_sparse_sync");
     if (n > v->lay.max_push_rows)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s: %zu rows to table '%s' part %u, whose pushes "
                             "carry at most max_push_rows %u",
                             what, n, v->spec.name, v->spec.part,
                             v->lay.max_push_rows);
-    if (mode == RF_PS_APPLY_WORKER && v->spec.optim.kind == RF_OPTIM_ADAM)
+    if (rmw && v->spec.optim.kind == RF_OPTIM_ADAM)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s: table '%s' part %u: Adam's TF 1.x sparse rule "
                             "moves every row (a whole-table read-modify-"
@@ -553,23 +549,52 @@ static rf_status push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                              "the gradient rows")) != RF_OK ||
         (st = cli_rows_indices(v, rows, n, 0, what)) != RF_OK)
         return st;
-    if (mode == RF_PS_APPLY_PS)
-        return push_ps(c, v, rows, n, grad, mr, sync, step, what);
-    return cli_rows_rmw(c, v, rows, n, grad, use_locking);
+    return RF_OK;
 }
 
-rf_status rf_ps_push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
-                            size_t n, const float *grad, rf_mr *mr,
-                            rf_ps_apply_mode mode, bool use_locking)
+rf_status rf_ps_push_sparse_inbox(rf_ps_client *c, rf_ps_var *v,
+                                  const int64_t *rows, size_t n,
+                                  const float *grad, rf_mr *mr)
 {
+    const char *what = "rf_ps_push_sparse_inbox";
     if (!c)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_ps_push_sparse: NULL client");
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: NULL client", what);
     cli_lock(c);
-    rf_status st =
-        push_sparse(c, v, rows, n, grad, mr, mode, use_locking, false, 0);
+    rf_status st = sparse_check(c, v, rows, n, grad, mr, false, false, what);
+    if (st == RF_OK)
+        st = push_ps(c, v, rows, n, grad, mr, false, 0, what);
     cli_unlock(c);
     return st;
+}
+
+static rf_status update_sparse(rf_ps_client *c, rf_ps_var *v,
+                               const int64_t *rows, size_t n, const float *grad,
+                               rf_mr *mr, bool locking, const char *what)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: NULL client", what);
+    cli_lock(c);
+    rf_status st = sparse_check(c, v, rows, n, grad, mr, false, true, what);
+    if (st == RF_OK)
+        st = cli_rows_rmw(c, v, rows, n, grad, locking, what);
+    cli_unlock(c);
+    return st;
+}
+
+rf_status rf_ps_update_sparse_rmw(rf_ps_client *c, rf_ps_var *v,
+                                  const int64_t *rows, size_t n,
+                                  const float *grad, rf_mr *mr)
+{
+    return update_sparse(c, v, rows, n, grad, mr, false,
+                         "rf_ps_update_sparse_rmw");
+}
+
+rf_status rf_ps_update_sparse_rmw_locked(rf_ps_client *c, rf_ps_var *v,
+                                         const int64_t *rows, size_t n,
+                                         const float *grad, rf_mr *mr)
+{
+    return update_sparse(c, v, rows, n, grad, mr, true,
+                         "rf_ps_update_sparse_rmw_locked");
 }
 
 rf_status rf_ps_push_sparse_sync(rf_ps_client *c, rf_ps_var *v,
@@ -577,12 +602,16 @@ rf_status rf_ps_push_sparse_sync(rf_ps_client *c, rf_ps_var *v,
                                  const float *grad, rf_mr *mr,
                                  int64_t local_step)
 {
+    const char *what = "rf_ps_push_sparse_sync";
     if (!c)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_ps_push_sparse_sync: NULL client");
+        return rf_error_set(RF_ERR_INVALID_ARG, "%s: NULL client", what);
     cli_lock(c);
-    rf_status st = push_sparse(c, v, rows, n, grad, mr, RF_PS_APPLY_PS, false,
-                               true, local_step);
+    rf_status st = sparse_check(c, v, rows, n, grad, mr, true, false, what);
+    if (st == RF_OK && local_step < 0)
+        st = rf_error_set(RF_ERR_INVALID_ARG, "%s: local step %lld is negative",
+                          what, (long long)local_step);
+    if (st == RF_OK)
+        st = push_ps(c, v, rows, n, grad, mr, true, local_step, what);
     cli_unlock(c);
     return st;
 }

@@ -1,6 +1,7 @@
 /* ps/ps_client_rows_rmw.c: the read-modify-write of embedding table rows
- * (cli_rows_update), used by apply=worker sparse pushes
- * (rf_ps_push_sparse; checked by ps_client_rows.c) and rf_ps_write_rows.
+ * (cli_rows_update), used by the sparse read-modify-writes
+ * (rf_ps_update_sparse_rmw and _locked; checked by ps_client_rows.c) and
+ * rf_ps_write_rows.
  *
  * cli_rows_update: one list READs the row record (ps_layout.h: version,
  * CRC32C, row) of every field of every row; a row is taken when each
@@ -12,12 +13,12 @@
  * sealed at v + 2 (slots first, the values record, which publishes v + 2,
  * last); the rows whose swap lost are read, changed and swapped again.
  * So no update is lost and no reader accepts a mixed row even when
- * several workers write one row without use_locking, and a record is
+ * several workers write one row without the lock word, and a record is
  * always whole once its WRITE has landed (two writers never write one
  * row at once).
  *
- * apply=worker: the rows are made unique (a repeated sgd index is one row
- * updated twice, in order); with use_locking the shard's lock word is
+ * The sparse read-modify-write: the rows are made unique (a repeated sgd
+ * index is one row updated twice, in order); _locked: the shard's lock word is
  * taken first (CMP_AND_SWP, jittered backoff until lock_timeout_ms) and
  * released with CMP_AND_SWP token -> 0 after; the change is
  * rf_optim_apply_sparse on the gathered rows (local indices; in a later round,
@@ -123,7 +124,8 @@ static rf_status lock_shard(rf_ps_client *c, rf_ps_var *v, uint64_t *word)
                    .rkey = v->rkey,
                    .compare_add = 0,
                    .swap = c->lock_token};
-        rf_status st = run_list(c, v, &w, 1, "rf_ps_push_sparse (lock)");
+        rf_status st =
+            run_list(c, v, &w, 1, "rf_ps_update_sparse_rmw_locked (lock)");
         if (st != RF_OK)
             return st;
         if (*word == 0)
@@ -132,7 +134,8 @@ static rf_status lock_shard(rf_ps_client *c, rf_ps_var *v, uint64_t *word)
             char name[340];
             return rf_error_set(
                 RF_ERR_TIMEOUT,
-                "rf_ps_push_sparse: the lock of '%s' part %u on %s is still "
+                "rf_ps_update_sparse_rmw_locked: the lock of '%s' part %u on "
+                "%s is still "
                 "held by client %u after %d ms (a worker that died holding "
                 "it?)",
                 v->spec.name, v->spec.part,
@@ -140,7 +143,8 @@ static rf_status lock_shard(rf_ps_client *c, rf_ps_var *v, uint64_t *word)
                 (unsigned)(*word & 0xffffffffu), c->opt.lock_timeout_ms);
         }
         if ((st = cli_pause_us(c, jitter(backoff),
-                               "rf_ps_push_sparse (lock)")) != RF_OK)
+                               "rf_ps_update_sparse_rmw_locked (lock)")) !=
+            RF_OK)
             return st;
         backoff = backoff * 2 > 2000 ? 2000 : backoff * 2;
     }
@@ -340,6 +344,7 @@ typedef struct rmw_ctx {
     int64_t *inv, *sub_idx;
     float *sub_grad;
     char err[400];
+    const char *what; /* the caller, in messages */
 } rmw_ctx;
 
 static rf_status modify_apply(void *arg, rf_ps_var *v, const size_t *which,
@@ -377,17 +382,15 @@ static rf_status modify_apply(void *arg, rf_ps_var *v, const size_t *which,
     rf_status st = rf_optim_apply_sparse(x->optim, field[0], field + 1, k,
                                          x->width, idx, n, g, &sc);
     if (st != RF_OK)
-        return rf_error_set(st,
-                            "rf_ps_push_sparse (apply=worker): '%s' part "
-                            "%u: %s",
-                            v->spec.name, v->spec.part, rf_error_message());
+        return rf_error_set(st, "%s: '%s' part %u: %s", x->what, v->spec.name,
+                            v->spec.part, rf_error_message());
     return RF_OK;
 }
 
 rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
-                       size_t n, const float *grad, bool use_locking)
+                       size_t n, const float *grad, bool locking,
+                       const char *what)
 {
-    const char *what = "rf_ps_push_sparse (apply=worker)";
     size_t m = 0;
     rf_status st = unique_rows(c, rows, n, &m);
     if (st != RF_OK || m == 0)
@@ -395,7 +398,7 @@ rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
     if ((st = cli_words(c, 2)) != RF_OK ||
         (st = cli_rows_scratch(c, 1, 0)) != RF_OK)
         return st;
-    if (use_locking &&
+    if (locking &&
         (st = lock_shard(c, v, (uint64_t *)(void *)c->words)) != RF_OK)
         return st;
     rmw_ctx x = {.optim = &v->spec.optim,
@@ -403,10 +406,11 @@ rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                  .n = n,
                  .width = (size_t)v->lay.row_bytes / sizeof(float),
                  .local = c->rmw_local,
-                 .grad = grad};
+                 .grad = grad,
+                 .what = what};
     st = cli_rows_update(c, v, c->rmw_rows, m, modify_apply, &x, what);
     free(x.inv), free(x.sub_grad);
-    if (use_locking) { /* c->words[0] (the engine used them for its swaps) */
+    if (locking) { /* c->words[0] (the engine used them for its swaps) */
         /* released with CMP_AND_SWP token -> 0: atomics are atomic only
          * with respect to other atomics (ps_client_push.c) */
         rf_status ust = cli_words(c, 1);
@@ -421,11 +425,13 @@ rf_status cli_rows_rmw(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
                        .rkey = v->rkey,
                        .compare_add = c->lock_token,
                        .swap = 0};
-            ust = run_list(c, v, &w, 1, "rf_ps_push_sparse (unlock)");
+            ust = run_list(c, v, &w, 1,
+                           "rf_ps_update_sparse_rmw_locked (unlock)");
         }
         if (ust == RF_OK && *old != c->lock_token)
             ust = rf_error_set(RF_ERR_CORRUPT,
-                               "rf_ps_push_sparse: releasing the lock of "
+                               "rf_ps_update_sparse_rmw_locked: releasing the "
+                               "lock of "
                                "'%s' part %u found 0x%llx in it, not this "
                                "client's 0x%llx: the lock was not held "
                                "while the rows were written",

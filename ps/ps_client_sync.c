@@ -22,7 +22,7 @@ rf_status rf_ps_push_sync(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
                             "rf_ps_push_sync: local step %lld is negative",
                             (long long)local_step);
     cli_lock(c);
-    rf_status st = cli_push_check(c, grads, n, true, "rf_ps_push_sync");
+    rf_status st = cli_push_check(c, grads, n, true, true, "rf_ps_push_sync");
     if (st == RF_OK && n)
         st = cli_push_ps(c, grads, n, true, local_step);
     cli_unlock(c);

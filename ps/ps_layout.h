@@ -157,7 +157,7 @@ rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
                          uint64_t dim0, uint32_t max_push_rows, bool sync,
                          ps_layout *out);
 
-/* A table shard's sparse push (rf_ps_push_sparse, apply=ps) in its
+/* A table shard's sparse push (rf_ps_push_sparse_inbox) in its
  * worker's inbox: the count (u64 little-endian) at 0, the row indices
  * (int64) at PS_SPARSE_IDX_OFF, the gradient rows at ps_sparse_rows_off.
  * The worker WRITEs the indices and the rows, then WRITE_WITH_IMMs the

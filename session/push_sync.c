@@ -42,6 +42,13 @@
 #define LONG_SLEEP_MS 5
 
 typedef struct sync_state {
+    /* the shards' replicas_to_aggregate and total_num_replicas, and how
+     * many of the other workers the chief's finish may go without */
+    uint32_t n, m;
+    int64_t optional;
+    /* when the finish's wait for only those (backup) workers ends; 0: not
+     * yet */
+    int64_t optional_deadline;
     rf_ps_var **shards; /* every variable's shard, in s->v order */
     int64_t *steps;     /* their step words, as last read */
     uint64_t *stale;
@@ -92,10 +99,10 @@ static rf_status configure(rf_session *s)
     sync_state *st = calloc(1, sizeof *st);
     if (!st)
         return rf_error_set(RF_ERR_NO_MEMORY, "sync_replicas: out of memory");
+    st->n = (uint32_t)n;
+    st->m = (uint32_t)m;
+    st->optional = m - n;
     s->push_state = st;
-    s->sync_n = (uint32_t)n;
-    s->sync_m = (uint32_t)m;
-    s->finish_optional = m - n;
     return RF_OK;
 }
 
@@ -174,24 +181,49 @@ static rf_status begin(rf_session *s)
     return RF_OK;
 }
 
-static rf_status on_gradient(rf_session *s, size_t i, const char *span, int tid)
+/* Each gradient into its accumulator, tagged with the local step. */
+static rf_status push_dense(rf_session *s, const size_t *vars, size_t n)
 {
     sync_state *st = s->push_state;
-    uint64_t t0 = rf_now_ns();
-    rf_status rst;
-    if (s->v[i].table) { /* the rows staged (deduplicated) by session_rows.c */
-        rst = sess_rows_push(s, i, RF_PS_APPLY_PS, st->local_step);
-    } else {
-        rf_ps_xfer x = sess_grad_xfer(s, i);
+    rf_status rst = RF_OK;
+    for (size_t k = 0; k < n && rst == RF_OK; k++) {
+        rf_ps_xfer x = sess_grad_xfer(s, vars[k]);
         rst = rf_ps_push_sync(s->client, &x, 1, st->local_step);
     }
-    sess_span(s, span, s->v[i].args, t0, tid);
     return rst;
 }
 
-static rf_status wait_acks(rf_session *s)
+/* The gradient, the ack, the tag. */
+static size_t dense_wire(const rf_session *s, const sess_var *v, size_t rows)
 {
-    return rf_ps_push_wait(s->client);
+    (void)s;
+    (void)rows;
+    return v->info.values_bytes + 8 + 8;
+}
+
+/* A table's rows (staged deduplicated by session_rows.c) into its per-row
+ * accumulator, tagged with the local step. */
+static rf_status push_rows(rf_session *s, const size_t *vars, size_t n)
+{
+    sync_state *st = s->push_state;
+    rf_status rst = RF_OK;
+    for (size_t k = 0; k < n && rst == RF_OK; k++) {
+        sess_var *v = &s->v[vars[k]];
+        pthread_mutex_lock(&s->rows.mu);
+        rst = rf_ps_push_sparse_sync(s->client, v->shard, v->push_rows,
+                                     v->push_n, v->grad_buf, s->block.mem_mr,
+                                     st->local_step);
+        rst = sess_rows_pushed(s, v, rst);
+        pthread_mutex_unlock(&s->rows.mu);
+    }
+    return rst;
+}
+
+/* The count, the indices and rows, the ack (as apply=ps counts them). */
+static size_t rows_wire(const rf_session *s, const sess_var *v, size_t rows)
+{
+    (void)s;
+    return 8 + rows * (8 + v->row_bytes) + 8;
 }
 
 static rf_status timed_out(rf_session *s, const sync_state *st, int64_t gs,
@@ -214,7 +246,7 @@ static rf_status timed_out(rf_session *s, const sync_state *st, int64_t gs,
         "(are %u workers running?)",
         (long long)gs, timeout, behind, s->nv, (long long)st->local_step,
         rf_node_name(s->v[first].var), s->v[first].ps_task,
-        (long long)st->steps[first], s->sync_n, s->sync_n);
+        (long long)st->steps[first], st->n, st->n);
 }
 
 /* Until global_step > local_step: its new value in *step. */
@@ -278,12 +310,6 @@ static rf_status advance(rf_session *s, int64_t *step)
     return RF_OK;
 }
 
-static void no_threads(rf_session *s, rf_trace *t)
-{
-    (void)s;
-    (void)t;
-}
-
 rf_status rf_session_sync_stats_get(rf_session *s, rf_session_sync_stats *out)
 {
     if (!s || !out)
@@ -298,8 +324,8 @@ rf_status rf_session_sync_stats_get(rf_session *s, rf_session_sync_stats *out)
                             "rf_session_sync_stats_get: the session has no "
                             "sync_replicas");
     sync_state *st = s->push_state;
-    *out = (rf_session_sync_stats){.replicas_to_aggregate = (int)s->sync_n,
-                                   .total_num_replicas = (int)s->sync_m,
+    *out = (rf_session_sync_stats){.replicas_to_aggregate = (int)st->n,
+                                   .total_num_replicas = (int)st->m,
                                    .local_step = st->local_step,
                                    .published = st->published};
     rf_ps_sync_counts(s->client, &out->accepted, &out->stale);
@@ -313,6 +339,26 @@ rf_status rf_session_sync_stats_get(rf_session *s, rf_session_sync_stats *out)
     return RF_OK;
 }
 
+static void replicas(const rf_session *s, uint32_t *n, uint32_t *m)
+{
+    const sync_state *st = s->push_state;
+    *n = st ? st->n : 0;
+    *m = st ? st->m : 0;
+}
+
+/* Backup workers: once only they are missing, they get op_timeout_ms
+ * more, not the whole wait. */
+static bool may_skip_missing(rf_session *s, size_t k)
+{
+    sync_state *st = s->push_state;
+    if (!st || (int64_t)k > st->optional)
+        return false;
+    if (st->optional_deadline == 0)
+        st->optional_deadline = rf_deadline_ms(
+            s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000);
+    return rf_deadline_passed(st->optional_deadline);
+}
+
 const sess_push_ops sess_push_sync = {
     .name = "sync",
     .push_op = "WRITE_WITH_IMM",
@@ -320,14 +366,18 @@ const sess_push_ops sess_push_sync = {
     .wait_span = "wait accumulator acks",
     .advance_kind = RF_STEP_WAIT_STEP,
     .advance_op = "WAIT_GLOBAL_STEP",
+    .rows_dedup = true,
+    .dense = {.push = push_dense, .wire_bytes = dense_wire},
+    .rows = {.push = push_rows, .wire_bytes = rows_wire},
     .configure = configure,
     .start = start,
     .stop = stop,
     .init_shards = init_shards,
     .begin = begin,
-    .on_gradient = on_gradient,
-    .drain = sess_push_nothing,
-    .wait = wait_acks,
+    /* no on_gradient: each push is posted by the executor thread that
+     * staged it */
+    .wait = sess_push_wait_acks,
     .advance = advance,
-    .name_threads = no_threads,
+    .replicas = replicas,
+    .may_skip_missing = may_skip_missing,
 };

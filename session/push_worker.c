@@ -1,10 +1,12 @@
 /* session/push_worker.c: the apply=worker push strategy (one-sided,
  * Hogwild!/FaRM style: the ps CPU does nothing). Gradients are queued by
  * the executor threads; a pusher thread reads each queued variable's
- * record, runs the optimizer here and writes it back (rf_ps_push blocks for
- * that; with use_locking under the record's CMP_AND_SWP lock), everything
- * queued when it comes round in one call, so the client advances those
- * shards' reads and writes together, while backprop goes on. */
+ * record, runs the optimizer here and writes it back (rf_ps_update_rmw
+ * blocks for that; with use_locking rf_ps_update_rmw_locked, under the
+ * record's CMP_AND_SWP lock), the dense ones queued when it comes round in
+ * one call, so the client advances those shards' reads and writes
+ * together, while backprop goes on; the tables' staged rows one table at a
+ * time (rf_ps_update_sparse_rmw, _locked). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,14 +18,19 @@ typedef struct pusher {
     pthread_cond_t cv;
     size_t *queue; /* variable indices, a ring of s->nv */
     size_t qhead, qlen;
-    rf_ps_xfer *batch;
-    size_t *tables; /* the queued embedding tables, pushed one by one */
+    size_t *dense, *tables; /* what was queued, by transfer kind */
+    rf_ps_xfer *batch;      /* the dense ones' gradients */
     bool busy, stop;
     rf_status st; /* the first failure since the last drain */
     char err[512];
     int tid; /* its thread id in traces */
 } pusher;
 
+static rf_status push_dense(rf_session *s, const size_t *vars, size_t n);
+static rf_status push_rows(rf_session *s, const size_t *vars, size_t n);
+
+/* Pushes what was queued, grouped by the transfer kind sess_map chose for
+ * each variable. */
 static void *pusher_main(void *arg)
 {
     rf_session *s = arg;
@@ -37,28 +44,23 @@ static void *pusher_main(void *arg)
         size_t n = 0, nt = 0;
         for (; q->qlen > 0; q->qlen--) {
             size_t i = q->queue[q->qhead];
-            if (s->v[i].table)
+            if (s->v[i].xfer == &sess_push_apply_worker.rows)
                 q->tables[nt++] = i;
             else
-                q->batch[n++] = sess_grad_xfer(s, i);
+                q->dense[n++] = i;
             q->qhead = (q->qhead + 1) % s->nv;
         }
         q->busy = true;
         pthread_mutex_unlock(&q->mu);
         uint64_t t0 = rf_now_ns();
-        rf_status st = n ? rf_ps_push(s->client, q->batch, n,
-                                      RF_PS_APPLY_WORKER, s->opt.use_locking)
-                         : RF_OK;
-        /* embedding tables: their staged rows, read, applied here and
-         * written back as row updates (each row owned, its records
-         * sealed) */
-        for (size_t k = 0; k < nt && st == RF_OK; k++)
-            st = sess_rows_push(s, q->tables[k], RF_PS_APPLY_WORKER, -1);
+        rf_status st = n ? push_dense(s, q->dense, n) : RF_OK;
+        if (st == RF_OK && nt)
+            st = push_rows(s, q->tables, nt);
         if (s->report.trace) {
             char name[64], args[64];
             size_t bytes = 0;
             for (size_t k = 0; k < n; k++)
-                bytes += q->batch[k].len;
+                bytes += s->v[q->dense[k]].info.values_bytes;
             for (size_t k = 0; k < nt; k++)
                 bytes +=
                     s->v[q->tables[k]].push_n * s->v[q->tables[k]].row_bytes;
@@ -84,8 +86,9 @@ static void *pusher_main(void *arg)
 static void pusher_free(pusher *q)
 {
     free(q->queue);
-    free(q->batch);
+    free(q->dense);
     free(q->tables);
+    free(q->batch);
     free(q);
 }
 
@@ -95,10 +98,11 @@ static rf_status start(rf_session *s)
     if (!q)
         return rf_error_set(RF_ERR_NO_MEMORY, "apply=worker: out of memory");
     q->queue = calloc(s->nv, sizeof *q->queue);
-    q->batch = calloc(s->nv, sizeof *q->batch);
+    q->dense = calloc(s->nv, sizeof *q->dense);
     q->tables = calloc(s->nv, sizeof *q->tables);
+    q->batch = calloc(s->nv, sizeof *q->batch);
     q->tid = rf_executor_threads(s->ex);
-    if (!q->queue || !q->batch || !q->tables) {
+    if (!q->queue || !q->dense || !q->tables || !q->batch) {
         pusher_free(q);
         return rf_error_set(RF_ERR_NO_MEMORY, "apply=worker: out of memory");
     }
@@ -159,11 +163,68 @@ static rf_status drain(rf_session *s)
     return st;
 }
 
-/* Every update completed inside rf_ps_push; this only collects what the
- * client still holds (nothing for apply=worker, by its contract). */
-static rf_status wait_client(rf_session *s)
+/* The dense gradients of vars, in one read-modify-write call (on the
+ * pusher thread: the batch is its own). */
+static rf_status push_dense(rf_session *s, const size_t *vars, size_t n)
 {
-    return rf_ps_push_wait(s->client);
+    pusher *q = s->push_state;
+    for (size_t k = 0; k < n; k++)
+        q->batch[k] = sess_grad_xfer(s, vars[k]);
+    return s->opt.use_locking ? rf_ps_update_rmw_locked(s->client, q->batch, n)
+                              : rf_ps_update_rmw(s->client, q->batch, n);
+}
+
+/* READ and WRITE of the record's beta powers, values, slots and their
+ * padding, FETCH_AND_ADD of the version; locking: CMP_AND_SWP, a second
+ * FETCH_AND_ADD, the unlocking CMP_AND_SWP. */
+static size_t dense_wire(const rf_session *s, const sess_var *v, size_t rows)
+{
+    (void)rows;
+    return 2 * v->info.rmw_bytes + 8 + (s->opt.use_locking ? 24 : 0);
+}
+
+/* Each table's staged rows, read, applied here and written back as row
+ * updates (each row owned, its records sealed), one table at a time. */
+static rf_status push_rows(rf_session *s, const size_t *vars, size_t n)
+{
+    rf_status st = RF_OK;
+    for (size_t k = 0; k < n && st == RF_OK; k++) {
+        sess_var *v = &s->v[vars[k]];
+        pthread_mutex_lock(&s->rows.mu);
+        st = s->opt.use_locking
+                 ? rf_ps_update_sparse_rmw_locked(s->client, v->shard,
+                                                  v->push_rows, v->push_n,
+                                                  v->grad_buf, s->block.mem_mr)
+                 : rf_ps_update_sparse_rmw(s->client, v->shard, v->push_rows,
+                                           v->push_n, v->grad_buf,
+                                           s->block.mem_mr);
+        st = sess_rows_pushed(s, v, st);
+        pthread_mutex_unlock(&s->rows.mu);
+    }
+    return st;
+}
+
+/* Adam's sparse rule (TF 1.x) moves every row: not a row update. */
+static rf_status check_rows(const rf_session *s, const sess_var *v)
+{
+    (void)s;
+    if (v->apply.cfg->kind != RF_OPTIM_ADAM)
+        return RF_OK;
+    return rf_error_set(RF_ERR_INVALID_ARG,
+                        "embedding table '%s': Adam's sparse rule (TF "
+                        "1.x) moves every row, a whole-table "
+                        "read-modify-write; use apply=ps",
+                        rf_node_name(v->var));
+}
+
+/* READ of each row's records of values and slots (16-byte header each),
+ * CMP_AND_SWP of its version, the records WRITten back; locking: the lock
+ * word. */
+static size_t rows_wire(const rf_session *s, const sess_var *v, size_t rows)
+{
+    size_t fields = 1 + v->apply.num_slots;
+    return rows * (2 * fields * (v->row_bytes + 16) + 8) +
+           (s->opt.use_locking ? 24 : 0);
 }
 
 static void name_threads(rf_session *s, rf_trace *t)
@@ -180,14 +241,17 @@ const sess_push_ops sess_push_apply_worker = {
     .wait_span = "wait applies",
     .advance_kind = RF_STEP_FETCH_AND_ADD,
     .advance_op = "FETCH_AND_ADD",
-    .configure = sess_push_nothing,
+    .locks = true,
+    .dense = {.push = push_dense, .wire_bytes = dense_wire},
+    .rows = {.push = push_rows, .wire_bytes = rows_wire},
+    .check_rows = check_rows,
     .start = start,
     .stop = stop,
-    .init_shards = sess_push_nothing,
-    .begin = sess_push_nothing,
     .on_gradient = on_gradient,
     .drain = drain,
-    .wait = wait_client,
+    /* every update completed inside the pusher's calls: this only
+     * collects what the client still holds (nothing, by its contract) */
+    .wait = sess_push_wait_acks,
     .advance = sess_advance_fetch_add,
     .name_threads = name_threads,
 };

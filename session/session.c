@@ -136,7 +136,7 @@ rf_status rf_session_create_offline(const rf_cluster *cluster,
              ? RF_OK
              : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
     if (st == RF_OK)
-        st = s->push->configure(s);
+        st = sess_push_configure(s);
     if (st == RF_OK)
         st = sess_map(s);
     if (st == RF_OK)
@@ -207,7 +207,7 @@ rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
             ? RF_OK
             : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
     if (st == RF_OK)
-        st = s->push->configure(s);
+        st = sess_push_configure(s);
     if (st == RF_OK)
         st = sess_map(s);
     if (st == RF_OK)
@@ -217,7 +217,7 @@ rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
     if (st == RF_OK)
         st = sess_ssp_start(s);
     if (st == RF_OK)
-        st = s->push->start(s);
+        st = sess_push_start(s);
     if (st != RF_OK) {
         if (waiting_for && len)
             snprintf(waiting_for, len, "%s", s->ready.waiting_for);
@@ -236,7 +236,7 @@ void rf_session_destroy(rf_session *s)
         return;
     if (s->report.trace)
         rf_executor_set_trace(s->ex, NULL);
-    s->push->stop(s);
+    sess_push_stop(s);
     sess_plans_destroy(s); /* before the read set their hooks wait on */
     sess_snapshot_free(s);
     sess_disconnect(s);
@@ -254,7 +254,7 @@ void rf_session_set_trace(rf_session *s, rf_trace *t)
     s->report.trace = t;
     rf_executor_set_trace(s->ex, t);
     if (t)
-        s->push->name_threads(s, t);
+        sess_push_name_threads(s, t);
 }
 
 /* The fetched values for the caller: the plan's, and for train_op the new
@@ -269,28 +269,11 @@ static void give_fetches(rf_session *s, const sess_plan *p, rf_tensor *out)
                                       &s->run.step_value);
 }
 
-rf_status sess_push_nothing(rf_session *s)
-{
-    (void)s;
-    return RF_OK;
-}
-
-rf_status sess_advance_fetch_add(rf_session *s, int64_t *step)
-{
-    int64_t old = 0;
-    rf_status st = rf_ps_global_step_add(s->client, 1, &old);
-    if (st != RF_OK)
-        return rf_error_set(st, "incrementing global_step: %s",
-                            rf_error_message());
-    *step = old + 1;
-    return RF_OK;
-}
-
 static rf_status advance_global_step(rf_session *s, const sess_plan *p)
 {
     int64_t step = 0;
     uint64_t t0 = rf_now_ns();
-    rf_status st = s->push->advance(s, &step);
+    rf_status st = sess_push_advance(s, &step);
     if (st != RF_OK)
         return st;
     sess_span(s, p->ops[p->advance_op].name, "\"bytes\":8,\"ps_task\":0", t0,
@@ -370,7 +353,7 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
         s->v[i].t_post = t0;
         atomic_store(&s->v[i].read_traced, 0);
     }
-    st = p->train ? s->push->begin(s) : RF_OK;
+    st = p->train ? sess_push_begin(s) : RF_OK;
     if (st == RF_OK && p->reads_global_step)
         st = read_global_step_var(s);
     if (st == RF_OK)
@@ -390,12 +373,12 @@ rf_status rf_session_run(rf_session *s, rf_node *const *feeds,
     }
     if (p->train) {
         uint64_t tw = rf_now_ns();
-        rf_status dst = s->push->drain(s);
+        rf_status dst = sess_push_drain(s);
         if (st == RF_OK && dst != RF_OK) {
             st = dst;
             snprintf(err, sizeof err, "%s", rf_error_message());
         }
-        rf_status wst = s->push->wait(s);
+        rf_status wst = sess_push_wait(s);
         sess_span(s, p->ops[p->wait_op].name, "", tw, 0);
         if (st == RF_OK && wst != RF_OK) {
             st = wst;

@@ -191,7 +191,8 @@ static rf_status chief_init(rf_session *s, rf_ps_xfer *x, rf_ps_var **vars)
             s->v[i].rows_init = true;
             s->v[i].restored = true;
         }
-    st = s->push->init_shards(s); /* sync: the shards' step, before the flags */
+    st =
+        sess_push_init_shards(s); /* sync: the shards' step, before the flags */
     if (st == RF_OK)
         st = sess_tables_init(s); /* rows_init and not restored: their flags */
     if (st != RF_OK)

@@ -61,19 +61,13 @@ rf_status rf_session_wait_workers(rf_session *s, int timeout_ms, char *missing,
         size_t k = name_missing(s, ids, n, bits, list, sizeof list);
         if (k == 0)
             break;
-        /* sync replicas' backup workers: once only they are missing, they
-         * get op_timeout_ms more, not the whole wait */
-        if ((int64_t)k <= s->finish_optional) {
-            if (s->optional_deadline == 0)
-                s->optional_deadline = rf_deadline_ms(
-                    s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000);
-            if (rf_deadline_passed(s->optional_deadline)) {
-                RF_LOG_WARN("session: not waiting for %s (backup worker%s of "
-                            "sync replicas)",
-                            list, k == 1 ? "" : "s");
-                list[0] = '\0';
-                break;
-            }
+        /* sync replicas' backup workers (the strategy knows them) */
+        if (sess_push_may_skip_missing(s, k)) {
+            RF_LOG_WARN("session: not waiting for %s (backup worker%s of "
+                        "sync replicas)",
+                        list, k == 1 ? "" : "s");
+            list[0] = '\0';
+            break;
         }
         if (rf_deadline_passed(deadline)) {
             st = rf_error_set(RF_ERR_TIMEOUT,

@@ -45,8 +45,13 @@ struct rf_server {
     rf_cluster_secret *secret; /* NULL: the cluster is not authenticated */
 };
 
+typedef struct sess_push_xfer sess_push_xfer;
+
 /* A trained variable that lives on a ps task. */
 typedef struct sess_var {
+    /* How its gradient goes under the session's push strategy: the
+     * strategy's dense or rows transfer, chosen once by sess_map. */
+    const sess_push_xfer *xfer;
     rf_node *var;        /* the worker graph's variable */
     rf_node *grad;       /* its gradient node (fetched, hooked) */
     rf_apply_info apply; /* the optimizer apply it stands for */
@@ -158,7 +163,7 @@ struct rf_session {
         size_t nlookups;
         size_t nlookups_of_node; /* nodes covered by lookup_of_node */
         int32_t *lookup_of_node; /* node id -> index in lookups, or -1 */
-        /* rf_ps_read_rows and rf_ps_push_sparse from concurrent executor
+        /* rf_ps_read_rows and the sparse pushes from concurrent executor
          * threads and the pusher: one at a time on the client */
         pthread_mutex_t mu;
         bool mu_init;
@@ -173,14 +178,7 @@ struct rf_session {
     } run;
 
     const sess_push_ops *push;
-    void *push_state; /* the strategy's own */
-    /* sync replicas (set by the sync strategy's configure; 0 otherwise):
-     * the shards' replicas_to_aggregate and total_num_replicas, and how
-     * many of the other workers the chief's finish may go without */
-    uint32_t sync_n, sync_m;
-    int64_t finish_optional;
-    /* when the wait for only optional (backup) workers ends; 0: not yet */
-    int64_t optional_deadline;
+    void *push_state; /* the strategy's own (sync: the sync replicas') */
 
     /* checkpoints (session_ckpt.c, ckpt_tables.c) */
     struct {
@@ -234,8 +232,23 @@ struct rf_session {
     } report;
 };
 
+/* One transfer kind under a push strategy: a dense gradient (the variable's
+ * whole gradient in grad_buf) or a table's staged rows (push_rows and
+ * grad_buf, push_n of them). */
+struct sess_push_xfer {
+    /* Pushes the staged gradients of v[vars[0..n)], all of this kind:
+     * posts them (acknowledged by wait) or completes them. */
+    rf_status (*push)(rf_session *s, const size_t *vars, size_t n);
+    /* The payload bytes, both ways, of one push of v: dense, its gradient
+     * (rows ignored); rows, rows rows of it (the step description's bound
+     * takes max_push_rows). */
+    size_t (*wire_bytes)(const rf_session *s, const sess_var *v, size_t rows);
+};
+
 /* A push strategy (the same pattern as the fabric's rf_provider_ops: a
- * constant table of designated initializers, every entry present). */
+ * constant table of designated initializers). The optional slots (marked)
+ * may be NULL: the session calls every slot through session/push.c, where
+ * an empty one does nothing, and never tests the strategy itself. */
 struct sess_push_ops {
     const char *name;    /* "ps", "worker", "sync" (rf_session_desc.apply) */
     const char *push_op; /* the step op of a push, its span-name prefix */
@@ -245,43 +258,88 @@ struct sess_push_ops {
      * span is "<advance_op> global_step". */
     rf_step_op_kind advance_kind;
     const char *advance_op;
-    /* Checks the options against the cluster (before anything connects)
-     * and sets the session fields the strategy decides. */
+    /* use_locking applies to its pushes (the read-modify-writes) */
+    bool locks;
+    /* a table's rows are always deduplicated, sgd's too (sync: the
+     * accumulator counts one contribution per row and gradient) */
+    bool rows_dedup;
+    /* (optional) Refuses table v (at map time) if its rows transfer
+     * cannot push its optimizer's update. */
+    rf_status (*check_rows)(const rf_session *s, const sess_var *v);
+    /* Its two transfer kinds (sess_var.xfer points at one of them). */
+    sess_push_xfer dense, rows;
+    /* (optional) Checks the options against the cluster (before anything
+     * connects; before sess_map) and makes the strategy's own state
+     * (s->push_state). */
     rf_status (*configure)(rf_session *s);
-    /* After the session connected (and the chief initialised): starts what
-     * the strategy runs beside the executor (a thread). stop also undoes
-     * configure, and may follow a failed configure or start. */
+    /* (optional) After the session connected (and the chief initialised):
+     * starts what the strategy runs beside the executor (a thread).
+     * (optional) stop undoes start and configure, and may follow a failed
+     * configure or start. */
     rf_status (*start)(rf_session *s);
     void (*stop)(rf_session *s);
-    /* The chief, after a restore and before it writes the initial values
-     * and the init flags (so a worker that sees the flags sees this too). */
+    /* (optional) The chief, after a restore and before it writes the initial
+     * values and the init flags (so a worker that sees the flags sees this
+     * too). */
     rf_status (*init_shards)(rf_session *s);
-    /* At the start of a training run, before anything is read. */
+    /* (optional) At the start of a training run, before anything is
+     * read. */
     rf_status (*begin)(rf_session *s);
-    /* On the executor thread tid, just after the gradient of v[i] was
-     * copied into its staging buffer; span is the push's span name. */
+    /* (optional) On the executor thread tid, just after the gradient of
+     * v[i] was staged (copied, or its rows staged); span is the push's
+     * span name. Empty: v[i] is pushed at once (its xfer's push) on that
+     * thread, in span. */
     rf_status (*on_gradient)(rf_session *s, size_t i, const char *span,
                              int tid);
-    /* After the plan ran: until every gradient handed over was pushed
-     * (issued); the first failure of the step. */
+    /* (optional) After the plan ran: until every gradient handed over
+     * was pushed (issued); the first failure of the step. */
     rf_status (*drain)(rf_session *s);
     /* Then: until every push was applied (acknowledged). */
     rf_status (*wait)(rf_session *s);
     /* Then, if the step succeeded: moves global_step past this step;
      * *step gets its new value. */
     rf_status (*advance)(rf_session *s, int64_t *step);
-    /* Names the strategy's threads in the trace. */
+    /* (optional) Names the strategy's threads in the trace. */
     void (*name_threads)(rf_session *s, rf_trace *t);
+    /* (optional; empty: 0 and 0) The shards' replicas_to_aggregate and
+     * total_num_replicas (sync replicas: set by configure). */
+    void (*replicas)(const rf_session *s, uint32_t *n, uint32_t *m);
+    /* (optional; empty: false) The chief's finish, k other workers still
+     * missing: whether it may stop waiting for them (sync replicas' backup
+     * workers: once only they are missing, they get op_timeout_ms more,
+     * not the whole wait). */
+    bool (*may_skip_missing)(rf_session *s, size_t k);
 };
 
 extern const sess_push_ops sess_push_apply_ps;
 extern const sess_push_ops sess_push_apply_worker;
 extern const sess_push_ops sess_push_sync;
 
-/* session.c: the async strategies' shared entries: nothing to do, and
- * global_step += 1 by FETCH_AND_ADD on ps task 0. */
-rf_status sess_push_nothing(rf_session *s);
+/* session/push.c: the one dispatcher, each function calling the slot of
+ * its name (an empty optional slot does nothing or answers its default;
+ * an empty on_gradient: sess_push_gradient pushes v[i] at once) ... */
+rf_status sess_push_configure(rf_session *s);
+rf_status sess_push_start(rf_session *s);
+void sess_push_stop(rf_session *s);
+rf_status sess_push_init_shards(rf_session *s);
+rf_status sess_push_begin(rf_session *s);
+rf_status sess_push_gradient(rf_session *s, size_t i, const char *span,
+                             int tid);
+rf_status sess_push_drain(rf_session *s);
+rf_status sess_push_wait(rf_session *s);
+rf_status sess_push_advance(rf_session *s, int64_t *step);
+void sess_push_name_threads(rf_session *s, rf_trace *t);
+void sess_push_replicas(const rf_session *s, uint32_t *n, uint32_t *m);
+rf_status sess_push_check_rows(const rf_session *s, const sess_var *v);
+bool sess_push_may_skip_missing(rf_session *s, size_t k);
+/* ... and the entries strategies share: every push acknowledged
+ * (rf_ps_push_wait), global_step += 1 by FETCH_AND_ADD on ps task 0, and
+ * the bookkeeping of a table's rows push (st: what the client call
+ * returned; counts the rows, or names the table in the error), called
+ * with s->rows.mu held around both. */
+rf_status sess_push_wait_acks(rf_session *s);
 rf_status sess_advance_fetch_add(rf_session *s, int64_t *step);
+rf_status sess_rows_pushed(rf_session *s, const sess_var *v, rf_status st);
 
 /* A plan of the session with its hooks and its step description. */
 struct sess_plan {
@@ -356,17 +414,12 @@ rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
                            size_t *n, int tid);
 /* After the gradient's indices (is_idx) or values of table v[i]: the
  * second of the two stages the step's rows (dedup unless sgd) and hands
- * them to the push strategy. */
+ * them to the push strategy (sess_push_gradient). */
 rf_status sess_rows_gradient(rf_session *s, size_t i, bool is_idx,
                              const rf_tensor *value, const char *span, int tid);
-/* The payload bytes, both ways, of a READ of n rows of table v and of a
- * push of n rows (the step description's bounds take max_push_rows). */
+/* The payload bytes, both ways, of a READ of n rows of table v (the step
+ * description's bounds take max_push_rows). */
 size_t sess_rows_read_wire(const sess_var *v, size_t n);
-size_t sess_rows_push_wire(const rf_session *s, const sess_var *v, size_t n);
-/* rf_ps_push_sparse of v[i]'s staged rows; sync_step >= 0:
- * rf_ps_push_sparse_sync tagged with it (sync replicas). */
-rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode,
-                         int64_t sync_step);
 
 /* session_connect.c */
 rf_status sess_connect(rf_session *s);

@@ -6,7 +6,9 @@
  * is refused rather than silently kept local. A variable trained by a
  * sparse apply (the graph read it only through lookups) becomes an
  * embedding table shard (map_table); one read densely too has a dense
- * gradient and stays a dense shard (READ whole each step). */
+ * gradient and stays a dense shard (READ whole each step). Each variable's
+ * transfer kind (dense or rows) is chosen here, once: its push goes by the
+ * strategy's transfer of that kind (sess_var.xfer). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,13 +81,9 @@ static rf_status map_table(rf_session *s, sess_var *v)
                             "'%s' is trained by sparse updates but is not a "
                             "float32 table of rank >= 1",
                             name);
-    if (s->opt.apply == RF_PS_APPLY_WORKER &&
-        v->apply.cfg->kind == RF_OPTIM_ADAM)
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "embedding table '%s': Adam's sparse rule (TF "
-                            "1.x) moves every row, a whole-table "
-                            "read-modify-write; use apply=ps",
-                            name);
+    rf_status st = sess_push_check_rows(s, v);
+    if (st != RF_OK)
+        return st;
     rf_shape ix = rf_node_shape(v->apply.indices);
     int64_t bound =
         ix.rank == 1 && ix.dims[0] >= 0 ? ix.dims[0] : s->opt.max_lookup_ids;
@@ -100,7 +98,9 @@ static rf_status map_table(rf_session *s, sess_var *v)
     v->rows = (size_t)sh.dims[0];
     v->width = (size_t)(rf_shape_numel(&sh) / sh.dims[0]);
     v->row_bytes = v->width * sizeof(float);
-    if (v->apply.cfg->kind != RF_OPTIM_SGD || s->opt.sync_replicas) {
+    /* deduplicated unless sgd (whose updates apply once per occurrence)
+     * and the strategy takes repeats */
+    if (v->apply.cfg->kind != RF_OPTIM_SGD || s->push->rows_dedup) {
         v->dedup_scratch = malloc(rf_optim_dedup_scratch_bytes(bound));
         if (!v->dedup_scratch)
             return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
@@ -110,14 +110,16 @@ static rf_status map_table(rf_session *s, sess_var *v)
 
 rf_ps_shard_spec sess_spec(const rf_session *s, const sess_var *v)
 {
+    uint32_t n, m;
+    sess_push_replicas(s, &n, &m);
     return (rf_ps_shard_spec){.name = rf_node_name(v->var),
                               .part = 0,
                               .dtype = rf_node_dtype(v->var),
                               .shape = rf_node_shape(v->var),
                               .trainable = true,
                               .optim = *v->apply.cfg,
-                              .replicas_to_aggregate = s->sync_n,
-                              .total_num_replicas = s->sync_m,
+                              .replicas_to_aggregate = n,
+                              .total_num_replicas = m,
                               .max_push_rows = v->max_push_rows};
 }
 
@@ -165,6 +167,8 @@ rf_status sess_map(rf_session *s)
         s->nv++;
         if (v->apply.sparse && (st = map_table(s, v)) != RF_OK)
             return st;
+        /* the transfer kind, chosen once: every push of v goes by it */
+        v->xfer = v->table ? &s->push->rows : &s->push->dense;
     }
     if (s->nv == 0)
         return rf_error_set(RF_ERR_INVALID_ARG,

@@ -83,7 +83,7 @@ static rf_status after_op(void *ctx, rf_node *node, const rf_tensor *value,
                             v->info.values_bytes);
     }
     memcpy(v->grad_buf, value->data, bytes);
-    return s->push->on_gradient(s, (size_t)i, p->ops[p->push_op[i]].name, tid);
+    return sess_push_gradient(s, (size_t)i, p->ops[p->push_op[i]].name, tid);
 }
 
 /* ---- making a plan -------------------------------------------------------
@@ -313,21 +313,6 @@ static rf_step_op var_op(const sess_var *v, rf_step_op_kind kind,
                         .wire_bytes = v->info.values_bytes};
 }
 
-/* A push's payload both ways (rf_step_op.wire_bytes; ps_client_push.c
- * says what each strategy posts). */
-static size_t push_wire_bytes(const rf_session *s, const sess_var *v)
-{
-    if (v->table)
-        return sess_rows_push_wire(s, v, v->max_push_rows);
-    size_t vb = v->info.values_bytes;
-    if (s->opt.apply != RF_PS_APPLY_WORKER)
-        return vb + 8 + (s->sync_n ? 8 : 0); /* gradient, ack, tag */
-    /* READ and WRITE of the record's beta powers, values, slots and their
-     * padding, FETCH_AND_ADD of the version; locking: CMP_AND_SWP, a
-     * second FETCH_AND_ADD, WRITE 0 */
-    return 2 * v->info.rmw_bytes + 8 + (s->opt.use_locking ? 24 : 0);
-}
-
 /* [SSP: READ_CLOCKS,] READs (all posted at once), COMPUTE, one push per
  * gradient in the order the plan makes them, the wait, the strategy's
  * advance of global_step (FETCH_AND_ADD, or sync's WAIT_GLOBAL_STEP)[, SSP:
@@ -371,8 +356,9 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
         if (i < 0 || st != RF_OK)
             continue;
         rf_step_op op = var_op(&s->v[i], RF_STEP_PUSH, s->push->push_op);
-        op.locking = s->opt.apply == RF_PS_APPLY_WORKER && s->opt.use_locking;
-        op.wire_bytes = push_wire_bytes(s, &s->v[i]);
+        op.locking = s->push->locks && s->opt.use_locking;
+        op.wire_bytes =
+            s->v[i].xfer->wire_bytes(s, &s->v[i], s->v[i].max_push_rows);
         p->push_op[i] = p->nops;
         st = add_op(p, cap, op, s->push->push_op, rf_node_name(s->v[i].var));
     }
@@ -406,10 +392,12 @@ static rf_status describe_plan(rf_session *s, sess_plan *p)
     }
     if (st != RF_OK)
         return st;
+    uint32_t n, m;
+    sess_push_replicas(s, &n, &m);
     p->desc = (rf_session_desc){.apply = s->push->name,
                                 .use_locking = s->opt.use_locking,
-                                .replicas_to_aggregate = (int)s->sync_n,
-                                .total_num_replicas = (int)s->sync_m,
+                                .replicas_to_aggregate = (int)n,
+                                .total_num_replicas = (int)m,
                                 .staleness = s->opt.staleness,
                                 .compute_threads = rf_executor_threads(s->ex),
                                 .vars = s->report.var_desc,

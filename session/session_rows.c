@@ -14,7 +14,8 @@
  * part or -1; values: dy); once both are made, they are staged into the
  * table's registered push buffers (rf_optim_dedup unless the optimizer is
  * sgd, whose updates apply once per occurrence; -1 dropped) and handed to
- * the push strategy, which calls sess_rows_push (rf_ps_push_sparse; with
+ * the push strategy (sess_push_gradient), whose rows transfer pushes them
+ * (apply=ps rf_ps_push_sparse_inbox, apply=worker rf_ps_update_sparse_rmw,
  * sync replicas rf_ps_push_sparse_sync, tagged like the dense gradients). */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -351,9 +352,10 @@ rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
 }
 
 /* The step's rows of v: -1 dropped, deduplicated (summed in order of
- * first appearance) unless sgd without sync replicas (a sync table's
- * accumulator counts one contribution per row and gradient). */
-static rf_status stage(rf_session *s, sess_var *v)
+ * first appearance) if sess_map chose to (not sgd, or a strategy that
+ * wants unique rows: a sync table's accumulator counts one contribution
+ * per row and gradient). */
+static rf_status stage(sess_var *v)
 {
     const rf_tensor *ix = v->step_idx, *vals = v->step_vals;
     size_t n = ix->shape.rank ? (size_t)ix->shape.dims[0] : 0;
@@ -370,7 +372,7 @@ static rf_status stage(rf_session *s, sess_var *v)
                             rf_node_name(v->var), n, v->max_push_rows);
     const int64_t *idx = ix->data;
     const float *g = vals->data;
-    if (v->apply.cfg->kind != RF_OPTIM_SGD || s->opt.sync_replicas) {
+    if (v->dedup_scratch) { /* sess_map chose to deduplicate */
         rf_status st = rf_optim_dedup(idx, n, g, v->width, v->dedup_scratch,
                                       v->push_rows, v->grad_buf, &v->push_n);
         if (st != RF_OK)
@@ -401,51 +403,14 @@ rf_status sess_rows_gradient(rf_session *s, size_t i, bool is_idx,
     if (atomic_fetch_add(&v->ready, 1) != 1)
         return RF_OK; /* the other half comes */
     atomic_store(&v->ready, 0);
-    rf_status st = stage(s, v);
+    rf_status st = stage(v);
     if (st != RF_OK)
         return st;
-    return s->push->on_gradient(s, i, span, tid);
+    return sess_push_gradient(s, i, span, tid);
 }
 
 size_t sess_rows_read_wire(const sess_var *v, size_t n)
 {
     /* each row's record: version and CRC32C (ps_layout.h), then the row */
     return n * (v->row_bytes + 16);
-}
-
-size_t sess_rows_push_wire(const rf_session *s, const sess_var *v, size_t n)
-{
-    if (s->opt.apply != RF_PS_APPLY_WORKER)
-        return 8 + n * (8 + v->row_bytes) + 8; /* count, rows, ack */
-    /* READ of each row's records of values and slots (16-byte header
-     * each), CMP_AND_SWP of its version, the records WRITten back;
-     * locking: the lock word */
-    size_t fields = 1 + v->apply.num_slots;
-    return n * (2 * fields * (v->row_bytes + 16) + 8) +
-           (s->opt.use_locking ? 24 : 0);
-}
-
-rf_status sess_rows_push(rf_session *s, size_t i, rf_ps_apply_mode mode,
-                         int64_t sync_step)
-{
-    sess_var *v = &s->v[i];
-    pthread_mutex_lock(&s->rows.mu);
-    rf_status st =
-        sync_step >= 0
-            ? rf_ps_push_sparse_sync(s->client, v->shard, v->push_rows,
-                                     v->push_n, v->grad_buf, s->block.mem_mr,
-                                     sync_step)
-            : rf_ps_push_sparse(s->client, v->shard, v->push_rows, v->push_n,
-                                v->grad_buf, s->block.mem_mr, mode,
-                                s->opt.use_locking);
-    if (st == RF_OK) {
-        s->report.counters.table_rows_pushed += v->push_n;
-        s->report.counters.table_bytes_pushed += v->push_n * (v->row_bytes + 8);
-        s->report.counters.bytes_pushed += sess_rows_push_wire(s, v, v->push_n);
-    }
-    pthread_mutex_unlock(&s->rows.mu);
-    if (st != RF_OK)
-        return rf_error_set(st, "pushing %zu rows of '%s': %s", v->push_n,
-                            rf_node_name(v->var), rf_error_message());
-    return RF_OK;
 }

@@ -148,8 +148,8 @@ static int init_rows(el_ctx *k, int total)
                 for (size_t j = 0; j < k->width; j++)
                     k->grad[p][i * k->width + j] = -pattern(id, j);
             }
-            if (rf_ps_push_sparse(k->c, k->var[p], k->rows[p], m, k->grad[p],
-                                  k->push_mr, RF_PS_APPLY_PS, false) != RF_OK ||
+            if (rf_ps_push_sparse_inbox(k->c, k->var[p], k->rows[p], m,
+                                        k->grad[p], k->push_mr) != RF_OK ||
                 rf_ps_push_wait(k->c) != RF_OK)
                 rc = fail("writing the table pattern");
         }
@@ -163,8 +163,8 @@ static int init_rows(el_ctx *k, int total)
         for (size_t j = 0; rc == 0 && j < k->width; j++)
             k->grad[p][j] = -1.0f;
         if (rc == 0 &&
-            (rf_ps_push_sparse(k->c, k->var[p], k->rows[p], 1, k->grad[p],
-                               k->push_mr, RF_PS_APPLY_PS, false) != RF_OK ||
+            (rf_ps_push_sparse_inbox(k->c, k->var[p], k->rows[p], 1, k->grad[p],
+                                     k->push_mr) != RF_OK ||
              rf_ps_push_wait(k->c) != RF_OK))
             rc = fail("--inject-stale-row");
         memset(k->grad[p], 0, k->rb);
@@ -221,8 +221,8 @@ static rf_status lookup(el_ctx *k, int way)
         }
     }
     for (int p = 0; k->o->push && p < EL_PS_TASKS && st == RF_OK; p++)
-        st = rf_ps_push_sparse(k->c, k->var[p], k->rows[p], k->n[p], k->grad[p],
-                               k->push_mr, RF_PS_APPLY_PS, false);
+        st = rf_ps_push_sparse_inbox(k->c, k->var[p], k->rows[p], k->n[p],
+                                     k->grad[p], k->push_mr);
     if (k->o->push && st == RF_OK)
         st = rf_ps_push_wait(k->c);
     return st;

@@ -2,9 +2,9 @@
  * (pp_bench.h). Per round, in an order rotated by one each round: memcpy
  * (the model's bytes, one call, from the gradient buffer into the pull
  * buffer), pull (a prepared read set of every variable, posted and waited
- * for), push_ps (rf_ps_push apply=ps of every gradient and rf_ps_push_wait:
- * until every ps acknowledged its apply) and push_worker (rf_ps_push
- * apply=worker: READ, local apply, WRITE back, done on return). Every push
+ * for), push_ps (rf_ps_push_inbox of every gradient and rf_ps_push_wait:
+ * until every ps acknowledged its apply) and push_worker (rf_ps_update_rmw:
+ * READ, local apply, WRITE back, done on return). Every push
  * applies the same gradients, so the final check knows the values. */
 #include "pp_bench.h"
 
@@ -49,11 +49,21 @@ static rf_status do_pull(pp_client *k)
     return st != RF_OK ? st : w;
 }
 
-static rf_status do_push(pp_client *k, rf_ps_apply_mode mode)
+/* push_ps: into the inbox, until acknowledged. */
+static rf_status push_inbox(pp_client *k)
 {
-    rf_status st = rf_ps_push(k->c, k->push, k->m->nvars, mode, false);
-    if (st == RF_OK && mode == RF_PS_APPLY_PS)
+    rf_status st = rf_ps_push_inbox(k->c, k->push, k->m->nvars);
+    if (st == RF_OK)
         st = rf_ps_push_wait(k->c);
+    if (st == RF_OK)
+        k->pushes++;
+    return st;
+}
+
+/* push_worker: the read-modify-write, done on return. */
+static rf_status push_rmw(pp_client *k)
+{
+    rf_status st = rf_ps_update_rmw(k->c, k->push, k->m->nvars);
     if (st == RF_OK)
         k->pushes++;
     return st;
@@ -68,9 +78,9 @@ static rf_status do_op(pp_client *k, pp_op op)
     case PP_PULL:
         return do_pull(k);
     case PP_PUSH_PS:
-        return do_push(k, RF_PS_APPLY_PS);
+        return push_inbox(k);
     case PP_PUSH_WORKER:
-        return do_push(k, RF_PS_APPLY_WORKER);
+        return push_rmw(k);
     default:
         return rf_error_set(RF_ERR_INVALID_ARG, "operation %d", (int)op);
     }
@@ -214,9 +224,9 @@ static int measure(pp_client *k, pp_results *r)
      * once each. */
     if (check(k, "after initialisation"))
         return 1;
-    if (do_push(k, RF_PS_APPLY_PS) != RF_OK)
+    if (push_inbox(k) != RF_OK)
         return fail("push_ps");
-    if (do_push(k, RF_PS_APPLY_WORKER) != RF_OK)
+    if (push_rmw(k) != RF_OK)
         return fail("push_worker");
     if (check(k, "after one push of each mode"))
         return 1;
@@ -224,7 +234,7 @@ static int measure(pp_client *k, pp_results *r)
         return 1;
     if (k->o->inject_extra_push) {
         unsigned known = k->pushes;
-        if (do_push(k, RF_PS_APPLY_PS) != RF_OK)
+        if (push_inbox(k) != RF_OK)
             return fail("push_ps");
         k->pushes = known;
         printf("injected: one apply=ps push the check does not count\n");

@@ -8,8 +8,8 @@
  * Shard record (in the ps arena, 64-byte aligned, offsets from its start):
  *   0   init flag (u64: 1 once the chief wrote the initial values)
  *   8   version   (u64 seqlock: odd while an update is being written)
- *   16  lock      (u64: 0 free, else the holder's token; apply=worker with
- *                  use_locking takes it with cmp_swap)
+ *   16  lock      (u64: 0 free, else the holder's token; the _locked
+ *                  read-modify-writes take it with cmp_swap)
  *   24  reserved
  *   32  beta1_power, beta2_power (2 x f32: Adam's bias-correction powers,
  *       one pair per shard, advanced by every apply of that shard)
@@ -26,20 +26,27 @@
  * synchronous parallel clocks, RF_PS_MAX_CLOCKS int64, one per client id
  * (rf_ps_clock_advance: FETCH_AND_ADD; rf_ps_clocks_read: one READ).
  *
- * Push modes:
- *   RF_PS_APPLY_PS (TensorFlow's default placement): the worker
- *     WRITE_WITH_IMMs its gradient into its own inbox for the shard (in the
- *     ps arena); the ps's apply thread runs rf_optim_apply on the record and
- *     acknowledges with a WRITE_WITH_IMM of the new version into the
- *     worker's ack ring. One push per shard may be outstanding per worker;
- *     pushes to different shards overlap.
- *   RF_PS_APPLY_WORKER (one-sided, zero ps CPU): READ the record, apply
- *     locally, WRITE it back; with use_locking the shard's lock word is taken
- *     with CMP_AND_SWP first and released (fenced) after the writes.
+ * Pushes: the client offers one call per thing it puts on the wire, each
+ * in a dense and a rows (sparse) form, and no mode: which one a training
+ * step uses is the caller's choice (the session's push strategies,
+ * session/push_*.c, with rf_session_options.apply).
+ *   Into the inbox (rf_ps_push_inbox, rf_ps_push_sparse_inbox; TensorFlow's
+ *     default placement, apply=ps): the worker WRITE_WITH_IMMs its gradient
+ *     into its own inbox for the shard (in the ps arena); the ps's apply
+ *     thread runs rf_optim_apply on the record and acknowledges with a
+ *     WRITE_WITH_IMM of the new version into the worker's ack ring. One
+ *     push per shard may be outstanding per worker; pushes to different
+ *     shards overlap.
+ *   Read-modify-write (rf_ps_update_rmw, rf_ps_update_sparse_rmw;
+ *     one-sided, zero ps CPU, apply=worker): READ the record, apply
+ *     locally, WRITE it back; the _locked forms (use_locking) take the
+ *     shard's lock word with CMP_AND_SWP first and release it (fenced)
+ *     after the writes.
  * With one worker both give bitwise the values of rf_optim_apply run
  * locally with the same gradients.
- *   Sync replicas (TensorFlow's SyncReplicasOptimizer, a shard created with
- *     replicas_to_aggregate N > 0; rf_ps_push_sync): the gradient is tagged
+ *   Into the accumulator (rf_ps_push_sync, rf_ps_push_sparse_sync; sync
+ *     replicas, TensorFlow's SyncReplicasOptimizer, a shard created with
+ *     replicas_to_aggregate N > 0): the gradient is tagged
  *     with the worker's local step; the ps's accumulator for the shard drops
  *     (and counts) a gradient tagged below the shard's sync step, adds one
  *     tagged with it (one per worker and step), and when N were added
@@ -158,7 +165,7 @@ typedef struct rf_ps_server_counters {
     uint64_t dropped_idle;      /* not a client within the handshake time */
     uint64_t dropped_protocol;  /* a malformed, oversized, unexpected or
                                    unversioned message */
-    /* Embedding tables (apply=ps sparse pushes). */
+    /* Embedding tables (sparse inbox pushes). */
     uint64_t sparse_applies; /* sparse pushes applied */
     uint64_t sparse_rows;    /* rows they applied */
     uint64_t sparse_refused; /* refused with an error ack (a count above
@@ -189,7 +196,7 @@ typedef struct rf_ps_client_options {
     bool is_chief;          /* may create shards and send SHUTDOWN */
     int connect_timeout_ms; /* deadline to reach every ps; 0: 30000 */
     int op_timeout_ms;      /* bound on any one wait; 0: 30000 */
-    int lock_timeout_ms;    /* use_locking spin bound; 0: 10000 */
+    int lock_timeout_ms;    /* the _locked calls' spin bound; 0: 10000 */
     int lookup_timeout_ms;  /* rf_ps_lookup wait for the chief; 0: 30000 */
     /* NULL: no authentication. Otherwise every ps task must have the
      * same secret; a ps without one, or with another, fails the connect
@@ -299,7 +306,7 @@ typedef struct rf_ps_var_info {
     size_t values_bytes;  /* numel * dtype size */
     unsigned num_slots;   /* optimizer slots, each values_bytes */
     size_t record_bytes;  /* the whole record in the ps arena */
-    size_t rmw_bytes;     /* what an apply=worker push READs and WRITEs back:
+    size_t rmw_bytes;     /* what rf_ps_update_rmw READs and WRITEs back:
                              beta powers, values, slots and their padding */
     uint64_t remote_addr; /* record address on the ps */
     uint32_t rkey;
@@ -399,29 +406,51 @@ RF_API rf_status rf_ps_wait_initialized(rf_ps_client *client,
                                         rf_ps_var *const *vars, size_t n,
                                         int poll_ms, int timeout_ms);
 
+/* Where a training step applies its gradients (rf_session_options.apply;
+ * the session's push strategy picks the calls below from it: no push call
+ * of the client takes it). */
 typedef enum rf_ps_apply_mode {
-    RF_PS_APPLY_PS = 0, /* default: the ps applies (write_imm + apply thread) */
-    RF_PS_APPLY_WORKER, /* one-sided: read, apply locally, write back */
+    RF_PS_APPLY_PS = 0, /* default: the ps applies (the inbox pushes) */
+    RF_PS_APPLY_WORKER, /* one-sided: the read-modify-writes */
 } rf_ps_apply_mode;
 
-/* Pushes gradients (field RF_PS_FIELD_VALUES, float32, values_bytes each) of
- * trainable async shards (a sync-replicas shard is refused: see
- * rf_ps_push_sync). apply=ps: posts the write_imms (one batch per ps) and
- * returns; a gradient buffer may be reused once rf_ps_push_wait returned,
- * and a second push to a shard first waits for the previous one's ack.
- * apply=worker: completes every update before returning (use_locking as
- * described at the top). */
-RF_API rf_status rf_ps_push(rf_ps_client *client, const rf_ps_xfer *grads,
-                            size_t n, rf_ps_apply_mode mode, bool use_locking);
-/* Sync replicas: pushes gradients (as rf_ps_push) of sync-replicas shards
- * (an async shard is refused) into their accumulators, tagged with
- * local_step (>= 0): per shard a WRITE of the tag into the inbox, then the
- * WRITE_WITH_IMM of the gradient, one batch per ps; returns once posted.
+/* Dense pushes: grads are gradients (field RF_PS_FIELD_VALUES, float32,
+ * values_bytes each, float aligned, no shard twice) of trainable async
+ * dense shards (a sync-replicas shard is refused: rf_ps_push_sync; an
+ * embedding table: the sparse forms below). */
+/* Into the inbox (the ps applies): per shard one WRITE_WITH_IMM of the
+ * gradient into this worker's inbox on its ps, one batch per ps; returns
+ * once posted. A gradient buffer may be reused once rf_ps_push_wait
+ * returned, and a second push to a shard first waits for the previous
+ * one's ack. */
+RF_API rf_status rf_ps_push_inbox(rf_ps_client *client, const rf_ps_xfer *grads,
+                                  size_t n);
+/* Read-modify-write (the worker applies, no ps CPU): per shard a READ of
+ * the record from its beta powers to its end, rf_optim_apply on the copy,
+ * a WRITE back and a FETCH_AND_ADD of the version (+2), every shard
+ * advancing together, one batch per ps and round; completes every update
+ * before returning. Two workers updating one shard at once may lose an
+ * update (Hogwild!). */
+RF_API rf_status rf_ps_update_rmw(rf_ps_client *client, const rf_ps_xfer *grads,
+                                  size_t n);
+/* rf_ps_update_rmw holding each shard's lock word: CMP_AND_SWP 0 -> this
+ * client's token first (held elsewhere: retried after a jittered backoff
+ * until lock_timeout_ms, then RF_ERR_TIMEOUT), the version made odd while
+ * the copy is applied, the lock released with a fenced CMP_AND_SWP after
+ * the WRITE (finding another token there: RF_ERR_CORRUPT). No lock is held
+ * while waiting for another, so two workers never deadlock. */
+RF_API rf_status rf_ps_update_rmw_locked(rf_ps_client *client,
+                                         const rf_ps_xfer *grads, size_t n);
+/* Into the accumulator (sync replicas): pushes gradients (as
+ * rf_ps_push_inbox) of sync-replicas shards (an async shard is refused)
+ * into their accumulators, tagged with local_step (>= 0): per shard a
+ * WRITE of the tag into the inbox, then the WRITE_WITH_IMM of the
+ * gradient, one batch per ps; returns once posted.
  * rf_ps_push_wait waits for the acknowledgements (accepted or stale: see
  * rf_ps_sync_counts). */
 RF_API rf_status rf_ps_push_sync(rf_ps_client *client, const rf_ps_xfer *grads,
                                  size_t n, int64_t local_step);
-/* Waits for the acknowledgements of every outstanding apply=ps or sync
+/* Waits for the acknowledgements of every outstanding inbox or sync
  * push. The first failure is returned (every push is still waited for). */
 RF_API rf_status rf_ps_push_wait(rf_ps_client *client);
 /* Sync pushes of this client acknowledged so far: taken by an accumulator
@@ -450,7 +479,7 @@ typedef struct rf_ps_row_counters {
     uint64_t reads;     /* row record READs checked (rows + re-reads) */
     uint64_t torn;      /* records whose CRC did not match (read again) */
     uint64_t busy;      /* records a writer owned (odd version; read again) */
-    uint64_t conflicts; /* rows of apply=worker pushes and rf_ps_write_rows
+    uint64_t conflicts; /* rows of sparse rmw updates and rf_ps_write_rows
                            whose CMP_AND_SWP lost to another writer (read
                            and applied again) */
 } rf_ps_row_counters;
@@ -534,20 +563,21 @@ RF_API rf_status rf_ps_mark_initialized(rf_ps_client *client,
  * one-sided rf_ps_read_rows is compared with (bench/emb-lookup).
  * A set of more than the table's max_push_rows rows (the gather inbox's
  * size) goes as several requests, one at a time per table; sets of
- * different tables are in flight together. A table's outstanding apply=ps
+ * different tables are in flight together. A table's outstanding inbox
  * push is waited for first (they share the table's push slot). */
 RF_API rf_status rf_ps_gather_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                    size_t nsets);
 
-/* Pushes a sparse gradient to a trainable async table shard (a sync one is
- * refused: rf_ps_push_sparse_sync): grad is n rows
+/* Sparse pushes: a sparse gradient to a trainable async table shard (a
+ * sync one is refused: rf_ps_push_sparse_sync): grad is n rows
  * (n * row_bytes float32) for the row indices rows[0..n); both inside mr.
  * The caller has deduplicated them (rf_optim_dedup) unless the optimizer is
  * sgd (whose updates apply once per occurrence, like TF's ScatterSub);
  * n <= max_push_rows (else RF_ERR_INVALID_ARG); indices checked as in
  * rf_ps_read_rows.
- * apply=ps: WRITE of the count and indices and WRITE_WITH_IMM of the rows
- * into this worker's inbox for the shard (one list), returns once posted;
+ * rf_ps_push_sparse_inbox (the ps applies): WRITE of the count and indices
+ * and WRITE_WITH_IMM of the rows into this worker's inbox for the shard
+ * (one list), returns once posted;
  * the ps service thread checks the count and every index against the shard
  * (a bad push is refused with an error ack and changes nothing: the ps's
  * check is the last line of defence), then, for each row, owns the row
@@ -555,26 +585,33 @@ RF_API rf_status rf_ps_gather_rows(rf_ps_client *client, const rf_ps_rows *sets,
  * rows in place and seals their records at the next version (Adam: TF
  * 1.x's rule over every row, row by row), and acks as a dense push does;
  * rf_ps_push_wait waits for the acks.
- * apply=worker: a row update of the unique rows (as rf_ps_write_rows: READ
- * of every field's record until whole, rf_optim_apply_sparse locally on the
- * gathered rows, CMP_AND_SWP of each row's version, WRITE of the sealed
- * records; a row another writer took meanwhile is read and applied again,
- * so no update is lost; with use_locking the shard's lock word is held
- * around it as a dense push does); completes before returning. Adam with
- * apply=worker is refused (RF_ERR_INVALID_ARG: its TF 1.x sparse rule moves
- * every row, a whole-table read-modify-write; use apply=ps). */
-RF_API rf_status rf_ps_push_sparse(rf_ps_client *client, rf_ps_var *var,
-                                   const int64_t *rows, size_t n,
-                                   const float *grad, rf_mr *mr,
-                                   rf_ps_apply_mode mode, bool use_locking);
+ * rf_ps_update_sparse_rmw (the worker applies): a row update of the
+ * unique rows (as rf_ps_write_rows: READ of every field's record until
+ * whole, rf_optim_apply_sparse locally on the gathered rows, CMP_AND_SWP of
+ * each row's version, WRITE of the sealed records; a row another writer
+ * took meanwhile is read and applied again, so no update is lost);
+ * completes before returning. _locked: the shard's lock word is held
+ * around it as rf_ps_update_rmw_locked holds it. Adam is refused by both
+ * (RF_ERR_INVALID_ARG: its TF 1.x sparse rule moves every row, a
+ * whole-table read-modify-write; use the inbox). */
+RF_API rf_status rf_ps_push_sparse_inbox(rf_ps_client *client, rf_ps_var *var,
+                                         const int64_t *rows, size_t n,
+                                         const float *grad, rf_mr *mr);
+RF_API rf_status rf_ps_update_sparse_rmw(rf_ps_client *client, rf_ps_var *var,
+                                         const int64_t *rows, size_t n,
+                                         const float *grad, rf_mr *mr);
+RF_API rf_status rf_ps_update_sparse_rmw_locked(rf_ps_client *client,
+                                                rf_ps_var *var,
+                                                const int64_t *rows, size_t n,
+                                                const float *grad, rf_mr *mr);
 /* Sync replicas with a table (TF 1.x's SparseConditionalAccumulator under
  * SyncReplicasOptimizer): pushes a sparse gradient to a sync-replicas table
- * shard (an async one is refused, as rf_ps_push_sparse refuses a sync one)
- * as rf_ps_push_sparse apply=ps does (same checks: the caller deduplicated
- * rows, n <= max_push_rows, indices in range, both inside mr), tagged with
- * local_step (>= 0). The ps drops a gradient tagged below the shard's sync
- * step (counted stale), keeps one per client and step, sums each touched
- * row and counts its contributions, and after replicas_to_aggregate
+ * shard (an async one is refused, as rf_ps_push_sparse_inbox refuses a
+ * sync one) as rf_ps_push_sparse_inbox does (same checks: the caller
+ * deduplicated rows, n <= max_push_rows, indices in range, both inside mr),
+ * tagged with local_step (>= 0). The ps drops a gradient tagged below the
+ * shard's sync step (counted stale), keeps one per client and step, sums each
+ * touched row and counts its contributions, and after replicas_to_aggregate
  * gradients applies each touched row's mean (its sum divided by its own
  * count) with rf_optim_apply_sparse, then advances the sync step; a push
  * that would take its accumulator past the ps's max_accum_bytes is refused

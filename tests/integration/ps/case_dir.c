@@ -261,9 +261,9 @@ void case_many(void)
     CHECK_OK(rf_ps_read(w, wp, NSMALL + 1));
     CHECK(memcmp(wv.p, want.p, total * 4) == 0, "pulled values differ");
     /* One apply=ps push and one apply=worker push of every shard. */
-    CHECK_OK(rf_ps_push(w, wg, NSMALL + 1, RF_PS_APPLY_PS, false));
+    CHECK_OK(rf_ps_push_inbox(w, wg, NSMALL + 1));
     CHECK_OK(rf_ps_push_wait(w));
-    CHECK_OK(rf_ps_push(w, wg, NSMALL + 1, RF_PS_APPLY_WORKER, true));
+    CHECK_OK(rf_ps_update_rmw_locked(w, wg, NSMALL + 1));
     for (size_t i = 0; i < total; i++) {
         want.p[i] -= g.p[i] * 0.25f;
         want.p[i] -= g.p[i] * 0.25f;

@@ -137,7 +137,7 @@ void case_garbage(void)
                     .buf = g.p,
                     .len = 128,
                     .mr = g.mr};
-    CHECK_OK(rf_ps_push(cl.chief, &x, 1, RF_PS_APPLY_PS, false));
+    CHECK_OK(rf_ps_push_inbox(cl.chief, &x, 1));
     CHECK_OK(rf_ps_push_wait(cl.chief));
     for (int i = 0; i < 32; i++)
         vals[i] += 1.0f;
@@ -168,10 +168,8 @@ void case_bounds(void)
     CHECK_ST(rf_ps_read(cl.chief, &x, 1), RF_ERR_INVALID_ARG);
     CHECK_MSG("44 bytes given, the field has 40");
     CHECK_ST(rf_ps_write(cl.chief, &x, 1), RF_ERR_INVALID_ARG);
-    CHECK_ST(rf_ps_push(cl.chief, &x, 1, RF_PS_APPLY_PS, false),
-             RF_ERR_INVALID_ARG);
-    CHECK_ST(rf_ps_push(cl.chief, &x, 1, RF_PS_APPLY_WORKER, true),
-             RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_ps_push_inbox(cl.chief, &x, 1), RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_ps_update_rmw_locked(cl.chief, &x, 1), RF_ERR_INVALID_ARG);
     x.len = 40;
     x.field = RF_PS_FIELD_SLOT0; /* sgd has no slot */
     CHECK_ST(rf_ps_write(cl.chief, &x, 1), RF_ERR_INVALID_ARG);
@@ -181,8 +179,7 @@ void case_bounds(void)
     CHECK_MSG("not inside its registered region");
     x.buf = buf.p;
     rf_ps_xfer two[2] = {x, x};
-    CHECK_ST(rf_ps_push(cl.chief, two, 2, RF_PS_APPLY_PS, false),
-             RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_ps_push_inbox(cl.chief, two, 2), RF_ERR_INVALID_ARG);
     CHECK_MSG("appears twice");
 
     /* One-sided accesses past the end of an arena region, or with a wrong

@@ -137,7 +137,7 @@ static void run_oracle(rf_ps_apply_mode mode, bool locking)
                 o->grad.p[e] = 0.5f * o->pull.p[e] +
                                0.1f * pt_rand((uint64_t)(step * 1000 + i), e);
         }
-        CHECK_OK(rf_ps_push(cl.chief, grads, nv, mode, locking));
+        CHECK_OK(pt_push(cl.chief, grads, nv, mode, locking));
         if (mode == RF_PS_APPLY_PS)
             CHECK_OK(rf_ps_push_wait(cl.chief));
         for (int k = 0; k < NOPT; k++) {

@@ -1,5 +1,5 @@
 /* tests/integration/ps/case_rows.c: embedding tables (rf_ps_read_rows,
- * rf_ps_push_sparse): rows read from two ps tasks in one call equal the
+ * the sparse pushes): rows read from two ps tasks in one call equal the
  * ps's contents, bad indices are refused before anything is posted, and k
  * sparse pushes leave bitwise what rf_optim_apply_sparse gives locally on a
  * copy, in both apply modes. */
@@ -243,7 +243,7 @@ static void run_push(rf_ps_apply_mode mode, bool locking)
         table_make(&t, c, k % 2, name, ROWS, WIDTH, MPR, &cfg, 100 + k);
         if (mode == RF_PS_APPLY_WORKER && kinds[k] == RF_OPTIM_ADAM) {
             CHECK_ST(
-                rf_ps_push_sparse(c, t.v, idx, 1, grad, buf.mr, mode, locking),
+                pt_push_sparse(c, t.v, idx, 1, grad, buf.mr, mode, locking),
                 RF_ERR_INVALID_ARG);
             CHECK_MSG("apply=ps");
             table_free(&t);
@@ -258,7 +258,7 @@ static void run_push(rf_ps_apply_mode mode, bool locking)
                 idx[n - 1] = ROWS - 1;
             pt_fill(grad, n * WIDTH, 77 * k + (uint64_t)step);
             CHECK_OK(
-                rf_ps_push_sparse(c, t.v, idx, n, grad, buf.mr, mode, locking));
+                pt_push_sparse(c, t.v, idx, n, grad, buf.mr, mode, locking));
             CHECK_OK(rf_ps_push_wait(c));
             CHECK_OK(rf_optim_apply_sparse(&cfg, t.local, t.slots, ROWS, WIDTH,
                                            idx, n, grad, &t.sc));
@@ -271,18 +271,17 @@ static void run_push(rf_ps_apply_mode mode, bool locking)
         }
         /* n = 0 (Adam still moves every row), n > max_push_rows and a bad
          * index refused by the client, table unchanged. */
-        CHECK_OK(
-            rf_ps_push_sparse(c, t.v, idx, 0, grad, buf.mr, mode, locking));
+        CHECK_OK(pt_push_sparse(c, t.v, idx, 0, grad, buf.mr, mode, locking));
         CHECK_OK(rf_ps_push_wait(c));
         CHECK_OK(rf_optim_apply_sparse(&cfg, t.local, t.slots, ROWS, WIDTH, idx,
                                        0, grad, &t.sc));
         rf_optim_finish_step(&cfg, &t.sc);
-        CHECK_ST(rf_ps_push_sparse(c, t.v, idx, MPR + 1, grad, buf.mr, mode,
-                                   locking),
-                 RF_ERR_INVALID_ARG);
+        CHECK_ST(
+            pt_push_sparse(c, t.v, idx, MPR + 1, grad, buf.mr, mode, locking),
+            RF_ERR_INVALID_ARG);
         CHECK_MSG("max_push_rows");
         idx[2] = ROWS;
-        CHECK_ST(rf_ps_push_sparse(c, t.v, idx, 3, grad, buf.mr, mode, locking),
+        CHECK_ST(pt_push_sparse(c, t.v, idx, 3, grad, buf.mr, mode, locking),
                  RF_ERR_INVALID_ARG);
         CHECK_MSG("index 200 at position 2");
         /* A dense push to a table is refused (its inbox holds a sparse
@@ -294,7 +293,7 @@ static void run_push(rf_ps_apply_mode mode, bool locking)
                          .buf = dense.p,
                          .len = ROWS * WIDTH * sizeof(float),
                          .mr = dense.mr};
-        CHECK_ST(rf_ps_push(c, &dx, 1, mode, locking), RF_ERR_INVALID_ARG);
+        CHECK_ST(pt_push(c, &dx, 1, mode, locking), RF_ERR_INVALID_ARG);
         CHECK_MSG("rf_ps_push_sparse");
         table_check(c, &t, "after the refused pushes");
         table_free(&t);

@@ -191,8 +191,7 @@ void case_rows_bad_push(void)
     idx[0] = 42;
     for (size_t i = 0; i < WIDTH; i++)
         b.p[2 + i] = -2.0f;
-    CHECK_OK(
-        rf_ps_push_sparse(c, v, idx, 1, b.p + 2, b.mr, RF_PS_APPLY_PS, false));
+    CHECK_OK(rf_ps_push_sparse_inbox(c, v, idx, 1, b.p + 2, b.mr));
     CHECK_OK(rf_ps_push_wait(c));
     CHECK_OK(rf_optim_apply_sparse(&cfg, vals, NULL, ROWS, WIDTH, idx, 1,
                                    b.p + 2, NULL));

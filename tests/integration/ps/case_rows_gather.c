@@ -164,8 +164,7 @@ void case_rows_gather(void)
     pidx[1] = ra[1];
     for (size_t i = 0; i < 2 * AW; i++)
         pb.p[4 + i] = 0.5f;
-    CHECK_OK(rf_ps_push_sparse(c, a, pidx, 2, pb.p + 4, pb.mr, RF_PS_APPLY_PS,
-                               false));
+    CHECK_OK(rf_ps_push_sparse_inbox(c, a, pidx, 2, pb.p + 4, pb.mr));
     CHECK_OK(rf_ps_gather_rows(c, g, 1));
     CHECK_OK(rf_ps_push_wait(c));
     CHECK(memcmp(g[0].buf, la + ra[0] * AW, AW * sizeof(float)) != 0,

@@ -83,10 +83,9 @@ void case_rows_large(void)
     idx[3] = ROWS / 2;
     for (size_t i = 0; i < MPR * WIDTH; i++)
         g[i] = (float)(i % 97) - 48.0f;
-    CHECK_OK(rf_ps_push_sparse(c, v, idx, MPR, g, b.mr, RF_PS_APPLY_PS, false));
+    CHECK_OK(rf_ps_push_sparse_inbox(c, v, idx, MPR, g, b.mr));
     CHECK_OK(rf_ps_push_wait(c));
-    CHECK_OK(rf_ps_push_sparse(c, v, idx + 2, 2, g, b.mr, RF_PS_APPLY_WORKER,
-                               false));
+    CHECK_OK(rf_ps_update_sparse_rmw(c, v, idx + 2, 2, g, b.mr));
     /* rows: 0.5 * g once (ps), rows ROWS-2 and ROWS/2 also 0.5 * g rows 0
      * and 1 of the second push */
     rf_ps_rows s = {.var = v,

@@ -6,8 +6,8 @@
  * touched it, TF's SparseConditionalAccumulator); a stale push is counted
  * stale and changes nothing; a push past the ps's accumulator bound
  * (RF_PS_MAX_ACCUM_MB=1 in the ps helper's environment) is refused with an
- * error ack, the table untouched and nothing held; rf_ps_push_sparse to a
- * sync table and rf_ps_push_sparse_sync to an async one are refused. */
+ * error ack, the table untouched and nothing held; rf_ps_push_sparse_inbox
+ * to a sync table and rf_ps_push_sparse_sync to an async one are refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,8 +189,7 @@ void case_rows_sync(void)
     /* the wrong push for the table's kind is refused by the client */
     int64_t *idx = (int64_t *)(void *)bc.p;
     float *grad = bc.p + 2 * MPR_MAX;
-    CHECK_ST(rf_ps_push_sparse(c, t.v[0], idx, 1, grad, bc.mr, RF_PS_APPLY_PS,
-                               false),
+    CHECK_ST(rf_ps_push_sparse_inbox(c, t.v[0], idx, 1, grad, bc.mr),
              RF_ERR_INVALID_ARG);
     CHECK_MSG("use rf_ps_push_sparse_sync");
     CHECK_ST(rf_ps_push_sparse_sync(c, t.v[0], idx, 9, grad, bc.mr, 5),

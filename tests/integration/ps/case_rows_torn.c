@@ -85,7 +85,7 @@ static void *write_loop(void *arg)
         for (size_t j = 0; j < WIDTH; j++)
             g[j] = x;
         rf_status st =
-            rf_ps_push_sparse(w->c, w->v, idx, 1, g, b.mr, w->mode, false);
+            pt_push_sparse(w->c, w->v, idx, 1, g, b.mr, w->mode, false);
         if (st == RF_OK && w->mode == RF_PS_APPLY_PS)
             st = rf_ps_push_wait(w->c);
         if (st != RF_OK) {

@@ -122,11 +122,9 @@ void case_sync(void)
                     .buf = w[1].g.p,
                     .len = NEL * sizeof(float),
                     .mr = w[1].g.mr};
-    CHECK_ST(rf_ps_push(w[1].c, &x, 1, RF_PS_APPLY_PS, false),
-             RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_ps_push_inbox(w[1].c, &x, 1), RF_ERR_INVALID_ARG);
     CHECK_MSG("rf_ps_push_sync");
-    CHECK_ST(rf_ps_push(w[1].c, &x, 1, RF_PS_APPLY_WORKER, false),
-             RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_ps_update_rmw(w[1].c, &x, 1), RF_ERR_INVALID_ARG);
     CHECK_ST(rf_ps_push_sync(w[1].c, &x, 1, -1), RF_ERR_INVALID_ARG);
     CHECK_ST(rf_ps_sync_set_step(w[1].c, &w[1].v, 1, 3), RF_ERR_INVALID_ARG);
     CHECK_MSG("only the chief");

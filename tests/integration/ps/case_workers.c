@@ -294,7 +294,7 @@ void case_concurrent(void)
  * the chief's pulls saw the counters part-way), and must lose none: a
  * round of the control loses updates most of the time, not always, so the
  * locked path gets more chances than the control needed (with use_locking
- * ignored in rf_ps_push, this case failed 50 of 50 runs on shm and 35 of
+ * ignored in the push, this case failed 50 of 50 runs on shm and 35 of
  * 35 on sock, 45 of them three at a time). The counters are LOCK_N floats,
  * so that a push spends most of its time between its READ and its WRITE.
  * The chief pulls the counters during both, so that both run alike.

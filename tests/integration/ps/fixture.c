@@ -193,3 +193,22 @@ rf_ps_client *pt_client(rf_fabric *f, const char *const *addrs, size_t n,
     CHECK_OK(rf_ps_client_connect(f, addrs, n, &o, &c));
     return c;
 }
+
+rf_status pt_push(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
+                  rf_ps_apply_mode mode, bool locking)
+{
+    if (mode == RF_PS_APPLY_PS)
+        return rf_ps_push_inbox(c, grads, n);
+    return locking ? rf_ps_update_rmw_locked(c, grads, n)
+                   : rf_ps_update_rmw(c, grads, n);
+}
+
+rf_status pt_push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
+                         size_t n, const float *grad, rf_mr *mr,
+                         rf_ps_apply_mode mode, bool locking)
+{
+    if (mode == RF_PS_APPLY_PS)
+        return rf_ps_push_sparse_inbox(c, v, rows, n, grad, mr);
+    return locking ? rf_ps_update_sparse_rmw_locked(c, v, rows, n, grad, mr)
+                   : rf_ps_update_sparse_rmw(c, v, rows, n, grad, mr);
+}

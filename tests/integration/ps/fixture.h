@@ -73,4 +73,13 @@ void pt_buf_release_all(void);
 rf_ps_client *pt_client(rf_fabric *f, const char *const *addrs, size_t n,
                         uint32_t id, bool chief);
 
+/* The push primitive a case's apply mode stands for (the ps client takes
+ * no mode: ps -> the inbox, worker -> the read-modify-write, locking -> its
+ * _locked form), dense and sparse. */
+rf_status pt_push(rf_ps_client *c, const rf_ps_xfer *grads, size_t n,
+                  rf_ps_apply_mode mode, bool locking);
+rf_status pt_push_sparse(rf_ps_client *c, rf_ps_var *v, const int64_t *rows,
+                         size_t n, const float *grad, rf_mr *mr,
+                         rf_ps_apply_mode mode, bool locking);
+
 #endif

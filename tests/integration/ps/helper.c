@@ -186,9 +186,9 @@ static int role_push(int argc, char **argv)
     int64_t overlap = atoll(arg(argc, argv, "--overlap", "0")), done = 0;
     CHECK(overlap == 0 || go > 0, "--overlap needs --go");
     for (;;) {
-        CHECK_OK(rf_ps_push(c, grads, nps,
-                            worker_mode ? RF_PS_APPLY_WORKER : RF_PS_APPLY_PS,
-                            locking));
+        CHECK_OK(pt_push(c, grads, nps,
+                         worker_mode ? RF_PS_APPLY_WORKER : RF_PS_APPLY_PS,
+                         locking));
         int64_t old;
         CHECK_OK(rf_ps_global_step_add(c, 1, &old));
         done++;
