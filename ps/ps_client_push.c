@@ -395,16 +395,14 @@ static rf_status apply_local(rf_ps_var *v)
         slots[i] = (float *)(void *)(rec + v->e.slot_off[i]);
     float *values = (float *)(void *)(rec + v->e.values_off);
     rf_optim_scalars sc;
-    memcpy(&sc.beta1_power, rec + PS_REC_SCALARS_OFF, 4);
-    memcpy(&sc.beta2_power, rec + PS_REC_SCALARS_OFF + 4, 4);
+    ps_rec_scalars_load(rec, &sc);
     size_t n = (size_t)(v->e.values_bytes / sizeof(float));
     rf_status st =
         rf_optim_apply(&v->spec.optim, values, slots, v->wm_grad, n, &sc);
     if (st != RF_OK)
         return st;
     rf_optim_finish_step(&v->spec.optim, &sc);
-    memcpy(rec + PS_REC_SCALARS_OFF, &sc.beta1_power, 4);
-    memcpy(rec + PS_REC_SCALARS_OFF + 4, &sc.beta2_power, 4);
+    ps_rec_scalars_store(rec, &sc);
     uint64_t updates;
     memcpy(&updates, rec + PS_REC_UPDATES_OFF, 8);
     updates++;
