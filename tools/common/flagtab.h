@@ -79,6 +79,47 @@ struct flagtab_row {
     const char *help;    /* the help column (wrapped by the printer) */
 };
 
+/* Row macros: a row in a line or two, the fields every row of a type has
+ * in a fixed order, then the help text, then (optionally) any other
+ * designated field: ".alias = 'p'", ".seen = &given", ".bits = ...".
+ *   FLAG_INT("rounds", &o->rounds, "9", 1, 1000, "N", "measured rounds"),
+ * A NULL default leaves dest as the program set it; min = max = 0 is the
+ * type's whole range (DOUBLE: any finite value). */
+#define FLAGTAB_NUMBER_(kind, nm, dst, dflt, lo, hi, mv, ...)                  \
+    {.name = (nm), .type = (kind), .dest = (dst), .def = (dflt), .min = (lo),  \
+     .max = (hi), .metavar = (mv), .help = __VA_ARGS__}
+#define FLAG_INT(...)    FLAGTAB_NUMBER_(FLAGTAB_INT, __VA_ARGS__)
+#define FLAG_UINT16(...) FLAGTAB_NUMBER_(FLAGTAB_UINT16, __VA_ARGS__)
+#define FLAG_UINT32(...) FLAGTAB_NUMBER_(FLAGTAB_UINT32, __VA_ARGS__)
+#define FLAG_INT64(...)  FLAGTAB_NUMBER_(FLAGTAB_INT64, __VA_ARGS__)
+#define FLAG_UINT64(...) FLAGTAB_NUMBER_(FLAGTAB_UINT64, __VA_ARGS__)
+#define FLAG_SIZE(...)   FLAGTAB_NUMBER_(FLAGTAB_SIZE, __VA_ARGS__)
+#define FLAG_DOUBLE(nm, dst, dflt, lo, hi, mv, ...)                            \
+    {.name = (nm), .type = FLAGTAB_DOUBLE, .dest = (dst), .def = (dflt),       \
+     .dmin = (lo), .dmax = (hi), .metavar = (mv), .help = __VA_ARGS__}
+/* a BOOL; FLAG_STOP: one that stops the parse (--help, --version) */
+#define FLAG_BOOL(nm, dst, ...)                                                \
+    {.name = (nm), .type = FLAGTAB_BOOL, .dest = (dst), .help = __VA_ARGS__}
+#define FLAG_STOP(nm, dst, ...)                                                \
+    {.name = (nm), .type = FLAGTAB_BOOL, .dest = (dst), .bits = FLAGTAB_STOP, \
+     .help = __VA_ARGS__}
+#define FLAG_STRING(nm, dst, dflt, mv, ...)                                    \
+    {.name = (nm), .type = FLAGTAB_STRING, .dest = (dst), .def = (dflt),       \
+     .metavar = (mv), .help = __VA_ARGS__}
+/* dst is the array itself (its sizeof is the row's size) */
+#define FLAG_BUFFER(nm, dst, dflt, mv, ...)                                    \
+    {.name = (nm), .type = FLAGTAB_BUFFER, .dest = (dst),                      \
+     .size = sizeof(dst), .def = (dflt), .metavar = (mv), .help = __VA_ARGS__}
+#define FLAG_ENUM(nm, dst, dflt, list, mv, ...)                                \
+    {.name = (nm), .type = FLAGTAB_ENUM, .dest = (dst), .def = (dflt),         \
+     .choices = (list), .metavar = (mv), .help = __VA_ARGS__}
+#define FLAG_CHOICE(nm, dst, dflt, list, mv, ...)                              \
+    {.name = (nm), .type = FLAGTAB_CHOICE, .dest = (dst), .def = (dflt),       \
+     .choices = (list), .metavar = (mv), .help = __VA_ARGS__}
+#define FLAG_CALL(nm, fn, dflt, mv, ...)                                       \
+    {.name = (nm), .type = FLAGTAB_CALL, .call = (fn), .def = (dflt),          \
+     .metavar = (mv), .help = __VA_ARGS__}
+
 /* A table: rows up to the first row without a name. */
 typedef struct flagtab {
     const flagtab_row *rows;
