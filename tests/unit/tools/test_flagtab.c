@@ -421,53 +421,81 @@ static void test_tf_style(void)
     rc = tf_parse(&o, &err, ARGS("--help", "--steps=x"));
     CHECK(rc == -1 && o.help, "--help --steps=x: %d", rc);
 
-    check_tf_error(ARGS("extra"), FLAGTAB_ERR_OPERAND,
-                   "unexpected argument 'extra'");
-    check_tf_error(ARGS("-h"), FLAGTAB_ERR_OPERAND, "unexpected argument '-h'");
-    check_tf_error(ARGS("--"), FLAGTAB_ERR_OPERAND, "unexpected argument '--'");
-    check_tf_error(ARGS("--=5"), FLAGTAB_ERR_OPERAND,
-                   "unexpected argument '--=5'");
-    check_tf_error(ARGS("--bogus=1"), FLAGTAB_ERR_UNKNOWN,
-                   "--bogus: unknown flag (see --help)");
-    check_tf_error(ARGS("--ste", "1"), FLAGTAB_ERR_UNKNOWN,
-                   "--ste: unknown flag (see --help)");
-    check_tf_error(ARGS("--nohelp"), FLAGTAB_ERR_UNKNOWN,
-                   "--nohelp: unknown flag (see --help)");
-    check_tf_error(ARGS("--nosync=1"), FLAGTAB_ERR_UNKNOWN,
-                   "--nosync: unknown flag (see --help)");
-    check_tf_error(ARGS("--nosteps"), FLAGTAB_ERR_UNKNOWN,
-                   "--steps: --nosteps is only for boolean flags");
-    check_tf_error(ARGS("--steps"), FLAGTAB_ERR_MISSING_VALUE,
-                   "--steps: missing value");
-    check_tf_error(ARGS("--steps", "--sync"), FLAGTAB_ERR_MISSING_VALUE,
-                   "--steps: missing value");
-    check_tf_error(ARGS("--steps= 5"), FLAGTAB_ERR_BAD_VALUE,
-                   "--steps: ' 5' is not an integer");
-    check_tf_error(ARGS("--steps=1.5"), FLAGTAB_ERR_BAD_VALUE,
-                   "--steps: '1.5' is not an integer");
-    check_tf_error(ARGS("--steps=-1"), FLAGTAB_ERR_BAD_VALUE,
-                   "--steps: -1 is out of range [0, 1000]");
-    check_tf_error(ARGS("--steps=99999999999999999999"), FLAGTAB_ERR_BAD_VALUE,
-                   "--steps: 99999999999999999999 is out of range [0, 1000]");
-    check_tf_error(ARGS("--sync=yes"), FLAGTAB_ERR_BAD_VALUE,
-                   "--sync: 'yes' is not a boolean (true, false, 1, 0)");
-    check_tf_error(ARGS("--lr=nan"), FLAGTAB_ERR_BAD_VALUE,
-                   "--lr: 'nan' is not a number");
-    check_tf_error(ARGS("--lr=0"), FLAGTAB_ERR_BAD_VALUE,
-                   "--lr: 0 is out of range (0, 1e+06]");
-    check_tf_error(ARGS("--lr=1e999"), FLAGTAB_ERR_BAD_VALUE,
-                   "--lr: 1e999 is out of range (0, 1e+06]");
-    check_tf_error(ARGS("--lr=1e-300"), FLAGTAB_ERR_BAD_VALUE,
-                   "--lr: 1e-300 is out of range: it rounds to 0 in float32 "
-                   "(the smallest normal float32 is 1.17549e-38, the largest "
-                   "3.40282e+38)");
-    check_tf_error(ARGS("--lr=1e-40"), FLAGTAB_ERR_BAD_VALUE,
-                   "--lr: 1e-40 is out of range: it is subnormal in float32 "
-                   "(the smallest normal float32 is 1.17549e-38, the largest "
-                   "3.40282e+38)");
-    check_tf_error(ARGS("--explain=maybe"), FLAGTAB_ERR_BAD_VALUE,
-                   "--explain: 'maybe' is not one of text, json, true, false");
-    check_tf_error(ARGS("--dir="), FLAGTAB_ERR_BAD_VALUE, "--dir: empty value");
+    /* one or two arguments, the error's kind and its whole message */
+    static const struct {
+        const char *args[2];
+        flagtab_error_kind kind;
+        const char *message;
+    } bad[] = {
+        {{"extra", NULL}, FLAGTAB_ERR_OPERAND, "unexpected argument 'extra'"},
+        {{"-h", NULL}, FLAGTAB_ERR_OPERAND, "unexpected argument '-h'"},
+        {{"--", NULL}, FLAGTAB_ERR_OPERAND, "unexpected argument '--'"},
+        {{"--=5", NULL}, FLAGTAB_ERR_OPERAND, "unexpected argument '--=5'"},
+        {{"--bogus=1", NULL},
+         FLAGTAB_ERR_UNKNOWN,
+         "--bogus: unknown flag (see --help)"},
+        {{"--ste", "1"},
+         FLAGTAB_ERR_UNKNOWN,
+         "--ste: unknown flag (see --help)"},
+        {{"--nohelp", NULL},
+         FLAGTAB_ERR_UNKNOWN,
+         "--nohelp: unknown flag (see --help)"},
+        {{"--nosync=1", NULL},
+         FLAGTAB_ERR_UNKNOWN,
+         "--nosync: unknown flag (see --help)"},
+        {{"--nosteps", NULL},
+         FLAGTAB_ERR_UNKNOWN,
+         "--steps: --nosteps is only for boolean flags"},
+        {{"--steps", NULL},
+         FLAGTAB_ERR_MISSING_VALUE,
+         "--steps: missing value"},
+        {{"--steps", "--sync"},
+         FLAGTAB_ERR_MISSING_VALUE,
+         "--steps: missing value"},
+        {{"--steps= 5", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--steps: ' 5' is not an integer"},
+        {{"--steps=1.5", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--steps: '1.5' is not an integer"},
+        {{"--steps=-1", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--steps: -1 is out of range [0, 1000]"},
+        {{"--steps=99999999999999999999", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--steps: 99999999999999999999 is out of range [0, 1000]"},
+        {{"--sync=yes", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--sync: 'yes' is not a boolean (true, false, 1, 0)"},
+        {{"--lr=nan", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 'nan' is not a number"},
+        {{"--lr=0", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 0 is out of range (0, 1e+06]"},
+        {{"--lr=1e999", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 1e999 is out of range (0, 1e+06]"},
+        {{"--lr=1e-300", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 1e-300 is out of range: it rounds to 0 in float32 "
+         "(the smallest normal float32 is 1.17549e-38, the largest "
+         "3.40282e+38)"},
+        {{"--lr=1e-40", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 1e-40 is out of range: it is subnormal in float32 "
+         "(the smallest normal float32 is 1.17549e-38, the largest "
+         "3.40282e+38)"},
+        {{"--explain=maybe", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--explain: 'maybe' is not one of text, json, true, false"},
+        {{"--dir=", NULL}, FLAGTAB_ERR_BAD_VALUE, "--dir: empty value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[] = {"prog", (char *)bad[i].args[0], (char *)bad[i].args[1],
+                        NULL};
+        check_tf_error(argv, bad[i].kind, bad[i].message);
+    }
 
     /* the help: "--NAME=METAVAR", "--[no]NAME", the help at column 31 */
     const flagtab_row rows[] = {
