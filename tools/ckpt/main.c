@@ -44,12 +44,10 @@ static const char usage[] =
 static void verify_flag_rows(flagtab_row rows[VERIFY_ROWS], bool *allow)
 {
     const flagtab_row table[VERIFY_ROWS] = {
-        {.name = "allow-unchecked",
-         .type = FLAGTAB_BOOL,
-         .dest = allow,
-         .help = "accept tensors and a header without a CRC32C, still check "
-                 "the CRC32Cs that are there, and say how many tensors could "
-                 "not be checked"},
+        FLAG_BOOL("allow-unchecked", allow,
+                  "accept tensors and a header without a CRC32C, still check "
+                  "the CRC32Cs that are there, and say how many tensors could "
+                  "not be checked"),
         {0},
     };
     memcpy(rows, table, sizeof table);
@@ -61,22 +59,10 @@ static void diff_flag_rows(flagtab_row rows[DIFF_ROWS], double *rtol,
                            double *atol)
 {
     const flagtab_row table[DIFF_ROWS] = {
-        {.name = "rtol",
-         .type = FLAGTAB_DOUBLE,
-         .dest = rtol,
-         .def = "0",
-         .dmin = 0,
-         .dmax = DBL_MAX,
-         .metavar = "R",
-         .help = "relative tolerance, a non-negative number"},
-        {.name = "atol",
-         .type = FLAGTAB_DOUBLE,
-         .dest = atol,
-         .def = "0",
-         .dmin = 0,
-         .dmax = DBL_MAX,
-         .metavar = "A",
-         .help = "absolute tolerance, a non-negative number"},
+        FLAG_DOUBLE("rtol", rtol, "0", 0, DBL_MAX, "R",
+                    "relative tolerance, a non-negative number"),
+        FLAG_DOUBLE("atol", atol, "0", 0, DBL_MAX, "A",
+                    "absolute tolerance, a non-negative number"),
         {0},
     };
     memcpy(rows, table, sizeof table);

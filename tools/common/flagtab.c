@@ -6,6 +6,7 @@
 #include "flagtab.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,8 +15,9 @@
 
 #include "rdmaflow/env.h"
 
-#define HELP_COLUMN 22
-#define HELP_WIDTH  79
+#define HELP_COLUMN    22
+#define TF_HELP_COLUMN 31 /* rf-trainer's layout */
+#define HELP_WIDTH     79
 
 /* "-p/--port", or "--port" for a row without an alias. */
 static const char *flag_label(const flagtab_row *row, char *buf, size_t len)
@@ -143,24 +145,73 @@ static int read_real_int(const char *what, const char *text, int64_t min,
     return 0;
 }
 
-static int read_double(const flagtab_row *row, const char *what,
-                       const char *text, double *out, flagtab_error *err)
+/* A FLOAT32 row's value: 0, or a normal float32 (a value that becomes 0
+ * or infinity, or keeps only a few bits as a subnormal, would be used as
+ * something else than what was asked). */
+static int check_float32(const char *what, const char *text, double v,
+                         flagtab_error *err)
+{
+    float x = (float)v;
+    if (v == 0 || (isfinite(x) && fabsf(x) >= FLT_MIN))
+        return 0;
+    return set_error(err, FLAGTAB_ERR_BAD_VALUE,
+                     "%s: %s is out of range: it %s in float32 (the smallest "
+                     "normal float32 is %g, the largest %g)",
+                     what, RF_ECHO(text),
+                     x == 0     ? "rounds to 0"
+                     : isinf(x) ? "rounds to infinity"
+                                : "is subnormal",
+                     (double)FLT_MIN, (double)FLT_MAX);
+}
+
+static int read_double(const flagtab *t, const flagtab_row *row,
+                       const char *what, const char *text, double *out,
+                       flagtab_error *err)
 {
     flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
-    if (end == text || *end)
+    /* absl: no "nan", "inf" or leading blank */
+    bool tf_bad = t->tf_style && !strchr("+-.0123456789", *text);
+    if (end == text || *end || tf_bad)
         return set_error(err, k, "%s: '%s' is not a number", what,
                          RF_ECHO(text));
-    if (!isfinite(v) || errno == ERANGE)
+    if (!t->tf_style && (!isfinite(v) || errno == ERANGE))
         return set_error(err, k, "%s: '%s' is not a finite number", what,
                          RF_ECHO(text));
     bool open = row->bits & FLAGTAB_MIN_OPEN;
-    if ((row->dmin != 0 || row->dmax != 0) &&
-        ((open ? v <= row->dmin : v < row->dmin) || v > row->dmax))
+    bool ranged = row->dmin != 0 || row->dmax != 0;
+    bool outside =
+        ranged && ((open ? v <= row->dmin : v < row->dmin) || v > row->dmax);
+    if (t->tf_style && (outside || !isfinite(v) || errno == ERANGE))
+        return set_error(err, k, "%s: %s is out of range %c%g, %g]", what,
+                         RF_ECHO(text), open ? '(' : '[', row->dmin, row->dmax);
+    if (outside)
         return set_error(err, k, "%s: %s is outside %c%g, %g]", what,
                          RF_ECHO(text), open ? '(' : '[', row->dmin, row->dmax);
+    if ((row->bits & FLAGTAB_FLOAT32) && check_float32(what, text, v, err))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* tf_style: a signed decimal integer in [min, max], in absl's words. */
+static int read_tf_int(const char *what, const char *text, int64_t min,
+                       int64_t max, int64_t *out, flagtab_error *err)
+{
+    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end ||
+        (*text != '-' && *text != '+' && (*text < '0' || *text > '9')))
+        return set_error(err, k, "%s: '%s' is not an integer", what,
+                         RF_ECHO(text));
+    if (errno == ERANGE || v < min || v > max)
+        return set_error(err, k,
+                         "%s: %s is out of range [%" PRId64 ", %" PRId64 "]",
+                         what, RF_ECHO(text), min, max);
     *out = v;
     return 0;
 }
@@ -186,15 +237,20 @@ static void int_range(const flagtab_row *row, int64_t *min, uint64_t *max)
 /* An integer row's value. A range that starts at 0 or above is read as
  * an unsigned number (so "-1" is "not a non-negative number"); only a
  * SIZE row takes a suffix. */
-static int read_integer(const flagtab_row *row, const char *what,
-                        const char *text, flagtab_error *err)
+static int read_integer(const flagtab *t, const flagtab_row *row,
+                        const char *what, const char *text, flagtab_error *err)
 {
     int64_t min;
     uint64_t max;
     int_range(row, &min, &max);
     uint64_t u = 0;
     int64_t s = 0;
-    if (row->bits & FLAGTAB_REAL_INT) {
+    if (t->tf_style) {
+        int64_t hi = max > INT64_MAX ? INT64_MAX : (int64_t)max;
+        if (read_tf_int(what, text, min, hi, &s, err))
+            return -1;
+        u = (uint64_t)s;
+    } else if (row->bits & FLAGTAB_REAL_INT) {
         int64_t hi = max > INT64_MAX ? INT64_MAX : (int64_t)max;
         if (read_real_int(what, text, min, hi, &s, err))
             return -1;
@@ -227,15 +283,18 @@ static int read_integer(const flagtab_row *row, const char *what,
     return 0;
 }
 
-/* "a, b or c" for the choices of a row. */
-static void choice_list(const flagtab_choice *c, char *buf, size_t len)
+/* "a, b or c" (tf_style: "one of a, b, c") for the choices of a row. */
+static void choice_list(const flagtab *t, const flagtab_choice *c, char *buf,
+                        size_t len)
 {
     size_t n = 0, count = 0;
     while (c[count].name)
         count++;
     buf[0] = '\0';
     for (size_t i = 0; i < count && n < len; i++) {
-        const char *sep = i == 0 ? "" : i + 1 == count ? " or " : ", ";
+        const char *sep = i == 0 ? (t->tf_style ? "one of " : "")
+                          : t->tf_style || i + 1 < count ? ", "
+                                                         : " or ";
         int w = snprintf(buf + n, len - n, "%s%s", sep, c[i].name);
         if (w < 0)
             break;
@@ -243,8 +302,8 @@ static void choice_list(const flagtab_choice *c, char *buf, size_t len)
     }
 }
 
-static int read_choice(const flagtab_row *row, const char *what,
-                       const char *text, flagtab_error *err)
+static int read_choice(const flagtab *t, const flagtab_row *row,
+                       const char *what, const char *text, flagtab_error *err)
 {
     for (const flagtab_choice *c = row->choices; c && c->name; c++) {
         if (strcmp(c->name, text) != 0)
@@ -256,14 +315,14 @@ static int read_choice(const flagtab_row *row, const char *what,
         return 0;
     }
     char list[256];
-    choice_list(row->choices, list, sizeof list);
+    choice_list(t, row->choices, list, sizeof list);
     return set_error(err, FLAGTAB_ERR_BAD_VALUE, "%s: '%s' is not %s", what,
                      RF_ECHO(text), list);
 }
 
 /* Stores text (a value or the default) through row. */
-static int apply_value(const flagtab_row *row, const char *text, void *ctx,
-                       flagtab_error *err)
+static int apply_value(const flagtab *t, const flagtab_row *row,
+                       const char *text, flagtab_error *err)
 {
     char what[96];
     flag_label(row, what, sizeof what);
@@ -271,18 +330,22 @@ static int apply_value(const flagtab_row *row, const char *text, void *ctx,
     err->value = text;
     switch (row->type) {
     case FLAGTAB_BOOL:
-        if (!text || !strcmp(text, "true")) {
+        if (!text || !strcmp(text, "true") ||
+            (t->tf_style && !strcmp(text, "1"))) {
             *(bool *)row->dest = true;
             return 0;
         }
-        if (!strcmp(text, "false")) {
+        if (!strcmp(text, "false") || (t->tf_style && !strcmp(text, "0"))) {
             *(bool *)row->dest = false;
             return 0;
         }
         return set_error(err, FLAGTAB_ERR_BAD_VALUE,
-                         "%s: '%s' is not true or false", what, RF_ECHO(text));
+                         t->tf_style ? "%s: '%s' is not a boolean (true, "
+                                       "false, 1, 0)"
+                                     : "%s: '%s' is not true or false",
+                         what, RF_ECHO(text));
     case FLAGTAB_DOUBLE:
-        return read_double(row, what, text, row->dest, err);
+        return read_double(t, row, what, text, row->dest, err);
     case FLAGTAB_STRING:
     case FLAGTAB_BUFFER:
         if ((row->bits & FLAGTAB_NONEMPTY) && !*text)
@@ -300,11 +363,11 @@ static int apply_value(const flagtab_row *row, const char *text, void *ctx,
         return 0;
     case FLAGTAB_ENUM:
     case FLAGTAB_CHOICE:
-        return read_choice(row, what, text, err);
+        return read_choice(t, row, what, text, err);
     case FLAGTAB_CALL:
-        return row->call(row, text, ctx, err);
+        return row->call(row, text, t->ctx, err);
     default:
-        return read_integer(row, what, text, err);
+        return read_integer(t, row, what, text, err);
     }
 }
 
@@ -319,7 +382,7 @@ static int apply_defaults(const flagtab *t, flagtab_error *err)
     for (const flagtab_row *row = t->rows; row->name; row++) {
         if (!row->def)
             continue;
-        if (apply_value(row, row->def, t->ctx, err)) {
+        if (apply_value(t, row, row->def, err)) {
             char msg[sizeof err->message];
             memcpy(msg, err->message, sizeof msg);
             return set_error(err, FLAGTAB_ERR_DEFAULT, "the default of %s",
@@ -378,18 +441,22 @@ static int give(const flagtab *t, const flagtab_row *row, const char *value,
 {
     if (row->seen)
         *row->seen = true;
-    if (row->type == FLAGTAB_BOOL) {
+    if (row->type == FLAGTAB_BOOL && !value)
         *(bool *)row->dest = !negate;
-        return row->bits & FLAGTAB_STOP ? FLAGTAB_STOPPED : FLAGTAB_OK;
-    }
-    return apply_value(row, value, t->ctx, err) ? -1 : FLAGTAB_OK;
+    else if (apply_value(t, row, value, err))
+        return -1;
+    if (t->given)
+        t->given(row, t->ctx);
+    if (row->type == FLAGTAB_BOOL && (row->bits & FLAGTAB_STOP))
+        return FLAGTAB_STOPPED;
+    return FLAGTAB_OK;
 }
 
 /* The value in the next argument, if there is one it may take. */
 static const char *next_value(const flagtab *t, int argc, char **argv, int *i)
 {
-    if (*i + 1 >= argc ||
-        (t->no_dashed_values && !strncmp(argv[*i + 1], "--", 2)))
+    if (*i + 1 >= argc || ((t->no_dashed_values || t->tf_style) &&
+                           !strncmp(argv[*i + 1], "--", 2)))
         return NULL;
     return argv[++*i];
 }
@@ -421,6 +488,54 @@ static int parse_long(const flagtab *t, int argc, char **argv, int *i,
         return set_error(err, FLAGTAB_ERR_MISSING_VALUE,
                          "option '%s' needs a value", RF_ECHO(arg));
     return give(t, row, value, false, err);
+}
+
+/* tf_style: argv[*i] is "--NAME[=V]" with a NAME. */
+static int parse_tf(const flagtab *t, int argc, char **argv, int *i,
+                    flagtab_error *err)
+{
+    const char *arg = argv[*i];
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    err->arg = arg;
+    const flagtab_row *row = NULL;
+    for (const flagtab_row *r = t->rows; r->name && !row; r++)
+        if (strlen(r->name) == len && !strncmp(r->name, name, len))
+            row = r;
+    bool negate = false;
+    for (const flagtab_row *r = t->rows; r->name && !row && !eq; r++)
+        if (len > 2 && !strncmp(name, "no", 2) && strlen(r->name) == len - 2 &&
+            !strncmp(r->name, name + 2, len - 2))
+            row = r, negate = true;
+    /* a BOOL that cannot be negated has no --noNAME (--nohelp) */
+    if (negate && row->type == FLAGTAB_BOOL && !(row->bits & FLAGTAB_NEGATABLE))
+        row = NULL;
+    if (!row)
+        return set_error(err, FLAGTAB_ERR_UNKNOWN,
+                         "--%.*s%s: unknown flag (see --help)",
+                         len > RF_ECHO_MAX ? RF_ECHO_MAX : (int)len, name,
+                         len > RF_ECHO_MAX ? "..." : "");
+    err->row = row;
+    bool optional = row->type != FLAGTAB_BOOL && (row->bits & FLAGTAB_OPTIONAL);
+    if (negate && !(row->bits & FLAGTAB_NEGATABLE) && !optional)
+        return set_error(err, FLAGTAB_ERR_UNKNOWN,
+                         "--%s: --no%s is only for boolean flags", row->name,
+                         row->name);
+    if (row->type == FLAGTAB_BOOL && !eq)
+        return give(t, row, NULL, negate, err);
+    const char *value = eq         ? eq + 1
+                        : optional ? (negate ? "false" : "true")
+                                   : next_value(t, argc, argv, i);
+    if (!value)
+        return set_error(err, FLAGTAB_ERR_MISSING_VALUE, "--%s: missing value",
+                         row->name);
+    return give(t, row, value, false, err);
+}
+
+/* tf_style: anything but "--NAME..." ("-x", "--", "--=V", "extra"). */
+static bool tf_operand(const char *arg)
+{
+    return strncmp(arg, "--", 2) != 0 || arg[2] == '\0' || arg[2] == '=';
 }
 
 /* argv[*i] is "-abc": aliases, the last (or the first that takes a value)
@@ -463,6 +578,17 @@ int flagtab_parse(const flagtab *t, int argc, char **argv, int *noperands,
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         int rc = FLAGTAB_OK;
+        if (t->tf_style) {
+            if (tf_operand(arg)) {
+                err->arg = arg;
+                return set_error(err, FLAGTAB_ERR_OPERAND,
+                                 "unexpected argument '%s'", RF_ECHO(arg));
+            }
+            rc = parse_tf(t, argc, argv, &i, err);
+            if (rc != FLAGTAB_OK)
+                return rc;
+            continue;
+        }
         if (flags_end || arg[0] != '-' || !arg[1] ||
             (t->long_only && arg[1] != '-')) {
             argv[1 + (*noperands)++] = argv[i];
@@ -483,15 +609,15 @@ int flagtab_parse(const flagtab *t, int argc, char **argv, int *noperands,
 }
 
 /* Words of text from column col (the cursor, after the flag column),
- * wrapped at HELP_WIDTH and continued at HELP_COLUMN. */
-static void print_wrapped(FILE *f, const char *text, int col)
+ * wrapped at HELP_WIDTH and continued at column indent. */
+static void print_wrapped(FILE *f, const char *text, int col, int indent)
 {
     bool line_start = true;
     for (const char *p = text; *p;) {
         size_t word = strcspn(p, " ");
         if (!line_start && col + 1 + (int)word > HELP_WIDTH) {
-            fprintf(f, "\n%*s", HELP_COLUMN, "");
-            col = HELP_COLUMN;
+            fprintf(f, "\n%*s", indent, "");
+            col = indent;
             line_start = true;
         }
         if (!line_start) {
@@ -508,31 +634,40 @@ static void print_wrapped(FILE *f, const char *text, int col)
     fputc('\n', f);
 }
 
+/* A row's flag column: "-p, --port PORT", "--[no]color"; tf_style
+ * "--port=PORT". Returns the characters printed. */
+static int print_flag(FILE *f, const flagtab *t, const flagtab_row *row)
+{
+    char alias[8] = "";
+    if (row->alias)
+        snprintf(alias, sizeof alias, "-%c, ", row->alias);
+    const char *metavar = row->metavar ? row->metavar : "VALUE";
+    bool value = takes_value(row);
+    return fprintf(f, "  %s--%s%s%s%s", alias,
+                   row->bits & FLAGTAB_NEGATABLE ? "[no]" : "", row->name,
+                   value ? (t->tf_style ? "=" : " ") : "",
+                   value ? metavar : "");
+}
+
 void flagtab_print_help(FILE *f, const flagtab *t)
 {
+    int column = t->tf_style ? TF_HELP_COLUMN : HELP_COLUMN;
     for (const flagtab_row *row = t->rows; row->name; row++) {
         if (row->bits & FLAGTAB_HIDDEN)
             continue;
-        char alias[8] = "";
-        if (row->alias)
-            snprintf(alias, sizeof alias, "-%c, ", row->alias);
-        const char *metavar = row->metavar ? row->metavar : "VALUE";
-        int n = fprintf(f, "  %s--%s%s%s%s", alias,
-                        row->bits & FLAGTAB_NEGATABLE ? "[no]" : "", row->name,
-                        takes_value(row) ? " " : "",
-                        takes_value(row) ? metavar : "");
-        if (n < HELP_COLUMN) {
-            fprintf(f, "%*s", HELP_COLUMN - n, "");
-            n = HELP_COLUMN;
+        int n = print_flag(f, t, row);
+        if (n < column) {
+            fprintf(f, "%*s", column - n, "");
+            n = column;
         } else {
             fputc(' ', f);
             n++;
         }
-        char text[512];
+        char text[1024];
         bool show_default = row->def && row->type != FLAGTAB_BOOL;
         snprintf(text, sizeof text, "%s%s%s%s", row->help ? row->help : "",
                  show_default ? " (default " : "", show_default ? row->def : "",
                  show_default ? ")" : "");
-        print_wrapped(f, text, n);
+        print_wrapped(f, text, n, column);
     }
 }

@@ -44,6 +44,16 @@ typedef enum flagtab_type {
 #define FLAGTAB_MIN_OPEN  0x10u /* DOUBLE: the value must exceed dmin */
 #define FLAGTAB_NONEMPTY  0x20u /* STRING, BUFFER: "" is refused */
 #define FLAGTAB_NO_VALUE  0x40u /* CALL: takes no value (value is NULL) */
+#define FLAGTAB_FLOAT32                                                        \
+    0x80u /* DOUBLE: stored later as a float32, so                             \
+             not 0 must stay a normal float32 */
+#define FLAGTAB_OPTIONAL                                                       \
+    0x100u /* tf_style, a row with a value: "--NAME"                           \
+              alone is "--NAME=true", "--noNAME"                               \
+              "--NAME=false" */
+/* Bits a program may give its rows for its own use (the table's given
+ * call reads them); flagtab ignores them. */
+#define FLAGTAB_PROGRAM_BITS 0xff0000u
 
 /* One name of an ENUM or CHOICE row; a list ends with a NULL name. */
 typedef struct flagtab_choice {
@@ -79,6 +89,66 @@ struct flagtab_row {
     const char *help;    /* the help column (wrapped by the printer) */
 };
 
+/* Row macros: a row in a line or two, the fields every row of a type has
+ * in a fixed order, then the help text, then (optionally) any other
+ * designated field: ".alias = 'p'", ".seen = &given", ".bits = ...".
+ *   FLAG_INT("rounds", &o->rounds, "9", 1, 1000, "N", "measured rounds"),
+ * A NULL default leaves dest as the program set it; min = max = 0 is the
+ * type's whole range (DOUBLE: any finite value). */
+#define FLAGTAB_NUMBER_(kind, nm, dst, dflt, lo, hi, mv, ...)                  \
+    {                                                                          \
+        .name = (nm), .type = (kind), .dest = (dst), .def = (dflt),            \
+        .min = (lo), .max = (hi), .metavar = (mv), .help = __VA_ARGS__         \
+    }
+#define FLAG_INT(...)    FLAGTAB_NUMBER_(FLAGTAB_INT, __VA_ARGS__)
+#define FLAG_UINT16(...) FLAGTAB_NUMBER_(FLAGTAB_UINT16, __VA_ARGS__)
+#define FLAG_UINT32(...) FLAGTAB_NUMBER_(FLAGTAB_UINT32, __VA_ARGS__)
+#define FLAG_INT64(...)  FLAGTAB_NUMBER_(FLAGTAB_INT64, __VA_ARGS__)
+#define FLAG_UINT64(...) FLAGTAB_NUMBER_(FLAGTAB_UINT64, __VA_ARGS__)
+#define FLAG_SIZE(...)   FLAGTAB_NUMBER_(FLAGTAB_SIZE, __VA_ARGS__)
+#define FLAG_DOUBLE(nm, dst, dflt, lo, hi, mv, ...)                            \
+    {                                                                          \
+        .name = (nm), .type = FLAGTAB_DOUBLE, .dest = (dst), .def = (dflt),    \
+        .dmin = (lo), .dmax = (hi), .metavar = (mv), .help = __VA_ARGS__       \
+    }
+/* a BOOL; FLAG_STOP: one that stops the parse (--help, --version) */
+#define FLAG_BOOL(nm, dst, ...)                                                \
+    {                                                                          \
+        .name = (nm), .type = FLAGTAB_BOOL, .dest = (dst), .help = __VA_ARGS__ \
+    }
+#define FLAG_STOP(nm, dst, ...)                                                \
+    {                                                                          \
+        .name = (nm), .type = FLAGTAB_BOOL, .dest = (dst),                     \
+        .bits = FLAGTAB_STOP, .help = __VA_ARGS__                              \
+    }
+#define FLAG_STRING(nm, dst, dflt, mv, ...)                                    \
+    {                                                                          \
+        .name = (nm), .type = FLAGTAB_STRING, .dest = (dst), .def = (dflt),    \
+        .metavar = (mv), .help = __VA_ARGS__                                   \
+    }
+/* dst is the array itself (its sizeof is the row's size) */
+#define FLAG_BUFFER(nm, dst, dflt, mv, ...)                                    \
+    {                                                                          \
+        .name = (nm), .type = FLAGTAB_BUFFER, .dest = (dst),                   \
+        .size = sizeof(dst), .def = (dflt), .metavar = (mv),                   \
+        .help = __VA_ARGS__                                                    \
+    }
+#define FLAG_ENUM(nm, dst, dflt, list, mv, ...)                                \
+    {                                                                          \
+        .name = (nm), .type = FLAGTAB_ENUM, .dest = (dst), .def = (dflt),      \
+        .choices = (list), .metavar = (mv), .help = __VA_ARGS__                \
+    }
+#define FLAG_CHOICE(nm, dst, dflt, list, mv, ...)                              \
+    {                                                                          \
+        .name = (nm), .type = FLAGTAB_CHOICE, .dest = (dst), .def = (dflt),    \
+        .choices = (list), .metavar = (mv), .help = __VA_ARGS__                \
+    }
+#define FLAG_CALL(nm, fn, dflt, mv, ...)                                       \
+    {                                                                          \
+        .name = (nm), .type = FLAGTAB_CALL, .call = (fn), .def = (dflt),       \
+        .metavar = (mv), .help = __VA_ARGS__                                   \
+    }
+
 /* A table: rows up to the first row without a name. */
 typedef struct flagtab {
     const flagtab_row *rows;
@@ -91,6 +161,16 @@ typedef struct flagtab {
     /* A value in the next argument may not start with "--": "--host
      * --trace x" is a missing value (rf-launch), not the host "--trace". */
     bool no_dashed_values;
+    /* TensorFlow (absl) flags, as rf-trainer takes them: only "--NAME=V",
+     * "--NAME V" (V not starting with "--") and "--NAME" for a BOOL or an
+     * OPTIONAL row; "--noNAME" for a NEGATABLE one; a BOOL also takes
+     * "=true", "=false", "=1" or "=0"; names exact; any other argument,
+     * "-x", "--" and "--=V" too, is an OPERAND error; integers are read
+     * signed; and the messages are in absl's words ("--batch_size: 'abc'
+     * is not an integer", "--x: unknown flag (see --help)"). */
+    bool tf_style;
+    /* If not NULL: called with each row argv gives, its value stored. */
+    void (*given)(const flagtab_row *row, void *ctx);
 } flagtab;
 
 typedef enum flagtab_error_kind {
@@ -101,6 +181,7 @@ typedef enum flagtab_error_kind {
     FLAGTAB_ERR_EXTRA_VALUE,   /* --NAME=V for a flag that takes none */
     FLAGTAB_ERR_BAD_VALUE,     /* the value is malformed or out of range */
     FLAGTAB_ERR_DEFAULT,       /* a row's own default is bad (a bug) */
+    FLAGTAB_ERR_OPERAND,       /* tf_style: an argument that is no flag */
 } flagtab_error_kind;
 
 struct flagtab_error {

@@ -145,151 +145,88 @@ static void lt_flag_rows(flagtab_row rows[LT_FLAG_ROWS], lt_opts *o,
                          given_flags *g)
 {
     const flagtab_row table[LT_FLAG_ROWS] = {
-        {.name = "ps",
-         .type = FLAGTAB_CALL,
-         .call = call_count,
-         .dest = &o->ps,
-         .max = LT_MAX_TASKS_PER_JOB,
-         .seen = &g->ps,
-         .metavar = "N",
-         .help = "parameter-server tasks, 0.." STR(LT_MAX_TASKS_PER_JOB)},
-        {.name = "workers",
-         .type = FLAGTAB_CALL,
-         .call = call_count,
-         .dest = &o->workers,
-         .max = LT_MAX_TASKS_PER_JOB,
-         .seen = &g->workers,
-         .metavar = "N",
-         .help = "worker tasks, 0.." STR(
-             LT_MAX_TASKS_PER_JOB) " (at least one worker or --chief)"},
-        {.name = "chief",
-         .type = FLAGTAB_BOOL,
-         .dest = &o->chief,
-         .help = "add a separate chief task (TensorFlow's \"chief\" job; "
-                 "without it worker0 is the chief); implies --tf_config, as "
-                 "no classic flag names a chief"},
-        {.name = "tf_config",
-         .type = FLAGTAB_BOOL,
-         .dest = &o->tf_config,
-         .help = "describe the cluster in each task's TF_CONFIG environment "
-                 "variable instead of flags (in flags mode an inherited "
-                 "TF_CONFIG is removed)"},
-        {.name = "host",
-         .type = FLAGTAB_CALL,
-         .call = call_host,
-         .dest = &o->host,
-         .def = "127.0.0.1",
-         .seen = &g->host,
-         .metavar = "ADDR",
-         .help = "address the tasks listen on"},
-        {.name = "trace",
-         .type = FLAGTAB_CALL,
-         .call = call_path,
-         .dest = &o->trace,
-         .metavar = "FILE",
-         .help = "pass --trace=FILE.<task>.json to each task and merge those "
-                 "Chrome traces into FILE at the end"},
-        {.name = "metrics_dir",
-         .type = FLAGTAB_CALL,
-         .call = call_path,
-         .dest = &o->metrics_dir,
-         .metavar = "DIR",
-         .help = "pass --metrics_out=DIR/<task>.jsonl to each task (made if "
-                 "missing)"},
-        {.name = "plot",
-         .type = FLAGTAB_CALL,
-         .call = call_path,
-         .dest = &o->plot_dir,
-         .metavar = "DIR",
-         .help = "the same into DIR (or --metrics_dir), and at the end draw "
-                 "them with rf-plot into DIR: loss, accuracy and throughput "
-                 "per task (PNG; needs jq and gnuplot)"},
-        {.name = "timeout",
-         .type = FLAGTAB_CALL,
-         .call = call_secs,
-         .dest = &o->timeout_s,
-         .metavar = "SECS",
-         .help = "stop everything after SECS seconds (exit 124)"},
-        {.name = "grace",
-         .type = FLAGTAB_CALL,
-         .call = call_secs,
-         .dest = &o->grace_s,
-         .def = "5",
-         .metavar = "SECS",
-         .help = "wait after SIGTERM before SIGKILL"},
-        {.name = "ps_grace",
-         .type = FLAGTAB_CALL,
-         .call = call_secs,
-         .dest = &o->ps_grace_s,
-         .def = "10",
-         .metavar = "SECS",
-         .help = "once every worker succeeded, wait this long for the ps "
-                 "tasks to exit before stopping them"},
-        {.name = "restart_on_failure",
-         .type = FLAGTAB_BOOL,
-         .dest = &o->restart_on_failure,
-         .help = "restart a task (ps, worker or chief) that exits non-zero "
-                 "or is killed by a signal, with the same argv, environment "
-                 "and port, after 1 s (doubling with each restart of that "
-                 "task, at most " STR(
-                     LT_RESTART_BACKOFF_MAX_MS) " ms); a task exiting 0 is "
-                                                "never restarted, nor is any "
-                                                "once every worker has exited "
-                                                "0 or once rf-launch is "
-                                                "stopping. The restarts of "
-                                                "each task are printed at the "
-                                                "end"},
-        {.name = "max_restarts",
-         .type = FLAGTAB_CALL,
-         .call = call_count,
-         .dest = &o->max_restarts,
-         .def = STR(LT_DEFAULT_MAX_RESTARTS),
-         .max = LT_MAX_RESTARTS_LIMIT,
-         .seen = &g->max_restarts,
-         .metavar = "N",
-         .help = "restarts per task, 0.." STR(
-             LT_MAX_RESTARTS_LIMIT) " (needs --restart_on_failure); a failure "
-                                    "beyond them stops everything (exit 1)"},
-        {.name = "hostfile",
-         .type = FLAGTAB_CALL,
-         .call = call_path,
-         .dest = &o->hostfile,
-         .metavar = "FILE",
-         .help = "run the tasks over ssh on the hosts of FILE (Open MPI's "
-                 "format: \"HOST [slots=N]\" lines, '#' comments; slots "
-                 "default 1), filling each host's slots in task order; each "
-                 "task listens on its host; the RF_* variables and TF_CONFIG "
-                 "go along, and it runs in this directory"},
-        {.name = "ssh",
-         .type = FLAGTAB_CALL,
-         .call = call_ssh,
-         .dest = &o->ssh,
-         .metavar = "CMD",
-         .help = "the ssh command, split at blanks (default \"ssh -o "
-                 "BatchMode=yes\"; e.g. \"ssh -p 2222 -i key\")"},
-        {.name = "port_base",
-         .type = FLAGTAB_CALL,
-         .call = call_port,
-         .dest = &o->port_base,
-         .max = 65535,
-         .metavar = "P",
-         .help = "task k (in start order ps0.., chief, worker0..) listens on "
-                 "port P + k (default: ports free on this machine)"},
-        {.name = "keep_secret",
-         .type = FLAGTAB_BOOL,
-         .dest = &o->keep_secret,
-         .help = "keep the job's cluster secret file at the end and print "
-                 "its path (e.g. to start another task of the job by hand "
-                 "with RF_CLUSTER_SECRET_FILE)"},
-        {.name = "help",
-         .alias = 'h',
-         .type = FLAGTAB_BOOL,
-         .dest = &o->help,
-         .help = "this message"},
-        {.name = "version",
-         .type = FLAGTAB_BOOL,
-         .dest = &o->version,
-         .help = "print the version and exit"},
+        FLAG_CALL("ps", call_count, NULL, "N",
+                  "parameter-server tasks, 0.." STR(LT_MAX_TASKS_PER_JOB),
+                  .dest = &o->ps, .max = LT_MAX_TASKS_PER_JOB, .seen = &g->ps),
+        FLAG_CALL("workers", call_count, NULL, "N",
+                  "worker tasks, 0.." STR(
+                      LT_MAX_TASKS_PER_JOB) " (at least one worker or --chief)",
+                  .dest = &o->workers, .max = LT_MAX_TASKS_PER_JOB,
+                  .seen = &g->workers),
+        FLAG_BOOL("chief", &o->chief,
+                  "add a separate chief task (TensorFlow's \"chief\" job; "
+                  "without it worker0 is the chief); implies --tf_config, as "
+                  "no classic flag names a chief"),
+        FLAG_BOOL("tf_config", &o->tf_config,
+                  "describe the cluster in each task's TF_CONFIG environment "
+                  "variable instead of flags (in flags mode an inherited "
+                  "TF_CONFIG is removed)"),
+        FLAG_CALL("host", call_host, "127.0.0.1", "ADDR",
+                  "address the tasks listen on", .dest = &o->host,
+                  .seen = &g->host),
+        FLAG_CALL("trace", call_path, NULL, "FILE",
+                  "pass --trace=FILE.<task>.json to each task and merge those "
+                  "Chrome traces into FILE at the end",
+                  .dest = &o->trace),
+        FLAG_CALL("metrics_dir", call_path, NULL, "DIR",
+                  "pass --metrics_out=DIR/<task>.jsonl to each task (made if "
+                  "missing)",
+                  .dest = &o->metrics_dir),
+        FLAG_CALL("plot", call_path, NULL, "DIR",
+                  "the same into DIR (or --metrics_dir), and at the end draw "
+                  "them with rf-plot into DIR: loss, accuracy and throughput "
+                  "per task (PNG; needs jq and gnuplot)",
+                  .dest = &o->plot_dir),
+        FLAG_CALL("timeout", call_secs, NULL, "SECS",
+                  "stop everything after SECS seconds (exit 124)",
+                  .dest = &o->timeout_s),
+        FLAG_CALL("grace", call_secs, "5", "SECS",
+                  "wait after SIGTERM before SIGKILL", .dest = &o->grace_s),
+        FLAG_CALL("ps_grace", call_secs, "10", "SECS",
+                  "once every worker succeeded, wait this long for the ps "
+                  "tasks to exit before stopping them",
+                  .dest = &o->ps_grace_s),
+        FLAG_BOOL("restart_on_failure", &o->restart_on_failure,
+                  "restart a task (ps, worker or chief) that exits non-zero "
+                  "or is killed by a signal, with the same argv, environment "
+                  "and port, after 1 s (doubling with each restart of that "
+                  "task, at most " STR(
+                      LT_RESTART_BACKOFF_MAX_MS) " ms); a task exiting 0 is "
+                                                 "never restarted, nor is any "
+                                                 "once every worker has exited "
+                                                 "0 or once rf-launch is "
+                                                 "stopping. The restarts of "
+                                                 "each task are printed at the "
+                                                 "end"),
+        FLAG_CALL(
+            "max_restarts", call_count, STR(LT_DEFAULT_MAX_RESTARTS), "N",
+            "restarts per task, 0.." STR(
+                LT_MAX_RESTARTS_LIMIT) " (needs --restart_on_failure); a "
+                                       "failure "
+                                       "beyond them stops everything (exit 1)",
+            .dest = &o->max_restarts, .max = LT_MAX_RESTARTS_LIMIT,
+            .seen = &g->max_restarts),
+        FLAG_CALL("hostfile", call_path, NULL, "FILE",
+                  "run the tasks over ssh on the hosts of FILE (Open MPI's "
+                  "format: \"HOST [slots=N]\" lines, '#' comments; slots "
+                  "default 1), filling each host's slots in task order; each "
+                  "task listens on its host; the RF_* variables and TF_CONFIG "
+                  "go along, and it runs in this directory",
+                  .dest = &o->hostfile),
+        FLAG_CALL("ssh", call_ssh, NULL, "CMD",
+                  "the ssh command, split at blanks (default \"ssh -o "
+                  "BatchMode=yes\"; e.g. \"ssh -p 2222 -i key\")",
+                  .dest = &o->ssh),
+        FLAG_CALL("port_base", call_port, NULL, "P",
+                  "task k (in start order ps0.., chief, worker0..) listens on "
+                  "port P + k (default: ports free on this machine)",
+                  .dest = &o->port_base, .max = 65535),
+        FLAG_BOOL("keep_secret", &o->keep_secret,
+                  "keep the job's cluster secret file at the end and print "
+                  "its path (e.g. to start another task of the job by hand "
+                  "with RF_CLUSTER_SECRET_FILE)"),
+        FLAG_BOOL("help", &o->help, "this message", .alias = 'h'),
+        FLAG_BOOL("version", &o->version, "print the version and exit"),
         {0},
     };
     memcpy(rows, table, sizeof table);

@@ -213,6 +213,66 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
     return 0;
 }
 
+/* The server, the data, the model under replica_device_setter, and the
+ * configuration lines. Returns 0, or 1 having said what failed. */
+static int set_up(tr_worker *d, const char *who, rf_dataset **train_set,
+                  rf_dataset **test, rf_replica_device_setter **setter,
+                  double *t_load)
+{
+    const tr_flags *f = d->f;
+    char err[2048];
+    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
+                            .require_secret = f->require_secret,
+                            .bind_addr = f->bind_addr,
+                            .resolve_wait_secs = (int)f->max_wait_secs};
+    if (rf_server_start(d->cluster, &so, &d->server) != RF_OK)
+        return fail(who, rf_error_message());
+    if (tr_load_data(f, train_set, test, t_load, err, sizeof err) != 0)
+        return fail("data", err);
+    if (tr_make_setter(f, d->cluster, d->self, setter, err, sizeof err) != 0 ||
+        tr_session_create(f, (int)rf_dataset_rows(*train_set),
+                          (int)rf_dataset_cols(*train_set),
+                          (int)rf_dataset_num_classes(*train_set), *setter,
+                          &d->s, err, sizeof err) != 0)
+        return fail("setup", err);
+    tr_print_config(f, &d->s, *train_set, *test, tr_data_dir(f));
+    printf("%s of %d workers%s, %d ps tasks; apply=%s%s\n", who, d->num_workers,
+           d->self->is_chief ? " (chief)" : "", d->num_ps, f->apply,
+           f->use_locking ? " with use_locking" : "");
+    fflush(stdout);
+    return 0;
+}
+
+/* --trace: the trace, its process named for the task. Returns 0 or 1. */
+static int open_trace(const tr_worker *d, rf_trace **trace)
+{
+    char label[128];
+    snprintf(label, sizeof label, "rf-trainer /job:%s/task:%d", d->self->job,
+             d->self->index);
+    if (rf_trace_create(trace) != RF_OK)
+        return fail("--trace", rf_error_message());
+    rf_trace_set_process(*trace, 0, label);
+    return 0;
+}
+
+/* After training: a worker closes its session and metrics; the chief
+ * ends the job (chief_finish). Returns 0 or 1. */
+static int finish(tr_worker *d, const char *who, const tr_train_result *tr,
+                  rf_dataset *test)
+{
+    char err[2048];
+    if (d->self->is_chief)
+        return chief_finish(d, test, err, sizeof err) != 0 ? fail("chief", err)
+                                                           : 0;
+    if (rf_monitored_session_close(d->ms) != RF_OK)
+        return fail(who, rf_error_message());
+    if (tr_metrics_finish(d->metrics, NAN, NULL, err, sizeof err) != 0)
+        return fail("--metrics_out", err);
+    printf("worker %d: done after %" PRId64 " steps\n", d->self->index,
+           tr->steps);
+    return 0;
+}
+
 int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
 {
     char err[2048];
@@ -238,31 +298,8 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
                 rf_error_message());
         return 2;
     }
-    rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
-                            .require_secret = f->require_secret,
-                            .bind_addr = f->bind_addr,
-                            .resolve_wait_secs = (int)f->max_wait_secs};
-    if (rf_server_start(cluster, &so, &d.server) != RF_OK) {
-        rc = fail(who, rf_error_message());
+    if (set_up(&d, who, &train_set, &test, &setter, &t_load) != 0)
         goto out;
-    }
-    if (tr_load_data(f, &train_set, &test, &t_load, err, sizeof err) != 0) {
-        rc = fail("data", err);
-        goto out;
-    }
-    if (tr_make_setter(f, cluster, d.self, &setter, err, sizeof err) != 0 ||
-        tr_session_create(f, (int)rf_dataset_rows(train_set),
-                          (int)rf_dataset_cols(train_set),
-                          (int)rf_dataset_num_classes(train_set), setter, &d.s,
-                          err, sizeof err) != 0) {
-        rc = fail("setup", err);
-        goto out;
-    }
-    tr_print_config(f, &d.s, train_set, test, tr_data_dir(f));
-    printf("%s of %d workers%s, %d ps tasks; apply=%s%s\n", who, d.num_workers,
-           chief ? " (chief)" : "", d.num_ps, f->apply,
-           f->use_locking ? " with use_locking" : "");
-    fflush(stdout);
     char task[64];
     tr_metrics_task(d.self, task, sizeof task);
     if (tr_metrics_open(f, task, d.per_global_step, &d.metrics, err,
@@ -290,16 +327,8 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rc = fail("data", err);
         goto out;
     }
-    if (f->trace_path) {
-        char label[128];
-        snprintf(label, sizeof label, "rf-trainer /job:%s/task:%d", d.self->job,
-                 d.self->index);
-        if (rf_trace_create(&trace) != RF_OK) {
-            rc = fail("--trace", rf_error_message());
-            goto out;
-        }
-        rf_trace_set_process(trace, 0, label);
-    }
+    if (f->trace_path && open_trace(&d, &trace) != 0)
+        goto out;
     tr_train_result tr;
     if (train(&d, mine ? mine : train_set, trace, &tr, err, sizeof err) != 0) {
         rc = fail("training", err);
@@ -313,22 +342,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     tr_print_ssp(f, d.ms);
     if (chief)
         tr_print_cluster_rate(&tr, d.per_global_step);
-    if (!chief) {
-        if (rf_monitored_session_close(d.ms) != RF_OK) {
-            rc = fail(who, rf_error_message());
-            goto out;
-        }
-        if (tr_metrics_finish(d.metrics, NAN, NULL, err, sizeof err) != 0) {
-            rc = fail("--metrics_out", err);
-            goto out;
-        }
-        printf("worker %d: done after %" PRId64 " steps\n", d.self->index,
-               tr.steps);
-    } else if (chief_finish(&d, test, err, sizeof err) != 0) {
-        rc = fail("chief", err);
-        goto out;
-    }
-    rc = 0;
+    rc = finish(&d, who, &tr, test);
 out:
     fflush(stdout);
     rf_trace_destroy(trace);

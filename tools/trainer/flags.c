@@ -1,771 +1,385 @@
-/* tools/trainer/flags.c: the flag table and parser of rf-trainer (see
- * flags.h). One row per flag: its name, value kind, range and help; the
- * parser handles the syntax, the kinds handle the values, and every error
- * names the flag ("--batch_size: 0 is out of range [1, 65536]"). */
+/* tools/trainer/flags.c: rf-trainer's flags (see flags.h): one row per
+ * flag in a flag table (tools/common/flagtab.h) read TensorFlow style
+ * (tf_style), with its default, its range and its help; then the checks
+ * that take several flags together (the model's defaults, the optimizer,
+ * the sync flags). Every error names the flag ("--batch_size: 0 is out of
+ * range [1, 65536]"). */
 #include "flags.h"
 
 #include <errno.h>
-#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flagtab.h"
 #include "rdmaflow/data.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 
-typedef enum flag_kind {
-    FK_INT,    /* int64_t field in [min, max] */
-    FK_FLOAT,  /* double field, finite, in [min, max] (min excluded when
-                  min_open) */
-    FK_STRING, /* const char * field, non-empty */
-    FK_BOOL,   /* bool field */
-    FK_CUSTOM, /* parsed by fn */
-} flag_kind;
+/* Row bits of the flags that only some runs use: the first one given is
+ * named if the run has no use for it. */
+#define TR_DISTRIBUTED 0x010000u /* only in a distributed run */
+#define TR_CTR         0x020000u /* only with --model=wide_deep */
+#define TR_IMAGE       0x040000u /* only with the Fashion-MNIST models */
 
-typedef int (*flag_fn)(tr_flags *f, const char *value, char *err,
-                       size_t errlen);
+/* ---- values that need more than a row ---------------------------------- */
 
-typedef struct flag_def {
-    const char *name;
-    flag_kind kind;
-    size_t offset; /* field in tr_flags (not FK_CUSTOM) */
-    double min, max;
-    bool min_open;
-    bool f32; /* FK_FLOAT stored as a float32: must not round to 0 or inf */
-    flag_fn fn;
-    bool distributed;    /* meaningful only in a distributed run */
-    bool optional_value; /* "--name" alone means "--name=true" */
-    bool ctr;            /* only with --model=wide_deep */
-    bool image;          /* only with the Fashion-MNIST models */
-    const char *arg;     /* value placeholder in --help */
-    const char *help;
-} flag_def;
-
-/* ---- custom values ------------------------------------------------------ */
-
-static int set_model(tr_flags *f, const char *v, char *err, size_t errlen)
+static int call_model(const flagtab_row *row, const char *v, void *ctx,
+                      flagtab_error *err)
 {
-    if (tr_model_parse(v, &f->model, err, errlen) != 0)
-        return -1;
+    tr_flags *f = ctx;
+    char msg[256];
+    (void)row;
+    if (tr_model_parse(v, &f->model, msg, sizeof msg) != 0)
+        return flagtab_fail(err, "%s", msg);
     snprintf(f->model_text, sizeof f->model_text, "%s", v);
     return 0;
 }
 
-static int set_optimizer(tr_flags *f, const char *v, char *err, size_t errlen)
+static int call_optimizer(const flagtab_row *row, const char *v, void *ctx,
+                          flagtab_error *err)
 {
     rf_optim_config cfg;
-    if (rf_optim_parse(v, &cfg) != RF_OK) {
-        snprintf(err, errlen, "%s", rf_error_message());
-        return -1;
-    }
-    f->optimizer = v;
-    f->optimizer_given = true;
+    (void)row;
+    if (rf_optim_parse(v, &cfg) != RF_OK)
+        return flagtab_fail(err, "%s", rf_error_message());
+    ((tr_flags *)ctx)->optimizer = v;
     return 0;
 }
 
-static int set_ctr_spec(tr_flags *f, const char *v, char *err, size_t errlen)
+static int call_ctr_spec(const flagtab_row *row, const char *v, void *ctx,
+                         flagtab_error *err)
 {
-    if (rf_ctr_spec_parse(v, &f->ctr_spec) != RF_OK) {
-        snprintf(err, errlen, "%s", rf_error_message());
-        return -1;
-    }
+    (void)row;
+    if (rf_ctr_spec_parse(v, &((tr_flags *)ctx)->ctr_spec) != RF_OK)
+        return flagtab_fail(err, "%s", rf_error_message());
     return 0;
 }
 
 /* "W1,W2,..." as mlp's widths */
-static int set_hidden(tr_flags *f, const char *v, char *err, size_t errlen)
+static int call_hidden(const flagtab_row *row, const char *v, void *ctx,
+                       flagtab_error *err)
 {
-    char text[512];
-    if (snprintf(text, sizeof text, "mlp:%s", v) >= (int)sizeof text) {
-        snprintf(err, errlen, "too long");
-        return -1;
-    }
-    if (tr_model_parse(text, &f->hidden, err, errlen) != 0)
-        return -1;
+    char text[512], msg[256];
+    (void)row;
+    if (snprintf(text, sizeof text, "mlp:%s", v) >= (int)sizeof text)
+        return flagtab_fail(err, "too long");
+    if (tr_model_parse(text, &((tr_flags *)ctx)->hidden, msg, sizeof msg) != 0)
+        return flagtab_fail(err, "%s", msg);
     return 0;
 }
 
 /* Any uint64: the graph seed and the shuffling seed. */
-static int set_seed(tr_flags *f, const char *v, char *err, size_t errlen)
+static int call_seed(const flagtab_row *row, const char *v, void *ctx,
+                     flagtab_error *err)
 {
     char *end = NULL;
+    (void)row;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    if (*v < '0' || *v > '9' || *end != '\0') {
-        snprintf(err, errlen, "'%s' is not a non-negative integer", RF_ECHO(v));
-        return -1;
-    }
-    if (errno == ERANGE) {
-        snprintf(err, errlen, "%s is out of range [0, %" PRIu64 "]", RF_ECHO(v),
-                 UINT64_MAX);
-        return -1;
-    }
-    f->seed = (uint64_t)x;
+    if (*v < '0' || *v > '9' || *end != '\0')
+        return flagtab_fail(err, "'%s' is not a non-negative integer",
+                            RF_ECHO(v));
+    if (errno == ERANGE)
+        return flagtab_fail(err, "%s is out of range [0, %" PRIu64 "]",
+                            RF_ECHO(v), UINT64_MAX);
+    ((tr_flags *)ctx)->seed = (uint64_t)x;
     return 0;
 }
 
-static int one_of(const char *v, const char *const *choices, char *err,
-                  size_t errlen)
-{
-    for (int i = 0; choices[i]; i++)
-        if (!strcmp(v, choices[i]))
-            return 0;
-    int off = snprintf(err, errlen, "'%s' is not one of", RF_ECHO(v));
-    for (int i = 0; choices[i] && off >= 0 && (size_t)off < errlen; i++)
-        off += snprintf(err + off, errlen - (size_t)off, "%s %s", i ? "," : "",
-                        choices[i]);
-    return -1;
-}
+static const flagtab_choice apply_modes[] = {
+    {"ps", RF_PS_APPLY_PS}, {"worker", RF_PS_APPLY_WORKER}, {NULL, 0}};
+static const flagtab_choice ps_strategies[] = {
+    {"round_robin", RF_PS_ROUND_ROBIN}, {"greedy", RF_PS_GREEDY}, {NULL, 0}};
+/* --explain (text), --explain=text|json|true|false, --noexplain */
+static const flagtab_choice explain_kinds[] = {{"text", TR_EXPLAIN_TEXT},
+                                               {"json", TR_EXPLAIN_JSON},
+                                               {"true", TR_EXPLAIN_TEXT},
+                                               {"false", TR_EXPLAIN_NONE},
+                                               {NULL, 0}};
 
-/* The cluster flags are kept as given: rf_cluster_resolve checks them
- * together with TF_CONFIG and names the flag in its errors. */
-static int set_ps_hosts(tr_flags *f, const char *v, char *err, size_t errlen)
+/* The table's given call: the first flag of each kind that only some runs
+ * use, for the checks after parsing. */
+static void note_given(const flagtab_row *row, void *ctx)
 {
-    (void)err, (void)errlen;
-    f->ps_hosts = v;
-    return 0;
-}
-
-static int set_worker_hosts(tr_flags *f, const char *v, char *err,
-                            size_t errlen)
-{
-    (void)err, (void)errlen;
-    f->worker_hosts = v;
-    return 0;
-}
-
-static int set_job_name(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    (void)err, (void)errlen;
-    f->job_name = v;
-    return 0;
-}
-
-static int set_task_index(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    (void)err, (void)errlen;
-    f->task_index = v;
-    return 0;
-}
-
-static int set_num_ps(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    (void)err, (void)errlen;
-    f->num_ps = v;
-    return 0;
-}
-
-static int set_port_base(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    (void)err, (void)errlen;
-    f->port_base = v;
-    return 0;
-}
-
-static int set_apply(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    static const char *const modes[] = {"ps", "worker", NULL};
-    if (one_of(v, modes, err, errlen) != 0)
-        return -1;
-    f->apply = v;
-    f->apply_mode = strcmp(v, "ps") ? RF_PS_APPLY_WORKER : RF_PS_APPLY_PS;
-    return 0;
-}
-
-static int set_ps_strategy(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    static const char *const kinds[] = {"round_robin", "greedy", NULL};
-    if (one_of(v, kinds, err, errlen) != 0)
-        return -1;
-    f->ps_strategy = v;
-    f->ps_strategy_kind =
-        strcmp(v, "greedy") ? RF_PS_ROUND_ROBIN : RF_PS_GREEDY;
-    return 0;
-}
-
-/* --explain (text), --explain=text|json|true|false, --noexplain. */
-static int set_explain(tr_flags *f, const char *v, char *err, size_t errlen)
-{
-    static const char *const kinds[] = {"text", "json", "true", "false", NULL};
-    if (one_of(v, kinds, err, errlen) != 0)
-        return -1;
-    f->explain = !strcmp(v, "json")    ? TR_EXPLAIN_JSON
-                 : !strcmp(v, "false") ? TR_EXPLAIN_NONE
-                                       : TR_EXPLAIN_TEXT;
-    return 0;
+    tr_flags *f = ctx;
+    if ((row->bits & TR_DISTRIBUTED) && !f->distributed_flag)
+        f->distributed_flag = row->name;
+    if ((row->bits & TR_CTR) && !f->ctr_flag)
+        f->ctr_flag = row->name;
+    if ((row->bits & TR_IMAGE) && !f->image_flag)
+        f->image_flag = row->name;
 }
 
 /* ---- the table ---------------------------------------------------------- */
 
-#define FIELD(x) offsetof(tr_flags, x)
+#define DIST     (FLAGTAB_NONEMPTY | TR_DISTRIBUTED)
+#define DIST_ANY TR_DISTRIBUTED /* the cluster flags: "" is checked later */
+#define CTR      TR_CTR
+#define F32      FLAGTAB_FLOAT32
 
-static const flag_def flag_table[] = {
-    {.name = "model",
-     .kind = FK_CUSTOM,
-     .fn = set_model,
-     .arg = "MODEL",
-     .help = "softmax | mlp[:W1,W2,...] | cnn[:C1,C2,D] | wide_deep "
-             "(default mlp:256,128; cnn means cnn:16,32,128; wide_deep "
-             "trains on the synthetic click-through data)"},
-    {.name = "ctr_spec",
-     .kind = FK_CUSTOM,
-     .fn = set_ctr_spec,
-     .ctr = true,
-     .arg = "SPEC",
-     .help = "wide_deep: the click-through data set, NAME=VALUE;... over "
-             "the default (rf-ctr-data(1); default: 8 categorical features, "
-             "vocabularies to 1e9, 4 dense)"},
-    {.name = "hash_buckets",
-     .kind = FK_INT,
-     .offset = FIELD(hash_buckets),
-     .min = 1,
-     .max = 1e8,
-     .ctr = true,
-     .arg = "N",
-     .help = "wide_deep: a feature whose vocabulary is larger is hashed "
-             "into N buckets, else its ids are used as they are (default "
-             "100000)"},
-    {.name = "embedding_dim",
-     .kind = FK_INT,
-     .offset = FIELD(embedding_dim),
-     .min = 1,
-     .max = 1024,
-     .ctr = true,
-     .arg = "N",
-     .help = "wide_deep: the deep part's embedding width (default 8)"},
-    {.name = "hidden",
-     .kind = FK_CUSTOM,
-     .fn = set_hidden,
-     .ctr = true,
-     .arg = "W1,W2,...",
-     .help = "wide_deep: the deep part's relu layers (default 64,32)"},
-    {.name = "eval_examples",
-     .kind = FK_INT,
-     .offset = FIELD(eval_examples),
-     .min = 2,
-     .max = 1e8,
-     .ctr = true,
-     .arg = "N",
-     .help = "wide_deep: test examples for AUC and log loss, the first N "
-             "of the test split (default 100000, at most the split)"},
-    {.name = "embedding_partitions",
-     .kind = FK_INT,
-     .offset = FIELD(embedding_partitions),
-     .min = 1,
-     .max = 64,
-     .ctr = true,
-     .arg = "P",
-     .help = "wide_deep: each embedding table in P parts (fixed_size_"
-             "partitioner, ids to parts by \"mod\"; default 1, distributed the "
-             "ps count)"},
-    {.name = "optimizer",
-     .kind = FK_CUSTOM,
-     .fn = set_optimizer,
-     .arg = "NAME",
-     .help = "sgd | momentum | adagrad | adam | rmsprop | ftrl (default "
-             "adam; wide_deep: ftrl 1.0 for the wide part and adagrad 0.1 "
-             "for the deep part, or the one given for both)"},
-    {.name = "learning_rate",
-     .kind = FK_FLOAT,
-     .offset = FIELD(learning_rate),
-     .min = 0,
-     .min_open = true,
-     .f32 = true,
-     .max = 1e6,
-     .arg = "LR",
-     .help = "learning rate > 0 (default per optimizer: sgd 0.1, momentum "
-             "0.01, adagrad 0.1, adam 0.001, rmsprop 0.001, ftrl 0.1)"},
-    {.name = "momentum",
-     .kind = FK_FLOAT,
-     .offset = FIELD(momentum),
-     .min = 0,
-     .f32 = true,
-     .max = 1,
-     .arg = "M",
-     .help = "momentum in [0, 1] for momentum (default 0.9) and rmsprop "
-             "(default 0)"},
-    {.name = "initial_accumulator_value",
-     .kind = FK_FLOAT,
-     .offset = FIELD(initial_accumulator_value),
-     .min = 0,
-     .min_open = true,
-     .f32 = true,
-     .max = 1e6,
-     .arg = "A",
-     .help = "initial accumulator > 0 for adagrad and ftrl (default 0.1)"},
-    {.name = "learning_rate_power",
-     .kind = FK_FLOAT,
-     .offset = FIELD(learning_rate_power),
-     .min = -1e6,
-     .f32 = true,
-     .max = 0,
-     .arg = "P",
-     .help = "ftrl's learning rate power <= 0 (default -0.5; 0 is a fixed "
-             "learning rate)"},
-    {.name = "l1_regularization_strength",
-     .kind = FK_FLOAT,
-     .offset = FIELD(l1_regularization_strength),
-     .min = 0,
-     .f32 = true,
-     .max = 1e6,
-     .arg = "L1",
-     .help = "ftrl's L1 regularization strength >= 0 (default 0)"},
-    {.name = "l2_regularization_strength",
-     .kind = FK_FLOAT,
-     .offset = FIELD(l2_regularization_strength),
-     .min = 0,
-     .f32 = true,
-     .max = 1e6,
-     .arg = "L2",
-     .help = "ftrl's L2 regularization strength >= 0 (default 0)"},
-    {.name = "l2_shrinkage_regularization_strength",
-     .kind = FK_FLOAT,
-     .offset = FIELD(l2_shrinkage_regularization_strength),
-     .min = 0,
-     .f32 = true,
-     .max = 1e6,
-     .arg = "S",
-     .help = "ftrl's L2 shrinkage strength >= 0 (default 0; > 0 uses "
-             "ApplyFtrlV2)"},
-    {.name = "batch_size",
-     .kind = FK_INT,
-     .offset = FIELD(batch_size),
-     .min = 1,
-     .max = 65536,
-     .arg = "N",
-     .help = "training examples per step (default 250; cnn 100)"},
-    {.name = "train_steps",
-     .kind = FK_INT,
-     .offset = FIELD(train_steps),
-     .min = 0,
-     .max = 1e9,
-     .arg = "N",
-     .help = "train until global_step reaches N (StopAtStepHook last_step; "
-             "default 4800, i.e. 20 epochs; cnn 4200, 7 epochs)"},
-    {.name = "seed",
-     .kind = FK_CUSTOM,
-     .fn = set_seed,
-     .arg = "S",
-     .help = "graph seed (initial weights) and shuffling seed (default 1)"},
-    {.name = "threads",
-     .kind = FK_INT,
-     .offset = FIELD(threads),
-     .min = 0,
-     .max = 256,
-     .arg = "N",
-     .help = "executor compute threads, 0 = online CPUs (default 0)"},
-    {.name = "data_dir",
-     .kind = FK_STRING,
-     .offset = FIELD(data_dir),
-     .image = true,
-     .arg = "DIR",
-     .help = "Fashion-MNIST IDX files (default $RF_FASHION_MNIST_DIR "
-             "or " RF_FASHION_MNIST_DIR ")"},
-    {.name = "trace",
-     .kind = FK_STRING,
-     .offset = FIELD(trace_path),
-     .arg = "FILE",
-     .help = "write a Chrome trace (JSON, Perfetto) of the executor"},
-    {.name = "trace_steps",
-     .kind = FK_INT,
-     .offset = FIELD(trace_steps),
-     .min = 1,
-     .max = 1e9,
-     .arg = "N",
-     .help = "with --trace, trace the first N training steps (default 100)"},
-    {.name = "log_every",
-     .kind = FK_INT,
-     .offset = FIELD(log_every),
-     .min = 0,
-     .max = 1e9,
-     .arg = "N",
-     .help = "progress line every N steps, 0 = none (default 500)"},
-    {.name = "eval_batch_size",
-     .kind = FK_INT,
-     .offset = FIELD(eval_batch_size),
-     .min = 1,
-     .max = 10000,
-     .arg = "N",
-     .help = "test examples per evaluation step (default 1000)"},
-    {.name = "variables_out",
-     .kind = FK_STRING,
-     .offset = FIELD(variables_out),
-     .arg = "FILE",
-     .help = "write the final variables (values, optimizer slots, "
-             "global_step) as safetensors; distributed: the chief, after "
-             "every worker is done"},
-    /* metrics files (README "Metrics files") */
-    {.name = "metrics_out",
-     .kind = FK_STRING,
-     .offset = FIELD(metrics_out),
-     .arg = "FILE",
-     .help = "write this task's metrics as JSON lines: a line every "
-             "--metrics_every_steps steps (loss, accuracy, examples/s, "
-             "global_step/sec, bytes) and a summary at the end"},
-    {.name = "metrics_every_steps",
-     .kind = FK_INT,
-     .offset = FIELD(metrics_every_steps),
-     .min = 1,
-     .max = 1e9,
-     .arg = "N",
-     .help = "with --metrics_out, a line every N steps of this task "
-             "(default 100)"},
-    /* distributed training (TensorFlow's classic trainer flags; TF_CONFIG
-     * is read too, the flags override it field by field) */
-    {.name = "ps_hosts",
-     .kind = FK_CUSTOM,
-     .fn = set_ps_hosts,
-     .distributed = true,
-     .arg = "H:P,...",
-     .help = "parameter-server tasks, in task order"},
-    {.name = "cluster_secret_file",
-     .kind = FK_STRING,
-     .offset = FIELD(cluster_secret_file),
-     .distributed = true,
-     .arg = "FILE",
-     .help = "the cluster's shared secret (a file of 32 to 4096 bytes "
-             "readable by its owner only): every connection to a ps task "
-             "authenticates with it; overrides RF_CLUSTER_SECRET_FILE"},
-    {.name = "require_secret",
-     .kind = FK_BOOL,
-     .offset = FIELD(require_secret),
-     .distributed = true,
-     .help = "refuse to start without a cluster secret (as "
-             "RF_REQUIRE_SECRET=1); without this, a task with none warns "
-             "once that its cluster is unauthenticated"},
-    {.name = "worker_hosts",
-     .kind = FK_CUSTOM,
-     .fn = set_worker_hosts,
-     .distributed = true,
-     .arg = "H:P,...",
-     .help = "worker tasks, in task order (worker 0 is the chief)"},
-    {.name = "job_name",
-     .kind = FK_CUSTOM,
-     .fn = set_job_name,
-     .distributed = true,
-     .arg = "ps|worker",
-     .help = "this task's job"},
-    {.name = "task_index",
-     .kind = FK_CUSTOM,
-     .fn = set_task_index,
-     .distributed = true,
-     .arg = "I",
-     .help = "this task's index in its job"},
-    /* launchers: the cluster and the task from Slurm's or MPI's rank
-     * (SlurmClusterResolver; rf_cluster_resolve_env checks them) */
-    {.name = "num_ps",
-     .kind = FK_CUSTOM,
-     .fn = set_num_ps,
-     .distributed = true,
-     .arg = "N",
-     .help = "under srun or mpirun: ranks 0..N-1 are the ps tasks, the "
-             "others the workers (SLURM_PROCID, OMPI_COMM_WORLD_RANK or "
-             "PMIX_RANK; hosts from Slurm's node list or RF_MPI_HOSTS, else "
-             "127.0.0.1)"},
-    {.name = "port_base",
-     .kind = FK_CUSTOM,
-     .fn = set_port_base,
-     .distributed = true,
-     .arg = "P",
-     .help = "with --num_ps, the k-th task on a host listens on port P + k "
-             "(default 8888)"},
-    {.name = "bind_addr",
-     .kind = FK_STRING,
-     .offset = FIELD(bind_addr),
-     .distributed = true,
-     .arg = "ADDR",
-     .help = "a ps task listens on this local address (0.0.0.0: every "
-             "address) instead of its cluster address, which still picks "
-             "the RDMA device and NUMA node; overrides RF_BIND_ADDR"},
-    {.name = "apply",
-     .kind = FK_CUSTOM,
-     .fn = set_apply,
-     .distributed = true,
-     .arg = "ps|worker",
-     .help = "where the optimizer runs: ps = the ps task applies the pushed "
-             "gradient (default), worker = read, apply here, write back"},
-    {.name = "use_locking",
-     .kind = FK_BOOL,
-     .offset = FIELD(use_locking),
-     .distributed = true,
-     .help = "with --apply=worker, hold each shard's lock word "
-             "(compare-and-swap) during its update"},
-    {.name = "ps_strategy",
-     .kind = FK_CUSTOM,
-     .fn = set_ps_strategy,
-     .distributed = true,
-     .arg = "round_robin|greedy",
-     .help = "how replica_device_setter picks each variable's ps task: "
-             "round_robin, or greedy = the least loaded by bytes so far "
-             "(GreedyLoadBalancingStrategy, byte_size_load_fn) "
-             "(default " TR_DEFAULT_PS_STRATEGY ")"},
-    {.name = "partition_min_slice_bytes",
-     .kind = FK_INT,
-     .offset = FIELD(partition_min_slice_bytes),
-     .min = 0,
-     .max = 1e15,
-     .distributed = true,
-     .arg = "N",
-     .help = "partition each variable along its first axis into at most one "
-             "part per ps task, each at least N bytes "
-             "(min_max_variable_partitioner); 0 = no partitioning "
-             "(default " TR_DEFAULT_PARTITION_STR ")"},
-    /* MonitoredTrainingSession's */
-    {.name = "checkpoint_dir",
-     .kind = FK_STRING,
-     .offset = FIELD(checkpoint_dir),
-     .distributed = true,
-     .arg = "DIR",
-     .help = "the chief restores the newest checkpoint of DIR that verifies "
-             "and saves model.ckpt-<step>.safetensors there (created if "
-             "missing); an evaluator task evaluates each new one (test "
-             "accuracy; wide_deep: AUC and log loss)"},
-    {.name = "save_checkpoint_steps",
-     .kind = FK_INT,
-     .offset = FIELD(save_checkpoint_steps),
-     .min = 0,
-     .max = 1e9,
-     .distributed = true,
-     .arg = "N",
-     .help = "with --checkpoint_dir, save every N global steps (then "
-             "--save_checkpoint_secs is not used)"},
-    {.name = "save_checkpoint_secs",
-     .kind = FK_FLOAT,
-     .offset = FIELD(save_checkpoint_secs),
-     .min = 0,
-     .max = 1e9,
-     .distributed = true,
-     .arg = "S",
-     .help = "with --checkpoint_dir, save every S seconds, at the start and "
-             "at the end (default 600; 0 without --save_checkpoint_steps: "
-             "never save, only restore)"},
-    {.name = "max_to_keep",
-     .kind = FK_INT,
-     .offset = FIELD(max_to_keep),
-     .min = 1,
-     .max = 1e6,
-     .distributed = true,
-     .arg = "N",
-     .help = "checkpoints kept, older ones deleted (default 5)"},
-    {.name = "log_step_count_steps",
-     .kind = FK_INT,
-     .offset = FIELD(log_step_count_steps),
-     .min = 0,
-     .max = 1e9,
-     .distributed = true,
-     .arg = "N",
-     .help = "the chief prints global_step/sec and examples/sec every N "
-             "global steps, 0 = never (default 100)"},
-    {.name = "max_wait_secs",
-     .kind = FK_INT,
-     .offset = FIELD(max_wait_secs),
-     .min = 1,
-     .max = 1e7,
-     .distributed = true,
-     .arg = "S",
-     .help = "how long a task waits for the cluster to be ready (ps tasks "
-             "up, variables initialised), at the start and after a failure "
-             "(default 7200)"},
-    {.name = "stop_grace_secs",
-     .kind = FK_INT,
-     .offset = FIELD(stop_grace_secs),
-     .min = 0,
-     .max = 1e7,
-     .distributed = true,
-     .arg = "S",
-     .help = "how long the chief waits at the end for the other workers "
-             "to finish before it names the missing ones, saves, shuts the "
-             "ps tasks down and exits 1 (default 120)"},
-    {.name = "sync_replicas",
-     .kind = FK_BOOL,
-     .offset = FIELD(sync_replicas),
-     .distributed = true,
-     .help = "synchronous training (SyncReplicasOptimizer): each step the "
-             "ps applies the mean of --replicas_to_aggregate workers' "
-             "gradients once, stale gradients are dropped, workers wait for "
-             "the step (needs --apply=ps)"},
-    {.name = "replicas_to_aggregate",
-     .kind = FK_INT,
-     .offset = FIELD(replicas_to_aggregate),
-     .min = 0,
-     .max = RF_PS_MAX_SYNC_REPLICAS,
-     .distributed = true,
-     .arg = "N",
-     .help = "with --sync_replicas, gradients averaged per step, 1 to "
-             "--total_num_replicas (default 0: every worker)"},
-    {.name = "total_num_replicas",
-     .kind = FK_INT,
-     .offset = FIELD(total_num_replicas),
-     .min = 0,
-     .max = RF_PS_MAX_SYNC_REPLICAS,
-     .distributed = true,
-     .arg = "M",
-     .help = "with --sync_replicas, the workers pushing: the cluster's "
-             "training workers (default 0: them); M - N are backup workers"},
-    {.name = "staleness",
-     .kind = FK_INT,
-     .offset = FIELD(staleness),
-     .min = 0,
-     .max = 1000000000,
-     .distributed = true,
-     .arg = "K",
-     .help = "stale synchronous parallel (async training only, not with "
-             "--sync_replicas): a worker more than K steps ahead of the "
-             "slowest training worker waits before its next step (clock "
-             "words on ps task 0, one-sided READs and FETCH_AND_ADD; 0: "
-             "no worker starts step c+1 before every worker finished step "
-             "c); default off"},
-    {.name = "explain",
-     .kind = FK_CUSTOM,
-     .fn = set_explain,
-     .optional_value = true,
-     .arg = "[text|json]",
-     .help = "before training, print the cluster, each variable's shard "
-             "placement, the fabric and NUMA binding, and the operations "
-             "of one step (json: one JSON document, on stdout alone: the "
-             "trainer's other lines then go to stderr; or to "
-             "--explain_out)"},
-    {.name = "explain_only",
-     .kind = FK_BOOL,
-     .offset = FIELD(explain_only),
-     .help = "print the explanation of every task of the cluster (what "
-             "each ps, worker and the chief does) from the flags alone, "
-             "connecting to nothing, and exit (implies --explain; local "
-             "mode: this process's)"},
-    {.name = "explain_out",
-     .kind = FK_STRING,
-     .offset = FIELD(explain_out),
-     .arg = "FILE",
-     .help = "write the --explain output to FILE instead of stdout ('-': "
-             "stdout)"},
-};
-
-#define NFLAGS (sizeof flag_table / sizeof flag_table[0])
-
-static const flag_def *find_flag(const char *name, size_t len)
+#define TR_FLAG_ROWS 60
+static void tr_flag_rows(flagtab_row rows[TR_FLAG_ROWS], tr_flags *f)
 {
-    for (size_t i = 0; i < NFLAGS; i++)
-        if (strlen(flag_table[i].name) == len &&
-            !strncmp(flag_table[i].name, name, len))
-            return &flag_table[i];
-    return NULL;
+    const flagtab_row table[] = {
+        FLAG_CALL("model", call_model, "mlp:256,128", "MODEL",
+                  "softmax | mlp[:W1,W2,...] | cnn[:C1,C2,D] | wide_deep "
+                  "(cnn means cnn:16,32,128; wide_deep trains on the "
+                  "synthetic click-through data)"),
+        FLAG_CALL("ctr_spec", call_ctr_spec, NULL, "SPEC",
+                  "wide_deep: the click-through data set, NAME=VALUE;... over "
+                  "the default (rf-ctr-data(1); default: 8 categorical "
+                  "features, vocabularies to 1e9, 4 dense)",
+                  .bits = CTR),
+        FLAG_INT64("hash_buckets", &f->hash_buckets, "100000", 1, 100000000,
+                   "N",
+                   "wide_deep: a feature whose vocabulary is larger is hashed "
+                   "into N buckets, else its ids are used as they are",
+                   .bits = CTR),
+        FLAG_INT64("embedding_dim", &f->embedding_dim, "8", 1, 1024, "N",
+                   "wide_deep: the deep part's embedding width", .bits = CTR),
+        FLAG_CALL("hidden", call_hidden, "64,32", "W1,W2,...",
+                  "wide_deep: the deep part's relu layers", .bits = CTR),
+        FLAG_INT64("eval_examples", &f->eval_examples, "100000", 2, 100000000,
+                   "N",
+                   "wide_deep: test examples for AUC and log loss, the first "
+                   "N of the test split, at most all of it",
+                   .bits = CTR),
+        FLAG_INT64("embedding_partitions", &f->embedding_partitions, NULL, 1,
+                   64, "P",
+                   "wide_deep: each embedding table in P parts (fixed_size_"
+                   "partitioner, ids to parts by \"mod\"; default 1, "
+                   "distributed the ps count)",
+                   .bits = CTR),
+        FLAG_CALL("optimizer", call_optimizer, "adam", "NAME",
+                  "sgd | momentum | adagrad | adam | rmsprop | ftrl "
+                  "(wide_deep: ftrl 1.0 for the wide part and adagrad 0.1 "
+                  "for the deep part, or the one given for both)",
+                  .seen = &f->optimizer_given),
+        FLAG_DOUBLE("learning_rate", &f->learning_rate, NULL, 0, 1e6, "LR",
+                    "learning rate > 0 (default per optimizer: sgd 0.1, "
+                    "momentum 0.01, adagrad 0.1, adam 0.001, rmsprop 0.001, "
+                    "ftrl 0.1)",
+                    .bits = F32 | FLAGTAB_MIN_OPEN),
+        FLAG_DOUBLE("momentum", &f->momentum, NULL, 0, 1, "M",
+                    "momentum in [0, 1] for momentum (default 0.9) and "
+                    "rmsprop (default 0)",
+                    .bits = F32),
+        FLAG_DOUBLE("initial_accumulator_value", &f->initial_accumulator_value,
+                    NULL, 0, 1e6, "A",
+                    "initial accumulator > 0 for adagrad and ftrl (default "
+                    "0.1)",
+                    .bits = F32 | FLAGTAB_MIN_OPEN),
+        FLAG_DOUBLE("learning_rate_power", &f->learning_rate_power, NULL, -1e6,
+                    0, "P",
+                    "ftrl's learning rate power <= 0 (default -0.5; 0 is a "
+                    "fixed learning rate)",
+                    .bits = F32),
+        FLAG_DOUBLE("l1_regularization_strength",
+                    &f->l1_regularization_strength, NULL, 0, 1e6, "L1",
+                    "ftrl's L1 regularization strength >= 0 (default 0)",
+                    .bits = F32),
+        FLAG_DOUBLE("l2_regularization_strength",
+                    &f->l2_regularization_strength, NULL, 0, 1e6, "L2",
+                    "ftrl's L2 regularization strength >= 0 (default 0)",
+                    .bits = F32),
+        FLAG_DOUBLE("l2_shrinkage_regularization_strength",
+                    &f->l2_shrinkage_regularization_strength, NULL, 0, 1e6, "S",
+                    "ftrl's L2 shrinkage strength >= 0 (default 0; > 0 uses "
+                    "ApplyFtrlV2)",
+                    .bits = F32),
+        FLAG_INT64("batch_size", &f->batch_size, NULL, 1, 65536, "N",
+                   "training examples per step (default 250; cnn 100)"),
+        FLAG_INT64("train_steps", &f->train_steps, NULL, 0, 1000000000, "N",
+                   "train until global_step reaches N (StopAtStepHook "
+                   "last_step; default 4800, i.e. 20 epochs; cnn 4200, 7 "
+                   "epochs)"),
+        FLAG_CALL("seed", call_seed, "1", "S",
+                  "graph seed (initial weights) and shuffling seed"),
+        FLAG_INT64("threads", &f->threads, "0", 0, 256, "N",
+                   "executor compute threads, 0 = online CPUs"),
+        FLAG_STRING("data_dir", &f->data_dir, NULL, "DIR",
+                    "Fashion-MNIST IDX files (default $RF_FASHION_MNIST_DIR "
+                    "or " RF_FASHION_MNIST_DIR ")",
+                    .bits = FLAGTAB_NONEMPTY | TR_IMAGE),
+        FLAG_STRING("trace", &f->trace_path, NULL, "FILE",
+                    "write a Chrome trace (JSON, Perfetto) of the executor",
+                    .bits = FLAGTAB_NONEMPTY),
+        FLAG_INT64("trace_steps", &f->trace_steps, "100", 1, 1000000000, "N",
+                   "with --trace, trace the first N training steps"),
+        FLAG_INT64("log_every", &f->log_every, "500", 0, 1000000000, "N",
+                   "progress line every N steps, 0 = none"),
+        FLAG_INT64("eval_batch_size", &f->eval_batch_size, "1000", 1, 10000,
+                   "N", "test examples per evaluation step"),
+        FLAG_STRING("variables_out", &f->variables_out, NULL, "FILE",
+                    "write the final variables (values, optimizer slots, "
+                    "global_step) as safetensors; distributed: the chief, "
+                    "after every worker is done",
+                    .bits = FLAGTAB_NONEMPTY),
+        /* metrics files (README "Metrics files") */
+        FLAG_STRING("metrics_out", &f->metrics_out, NULL, "FILE",
+                    "write this task's metrics as JSON lines: a line every "
+                    "--metrics_every_steps steps (loss, accuracy, examples/s, "
+                    "global_step/sec, bytes) and a summary at the end",
+                    .bits = FLAGTAB_NONEMPTY),
+        FLAG_INT64("metrics_every_steps", &f->metrics_every_steps, "100", 1,
+                   1000000000, "N",
+                   "with --metrics_out, a line every N steps of this task"),
+        /* distributed training (TensorFlow's classic trainer flags;
+         * TF_CONFIG is read too, the flags override it field by field;
+         * rf_cluster_resolve_env checks the cluster flags) */
+        FLAG_STRING("ps_hosts", &f->ps_hosts, NULL, "H:P,...",
+                    "parameter-server tasks, in task order", .bits = DIST_ANY),
+        FLAG_STRING("cluster_secret_file", &f->cluster_secret_file, NULL,
+                    "FILE",
+                    "the cluster's shared secret (a file of 32 to 4096 bytes "
+                    "readable by its owner only): every connection to a ps "
+                    "task authenticates with it; overrides "
+                    "RF_CLUSTER_SECRET_FILE",
+                    .bits = DIST),
+        FLAG_BOOL("require_secret", &f->require_secret,
+                  "refuse to start without a cluster secret (as "
+                  "RF_REQUIRE_SECRET=1); without this, a task with none warns "
+                  "once that its cluster is unauthenticated",
+                  .bits = FLAGTAB_NEGATABLE | TR_DISTRIBUTED),
+        FLAG_STRING("worker_hosts", &f->worker_hosts, NULL, "H:P,...",
+                    "worker tasks, in task order (worker 0 is the chief)",
+                    .bits = DIST_ANY),
+        FLAG_STRING("job_name", &f->job_name, NULL, "ps|worker",
+                    "this task's job", .bits = DIST_ANY),
+        FLAG_STRING("task_index", &f->task_index, NULL, "I",
+                    "this task's index in its job", .bits = DIST_ANY),
+        /* launchers: the cluster and the task from Slurm's or MPI's rank
+         * (SlurmClusterResolver) */
+        FLAG_STRING("num_ps", &f->num_ps, NULL, "N",
+                    "under srun or mpirun: ranks 0..N-1 are the ps tasks, the "
+                    "others the workers (SLURM_PROCID, OMPI_COMM_WORLD_RANK "
+                    "or PMIX_RANK; hosts from Slurm's node list or "
+                    "RF_MPI_HOSTS, else 127.0.0.1)",
+                    .bits = DIST_ANY),
+        FLAG_STRING("port_base", &f->port_base, NULL, "P",
+                    "with --num_ps, the k-th task on a host listens on port "
+                    "P + k (default 8888)",
+                    .bits = DIST_ANY),
+        FLAG_STRING("bind_addr", &f->bind_addr, NULL, "ADDR",
+                    "a ps task listens on this local address (0.0.0.0: every "
+                    "address) instead of its cluster address, which still "
+                    "picks the RDMA device and NUMA node; overrides "
+                    "RF_BIND_ADDR",
+                    .bits = DIST),
+        FLAG_CHOICE("apply", &f->apply, "ps", apply_modes, "ps|worker",
+                    "where the optimizer runs: ps = the ps task applies the "
+                    "pushed gradient, worker = read, apply here, write back",
+                    .bits = DIST),
+        FLAG_BOOL("use_locking", &f->use_locking,
+                  "with --apply=worker, hold each shard's lock word "
+                  "(compare-and-swap) during its update",
+                  .bits = FLAGTAB_NEGATABLE | TR_DISTRIBUTED),
+        FLAG_CHOICE("ps_strategy", &f->ps_strategy, TR_DEFAULT_PS_STRATEGY,
+                    ps_strategies, "round_robin|greedy",
+                    "how replica_device_setter picks each variable's ps task: "
+                    "round_robin, or greedy = the least loaded by bytes so far "
+                    "(GreedyLoadBalancingStrategy, byte_size_load_fn)",
+                    .bits = DIST),
+        FLAG_INT64("partition_min_slice_bytes", &f->partition_min_slice_bytes,
+                   TR_DEFAULT_PARTITION_STR, 0, 1000000000000000, "N",
+                   "partition each variable along its first axis into at most "
+                   "one part per ps task, each at least N bytes "
+                   "(min_max_variable_partitioner); 0 = no partitioning",
+                   .bits = DIST),
+        /* MonitoredTrainingSession's */
+        FLAG_STRING("checkpoint_dir", &f->checkpoint_dir, NULL, "DIR",
+                    "the chief restores the newest checkpoint of DIR that "
+                    "verifies and saves model.ckpt-<step>.safetensors there "
+                    "(created if missing); an evaluator task evaluates each "
+                    "new one (test accuracy; wide_deep: AUC and log loss)",
+                    .bits = DIST),
+        FLAG_INT64("save_checkpoint_steps", &f->save_checkpoint_steps, NULL, 0,
+                   1000000000, "N",
+                   "with --checkpoint_dir, save every N global steps (then "
+                   "--save_checkpoint_secs is not used)",
+                   .bits = DIST),
+        FLAG_DOUBLE("save_checkpoint_secs", &f->save_checkpoint_secs, "600", 0,
+                    1e9, "S",
+                    "with --checkpoint_dir, save every S seconds, at the start "
+                    "and at the end (0 without --save_checkpoint_steps: never "
+                    "save, only restore)",
+                    .bits = DIST),
+        FLAG_INT64("max_to_keep", &f->max_to_keep, "5", 1, 1000000, "N",
+                   "checkpoints kept, older ones deleted", .bits = DIST),
+        FLAG_INT64("log_step_count_steps", &f->log_step_count_steps, "100", 0,
+                   1000000000, "N",
+                   "the chief prints global_step/sec and examples/sec every N "
+                   "global steps, 0 = never",
+                   .bits = DIST),
+        FLAG_INT64("max_wait_secs", &f->max_wait_secs, "7200", 1, 10000000, "S",
+                   "how long a task waits for the cluster to be ready (ps "
+                   "tasks up, variables initialised), at the start and after "
+                   "a failure",
+                   .bits = DIST),
+        FLAG_INT64("stop_grace_secs", &f->stop_grace_secs, "120", 0, 10000000,
+                   "S",
+                   "how long the chief waits at the end for the other workers "
+                   "to finish before it names the missing ones, saves, shuts "
+                   "the ps tasks down and exits 1",
+                   .bits = DIST),
+        FLAG_BOOL("sync_replicas", &f->sync_replicas,
+                  "synchronous training (SyncReplicasOptimizer): each step the "
+                  "ps applies the mean of --replicas_to_aggregate workers' "
+                  "gradients once, stale gradients are dropped, workers wait "
+                  "for the step (needs --apply=ps)",
+                  .bits = FLAGTAB_NEGATABLE | TR_DISTRIBUTED),
+        FLAG_INT64("replicas_to_aggregate", &f->replicas_to_aggregate, NULL, 0,
+                   RF_PS_MAX_SYNC_REPLICAS, "N",
+                   "with --sync_replicas, gradients averaged per step, 1 to "
+                   "--total_num_replicas (default 0: every worker)",
+                   .bits = DIST),
+        FLAG_INT64("total_num_replicas", &f->total_num_replicas, NULL, 0,
+                   RF_PS_MAX_SYNC_REPLICAS, "M",
+                   "with --sync_replicas, the workers pushing: the cluster's "
+                   "training workers (default 0: them); M - N are backup "
+                   "workers",
+                   .bits = DIST),
+        FLAG_INT64("staleness", &f->staleness, NULL, 0, 1000000000, "K",
+                   "stale synchronous parallel (async training only, not with "
+                   "--sync_replicas): a worker more than K steps ahead of the "
+                   "slowest training worker waits before its next step (clock "
+                   "words on ps task 0, one-sided READs and FETCH_AND_ADD; 0: "
+                   "no worker starts step c+1 before every worker finished "
+                   "step c); default off",
+                   .bits = DIST),
+        FLAG_ENUM("explain", &f->explain, NULL, explain_kinds, "[text|json]",
+                  "before training, print the cluster, each variable's shard "
+                  "placement, the fabric and NUMA binding, and the operations "
+                  "of one step (json: one JSON document, on stdout alone: the "
+                  "trainer's other lines then go to stderr; or to "
+                  "--explain_out)",
+                  .bits = FLAGTAB_OPTIONAL),
+        FLAG_BOOL("explain_only", &f->explain_only,
+                  "print the explanation of every task of the cluster (what "
+                  "each ps, worker and the chief does) from the flags alone, "
+                  "connecting to nothing, and exit (implies --explain; local "
+                  "mode: this process's)",
+                  .bits = FLAGTAB_NEGATABLE),
+        FLAG_STRING("explain_out", &f->explain_out, NULL, "FILE",
+                    "write the --explain output to FILE instead of stdout "
+                    "('-': stdout)",
+                    .bits = FLAGTAB_NONEMPTY),
+        FLAG_BOOL("help", &f->help, "this message"),
+        FLAG_BOOL("version", &f->version, "print the version and exit"),
+        {0},
+    };
+    _Static_assert(sizeof table <= sizeof(flagtab_row[TR_FLAG_ROWS]),
+                   "TR_FLAG_ROWS is too small");
+    memcpy(rows, table, sizeof table);
 }
 
-/* ---- values ------------------------------------------------------------- */
-
-static rf_status parse_int(const char *v, int64_t min, int64_t max,
-                           int64_t *out, char *err, size_t errlen)
-{
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (!*v || end == v || *end != '\0' ||
-        (*v != '-' && *v != '+' && (*v < '0' || *v > '9'))) {
-        snprintf(err, errlen, "'%s' is not an integer", RF_ECHO(v));
-        return RF_ERR_INVALID_ARG;
-    }
-    if (errno == ERANGE || x < min || x > max) {
-        snprintf(err, errlen, "%s is out of range [%" PRId64 ", %" PRId64 "]",
-                 RF_ECHO(v), min, max);
-        return RF_ERR_INVALID_ARG;
-    }
-    *out = x;
-    return RF_OK;
-}
-
-static int set_float(const flag_def *d, double *out, const char *v, char *err,
-                     size_t errlen)
-{
-    char *end = NULL;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (!*v || end == v || *end != '\0' ||
-        (*v != '-' && *v != '+' && *v != '.' && (*v < '0' || *v > '9'))) {
-        snprintf(err, errlen, "'%s' is not a number", RF_ECHO(v));
-        return -1;
-    }
-    bool below = d->min_open ? !(x > d->min) : !(x >= d->min);
-    if (errno == ERANGE || !isfinite(x) || below || x > d->max) {
-        snprintf(err, errlen, "%s is out of range %c%g, %g]", RF_ECHO(v),
-                 d->min_open ? '(' : '[', d->min, d->max);
-        return -1;
-    }
-    /* a float32 hyper-parameter: a value that becomes 0 or infinity (or
-     * loses all but a few bits as a subnormal) would train with something
-     * else than what was asked */
-    if (d->f32 && x != 0 &&
-        (!isfinite((float)x) || fabsf((float)x) < FLT_MIN)) {
-        snprintf(err, errlen,
-                 "%s is out of range: it %s in float32 (the smallest normal "
-                 "float32 is %g, the largest %g)",
-                 RF_ECHO(v),
-                 (float)x == 0     ? "rounds to 0"
-                 : isinf((float)x) ? "rounds to infinity"
-                                   : "is subnormal",
-                 (double)FLT_MIN, (double)FLT_MAX);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int set_bool(bool *out, const char *v, char *err, size_t errlen)
-{
-    if (!strcmp(v, "true") || !strcmp(v, "1")) {
-        *out = true;
-        return 0;
-    }
-    if (!strcmp(v, "false") || !strcmp(v, "0")) {
-        *out = false;
-        return 0;
-    }
-    snprintf(err, errlen, "'%s' is not a boolean (true, false, 1, 0)",
-             RF_ECHO(v));
-    return -1;
-}
-
-static int set_value(const flag_def *d, tr_flags *f, const char *v, char *err,
-                     size_t errlen)
-{
-    char *field = (char *)f + d->offset;
-    switch (d->kind) {
-    case FK_INT: {
-        int64_t x;
-        if (parse_int(v, (int64_t)d->min, (int64_t)d->max, &x, err, errlen) !=
-            RF_OK)
-            return -1;
-        *(int64_t *)(void *)field = x;
-        return 0;
-    }
-    case FK_FLOAT:
-        return set_float(d, (double *)(void *)field, v, err, errlen);
-    case FK_STRING:
-        if (!*v) {
-            snprintf(err, errlen, "empty value");
-            return -1;
-        }
-        *(const char **)(void *)field = v;
-        return 0;
-    case FK_BOOL:
-        return set_bool((bool *)(void *)field, v, err, errlen);
-    case FK_CUSTOM:
-        return d->fn(f, v, err, errlen);
-    }
-    return -1;
-}
-
-/* ---- defaults and resolution -------------------------------------------- */
-
+/* What the rows do not set: the values that mean "not given". */
 static void set_defaults(tr_flags *f)
 {
     memset(f, 0, sizeof *f);
-    char ignored[8];
-    tr_model_parse("mlp:256,128", &f->model, ignored, sizeof ignored);
-    snprintf(f->model_text, sizeof f->model_text, "mlp:256,128");
-    f->optimizer = "adam";
     f->learning_rate = NAN;
     f->momentum = NAN;
     f->initial_accumulator_value = NAN;
@@ -775,27 +389,8 @@ static void set_defaults(tr_flags *f)
     f->l2_shrinkage_regularization_strength = NAN;
     f->batch_size = -1; /* per model, see resolve_model_defaults */
     f->train_steps = -1;
-    f->seed = 1;
-    f->threads = 0;
-    f->trace_steps = 100;
-    f->log_every = 500;
-    f->metrics_every_steps = 100;
-    f->eval_batch_size = 1000;
-    f->apply = "ps";
-    f->apply_mode = RF_PS_APPLY_PS;
-    set_ps_strategy(f, TR_DEFAULT_PS_STRATEGY, NULL, 0);
-    f->partition_min_slice_bytes = TR_DEFAULT_PARTITION_BYTES;
-    f->save_checkpoint_secs = 600;
-    f->max_to_keep = 5;
-    f->log_step_count_steps = 100;
-    f->max_wait_secs = 7200;
-    f->stop_grace_secs = 120;
     f->staleness = -1; /* off */
     rf_ctr_spec_default(&f->ctr_spec);
-    f->hash_buckets = 100000;
-    f->embedding_dim = 8;
-    tr_model_parse("mlp:64,32", &f->hidden, ignored, sizeof ignored);
-    f->eval_examples = 100000;
     f->embedding_partitions = 0; /* local 1, distributed the ps count */
 }
 
@@ -995,69 +590,37 @@ static int check_sync(const tr_flags *f, char *err, size_t errlen)
 
 /* ---- parsing ------------------------------------------------------------ */
 
+/* "-h" and "-help" are spellings of --help (absl's). */
+static void spell_help(int argc, char **argv)
+{
+    static char help[] = "--help";
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "-help"))
+            argv[i] = help;
+}
+
 int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
 {
     set_defaults(f);
-    char msg[384];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help") || !strcmp(a, "-help")) {
-            f->help = true;
-            continue;
-        }
-        if (!strcmp(a, "--version")) {
-            f->version = true;
-            continue;
-        }
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0' || a[2] == '=') {
-            snprintf(err, errlen,
-                     "unexpected argument '%s' (flags are --name=value or "
-                     "--name value; see --help)",
-                     RF_ECHO(a));
-            return -1;
-        }
-        const char *body = a + 2;
-        const char *eq = strchr(body, '=');
-        size_t nlen = eq ? (size_t)(eq - body) : strlen(body);
-        const flag_def *d = find_flag(body, nlen);
-        const char *value = eq ? eq + 1 : NULL;
-        if (!d && !eq && nlen > 2 && !strncmp(body, "no", 2)) {
-            d = find_flag(body + 2, nlen - 2);
-            if (d && d->kind != FK_BOOL && !d->optional_value) {
-                snprintf(err, errlen, "--%s: --no%s is only for boolean flags",
-                         d->name, d->name);
-                return -1;
-            }
-            value = "false";
-        }
-        if (!d) {
-            snprintf(err, errlen, "--%.*s%s: unknown flag (see --help)",
-                     nlen > RF_ECHO_MAX ? RF_ECHO_MAX : (int)nlen, body,
-                     nlen > RF_ECHO_MAX ? "..." : "");
-            return -1;
-        }
-        if (!value && (d->kind == FK_BOOL || d->optional_value))
-            value = "true";
-        if (!value) {
-            if (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)) {
-                snprintf(err, errlen, "--%s: missing value", d->name);
-                return -1;
-            }
-            value = argv[++i];
-        }
-        if (set_value(d, f, value, msg, sizeof msg) != 0) {
-            snprintf(err, errlen, "--%s: %s", d->name, msg);
-            return -1;
-        }
-        if (d->distributed && !f->distributed_flag)
-            f->distributed_flag = d->name;
-        if (d->ctr && !f->ctr_flag)
-            f->ctr_flag = d->name;
-        if (d->image && !f->image_flag)
-            f->image_flag = d->name;
+    flagtab_row rows[TR_FLAG_ROWS];
+    tr_flag_rows(rows, f);
+    flagtab t = {.rows = rows, .ctx = f, .tf_style = true, .given = note_given};
+    flagtab_error fe;
+    int noperands;
+    spell_help(argc, argv);
+    if (flagtab_parse(&t, argc, argv, &noperands, &fe) != FLAGTAB_OK) {
+        snprintf(err, errlen, "%s%s", fe.message,
+                 fe.kind == FLAGTAB_ERR_OPERAND
+                     ? " (flags are --name=value or --name value; see --help)"
+                     : "");
+        return -1;
     }
     if (f->help)
         return 0;
+    f->apply_mode =
+        strcmp(f->apply, "ps") ? RF_PS_APPLY_WORKER : RF_PS_APPLY_PS;
+    f->ps_strategy_kind =
+        strcmp(f->ps_strategy, "greedy") ? RF_PS_ROUND_ROBIN : RF_PS_GREEDY;
     resolve_model_defaults(f);
     if (check_sync(f, err, errlen) != 0 ||
         resolve_wide_deep(f, err, errlen) != 0)
@@ -1101,16 +664,9 @@ void tr_flags_usage(FILE *out, const char *prog)
             "TF_CONFIG, or --num_ps under srun or mpirun; run the same\n"
             "command once per task).\n\nflags:\n",
             prog);
-    for (size_t i = 0; i < NFLAGS; i++) {
-        const flag_def *d = &flag_table[i];
-        char lhs[64];
-        if (d->arg)
-            snprintf(lhs, sizeof lhs, "--%s=%s", d->name, d->arg);
-        else
-            snprintf(lhs, sizeof lhs, "--[no]%s", d->name);
-        fprintf(out, "  %-28s %s\n", lhs, d->help);
-    }
-    fprintf(out, "  %-28s %s\n", "--help", "this message");
-    fprintf(out, "  %-28s %s\n", "--version", "print the version and exit");
+    tr_flags f;
+    flagtab_row rows[TR_FLAG_ROWS];
+    tr_flag_rows(rows, &f);
+    flagtab_print_help(out, &(flagtab){.rows = rows, .tf_style = true});
     fprintf(out, "\nexit status: 0 success, 1 runtime error, 2 usage error\n");
 }

@@ -1,6 +1,7 @@
 /* tools/trainer/flags.h: rf-trainer's command line. TensorFlow/absl style:
  * "--name=value" or "--name value"; booleans "--name", "--name=true|false",
- * "--noname". Every flag is one row of a table in flags.c. The cluster flags
+ * "--noname". Every flag is one row of a flag table in flags.c
+ * (tools/common/flagtab.h, read in its tf_style). The cluster flags
  * (--ps_hosts, --worker_hosts, --job_name, --task_index, and --num_ps,
  * --port_base for srun/mpirun) are kept as text and checked by
  * rf_cluster_resolve_env together with TF_CONFIG and the rank variables. */
@@ -28,9 +29,8 @@
  * 0.00 / 2.82 MB). On this 2-core host, where every task shares the same
  * cores, bench/train/dist-throughput could not tell the placements apart
  * (bench/train/README.md, "Placement"). */
-#define TR_DEFAULT_PS_STRATEGY     "greedy"
-#define TR_DEFAULT_PARTITION_BYTES 262144
-#define TR_DEFAULT_PARTITION_STR   "262144"
+#define TR_DEFAULT_PS_STRATEGY   "greedy"
+#define TR_DEFAULT_PARTITION_STR "262144" /* bytes, the row's default */
 
 /* --model=wide_deep's defaults: 1.5 passes over the default spec's 10^6
  * training examples, within 0.01 of the hidden model's test AUC

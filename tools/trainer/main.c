@@ -141,6 +141,120 @@ static void close_explain(FILE *fp)
         fclose(fp);
 }
 
+/* Before any long work: a directory, a device node, a missing or
+ * unwritable directory would throw the trained model away at the end (a
+ * symbolic link is followed: its target is written). Returns 0 or
+ * TR_EXIT_USAGE. */
+static int check_outputs(tr_flags *f, const char *explain_path)
+{
+    if (tr_check_output("--variables_out", f->variables_out) != 0 ||
+        tr_check_output("--trace", f->trace_path) != 0 ||
+        tr_check_output("--explain_out", explain_path) != 0 ||
+        tr_check_distinct_outputs("--variables_out", f->variables_out,
+                                  "--trace", f->trace_path) != 0 ||
+        tr_check_distinct_outputs("--explain_out", explain_path,
+                                  "--variables_out", f->variables_out) != 0 ||
+        tr_check_distinct_outputs("--explain_out", explain_path, "--trace",
+                                  f->trace_path) != 0 ||
+        tr_metrics_check(f) != 0)
+        return TR_EXIT_USAGE;
+    if (f->explain_only && f->explain == TR_EXPLAIN_NONE)
+        f->explain = TR_EXPLAIN_TEXT;
+    if (f->explain_out && f->explain == TR_EXPLAIN_NONE) {
+        fprintf(stderr, "rf-trainer: --explain_out: give --explain, "
+                        "--explain=json or --explain_only too\n");
+        return TR_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The cluster from the flags, TF_CONFIG or the launcher's rank (*out
+ * NULL: none, a local run). Returns 0, or the exit status. */
+static int resolve_cluster(const tr_flags *f, rf_cluster **out)
+{
+    rf_cluster_flags cf = {.ps_hosts = f->ps_hosts,
+                           .worker_hosts = f->worker_hosts,
+                           .job_name = f->job_name,
+                           .task_index = f->task_index,
+                           .num_ps = f->num_ps,
+                           .port_base = f->port_base};
+    /* --explain_only describes every task: which one this process would
+     * be does not matter, so the cluster flags alone are enough */
+    if (f->explain_only && (f->ps_hosts || f->worker_hosts) && !f->job_name &&
+        !f->task_index) {
+        cf.job_name = "worker";
+        cf.task_index = "0";
+    }
+    *out = NULL;
+    rf_status st = rf_cluster_resolve_env(&cf, NULL, out);
+    if (st != RF_OK) {
+        fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
+        return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
+    }
+    return 0;
+}
+
+/* No cluster: train (or explain) in this process. */
+static int run_in_process(tr_flags *f, const char *explain_path)
+{
+    if (f->distributed_flag) {
+        fprintf(stderr,
+                "rf-trainer: --%s: only for distributed training (give "
+                "--ps_hosts, --worker_hosts, --job_name and "
+                "--task_index, or TF_CONFIG)\n",
+                f->distributed_flag);
+        return TR_EXIT_USAGE;
+    }
+    FILE *ex = open_explain(f, explain_path);
+    if (!ex)
+        return 1;
+    int rc;
+    if (f->model.kind == TR_MODEL_WIDE_DEEP) {
+        if (!f->explain_only)
+            tr_blas_report(stdout);
+        rc = tr_wd_run_local(f, ex);
+    } else if (f->explain_only) {
+        rc = tr_explain_only(f, NULL, ex);
+    } else {
+        tr_blas_report(stdout);
+        rc = run_local(f, ex);
+    }
+    close_explain(ex);
+    return rc;
+}
+
+/* One task of the cluster: ps, worker (or chief) or evaluator; or, with
+ * --explain_only, every task's explanation. */
+static int run_task(tr_flags *f, rf_cluster *cluster, const char *explain_path)
+{
+    char err[1024];
+    if (tr_flags_check_cluster(f, rf_cluster_num_workers(cluster), err,
+                               sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: %s\n", err);
+        return TR_EXIT_USAGE;
+    }
+    const rf_cluster_task *self = rf_cluster_self(cluster);
+    if (f->explain_only) {
+        FILE *ex = open_explain(f, explain_path);
+        int rc = ex ? tr_explain_only(f, cluster, ex) : 1;
+        close_explain(ex);
+        return rc;
+    }
+    tr_prefix_task_output(self);
+    if (!strcmp(self->job, "ps"))
+        return tr_run_ps(f, cluster);
+    if (strcmp(self->job, "worker") != 0 && strcmp(self->job, "chief") != 0)
+        return tr_run_evaluator(f, cluster);
+    FILE *ex = open_explain(f, explain_path);
+    tr_blas_report(stdout);
+    int rc = !ex ? 1
+             : f->model.kind == TR_MODEL_WIDE_DEEP
+                 ? tr_wd_run_worker(f, cluster, ex)
+                 : tr_run_worker(f, cluster, ex);
+    close_explain(ex);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     /* A malformed RF_LOG_LEVEL (or an RF_LOG_FILE that cannot be opened)
@@ -164,104 +278,17 @@ int main(int argc, char **argv)
         printf("rf-trainer (rdmaflow) %s\n", rf_version());
         return 0;
     }
-    /* before any long work: a directory, a device node, a missing or
-     * unwritable directory would throw the trained model away at the end
-     * (a symbolic link is followed: its target is written) */
     const char *explain_path =
         f.explain_out && strcmp(f.explain_out, "-") != 0 ? f.explain_out : NULL;
-    if (tr_check_output("--variables_out", f.variables_out) != 0 ||
-        tr_check_output("--trace", f.trace_path) != 0 ||
-        tr_check_output("--explain_out", explain_path) != 0 ||
-        tr_check_distinct_outputs("--variables_out", f.variables_out, "--trace",
-                                  f.trace_path) != 0 ||
-        tr_check_distinct_outputs("--explain_out", explain_path,
-                                  "--variables_out", f.variables_out) != 0 ||
-        tr_check_distinct_outputs("--explain_out", explain_path, "--trace",
-                                  f.trace_path) != 0 ||
-        tr_metrics_check(&f) != 0)
-        return TR_EXIT_USAGE;
-    if (f.explain_only && f.explain == TR_EXPLAIN_NONE)
-        f.explain = TR_EXPLAIN_TEXT;
-    if (f.explain_out && f.explain == TR_EXPLAIN_NONE) {
-        fprintf(stderr, "rf-trainer: --explain_out: give --explain, "
-                        "--explain=json or --explain_only too\n");
-        return TR_EXIT_USAGE;
-    }
-    rf_cluster_flags cf = {.ps_hosts = f.ps_hosts,
-                           .worker_hosts = f.worker_hosts,
-                           .job_name = f.job_name,
-                           .task_index = f.task_index,
-                           .num_ps = f.num_ps,
-                           .port_base = f.port_base};
-    /* --explain_only describes every task: which one this process would
-     * be does not matter, so the cluster flags alone are enough */
-    if (f.explain_only && (f.ps_hosts || f.worker_hosts) && !f.job_name &&
-        !f.task_index) {
-        cf.job_name = "worker";
-        cf.task_index = "0";
-    }
     rf_cluster *cluster = NULL;
-    int rc;
-    rf_status st = rf_cluster_resolve_env(&cf, NULL, &cluster);
-    if (st != RF_OK) {
-        fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
-        return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
-    }
-    if (!cluster) {
-        if (f.distributed_flag) {
-            fprintf(stderr,
-                    "rf-trainer: --%s: only for distributed training (give "
-                    "--ps_hosts, --worker_hosts, --job_name and "
-                    "--task_index, or TF_CONFIG)\n",
-                    f.distributed_flag);
-            return TR_EXIT_USAGE;
-        }
-        FILE *ex = open_explain(&f, explain_path);
-        if (!ex)
-            return 1;
-        if (f.model.kind == TR_MODEL_WIDE_DEEP) {
-            if (!f.explain_only)
-                tr_blas_report(stdout);
-            rc = tr_wd_run_local(&f, ex);
-        } else if (f.explain_only) {
-            rc = tr_explain_only(&f, NULL, ex);
-        } else {
-            tr_blas_report(stdout);
-            rc = run_local(&f, ex);
-        }
-        close_explain(ex);
+    int rc = check_outputs(&f, explain_path);
+    if (rc == 0)
+        rc = resolve_cluster(&f, &cluster);
+    if (rc != 0)
         return rc;
-    }
-    if (tr_flags_check_cluster(&f, rf_cluster_num_workers(cluster), err,
-                               sizeof err) != 0) {
-        fprintf(stderr, "rf-trainer: %s\n", err);
-        rf_cluster_destroy(cluster);
-        return TR_EXIT_USAGE;
-    }
-    const rf_cluster_task *self = rf_cluster_self(cluster);
-    if (!f.explain_only)
-        tr_prefix_task_output(self);
-    if (f.explain_only) {
-        FILE *ex = open_explain(&f, explain_path);
-        rc = ex ? tr_explain_only(&f, cluster, ex) : 1;
-        close_explain(ex);
-        rf_cluster_destroy(cluster);
-        return rc;
-    }
-    FILE *ex = NULL;
-    if (!strcmp(self->job, "ps")) {
-        rc = tr_run_ps(&f, cluster);
-    } else if (!strcmp(self->job, "worker") || !strcmp(self->job, "chief")) {
-        ex = open_explain(&f, explain_path);
-        tr_blas_report(stdout);
-        rc = !ex ? 1
-             : f.model.kind == TR_MODEL_WIDE_DEEP
-                 ? tr_wd_run_worker(&f, cluster, ex)
-                 : tr_run_worker(&f, cluster, ex);
-        close_explain(ex);
-    } else {
-        rc = tr_run_evaluator(&f, cluster);
-    }
+    if (!cluster)
+        return run_in_process(&f, explain_path);
+    rc = run_task(&f, cluster, explain_path);
     rf_cluster_destroy(cluster);
     return rc;
 }

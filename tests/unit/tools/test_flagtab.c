@@ -326,6 +326,193 @@ static void test_help(void)
         CHECK(strlen(line) <= 79, "line longer than 79: %s", line);
 }
 
+/* ---- tf_style (rf-trainer's flags), written with the row macros ---- */
+
+#define TF_REMOTE 0x010000u /* a program bit: flagtab ignores it */
+
+typedef struct tf_opts {
+    int64_t steps;
+    double lr;
+    bool sync, help;
+    int explain;
+    const char *apply, *dir;
+    char host[16];
+    const char *first_remote; /* set by the given call */
+    int given;
+} tf_opts;
+
+static const flagtab_choice tf_explain[] = {
+    {"text", 1}, {"json", 2}, {"true", 1}, {"false", 0}, {NULL, 0}};
+static const flagtab_choice tf_apply[] = {{"ps", 0}, {"worker", 1}, {0}};
+
+static void tf_given(const flagtab_row *row, void *ctx)
+{
+    tf_opts *o = ctx;
+    o->given++;
+    if ((row->bits & TF_REMOTE) && !o->first_remote)
+        o->first_remote = row->name;
+}
+
+static int tf_parse(tf_opts *o, flagtab_error *err, char **argv)
+{
+    memset(o, 0, sizeof *o);
+    const flagtab_row rows[] = {
+        FLAG_INT64("steps", &o->steps, "100", 0, 1000, "N", "steps"),
+        FLAG_DOUBLE("lr", &o->lr, "0.1", 0, 1e6, "LR", "rate",
+                    .bits = FLAGTAB_MIN_OPEN | FLAGTAB_FLOAT32),
+        FLAG_BOOL("sync", &o->sync, "in step",
+                  .bits = FLAGTAB_NEGATABLE | TF_REMOTE),
+        FLAG_ENUM("explain", &o->explain, NULL, tf_explain, "[text|json]",
+                  "explain", .bits = FLAGTAB_OPTIONAL),
+        FLAG_CHOICE("apply", &o->apply, "ps", tf_apply, "ps|worker", "where",
+                    .bits = TF_REMOTE),
+        FLAG_STRING("dir", &o->dir, NULL, "DIR", "a directory",
+                    .bits = FLAGTAB_NONEMPTY),
+        FLAG_BUFFER("host", o->host, "h0", "ADDR", "a host"),
+        FLAG_BOOL("help", &o->help, "this text"),
+        {0},
+    };
+    flagtab t = {.rows = rows, .ctx = o, .tf_style = true, .given = tf_given};
+    int argc = 0, n;
+    while (argv[argc])
+        argc++;
+    return flagtab_parse(&t, argc, argv, &n, err);
+}
+
+static void check_tf_error(char **argv, flagtab_error_kind kind,
+                           const char *message)
+{
+    tf_opts o;
+    flagtab_error err;
+    int rc = tf_parse(&o, &err, argv);
+    CHECK(rc == -1, "%s: returned %d, want -1", argv[1], rc);
+    CHECK(err.kind == kind, "%s: kind %d, want %d (%s)", argv[1], (int)err.kind,
+          (int)kind, err.message);
+    CHECK(!strcmp(err.message, message), "%s: message '%s', want '%s'", argv[1],
+          err.message, message);
+}
+
+static void test_tf_style(void)
+{
+    tf_opts o;
+    flagtab_error err;
+    int rc =
+        tf_parse(&o, &err,
+                 ARGS("--steps", "+7", "--lr=2.5", "--sync=0", "--explain",
+                      "--apply", "worker", "--dir=d", "--host=h1", "--sync=1"));
+    CHECK(rc == FLAGTAB_OK, "%s", err.message);
+    CHECK(o.steps == 7 && o.lr == 2.5 && o.sync && o.explain == 1,
+          "values %lld %g %d %d", (long long)o.steps, o.lr, o.sync, o.explain);
+    CHECK(!strcmp(o.apply, "worker") && !strcmp(o.dir, "d") &&
+              !strcmp(o.host, "h1"),
+          "strings %s %s %s", o.apply, o.dir, o.host);
+    CHECK(o.given == 8, "the given call ran %d times, want 8", o.given);
+    /* the first flag given with the bit, even as --sync=0 */
+    CHECK(o.first_remote && !strcmp(o.first_remote, "sync"),
+          "first remote flag %s, want sync",
+          o.first_remote ? o.first_remote : "(none)");
+    rc = tf_parse(&o, &err, ARGS("--explain=json", "--apply=ps", "--nosync"));
+    CHECK(rc == FLAGTAB_OK && !o.sync && o.explain == 2, "%s", err.message);
+    CHECK(o.first_remote && !strcmp(o.first_remote, "apply"), "first %s",
+          o.first_remote ? o.first_remote : "(none)");
+    rc = tf_parse(&o, &err, ARGS("--explain", "--noexplain"));
+    CHECK(rc == FLAGTAB_OK && o.explain == 0, "--noexplain: %d", o.explain);
+    /* help does not stop the parse: a later error is still reported */
+    rc = tf_parse(&o, &err, ARGS("--help", "--steps=x"));
+    CHECK(rc == -1 && o.help, "--help --steps=x: %d", rc);
+
+    /* one or two arguments, the error's kind and its whole message */
+    static const struct {
+        const char *args[2];
+        flagtab_error_kind kind;
+        const char *message;
+    } bad[] = {
+        {{"extra", NULL}, FLAGTAB_ERR_OPERAND, "unexpected argument 'extra'"},
+        {{"-h", NULL}, FLAGTAB_ERR_OPERAND, "unexpected argument '-h'"},
+        {{"--", NULL}, FLAGTAB_ERR_OPERAND, "unexpected argument '--'"},
+        {{"--=5", NULL}, FLAGTAB_ERR_OPERAND, "unexpected argument '--=5'"},
+        {{"--bogus=1", NULL},
+         FLAGTAB_ERR_UNKNOWN,
+         "--bogus: unknown flag (see --help)"},
+        {{"--ste", "1"},
+         FLAGTAB_ERR_UNKNOWN,
+         "--ste: unknown flag (see --help)"},
+        {{"--nohelp", NULL},
+         FLAGTAB_ERR_UNKNOWN,
+         "--nohelp: unknown flag (see --help)"},
+        {{"--nosync=1", NULL},
+         FLAGTAB_ERR_UNKNOWN,
+         "--nosync: unknown flag (see --help)"},
+        {{"--nosteps", NULL},
+         FLAGTAB_ERR_UNKNOWN,
+         "--steps: --nosteps is only for boolean flags"},
+        {{"--steps", NULL},
+         FLAGTAB_ERR_MISSING_VALUE,
+         "--steps: missing value"},
+        {{"--steps", "--sync"},
+         FLAGTAB_ERR_MISSING_VALUE,
+         "--steps: missing value"},
+        {{"--steps= 5", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--steps: ' 5' is not an integer"},
+        {{"--steps=1.5", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--steps: '1.5' is not an integer"},
+        {{"--steps=-1", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--steps: -1 is out of range [0, 1000]"},
+        {{"--steps=99999999999999999999", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--steps: 99999999999999999999 is out of range [0, 1000]"},
+        {{"--sync=yes", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--sync: 'yes' is not a boolean (true, false, 1, 0)"},
+        {{"--lr=nan", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 'nan' is not a number"},
+        {{"--lr=0", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 0 is out of range (0, 1e+06]"},
+        {{"--lr=1e999", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 1e999 is out of range (0, 1e+06]"},
+        {{"--lr=1e-300", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 1e-300 is out of range: it rounds to 0 in float32 "
+         "(the smallest normal float32 is 1.17549e-38, the largest "
+         "3.40282e+38)"},
+        {{"--lr=1e-40", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--lr: 1e-40 is out of range: it is subnormal in float32 "
+         "(the smallest normal float32 is 1.17549e-38, the largest "
+         "3.40282e+38)"},
+        {{"--explain=maybe", NULL},
+         FLAGTAB_ERR_BAD_VALUE,
+         "--explain: 'maybe' is not one of text, json, true, false"},
+        {{"--dir=", NULL}, FLAGTAB_ERR_BAD_VALUE, "--dir: empty value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[] = {"prog", (char *)bad[i].args[0], (char *)bad[i].args[1],
+                        NULL};
+        check_tf_error(argv, bad[i].kind, bad[i].message);
+    }
+
+    /* the help: "--NAME=METAVAR", "--[no]NAME", the help at column 31 */
+    const flagtab_row rows[] = {
+        FLAG_INT64("steps", &o.steps, "100", 0, 1000, "N", "steps"),
+        FLAG_BOOL("sync", &o.sync, "in step", .bits = FLAGTAB_NEGATABLE),
+        {0},
+    };
+    char buf[512] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    CHECK_TRUE(f != NULL);
+    flagtab_print_help(f, &(flagtab){.rows = rows, .tf_style = true});
+    fclose(f);
+    CHECK(!strcmp(buf, "  --steps=N                    steps (default 100)\n"
+                       "  --[no]sync                   in step\n"),
+          "tf help:\n%s", buf);
+}
+
 int main(void)
 {
     test_defaults();
@@ -333,6 +520,7 @@ int main(void)
     test_errors();
     test_bad_default();
     test_help();
+    test_tf_style();
     printf("unit.flagtab: ok\n");
     return 0;
 }
