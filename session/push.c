@@ -110,3 +110,9 @@ rf_status sess_rows_pushed(rf_session *s, const sess_var *v, rf_status st)
                             rf_node_name(v->var), rf_error_message());
     return RF_OK;
 }
+
+size_t sess_rows_inbox_wire(const rf_session *s, const sess_var *v, size_t rows)
+{
+    (void)s;
+    return 8 + rows * (8 + v->row_bytes) + 8;
+}

@@ -41,13 +41,6 @@ static rf_status push_rows(rf_session *s, const size_t *vars, size_t n)
     return st;
 }
 
-/* The count, the indices and rows, the ack. */
-static size_t rows_wire(const rf_session *s, const sess_var *v, size_t rows)
-{
-    (void)s;
-    return 8 + rows * (8 + v->row_bytes) + 8;
-}
-
 /* Every push is posted by the executor thread that staged it (no
  * on_gradient), and waited for at the step's end. */
 const sess_push_ops sess_push_apply_ps = {
@@ -58,7 +51,7 @@ const sess_push_ops sess_push_apply_ps = {
     .advance_kind = RF_STEP_FETCH_AND_ADD,
     .advance_op = "FETCH_AND_ADD",
     .dense = {.push = push_dense, .wire_bytes = dense_wire},
-    .rows = {.push = push_rows, .wire_bytes = rows_wire},
+    .rows = {.push = push_rows, .wire_bytes = sess_rows_inbox_wire},
     .wait = sess_push_wait_acks,
     .advance = sess_advance_fetch_add,
 };

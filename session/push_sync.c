@@ -219,13 +219,6 @@ static rf_status push_rows(rf_session *s, const size_t *vars, size_t n)
     return rst;
 }
 
-/* The count, the indices and rows, the ack (as apply=ps counts them). */
-static size_t rows_wire(const rf_session *s, const sess_var *v, size_t rows)
-{
-    (void)s;
-    return 8 + rows * (8 + v->row_bytes) + 8;
-}
-
 static rf_status timed_out(rf_session *s, const sync_state *st, int64_t gs,
                            int timeout)
 {
@@ -368,7 +361,7 @@ const sess_push_ops sess_push_sync = {
     .advance_op = "WAIT_GLOBAL_STEP",
     .rows_dedup = true,
     .dense = {.push = push_dense, .wire_bytes = dense_wire},
-    .rows = {.push = push_rows, .wire_bytes = rows_wire},
+    .rows = {.push = push_rows, .wire_bytes = sess_rows_inbox_wire},
     .configure = configure,
     .start = start,
     .stop = stop,

@@ -340,6 +340,10 @@ bool sess_push_may_skip_missing(rf_session *s, size_t k);
 rf_status sess_push_wait_acks(rf_session *s);
 rf_status sess_advance_fetch_add(rf_session *s, int64_t *step);
 rf_status sess_rows_pushed(rf_session *s, const sess_var *v, rf_status st);
+/* The wire bytes of a rows push through the inbox (apply=ps and sync): the
+ * count, the indices and rows, the ack. */
+size_t sess_rows_inbox_wire(const rf_session *s, const sess_var *v,
+                            size_t rows);
 
 /* A plan of the session with its hooks and its step description. */
 struct sess_plan {
