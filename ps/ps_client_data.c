@@ -142,6 +142,9 @@ rf_status cli_batch_reserve(rf_ps_client *c, size_t n)
 {
     if (n <= c->batch_cap)
         return RF_OK;
+    if (n > SIZE_MAX / sizeof(rf_wr) || n > SIZE_MAX / sizeof(cli_op))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "ps client: %zu transfers in one call", n);
     rf_wr *wrs = realloc(c->batch_wrs, n * sizeof *wrs);
     if (wrs)
         c->batch_wrs = wrs;
