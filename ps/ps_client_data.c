@@ -191,7 +191,11 @@ static rf_status transfer(rf_ps_client *c, const rf_ps_xfer *x, size_t n,
         free(rest);
         return st;
     }
-    rf_status st = cli_batch_reserve(c, 2 * n + 1);
+    /* a value write and a flag write per transfer, at most */
+    rf_status st = n > SIZE_MAX / 4
+                       ? rf_error_set(RF_ERR_INVALID_ARG,
+                                      "%s: %zu transfers in one call", what, n)
+                       : cli_batch_reserve(c, 2 * n + 1);
     uint64_t *remote = c->batch_remote;
     rf_wr *wrs = c->batch_wrs;
     cli_op *ops = c->batch_ops;
