@@ -82,7 +82,7 @@ typedef struct flags {
     const char *cluster_secret_file; /* NULL: RF_CLUSTER_SECRET_FILE */
     bool require_secret;             /* --require_secret */
     const char *metrics_out;         /* NULL: no metrics file */
-    bool help, version;
+    bool help, version;              /* --help (or -h), --version */
 } flags;
 
 static const char usage[] =
