@@ -40,8 +40,7 @@ extern "C" {
 
 /* What a row's destination is, and so how its value is read. */
 typedef enum rf_flag_type {
-    RF_FLAG_TYPE_BOOL,   /* bool; takes no value: --NAME sets it (see NEGATABLE)
-                          */
+    RF_FLAG_TYPE_BOOL,   /* bool; no value: --NAME sets it (see NEGATABLE) */
     RF_FLAG_TYPE_INT,    /* int, decimal, [min, max] */
     RF_FLAG_TYPE_UINT16, /* uint16_t, decimal, no sign, [min, max] */
     RF_FLAG_TYPE_UINT32, /* uint32_t, decimal, no sign, [min, max] */
@@ -49,13 +48,11 @@ typedef enum rf_flag_type {
     RF_FLAG_TYPE_UINT64, /* uint64_t, decimal, no sign, [min, max] */
     RF_FLAG_TYPE_SIZE,   /* uint64_t bytes, optional binary K, M or G suffix */
     RF_FLAG_TYPE_DOUBLE, /* double, finite, [dmin, dmax] */
-    RF_FLAG_TYPE_STRING, /* const char *, pointing into argv (or at the default)
-                          */
-    RF_FLAG_TYPE_BUFFER, /* char[size], a copy of the value, shorter than size
-                          */
+    RF_FLAG_TYPE_STRING, /* const char *, into argv (or at the default) */
+    RF_FLAG_TYPE_BUFFER, /* char[size], a copy of the value, < size bytes */
     RF_FLAG_TYPE_ENUM,   /* int: the value of the choice named */
     RF_FLAG_TYPE_CHOICE, /* const char *: the name of the choice given */
-    RF_FLAG_TYPE_CALL, /* the row's call reads the value (a flag of its own) */
+    RF_FLAG_TYPE_CALL,   /* the row's call reads the value (its own flag) */
 } rf_flag_type;
 
 /* Row bits. */
@@ -66,13 +63,11 @@ typedef enum rf_flag_type {
 #define RF_FLAG_MIN_OPEN  0x10u /* DOUBLE: the value must exceed dmin */
 #define RF_FLAG_NONEMPTY  0x20u /* STRING, BUFFER: "" is refused */
 #define RF_FLAG_NO_VALUE  0x40u /* CALL: takes no value (value is NULL) */
-#define RF_FLAG_FLOAT32                                                        \
-    0x80u /* DOUBLE: stored later as a float32, so                             \
-             not 0 must stay a normal float32 */
-#define RF_FLAG_OPTIONAL                                                       \
-    0x100u /* tf_style, a row with a value: "--NAME"                           \
-              alone is "--NAME=true", "--noNAME"                               \
-              "--NAME=false" */
+/* DOUBLE: stored later as a float32, so not 0 must stay a normal float32 */
+#define RF_FLAG_FLOAT32 0x80u
+/* tf_style, a row with a value: "--NAME" alone is "--NAME=true",
+ * "--noNAME" "--NAME=false" */
+#define RF_FLAG_OPTIONAL 0x100u
 /* Bits a program may give its rows for its own use (the table's given
  * call reads them); the table ignores them. */
 #define RF_FLAG_PROGRAM_BITS 0xff0000u
