@@ -12,7 +12,7 @@
 
 #include "bench_clock.h"
 #include "bench_stats.h"
-#include "flagtab.h"
+#include "rdmaflow/flags.h"
 #include <rdmaflow/fabric.h>
 #include <rdmaflow/fabric_info.h>
 #include <rdmaflow/version.h>
@@ -100,18 +100,18 @@ typedef struct parse_state {
 } parse_state;
 
 /* One mode only: --serve, --connect or --loopback. */
-static int set_mode(bench_opts *o, bench_mode m, flagtab_error *err)
+static int set_mode(bench_opts *o, bench_mode m, rf_flag_error *err)
 {
     if (o->mode != BENCH_MODE_NONE && o->mode != m)
-        return flagtab_fail(err,
-                            "only one of --serve, --connect and --loopback");
+        return rf_flags_fail(err,
+                             "only one of --serve, --connect and --loopback");
     o->mode = m;
     return 0;
 }
 
 /* --connect HOST, HOST:PORT, [V6] or [V6]:PORT. */
-static int call_connect(const flagtab_row *row, const char *text, void *ctx,
-                        flagtab_error *err)
+static int call_connect(const rf_flag_row *row, const char *text, void *ctx,
+                        rf_flag_error *err)
 {
     parse_state *ps = ctx;
     bench_opts *o = ps->o;
@@ -123,7 +123,7 @@ static int call_connect(const flagtab_row *row, const char *text, void *ctx,
     if (text[0] == '[') {
         const char *close = strchr(text, ']');
         if (!close || (close[1] && close[1] != ':'))
-            return flagtab_fail(err, "malformed address '%s'", RF_ECHO(text));
+            return rf_flags_fail(err, "malformed address '%s'", RF_ECHO(text));
         host = text + 1;
         host_len = (size_t)(close - host);
         if (close[1] == ':')
@@ -136,13 +136,13 @@ static int call_connect(const flagtab_row *row, const char *text, void *ctx,
         }
     }
     if (host_len == 0 || host_len >= sizeof o->host)
-        return flagtab_fail(err, "bad host in '%s'", RF_ECHO(text));
+        return rf_flags_fail(err, "bad host in '%s'", RF_ECHO(text));
     memcpy(o->host, host, host_len);
     o->host[host_len] = '\0';
     ps->host_set = true;
     if (port) {
         uint64_t p;
-        if (flagtab_read_uint("--connect port", port, 1, 65535, &p, err))
+        if (rf_flags_read_uint("--connect port", port, 1, 65535, &p, err))
             return -1;
         o->port = (uint16_t)p;
         ps->connect_port = true;
@@ -151,8 +151,8 @@ static int call_connect(const flagtab_row *row, const char *text, void *ctx,
 }
 
 /* --serve and --loopback (no value). */
-static int call_mode(const flagtab_row *row, const char *value, void *ctx,
-                     flagtab_error *err)
+static int call_mode(const rf_flag_row *row, const char *value, void *ctx,
+                     rf_flag_error *err)
 {
     (void)value;
     return set_mode(((parse_state *)ctx)->o,
@@ -161,41 +161,41 @@ static int call_mode(const flagtab_row *row, const char *value, void *ctx,
                     err);
 }
 
-static int call_host(const flagtab_row *row, const char *text, void *ctx,
-                     flagtab_error *err)
+static int call_host(const rf_flag_row *row, const char *text, void *ctx,
+                     rf_flag_error *err)
 {
     parse_state *ps = ctx;
     (void)row;
     if (!*text || strlen(text) >= sizeof ps->o->host)
-        return flagtab_fail(err, "bad address '%s'", RF_ECHO(text));
+        return rf_flags_fail(err, "bad address '%s'", RF_ECHO(text));
     snprintf(ps->o->host, sizeof ps->o->host, "%s", text);
     ps->host_set = ps->host_flag = true;
     return 0;
 }
 
-static int call_provider(const flagtab_row *row, const char *text, void *ctx,
-                         flagtab_error *err)
+static int call_provider(const rf_flag_row *row, const char *text, void *ctx,
+                         rf_flag_error *err)
 {
     (void)row;
     if (!*text)
-        return flagtab_fail(err, "empty name");
+        return rf_flags_fail(err, "empty name");
     ((parse_state *)ctx)->o->provider = text;
     return 0;
 }
 
-static int call_ib_dev(const flagtab_row *row, const char *text, void *ctx,
-                       flagtab_error *err)
+static int call_ib_dev(const rf_flag_row *row, const char *text, void *ctx,
+                       rf_flag_error *err)
 {
     (void)row;
     if (!*text || strlen(text) >= 64)
-        return flagtab_fail(err, "bad device name '%s'", RF_ECHO(text));
+        return rf_flags_fail(err, "bad device name '%s'", RF_ECHO(text));
     ((parse_state *)ctx)->o->ib_dev = text;
     return 0;
 }
 
 /* --poll MODE and -e (--poll events): sets poll, events and spin_us. */
-static int call_poll(const flagtab_row *row, const char *mode, void *ctx,
-                     flagtab_error *err)
+static int call_poll(const rf_flag_row *row, const char *mode, void *ctx,
+                     rf_flag_error *err)
 {
     bench_opts *o = ((parse_state *)ctx)->o;
     (void)row;
@@ -214,14 +214,14 @@ static int call_poll(const flagtab_row *row, const char *mode, void *ctx,
         o->spin_us = 0;
         o->poll = "events";
     } else {
-        return flagtab_fail(err, "'%s' is not busy, wait or events",
-                            RF_ECHO(mode));
+        return rf_flags_fail(err, "'%s' is not busy, wait or events",
+                             RF_ECHO(mode));
     }
     return 0;
 }
 
-static int call_timer(const flagtab_row *row, const char *text, void *ctx,
-                      flagtab_error *err)
+static int call_timer(const rf_flag_row *row, const char *text, void *ctx,
+                      rf_flag_error *err)
 {
     bench_opts *o = ((parse_state *)ctx)->o;
     (void)row;
@@ -230,8 +230,8 @@ static int call_timer(const flagtab_row *row, const char *text, void *ctx,
     else if (strcmp(text, "tsc") == 0 && BENCH_HAVE_TSC)
         o->timer_tsc = true;
     else
-        return flagtab_fail(err, "'%s' is not %s", RF_ECHO(text),
-                            BENCH_HAVE_TSC ? "tsc or clock" : "clock");
+        return rf_flags_fail(err, "'%s' is not %s", RF_ECHO(text),
+                             BENCH_HAVE_TSC ? "tsc or clock" : "clock");
     return 0;
 }
 
@@ -348,120 +348,124 @@ typedef struct given_flags {
  * bounds and its help line; perftest's short options are the aliases.
  * The modes are in the usage lines, not among the options. */
 #define BENCH_FLAG_ROWS 34
-static void bench_flag_rows(flagtab_row rows[BENCH_FLAG_ROWS], bench_opts *o,
+static void bench_flag_rows(rf_flag_row rows[BENCH_FLAG_ROWS], bench_opts *o,
                             given_flags *g, stop_flags *stop)
 {
-    const flagtab_row table[BENCH_FLAG_ROWS] = {
-        FLAG_CALL("serve", call_mode, NULL, NULL, NULL,
-                  .bits = FLAGTAB_NO_VALUE | FLAGTAB_HIDDEN),
-        FLAG_CALL("connect", call_connect, NULL, NULL, NULL,
-                  .bits = FLAGTAB_HIDDEN),
-        FLAG_CALL("loopback", call_mode, NULL, NULL, NULL,
-                  .bits = FLAGTAB_NO_VALUE | FLAGTAB_HIDDEN),
-        FLAG_CALL("provider", call_provider, NULL, "NAME",
-                  "sock, verbs or auto (default: RF_FABRIC, else auto)"),
-        FLAG_CALL("host", call_host, NULL, "ADDR",
-                  "address to listen on (--serve, default 0.0.0.0) or of the "
-                  "loopback server (default 127.0.0.1)"),
-        FLAG_UINT16("port", &o->port, STR(BENCH_DEFAULT_PORT), 0, 65535, "PORT",
-                    "listen on / connect to PORT", .alias = 'p',
-                    .seen = &g->port),
-        FLAG_SIZE(
+    const rf_flag_row table[BENCH_FLAG_ROWS] = {
+        RF_FLAG_CALL("serve", call_mode, NULL, NULL, NULL,
+                     .bits = RF_FLAG_NO_VALUE | RF_FLAG_HIDDEN),
+        RF_FLAG_CALL("connect", call_connect, NULL, NULL, NULL,
+                     .bits = RF_FLAG_HIDDEN),
+        RF_FLAG_CALL("loopback", call_mode, NULL, NULL, NULL,
+                     .bits = RF_FLAG_NO_VALUE | RF_FLAG_HIDDEN),
+        RF_FLAG_CALL("provider", call_provider, NULL, "NAME",
+                     "sock, verbs or auto (default: RF_FABRIC, else auto)"),
+        RF_FLAG_CALL(
+            "host", call_host, NULL, "ADDR",
+            "address to listen on (--serve, default 0.0.0.0) or of the "
+            "loopback server (default 127.0.0.1)"),
+        RF_FLAG_UINT16("port", &o->port, STR(BENCH_DEFAULT_PORT), 0, 65535,
+                       "PORT", "listen on / connect to PORT", .alias = 'p',
+                       .seen = &g->port),
+        RF_FLAG_SIZE(
             "size", &o->size, NULL, 1, BENCH_MAX_SIZE, "BYTES",
             "message size, K/M/G suffixes allowed (default " STR(
                 BENCH_DEFAULT_LAT_SIZE) " for latency, " STR(BENCH_DEFAULT_BW_SIZE) " for bandwidth; atomics are 8 bytes)",
             .alias = 's', .seen = &o->size_set),
-        FLAG_BOOL("all", &o->all_sizes, "all sizes 2 .. 2^23 (not for atomics)",
-                  .alias = 'a'),
-        FLAG_UINT32(
+        RF_FLAG_BOOL("all", &o->all_sizes,
+                     "all sizes 2 .. 2^23 (not for atomics)", .alias = 'a'),
+        RF_FLAG_UINT32(
             "iters", &o->iters, NULL, BENCH_MIN_ITERS, 100000000, "N",
             "iterations, at least " STR(BENCH_MIN_ITERS) " (default "
                                                          "1000; 5000 for "
                                                          "write_bw and "
                                                          "write_imm_bw)",
             .alias = 'n', .seen = &o->iters_set),
-        FLAG_UINT32("tx-depth", &o->tx_depth, STR(BENCH_DEFAULT_TX_DEPTH), 1,
-                    BENCH_MAX_TX_DEPTH, "N",
-                    "outstanding operations, bandwidth tests", .alias = 't',
-                    .seen = &g->tx),
-        FLAG_UINT32(
+        RF_FLAG_UINT32("tx-depth", &o->tx_depth, STR(BENCH_DEFAULT_TX_DEPTH), 1,
+                       BENCH_MAX_TX_DEPTH, "N",
+                       "outstanding operations, bandwidth tests", .alias = 't',
+                       .seen = &g->tx),
+        RF_FLAG_UINT32(
             "cq-mod", &o->cq_mod, STR(BENCH_DEFAULT_CQ_MOD), 1,
             BENCH_MAX_TX_DEPTH, "N",
             "signal every N-th operation, bandwidth tests; 1 above " STR(
                 BENCH_CQ_MOD_SIZE_LIMIT) " bytes unless given, as perftest",
             .alias = 'Q', .seen = &o->cq_mod_set),
-        FLAG_UINT32(
+        RF_FLAG_UINT32(
             "inline-size", &o->inline_size, NULL, 0, 65536, "N",
             "pass the inline hint up to N bytes (default " STR(
                 BENCH_DEFAULT_INLINE) " for write latency tests, else 0)",
             .alias = 'I', .seen = &o->inline_set),
-        FLAG_BOOL("no-peak", &o->no_peak, "do not compute the peak bandwidth",
-                  .alias = 'N'),
-        FLAG_UINT32("duration", &o->duration_s, NULL, 1, 86400, "SEC",
-                    "run for SEC seconds instead of -n iterations, measuring "
-                    "between the margins (SEC > 2 x margin; not with -a, -n or "
-                    "-e)",
-                    .alias = 'D'),
-        FLAG_UINT32("margin", &o->margin_s, NULL, 1, 43200, "SEC",
-                    "-D: seconds left out at either end (default " STR(
-                        BENCH_DEFAULT_MARGIN) ")",
-                    .alias = 'f'),
-        FLAG_BOOL("report_gbits", &o->report_gbits,
-                  "bandwidth in Gb/sec (10^9 bits) instead of MiB/sec"),
-        FLAG_UINT32(
+        RF_FLAG_BOOL("no-peak", &o->no_peak,
+                     "do not compute the peak bandwidth", .alias = 'N'),
+        RF_FLAG_UINT32(
+            "duration", &o->duration_s, NULL, 1, 86400, "SEC",
+            "run for SEC seconds instead of -n iterations, measuring "
+            "between the margins (SEC > 2 x margin; not with -a, -n or "
+            "-e)",
+            .alias = 'D'),
+        RF_FLAG_UINT32("margin", &o->margin_s, NULL, 1, 43200, "SEC",
+                       "-D: seconds left out at either end (default " STR(
+                           BENCH_DEFAULT_MARGIN) ")",
+                       .alias = 'f'),
+        RF_FLAG_BOOL("report_gbits", &o->report_gbits,
+                     "bandwidth in Gb/sec (10^9 bits) instead of MiB/sec"),
+        RF_FLAG_UINT32(
             "qp", &o->qps, "1", 1, BENCH_MAX_QPS, "N",
             "endpoints (QPs), each its own connection, bandwidth tests "
             "; at most " STR(BENCH_MAX_QPS) ", and -n and -t count per QP",
             .alias = 'q', .seen = &g->qps),
-        FLAG_UINT32("max-qps", &o->max_qps, STR(BENCH_DEFAULT_MAX_QPS), 1,
-                    BENCH_MAX_QPS, "N",
-                    "--serve: the most endpoints a client may open per run, at "
-                    "most " STR(BENCH_MAX_QPS),
-                    .seen = &g->max_qps),
-        FLAG_CALL("ib-dev", call_ib_dev, NULL, "DEV",
-                  "verbs: the RDMA device (RF_VERBS_DEVICE; the flag wins)",
-                  .alias = 'd'),
-        FLAG_INT("ib-port", &o->ib_port, NULL, 1, 255, "PORT",
-                 "verbs: its port (RF_VERBS_PORT)", .alias = 'i'),
-        FLAG_INT("gid-index", &o->gid_index, NULL, 0, 65535, "N",
-                 "verbs: the GID index (RF_VERBS_GID_INDEX)", .alias = 'x'),
-        FLAG_CALL("poll", call_poll, "wait", "MODE",
-                  "how completions are awaited: wait (rf_cq_wait, which spins "
-                  "RF_CQ_SPIN_US, 20 us, then blocks), busy (rf_cq_poll in a "
-                  "loop, as perftest), or events (rf_cq_wait with no spin)"),
-        FLAG_CALL("events", call_poll, NULL, NULL,
-                  "--poll events (perftest's -e)", .alias = 'e',
-                  .bits = FLAGTAB_NO_VALUE),
-        FLAG_BOOL("json", &o->json,
-                  "one JSON object per result row, nothing else on stdout"),
-        FLAG_BOOL("forever", &o->forever,
-                  "--serve: keep serving clients (default: exit after one)"),
-        FLAG_INT("timeout", &o->timeout_s, "60", 1, 86400, "SEC",
-                 "give up waiting for a completion or the peer after SEC "
-                 "seconds"),
-        FLAG_CALL("timer", call_timer, BENCH_HAVE_TSC ? "tsc" : "clock",
-                  "tsc|clock",
-                  "timestamps: rdtsc calibrated against CLOCK_MONOTONIC (tsc, "
-                  "on x86) or CLOCK_MONOTONIC itself (clock)"),
-        FLAG_STOP("providers", &stop->providers,
-                  "list the compiled-in providers and exit"),
-        FLAG_STOP("help", &stop->help, "this text", .alias = 'h'),
-        FLAG_STOP("version", &stop->version, "print the version and exit"),
+        RF_FLAG_UINT32(
+            "max-qps", &o->max_qps, STR(BENCH_DEFAULT_MAX_QPS), 1,
+            BENCH_MAX_QPS, "N",
+            "--serve: the most endpoints a client may open per run, at "
+            "most " STR(BENCH_MAX_QPS),
+            .seen = &g->max_qps),
+        RF_FLAG_CALL("ib-dev", call_ib_dev, NULL, "DEV",
+                     "verbs: the RDMA device (RF_VERBS_DEVICE; the flag wins)",
+                     .alias = 'd'),
+        RF_FLAG_INT("ib-port", &o->ib_port, NULL, 1, 255, "PORT",
+                    "verbs: its port (RF_VERBS_PORT)", .alias = 'i'),
+        RF_FLAG_INT("gid-index", &o->gid_index, NULL, 0, 65535, "N",
+                    "verbs: the GID index (RF_VERBS_GID_INDEX)", .alias = 'x'),
+        RF_FLAG_CALL(
+            "poll", call_poll, "wait", "MODE",
+            "how completions are awaited: wait (rf_cq_wait, which spins "
+            "RF_CQ_SPIN_US, 20 us, then blocks), busy (rf_cq_poll in a "
+            "loop, as perftest), or events (rf_cq_wait with no spin)"),
+        RF_FLAG_CALL("events", call_poll, NULL, NULL,
+                     "--poll events (perftest's -e)", .alias = 'e',
+                     .bits = RF_FLAG_NO_VALUE),
+        RF_FLAG_BOOL("json", &o->json,
+                     "one JSON object per result row, nothing else on stdout"),
+        RF_FLAG_BOOL("forever", &o->forever,
+                     "--serve: keep serving clients (default: exit after one)"),
+        RF_FLAG_INT("timeout", &o->timeout_s, "60", 1, 86400, "SEC",
+                    "give up waiting for a completion or the peer after SEC "
+                    "seconds"),
+        RF_FLAG_CALL(
+            "timer", call_timer, BENCH_HAVE_TSC ? "tsc" : "clock", "tsc|clock",
+            "timestamps: rdtsc calibrated against CLOCK_MONOTONIC (tsc, "
+            "on x86) or CLOCK_MONOTONIC itself (clock)"),
+        RF_FLAG_STOP("providers", &stop->providers,
+                     "list the compiled-in providers and exit"),
+        RF_FLAG_STOP("help", &stop->help, "this text", .alias = 'h'),
+        RF_FLAG_STOP("version", &stop->version, "print the version and exit"),
         /* internal: the loopback child reports its port on this fd */
-        FLAG_INT("ready-fd", &o->ready_fd, NULL, 3, 65535, NULL, NULL,
-                 .bits = FLAGTAB_HIDDEN),
+        RF_FLAG_INT("ready-fd", &o->ready_fd, NULL, 3, 65535, NULL, NULL,
+                    .bits = RF_FLAG_HIDDEN),
         /* the spelling with a dash, as --max-qps */
-        FLAG_BOOL("report-gbits", &o->report_gbits, NULL,
-                  .bits = FLAGTAB_HIDDEN),
+        RF_FLAG_BOOL("report-gbits", &o->report_gbits, NULL,
+                     .bits = RF_FLAG_HIDDEN),
         {0},
     };
     memcpy(rows, table, sizeof table);
 }
 
-static void usage(FILE *f, const flagtab *t)
+static void usage(FILE *f, const rf_flag_table *t)
 {
     fputs(usage_head, f);
-    flagtab_print_help(f, t);
+    rf_flags_print_help(f, t);
     fputs(usage_tail, f);
 }
 
@@ -493,20 +497,20 @@ int bench_opts_parse(int argc, char **argv, bench_opts *o)
     parse_state ps = {.o = o};
     given_flags given = {0};
     stop_flags stop = {0};
-    flagtab_row rows[BENCH_FLAG_ROWS];
+    rf_flag_row rows[BENCH_FLAG_ROWS];
     bench_flag_rows(rows, o, &given, &stop);
-    flagtab t = {.rows = rows, .ctx = &ps};
-    flagtab_error err;
+    rf_flag_table t = {.rows = rows, .ctx = &ps};
+    rf_flag_error err;
     int n;
-    int rc = flagtab_parse(&t, argc, argv, &n, &err);
+    int rc = rf_flags_parse(&t, argc, argv, &n, &err);
     if (rc < 0) {
         /* getopt's words for these, which the bad-input tests match */
-        if (err.kind == FLAGTAB_ERR_EXTRA_VALUE ||
-            err.kind == FLAGTAB_ERR_AMBIGUOUS)
+        if (err.kind == RF_FLAG_ERR_EXTRA_VALUE ||
+            err.kind == RF_FLAG_ERR_AMBIGUOUS)
             return bad("unknown option '%s'", RF_ECHO(err.arg));
         return bad("%s", err.message);
     }
-    if (rc == FLAGTAB_STOPPED) {
+    if (rc == RF_FLAGS_STOPPED) {
         if (stop.help)
             usage(stdout, &t);
         else if (stop.version)

@@ -37,6 +37,9 @@
  * --restart_on_failure), a ps is restored from the newest checkpoint, a
  * worker rejoins, the chief restores and goes on.
  *
+ * Its flags are TensorFlow's (tf.app.flags): one row each in a flag table
+ * (rdmaflow/flags.h), which reads them and prints --help.
+ *
  * Exit status: 0 success, 1 runtime error, 2 bad flags. */
 #include <float.h>
 #include <inttypes.h>
@@ -53,6 +56,7 @@
 #include "rdmaflow/device.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/fabric.h"
+#include "rdmaflow/flags.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/monitored_session.h"
 #include "rdmaflow/optim.h"
@@ -69,28 +73,25 @@
 typedef struct flags {
     rf_cluster_flags cluster; /* the four cluster flags, as given */
     const char *data_dir;     /* NULL: RF_FASHION_MNIST_DIR or the default */
-    long long train_steps;    /* StopAtStepHook's last_step */
-    long long batch_size;
+    int64_t train_steps;      /* StopAtStepHook's last_step */
+    int64_t batch_size;
     double learning_rate;
-    long long seed;             /* initial weights and the data's shuffling */
+    int64_t seed;               /* initial weights and the data's shuffling */
     const char *checkpoint_dir; /* NULL: no checkpoints */
-    long long save_checkpoint_steps;
+    int64_t save_checkpoint_steps;
     const char *cluster_secret_file; /* NULL: RF_CLUSTER_SECRET_FILE */
     bool require_secret;             /* --require_secret */
     const char *metrics_out;         /* NULL: no metrics file */
+    bool help, version;              /* --help (or -h), --version */
 } flags;
 
 static const char usage[] =
     "usage: " PROG " --ps_hosts=H:P,... --worker_hosts=H:P,...\n"
     "         --job_name=ps|worker --task_index=N  (or TF_CONFIG,\n"
-    "         or under srun/mpirun: --num_ps=N [--port_base=P (8888)])\n"
-    "         [--data_dir=DIR] [--train_steps=N (8000)] [--batch_size=N "
-    "(100)]\n"
-    "         [--learning_rate=LR (0.05)] [--seed=N (1)]\n"
-    "         [--checkpoint_dir=DIR [--save_checkpoint_steps=N (1000)]]\n"
-    "         [--cluster_secret_file=FILE] [--require_secret]\n"
-    "         [--metrics_out=FILE]\n"
-    "       " PROG " --help | --version\n";
+    "         or under srun/mpirun: --num_ps=N [--port_base=P])\n"
+    "         [flags]\n"
+    "       " PROG " --help | --version\n"
+    "flags:\n";
 
 /* A usage error: the message on stderr; returns exit status 2. */
 static int usage_error(const char *fmt, ...)
@@ -106,110 +107,123 @@ static int usage_error(const char *fmt, ...)
     return 2;
 }
 
-static int parse_int(const char *name, const char *text, long long min,
-                     long long max, long long *out)
+/* --learning_rate: a positive number that stays one as a float32 (a flag
+ * with a check of its own: a CALL row). */
+static int read_learning_rate(const rf_flag_row *row, const char *text,
+                              void *ctx, rf_flag_error *err)
 {
+    (void)ctx;
     char *end;
-    long long v = strtoll(text, &end, 10);
-    /* whole decimal numbers only: strtoll would skip leading blanks */
-    bool digits = (*text >= '0' && *text <= '9') || *text == '-';
-    if (!digits || end == text || *end || v < min || v > max)
-        return usage_error("--%s: '%s' is not an integer in [%lld, %lld]", name,
-                           RF_ECHO(text), min, max);
-    *out = v;
+    double lr = strtod(text, &end);
+    if (end == text || *end || !(lr > 0) || !isfinite(lr))
+        return rf_flags_fail(err, "'%s' is not a positive number",
+                             RF_ECHO(text));
+    /* it is used as a float32: refuse what would become 0 or infinity */
+    float lr32 = (float)lr;
+    if (!isfinite(lr32) || lr32 < FLT_MIN)
+        return rf_flags_fail(err, "%s is out of range: it %s in float32",
+                             RF_ECHO(text),
+                             isinf(lr32) ? "rounds to infinity"
+                             : lr32 == 0 ? "rounds to 0"
+                                         : "is subnormal");
+    *(double *)row->dest = lr;
     return 0;
 }
 
-/* The flag of table whose name argv[*i] gives ("--name=value" or "--name
- * value"), and its value; -1 after a message for a bad flag. */
-typedef struct flag_def {
-    const char *name, **value;
-} flag_def;
-
-static int find_flag(const flag_def *table, size_t n, int argc, char **argv,
-                     int *i, const char **value)
+/* The message of a flag error, in this program's words ("--x: unknown
+ * flag", "--x: needs a value", "--x: empty value", "--x: 'v' is not an
+ * integer in [1, 9]"); the table's own for the rest. */
+static int flag_error(const rf_flag_error *err)
 {
-    const char *arg = argv[*i], *name = arg + 2, *eq = strchr(arg, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    for (size_t k = 0; strncmp(arg, "--", 2) == 0 && k < n; k++) {
-        if (strlen(table[k].name) != len || strncmp(table[k].name, name, len))
-            continue;
-        if (eq)
-            *value = eq + 1;
-        else if (*i + 1 < argc && strncmp(argv[*i + 1], "--", 2) != 0)
-            *value = argv[++*i];
-        else /* the next argument is a flag, not this one's value */
-            return usage_error("--%s: needs a value", table[k].name), -1;
-        if (!**value) /* "--data_dir=" would read /, "--cluster_secret_file="
-                       * would run without the secret */
-            return usage_error("--%s: empty value", table[k].name), -1;
-        return (int)k;
+    const rf_flag_row *row = err->row;
+    switch (err->kind) {
+    case RF_FLAG_ERR_MISSING_VALUE:
+        return usage_error("--%s: needs a value", row->name);
+    case RF_FLAG_ERR_BAD_VALUE:
+        if (row->type == RF_FLAG_TYPE_BOOL) /* --require_secret=maybe */
+            return usage_error("%s: unknown flag", RF_ECHO(err->arg));
+        /* "--data_dir=" would read /, "--cluster_secret_file=" would
+         * run without the secret */
+        if (err->value && !*err->value)
+            return usage_error("--%s: empty value", row->name);
+        if (row->type == RF_FLAG_TYPE_INT64)
+            return usage_error(
+                "--%s: '%s' is not an integer in [%" PRId64 ", %" PRId64 "]",
+                row->name, RF_ECHO(err->value), row->min, row->max);
+        return usage_error("%s", err->message);
+    case RF_FLAG_ERR_UNKNOWN: /* --bogus=1, --notrain_steps */
+    case RF_FLAG_ERR_OPERAND: /* extra, -x, --, --=1 */
+        return usage_error("%s: unknown flag", RF_ECHO(err->arg));
+    default:
+        return usage_error("%s", err->message);
     }
-    return usage_error("%s: unknown flag", RF_ECHO(arg)), -1;
 }
 
 /* Returns 0, 1 for --help, 3 for --version, or 2 after a message for a bad
- * flag. */
+ * flag. Flags are TensorFlow's: "--name=value" or "--name value". */
 static int parse_flags(int argc, char **argv, flags *f)
 {
-    const char *steps = "8000", *batch = "100", *lr = "0.05", *seed = "1",
-               *save_steps = "1000";
-    flag_def table[] = {
-        {"ps_hosts", &f->cluster.ps_hosts},
-        {"worker_hosts", &f->cluster.worker_hosts},
-        {"job_name", &f->cluster.job_name},
-        {"task_index", &f->cluster.task_index},
+    rf_cluster_flags *c = &f->cluster;
+    const unsigned text = RF_FLAG_NONEMPTY;
+    const rf_flag_row rows[] = {
+        RF_FLAG_STRING("ps_hosts", &c->ps_hosts, NULL, "H:P,...",
+                       "the ps tasks", .bits = text),
+        RF_FLAG_STRING("worker_hosts", &c->worker_hosts, NULL, "H:P,...",
+                       "the worker tasks", .bits = text),
+        RF_FLAG_STRING("job_name", &c->job_name, NULL, "ps|worker",
+                       "this task's job", .bits = text),
+        RF_FLAG_STRING("task_index", &c->task_index, NULL, "N",
+                       "this task's index in its job", .bits = text),
         /* under srun or mpirun: the cluster and task from the rank */
-        {"num_ps", &f->cluster.num_ps},
-        {"port_base", &f->cluster.port_base},
-        {"data_dir", &f->data_dir},
-        {"train_steps", &steps},
-        {"batch_size", &batch},
-        {"learning_rate", &lr},
-        {"seed", &seed},
-        {"checkpoint_dir", &f->checkpoint_dir},
-        {"save_checkpoint_steps", &save_steps},
-        {"cluster_secret_file", &f->cluster_secret_file},
-        {"metrics_out", &f->metrics_out},
-    };
-    memset(f, 0, sizeof *f);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return 1;
-        if (!strcmp(argv[i], "--version"))
-            return 3;
+        RF_FLAG_STRING("num_ps", &c->num_ps, NULL, "N",
+                       "srun/mpirun: ranks 0..N-1 are the ps tasks",
+                       .bits = text),
+        RF_FLAG_STRING("port_base", &c->port_base, NULL, "P",
+                       "srun/mpirun: the first port (default 8888)",
+                       .bits = text),
+        RF_FLAG_STRING("data_dir", &f->data_dir, NULL, "DIR",
+                       "Fashion-MNIST (default RF_FASHION_MNIST_DIR)",
+                       .bits = text),
+        RF_FLAG_INT64("train_steps", &f->train_steps, "8000", 1, 1000000000,
+                      "N", "the global step to stop at"),
+        RF_FLAG_INT64("batch_size", &f->batch_size, "100", 1, 60000, "N",
+                      "examples per step"),
+        RF_FLAG_CALL("learning_rate", read_learning_rate, "0.05", "LR",
+                     "Adagrad's learning rate", .dest = &f->learning_rate),
+        RF_FLAG_INT64("seed", &f->seed, "1", 0, 1000000000, "N",
+                      "initial weights and the data's shuffling"),
+        RF_FLAG_STRING("checkpoint_dir", &f->checkpoint_dir, NULL, "DIR",
+                       "save and restore checkpoints there", .bits = text),
+        RF_FLAG_INT64("save_checkpoint_steps", &f->save_checkpoint_steps,
+                      "1000", 1, 1000000000, "N", "steps between checkpoints"),
+        RF_FLAG_STRING("cluster_secret_file", &f->cluster_secret_file, NULL,
+                       "FILE", "the cluster secret (RF_CLUSTER_SECRET_FILE)",
+                       .bits = text),
         /* no secret is an error instead of a warning (RF_REQUIRE_SECRET=1) */
-        if (!strcmp(argv[i], "--require_secret")) {
-            f->require_secret = true;
-            continue;
-        }
-        const char *v;
-        int k = find_flag(table, sizeof table / sizeof table[0], argc, argv, &i,
-                          &v);
-        if (k < 0)
-            return 2;
-        *table[k].value = v;
+        RF_FLAG_BOOL("require_secret", &f->require_secret,
+                     "refuse to run without a cluster secret"),
+        RF_FLAG_STRING("metrics_out", &f->metrics_out, NULL, "FILE",
+                       "a JSON line of metrics every 100 steps", .bits = text),
+        RF_FLAG_STOP("help", &f->help, "this help"),
+        RF_FLAG_STOP("version", &f->version, "the version"),
+        {0},
+    };
+    rf_flag_table table = {.rows = rows, .tf_style = true};
+    memset(f, 0, sizeof *f);
+    rf_flag_error err;
+    int noperands;
+    int rc = rf_flags_parse(&table, argc, argv, &noperands, &err);
+    if (rc < 0 && err.kind == RF_FLAG_ERR_OPERAND && !strcmp(err.arg, "-h"))
+        rc = RF_FLAGS_STOPPED; /* "-h" is --help */
+    if (rc < 0)
+        return flag_error(&err);
+    if (rc == RF_FLAGS_STOPPED && f->version)
+        return 3;
+    if (rc == RF_FLAGS_STOPPED) { /* --help (or -h) */
+        printf("%s", usage);
+        rf_flags_print_help(stdout, &table);
+        return 1;
     }
-    if (parse_int("train_steps", steps, 1, 1000000000, &f->train_steps) ||
-        parse_int("batch_size", batch, 1, 60000, &f->batch_size) ||
-        parse_int("seed", seed, 0, 1000000000, &f->seed) ||
-        parse_int("save_checkpoint_steps", save_steps, 1, 1000000000,
-                  &f->save_checkpoint_steps))
-        return 2;
-    char *end;
-    f->learning_rate = strtod(lr, &end);
-    if (end == lr || *end || !(f->learning_rate > 0) ||
-        !isfinite(f->learning_rate))
-        return usage_error("--learning_rate: '%s' is not a positive number",
-                           RF_ECHO(lr));
-    /* it is used as a float32: refuse what would become 0 or infinity */
-    if (!isfinite((float)f->learning_rate) || (float)f->learning_rate < FLT_MIN)
-        return usage_error("--learning_rate: %s is out of range: it %s in "
-                           "float32",
-                           RF_ECHO(lr),
-                           isinf((float)f->learning_rate) ? "rounds to infinity"
-                           : (float)f->learning_rate == 0 ? "rounds to 0"
-                                                          : "is subnormal");
     return 0;
 }
 
@@ -598,8 +612,6 @@ int main(int argc, char **argv)
     }
     flags f;
     int rc = parse_flags(argc, argv, &f);
-    if (rc == 1)
-        printf("%s", usage);
     if (rc == 3)
         printf(PROG " (rdmaflow) %s\n", rf_version());
     if (rc)

@@ -1,5 +1,5 @@
 /* bench/emblookup/el_opts.c: the flag table of rf-bench-emb
- * (tools/common/flagtab.h). A malformed flag is a usage error (exit 2)
+ * (rdmaflow/flags.h). A malformed flag is a usage error (exit 2)
  * naming it. */
 #include "el_opts.h"
 
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flagtab.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/flags.h"
 
 #define STR_(x) #x
 #define STR(x)  STR_(x) /* a number macro as text */
@@ -55,52 +55,54 @@ static int bad(const char *fmt, ...)
 
 /* Counts may be written as reals that are whole numbers (1e5), as
  * before the table. */
-#define COUNT FLAGTAB_REAL_INT
+#define COUNT RF_FLAG_REAL_INT
 
 #define EL_FLAG_ROWS 21
-static void el_flag_rows(flagtab_row rows[EL_FLAG_ROWS], el_opts *o, bool *help)
+static void el_flag_rows(rf_flag_row rows[EL_FLAG_ROWS], el_opts *o, bool *help)
 {
-    const flagtab_row table[EL_FLAG_ROWS] = {
-        FLAG_STRING("provider", &o->provider, NULL, "NAME",
-                    "sock, shm, verbs or auto (default: RF_FABRIC, else auto)"),
-        FLAG_BUFFER("host", o->host, "127.0.0.1", "ADDR",
-                    "address of the ps tasks"),
-        FLAG_INT64("rows", &o->rows, "1e5", 2, 4000000000, "N",
-                   "table rows, 1eN allowed, 2 .. 4e9", .bits = COUNT),
-        FLAG_UINT32("dim", &o->dim, "16", 1, 4096, "N",
-                    "floats per row, 1 .. 4096", .bits = COUNT),
-        FLAG_UINT32("batch", &o->batch, "256", 1, 1 << 20, "N",
-                    "examples per step", .bits = COUNT),
-        FLAG_UINT32("features", &o->features, "16", 1, 32, "N",
-                    "ids per example, 1 .. 32", .bits = COUNT),
-        FLAG_DOUBLE("zipf", &o->zipf, "1.1", 0, 10, "S",
-                    "Zipf exponent of the ids", .bits = FLAGTAB_MIN_OPEN),
-        FLAG_UINT64("seed", &o->seed, "1", 0, 1000000000000000, "N",
-                    "data seed", .bits = COUNT),
-        FLAG_INT("steps", &o->steps, "50", 1, 100000, "N",
-                 "measured steps of rows and gather", .bits = COUNT),
-        FLAG_INT("warmup", &o->warmup, "5", 0, 100000, "N",
-                 "steps run first and not counted", .bits = COUNT),
-        FLAG_INT("dense-steps", &o->dense_steps, NULL, 1, 100000, "N",
-                 "measured steps of dense (default: --steps)", .bits = COUNT),
-        FLAG_SIZE("dense-cap", &o->dense_cap, "4G", 0, (int64_t)1 << 50,
-                  "BYTES",
-                  "largest whole-shard buffer, K/M/G; a larger shard skips "
-                  "dense, saying so"),
-        FLAG_BOOL("push", &o->push,
-                  "also push the rows' gradients (zero) apply=ps each step"),
-        FLAG_STRING("json", &o->json, NULL, "FILE",
-                    "also write the figures as JSON"),
-        FLAG_INT("timeout", &o->timeout_s, "120", 1, 86400, "SEC",
-                 "bound on start-up and each operation", .bits = COUNT),
-        FLAG_BOOL("inject-stale-row", &o->inject_stale_row,
-                  "change a looked-up row behind the check's back (for the "
-                  "smoke test: the run must then fail its check)"),
-        FLAG_STOP("help", help, "this text", .alias = 'h'),
+    const rf_flag_row table[EL_FLAG_ROWS] = {
+        RF_FLAG_STRING(
+            "provider", &o->provider, NULL, "NAME",
+            "sock, shm, verbs or auto (default: RF_FABRIC, else auto)"),
+        RF_FLAG_BUFFER("host", o->host, "127.0.0.1", "ADDR",
+                       "address of the ps tasks"),
+        RF_FLAG_INT64("rows", &o->rows, "1e5", 2, 4000000000, "N",
+                      "table rows, 1eN allowed, 2 .. 4e9", .bits = COUNT),
+        RF_FLAG_UINT32("dim", &o->dim, "16", 1, 4096, "N",
+                       "floats per row, 1 .. 4096", .bits = COUNT),
+        RF_FLAG_UINT32("batch", &o->batch, "256", 1, 1 << 20, "N",
+                       "examples per step", .bits = COUNT),
+        RF_FLAG_UINT32("features", &o->features, "16", 1, 32, "N",
+                       "ids per example, 1 .. 32", .bits = COUNT),
+        RF_FLAG_DOUBLE("zipf", &o->zipf, "1.1", 0, 10, "S",
+                       "Zipf exponent of the ids", .bits = RF_FLAG_MIN_OPEN),
+        RF_FLAG_UINT64("seed", &o->seed, "1", 0, 1000000000000000, "N",
+                       "data seed", .bits = COUNT),
+        RF_FLAG_INT("steps", &o->steps, "50", 1, 100000, "N",
+                    "measured steps of rows and gather", .bits = COUNT),
+        RF_FLAG_INT("warmup", &o->warmup, "5", 0, 100000, "N",
+                    "steps run first and not counted", .bits = COUNT),
+        RF_FLAG_INT("dense-steps", &o->dense_steps, NULL, 1, 100000, "N",
+                    "measured steps of dense (default: --steps)",
+                    .bits = COUNT),
+        RF_FLAG_SIZE("dense-cap", &o->dense_cap, "4G", 0, (int64_t)1 << 50,
+                     "BYTES",
+                     "largest whole-shard buffer, K/M/G; a larger shard skips "
+                     "dense, saying so"),
+        RF_FLAG_BOOL("push", &o->push,
+                     "also push the rows' gradients (zero) apply=ps each step"),
+        RF_FLAG_STRING("json", &o->json, NULL, "FILE",
+                       "also write the figures as JSON"),
+        RF_FLAG_INT("timeout", &o->timeout_s, "120", 1, 86400, "SEC",
+                    "bound on start-up and each operation", .bits = COUNT),
+        RF_FLAG_BOOL("inject-stale-row", &o->inject_stale_row,
+                     "change a looked-up row behind the check's back (for the "
+                     "smoke test: the run must then fail its check)"),
+        RF_FLAG_STOP("help", help, "this text", .alias = 'h'),
         /* the role of each ps task, which the worker re-executes */
-        FLAG_BOOL("serve-ps", &o->serve_ps, NULL, .bits = FLAGTAB_HIDDEN),
-        FLAG_INT("index", &o->ps_index, NULL, 0, EL_PS_TASKS - 1, NULL, NULL,
-                 .bits = COUNT | FLAGTAB_HIDDEN),
+        RF_FLAG_BOOL("serve-ps", &o->serve_ps, NULL, .bits = RF_FLAG_HIDDEN),
+        RF_FLAG_INT("index", &o->ps_index, NULL, 0, EL_PS_TASKS - 1, NULL, NULL,
+                    .bits = COUNT | RF_FLAG_HIDDEN),
         {0},
     };
     memcpy(rows, table, sizeof table);
@@ -112,17 +114,17 @@ int el_opts_parse(int argc, char **argv, el_opts *o)
     *o = (el_opts){.provider = env && *env ? env : "auto",
                    .dense_steps = -1}; /* -1: as --steps */
     bool help = false;
-    flagtab_row rows[EL_FLAG_ROWS];
+    rf_flag_row rows[EL_FLAG_ROWS];
     el_flag_rows(rows, o, &help);
-    flagtab t = {.rows = rows};
-    flagtab_error err;
+    rf_flag_table t = {.rows = rows};
+    rf_flag_error err;
     int n;
-    int rc = flagtab_parse(&t, argc, argv, &n, &err);
+    int rc = rf_flags_parse(&t, argc, argv, &n, &err);
     if (rc < 0)
         return bad("%s", err.message);
-    if (rc == FLAGTAB_STOPPED) {
+    if (rc == RF_FLAGS_STOPPED) {
         fputs(usage_head, stdout);
-        flagtab_print_help(stdout, &t);
+        rf_flags_print_help(stdout, &t);
         fputs(usage_tail, stdout);
         return 1;
     }

@@ -1,5 +1,5 @@
 /* bench/pullpush/pp_opts.c: the flag table of rf-bench-pullpush
- * (tools/common/flagtab.h). A malformed or contradictory flag is a usage
+ * (rdmaflow/flags.h). A malformed or contradictory flag is a usage
  * error (exit 2) naming it; nothing is silently replaced by a default. */
 #include "pp_opts.h"
 
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flagtab.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/flags.h"
 #include "rdmaflow/status.h"
 #include "rdmaflow/version.h"
 
@@ -50,19 +50,19 @@ static int bad(const char *fmt, ...)
 
 /* --optimizer NAME (and its default): learning_rate 0.01 and momentum 0.9
  * where the optimizer needs them and NAME does not give them. */
-static int call_optimizer(const flagtab_row *row, const char *text, void *ctx,
-                          flagtab_error *err)
+static int call_optimizer(const rf_flag_row *row, const char *text, void *ctx,
+                          rf_flag_error *err)
 {
     rf_optim_config *c = &((pp_opts *)ctx)->optim;
     (void)row;
     if (rf_optim_parse(text, c) != RF_OK)
-        return flagtab_fail(err, "%s", rf_error_message());
+        return rf_flags_fail(err, "%s", rf_error_message());
     if (c->learning_rate != c->learning_rate)
         c->learning_rate = 0.01f;
     if (c->momentum != c->momentum)
         c->momentum = 0.9f;
     if (rf_optim_validate(c) != RF_OK)
-        return flagtab_fail(err, "%s", rf_error_message());
+        return rf_flags_fail(err, "%s", rf_error_message());
     return 0;
 }
 
@@ -74,37 +74,40 @@ typedef struct given_flags {
 } given_flags;
 
 #define PP_FLAG_ROWS 14
-static void pp_flag_rows(flagtab_row rows[PP_FLAG_ROWS], pp_opts *o,
+static void pp_flag_rows(rf_flag_row rows[PP_FLAG_ROWS], pp_opts *o,
                          given_flags *g)
 {
-    const flagtab_row table[PP_FLAG_ROWS] = {
-        FLAG_STRING("provider", &o->provider, NULL, "NAME",
-                    "sock, shm, verbs or auto (default: RF_FABRIC, else auto)"),
-        FLAG_BUFFER("host", o->host, "127.0.0.1", "ADDR",
-                    "address of the ps tasks", .bits = FLAGTAB_NONEMPTY),
-        FLAG_SIZE("size", &o->size, "1M", 4096, (int64_t)4 << 30, "BYTES",
-                  "model size, K/M/G suffixes, 4K .. 4G", .seen = &g->client),
-        FLAG_INT("rounds", &o->rounds, "9", 1, 1000, "N",
-                 "measured rounds, 1 .. 1000", .seen = &g->client),
-        FLAG_INT("warmup", &o->warmup, "1", 0, 100, "N",
-                 "rounds run first, not counted, 0 .. 100", .seen = &g->client),
-        FLAG_CALL("optimizer", call_optimizer, "sgd", "NAME",
-                  "sgd, momentum, adagrad, adam or rmsprop (learning_rate "
-                  "0.01, momentum 0.9 where required)",
-                  .seen = &g->optim),
-        FLAG_INT("timeout", &o->timeout_s, "120", 1, 86400, "SEC",
-                 "bound on start-up and on each operation"),
-        FLAG_BOOL("inject-extra-push", &o->inject_extra_push,
-                  "push once more than the verifier knows (for the smoke "
-                  "test: the run must then fail its check)"),
-        FLAG_STOP("help", &g->help, "this text", .alias = 'h'),
-        FLAG_STOP("version", &g->version, "print the version and exit"),
+    const rf_flag_row table[PP_FLAG_ROWS] = {
+        RF_FLAG_STRING(
+            "provider", &o->provider, NULL, "NAME",
+            "sock, shm, verbs or auto (default: RF_FABRIC, else auto)"),
+        RF_FLAG_BUFFER("host", o->host, "127.0.0.1", "ADDR",
+                       "address of the ps tasks", .bits = RF_FLAG_NONEMPTY),
+        RF_FLAG_SIZE("size", &o->size, "1M", 4096, (int64_t)4 << 30, "BYTES",
+                     "model size, K/M/G suffixes, 4K .. 4G",
+                     .seen = &g->client),
+        RF_FLAG_INT("rounds", &o->rounds, "9", 1, 1000, "N",
+                    "measured rounds, 1 .. 1000", .seen = &g->client),
+        RF_FLAG_INT("warmup", &o->warmup, "1", 0, 100, "N",
+                    "rounds run first, not counted, 0 .. 100",
+                    .seen = &g->client),
+        RF_FLAG_CALL("optimizer", call_optimizer, "sgd", "NAME",
+                     "sgd, momentum, adagrad, adam or rmsprop (learning_rate "
+                     "0.01, momentum 0.9 where required)",
+                     .seen = &g->optim),
+        RF_FLAG_INT("timeout", &o->timeout_s, "120", 1, 86400, "SEC",
+                    "bound on start-up and on each operation"),
+        RF_FLAG_BOOL("inject-extra-push", &o->inject_extra_push,
+                     "push once more than the verifier knows (for the smoke "
+                     "test: the run must then fail its check)"),
+        RF_FLAG_STOP("help", &g->help, "this text", .alias = 'h'),
+        RF_FLAG_STOP("version", &g->version, "print the version and exit"),
         /* the role of each ps task, which the client re-executes */
-        FLAG_BOOL("serve-ps", &o->serve_ps, NULL, .bits = FLAGTAB_HIDDEN),
-        FLAG_INT("index", &o->ps_index, NULL, 0, PP_PS_TASKS - 1, NULL, NULL,
-                 .seen = &g->index, .bits = FLAGTAB_HIDDEN),
-        FLAG_INT("ready-fd", &o->ready_fd, NULL, 3, 1023, NULL, NULL,
-                 .bits = FLAGTAB_HIDDEN),
+        RF_FLAG_BOOL("serve-ps", &o->serve_ps, NULL, .bits = RF_FLAG_HIDDEN),
+        RF_FLAG_INT("index", &o->ps_index, NULL, 0, PP_PS_TASKS - 1, NULL, NULL,
+                    .seen = &g->index, .bits = RF_FLAG_HIDDEN),
+        RF_FLAG_INT("ready-fd", &o->ready_fd, NULL, 3, 1023, NULL, NULL,
+                    .bits = RF_FLAG_HIDDEN),
         {0},
     };
     memcpy(rows, table, sizeof table);
@@ -116,18 +119,18 @@ int pp_opts_parse(int argc, char **argv, pp_opts *o)
     *o = (pp_opts){
         .provider = env && *env ? env : "auto", .ps_index = -1, .ready_fd = -1};
     given_flags given = {0};
-    flagtab_row rows[PP_FLAG_ROWS];
+    rf_flag_row rows[PP_FLAG_ROWS];
     pp_flag_rows(rows, o, &given);
-    flagtab t = {.rows = rows, .ctx = o};
-    flagtab_error err;
+    rf_flag_table t = {.rows = rows, .ctx = o};
+    rf_flag_error err;
     int n;
-    int rc = flagtab_parse(&t, argc, argv, &n, &err);
+    int rc = rf_flags_parse(&t, argc, argv, &n, &err);
     if (rc < 0)
         return bad("%s", err.message);
-    if (rc == FLAGTAB_STOPPED) {
+    if (rc == RF_FLAGS_STOPPED) {
         if (given.help) {
             fputs(usage_head, stdout);
-            flagtab_print_help(stdout, &t);
+            rf_flags_print_help(stdout, &t);
             fputs(usage_tail, stdout);
         } else {
             printf("rf-bench-pullpush (rdmaflow) %s\n", rf_version());

@@ -4,7 +4,8 @@
  *   core     status.h (rf_status, rf_error_set), types.h (dtypes, shapes),
  *            clock.h, byteorder.h, env.h, spawn.h (fork + exec of
  *            programs), topology.h (hwloc NUMA binding), version.h
- *            (rf_version), api.h (RF_API, the export mark)
+ *            (rf_version), api.h (RF_API, the export mark), flags.h
+ *            (the flag table programs read their command line with)
  *   fabric   fabric.h (RDMA-shaped transport: verbs, sock)
  *   optim    optim.h (TensorFlow 1.x update rules)
  *   ps       ps.h (ps server and worker client)
@@ -31,6 +32,7 @@
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/fabric_info.h"
 #include "rdmaflow/file.h"
+#include "rdmaflow/flags.h"
 #include "rdmaflow/graph.h"
 #include "rdmaflow/metrics.h"
 #include "rdmaflow/monitored_session.h"

@@ -2,7 +2,7 @@
  * (diff.c) of checkpoint files (safetensors with CRC32Cs) and checkpoint
  * directories (a TensorFlow-style "checkpoint" state file). verify is
  * rf_ckpt_verify, strict unless --allow-unchecked. Each command reads its
- * flags through a flag table (tools/common/flagtab.h) and maps the
+ * flags through a flag table (rdmaflow/flags.h) and maps the
  * table's errors to rf-ckpt's words. Exit 0 on success, 1 when a file
  * fails or files differ, 2 on a usage error. */
 #include <float.h>
@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 
 #include "ckpt_tool.h"
-#include "flagtab.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/flags.h"
 #include "rdmaflow/version.h"
 
 static const char usage[] =
@@ -41,13 +41,14 @@ static const char usage[] =
 
 /* verify's flag; list takes none. */
 #define VERIFY_ROWS 2
-static void verify_flag_rows(flagtab_row rows[VERIFY_ROWS], bool *allow)
+static void verify_flag_rows(rf_flag_row rows[VERIFY_ROWS], bool *allow)
 {
-    const flagtab_row table[VERIFY_ROWS] = {
-        FLAG_BOOL("allow-unchecked", allow,
-                  "accept tensors and a header without a CRC32C, still check "
-                  "the CRC32Cs that are there, and say how many tensors could "
-                  "not be checked"),
+    const rf_flag_row table[VERIFY_ROWS] = {
+        RF_FLAG_BOOL(
+            "allow-unchecked", allow,
+            "accept tensors and a header without a CRC32C, still check "
+            "the CRC32Cs that are there, and say how many tensors could "
+            "not be checked"),
         {0},
     };
     memcpy(rows, table, sizeof table);
@@ -55,14 +56,14 @@ static void verify_flag_rows(flagtab_row rows[VERIFY_ROWS], bool *allow)
 
 /* diff's tolerances (0: exact). */
 #define DIFF_ROWS 3
-static void diff_flag_rows(flagtab_row rows[DIFF_ROWS], double *rtol,
+static void diff_flag_rows(rf_flag_row rows[DIFF_ROWS], double *rtol,
                            double *atol)
 {
-    const flagtab_row table[DIFF_ROWS] = {
-        FLAG_DOUBLE("rtol", rtol, "0", 0, DBL_MAX, "R",
-                    "relative tolerance, a non-negative number"),
-        FLAG_DOUBLE("atol", atol, "0", 0, DBL_MAX, "A",
-                    "absolute tolerance, a non-negative number"),
+    const rf_flag_row table[DIFF_ROWS] = {
+        RF_FLAG_DOUBLE("rtol", rtol, "0", 0, DBL_MAX, "R",
+                       "relative tolerance, a non-negative number"),
+        RF_FLAG_DOUBLE("atol", atol, "0", 0, DBL_MAX, "A",
+                       "absolute tolerance, a non-negative number"),
         {0},
     };
     memcpy(rows, table, sizeof table);
@@ -70,15 +71,15 @@ static void diff_flag_rows(flagtab_row rows[DIFF_ROWS], double *rtol,
 
 static void print_usage(void)
 {
-    flagtab_row verify_rows[VERIFY_ROWS], diff_rows[DIFF_ROWS];
+    rf_flag_row verify_rows[VERIFY_ROWS], diff_rows[DIFF_ROWS];
     bool allow;
     double rtol, atol;
     verify_flag_rows(verify_rows, &allow);
     diff_flag_rows(diff_rows, &rtol, &atol);
     fputs(usage, stdout);
-    flagtab_print_help(stdout, &(flagtab){.rows = verify_rows});
+    rf_flags_print_help(stdout, &(rf_flag_table){.rows = verify_rows});
     fputs("\ndiff's flags:\n", stdout);
-    flagtab_print_help(stdout, &(flagtab){.rows = diff_rows});
+    rf_flags_print_help(stdout, &(rf_flag_table){.rows = diff_rows});
 }
 
 static int usage_error(const char *fmt, ...)
@@ -222,16 +223,16 @@ static bool has_dashdash(int argc, char **argv)
  * starts with one dash is a path. */
 static int cmd_diff(int argc, char **argv)
 {
-    flagtab_row rows[DIFF_ROWS];
+    rf_flag_row rows[DIFF_ROWS];
     double rtol, atol;
     diff_flag_rows(rows, &rtol, &atol);
-    flagtab t = {.rows = rows, .exact_names = true, .long_only = true};
-    flagtab_error err;
+    rf_flag_table t = {.rows = rows, .exact_names = true, .long_only = true};
+    rf_flag_error err;
     int n;
     if (has_dashdash(argc, argv))
         return usage_error("%s", "unknown flag --");
-    if (flagtab_parse(&t, argc, argv, &n, &err) != FLAGTAB_OK)
-        return err.kind == FLAGTAB_ERR_UNKNOWN
+    if (rf_flags_parse(&t, argc, argv, &n, &err) != RF_FLAGS_OK)
+        return err.kind == RF_FLAG_ERR_UNKNOWN
                    ? usage_error("unknown flag %s", RF_ECHO(err.arg))
                    : usage_error("%s needs a non-negative number",
                                  RF_ECHO(err.arg));
@@ -251,17 +252,17 @@ static int cmd_diff(int argc, char **argv)
 static int cmd_list_verify(const char *cmd, int argc, char **argv)
 {
     bool verify = !strcmp(cmd, "verify"), allow_unchecked = false;
-    flagtab_row rows[VERIFY_ROWS];
+    rf_flag_row rows[VERIFY_ROWS];
     verify_flag_rows(rows, &allow_unchecked);
     if (!verify)
         rows[0] = rows[VERIFY_ROWS - 1]; /* list: no flags */
-    flagtab t = {.rows = rows, .exact_names = true};
-    flagtab_error err;
+    rf_flag_table t = {.rows = rows, .exact_names = true};
+    rf_flag_error err;
     int n;
     if (has_dashdash(argc, argv))
         return usage_error("%s", "--: unknown flag");
-    if (flagtab_parse(&t, argc, argv, &n, &err) != FLAGTAB_OK) {
-        if (err.kind == FLAGTAB_ERR_EXTRA_VALUE)
+    if (rf_flags_parse(&t, argc, argv, &n, &err) != RF_FLAGS_OK) {
+        if (err.kind == RF_FLAG_ERR_EXTRA_VALUE)
             return usage_error("%s: --allow-unchecked takes no value",
                                RF_ECHO(err.arg));
         return usage_error(strcmp(err.arg, "--allow-unchecked")

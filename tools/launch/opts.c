@@ -1,4 +1,4 @@
-/* tools/launch/opts.c: rf-launch's flag table (tools/common/flagtab.h):
+/* tools/launch/opts.c: rf-launch's flag table (rdmaflow/flags.h):
  * "--name value" or "--name=value" up to "--"; everything after "--" is
  * the program and its arguments. Every error names the flag, in
  * rf-launch's words (its numbers' own readers below). */
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flagtab.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/flags.h"
 
 #define STR_(x) #x
 #define STR(x)  STR_(x) /* a number macro as text */
@@ -56,36 +56,36 @@ static const char usage_tail[] =
     "128+N stopped by signal N\n";
 
 /* An integer count in [0, row->max] into the row's int. */
-static int call_count(const flagtab_row *row, const char *v, void *ctx,
-                      flagtab_error *err)
+static int call_count(const rf_flag_row *row, const char *v, void *ctx,
+                      rf_flag_error *err)
 {
     char *end = NULL;
     (void)ctx;
     errno = 0;
     long x = strtol(v, &end, 10);
     if (*v == '\0' || *end != '\0' || (*v != '-' && (*v < '0' || *v > '9')))
-        return flagtab_fail(err, "'%s' is not an integer", RF_ECHO(v));
+        return rf_flags_fail(err, "'%s' is not an integer", RF_ECHO(v));
     if (errno == ERANGE || x < 0 || x > row->max)
-        return flagtab_fail(err, "%s is out of range [0, %d]", RF_ECHO(v),
-                            (int)row->max);
+        return rf_flags_fail(err, "%s is out of range [0, %d]", RF_ECHO(v),
+                             (int)row->max);
     *(int *)row->dest = (int)x;
     return 0;
 }
 
 /* --port_base: a count that is a port (not 0). */
-static int call_port(const flagtab_row *row, const char *v, void *ctx,
-                     flagtab_error *err)
+static int call_port(const rf_flag_row *row, const char *v, void *ctx,
+                     rf_flag_error *err)
 {
     if (call_count(row, v, ctx, err) != 0)
         return -1;
     if (*(int *)row->dest == 0)
-        return flagtab_fail(err, "0 is not a port");
+        return rf_flags_fail(err, "0 is not a port");
     return 0;
 }
 
 /* Seconds in [0, 1e6] into the row's double; --timeout must be above 0. */
-static int call_secs(const flagtab_row *row, const char *v, void *ctx,
-                     flagtab_error *err)
+static int call_secs(const rf_flag_row *row, const char *v, void *ctx,
+                     rf_flag_error *err)
 {
     char *end = NULL;
     (void)ctx;
@@ -93,44 +93,46 @@ static int call_secs(const flagtab_row *row, const char *v, void *ctx,
     double x = strtod(v, &end);
     if (*v == '\0' || *end != '\0' || !isfinite(x) ||
         !((*v >= '0' && *v <= '9') || *v == '.' || *v == '-'))
-        return flagtab_fail(err, "'%s' is not a number of seconds", RF_ECHO(v));
+        return rf_flags_fail(err, "'%s' is not a number of seconds",
+                             RF_ECHO(v));
     if (x < 0 || x > 1e6)
-        return flagtab_fail(err, "%s is out of range [0, 1e6] seconds",
-                            RF_ECHO(v));
+        return rf_flags_fail(err, "%s is out of range [0, 1e6] seconds",
+                             RF_ECHO(v));
     if (x == 0 && !strcmp(row->name, "timeout"))
-        return flagtab_fail(err, "must be more than 0 seconds");
+        return rf_flags_fail(err, "must be more than 0 seconds");
     *(double *)row->dest = x;
     return 0;
 }
 
-static int call_host(const flagtab_row *row, const char *v, void *ctx,
-                     flagtab_error *err)
+static int call_host(const rf_flag_row *row, const char *v, void *ctx,
+                     rf_flag_error *err)
 {
     (void)ctx;
     if (*v == '\0' || strpbrk(v, ", \t\"\\[]"))
-        return flagtab_fail(err, "'%s' is not an address", RF_ECHO(v));
+        return rf_flags_fail(err, "'%s' is not an address", RF_ECHO(v));
     *(const char **)row->dest = v;
     return 0;
 }
 
 /* A file or directory name (the row's metavar says which), not empty. */
-static int call_path(const flagtab_row *row, const char *v, void *ctx,
-                     flagtab_error *err)
+static int call_path(const rf_flag_row *row, const char *v, void *ctx,
+                     rf_flag_error *err)
 {
     (void)ctx;
     if (*v == '\0')
-        return flagtab_fail(err, "empty %s name",
-                            strcmp(row->metavar, "DIR") ? "file" : "directory");
+        return rf_flags_fail(err, "empty %s name",
+                             strcmp(row->metavar, "DIR") ? "file"
+                                                         : "directory");
     *(const char **)row->dest = v;
     return 0;
 }
 
-static int call_ssh(const flagtab_row *row, const char *v, void *ctx,
-                    flagtab_error *err)
+static int call_ssh(const rf_flag_row *row, const char *v, void *ctx,
+                    rf_flag_error *err)
 {
     (void)ctx;
     if (v[strspn(v, " \t")] == '\0')
-        return flagtab_fail(err, "empty command");
+        return rf_flags_fail(err, "empty command");
     *(const char **)row->dest = v;
     return 0;
 }
@@ -141,64 +143,72 @@ typedef struct given_flags {
 } given_flags;
 
 #define LT_FLAG_ROWS 20
-static void lt_flag_rows(flagtab_row rows[LT_FLAG_ROWS], lt_opts *o,
+static void lt_flag_rows(rf_flag_row rows[LT_FLAG_ROWS], lt_opts *o,
                          given_flags *g)
 {
-    const flagtab_row table[LT_FLAG_ROWS] = {
-        FLAG_CALL("ps", call_count, NULL, "N",
-                  "parameter-server tasks, 0.." STR(LT_MAX_TASKS_PER_JOB),
-                  .dest = &o->ps, .max = LT_MAX_TASKS_PER_JOB, .seen = &g->ps),
-        FLAG_CALL("workers", call_count, NULL, "N",
-                  "worker tasks, 0.." STR(
-                      LT_MAX_TASKS_PER_JOB) " (at least one worker or --chief)",
-                  .dest = &o->workers, .max = LT_MAX_TASKS_PER_JOB,
-                  .seen = &g->workers),
-        FLAG_BOOL("chief", &o->chief,
-                  "add a separate chief task (TensorFlow's \"chief\" job; "
-                  "without it worker0 is the chief); implies --tf_config, as "
-                  "no classic flag names a chief"),
-        FLAG_BOOL("tf_config", &o->tf_config,
-                  "describe the cluster in each task's TF_CONFIG environment "
-                  "variable instead of flags (in flags mode an inherited "
-                  "TF_CONFIG is removed)"),
-        FLAG_CALL("host", call_host, "127.0.0.1", "ADDR",
-                  "address the tasks listen on", .dest = &o->host,
-                  .seen = &g->host),
-        FLAG_CALL("trace", call_path, NULL, "FILE",
-                  "pass --trace=FILE.<task>.json to each task and merge those "
-                  "Chrome traces into FILE at the end",
-                  .dest = &o->trace),
-        FLAG_CALL("metrics_dir", call_path, NULL, "DIR",
-                  "pass --metrics_out=DIR/<task>.jsonl to each task (made if "
-                  "missing)",
-                  .dest = &o->metrics_dir),
-        FLAG_CALL("plot", call_path, NULL, "DIR",
-                  "the same into DIR (or --metrics_dir), and at the end draw "
-                  "them with rf-plot into DIR: loss, accuracy and throughput "
-                  "per task (PNG; needs jq and gnuplot)",
-                  .dest = &o->plot_dir),
-        FLAG_CALL("timeout", call_secs, NULL, "SECS",
-                  "stop everything after SECS seconds (exit 124)",
-                  .dest = &o->timeout_s),
-        FLAG_CALL("grace", call_secs, "5", "SECS",
-                  "wait after SIGTERM before SIGKILL", .dest = &o->grace_s),
-        FLAG_CALL("ps_grace", call_secs, "10", "SECS",
-                  "once every worker succeeded, wait this long for the ps "
-                  "tasks to exit before stopping them",
-                  .dest = &o->ps_grace_s),
-        FLAG_BOOL("restart_on_failure", &o->restart_on_failure,
-                  "restart a task (ps, worker or chief) that exits non-zero "
-                  "or is killed by a signal, with the same argv, environment "
-                  "and port, after 1 s (doubling with each restart of that "
-                  "task, at most " STR(
-                      LT_RESTART_BACKOFF_MAX_MS) " ms); a task exiting 0 is "
-                                                 "never restarted, nor is any "
-                                                 "once every worker has exited "
-                                                 "0 or once rf-launch is "
-                                                 "stopping. The restarts of "
-                                                 "each task are printed at the "
-                                                 "end"),
-        FLAG_CALL(
+    const rf_flag_row table[LT_FLAG_ROWS] = {
+        RF_FLAG_CALL("ps", call_count, NULL, "N",
+                     "parameter-server tasks, 0.." STR(LT_MAX_TASKS_PER_JOB),
+                     .dest = &o->ps, .max = LT_MAX_TASKS_PER_JOB,
+                     .seen = &g->ps),
+        RF_FLAG_CALL(
+            "workers", call_count, NULL, "N",
+            "worker tasks, 0.." STR(
+                LT_MAX_TASKS_PER_JOB) " (at least one worker or --chief)",
+            .dest = &o->workers, .max = LT_MAX_TASKS_PER_JOB,
+            .seen = &g->workers),
+        RF_FLAG_BOOL(
+            "chief", &o->chief,
+            "add a separate chief task (TensorFlow's \"chief\" job; "
+            "without it worker0 is the chief); implies --tf_config, as "
+            "no classic flag names a chief"),
+        RF_FLAG_BOOL(
+            "tf_config", &o->tf_config,
+            "describe the cluster in each task's TF_CONFIG environment "
+            "variable instead of flags (in flags mode an inherited "
+            "TF_CONFIG is removed)"),
+        RF_FLAG_CALL("host", call_host, "127.0.0.1", "ADDR",
+                     "address the tasks listen on", .dest = &o->host,
+                     .seen = &g->host),
+        RF_FLAG_CALL(
+            "trace", call_path, NULL, "FILE",
+            "pass --trace=FILE.<task>.json to each task and merge those "
+            "Chrome traces into FILE at the end",
+            .dest = &o->trace),
+        RF_FLAG_CALL(
+            "metrics_dir", call_path, NULL, "DIR",
+            "pass --metrics_out=DIR/<task>.jsonl to each task (made if "
+            "missing)",
+            .dest = &o->metrics_dir),
+        RF_FLAG_CALL(
+            "plot", call_path, NULL, "DIR",
+            "the same into DIR (or --metrics_dir), and at the end draw "
+            "them with rf-plot into DIR: loss, accuracy and throughput "
+            "per task (PNG; needs jq and gnuplot)",
+            .dest = &o->plot_dir),
+        RF_FLAG_CALL("timeout", call_secs, NULL, "SECS",
+                     "stop everything after SECS seconds (exit 124)",
+                     .dest = &o->timeout_s),
+        RF_FLAG_CALL("grace", call_secs, "5", "SECS",
+                     "wait after SIGTERM before SIGKILL", .dest = &o->grace_s),
+        RF_FLAG_CALL("ps_grace", call_secs, "10", "SECS",
+                     "once every worker succeeded, wait this long for the ps "
+                     "tasks to exit before stopping them",
+                     .dest = &o->ps_grace_s),
+        RF_FLAG_BOOL(
+            "restart_on_failure", &o->restart_on_failure,
+            "restart a task (ps, worker or chief) that exits non-zero "
+            "or is killed by a signal, with the same argv, environment "
+            "and port, after 1 s (doubling with each restart of that "
+            "task, at most " STR(
+                LT_RESTART_BACKOFF_MAX_MS) " ms); a task exiting 0 is "
+                                           "never restarted, nor is any "
+                                           "once every worker has exited "
+                                           "0 or once rf-launch is "
+                                           "stopping. The restarts of "
+                                           "each task are printed at the "
+                                           "end"),
+        RF_FLAG_CALL(
             "max_restarts", call_count, STR(LT_DEFAULT_MAX_RESTARTS), "N",
             "restarts per task, 0.." STR(
                 LT_MAX_RESTARTS_LIMIT) " (needs --restart_on_failure); a "
@@ -206,27 +216,29 @@ static void lt_flag_rows(flagtab_row rows[LT_FLAG_ROWS], lt_opts *o,
                                        "beyond them stops everything (exit 1)",
             .dest = &o->max_restarts, .max = LT_MAX_RESTARTS_LIMIT,
             .seen = &g->max_restarts),
-        FLAG_CALL("hostfile", call_path, NULL, "FILE",
-                  "run the tasks over ssh on the hosts of FILE (Open MPI's "
-                  "format: \"HOST [slots=N]\" lines, '#' comments; slots "
-                  "default 1), filling each host's slots in task order; each "
-                  "task listens on its host; the RF_* variables and TF_CONFIG "
-                  "go along, and it runs in this directory",
-                  .dest = &o->hostfile),
-        FLAG_CALL("ssh", call_ssh, NULL, "CMD",
-                  "the ssh command, split at blanks (default \"ssh -o "
-                  "BatchMode=yes\"; e.g. \"ssh -p 2222 -i key\")",
-                  .dest = &o->ssh),
-        FLAG_CALL("port_base", call_port, NULL, "P",
-                  "task k (in start order ps0.., chief, worker0..) listens on "
-                  "port P + k (default: ports free on this machine)",
-                  .dest = &o->port_base, .max = 65535),
-        FLAG_BOOL("keep_secret", &o->keep_secret,
-                  "keep the job's cluster secret file at the end and print "
-                  "its path (e.g. to start another task of the job by hand "
-                  "with RF_CLUSTER_SECRET_FILE)"),
-        FLAG_BOOL("help", &o->help, "this message", .alias = 'h'),
-        FLAG_BOOL("version", &o->version, "print the version and exit"),
+        RF_FLAG_CALL(
+            "hostfile", call_path, NULL, "FILE",
+            "run the tasks over ssh on the hosts of FILE (Open MPI's "
+            "format: \"HOST [slots=N]\" lines, '#' comments; slots "
+            "default 1), filling each host's slots in task order; each "
+            "task listens on its host; the RF_* variables and TF_CONFIG "
+            "go along, and it runs in this directory",
+            .dest = &o->hostfile),
+        RF_FLAG_CALL("ssh", call_ssh, NULL, "CMD",
+                     "the ssh command, split at blanks (default \"ssh -o "
+                     "BatchMode=yes\"; e.g. \"ssh -p 2222 -i key\")",
+                     .dest = &o->ssh),
+        RF_FLAG_CALL(
+            "port_base", call_port, NULL, "P",
+            "task k (in start order ps0.., chief, worker0..) listens on "
+            "port P + k (default: ports free on this machine)",
+            .dest = &o->port_base, .max = 65535),
+        RF_FLAG_BOOL("keep_secret", &o->keep_secret,
+                     "keep the job's cluster secret file at the end and print "
+                     "its path (e.g. to start another task of the job by hand "
+                     "with RF_CLUSTER_SECRET_FILE)"),
+        RF_FLAG_BOOL("help", &o->help, "this message", .alias = 'h'),
+        RF_FLAG_BOOL("version", &o->version, "print the version and exit"),
         {0},
     };
     memcpy(rows, table, sizeof table);
@@ -236,19 +248,19 @@ void lt_opts_usage(FILE *f)
 {
     lt_opts o;
     given_flags g;
-    flagtab_row rows[LT_FLAG_ROWS];
+    rf_flag_row rows[LT_FLAG_ROWS];
     lt_flag_rows(rows, &o, &g);
     fputs(usage_head, f);
-    flagtab_print_help(f, &(flagtab){.rows = rows});
+    rf_flags_print_help(f, &(rf_flag_table){.rows = rows});
     fputs(usage_tail, f);
 }
 
 /* The table's error in rf-launch's words. */
-static void table_error(const flagtab_error *e, char *err, size_t errlen)
+static void table_error(const rf_flag_error *e, char *err, size_t errlen)
 {
     const char *arg = e->arg ? e->arg : "";
     switch (e->kind) {
-    case FLAGTAB_ERR_UNKNOWN:
+    case RF_FLAG_ERR_UNKNOWN:
         if (arg[0] == '-' && arg[1] == '-') {
             const char *body = arg + 2;
             size_t nlen = strcspn(body, "=");
@@ -262,10 +274,10 @@ static void table_error(const flagtab_error *e, char *err, size_t errlen)
                  "rf-launch --ps N --workers N -- PROGRAM ARGS...)",
                  RF_ECHO(arg));
         return;
-    case FLAGTAB_ERR_EXTRA_VALUE:
+    case RF_FLAG_ERR_EXTRA_VALUE:
         snprintf(err, errlen, "--%s takes no value", e->row->name);
         return;
-    case FLAGTAB_ERR_MISSING_VALUE:
+    case RF_FLAG_ERR_MISSING_VALUE:
         snprintf(err, errlen, "--%s: missing value", e->row->name);
         return;
     default:
@@ -320,16 +332,17 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
 {
     *o = (lt_opts){.ps = -1, .workers = -1};
     given_flags g = {0};
-    flagtab_row rows[LT_FLAG_ROWS];
+    rf_flag_row rows[LT_FLAG_ROWS];
     lt_flag_rows(rows, o, &g);
     /* the flags end at the first "--"; the program follows */
     int dashdash = 1;
     while (dashdash < argc && strcmp(argv[dashdash], "--") != 0)
         dashdash++;
-    flagtab t = {.rows = rows, .exact_names = true, .no_dashed_values = true};
-    flagtab_error e;
+    rf_flag_table t = {
+        .rows = rows, .exact_names = true, .no_dashed_values = true};
+    rf_flag_error e;
     int n;
-    if (flagtab_parse(&t, dashdash, argv, &n, &e) != FLAGTAB_OK) {
+    if (rf_flags_parse(&t, dashdash, argv, &n, &e) != RF_FLAGS_OK) {
         table_error(&e, err, errlen);
         return -1;
     }

@@ -1,7 +1,7 @@
 /* tools/trainer/flags.h: rf-trainer's command line. TensorFlow/absl style:
  * "--name=value" or "--name value"; booleans "--name", "--name=true|false",
  * "--noname". Every flag is one row of a flag table in flags.c
- * (tools/common/flagtab.h, read in its tf_style). The cluster flags
+ * (rdmaflow/flags.h, read in its tf_style). The cluster flags
  * (--ps_hosts, --worker_hosts, --job_name, --task_index, and --num_ps,
  * --port_base for srun/mpirun) are kept as text and checked by
  * rf_cluster_resolve_env together with TF_CONFIG and the rank variables. */

@@ -1,9 +1,9 @@
-/* tools/common/flagtab.c: reads a command line through a flag table and
- * prints the table's help (flagtab.h). The words of its messages are the
+/* core/flags.c: reads a command line through a flag table and prints the
+ * table's help (rdmaflow/flags.h). The words of its messages are the
  * ones rf-bench used before it had a table ("-p/--port: 65536 is outside
  * [0, 65535]"), which its bad-input tests match. It never exits and never
  * prints an error. */
-#include "flagtab.h"
+#include "rdmaflow/flags.h"
 
 #include <errno.h>
 #include <float.h>
@@ -20,7 +20,7 @@
 #define HELP_WIDTH     79
 
 /* "-p/--port", or "--port" for a row without an alias. */
-static const char *flag_label(const flagtab_row *row, char *buf, size_t len)
+static const char *flag_label(const rf_flag_row *row, char *buf, size_t len)
 {
     if (row->alias)
         snprintf(buf, len, "-%c/--%s", row->alias, row->name);
@@ -29,11 +29,11 @@ static const char *flag_label(const flagtab_row *row, char *buf, size_t len)
     return buf;
 }
 
-static int set_error(flagtab_error *err, flagtab_error_kind kind,
+static int set_error(rf_flag_error *err, rf_flag_error_kind kind,
                      const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static int set_error(flagtab_error *err, flagtab_error_kind kind,
+static int set_error(rf_flag_error *err, rf_flag_error_kind kind,
                      const char *fmt, ...)
 {
     va_list ap;
@@ -44,7 +44,7 @@ static int set_error(flagtab_error *err, flagtab_error_kind kind,
     return -1;
 }
 
-int flagtab_fail(flagtab_error *err, const char *fmt, ...)
+int rf_flags_fail(rf_flag_error *err, const char *fmt, ...)
 {
     char label[96] = "";
     if (err->row)
@@ -56,7 +56,7 @@ int flagtab_fail(flagtab_error *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->message + n, sizeof err->message - (size_t)n, fmt, ap);
     va_end(ap);
-    err->kind = FLAGTAB_ERR_BAD_VALUE;
+    err->kind = RF_FLAG_ERR_BAD_VALUE;
     return -1;
 }
 
@@ -64,9 +64,9 @@ int flagtab_fail(flagtab_error *err, const char *fmt, ...)
  * or G may follow. */
 static int read_unsigned(const char *what, const char *text, uint64_t min,
                          uint64_t max, bool suffix, uint64_t *out,
-                         flagtab_error *err)
+                         rf_flag_error *err)
 {
-    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    rf_flag_error_kind k = RF_FLAG_ERR_BAD_VALUE;
     if (!*text || *text == '-' || *text == '+')
         return set_error(err, k, "%s: '%s' is not a non-negative number", what,
                          RF_ECHO(text));
@@ -99,16 +99,16 @@ static int read_unsigned(const char *what, const char *text, uint64_t min,
     return 0;
 }
 
-int flagtab_read_uint(const char *what, const char *text, uint64_t min,
-                      uint64_t max, uint64_t *out, flagtab_error *err)
+int rf_flags_read_uint(const char *what, const char *text, uint64_t min,
+                       uint64_t max, uint64_t *out, rf_flag_error *err)
 {
     return read_unsigned(what, text, min, max, false, out, err);
 }
 
 static int read_signed(const char *what, const char *text, int64_t min,
-                       int64_t max, int64_t *out, flagtab_error *err)
+                       int64_t max, int64_t *out, rf_flag_error *err)
 {
-    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    rf_flag_error_kind k = RF_FLAG_ERR_BAD_VALUE;
     errno = 0;
     char *end = NULL;
     long long v = *text ? strtoll(text, &end, 10) : 0;
@@ -127,9 +127,9 @@ static int read_signed(const char *what, const char *text, int64_t min,
 
 /* An integer written as a real ("1e5", "100000.0"), in [min, max]. */
 static int read_real_int(const char *what, const char *text, int64_t min,
-                         int64_t max, int64_t *out, flagtab_error *err)
+                         int64_t max, int64_t *out, rf_flag_error *err)
 {
-    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    rf_flag_error_kind k = RF_FLAG_ERR_BAD_VALUE;
     char *end = NULL;
     double v = strtod(text, &end);
     if (end == text || *end)
@@ -149,12 +149,12 @@ static int read_real_int(const char *what, const char *text, int64_t min,
  * or infinity, or keeps only a few bits as a subnormal, would be used as
  * something else than what was asked). */
 static int check_float32(const char *what, const char *text, double v,
-                         flagtab_error *err)
+                         rf_flag_error *err)
 {
     float x = (float)v;
     if (v == 0 || (isfinite(x) && fabsf(x) >= FLT_MIN))
         return 0;
-    return set_error(err, FLAGTAB_ERR_BAD_VALUE,
+    return set_error(err, RF_FLAG_ERR_BAD_VALUE,
                      "%s: %s is out of range: it %s in float32 (the smallest "
                      "normal float32 is %g, the largest %g)",
                      what, RF_ECHO(text),
@@ -164,11 +164,11 @@ static int check_float32(const char *what, const char *text, double v,
                      (double)FLT_MIN, (double)FLT_MAX);
 }
 
-static int read_double(const flagtab *t, const flagtab_row *row,
+static int read_double(const rf_flag_table *t, const rf_flag_row *row,
                        const char *what, const char *text, double *out,
-                       flagtab_error *err)
+                       rf_flag_error *err)
 {
-    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    rf_flag_error_kind k = RF_FLAG_ERR_BAD_VALUE;
     char *end = NULL;
     errno = 0;
     double v = strtod(text, &end);
@@ -180,7 +180,7 @@ static int read_double(const flagtab *t, const flagtab_row *row,
     if (!t->tf_style && (!isfinite(v) || errno == ERANGE))
         return set_error(err, k, "%s: '%s' is not a finite number", what,
                          RF_ECHO(text));
-    bool open = row->bits & FLAGTAB_MIN_OPEN;
+    bool open = row->bits & RF_FLAG_MIN_OPEN;
     bool ranged = row->dmin != 0 || row->dmax != 0;
     bool outside =
         ranged && ((open ? v <= row->dmin : v < row->dmin) || v > row->dmax);
@@ -190,7 +190,7 @@ static int read_double(const flagtab *t, const flagtab_row *row,
     if (outside)
         return set_error(err, k, "%s: %s is outside %c%g, %g]", what,
                          RF_ECHO(text), open ? '(' : '[', row->dmin, row->dmax);
-    if ((row->bits & FLAGTAB_FLOAT32) && check_float32(what, text, v, err))
+    if ((row->bits & RF_FLAG_FLOAT32) && check_float32(what, text, v, err))
         return -1;
     *out = v;
     return 0;
@@ -198,9 +198,9 @@ static int read_double(const flagtab *t, const flagtab_row *row,
 
 /* tf_style: a signed decimal integer in [min, max], in absl's words. */
 static int read_tf_int(const char *what, const char *text, int64_t min,
-                       int64_t max, int64_t *out, flagtab_error *err)
+                       int64_t max, int64_t *out, rf_flag_error *err)
 {
-    flagtab_error_kind k = FLAGTAB_ERR_BAD_VALUE;
+    rf_flag_error_kind k = RF_FLAG_ERR_BAD_VALUE;
     char *end = NULL;
     errno = 0;
     long long v = strtoll(text, &end, 10);
@@ -217,28 +217,28 @@ static int read_tf_int(const char *what, const char *text, int64_t min,
 }
 
 /* The range of an integer row: its own, or its type's. */
-static void int_range(const flagtab_row *row, int64_t *min, uint64_t *max)
+static void int_range(const rf_flag_row *row, int64_t *min, uint64_t *max)
 {
     if (row->min != 0 || row->max != 0) {
         *min = row->min;
         *max = (uint64_t)row->max;
         return;
     }
-    *min = row->type == FLAGTAB_INT || row->type == FLAGTAB_INT64
-               ? (row->type == FLAGTAB_INT ? INT32_MIN : INT64_MIN)
+    *min = row->type == RF_FLAG_TYPE_INT || row->type == RF_FLAG_TYPE_INT64
+               ? (row->type == RF_FLAG_TYPE_INT ? INT32_MIN : INT64_MIN)
                : 0;
-    *max = row->type == FLAGTAB_INT      ? INT32_MAX
-           : row->type == FLAGTAB_UINT16 ? UINT16_MAX
-           : row->type == FLAGTAB_UINT32 ? UINT32_MAX
-           : row->type == FLAGTAB_INT64  ? INT64_MAX
-                                         : UINT64_MAX;
+    *max = row->type == RF_FLAG_TYPE_INT      ? INT32_MAX
+           : row->type == RF_FLAG_TYPE_UINT16 ? UINT16_MAX
+           : row->type == RF_FLAG_TYPE_UINT32 ? UINT32_MAX
+           : row->type == RF_FLAG_TYPE_INT64  ? INT64_MAX
+                                              : UINT64_MAX;
 }
 
 /* An integer row's value. A range that starts at 0 or above is read as
  * an unsigned number (so "-1" is "not a non-negative number"); only a
  * SIZE row takes a suffix. */
-static int read_integer(const flagtab *t, const flagtab_row *row,
-                        const char *what, const char *text, flagtab_error *err)
+static int read_integer(const rf_flag_table *t, const rf_flag_row *row,
+                        const char *what, const char *text, rf_flag_error *err)
 {
     int64_t min;
     uint64_t max;
@@ -250,30 +250,30 @@ static int read_integer(const flagtab *t, const flagtab_row *row,
         if (read_tf_int(what, text, min, hi, &s, err))
             return -1;
         u = (uint64_t)s;
-    } else if (row->bits & FLAGTAB_REAL_INT) {
+    } else if (row->bits & RF_FLAG_REAL_INT) {
         int64_t hi = max > INT64_MAX ? INT64_MAX : (int64_t)max;
         if (read_real_int(what, text, min, hi, &s, err))
             return -1;
         u = (uint64_t)s;
     } else if (min >= 0) {
         if (read_unsigned(what, text, (uint64_t)min, max,
-                          row->type == FLAGTAB_SIZE, &u, err))
+                          row->type == RF_FLAG_TYPE_SIZE, &u, err))
             return -1;
         s = (int64_t)u;
     } else if (read_signed(what, text, min, (int64_t)max, &s, err)) {
         return -1;
     }
     switch (row->type) {
-    case FLAGTAB_INT:
+    case RF_FLAG_TYPE_INT:
         *(int *)row->dest = (int)s;
         break;
-    case FLAGTAB_INT64:
+    case RF_FLAG_TYPE_INT64:
         *(int64_t *)row->dest = s;
         break;
-    case FLAGTAB_UINT16:
+    case RF_FLAG_TYPE_UINT16:
         *(uint16_t *)row->dest = (uint16_t)u;
         break;
-    case FLAGTAB_UINT32:
+    case RF_FLAG_TYPE_UINT32:
         *(uint32_t *)row->dest = (uint32_t)u;
         break;
     default: /* UINT64, SIZE */
@@ -284,8 +284,8 @@ static int read_integer(const flagtab *t, const flagtab_row *row,
 }
 
 /* "a, b or c" (tf_style: "one of a, b, c") for the choices of a row. */
-static void choice_list(const flagtab *t, const flagtab_choice *c, char *buf,
-                        size_t len)
+static void choice_list(const rf_flag_table *t, const rf_flag_choice *c,
+                        char *buf, size_t len)
 {
     size_t n = 0, count = 0;
     while (c[count].name)
@@ -302,13 +302,13 @@ static void choice_list(const flagtab *t, const flagtab_choice *c, char *buf,
     }
 }
 
-static int read_choice(const flagtab *t, const flagtab_row *row,
-                       const char *what, const char *text, flagtab_error *err)
+static int read_choice(const rf_flag_table *t, const rf_flag_row *row,
+                       const char *what, const char *text, rf_flag_error *err)
 {
-    for (const flagtab_choice *c = row->choices; c && c->name; c++) {
+    for (const rf_flag_choice *c = row->choices; c && c->name; c++) {
         if (strcmp(c->name, text) != 0)
             continue;
-        if (row->type == FLAGTAB_ENUM)
+        if (row->type == RF_FLAG_TYPE_ENUM)
             *(int *)row->dest = c->value;
         else
             *(const char **)row->dest = c->name;
@@ -316,20 +316,20 @@ static int read_choice(const flagtab *t, const flagtab_row *row,
     }
     char list[256];
     choice_list(t, row->choices, list, sizeof list);
-    return set_error(err, FLAGTAB_ERR_BAD_VALUE, "%s: '%s' is not %s", what,
+    return set_error(err, RF_FLAG_ERR_BAD_VALUE, "%s: '%s' is not %s", what,
                      RF_ECHO(text), list);
 }
 
 /* Stores text (a value or the default) through row. */
-static int apply_value(const flagtab *t, const flagtab_row *row,
-                       const char *text, flagtab_error *err)
+static int apply_value(const rf_flag_table *t, const rf_flag_row *row,
+                       const char *text, rf_flag_error *err)
 {
     char what[96];
     flag_label(row, what, sizeof what);
     err->row = row;
     err->value = text;
     switch (row->type) {
-    case FLAGTAB_BOOL:
+    case RF_FLAG_TYPE_BOOL:
         if (!text || !strcmp(text, "true") ||
             (t->tf_style && !strcmp(text, "1"))) {
             *(bool *)row->dest = true;
@@ -339,53 +339,53 @@ static int apply_value(const flagtab *t, const flagtab_row *row,
             *(bool *)row->dest = false;
             return 0;
         }
-        return set_error(err, FLAGTAB_ERR_BAD_VALUE,
+        return set_error(err, RF_FLAG_ERR_BAD_VALUE,
                          t->tf_style ? "%s: '%s' is not a boolean (true, "
                                        "false, 1, 0)"
                                      : "%s: '%s' is not true or false",
                          what, RF_ECHO(text));
-    case FLAGTAB_DOUBLE:
+    case RF_FLAG_TYPE_DOUBLE:
         return read_double(t, row, what, text, row->dest, err);
-    case FLAGTAB_STRING:
-    case FLAGTAB_BUFFER:
-        if ((row->bits & FLAGTAB_NONEMPTY) && !*text)
-            return set_error(err, FLAGTAB_ERR_BAD_VALUE, "%s: empty value",
+    case RF_FLAG_TYPE_STRING:
+    case RF_FLAG_TYPE_BUFFER:
+        if ((row->bits & RF_FLAG_NONEMPTY) && !*text)
+            return set_error(err, RF_FLAG_ERR_BAD_VALUE, "%s: empty value",
                              what);
-        if (row->type == FLAGTAB_STRING) {
+        if (row->type == RF_FLAG_TYPE_STRING) {
             *(const char **)row->dest = text;
             return 0;
         }
         if (strlen(text) >= row->size)
-            return set_error(err, FLAGTAB_ERR_BAD_VALUE,
+            return set_error(err, RF_FLAG_ERR_BAD_VALUE,
                              "%s: '%s' is longer than %zu bytes", what,
                              RF_ECHO(text), row->size - 1);
         memcpy(row->dest, text, strlen(text) + 1);
         return 0;
-    case FLAGTAB_ENUM:
-    case FLAGTAB_CHOICE:
+    case RF_FLAG_TYPE_ENUM:
+    case RF_FLAG_TYPE_CHOICE:
         return read_choice(t, row, what, text, err);
-    case FLAGTAB_CALL:
+    case RF_FLAG_TYPE_CALL:
         return row->call(row, text, t->ctx, err);
     default:
         return read_integer(t, row, what, text, err);
     }
 }
 
-static bool takes_value(const flagtab_row *row)
+static bool takes_value(const rf_flag_row *row)
 {
-    return row->type != FLAGTAB_BOOL &&
-           !(row->type == FLAGTAB_CALL && (row->bits & FLAGTAB_NO_VALUE));
+    return row->type != RF_FLAG_TYPE_BOOL &&
+           !(row->type == RF_FLAG_TYPE_CALL && (row->bits & RF_FLAG_NO_VALUE));
 }
 
-static int apply_defaults(const flagtab *t, flagtab_error *err)
+static int apply_defaults(const rf_flag_table *t, rf_flag_error *err)
 {
-    for (const flagtab_row *row = t->rows; row->name; row++) {
+    for (const rf_flag_row *row = t->rows; row->name; row++) {
         if (!row->def)
             continue;
         if (apply_value(t, row, row->def, err)) {
             char msg[sizeof err->message];
             memcpy(msg, err->message, sizeof msg);
-            return set_error(err, FLAGTAB_ERR_DEFAULT, "the default of %s",
+            return set_error(err, RF_FLAG_ERR_DEFAULT, "the default of %s",
                              msg);
         }
     }
@@ -394,15 +394,15 @@ static int apply_defaults(const flagtab *t, flagtab_error *err)
 
 /* The row a long name (len bytes of name) stands for: exact, else the
  * unique row it abbreviates. Sets *negate for --noNAME. */
-static const flagtab_row *find_long(const flagtab *t, const char *name,
+static const rf_flag_row *find_long(const rf_flag_table *t, const char *name,
                                     size_t len, bool *negate, bool *ambiguous)
 {
     *negate = *ambiguous = false;
-    for (const flagtab_row *row = t->rows; row->name; row++)
+    for (const rf_flag_row *row = t->rows; row->name; row++)
         if (strlen(row->name) == len && !strncmp(row->name, name, len))
             return row;
-    for (const flagtab_row *row = t->rows; row->name; row++)
-        if ((row->bits & FLAGTAB_NEGATABLE) && len > 2 &&
+    for (const rf_flag_row *row = t->rows; row->name; row++)
+        if ((row->bits & RF_FLAG_NEGATABLE) && len > 2 &&
             !strncmp(name, "no", 2) && strlen(row->name) == len - 2 &&
             !strncmp(row->name, name + 2, len - 2)) {
             *negate = true;
@@ -410,8 +410,8 @@ static const flagtab_row *find_long(const flagtab *t, const char *name,
         }
     if (t->exact_names)
         return NULL;
-    const flagtab_row *found = NULL;
-    for (const flagtab_row *row = t->rows; row->name; row++) {
+    const rf_flag_row *found = NULL;
+    for (const rf_flag_row *row = t->rows; row->name; row++) {
         if (strncmp(row->name, name, len) != 0)
             continue;
         /* two spellings of one flag are one candidate, as for getopt */
@@ -426,34 +426,35 @@ static const flagtab_row *find_long(const flagtab *t, const char *name,
     return found;
 }
 
-static const flagtab_row *find_alias(const flagtab *t, char c)
+static const rf_flag_row *find_alias(const rf_flag_table *t, char c)
 {
-    for (const flagtab_row *row = t->rows; row->name; row++)
+    for (const rf_flag_row *row = t->rows; row->name; row++)
         if (row->alias == c)
             return row;
     return NULL;
 }
 
-/* Gives row its value (or none for a BOOL); returns FLAGTAB_OK,
- * FLAGTAB_STOPPED or -1. */
-static int give(const flagtab *t, const flagtab_row *row, const char *value,
-                bool negate, flagtab_error *err)
+/* Gives row its value (or none for a BOOL); returns RF_FLAGS_OK,
+ * RF_FLAGS_STOPPED or -1. */
+static int give(const rf_flag_table *t, const rf_flag_row *row,
+                const char *value, bool negate, rf_flag_error *err)
 {
     if (row->seen)
         *row->seen = true;
-    if (row->type == FLAGTAB_BOOL && !value)
+    if (row->type == RF_FLAG_TYPE_BOOL && !value)
         *(bool *)row->dest = !negate;
     else if (apply_value(t, row, value, err))
         return -1;
     if (t->given)
         t->given(row, t->ctx);
-    if (row->type == FLAGTAB_BOOL && (row->bits & FLAGTAB_STOP))
-        return FLAGTAB_STOPPED;
-    return FLAGTAB_OK;
+    if (row->type == RF_FLAG_TYPE_BOOL && (row->bits & RF_FLAG_STOPS))
+        return RF_FLAGS_STOPPED;
+    return RF_FLAGS_OK;
 }
 
 /* The value in the next argument, if there is one it may take. */
-static const char *next_value(const flagtab *t, int argc, char **argv, int *i)
+static const char *next_value(const rf_flag_table *t, int argc, char **argv,
+                              int *i)
 {
     if (*i + 1 >= argc || ((t->no_dashed_values || t->tf_style) &&
                            !strncmp(argv[*i + 1], "--", 2)))
@@ -462,72 +463,74 @@ static const char *next_value(const flagtab *t, int argc, char **argv, int *i)
 }
 
 /* argv[*i] is "--NAME[=V]". */
-static int parse_long(const flagtab *t, int argc, char **argv, int *i,
-                      flagtab_error *err)
+static int parse_long(const rf_flag_table *t, int argc, char **argv, int *i,
+                      rf_flag_error *err)
 {
     const char *arg = argv[*i];
     const char *name = arg + 2, *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     bool negate, ambiguous;
-    const flagtab_row *row = find_long(t, name, len, &negate, &ambiguous);
+    const rf_flag_row *row = find_long(t, name, len, &negate, &ambiguous);
     err->arg = arg;
     if (!row)
         return set_error(
-            err, ambiguous ? FLAGTAB_ERR_AMBIGUOUS : FLAGTAB_ERR_UNKNOWN,
+            err, ambiguous ? RF_FLAG_ERR_AMBIGUOUS : RF_FLAG_ERR_UNKNOWN,
             ambiguous ? "option '%s' is ambiguous" : "unknown option '%s'",
             RF_ECHO(arg));
     err->row = row;
     if (!takes_value(row)) {
         if (eq)
-            return set_error(err, FLAGTAB_ERR_EXTRA_VALUE,
+            return set_error(err, RF_FLAG_ERR_EXTRA_VALUE,
                              "option '%s' takes no value", RF_ECHO(arg));
         return give(t, row, NULL, negate, err);
     }
     const char *value = eq ? eq + 1 : next_value(t, argc, argv, i);
     if (!value)
-        return set_error(err, FLAGTAB_ERR_MISSING_VALUE,
+        return set_error(err, RF_FLAG_ERR_MISSING_VALUE,
                          "option '%s' needs a value", RF_ECHO(arg));
     return give(t, row, value, false, err);
 }
 
 /* tf_style: argv[*i] is "--NAME[=V]" with a NAME. */
-static int parse_tf(const flagtab *t, int argc, char **argv, int *i,
-                    flagtab_error *err)
+static int parse_tf(const rf_flag_table *t, int argc, char **argv, int *i,
+                    rf_flag_error *err)
 {
     const char *arg = argv[*i];
     const char *name = arg + 2, *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
     err->arg = arg;
-    const flagtab_row *row = NULL;
-    for (const flagtab_row *r = t->rows; r->name && !row; r++)
+    const rf_flag_row *row = NULL;
+    for (const rf_flag_row *r = t->rows; r->name && !row; r++)
         if (strlen(r->name) == len && !strncmp(r->name, name, len))
             row = r;
     bool negate = false;
-    for (const flagtab_row *r = t->rows; r->name && !row && !eq; r++)
+    for (const rf_flag_row *r = t->rows; r->name && !row && !eq; r++)
         if (len > 2 && !strncmp(name, "no", 2) && strlen(r->name) == len - 2 &&
             !strncmp(r->name, name + 2, len - 2))
             row = r, negate = true;
     /* a BOOL that cannot be negated has no --noNAME (--nohelp) */
-    if (negate && row->type == FLAGTAB_BOOL && !(row->bits & FLAGTAB_NEGATABLE))
+    if (negate && row->type == RF_FLAG_TYPE_BOOL &&
+        !(row->bits & RF_FLAG_NEGATABLE))
         row = NULL;
     if (!row)
-        return set_error(err, FLAGTAB_ERR_UNKNOWN,
+        return set_error(err, RF_FLAG_ERR_UNKNOWN,
                          "--%.*s%s: unknown flag (see --help)",
                          len > RF_ECHO_MAX ? RF_ECHO_MAX : (int)len, name,
                          len > RF_ECHO_MAX ? "..." : "");
     err->row = row;
-    bool optional = row->type != FLAGTAB_BOOL && (row->bits & FLAGTAB_OPTIONAL);
-    if (negate && !(row->bits & FLAGTAB_NEGATABLE) && !optional)
-        return set_error(err, FLAGTAB_ERR_UNKNOWN,
+    bool optional =
+        row->type != RF_FLAG_TYPE_BOOL && (row->bits & RF_FLAG_OPTIONAL);
+    if (negate && !(row->bits & RF_FLAG_NEGATABLE) && !optional)
+        return set_error(err, RF_FLAG_ERR_UNKNOWN,
                          "--%s: --no%s is only for boolean flags", row->name,
                          row->name);
-    if (row->type == FLAGTAB_BOOL && !eq)
+    if (row->type == RF_FLAG_TYPE_BOOL && !eq)
         return give(t, row, NULL, negate, err);
     const char *value = eq         ? eq + 1
                         : optional ? (negate ? "false" : "true")
                                    : next_value(t, argc, argv, i);
     if (!value)
-        return set_error(err, FLAGTAB_ERR_MISSING_VALUE, "--%s: missing value",
+        return set_error(err, RF_FLAG_ERR_MISSING_VALUE, "--%s: missing value",
                          row->name);
     return give(t, row, value, false, err);
 }
@@ -540,34 +543,34 @@ static bool tf_operand(const char *arg)
 
 /* argv[*i] is "-abc": aliases, the last (or the first that takes a value)
  * with its value. */
-static int parse_short(const flagtab *t, int argc, char **argv, int *i,
-                       flagtab_error *err)
+static int parse_short(const rf_flag_table *t, int argc, char **argv, int *i,
+                       rf_flag_error *err)
 {
     const char *arg = argv[*i];
     err->arg = arg;
     for (const char *p = arg + 1; *p; p++) {
-        const flagtab_row *row = find_alias(t, *p);
+        const rf_flag_row *row = find_alias(t, *p);
         if (!row)
-            return set_error(err, FLAGTAB_ERR_UNKNOWN, "unknown option '-%c'",
+            return set_error(err, RF_FLAG_ERR_UNKNOWN, "unknown option '-%c'",
                              *p);
         err->row = row;
         if (!takes_value(row)) {
             int rc = give(t, row, NULL, false, err);
-            if (rc != FLAGTAB_OK)
+            if (rc != RF_FLAGS_OK)
                 return rc;
             continue;
         }
         const char *value = p[1] ? p + 1 : next_value(t, argc, argv, i);
         if (!value)
-            return set_error(err, FLAGTAB_ERR_MISSING_VALUE,
+            return set_error(err, RF_FLAG_ERR_MISSING_VALUE,
                              "option '-%c' needs a value", *p);
         return give(t, row, value, false, err);
     }
-    return FLAGTAB_OK;
+    return RF_FLAGS_OK;
 }
 
-int flagtab_parse(const flagtab *t, int argc, char **argv, int *noperands,
-                  flagtab_error *err)
+int rf_flags_parse(const rf_flag_table *t, int argc, char **argv,
+                   int *noperands, rf_flag_error *err)
 {
     memset(err, 0, sizeof *err);
     *noperands = 0;
@@ -577,15 +580,15 @@ int flagtab_parse(const flagtab *t, int argc, char **argv, int *noperands,
     bool flags_end = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
-        int rc = FLAGTAB_OK;
+        int rc = RF_FLAGS_OK;
         if (t->tf_style) {
             if (tf_operand(arg)) {
                 err->arg = arg;
-                return set_error(err, FLAGTAB_ERR_OPERAND,
+                return set_error(err, RF_FLAG_ERR_OPERAND,
                                  "unexpected argument '%s'", RF_ECHO(arg));
             }
             rc = parse_tf(t, argc, argv, &i, err);
-            if (rc != FLAGTAB_OK)
+            if (rc != RF_FLAGS_OK)
                 return rc;
             continue;
         }
@@ -602,10 +605,10 @@ int flagtab_parse(const flagtab *t, int argc, char **argv, int *noperands,
             rc = parse_long(t, argc, argv, &i, err);
         else
             rc = parse_short(t, argc, argv, &i, err);
-        if (rc != FLAGTAB_OK)
+        if (rc != RF_FLAGS_OK)
             return rc;
     }
-    return FLAGTAB_OK;
+    return RF_FLAGS_OK;
 }
 
 /* Words of text from column col (the cursor, after the flag column),
@@ -636,7 +639,7 @@ static void print_wrapped(FILE *f, const char *text, int col, int indent)
 
 /* A row's flag column: "-p, --port PORT", "--[no]color"; tf_style
  * "--port=PORT". Returns the characters printed. */
-static int print_flag(FILE *f, const flagtab *t, const flagtab_row *row)
+static int print_flag(FILE *f, const rf_flag_table *t, const rf_flag_row *row)
 {
     char alias[8] = "";
     if (row->alias)
@@ -644,16 +647,16 @@ static int print_flag(FILE *f, const flagtab *t, const flagtab_row *row)
     const char *metavar = row->metavar ? row->metavar : "VALUE";
     bool value = takes_value(row);
     return fprintf(f, "  %s--%s%s%s%s", alias,
-                   row->bits & FLAGTAB_NEGATABLE ? "[no]" : "", row->name,
+                   row->bits & RF_FLAG_NEGATABLE ? "[no]" : "", row->name,
                    value ? (t->tf_style ? "=" : " ") : "",
                    value ? metavar : "");
 }
 
-void flagtab_print_help(FILE *f, const flagtab *t)
+void rf_flags_print_help(FILE *f, const rf_flag_table *t)
 {
     int column = t->tf_style ? TF_HELP_COLUMN : HELP_COLUMN;
-    for (const flagtab_row *row = t->rows; row->name; row++) {
-        if (row->bits & FLAGTAB_HIDDEN)
+    for (const rf_flag_row *row = t->rows; row->name; row++) {
+        if (row->bits & RF_FLAG_HIDDEN)
             continue;
         int n = print_flag(f, t, row);
         if (n < column) {
@@ -664,7 +667,7 @@ void flagtab_print_help(FILE *f, const flagtab *t)
             n++;
         }
         char text[1024];
-        bool show_default = row->def && row->type != FLAGTAB_BOOL;
+        bool show_default = row->def && row->type != RF_FLAG_TYPE_BOOL;
         snprintf(text, sizeof text, "%s%s%s%s", row->help ? row->help : "",
                  show_default ? " (default " : "", show_default ? row->def : "",
                  show_default ? ")" : "");
