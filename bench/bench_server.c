@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <rdmaflow/clock.h>
 #include <rdmaflow/fabric.h>
 
 #include "bench_loops.h"
@@ -161,6 +163,21 @@ static int handle(bench_session *s, serve_state *st, const bench_msg *m)
     }
 }
 
+/* After BYE, waits (at most 2 s) for the client to close first. The
+ * receive of BYE can complete here before the transport has acknowledged
+ * the send to the client (rxe posts the receive's completion, then sends
+ * the ACK); closing at once could flush the client's BYE with
+ * RF_ERR_DISCONNECTED after a measurement that completed. perftest ends
+ * its runs the same way, on its out-of-band socket. */
+static void linger(bench_session *s)
+{
+    int64_t deadline = rf_deadline_ms(2000);
+    while (rf_ep_state(s->ep) == RF_OK && !rf_deadline_passed(deadline)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* Serves one accepted connection until BYE. */
 static int serve_conn(bench_session *s, serve_state *st)
 {
@@ -189,8 +206,12 @@ static int serve_conn(bench_session *s, serve_state *st)
             continue;
         }
         int rc = handle(s, st, &m);
-        if (rc)
-            return rc > 0 ? 0 : -1;
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            linger(s);
+            return 0;
+        }
     }
 }
 

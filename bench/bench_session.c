@@ -185,8 +185,12 @@ int bench_wait_send(const bench_session *s, void *ctx, bench_wait how)
     if (bench_poll1(s, s->scq, &c, how) < 0)
         return -1;
     if (c.status != RF_OK) {
-        bench_err(s, "operation failed: %s (%s)", rf_status_string(c.status),
-                  rf_error_message());
+        /* A completion carries a status, not a message: say which one. */
+        bench_err(s,
+                  "operation failed: the %s posted to the server completed "
+                  "with %s (endpoint state: %s)",
+                  rf_wr_op_name(c.op), rf_status_string(c.status),
+                  rf_status_string(rf_ep_state(s->ep)));
         return -1;
     }
     if (c.context != ctx) {

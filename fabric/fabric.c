@@ -109,8 +109,7 @@ rf_status rf_provider_open(const rf_provider_ops *ops,
     if (st == RF_OK) {
         (*out)->ops = ops;
         (*out)->cq_spin_us = (unsigned)spin;
-        memset((*out)->posted, 0, sizeof(*out)->posted);
-        memset((*out)->posted_bytes, 0, sizeof(*out)->posted_bytes);
+        rf_fabric_tally_init(*out);
     }
     return st;
 }
@@ -120,26 +119,8 @@ void rf_fabric_counters_get(const rf_fabric *f, rf_fabric_counters *out)
     if (!out)
         return;
     *out = (rf_fabric_counters){0};
-    for (int i = 0; f && i < RF_FABRIC_OPS; i++) {
-        out->posted[i] = __atomic_load_n(&f->posted[i], __ATOMIC_RELAXED);
-        out->bytes[i] = __atomic_load_n(&f->posted_bytes[i], __ATOMIC_RELAXED);
-    }
-}
-
-/* Adds the first n of wrs (posted) to the fabric's counters. */
-static void count_posted(rf_fabric *f, const rf_wr *wrs, size_t n)
-{
-    uint64_t c[RF_FABRIC_OPS] = {0}, b[RF_FABRIC_OPS] = {0};
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned)wrs[i].op < RF_FABRIC_OPS) {
-            c[wrs[i].op]++;
-            b[wrs[i].op] += wrs[i].len;
-        }
-    for (int i = 0; i < RF_FABRIC_OPS; i++)
-        if (c[i]) {
-            __atomic_fetch_add(&f->posted[i], c[i], __ATOMIC_RELAXED);
-            __atomic_fetch_add(&f->posted_bytes[i], b[i], __ATOMIC_RELAXED);
-        }
+    if (f)
+        rf_fabric_tally_sum((rf_fabric *)f, out);
 }
 
 rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
@@ -175,8 +156,27 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
 
 void rf_fabric_close(rf_fabric *fabric)
 {
-    if (fabric)
+    if (fabric) {
+        rf_fabric_tally_free(fabric);
         fabric->ops->fabric_close(fabric);
+    }
+}
+
+const char *rf_wr_op_name(rf_op op)
+{
+    static const char *const names[] = {
+        [RF_OP_READ] = "read",
+        [RF_OP_WRITE] = "write",
+        [RF_OP_WRITE_IMM] = "write_imm",
+        [RF_OP_FETCH_ADD] = "fetch_add",
+        [RF_OP_CMP_SWAP] = "cmp_swap",
+        [RF_OP_SEND] = "send",
+        [RF_OP_RECV] = "recv",
+        [RF_OP_RECV_WRITE_IMM] = "recv_write_imm",
+    };
+    if ((unsigned)op >= sizeof names / sizeof names[0])
+        return "unknown op";
+    return names[op];
 }
 
 const char *rf_fabric_provider(const rf_fabric *fabric)
@@ -600,7 +600,7 @@ rf_status rf_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted)
     }
     size_t dummy = 0, *done = posted ? posted : &dummy;
     rf_status st = ep->fabric->ops->post(ep, wrs, n, done);
-    count_posted(ep->fabric, wrs, *done < n ? *done : n);
+    rf_fabric_tally_add(ep->fabric, wrs, *done < n ? *done : n);
     return st;
 }
 

@@ -6,18 +6,34 @@
 #ifndef RF_FABRIC_PROVIDER_H
 #define RF_FABRIC_PROVIDER_H
 
+#include <pthread.h>
+
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/fabric_info.h"
 
 typedef struct rf_provider_ops rf_provider_ops;
+typedef struct rf_post_tally rf_post_tally;
 
 struct rf_fabric {
     const rf_provider_ops *ops;
     unsigned cq_spin_us; /* RF_CQ_SPIN_US: new CQs' rf_cq_wait spin */
     /* rf_fabric_counters: work requests rf_post posted, and their bytes,
-     * by op (relaxed atomic adds, one per op kind per rf_post call) */
+     * by op, counted per thread (fabric_tally.c); posted/posted_bytes take
+     * atomic adds only from a thread whose block could not be allocated.
+     * tally_id is 0 for a fabric not opened through rf_fabric_open (the
+     * auto provider's sub-fabrics), which counts nothing. */
+    uint64_t tally_id;
+    pthread_mutex_t tally_mu;
+    rf_post_tally *tallies;
     uint64_t posted[RF_FABRIC_OPS], posted_bytes[RF_FABRIC_OPS];
 };
+
+/* fabric_tally.c: rf_fabric_open/close's halves, rf_post's count and
+ * rf_fabric_counters_get's sum. */
+void rf_fabric_tally_init(rf_fabric *f);
+void rf_fabric_tally_free(rf_fabric *f);
+void rf_fabric_tally_add(rf_fabric *f, const rf_wr *wrs, size_t n);
+void rf_fabric_tally_sum(rf_fabric *f, rf_fabric_counters *out);
 
 struct rf_mr {
     rf_fabric *fabric;

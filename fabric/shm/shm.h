@@ -10,7 +10,8 @@
  * requests, in posting order, with fab->mu and ep->mu held. Exception: a
  * one-sided request of at most SHM_INLINE_MAX bytes posted on an endpoint
  * with nothing queued runs at once in rf_post (ep->mu held). Lock order:
- * shm_seg_mu (process-wide segments) -> fab->mu -> ep->mu -> cq->mu.
+ * shm_seg_mu (process-wide segments) -> fab->mu -> ep->mu -> cq->mu ->
+ * cq->lock (a spin lock, never held across a call that may block).
  *
  * Semantics beyond fabric.h:
  *  - One-sided work is executed by the initiator: it checks the request
@@ -34,6 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/spinlock.h"
 #include "fabric/provider.h"
 #include "rdmaflow/clock.h"
 
@@ -186,13 +188,15 @@ typedef struct shm_mr {
 
 typedef struct shm_cq {
     rf_cq base;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
+    rf_spinlock lock; /* v, cap, head, count, lead, paced, waiters */
     rf_completion *v;
     size_t cap, head, count;
-    size_t pending; /* count, readable without mu (atomic) */
-    uint64_t lead;  /* bytes of the transfers completed in v */
-    int paced;      /* a progress thread waits for lead to drop */
+    size_t pending;     /* count, readable without the lock (atomic) */
+    uint64_t lead;      /* bytes of the transfers completed in v */
+    int paced;          /* a progress thread waits for lead to drop */
+    int waiters;        /* threads blocked (or about to) in shm_cq_wait */
+    pthread_mutex_t mu; /* blocking waiters: taken before lock */
+    pthread_cond_t cv;
 } shm_cq;
 
 /* Connections accepted but whose CONNECT has not arrived yet. */
@@ -263,6 +267,7 @@ struct shm_ep {
     const shm_tentry *peer_table;
     shm_peer_seg *psegs;
     uint32_t npsegs, psegs_cap;
+    uint32_t pseg_hint; /* index find_pseg tries first */
     /* Rings and doorbells. */
     shm_ring *rx, *tx;
     int rx_ring_fd; /* until passed to the peer */

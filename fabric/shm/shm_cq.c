@@ -1,12 +1,17 @@
 /* fabric/shm/shm_cq.c: completion queues of the shm provider. The progress
- * thread (and rf_post, rf_ep_close) push completions; rf_cq_poll and
- * rf_cq_wait take them under the queue's mutex, rf_cq_wait blocking on a
- * condition variable after fabric.c's short spin (for which an empty queue
- * is polled without the lock). The queue counts the bytes of the transfers
- * whose completions it holds, for pacing (shm.h), and wakes the progress
- * thread when taking completions brings that below SHM_PACE_BYTES. It never
- * loses a completion: past its depth it grows (bounded by the work this
- * process posted, never by a peer) and logs a warning each time. */
+ * thread, rf_post (work it ran inline) and rf_ep_close push completions;
+ * rf_cq_poll and rf_cq_wait take them. The ring is guarded by a spin lock
+ * (core/spinlock.h: one atomic to push, one to take; an empty queue is
+ * polled without it), so an inline read's completion costs two atomics
+ * between rf_post and rf_cq_poll. A waiter that must block registers under
+ * the ring's lock and sleeps on a condition variable with its own mutex;
+ * a pusher that sees a registered waiter broadcasts under that mutex, so no
+ * push costs a mutex or a broadcast while nobody sleeps. The queue counts
+ * the bytes of the transfers whose completions it holds, for pacing
+ * (shm.h), and wakes the progress thread when taking completions brings
+ * that below SHM_PACE_BYTES. It never loses a completion: past its depth it
+ * grows (bounded by the work this process posted, never by a peer) and
+ * logs a warning each time. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +30,7 @@ rf_status shm_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
         return rf_error_set(RF_ERR_NO_MEMORY, "shm: rf_cq_create: no memory");
     }
     cq->cap = depth;
+    rf_spin_init(&cq->lock);
     pthread_mutex_init(&cq->mu, NULL);
     rf_cond_init_monotonic(&cq->cv);
     cq->base.fabric = fabric;
@@ -41,17 +47,20 @@ void shm_cq_destroy(rf_cq *base)
     free(cq);
 }
 
-void shm_cq_push(shm_cq *cq, const rf_completion *c)
+/* Doubles a full ring (cq->lock held on entry and on return; dropped while
+ * allocating). 0 if no memory. */
+static int grow(shm_cq *cq)
 {
-    pthread_mutex_lock(&cq->mu);
-    if (cq->count == cq->cap) {
+    while (cq->count == cq->cap) {
         size_t ncap = cq->cap * 2;
+        rf_spin_unlock(&cq->lock);
         rf_completion *nv = malloc(ncap * sizeof *nv);
-        if (!nv) {
-            RF_LOG_ERRORF("shm: completion queue overflow and no memory: a "
-                          "completion is lost");
-            pthread_mutex_unlock(&cq->mu);
-            return;
+        rf_spin_lock(&cq->lock);
+        if (!nv)
+            return 0;
+        if (cq->count < cq->cap || ncap <= cq->cap) {
+            free(nv); /* taken meanwhile, or grown by another pusher */
+            continue;
         }
         for (size_t i = 0; i < cq->count; i++)
             nv[i] = cq->v[(cq->head + i) % cq->cap];
@@ -63,26 +72,46 @@ void shm_cq_push(shm_cq *cq, const rf_completion *c)
         cq->cap = ncap;
         cq->head = 0;
     }
+    return 1;
+}
+
+void shm_cq_push(shm_cq *cq, const rf_completion *c)
+{
+    rf_spin_lock(&cq->lock);
+    if (cq->count == cq->cap && !grow(cq)) {
+        rf_spin_unlock(&cq->lock);
+        RF_LOG_ERRORF("shm: completion queue overflow and no memory: a "
+                      "completion is lost");
+        return;
+    }
     cq->v[(cq->head + cq->count) % cq->cap] = *c;
     cq->count++;
     __atomic_store_n(&cq->pending, cq->count, __ATOMIC_RELEASE);
     if (c->status == RF_OK && c->op <= RF_OP_SEND)
         cq->lead += c->len;
-    pthread_cond_broadcast(&cq->cv);
-    pthread_mutex_unlock(&cq->mu);
+    int sleepers = cq->waiters;
+    rf_spin_unlock(&cq->lock);
+    if (sleepers) {
+        pthread_mutex_lock(&cq->mu);
+        pthread_cond_broadcast(&cq->cv);
+        pthread_mutex_unlock(&cq->mu);
+    }
 }
 
 uint64_t shm_cq_lead(shm_cq *cq)
 {
-    pthread_mutex_lock(&cq->mu);
+    rf_spin_lock(&cq->lock);
     uint64_t lead = cq->lead;
     if (lead >= SHM_PACE_BYTES)
         cq->paced = 1;
-    pthread_mutex_unlock(&cq->mu);
+    rf_spin_unlock(&cq->lock);
     return lead;
 }
 
-static int take_locked(shm_cq *cq, rf_completion *out, int max)
+/* Takes up to max completions (cq->lock held). *wake: the progress thread
+ * waits for the queue to drain and now may go on (wake it after
+ * unlocking). */
+static int take_locked(shm_cq *cq, rf_completion *out, int max, int *wake)
 {
     int n = 0;
     while (n < max && cq->count > 0) {
@@ -90,13 +119,13 @@ static int take_locked(shm_cq *cq, rf_completion *out, int max)
         if (c->status == RF_OK && c->op <= RF_OP_SEND)
             cq->lead -= c->len;
         out[n++] = *c;
-        cq->head = (cq->head + 1) % cq->cap;
+        cq->head = cq->head + 1 == cq->cap ? 0 : cq->head + 1;
         cq->count--;
     }
     __atomic_store_n(&cq->pending, cq->count, __ATOMIC_RELEASE);
     if (n && cq->paced && cq->lead < SHM_PACE_BYTES) {
         cq->paced = 0;
-        shm_fab_wake((shm_fabric *)cq->base.fabric);
+        *wake = 1;
     }
     return n;
 }
@@ -105,12 +134,15 @@ int shm_cq_poll(rf_cq *base, rf_completion *out, int max)
 {
     shm_cq *cq = (shm_cq *)base;
     /* An empty queue takes no lock: rf_cq_wait's spin (fabric.c) polls
-     * here and must not contend with the progress thread's pushes. */
+     * here and must not contend with the pushes. */
     if (__atomic_load_n(&cq->pending, __ATOMIC_ACQUIRE) == 0)
         return 0;
-    pthread_mutex_lock(&cq->mu);
-    int n = take_locked(cq, out, max);
-    pthread_mutex_unlock(&cq->mu);
+    int wake = 0;
+    rf_spin_lock(&cq->lock);
+    int n = take_locked(cq, out, max, &wake);
+    rf_spin_unlock(&cq->lock);
+    if (wake)
+        shm_fab_wake((shm_fabric *)cq->base.fabric);
     return n;
 }
 
@@ -118,17 +150,26 @@ int shm_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
 {
     shm_cq *cq = (shm_cq *)base;
     int64_t deadline = rf_deadline_ms(timeout_ms);
+    int wake = 0, n = 0, timed_out = 0;
+    /* cq->mu is held from each look at the ring until cond_wait releases
+     * it, and a pusher broadcasts under it: a push after a look that found
+     * nothing cannot slip in before the wait. */
     pthread_mutex_lock(&cq->mu);
-    while (cq->count == 0) {
-        if (rf_cond_wait_until(&cq->cv, &cq->mu, deadline) == ETIMEDOUT &&
-            cq->count == 0) {
-            pthread_mutex_unlock(&cq->mu);
-            return rf_error_set(RF_ERR_TIMEOUT,
-                                "rf_cq_wait: no completion within %d ms",
-                                timeout_ms);
-        }
+    rf_spin_lock(&cq->lock);
+    cq->waiters++;
+    while ((n = take_locked(cq, out, max, &wake)) == 0 && !timed_out) {
+        rf_spin_unlock(&cq->lock);
+        timed_out = rf_cond_wait_until(&cq->cv, &cq->mu, deadline) == ETIMEDOUT;
+        rf_spin_lock(&cq->lock);
     }
-    int n = take_locked(cq, out, max);
+    cq->waiters--;
+    rf_spin_unlock(&cq->lock);
     pthread_mutex_unlock(&cq->mu);
+    if (wake)
+        shm_fab_wake((shm_fabric *)cq->base.fabric);
+    if (n == 0)
+        return rf_error_set(RF_ERR_TIMEOUT,
+                            "rf_cq_wait: no completion within %d ms",
+                            timeout_ms);
     return n;
 }

@@ -244,11 +244,17 @@ void shm_ep_fail(shm_ep *ep, rf_status head_status, int notify,
     ep->rnr_since = 0;
 }
 
+/* The peer's segment id: the one found last first (a job's one-sided
+ * work mostly hits one or a few segments), then the others. */
 static shm_peer_seg *find_pseg(shm_ep *ep, uint32_t id)
 {
+    if (ep->pseg_hint < ep->npsegs && ep->psegs[ep->pseg_hint].id == id)
+        return &ep->psegs[ep->pseg_hint];
     for (uint32_t i = 0; i < ep->npsegs; i++)
-        if (ep->psegs[i].id == id)
+        if (ep->psegs[i].id == id) {
+            ep->pseg_hint = i;
             return &ep->psegs[i];
+        }
     return NULL;
 }
 

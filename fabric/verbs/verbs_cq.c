@@ -2,7 +2,7 @@
  * queue (completions already taken from the device: batch overflow, work
  * completed by rf_ep_close) and then ibv_poll_cq in batches, translating
  * each CQE through the endpoint's ring of posted work (verbs_ep.c). One
- * lock per CQ (a vlock, verbs_internal.h) lets several threads poll it.
+ * lock per CQ (an rf_spinlock, core/spinlock.h) lets several threads poll it.
  * rf_cq_wait, after the spin fabric.c makes (RF_CQ_SPIN_US), sleeps on a
  * completion channel (RF_VERBS_CQ_MODE=event, the default: ibv_req_notify_cq +
  * poll() on its fd) or busy-polls on (RF_VERBS_CQ_MODE=poll). */
@@ -38,7 +38,7 @@ rf_status verbs_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_cq_create: out of memory");
     cq->base.fabric = fabric;
     cq->fab = fab;
-    verbs_lock_init(&cq->lock);
+    rf_spin_init(&cq->lock);
     rf_status st = RF_OK;
     if (fab->cq_event_mode) {
         cq->ch = ibv_create_comp_channel(fab->ctx);
@@ -165,14 +165,14 @@ static int drain_sw_locked(vcq *cq, rf_completion *out, int max)
 int verbs_cq_poll(rf_cq *c, rf_completion *out, int max)
 {
     vcq *cq = (vcq *)c;
-    verbs_lock(&cq->lock);
+    rf_spin_lock(&cq->lock);
     int n = cq->sw_count ? drain_sw_locked(cq, out, max) : 0;
     if (n < max) {
         vemit em = {.cq = cq, .out = out, .max = max, .n = n};
         poll_device_locked(cq, &em);
         n = em.n;
     }
-    verbs_unlock(&cq->lock);
+    rf_spin_unlock(&cq->lock);
     return n;
 }
 
@@ -187,9 +187,9 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
         int n = verbs_cq_poll(&cq->base, out, max);
         if (n)
             return n;
-        verbs_lock(&cq->lock);
+        rf_spin_lock(&cq->lock);
         int rc = ibv_req_notify_cq(cq->cq, 0);
-        verbs_unlock(&cq->lock);
+        rf_spin_unlock(&cq->lock);
         if (rc)
             return rf_error_set(verbs_errno_status(rc), "ibv_req_notify_cq: %s",
                                 strerror(rc));
@@ -208,10 +208,10 @@ static int wait_event(vcq *cq, rf_completion *out, int max, int64_t deadline)
         if (rc > 0) {
             struct ibv_cq *ev_cq;
             void *ev_ctx;
-            verbs_lock(&cq->lock);
+            rf_spin_lock(&cq->lock);
             while (ibv_get_cq_event(cq->ch, &ev_cq, &ev_ctx) == 0)
                 ibv_ack_cq_events(ev_cq, 1);
-            verbs_unlock(&cq->lock);
+            rf_spin_unlock(&cq->lock);
         }
     }
 }

@@ -44,8 +44,8 @@ rf_status verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     ep->cm.kind = VCM_EP;
     ep->can_atomic = fab->dev_attr.atomic_cap != IBV_ATOMIC_NONE;
     ep->remote_off = (attr->flags & RF_EP_REMOTE_ACCESS_OFF) != 0;
-    verbs_lock_init(&ep->sq_lock);
-    verbs_lock_init(&ep->rq_lock);
+    rf_spin_init(&ep->sq_lock);
+    rf_spin_init(&ep->rq_lock);
     pthread_mutex_init(&ep->cm_mu, NULL);
     rf_cond_init_monotonic(&ep->cm_cv);
 
@@ -79,10 +79,10 @@ rf_status verbs_ep_alloc(vfab *fab, const rf_ep_attr *attr, vep **out)
     for (uint32_t i = 0; i < rq_ring; i++)
         ep->rq[i].ep = ep;
     /* Pollers read slot->ep under the CQ lock: publish the rings. */
-    verbs_lock(&ep->scq->lock);
-    verbs_unlock(&ep->scq->lock);
-    verbs_lock(&ep->rcq->lock);
-    verbs_unlock(&ep->rcq->lock);
+    rf_spin_lock(&ep->scq->lock);
+    rf_spin_unlock(&ep->scq->lock);
+    rf_spin_lock(&ep->rcq->lock);
+    rf_spin_unlock(&ep->rcq->lock);
     *out = ep;
     return RF_OK;
 }
@@ -194,12 +194,12 @@ rf_status verbs_ep_qp_ready(vep *ep, int resp_res, int init_depth,
     rf_status st = qp_transition(ep, IBV_QPS_INIT, &a, &mask, what);
     if (st != RF_OK)
         return st;
-    verbs_lock(&ep->sq_lock);
+    rf_spin_lock(&ep->sq_lock);
     if (ep->remote_off) {
         ep->remote_flags = a.qp_access_flags;
         a.qp_access_flags = 0;
     }
-    verbs_unlock(&ep->sq_lock);
+    rf_spin_unlock(&ep->sq_lock);
     if ((st = qp_modify(ep, &a, mask, what)) != RF_OK)
         return st;
     if (fab->iwarp) /* iw_cm moves an iWARP QP to RTS itself */
@@ -228,7 +228,7 @@ rf_status verbs_ep_enable_remote_access(rf_ep *base)
 {
     vep *ep = (vep *)base;
     rf_status st = RF_OK;
-    verbs_lock(&ep->sq_lock);
+    rf_spin_lock(&ep->sq_lock);
     if (ep->remote_off) {
         unsigned flags =
             ep->remote_flags
@@ -245,7 +245,7 @@ rf_status verbs_ep_enable_remote_access(rf_ep *base)
         else
             ep->remote_off = 0;
     }
-    verbs_unlock(&ep->sq_lock);
+    rf_spin_unlock(&ep->sq_lock);
     if (st == RF_OK && atomic_load(&ep->error))
         st = rf_error_set(RF_ERR_DISCONNECTED,
                           "rf_ep_enable_remote_access: the endpoint is in "
@@ -565,12 +565,12 @@ rf_status verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
                                     "IBV_ATOMIC_NONE)",
                                     i, ep->fab->devname);
 
-    verbs_lock(&ep->sq_lock);
+    rf_spin_lock(&ep->sq_lock);
     if (n == 1) {
         rf_status st = RF_OK;
         int done = post_one_locked(ep, wrs, &st);
         if (done) {
-            verbs_unlock(&ep->sq_lock);
+            rf_spin_unlock(&ep->sq_lock);
             *posted = done > 0;
             return st;
         }
@@ -580,15 +580,15 @@ rf_status verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     size_t room = ep->sq_size - (size_t)(head - tail);
     if (room < n) {
         /* Reclaim what the device has completed (completions are kept). */
-        verbs_lock(&ep->scq->lock);
+        rf_spin_lock(&ep->scq->lock);
         verbs_cq_progress_locked(ep->scq);
-        verbs_unlock(&ep->scq->lock);
+        rf_spin_unlock(&ep->scq->lock);
         tail = atomic_load_explicit(&ep->sq_tail, memory_order_acquire);
         room = ep->sq_size - (size_t)(head - tail);
     }
     size_t k = n < room ? n : room;
     if (k == 0) {
-        verbs_unlock(&ep->sq_lock);
+        rf_spin_unlock(&ep->sq_lock);
         return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post: send queue full (%u outstanding); "
                             "poll the send completion queue",
@@ -596,7 +596,7 @@ rf_status verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
     }
     rf_status st = grow_scratch(ep, k);
     if (st != RF_OK) {
-        verbs_unlock(&ep->sq_lock);
+        rf_spin_unlock(&ep->sq_lock);
         return st;
     }
     struct ibv_send_wr *w = ep->wr_scratch;
@@ -614,11 +614,11 @@ rf_status verbs_post(rf_ep *e, const rf_wr *wrs, size_t n, size_t *posted)
             j = 0;
         atomic_store_explicit(&ep->sq_head, head + j, memory_order_release);
         ep->unsig_run = ep->sig_interval; /* next WR signaled: stay safe */
-        verbs_unlock(&ep->sq_lock);
+        rf_spin_unlock(&ep->sq_lock);
         *posted = j;
         return post_error(rc, j, n);
     }
-    verbs_unlock(&ep->sq_lock);
+    rf_spin_unlock(&ep->sq_lock);
     *posted = k;
     if (k < n)
         return rf_error_set(RF_ERR_NO_RESOURCE,
@@ -635,11 +635,11 @@ rf_status verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
     if (atomic_load(&ep->error))
         return rf_error_set(RF_ERR_DISCONNECTED,
                             "rf_post_recv: endpoint is in the error state");
-    verbs_lock(&ep->rq_lock);
+    rf_spin_lock(&ep->rq_lock);
     uint64_t head = atomic_load_explicit(&ep->rq_head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&ep->rq_tail, memory_order_acquire);
     if (head - tail >= ep->rq_size) {
-        verbs_unlock(&ep->rq_lock);
+        rf_spin_unlock(&ep->rq_lock);
         return rf_error_set(RF_ERR_NO_RESOURCE,
                             "rf_post_recv: receive queue full (%u posted)",
                             ep->rq_size);
@@ -660,12 +660,12 @@ rf_status verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
     int rc = ibv_post_recv(ep->qp, &w, &bad);
     if (rc) {
         atomic_store_explicit(&ep->rq_head, head, memory_order_release);
-        verbs_unlock(&ep->rq_lock);
+        rf_spin_unlock(&ep->rq_lock);
         return rf_error_set(rc == ENOMEM ? RF_ERR_NO_RESOURCE
                                          : verbs_errno_status(rc),
                             "ibv_post_recv: %s", strerror(rc));
     }
-    verbs_unlock(&ep->rq_lock);
+    rf_spin_unlock(&ep->rq_lock);
     return RF_OK;
 }
 
@@ -675,7 +675,7 @@ rf_status verbs_post_recv(rf_ep *e, void *buf, size_t len, rf_mr *mr,
  * slot. Returns 0 if it could not be posted. */
 static int post_marker(vep *ep)
 {
-    verbs_lock(&ep->sq_lock);
+    rf_spin_lock(&ep->sq_lock);
     uint64_t head = atomic_load_explicit(&ep->sq_head, memory_order_relaxed);
     vslot *slot = &ep->sq[head & ep->sq_mask];
     slot->context = NULL;
@@ -690,7 +690,7 @@ static int post_marker(vep *ep)
     int rc = ibv_post_send(ep->qp, &w, &bad);
     if (rc)
         atomic_store_explicit(&ep->sq_head, head, memory_order_release);
-    verbs_unlock(&ep->sq_lock);
+    rf_spin_unlock(&ep->sq_lock);
     if (rc)
         RF_LOG_DEBUG("verbs: QP %u: drain marker not posted: %s",
                      ep->qp->qp_num, strerror(rc));
@@ -700,17 +700,17 @@ static int post_marker(vep *ep)
 static int drained(vep *ep, int marker)
 {
     int done = 1;
-    verbs_lock(&ep->scq->lock);
+    rf_spin_lock(&ep->scq->lock);
     verbs_cq_progress_locked(ep->scq);
     if (marker ? !ep->sq_drained
                : atomic_load(&ep->sq_tail) != atomic_load(&ep->sq_head))
         done = 0;
-    verbs_unlock(&ep->scq->lock);
-    verbs_lock(&ep->rcq->lock);
+    rf_spin_unlock(&ep->scq->lock);
+    rf_spin_lock(&ep->rcq->lock);
     verbs_cq_progress_locked(ep->rcq);
     if (atomic_load(&ep->rq_tail) != atomic_load(&ep->rq_head))
         done = 0;
-    verbs_unlock(&ep->rcq->lock);
+    rf_spin_unlock(&ep->rcq->lock);
     return done;
 }
 
@@ -718,7 +718,7 @@ static int drained(vep *ep, int marker)
  * completes here with RF_ERR_DISCONNECTED. */
 static void complete_leftovers(vep *ep)
 {
-    verbs_lock(&ep->scq->lock);
+    rf_spin_lock(&ep->scq->lock);
     verbs_cq_progress_locked(ep->scq);
     vemit em = {.cq = ep->scq, .out = NULL, .max = 0, .n = 0};
     uint64_t head = atomic_load(&ep->sq_head);
@@ -728,16 +728,16 @@ static void complete_leftovers(vep *ep)
             emit_slot(&em, ep, u, RF_ERR_DISCONNECTED, 0);
     }
     atomic_store(&ep->sq_tail, head);
-    verbs_unlock(&ep->scq->lock);
+    rf_spin_unlock(&ep->scq->lock);
 
-    verbs_lock(&ep->rcq->lock);
+    rf_spin_lock(&ep->rcq->lock);
     verbs_cq_progress_locked(ep->rcq);
     em.cq = ep->rcq;
     head = atomic_load(&ep->rq_head);
     for (uint64_t s = atomic_load(&ep->rq_tail); s < head; s++)
         emit_slot(&em, ep, &ep->rq[s & ep->rq_mask], RF_ERR_DISCONNECTED, 0);
     atomic_store(&ep->rq_tail, head);
-    verbs_unlock(&ep->rcq->lock);
+    rf_spin_unlock(&ep->rcq->lock);
 }
 
 void verbs_ep_disconnect(vep *ep)

@@ -7,7 +7,7 @@
  * fabric/provider.h as first member. Endpoints and listeners also embed a
  * vcmobj, which registers their rdma_cm_id with the fabric's event thread
  * (verbs_event.c); that thread dispatches every rdma_cm event and device
- * async event. The send/receive queue and CQ locks are vlocks (below),
+ * async event. The send/receive queue and CQ locks are rf_spinlocks (below),
  * the rest pthread mutexes. Locks, in the only order they may nest:
  *   vep.sq_lock / vep.rq_lock  ->  vcq.lock          (posting may reclaim)
  *   vfab.reg_lock              ->  vep.cm_mu / vlistener.mu
@@ -25,41 +25,19 @@
 #include <sys/socket.h>
 
 #include "core/log.h"
+#include "core/spinlock.h"
 #include "fabric/provider.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/status.h"
 
 /* --- the data-path lock -------------------------------------------------- */
 
-/* Guards a queue's ring or a CQ on the post and poll paths. Uncontended it
- * costs one atomic exchange and one store; a glibc pthread mutex costs
- * about 57 user-space instructions per lock/unlock pair there (the
- * verbs-opcount figures in bench/README.md), about as much as the rxe
- * provider's whole poll. Held only for short sections that never sleep
- * (the longest is ibv_post_send's doorbell); a waiter spins for a while and
- * then yields, so a preempted holder on an oversubscribed host gets the
- * CPU back. The exchange acquires and the release store releases, so the
- * section's effects are ordered as with a mutex (ThreadSanitizer sees the
- * atomics). */
-typedef struct vlock {
-    _Atomic int held;
-} vlock;
-
-void verbs_lock_wait(vlock *l); /* contended path (verbs_util.c) */
-
-static inline void verbs_lock_init(vlock *l)
-{
-    atomic_init(&l->held, 0);
-}
-static inline void verbs_lock(vlock *l)
-{
-    if (atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
-        verbs_lock_wait(l);
-}
-static inline void verbs_unlock(vlock *l)
-{
-    atomic_store_explicit(&l->held, 0, memory_order_release);
-}
+/* A queue's ring or a CQ is guarded on the post and poll paths by an
+ * rf_spinlock (core/spinlock.h): uncontended one atomic exchange and one
+ * store, where a glibc pthread mutex costs about 57 user-space instructions
+ * per lock/unlock pair (the verbs-opcount figures in bench/README.md),
+ * about as much as the rxe provider's whole poll. Held only for short
+ * sections that never sleep (the longest is ibv_post_send's doorbell). */
 
 /* --- fabric ------------------------------------------------------------ */
 
@@ -131,7 +109,7 @@ typedef struct vcq {
     vfab *fab;
     struct ibv_cq *cq;
     struct ibv_comp_channel *ch; /* event mode only */
-    vlock lock;
+    rf_spinlock lock;
     /* Completions already taken from the device but not yet returned:
      * overflow of a poll batch, and work drained by rf_ep_close. */
     rf_completion *sw;
@@ -165,7 +143,7 @@ typedef struct vep {
 
     /* Send queue: slots [sq_tail, sq_head) are posted and not reclaimed.
      * head is written under sq_lock, tail under scq->lock. */
-    vlock sq_lock;
+    rf_spinlock sq_lock;
     vslot *sq;
     uint32_t sq_mask;
     uint32_t sq_size;      /* user-visible capacity (one more is reserved) */
@@ -180,7 +158,7 @@ typedef struct vep {
     int sq_drained; /* the close marker completed (under scq->lock) */
 
     /* Receive queue, same scheme; every receive completes with a CQE. */
-    vlock rq_lock;
+    rf_spinlock rq_lock;
     vslot *rq;
     uint32_t rq_mask;
     uint32_t rq_size;

@@ -1,37 +1,13 @@
 /* fabric/verbs/verbs_util.c: small helpers of the verbs provider: errno to
- * rf_status, address parsing and printing, the data-path lock's contended
- * path (deadlines and timed waits are
+ * rf_status, address parsing and printing (deadlines and timed waits are
  * core's, rdmaflow/clock.h). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fabric/verbs/verbs_internal.h"
-
-void verbs_lock_wait(vlock *l)
-{
-    for (unsigned spins = 0;; spins++) {
-        /* Wait on a plain load (no cache-line ping-pong), then retry the
-         * exchange. After 64 rounds give the CPU away each time: the
-         * holder may be preempted on this very core. */
-        while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
-            if (spins++ < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-                __builtin_ia32_pause();
-#elif defined(__aarch64__)
-                __asm__ volatile("yield");
-#endif
-            } else {
-                sched_yield();
-            }
-        }
-        if (!atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
-            return;
-    }
-}
 
 rf_status verbs_errno_status(int err)
 {

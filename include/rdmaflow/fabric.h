@@ -101,6 +101,10 @@ typedef enum rf_op {
     RF_OP_RECV_WRITE_IMM /* completion of a receive that got a write_imm */
 } rf_op;
 
+/* "read", "write", "write_imm", "fetch_add", "cmp_swap", "send", "recv",
+ * "recv_write_imm"; "unknown op" for any other value. */
+RF_API const char *rf_wr_op_name(rf_op op);
+
 enum rf_wr_flags {
     RF_WR_UNSIGNALED = 1 << 0, /* no completion on success */
     RF_WR_INLINE = 1 << 1,     /* hint: payload small enough to inline */
