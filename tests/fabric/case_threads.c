@@ -1,7 +1,9 @@
 /* tests/fabric/case_threads.c: 4 threads, each with its own endpoint and
  * completion queue on one shared fabric, post concurrently to the same
  * target: each writes seeded data of varying size into its own slice, reads it
- * back and checks it, and counts with fetch_add on its own word. */
+ * back and checks it, and counts with fetch_add on its own word. The
+ * fabric's counters (kept per posting thread, fabric_tally.c) then hold
+ * exactly every thread's posts, after the threads have exited. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,6 +82,8 @@ void case_threads_endpoints(void)
     tgt_region(&t, 0, THREADS * SLICE, RF_ACCESS_ALL, 4096, &data);
     tgt_region(&t, 1, 4096, RF_ACCESS_ALL, 4096, &counters);
     rf_fabric *f = rt_fabric_open();
+    rf_fabric_counters a, z;
+    rf_fabric_counters_get(f, &a);
     job jobs[THREADS];
     for (int i = 0; i < THREADS; i++) {
         jobs[i] = (job){.index = i,
@@ -92,6 +96,14 @@ void case_threads_endpoints(void)
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(jobs[i].thread, NULL);
+    rf_fabric_counters_get(f, &z);
+    static const rf_op counted[] = {RF_OP_WRITE, RF_OP_READ, RF_OP_FETCH_ADD};
+    for (size_t k = 0; k < sizeof counted / sizeof counted[0]; k++)
+        CHECK(z.posted[counted[k]] - a.posted[counted[k]] ==
+                  (uint64_t)THREADS * ITERS,
+              "the fabric counted %llu %s posts of %d threads x %d",
+              (unsigned long long)(z.posted[counted[k]] - a.posted[counted[k]]),
+              rf_wr_op_name(counted[k]), THREADS, ITERS);
     for (int i = 0; i < THREADS; i++) {
         CHECK_EQ_U64(tgt_get(&t, 1, 8 * (uint64_t)i), ITERS);
         /* The target holds each thread's last write. */
