@@ -58,7 +58,7 @@
 #define SHM_RING_SLOTS 32
 #define SHM_SLOT_DATA  (64 * 1024)
 /* Copies are done in pieces of this size, checking the peer in between. */
-#define SHM_COPY_CHUNK (256u * 1024)
+#define SHM_COPY_CHUNK (1024u * 1024)
 /* Pacing: a transfer of at least SHM_PACE_MIN bytes does not start while
  * its send queue's completion queue holds SHM_PACE_BYTES or more of
  * completed, unconsumed transfers, for up to RF_SHM_PACE_MS (default 100;
@@ -66,8 +66,9 @@
 #define SHM_PACE_MIN   (1u << 20)
 #define SHM_PACE_BYTES (16u << 20)
 /* One-sided work up to this size posted on an idle endpoint runs in the
- * posting thread. */
-#define SHM_INLINE_MAX (64u * 1024)
+ * posting thread (as UCX's shared-memory transports copy in the caller):
+ * no queue, no wake-up, no hand-off of the completion. */
+#define SHM_INLINE_MAX (1024u * 1024)
 /* Work the progress thread runs on one endpoint before moving on. */
 #define SHM_RUN_BUDGET 256
 

@@ -41,7 +41,7 @@ static void kick(int efd)
 /* --- posting ---------------------------------------------------------------
  */
 
-static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr);
+static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int yield);
 
 /* Small one-sided work on an idle endpoint runs at once in the posting
  * thread: nothing is queued before it, so order is kept, and it saves the
@@ -81,7 +81,7 @@ rf_status shm_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
             if (run_inline(ep, &wrs[i])) {
                 /* Never queued: it completes (or fails the endpoint) here,
                  * and the queue stays empty. */
-                rf_status xs = exec_one_sided(ep, &wrs[i]);
+                rf_status xs = exec_one_sided(ep, &wrs[i], 0);
                 if (xs != RF_OK) {
                     ep->sq[ep->sq_head] = (shm_wqe){.wr = wrs[i]};
                     ep->sq_count = 1;
@@ -211,8 +211,10 @@ static rf_status resolve(shm_ep *ep, const rf_wr *wr, uint32_t need,
     return RF_OK;
 }
 
-/* memcpy in pieces, checking in between that the peer is still there. */
-static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len)
+/* memcpy in pieces, checking in between that the peer is still there;
+ * the progress thread (yield) also lets others run between pieces. */
+static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len,
+                      int yield)
 {
     if (len == 8) { /* a counter or a lock word: no call into libc */
         uint64_t v;
@@ -231,15 +233,17 @@ static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len)
             if (shm_ep_peer_gone(ep))
                 return RF_ERR_DISCONNECTED;
             /* A long copy keeps a core busy (there is no NIC doing it):
-             * let the threads waiting for its completions, and the peer,
-             * run in between. */
-            sched_yield();
+             * the progress thread lets the threads waiting for its
+             * completions, and the peer, run in between. A posting thread
+             * copies for itself, as long as it asked to. */
+            if (yield)
+                sched_yield();
         }
     }
     return RF_OK;
 }
 
-static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr)
+static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int yield)
 {
     static const uint32_t need[] = {
         [RF_OP_READ] = RF_ACCESS_REMOTE_READ,
@@ -256,10 +260,10 @@ static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr)
         return st;
     switch (wr->op) {
     case RF_OP_READ:
-        return copy(ep, wr->local, p, wr->len);
+        return copy(ep, wr->local, p, wr->len, yield);
     case RF_OP_WRITE:
     case RF_OP_WRITE_IMM:
-        return copy(ep, p, wr->local, wr->len);
+        return copy(ep, p, wr->local, wr->len, yield);
     case RF_OP_FETCH_ADD: {
         uint64_t old = __atomic_fetch_add((uint64_t *)(void *)p,
                                           wr->compare_add, __ATOMIC_SEQ_CST);
@@ -524,7 +528,7 @@ int shm_ep_progress(shm_ep *ep, int64_t *deadline)
             break;
         rf_status st = RF_OK;
         if (w->wr.op != RF_OP_SEND)
-            st = exec_one_sided(ep, &w->wr);
+            st = exec_one_sided(ep, &w->wr, 1);
         if (st != RF_OK) {
             shm_ep_fail(ep, st, 1, RF_ERR_DISCONNECTED,
                         st == RF_ERR_DISCONNECTED
