@@ -7,11 +7,16 @@
  * peer death) and its doorbell eventfd (the peer produced or consumed ring
  * slots). User threads queue work (rf_post, rf_post_recv) under the
  * endpoint lock and wake the thread; the progress thread executes the work
- * requests, in posting order, with fab->mu and ep->mu held. Exception: a
- * one-sided request of at most SHM_INLINE_MAX bytes posted on an endpoint
- * with nothing queued runs at once in rf_post (ep->mu held). Lock order:
- * shm_seg_mu (process-wide segments) -> fab->mu -> ep->mu -> cq->mu ->
- * cq->lock (a spin lock, never held across a call that may block).
+ * requests, in posting order, with fab->mu and ep->lock held, except that
+ * it drops ep->lock while it copies the data of the request at the head of
+ * the queue (shm_post.c: nobody else touches the head, maps or unmaps
+ * segments, or fails the endpoint meanwhile). Exception: a one-sided
+ * request of at most SHM_INLINE_MAX bytes posted on an endpoint with
+ * nothing queued runs at once in rf_post (ep->lock held). ep->lock is a
+ * spin lock (core/spinlock.h): held for short sections (an inline request,
+ * a control message, a few system calls that do not block), never across a
+ * wait. Lock order: shm_seg_mu (process-wide segments) -> fab->mu ->
+ * ep->lock -> cq->mu -> cq->lock.
  *
  * Semantics beyond fabric.h:
  *  - One-sided work is executed by the initiator: it checks the request
@@ -250,7 +255,7 @@ struct shm_ep {
     shm_fabric *fab;
     uint64_t id;
     shm_ep *next;
-    pthread_mutex_t mu;
+    rf_spinlock lock;
     int sock;
     int state;
     int granted; /* table and segments sent to the peer */
@@ -297,7 +302,7 @@ rf_status shm_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
                            uint32_t access, uint32_t want_rkey, rf_mr **out);
 rf_status shm_mr_dereg(rf_mr *mr);
 /* Sends the table and every segment of the fabric to the peer (fab->mu and
- * ep->mu held). */
+ * ep->lock held). */
 rf_status shm_grant(shm_ep *ep);
 
 /* shm_cq.c */
@@ -337,23 +342,24 @@ rf_status shm_ep_watch(shm_ep *ep);
 /* Handshake: waits for a message of this type (no fds), handling the
  * TABLE and SEG messages that precede it. */
 rf_status shm_ep_handshake_wait(shm_ep *ep, int type, int64_t deadline);
-/* Handles one control message (ep->mu held; the fds are consumed). */
+/* Handles one control message (ep->lock held; the fds are consumed). */
 void shm_ep_handle(shm_ep *ep, const shm_msg *m, int *fds, int nfds);
 void shm_ep_free(shm_ep *ep);
 void shm_ep_close(rf_ep *ep);
 rf_status shm_ep_state(const rf_ep *ep);
 rf_status shm_ep_enable_remote_access(rf_ep *ep);
-/* Puts the endpoint in the error state (ep->mu held): the in-flight or
+/* Puts the endpoint in the error state (ep->lock held): the in-flight or
  * failing work at the head gets head_status (0: RF_ERR_DISCONNECTED),
  * everything else RF_ERR_DISCONNECTED. Tells the peer (ERR with
  * peer_status) when notify. */
 void shm_ep_fail(shm_ep *ep, rf_status head_status, int notify,
                  rf_status peer_status, const char *why);
-/* Reads and handles every control message waiting on the socket (ep->mu
+/* Reads and handles every control message waiting on the socket (ep->lock
  * held). */
 void shm_ep_drain(shm_ep *ep);
-/* True if the peer hung up (checks the socket without blocking). */
-int shm_ep_peer_gone(shm_ep *ep);
+/* True if the peer hung up (looks at the socket without blocking or
+ * reading; ep->lock need not be held). The caller fails the endpoint. */
+int shm_ep_hung_up(const shm_ep *ep);
 void shm_ep_complete(shm_ep *ep, const rf_wr *wr, rf_status st);
 /* The peer's segment id, reading waiting control messages if it is not
  * known yet; NULL if the peer never announced it. */
@@ -364,11 +370,11 @@ rf_status shm_post(rf_ep *ep, const rf_wr *wrs, size_t n, size_t *posted);
 rf_status shm_post_recv(rf_ep *ep, void *buf, size_t len, rf_mr *mr,
                         void *context);
 /* Runs queued work and ring traffic of one endpoint (progress thread,
- * fab->mu and ep->mu held). Returns 1 if work remains that can run now;
+ * fab->mu and ep->lock held). Returns 1 if work remains that can run now;
  * lowers *deadline to when a timed wait (RNR, pacing) ends. */
 int shm_ep_progress(shm_ep *ep, int64_t *deadline);
 /* Completes the in-flight send/write_imm at the head with RF_OK if the
- * receiver has acknowledged it (ep->mu held); returns 1 if it did. */
+ * receiver has acknowledged it (ep->lock held); returns 1 if it did. */
 int shm_ep_take_ack(shm_ep *ep);
 
 #endif

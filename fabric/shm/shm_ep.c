@@ -31,7 +31,7 @@ rf_status shm_ep_new(shm_fabric *fab, const rf_ep_attr *attr, int sock,
     ep->sock = sock;
     ep->my_efd = ep->peer_efd = ep->rx_ring_fd = -1;
     snprintf(ep->peer, sizeof ep->peer, "%s", peer);
-    pthread_mutex_init(&ep->mu, NULL);
+    rf_spin_init(&ep->lock);
     ep->sq_cap = attr->max_send_wr ? attr->max_send_wr : 1024;
     ep->rq_cap = attr->max_recv_wr ? attr->max_recv_wr : 256;
     ep->sq = calloc(ep->sq_cap, sizeof *ep->sq);
@@ -127,7 +127,6 @@ void shm_ep_free(shm_ep *ep)
         close(ep->sock);
     free(ep->sq);
     free(ep->rq);
-    pthread_mutex_destroy(&ep->mu);
     free(ep);
 }
 
@@ -138,9 +137,9 @@ rf_status shm_ep_register(shm_ep *ep, int gated)
     ep->id = fab->next_ep_id++;
     ep->next = fab->eps;
     fab->eps = ep;
-    pthread_mutex_lock(&ep->mu);
+    rf_spin_lock(&ep->lock);
     rf_status st = gated ? RF_OK : shm_grant(ep);
-    pthread_mutex_unlock(&ep->mu);
+    rf_spin_unlock(&ep->lock);
     pthread_mutex_unlock(&fab->mu);
     return st;
 }
@@ -186,10 +185,10 @@ rf_status shm_ep_handshake_wait(shm_ep *ep, int type, int64_t deadline)
                                 "the handshake",
                                 (int)m.type, ep->peer);
         }
-        pthread_mutex_lock(&ep->mu);
+        rf_spin_lock(&ep->lock);
         shm_ep_handle(ep, &m, fds, nfds);
         int bad = ep->state != SHM_EP_OK;
-        pthread_mutex_unlock(&ep->mu);
+        rf_spin_unlock(&ep->lock);
         if (bad)
             return rf_error_set(RF_ERR_UNAVAILABLE,
                                 "shm: bad handshake message from %s", ep->peer);
@@ -321,7 +320,7 @@ static void on_seg_gone(shm_ep *ep, uint32_t id)
     *s = ep->psegs[--ep->npsegs];
 }
 
-/* Acceptor side, progress thread (fab->mu and ep->mu held). */
+/* Acceptor side, progress thread (fab->mu and ep->lock held). */
 static void on_ready(shm_ep *ep, int *fds)
 {
     if (ep->hs != SHM_HS_WAIT_READY) {
@@ -420,18 +419,14 @@ void shm_ep_drain(shm_ep *ep)
     }
 }
 
-int shm_ep_peer_gone(shm_ep *ep)
+int shm_ep_hung_up(const shm_ep *ep)
 {
     /* Only looks: handling messages here could unmap (SEG_GONE) the
-     * segment a copy is using. */
+     * segment a copy is using, and the caller may not hold ep->lock. */
     struct pollfd p = {.fd = ep->sock, .events = POLLRDHUP};
     if (poll(&p, 1, 0) <= 0)
         return 0;
-    if (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) {
-        shm_ep_fail(ep, RF_OK, 0, RF_OK, "the peer closed the connection");
-        return 1;
-    }
-    return 0;
+    return (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
 }
 
 /* Looks the peer segment up (used by shm_post.c through shm_ep_drain). */
@@ -458,9 +453,9 @@ void shm_ep_close(rf_ep *base)
     }
     epoll_ctl(fab->epfd, EPOLL_CTL_DEL, ep->sock, NULL);
     epoll_ctl(fab->epfd, EPOLL_CTL_DEL, ep->my_efd, NULL);
-    pthread_mutex_lock(&ep->mu);
+    rf_spin_lock(&ep->lock);
     shm_ep_fail(ep, RF_OK, 0, RF_OK, "closed");
-    pthread_mutex_unlock(&ep->mu);
+    rf_spin_unlock(&ep->lock);
     pthread_mutex_unlock(&fab->mu);
     shm_ep_free(ep); /* closing the socket tells the peer */
 }
@@ -468,9 +463,9 @@ void shm_ep_close(rf_ep *base)
 rf_status shm_ep_state(const rf_ep *base)
 {
     shm_ep *ep = (shm_ep *)base;
-    pthread_mutex_lock(&ep->mu);
+    rf_spin_lock(&ep->lock);
     int s = ep->state;
-    pthread_mutex_unlock(&ep->mu);
+    rf_spin_unlock(&ep->lock);
     return s == SHM_EP_OK ? RF_OK : RF_ERR_DISCONNECTED;
 }
 
@@ -479,7 +474,7 @@ rf_status shm_ep_enable_remote_access(rf_ep *base)
     shm_ep *ep = (shm_ep *)base;
     shm_fabric *fab = ep->fab;
     pthread_mutex_lock(&fab->mu);
-    pthread_mutex_lock(&ep->mu);
+    rf_spin_lock(&ep->lock);
     rf_status st = RF_OK;
     if (ep->state != SHM_EP_OK)
         st = rf_error_set(RF_ERR_DISCONNECTED,
@@ -488,7 +483,7 @@ rf_status shm_ep_enable_remote_access(rf_ep *base)
                           ep->peer);
     else if (!ep->granted)
         st = shm_grant(ep);
-    pthread_mutex_unlock(&ep->mu);
+    rf_spin_unlock(&ep->lock);
     pthread_mutex_unlock(&fab->mu);
     return st;
 }

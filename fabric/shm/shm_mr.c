@@ -454,10 +454,10 @@ rf_status shm_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
     fab->mrs = mr;
     if (new_for_fabric) {
         for (shm_ep *ep = fab->eps; ep; ep = ep->next) {
-            pthread_mutex_lock(&ep->mu);
+            rf_spin_lock(&ep->lock);
             if (ep->granted && ep->state == SHM_EP_OK)
                 send_seg(ep, mr->seg);
-            pthread_mutex_unlock(&ep->mu);
+            rf_spin_unlock(&ep->lock);
         }
     }
     table_write(fab, idx, mr, 1);
@@ -489,11 +489,11 @@ rf_status shm_mr_dereg(rf_mr *base)
     }
     if (!fabric_uses_seg(fab, mr->seg)) {
         for (shm_ep *ep = fab->eps; ep; ep = ep->next) {
-            pthread_mutex_lock(&ep->mu);
+            rf_spin_lock(&ep->lock);
             if (ep->granted && ep->state == SHM_EP_OK)
                 (void)shm_msg_send(ep->sock, SHM_MSG_SEG_GONE, mr->seg->id, 0,
                                    NULL, 0, NULL, 0);
-            pthread_mutex_unlock(&ep->mu);
+            rf_spin_unlock(&ep->lock);
         }
     }
     pthread_mutex_unlock(&fab->mu);

@@ -41,7 +41,7 @@ static void kick(int efd)
 /* --- posting ---------------------------------------------------------------
  */
 
-static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int yield);
+static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int progress);
 
 /* Small one-sided work on an idle endpoint runs at once in the posting
  * thread: nothing is queued before it, so order is kept, and it saves the
@@ -58,7 +58,7 @@ rf_status shm_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
     rf_status st = RF_OK;
     size_t i = 0;
     int queued = 0;
-    pthread_mutex_lock(&ep->mu);
+    rf_spin_lock(&ep->lock);
     if (ep->state != SHM_EP_OK) {
         st = rf_error_set(RF_ERR_DISCONNECTED,
                           "rf_post: endpoint to %s is in the error state",
@@ -82,6 +82,12 @@ rf_status shm_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
                 /* Never queued: it completes (or fails the endpoint) here,
                  * and the queue stays empty. */
                 rf_status xs = exec_one_sided(ep, &wrs[i], 0);
+                if (xs != RF_OK && ep->state != SHM_EP_OK) {
+                    /* Looking for the peer's table or segment read a
+                     * message that failed the endpoint. */
+                    shm_ep_complete(ep, &wrs[i], RF_ERR_DISCONNECTED);
+                    continue;
+                }
                 if (xs != RF_OK) {
                     ep->sq[ep->sq_head] = (shm_wqe){.wr = wrs[i]};
                     ep->sq_count = 1;
@@ -100,7 +106,7 @@ rf_status shm_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
             queued = 1;
         }
     }
-    pthread_mutex_unlock(&ep->mu);
+    rf_spin_unlock(&ep->lock);
     *posted = i;
     if (queued)
         shm_fab_wake(ep->fab);
@@ -113,7 +119,7 @@ rf_status shm_post_recv(rf_ep *base, void *buf, size_t len, rf_mr *mr,
     (void)mr;
     shm_ep *ep = (shm_ep *)base;
     rf_status st = RF_OK;
-    pthread_mutex_lock(&ep->mu);
+    rf_spin_lock(&ep->lock);
     if (ep->state != SHM_EP_OK) {
         st = rf_error_set(RF_ERR_DISCONNECTED,
                           "rf_post_recv: endpoint to %s is in the error state",
@@ -126,7 +132,7 @@ rf_status shm_post_recv(rf_ep *base, void *buf, size_t len, rf_mr *mr,
             (shm_rqe){.buf = buf, .len = len, .context = context};
         ep->rq_count++;
     }
-    pthread_mutex_unlock(&ep->mu);
+    rf_spin_unlock(&ep->lock);
     if (st == RF_OK)
         shm_fab_wake(ep->fab);
     return st;
@@ -211,10 +217,17 @@ static rf_status resolve(shm_ep *ep, const rf_wr *wr, uint32_t need,
     return RF_OK;
 }
 
-/* memcpy in pieces, checking in between that the peer is still there;
- * the progress thread (yield) also lets others run between pieces. */
+/* memcpy in pieces of SHM_COPY_CHUNK, looking at the socket after each
+ * (also after the last: a large transfer completes only if the peer was
+ * still there when it ended, as an RC ack would). The progress thread
+ * (progress) copies the request at the head of the queue without ep->lock,
+ * which nobody else needs for it (shm.h), and lets the threads waiting for
+ * its completions, and the peer, run between pieces: a long copy keeps a
+ * core busy, there is no NIC doing it. A posting thread copies inline for
+ * itself, holding the lock, as long as it asked to. RF_ERR_DISCONNECTED if
+ * the peer hung up; the caller fails the endpoint. */
 static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len,
-                      int yield)
+                      int progress)
 {
     if (len == 8) { /* a counter or a lock word: no call into libc */
         uint64_t v;
@@ -222,28 +235,30 @@ static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len,
         memcpy(dst, &v, 8);
         return RF_OK;
     }
-    size_t off = 0;
-    while (off < len) {
+    if (len < SHM_COPY_CHUNK) {
+        memcpy(dst, src, len);
+        return RF_OK;
+    }
+    rf_status st = RF_OK;
+    if (progress)
+        rf_spin_unlock(&ep->lock);
+    for (size_t off = 0; off < len;) {
         size_t n = len - off < SHM_COPY_CHUNK ? len - off : SHM_COPY_CHUNK;
         memcpy((unsigned char *)dst + off, (const unsigned char *)src + off, n);
         off += n;
-        /* Also after the last piece: a large transfer completes only if
-         * the peer was still there when it ended (as an RC ack would). */
-        if (len >= SHM_COPY_CHUNK) {
-            if (shm_ep_peer_gone(ep))
-                return RF_ERR_DISCONNECTED;
-            /* A long copy keeps a core busy (there is no NIC doing it):
-             * the progress thread lets the threads waiting for its
-             * completions, and the peer, run in between. A posting thread
-             * copies for itself, as long as it asked to. */
-            if (yield)
-                sched_yield();
+        if (shm_ep_hung_up(ep)) {
+            st = RF_ERR_DISCONNECTED;
+            break;
         }
+        if (progress && off < len)
+            sched_yield();
     }
-    return RF_OK;
+    if (progress)
+        rf_spin_lock(&ep->lock);
+    return st;
 }
 
-static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int yield)
+static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int progress)
 {
     static const uint32_t need[] = {
         [RF_OP_READ] = RF_ACCESS_REMOTE_READ,
@@ -252,7 +267,7 @@ static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int yield)
         [RF_OP_FETCH_ADD] = RF_ACCESS_REMOTE_ATOMIC,
         [RF_OP_CMP_SWAP] = RF_ACCESS_REMOTE_ATOMIC,
     };
-    if (wr->len >= SHM_COPY_CHUNK && shm_ep_peer_gone(ep))
+    if (wr->len >= SHM_COPY_CHUNK && shm_ep_hung_up(ep))
         return RF_ERR_DISCONNECTED;
     unsigned char *p = NULL;
     rf_status st = resolve(ep, wr, need[wr->op], &p);
@@ -260,10 +275,10 @@ static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int yield)
         return st;
     switch (wr->op) {
     case RF_OP_READ:
-        return copy(ep, wr->local, p, wr->len, yield);
+        return copy(ep, wr->local, p, wr->len, progress);
     case RF_OP_WRITE:
     case RF_OP_WRITE_IMM:
-        return copy(ep, p, wr->local, wr->len, yield);
+        return copy(ep, p, wr->local, wr->len, progress);
     case RF_OP_FETCH_ADD: {
         uint64_t old = __atomic_fetch_add((uint64_t *)(void *)p,
                                           wr->compare_add, __ATOMIC_SEQ_CST);

@@ -76,20 +76,20 @@ static void *progress(void *arg)
             shm_ep *ep = find_ep(fab, d >> 1);
             if (!ep)
                 continue;
-            pthread_mutex_lock(&ep->mu);
+            rf_spin_lock(&ep->lock);
             if (d & 1) {
                 drain_efd(ep->my_efd);
             } else {
                 shm_ep_drain(ep);
             }
-            pthread_mutex_unlock(&ep->mu);
+            rf_spin_unlock(&ep->lock);
         }
         int more = 0;
         int64_t deadline = RF_DEADLINE_NONE;
         for (shm_ep *ep = fab->eps; ep; ep = ep->next) {
-            pthread_mutex_lock(&ep->mu);
+            rf_spin_lock(&ep->lock);
             more |= shm_ep_progress(ep, &deadline);
-            pthread_mutex_unlock(&ep->mu);
+            rf_spin_unlock(&ep->lock);
         }
         pthread_mutex_unlock(&fab->mu);
         if (more)
