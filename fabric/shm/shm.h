@@ -273,7 +273,9 @@ struct shm_ep {
     const shm_tentry *peer_table;
     shm_peer_seg *psegs;
     uint32_t npsegs, psegs_cap;
-    uint32_t pseg_hint; /* index find_pseg tries first */
+    uint32_t *pseg_slot; /* id -> psegs index + 1 (shm_ep.c) */
+    uint32_t pseg_mask;  /* slots - 1 (2 x psegs_cap, a power of 2) */
+    uint64_t pseg_seed;
     /* Rings and doorbells. */
     shm_ring *rx, *tx;
     int rx_ring_fd; /* until passed to the peer */

@@ -32,6 +32,7 @@ rf_status shm_ep_new(shm_fabric *fab, const rf_ep_attr *attr, int sock,
     ep->my_efd = ep->peer_efd = ep->rx_ring_fd = -1;
     snprintf(ep->peer, sizeof ep->peer, "%s", peer);
     rf_spin_init(&ep->lock);
+    ep->pseg_seed = (uint64_t)(uintptr_t)ep ^ rf_now_ns();
     ep->sq_cap = attr->max_send_wr ? attr->max_send_wr : 1024;
     ep->rq_cap = attr->max_recv_wr ? attr->max_recv_wr : 256;
     ep->sq = calloc(ep->sq_cap, sizeof *ep->sq);
@@ -105,6 +106,9 @@ static void unmap_peer(shm_ep *ep)
     free(ep->psegs);
     ep->psegs = NULL;
     ep->npsegs = ep->psegs_cap = 0;
+    free(ep->pseg_slot);
+    ep->pseg_slot = NULL;
+    ep->pseg_mask = 0;
     if (ep->peer_table)
         munmap((void *)ep->peer_table, SHM_TABLE_BYTES);
     ep->peer_table = NULL;
@@ -243,18 +247,48 @@ void shm_ep_fail(shm_ep *ep, rf_status head_status, int notify,
     ep->rnr_since = 0;
 }
 
-/* The peer's segment id: the one found last first (a job's one-sided
- * work mostly hits one or a few segments), then the others. */
+/* The peer's segments are found by id through an open-addressing index
+ * (pseg_slot: psegs index + 1, 0 empty; at least twice as many slots as
+ * segments, so a lookup probes a slot or two whatever the number of
+ * segments). Ids are the peer's: they are mixed with a seed of this
+ * endpoint before hashing. */
+static uint32_t pseg_hash(const shm_ep *ep, uint32_t id)
+{
+    uint64_t h = ((uint64_t)id ^ ep->pseg_seed) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 32) & ep->pseg_mask;
+}
+
 static shm_peer_seg *find_pseg(shm_ep *ep, uint32_t id)
 {
-    if (ep->pseg_hint < ep->npsegs && ep->psegs[ep->pseg_hint].id == id)
-        return &ep->psegs[ep->pseg_hint];
-    for (uint32_t i = 0; i < ep->npsegs; i++)
-        if (ep->psegs[i].id == id) {
-            ep->pseg_hint = i;
-            return &ep->psegs[i];
-        }
-    return NULL;
+    if (!ep->pseg_slot)
+        return NULL;
+    for (uint32_t i = pseg_hash(ep, id);; i = (i + 1) & ep->pseg_mask) {
+        uint32_t v = ep->pseg_slot[i];
+        if (v == 0)
+            return NULL;
+        if (ep->psegs[v - 1].id == id)
+            return &ep->psegs[v - 1];
+    }
+}
+
+/* Rebuilds the index for psegs_cap segments. 0 if no memory (the old index
+ * is kept). */
+static int pseg_reindex(shm_ep *ep)
+{
+    uint32_t nslots = 2 * ep->psegs_cap;
+    uint32_t *slot = calloc(nslots, sizeof *slot);
+    if (!slot)
+        return 0;
+    free(ep->pseg_slot);
+    ep->pseg_slot = slot;
+    ep->pseg_mask = nslots - 1;
+    for (uint32_t k = 0; k < ep->npsegs; k++) {
+        uint32_t i = pseg_hash(ep, ep->psegs[k].id);
+        while (slot[i])
+            i = (i + 1) & ep->pseg_mask;
+        slot[i] = k + 1;
+    }
+    return 1;
 }
 
 static void on_table(shm_ep *ep, int fd)
@@ -298,7 +332,14 @@ static void on_seg(shm_ep *ep, uint32_t id, uint64_t len, int fd)
             return;
         }
         ep->psegs = n;
+        uint32_t ocap = ep->psegs_cap;
         ep->psegs_cap = ncap;
+        if (!pseg_reindex(ep)) {
+            ep->psegs_cap = ocap;
+            close(fd);
+            shm_ep_fail(ep, RF_OK, 1, RF_ERR_DISCONNECTED, "out of memory");
+            return;
+        }
     }
     void *m =
         mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -309,6 +350,10 @@ static void on_seg(shm_ep *ep, uint32_t id, uint64_t len, int fd)
         return;
     }
     ep->psegs[ep->npsegs++] = (shm_peer_seg){.id = id, .len = len, .map = m};
+    uint32_t i = pseg_hash(ep, id);
+    while (ep->pseg_slot[i])
+        i = (i + 1) & ep->pseg_mask;
+    ep->pseg_slot[i] = ep->npsegs;
 }
 
 static void on_seg_gone(shm_ep *ep, uint32_t id)
@@ -318,6 +363,14 @@ static void on_seg_gone(shm_ep *ep, uint32_t id)
         return;
     munmap(s->map, s->len);
     *s = ep->psegs[--ep->npsegs];
+    /* Rare (a region freed for good): rebuild in place, no allocation. */
+    memset(ep->pseg_slot, 0, (ep->pseg_mask + 1) * sizeof *ep->pseg_slot);
+    for (uint32_t k = 0; k < ep->npsegs; k++) {
+        uint32_t i = pseg_hash(ep, ep->psegs[k].id);
+        while (ep->pseg_slot[i])
+            i = (i + 1) & ep->pseg_mask;
+        ep->pseg_slot[i] = k + 1;
+    }
 }
 
 /* Acceptor side, progress thread (fab->mu and ep->lock held). */

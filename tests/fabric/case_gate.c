@@ -50,10 +50,10 @@ static void refused(rt_target *t, rf_fabric *f, rt_buf *b, const rf_mr_desc *d,
     CHECK(refused_status(c.ep, comp.status),
           "%s on a gated endpoint completed with %s, want "
           "RF_ERR_REMOTE_ACCESS",
-          rt_op_name(op), rf_status_string(comp.status));
+          rf_wr_op_name(op), rf_status_string(comp.status));
     CHECK(tgt_ep_disconnected(t, token, rft_ms(10000)),
           "the target's gated endpoint did not fail after a refused %s",
-          rt_op_name(op));
+          rf_wr_op_name(op));
     if (op == RF_OP_READ)
         for (int i = 0; i < 64; i++)
             CHECK(b->p[i] == 0xab, "a refused read brought data (byte %d)", i);

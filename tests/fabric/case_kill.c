@@ -60,7 +60,7 @@ void case_kill_target(void)
               comp.context, (unsigned long long)done);
         CHECK(comp.op == (done % 2 ? RF_OP_WRITE : RF_OP_READ),
               "completion %llu has op %s", (unsigned long long)done,
-              rt_op_name(comp.op));
+              rf_wr_op_name(comp.op));
         if (comp.status == RF_OK) {
             CHECK(!seen_disconnect,
                   "op %llu completed RF_OK after an "

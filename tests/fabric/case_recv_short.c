@@ -80,7 +80,7 @@ void case_recv_short(void)
               "send of %u bytes into a %u-byte receive: completion {context "
               "%p, op %s, status %s}, expected {0x1, SEND, "
               "RF_ERR_REMOTE_ACCESS%s}",
-              sizes[i], RBUF_LEN, comp.context, rt_op_name(comp.op),
+              sizes[i], RBUF_LEN, comp.context, rf_wr_op_name(comp.op),
               rf_status_string(comp.status),
               verbs ? " (verbs: or RF_ERR_INVALID_ARG, RF_ERR_DISCONNECTED)"
                     : "");
@@ -98,7 +98,7 @@ void case_recv_short(void)
                            (verbs && st == RF_ERR_DISCONNECTED)),
               "the too short receive: completion {context %llu, op %s, status "
               "%s}, expected {7, RF_ERR_INVALID_ARG%s}",
-              ctx, rt_op_name((rf_op)op), rf_status_string((rf_status)st),
+              ctx, rf_wr_op_name((rf_op)op), rf_status_string((rf_status)st),
               verbs ? " (verbs: or RF_ERR_DISCONNECTED, rxe's flush)" : "");
         target_recv(&t, token, &op, &st, &ctx);
         CHECK(ctx == 8 && st == RF_ERR_DISCONNECTED,

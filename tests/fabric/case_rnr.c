@@ -28,8 +28,8 @@ static void expect_recv(rt_target *t, const char *token, rf_op op, unsigned len,
               (op != RF_OP_RECV_WRITE_IMM || gimm == imm),
           "late receive: target completion {op %s, status %s, len %u, imm "
           "%u, context %llu}, expected {%s, RF_OK, %u, %u, %llu}",
-          rt_op_name((rf_op)gop), rf_status_string((rf_status)gst), glen, gimm,
-          gctx, rt_op_name(op), len, imm, ctx);
+          rf_wr_op_name((rf_op)gop), rf_status_string((rf_status)gst), glen,
+          gimm, gctx, rf_wr_op_name(op), len, imm, ctx);
 }
 
 void case_rnr(void)
@@ -104,7 +104,7 @@ void case_rnr(void)
               "RF_ERR_NO_RESOURCE after %llu ms, RF_RNR_TIMEOUT_MS is %d",
               (unsigned long long)ms, rnr_ms);
         rft_note("%s without a receive failed after %llu ms (timeout %d ms)",
-                 rt_op_name(ops[i]), (unsigned long long)ms, rnr_ms);
+                 rf_wr_op_name(ops[i]), (unsigned long long)ms, rnr_ms);
         rt_conn_close(&c);
     }
     unsetenv("RF_RNR_TIMEOUT_MS");

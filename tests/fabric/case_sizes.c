@@ -102,7 +102,7 @@ static void one(rt_target *t, rt_conn *c, rt_buf *local, const rf_mr_desc *data,
                   "%s: target completion {op %s, status %s, imm 0x%x, len %u, "
                   "context %llu}, expected {recv_write_imm, RF_OK, 0x%x, "
                   "%zu, %llu}",
-                  what, rt_op_name((rf_op)x.op),
+                  what, rf_wr_op_name((rf_op)x.op),
                   rf_status_string((rf_status)x.status), x.imm, x.len, x.ctx,
                   imm, len, (unsigned long long)(seed + 4));
         }
@@ -122,7 +122,7 @@ static void one(rt_target *t, rt_conn *c, rt_buf *local, const rf_mr_desc *data,
                   x.ctx == seed + 4,
               "%s: target completion {op %s, status %s, len %u, context "
               "%llu}, expected {recv, RF_OK, %zu, %llu}",
-              what, rt_op_name((rf_op)x.op),
+              what, rf_wr_op_name((rf_op)x.op),
               rf_status_string((rf_status)x.status), x.len, x.ctx, len,
               (unsigned long long)(seed + 4));
         tgt_verify(t, 1, roff, len, seed_in, seed_out);

@@ -118,17 +118,9 @@ void rt_expect_quiet(rf_cq *cq, int ms, const char *why)
     CHECK(r == RF_ERR_TIMEOUT,
           "%s: expected no completion, rf_cq_wait returned %d (op %s, "
           "status %s, context %p)",
-          why, r, r > 0 ? rt_op_name(c.op) : "-",
+          why, r, r > 0 ? rf_wr_op_name(c.op) : "-",
           r > 0 ? rf_status_string(c.status) : "-", r > 0 ? c.context : NULL);
     rf_error_clear(); /* the timeout was the expected outcome */
-}
-
-const char *rt_op_name(rf_op op)
-{
-    static const char *const names[] = {
-        "read",     "write", "write_imm", "fetch_add",
-        "cmp_swap", "send",  "recv",      "recv_write_imm"};
-    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
 void rt_expect_comp(const rf_completion *c, const char *what, void *context,
@@ -137,8 +129,8 @@ void rt_expect_comp(const rf_completion *c, const char *what, void *context,
     CHECK(c->context == context && c->op == op && c->status == status,
           "%s: completion {context %p, op %s, status %s} expected {context "
           "%p, op %s, status %s}",
-          what, c->context, rt_op_name(c->op), rf_status_string(c->status),
-          context, rt_op_name(op), rf_status_string(status));
+          what, c->context, rf_wr_op_name(c->op), rf_status_string(c->status),
+          context, rf_wr_op_name(op), rf_status_string(status));
     if (len >= 0)
         CHECK(c->len == (uint64_t)len, "%s: completion len %u, expected %lld",
               what, c->len, len);

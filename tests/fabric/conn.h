@@ -81,6 +81,4 @@ void rt_expect_dead(rt_conn *c, void *local, rf_mr *mr, uint64_t raddr,
 void rt_roundtrip(rt_conn *c, rt_buf *local, const rf_mr_desc *remote,
                   uint64_t off, size_t len, uint64_t seed);
 
-const char *rt_op_name(rf_op op);
-
 #endif

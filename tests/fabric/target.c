@@ -16,7 +16,7 @@
 #include "tests/fabric/opts.h"
 #include "tests/fabric/pattern.h"
 
-#define MAX_REGIONS 16
+#define MAX_REGIONS 64
 #define MAX_SLOTS   1024
 #define GUARD_SEED  0x6a09e667f3bcc908ull
 
@@ -411,7 +411,7 @@ static void cmd_immstream(char **save)
                 reply("fail completion %llu: status %s op %s imm %u context "
                       "%p len %u",
                       (unsigned long long)k, rf_status_string(c->status),
-                      rt_op_name(c->op), c->imm, c->context, c->len);
+                      rf_wr_op_name(c->op), c->imm, c->context, c->len);
                 return;
             }
             if (seen != (magic ^ k)) {
