@@ -194,18 +194,33 @@ wd_auc() {
 # --model=wide_deep, one worker, 2 ps (the tables in 2 parts, embedding
 # shards on the ps) against local training with --embedding_partitions=2:
 # the final loss, the test AUC and --variables_out byte-identical, for
-# apply=ps and apply=worker
+# apply=ps and apply=worker (the lookups' way auto), and apply=ps with
+# --embedding_lookup=rows and =gather (through rf-launch), each table's
+# way printed as forced
 case_wide_deep_oracle() {
     local args=(--model=wide_deep --train_steps=120 --batch_size=256
         --eval_examples=20000 --log_every=40 --threads=1)
     run_local "$tmp/l" "${args[@]}" --embedding_partitions=2 \
         --variables_out="$tmp/l.st"
     [[ $rc -eq 0 ]] || { fail "local: exit $rc"; show "$tmp/l"; return; }
-    local apply ll dl la da
-    for apply in ps worker; do
+    local spec apply way ll dl la da
+    for spec in ps worker ps:rows ps:gather; do
+        apply=${spec%%:*}
+        way=${spec#"$apply"}
+        way=${way#:}
         run_launch "$tmp/d" 2 1 "${args[@]}" --apply=$apply \
-            --variables_out="$tmp/d.st"
-        [[ $rc -eq 0 ]] || { fail "apply=$apply: exit $rc"; show "$tmp/d"; continue; }
+            ${way:+--embedding_lookup=$way} --variables_out="$tmp/d.st"
+        [[ $rc -eq 0 ]] || { fail "apply=$apply $way: exit $rc"; show "$tmp/d"; continue; }
+        apply="$apply${way:+, embedding_lookup=$way}"
+        if [[ -n $way ]]; then
+            local n took="[1-9][0-9]* lookups by row READs ([1-9][0-9]* rows), 0 by the gather (0 rows)"
+            [[ $way == gather ]] &&
+                took="0 lookups by row READs (0 rows), [1-9][0-9]* by the gather ([1-9][0-9]* rows)"
+            n=$(grep -c "embedding lookups of table '.*/part_[01]' (ps [01]): .*, as embedding_lookup=$way says; $took\$" "$tmp/d")
+            ((n >= 2)) && [[ $n -eq $(grep -c "embedding lookups of table" "$tmp/d") ]] &&
+                ok "$apply: $n table parts say they took that way: $(grep -m1 "embedding lookups of" "$tmp/d" | sed 's/^.*embedding lookups of //')" ||
+                fail "$apply: the tables do not say they took that way: $(grep -m2 "embedding lookups of" "$tmp/d")"
+        fi
         ll=$(first_line "$tmp/l" "final loss:")
         dl=$(first_line "$tmp/d" "final loss:")
         la=$(wd_auc "$tmp/l")
