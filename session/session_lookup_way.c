@@ -3,9 +3,8 @@
  * READs (rf_ps_read_rows) or the ps-side gather (rf_ps_gather_rows).
  * rows and gather force the way; auto measures, once per shard when the
  * session is created, what each way costs against the shard's own ps
- * (two probes per way: 1 row and probe_rows rows, the median of several
- * timed lookups each, the ways alternated so that load changes hit both)
- * and fits a line per way, cost(n) = fixed + per_row * n. A step's lookup
+ * (rf_ps_lookup_cost_measure: a line per way, cost(n) = fixed + per_row
+ * * n, through timed probes of 1 and up to 256 rows). A step's lookup
  * then takes, per shard, the cheaper line at the step's distinct rows of
  * that shard (sess_way_of); the lines cross at most once, so the choice
  * is a threshold, logged once per shard with its numbers. The rows are
@@ -17,11 +16,6 @@
 
 #include "core/log.h"
 #include "session/session_internal.h"
-
-/* The probes: at most this many rows, each size timed this many times
- * (after one untimed warm-up of each way). */
-#define PROBE_MAX_ROWS 256u
-#define PROBE_REPS     7
 
 const char *rf_lookup_way_name(rf_lookup_way way)
 {
@@ -71,75 +65,20 @@ static const sess_lookup *lookup_of_table(const rf_session *s, size_t vi)
     return NULL;
 }
 
-static int cmp_u64(const void *a, const void *b)
+static rf_ps_lookup_cost model_of(const rf_session_lookup_info *w)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* One timed lookup of rows [0, n) of v by way into buf. */
-static rf_status probe_once(rf_session *s, sess_var *v, rf_lookup_way way,
-                            size_t n, int64_t *rows, unsigned char *buf,
-                            uint64_t *ns)
-{
-    rf_ps_rows set = {.var = v->shard,
-                      .field = RF_PS_FIELD_VALUES,
-                      .rows = rows,
-                      .n = n,
-                      .buf = buf,
-                      .mr = s->rows.gathered_mr};
-    uint64_t t0 = rf_now_ns();
-    rf_status st = way == RF_LOOKUP_GATHER
-                       ? rf_ps_gather_rows(s->client, &set, 1)
-                       : rf_ps_read_rows(s->client, &set, 1);
-    *ns = rf_now_ns() - t0;
-    return st;
-}
-
-/* Medians (us) of PROBE_REPS lookups of 1 and of n rows by each way,
- * alternated; t[way - 1][0 or 1]. */
-static rf_status probe(rf_session *s, sess_var *v, size_t n, int64_t *rows,
-                       unsigned char *buf, double t[2][2])
-{
-    uint64_t ns[2][2][PROBE_REPS], one;
-    rf_status st = RF_OK;
-    for (int w = 0; w < 2 && st == RF_OK; w++) /* warm-up: first requests */
-        st = probe_once(s, v, (rf_lookup_way)(w + 1), n, rows, buf, &one);
-    for (int r = 0; r < PROBE_REPS && st == RF_OK; r++)
-        for (int k = 0; k < 2 && st == RF_OK; k++)
-            for (int w = 0; w < 2 && st == RF_OK; w++)
-                st = probe_once(s, v, (rf_lookup_way)(w + 1), k ? n : 1, rows,
-                                buf, &ns[w][k][r]);
-    if (st != RF_OK)
-        return rf_error_set(st, "measuring the lookups of table '%s': %s",
-                            rf_node_name(v->var), rf_error_message());
-    for (int w = 0; w < 2; w++)
-        for (int k = 0; k < 2; k++) {
-            qsort(ns[w][k], PROBE_REPS, sizeof ns[w][k][0], cmp_u64);
-            t[w][k] = (double)ns[w][k][PROBE_REPS / 2] / 1e3;
-        }
-    return RF_OK;
-}
-
-static double cost(const rf_session_lookup_info *w, rf_lookup_way way, double n)
-{
-    return way == RF_LOOKUP_GATHER
-               ? w->gather_fixed_us + w->gather_per_row_us * n
-               : w->rows_fixed_us + w->rows_per_row_us * n;
+    return (rf_ps_lookup_cost){.probe_rows = w->probe_rows,
+                               .rows_fixed_us = w->rows_fixed_us,
+                               .rows_per_row_us = w->rows_per_row_us,
+                               .gather_fixed_us = w->gather_fixed_us,
+                               .gather_per_row_us = w->gather_per_row_us};
 }
 
 static rf_lookup_way cheaper(const rf_session_lookup_info *w, double n)
 {
-    return cost(w, RF_LOOKUP_ROWS, n) <= cost(w, RF_LOOKUP_GATHER, n)
-               ? RF_LOOKUP_ROWS
-               : RF_LOOKUP_GATHER;
-}
-
-/* The line through (1, t1) and (n, tn), neither part negative. */
-static void fit(double t1, double tn, size_t n, double *fixed, double *per)
-{
-    *per = n > 1 && tn > t1 ? (tn - t1) / (double)(n - 1) : 0;
-    *fixed = t1 > *per ? t1 - *per : 0;
+    rf_ps_lookup_cost m = model_of(w);
+    return rf_ps_lookup_cost_gather_cheaper(&m, n) ? RF_LOOKUP_GATHER
+                                                   : RF_LOOKUP_ROWS;
 }
 
 /* The threshold from the fitted lines over [1, bound]. */
@@ -226,23 +165,17 @@ static rf_status choose_one(rf_session *s, size_t vi)
                             : "no lookup reads it");
         return RF_OK;
     }
-    size_t n = PROBE_MAX_ROWS;
-    if (n > L->cap)
-        n = L->cap;
-    if (n > bound)
-        n = bound;
-    if (n < 1)
-        n = 1;
-    int64_t rows[PROBE_MAX_ROWS];
-    for (size_t r = 0; r < n; r++)
-        rows[r] = (int64_t)r;
-    double t[2][2];
-    rf_status st = probe(s, v, n, rows, L->gathered, t);
+    rf_ps_lookup_cost m;
+    rf_status st = rf_ps_lookup_cost_measure(s->client, v->shard, L->gathered,
+                                             s->rows.gathered_mr, L->cap, &m);
     if (st != RF_OK)
-        return st;
-    w->probe_rows = (uint32_t)n;
-    fit(t[0][0], t[0][1], n, &w->rows_fixed_us, &w->rows_per_row_us);
-    fit(t[1][0], t[1][1], n, &w->gather_fixed_us, &w->gather_per_row_us);
+        return rf_error_set(st, "table '%s': %s", rf_node_name(v->var),
+                            rf_error_message());
+    w->probe_rows = m.probe_rows;
+    w->rows_fixed_us = m.rows_fixed_us;
+    w->rows_per_row_us = m.rows_per_row_us;
+    w->gather_fixed_us = m.gather_fixed_us;
+    w->gather_per_row_us = m.gather_per_row_us;
     decide(w, bound);
     explain(w, bound);
     return RF_OK;

@@ -568,6 +568,33 @@ RF_API rf_status rf_ps_mark_initialized(rf_ps_client *client,
 RF_API rf_status rf_ps_gather_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                    size_t nsets);
 
+/* What a lookup of n distinct rows of one table shard costs by each way,
+ * as a line per way, cost(n) = fixed + per_row * n microseconds
+ * (docs/DESIGN.md "Lookups that pick the cheaper way"; the session's
+ * embedding_lookup=auto): rows, rf_ps_read_rows (one READ per row, no ps
+ * CPU); gather, rf_ps_gather_rows (one request, the ps CPU copies).
+ * rf_ps_lookup_cost_measure probes the shard's own ps now: rows [0, m) of
+ * the values by each way, m = min(max_rows, 256, the shard's rows and
+ * max_push_rows), one untimed lookup of each way, then 7 rounds of 1 row
+ * and of m rows by each way alternated (so a change of load hits both);
+ * each line goes through the medians at 1 and m rows, neither part below
+ * 0 (m = 1: per_row 0). buf (m rows) must be in mr, registered with
+ * rf_ps_client_register_reply (the gather WRITEs there). About 60 round
+ * trips: done once, when a session is created. */
+typedef struct rf_ps_lookup_cost {
+    uint32_t probe_rows; /* m */
+    double rows_fixed_us, rows_per_row_us;
+    double gather_fixed_us, gather_per_row_us;
+} rf_ps_lookup_cost;
+RF_API rf_status rf_ps_lookup_cost_measure(rf_ps_client *client, rf_ps_var *var,
+                                           void *buf, rf_mr *mr,
+                                           size_t max_rows,
+                                           rf_ps_lookup_cost *out);
+/* Whether the gather is the cheaper way for n rows by the model (false on
+ * a tie: row READs cost the ps nothing). */
+RF_API bool rf_ps_lookup_cost_gather_cheaper(const rf_ps_lookup_cost *cost,
+                                             double n);
+
 /* Sparse pushes: a sparse gradient to a trainable async table shard (a
  * sync one is refused: rf_ps_push_sparse_sync): grad is n rows
  * (n * row_bytes float32) for the row indices rows[0..n); both inside mr.
