@@ -317,6 +317,64 @@ wd_peak_below() {
     fi
 }
 
+# --model=wide_deep, 2 ps x 1 worker, --embedding_lookup=gather under
+# rf-launch --restart_on_failure with --checkpoint_dir: ps1 (holding table
+# parts) is killed with SIGKILL once the chief is past a checkpoint and
+# trains on; the chief's session is lost mid-lookup or mid-push, recovered
+# (a new session: the reply block registered again, the ways chosen again)
+# from the checkpoint, and the job reaches --train_steps: rf-launch exits 0
+# having restarted ps1 once; every table part still says it took the
+# gather only. (recovery with row READs: the fault.* cases' dense models
+# and this case's auto runs elsewhere take that path)
+case_wide_deep_gather_recovery() {
+    local args=(--model=wide_deep "--ctr_spec=vocab=1000,1e5;train=1e5;test=2e4"
+        --embedding_dim=16 --batch_size=256 --eval_examples=20000
+        --log_every=10 --threads=1 --train_steps=200 --embedding_lookup=gather
+        --checkpoint_dir="$tmp/ckpt" --save_checkpoint_steps=40)
+    local out=$tmp/o t0 lpid c victim= i
+    t0=$(now)
+    "$launch" --host "$host" --ps 2 --workers 1 --timeout "$(t 300)" \
+        --restart_on_failure -- "$trainer" "${args[@]}" >"$out" 2>&1 &
+    lpid=$!
+    # until the first checkpoint is written and training goes on
+    for ((i = 0; i < 6000; i++)); do
+        grep -q "model.ckpt-40" "$out" && grep -Eq '^\[worker0\] step (5|6|7|8|9)[0-9],' "$out" && break
+        kill -0 "$lpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    for c in $(cat /proc/"$lpid"/task/*/children 2>/dev/null); do
+        tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null | grep -q -- "--job_name=ps --task_index=1\( \|$\)" &&
+            victim=$c
+    done
+    if [[ -z $victim ]]; then
+        fail "no ps1 to kill (the job: $(tail -n 3 "$out"))"
+        kill "$lpid" 2>/dev/null
+        wait "$lpid"
+        return
+    fi
+    kill -9 "$victim"
+    wait "$lpid"
+    rc=$?
+    echo "rf-launch --restart_on_failure: exit $rc in $(secs "$t0") s (ps1 killed)"
+    local lost rec end
+    lost=$(tline "$out" worker0 ".*session lost.*")
+    rec=$(tline "$out" worker0 ".*recovered in .*")
+    end=$(tline "$out" worker0 "global_step at the end: .*")
+    if [[ $rc -eq 0 && -n $lost && -n $rec && $end == "global_step at the end: 200" ]] &&
+        grep -q '^rf-launch: restarts: ps0 0, ps1 1, worker0 0' "$out"; then
+        ok "ps1 killed: '$lost' -> '$rec'; $end"
+    else
+        fail "ps1 killed: exit $rc, lost '$lost', recovered '$rec', '$end'"
+        show "$out" 30
+    fi
+    local n all
+    n=$(grep -c "embedding lookups of table '.*' (ps [01]): the ps-side gather, as embedding_lookup=gather says; 0 lookups by row READs (0 rows), [1-9][0-9]* by the gather" "$out")
+    all=$(grep -c "embedding lookups of table" "$out")
+    ((n > 0 && n == all)) &&
+        ok "after the recovery $n table parts took the gather only" ||
+        fail "$n of $all table parts say they took the gather only"
+}
+
 # --model=wide_deep with --checkpoint_dir: 2 ps x 1 worker save every 25
 # steps (the tables whole under the whole variables' names, no parts); a
 # second job on 3 ps restores the newest checkpoint (the tables into 3
@@ -1281,6 +1339,7 @@ wide_deep_2x2_worker) case_wide_deep_2x2 worker ;;
 wide_deep_sync) case_wide_deep_sync ;;
 wide_deep_table_memory) case_wide_deep_table_memory ;;
 wide_deep_checkpoint) case_wide_deep_checkpoint ;;
+wide_deep_gather_recovery) case_wide_deep_gather_recovery ;;
 wide_deep_explain) case_wide_deep_explain ;;
 wide_deep_trace) case_wide_deep_trace ;;
 wide_deep_evaluator) case_wide_deep_evaluator ;;
