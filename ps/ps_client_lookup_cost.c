@@ -61,9 +61,13 @@ rf_status rf_ps_lookup_cost_measure(rf_ps_client *c, rf_ps_var *var, void *buf,
                             "rf_ps_lookup_cost_measure: '%s' part %u is not "
                             "an embedding table with rows",
                             info.name, info.part);
+    /* rows spread over the whole shard, as a batch's are (the first rows
+     * alone would stay in the caches and flatter the READs of a large
+     * table) */
     int64_t rows[PROBE_MAX_ROWS];
+    size_t stride = info.rows / n;
     for (size_t r = 0; r < n; r++)
-        rows[r] = (int64_t)r;
+        rows[r] = (int64_t)(r * stride);
     rf_ps_rows set = {.var = var,
                       .field = RF_PS_FIELD_VALUES,
                       .rows = rows,

@@ -13,8 +13,11 @@
  *   session_finish.c  the end of the job: finish and its steps
  *   session_ckpt.c    checkpoints: the chief's save and restore
  *   session_rows.c    embedding tables: each step's rows of a lookup READ
- *                     into a gathered buffer the lookup kernel reads, and
- *                     a table's sparse gradient staged and pushed
+ *                     (or gathered by the ps) into a gathered buffer the
+ *                     lookup kernel reads, and a table's sparse gradient
+ *                     staged and pushed
+ *   session_lookup_way.c  each table's lookup way: forced, or (auto) the
+ *                     cheaper by a cost model measured at creation
  *   session_ssp.c     stale synchronous parallel: the clock words' wait
  *                     before a training step and advance after it
  *   push_ps.c, push_worker.c, push_sync.c

@@ -5,9 +5,12 @@
  * (part, row) with the kernel's own checks (rf_embedding_map_ids: a bad id
  * fails the step naming the node, the position and the id, before any READ
  * is posted), deduplicates them in O(n) into per-lookup scratch (no
- * allocation per step), READs the distinct rows of every part with one
- * rf_ps_read_rows call (one list per ps) into the lookup's gathered buffer
- * (registered), and points the kernel at a one-part table: the gathered
+ * allocation per step), fetches the distinct rows of every part into the
+ * lookup's gathered buffer (registered, in a block of its own that the
+ * ps-side gather may WRITE): one rf_ps_read_rows call (one list per ps)
+ * for the parts whose table's way (session_lookup_way.c) says row READs
+ * at this step's rows of the part, one rf_ps_gather_rows for the others,
+ * and points the kernel at a one-part table: the gathered
  * rows, and for ids each id's row in them. The kernel code path is the
  * local one, unchanged: a one-part lookup of [distinct, width] rows.
  * A table's gradient is an IndexedSlices (indices: each id's row in the
