@@ -157,12 +157,12 @@ static rf_status choose_one(rf_session *s, size_t vi)
         explain(w, bound);
         return RF_OK;
     }
-    if (s->offline || !L) {
+    if (s->offline || !L || !L->cap) {
         snprintf(w->reason, sizeof w->reason,
-                 "table '%s' (ps %zu): auto: %s; row READs until then",
-                 w->table, w->ps_task,
+                 "table '%s' (ps %zu): auto: %s; row READs", w->table,
+                 w->ps_task,
                  s->offline ? "measured when a session connects"
-                            : "no lookup reads it");
+                            : "no lookup of it has ids to measure with");
         return RF_OK;
     }
     rf_ps_lookup_cost m;
