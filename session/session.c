@@ -75,6 +75,11 @@ static rf_status check_options(const rf_session_options *options)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_session_create: unknown apply mode %d",
                             (int)options->apply);
+    if (!rf_lookup_way_name(options->embedding_lookup))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_create: unknown embedding_lookup %d "
+                            "(auto, rows or gather)",
+                            (int)options->embedding_lookup);
     return sess_ssp_check(options);
 }
 
@@ -141,6 +146,8 @@ rf_status rf_session_create_offline(const rf_cluster *cluster,
         st = sess_map(s);
     if (st == RF_OK)
         st = offline_infos(s);
+    if (st == RF_OK)
+        st = sess_lookup_ways_choose(s); /* measures nothing offline */
     if (st == RF_OK)
         st = describe_vars(s);
     if (st != RF_OK) {

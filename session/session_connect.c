@@ -3,8 +3,9 @@
  * (their graph storage) and gradient staging, creating the shards (chief)
  * or looking them up, the chief's initialisation (restore, the push
  * strategy's init_shards, values and init flags) or the others' wait for
- * it, the prepared per-step reads, and pulling everything back into the
- * graph at the end of the job. */
+ * it, the prepared per-step reads, each table's lookup way
+ * (session_lookup_way.c), and pulling everything back into the graph at
+ * the end of the job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,8 @@ rf_ps_xfer sess_grad_xfer(const rf_session *s, size_t i)
 
 /* One registered block: each dense variable's values, then its gradient's
  * staging buffer, 64-byte aligned, on the worker's NUMA node; then the
- * lookups' gathered rows and the tables' push staging (session_rows.c). */
+ * tables' push staging (session_rows.c; the lookups' gathered rows have a
+ * block of their own, sess_rows_register_gathered). */
 static rf_status register_storage(rf_session *s)
 {
     rf_server *sv = s->server;
@@ -300,6 +302,8 @@ rf_status sess_connect(rf_session *s)
         return st;
     }
     st = register_storage(s);
+    if (st == RF_OK)
+        st = sess_rows_register_gathered(s);
     if (st == RF_OK) {
         st = create_or_look_up(s);
         if (st == RF_ERR_TIMEOUT &&
@@ -308,6 +312,8 @@ rf_status sess_connect(rf_session *s)
     }
     if (st == RF_OK)
         st = init_or_wait(s);
+    if (st == RF_OK) /* the tables are initialised: measure their ways */
+        st = sess_lookup_ways_choose(s);
     return st;
 }
 
@@ -438,8 +444,9 @@ void sess_disconnect(rf_session *s)
     s->block.reads = NULL;
     if (s->client)
         deregister_whole(s);
-    rf_ps_client_close(s->client); /* deregisters mem_mr */
+    rf_ps_client_close(s->client); /* deregisters mem_mr, gathered_mr */
     s->client = NULL;
+    sess_rows_free_gathered(s);
     if (s->block.mem && give_back_storage(s))
         rf_topology_free(s->server->topo, s->block.mem, s->block.mem_len);
     s->block.mem = NULL;

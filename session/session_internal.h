@@ -13,8 +13,11 @@
  *   session_finish.c  the end of the job: finish and its steps
  *   session_ckpt.c    checkpoints: the chief's save and restore
  *   session_rows.c    embedding tables: each step's rows of a lookup READ
- *                     into a gathered buffer the lookup kernel reads, and
- *                     a table's sparse gradient staged and pushed
+ *                     (or gathered by the ps) into a gathered buffer the
+ *                     lookup kernel reads, and a table's sparse gradient
+ *                     staged and pushed
+ *   session_lookup_way.c  each table's lookup way: forced, or (auto) the
+ *                     cheaper by a cost model measured at creation
  *   session_ssp.c     stale synchronous parallel: the clock words' wait
  *                     before a training step and advance after it
  *   push_ps.c, push_worker.c, push_sync.c
@@ -89,6 +92,9 @@ typedef struct sess_var {
      * comes second stages and pushes it */
     const rf_tensor *step_idx, *step_vals;
     atomic_int ready;
+    /* a table: how its lookups fetch its rows, why, and how often each
+     * way did (session_lookup_way.c) */
+    rf_session_lookup_info way;
 } sess_var;
 
 /* A lookup (EmbeddingLookup or Gather) of table shards: its batch's rows
@@ -111,8 +117,9 @@ typedef struct sess_lookup {
     size_t hcap;       /* a power of two >= 2 cap */
     uint32_t *count;   /* per part */
     int64_t *rows;     /* the rows READ, part after part */
-    unsigned char *gathered;
-    rf_ps_rows *sets; /* one per part */
+    unsigned char *gathered; /* in s->rows.gathered_mem */
+    rf_ps_rows *sets;        /* one per part: the row READs' first, then */
+    size_t *set_part;        /* the gathers'; each set's part */
     rf_tensor pos_t, gathered_t;
     size_t step_rows; /* rows READ this step */
 } sess_lookup;
@@ -167,6 +174,13 @@ struct rf_session {
          * threads and the pusher: one at a time on the client */
         pthread_mutex_t mu;
         bool mu_init;
+        /* the lookups' gathered buffers, in a block of their own:
+         * registered remote-writable (rf_ps_client_register_reply) when a
+         * table may take the ps-side gather, whose ps WRITEs the rows
+         * there, so nothing else of the worker is exposed to WRITEs */
+        unsigned char *gathered_mem;
+        size_t gathered_len;
+        rf_mr *gathered_mr;
     } rows;
 
     /* the runs */
@@ -411,6 +425,11 @@ rf_ps_shard_spec sess_spec(const rf_session *s, const sess_var *v);
 rf_status sess_rows_map(rf_session *s);
 size_t sess_rows_bytes(const rf_session *s);
 void sess_rows_place(rf_session *s, unsigned char *base);
+/* The lookups' gathered block: allocated and registered (reply-writable
+ * unless every table is forced to row READs), and its memory freed after
+ * the client closed (which deregistered it). */
+rf_status sess_rows_register_gathered(rf_session *s);
+void sess_rows_free_gathered(rf_session *s);
 void sess_rows_free(rf_session *s);
 /* The input hook of a lookup (checks the ids, READs the distinct rows,
  * points the kernel at them); ctx is the plan. */
@@ -421,9 +440,18 @@ rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
  * them to the push strategy (sess_push_gradient). */
 rf_status sess_rows_gradient(rf_session *s, size_t i, bool is_idx,
                              const rf_tensor *value, const char *span, int tid);
-/* The payload bytes, both ways, of a READ of n rows of table v (the step
- * description's bounds take max_push_rows). */
+/* The payload bytes, both ways, of a READ of n rows of table v, and of a
+ * gather of them (the step description's bound takes the larger at
+ * max_push_rows). */
 size_t sess_rows_read_wire(const sess_var *v, size_t n);
+size_t sess_rows_gather_wire(const sess_var *v, size_t n);
+
+/* session_lookup_way.c: each table's way (v->way): forced, or (auto)
+ * measured against its ps now, after the shards are initialised;
+ * logged once per table. An offline session measures nothing. */
+rf_status sess_lookup_ways_choose(rf_session *s);
+/* The way a lookup of n distinct rows of table v takes. */
+rf_lookup_way sess_way_of(const sess_var *v, size_t n);
 
 /* session_connect.c */
 rf_status sess_connect(rf_session *s);

@@ -293,17 +293,33 @@ static rf_status add_op(sess_plan *p, size_t cap, rf_step_op op,
     return RF_OK;
 }
 
+/* A table's lookup at max_push_rows rows: by its forced way, or (auto)
+ * by the costlier of the two. */
+static size_t lookup_wire_bound(const sess_var *v)
+{
+    size_t rows = sess_rows_read_wire(v, v->max_push_rows),
+           gather = sess_rows_gather_wire(v, v->max_push_rows);
+    switch (v->way.configured) {
+    case RF_LOOKUP_ROWS:
+        return rows;
+    case RF_LOOKUP_GATHER:
+        return gather;
+    case RF_LOOKUP_AUTO:
+        break;
+    }
+    return rows > gather ? rows : gather;
+}
+
 static rf_step_op var_op(const sess_var *v, rf_step_op_kind kind,
                          const char *op)
 {
-    if (v->table) /* the bound: max_push_rows rows */
+    if (v->table) /* the bound: max_push_rows rows (by either way) */
         return (rf_step_op){.kind = kind,
                             .op = op,
                             .var = rf_node_name(v->var),
                             .ps_task = v->ps_task,
                             .bytes = (size_t)v->max_push_rows * v->row_bytes,
-                            .wire_bytes =
-                                sess_rows_read_wire(v, v->max_push_rows),
+                            .wire_bytes = lookup_wire_bound(v),
                             .bound = true};
     return (rf_step_op){.kind = kind,
                         .op = op,

@@ -5,9 +5,12 @@
  * (part, row) with the kernel's own checks (rf_embedding_map_ids: a bad id
  * fails the step naming the node, the position and the id, before any READ
  * is posted), deduplicates them in O(n) into per-lookup scratch (no
- * allocation per step), READs the distinct rows of every part with one
- * rf_ps_read_rows call (one list per ps) into the lookup's gathered buffer
- * (registered), and points the kernel at a one-part table: the gathered
+ * allocation per step), fetches the distinct rows of every part into the
+ * lookup's gathered buffer (registered, in a block of its own that the
+ * ps-side gather may WRITE): one rf_ps_read_rows call (one list per ps)
+ * for the parts whose table's way (session_lookup_way.c) says row READs
+ * at this step's rows of the part, one rf_ps_gather_rows for the others,
+ * and points the kernel at a one-part table: the gathered
  * rows, and for ids each id's row in them. The kernel code path is the
  * local one, unchanged: a one-part lookup of [distinct, width] rows.
  * A table's gradient is an IndexedSlices (indices: each id's row in the
@@ -67,7 +70,8 @@ static rf_status map_one(rf_session *s, rf_node *n, sess_lookup *L)
     L->part_rows = calloc(np, sizeof *L->part_rows);
     L->count = calloc(np, sizeof *L->count);
     L->sets = calloc(np, sizeof *L->sets);
-    if (!L->part_var || !L->part_rows || !L->count || !L->sets)
+    L->set_part = calloc(np, sizeof *L->set_part);
+    if (!L->part_var || !L->part_rows || !L->count || !L->sets || !L->set_part)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     for (size_t p = 0; p < np; p++) {
         rf_node *part = rf_node_input(n, first + p);
@@ -166,8 +170,6 @@ rf_status sess_rows_map(rf_session *s)
 size_t sess_rows_bytes(const rf_session *s)
 {
     size_t len = 0;
-    for (size_t k = 0; k < s->rows.nlookups; k++)
-        len += ALIGN64(s->rows.lookups[k].cap * s->rows.lookups[k].row_bytes);
     for (size_t i = 0; i < s->nv; i++)
         if (s->v[i].table)
             len += ALIGN64(s->v[i].max_push_rows * sizeof(int64_t)) +
@@ -178,11 +180,6 @@ size_t sess_rows_bytes(const rf_session *s)
 void sess_rows_place(rf_session *s, unsigned char *base)
 {
     size_t off = 0;
-    for (size_t k = 0; k < s->rows.nlookups; k++) {
-        sess_lookup *L = &s->rows.lookups[k];
-        L->gathered = base + off;
-        off += ALIGN64(L->cap * L->row_bytes);
-    }
     for (size_t i = 0; i < s->nv; i++) {
         sess_var *v = &s->v[i];
         if (!v->table)
@@ -194,6 +191,49 @@ void sess_rows_place(rf_session *s, unsigned char *base)
     }
 }
 
+rf_status sess_rows_register_gathered(rf_session *s)
+{
+    size_t len = 0;
+    for (size_t k = 0; k < s->rows.nlookups; k++)
+        len += ALIGN64(s->rows.lookups[k].cap * s->rows.lookups[k].row_bytes);
+    if (!len)
+        return RF_OK;
+    rf_server *sv = s->server;
+    if (rf_topology_alloc(sv->topo, &sv->binding, len,
+                          (void **)&s->rows.gathered_mem) != RF_OK)
+        return rf_error_set(RF_ERR_NO_MEMORY,
+                            "allocating %zu bytes of lookup rows: %s", len,
+                            rf_error_message());
+    s->rows.gathered_len = len;
+    bool reply = s->opt.embedding_lookup != RF_LOOKUP_ROWS;
+    rf_status st =
+        reply ? rf_ps_client_register_reply(s->client, s->rows.gathered_mem,
+                                            len, &s->rows.gathered_mr)
+              : rf_ps_client_register(s->client, s->rows.gathered_mem, len,
+                                      &s->rows.gathered_mr);
+    if (st != RF_OK)
+        return rf_error_set(st, "registering %zu bytes of lookup rows: %s", len,
+                            rf_error_message());
+    size_t off = 0;
+    for (size_t k = 0; k < s->rows.nlookups; k++) {
+        sess_lookup *L = &s->rows.lookups[k];
+        L->gathered = s->rows.gathered_mem + off;
+        off += ALIGN64(L->cap * L->row_bytes);
+    }
+    return RF_OK;
+}
+
+void sess_rows_free_gathered(rf_session *s)
+{
+    if (s->rows.gathered_mem)
+        rf_topology_free(s->server->topo, s->rows.gathered_mem,
+                         s->rows.gathered_len);
+    s->rows.gathered_mem = NULL;
+    s->rows.gathered_mr = NULL;
+    for (size_t k = 0; k < s->rows.nlookups; k++)
+        s->rows.lookups[k].gathered = NULL;
+}
+
 void sess_rows_free(rf_session *s)
 {
     for (size_t k = 0; k < s->rows.nlookups; k++) {
@@ -202,6 +242,7 @@ void sess_rows_free(rf_session *s)
         free(L->part_rows);
         free(L->count);
         free(L->sets);
+        free(L->set_part);
         free(L->part);
         free(L->row);
         free(L->pos);
@@ -279,6 +320,32 @@ static size_t dedup_rows(sess_lookup *L, size_t n)
     return m;
 }
 
+/* A lookup's rows were fetched: sets [0, nread) by row READs, the rest by
+ * the ps-side gather (s->rows.mu held). */
+static void count_lookup(rf_session *s, const sess_lookup *L, size_t nread,
+                         size_t nsets)
+{
+    rf_session_counters *c = &s->report.counters;
+    for (size_t k = 0; k < nsets; k++) {
+        sess_var *v = &s->v[L->part_var[L->set_part[k]]];
+        size_t n = L->sets[k].n;
+        c->table_rows_read += n;
+        c->table_bytes_read += n * L->row_bytes;
+        if (k < nread) {
+            c->bytes_read += sess_rows_read_wire(v, n);
+            c->table_lookups_read++;
+            v->way.lookups_read++;
+            v->way.rows_read += n;
+        } else {
+            c->bytes_read += sess_rows_gather_wire(v, n);
+            c->table_rows_gathered += n;
+            c->table_lookups_gathered++;
+            v->way.lookups_gathered++;
+            v->way.rows_gathered += n;
+        }
+    }
+}
+
 rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
                            size_t *n, int tid)
 {
@@ -300,39 +367,50 @@ rf_status sess_rows_inputs(void *ctx, rf_node *node, const rf_tensor **in,
     if (st != RF_OK)
         return st;
     size_t m = dedup_rows(L, nids);
-    uint32_t begin = 0;
-    size_t nsets = 0;
-    for (size_t q = 0; q < L->nparts; q++) {
-        uint32_t end = L->count[q];
-        if (end > begin)
-            L->sets[nsets++] =
-                (rf_ps_rows){.var = s->v[L->part_var[q]].shard,
-                             .field = RF_PS_FIELD_VALUES,
-                             .rows = L->rows + begin,
-                             .n = end - begin,
-                             .buf = L->gathered + (size_t)begin * L->row_bytes,
-                             .mr = s->block.mem_mr};
-        begin = end;
+    /* each part's rows by its table's way at their number: the row READs'
+     * sets first, then the gathers' */
+    size_t nsets = 0, nread = 0, gathered = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t begin = 0;
+        for (size_t q = 0; q < L->nparts; q++) {
+            uint32_t end = L->count[q];
+            const sess_var *v = &s->v[L->part_var[q]];
+            bool gather =
+                end > begin && sess_way_of(v, end - begin) == RF_LOOKUP_GATHER;
+            if (end > begin && gather == (pass == 1)) {
+                L->set_part[nsets] = q;
+                L->sets[nsets++] = (rf_ps_rows){
+                    .var = v->shard,
+                    .field = RF_PS_FIELD_VALUES,
+                    .rows = L->rows + begin,
+                    .n = end - begin,
+                    .buf = L->gathered + (size_t)begin * L->row_bytes,
+                    .mr = s->rows.gathered_mr};
+                gathered += gather ? end - begin : 0;
+            }
+            begin = end;
+        }
+        if (pass == 0)
+            nread = nsets;
     }
     uint64_t t0 = rf_now_ns();
     pthread_mutex_lock(&s->rows.mu);
-    st = nsets ? rf_ps_read_rows(s->client, L->sets, nsets) : RF_OK;
-    if (st == RF_OK) {
-        s->report.counters.table_rows_read += m;
-        s->report.counters.table_bytes_read += m * L->row_bytes;
-        s->report.counters.bytes_read +=
-            sess_rows_read_wire(&s->v[L->part_var[0]], m);
-    }
+    st = nread ? rf_ps_read_rows(s->client, L->sets, nread) : RF_OK;
+    if (st == RF_OK && nsets > nread)
+        st = rf_ps_gather_rows(s->client, L->sets + nread, nsets - nread);
+    if (st == RF_OK)
+        count_lookup(s, L, nread, nsets);
     pthread_mutex_unlock(&s->rows.mu);
     if (st != RF_OK)
         return rf_error_set(st, "reading the rows of lookup '%s': %s",
                             rf_node_name(node), rf_error_message());
     L->step_rows = m;
     if (s->report.trace) {
-        char name[RF_PS_MAX_NAME + 32], args[96];
+        char name[RF_PS_MAX_NAME + 32], args[128];
         snprintf(name, sizeof name, "READ_ROWS %s", rf_node_name(node));
-        snprintf(args, sizeof args, "\"rows\":%zu,\"bytes\":%zu", m,
-                 m * L->row_bytes);
+        snprintf(args, sizeof args,
+                 "\"rows\":%zu,\"bytes\":%zu,\"gathered\":%zu", m,
+                 m * L->row_bytes, gathered);
         sess_span(s, name, args, t0, tid);
     }
     /* the kernel reads a one-part table: the gathered rows */
@@ -413,4 +491,13 @@ size_t sess_rows_read_wire(const sess_var *v, size_t n)
 {
     /* each row's record: version and CRC32C (ps_layout.h), then the row */
     return n * (v->row_bytes + 16);
+}
+
+size_t sess_rows_gather_wire(const sess_var *v, size_t n)
+{
+    /* per request (max_push_rows rows): the 64-byte request and the 8-byte
+     * ack; per row its 8-byte index and the row (ps_layout.h) */
+    size_t per = v->max_push_rows ? v->max_push_rows : 1;
+    size_t requests = n ? (n + per - 1) / per : 0;
+    return requests * (64 + 8) + n * (8 + v->row_bytes);
 }

@@ -1,16 +1,18 @@
 /* bench/emblookup/el_bench.c: the measuring worker of rf-bench-emb
- * (el_bench.h). The table is two shards, "emb" part 0 on ps 0 and part 1
- * on ps 1 (TensorFlow's mod partitioning: id i is row i / 2 of part i % 2,
- * part 0 holding the extra row of an odd count), sgd with learning rate 1
- * so that a sparse push of -pattern into the zero rows writes the pattern
- * exactly. Before measuring, every row any step will look up is written
- * that way (the union of all steps' ids: a table of 10^8 rows is not
- * written whole); every lookup of every way is then compared with the
- * pattern, outside the timed part. Step s's ids are rf_ctr_batch's step s
- * (Zipf over the table, spread by its bijection), the same for every way.
- * A step is timed from the first post to the rows being in the worker's
- * buffer (and, with --push, the push acknowledged); the batch generation,
- * mapping and deduplication before it are not timed. */
+ * (el_bench.h). Four ways: row READs, whole-shard READs, the ps-side
+ * gather, and auto (each shard by the cheaper way of its cost model,
+ * rf_ps_lookup_cost_measure before auto's steps, as the session does). The
+ * table is two shards, "emb" part 0 on ps 0 and part 1 on ps 1 (TensorFlow's
+ * mod partitioning: id i is row i / 2 of part i % 2, part 0 holding the extra
+ * row of an odd count), sgd with learning rate 1 so that a sparse push of
+ * -pattern into the zero rows writes the pattern exactly. Before measuring,
+ * every row any step will look up is written that way (the union of all steps'
+ * ids: a table of 10^8 rows is not written whole); every lookup of every way is
+ * then compared with the pattern, outside the timed part. Step s's ids are
+ * rf_ctr_batch's step s (Zipf over the table, spread by its bijection), the
+ * same for every way. A step is timed from the first post to the rows being in
+ * the worker's buffer (and, with --push, the push acknowledged); the batch
+ * generation, mapping and deduplication before it are not timed. */
 #include "el_bench.h"
 
 #include <inttypes.h>
@@ -54,6 +56,11 @@ typedef struct el_ctx {
     rf_mr *dense_mr;
     uint64_t checked;
     bool bad_data;
+    /* auto: each shard's cost model, and this step's choice per shard */
+    rf_ps_lookup_cost cost[EL_PS_TASKS];
+    bool gathers[EL_PS_TASKS];
+    double part_unique[EL_PS_TASKS]; /* per step, measured by rows */
+    uint64_t auto_gathered, auto_lookups, gather_asked;
 } el_ctx;
 
 static int fail(const char *what)
@@ -177,7 +184,8 @@ static double wire_bytes(const el_ctx *k, int way)
     double b = 0;
     for (int p = 0; p < EL_PS_TASKS; p++) {
         double n = (double)k->n[p], rb = (double)k->rb;
-        if (way == EL_ROWS) /* the row's record: version, CRC32C, row */
+        bool rows = way == EL_ROWS || (way == EL_AUTO && !k->gathers[p]);
+        if (rows) /* the row's record: version, CRC32C, row */
             b += n * (rb + 16);
         else if (way == EL_DENSE) /* every row's record (16-byte aligned) */
             b += (double)k->part_rows[p] * (double)((16 + k->rb + 15) & ~15ul);
@@ -189,11 +197,38 @@ static double wire_bytes(const el_ctx *k, int way)
     return b;
 }
 
+/* auto: each shard by the cheaper way for its rows this step (read sets
+ * first, then the gathers, as the session's lookups), into gbuf. */
+static rf_status lookup_auto(el_ctx *k, rf_ps_rows *sets)
+{
+    rf_ps_rows order[EL_PS_TASKS];
+    size_t nread = 0, n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int p = 0; p < EL_PS_TASKS; p++) {
+            k->gathers[p] = k->n[p] > 0 && rf_ps_lookup_cost_gather_cheaper(
+                                               &k->cost[p], (double)k->n[p]);
+            if (k->n[p] && k->gathers[p] == (pass == 1))
+                order[n++] = sets[p];
+            if (pass == 0)
+                nread = n;
+        }
+    rf_status st = nread ? rf_ps_read_rows(k->c, order, nread) : RF_OK;
+    if (st == RF_OK && n > nread)
+        st = rf_ps_gather_rows(k->c, order + nread, n - nread);
+    for (int p = 0; p < EL_PS_TASKS && st == RF_OK; p++) {
+        k->auto_lookups += k->n[p] > 0;
+        k->auto_gathered += k->gathers[p];
+        k->gather_asked += k->gathers[p] ? k->n[p] : 0;
+    }
+    return st;
+}
+
 static rf_status lookup(el_ctx *k, int way)
 {
     rf_ps_rows sets[EL_PS_TASKS];
-    float *out = way == EL_GATHER ? k->gbuf : k->rowbuf;
-    rf_mr *mr = way == EL_GATHER ? k->g_mr : k->row_mr;
+    bool reply = way == EL_GATHER || way == EL_AUTO;
+    float *out = reply ? k->gbuf : k->rowbuf;
+    rf_mr *mr = reply ? k->g_mr : k->row_mr;
     for (int p = 0; p < EL_PS_TASKS; p++)
         sets[p] = (rf_ps_rows){.var = k->var[p],
                                .field = RF_PS_FIELD_VALUES,
@@ -206,6 +241,9 @@ static rf_status lookup(el_ctx *k, int way)
         st = rf_ps_read_rows(k->c, sets, EL_PS_TASKS);
     } else if (way == EL_GATHER) {
         st = rf_ps_gather_rows(k->c, sets, EL_PS_TASKS);
+        k->gather_asked += k->n[0] + k->n[1];
+    } else if (way == EL_AUTO) {
+        st = lookup_auto(k, sets);
     } else {
         /* the whole shard into the one buffer, then its rows copied out */
         for (int p = 0; p < EL_PS_TASKS && st == RF_OK; p++) {
@@ -268,7 +306,7 @@ static uint64_t worker_faults(void)
 
 static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
 {
-    static const char *names[EL_WAYS] = {"rows", "dense", "gather"};
+    static const char *names[EL_WAYS] = {"rows", "dense", "gather", "auto"};
     const el_opts *o = k->o;
     r->name = names[way];
     int steps = way == EL_DENSE ? o->dense_steps : o->steps;
@@ -280,7 +318,7 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
     uint64_t checked0 = k->checked;
     for (int s = 0; s < warm; s++) {
         if (make_step(k, (uint64_t)s) || lookup(k, way) != RF_OK ||
-            check_rows(k, way == EL_GATHER ? k->gbuf : k->rowbuf, r->name,
+            check_rows(k, way >= EL_GATHER ? k->gbuf : k->rowbuf, r->name,
                        (uint64_t)s)) {
             free(t);
             return k->bad_data ? 1 : fail(r->name);
@@ -291,6 +329,7 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
         free(t);
         return 1;
     }
+    k->gather_asked = k->auto_gathered = k->auto_lookups = 0;
     double wire = 0, asked = 0, nuniq = 0;
     uint64_t cpu0 = ps_cpu(k), pf0 = ps_faults(k), wf0 = worker_faults();
     rf_fabric_counters fc0, fc1;
@@ -309,9 +348,10 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
             return fail(r->name);
         }
         wire += wire_bytes(k, way);
-        asked += (double)(k->n[0] + k->n[1]);
         nuniq += (double)(k->n[0] + k->n[1]);
-        if (check_rows(k, way == EL_GATHER ? k->gbuf : k->rowbuf, r->name, s)) {
+        for (int p = 0; way == EL_ROWS && p < EL_PS_TASKS; p++)
+            k->part_unique[p] += (double)k->n[p] / steps;
+        if (check_rows(k, way >= EL_GATHER ? k->gbuf : k->rowbuf, r->name, s)) {
             free(t);
             return 1;
         }
@@ -339,13 +379,18 @@ static int run_way(el_ctx *k, int way, el_way_result *r, double *uniq)
     r->wire_total = (uint64_t)wire;
     r->gathered_total = c1.gather_rows - c0.gather_rows;
     r->wrs_total = wrs;
+    r->gather_asked_total = k->gather_asked;
+    r->auto_gathered = k->auto_gathered;
+    r->auto_lookups = k->auto_lookups;
+    asked = (double)k->gather_asked;
     r->wrs_per_row = nuniq > 0 ? (double)wrs / nuniq : 0;
     r->rows_per_s = nuniq / steps / (r->median_us * 1e-6);
     *uniq = nuniq / steps;
     free(t);
-    /* The ps's own account: a gather's rows are exactly those asked; the
-     * other ways never reach its service thread. */
-    double want = way == EL_GATHER ? asked : 0;
+    /* The ps's own account: a gather's rows are exactly those asked (auto:
+     * those of the shards it gathered); row READs and whole-shard READs
+     * never reach its service thread. */
+    double want = asked;
     if ((double)(c1.gather_rows - c0.gather_rows) != want ||
         c1.gather_refused != c0.gather_refused) {
         fprintf(stderr,
@@ -502,6 +547,15 @@ int el_bench_run(const el_opts *o, rf_child *ps, const uint16_t *ports)
         double u;
         rc = run_way(&k, EL_GATHER, &res[EL_GATHER], &u);
     }
+    for (int p = 0; rc == 0 && p < EL_PS_TASKS; p++)
+        if (rf_ps_lookup_cost_measure(k.c, k.var[p],
+                                      k.gbuf + (size_t)p * k.maxu * k.width,
+                                      k.g_mr, k.maxu, &k.cost[p]) != RF_OK)
+            rc = fail("measuring the cost model");
+    if (rc == 0) {
+        double u;
+        rc = run_way(&k, EL_AUTO, &res[EL_AUTO], &u);
+    }
     if (rc == 0) {
         info.provider = rf_ps_client_provider(k.c, 0);
         info.part_rows[0] = k.part_rows[0];
@@ -509,6 +563,10 @@ int el_bench_run(const el_opts *o, rf_child *ps, const uint16_t *ports)
         info.row_bytes = k.rb;
         info.unique_rows = uniq;
         info.ids = (double)k.maxu;
+        for (int p = 0; p < EL_PS_TASKS; p++) {
+            info.cost[p] = k.cost[p];
+            info.part_unique[p] = k.part_unique[p];
+        }
         el_cpu_model(info.cpu, sizeof info.cpu);
         el_report_text(&info, res);
         printf("check: ok (%" PRIu64 " looked-up rows equal the table's "

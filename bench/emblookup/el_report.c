@@ -77,6 +77,28 @@ void el_report_text(const el_run_info *r, const el_way_result *w)
         snprintf(a, sizeof a, "%.4f", rd);
     snprintf(b, sizeof b, "%.3f", rg);
     printf("ratio: rows/dense %s rows/gather %s (median step times)\n", a, b);
+    for (int p = 0; p < 2; p++) {
+        const rf_ps_lookup_cost *c = &r->cost[p];
+        printf("auto: part %d: row READs %.1f us + %.3f us/row, gather %.1f "
+               "us + %.3f us/row (probes of 1 and %u rows); at %.1f unique "
+               "rows per step: %s\n",
+               p, c->rows_fixed_us, c->rows_per_row_us, c->gather_fixed_us,
+               c->gather_per_row_us, c->probe_rows, r->part_unique[p],
+               rf_ps_lookup_cost_gather_cheaper(c, r->part_unique[p]) ? "gather"
+                                                                      : "rows");
+    }
+    const el_way_result *x = &w[EL_AUTO];
+    if (!x->skipped)
+        printf("auto: chose %s (%" PRIu64 " of %" PRIu64
+               " shard lookups by the gather)\n",
+               el_auto_choice(x), x->auto_gathered, x->auto_lookups);
+}
+
+const char *el_auto_choice(const el_way_result *x)
+{
+    if (!x->auto_gathered)
+        return "rows";
+    return x->auto_gathered == x->auto_lookups ? "gather" : "mixed";
 }
 
 int el_report_json(const el_run_info *r, const el_way_result *w,
@@ -117,11 +139,18 @@ int el_report_json(const el_run_info *r, const el_way_result *w,
             "\"unique_rows_total\":%" PRIu64 ",\"wire_bytes_total\":%" PRIu64
             ",\"gathered_rows_total\":%" PRIu64
             ",\"rows_per_s\":%.1f,\"wrs_per_row\":%.4f"
-            ",\"wrs_total\":%" PRIu64 "}",
+            ",\"wrs_total\":%" PRIu64 ",\"gather_asked_total\":%" PRIu64,
             x->steps, x->median_us, x->p99_us, x->examples_per_s, x->wire_bytes,
             x->ps_cpu_us, x->gather_rows, x->gather_reqs, x->rows_checked,
             x->worker_faults, x->ps_faults, x->unique_total, x->wire_total,
-            x->gathered_total, x->rows_per_s, x->wrs_per_row, x->wrs_total);
+            x->gathered_total, x->rows_per_s, x->wrs_per_row, x->wrs_total,
+            x->gather_asked_total);
+        if (i == EL_AUTO)
+            fprintf(f,
+                    ",\"choice\":\"%s\",\"auto_gathered\":%" PRIu64
+                    ",\"auto_lookups\":%" PRIu64,
+                    el_auto_choice(x), x->auto_gathered, x->auto_lookups);
+        fprintf(f, "}");
     }
     double rd = ratio(&w[EL_ROWS], &w[EL_DENSE]);
     double rg = ratio(&w[EL_ROWS], &w[EL_GATHER]);
@@ -130,7 +159,18 @@ int el_report_json(const el_run_info *r, const el_way_result *w,
         fprintf(f, "null");
     else
         fprintf(f, "%.6f", rd);
-    fprintf(f, ",\"ratio_rows_gather\":%.6f}\n", rg);
+    fprintf(f, ",\"ratio_rows_gather\":%.6f,\"cost\":[", rg);
+    for (int p = 0; p < 2; p++) {
+        const rf_ps_lookup_cost *c = &r->cost[p];
+        fprintf(f,
+                "%s{\"part\":%d,\"probe_rows\":%u,\"rows_fixed_us\":%.3f,"
+                "\"rows_per_row_us\":%.5f,\"gather_fixed_us\":%.3f,"
+                "\"gather_per_row_us\":%.5f,\"unique_rows_per_step\":%.3f}",
+                p ? "," : "", p, c->probe_rows, c->rows_fixed_us,
+                c->rows_per_row_us, c->gather_fixed_us, c->gather_per_row_us,
+                r->part_unique[p]);
+    }
+    fprintf(f, "]}\n");
     if (fclose(f) != 0) {
         perror(path);
         return -1;

@@ -559,14 +559,43 @@ RF_API rf_status rf_ps_mark_initialized(rf_ps_client *client,
  * the reply and WRITEs the rows into buf (sets' mr must be registered
  * remote-writable: rf_ps_client_register_reply does), then acknowledges;
  * waits for every ack (op_timeout_ms). Indices are checked here first, as
- * rf_ps_read_rows does. The ps CPU does the work: it is the baseline the
- * one-sided rf_ps_read_rows is compared with (bench/emb-lookup).
+ * rf_ps_read_rows does. The ps CPU does the work: the baseline the
+ * one-sided rf_ps_read_rows is compared with (bench/emb-lookup), and the
+ * session's other lookup way (rf_session_options.embedding_lookup; which
+ * is cheaper: rf_ps_lookup_cost).
  * A set of more than the table's max_push_rows rows (the gather inbox's
  * size) goes as several requests, one at a time per table; sets of
  * different tables are in flight together. A table's outstanding inbox
  * push is waited for first (they share the table's push slot). */
 RF_API rf_status rf_ps_gather_rows(rf_ps_client *client, const rf_ps_rows *sets,
                                    size_t nsets);
+
+/* What a lookup of n distinct rows of one table shard costs by each way,
+ * as a line per way, cost(n) = fixed + per_row * n microseconds
+ * (docs/DESIGN.md "Lookups that pick the cheaper way"; the session's
+ * embedding_lookup=auto): rows, rf_ps_read_rows (one READ per row, no ps
+ * CPU); gather, rf_ps_gather_rows (one request, the ps CPU copies).
+ * rf_ps_lookup_cost_measure probes the shard's own ps now: m rows of the
+ * values spread evenly over the shard (row k * (rows / m)) by each way, m =
+ * min(max_rows, 256, the shard's rows and max_push_rows), one untimed lookup of
+ * each way, then 7 rounds of 1 row and of m rows by each way alternated (so a
+ * change of load hits both); each line goes through the medians at 1 and m
+ * rows, neither part below 0 (m = 1: per_row 0). buf (m rows) must be in mr,
+ * registered with rf_ps_client_register_reply (the gather WRITEs there). About
+ * 60 round trips: done once, when a session is created. */
+typedef struct rf_ps_lookup_cost {
+    uint32_t probe_rows; /* m */
+    double rows_fixed_us, rows_per_row_us;
+    double gather_fixed_us, gather_per_row_us;
+} rf_ps_lookup_cost;
+RF_API rf_status rf_ps_lookup_cost_measure(rf_ps_client *client, rf_ps_var *var,
+                                           void *buf, rf_mr *mr,
+                                           size_t max_rows,
+                                           rf_ps_lookup_cost *out);
+/* Whether the gather is the cheaper way for n rows by the model (false on
+ * a tie: row READs cost the ps nothing). */
+RF_API bool rf_ps_lookup_cost_gather_cheaper(const rf_ps_lookup_cost *cost,
+                                             double n);
 
 /* Sparse pushes: a sparse gradient to a trainable async table shard (a
  * sync one is refused: rf_ps_push_sparse_sync): grad is n rows

@@ -97,6 +97,27 @@ extern "C" {
 
 typedef struct rf_session rf_session;
 
+/* How a step's lookups fetch an embedding table's rows (issue 23 item 4;
+ * docs/DESIGN.md "Lookups that pick the cheaper way"): one-sided row
+ * READs by the worker (rf_ps_read_rows: no ps CPU, one work request per
+ * row), or the ps-side gather (rf_ps_gather_rows: TensorFlow's Gather
+ * colocated with the shard, one request per table and step, the ps CPU
+ * copies the rows). Either way every row is checked whole by its CRC32C
+ * (the worker's, or the ps's copy) and the rows are identical. auto (the
+ * default) decides per table shard and per lookup from a cost model
+ * measured once at session creation (rf_session_lookup_info). */
+typedef enum rf_lookup_way {
+    RF_LOOKUP_AUTO = 0,
+    RF_LOOKUP_ROWS,
+    RF_LOOKUP_GATHER,
+} rf_lookup_way;
+
+/* "auto", "rows" or "gather" (NULL for another value). */
+RF_API const char *rf_lookup_way_name(rf_lookup_way way);
+/* The way named (exactly "auto", "rows" or "gather"): RF_OK, or
+ * RF_ERR_INVALID_ARG naming the text and the accepted names. */
+RF_API rf_status rf_lookup_way_parse(const char *text, rf_lookup_way *out);
+
 typedef struct rf_session_options {
     /* The graph's train op (rf_minimize's). Its ApplyX nodes say which
      * variables are trained, with which optimizer and slots; running it
@@ -138,6 +159,13 @@ typedef struct rf_session_options {
      * gathered rows and the table's sparse pushes); 0: such a lookup is
      * refused. Ignored where the shape is known. */
     int64_t max_lookup_ids;
+    /* Embedding tables: how lookups fetch their rows (rf-trainer's
+     * --embedding_lookup): RF_LOOKUP_ROWS and _GATHER force a way for
+     * every table; RF_LOOKUP_AUTO (the default) probes each table
+     * shard's ps once when the session is created and then takes, for
+     * each lookup, the way the cost model says is cheaper for that
+     * step's unique rows of the shard (rf_session_lookup_info). */
+    rf_lookup_way embedding_lookup;
     /* Stale synchronous parallel (async training only; refused with
      * sync_replicas): a worker more than staleness steps ahead of the
      * slowest training worker waits before its next training step; -1
@@ -293,6 +321,13 @@ typedef struct rf_session_counters {
      * writes that lost their CMP_AND_SWP to another writer and went round
      * again. A torn row is never used. */
     uint64_t table_rows_torn, table_rows_busy, table_row_conflicts;
+    /* of table_rows_read: the rows the ps-side gather fetched (the rest
+     * were READ one-sided), and the lookups of a table shard by each way
+     * (a lookup of a partitioned table is one per part it touched). The
+     * ps checks a gathered row's CRC itself (rf_ps_server_counters), so
+     * the torn and busy counts above are the row READs' only. */
+    uint64_t table_rows_gathered;
+    uint64_t table_lookups_read, table_lookups_gathered;
     /* stale synchronous parallel (staleness >= 0): training steps that
      * waited for the slowest worker, and the time spent waiting */
     uint64_t ssp_waits;
@@ -305,6 +340,40 @@ typedef struct rf_session_counters {
 } rf_session_counters;
 RF_API void rf_session_counters_get(const rf_session *s,
                                     rf_session_counters *out);
+
+/* How the lookups of one embedding table shard fetch its rows, and why
+ * (the session's creation logs `reason` once per shard, at info level).
+ * The cost model (auto): a lookup of n distinct rows of the shard costs
+ * about rows_fixed_us + rows_per_row_us * n by row READs and
+ * gather_fixed_us + gather_per_row_us * n by the ps-side gather, each
+ * line fitted through two probes (1 row and probe_rows rows, the median
+ * of several timed lookups of each) of the shard's own ps when the
+ * session was created; a lookup takes the cheaper line at its n (rows
+ * on a tie). Two lines cross at most once: below switch_rows rows the
+ * way is `below`, from switch_rows on `above` (a forced way, or lines
+ * that do not cross in [1, max_push_rows]: both the same way,
+ * switch_rows 0). Forced ways measure nothing (the costs are 0). */
+typedef struct rf_session_lookup_info {
+    const char *table; /* the shard's variable ("emb/part_0") */
+    size_t ps_task;
+    rf_lookup_way configured;   /* the option as given */
+    rf_lookup_way below, above; /* ROWS or GATHER */
+    uint64_t switch_rows;
+    uint32_t probe_rows;
+    double rows_fixed_us, rows_per_row_us;
+    double gather_fixed_us, gather_per_row_us;
+    char reason[320];
+    /* what its lookups did so far (as the session counters count) */
+    uint64_t lookups_read, lookups_gathered;
+    uint64_t rows_read, rows_gathered;
+} rf_session_lookup_info;
+/* The number of table shards; fills out[0 .. min(that, max)) in the
+ * order of rf_session_describe's variables. An offline session has not
+ * measured anything: configured auto shows below = above = ROWS and
+ * the reason says so. */
+RF_API size_t rf_session_lookup_info_get(const rf_session *s,
+                                         rf_session_lookup_info *out,
+                                         size_t max);
 
 /* Traces the following runs (executor ops and the session's fabric
  * operations, category "fabric", args bytes and ps_task) into t; NULL
@@ -415,7 +484,9 @@ typedef struct rf_step_op {
     rf_step_op_kind kind;
     /* an embedding table shard's READ is "READ_ROWS" (its rows are read
      * by each lookup just before it runs, one rf_ps_read_rows for all the
-     * lookup's parts: the trace's span is "READ_ROWS <lookup node>") */
+     * lookup's parts taking row READs and one rf_ps_gather_rows for those
+     * taking the ps-side gather (rf_session_lookup_info): the trace's
+     * span is "READ_ROWS <lookup node>", its args the rows of each way) */
     const char *op;   /* "READ", "COMPUTE", "WRITE_WITH_IMM", "APPLY_WORKER",
                          "WAIT_ACKS", "WAIT_APPLIES", "FETCH_AND_ADD",
                          "WAIT_GLOBAL_STEP"; SSP: "READ_CLOCKS" (span "READ
@@ -433,7 +504,9 @@ typedef struct rf_step_op {
      * READ_CLOCKS 8 per training worker (once: the re-READs of a wait are
      * not counted).
      * An embedding table shard's READ and push vary per step: bytes and
-     * wire_bytes are then the per-step bound (max_push_rows rows and
+     * wire_bytes are then the per-step bound (max_push_rows rows, for a
+     * READ by the costlier of the table's ways: row records, or rows, their
+     * indices, the request and the ack of a gather; a push those rows and
      * their indices; an apply=worker push READs and WRITEs back the rows
      * of values and slots as row records, and a CMP_AND_SWP per row);
      * the session counters count what moved (bound is then true). */

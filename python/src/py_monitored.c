@@ -69,10 +69,9 @@ static int int_arg(PyObject *o, const char *arg, long long lo, long long hi,
 /* ---- Hook: the built-in hooks -------------------------------------------- */
 
 typedef struct hook_obj {
-    PyObject_HEAD
-    rf_hook *h;       /* NULL once handed over to a MonitoredSession */
-    PyObject *graph;  /* the Graph of the nodes it fetches, or NULL */
-    const char *kind; /* "StopAtStepHook", ... */
+    PyObject_HEAD rf_hook *h; /* NULL once handed over to a MonitoredSession */
+    PyObject *graph;          /* the Graph of the nodes it fetches, or NULL */
+    const char *kind;         /* "StopAtStepHook", ... */
 } hook_obj;
 
 static PyTypeObject hook_type;
@@ -102,8 +101,7 @@ static PyGetSetDef hook_getset[] = {
 };
 
 static PyTypeObject hook_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "rdmaflow._rdmaflow.Hook",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rdmaflow._rdmaflow.Hook",
     .tp_basicsize = sizeof(hook_obj),
     .tp_dealloc = (destructor)hook_dealloc,
     .tp_repr = (reprfunc)hook_repr,
@@ -375,10 +373,9 @@ static rf_status hook_failed(py_hook *h, const char *method)
     const char *msg = s ? PyUnicode_AsUTF8(s) : NULL;
     if (!msg)
         PyErr_Clear();
-    rf_status st = rf_error_set(HOOK_ERROR, "%s.%s raised %s: %s", h->name,
-                                method,
-                                t ? ((PyTypeObject *)t)->tp_name : "?",
-                                msg ? msg : "?");
+    rf_status st =
+        rf_error_set(HOOK_ERROR, "%s.%s raised %s: %s", h->name, method,
+                     t ? ((PyTypeObject *)t)->tp_name : "?", msg ? msg : "?");
     Py_XDECREF(s);
     PyErr_Restore(t, v, tb);
     store_exception(h->state);
@@ -474,8 +471,8 @@ static size_t tr_before_run(void *ctx, rf_monitored_session *ms,
     h->before_failed = true; /* until it returned nodes */
     if (!hook_enter(h, ms, &gil))
         return 0;
-    PyObject *r = PyObject_CallMethod(h->hook, "before_run", "O",
-                                      h->state->owner);
+    PyObject *r =
+        PyObject_CallMethod(h->hook, "before_run", "O", h->state->owner);
     Py_ssize_t n = r ? before_run_nodes(h, r, fetch, max) : -1;
     if (n < 0)
         Py_CLEAR(r);
@@ -515,12 +512,11 @@ static rf_status tr_after_run(void *ctx, rf_monitored_session *ms,
     if (!hook_enter(h, ms, &gil))
         return HOOK_ERROR;
     PyObject *views = pyrf_tensor_views(v->results, v->num_results);
-    PyObject *r = views ? PyObject_CallMethod(h->hook, "after_run", "OLOO",
-                                              h->state->owner,
-                                              (long long)v->global_step,
-                                              v->train ? Py_True : Py_False,
-                                              views)
-                        : NULL;
+    PyObject *r =
+        views ? PyObject_CallMethod(h->hook, "after_run", "OLOO",
+                                    h->state->owner, (long long)v->global_step,
+                                    v->train ? Py_True : Py_False, views)
+              : NULL;
     release_views(views);
     Py_XDECREF(views);
     return hook_leave(h, r, "after_run", gil);
@@ -613,7 +609,8 @@ static PyObject *hooks_list(PyObject *o, const char *arg)
     PyObject *l = PySequence_List(o);
     if (!l) {
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s: expected a sequence of hooks, got "
+        PyErr_Format(PyExc_TypeError,
+                     "%s: expected a sequence of hooks, got "
                      "%.100s",
                      arg, Py_TYPE(o)->tp_name);
     }
@@ -708,8 +705,8 @@ static int hooks_get(ms_state *s, PyObject *graph, PyObject *hooks,
     if (hooks_check(a, "hooks", graph, all) < 0 ||
         hooks_check(b, "chief_only_hooks", graph, all) < 0)
         goto out_all;
-    s->pyhooks = PyMem_RawCalloc((size_t)PyList_GET_SIZE(all) + 1,
-                                 sizeof *s->pyhooks);
+    s->pyhooks =
+        PyMem_RawCalloc((size_t)PyList_GET_SIZE(all) + 1, sizeof *s->pyhooks);
     if (!s->pyhooks) {
         PyErr_NoMemory();
         goto out_all;
@@ -744,6 +741,7 @@ typedef enum opt_kind {
     OPT_DOUBLE,
     OPT_BOOL,
     OPT_APPLY,
+    OPT_LOOKUP,
     OPT_DIR,
 } opt_kind;
 
@@ -766,6 +764,7 @@ static const opt_def opt_defs[] = {
     {"connect_timeout_ms", OPT_INT, MO(session.connect_timeout_ms)},
     {"op_timeout_ms", OPT_INT, MO(session.op_timeout_ms)},
     {"max_lookup_ids", OPT_I64, MO(session.max_lookup_ids)},
+    {"embedding_lookup", OPT_LOOKUP, MO(session.embedding_lookup)},
     {"staleness", OPT_INT, MO(session.staleness)},
     {"staleness_wait_ms", OPT_INT, MO(session.staleness_wait_ms)},
     {"checkpoint_dir", OPT_DIR, MO(checkpoint_dir)},
@@ -782,9 +781,8 @@ static const opt_def opt_defs[] = {
 static int opt_node(ms_state *s, PyObject *v, const char *arg, void *field)
 {
     rf_node *n = NULL;
-    if (v != Py_None &&
-        (!(n = pyrf_node_ptr(v, arg)) ||
-         check_node_graph(s->g, n, arg, NULL) < 0))
+    if (v != Py_None && (!(n = pyrf_node_ptr(v, arg)) ||
+                         check_node_graph(s->g, n, arg, NULL) < 0))
         return -1;
     *(rf_node **)field = n;
     return 0;
@@ -815,6 +813,18 @@ static int opt_apply(PyObject *v, const char *arg, void *field)
     return -1;
 }
 
+static int opt_lookup(PyObject *v, const char *arg, void *field)
+{
+    const char *a = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+    if (a && rf_lookup_way_parse(a, (rf_lookup_way *)field) == RF_OK)
+        return 0;
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError,
+                     "%s: %R is not one of \"auto\", \"rows\", \"gather\"", arg,
+                     v);
+    return -1;
+}
+
 static int opt_dir(ms_state *s, PyObject *v, const char *arg)
 {
     PyMem_RawFree(s->checkpoint_dir);
@@ -824,8 +834,8 @@ static int opt_dir(ms_state *s, PyObject *v, const char *arg)
     PyObject *b = NULL;
     if (!PyUnicode_Check(v) || !PyUnicode_FSConverter(v, &b)) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "%s: expected a str, got %.100s",
-                         arg, Py_TYPE(v)->tp_name);
+            PyErr_Format(PyExc_TypeError, "%s: expected a str, got %.100s", arg,
+                         Py_TYPE(v)->tp_name);
         return -1;
     }
     size_t n = (size_t)PyBytes_GET_SIZE(b) + 1;
@@ -870,10 +880,16 @@ static int opt_set(ms_state *s, const opt_def *d, PyObject *v)
             return -1;
         }
         return 0;
-    case OPT_BOOL: return opt_bool(v, arg, field);
-    case OPT_APPLY: return opt_apply(v, arg, field);
-    case OPT_DIR: return opt_dir(s, v, arg);
-    case OPT_NODE: break;
+    case OPT_BOOL:
+        return opt_bool(v, arg, field);
+    case OPT_APPLY:
+        return opt_apply(v, arg, field);
+    case OPT_LOOKUP:
+        return opt_lookup(v, arg, field);
+    case OPT_DIR:
+        return opt_dir(s, v, arg);
+    case OPT_NODE:
+        break;
     }
     return 0;
 }
@@ -916,8 +932,9 @@ static int options_get(ms_state *s, PyObject *options)
 
 typedef struct ms_obj {
     PyObject_HEAD
-    /* strong: the session uses their C objects (destroyed before them) */
-    PyObject *server, *graph, *executor;
+        /* strong: the session uses their C objects (destroyed before them) */
+        PyObject *server,
+        *graph, *executor;
     pyrf_runner *runner;
     ms_state *state;
     bool in_call;        /* a thread waits for this object's runner */
@@ -936,10 +953,9 @@ static rf_status create_fn(void *arg)
 static rf_status run_fn(void *arg)
 {
     ms_state *s = arg;
-    return rf_monitored_session_run(s->ms, s->feeds.nodes, s->feeds.values,
-                                    (size_t)s->feeds.n, s->fetches,
-                                    (size_t)s->nfetch, s->out, &s->step,
-                                    &s->job_ended);
+    return rf_monitored_session_run(
+        s->ms, s->feeds.nodes, s->feeds.values, (size_t)s->feeds.n, s->fetches,
+        (size_t)s->nfetch, s->out, &s->step, &s->job_ended);
 }
 
 static rf_status close_fn(void *arg)
@@ -1038,8 +1054,7 @@ static void state_free(ms_state *s)
 static bool in_hook(const ms_obj *self)
 {
     const ms_state *s = self->state;
-    return s && s->cb_depth > 0 &&
-           s->cb_thread == PyThread_get_thread_ident();
+    return s && s->cb_depth > 0 && s->cb_thread == PyThread_get_thread_ident();
 }
 
 /* Makes the object ready for a call from this thread: 1 inside a hook of
@@ -1235,8 +1250,9 @@ static int ms_create(ms_obj *self)
 
 static PyObject *ms_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"server", "graph", "executor", "options",
-                             "hooks", "chief_only_hooks", NULL};
+    static char *kwlist[] = {"server",  "graph", "executor",
+                             "options", "hooks", "chief_only_hooks",
+                             NULL};
     PyObject *server, *graph, *executor, *options, *hooks = Py_None,
                                                    *chief = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|OO:MonitoredSession",
@@ -1265,8 +1281,7 @@ static int run_args_get(ms_state *s, PyObject *feed_nodes,
     if (pyrf_nodes_from_seq(fetch_nodes, "fetch_nodes", &s->fetches,
                             &s->nfetch) < 0)
         goto fail;
-    if (check_graph(s->g, s->feeds.nodes, s->feeds.n, "feed_nodes", NULL) <
-            0 ||
+    if (check_graph(s->g, s->feeds.nodes, s->feeds.n, "feed_nodes", NULL) < 0 ||
         check_graph(s->g, s->fetches, s->nfetch, "fetch_nodes", NULL) < 0)
         goto fail;
     s->out = PyMem_Calloc((size_t)s->nfetch + 1, sizeof *s->out);
@@ -1282,8 +1297,7 @@ fail:
 
 static PyObject *ms_run(ms_obj *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"feed_nodes", "feed_values", "fetch_nodes",
-                             NULL};
+    static char *kwlist[] = {"feed_nodes", "feed_values", "fetch_nodes", NULL};
     PyObject *fn, *fv, *xn;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO:run", kwlist, &fn, &fv,
                                      &xn))
@@ -1299,9 +1313,9 @@ static PyObject *ms_run(ms_obj *self, PyObject *args, PyObject *kw)
     PyObject *result = NULL;
     if (ms_result(self, st, false) == 0) {
         /* the job ended while the session recovered: nothing ran, None */
-        PyObject *views =
-            s->job_ended ? (Py_INCREF(Py_None), Py_None)
-                         : pyrf_tensor_views(s->out, (size_t)s->nfetch);
+        PyObject *views = s->job_ended
+                              ? (Py_INCREF(Py_None), Py_None)
+                              : pyrf_tensor_views(s->out, (size_t)s->nfetch);
         if (views)
             result = Py_BuildValue("(NL)", views, (long long)s->step);
     }
@@ -1339,8 +1353,7 @@ static PyObject *ms_save(ms_obj *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"dir", "max_to_keep", NULL};
     PyObject *dir, *b = NULL;
     int keep = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:save", kwlist, &dir,
-                                     &keep))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|i:save", kwlist, &dir, &keep))
         return NULL;
     if (keep < 0) {
         PyErr_Format(PyExc_ValueError, "max_to_keep: %d is negative", keep);
@@ -1379,14 +1392,13 @@ static PyObject *ms_save(ms_obj *self, PyObject *args, PyObject *kw)
 
 static PyObject *sync_stats_dict(const rf_session_sync_stats *x)
 {
-    return Py_BuildValue("{s:i,s:i,s:L,s:K,s:K,s:K,s:K}",
-                         "replicas_to_aggregate", x->replicas_to_aggregate,
-                         "total_num_replicas", x->total_num_replicas,
-                         "local_step", (long long)x->local_step, "accepted",
-                         (unsigned long long)x->accepted, "stale",
-                         (unsigned long long)x->stale, "published",
-                         (unsigned long long)x->published, "stale_on_ps",
-                         (unsigned long long)x->stale_on_ps);
+    return Py_BuildValue(
+        "{s:i,s:i,s:L,s:K,s:K,s:K,s:K}", "replicas_to_aggregate",
+        x->replicas_to_aggregate, "total_num_replicas", x->total_num_replicas,
+        "local_step", (long long)x->local_step, "accepted",
+        (unsigned long long)x->accepted, "stale", (unsigned long long)x->stale,
+        "published", (unsigned long long)x->published, "stale_on_ps",
+        (unsigned long long)x->stale_on_ps);
 }
 
 static PyObject *ms_sync_stats(ms_obj *self, PyObject *noargs)
@@ -1414,8 +1426,9 @@ static PyObject *ms_counters(ms_obj *self, PyObject *noargs)
     rf_session_counters c;
     rf_session_counters_get(sess, &c);
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:L}", "runs",
-        (unsigned long long)c.runs, "train_runs",
+        "{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,"
+        "s:L}",
+        "runs", (unsigned long long)c.runs, "train_runs",
         (unsigned long long)c.train_runs, "bytes_read",
         (unsigned long long)c.bytes_read, "bytes_pushed",
         (unsigned long long)c.bytes_pushed, "table_rows_read",
@@ -1425,10 +1438,12 @@ static PyObject *ms_counters(ms_obj *self, PyObject *noargs)
         (unsigned long long)c.table_bytes_pushed, "table_rows_torn",
         (unsigned long long)c.table_rows_torn, "table_rows_busy",
         (unsigned long long)c.table_rows_busy, "table_row_conflicts",
-        (unsigned long long)c.table_row_conflicts, "ssp_waits",
+        (unsigned long long)c.table_row_conflicts, "table_rows_gathered",
+        (unsigned long long)c.table_rows_gathered, "table_lookups_read",
+        (unsigned long long)c.table_lookups_read, "table_lookups_gathered",
+        (unsigned long long)c.table_lookups_gathered, "ssp_waits",
         (unsigned long long)c.ssp_waits, "ssp_wait_ns",
-        (unsigned long long)c.ssp_wait_ns, "ssp_lead",
-        (long long)c.ssp_lead);
+        (unsigned long long)c.ssp_wait_ns, "ssp_lead", (long long)c.ssp_lead);
 }
 
 static PyObject *ms_get_restored_from(ms_obj *self, void *closure)
@@ -1523,8 +1538,7 @@ static PyMethodDef ms_methods[] = {
      "and pulls every variable into the graph); the hooks' end"},
     {"shutdown_cluster", (PyCFunction)ms_shutdown_cluster, METH_NOARGS,
      "shutdown_cluster(): the chief stops every ps task"},
-    {"save", (PyCFunction)(void (*)(void))ms_save,
-     METH_VARARGS | METH_KEYWORDS,
+    {"save", (PyCFunction)(void (*)(void))ms_save, METH_VARARGS | METH_KEYWORDS,
      "save(dir, max_to_keep=0) -> str: the chief saves a checkpoint of the "
      "job now; the path written"},
     {"counters", (PyCFunction)ms_counters, METH_NOARGS,
@@ -1555,8 +1569,8 @@ static PyGetSetDef ms_getset[] = {
 };
 
 static PyTypeObject ms_type = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "rdmaflow._rdmaflow.MonitoredSession",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name =
+        "rdmaflow._rdmaflow.MonitoredSession",
     .tp_basicsize = sizeof(ms_obj),
     .tp_dealloc = (destructor)ms_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,

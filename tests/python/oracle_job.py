@@ -80,7 +80,8 @@ def main(flags):
             master=server.target, is_chief=is_chief,
             hooks=[tf.train.StopAtStepHook(last_step=STEPS)],
             config=tf.ConfigProto(intra_op_parallelism_threads=1),
-            apply=flags.apply) as sess:
+            apply=flags.apply,
+            embedding_lookup=flags.embedding_lookup) as sess:
         while not sess.should_stop():
             bx, by = train.next_batch(BATCH)
             value, _ = sess.run([loss, train_op], feed_dict={x: bx, y: by})
@@ -102,6 +103,9 @@ if __name__ == "__main__":
     parser.add_argument("--job_name", required=True)
     parser.add_argument("--task_index", type=int, default=0)
     parser.add_argument("--apply", default=None, help="ps or worker")
+    # passed through (the model has no embedding table: nothing to fetch)
+    parser.add_argument("--embedding_lookup", default=None,
+                        choices=["auto", "rows", "gather"])
     parser.add_argument("--protocol", default=None,
                         help="sock, shm, verbs (default: RF_FABRIC or auto)")
     parser.add_argument("--out", default="variables.npz")

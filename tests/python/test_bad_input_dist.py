@@ -20,7 +20,9 @@ and what was running goes on.
   have, or an unknown protocol, raises ValueError naming it (in this
   process: nothing is started); with RF_REQUIRE_SECRET=1 and no secret it
   raises UnauthenticatedError; without a secret a process warns once that
-  its cluster is unauthenticated, however many Servers it starts."""
+  its cluster is unauthenticated, however many Servers it starts.
+- MonitoredTrainingSession(embedding_lookup=...) with anything but
+  "auto", "rows" or "gather" raises ValueError naming the accepted ways."""
 
 # ctest-timeout: 120
 
@@ -195,3 +197,15 @@ def test_server_warns_once(spec, python):
              if "the cluster is unauthenticated" in line]
     assert len(lines) == 1, out.stderr
     assert "read and write every variable and global_step" in lines[0]
+
+
+@pytest.mark.parametrize("way", ["fast", "Rows", "", 1])
+def test_monitored_session_bad_embedding_lookup(way):
+    """MonitoredTrainingSession(embedding_lookup=...) other than "auto",
+    "rows" or "gather" raises ValueError naming the argument and the
+    accepted ways, before any connection is tried."""
+    with pytest.raises(ValueError,
+                       match=r"embedding_lookup=.*not one of \"auto\", "
+                             r"\"rows\", \"gather\""):
+        tf.train.MonitoredTrainingSession(master="grpc://127.0.0.1:1",
+                                          embedding_lookup=way)

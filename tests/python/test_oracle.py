@@ -93,7 +93,9 @@ def test_python_worker_equals_local_rf_trainer(
     out = tmp_path / "python.npz"
     job = [python, str(source_dir / "tests/python/oracle_job.py"),
            "--ps_hosts=" + ",".join(ps), "--worker_hosts=" + worker,
-           "--apply=" + apply]
+           "--apply=" + apply,
+           # accepted by MonitoredTrainingSession (no table to look up)
+           "--embedding_lookup=" + ("rows" if apply == "worker" else "auto")]
     tasks = {"ps%d" % i: job + ["--job_name=ps", "--task_index=%d" % i]
              for i in range(num_ps)}
     tasks["worker0"] = job + ["--job_name=worker", "--task_index=0",

@@ -35,6 +35,9 @@ void tr_session_options_fill(const tr_flags *f, const tr_session *s,
 /* With --staleness: one line of what stale synchronous parallel cost this
  * worker (its current session's counters). */
 void tr_print_ssp(const tr_flags *f, rf_monitored_session *ms);
+/* One line per embedding table shard: its lookups' way, why, and what
+ * they took (rf_session_lookup_info); nothing without tables. */
+void tr_print_lookups(rf_monitored_session *ms);
 
 /* dist_ps.c: the ps job: serves until the chief's shutdown (exit status). */
 int tr_run_ps(const tr_flags *f, rf_cluster *cluster);

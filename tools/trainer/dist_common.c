@@ -48,6 +48,23 @@ void tr_session_options_fill(const tr_flags *f, const tr_session *s,
     o->replicas_to_aggregate = (int)f->replicas_to_aggregate;
     o->total_num_replicas = (int)f->total_num_replicas;
     o->staleness = (int)f->staleness; /* stale synchronous parallel */
+    o->embedding_lookup = (rf_lookup_way)f->embedding_lookup;
+}
+
+void tr_print_lookups(rf_monitored_session *ms)
+{
+    rf_session *s = rf_monitored_session_session(ms);
+    rf_session_lookup_info w[64];
+    size_t n = rf_session_lookup_info_get(s, w, 64);
+    for (size_t i = 0; i < n && i < 64; i++)
+        printf("embedding lookups of %s; %" PRIu64
+               " lookups by row READs (%" PRIu64 " rows), %" PRIu64
+               " by the gather (%" PRIu64 " rows)\n",
+               w[i].reason, w[i].lookups_read, w[i].rows_read,
+               w[i].lookups_gathered, w[i].rows_gathered);
+    if (n > 64)
+        printf("embedding lookups: %zu more tables\n", n - 64);
+    fflush(stdout);
 }
 
 void tr_print_ssp(const tr_flags *f, rf_monitored_session *ms)

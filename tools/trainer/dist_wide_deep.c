@@ -244,6 +244,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     }
     tr_print_training(f, &tr, 0);
     tr_print_ssp(f, ms);
+    tr_print_lookups(ms);
     if (chief)
         tr_print_cluster_rate(&tr, tr_examples_per_global_step(f, workers));
     if (!chief) {

@@ -340,6 +340,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     }
     tr_print_training(f, &tr, t_load);
     tr_print_ssp(f, d.ms);
+    tr_print_lookups(d.ms);
     if (chief)
         tr_print_cluster_rate(&tr, d.per_global_step);
     rc = finish(&d, who, &tr, test);

@@ -16,6 +16,7 @@
 #include "rdmaflow/data.h"
 #include "rdmaflow/env.h"
 #include "rdmaflow/flags.h"
+#include "rdmaflow/session.h"
 #include "rdmaflow/status.h"
 
 /* Row bits of the flags that only some runs use: the first one given is
@@ -91,6 +92,10 @@ static int call_seed(const rf_flag_row *row, const char *v, void *ctx,
 
 static const rf_flag_choice apply_modes[] = {
     {"ps", RF_PS_APPLY_PS}, {"worker", RF_PS_APPLY_WORKER}, {NULL, 0}};
+static const rf_flag_choice lookup_ways[] = {{"auto", RF_LOOKUP_AUTO},
+                                             {"rows", RF_LOOKUP_ROWS},
+                                             {"gather", RF_LOOKUP_GATHER},
+                                             {NULL, 0}};
 static const rf_flag_choice ps_strategies[] = {
     {"round_robin", RF_PS_ROUND_ROBIN}, {"greedy", RF_PS_GREEDY}, {NULL, 0}};
 /* --explain (text), --explain=text|json|true|false, --noexplain */
@@ -365,6 +370,15 @@ static void tr_flag_rows(rf_flag_row rows[TR_FLAG_ROWS], tr_flags *f)
             "words on ps task 0, one-sided READs and FETCH_AND_ADD; 0: "
             "no worker starts step c+1 before every worker finished "
             "step c); default off",
+            .bits = DIST),
+        RF_FLAG_ENUM(
+            "embedding_lookup", &f->embedding_lookup, "auto", lookup_ways,
+            "auto|rows|gather",
+            "how a step's embedding lookups fetch a table's rows: rows = "
+            "one-sided row READs by the worker, gather = the ps copies "
+            "them (TensorFlow's Gather on the ps), auto = per table and "
+            "lookup the cheaper of the two by a cost model measured when "
+            "the session starts (docs/DESIGN.md)",
             .bits = DIST),
         RF_FLAG_ENUM(
             "explain", &f->explain, NULL, explain_kinds, "[text|json]",

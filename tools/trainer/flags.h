@@ -103,6 +103,9 @@ typedef struct tr_flags {
     int64_t replicas_to_aggregate, total_num_replicas;
     /* --staleness K (stale synchronous parallel; -1: off) */
     int64_t staleness;
+    /* --embedding_lookup: how lookups fetch a table's rows (an
+     * rf_lookup_way: auto, rows or gather) */
+    int embedding_lookup;
     tr_explain explain;
     bool explain_only;       /* --explain_only */
     const char *explain_out; /* --explain_out (NULL or "-": stdout) */

@@ -82,7 +82,8 @@ class _MonitoredSession:
     def __init__(self, server, is_chief, checkpoint_dir, scaffold, hooks,
                  chief_only_hooks, save_checkpoint_secs,
                  save_checkpoint_steps, log_step_count_steps, config,
-                 stop_grace_period_secs, max_wait_secs, apply, staleness):
+                 stop_grace_period_secs, max_wait_secs, apply, staleness,
+                 embedding_lookup):
         self._graph = _fw.get_default_graph()
         self._closed = False
         self._current_args = None
@@ -114,6 +115,8 @@ class _MonitoredSession:
             options["apply"] = apply
         if staleness is not None:
             options["staleness"] = int(staleness)
+        if embedding_lookup is not None:
+            options["embedding_lookup"] = embedding_lookup
         if isinstance(optimizer, _opt.SyncReplicasOptimizer):
             options["sync_replicas"] = True
             options["replicas_to_aggregate"] = optimizer.replicas_to_aggregate
@@ -225,12 +228,21 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
                              stop_grace_period_secs=120,
                              log_step_count_steps=100, max_wait_secs=7200,
                              save_checkpoint_steps=USE_DEFAULT,
-                             summary_dir=None, apply=None, staleness=None):
+                             summary_dir=None, apply=None, staleness=None,
+                             embedding_lookup=None):
     """tf.train.MonitoredTrainingSession on rdmaflow. master is
     server.target (the Server of this task). rdmaflow's own arguments:
     apply ("ps", the default: the ps applies the optimizer; "worker":
     one-sided read-apply-write by the worker, under the optimizer's
-    use_locking) and staleness (stale synchronous parallel bound)."""
+    use_locking), staleness (stale synchronous parallel bound) and
+    embedding_lookup (how lookups fetch an embedding table's rows: "rows",
+    one-sided row READs; "gather", the ps copies them; "auto", the
+    default: per table, the cheaper by a cost model measured when the
+    session is created)."""
+    if embedding_lookup not in (None, "auto", "rows", "gather"):
+        raise ValueError(
+            "MonitoredTrainingSession(embedding_lookup=%r): not one of "
+            "\"auto\", \"rows\", \"gather\"" % (embedding_lookup,))
     if not master:
         raise _errors.UnimplementedError(
             None, None, "MonitoredTrainingSession without a master: rdmaflow "
@@ -251,4 +263,4 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
                              hooks, chief_only_hooks, save_checkpoint_secs,
                              save_checkpoint_steps, log_step_count_steps,
                              config, stop_grace_period_secs, max_wait_secs,
-                             apply, staleness)
+                             apply, staleness, embedding_lookup)

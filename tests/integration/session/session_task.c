@@ -99,6 +99,7 @@ typedef struct task_opts {
     int vocab, emb_dim, emb_parts;
     int64_t max_lookup_ids, bad_id_at;
     bool table_uninitialized;
+    rf_lookup_way lookup; /* --embedding_lookup */
     /* compare */
     const char *compare_a, *compare_b;
     double tolerance;
@@ -331,6 +332,64 @@ static int run_ps(const task_opts *o)
     rf_server_stop(sv);
     rf_cluster_destroy(c);
     return 0;
+}
+
+/* Each table shard's lookup way (rf_session_lookup_info), printed as
+ * "lookup TABLE below B above A switch N read R gathered G: REASON",
+ * against the option and the counters: a forced way is the only one its
+ * lookups took; auto took a way for each lookup as its threshold says
+ * (the test cannot see a lookup's rows, so: some way, and the ways the
+ * rule allows); the per-table rows add up to the session's. */
+static void check_lookup_ways(rf_session *s, const task_opts *o,
+                              const rf_session_counters *c)
+{
+    rf_session_lookup_info w[8];
+    size_t n = rf_session_lookup_info_get(s, w, 8);
+    CHECK(n == (size_t)o->emb_parts && n <= 8, "%zu tables' ways, want %d", n,
+          o->emb_parts);
+    uint64_t read = 0, gathered = 0, lr = 0, lg = 0;
+    for (size_t i = 0; i < n; i++) {
+        printf("lookup %s below %s above %s switch %" PRIu64 " read %" PRIu64
+               " gathered %" PRIu64 ": %s\n",
+               w[i].table, rf_lookup_way_name(w[i].below),
+               rf_lookup_way_name(w[i].above), w[i].switch_rows, w[i].rows_read,
+               w[i].rows_gathered, w[i].reason);
+        CHECK(w[i].configured == o->lookup, "%s: configured %s", w[i].table,
+              rf_lookup_way_name(w[i].configured));
+        bool says = o->lookup == RF_LOOKUP_AUTO
+                        ? strstr(w[i].reason, "auto:") && w[i].probe_rows > 0
+                        : strstr(w[i].reason, "as embedding_lookup=") != NULL;
+        CHECK(strstr(w[i].reason, w[i].table) && says,
+              "%s: the reason does not say why: %s", w[i].table, w[i].reason);
+        if (o->lookup != RF_LOOKUP_AUTO)
+            CHECK(w[i].below == o->lookup && w[i].above == o->lookup &&
+                      (o->lookup == RF_LOOKUP_ROWS ? w[i].rows_gathered == 0
+                                                   : w[i].rows_read == 0),
+                  "%s: forced %s, but its lookups took the other way",
+                  w[i].table, rf_lookup_way_name(o->lookup));
+        bool rows_ok = w[i].below == RF_LOOKUP_ROWS ||
+                       (w[i].switch_rows && w[i].above == RF_LOOKUP_ROWS);
+        bool gather_ok = w[i].below == RF_LOOKUP_GATHER ||
+                         (w[i].switch_rows && w[i].above == RF_LOOKUP_GATHER);
+        CHECK((rows_ok || w[i].rows_read == 0) &&
+                  (gather_ok || w[i].rows_gathered == 0),
+              "%s: its lookups took a way its rule excludes", w[i].table);
+        read += w[i].rows_read;
+        gathered += w[i].rows_gathered;
+        lr += w[i].lookups_read;
+        lg += w[i].lookups_gathered;
+    }
+    printf("lookup ways rows_read %" PRIu64 " rows_gathered %" PRIu64
+           " lookups_read %" PRIu64 " lookups_gathered %" PRIu64 "\n",
+           c->table_rows_read - c->table_rows_gathered, c->table_rows_gathered,
+           c->table_lookups_read, c->table_lookups_gathered);
+    CHECK(read + gathered == c->table_rows_read &&
+              gathered == c->table_rows_gathered &&
+              lr == c->table_lookups_read && lg == c->table_lookups_gathered,
+          "the tables' rows (%" PRIu64 " read, %" PRIu64
+          " gathered) do not add up to the session's (%" PRIu64
+          ", of them %" PRIu64 " gathered)",
+          read, gathered, c->table_rows_read, c->table_rows_gathered);
 }
 
 /* The training step's description against the graph: [SSP: the clocks
@@ -598,6 +657,7 @@ static int run_worker(const task_opts *o)
     so.replicas_to_aggregate = o->replicas_to_aggregate;
     so.total_num_replicas = o->total_num_replicas;
     so.max_lookup_ids = o->max_lookup_ids;
+    so.embedding_lookup = o->lookup;
     so.staleness = o->staleness;
     so.staleness_wait_ms = o->staleness_wait_ms;
     rf_session *s = NULL;
@@ -739,6 +799,7 @@ static int run_worker(const task_opts *o)
                tc.table_bytes_pushed);
         CHECK(tc.table_rows_read > 0 && tc.table_rows_pushed > 0,
               "no table rows moved");
+        check_lookup_ways(s, o, &tc);
         fflush(stdout);
     }
     if (rf_cluster_num_workers(c) == 1)
@@ -929,6 +990,8 @@ int main(int argc, char **argv)
             o.emb_parts = atoi(v);
         else if ((v = value_of(a, "--max_lookup_ids")))
             o.max_lookup_ids = atoll(v);
+        else if ((v = value_of(a, "--embedding_lookup")))
+            CHECK_OK(rf_lookup_way_parse(v, &o.lookup));
         else if (!strcmp(a, "--table_uninitialized"))
             o.table_uninitialized = true;
         else if ((v = value_of(a, "--bad_id_at")))

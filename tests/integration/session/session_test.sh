@@ -70,6 +70,17 @@
 #   emb_sync_backup N=1 of M=2 with the table: the backup worker stops
 #                   itself at step 5, the chief trains on to the end and
 #                   finishes without it
+#   emb_lookup_ways the lookups' ways (rf_session_options.embedding_lookup):
+#                   rows, gather and auto each byte-identical to local
+#                   training (apply=ps, adagrad, 2 ps), rows and gather
+#                   byte-identical to each other with equal losses; a forced
+#                   way is the only one taken (the session's per-table
+#                   counts); auto measured both ways, says which it takes
+#                   and why (rf_session_lookup_info, and one info log line
+#                   per table); gather with apply=worker (ftrl) and with
+#                   sync replicas (N=M=1) byte-identical to local; a
+#                   checkpoint saved with gather restores into 3 ps with
+#                   auto, byte-identical to local
 #   ssp             stale synchronous parallel, 1 ps x 2 workers of 20
 #                   steps each, worker 1 sleeping before each step: with
 #                   staleness K (1, then 0) worker 0's step s+K+1 never ends
@@ -167,6 +178,8 @@ finish_fail() {
 
 # the embedding table of the emb_* cases
 emb=(--vocab=1000 --max_lookup_ids=768)
+# emb_checkpoint's saving worker's extra options (emb_lookup_ways)
+emb_ckpt_save=()
 
 case_emb_async() {
     cluster 2 2 || return
@@ -314,6 +327,39 @@ case_emb_memory() {
     fi
 }
 
+# emb_lookup_ways: see the top.
+case_emb_lookup_ways() {
+    local way
+    for way in rows gather auto; do
+        RF_LOG_LEVEL=info oracle 2 adagrad "${emb[@]}" --embedding_lookup=$way
+        cp "$tmp/dist.bin" "$tmp/dist-$way.bin" 2>/dev/null
+        cp "$tmp/w0" "$tmp/w0-$way"
+        grep '^loss' "$tmp/w0" >"$tmp/loss-$way"
+    done
+    if cmp -s "$tmp/dist-rows.bin" "$tmp/dist-gather.bin" &&
+        cmp -s "$tmp/loss-rows" "$tmp/loss-gather"; then
+        ok "rows and gather: variables and losses bit-identical ($(cat "$tmp/loss-gather"))"
+    else
+        fail "rows and gather differ: $(cmp "$tmp/dist-rows.bin" "$tmp/dist-gather.bin" 2>&1 | head -n 1); losses '$(cat "$tmp/loss-rows")' '$(cat "$tmp/loss-gather")'"
+    fi
+    local part n
+    for part in 0 1; do
+        grep -q "^lookup emb/part_$part below rows above rows switch 0 read [1-9][0-9]* gathered 0: .*row READs, as embedding_lookup=rows" "$tmp/w0-rows" &&
+            grep -q "^lookup emb/part_$part below gather above gather switch 0 read 0 gathered [1-9][0-9]*: .*the ps-side gather, as embedding_lookup=gather" "$tmp/w0-gather" ||
+            fail "part $part: a forced way was not the only one taken: $(grep "^lookup emb/part_$part " "$tmp/w0-rows" "$tmp/w0-gather")"
+        grep -Eq "^lookup emb/part_$part below (rows|gather) above (rows|gather) switch [0-9]+ read [0-9]+ gathered [0-9]+: table 'emb/part_$part' \(ps [01]\): auto: row READs [0-9.]+ us \+ [0-9.]+ us/row, gather [0-9.]+ us \+ [0-9.]+ us/row" "$tmp/w0-auto" ||
+            fail "part $part: auto does not say what it measured and chose: $(grep "^lookup emb/part_$part " "$tmp/w0-auto")"
+        n=$(grep -c "session: embedding lookups of table 'emb/part_$part'" "$tmp/w0-auto")
+        [[ $n -eq 1 ]] || fail "part $part: auto's choice logged $n times, want once"
+    done
+    ok "auto: $(grep -m1 '^lookup emb/part_0 ' "$tmp/w0-auto" | sed 's/^lookup //'); $(grep -m1 '^lookup ways' "$tmp/w0-auto")"
+    oracle 2 ftrl "${emb[@]}" --apply=worker --embedding_lookup=gather
+    oracle 2 adagrad "${emb[@]}" --sync_replicas --embedding_lookup=gather
+    emb_ckpt_save=(--embedding_lookup=gather)
+    case_emb_checkpoint
+    emb_ckpt_save=()
+}
+
 case_emb_checkpoint() {
     local common=(--optim=adagrad --seed=9 "${emb[@]}")
     timeout "$(t 60)" "$task" local "${common[@]}" --steps=30 \
@@ -328,7 +374,7 @@ case_emb_checkpoint() {
     start ps0 ps --task_index=0 "${common[@]}"
     start ps1 ps --task_index=1 "${common[@]}"
     start w0 worker --task_index=0 "${common[@]}" --steps=15 --save_every=15 \
-        --checkpoint_dir="$dir"
+        --checkpoint_dir="$dir" ${emb_ckpt_save:+"${emb_ckpt_save[@]}"}
     finish w0 0 && finish ps0 0 && finish ps1 0 || return
     cluster 3 1 || return
     local i
@@ -1003,6 +1049,7 @@ emb_checkpoint) case_emb_checkpoint ;;
 emb_sync) case_emb_sync ;;
 emb_sync_backup) case_emb_sync_backup ;;
 emb_memory) case_emb_memory ;;
+emb_lookup_ways) case_emb_lookup_ways ;;
 ssp) case_ssp ;;
 ssp_finish) case_ssp_finish ;;
 ssp_refusals) case_ssp_refusals ;;

@@ -191,6 +191,15 @@ case_flags() {
     expect_usage "--task_index" --ps_hosts=ps0:2222 --worker_hosts=w0:2222 \
         --job_name=worker --task_index=3
     expect_usage "--apply: 'gpu' is not one of ps, worker" --apply=gpu
+    # --embedding_lookup: the accepted ways named, any case but these refused
+    expect_usage "--embedding_lookup: 'fast' is not one of auto, rows, gather" \
+        --embedding_lookup=fast
+    expect_usage "--embedding_lookup: 'Rows' is not one of auto, rows, gather" \
+        --embedding_lookup=Rows
+    expect_usage "--embedding_lookup: '' is not one of auto, rows, gather" \
+        --embedding_lookup=
+    expect_usage "--embedding_lookup: only for distributed training" \
+        --embedding_lookup=gather
     # distributed-only flags in a local run
     expect_usage "--apply: only for distributed training" --apply=worker
     expect_usage "--use_locking: only for distributed training" --use_locking

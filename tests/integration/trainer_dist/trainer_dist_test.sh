@@ -194,18 +194,33 @@ wd_auc() {
 # --model=wide_deep, one worker, 2 ps (the tables in 2 parts, embedding
 # shards on the ps) against local training with --embedding_partitions=2:
 # the final loss, the test AUC and --variables_out byte-identical, for
-# apply=ps and apply=worker
+# apply=ps and apply=worker (the lookups' way auto), and apply=ps with
+# --embedding_lookup=rows and =gather (through rf-launch), each table's
+# way printed as forced
 case_wide_deep_oracle() {
     local args=(--model=wide_deep --train_steps=120 --batch_size=256
         --eval_examples=20000 --log_every=40 --threads=1)
     run_local "$tmp/l" "${args[@]}" --embedding_partitions=2 \
         --variables_out="$tmp/l.st"
     [[ $rc -eq 0 ]] || { fail "local: exit $rc"; show "$tmp/l"; return; }
-    local apply ll dl la da
-    for apply in ps worker; do
+    local spec apply way ll dl la da
+    for spec in ps worker ps:rows ps:gather; do
+        apply=${spec%%:*}
+        way=${spec#"$apply"}
+        way=${way#:}
         run_launch "$tmp/d" 2 1 "${args[@]}" --apply=$apply \
-            --variables_out="$tmp/d.st"
-        [[ $rc -eq 0 ]] || { fail "apply=$apply: exit $rc"; show "$tmp/d"; continue; }
+            ${way:+--embedding_lookup=$way} --variables_out="$tmp/d.st"
+        [[ $rc -eq 0 ]] || { fail "apply=$apply $way: exit $rc"; show "$tmp/d"; continue; }
+        apply="$apply${way:+, embedding_lookup=$way}"
+        if [[ -n $way ]]; then
+            local n took="[1-9][0-9]* lookups by row READs ([1-9][0-9]* rows), 0 by the gather (0 rows)"
+            [[ $way == gather ]] &&
+                took="0 lookups by row READs (0 rows), [1-9][0-9]* by the gather ([1-9][0-9]* rows)"
+            n=$(grep -c "embedding lookups of table '.*/part_[01]' (ps [01]): .*, as embedding_lookup=$way says; $took\$" "$tmp/d")
+            ((n >= 2)) && [[ $n -eq $(grep -c "embedding lookups of table" "$tmp/d") ]] &&
+                ok "$apply: $n table parts say they took that way: $(grep -m1 "embedding lookups of" "$tmp/d" | sed 's/^.*embedding lookups of //')" ||
+                fail "$apply: the tables do not say they took that way: $(grep -m2 "embedding lookups of" "$tmp/d")"
+        fi
         ll=$(first_line "$tmp/l" "final loss:")
         dl=$(first_line "$tmp/d" "final loss:")
         la=$(wd_auc "$tmp/l")
@@ -300,6 +315,64 @@ wd_peak_below() {
         fail "$3: the chief's peak RSS before the final pull '${peak}' MiB is not below the table's $2 bytes"
         show "$1"
     fi
+}
+
+# --model=wide_deep, 2 ps x 1 worker, --embedding_lookup=gather under
+# rf-launch --restart_on_failure with --checkpoint_dir: ps1 (holding table
+# parts) is killed with SIGKILL once the chief is past a checkpoint and
+# trains on; the chief's session is lost mid-lookup or mid-push, recovered
+# (a new session: the reply block registered again, the ways chosen again)
+# from the checkpoint, and the job reaches --train_steps: rf-launch exits 0
+# having restarted ps1 once; every table part still says it took the
+# gather only. (recovery with row READs: the fault.* cases' dense models
+# and this case's auto runs elsewhere take that path)
+case_wide_deep_gather_recovery() {
+    local args=(--model=wide_deep "--ctr_spec=vocab=1000,1e5;train=1e5;test=2e4"
+        --embedding_dim=16 --batch_size=256 --eval_examples=20000
+        --log_every=10 --threads=1 --train_steps=200 --embedding_lookup=gather
+        --checkpoint_dir="$tmp/ckpt" --save_checkpoint_steps=40)
+    local out=$tmp/o t0 lpid c victim= i
+    t0=$(now)
+    "$launch" --host "$host" --ps 2 --workers 1 --timeout "$(t 300)" \
+        --restart_on_failure -- "$trainer" "${args[@]}" >"$out" 2>&1 &
+    lpid=$!
+    # until the first checkpoint is written and training goes on
+    for ((i = 0; i < 6000; i++)); do
+        grep -q "model.ckpt-40" "$out" && grep -Eq '^\[worker0\] step (5|6|7|8|9)[0-9],' "$out" && break
+        kill -0 "$lpid" 2>/dev/null || break
+        sleep 0.05
+    done
+    for c in $(cat /proc/"$lpid"/task/*/children 2>/dev/null); do
+        tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null | grep -q -- "--job_name=ps --task_index=1\( \|$\)" &&
+            victim=$c
+    done
+    if [[ -z $victim ]]; then
+        fail "no ps1 to kill (the job: $(tail -n 3 "$out"))"
+        kill "$lpid" 2>/dev/null
+        wait "$lpid"
+        return
+    fi
+    kill -9 "$victim"
+    wait "$lpid"
+    rc=$?
+    echo "rf-launch --restart_on_failure: exit $rc in $(secs "$t0") s (ps1 killed)"
+    local lost rec end
+    lost=$(tline "$out" worker0 ".*session lost.*")
+    rec=$(tline "$out" worker0 ".*recovered in .*")
+    end=$(tline "$out" worker0 "global_step at the end: .*")
+    if [[ $rc -eq 0 && -n $lost && -n $rec && $end == "global_step at the end: 200" ]] &&
+        grep -q '^rf-launch: restarts: ps0 0, ps1 1, worker0 0' "$out"; then
+        ok "ps1 killed: '$lost' -> '$rec'; $end"
+    else
+        fail "ps1 killed: exit $rc, lost '$lost', recovered '$rec', '$end'"
+        show "$out" 30
+    fi
+    local n all
+    n=$(grep -c "embedding lookups of table '.*' (ps [01]): the ps-side gather, as embedding_lookup=gather says; 0 lookups by row READs (0 rows), [1-9][0-9]* by the gather" "$out")
+    all=$(grep -c "embedding lookups of table" "$out")
+    ((n > 0 && n == all)) &&
+        ok "after the recovery $n table parts took the gather only" ||
+        fail "$n of $all table parts say they took the gather only"
 }
 
 # --model=wide_deep with --checkpoint_dir: 2 ps x 1 worker save every 25
@@ -1266,6 +1339,7 @@ wide_deep_2x2_worker) case_wide_deep_2x2 worker ;;
 wide_deep_sync) case_wide_deep_sync ;;
 wide_deep_table_memory) case_wide_deep_table_memory ;;
 wide_deep_checkpoint) case_wide_deep_checkpoint ;;
+wide_deep_gather_recovery) case_wide_deep_gather_recovery ;;
 wide_deep_explain) case_wide_deep_explain ;;
 wide_deep_trace) case_wide_deep_trace ;;
 wide_deep_evaluator) case_wide_deep_evaluator ;;
