@@ -312,8 +312,12 @@ case_emb_memory() {
         --max_lookup_ids=768)
     start ps0 ps --task_index=0 "${common[@]}"
     start ps1 ps --task_index=1 "${common[@]}"
-    start w0 worker --task_index=0 "${common[@]}"
-    start w1 worker --task_index=1 "${common[@]}" --table_uninitialized
+    # Each worker trains 20 steps of its own: up to a shared global step,
+    # a chief that got through all of them before worker 1's session was
+    # up left it nothing to do (seen under load).
+    start w0 worker --task_index=0 "${common[@]}" --my_steps=20
+    start w1 worker --task_index=1 "${common[@]}" --my_steps=20 \
+        --table_uninitialized
     local all=1 n
     for n in w1 w0 ps0 ps1; do finish "$n" 0 || all=0; done
     [[ $all -eq 1 ]] || return
