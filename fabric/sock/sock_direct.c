@@ -20,7 +20,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fabric/sock/sock.h"
@@ -83,20 +82,19 @@ static void unpin_all(sock_ep **eps, int n)
                                   memory_order_release);
 }
 
-/* Services ep if its reading is not paused; block: wait for the locks
- * (a waiter), else give up when the progress thread holds them. */
-static void service(sock_ep *ep, int block)
+/* Services ep if its reading is not paused and nobody else is at it (the
+ * progress thread, another poller): never waits for a lock. */
+static void service(sock_ep *ep)
 {
     sock_fabric *fab = ep->fab;
-    if (block)
-        pthread_mutex_lock(&fab->mr_mu);
-    else if (pthread_mutex_trylock(&fab->mr_mu) != 0)
-        return;
-    pthread_mutex_lock(&ep->mu);
-    if (ep->fd >= 0 && !ep->closing && (ep->ev_mask & EPOLLIN))
-        sock_ep_service(ep, EPOLLIN);
-    pthread_mutex_unlock(&ep->mu);
-    pthread_mutex_unlock(&fab->mr_mu);
+    if (pthread_rwlock_tryrdlock(&fab->mr_mu) != 0)
+        return; /* a deregistration is waiting */
+    if (pthread_mutex_trylock(&ep->mu) == 0) {
+        if (ep->fd >= 0 && !ep->closing && (ep->ev_mask & EPOLLIN))
+            sock_ep_service(ep, EPOLLIN);
+        pthread_mutex_unlock(&ep->mu);
+    }
+    pthread_rwlock_unlock(&fab->mr_mu);
 }
 
 /* ep's socket if a completion on cq may come from what arrives on it
@@ -116,13 +114,9 @@ static int reply_fd(const sock_cq *cq, const sock_ep *ep, int recvs)
     return -1;
 }
 
-static int has_data(int fd)
-{
-    char b;
-    return fd >= 0 &&
-           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1; /* or EOF: 0 */
-}
-
+/* One read per endpoint with something due on this queue: the read itself
+ * is the test (one system call, as a TCP ping-pong's non-blocking read),
+ * and what it brings is handled at once. */
 void sock_direct_poll(sock_cq *cq)
 {
     if (!SOCK_FAB(cq->base.fabric)->direct)
@@ -130,13 +124,16 @@ void sock_direct_poll(sock_cq *cq)
     sock_ep *eps[SOCK_CQ_DIRECT_MAX];
     int n = pin_all(cq, eps);
     for (int i = 0; i < n; i++) {
-        if (pthread_mutex_trylock(&eps[i]->mu) != 0)
-            continue; /* another thread is at it */
-        /* peek under ep->mu: the progress thread closes fd under it */
-        int data = has_data(reply_fd(cq, eps[i], 1));
-        pthread_mutex_unlock(&eps[i]->mu);
-        if (data)
-            service(eps[i], 0);
+        sock_ep *ep = eps[i];
+        sock_fabric *fab = ep->fab;
+        if (pthread_rwlock_tryrdlock(&fab->mr_mu) != 0)
+            continue;
+        if (pthread_mutex_trylock(&ep->mu) == 0) {
+            if (reply_fd(cq, ep, 1) >= 0)
+                sock_ep_service(ep, EPOLLIN);
+            pthread_mutex_unlock(&ep->mu);
+        }
+        pthread_rwlock_unlock(&fab->mr_mu);
     }
     unpin_all(eps, n);
 }
@@ -189,7 +186,7 @@ int sock_direct_wait(sock_cq *cq, int64_t deadline)
             }
             for (int i = 1; i < np; i++)
                 if (pfd[i].revents)
-                    service(owner[i], 0);
+                    service(owner[i]);
         }
     }
     for (int i = 1; i < np; i++)

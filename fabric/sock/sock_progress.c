@@ -4,6 +4,7 @@
  * deadlines (handshakes, RNR, draining sockets) on a short tick while any
  * is pending, and the no-progress watchdog once a second. */
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -41,11 +42,11 @@ static void run_kicks(sock_fabric *fab)
         ep->kick_next = NULL;
         ep->kicked = 0; /* a new kick now goes to the next round */
         pthread_mutex_unlock(&fab->kick_mu);
-        pthread_mutex_lock(&fab->mr_mu);
+        pthread_rwlock_rdlock(&fab->mr_mu);
         pthread_mutex_lock(&ep->mu);
         sock_ep_service(ep, 0);
         pthread_mutex_unlock(&ep->mu);
-        pthread_mutex_unlock(&fab->mr_mu);
+        pthread_rwlock_unlock(&fab->mr_mu);
     }
 }
 
@@ -78,7 +79,7 @@ static int run_commands(sock_fabric *fab)
 static void run_timers(sock_fabric *fab, int64_t now)
 {
     int any = 0;
-    pthread_mutex_lock(&fab->mr_mu);
+    pthread_rwlock_rdlock(&fab->mr_mu);
     pthread_mutex_lock(&fab->mu);
     for (sock_ep *ep = fab->eps; ep; ep = ep->next) {
         pthread_mutex_lock(&ep->mu);
@@ -86,7 +87,7 @@ static void run_timers(sock_fabric *fab, int64_t now)
         pthread_mutex_unlock(&ep->mu);
     }
     pthread_mutex_unlock(&fab->mu);
-    pthread_mutex_unlock(&fab->mr_mu);
+    pthread_rwlock_unlock(&fab->mr_mu);
     any |= sock_hs_timers(fab, now);
     if (!any)
         __atomic_store_n(&fab->timers_hint, 0, __ATOMIC_RELAXED);
@@ -111,7 +112,7 @@ void *sock_progress_main(void *arg)
             }
             n = 0;
         }
-        int woke = 0;
+        int woke = 0, busy = 0;
         for (int i = 0; i < n; i++) {
             sock_pollable *p = evs[i].data.ptr;
             switch (p->kind) {
@@ -126,16 +127,24 @@ void *sock_progress_main(void *arg)
                 sock_hs_on_event(fab, CONTAINER(p, sock_hs, tag));
                 break;
             case SOCK_POLL_EP: {
+                /* A direct poller holding the endpoint reads what arrived
+                 * (epoll reports it again if it leaves some): no waiting
+                 * for it, no futex hand-off. */
                 sock_ep *ep = CONTAINER(p, sock_ep, tag);
-                pthread_mutex_lock(&fab->mr_mu);
-                pthread_mutex_lock(&ep->mu);
-                sock_ep_service(ep, evs[i].events);
-                pthread_mutex_unlock(&ep->mu);
-                pthread_mutex_unlock(&fab->mr_mu);
+                pthread_rwlock_rdlock(&fab->mr_mu);
+                if (pthread_mutex_trylock(&ep->mu) == 0) {
+                    sock_ep_service(ep, evs[i].events);
+                    pthread_mutex_unlock(&ep->mu);
+                } else {
+                    busy++;
+                }
+                pthread_rwlock_unlock(&fab->mr_mu);
                 break;
             }
             }
         }
+        if (busy)
+            sched_yield(); /* let the holder finish before epoll repeats */
         if (woke) {
             run_kicks(fab);
             if (run_commands(fab))
