@@ -1,10 +1,14 @@
 /* fabric/sock/sock_direct.c: direct progress. A thread polling or waiting
  * on a completion queue that at most SOCK_CQ_DIRECT_MAX endpoints use reads
  * their sockets itself, under the same locks as the progress thread
- * (fab->mr_mu, then ep->mu), so a reply reaches the waiter with the one
- * wake-up of a TCP ping-pong instead of the progress thread's wake-up and
- * then the waiter's. The progress thread keeps watching the same sockets:
- * whichever thread takes the locks first reads; the other finds nothing.
+ * (fab->mr_mu shared, then ep->mu, both only tried: a poller never waits
+ * for a lock), so a reply reaches the waiter with the one wake-up of a TCP
+ * ping-pong instead of the progress thread's wake-up and then the
+ * waiter's, and costs it one recv (a poll's read is its own test: no peek
+ * first, no second read to find the socket empty). What the read brings
+ * is handled whatever it is, requests to this side as a target too. The
+ * progress thread keeps watching the same sockets: whichever thread takes
+ * the locks first reads; the other finds nothing or leaves it.
  *
  * Lifetime: a poller pins the endpoints it reads (direct_pins) after
  * finding them in the queue's list under cq->mu; rf_ep_close takes the
