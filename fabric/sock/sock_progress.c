@@ -120,10 +120,13 @@ static void short_slice(void)
     } a = {.size = sizeof a,
            .sched_policy = SCHED_OTHER,
            .sched_runtime = SOCK_PROGRESS_SLICE_NS};
+    if (sched_getscheduler(0) != SCHED_OTHER)
+        return; /* batch, idle or real-time: the application's choice */
     errno = 0;
-    int nice = getpriority(PRIO_PROCESS, 0);
-    if (errno == 0)
-        a.sched_nice = nice;
+    int nice = getpriority(PRIO_PROCESS, 0); /* this thread's */
+    if (errno != 0)
+        return;
+    a.sched_nice = nice;
     if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
         RF_LOG_DEBUG("sock: progress thread keeps the default slice");
 }
