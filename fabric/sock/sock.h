@@ -4,9 +4,13 @@
  * Threads and locks. Each fabric has one progress thread owning an epoll set
  * of: a wake eventfd, listening sockets, incoming handshakes and endpoint
  * sockets (all non-blocking). User threads post work under the endpoint
- * lock and may write request frames directly; everything that touches a
- * target region (executing requests, sending read data) runs in the progress
- * thread while it holds fab->mr_mu, which rf_mr_dereg also takes. Lock
+ * lock and write request frames directly; a thread polling or waiting on a
+ * queue of few endpoints reads their sockets itself (sock_direct.c).
+ * Everything that touches a target region (executing requests, sending read
+ * data) runs in a thread serving an endpoint (the progress thread or such a
+ * poller) while it holds fab->mr_mu shared; registration and rf_mr_dereg
+ * take it exclusively. A poller only ever trylocks; the progress thread
+ * trylocks an endpoint it was woken for (epoll reports it again). Lock
  * order: fab->mr_mu -> fab->mu -> ep->mu -> listener->mu -> fab->kick_mu ->
  * cq->mu. ep->mu is never held while waiting for the progress thread.
  *
@@ -41,6 +45,7 @@
 #define RF_FABRIC_SOCK_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "fabric/provider.h"
@@ -145,7 +150,17 @@ struct sock_fabric {
     int drain_timeout_ms;
     int direct; /* RF_SOCK_DIRECT (default 1): direct progress allowed */
 
-    pthread_mutex_t mr_mu; /* region table and target memory access */
+    /* System calls on endpoint sockets, by any thread (relaxed counts, for
+     * tests and diagnosis: bounded per operation, never timed). */
+    _Atomic uint64_t n_recv; /* recv into the receive buffer or a target */
+    _Atomic uint64_t n_send; /* sendmsg of queued frames */
+
+    /* Region table and target memory access: taken shared by every thread
+     * that serves endpoints (the progress thread, direct pollers), so they
+     * never wait for each other here, and exclusively by registration and
+     * rf_mr_dereg (writers preferred: a waiting dereg holds new readers
+     * off). */
+    pthread_rwlock_t mr_mu;
     sock_mr **mr_buckets;
     size_t mr_nbuckets, mr_count;
 
@@ -353,6 +368,11 @@ struct sock_ep {
     sock_stage *stage_head, *stage_tail;
     size_t stage_bytes;
 };
+
+static inline void sock_count(_Atomic uint64_t *c)
+{
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
 
 #define SOCK_EP(e)  ((sock_ep *)(e))
 #define SOCK_FAB(f) ((sock_fabric *)(f))

@@ -1,10 +1,14 @@
 /* fabric/sock/sock_direct.c: direct progress. A thread polling or waiting
  * on a completion queue that at most SOCK_CQ_DIRECT_MAX endpoints use reads
  * their sockets itself, under the same locks as the progress thread
- * (fab->mr_mu, then ep->mu), so a reply reaches the waiter with the one
- * wake-up of a TCP ping-pong instead of the progress thread's wake-up and
- * then the waiter's. The progress thread keeps watching the same sockets:
- * whichever thread takes the locks first reads; the other finds nothing.
+ * (fab->mr_mu shared, then ep->mu, both only tried: a poller never waits
+ * for a lock), so a reply reaches the waiter with the one wake-up of a TCP
+ * ping-pong instead of the progress thread's wake-up and then the
+ * waiter's, and costs it one recv (a poll's read is its own test: no peek
+ * first, no second read to find the socket empty). What the read brings
+ * is handled whatever it is, requests to this side as a target too. The
+ * progress thread keeps watching the same sockets: whichever thread takes
+ * the locks first reads; the other finds nothing or leaves it.
  *
  * Lifetime: a poller pins the endpoints it reads (direct_pins) after
  * finding them in the queue's list under cq->mu; rf_ep_close takes the
@@ -20,7 +24,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fabric/sock/sock.h"
@@ -83,20 +86,19 @@ static void unpin_all(sock_ep **eps, int n)
                                   memory_order_release);
 }
 
-/* Services ep if its reading is not paused; block: wait for the locks
- * (a waiter), else give up when the progress thread holds them. */
-static void service(sock_ep *ep, int block)
+/* Services ep if its reading is not paused and nobody else is at it (the
+ * progress thread, another poller): never waits for a lock. */
+static void service(sock_ep *ep)
 {
     sock_fabric *fab = ep->fab;
-    if (block)
-        pthread_mutex_lock(&fab->mr_mu);
-    else if (pthread_mutex_trylock(&fab->mr_mu) != 0)
-        return;
-    pthread_mutex_lock(&ep->mu);
-    if (ep->fd >= 0 && !ep->closing && (ep->ev_mask & EPOLLIN))
-        sock_ep_service(ep, EPOLLIN);
-    pthread_mutex_unlock(&ep->mu);
-    pthread_mutex_unlock(&fab->mr_mu);
+    if (pthread_rwlock_tryrdlock(&fab->mr_mu) != 0)
+        return; /* a deregistration is waiting */
+    if (pthread_mutex_trylock(&ep->mu) == 0) {
+        if (ep->fd >= 0 && !ep->closing && (ep->ev_mask & EPOLLIN))
+            sock_ep_service(ep, EPOLLIN);
+        pthread_mutex_unlock(&ep->mu);
+    }
+    pthread_rwlock_unlock(&fab->mr_mu);
 }
 
 /* ep's socket if a completion on cq may come from what arrives on it
@@ -116,13 +118,9 @@ static int reply_fd(const sock_cq *cq, const sock_ep *ep, int recvs)
     return -1;
 }
 
-static int has_data(int fd)
-{
-    char b;
-    return fd >= 0 &&
-           recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1; /* or EOF: 0 */
-}
-
+/* One read per endpoint with something due on this queue: the read itself
+ * is the test (one system call, as a TCP ping-pong's non-blocking read),
+ * and what it brings is handled at once. */
 void sock_direct_poll(sock_cq *cq)
 {
     if (!SOCK_FAB(cq->base.fabric)->direct)
@@ -130,13 +128,16 @@ void sock_direct_poll(sock_cq *cq)
     sock_ep *eps[SOCK_CQ_DIRECT_MAX];
     int n = pin_all(cq, eps);
     for (int i = 0; i < n; i++) {
-        if (pthread_mutex_trylock(&eps[i]->mu) != 0)
-            continue; /* another thread is at it */
-        /* peek under ep->mu: the progress thread closes fd under it */
-        int data = has_data(reply_fd(cq, eps[i], 1));
-        pthread_mutex_unlock(&eps[i]->mu);
-        if (data)
-            service(eps[i], 0);
+        sock_ep *ep = eps[i];
+        sock_fabric *fab = ep->fab;
+        if (pthread_rwlock_tryrdlock(&fab->mr_mu) != 0)
+            continue;
+        if (pthread_mutex_trylock(&ep->mu) == 0) {
+            if (reply_fd(cq, ep, 1) >= 0)
+                sock_ep_service(ep, EPOLLIN);
+            pthread_mutex_unlock(&ep->mu);
+        }
+        pthread_rwlock_unlock(&fab->mr_mu);
     }
     unpin_all(eps, n);
 }
@@ -189,7 +190,7 @@ int sock_direct_wait(sock_cq *cq, int64_t deadline)
             }
             for (int i = 1; i < np; i++)
                 if (pfd[i].revents)
-                    service(owner[i], 0);
+                    service(owner[i]);
         }
     }
     for (int i = 1; i < np; i++)

@@ -1,7 +1,8 @@
 /* fabric/sock/sock_mr.c: memory regions of the sock provider. A hash table
  * from rkey to region (random, non-zero, unique 32-bit keys), looked up by
- * the progress thread under fab->mr_mu. Deregistration takes the same lock,
- * so it waits for any access in progress, and then detaches the region from
+ * threads serving endpoints with fab->mr_mu held shared. Registration and
+ * deregistration take it exclusively, so dereg waits for any access in
+ * progress, and then detaches the region from
  * every endpoint (pending read data copied or failed) before returning. */
 #include <stdlib.h>
 #include <sys/random.h>
@@ -82,10 +83,10 @@ rf_status sock_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
     mr->base.access = access;
     mr->base.remote_addr = (uint64_t)(uintptr_t)addr;
 
-    pthread_mutex_lock(&fab->mr_mu);
+    pthread_rwlock_wrlock(&fab->mr_mu);
     uint32_t key = want_rkey;
     if (key && sock_mr_find(fab, key)) {
-        pthread_mutex_unlock(&fab->mr_mu);
+        pthread_rwlock_unlock(&fab->mr_mu);
         free(mr);
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_reg: rkey 0x%x is registered already", key);
@@ -99,7 +100,7 @@ rf_status sock_mr_reg_keyed(rf_fabric *fabric, void *addr, size_t len,
     mr->next = fab->mr_buckets[b];
     fab->mr_buckets[b] = mr;
     fab->mr_count++;
-    pthread_mutex_unlock(&fab->mr_mu);
+    pthread_rwlock_unlock(&fab->mr_mu);
     *out = &mr->base;
     return RF_OK;
 }
@@ -108,12 +109,12 @@ rf_status sock_mr_dereg(rf_mr *base)
 {
     sock_mr *mr = (sock_mr *)base;
     sock_fabric *fab = SOCK_FAB(base->fabric);
-    pthread_mutex_lock(&fab->mr_mu);
+    pthread_rwlock_wrlock(&fab->mr_mu);
     sock_mr **p = &fab->mr_buckets[bucket_of(fab, base->rkey)];
     while (*p && *p != mr)
         p = &(*p)->next;
     if (!*p) {
-        pthread_mutex_unlock(&fab->mr_mu);
+        pthread_rwlock_unlock(&fab->mr_mu);
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_mr_dereg: region is not registered");
     }
@@ -128,7 +129,7 @@ rf_status sock_mr_dereg(rf_mr *base)
         pthread_mutex_unlock(&ep->mu);
     }
     pthread_mutex_unlock(&fab->mu);
-    pthread_mutex_unlock(&fab->mr_mu);
+    pthread_rwlock_unlock(&fab->mr_mu);
     free(mr);
     return RF_OK;
 }

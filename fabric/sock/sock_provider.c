@@ -88,7 +88,7 @@ static void fabric_free(sock_fabric *fab)
     if (fab->wakefd >= 0)
         close(fab->wakefd);
     free(fab->mr_buckets);
-    pthread_mutex_destroy(&fab->mr_mu);
+    pthread_rwlock_destroy(&fab->mr_mu);
     pthread_mutex_destroy(&fab->mu);
     pthread_mutex_destroy(&fab->kick_mu);
     pthread_cond_destroy(&fab->cmd_cond);
@@ -102,7 +102,12 @@ static rf_status sock_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     if (!fab)
         return rf_error_set(RF_ERR_NO_MEMORY, "sock: out of memory");
     fab->epfd = fab->wakefd = -1;
-    pthread_mutex_init(&fab->mr_mu, NULL);
+    pthread_rwlockattr_t rwa;
+    pthread_rwlockattr_init(&rwa);
+    pthread_rwlockattr_setkind_np(&rwa,
+                                  PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&fab->mr_mu, &rwa);
+    pthread_rwlockattr_destroy(&rwa);
     pthread_mutex_init(&fab->mu, NULL);
     pthread_mutex_init(&fab->kick_mu, NULL);
     pthread_cond_init(&fab->cmd_cond, NULL);

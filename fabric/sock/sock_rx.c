@@ -192,6 +192,7 @@ static void drain(sock_ep *ep)
     ep->rx_start = ep->rx_end = 0;
     for (size_t total = 0; ep->fd >= 0 && total < RX_BUDGET;) {
         ssize_t n = recv(ep->fd, ep->rxbuf, SOCK_RXBUF_SIZE, MSG_DONTWAIT);
+        sock_count(&ep->fab->n_recv);
         if (n > 0) {
             total += (size_t)n;
             continue;
@@ -204,10 +205,15 @@ static void drain(sock_ep *ep)
     }
 }
 
-/* Returns the number of bytes read. */
+/* Returns the number of bytes read. A read that returns less than it asked
+ * for took all the socket had: what was read is handled and the loop ends
+ * without a second read that would only find nothing (every reader polls
+ * the socket level-triggered, so later bytes are seen), i.e. one system
+ * call per message. */
 static size_t rx_loop(sock_ep *ep)
 {
     size_t budget = RX_BUDGET;
+    int emptied = 0;
     while (ep->fd >= 0) {
         if (ep->phase != SOCK_OPEN) {
             drain(ep);
@@ -217,7 +223,7 @@ static size_t rx_loop(sock_ep *ep)
         if (ep->fd < 0 || ep->phase != SOCK_OPEN)
             continue;
         if (ep->rx_phase == RX_WAIT_RECV || ep->rx_phase == RX_WAIT_READS ||
-            budget == 0)
+            budget == 0 || emptied)
             return RX_BUDGET - budget;
         if (ep->rx_start == ep->rx_end)
             ep->rx_start = ep->rx_end = 0;
@@ -228,7 +234,9 @@ static size_t rx_loop(sock_ep *ep)
             SOCK_DMA_BEGIN();
             n = recv(ep->fd, ep->rx_dst, want, MSG_DONTWAIT);
             SOCK_DMA_END();
+            sock_count(&ep->fab->n_recv);
             if (n > 0) {
+                emptied = (size_t)n < want;
                 ep->rx_dst += n;
                 ep->rx_left -= (size_t)n;
                 budget -= (size_t)n;
@@ -244,9 +252,11 @@ static size_t rx_loop(sock_ep *ep)
                 ep->rx_end -= ep->rx_start;
                 ep->rx_start = 0;
             }
-            n = recv(ep->fd, ep->rxbuf + ep->rx_end,
-                     SOCK_RXBUF_SIZE - ep->rx_end, MSG_DONTWAIT);
+            size_t want = SOCK_RXBUF_SIZE - ep->rx_end;
+            n = recv(ep->fd, ep->rxbuf + ep->rx_end, want, MSG_DONTWAIT);
+            sock_count(&ep->fab->n_recv);
             if (n > 0) {
+                emptied = (size_t)n < want;
                 ep->rx_end += (size_t)n;
                 budget = (size_t)n < budget ? budget - (size_t)n : 0;
                 continue;

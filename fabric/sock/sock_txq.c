@@ -194,6 +194,7 @@ int sock_tx_flush(sock_ep *ep, int allow_rep)
         SOCK_DMA_BEGIN();
         ssize_t n = sendmsg(ep->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         SOCK_DMA_END();
+        sock_count(&ep->fab->n_send);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
