@@ -218,8 +218,9 @@ static rf_status resolve(shm_ep *ep, const rf_wr *wr, uint32_t need,
 }
 
 /* memcpy in pieces of SHM_COPY_CHUNK, looking at the socket after each
- * (also after the last: a large transfer completes only if the peer was
- * still there when it ended, as an RC ack would). The progress thread
+ * when there is more than one (also after the last: a large transfer
+ * completes only if the peer was still there when it ended, as an RC ack
+ * would). The progress thread
  * (progress) copies the request at the head of the queue without ep->lock,
  * which nobody else needs for it (shm.h), and lets the threads waiting for
  * its completions, and the peer, run between pieces: a long copy keeps a
@@ -235,7 +236,7 @@ static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len,
         memcpy(dst, &v, 8);
         return RF_OK;
     }
-    if (len < SHM_COPY_CHUNK) {
+    if (len <= SHM_COPY_CHUNK) { /* one piece: no system call */
         memcpy(dst, src, len);
         return RF_OK;
     }
@@ -267,7 +268,7 @@ static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int progress)
         [RF_OP_FETCH_ADD] = RF_ACCESS_REMOTE_ATOMIC,
         [RF_OP_CMP_SWAP] = RF_ACCESS_REMOTE_ATOMIC,
     };
-    if (wr->len >= SHM_COPY_CHUNK && shm_ep_hung_up(ep))
+    if (wr->len > SHM_COPY_CHUNK && shm_ep_hung_up(ep))
         return RF_ERR_DISCONNECTED;
     unsigned char *p = NULL;
     rf_status st = resolve(ep, wr, need[wr->op], &p);
