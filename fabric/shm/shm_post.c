@@ -43,9 +43,10 @@ static void kick(int efd)
 
 static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int progress);
 
-/* Small one-sided work on an idle endpoint runs at once in the posting
- * thread: nothing is queued before it, so order is kept, and it saves the
- * progress thread's wake-up (a few microseconds). */
+/* One-sided work of at most SHM_INLINE_MAX bytes on an idle endpoint runs
+ * at once in the posting thread: nothing is queued before it, so order is
+ * kept, and it saves the progress thread's wake-up and the hand-off of its
+ * completion. */
 static int run_inline(const shm_ep *ep, const rf_wr *wr)
 {
     return ep->sq_count == 0 && ep->hs == SHM_HS_UP && wr->op != RF_OP_SEND &&
@@ -220,13 +221,13 @@ static rf_status resolve(shm_ep *ep, const rf_wr *wr, uint32_t need,
 /* memcpy in pieces of SHM_COPY_CHUNK, looking at the socket after each
  * when there is more than one (also after the last: a large transfer
  * completes only if the peer was still there when it ended, as an RC ack
- * would). The progress thread
- * (progress) copies the request at the head of the queue without ep->lock,
- * which nobody else needs for it (shm.h), and lets the threads waiting for
- * its completions, and the peer, run between pieces: a long copy keeps a
- * core busy, there is no NIC doing it. A posting thread copies inline for
- * itself, holding the lock, as long as it asked to. RF_ERR_DISCONNECTED if
- * the peer hung up; the caller fails the endpoint. */
+ * would). The progress thread (progress) copies the request at the head of
+ * the queue without ep->lock, which nobody else needs for it (shm.h), and
+ * lets the threads waiting for its completions, and the peer, run between
+ * pieces: a long copy keeps a core busy, there is no NIC doing it. A
+ * posting thread copies inline for itself, holding the lock, as long as it
+ * asked to. RF_ERR_DISCONNECTED if the peer hung up; the caller fails the
+ * endpoint. */
 static rf_status copy(shm_ep *ep, void *dst, const void *src, size_t len,
                       int progress)
 {
