@@ -66,10 +66,19 @@ int bench_session_init(bench_session *s, const char *who, rf_fabric *fab,
     }
     memset(s->mem, 0, s->lay.total); /* touch every page before timing */
     rf_status st = rf_mr_reg(fab, s->mem, s->lay.total, RF_ACCESS_ALL, &s->mr);
+    /* Each session's queues and endpoint are used by one thread (the -q N
+     * endpoints each have their own session): as perftest's single-thread
+     * loop, the provider may skip the locks of its own completions. */
     if (st == RF_OK)
-        st = rf_cq_create(fab, 2 * tx_depth + 64, &s->scq);
+        st = rf_cq_create_ex(fab,
+                             &(rf_cq_attr){.depth = 2 * tx_depth + 64,
+                                           .flags = RF_CQ_SINGLE_THREADED},
+                             &s->scq);
     if (st == RF_OK)
-        st = rf_cq_create(fab, s->recv_slots + 16, &s->rcq);
+        st = rf_cq_create_ex(fab,
+                             &(rf_cq_attr){.depth = s->recv_slots + 16,
+                                           .flags = RF_CQ_SINGLE_THREADED},
+                             &s->rcq);
     if (st == RF_OK && events && spin_us >= 0)
         st = rf_cq_set_spin_us(s->scq, (unsigned)spin_us);
     if (st == RF_OK && events && spin_us >= 0)

@@ -249,19 +249,33 @@ void rf_mr_desc_unpack(const unsigned char in[RF_MR_DESC_PACKED_SIZE],
 
 /* --- completion queues ------------------------------------------------- */
 
-rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
+rf_status rf_cq_create_ex(rf_fabric *fabric, const rf_cq_attr *attr,
+                          rf_cq **out)
 {
-    if (!fabric || !out)
+    if (!fabric || !attr || !out)
         return rf_error_set(RF_ERR_INVALID_ARG, "rf_cq_create: NULL argument");
     *out = NULL;
-    if (depth == 0 || depth > (1u << 22))
+    if (attr->depth == 0 || attr->depth > (1u << 22))
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_cq_create: depth %u outside [1, 4194304]",
-                            depth);
-    rf_status st = fabric->ops->cq_create(fabric, depth, out);
-    if (st == RF_OK)
-        (*out)->spin_us = fabric->cq_spin_us;
-    return st;
+                            attr->depth);
+    if (attr->flags & ~(uint32_t)RF_CQ_SINGLE_THREADED)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_cq_create_ex: unknown flags 0x%x",
+                            attr->flags & ~(uint32_t)RF_CQ_SINGLE_THREADED);
+    rf_status st = fabric->ops->cq_create(fabric, attr->depth, out);
+    if (st != RF_OK)
+        return st;
+    (*out)->spin_us = fabric->cq_spin_us;
+    (*out)->flags = attr->flags;
+    if (attr->flags && fabric->ops->cq_set_flags)
+        fabric->ops->cq_set_flags(*out, attr->flags);
+    return RF_OK;
+}
+
+rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
+{
+    return rf_cq_create_ex(fabric, &(rf_cq_attr){.depth = depth}, out);
 }
 
 rf_status rf_cq_set_spin_us(rf_cq *cq, unsigned spin_us)

@@ -48,6 +48,7 @@ struct rf_mr {
 struct rf_cq {
     rf_fabric *fabric;
     unsigned spin_us; /* rf_cq_wait polls this long before it blocks */
+    uint32_t flags;   /* rf_cq_flags, set before any endpoint uses it */
 };
 
 struct rf_listener {
@@ -105,6 +106,10 @@ struct rf_provider_ops {
 
     rf_status (*cq_create)(rf_fabric *fabric, uint32_t depth, rf_cq **out);
     void (*cq_destroy)(rf_cq *cq);
+    /* (optional) Called once after cq_create when the queue has flags
+     * (rf_cq_create_ex): a provider whose queue wraps others' (auto)
+     * passes them on. Others read cq->flags when they need them. */
+    void (*cq_set_flags)(rf_cq *cq, uint32_t flags);
     int (*cq_poll)(rf_cq *cq, rf_completion *out, int max);
     int (*cq_wait)(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
 

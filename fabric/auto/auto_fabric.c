@@ -222,6 +222,18 @@ rf_status auto_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
     return RF_OK;
 }
 
+static void auto_cq_set_flags(rf_cq *base, uint32_t flags)
+{
+    auto_cq *cq = (auto_cq *)base;
+    for (int i = 0; i < AUTO_N; i++) {
+        if (!cq->sub[i])
+            continue;
+        cq->sub[i]->flags = flags;
+        if (cq->sub[i]->fabric->ops->cq_set_flags)
+            cq->sub[i]->fabric->ops->cq_set_flags(cq->sub[i], flags);
+    }
+}
+
 void auto_cq_destroy(rf_cq *base)
 {
     auto_cq *cq = (auto_cq *)base;
@@ -310,6 +322,7 @@ const rf_provider_ops rf_auto_provider = {
     .mr_reg = auto_mr_reg,
     .mr_dereg = auto_mr_dereg,
     .cq_create = auto_cq_create,
+    .cq_set_flags = auto_cq_set_flags,
     .cq_destroy = auto_cq_destroy,
     .cq_poll = auto_cq_poll,
     .cq_wait = auto_cq_wait,

@@ -74,6 +74,13 @@
  * posting thread (as UCX's shared-memory transports copy in the caller):
  * no queue, no wake-up, no hand-off of the completion. */
 #define SHM_INLINE_MAX (1024u * 1024)
+/* A queue created RF_CQ_SINGLE_THREADED takes the completions of inline
+ * work of at most SHM_LANE_MAX_LEN bytes into a lane of SHM_LANE_SLOTS
+ * that only the one application thread touches (plain loads and stores,
+ * no lock), while the shared ring is empty (shm_cq.c). Not counted for
+ * pacing: the lane holds at most SHM_LANE_SLOTS * SHM_LANE_MAX_LEN. */
+#define SHM_LANE_SLOTS   64
+#define SHM_LANE_MAX_LEN 4096u
 /* Work the progress thread runs on one endpoint before moving on. */
 #define SHM_RUN_BUDGET 256
 
@@ -203,6 +210,10 @@ typedef struct shm_cq {
     int waiters;        /* threads blocked (or about to) in shm_cq_wait */
     pthread_mutex_t mu; /* blocking waiters: taken before lock */
     pthread_cond_t cv;
+    /* RF_CQ_SINGLE_THREADED only: the application thread's lane (no
+     * lock; see SHM_LANE_SLOTS) */
+    uint32_t lane_head, lane_count;
+    rf_completion lane[SHM_LANE_SLOTS];
 } shm_cq;
 
 /* Connections accepted but whose CONNECT has not arrived yet. */
@@ -313,6 +324,9 @@ void shm_cq_destroy(rf_cq *cq);
 int shm_cq_poll(rf_cq *cq, rf_completion *out, int max);
 int shm_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
 void shm_cq_push(shm_cq *cq, const rf_completion *c);
+/* A completion of work the posting thread ran itself (rf_post, ep->lock
+ * held): into the lane if the queue allows it, else shm_cq_push. */
+void shm_cq_push_inline(shm_cq *cq, const rf_completion *c);
 /* Bytes of completed transfers not yet taken; marks the queue so taking
  * completions wakes the fabric's progress thread. */
 uint64_t shm_cq_lead(shm_cq *cq);

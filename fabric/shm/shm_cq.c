@@ -11,7 +11,17 @@
  * (shm.h), and wakes the progress thread when taking completions brings
  * that below SHM_PACE_BYTES. It never loses a completion: past its depth it
  * grows (bounded by the work this process posted, never by a peer) and
- * logs a warning each time. */
+ * logs a warning each time.
+ *
+ * A queue created RF_CQ_SINGLE_THREADED (fabric.h) has a lane besides the
+ * ring: the completion of a small one-sided request that rf_post ran
+ * inline goes there with two plain stores when the ring is empty, and
+ * rf_cq_poll takes the lane before the ring, without a lock or an atomic:
+ * the application's one thread is both its producer and its consumer.
+ * Order per endpoint holds: inline work runs only on an endpoint with
+ * nothing queued, whose earlier completions are then in the ring already
+ * (the lane is used only when the ring is empty) or in the lane before it;
+ * anything the progress thread completes later was posted later. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +108,31 @@ void shm_cq_push(shm_cq *cq, const rf_completion *c)
     }
 }
 
+void shm_cq_push_inline(shm_cq *cq, const rf_completion *c)
+{
+    if ((cq->base.flags & RF_CQ_SINGLE_THREADED) &&
+        cq->lane_count < SHM_LANE_SLOTS && c->len <= SHM_LANE_MAX_LEN &&
+        __atomic_load_n(&cq->pending, __ATOMIC_ACQUIRE) == 0) {
+        cq->lane[(cq->lane_head + cq->lane_count) % SHM_LANE_SLOTS] = *c;
+        cq->lane_count++;
+        return;
+    }
+    shm_cq_push(cq, c);
+}
+
+/* Takes up to max completions from the lane (the caller is the queue's
+ * one thread). */
+static int take_lane(shm_cq *cq, rf_completion *out, int max)
+{
+    int n = 0;
+    while (n < max && cq->lane_count > 0) {
+        out[n++] = cq->lane[cq->lane_head];
+        cq->lane_head = (cq->lane_head + 1) % SHM_LANE_SLOTS;
+        cq->lane_count--;
+    }
+    return n;
+}
+
 uint64_t shm_cq_lead(shm_cq *cq)
 {
     rf_spin_lock(&cq->lock);
@@ -133,13 +168,14 @@ static int take_locked(shm_cq *cq, rf_completion *out, int max, int *wake)
 int shm_cq_poll(rf_cq *base, rf_completion *out, int max)
 {
     shm_cq *cq = (shm_cq *)base;
+    int got = cq->lane_count ? take_lane(cq, out, max) : 0;
     /* An empty queue takes no lock: rf_cq_wait's spin (fabric.c) polls
      * here and must not contend with the pushes. */
-    if (__atomic_load_n(&cq->pending, __ATOMIC_ACQUIRE) == 0)
-        return 0;
+    if (got == max || __atomic_load_n(&cq->pending, __ATOMIC_ACQUIRE) == 0)
+        return got;
     int wake = 0;
     rf_spin_lock(&cq->lock);
-    int n = take_locked(cq, out, max, &wake);
+    int n = got + take_locked(cq, out + got, max - got, &wake);
     rf_spin_unlock(&cq->lock);
     if (wake)
         shm_fab_wake((shm_fabric *)cq->base.fabric);
@@ -149,6 +185,8 @@ int shm_cq_poll(rf_cq *base, rf_completion *out, int max)
 int shm_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
 {
     shm_cq *cq = (shm_cq *)base;
+    if (cq->lane_count) /* the caller's own completions, taken first */
+        return shm_cq_poll(base, out, max);
     int64_t deadline = rf_deadline_ms(timeout_ms);
     int wake = 0, n = 0, timed_out = 0;
     /* cq->mu is held from each look at the ring until cond_wait releases

@@ -98,7 +98,14 @@ rf_status shm_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
                                     : "remote access violation by this side");
                     continue;
                 }
-                shm_ep_complete(ep, &wrs[i], RF_OK);
+                if (!(wrs[i].flags & RF_WR_UNSIGNALED))
+                    shm_cq_push_inline(
+                        (shm_cq *)ep->base.send_cq,
+                        &(rf_completion){.context = wrs[i].context,
+                                         .ep = rf_ep_public(&ep->base),
+                                         .op = wrs[i].op,
+                                         .status = RF_OK,
+                                         .len = (uint32_t)wrs[i].len});
                 continue;
             }
             ep->sq[(ep->sq_head + ep->sq_count) % ep->sq_cap] =

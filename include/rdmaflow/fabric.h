@@ -199,6 +199,28 @@ RF_API void rf_mr_desc_unpack(const unsigned char in[RF_MR_DESC_PACKED_SIZE],
 /* --- completion queues ------------------------------------------------- */
 
 RF_API rf_status rf_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);
+
+enum rf_cq_flags {
+    /* The application promises that one thread at a time uses the queue:
+     * rf_cq_poll / rf_cq_wait on it, and rf_post on the endpoints whose
+     * send queue it is (as rdma-core's IBV_CREATE_CQ_ATTR_SINGLE_THREADED
+     * and a thread domain together). A provider may then complete work the
+     * posting thread ran itself without a lock (shm: one-sided work of at
+     * most 4096 bytes that rf_post ran inline). Breaking the promise loses
+     * or duplicates completions. Providers with nothing to gain ignore it
+     * (sock, verbs). */
+    RF_CQ_SINGLE_THREADED = 1u << 0,
+};
+
+typedef struct rf_cq_attr {
+    uint32_t depth; /* as rf_cq_create's */
+    uint32_t flags; /* rf_cq_flags */
+} rf_cq_attr;
+
+/* rf_cq_create with flags; unknown flags are refused (RF_ERR_INVALID_ARG,
+ * naming them). */
+RF_API rf_status rf_cq_create_ex(rf_fabric *fabric, const rf_cq_attr *attr,
+                                 rf_cq **out);
 RF_API void rf_cq_destroy(rf_cq *cq);
 /* Returns the number of completions stored (0 if none), or a negative
  * rf_status. Never blocks. */

@@ -44,8 +44,17 @@ void rt_buf_free(rt_buf *b)
 rf_status rt_try_connect(rf_fabric *fabric, uint16_t port, const void *priv,
                          size_t priv_len, int timeout_ms, rt_conn *c)
 {
+    return rt_try_connect_cq(fabric, port, priv, priv_len, timeout_ms, 0, c);
+}
+
+rf_status rt_try_connect_cq(rf_fabric *fabric, uint16_t port, const void *priv,
+                            size_t priv_len, int timeout_ms, uint32_t cq_flags,
+                            rt_conn *c)
+{
     memset(c, 0, sizeof *c);
-    CHECK_OK(rf_cq_create(fabric, RT_CQ_DEPTH, &c->cq));
+    CHECK_OK(rf_cq_create_ex(
+        fabric, &(rf_cq_attr){.depth = RT_CQ_DEPTH, .flags = cq_flags},
+        &c->cq));
     rf_ep_attr attr = {.send_cq = c->cq,
                        .recv_cq = c->cq,
                        .max_send_wr = RT_SEND_WR,

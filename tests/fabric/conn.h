@@ -41,6 +41,10 @@ void rt_connect(rf_fabric *fabric, uint16_t port, const char *token,
  * unless RF_OK). The completion queue is created either way. */
 rf_status rt_try_connect(rf_fabric *fabric, uint16_t port, const void *priv,
                          size_t priv_len, int timeout_ms, rt_conn *c);
+/* rt_try_connect with a queue created with cq_flags (rf_cq_flags). */
+rf_status rt_try_connect_cq(rf_fabric *fabric, uint16_t port, const void *priv,
+                            size_t priv_len, int timeout_ms, uint32_t cq_flags,
+                            rt_conn *c);
 void rt_conn_close(rt_conn *c);
 
 /* Collects exactly n completions within timeout_ms into out. */
