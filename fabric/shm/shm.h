@@ -9,8 +9,10 @@
  * endpoint lock and wake the thread; the progress thread executes the work
  * requests, in posting order, with fab->mu and ep->lock held, except that
  * it drops ep->lock while it copies the data of the request at the head of
- * the queue (shm_post.c: nobody else touches the head, maps or unmaps
- * segments, or fails the endpoint meanwhile). Exception: a one-sided
+ * the queue, or a message's data into or out of a ring slot (shm_post.c:
+ * nobody else touches the head, the ring or the receive being filled, maps
+ * or unmaps segments, or fails the endpoint meanwhile: ep->copying keeps
+ * rf_post from running work inline then). Exception: a one-sided
  * request of at most SHM_INLINE_MAX bytes posted on an endpoint with
  * nothing queued runs at once in rf_post (ep->lock held). ep->lock is a
  * spin lock (core/spinlock.h): held for short sections (an inline request,
@@ -81,6 +83,9 @@
  * pacing: the lane holds at most SHM_LANE_SLOTS * SHM_LANE_MAX_LEN. */
 #define SHM_LANE_SLOTS   64
 #define SHM_LANE_MAX_LEN 4096u
+/* Ring slot data of at least this many bytes is copied without ep->lock
+ * (a user thread posting or polling meanwhile does not spin on it). */
+#define SHM_UNLOCKED_COPY_MIN 4096
 /* Work the progress thread runs on one endpoint before moving on. */
 #define SHM_RUN_BUDGET 256
 
@@ -272,6 +277,9 @@ struct shm_ep {
     int granted; /* table and segments sent to the peer */
     int gated;   /* created with RF_EP_REMOTE_ACCESS_OFF */
     int hs;      /* SHM_HS_* */
+    /* The progress thread copies ring slot data without ep->lock
+     * (shm_post.c); rf_post then queues instead of running inline. */
+    int copying;
     int64_t hs_deadline;
     char peer[64];
     /* Send queue (ring buffer of max_send_wr). */

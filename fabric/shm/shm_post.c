@@ -49,8 +49,9 @@ static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int progress);
  * completion. */
 static int run_inline(const shm_ep *ep, const rf_wr *wr)
 {
-    return ep->sq_count == 0 && ep->hs == SHM_HS_UP && wr->op != RF_OP_SEND &&
-           wr->op != RF_OP_WRITE_IMM && wr->len <= SHM_INLINE_MAX;
+    return ep->sq_count == 0 && !ep->copying && ep->hs == SHM_HS_UP &&
+           wr->op != RF_OP_SEND && wr->op != RF_OP_WRITE_IMM &&
+           wr->len <= SHM_INLINE_MAX;
 }
 
 rf_status shm_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
@@ -309,6 +310,28 @@ static rf_status exec_one_sided(shm_ep *ep, const rf_wr *wr, int progress)
 /* --- rings -----------------------------------------------------------------
  */
 
+/* memcpy of ring slot data by the progress thread (ep->lock held on entry
+ * and on return): a large piece is copied without the lock, so a thread
+ * posting to or polling this endpoint meanwhile does not spin on it for
+ * the length of a 64 KiB copy. Nobody else touches the ring, the head
+ * request or the receive being filled (shm.h); ep->copying keeps rf_post
+ * from running work inline, which could fail the endpoint. 0 if the
+ * endpoint failed meanwhile (it cannot: rf_ep_close needs fab->mu, which
+ * the progress thread holds; checked all the same). */
+static int slot_copy(shm_ep *ep, void *dst, const void *src, size_t len)
+{
+    if (len < SHM_UNLOCKED_COPY_MIN) {
+        memcpy(dst, src, len);
+        return 1;
+    }
+    ep->copying = 1;
+    rf_spin_unlock(&ep->lock);
+    memcpy(dst, src, len);
+    rf_spin_lock(&ep->lock);
+    ep->copying = 0;
+    return ep->state == SHM_EP_OK;
+}
+
 static void push_slots(shm_ep *ep, shm_wqe *w)
 {
     int pushed = 0;
@@ -329,8 +352,10 @@ static void push_slots(shm_ep *ep, shm_wqe *w)
         s->imm = w->wr.imm;
         s->total = w->wr.len;
         s->msg = w->msg;
-        if (chunk)
-            memcpy(s->data, (const unsigned char *)w->wr.local + off, chunk);
+        if (chunk &&
+            !slot_copy(ep, s->data, (const unsigned char *)w->wr.local + off,
+                       chunk))
+            return;
         ep->tx_prod++;
         __atomic_store_n(&ep->tx->prod, ep->tx_prod, __ATOMIC_RELEASE);
         w->pushed++;
@@ -431,9 +456,11 @@ static void rx_process(shm_ep *ep, int64_t *rnr_deadline)
             corrupt(ep, "slot does not continue its message");
             return;
         }
-        if (chunk)
-            memcpy((unsigned char *)ep->rq[ep->rq_head].buf + ep->rx_off,
-                   s->data, chunk);
+        if (chunk &&
+            !slot_copy(ep,
+                       (unsigned char *)ep->rq[ep->rq_head].buf + ep->rx_off,
+                       s->data, chunk))
+            return;
         ep->rx_off += chunk;
         ep->rx_cons++;
         __atomic_store_n(&ep->rx->cons, ep->rx_cons, __ATOMIC_RELEASE);
