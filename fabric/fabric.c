@@ -2,6 +2,7 @@
  * fixed table (plus "auto", fabric/auto/), validates arguments once for all
  * providers, and dispatches to the provider's ops table, whose mandatory
  * slots are checked once when the provider is opened (provider.h). */
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -268,6 +269,8 @@ rf_status rf_cq_create_ex(rf_fabric *fabric, const rf_cq_attr *attr,
         return st;
     (*out)->spin_us = fabric->cq_spin_us;
     (*out)->flags = attr->flags;
+    atomic_init(&(*out)->spin_misses, 0);
+    atomic_init(&(*out)->spin_skips, 0);
     if (attr->flags && fabric->ops->cq_set_flags)
         fabric->ops->cq_set_flags(*out, attr->flags);
     return RF_OK;
@@ -310,6 +313,25 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Whether this wait spins: always while the queue's recent spins found
+ * something; after RF_CQ_SPIN_MISSES spins in a row found nothing, only
+ * one wait in RF_CQ_SPIN_PROBE (a completion that comes sooner again
+ * brings the spin back), as glibc's adaptive mutexes stop spinning on a
+ * lock that is held long. A ps thread waiting milliseconds for the next
+ * push then blocks at once instead of burning the spin each time. Shared
+ * by the threads waiting on the queue: relaxed counters, an estimate. */
+#define RF_CQ_SPIN_MISSES 4
+#define RF_CQ_SPIN_PROBE  32
+static bool spin_worth(rf_cq *cq)
+{
+    if (atomic_load_explicit(&cq->spin_misses, memory_order_relaxed) <
+        RF_CQ_SPIN_MISSES)
+        return true;
+    return atomic_fetch_add_explicit(&cq->spin_skips, 1, memory_order_relaxed) %
+               RF_CQ_SPIN_PROBE ==
+           RF_CQ_SPIN_PROBE - 1;
+}
+
 int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
 {
     if (!cq || !out || max <= 0 || timeout_ms < -1)
@@ -318,12 +340,15 @@ int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
      * sleep and wake-up, and a waiter that finds nothing soon gives the
      * CPU back (to the provider's own threads and the peer, on a small
      * host) instead of busy-polling until the timeout. */
-    if (cq->spin_us && timeout_ms != 0) {
+    if (cq->spin_us && timeout_ms != 0 && spin_worth(cq)) {
         uint64_t now = rf_now_ns(), end = now + (uint64_t)cq->spin_us * 1000u;
         if (timeout_ms > 0 && end > now + (uint64_t)timeout_ms * 1000000u)
             end = now + (uint64_t)timeout_ms * 1000000u;
         for (;;) {
             int n = cq->fabric->ops->cq_poll(cq, out, max);
+            if (n > 0)
+                atomic_store_explicit(&cq->spin_misses, 0,
+                                      memory_order_relaxed);
             if (n != 0)
                 return n;
             now = rf_now_ns();
@@ -331,6 +356,10 @@ int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms)
                 break;
             cpu_relax();
         }
+        if (atomic_load_explicit(&cq->spin_misses, memory_order_relaxed) <
+            RF_CQ_SPIN_MISSES)
+            atomic_fetch_add_explicit(&cq->spin_misses, 1,
+                                      memory_order_relaxed);
         if (timeout_ms > 0) {
             int64_t left = (int64_t)timeout_ms - (int64_t)(cq->spin_us / 1000u);
             timeout_ms = left > 0 ? (int)left : 0;

@@ -7,6 +7,7 @@
 #define RF_FABRIC_PROVIDER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/fabric_info.h"
@@ -49,6 +50,9 @@ struct rf_cq {
     rf_fabric *fabric;
     unsigned spin_us; /* rf_cq_wait polls this long before it blocks */
     uint32_t flags;   /* rf_cq_flags, set before any endpoint uses it */
+    /* rf_cq_wait's adaptive spin (fabric.c): consecutive spins that found
+     * nothing, and waits that skipped the spin since */
+    atomic_uint spin_misses, spin_skips;
 };
 
 struct rf_listener {

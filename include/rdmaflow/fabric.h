@@ -230,7 +230,9 @@ RF_API int rf_cq_poll(rf_cq *cq, rf_completion *out, int max);
  * the CQ's spin time first (RF_CQ_SPIN_US, default 20 us, set per CQ with
  * rf_cq_set_spin_us; 0 = block at once), then blocks in the provider (a
  * condition variable on sock; a completion channel on verbs unless
- * RF_VERBS_CQ_MODE=poll). */
+ * RF_VERBS_CQ_MODE=poll). The spin adapts: after 4 spins in a row on the
+ * queue found nothing, one wait in 32 spins and the others block at once,
+ * until a spin finds a completion again. */
 #define RF_CQ_SPIN_US_DEFAULT 20
 #define RF_CQ_SPIN_US_MAX     1000000
 RF_API int rf_cq_wait(rf_cq *cq, rf_completion *out, int max, int timeout_ms);
