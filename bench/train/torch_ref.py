@@ -7,7 +7,11 @@ beta2 0.999, epsilon 1e-8: rf-trainer's defaults), batch 250 drawn from
 Fashion-MNIST's training IDX files (pixels / 255 as float32, a fresh
 shuffle each epoch, as rf-trainer's dataset), a fixed number of steps.
 
-  local  one process, torch.set_num_threads(T), torch.optim.Adam.
+  local  one process, torch.set_num_threads(T), torch.optim.Adam;
+         OpenBLAS single-threaded (--blas-threads) as rf-trainer keeps
+         it, and OMP_WAIT_POLICY=PASSIVE unless the environment sets it
+         (libgomp's spinning idle threads otherwise starve the working
+         ones on a shared host: 8.5k instead of 72k examples/s at T=2).
   rpc    a parameter server on torch.distributed.rpc (TensorPipe over
          loopback): P ps processes each hold a shard of the parameters
          (the first layer's kernel cut by rows into P parts, as
@@ -89,7 +93,11 @@ def parse_args(argv):
     rpcopts.add_argument("--timeout", type=positive, default=900,
                          help="seconds before the run is killed "
                          "(default 900)")
-    sub.add_parser("local", parents=[common], help="one process")
+    loc = sub.add_parser("local", parents=[common], help="one process")
+    loc.add_argument("--blas-threads", type=positive, default=1,
+                     help="OpenBLAS's own threads inside each GEMM "
+                     "(default 1: torch's threads split the other ops, as "
+                     "rf-trainer keeps OpenBLAS single-threaded)")
     sub.add_parser("rpc", parents=[common, rpcopts],
                    help="P ps x W workers on torch.distributed.rpc")
     t = sub.add_parser("task", parents=[common, rpcopts])
@@ -210,15 +218,21 @@ def blas_info():
         desc.append("no OpenBLAS mapped (%s)" % (", ".join(sorted(libs))
                                                  or "no BLAS library"))
     info = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
-    return "torch %s, %d thread(s), %s; BLAS_INFO=%s" % (
-        torch.__version__, torch.get_num_threads(), desc[0],
+    return "torch %s, %d thread(s), OMP_WAIT_POLICY=%s, %s; BLAS_INFO=%s" % (
+        torch.__version__, torch.get_num_threads(),
+        os.environ.get("OMP_WAIT_POLICY", "unset"), desc[0],
         info.group(1) if info else "unknown")
 
 
-def set_threads(n):
-    """Before torch is imported: OpenMP's and OpenBLAS's threads."""
+def set_threads(n, blas=1):
+    """Before torch is imported: OpenMP's and OpenBLAS's threads, and
+    OpenMP's idle threads sleeping (OMP_WAIT_POLICY=PASSIVE unless the
+    environment says otherwise): on a shared 2-core host libgomp's
+    spinning threads starve the ones doing the work (see
+    bench/train/README.md)."""
     os.environ["OMP_NUM_THREADS"] = str(n)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(n)
+    os.environ["OPENBLAS_NUM_THREADS"] = str(blas)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def cpu_seconds():
@@ -229,7 +243,7 @@ def cpu_seconds():
 
 
 def run_local(a):
-    set_threads(a.threads)
+    set_threads(a.threads, a.blas_threads)
     import torch
     import torch.nn.functional as F
     torch.set_num_threads(a.threads)
