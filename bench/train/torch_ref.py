@@ -44,6 +44,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 DATA_DIR = os.environ.get("RF_FASHION_MNIST_DIR",
@@ -420,36 +421,41 @@ def run_rpc(a):
             "--ps", str(a.ps), "--workers", str(a.workers),
             "--transport", a.transport, "--timeout", str(a.timeout),
             "--port", str(port)] + (["--no-eval"] if a.no_eval else [])
-    procs = []
+    procs, logs = [], []
     for role, n in (("ps", a.ps), ("worker", a.workers)):
         for i in range(n):
+            logs.append(tempfile.TemporaryFile("w+"))
             procs.append(("%s%d" % (role, i), subprocess.Popen(
                 base + ["--role", role, "--index", str(i)],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True)))
+                stdout=logs[-1], stderr=subprocess.STDOUT, text=True)))
+    # Waits for all; the first task to fail or the timeout ends the rest
+    # (a task waiting in rpc.shutdown for a dead peer would never return).
     deadline = time.monotonic() + a.timeout
-    outs, failed = {}, False
+    failed = None
+    while failed is None and any(p.poll() is None for _, p in procs):
+        for name, p in procs:
+            if p.poll() not in (None, 0):
+                failed = "%s exited with status %d" % (name, p.returncode)
+        if time.monotonic() > deadline:
+            failed = "killed after --timeout %d s" % a.timeout
+        time.sleep(0.05)
     for name, p in procs:
-        try:
-            out, _ = p.communicate(timeout=max(1, deadline
-                                               - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for _, q in procs:
-                q.kill()
-            out, _ = p.communicate()
-            out += "\n(killed after --timeout %d s)" % a.timeout
-            p.returncode = p.returncode or -9
-        outs[name] = out
-        if p.returncode != 0:
-            failed = True
-            for _, q in procs:
-                if q.poll() is None:
-                    q.kill()
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        if failed is None and p.returncode != 0:
+            failed = "%s exited with status %d" % (name, p.returncode)
+    outs = {}
+    for (name, _), f in zip(procs, logs):
+        f.seek(0)
+        outs[name] = f.read()
+        f.close()
     if failed:
         for name, _ in procs:
-            for line in outs.get(name, "").splitlines():
+            for line in outs[name].splitlines():
                 print("[%s] %s" % (name, line), file=sys.stderr)
-        print("torch_ref.py: the rpc run failed", file=sys.stderr)
+        print("torch_ref.py: the rpc run failed: %s" % failed,
+              file=sys.stderr)
         return 1
     total, start, end = 0, None, None
     for name, _ in procs:
