@@ -121,7 +121,7 @@ typedef struct sock_cq {
     struct sock_ep **direct;
     int ndirect, direct_cap;
     uint64_t direct_gen; /* bumped when the set or a socket's use changes */
-    int efd;                  /* eventfd: a push while poll_waiters > 0 */
+    int efd;             /* eventfd: a push while poll_waiters > 0 */
     int poll_waiters;
     int refs;      /* endpoints using it */
     int destroyed; /* rf_cq_destroy called; freed when refs reaches 0 */

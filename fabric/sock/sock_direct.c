@@ -253,8 +253,7 @@ int sock_direct_wait(sock_cq *cq, int64_t deadline)
     }
     pthread_mutex_lock(&cq->mu);
     /* An endpoint attached or resumed since the pin: look again first. */
-    int ready =
-        cq->count > 0 || cq->ovf_count > 0 || cq->direct_gen != ps.gen;
+    int ready = cq->count > 0 || cq->ovf_count > 0 || cq->direct_gen != ps.gen;
     if (!ready)
         cq->poll_waiters++;
     pthread_mutex_unlock(&cq->mu);

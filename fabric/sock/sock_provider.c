@@ -59,8 +59,8 @@ static rf_status read_config(sock_fabric *fab, const rf_fabric_attr *attr)
     st = rf_setting_choice("RF_SOCK_PROGRESS", &progress);
     if (st != RF_OK)
         return st;
-    fab->manual = progress == 0 ? attr->progress == RF_PROGRESS_MANUAL
-                                : progress == 2;
+    fab->manual =
+        progress == 0 ? attr->progress == RF_PROGRESS_MANUAL : progress == 2;
     return RF_OK;
 }
 
