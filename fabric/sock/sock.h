@@ -47,7 +47,13 @@
  *    message); no answer within timeout_ms gives RF_ERR_TIMEOUT.
  *  - Zero-length read/write/write_imm skip the rkey check, as in verbs.
  *  - RF_WR_FENCE: the request (and all after it) is sent only once earlier
- *    reads and atomics completed. */
+ *    reads and atomics completed.
+ *  - Manual progress: a peer's requests and this side's replies are read
+ *    only inside rf_cq_poll / rf_cq_wait on a queue the endpoint uses (and
+ *    on the paths above); error state, close and CQ overflow are as above,
+ *    a hang-up is seen without polling, and an unpolled process looks
+ *    frozen to its peers' watchdogs. RF_SOCK_PROGRESS (attr|auto|manual)
+ *    overrides rf_fabric_attr.progress. */
 #ifndef RF_FABRIC_SOCK_H
 #define RF_FABRIC_SOCK_H
 
