@@ -154,8 +154,7 @@ void sock_ep_kick(sock_ep *ep)
  * reads sent), so waiters on its queues must wait on the socket again. */
 static void resumed(sock_ep *ep, uint32_t m)
 {
-    if (!ep->fab->manual || !(m & EPOLLIN) || (ep->ev_mask & EPOLLIN) ||
-        !ep->direct_attached)
+    if (!ep->fab->manual || !(m & EPOLLIN) || (ep->ev_mask & EPOLLIN))
         return;
     sock_direct_wake((sock_cq *)ep->base.send_cq);
     if (ep->base.recv_cq != ep->base.send_cq)
