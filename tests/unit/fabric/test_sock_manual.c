@@ -18,7 +18,7 @@
  *    than the no-progress watchdog's limit are not taken for a frozen
  *    peer (the watchdog reads them first);
  *  - env: RF_SOCK_PROGRESS overrides the attr, a bad value (or a bad attr)
- *    is RF_ERR_INVALID_ARG naming it.
+ *    is RF_ERR_INVALID_ARG naming it; shm accepts manual.
  * Deadlines only guard against hangs; nothing is timed. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -425,6 +425,10 @@ static void env(void)
     CHECK_TRUE(f == NULL);
     CHECK_ST(open_with(NULL, (rf_progress)7, &f), RF_ERR_INVALID_ARG);
     CHECK_MSG("progress");
+    /* shm progresses by itself: it accepts manual and behaves as auto */
+    rf_fabric_attr shm_attr = {.progress = RF_PROGRESS_MANUAL};
+    CHECK_OK(rf_fabric_open("shm", &shm_attr, &f));
+    rf_fabric_close(f);
     struct {
         const char *env;
         rf_progress attr;
