@@ -500,7 +500,10 @@ wait_byte(bench_session *s, const volatile unsigned char *b, unsigned char want,
                 return -1;
             }
         }
-        if (s->events)
+        /* Waiting modes leave the CPU to the thread that applies the
+         * write (the progress thread); with manual progress that is this
+         * one. */
+        if (s->events && !s->manual)
             sched_yield();
         if (p && (s->events || (w.spins & 1023u) == 1023u)) {
             bool imm;
