@@ -308,7 +308,8 @@ int bench_client(const bench_opts *o, const char *host, uint16_t port)
                      &cqm);
 
     rf_fabric *fab = NULL;
-    rf_status st = rf_fabric_open(o->provider, NULL, &fab);
+    rf_fabric_attr fattr = {.progress = o->progress};
+    rf_status st = rf_fabric_open(o->provider, &fattr, &fab);
     if (st != RF_OK) {
         fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s%s\n",
                 o->provider ? o->provider : "auto", rf_status_string(st),
@@ -334,6 +335,7 @@ int bench_client(const bench_opts *o, const char *host, uint16_t port)
         if (bench_session_init(&ss[ready], WHO, fab, max_size, txd, o->events,
                                o->spin_us, o->timeout_s))
             goto out;
+        ss[ready].manual = o->progress == RF_PROGRESS_MANUAL;
         if (connect_server(&ss[ready], o, host, port, iters, max_size, ready,
                            token)) {
             ready++; /* its session is set up: finish it too */

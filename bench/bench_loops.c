@@ -485,7 +485,25 @@ wait_byte(bench_session *s, const volatile unsigned char *b, unsigned char want,
 {
     stall_watch w = {0, 0};
     while (*b != want) {
-        if (s->events)
+        if (s->manual) {
+            /* Manual progress: the peer's write lands only when this side
+             * polls (as ucx_perftest's spin calls ucp_worker_progress).
+             * Nothing is outstanding on the send queue now. */
+            rf_completion c;
+            int n = rf_cq_poll(s->scq, &c, 1);
+            if (n != 0) {
+                bench_err(s,
+                          "rf_cq_poll while waiting for the peer's write: "
+                          "%s",
+                          n < 0 ? rf_error_message()
+                                : "an unexpected completion");
+                return -1;
+            }
+        }
+        /* Waiting modes leave the CPU to the thread that applies the
+         * write (the progress thread); with manual progress that is this
+         * one. */
+        if (s->events && !s->manual)
             sched_yield();
         if (p && (s->events || (w.spins & 1023u) == 1023u)) {
             bool imm;

@@ -220,6 +220,21 @@ static int call_poll(const rf_flag_row *row, const char *mode, void *ctx,
     return 0;
 }
 
+/* --progress auto|manual: the fabric's data progress mode. */
+static int call_progress(const rf_flag_row *row, const char *mode, void *ctx,
+                         rf_flag_error *err)
+{
+    bench_opts *o = ((parse_state *)ctx)->o;
+    (void)row;
+    if (strcmp(mode, "auto") == 0)
+        o->progress = RF_PROGRESS_AUTO;
+    else if (strcmp(mode, "manual") == 0)
+        o->progress = RF_PROGRESS_MANUAL;
+    else
+        return rf_flags_fail(err, "'%s' is not auto or manual", RF_ECHO(mode));
+    return 0;
+}
+
 static int call_timer(const rf_flag_row *row, const char *text, void *ctx,
                       rf_flag_error *err)
 {
@@ -347,7 +362,7 @@ typedef struct given_flags {
 /* The flag table of rf-bench: one row per flag with its default, its
  * bounds and its help line; perftest's short options are the aliases.
  * The modes are in the usage lines, not among the options. */
-#define BENCH_FLAG_ROWS 34
+#define BENCH_FLAG_ROWS 35
 static void bench_flag_rows(rf_flag_row rows[BENCH_FLAG_ROWS], bench_opts *o,
                             given_flags *g, stop_flags *stop)
 {
@@ -433,6 +448,12 @@ static void bench_flag_rows(rf_flag_row rows[BENCH_FLAG_ROWS], bench_opts *o,
             "how completions are awaited: wait (rf_cq_wait, which spins "
             "RF_CQ_SPIN_US, 20 us, then blocks), busy (rf_cq_poll in a "
             "loop, as perftest), or events (rf_cq_wait with no spin)"),
+        RF_FLAG_CALL(
+            "progress", call_progress, "auto", "auto|manual",
+            "the fabric's data progress (rf_fabric_attr.progress): auto, or "
+            "manual (the peer's operations are served inside this side's "
+            "rf_cq_poll/rf_cq_wait; the write_lat memory spin polls the send "
+            "queue, passive phases poll without sleeping)"),
         RF_FLAG_CALL("events", call_poll, NULL, NULL,
                      "--poll events (perftest's -e)", .alias = 'e',
                      .bits = RF_FLAG_NO_VALUE),

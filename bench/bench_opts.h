@@ -90,6 +90,10 @@ typedef struct bench_opts {
      * (-e) = rf_cq_wait with no spin */
     const char *poll;
     bool events; /* rf_cq_wait (wait or events), not rf_cq_poll */
+    /* --progress: the fabric's rf_fabric_attr.progress (auto, the default,
+     * or manual: the ping-pong's memory spin polls the send queue, and
+     * passive phases poll without sleeping, as ucx_perftest) */
+    rf_progress progress;
     int spin_us; /* the CQs' spin: -1 = the library's (RF_CQ_SPIN_US) */
     bool json;
     bool forever;

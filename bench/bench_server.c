@@ -267,6 +267,7 @@ static int accept_conn(const bench_opts *o, rf_fabric *fab, rf_conn_req *req,
         rf_reject(req, NULL, 0);
         return -1;
     }
+    c->s.manual = o->progress == RF_PROGRESS_MANUAL;
     c->s.peer = h->region;
     bench_welcome w = {.status = BENCH_WELCOME_OK, .max_qps = o->max_qps};
     rf_mr_describe(c->s.mr, &w.region);
@@ -419,7 +420,8 @@ int bench_server(const bench_opts *o)
 {
     rf_fabric *fab = NULL;
     bool any = strcmp(o->host, "0.0.0.0") == 0 || strcmp(o->host, "::") == 0;
-    rf_fabric_attr fattr = {.bind_addr = any ? NULL : o->host};
+    rf_fabric_attr fattr = {.bind_addr = any ? NULL : o->host,
+                            .progress = o->progress};
     rf_status st = rf_fabric_open(o->provider, &fattr, &fab);
     if (st != RF_OK) {
         fprintf(stderr, WHO ": rf_fabric_open(%s): %s: %s%s\n",

@@ -164,7 +164,9 @@ int bench_poll1(const bench_session *s, rf_cq *cq, rf_completion *c,
                       rf_status_string((rf_status)n), rf_error_message());
             return -1;
         }
-        bool idle = how == BENCH_WAIT_IDLE && !s->events;
+        /* With manual progress the peer's operations are served only in
+         * here: no sleeping. */
+        bool idle = how == BENCH_WAIT_IDLE && !s->events && !s->manual;
         if (idle) {
             /* Few wake-ups while the peer measures: a passive perftest
              * server sleeps in a TCP read meanwhile. */

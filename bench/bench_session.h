@@ -48,6 +48,7 @@ typedef struct bench_session {
     rf_ep *ep;
     rf_mr_desc peer; /* the peer's region */
     bool events;     /* rf_cq_wait instead of polling */
+    bool manual;     /* the fabric has manual progress: spins poll the CQs */
     int spin_us;     /* with events: the CQs' spin, -1 = the library's */
     uint64_t timeout_ns;
 } bench_session;

@@ -20,7 +20,7 @@ int bench_spawn_server(const bench_opts *o, rf_child *server, uint16_t *port)
     char toarg[16], qparg[16];
     snprintf(toarg, sizeof toarg, "%d", o->timeout_s);
     snprintf(qparg, sizeof qparg, "%u", (unsigned)o->qps);
-    const char *argv[16];
+    const char *argv[20];
     int n = 0;
     argv[n++] = "rf-bench";
     argv[n++] = "--serve";
@@ -38,6 +38,8 @@ int bench_spawn_server(const bench_opts *o, rf_child *server, uint16_t *port)
     }
     argv[n++] = "--poll";
     argv[n++] = o->poll;
+    argv[n++] = "--progress";
+    argv[n++] = o->progress == RF_PROGRESS_MANUAL ? "manual" : "auto";
     if (o->qps > BENCH_DEFAULT_MAX_QPS) { /* the child's bound: this run's */
         argv[n++] = "--max-qps";
         argv[n++] = qparg;

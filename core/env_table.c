@@ -40,6 +40,7 @@
 static const char *const log_levels[] = {"error", "warn",  "info",
                                          "debug", "trace", NULL};
 static const char *const cq_modes[] = {"poll", "event", NULL};
+static const char *const sock_progress[] = {"attr", "auto", "manual", NULL};
 
 static const rf_env_var vars[] = {
     TEXT_ROW("RF_FABRIC", "auto", "fabric",
@@ -71,6 +72,9 @@ static const rf_env_var vars[] = {
     INT_ROW("RF_SOCK_DIRECT", 1, 0, 1, "fabric/sock",
             "a thread waiting on a small CQ reads its sockets itself (0: only "
             "the progress thread)"),
+    CHOICE_ROW("RF_SOCK_PROGRESS", "attr", sock_progress, "fabric/sock",
+               "data progress: attr (rf_fabric_attr.progress), auto (the "
+               "progress thread) or manual (threads polling the CQs)"),
     /* the top is the sock wire format's queue limit (RF_SOCK_MAX_QUEUE) */
     INT_ROW("RF_SOCK_SERVE_MAX", 4096, 1, 1 << 20, "fabric/sock",
             "requests of one peer served outstanding at once"),

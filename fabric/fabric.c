@@ -105,6 +105,12 @@ rf_status rf_provider_open(const rf_provider_ops *ops,
     rf_status st = rf_setting_int("RF_CQ_SPIN_US", &spin);
     if (st != RF_OK)
         return st;
+    if (attr && attr->progress != RF_PROGRESS_AUTO &&
+        attr->progress != RF_PROGRESS_MANUAL)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_fabric_open: attr->progress %d is neither "
+                            "RF_PROGRESS_AUTO nor RF_PROGRESS_MANUAL",
+                            (int)attr->progress);
     rf_fabric_attr none = {0};
     st = ops->fabric_open(attr ? attr : &none, out);
     if (st == RF_OK) {

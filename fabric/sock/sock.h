@@ -6,13 +6,20 @@
  * sockets (all non-blocking). User threads post work under the endpoint
  * lock and write request frames directly; a thread polling or waiting on a
  * queue of few endpoints reads their sockets itself (sock_direct.c).
- * Everything that touches a target region (executing requests, sending read
- * data) runs in a thread serving an endpoint (the progress thread or such a
- * poller) while it holds fab->mr_mu shared; registration and rf_mr_dereg
- * take it exclusively. A poller only ever trylocks; the progress thread
- * trylocks an endpoint it was woken for (epoll reports it again). Lock
- * order: fab->mr_mu -> fab->mu -> ep->mu -> listener->mu -> fab->kick_mu ->
- * cq->mu. ep->mu is never held while waiting for the progress thread.
+ * Manual progress (RF_PROGRESS_MANUAL or RF_SOCK_PROGRESS=manual): the
+ * epoll set watches endpoint sockets for hang-ups (EPOLLRDHUP), errors and
+ * room to write only, never for input; their input is read by the threads
+ * polling or waiting on a queue the endpoint uses (any number of
+ * endpoints), by the progress thread when a kick asks it (a receive posted
+ * for a waiting send, a resumed write) and by the watchdog before it
+ * declares a peer frozen. Everything that touches a target region
+ * (executing requests, sending read data) runs in a thread serving an
+ * endpoint (the progress thread or such a poller) while it holds
+ * fab->mr_mu shared; registration and rf_mr_dereg take it exclusively. A
+ * poller only ever trylocks; the progress thread trylocks an endpoint it
+ * was woken for (epoll reports it again). Lock order: fab->mr_mu -> fab->mu
+ * -> ep->mu -> listener->mu -> fab->kick_mu -> cq->mu. ep->mu is never held
+ * while waiting for the progress thread.
  *
  * Semantics beyond fabric.h (wire format in sock_frame.h, target-side error
  * rules in sock_target.c):
@@ -40,7 +47,13 @@
  *    message); no answer within timeout_ms gives RF_ERR_TIMEOUT.
  *  - Zero-length read/write/write_imm skip the rkey check, as in verbs.
  *  - RF_WR_FENCE: the request (and all after it) is sent only once earlier
- *    reads and atomics completed. */
+ *    reads and atomics completed.
+ *  - Manual progress: a peer's requests and this side's replies are read
+ *    only inside rf_cq_poll / rf_cq_wait on a queue the endpoint uses (and
+ *    on the paths above); error state, close and CQ overflow are as above,
+ *    a hang-up is seen without polling, and an unpolled process looks
+ *    frozen to its peers' watchdogs. RF_SOCK_PROGRESS (attr|auto|manual)
+ *    overrides rf_fabric_attr.progress. */
 #ifndef RF_FABRIC_SOCK_H
 #define RF_FABRIC_SOCK_H
 
@@ -91,6 +104,8 @@ typedef struct sock_mr {
 } sock_mr;
 
 typedef struct sock_cq_chunk sock_cq_chunk;
+/* With automatic progress a queue's pollers read its endpoints' sockets
+ * only while it has at most this many endpoints; manual: always. */
 #define SOCK_CQ_DIRECT_MAX 4
 
 typedef struct sock_cq {
@@ -106,12 +121,13 @@ typedef struct sock_cq {
      * under */
     _Atomic size_t pending;
     int waiters;
-    /* Direct progress (sock_direct.c): the endpoints using this queue, if
-     * at most SOCK_CQ_DIRECT_MAX, whose sockets a poller or waiter reads
-     * itself instead of waiting for the progress thread (mu). */
-    struct sock_ep *direct[SOCK_CQ_DIRECT_MAX];
-    int ndirect, direct_over; /* direct_over: more endpoints than fit */
-    int efd;                  /* eventfd: a push while poll_waiters > 0 */
+    /* Direct progress (sock_direct.c): the endpoints using this queue,
+     * whose sockets a poller or waiter reads itself instead of waiting for
+     * the progress thread (mu; grown as needed). */
+    struct sock_ep **direct;
+    int ndirect, direct_cap;
+    uint64_t direct_gen; /* bumped when the set or a socket's use changes */
+    int efd;             /* eventfd: a push while poll_waiters > 0 */
     int poll_waiters;
     int refs;      /* endpoints using it */
     int destroyed; /* rf_cq_destroy called; freed when refs reaches 0 */
@@ -149,11 +165,17 @@ struct sock_fabric {
     uint32_t serve_max;
     int drain_timeout_ms;
     int direct; /* RF_SOCK_DIRECT (default 1): direct progress allowed */
+    /* Manual data progress (rf_fabric_attr.progress, RF_SOCK_PROGRESS):
+     * endpoint input is read by pollers, not the progress thread. */
+    int manual;
 
     /* System calls on endpoint sockets, by any thread (relaxed counts, for
      * tests and diagnosis: bounded per operation, never timed). */
     _Atomic uint64_t n_recv; /* recv into the receive buffer or a target */
     _Atomic uint64_t n_send; /* sendmsg of queued frames */
+    /* Input readiness of endpoint sockets the progress thread got from
+     * epoll (none with manual progress). */
+    _Atomic uint64_t n_thread_in;
 
     /* Region table and target memory access: taken shared by every thread
      * that serves endpoints (the progress thread, direct pollers), so they
@@ -312,7 +334,10 @@ struct sock_ep {
     _Atomic int direct_pins;
     int direct_attached; /* on its queues' direct lists (creator, closer) */
     int phase;           /* sock_phase */
-    uint32_t ev_mask;    /* events registered with epoll */
+    uint32_t ev_mask;    /* events the state needs (EPOLLIN: reading is
+                            not paused) */
+    uint32_t ev_reg;     /* events registered with epoll: ev_mask, or with
+                            manual progress EPOLLRDHUP for EPOLLIN */
     rf_status state;     /* RF_OK or RF_ERR_DISCONNECTED */
     int closing;         /* rf_ep_close in progress */
     int cq_overflow;     /* a completion of this ep overflowed its CQ */
@@ -404,15 +429,20 @@ void sock_mr_free_all(sock_fabric *fab);
 /* sock_direct.c: a poller or waiter on a CQ of at most SOCK_CQ_DIRECT_MAX
  * endpoints reads their sockets itself (as a TCP ping-pong does) rather
  * than waiting for the progress thread to read and wake it. RF_SOCK_DIRECT=0
- * turns it off. */
-void sock_direct_attach(sock_cq *cq, sock_ep *ep);
+ * turns it off. With manual progress it applies to any number of endpoints
+ * and serves every one of them (requests to this side too), whatever
+ * RF_SOCK_DIRECT says. */
+rf_status sock_direct_attach(sock_cq *cq, sock_ep *ep);
 void sock_direct_detach(sock_cq *cq, sock_ep *ep);
+/* An endpoint's reading resumed: waiters wait on its socket too (manual
+ * progress). */
+void sock_direct_wake(sock_cq *cq);
 /* Reads what has arrived on the CQ's endpoints (no blocking, no waiting
  * for a lock the progress thread holds). */
 void sock_direct_poll(sock_cq *cq);
 /* Blocks until a completion, readable data on an endpoint or the deadline;
  * returns 1 if it did wait with direct progress, 0 if the CQ does not
- * allow it (the caller uses its condition variable). */
+ * allow it (the caller uses its condition variable); manual: always 1. */
 int sock_direct_wait(sock_cq *cq, int64_t deadline);
 
 /* sock_cq.c */
@@ -477,7 +507,8 @@ void sock_ep_fail(sock_ep *ep, rf_status reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The socket is unusable: close it now (ep->mu held). */
 void sock_ep_sock_dead(sock_ep *ep);
-/* Re-registers the epoll events the endpoint's state needs (ep->mu held). */
+/* Re-registers the epoll events the endpoint's state needs (ep->mu held):
+ * with manual progress, EPOLLRDHUP instead of EPOLLIN. */
 void sock_ep_update_events(sock_ep *ep);
 /* Asks the progress thread to service the endpoint soon. */
 void sock_ep_kick(sock_ep *ep);

@@ -6,10 +6,12 @@
  * error state, like a CQ overrun in verbs. A queue destroyed while endpoints
  * still use it is freed when the last of them closes. rf_cq_poll on an
  * empty queue takes no lock (an atomic count) unless it reads its few
- * endpoints' sockets itself (sock_direct.c), as rf_cq_wait then does. */
+ * endpoints' sockets itself (sock_direct.c), as rf_cq_wait then does;
+ * with manual progress both read every endpoint of the queue. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -40,6 +42,13 @@ rf_status sock_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out)
     cq->base.fabric = fabric;
     cq->cap = depth;
     cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: no direct wait */
+    if (cq->efd < 0 && fab->manual) { /* manual waiters need it */
+        int e = errno;
+        free(cq->ring);
+        free(cq);
+        return rf_error_set(RF_ERR_NO_MEMORY, "rf_cq_create: eventfd: %s",
+                            strerror(e));
+    }
     pthread_mutex_init(&cq->mu, NULL);
     rf_cond_init_monotonic(&cq->cond);
 
@@ -62,6 +71,7 @@ void sock_cq_free(sock_cq *cq)
     }
     if (cq->efd >= 0)
         close(cq->efd);
+    free(cq->direct);
     pthread_mutex_destroy(&cq->mu);
     pthread_cond_destroy(&cq->cond);
     free(cq->ring);
@@ -210,15 +220,15 @@ int sock_cq_wait(rf_cq *base, rf_completion *out, int max, int timeout_ms)
 {
     sock_cq *cq = (sock_cq *)base;
     int64_t deadline = rf_deadline_ms(timeout_ms);
-    /* Direct progress: poll the sockets and the queue's eventfd. */
-    if (timeout_ms != 0) {
-        for (;;) {
-            int n = sock_cq_poll(base, out, max);
-            if (n != 0)
-                return n;
-            if (rf_deadline_passed(deadline) || !sock_direct_wait(cq, deadline))
-                break;
-        }
+    /* Direct progress: poll the sockets and the queue's eventfd (always
+     * with manual progress, which has no other reader of the sockets). */
+    for (;;) {
+        int n = sock_cq_poll(base, out, max);
+        if (n != 0)
+            return n;
+        if (timeout_ms == 0 || rf_deadline_passed(deadline) ||
+            !sock_direct_wait(cq, deadline))
+            break;
     }
     pthread_mutex_lock(&cq->mu);
     cq->waiters++;

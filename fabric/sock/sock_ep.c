@@ -2,7 +2,8 @@
  * the error state (RC QP semantics: every outstanding work request and
  * posted receive completes with RF_ERR_DISCONNECTED, the peer is told with
  * an ERROR frame and the socket drains then closes), close, completions,
- * epoll interest and the progress thread's per-endpoint service. */
+ * epoll interest (manual progress: no input, see sock.h) and the
+ * per-endpoint service of the progress thread and pollers. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -28,6 +29,15 @@ rf_status sock_ep_check_attr(const rf_ep_attr *attr, uint32_t *max_wr,
                             "the limit of %u",
                             *max_wr, *max_recv, RF_SOCK_MAX_QUEUE);
     return RF_OK;
+}
+
+/* What the progress thread watches for a state needing `want`: with manual
+ * progress, a hang-up instead of input (pollers read the input). */
+static uint32_t epoll_mask(const sock_fabric *fab, uint32_t want)
+{
+    if (fab->manual && (want & EPOLLIN))
+        want = (want & ~(uint32_t)EPOLLIN) | EPOLLRDHUP;
+    return want;
 }
 
 static void ep_free(sock_ep *ep)
@@ -99,16 +109,26 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
     pthread_mutex_unlock(&fab->mu);
 
     ep->ev_mask = EPOLLIN;
-    struct epoll_event ev = {.events = ep->ev_mask, .data.ptr = &ep->tag};
+    ep->ev_reg = epoll_mask(fab, ep->ev_mask);
+    struct epoll_event ev = {.events = ep->ev_reg, .data.ptr = &ep->tag};
     if (epoll_ctl(fab->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
         int e = errno;
         sock_ep_close(&ep->base);
         return rf_error_set(RF_ERR_IO, "sock: epoll_ctl: %s", strerror(e));
     }
     /* Direct pollers find it only now, fully made (cq->mu orders this). */
-    sock_direct_attach((sock_cq *)ep->base.send_cq, ep);
-    if (ep->base.recv_cq != ep->base.send_cq)
-        sock_direct_attach((sock_cq *)ep->base.recv_cq, ep);
+    st = sock_direct_attach((sock_cq *)ep->base.send_cq, ep);
+    if (st == RF_OK && ep->base.recv_cq != ep->base.send_cq) {
+        st = sock_direct_attach((sock_cq *)ep->base.recv_cq, ep);
+        if (st != RF_OK)
+            sock_direct_detach((sock_cq *)ep->base.send_cq, ep);
+    }
+    if (st != RF_OK) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", rf_error_message());
+        sock_ep_close(&ep->base);
+        return rf_error_set(st, "%s", msg);
+    }
     ep->direct_attached = 1;
     RF_LOG_DEBUG("sock: endpoint connected to %s", ep->peer);
     *out = ep;
@@ -130,6 +150,17 @@ void sock_ep_kick(sock_ep *ep)
         sock_fab_wake(fab);
 }
 
+/* Manual progress: reading resumes (a send got its receive, a write its
+ * reads sent), so waiters on its queues must wait on the socket again. */
+static void resumed(sock_ep *ep, uint32_t m)
+{
+    if (!ep->fab->manual || !(m & EPOLLIN) || (ep->ev_mask & EPOLLIN))
+        return;
+    sock_direct_wake((sock_cq *)ep->base.send_cq);
+    if (ep->base.recv_cq != ep->base.send_cq)
+        sock_direct_wake((sock_cq *)ep->base.recv_cq);
+}
+
 void sock_ep_update_events(sock_ep *ep)
 {
     if (ep->fd < 0)
@@ -140,12 +171,18 @@ void sock_ep_update_events(sock_ep *ep)
         m |= EPOLLIN;
     if (sock_tx_pending(ep) && !(ep->phase == SOCK_DRAIN && ep->shut_wr))
         m |= EPOLLOUT;
-    if (m == ep->ev_mask)
-        return;
-    struct epoll_event ev = {.events = m, .data.ptr = &ep->tag};
-    if (epoll_ctl(ep->fab->epfd, EPOLL_CTL_MOD, ep->fd, &ev) == 0)
+    uint32_t reg = epoll_mask(ep->fab, m);
+    if (reg == ep->ev_reg) {
+        resumed(ep, m);
         ep->ev_mask = m;
-    else
+        return;
+    }
+    struct epoll_event ev = {.events = reg, .data.ptr = &ep->tag};
+    if (epoll_ctl(ep->fab->epfd, EPOLL_CTL_MOD, ep->fd, &ev) == 0) {
+        resumed(ep, m);
+        ep->ev_mask = m;
+        ep->ev_reg = reg;
+    } else
         RF_LOG_ERRORF("sock: epoll_ctl(MOD) for %s: %s", ep->peer,
                       strerror(errno));
 }
@@ -360,6 +397,17 @@ int sock_ep_timers(sock_ep *ep, int64_t now)
     if (ep->fd < 0 || ep->closing)
         return 0;
     /* progress_ms may be newer than now (set by a poster meanwhile) */
+    if (ep->phase == SOCK_OPEN && ep->wr_head != ep->wr_sent &&
+        now > ep->progress_ms &&
+        now - ep->progress_ms >
+            (int64_t)ep->fab->peer_timeout_ms + ep->fab->rnr_timeout_ms &&
+        ep->fab->manual && (ep->ev_mask & EPOLLIN)) {
+        /* Manual progress: the replies may be waiting unread because this
+         * process did not poll; reading them is progress. */
+        sock_ep_service(ep, EPOLLIN);
+        if (ep->fd < 0 || ep->phase != SOCK_OPEN)
+            return ep->phase == SOCK_DRAIN;
+    }
     if (ep->phase == SOCK_OPEN && ep->wr_head != ep->wr_sent &&
         now > ep->progress_ms &&
         now - ep->progress_ms >

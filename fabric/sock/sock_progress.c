@@ -1,6 +1,8 @@
 /* fabric/sock/sock_progress.c: the per-fabric progress thread. Waits on the
  * epoll set, dispatches readiness to listeners, handshakes and endpoints
- * (an endpoint a direct poller holds is left to it, see below), then
+ * (an endpoint a direct poller holds is left to it, see below; with manual
+ * progress an endpoint is watched for hang-ups and room to write, not
+ * input), then
  * services kicked endpoints, runs commands (detach, stop) and checks
  * deadlines (handshakes, RNR, draining sockets) on a short tick while any
  * is pending, and the no-progress watchdog once a second. The thread asks
@@ -172,6 +174,8 @@ void *sock_progress_main(void *arg)
                  * for it, no futex hand-off; after a few rounds finding it
                  * held, wait for the lock rather than spin. */
                 sock_ep *ep = CONTAINER(p, sock_ep, tag);
+                if (evs[i].events & EPOLLIN)
+                    sock_count(&fab->n_thread_in);
                 pthread_rwlock_rdlock(&fab->mr_mu);
                 int got = pthread_mutex_trylock(&ep->mu) == 0;
                 if (!got && held_rounds >= TRYLOCK_ROUNDS) {

@@ -1,6 +1,6 @@
 /* fabric/sock/sock_provider.c: the sock provider's ops table, opening and
- * closing a fabric (configuration, epoll set, progress thread) and the
- * command channel to the progress thread. */
+ * closing a fabric (configuration, progress mode, epoll set, progress
+ * thread) and the command channel to the progress thread. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,7 @@ static rf_status sock_probe(void)
     return RF_OK;
 }
 
-static rf_status read_config(sock_fabric *fab)
+static rf_status read_config(sock_fabric *fab, const rf_fabric_attr *attr)
 {
     int64_t v;
     rf_status st = rf_setting_int("RF_RNR_TIMEOUT_MS", &v);
@@ -54,6 +54,13 @@ static rf_status read_config(sock_fabric *fab)
     if (st != RF_OK)
         return st;
     fab->direct = (int)v;
+    /* RF_SOCK_PROGRESS: attr (the program's choice), auto or manual */
+    int progress;
+    st = rf_setting_choice("RF_SOCK_PROGRESS", &progress);
+    if (st != RF_OK)
+        return st;
+    fab->manual =
+        progress == 0 ? attr->progress == RF_PROGRESS_MANUAL : progress == 2;
     return RF_OK;
 }
 
@@ -97,7 +104,7 @@ static void fabric_free(sock_fabric *fab)
 
 static rf_status sock_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
 {
-    (void)attr; /* bind_addr only matters for NUMA placement (later) */
+    /* bind_addr only matters for NUMA placement (later) */
     sock_fabric *fab = calloc(1, sizeof *fab);
     if (!fab)
         return rf_error_set(RF_ERR_NO_MEMORY, "sock: out of memory");
@@ -113,7 +120,7 @@ static rf_status sock_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     pthread_cond_init(&fab->cmd_cond, NULL);
     fab->wake_tag.kind = SOCK_POLL_WAKE;
 
-    rf_status st = read_config(fab);
+    rf_status st = read_config(fab, attr);
     if (st != RF_OK) {
         fabric_free(fab);
         return st;
@@ -143,8 +150,9 @@ static rf_status sock_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
     }
     fab->thread_started = 1;
     RF_LOG_DEBUG("sock: fabric open (rnr %d ms, peer timeout %d ms, "
-                 "handshake %d ms)",
-                 fab->rnr_timeout_ms, fab->peer_timeout_ms, fab->hs_timeout_ms);
+                 "handshake %d ms, %s progress)",
+                 fab->rnr_timeout_ms, fab->peer_timeout_ms, fab->hs_timeout_ms,
+                 fab->manual ? "manual" : "auto");
     *out = &fab->base;
     return RF_OK;
 }

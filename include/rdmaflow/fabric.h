@@ -135,10 +135,30 @@ typedef struct rf_completion {
     uint32_t imm; /* immediate (RF_OP_RECV_WRITE_IMM) */
 } rf_completion;
 
+/* Who makes data progress on a fabric (as libfabric's FI_PROGRESS_AUTO and
+ * FI_PROGRESS_MANUAL). AUTO: the provider serves remote one-sided
+ * operations and receives replies by itself, whether or not the process
+ * polls. MANUAL: the provider may leave data progress (serving the peers'
+ * one-sided operations and sends, receiving replies) to the threads inside
+ * rf_cq_poll / rf_cq_wait on a completion queue the endpoint uses; a
+ * process that stops polling may stall its peers' operations on it (past
+ * RF_PEER_TIMEOUT_MS + RF_RNR_TIMEOUT_MS the peers' endpoints fail as for a
+ * frozen process). Connection setup, hang-ups and timers are still
+ * progressed. Per provider: sock honours it (RF_SOCK_PROGRESS overrides
+ * it); verbs (the NIC progresses) and shm accept MANUAL and behave as
+ * AUTO; auto passes it to the providers it opens. */
+typedef enum rf_progress {
+    RF_PROGRESS_AUTO = 0,
+    RF_PROGRESS_MANUAL = 1,
+} rf_progress;
+
 typedef struct rf_fabric_attr {
     /* Local address the fabric will be used on; lets a provider pick the
      * device (verbs) or NUMA node. NULL: provider default. */
     const char *bind_addr;
+    /* RF_PROGRESS_AUTO (0, the default) or RF_PROGRESS_MANUAL; any other
+     * value is RF_ERR_INVALID_ARG. */
+    rf_progress progress;
 } rf_fabric_attr;
 
 typedef struct rf_ep_attr {
