@@ -335,7 +335,8 @@ int bench_client(const bench_opts *o, const char *host, uint16_t port)
         if (bench_session_init(&ss[ready], WHO, fab, max_size, txd, o->events,
                                o->spin_us, o->timeout_s))
             goto out;
-        ss[ready].manual = o->progress == RF_PROGRESS_MANUAL;
+        /* what the provider does: shm ignores manual */
+        ss[ready].manual = rf_fabric_progress(fab) == RF_PROGRESS_MANUAL;
         if (connect_server(&ss[ready], o, host, port, iters, max_size, ready,
                            token)) {
             ready++; /* its session is set up: finish it too */
@@ -352,6 +353,7 @@ int bench_client(const bench_opts *o, const char *host, uint16_t port)
                                .dev = have_dev ? &dev : NULL,
                                .t = t,
                                .provider = rf_fabric_provider(fab),
+                               .progress = rf_fabric_progress(fab),
                                .peer = peer,
                                .iters = iters,
                                .tx_depth = txd,

@@ -89,8 +89,12 @@ void bench_report_header(const bench_report_ctx *c)
         printf(" Completions     : %-14s Timer          : "
                "CLOCK_MONOTONIC\n",
                completions(c->o));
-    if (c->o->progress == RF_PROGRESS_MANUAL)
+    if (c->progress == RF_PROGRESS_MANUAL)
         printf(" Progress        : manual (served while polling)\n");
+    else if (c->o->progress == RF_PROGRESS_MANUAL)
+        printf(" Progress        : auto (%s makes its own progress; manual "
+               "asked)\n",
+               c->provider);
     if (c->t->pingpong)
         printf(" Latency         : ping-pong round trip / 2\n");
     else if (!c->t->bw)

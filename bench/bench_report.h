@@ -23,6 +23,7 @@ typedef struct bench_report_ctx {
     uint32_t tx_depth;
     uint32_t cq_mod;
     uint32_t inline_size;
+    rf_progress progress; /* what the fabric does (rf_fabric_progress) */
 } bench_report_ctx;
 
 void bench_report_header(const bench_report_ctx *c);

@@ -267,7 +267,8 @@ static int accept_conn(const bench_opts *o, rf_fabric *fab, rf_conn_req *req,
         rf_reject(req, NULL, 0);
         return -1;
     }
-    c->s.manual = o->progress == RF_PROGRESS_MANUAL;
+    /* what the provider does, not what was asked: shm ignores manual */
+    c->s.manual = rf_fabric_progress(fab) == RF_PROGRESS_MANUAL;
     c->s.peer = h->region;
     bench_welcome w = {.status = BENCH_WELCOME_OK, .max_qps = o->max_qps};
     rf_mr_describe(c->s.mr, &w.region);

@@ -169,6 +169,11 @@ void rf_fabric_close(rf_fabric *fabric)
     }
 }
 
+rf_progress rf_fabric_progress(const rf_fabric *fabric)
+{
+    return fabric ? fabric->progress : RF_PROGRESS_AUTO;
+}
+
 const char *rf_wr_op_name(rf_op op)
 {
     static const char *const names[] = {

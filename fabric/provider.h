@@ -18,6 +18,9 @@ typedef struct rf_post_tally rf_post_tally;
 struct rf_fabric {
     const rf_provider_ops *ops;
     unsigned cq_spin_us; /* RF_CQ_SPIN_US: new CQs' rf_cq_wait spin */
+    /* rf_fabric_progress: what the provider does (0 = RF_PROGRESS_AUTO, as
+     * its calloc leaves it; a provider that honours MANUAL sets it) */
+    rf_progress progress;
     /* rf_fabric_counters: work requests rf_post posted, and their bytes,
      * by op, counted per thread (fabric_tally.c); posted/posted_bytes take
      * atomic adds only from a thread whose block could not be allocated.

@@ -127,6 +127,9 @@ static rf_status auto_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
                  ops->name);
     }
     fab->primary = fab->sub[AUTO_VERBS] ? AUTO_VERBS : AUTO_SOCK;
+    for (int i = 0; i < AUTO_N; i++)
+        if (fab->sub[i] && fab->sub[i]->progress == RF_PROGRESS_MANUAL)
+            fab->base.progress = RF_PROGRESS_MANUAL;
     RF_LOG_INFO("fabric auto: providers %s (regions keyed by %s)", chosen,
                 auto_slot_name(fab->primary));
     *out = &fab->base;

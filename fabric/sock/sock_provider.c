@@ -61,6 +61,7 @@ static rf_status read_config(sock_fabric *fab, const rf_fabric_attr *attr)
         return st;
     fab->manual =
         progress == 0 ? attr->progress == RF_PROGRESS_MANUAL : progress == 2;
+    fab->base.progress = fab->manual ? RF_PROGRESS_MANUAL : RF_PROGRESS_AUTO;
     return RF_OK;
 }
 

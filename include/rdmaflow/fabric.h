@@ -188,6 +188,10 @@ RF_API rf_status rf_fabric_open(const char *provider,
                                 const rf_fabric_attr *attr, rf_fabric **out);
 RF_API void rf_fabric_close(rf_fabric *fabric);
 RF_API const char *rf_fabric_provider(const rf_fabric *fabric);
+/* The data progress the fabric makes (attr->progress as the provider took
+ * it, or RF_SOCK_PROGRESS): RF_PROGRESS_MANUAL only where the provider
+ * honours it (sock; auto if its sock fabric does), else RF_PROGRESS_AUTO. */
+RF_API rf_progress rf_fabric_progress(const rf_fabric *fabric);
 /* What rf_post posted on a fabric since it was opened: work requests and
  * their bytes per op (indexed by rf_op, RF_OP_READ .. RF_OP_SEND), counted
  * when the provider accepted them (an auto fabric counts its endpoints',

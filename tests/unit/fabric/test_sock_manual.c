@@ -18,7 +18,8 @@
  *    than the no-progress watchdog's limit are not taken for a frozen
  *    peer (the watchdog reads them first);
  *  - env: RF_SOCK_PROGRESS overrides the attr, a bad value (or a bad attr)
- *    is RF_ERR_INVALID_ARG naming it; shm accepts manual.
+ *    is RF_ERR_INVALID_ARG naming it; shm accepts manual; rf_fabric_progress
+ *    reports what the provider does (shm: auto; auto: its sock fabric's).
  * Deadlines only guard against hangs; nothing is timed. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -428,6 +429,15 @@ static void env(void)
     /* shm progresses by itself: it accepts manual and behaves as auto */
     rf_fabric_attr shm_attr = {.progress = RF_PROGRESS_MANUAL};
     CHECK_OK(rf_fabric_open("shm", &shm_attr, &f));
+    CHECK(rf_fabric_progress(f) == RF_PROGRESS_AUTO,
+          "shm asked for manual reports %d, want RF_PROGRESS_AUTO",
+          (int)rf_fabric_progress(f));
+    rf_fabric_close(f);
+    /* auto reports manual when its sock fabric makes it */
+    CHECK_OK(rf_fabric_open("auto", &shm_attr, &f));
+    CHECK(rf_fabric_progress(f) == RF_PROGRESS_MANUAL,
+          "auto asked for manual reports %d, want RF_PROGRESS_MANUAL",
+          (int)rf_fabric_progress(f));
     rf_fabric_close(f);
     struct {
         const char *env;
@@ -444,6 +454,11 @@ static void env(void)
               "RF_SOCK_PROGRESS=%s, attr %d: manual %d",
               rows[i].env ? rows[i].env : "(unset)", (int)rows[i].attr,
               SOCK_FAB(f)->manual);
+        CHECK(rf_fabric_progress(f) ==
+                  (rows[i].manual ? RF_PROGRESS_MANUAL : RF_PROGRESS_AUTO),
+              "RF_SOCK_PROGRESS=%s, attr %d: rf_fabric_progress %d",
+              rows[i].env ? rows[i].env : "(unset)", (int)rows[i].attr,
+              (int)rf_fabric_progress(f));
         rf_fabric_close(f);
     }
 }
