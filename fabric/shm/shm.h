@@ -385,6 +385,9 @@ void shm_ep_drain(shm_ep *ep);
  * reading; ep->lock need not be held). The caller fails the endpoint. */
 int shm_ep_hung_up(const shm_ep *ep);
 void shm_ep_complete(shm_ep *ep, const rf_wr *wr, rf_status st);
+/* The successful completion of work rf_post ran inline (ep->lock held):
+ * into the queue's lane where it may go (shm_cq_push_inline). */
+void shm_ep_complete_inline(shm_ep *ep, const rf_wr *wr);
 /* The peer's segment id, reading waiting control messages if it is not
  * known yet; NULL if the peer never announced it. */
 shm_peer_seg *shm_ep_pseg(shm_ep *ep, uint32_t id);

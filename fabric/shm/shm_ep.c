@@ -199,16 +199,29 @@ rf_status shm_ep_handshake_wait(shm_ep *ep, int type, int64_t deadline)
     }
 }
 
+static rf_completion completion_of(shm_ep *ep, const rf_wr *wr, rf_status st)
+{
+    return (rf_completion){.context = wr->context,
+                           .ep = rf_ep_public(&ep->base),
+                           .op = wr->op,
+                           .status = st,
+                           .len = st == RF_OK ? (uint32_t)wr->len : 0};
+}
+
 void shm_ep_complete(shm_ep *ep, const rf_wr *wr, rf_status st)
 {
     if (st == RF_OK && (wr->flags & RF_WR_UNSIGNALED))
         return;
-    rf_completion c = {.context = wr->context,
-                       .ep = rf_ep_public(&ep->base),
-                       .op = wr->op,
-                       .status = st,
-                       .len = st == RF_OK ? (uint32_t)wr->len : 0};
+    rf_completion c = completion_of(ep, wr, st);
     shm_cq_push((shm_cq *)ep->base.send_cq, &c);
+}
+
+void shm_ep_complete_inline(shm_ep *ep, const rf_wr *wr)
+{
+    if (wr->flags & RF_WR_UNSIGNALED)
+        return;
+    rf_completion c = completion_of(ep, wr, RF_OK);
+    shm_cq_push_inline((shm_cq *)ep->base.send_cq, &c);
 }
 
 void shm_ep_fail(shm_ep *ep, rf_status head_status, int notify,

@@ -99,14 +99,7 @@ rf_status shm_post(rf_ep *base, const rf_wr *wrs, size_t n, size_t *posted)
                                     : "remote access violation by this side");
                     continue;
                 }
-                if (!(wrs[i].flags & RF_WR_UNSIGNALED))
-                    shm_cq_push_inline(
-                        (shm_cq *)ep->base.send_cq,
-                        &(rf_completion){.context = wrs[i].context,
-                                         .ep = rf_ep_public(&ep->base),
-                                         .op = wrs[i].op,
-                                         .status = RF_OK,
-                                         .len = (uint32_t)wrs[i].len});
+                shm_ep_complete_inline(ep, &wrs[i]);
                 continue;
             }
             ep->sq[(ep->sq_head + ep->sq_count) % ep->sq_cap] =
