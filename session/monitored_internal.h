@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "rdmaflow/monitored_session.h"
+#include "rdmaflow/summary.h"
 
 struct rf_hook {
     const rf_hook_ops *ops;
@@ -48,6 +49,10 @@ struct rf_monitored_session {
     uint64_t done_seen[RF_PS_DONE_WORDS];
     int64_t done_read_at; /* rf_now_ms of the last read */
 
+    /* The chief's event file in summary_dir (NULL: none), written by
+     * the built-in StepCounter and SummarySaver; closed by destroy. */
+    rf_summary_writer *summary;
+
     rf_hook **hooks; /* the caller's, chief-only (chief), built-ins */
     size_t nhooks;
 
@@ -64,6 +69,12 @@ struct rf_monitored_session {
 /* A built-in hook over ctx, a calloc'ed block freed with free (NULL:
  * RF_ERR_NO_MEMORY); ctx is freed on failure. */
 rf_status ms_hook_of(const rf_hook_ops *ops, void *ctx, rf_hook **out);
+
+/* StepCounterHook (rf_step_counter_hook_create) that also writes
+ * global_step/sec (and examples/sec) to w when w is not NULL. */
+rf_status ms_step_counter_hook_create(int64_t every_n_steps,
+                                      int64_t examples_per_step, FILE *out,
+                                      rf_summary_writer *w, rf_hook **out_hook);
 
 /* One line to the session's log, prefixed with the task's name. */
 void ms_note(rf_monitored_session *ms, const char *fmt, ...)
