@@ -186,14 +186,6 @@ static const rf_hook_ops step_counter_ops = {
 
 rf_status rf_step_counter_hook_create(int64_t every_n_steps,
                                       int64_t examples_per_step, FILE *out,
-                                      rf_hook **out_hook)
-{
-    return ms_step_counter_hook_create(every_n_steps, examples_per_step, out,
-                                       NULL, out_hook);
-}
-
-rf_status ms_step_counter_hook_create(int64_t every_n_steps,
-                                      int64_t examples_per_step, FILE *out,
                                       rf_summary_writer *w, rf_hook **out_hook)
 {
     if (!out_hook)

@@ -229,7 +229,7 @@ static rf_status add_builtin_hooks(rf_monitored_session *ms,
     }
     rf_hook *h = NULL;
     if (o->log_step_count_steps > 0) {
-        st = ms_step_counter_hook_create(o->log_step_count_steps,
+        st = rf_step_counter_hook_create(o->log_step_count_steps,
                                          o->examples_per_step, ms->log,
                                          ms->summary, &h);
         if (st == RF_OK)

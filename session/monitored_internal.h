@@ -70,12 +70,6 @@ struct rf_monitored_session {
  * RF_ERR_NO_MEMORY); ctx is freed on failure. */
 rf_status ms_hook_of(const rf_hook_ops *ops, void *ctx, rf_hook **out);
 
-/* StepCounterHook (rf_step_counter_hook_create) that also writes
- * global_step/sec (and examples/sec) to w when w is not NULL. */
-rf_status ms_step_counter_hook_create(int64_t every_n_steps,
-                                      int64_t examples_per_step, FILE *out,
-                                      rf_summary_writer *w, rf_hook **out_hook);
-
 /* One line to the session's log, prefixed with the task's name. */
 void ms_note(rf_monitored_session *ms, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -132,10 +132,13 @@ RF_API rf_status rf_logging_hook_create(rf_node *const *nodes, size_t num_nodes,
                                         rf_hook **out_hook);
 /* StepCounterHook: every every_n_steps of global_step, the cluster's
  * global_step/sec and, with examples_per_step > 0, examples/sec, to out
- * (NULL: stdout). */
+ * (NULL: stdout) and, when w is not NULL, as the scalar summaries
+ * "global_step/sec" and "examples/sec" through w (the caller's: close it
+ * after the session is destroyed; a write that fails is logged). */
 RF_API rf_status rf_step_counter_hook_create(int64_t every_n_steps,
                                              int64_t examples_per_step,
-                                             FILE *out, rf_hook **out_hook);
+                                             FILE *out, rf_summary_writer *w,
+                                             rf_hook **out_hook);
 /* CheckpointSaverHook (the chief): saves into dir (rf_session_save, keeping
  * max_to_keep, 0: 5) after the session is created (unless it has just
  * restored a checkpoint: the next save is counted from that checkpoint's
