@@ -133,6 +133,7 @@ typedef struct step_counter {
     double t_last;
     FILE *out;
     rf_summary_writer *w; /* the session's, or NULL */
+    bool failing;         /* its last write failed (logged once) */
 } step_counter;
 
 static rf_status counter_after_create(void *ctx, rf_monitored_session *ms,
@@ -166,11 +167,13 @@ static rf_status counter_after_run(void *ctx, rf_monitored_session *ms,
         static const char *const tags[] = {"global_step/sec", "examples/sec"};
         const float values[] = {(float)rate,
                                 (float)(rate * (double)h->examples_per_step)};
-        if (h->w && rf_summary_writer_scalars(h->w, v->global_step,
-                                              h->examples_per_step > 0 ? 2 : 1,
-                                              tags, values) != RF_OK)
-            ms_note(ms, "summary at global_step %lld not written: %s",
-                    (long long)v->global_step, rf_error_message());
+        if (h->w)
+            ms_summary_outcome(
+                ms, &h->failing,
+                rf_summary_writer_scalars(h->w, v->global_step,
+                                          h->examples_per_step > 0 ? 2 : 1,
+                                          tags, values),
+                v->global_step);
     }
     h->last_step = v->global_step;
     h->t_last = now;

@@ -22,10 +22,26 @@ typedef struct summary_saver {
     rf_node *nodes[RF_HOOK_MAX_FETCHES];
     char *tags[RF_HOOK_MAX_FETCHES];
     bool started;      /* SessionLog START written for this process */
+    bool failing;      /* the last write failed (logged once) */
     bool due;          /* this run fetches the summaries */
     int64_t last_step; /* global_step of the last Event, -1: none */
     double t_last;
 } summary_saver;
+
+void ms_summary_outcome(rf_monitored_session *ms, bool *failing, rf_status st,
+                        int64_t step)
+{
+    if (st != RF_OK && !*failing)
+        ms_note(ms,
+                "summaries not written from global_step %lld on: %s "
+                "(training goes on; a line says when they are written "
+                "again)",
+                (long long)step, rf_error_message());
+    else if (st == RF_OK && *failing)
+        ms_note(ms, "summaries written again at global_step %lld",
+                (long long)step);
+    *failing = st != RF_OK;
+}
 
 /* TensorFlow's SecondOrStepTimer: the first run after creation, then
  * every `steps` global steps (the next run's step predicted as the last
@@ -88,9 +104,7 @@ static rf_status saver_after_run(void *ctx, rf_monitored_session *ms,
     if (st == RF_OK)
         st = rf_summary_writer_scalars(h->w, v->global_step, h->n,
                                        (const char *const *)h->tags, values);
-    if (st != RF_OK)
-        ms_note(ms, "summary at global_step %lld not written: %s",
-                (long long)v->global_step, rf_error_message());
+    ms_summary_outcome(ms, &h->failing, st, v->global_step);
     return RF_OK;
 }
 

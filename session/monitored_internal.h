@@ -1,6 +1,7 @@
 /* session/monitored_internal.h: the monitored session's insides (the
  * rf_monitored_session and rf_hook structs), shared by monitored.c and the
- * built-in hooks (hook.c, hook_log.c, hook_checkpoint.c) only. */
+ * built-in hooks (hook.c, hook_log.c, hook_checkpoint.c, hook_summary.c)
+ * only. */
 #ifndef RF_SESSION_MONITORED_INTERNAL_H
 #define RF_SESSION_MONITORED_INTERNAL_H
 
@@ -69,6 +70,12 @@ struct rf_monitored_session {
 /* A built-in hook over ctx, a calloc'ed block freed with free (NULL:
  * RF_ERR_NO_MEMORY); ctx is freed on failure. */
 rf_status ms_hook_of(const rf_hook_ops *ops, void *ctx, rf_hook **out);
+
+/* The outcome st of a summary write at step by a hook whose *failing says
+ * whether its last one failed: the first failure of a run of them is
+ * logged with its reason, the first success after them too. */
+void ms_summary_outcome(rf_monitored_session *ms, bool *failing, rf_status st,
+                        int64_t step);
 
 /* One line to the session's log, prefixed with the task's name. */
 void ms_note(rf_monitored_session *ms, const char *fmt, ...)

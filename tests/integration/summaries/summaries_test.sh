@@ -8,6 +8,12 @@
 #             the independent reader (check_events.py)
 #   bad_dir   --summary_dir naming a regular file: the chief exits 2
 #             naming the flag before any work, the file unchanged
+#   full_disk the chief's --summary_dir on a tmpfs (a private mount
+#             namespace, root) that fills up during training: one line
+#             says summaries are not written, training goes on; once
+#             space is freed a line says they are written again; the job
+#             ends with exit 0 and its final checkpoint, and the event
+#             file holds whole records only, from before and after
 set -uo pipefail
 case_name=${1:?case}
 build=${2:?build directory}
@@ -89,6 +95,90 @@ case_bad_dir() {
         { fail "no message naming --summary_dir"; show "$out"; }
     [[ $(cat "$f") == precious ]] && ok "the file is unchanged" ||
         fail "the file was changed"
+}
+
+case_full_disk() {
+    need_data
+    if [[ $(id -u) != 0 ]] || ! command -v unshare >/dev/null; then
+        echo "SKIP: needs root and unshare (a private mount namespace)"
+        exit 77
+    fi
+    local pp wp sd=$tmp/sd ck=$tmp/ckpt out=$tmp/out rc
+    free_port pp && free_port wp || {
+        fail "no free ports"
+        return
+    }
+    mkdir -p "$sd" "$out"
+    local hosts=("--ps_hosts=$host:$pp" "--worker_hosts=$host:$wp")
+    "$trainer" "${hosts[@]}" --job_name=ps --task_index=0 \
+        --max_wait_secs="$(t 60)" >"$tmp/ps.log" 2>&1 &
+    pids+=($!)
+    # 256 KiB of tmpfs, 252 KiB of it taken: the event file fills the
+    # rest within about 80 steps; a watcher frees the space once the
+    # chief says so; the file is copied out before the namespace ends
+    unshare -m bash -c '
+        set -u
+        mount -t tmpfs -o size=256k rf-summaries "$1" || exit 90
+        head -c $((252 * 1024)) /dev/zero >"$1/filler" || exit 91
+        shift
+        log=$1 out=$2
+        shift 2
+        (for _ in $(seq 1200); do
+            if grep -q "summaries not written from" "$log"; then
+                rm -f "$0/filler"
+                exit 0
+            fi
+            sleep 0.05
+        done) &
+        "$@" >"$log" 2>&1
+        rc=$?
+        wait
+        cp "$0"/events.out.* "$out"/ || exit 92
+        exit $rc' "$sd" "$sd" "$tmp/chief.log" "$out" \
+        "$trainer" "${hosts[@]}" --job_name=worker \
+        --task_index=0 --train_steps=3000 --batch_size=100 --threads=1 \
+        --checkpoint_dir="$ck" --summary_dir="$sd" \
+        --save_summaries_steps=1 --log_step_count_steps=0 \
+        --max_wait_secs="$(t 60)"
+    rc=$?
+    wait "${pids[0]}"
+    pids=()
+    [[ $rc == 0 ]] && ok "the chief: exit 0 with a full summary_dir" ||
+        { fail "the chief: exit $rc"; show "$tmp/chief.log"; }
+    local n
+    n=$(grep -c "summaries not written from global_step" "$tmp/chief.log")
+    [[ $n == 1 ]] && ok "one line: $(grep -m1 "summaries not written" "$tmp/chief.log")" ||
+        { fail "$n 'not written' lines, want 1"; show "$tmp/chief.log"; }
+    grep -q "summaries not written from .*No space left on device" "$tmp/chief.log" &&
+        ok "it names the reason" || fail "no 'No space left on device'"
+    grep -q "summaries written again at global_step" "$tmp/chief.log" &&
+        ok "$(grep -m1 "summaries written again at" "$tmp/chief.log")" ||
+        fail "no 'written again' line"
+    [[ -f $ck/model.ckpt-3000.safetensors ]] && ok "the final checkpoint" ||
+        fail "no model.ckpt-3000 in $ck: $(ls "$ck")"
+    local f
+    f=$(ls "$out"/events.out.* 2>/dev/null | head -1)
+    if [[ -n $f ]] && /usr/bin/python3 - "$f" "$pb" "$here" >"$tmp/check" 2>&1 <<'PY'
+import sys
+sys.path.insert(0, sys.argv[3] + "/../../unit/tfrecord")
+sys.path.insert(0, sys.argv[2])
+import read_tfrecord
+import tensorboard_event_pb2 as pb
+blob = open(sys.argv[1], "rb").read()
+evs = [pb.Event.FromString(d) for _, d in read_tfrecord.read_records(blob)]
+steps = [e.step for e in evs if e.WhichOneof("what") == "summary"]
+gaps = [b - a for a, b in zip(steps, steps[1:])]
+assert steps[0] == 1 and steps[-1] == 3000, steps[:3] + steps[-3:]
+assert max(gaps) > 1, "no gap while the disk was full"
+print("%d records, whole; steps 1..3000 with a gap of %d steps"
+      % (len(evs), max(gaps)))
+PY
+    then
+        ok "the event file: $(cat "$tmp/check")"
+    else
+        fail "the event file ${f:-(none copied)}:"
+        show "$tmp/check"
+    fi
 }
 
 "case_$case_name"
