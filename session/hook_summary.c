@@ -43,7 +43,7 @@ void ms_summary_outcome(rf_monitored_session *ms, bool *failing, rf_status st,
     *failing = st != RF_OK;
 }
 
-/* TensorFlow's SecondOrStepTimer: the first run after creation, then
+/* TensorFlow's SecondOrStepTimer: this process's first run, then
  * every `steps` global steps (the next run's step predicted as the last
  * seen + 1), else every `secs` seconds. */
 static size_t saver_before_run(void *ctx, rf_monitored_session *ms,
