@@ -223,7 +223,7 @@ static rf_status add_builtin_hooks(rf_monitored_session *ms,
     bool summaries = o->num_summaries > 0 && (o->save_summaries_steps > 0 ||
                                               o->save_summaries_secs > 0);
     if (sdir && (summaries || o->log_step_count_steps > 0)) {
-        st = rf_summary_writer_open(sdir, &ms->summary);
+        st = ms_summary_writer_deferred(sdir, &ms->summary);
         if (st != RF_OK)
             return rf_error_prefix(st, "summary_dir");
     }

@@ -77,6 +77,12 @@ rf_status ms_hook_of(const rf_hook_ops *ops, void *ctx, rf_hook **out);
 void ms_summary_outcome(rf_monitored_session *ms, bool *failing, rf_status st,
                         int64_t step);
 
+/* A summary writer (session/summary_writer.c) whose event file in logdir
+ * is made by its first write, so a session that never trains (a refused
+ * checkpoint directory, a readiness wait that times out) leaves none. */
+rf_status ms_summary_writer_deferred(const char *logdir,
+                                     rf_summary_writer **out);
+
 /* One line to the session's log, prefixed with the task's name. */
 void ms_note(rf_monitored_session *ms, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -1,17 +1,21 @@
 /* session/summary_writer.c: rf_summary_writer (rdmaflow/summary.h), the
  * public event-file writer: an event file (event_file.c) stamped with the
- * wall clock, one writer at a time. */
+ * wall clock, one writer at a time; and the monitored session's deferred
+ * one, whose file is made by its first write. */
 #include "rdmaflow/summary.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "session/event_file.h"
+#include "session/monitored_internal.h"
 
 struct rf_summary_writer {
     pthread_mutex_t lock;
-    rf_event_file *f;
+    rf_event_file *f; /* NULL until the first write of a deferred one */
+    char *dir;        /* a deferred writer's directory */
 };
 
 static double wall_now(void)
@@ -43,6 +47,26 @@ rf_status rf_summary_writer_open(const char *logdir, rf_summary_writer **out)
     return RF_OK;
 }
 
+rf_status ms_summary_writer_deferred(const char *logdir,
+                                     rf_summary_writer **out)
+{
+    *out = NULL;
+    rf_summary_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->dir = strdup(logdir))) {
+        free(w);
+        return rf_error_set(RF_ERR_NO_MEMORY, "summary writer: no memory");
+    }
+    pthread_mutex_init(&w->lock, NULL);
+    *out = w;
+    return RF_OK;
+}
+
+/* The file of a deferred writer, made now if it was not (w->lock held). */
+static rf_status file_of(rf_summary_writer *w)
+{
+    return w->f ? RF_OK : rf_event_file_create(w->dir, wall_now(), &w->f);
+}
+
 rf_status rf_summary_writer_scalars(rf_summary_writer *w, int64_t step,
                                     size_t n, const char *const *tags,
                                     const float *values)
@@ -51,8 +75,9 @@ rf_status rf_summary_writer_scalars(rf_summary_writer *w, int64_t step,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_summary_writer_scalars: writer NULL");
     pthread_mutex_lock(&w->lock);
-    rf_status st =
-        rf_event_file_scalars(w->f, step, wall_now(), n, tags, values);
+    rf_status st = file_of(w);
+    if (st == RF_OK)
+        st = rf_event_file_scalars(w->f, step, wall_now(), n, tags, values);
     pthread_mutex_unlock(&w->lock);
     return st;
 }
@@ -63,7 +88,9 @@ rf_status rf_summary_writer_session_start(rf_summary_writer *w, int64_t step)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_summary_writer_session_start: writer NULL");
     pthread_mutex_lock(&w->lock);
-    rf_status st = rf_event_file_session_start(w->f, step, wall_now());
+    rf_status st = file_of(w);
+    if (st == RF_OK)
+        st = rf_event_file_session_start(w->f, step, wall_now());
     pthread_mutex_unlock(&w->lock);
     return st;
 }
@@ -74,7 +101,7 @@ rf_status rf_summary_writer_flush(rf_summary_writer *w)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_summary_writer_flush: writer NULL");
     pthread_mutex_lock(&w->lock);
-    rf_status st = rf_event_file_flush(w->f);
+    rf_status st = w->f ? rf_event_file_flush(w->f) : RF_OK;
     pthread_mutex_unlock(&w->lock);
     return st;
 }
@@ -83,14 +110,15 @@ rf_status rf_summary_writer_close(rf_summary_writer *w)
 {
     if (!w)
         return RF_OK;
-    rf_status st = rf_event_file_flush(w->f);
+    rf_status st = w->f ? rf_event_file_flush(w->f) : RF_OK;
     rf_status cs = rf_event_file_close(w->f);
     pthread_mutex_destroy(&w->lock);
+    free(w->dir);
     free(w);
     return st != RF_OK ? st : cs;
 }
 
 const char *rf_summary_writer_path(const rf_summary_writer *w)
 {
-    return w ? rf_event_file_path(w->f) : NULL;
+    return w && w->f ? rf_event_file_path(w->f) : NULL;
 }

@@ -47,7 +47,8 @@ RF_API rf_status rf_summary_writer_session_start(rf_summary_writer *w,
 RF_API rf_status rf_summary_writer_flush(rf_summary_writer *w);
 /* Flushes, closes and frees w (NULL is a no-op): the first error, if any. */
 RF_API rf_status rf_summary_writer_close(rf_summary_writer *w);
-/* The event file's path. */
+/* The event file's path (NULL before the first write of the monitored
+ * session's own writer, which makes its file then). */
 RF_API const char *rf_summary_writer_path(const rf_summary_writer *w);
 
 #ifdef __cplusplus
