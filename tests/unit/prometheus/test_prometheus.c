@@ -8,13 +8,15 @@
  *           /metrics answers 200 with the rendering and its Content-Type;
  *           another path 404, another method 405 with Allow: GET, a body
  *           413; 8 threads scraping at once while the values change, every
- *           answer whole and its counter never going back; a port another
+ *           answer whole and its counter never going back; a 17th
+ *           connection waiting while 16 idle ones are open; a port another
  *           socket holds refused naming it, an address not this
  *           machine's refused, a port out of range refused.
  * The client is plain sockets (HTTP/1.0 requests), not libmicrohttpd. */
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -114,8 +116,8 @@ typedef struct http_answer {
     char *body;
 } http_answer;
 
-/* Sends request (whole) to 127.0.0.1:port and reads the answer to EOF. */
-static void http(int port, const char *request, http_answer *a)
+/* A connected socket to 127.0.0.1:port. */
+static int connect_to(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     CHECK(fd >= 0, "socket");
@@ -124,6 +126,13 @@ static void http(int port, const char *request, http_answer *a)
     inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
     CHECK(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "connect %d",
           port);
+    return fd;
+}
+
+/* Sends request (whole) to 127.0.0.1:port and reads the answer to EOF. */
+static void http(int port, const char *request, http_answer *a)
+{
+    int fd = connect_to(port);
     size_t n = strlen(request);
     CHECK(write(fd, request, n) == (ssize_t)n, "write");
     size_t cap = 1 << 16, len = 0;
@@ -240,6 +249,27 @@ static void http_server(void)
     CHECK(rf_prom_get(steps) == (double)updates, "steps %g after %ld updates",
           rf_prom_get(steps), updates);
     rft_note("%d x 40 scrapes during %ld updates", SCRAPERS, updates);
+
+    /* at most 16 connections: a 17th waits (in the listen backlog) while
+     * 16 idle ones are open, and is served once they are gone */
+    int idle[16];
+    for (int i = 0; i < 16; i++)
+        idle[i] = connect_to(port);
+    usleep(100000); /* accepted by the server's thread */
+    int extra = connect_to(port);
+    const char *get = "GET /metrics HTTP/1.0\r\n\r\n";
+    CHECK(write(extra, get, strlen(get)) == (ssize_t)strlen(get), "write");
+    struct pollfd pfd = {.fd = extra, .events = POLLIN};
+    CHECK(poll(&pfd, 1, 1000) == 0,
+          "a 17th connection was served while 16 were open");
+    for (int i = 0; i < 16; i++)
+        close(idle[i]);
+    CHECK(poll(&pfd, 1, 5000) == 1, "the 17th connection never served");
+    char head[16] = "";
+    CHECK(read(extra, head, sizeof head - 1) > 0 &&
+              !strncmp(head, "HTTP/1.1 200", 12),
+          "the 17th connection's answer: %s", head);
+    close(extra);
 
     /* a port held by another socket */
     CHECK_ST(rf_prom_http_start(r, "127.0.0.1", port, &(rf_prom_http *){0}),
