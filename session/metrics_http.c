@@ -105,7 +105,8 @@ static int listen_on(const char *host, int port, int *bound_port, rf_status *st)
     struct addrinfo *ai = NULL;
     int rc = getaddrinfo(host, service, &hints, &ai);
     if (rc != 0) {
-        *st = rf_error_set(RF_ERR_INVALID_ARG,
+        /* a Kubernetes pod's own name may not be published yet */
+        *st = rf_error_set(RF_ERR_UNAVAILABLE,
                            "metrics: cannot resolve '%s' to listen on (%s)",
                            host, gai_strerror(rc));
         return -1;
@@ -120,7 +121,7 @@ static int listen_on(const char *host, int port, int *bound_port, rf_status *st)
         int e = errno;
         if (e == EADDRINUSE)
             *st = rf_error_set(
-                RF_ERR_UNAVAILABLE,
+                RF_ERR_INVALID_ARG,
                 "metrics port %d on %s is in use (another task or "
                 "program listens there: give each task on one host "
                 "a port of its own)",

@@ -108,9 +108,10 @@ typedef struct rf_prom_http rf_prom_http;
  * IPv6 address it resolves to), never a wildcard by default: "0.0.0.0" or
  * "::" must be asked for. port 0 lets the kernel choose a free port
  * (rf_prom_http_port tells which); 1-65535 that port. A port another
- * socket holds: RF_ERR_UNAVAILABLE "metrics port P on HOST is in use
- * (another task or program listens there)"; a host that does not resolve
- * or is not this machine's: RF_ERR_INVALID_ARG. */
+ * socket holds: RF_ERR_INVALID_ARG "metrics port P on HOST is in use
+ * (another task or program listens there ...)"; an address that is not
+ * this machine's: RF_ERR_INVALID_ARG; a name that does not resolve (yet):
+ * RF_ERR_UNAVAILABLE (a caller may try again). */
 RF_API rf_status rf_prom_http_start(rf_prom_registry *r, const char *host,
                                     int port, rf_prom_http **out);
 /* The port it listens on. */

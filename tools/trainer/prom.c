@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "prom.h"
+#include "rdmaflow/clock.h"
 #include "rdmaflow/env.h"
 
 static rf_prom_registry *registry;
@@ -63,14 +64,19 @@ int tr_prom_start(const tr_flags *f, const rf_cluster *cluster)
     }
     rf_prom_metric *info;
     rf_status st = rf_prom_registry_create(&registry);
-    if (st == RF_OK)
-        st = rf_prom_http_start(registry, host, port, &http);
+    /* a host name not resolving yet (a pod's own, not yet published) is
+     * tried again for --max_wait_secs, as the server's own resolution */
+    int64_t deadline = rf_deadline_ms(f->max_wait_secs * 1000);
+    if (st == RF_OK) {
+        while ((st = rf_prom_http_start(registry, host, port, &http)) ==
+                   RF_ERR_UNAVAILABLE &&
+               !rf_deadline_passed(deadline))
+            rf_sleep_ms(500);
+    }
     if (st != RF_OK) {
         fprintf(stderr, "rf-trainer: %s: %s\n", what, rf_error_message());
         tr_prom_stop();
-        return st == RF_ERR_INVALID_ARG || st == RF_ERR_UNAVAILABLE
-                   ? TR_EXIT_USAGE
-                   : 1;
+        return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
     }
     char task[96];
     snprintf(task, sizeof task, "/job:%s/task:%d", self->job, self->index);

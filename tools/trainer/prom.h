@@ -15,9 +15,10 @@
  * on the task's cluster host (--bind_addr or RF_BIND_ADDR instead when
  * given; an evaluator outside the cluster: this machine's host name), on
  * the port plus the task's rank among the cluster's tasks of the same host
- * (chief, ps, worker, evaluator order), and prints where. Returns 0, or the
+ * (chief, ps, worker, evaluator order), and prints where. A host name that
+ * does not resolve is tried again for --max_wait_secs. Returns 0, or the
  * exit status having said what failed (2: a bad port, a port in use, an
- * address that is not this machine's). */
+ * address that is not this machine's; 1: a name that never resolved). */
 int tr_prom_start(const tr_flags *f, const rf_cluster *cluster);
 /* The registry, NULL when not serving. */
 rf_prom_registry *tr_prom_registry(void);

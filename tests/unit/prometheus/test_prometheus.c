@@ -273,7 +273,7 @@ static void http_server(void)
 
     /* a port held by another socket */
     CHECK_ST(rf_prom_http_start(r, "127.0.0.1", port, &(rf_prom_http *){0}),
-             RF_ERR_UNAVAILABLE);
+             RF_ERR_INVALID_ARG);
     CHECK_MSG("is in use");
     char want[64];
     snprintf(want, sizeof want, "port %d on 127.0.0.1", port);
@@ -285,6 +285,9 @@ static void http_server(void)
     CHECK_ST(rf_prom_http_start(r, "192.0.2.1", 0, &h), RF_ERR_INVALID_ARG);
     CHECK_MSG("not an address of this machine");
     CHECK_ST(rf_prom_http_start(r, "127.0.0.1", 65536, &h), RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_prom_http_start(r, "nosuchhost.invalid", 0, &h),
+             RF_ERR_UNAVAILABLE);
+    CHECK_MSG("cannot resolve 'nosuchhost.invalid'");
     rf_prom_registry_destroy(r);
     rft_note("http: ok");
 }
