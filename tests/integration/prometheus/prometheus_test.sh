@@ -95,7 +95,8 @@ YAML
         { fail "prometheus not ready"; show "$tmp/prometheus.log"; rft_finish; }
 
     timeout "$(t 60)" "$launch" --ps 2 --workers 2 -- "$trainer" \
-        --train_steps=$steps --metrics_port="$base" >"$tmp/log" 2>&1 &
+        --train_steps=$steps --partition_min_slice_bytes=0 \
+        --metrics_port="$base" >"$tmp/log" 2>&1 &
     local job=$!
     pids+=("$job")
     local task k=0
@@ -131,13 +132,14 @@ YAML
                 ok "$task: 2 connections, $pushes pushes applied, arena $arena bytes" ||
                 fail "$task: connections '$conns', pushes '$pushes', arena '$arena'"
         else
-            local gs n steps_total read0 read1 pushed0
+            local gs n steps_total read0 read1 pushed0 pushed1
             gs=$(sample "$tmp/$task.txt" rdmaflow_global_step)
             n=$(sample "$tmp/$task.txt" rdmaflow_worker_step_seconds_count)
             steps_total=$(sample "$tmp/$task.txt" rdmaflow_worker_steps_total)
             read0=$(sample "$tmp/$task.txt" 'rdmaflow_worker_bytes_read_total{ps="/job:ps/task:0"}')
             read1=$(sample "$tmp/$task.txt" 'rdmaflow_worker_bytes_read_total{ps="/job:ps/task:1"}')
             pushed0=$(sample "$tmp/$task.txt" 'rdmaflow_worker_bytes_pushed_total{ps="/job:ps/task:0"}')
+            pushed1=$(sample "$tmp/$task.txt" 'rdmaflow_worker_bytes_pushed_total{ps="/job:ps/task:1"}')
             ((gs > 0 && gs <= steps + 2 && n == steps_total && n > 0)) &&
                 ok "$task: global_step $gs, $n steps timed" ||
                 fail "$task: global_step '$gs', step_seconds_count '$n', steps_total '$steps_total'"
@@ -147,6 +149,15 @@ YAML
             ((read0 > 0 && read1 > 0 && pushed0 > 0)) &&
                 ok "$task: bytes read from ps0 $read0, ps1 $read1; pushed to ps0 $pushed0" ||
                 fail "$task: bytes per ps: read '$read0' '$read1', pushed '$pushed0'"
+            # their sums are the step's bytes (metrics.dist: the whole MLP's step
+            # reads 940584 bytes and pushes 940640) times the steps, give
+            # or take the step being counted as the scrape rendered
+            local rsteps=$(((read0 + read1) / 940584)) psteps=$(((pushed0 + pushed1) / 940640))
+            ((rsteps * 940584 == read0 + read1 && psteps * 940640 == pushed0 + pushed1 &&
+                rsteps >= steps_total - 1 && rsteps <= steps_total + 1 &&
+                psteps >= steps_total - 1 && psteps <= steps_total + 1)) &&
+                ok "$task: the ps split adds up to $rsteps steps' bytes read, $psteps steps' pushed" ||
+                fail "$task: bytes read $((read0 + read1)), pushed $((pushed0 + pushed1)) for $steps_total steps"
         fi
     done
     # the server answers what it serves only
