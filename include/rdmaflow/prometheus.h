@@ -104,9 +104,10 @@ typedef struct rf_prom_http rf_prom_http;
  * GET /metrics answers 200 with the rendering ("text/plain; version=0.0.4;
  * charset=utf-8"); any other path 404; any other method 405 (Allow: GET);
  * a request with a body 413. At most 16 connections at once (a 17th waits
- * in the listen backlog until one closes), each closed after 10 s idle. host: a numeric address or a name (the first IPv4 or
- * IPv6 address it resolves to), never a wildcard by default: "0.0.0.0" or
- * "::" must be asked for. port 0 lets the kernel choose a free port
+ * in the listen backlog until one closes), each closed after 10 s idle.
+ * host: a numeric address or a name (the first IPv4 or IPv6 address it
+ * resolves to), never a wildcard by default: "0.0.0.0" or "::" must be
+ * asked for. port 0 lets the kernel choose a free port
  * (rf_prom_http_port tells which); 1-65535 that port. A port another
  * socket holds: RF_ERR_INVALID_ARG "metrics port P on HOST is in use
  * (another task or program listens there ...)"; an address that is not
