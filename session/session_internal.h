@@ -448,8 +448,7 @@ size_t sess_rows_read_wire(const sess_var *v, size_t n);
 size_t sess_rows_gather_wire(const sess_var *v, size_t n);
 /* session.c: counts bytes read from or pushed to ps task ps (the
  * counters' totals and rf_session_ps_bytes_get's split). */
-void sess_count_bytes(rf_session *s, size_t ps, uint64_t read,
-                      uint64_t pushed);
+void sess_count_bytes(rf_session *s, size_t ps, uint64_t read, uint64_t pushed);
 
 /* session_lookup_way.c: each table's way (v->way): forced, or (auto)
  * measured against its ps now, after the shards are initialised;
