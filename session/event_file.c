@@ -125,6 +125,19 @@ rf_status rf_event_file_scalars(rf_event_file *f, int64_t step,
     return st;
 }
 
+rf_status rf_event_file_session_start(rf_event_file *f, int64_t step,
+                                      double wall_time)
+{
+    Tensorflow__SessionLog log = TENSORFLOW__SESSION_LOG__INIT;
+    log.status = TENSORFLOW__SESSION_LOG__SESSION_STATUS__START;
+    Tensorflow__Event ev = TENSORFLOW__EVENT__INIT;
+    ev.wall_time = wall_time;
+    ev.step = step;
+    ev.what_case = TENSORFLOW__EVENT__WHAT_SESSION_LOG;
+    ev.session_log = &log;
+    return write_event(f, &ev);
+}
+
 rf_status rf_event_file_flush(rf_event_file *f)
 {
     return rf_tfrecord_sync(f->w);

@@ -3,7 +3,8 @@
  * seconds>.<host name>, a TFRecord file (session/tfrecord.h) of Event
  * protocol buffers (session/proto/tensorboard_event.proto, encoded with
  * protobuf-c) whose first record carries file_version "brain.Event:2" and
- * the others a step's scalar summaries. */
+ * the others a step's scalar summaries or a SessionLog. The format only:
+ * rf_summary_writer (session/summary_writer.c) is the public writer. */
 #ifndef RF_SESSION_EVENT_FILE_H
 #define RF_SESSION_EVENT_FILE_H
 
@@ -27,6 +28,10 @@ rf_status rf_event_file_create(const char *dir, double wall_time,
 rf_status rf_event_file_scalars(rf_event_file *f, int64_t step,
                                 double wall_time, size_t n,
                                 const char *const *tags, const float *values);
+/* An Event with SessionLog START at step (see rf_summary_writer_session_start
+ * in rdmaflow/summary.h). */
+rf_status rf_event_file_session_start(rf_event_file *f, int64_t step,
+                                      double wall_time);
 /* fsync: the events written survive a crash of the machine. */
 rf_status rf_event_file_flush(rf_event_file *f);
 /* Closes and frees f (NULL is a no-op); the close's error, if any. */

@@ -132,6 +132,8 @@ typedef struct step_counter {
     int64_t last_step; /* global_step at the last line (or the start) */
     double t_last;
     FILE *out;
+    rf_summary_writer *w; /* the session's, or NULL */
+    bool failing;         /* its last write failed (logged once) */
 } step_counter;
 
 static rf_status counter_after_create(void *ctx, rf_monitored_session *ms,
@@ -147,7 +149,6 @@ static rf_status counter_after_create(void *ctx, rf_monitored_session *ms,
 static rf_status counter_after_run(void *ctx, rf_monitored_session *ms,
                                    const rf_run_values *v)
 {
-    (void)ms;
     step_counter *h = ctx;
     int64_t steps = v->global_step - h->last_step;
     if (!v->train || steps < h->every)
@@ -161,6 +162,18 @@ static rf_status counter_after_run(void *ctx, rf_monitored_session *ms,
                     rate * (double)h->examples_per_step);
         fprintf(h->out, " (global_step %lld)\n", (long long)v->global_step);
         fflush(h->out);
+        /* TensorFlow's tags: the global step's name + "/sec", and
+         * "examples/sec" (its ExamplesPerSecondHook's) */
+        static const char *const tags[] = {"global_step/sec", "examples/sec"};
+        const float values[] = {(float)rate,
+                                (float)(rate * (double)h->examples_per_step)};
+        if (h->w)
+            ms_summary_outcome(
+                ms, &h->failing,
+                rf_summary_writer_scalars(h->w, v->global_step,
+                                          h->examples_per_step > 0 ? 2 : 1,
+                                          tags, values),
+                v->global_step);
     }
     h->last_step = v->global_step;
     h->t_last = now;
@@ -176,7 +189,7 @@ static const rf_hook_ops step_counter_ops = {
 
 rf_status rf_step_counter_hook_create(int64_t every_n_steps,
                                       int64_t examples_per_step, FILE *out,
-                                      rf_hook **out_hook)
+                                      rf_summary_writer *w, rf_hook **out_hook)
 {
     if (!out_hook)
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -193,6 +206,7 @@ rf_status rf_step_counter_hook_create(int64_t every_n_steps,
         h->every = every_n_steps;
         h->examples_per_step = examples_per_step;
         h->out = out ? out : stdout;
+        h->w = w;
     }
     return ms_hook_of(&step_counter_ops, h, out_hook);
 }

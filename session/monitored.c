@@ -19,6 +19,7 @@
 #define DEFAULT_STOP_GRACE_SECS 120
 #define DEFAULT_SAVE_SECS       600.0
 #define DEFAULT_LOG_STEPS       100
+#define DEFAULT_SUMMARY_STEPS   100
 /* One attempt to create the session, and the interval between "still
  * waiting" lines. */
 #define ATTEMPT_MS   10000
@@ -35,6 +36,7 @@ void rf_monitored_session_options_init(rf_monitored_session_options *o)
     o->save_checkpoint_secs = DEFAULT_SAVE_SECS;
     o->max_to_keep = 5;
     o->log_step_count_steps = DEFAULT_LOG_STEPS;
+    o->save_summaries_steps = DEFAULT_SUMMARY_STEPS;
     o->max_wait_secs = DEFAULT_MAX_WAIT_SECS;
     o->stop_grace_secs = DEFAULT_STOP_GRACE_SECS;
 }
@@ -189,9 +191,8 @@ static rf_status add_hook(rf_monitored_session *ms, rf_hook *h)
     return RF_OK;
 }
 
-/* The caller's hooks (every one is taken over, even on failure), the
- * chief-only ones on the chief, then the built-in StepCounter and
- * CheckpointSaver on the chief. */
+/* The caller's hooks (every one is taken over, even on failure) and the
+ * chief-only ones on the chief. */
 static rf_status take_hooks(rf_monitored_session *ms,
                             const rf_monitored_session_options *o)
 {
@@ -206,12 +207,39 @@ static rf_status take_hooks(rf_monitored_session *ms,
                            : (rf_hook_destroy(o->chief_only_hooks[i]), RF_OK);
         st = st == RF_OK ? hs : st;
     }
-    if (st != RF_OK || !ms->chief)
+    return st;
+}
+
+/* The chief's built-in hooks: StepCounter, SummarySaver (both writing
+ * into the event file of summary_dir, else checkpoint_dir) and
+ * CheckpointSaver, after the caller's. The options were checked. */
+static rf_status add_builtin_hooks(rf_monitored_session *ms,
+                                   const rf_monitored_session_options *o)
+{
+    rf_status st = RF_OK;
+    if (!ms->chief)
         return st;
+    const char *sdir = o->summary_dir ? o->summary_dir : o->checkpoint_dir;
+    bool summaries = o->num_summaries > 0 && (o->save_summaries_steps > 0 ||
+                                              o->save_summaries_secs > 0);
+    if (sdir && (summaries || o->log_step_count_steps > 0)) {
+        st = rf_summary_writer_open(sdir, &ms->summary);
+        if (st != RF_OK)
+            return rf_error_prefix(st, "summary_dir");
+    }
     rf_hook *h = NULL;
     if (o->log_step_count_steps > 0) {
         st = rf_step_counter_hook_create(o->log_step_count_steps,
-                                         o->examples_per_step, ms->log, &h);
+                                         o->examples_per_step, ms->log,
+                                         ms->summary, &h);
+        if (st == RF_OK)
+            st = add_hook(ms, h);
+    }
+    if (st == RF_OK && ms->summary && summaries) {
+        st = rf_summary_saver_hook_create(
+            ms->summary, o->save_summaries_steps,
+            o->save_summaries_steps > 0 ? 0 : o->save_summaries_secs,
+            o->summary_nodes, o->summary_tags, o->num_summaries, &h);
         if (st == RF_OK)
             st = add_hook(ms, h);
     }
@@ -243,6 +271,17 @@ static rf_status check_options(const rf_monitored_session_options *o)
                             "examples_per_step %lld must be >= 0",
                             o->max_to_keep, (long long)o->log_step_count_steps,
                             (long long)o->examples_per_step);
+    if (o->save_summaries_steps < 0 || !(o->save_summaries_secs >= 0) ||
+        isinf(o->save_summaries_secs))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "save_summaries_steps %lld and "
+                            "save_summaries_secs %g must be >= 0",
+                            (long long)o->save_summaries_steps,
+                            o->save_summaries_secs);
+    if (o->num_summaries > 0 && (!o->summary_nodes || !o->summary_tags))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%zu summaries without their nodes or tags",
+                            o->num_summaries);
     if (o->max_wait_secs <= 0 || o->stop_grace_secs < 0)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "max_wait_secs %d must be > 0 and "
@@ -286,6 +325,10 @@ rf_status rf_monitored_session_create(rf_server *server, rf_graph *g,
     rf_status st = take_hooks(ms, o);
     if (st == RF_OK)
         st = check_options(o);
+    if (st == RF_OK)
+        st = add_builtin_hooks(ms, o);
+    ms->opt.summary_nodes = NULL; /* the hooks keep what they need */
+    ms->opt.summary_tags = NULL;
     if (st == RF_OK && (!server || !g || !ex))
         st = rf_error_set(RF_ERR_INVALID_ARG,
                           "rf_monitored_session_create: server, graph and "
@@ -619,6 +662,8 @@ void rf_monitored_session_destroy(rf_monitored_session *ms)
     for (size_t i = 0; i < ms->nhooks; i++)
         rf_hook_destroy(ms->hooks[i]);
     free(ms->hooks);
+    if (rf_summary_writer_close(ms->summary) != RF_OK)
+        ms_note(ms, "closing the summaries: %s", rf_error_message());
     free(ms->fetch), free(ms->out), free(ms->hook_idx), free(ms->hook_vals);
     free(ms->hook_first), free(ms->hook_n);
     free(ms);

@@ -1,6 +1,7 @@
 /* session/monitored_internal.h: the monitored session's insides (the
  * rf_monitored_session and rf_hook structs), shared by monitored.c and the
- * built-in hooks (hook.c, hook_log.c, hook_checkpoint.c) only. */
+ * built-in hooks (hook.c, hook_log.c, hook_checkpoint.c, hook_summary.c)
+ * only. */
 #ifndef RF_SESSION_MONITORED_INTERNAL_H
 #define RF_SESSION_MONITORED_INTERNAL_H
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 
 #include "rdmaflow/monitored_session.h"
+#include "rdmaflow/summary.h"
 
 struct rf_hook {
     const rf_hook_ops *ops;
@@ -48,6 +50,10 @@ struct rf_monitored_session {
     uint64_t done_seen[RF_PS_DONE_WORDS];
     int64_t done_read_at; /* rf_now_ms of the last read */
 
+    /* The chief's event file in summary_dir (NULL: none), written by
+     * the built-in StepCounter and SummarySaver; closed by destroy. */
+    rf_summary_writer *summary;
+
     rf_hook **hooks; /* the caller's, chief-only (chief), built-ins */
     size_t nhooks;
 
@@ -64,6 +70,12 @@ struct rf_monitored_session {
 /* A built-in hook over ctx, a calloc'ed block freed with free (NULL:
  * RF_ERR_NO_MEMORY); ctx is freed on failure. */
 rf_status ms_hook_of(const rf_hook_ops *ops, void *ctx, rf_hook **out);
+
+/* The outcome st of a summary write at step by a hook whose *failing says
+ * whether its last one failed: the first failure of a run of them is
+ * logged with its reason, the first success after them too. */
+void ms_summary_outcome(rf_monitored_session *ms, bool *failing, rf_status st,
+                        int64_t step);
 
 /* One line to the session's log, prefixed with the task's name. */
 void ms_note(rf_monitored_session *ms, const char *fmt, ...)

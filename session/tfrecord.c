@@ -15,7 +15,8 @@
 
 struct rf_tfrecord_writer {
     int fd;
-    bool broken; /* a record was written in part: refuse the rest */
+    off_t size;  /* the bytes of the whole records written */
+    bool broken; /* a record written in part could not be taken back */
     char path[];
 };
 
@@ -48,6 +49,7 @@ rf_status rf_tfrecord_create(const char *path, rf_tfrecord_writer **out)
         return rf_error_set(RF_ERR_NO_MEMORY, "tfrecord: out of memory");
     memcpy(w->path, path, n + 1);
     w->broken = false;
+    w->size = 0;
     w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         int e = errno;
@@ -87,9 +89,16 @@ rf_status rf_tfrecord_write(rf_tfrecord_writer *w, const void *data, size_t len)
             continue;
         if (r <= 0) {
             int e = r < 0 ? errno : EIO;
-            w->broken = done > 0;
-            return rf_error_set(RF_ERR_IO, "tfrecord: writing %s: %s", w->path,
-                                strerror(e));
+            /* a record written in part is taken back, so the file ends
+             * with a whole record and a later write may succeed */
+            w->broken =
+                done > 0 && (ftruncate(w->fd, w->size) != 0 ||
+                             lseek(w->fd, w->size, SEEK_SET) != w->size);
+            return rf_error_set(RF_ERR_IO, "tfrecord: writing %s: %s%s",
+                                w->path, strerror(e),
+                                w->broken ? " (a record was left in part; "
+                                            "nothing more is appended)"
+                                          : "");
         }
         done += (size_t)r;
         /* skip what was written */
@@ -103,6 +112,7 @@ rf_status rf_tfrecord_write(rf_tfrecord_writer *w, const void *data, size_t len)
             iov[first].iov_len -= k;
         }
     }
+    w->size += (off_t)total;
     return RF_OK;
 }
 

@@ -4,8 +4,10 @@
  * data, and the masked CRC32C of the data. The mask is TensorFlow's
  * (core/lib/hash/crc32c.h): rotate right by 15, add 0xa282ead8. A writer
  * creates a new file (never an existing one) and appends whole records;
- * a record that could not be written whole makes every later write fail,
- * so a reader never finds data behind a torn record. */
+ * a record that could not be written whole (a full disk) is cut off
+ * again, so the file always ends with a whole record and a later write
+ * may succeed; if even that fails, every later write fails, so a reader
+ * never finds data behind a torn record. */
 #ifndef RF_SESSION_TFRECORD_H
 #define RF_SESSION_TFRECORD_H
 

@@ -18,6 +18,7 @@
 #include "rdmaflow/server.h"
 #include "rdmaflow/session.h"
 #include "rdmaflow/status.h"
+#include "rdmaflow/summary.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,7 +67,8 @@ extern "C" {
  * creation, before_run / after_run around every run (a hook may ask for
  * extra nodes to be fetched in before_run and gets their values in
  * after_run), end at close. Chief-only hooks run only on the chief; the
- * session itself adds, on the chief, StepCounter (log_step_count_steps) and
+ * session itself adds, on the chief, StepCounter (log_step_count_steps),
+ * SummarySaver (summary_dir, save_summaries_steps or _secs) and
  * CheckpointSaver (checkpoint_dir with save_checkpoint_steps or _secs),
  * after the caller's hooks. A hook's failing status stops the run with it. */
 
@@ -131,10 +133,13 @@ RF_API rf_status rf_logging_hook_create(rf_node *const *nodes, size_t num_nodes,
                                         rf_hook **out_hook);
 /* StepCounterHook: every every_n_steps of global_step, the cluster's
  * global_step/sec and, with examples_per_step > 0, examples/sec, to out
- * (NULL: stdout). */
+ * (NULL: stdout) and, when w is not NULL, as the scalar summaries
+ * "global_step/sec" and "examples/sec" through w (the caller's: close it
+ * after the session is destroyed; a write that fails is logged). */
 RF_API rf_status rf_step_counter_hook_create(int64_t every_n_steps,
                                              int64_t examples_per_step,
-                                             FILE *out, rf_hook **out_hook);
+                                             FILE *out, rf_summary_writer *w,
+                                             rf_hook **out_hook);
 /* CheckpointSaverHook (the chief): saves into dir (rf_session_save, keeping
  * max_to_keep, 0: 5) after the session is created (unless it has just
  * restored a checkpoint: the next save is counted from that checkpoint's
@@ -174,6 +179,23 @@ RF_API rf_status rf_prometheus_hook_create(rf_prom_registry *r,
                                            int64_t examples_per_step,
                                            rf_hook **out_hook);
 
+/* SummarySaverHook (the chief; the monitored session adds one for its
+ * summary_dir options below): on the first run and then every save_steps
+ * global steps if save_steps > 0, else every save_secs seconds, fetches
+ * the n scalar nodes with the run (float32, int32 or int64 of one element;
+ * another fails the run naming the tag) and writes their values through
+ * w (tags[i] names nodes[i]; at most RF_HOOK_MAX_FETCHES, tags distinct)
+ * as one Event at the run's global_step, after a SessionLog START the
+ * first time, as TensorFlow's. A write that fails is logged and training
+ * goes on. w is the caller's: close it after the session is destroyed;
+ * the tags are copied. */
+RF_API rf_status rf_summary_saver_hook_create(rf_summary_writer *w,
+                                              int64_t save_steps,
+                                              double save_secs,
+                                              rf_node *const *nodes,
+                                              const char *const *tags, size_t n,
+                                              rf_hook **out_hook);
+
 typedef struct rf_monitored_session_options {
     /* train_op, apply mode, timeouts (see rf_session_options). Its
      * checkpoint_dir is ignored: use checkpoint_dir below. */
@@ -188,6 +210,21 @@ typedef struct rf_monitored_session_options {
      * examples/sec when examples_per_step (the batch size) > 0. */
     int64_t log_step_count_steps;
     int64_t examples_per_step;
+    /* TensorBoard summaries (rdmaflow/summary.h), the chief's, into an
+     * event file in summary_dir (NULL: checkpoint_dir; neither: none):
+     * the StepCounter above writes global_step/sec (and examples/sec)
+     * there too, and the SummarySaver writes the num_summaries scalar
+     * nodes (float32, int32 or int64; summary_tags[i] names
+     * summary_nodes[i]; tf.summary.scalar) every save_summaries_steps
+     * global steps (default 100) or, when that is 0, every
+     * save_summaries_secs seconds (default 0: never). The arrays are
+     * read at creation only. */
+    const char *summary_dir;
+    int64_t save_summaries_steps;
+    double save_summaries_secs;
+    rf_node *const *summary_nodes;
+    const char *const *summary_tags;
+    size_t num_summaries;
     /* Readiness wait bound, at creation and at each recovery (default
      * 7200). */
     int max_wait_secs;

@@ -44,6 +44,7 @@
 #include "rdmaflow/session.h"
 #include "rdmaflow/spawn.h"
 #include "rdmaflow/status.h"
+#include "rdmaflow/summary.h"
 #include "rdmaflow/topology.h"
 #include "rdmaflow/types.h"
 #include "rdmaflow/version.h"

@@ -48,6 +48,7 @@ from rdmaflow.session import (ConfigProto, InteractiveSession, Session,
                               get_default_session)
 from rdmaflow import (app, contrib, data, distribute, flags, layers, logging,
                       losses, nn, summary, train)
+from rdmaflow.summary import Summary
 
 __version__ = _rdmaflow.version().split()[0]
 

@@ -1,11 +1,11 @@
 """What Session.run takes and gives back, as TensorFlow 1.x does: fetches
 in nested structures (a tensor or an op, a name, lists, tuples,
-namedtuples, dicts) flattened into the nodes to run and rebuilt from
-their values (an op's value is None; a scalar comes back as a numpy
-scalar), and feed_dict normalised to (nodes, buffers): numpy arrays are
-passed without a copy (a wrong dtype or a non-contiguous array is refused
-by the extension, naming the placeholder); Python values are converted to
-the placeholder's dtype."""
+namedtuples, dicts, a tf.summary op: its Summary) flattened into the
+nodes to run and rebuilt from their values (an op's value is None; a
+scalar comes back as a numpy scalar), and feed_dict normalised to (nodes,
+buffers): numpy arrays are passed without a copy (a wrong dtype or a
+non-contiguous array is refused by the extension, naming the
+placeholder); Python values are converted to the placeholder's dtype."""
 
 import numpy as np
 
@@ -51,6 +51,9 @@ class FetchPlan:
         if isinstance(f, _vars.InitOp):
             self.specials.append(f)
             return _Leaf(-1, True, f)
+        if hasattr(f, "_summary_parts"):  # tf.summary's: values -> Summary
+            return ("summary", [(tag, self._flatten(t))
+                                for tag, t in f._summary_parts])
         if isinstance(f, dict):
             return (type(f), [(k, self._flatten(v)) for k, v in f.items()])
         if isinstance(f, tuple) and hasattr(f, "_fields"):
@@ -80,6 +83,12 @@ class FetchPlan:
             return None if s.is_op else arrays[s.index]
         if s[0] == "namedtuple":
             return s[1](*[self._build(v, arrays) for v in s[2]])
+        if s[0] == "summary":
+            from rdmaflow import summary as _summary
+            return _summary.Summary([
+                _summary.Summary.Value(tag, float(
+                    np.asarray(self._build(v, arrays)).reshape(-1)[0]))
+                for tag, v in s[1]])
         kind, items = s
         if issubclass(kind, dict):
             out = kind()

@@ -658,7 +658,7 @@ PyMODINIT_FUNC PyInit__rdmaflow(void)
     if (pyrf_graph_init(m) < 0 || pyrf_local_init(m) < 0 ||
         pyrf_ckpt_init(m) < 0 || pyrf_data_init(m) < 0 ||
         pyrf_server_init(m) < 0 ||
-        pyrf_monitored_init(m) < 0) {
+        pyrf_monitored_init(m) < 0 || pyrf_summary_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -71,7 +71,9 @@ static int int_arg(PyObject *o, const char *arg, long long lo, long long hi,
 typedef struct hook_obj {
     PyObject_HEAD rf_hook *h; /* NULL once handed over to a MonitoredSession */
     PyObject *graph;          /* the Graph of the nodes it fetches, or NULL */
-    const char *kind;         /* "StopAtStepHook", ... */
+    PyObject *keep;   /* what the C hook uses (a SummaryWriter), or NULL: held
+                         by the MonitoredSession once handed over */
+    const char *kind; /* "StopAtStepHook", ... */
 } hook_obj;
 
 static PyTypeObject hook_type;
@@ -80,6 +82,7 @@ static void hook_dealloc(hook_obj *self)
 {
     rf_hook_destroy(self->h);
     Py_XDECREF(self->graph);
+    Py_XDECREF(self->keep);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -111,9 +114,11 @@ static PyTypeObject hook_type = {
     .tp_getset = hook_getset,
 };
 
-/* A Hook object for h (made with status st); graph may be NULL. */
-static PyObject *hook_wrap(rf_status st, rf_hook *h, PyObject *graph,
-                           const char *kind)
+/* A Hook object for h (made with status st); graph and keep (an object
+ * the C hook uses, referenced as long as it may: see hook_obj) may be
+ * NULL. */
+static PyObject *hook_wrap_keep(rf_status st, rf_hook *h, PyObject *graph,
+                                PyObject *keep, const char *kind)
 {
     if (st != RF_OK)
         return pyrf_raise(st, NULL);
@@ -124,8 +129,16 @@ static PyObject *hook_wrap(rf_status st, rf_hook *h, PyObject *graph,
     }
     self->h = h;
     self->graph = graph ? Py_NewRef(graph) : NULL;
+    self->keep = keep ? Py_NewRef(keep) : NULL;
     self->kind = kind;
     return (PyObject *)self;
+}
+
+/* A Hook object for h (made with status st); graph may be NULL. */
+static PyObject *hook_wrap(rf_status st, rf_hook *h, PyObject *graph,
+                           const char *kind)
+{
+    return hook_wrap_keep(st, h, graph, NULL, kind);
 }
 
 static PyObject *stop_at_step_hook(PyObject *mod, PyObject *args, PyObject *kw)
@@ -227,17 +240,78 @@ static PyObject *logging_hook(PyObject *mod, PyObject *args, PyObject *kw)
 static PyObject *step_counter_hook(PyObject *mod, PyObject *args, PyObject *kw)
 {
     (void)mod;
-    static char *kwlist[] = {"every_n_steps", "examples_per_step", NULL};
-    PyObject *a, *b;
+    static char *kwlist[] = {"every_n_steps", "examples_per_step", "writer",
+                             NULL};
+    PyObject *a, *b, *wo = Py_None;
     long long every, examples;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:step_counter_hook", kwlist,
-                                     &a, &b) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:step_counter_hook", kwlist,
+                                     &a, &b, &wo) ||
         int_arg(a, "every_n_steps", 1, LLONG_MAX, &every) < 0 ||
         int_arg(b, "examples_per_step", 0, LLONG_MAX, &examples) < 0)
         return NULL;
+    rf_summary_writer *w = NULL;
+    if (wo != Py_None && !(w = pyrf_summary_writer_ptr(wo, "writer")))
+        return NULL;
     rf_hook *h = NULL;
-    rf_status st = rf_step_counter_hook_create(every, examples, NULL, &h);
-    return hook_wrap(st, h, NULL, "StepCounterHook");
+    rf_status st = rf_step_counter_hook_create(every, examples, NULL, w, &h);
+    return hook_wrap_keep(st, h, NULL, w ? wo : NULL, "StepCounterHook");
+}
+
+static PyObject *summary_saver_hook(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    static char *kwlist[] = {"writer", "save_steps", "save_secs",
+                             "nodes",  "tags",       NULL};
+    PyObject *wo, *steps_o, *seq, *tags_o;
+    double secs;
+    long long steps;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOdOO:summary_saver_hook",
+                                     kwlist, &wo, &steps_o, &secs, &seq,
+                                     &tags_o) ||
+        int_arg(steps_o, "save_steps", 0, LLONG_MAX, &steps) < 0)
+        return NULL;
+    rf_summary_writer *w = pyrf_summary_writer_ptr(wo, "writer");
+    if (!w)
+        return NULL;
+    rf_node **nodes;
+    Py_ssize_t n;
+    PyObject *graph;
+    if (nodes_of_one_graph(seq, "nodes", &nodes, &n, &graph) < 0)
+        return NULL;
+    PyObject *r = NULL;
+    PyObject *tags = PySequence_Fast(tags_o, "tags: expected a sequence");
+    const char **t = PyMem_Calloc((size_t)n + 1, sizeof *t);
+    if (!tags || !t) {
+        if (tags)
+            PyErr_NoMemory();
+        goto out;
+    }
+    if (PySequence_Fast_GET_SIZE(tags) != n) {
+        PyErr_Format(PyExc_ValueError, "%zd nodes but %zd tags", n,
+                     PySequence_Fast_GET_SIZE(tags));
+        goto out;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *to = PySequence_Fast_GET_ITEM(tags, i);
+        if (!PyUnicode_Check(to)) {
+            PyErr_Format(PyExc_TypeError,
+                         "tags[%zd]: expected a str, got %.100s", i,
+                         Py_TYPE(to)->tp_name);
+            goto out;
+        }
+        if (!(t[i] = PyUnicode_AsUTF8(to)))
+            goto out;
+    }
+    rf_hook *h = NULL;
+    rf_status st =
+        rf_summary_saver_hook_create(w, steps, secs, nodes, t, (size_t)n, &h);
+    r = hook_wrap_keep(st, h, graph, wo, "SummarySaverHook"); /* copied */
+out:
+    PyMem_Free(t);
+    Py_XDECREF(tags);
+    PyMem_Free(nodes);
+    Py_XDECREF(graph);
+    return r;
 }
 
 static PyObject *checkpoint_saver_hook(PyObject *mod, PyObject *args,
@@ -295,6 +369,9 @@ typedef struct ms_state {
     /* the live Python hooks' bridges (slots NULL once destroyed), for GC */
     py_hook **pyhooks;
     size_t npyhooks;
+    /* what the C hooks handed over use (SummaryWriters), released after
+     * the C session is destroyed */
+    PyObject *keep;
     /* creation */
     rf_server *server;
     rf_executor *ex;
@@ -675,7 +752,21 @@ static int hooks_bridge(ms_state *s, PyObject *list, rf_hook ***out, size_t *n)
     return 0;
 }
 
-/* Takes the Hooks' C hooks into their slots (cannot fail). */
+/* What the Hooks of list use (hook_obj.keep), appended to keep; -1 with
+ * the error. */
+static int hooks_keep(PyObject *list, PyObject *keep)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *o = PyList_GET_ITEM(list, i);
+        if (PyObject_TypeCheck(o, &hook_type) && ((hook_obj *)o)->keep &&
+            PyList_Append(keep, ((hook_obj *)o)->keep) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Takes the Hooks' C hooks into their slots (what they use is in the
+ * session's keep list already: cannot fail). */
 static void hooks_take(PyObject *list, rf_hook **hooks)
 {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
@@ -683,6 +774,7 @@ static void hooks_take(PyObject *list, rf_hook **hooks)
         if (PyObject_TypeCheck(o, &hook_type)) {
             hooks[i] = ((hook_obj *)o)->h;
             ((hook_obj *)o)->h = NULL;
+            Py_CLEAR(((hook_obj *)o)->keep);
         }
     }
 }
@@ -704,6 +796,8 @@ static int hooks_get(ms_state *s, PyObject *graph, PyObject *hooks,
         goto out_b;
     if (hooks_check(a, "hooks", graph, all) < 0 ||
         hooks_check(b, "chief_only_hooks", graph, all) < 0)
+        goto out_all;
+    if (!(s->keep = PyList_New(0)) || hooks_keep(all, s->keep) < 0)
         goto out_all;
     s->pyhooks =
         PyMem_RawCalloc((size_t)PyList_GET_SIZE(all) + 1, sizeof *s->pyhooks);
@@ -1045,6 +1139,7 @@ static void state_free(ms_state *s)
     PyMem_RawFree(s->hooks);
     PyMem_RawFree(s->chief_hooks);
     PyMem_RawFree(s->pyhooks);
+    Py_XDECREF(s->keep);
     PyMem_RawFree(s->checkpoint_dir);
     PyMem_RawFree(s);
 }
@@ -1165,6 +1260,8 @@ static int ms_traverse(ms_obj *self, visitproc visit, void *arg)
     for (size_t i = 0; s && i < s->npyhooks; i++)
         if (s->pyhooks[i])
             Py_VISIT(s->pyhooks[i]->hook);
+    if (s)
+        Py_VISIT(s->keep);
     return 0;
 }
 
@@ -1598,8 +1695,12 @@ PyMethodDef pyrf_monitored_functions[] = {
     {"logging_hook", KW(logging_hook),
      "logging_hook(nodes, every_n_iter) -> Hook: LoggingTensorHook"},
     {"step_counter_hook", KW(step_counter_hook),
-     "step_counter_hook(every_n_steps, examples_per_step) -> Hook: "
-     "StepCounterHook"},
+     "step_counter_hook(every_n_steps, examples_per_step, writer=None) -> "
+     "Hook: StepCounterHook (global_step/sec also into writer, a "
+     "SummaryWriter)"},
+    {"summary_saver_hook", KW(summary_saver_hook),
+     "summary_saver_hook(writer, save_steps, save_secs, nodes, tags) -> "
+     "Hook: SummarySaverHook (scalar nodes into writer, a SummaryWriter)"},
     {"checkpoint_saver_hook", KW(checkpoint_saver_hook),
      "checkpoint_saver_hook(dir, save_secs, save_steps, max_to_keep) -> "
      "Hook: CheckpointSaverHook"},

@@ -20,6 +20,7 @@
  *   py_server.c     the Cluster and Server types
  *   py_monitored.c  the MonitoredSession type and hooks (built-in hooks as
  *                   C hooks; Python hooks called by a C hook under the GIL)
+ *   py_summary.c    the SummaryWriter type (TensorBoard event files)
  *
  * Conventions: every rf_status error is raised through pyrf_raise (the
  * factory the Python package installed turns (status, message) into its
@@ -132,6 +133,12 @@ PyObject *pyrf_node_graph_obj(PyObject *node);
 /* The graph of a Graph object; NULL with TypeError naming arg. */
 rf_graph *pyrf_graph_ptr(PyObject *o, const char *arg);
 
+/* ---- py_summary.c ------------------------------------------------------ */
+
+extern PyTypeObject pyrf_summary_writer_type;
+/* The writer of a SummaryWriter object; NULL with TypeError naming arg. */
+rf_summary_writer *pyrf_summary_writer_ptr(PyObject *o, const char *arg);
+
 /* ---- every file's function table and type init ------------------------- */
 
 extern PyMethodDef pyrf_module_functions[];
@@ -148,5 +155,6 @@ int pyrf_ckpt_init(PyObject *module);
 int pyrf_data_init(PyObject *module);
 int pyrf_server_init(PyObject *module);
 int pyrf_monitored_init(PyObject *module);
+int pyrf_summary_init(PyObject *module);
 
 #endif

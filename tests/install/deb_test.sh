@@ -79,6 +79,7 @@ for f in $lib/librdmaflow.so.0 $lib/librdmaflow.so $lib/librdmaflow.a \
     usr/include/rdmaflow/rdmaflow.h usr/include/rdmaflow/version.h \
     usr/include/rdmaflow/server.h usr/include/rdmaflow/session.h \
     usr/include/rdmaflow/monitored_session.h usr/include/rdmaflow/metrics.h \
+    usr/include/rdmaflow/summary.h \
     $lib/pkgconfig/rdmaflow.pc $lib/cmake/rdmaflow/rdmaflowConfig.cmake \
     usr/bin/rf-trainer usr/bin/rf-launch usr/bin/rf-ckpt usr/bin/rf-fabric-demo \
     usr/bin/rf-bench usr/bin/rf-example-trainer usr/bin/rf-info usr/bin/rf-plot \

@@ -26,6 +26,13 @@ session has closed (then exits 0):
   stop_at_step  StopAtStepHook(last_step=N) and a Recorder fetching
                 global_step
   nan           NanTensorHook(loss); the third run feeds a NaN input
+  summaries     tf.summary.scalar of the loss (in a name scope) and of
+                global_step (a family); MonitoredTrainingSession with
+                --summary_dir, save_summaries_steps=5,
+                log_step_count_steps=4; the loss of every step recorded;
+                then merge_all run in a local tf.Session on the final
+                variables and written by a FileWriter into
+                <summary_dir>/manual with a hand-made tf.Summary
   bad_input     (test_bad_input_dist.py) bad feeds and fetches and a hook
                 returning a non-SessionRunArgs in a running session, each
                 caught and recorded, training on between them (each
@@ -394,9 +401,46 @@ def case_bad_input(server, result):
     try_run("closed", train)
 
 
+def case_summaries(server, result):
+    x, y_, loss, global_step, train_op = model()
+    with tf.name_scope("train"):
+        tf.summary.scalar("loss", loss)
+    tf.summary.scalar("global_step", global_step, family="progress")
+    merged = tf.summary.merge_all()
+    losses = {}
+    runs = 0
+    with tf.train.MonitoredTrainingSession(
+            master=server.target, is_chief=True,
+            checkpoint_dir=FLAGS.checkpoint_dir or None,
+            summary_dir=FLAGS.summary_dir, save_summaries_steps=5,
+            log_step_count_steps=4, max_wait_secs=60,
+            hooks=[tf.train.StopAtStepHook(last_step=FLAGS.last_step)]
+    ) as mon_sess:
+        while not mon_sess.should_stop():
+            bx, by = batch(runs)
+            _, gs, lv = mon_sess.run([train_op, global_step, loss],
+                                     feed_dict={x: bx, y_: by})
+            losses[int(gs)] = float(lv)
+            runs += 1
+    result["runs"] = runs
+    result["losses"] = losses
+    # the final variables, evaluated locally and written by hand
+    bx, by = batch(0)
+    with tf.Session() as sess:
+        summ = sess.run(merged, feed_dict={x: bx, y_: by})
+    result["merged"] = [[v.tag, v.simple_value] for v in summ.value]
+    with tf.summary.FileWriter(FLAGS.summary_dir + "/manual") as w:
+        w.add_summary(summ, FLAGS.last_step)
+        w.add_summary(tf.Summary(value=[
+            tf.Summary.Value(tag="hand", simple_value=1.5)]),
+            FLAGS.last_step + 1)
+        result["manual"] = w.path
+
+
 CASES = {"order": case_order, "request_stop": case_request_stop,
          "raise": case_raise, "stop_at_step": case_stop_at_step,
-         "nan": case_nan, "bad_input": case_bad_input}
+         "nan": case_nan, "bad_input": case_bad_input,
+         "summaries": case_summaries}
 
 
 def main():
@@ -427,5 +471,6 @@ if __name__ == "__main__":
     parser.add_argument("--case", choices=sorted(CASES), default="order")
     parser.add_argument("--last_step", type=int, default=20)
     parser.add_argument("--checkpoint_dir", default="")
+    parser.add_argument("--summary_dir", default=None)
     FLAGS = parser.parse_args()
     main()

@@ -32,6 +32,15 @@ int tr_make_setter(const tr_flags *f, const rf_cluster *cluster,
 int64_t tr_examples_per_global_step(const tr_flags *f, int num_workers);
 void tr_session_options_fill(const tr_flags *f, const tr_session *s,
                              rf_session_options *o);
+/* The monitored session's options of the flags (checkpoints, step
+ * counter, summaries, waits); examples_per_step per_global_step. The
+ * summaries are s's loss and, if it has one, its batch accuracy, whose
+ * nodes summary_nodes (room for 2, alive until the session is created)
+ * holds. Hooks are the caller's. */
+void tr_monitored_options_fill(const tr_flags *f, const tr_session *s,
+                               int64_t per_global_step,
+                               rf_node *summary_nodes[2],
+                               rf_monitored_session_options *mo);
 /* With --staleness: one line of what stale synchronous parallel cost this
  * worker (its current session's counters). */
 void tr_print_ssp(const tr_flags *f, rf_monitored_session *ms);

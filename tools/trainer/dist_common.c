@@ -51,6 +51,37 @@ void tr_session_options_fill(const tr_flags *f, const tr_session *s,
     o->embedding_lookup = (rf_lookup_way)f->embedding_lookup;
 }
 
+void tr_monitored_options_fill(const tr_flags *f, const tr_session *s,
+                               int64_t per_global_step,
+                               rf_node *summary_nodes[2],
+                               rf_monitored_session_options *mo)
+{
+    static const char *const tags[] = {"loss", "accuracy"};
+    rf_monitored_session_options_init(mo);
+    tr_session_options_fill(f, s, &mo->session);
+    mo->checkpoint_dir = f->checkpoint_dir;
+    mo->save_checkpoint_steps = f->save_checkpoint_steps;
+    mo->save_checkpoint_secs = f->save_checkpoint_secs;
+    mo->max_to_keep = (int)f->max_to_keep;
+    mo->log_step_count_steps = f->log_step_count_steps;
+    mo->examples_per_step = per_global_step;
+    mo->max_wait_secs = (int)f->max_wait_secs;
+    mo->stop_grace_secs = (int)f->stop_grace_secs;
+    /* TensorFlow's MonitoredTrainingSession: save_summaries_secs alone
+     * replaces the default of every 100 steps */
+    mo->summary_dir = f->summary_dir;
+    mo->save_summaries_steps =
+        f->save_summaries_secs > 0 && !f->save_summaries_steps_given
+            ? 0
+            : f->save_summaries_steps;
+    mo->save_summaries_secs = f->save_summaries_secs;
+    summary_nodes[0] = s->loss;
+    summary_nodes[1] = s->accuracy;
+    mo->summary_nodes = summary_nodes;
+    mo->summary_tags = tags;
+    mo->num_summaries = s->accuracy ? 2 : 1;
+}
+
 void tr_print_lookups(rf_monitored_session *ms)
 {
     rf_session *s = rf_monitored_session_session(ms);

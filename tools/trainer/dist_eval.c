@@ -8,7 +8,10 @@
  * evaluate (usage error, exit 2). The image models print the test
  * accuracy of each checkpoint (tr_report_accuracy), --model=wide_deep its
  * test AUC and log loss beside the hidden model's (tr_wd_evaluate), the
- * lines the chief prints at the end of training. */
+ * lines the chief prints at the end of training, and write them into an
+ * event file in the eval folder of --summary_dir (else --checkpoint_dir)
+ * at each checkpoint's global_step, as TensorFlow's evaluator: accuracy,
+ * or auc and log_loss. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +20,7 @@
 #include "prom.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
+#include "rdmaflow/summary.h"
 #include "report.h"
 #include "wide_deep.h"
 
@@ -70,15 +74,37 @@ static void model_destroy(eval_model *m)
     rf_dataset_free(m->test);
 }
 
-/* Prints the evaluation of the restored variables; -1 with err. */
-static int model_evaluate(const tr_flags *f, eval_model *m, char *err,
+/* Prints the evaluation of the restored variables and writes it at step
+ * into the eval folder's event file, as TensorFlow's evaluator (a write
+ * that fails is named and evaluation goes on); -1 with err. */
+static int model_evaluate(const tr_flags *f, eval_model *m,
+                          rf_summary_writer *w, int64_t step, char *err,
                           size_t errlen)
 {
+    static const char *const wd_tags[] = {"auc", "log_loss"};
+    static const char *const img_tags[] = {"accuracy"};
+    float values[2];
+    const char *const *tags = img_tags;
+    size_t n = 1;
     if (f->model.kind == TR_MODEL_WIDE_DEEP) {
         tr_wd_eval ev;
-        return tr_wd_evaluate(f, &m->wd, &ev, err, errlen);
+        if (tr_wd_evaluate(f, &m->wd, &ev, err, errlen) != 0)
+            return -1;
+        values[0] = (float)ev.auc;
+        values[1] = (float)ev.log_loss;
+        tags = wd_tags;
+        n = 2;
+    } else {
+        double accuracy;
+        if (tr_report_accuracy(f, &m->img, m->test, &accuracy, err, errlen) !=
+            0)
+            return -1;
+        values[0] = (float)accuracy;
     }
-    return tr_report_accuracy(f, &m->img, m->test, NULL, err, errlen);
+    if (rf_summary_writer_scalars(w, step, n, tags, values) != RF_OK)
+        fprintf(stderr, "rf-trainer: evaluator: summary not written: %s\n",
+                rf_error_message());
+    return 0;
 }
 
 /* Restores the model's variables of s from ck (not the optimizer's slots:
@@ -109,7 +135,18 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
                 "TensorFlow's evaluator)\n");
         return TR_EXIT_USAGE;
     }
-    char err[1024];
+    char err[1024], eval_dir[4096];
+    int len = snprintf(eval_dir, sizeof eval_dir, "%s/eval",
+                       f->summary_dir ? f->summary_dir : f->checkpoint_dir);
+    rf_summary_writer *w = NULL;
+    if (len < 0 || (size_t)len >= sizeof eval_dir ||
+        rf_summary_writer_open(eval_dir, &w) != RF_OK) {
+        fprintf(stderr, "rf-trainer: evaluator: %s\n",
+                len < 0 || (size_t)len >= sizeof eval_dir
+                    ? "the eval folder's path is too long"
+                    : rf_error_message());
+        return TR_EXIT_USAGE;
+    }
     eval_model m;
     int rc = 1;
     if (model_create(f, cluster, &m, err, sizeof err) != 0) {
@@ -117,8 +154,9 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
         goto out;
     }
     printf("evaluator %d: not in the training cluster; evaluating the "
-           "checkpoints in %s until global_step %" PRId64 "\n",
-           self->index, f->checkpoint_dir, f->train_steps);
+           "checkpoints in %s until global_step %" PRId64 ", summaries in %s\n",
+           self->index, f->checkpoint_dir, f->train_steps,
+           rf_summary_writer_path(w));
     fflush(stdout);
     char last[4096] = "", path[4096];
     int64_t deadline = rf_deadline_ms(f->max_wait_secs * 1000);
@@ -138,7 +176,7 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
                 goto out;
             printf("evaluator %d: %s (global_step %" PRId64 ")\n", self->index,
                    path, step);
-            if (model_evaluate(f, &m, err, sizeof err) != 0) {
+            if (model_evaluate(f, &m, w, step, err, sizeof err) != 0) {
                 fprintf(stderr, "rf-trainer: evaluation: %s\n", err);
                 goto out;
             }
@@ -167,5 +205,9 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
 out:
     fflush(stdout);
     model_destroy(&m);
+    if (rf_summary_writer_close(w) != RF_OK) {
+        fprintf(stderr, "rf-trainer: evaluator: %s\n", rf_error_message());
+        rc = rc ? rc : 1;
+    }
     return rc;
 }

@@ -44,17 +44,9 @@ static int create_ms(const tr_flags *f, rf_server *server, tr_wd_session *s,
                      rf_monitored_session **ms, char *err, size_t errlen)
 {
     rf_monitored_session_options mo;
-    rf_monitored_session_options_init(&mo);
-    tr_session_options_fill(f, &s->base, &mo.session);
+    rf_node *summary_nodes[2];
+    tr_monitored_options_fill(f, &s->base, per_global_step, summary_nodes, &mo);
     mo.session.max_lookup_ids = f->batch_size;
-    mo.checkpoint_dir = f->checkpoint_dir;
-    mo.save_checkpoint_steps = f->save_checkpoint_steps;
-    mo.save_checkpoint_secs = f->save_checkpoint_secs;
-    mo.max_to_keep = (int)f->max_to_keep;
-    mo.log_step_count_steps = f->log_step_count_steps;
-    mo.examples_per_step = per_global_step;
-    mo.max_wait_secs = (int)f->max_wait_secs;
-    mo.stop_grace_secs = (int)f->stop_grace_secs;
     rf_hook *hooks[4] = {NULL, NULL, NULL, NULL};
     size_t n = 2;
     if (rf_stop_at_step_hook_create(0, f->train_steps, &hooks[0]) != RF_OK ||

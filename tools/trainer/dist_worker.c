@@ -183,16 +183,8 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
 {
     const tr_flags *f = d->f;
     rf_monitored_session_options mo;
-    rf_monitored_session_options_init(&mo);
-    tr_session_options_fill(f, &d->s, &mo.session);
-    mo.checkpoint_dir = f->checkpoint_dir;
-    mo.save_checkpoint_steps = f->save_checkpoint_steps;
-    mo.save_checkpoint_secs = f->save_checkpoint_secs;
-    mo.max_to_keep = (int)f->max_to_keep;
-    mo.log_step_count_steps = f->log_step_count_steps;
-    mo.examples_per_step = d->per_global_step;
-    mo.max_wait_secs = (int)f->max_wait_secs;
-    mo.stop_grace_secs = (int)f->stop_grace_secs;
+    rf_node *summary_nodes[2];
+    tr_monitored_options_fill(f, &d->s, d->per_global_step, summary_nodes, &mo);
     rf_hook *hooks[4] = {NULL, NULL, NULL, NULL};
     size_t n = 2;
     if (rf_stop_at_step_hook_create(0, f->train_steps, &hooks[0]) != RF_OK ||
@@ -301,6 +293,12 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rf_monitored_session_check_checkpoint_dir(f->checkpoint_dir) != RF_OK) {
         fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
                 rf_error_message());
+        return 2;
+    }
+    /* and --summary_dir (the same check: a directory it can write) */
+    if (chief && f->summary_dir &&
+        rf_monitored_session_check_checkpoint_dir(f->summary_dir) != RF_OK) {
+        fprintf(stderr, "rf-trainer: --summary_dir: %s\n", rf_error_message());
         return 2;
     }
     if (set_up(&d, who, &train_set, &test, &setter, &t_load) != 0)

@@ -125,7 +125,7 @@ static void note_given(const rf_flag_row *row, void *ctx)
 #define CTR      TR_CTR
 #define F32      RF_FLAG_FLOAT32
 
-#define TR_FLAG_ROWS 60
+#define TR_FLAG_ROWS 68
 static void tr_flag_rows(rf_flag_row rows[TR_FLAG_ROWS], tr_flags *f)
 {
     const rf_flag_row table[] = {
@@ -338,6 +338,22 @@ static void tr_flag_rows(rf_flag_row rows[TR_FLAG_ROWS], tr_flags *f)
             "the chief prints global_step/sec and examples/sec every N "
             "global steps, 0 = never",
             .bits = DIST),
+        RF_FLAG_STRING("summary_dir", &f->summary_dir, NULL, "DIR",
+                       "the chief writes TensorBoard summaries (loss, batch "
+                       "accuracy, global_step/sec, examples/sec) into an "
+                       "event file in DIR (default: --checkpoint_dir; an "
+                       "evaluator writes into its eval folder)",
+                       .bits = DIST),
+        RF_FLAG_INT64("save_summaries_steps", &f->save_summaries_steps, "100",
+                      0, 1000000000, "N",
+                      "write the loss and accuracy summaries every N global "
+                      "steps (0 = never, or by --save_summaries_secs)",
+                      .seen = &f->save_summaries_steps_given, .bits = DIST),
+        RF_FLAG_DOUBLE("save_summaries_secs", &f->save_summaries_secs, "0", 0,
+                       1e9, "S",
+                       "write the summaries every S seconds instead (when "
+                       "--save_summaries_steps is not given or 0)",
+                       .bits = DIST),
         RF_FLAG_INT64(
             "max_wait_secs", &f->max_wait_secs, "7200", 1, 10000000, "S",
             "how long a task waits for the cluster to be ready (ps "

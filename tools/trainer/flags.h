@@ -116,9 +116,13 @@ typedef struct tr_flags {
     double save_checkpoint_secs;   /* default 600 */
     int64_t max_to_keep;           /* default 5 */
     int64_t log_step_count_steps;  /* the chief's StepCounter; default 100 */
-    int64_t max_wait_secs;         /* readiness wait; default 7200 */
-    int64_t stop_grace_secs;       /* the chief's wait at the end; 120 */
-    const char *distributed_flag;  /* first distributed-only flag given */
+    const char *summary_dir;       /* --summary_dir (NULL: checkpoint_dir) */
+    int64_t save_summaries_steps;  /* default 100 */
+    bool save_summaries_steps_given;
+    double save_summaries_secs;   /* alone: replaces the steps' default */
+    int64_t max_wait_secs;        /* readiness wait; default 7200 */
+    int64_t stop_grace_secs;      /* the chief's wait at the end; 120 */
+    const char *distributed_flag; /* first distributed-only flag given */
     /* --model=wide_deep (wide_deep.h) */
     rf_ctr_spec ctr_spec;         /* --ctr_spec (default: the default spec) */
     int64_t hash_buckets;         /* --hash_buckets */

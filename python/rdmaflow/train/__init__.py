@@ -16,7 +16,7 @@ from rdmaflow.train.hooks import (CheckpointSaverHook, FeedFnHook,
                                   NanTensorHook, SessionRunArgs,
                                   SessionRunContext, SessionRunHook,
                                   SessionRunValues, StepCounterHook,
-                                  StopAtStepHook)
+                                  StopAtStepHook, SummarySaverHook)
 from rdmaflow.train.monitored import (MonitoredTrainingSession, Saver,
                                       Scaffold)
 from rdmaflow.train.optimizers import (AdagradOptimizer, AdamOptimizer,

@@ -1,8 +1,9 @@
 """tf.train's SessionRunHook machinery: the hook base class and its
 arguments (SessionRunArgs, SessionRunContext, SessionRunValues), the
 built-in hooks, which are the C library's (StopAtStep, CheckpointSaver,
-StepCounter, NanTensor, LoggingTensor), and the bridge through which the
-C monitored session calls a user's hook in TensorFlow's order."""
+StepCounter, SummarySaver, NanTensor, LoggingTensor), and the bridge
+through which the C monitored session calls a user's hook in
+TensorFlow's order."""
 
 import collections
 import logging
@@ -190,7 +191,9 @@ class LoggingTensorHook(_CHook):
 
 
 class StepCounterHook(_CHook):
-    """Every every_n_steps global steps, the cluster's global_step/sec."""
+    """Every every_n_steps global steps, the cluster's global_step/sec
+    (and examples/sec), logged and, with output_dir or summary_writer,
+    written as summaries "global_step/sec" and "examples/sec"."""
 
     def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None,
                  summary_writer=None, examples_per_step=0):
@@ -199,9 +202,62 @@ class StepCounterHook(_CHook):
                                       "N steps (every_n_steps)")
         self._every = int(every_n_steps)
         self._examples = int(examples_per_step)
+        self._writer = summary_writer
+        self._output_dir = output_dir
 
     def _c_hook(self, graph):
-        return _rf.step_counter_hook(self._every, self._examples)
+        from rdmaflow import summary as _summary
+        w = self._writer
+        if w is None and self._output_dir:
+            w = _summary.FileWriterCache.get(self._output_dir)
+        return _rf.step_counter_hook(self._every, self._examples,
+                                     w._writer if w is not None else None)
+
+
+class SummarySaverHook(_CHook):
+    """The scalar summaries of summary_op (or of scaffold's, else of the
+    graph's tf.summary.merge_all()) written every save_steps global steps
+    or save_secs seconds, and at the first run, through summary_writer
+    or the FileWriter of output_dir. Without summaries it does nothing."""
+
+    def __init__(self, save_steps=None, save_secs=None, output_dir=None,
+                 summary_writer=None, scaffold=None, summary_op=None):
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op should "
+                             "be passed.")
+        if (save_steps is None) == (save_secs is None):
+            raise ValueError("exactly one of save_secs or save_steps should "
+                             "be provided.")
+        if summary_writer is None and output_dir is None:
+            raise ValueError("SummarySaverHook: output_dir or summary_writer "
+                             "is needed")
+        self._steps = int(save_steps or 0)
+        self._secs = float(save_secs or 0)
+        self._output_dir = output_dir
+        self._writer = summary_writer
+        self._scaffold = scaffold
+        self._summary_op = summary_op
+
+    def _parts(self, graph):
+        from rdmaflow import summary as _summary
+        op = self._summary_op
+        if op is None:
+            op = getattr(self._scaffold, "summary_op", None)
+        ops = op if isinstance(op, (list, tuple)) else [op]
+        if op is None:  # the graph's tf.summary.merge_all()
+            ops = graph.get_collection(_summary.SUMMARIES)
+        return _summary.merge(ops)._summary_parts if ops else []
+
+    def _c_hook(self, graph):
+        from rdmaflow import summary as _summary
+        parts = self._parts(graph)
+        if not parts:
+            return None
+        w = self._writer or _summary.FileWriterCache.get(self._output_dir)
+        return _rf.summary_saver_hook(
+            w._writer, self._steps, self._secs,
+            [graph.as_graph_element(t)._node for _, t in parts],
+            [tag for tag, _ in parts])
 
 
 class CheckpointSaverHook(_CHook):

@@ -1,8 +1,9 @@
 """tf.train.MonitoredTrainingSession over the C library's monitored
 session: the chief restores the newest checkpoint or initialises, the
 others wait for it; hooks run in TensorFlow's order (chief-only hooks,
-StepCounter, CheckpointSaver, then the caller's); a run that meets a ps
-restart or a lost peer is recovered inside run(), exactly as in C.
+StepCounter, SummarySaver, CheckpointSaver, then the caller's); a run
+that meets a ps restart or a lost peer is recovered inside run(),
+exactly as in C.
 
 Where rdmaflow departs (docs/guide/python.md): the graph's one train op
 (the optimizer's) is what training runs run, so it is found when the
@@ -39,6 +40,7 @@ class Scaffold:
                 raise NotImplementedError("Scaffold(%s=...) is not supported "
                                           "by rdmaflow" % what)
         self.saver = saver
+        self.summary_op = summary_op
 
     def finalize(self):
         pass
@@ -62,6 +64,30 @@ class Saver:
                                   "checkpoint_dir in rdmaflow")
 
 
+class _Summaries:
+    """Where and how often the chief writes summaries."""
+
+    def __init__(self, summary_dir, steps, secs):
+        self.dir = summary_dir
+        self.steps = steps
+        self.secs = secs
+
+    def hooks(self, log_step_count_steps, scaffold):
+        """The chief's StepCounter and SummarySaver, as TensorFlow's."""
+        if not self.dir:
+            return []
+        out = []
+        if log_step_count_steps and log_step_count_steps > 0:
+            out.append(_hooks.StepCounterHook(
+                every_n_steps=log_step_count_steps, output_dir=self.dir))
+        if (self.steps and self.steps > 0) or (self.secs and self.secs > 0):
+            out.append(_hooks.SummarySaverHook(
+                save_steps=self.steps if self.steps else None,
+                save_secs=None if self.steps else self.secs,
+                output_dir=self.dir, scaffold=scaffold or Scaffold()))
+        return out
+
+
 def _train_op(graph):
     ops = graph._train_ops
     if not ops:
@@ -83,7 +109,7 @@ class _MonitoredSession:
                  chief_only_hooks, save_checkpoint_secs,
                  save_checkpoint_steps, log_step_count_steps, config,
                  stop_grace_period_secs, max_wait_secs, apply, staleness,
-                 embedding_lookup):
+                 embedding_lookup, summaries):
         self._graph = _fw.get_default_graph()
         self._closed = False
         self._current_args = None
@@ -126,10 +152,7 @@ class _MonitoredSession:
         all_hooks = []
         if self.is_chief:
             all_hooks.extend(chief_only_hooks or [])
-            if checkpoint_dir and log_step_count_steps and \
-                    log_step_count_steps > 0:
-                all_hooks.append(_hooks.StepCounterHook(
-                    every_n_steps=log_step_count_steps))
+            all_hooks.extend(summaries.hooks(log_step_count_steps, scaffold))
             if checkpoint_dir and (save_checkpoint_secs or
                                    save_checkpoint_steps):
                 all_hooks.append(_hooks.CheckpointSaverHook(
@@ -248,9 +271,13 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
             None, None, "MonitoredTrainingSession without a master: rdmaflow "
             "runs it in a cluster (master=server.target); a local program "
             "uses tf.Session()")
-    if summary_dir is not None:
-        raise NotImplementedError("MonitoredTrainingSession(summary_dir=...): "
-                                  "TensorBoard summaries are not written yet")
+    if save_summaries_steps is USE_DEFAULT and \
+            save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    elif save_summaries_secs is USE_DEFAULT:
+        save_summaries_secs = None
+    elif save_summaries_steps is USE_DEFAULT:
+        save_summaries_steps = None
     if save_checkpoint_secs is USE_DEFAULT and \
             save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_secs, save_checkpoint_steps = 600, None
@@ -259,8 +286,10 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
     elif save_checkpoint_steps is USE_DEFAULT:
         save_checkpoint_steps = None
     server = _cluster.server_for(master)
+    summaries = _Summaries(summary_dir or checkpoint_dir,
+                           save_summaries_steps, save_summaries_secs)
     return _MonitoredSession(server, is_chief, checkpoint_dir, scaffold,
                              hooks, chief_only_hooks, save_checkpoint_secs,
                              save_checkpoint_steps, log_step_count_steps,
                              config, stop_grace_period_secs, max_wait_secs,
-                             apply, staleness, embedding_lookup)
+                             apply, staleness, embedding_lookup, summaries)

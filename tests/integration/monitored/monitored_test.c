@@ -312,7 +312,7 @@ static void case_hooks(void)
     CHECK_OK(rf_hook_create(&recorder_ops, &rec, &h[0]));
     CHECK_OK(rf_stop_at_step_hook_create(6, 0, &h[1]));
     CHECK_OK(rf_logging_hook_create(&f.loss, 1, 2, lines, &h[2]));
-    CHECK_OK(rf_step_counter_hook_create(2, BATCH, lines, &h[3]));
+    CHECK_OK(rf_step_counter_hook_create(2, BATCH, lines, NULL, &h[3]));
     CHECK_OK(rf_hook_create(&recorder_ops, &chief_rec, &chief_only[0]));
     rf_monitored_session_options o;
     rf_monitored_session_options_init(&o);
@@ -611,7 +611,8 @@ static void case_refusals(void)
     CHECK_ST(rf_stop_at_step_hook_create(3, 4, &h), RF_ERR_INVALID_ARG);
     CHECK_ST(rf_logging_hook_create(NULL, 0, 0, NULL, &h), RF_ERR_INVALID_ARG);
     CHECK_MSG("every_n_iter 0");
-    CHECK_ST(rf_step_counter_hook_create(0, 1, NULL, &h), RF_ERR_INVALID_ARG);
+    CHECK_ST(rf_step_counter_hook_create(0, 1, NULL, NULL, &h),
+             RF_ERR_INVALID_ARG);
     CHECK_ST(rf_checkpoint_saver_hook_create("", 1, 0, 5, NULL, &h),
              RF_ERR_INVALID_ARG);
     CHECK_MSG("a directory is required");
@@ -619,6 +620,29 @@ static void case_refusals(void)
     CHECK(h == NULL, "a refused hook was returned");
     fixture f;
     setup(&f);
+    /* SummarySaverHook: a writer, a period, 1..16 nodes with distinct tags */
+    rf_summary_writer *w = NULL;
+    CHECK_OK(rf_summary_writer_open(f.dir, &w)); /* teardown removes it */
+    rf_node *two[2] = {f.loss, f.loss};
+    const char *tags[2] = {"loss", "loss"};
+    CHECK_ST(rf_summary_saver_hook_create(NULL, 1, 0, two, tags, 1, &h),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("no summary writer");
+    CHECK_ST(rf_summary_saver_hook_create(w, 0, 0, two, tags, 1, &h),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("must be > 0");
+    CHECK_ST(rf_summary_saver_hook_create(w, 1, 0, two, tags, 0, &h),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("0 summaries (1 to 16)");
+    CHECK_ST(rf_summary_saver_hook_create(w, 1, 0, two, tags, 2, &h),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("tag 'loss' given twice");
+    tags[1] = "";
+    CHECK_ST(rf_summary_saver_hook_create(w, 1, 0, two, tags, 2, &h),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("summary 1 has no tag");
+    CHECK(h == NULL, "a refused hook was returned");
+    CHECK_OK(rf_summary_writer_close(w));
     rf_hook *hooks[1];
     CHECK_OK(rf_stop_at_step_hook_create(0, 3, &hooks[0]));
     rf_monitored_session_options o;
@@ -638,6 +662,18 @@ static void case_refusals(void)
     CHECK_ST(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms),
              RF_ERR_INVALID_ARG);
     CHECK_MSG("save_checkpoint_secs -1");
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.save_summaries_steps = -2;
+    CHECK_ST(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("save_summaries_steps -2");
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.num_summaries = 1;
+    CHECK_ST(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("1 summaries without their nodes or tags");
     teardown(&f, NULL);
 }
 

@@ -1,15 +1,20 @@
 /* tests/unit/tfrecord/test_tfrecord.c: session/tfrecord.c.
  *   unit        CRC32C's check value, the refusals (an existing file is
  *               never overwritten, a missing directory), sync and close;
+ *               a record the file size limit cuts (RLIMIT_FSIZE, as a full
+ *               disk) taken back whole, and the next write, once there is
+ *               room, appended after the last whole record;
  *   write FILE  the records read_tfrecord.py expects: sizes 0, 1, 7, 8,
  *               100, 4096, 70000 and 1 MiB, byte i of a record of n bytes
  *               being (31 i + n) mod 256.
  * The framing and both masked CRCs are checked by the independent reader
  * (read_tfrecord.py: its own CRC32C, struct), never by this code. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +58,32 @@ static void unit(void)
           rf_error_message());
     CHECK_ST(rf_tfrecord_create("", &again), RF_ERR_INVALID_ARG);
     CHECK_OK(rf_tfrecord_close(NULL));
+    unlink(path);
+
+    /* no room for a whole record: it is taken back, the file stays whole */
+    CHECK_OK(rf_tfrecord_create(path, &w));
+    CHECK_OK(rf_tfrecord_write(w, "abc", 3)); /* 19 bytes */
+    struct rlimit old, lim;
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0, "getrlimit");
+    lim = old;
+    lim.rlim_cur = 19 + 50; /* the next 116-byte record is cut at 50 */
+    signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit: %s", strerror(errno));
+    char big[100];
+    memset(big, 'x', sizeof big);
+    rf_status st = rf_tfrecord_write(w, big, sizeof big);
+    CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0, "setrlimit back");
+    CHECK(st == RF_ERR_IO && strstr(rf_error_message(), path),
+          "a write past the limit: %s: %s", rf_status_string(st),
+          rf_error_message());
+    CHECK(stat(path, &sb) == 0 && sb.st_size == 19,
+          "after the cut write: %lld bytes, want 19 (the record taken back)",
+          (long long)sb.st_size);
+    CHECK_OK(rf_tfrecord_write(w, big, sizeof big)); /* room again */
+    CHECK_OK(rf_tfrecord_close(w));
+    CHECK(stat(path, &sb) == 0 && sb.st_size == 19 + 116,
+          "after the next write: %lld bytes, want 135", (long long)sb.st_size);
+    signal(SIGXFSZ, SIG_DFL);
     unlink(path);
     rmdir(dir);
 }

@@ -1,0 +1,406 @@
+#!/usr/bin/python3
+"""tests/integration/kubernetes/run_manifest.py: runs the containers of a
+TFJob or JobSet manifest (deploy/kubernetes/) as local processes, the
+way their controllers would run the pods, and reports what happened.
+
+run_manifest.py MANIFEST --tools DIR --workdir DIR [--set OLD=>NEW ...]
+                [--kill-ps N --kill-after-step S] [--timeout SECS]
+
+Every pod gets its own network namespace (a veth into a bridge in a
+switch namespace, all made here and removed at the end), an address in
+10.213.0.0/24 and its own /etc/hosts (ip netns exec mounts
+/etc/netns/<ns>/hosts over /etc/hosts) mapping every pod's DNS name to
+its address, as the cluster's DNS would:
+  - TFJob (training-operator): pods <job>-<type>-<i>, names
+    <pod>.<namespace>.svc, TF_CONFIG {"cluster": {type: [name:port...]},
+    "task": {"type", "index"}} set by the harness as the operator does
+    (an evaluator replica is left out of the cluster);
+  - JobSet: pods <jobset>-<replicatedJob>-<j>-<k>, names
+    <pod>.<subdomain>, JOB_COMPLETION_INDEX=k; the container builds its
+    own TF_CONFIG.
+A container runs its command and args from the manifest with its env,
+found on PATH from --tools (the image's binaries); the only rewrites are
+a volume's mountPath, which becomes a directory under --workdir (a
+shared volume), and the --set=OLD=>NEW text substitutions the test
+asks for (each OLD must occur; an argument they leave empty is
+dropped). Restarts follow the pod's policy: TFJob restartPolicy
+ExitCode restarts a container on 128-255 and fails the job on 1-127; a
+JobSet Job's podFailurePolicy fails it on the listed
+exit codes, and other failures are retried within backoffLimit. The
+job succeeds when the chief (TFJob: the Chief replica, else worker 0;
+JobSet: every pod of successPolicy's target jobs) exits 0; then the
+other pods are deleted (SIGTERM, then SIGKILL after 10 s).
+
+--kill-ps N: once the chief's log shows global_step S or more (a
+"step ..., loss ..." line, --kill-after-step), ps pod N is killed with
+SIGKILL, its pod comes back with a new address (the next free one)
+under the same name (every pod's /etc/hosts rewritten first, as DNS
+would), and its container is started again.
+
+The readiness probe (httpGet on the pod's address) is polled every
+0.5 s and the first time each pod is ready is reported.
+
+Prints one JSON object: {"result": "succeeded"|"failed"|"timeout",
+"pods": {name: {"address", "exits": [...], "restarts", "ready_after",
+"log"}}, "killed": {...}}. Exit 0 when it ran (whatever the job did), 2
+on a usage or setup error."""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import yaml
+
+NET = "10.213.0."
+
+
+def run(*cmd):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE)
+
+
+class Pod:
+    def __init__(self, name, dns, container, env, task, restart, index):
+        self.name = name
+        self.dns = dns
+        self.container = container
+        self.env = env
+        self.task = task          # (type, index) for TF_CONFIG, or None
+        self.restart = restart    # "ExitCode" or ("jobset", fail_codes)
+        self.index = index
+        self.ns = None
+        self.address = None
+        self.proc = None
+        self.exits = []
+        self.restarts = 0
+        self.ready_after = None
+        self.done = False
+        self.log = None
+
+
+def tfjob_pods(doc):
+    """The pods of a TFJob and the TF_CONFIG cluster the operator gives
+    them."""
+    job = doc["metadata"]["name"]
+    ns = doc["metadata"].get("namespace", "default")
+    pods, cluster = [], {}
+    for rtype, spec in doc["spec"]["tfReplicaSpecs"].items():
+        t = rtype.lower()
+        c = spec["template"]["spec"]["containers"][0]
+        port = next((p["containerPort"] for p in c.get("ports", [])
+                     if p.get("name") == "tfjob-port"), 2222)
+        for i in range(int(spec.get("replicas", 1))):
+            name = "%s-%s-%d" % (job, t, i)
+            dns = "%s.%s.svc" % (name, ns)
+            if t != "evaluator":
+                cluster.setdefault(t, []).append("%s:%d" % (dns, port))
+            pods.append(Pod(name, dns, c, {}, (t, i),
+                            spec.get("restartPolicy", "Never"), i))
+    for p in pods:
+        p.env["TF_CONFIG"] = json.dumps({
+            "cluster": cluster,
+            "task": {"type": p.task[0], "index": p.task[1]},
+            "environment": "cloud"})
+    chief = "chief" if "chief" in cluster else "worker"
+    return pods, lambda ps: [p for p in ps if p.task == (chief, 0)]
+
+
+def jobset_pods(doc):
+    js = doc["metadata"]["name"]
+    net = doc["spec"].get("network", {})
+    sub = net.get("subdomain", js)
+    pods = []
+    for rj in doc["spec"]["replicatedJobs"]:
+        jspec = rj["template"]["spec"]
+        c = jspec["template"]["spec"]["containers"][0]
+        fail = []
+        for rule in jspec.get("podFailurePolicy", {}).get("rules", []):
+            if rule.get("action") == "FailJob" and "onExitCodes" in rule:
+                fail += rule["onExitCodes"]["values"]
+        for j in range(int(rj.get("replicas", 1))):
+            for k in range(int(jspec.get("parallelism", 1))):
+                name = "%s-%s-%d-%d" % (js, rj["name"], j, k)
+                pod = Pod(name, "%s.%s" % (name, sub), c,
+                          {"JOB_COMPLETION_INDEX": str(k)}, None,
+                          ("jobset", fail, int(jspec.get("backoffLimit",
+                                                         6))), k)
+                pod.rjob = rj["name"]
+                pods.append(pod)
+    every = [rj["name"] for rj in doc["spec"]["replicatedJobs"]]
+    targets = doc["spec"].get("successPolicy", {}).get(
+        "targetReplicatedJobs") or every
+    return pods, lambda ps: [p for p in ps if p.rjob in targets]
+
+
+class Harness:
+    def __init__(self, args):
+        self.args = args
+        self.tag = "rfk%d" % os.getpid()
+        self.sw = self.tag + "-sw"
+        self.namespaces = []
+        self.next_addr = 10
+        self.work = os.path.abspath(args.workdir)
+        self.killed = {}
+
+    # ---- network ----------------------------------------------------------
+
+    def net_up(self, pods):
+        run("ip", "netns", "add", self.sw)
+        self.namespaces.append(self.sw)
+        run("ip", "-n", self.sw, "link", "add", "br0", "type", "bridge")
+        run("ip", "-n", self.sw, "link", "set", "br0", "up")
+        for k, p in enumerate(pods):
+            p.ns = "%s-%d" % (self.tag, k)
+            run("ip", "netns", "add", p.ns)
+            self.namespaces.append(p.ns)
+            run("ip", "-n", self.sw, "link", "add", "v%d" % k, "type",
+                "veth", "peer", "name", "eth0", "netns", p.ns)
+            run("ip", "-n", self.sw, "link", "set", "v%d" % k, "master",
+                "br0", "up")
+            run("ip", "-n", p.ns, "link", "set", "lo", "up")
+            run("ip", "-n", p.ns, "link", "set", "eth0", "up")
+            self.set_address(p)
+        self.write_hosts(pods)
+
+    def set_address(self, p):
+        if p.address:
+            run("ip", "-n", p.ns, "addr", "del", p.address + "/24", "dev",
+                "eth0")
+        p.address = NET + str(self.next_addr)
+        self.next_addr += 1
+        run("ip", "-n", p.ns, "addr", "add", p.address + "/24", "dev",
+            "eth0")
+
+    def write_hosts(self, pods):
+        lines = ["127.0.0.1 localhost"]
+        for p in pods:
+            lines.append("%s %s %s" % (p.address, p.dns, p.name))
+        text = "\n".join(lines) + "\n"
+        for p in pods:
+            d = "/etc/netns/" + p.ns
+            os.makedirs(d, exist_ok=True)
+            tmp = d + "/hosts.tmp"
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.replace(tmp, d + "/hosts")
+
+    def net_down(self):
+        for ns in self.namespaces:
+            subprocess.run(["ip", "netns", "del", ns],
+                           stderr=subprocess.DEVNULL)
+            shutil.rmtree("/etc/netns/" + ns, ignore_errors=True)
+
+    # ---- containers -------------------------------------------------------
+
+    def rewrite(self, text, mounts):
+        for path, local in mounts.items():
+            text = text.replace(path, local)
+        for old, new in self.args.set:
+            text = text.replace(old, new)
+        return text
+
+    def check_sets(self, pods):
+        """Every --set OLD must occur in some container's command."""
+        for old, _ in self.args.set:
+            if not any(old in " ".join(p.container.get("command", []) +
+                                       p.container.get("args", []))
+                       for p in pods):
+                raise SystemExit("run_manifest: --set %s: not in the "
+                                 "manifest's commands" % old)
+
+    def argv_env(self, p):
+        c = p.container
+        mounts = {}
+        for m in c.get("volumeMounts", []):
+            local = os.path.join(self.work, "volumes", m["name"])
+            os.makedirs(local, exist_ok=True)
+            mounts[m["mountPath"]] = local
+        argv = [self.rewrite(a, mounts)
+                for a in c.get("command", []) + c.get("args", [])]
+        argv = [a for a in argv if a]
+        env = {"PATH": self.args.tools + ":/usr/sbin:/usr/bin:/sbin:/bin",
+               "HOME": self.work, "LANG": "C.UTF-8"}
+        for e in c.get("env", []):
+            env[e["name"]] = self.rewrite(str(e.get("value", "")), mounts)
+        for k in ("RF_FASHION_MNIST_DIR", "RF_TEST_TIME_SCALE"):
+            if k in os.environ:
+                env[k] = os.environ[k]
+        env.update(p.env)
+        env["HOSTNAME"] = p.name
+        return argv, env
+
+    def start(self, p):
+        argv, env = self.argv_env(p)
+        p.log = os.path.join(self.work, p.name + ".log")
+        log = open(p.log, "a")
+        log.write("=== start %d at %s (address %s)\n"
+                  % (p.restarts, time.strftime("%H:%M:%S"), p.address))
+        log.flush()
+        p.proc = subprocess.Popen(
+            ["ip", "netns", "exec", p.ns, "env", "-i"] +
+            ["%s=%s" % kv for kv in env.items()] + argv,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+
+    def retryable(self, p, code):
+        """Whether the pod's controller restarts a container that exited
+        with code (negative: killed by a signal, as 128 + signal)."""
+        if code < 0:
+            code = 128 - code
+        if p.restart == "ExitCode":
+            return code >= 128
+        if isinstance(p.restart, tuple):
+            _, fail, backoff = p.restart
+            return code not in fail and p.restarts < backoff
+        return False
+
+    def ready(self, p):
+        probe = p.container.get("readinessProbe", {}).get("httpGet")
+        if not probe or p.ready_after is not None or not p.proc:
+            return
+        url = "http://%s:%s%s" % (p.address, probe["port"],
+                                  probe.get("path", "/"))
+        try:
+            with urllib.request.urlopen(url, timeout=0.3) as r:
+                if r.status == 200:
+                    p.ready_after = round(time.monotonic() - self.t0, 2)
+        except Exception:
+            pass
+
+    def chief_step(self, chief):
+        try:
+            with open(chief.log) as f:
+                steps = re.findall(r"global_step (\d+)|step (\d+), loss",
+                                   f.read())
+        except OSError:
+            return -1
+        nums = [int(a or b) for a, b in steps]
+        return max(nums) if nums else -1
+
+    def kill_ps(self, pods, chief):
+        n = self.args.kill_ps
+        ps = [p for p in pods if (p.task and p.task[0] == "ps") or
+              getattr(p, "rjob", None) == "ps"]
+        p = ps[n]
+        old = p.address
+        os.killpg(p.proc.pid, signal.SIGKILL)
+        p.proc.wait()
+        self.set_address(p)
+        self.write_hosts(pods)
+        p.restarts += 1
+        p.exits.append(-9)
+        self.killed = {"pod": p.name, "old_address": old,
+                       "new_address": p.address,
+                       "at_step": self.chief_step(chief)}
+        self.start(p)
+
+    def main(self):
+        with open(self.args.manifest) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        doc = next((d for d in docs if d.get("kind") in ("TFJob", "JobSet")),
+                   None)
+        if doc is None:
+            raise SystemExit("run_manifest: no TFJob or JobSet in %s"
+                             % self.args.manifest)
+        pods, chiefs = (tfjob_pods if doc["kind"] == "TFJob"
+                        else jobset_pods)(doc)
+        self.check_sets(pods)
+        targets = chiefs(pods)
+        chief = targets[0]
+        os.makedirs(self.work, exist_ok=True)
+        try:
+            self.net_up(pods)
+            self.t0 = time.monotonic()
+            for p in pods:
+                self.start(p)
+            result = self.watch(pods, targets, chief)
+        finally:
+            for p in pods:
+                if p.proc and p.proc.poll() is None:
+                    os.killpg(p.proc.pid, signal.SIGKILL)
+                    p.proc.wait()
+            self.net_down()
+        print(json.dumps({
+            "result": result,
+            "seconds": round(time.monotonic() - self.t0, 1),
+            "killed": self.killed,
+            "pods": {p.name: {"address": p.address, "exits": p.exits,
+                              "restarts": p.restarts,
+                              "ready_after": p.ready_after, "log": p.log}
+                     for p in pods}}))
+
+    def watch(self, pods, targets, chief):
+        deadline = time.monotonic() + self.args.timeout
+        while time.monotonic() < deadline:
+            for p in pods:
+                self.ready(p)
+                code = p.proc.poll() if p.proc and not p.done else None
+                if code is None:
+                    continue
+                p.exits.append(code)
+                if code == 0:
+                    p.done = True
+                elif self.retryable(p, code):
+                    p.restarts += 1
+                    self.start(p)
+                else:
+                    p.done = True
+                    return "failed"
+            if all(p.done and p.exits[-1] == 0 for p in targets):
+                self.delete_others(pods, targets)
+                return "succeeded"
+            if (self.args.kill_ps is not None and not self.killed and
+                    self.chief_step(chief) >= self.args.kill_after_step):
+                self.kill_ps(pods, chief)
+            time.sleep(0.1)
+        return "timeout"
+
+    def delete_others(self, pods, targets):
+        rest = [p for p in pods if p not in targets and p.proc and
+                p.proc.poll() is None]
+        for p in rest:
+            os.killpg(p.proc.pid, signal.SIGTERM)
+        end = time.monotonic() + 10
+        for p in rest:
+            try:
+                p.proc.wait(max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.proc.pid, signal.SIGKILL)
+                p.proc.wait()
+            p.exits.append(p.proc.returncode)
+
+
+def parse_set(s):
+    old, sep, new = s.partition("=>")
+    if not sep or not old:
+        raise argparse.ArgumentTypeError("%r: not OLD=>NEW" % s)
+    return old, new
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("manifest")
+    ap.add_argument("--tools", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--set", type=parse_set, action="append", default=[],
+                    metavar="OLD=>NEW")
+    ap.add_argument("--kill-ps", type=int)
+    ap.add_argument("--kill-after-step", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=120)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.stderr.write("run_manifest: needs root (network namespaces)\n")
+        return 2
+    Harness(args).main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
