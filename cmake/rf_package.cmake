@@ -58,7 +58,7 @@ set(CPACK_COMPONENT_DEVELOPMENT_DESCRIPTION
     "rdmaflow development files\n Headers, static library, pkg-config file and CMake package of librdmaflow.")
 set(CPACK_COMPONENT_DEVELOPMENT_DEPENDS Runtime)
 set(RF_DEB_DEV_DEPENDS libhwloc-dev libsodium-dev libjson-c-dev libopenblas-dev
-    libisal-dev zlib1g-dev libprotobuf-c-dev)
+    libisal-dev zlib1g-dev libprotobuf-c-dev libmicrohttpd-dev)
 if(RF_HAVE_VERBS)
   list(APPEND RF_DEB_DEV_DEPENDS libibverbs-dev librdmacm-dev)
 endif()

@@ -97,6 +97,10 @@ static const rf_env_var vars[] = {
     TEXT_SHOWN("RF_MPI_HOSTS", "this machine", "cluster",
                "under mpirun with --num_ps: the ranks' hosts, a Slurm-style "
                "host list with OMPI_COMM_WORLD_LOCAL_SIZE ranks per host"),
+    INT_ROW("RF_METRICS_PORT", 0, 0, 65535, "tools",
+            "rf-trainer: serve Prometheus metrics on this port plus the "
+            "task's rank among its host's tasks (0: off); --metrics_port "
+            "wins"),
     TEXT_SHOWN("RF_LAUNCH_TASK", "unset", "tools",
                "set by rf-launch to the task's name: its tasks leave the "
                "[name] prefix of their lines to rf-launch"),

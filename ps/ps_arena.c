@@ -113,7 +113,8 @@ static rf_status add_chunk(ps_arena *a, size_t len)
     *c = (ps_chunk){
         .base = p, .len = len, .mr = mr, .mapped = mapped, .huge = huge};
     rf_mr_describe(mr, &c->desc);
-    a->total += len;
+    /* atomic: rf_ps_server_get_counters reads it from other threads */
+    __atomic_store_n(&a->total, a->total + len, __ATOMIC_RELAXED);
     RF_LOG_INFO("ps arena: chunk %u of %zu bytes (node %d%s), registered in "
                 "%lld ms, %zu bytes in all",
                 a->n - 1, len, a->binding.numa_node,

@@ -134,5 +134,9 @@ void rf_ps_server_get_counters(rf_ps_server *s, rf_ps_server_counters *out)
 {
     pthread_mutex_lock(&s->mu);
     *out = s->counters;
+    out->clients = s->clients;
     pthread_mutex_unlock(&s->mu);
+    out->dense_applies = __atomic_load_n(&s->dense_applies, __ATOMIC_RELAXED);
+    out->stale_dropped = __atomic_load_n(&s->stale_dropped, __ATOMIC_RELAXED);
+    out->arena_bytes = __atomic_load_n(&s->arena.total, __ATOMIC_RELAXED);
 }

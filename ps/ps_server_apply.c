@@ -152,6 +152,7 @@ bool ps_apply_push(ps_server_conn *c, uint32_t imm, uint32_t len)
     ps_apply_traced(c, sh, t0, done, len);
     uint64_t word;
     if (st == RF_OK) {
+        __atomic_fetch_add(&s->dense_applies, 1, __ATOMIC_RELAXED);
         word = ps_ack_ok(__atomic_load_n(ps_shard_word(sh, PS_REC_VERSION_OFF),
                                          __ATOMIC_RELAXED));
     } else {

@@ -175,6 +175,10 @@ struct rf_ps_server {
     /* ps_server_sparse_sync.c: bytes the sync tables' accumulators hold,
      * within opt.max_accum_bytes (service thread) */
     size_t accum_bytes;
+    /* rf_ps_server_counters' dense_applies and stale_dropped: the service
+     * thread adds with __atomic_fetch_add, get_counters loads (no lock on
+     * the push path) */
+    uint64_t dense_applies, stale_dropped;
 };
 
 /* Connection memory: receives (PS_SRV_RECV_DEPTH x PS_REQ_MAX), reply

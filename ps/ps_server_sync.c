@@ -160,6 +160,7 @@ bool ps_sync_gate(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
     if (tag < step) {
         uint64_t *stale = rec_word(sh, PS_REC_SYNC_STALE_OFF);
         __atomic_store_n(stale, *stale + 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&c->srv->stale_dropped, 1, __ATOMIC_RELAXED);
         RF_LOG_DEBUG("ps %d: '%s' part %u: client %u's gradient of step %lld "
                      "is stale (the shard is at step %lld): dropped",
                      c->srv->opt.task_index, sh->spec.name, sh->spec.part,
@@ -207,6 +208,7 @@ bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
     }
     a->count++;
     a->taken++;
+    __atomic_fetch_add(&c->srv->dense_applies, 1, __ATOMIC_RELAXED);
     ib->sync_step = step;
     RF_LOG_DEBUG("ps %d: '%s' part %u: step %lld: took client %u's gradient "
                  "tagged %lld (%u of %u)",

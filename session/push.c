@@ -103,7 +103,8 @@ rf_status sess_rows_pushed(rf_session *s, const sess_var *v, rf_status st)
     if (st == RF_OK) {
         s->report.counters.table_rows_pushed += v->push_n;
         s->report.counters.table_bytes_pushed += v->push_n * (v->row_bytes + 8);
-        s->report.counters.bytes_pushed += v->xfer->wire_bytes(s, v, v->push_n);
+        sess_count_bytes(s, v->ps_task, 0,
+                         v->xfer->wire_bytes(s, v, v->push_n));
     }
     if (st != RF_OK)
         return rf_error_set(st, "pushing %zu rows of '%s': %s", v->push_n,

@@ -213,6 +213,10 @@ rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
         s->task.num_ps > 0
             ? RF_OK
             : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
+    if (st == RF_OK &&
+        !(s->report.ps_bytes =
+              calloc((size_t)s->task.num_ps, sizeof *s->report.ps_bytes)))
+        st = rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     if (st == RF_OK)
         st = sess_push_configure(s);
     if (st == RF_OK)
@@ -253,6 +257,7 @@ void rf_session_destroy(rf_session *s)
     free(s->ps_providers);
     free(s->nodes.var_of_node);
     free(s->report.var_desc);
+    free(s->report.ps_bytes);
     free(s);
 }
 
@@ -301,10 +306,31 @@ static void count_bytes(rf_session *s, const sess_plan *p)
         if (p->ops[i].bound)
             continue; /* a table's: session_rows.c counts what moved */
         if (p->ops[i].kind == RF_STEP_READ)
-            c->bytes_read += p->ops[i].wire_bytes;
+            sess_count_bytes(s, p->ops[i].ps_task, p->ops[i].wire_bytes, 0);
         else if (p->train)
-            c->bytes_pushed += p->ops[i].wire_bytes;
+            sess_count_bytes(s, p->ops[i].ps_task, 0, p->ops[i].wire_bytes);
     }
+}
+
+void sess_count_bytes(rf_session *s, size_t ps, uint64_t read, uint64_t pushed)
+{
+    s->report.counters.bytes_read += read;
+    s->report.counters.bytes_pushed += pushed;
+    if (s->report.ps_bytes && ps < (size_t)s->task.num_ps) {
+        s->report.ps_bytes[ps].bytes_read += read;
+        s->report.ps_bytes[ps].bytes_pushed += pushed;
+    }
+}
+
+size_t rf_session_ps_bytes_get(const rf_session *s, rf_session_ps_bytes *out,
+                               size_t max)
+{
+    if (!s || !s->report.ps_bytes)
+        return 0;
+    size_t n = (size_t)s->task.num_ps;
+    for (size_t i = 0; i < n && i < max && out; i++)
+        out[i] = s->report.ps_bytes[i];
+    return n;
 }
 
 void rf_session_counters_get(const rf_session *s, rf_session_counters *out)

@@ -241,6 +241,7 @@ struct rf_session {
     /* what the session reports */
     struct {
         rf_session_counters counters;  /* rf_session_counters_get */
+        rf_session_ps_bytes *ps_bytes; /* per ps task (task.num_ps) */
         rf_trace *trace;               /* non-NULL while tracing */
         rf_session_var_desc *var_desc; /* global_step, then v[] */
     } report;
@@ -445,6 +446,9 @@ rf_status sess_rows_gradient(rf_session *s, size_t i, bool is_idx,
  * max_push_rows). */
 size_t sess_rows_read_wire(const sess_var *v, size_t n);
 size_t sess_rows_gather_wire(const sess_var *v, size_t n);
+/* session.c: counts bytes read from or pushed to ps task ps (the
+ * counters' totals and rf_session_ps_bytes_get's split). */
+void sess_count_bytes(rf_session *s, size_t ps, uint64_t read, uint64_t pushed);
 
 /* session_lookup_way.c: each table's way (v->way): forced, or (auto)
  * measured against its ps now, after the shards are initialised;

@@ -332,12 +332,12 @@ static void count_lookup(rf_session *s, const sess_lookup *L, size_t nread,
         c->table_rows_read += n;
         c->table_bytes_read += n * L->row_bytes;
         if (k < nread) {
-            c->bytes_read += sess_rows_read_wire(v, n);
+            sess_count_bytes(s, v->ps_task, sess_rows_read_wire(v, n), 0);
             c->table_lookups_read++;
             v->way.lookups_read++;
             v->way.rows_read += n;
         } else {
-            c->bytes_read += sess_rows_gather_wire(v, n);
+            sess_count_bytes(s, v->ps_task, sess_rows_gather_wire(v, n), 0);
             c->table_rows_gathered += n;
             c->table_lookups_gathered++;
             v->way.lookups_gathered++;

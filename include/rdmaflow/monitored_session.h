@@ -14,6 +14,7 @@
 
 #include "rdmaflow/graph.h"
 #include "rdmaflow/metrics.h"
+#include "rdmaflow/prometheus.h"
 #include "rdmaflow/server.h"
 #include "rdmaflow/session.h"
 #include "rdmaflow/status.h"
@@ -164,6 +165,19 @@ RF_API rf_status rf_checkpoint_saver_hook_create(const char *dir,
  * test accuracy. */
 RF_API rf_status rf_metrics_hook_create(rf_metrics_writer *w, rf_node *loss,
                                         rf_node *accuracy, rf_hook **out_hook);
+
+/* PrometheusHook (rdmaflow's, for --metrics_port): adds a worker's metrics
+ * to r at begin (rdmaflow_global_step, rdmaflow_worker_steps_total,
+ * _examples_total, _steps_per_second, _examples_per_second,
+ * rdmaflow_global_step_per_second, the summary rdmaflow_worker_step_seconds,
+ * rdmaflow_worker_recoveries_total; at the first session's creation
+ * rdmaflow_worker_bytes_read_total and _bytes_pushed_total with a label
+ * ps="/job:ps/task:N" per ps task) and updates them after every run with
+ * atomic stores. examples_per_step: this worker's batch. r must outlive
+ * the session. */
+RF_API rf_status rf_prometheus_hook_create(rf_prom_registry *r,
+                                           int64_t examples_per_step,
+                                           rf_hook **out_hook);
 
 /* SummarySaverHook (the chief; the monitored session adds one for its
  * summary_dir options below): on the first run and then every save_steps

@@ -176,6 +176,15 @@ typedef struct rf_ps_server_counters {
     uint64_t gather_requests;
     uint64_t gather_rows;
     uint64_t gather_refused;
+    /* Dense gradient pushes applied (apply=ps) or taken into a sync
+     * accumulator; sync pushes (dense or sparse) dropped as stale, their
+     * step tag behind the shard's. */
+    uint64_t dense_applies;
+    uint64_t stale_dropped;
+    /* Now: clients connected (said HELLO), and the bytes of the arena's
+     * chunks (shard records, inboxes, the globals block). */
+    uint64_t clients;
+    uint64_t arena_bytes;
 } rf_ps_server_counters;
 RF_API void rf_ps_server_get_counters(rf_ps_server *server,
                                       rf_ps_server_counters *out);

@@ -37,6 +37,7 @@
 #include "rdmaflow/metrics.h"
 #include "rdmaflow/monitored_session.h"
 #include "rdmaflow/optim.h"
+#include "rdmaflow/prometheus.h"
 #include "rdmaflow/ps.h"
 #include "rdmaflow/secret.h"
 #include "rdmaflow/server.h"

@@ -340,6 +340,16 @@ typedef struct rf_session_counters {
 } rf_session_counters;
 RF_API void rf_session_counters_get(const rf_session *s,
                                     rf_session_counters *out);
+/* bytes_read and bytes_pushed of rf_session_counters split by the ps task
+ * at the other end (global_step's FETCH_AND_ADD is ps 0's): fills
+ * out[0 .. min(num_ps, max)) and returns the cluster's number of ps tasks
+ * (0 for an offline session). The sums over the ps tasks are the
+ * counters' totals. */
+typedef struct rf_session_ps_bytes {
+    uint64_t bytes_read, bytes_pushed;
+} rf_session_ps_bytes;
+RF_API size_t rf_session_ps_bytes_get(const rf_session *s,
+                                      rf_session_ps_bytes *out, size_t max);
 
 /* How the lookups of one embedding table shard fetch its rows, and why
  * (the session's creation logs `reason` once per shard, at info level).

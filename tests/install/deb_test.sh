@@ -48,7 +48,7 @@ depends() {
     done
 }
 before=$failures
-depends librdmaflow0 libc6 libhwloc15 libopenblas0 libjson-c5 libsodium23 libisal2 libprotobuf-c1
+depends librdmaflow0 libc6 libhwloc15 libopenblas0 libjson-c5 libsodium23 libisal2 libprotobuf-c1 libmicrohttpd12
 depends librdmaflow-dev librdmaflow0 libhwloc-dev libopenblas-dev libjson-c-dev
 depends rdmaflow-tools librdmaflow0
 # what rf-plot and rf-trace-plot run (deb_apt_test.sh checks it against the

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "dist.h"
+#include "prom.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/summary.h"
@@ -179,6 +180,7 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
                 fprintf(stderr, "rf-trainer: evaluation: %s\n", err);
                 goto out;
             }
+            tr_prom_evaluated(step);
             if (step >= f->train_steps) {
                 printf("evaluator %d: done: global_step %" PRId64
                        " reached --train_steps\n",

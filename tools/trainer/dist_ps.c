@@ -13,6 +13,7 @@
 
 #include "dist.h"
 #include "metrics.h"
+#include "prom.h"
 #include "report.h"
 
 int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
@@ -54,6 +55,15 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
         rf_metrics_writer_close(metrics);
         return 1;
     }
+    rf_prom_ps *prom = NULL; /* --metrics_port: read at each scrape */
+    if (tr_prom_registry() &&
+        rf_prom_ps_attach(tr_prom_registry(), server, &prom) != RF_OK) {
+        fprintf(stderr, "rf-trainer: --metrics_port: %s\n", rf_error_message());
+        rf_server_stop(server);
+        rf_trace_destroy(trace);
+        rf_metrics_writer_close(metrics);
+        return 1;
+    }
     const char *why = "";
     int node = rf_server_numa_node(server, &why);
     const char *bind = f->bind_addr ? f->bind_addr : getenv("RF_BIND_ADDR");
@@ -90,6 +100,7 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
         rc = 1;
     }
     fflush(stdout);
+    rf_prom_ps_detach(prom); /* before the counters it reads go */
     rf_server_stop(server);
     if (trace && tr_write_trace(trace, f->trace_path, err, sizeof err) != 0) {
         fprintf(stderr, "rf-trainer: --trace: %s\n", err);

@@ -20,6 +20,7 @@
 #include "dist.h"
 #include "export.h"
 #include "metrics.h"
+#include "prom.h"
 #include "rdmaflow/clock.h"
 #include "report.h"
 #include "wide_deep.h"
@@ -46,18 +47,22 @@ static int create_ms(const tr_flags *f, rf_server *server, tr_wd_session *s,
     rf_node *summary_nodes[2];
     tr_monitored_options_fill(f, &s->base, per_global_step, summary_nodes, &mo);
     mo.session.max_lookup_ids = f->batch_size;
-    rf_hook *hooks[3] = {NULL, NULL, NULL};
+    rf_hook *hooks[4] = {NULL, NULL, NULL, NULL};
+    size_t n = 2;
     if (rf_stop_at_step_hook_create(0, f->train_steps, &hooks[0]) != RF_OK ||
         rf_nan_tensor_hook_create(s->base.loss, &hooks[1]) != RF_OK ||
         (metrics && rf_metrics_hook_create(metrics, s->base.loss, NULL,
-                                           &hooks[2]) != RF_OK)) {
+                                           &hooks[n++]) != RF_OK) ||
+        (tr_prom_registry() &&
+         rf_prometheus_hook_create(tr_prom_registry(), f->batch_size,
+                                   &hooks[n++]) != RF_OK)) {
         snprintf(err, errlen, "%s", rf_error_message());
-        rf_hook_destroy(hooks[0]);
-        rf_hook_destroy(hooks[1]);
+        for (size_t i = 0; i < n; i++)
+            rf_hook_destroy(hooks[i]);
         return -1;
     }
     mo.hooks = hooks;
-    mo.num_hooks = metrics ? 3 : 2;
+    mo.num_hooks = n;
     if (rf_monitored_session_create(server, s->base.g, s->base.ex, &mo, ms) !=
         RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());

@@ -20,6 +20,7 @@
 #include "dist.h"
 #include "export.h"
 #include "metrics.h"
+#include "prom.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/file.h"
@@ -184,19 +185,23 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
     rf_monitored_session_options mo;
     rf_node *summary_nodes[2];
     tr_monitored_options_fill(f, &d->s, d->per_global_step, summary_nodes, &mo);
-    rf_hook *hooks[3] = {NULL, NULL, NULL};
+    rf_hook *hooks[4] = {NULL, NULL, NULL, NULL};
+    size_t n = 2;
     if (rf_stop_at_step_hook_create(0, f->train_steps, &hooks[0]) != RF_OK ||
         rf_nan_tensor_hook_create(d->s.loss, &hooks[1]) != RF_OK ||
         (d->metrics &&
          rf_metrics_hook_create(d->metrics, d->s.loss, d->s.accuracy,
-                                &hooks[2]) != RF_OK)) {
+                                &hooks[n++]) != RF_OK) ||
+        (tr_prom_registry() &&
+         rf_prometheus_hook_create(tr_prom_registry(), f->batch_size,
+                                   &hooks[n++]) != RF_OK)) {
         snprintf(err, errlen, "%s", rf_error_message());
-        rf_hook_destroy(hooks[0]);
-        rf_hook_destroy(hooks[1]);
+        for (size_t i = 0; i < n; i++)
+            rf_hook_destroy(hooks[i]);
         return -1;
     }
     mo.hooks = hooks;
-    mo.num_hooks = d->metrics ? 3 : 2;
+    mo.num_hooks = n;
     if (rf_monitored_session_create(d->server, d->s.g, d->s.ex, &mo, &d->ms) !=
         RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());

@@ -236,6 +236,13 @@ static void tr_flag_rows(rf_flag_row rows[TR_FLAG_ROWS], tr_flags *f)
         RF_FLAG_INT64("metrics_every_steps", &f->metrics_every_steps, "100", 1,
                       1000000000, "N",
                       "with --metrics_out, a line every N steps of this task"),
+        RF_FLAG_STRING(
+            "metrics_port", &f->metrics_port, NULL, "P",
+            "serve Prometheus metrics at http://HOST:P+k/metrics, HOST "
+            "this task's cluster host (or --bind_addr), k its rank among "
+            "the tasks of that host (0 in Kubernetes); 0: off (the "
+            "default; overrides RF_METRICS_PORT)",
+            .bits = DIST),
         /* distributed training (TensorFlow's classic trainer flags;
          * TF_CONFIG is read too, the flags override it field by field;
          * rf_cluster_resolve_env checks the cluster flags) */

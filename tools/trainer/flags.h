@@ -73,6 +73,7 @@ typedef struct tr_flags {
     const char *variables_out;   /* --variables_out (NULL: none) */
     const char *metrics_out;     /* --metrics_out (NULL: none) */
     int64_t metrics_every_steps; /* --metrics_every_steps (default 100) */
+    const char *metrics_port;    /* --metrics_port (NULL: RF_METRICS_PORT) */
     /* --cluster_secret_file (NULL: RF_CLUSTER_SECRET_FILE, else none) */
     const char *cluster_secret_file;
     bool require_secret; /* --require_secret */

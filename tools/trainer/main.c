@@ -18,6 +18,7 @@
 #include "export.h"
 #include "flags.h"
 #include "metrics.h"
+#include "prom.h"
 #include "rdmaflow/env.h"
 #include "report.h"
 #include "train.h"
@@ -223,6 +224,24 @@ static int run_in_process(tr_flags *f, const char *explain_path)
     return rc;
 }
 
+/* This task's job: ps, worker (or chief) or evaluator. */
+static int run_job(tr_flags *f, rf_cluster *cluster, const char *explain_path)
+{
+    const rf_cluster_task *self = rf_cluster_self(cluster);
+    if (!strcmp(self->job, "ps"))
+        return tr_run_ps(f, cluster);
+    if (strcmp(self->job, "worker") != 0 && strcmp(self->job, "chief") != 0)
+        return tr_run_evaluator(f, cluster);
+    FILE *ex = open_explain(f, explain_path);
+    tr_blas_report(stdout);
+    int rc = !ex ? 1
+             : f->model.kind == TR_MODEL_WIDE_DEEP
+                 ? tr_wd_run_worker(f, cluster, ex)
+                 : tr_run_worker(f, cluster, ex);
+    close_explain(ex);
+    return rc;
+}
+
 /* One task of the cluster: ps, worker (or chief) or evaluator; or, with
  * --explain_only, every task's explanation. */
 static int run_task(tr_flags *f, rf_cluster *cluster, const char *explain_path)
@@ -241,17 +260,10 @@ static int run_task(tr_flags *f, rf_cluster *cluster, const char *explain_path)
         return rc;
     }
     tr_prefix_task_output(self);
-    if (!strcmp(self->job, "ps"))
-        return tr_run_ps(f, cluster);
-    if (strcmp(self->job, "worker") != 0 && strcmp(self->job, "chief") != 0)
-        return tr_run_evaluator(f, cluster);
-    FILE *ex = open_explain(f, explain_path);
-    tr_blas_report(stdout);
-    int rc = !ex ? 1
-             : f->model.kind == TR_MODEL_WIDE_DEEP
-                 ? tr_wd_run_worker(f, cluster, ex)
-                 : tr_run_worker(f, cluster, ex);
-    close_explain(ex);
+    int rc = tr_prom_start(f, cluster); /* --metrics_port */
+    if (rc == 0)
+        rc = run_job(f, cluster, explain_path);
+    tr_prom_stop();
     return rc;
 }
 
