@@ -30,7 +30,7 @@ steps=600
 # not reach the test's cluster
 while read -r v; do
     unset "$v"
-done < <(compgen -e | grep -E '^(SLURM|SBATCH|SRUN|SALLOC|SQUEUE|SINFO|SCONTROL)_')
+done < <(compgen -e | grep -E '^(SLURM|SLURMD|SBATCH|SRUN|SALLOC|SQUEUE|SINFO|SCONTROL)_')
 unset TF_CONFIG OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMIX_RANK \
     RF_MPI_HOSTS RF_CLUSTER_SECRET_FILE
 source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
@@ -220,7 +220,7 @@ case_srun() {
         fail "no 4 free consecutive ports"
         return
     }
-    timeout "$(t 90)" srun -n 4 "$trainer" --num_ps=2 --port_base="$base" \
+    timeout "$(t 90)" srun -n 4 --kill-on-bad-exit=1 "$trainer" --num_ps=2 --port_base="$base" \
         "${train[@]}" >"$out" 2>&1
     rc=$?
     # srun's status is the highest of its tasks' (0: all 4 exited 0)
