@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # tests/integration/slurm/slurm_test.sh CASE RF_TRAINER SBATCH_SCRIPT:
 # rf-trainer under a real Slurm on this machine: Debian's munged, slurmctld
-# and slurmd (22.05) started by hand in a temporary folder with their own
-# slurm.conf (SLURM_CONF), munge key and socket, on free loopback ports;
-# nothing of /etc/slurm or /etc/munge is used. One node, "localhost", that
-# declares 4 CPUs (SlurmdParameters=config_overrides: the machine may have
-# fewer; TaskPlugin=task/none binds nothing), process tracking without
-# cgroups (proctrack/linuxproc), so it runs in a container without systemd.
-# Cases:
-#   srun    srun -n 4 rf-trainer --num_ps=2 (the README's command line)
-#   sbatch  sbatch --wait of deploy/slurm/rdmaflow.sbatch, unchanged
-# Each checks what real slurmstepd-set SLURM_* variables made of the 4
-# tasks (ps 0-1 on --port_base and +1, the chief, worker 1), the global
+# and two slurmd (22.05), nodes 127.0.0.1 and 127.0.0.2, started by hand in
+# a temporary folder with their own slurm.conf (SLURM_CONF), munge key and
+# socket, on free loopback ports; nothing of /etc/slurm or /etc/munge is
+# used. Each node declares 4 CPUs (SlurmdParameters=config_overrides: the
+# machine may have fewer; TaskPlugin=task/none binds nothing) and tracks
+# processes without cgroups (proctrack/linuxproc), so it runs in a
+# container without systemd. Cases:
+#   srun    srun -n 4 rf-trainer --num_ps=2 on one node, the README's
+#           srun -N 2 --ntasks-per-node=2 over both, and
+#           --distribution=cyclic refused (exit 2, naming both places)
+#   sbatch  sbatch --wait --nodes=2 --ntasks-per-node=2 of
+#           deploy/slurm/rdmaflow.sbatch, the README's recipe, unchanged
+# Each run's checks: what slurmstepd's SLURM_* variables made of the 4
+# tasks (ps 0-1, the chief, worker 1, on their nodes and ports), the global
 # steps done, the chief's test accuracy, every task's exit 0 and the ps
 # tasks shut down by the chief. Exits 0 on success, 1 on failure (also when
 # the Slurm or munge packages are missing: tools/rf-setup deps installs
@@ -24,7 +27,7 @@ script=$(realpath "${3:?path to deploy/slurm/rdmaflow.sbatch}")
 data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 export RF_FABRIC=${RF_FABRIC:-sock}
 host=127.0.0.1
-node=localhost
+nodes=(127.0.0.1 127.0.0.2)
 steps=600
 # a Slurm job around this test (or SBATCH_*/SRUN_* input variables) must
 # not reach the test's cluster
@@ -36,7 +39,7 @@ unset TF_CONFIG OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMIX_RANK \
 source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
 
 tmp=$(mktemp -d)
-munged_pid='' ctld_pid='' slurmd_pid=''
+munged_pid='' ctld_pid='' slurmd_pids=()
 # shellcheck disable=SC2317 # the EXIT trap calls it
 cleanup() {
     local p i
@@ -48,10 +51,10 @@ cleanup() {
             sleep 0.2
         done
     fi
-    for p in $slurmd_pid $ctld_pid $munged_pid; do
+    for p in "${slurmd_pids[@]}" $ctld_pid $munged_pid; do
         kill "$p" 2>/dev/null
     done
-    for p in $slurmd_pid $ctld_pid $munged_pid; do
+    for p in "${slurmd_pids[@]}" $ctld_pid $munged_pid; do
         for ((i = 0; i < 50; i++)); do
             kill -0 "$p" 2>/dev/null || break
             sleep 0.1
@@ -96,13 +99,15 @@ need() {
     fi
 }
 
-# start_slurm: munged on its own socket and key, slurmctld and slurmd in
-# the foreground on free loopback ports, all state in $tmp; waits (bounded)
-# until sinfo shows the node idle. A failure to start is a test failure.
+# start_slurm: munged on its own socket and key; slurmctld and two slurmd
+# (nodes 127.0.0.1 and 127.0.0.2, both on this machine) in the foreground
+# on free loopback ports, all state in $tmp; waits (bounded) until sinfo
+# shows both nodes idle. A failure to start is a test failure.
 start_slurm() {
-    local d=$tmp/slurm cp dp cpus i state
+    local d=$tmp/slurm cp p1 p2 i n idle
     # munged wants every folder above its socket searchable by all
-    mkdir -p "$d/state" "$d/spool" && chmod 755 "$tmp" "$d" || return 1
+    mkdir -p "$d/state" "$d/spool/${nodes[0]}" "$d/spool/${nodes[1]}" &&
+        chmod 755 "$tmp" "$d" || return 1
     mungekey --create --bits=1024 --keyfile="$d/munge.key" || {
         fail "mungekey failed"
         return 1
@@ -121,27 +126,25 @@ start_slurm() {
         show "$d/munged.err"
         return 1
     }
-    if ! free_port cp || ! free_port dp; then
+    if ! free_port cp || ! free_port p1 || ! free_port p2; then
         fail "no free ports for slurmctld and slurmd"
         return 1
     fi
-    # the tasks need 4 CPUs; a smaller machine declares 4 anyway
-    cpus=$(slurmd -C | sed -n 's/.* CPUs=\([0-9]*\) .*/\1/p')
-    ((${cpus:-0} >= 4)) || cpus=4
+    # Each node declares 4 CPUs whatever the machine has (config_overrides),
+    # so that srun -n 4 fits on one node; with task/none nothing is bound.
     cat >"$d/slurm.conf" <<EOC
 ClusterName=rdmaflow-test
-SlurmctldHost=$node($host)
+SlurmctldHost=localhost($host)
 SlurmctldPort=$cp
-SlurmdPort=$dp
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$d/munge.sock
 StateSaveLocation=$d/state
-SlurmdSpoolDir=$d/spool
+SlurmdSpoolDir=$d/spool/%n
 SlurmctldPidFile=$d/slurmctld.pid
-SlurmdPidFile=$d/slurmd.pid
+SlurmdPidFile=$d/slurmd.%n.pid
 MailProg=/bin/true
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -152,40 +155,44 @@ SelectTypeParameters=CR_CPU
 MpiDefault=none
 ReturnToService=2
 SlurmdParameters=config_overrides
-NodeName=$node NodeAddr=$host CPUs=$cpus State=UNKNOWN
-PartitionName=test Nodes=$node Default=YES MaxTime=5 State=UP
+NodeName=${nodes[0]} NodeAddr=${nodes[0]} Port=$p1 CPUs=4 State=UNKNOWN
+NodeName=${nodes[1]} NodeAddr=${nodes[1]} Port=$p2 CPUs=4 State=UNKNOWN
+PartitionName=test Nodes=${nodes[0]},${nodes[1]} Default=YES MaxTime=5 State=UP
 EOC
     export SLURM_CONF=$d/slurm.conf
     slurmctld -D -i 2>"$d/slurmctld.log" &
     ctld_pid=$!
-    slurmd -D -N "$node" 2>"$d/slurmd.log" &
-    slurmd_pid=$!
+    for n in 0 1; do
+        slurmd -D -N "${nodes[n]}" 2>"$d/slurmd.$n.log" &
+        slurmd_pids+=($!)
+    done
     for ((i = 0; i < 100; i++)); do
-        state=$(sinfo --noheader --nodes="$node" --format=%t 2>/dev/null)
-        [[ $state == idle ]] && break
-        if ! kill -0 "$ctld_pid" 2>/dev/null || ! kill -0 "$slurmd_pid" 2>/dev/null; then
-            break
-        fi
+        idle=$(sinfo --noheader --Node --format=%t 2>/dev/null | grep -c '^idle$')
+        ((idle == 2)) && break
+        for n in $ctld_pid "${slurmd_pids[@]}"; do
+            kill -0 "$n" 2>/dev/null || i=100
+        done
         sleep 0.2
     done
-    if [[ $state != idle ]]; then
-        fail "the node is not idle after $((i / 5)) s (sinfo: '$state'):"
+    if ((idle != 2)); then
+        fail "$idle of 2 nodes idle after $((i / 5)) s:"
+        sinfo --Node 2>&1 | show /dev/stdin
         show "$d/slurmctld.log"
-        show "$d/slurmd.log"
+        show "$d/slurmd.0.log"
         return 1
     fi
-    ok "slurmctld on $host:$cp and slurmd on $host:$dp: node $node idle with $cpus CPUs"
+    ok "slurmctld on $host:$cp, slurmd ${nodes[0]}:$p1 and ${nodes[1]}:$p2: both nodes idle"
 }
 
-# check_job OUT BASE: the 4 tasks' lines in OUT show ranks 0-1 as ps 0-1
-# on BASE and BASE + 1, ranks 2-3 as the chief and worker 1; the steps
-# done, the chief's test accuracy and the ps tasks shut down.
+# check_job OUT BASE PS_HOST: the 4 tasks' lines in OUT show ranks 0-1 as
+# ps 0-1 on PS_HOST:BASE and BASE + 1, ranks 2-3 as the chief and worker
+# 1; the steps done, the chief's test accuracy, the ps tasks shut down.
 check_job() {
-    local out=$1 base=$2 gs acc
-    expect "$out" "^\[ps0\] ps task 0: serving on $node:$base " \
-        "task 0 is ps task 0 on $node:$base"
-    expect "$out" "^\[ps1\] ps task 1: serving on $node:$((base + 1)) " \
-        "task 1 is ps task 1 on $node:$((base + 1))"
+    local out=$1 base=$2 ph=$3 gs acc
+    expect "$out" "^\[ps0\] ps task 0: serving on $ph:$base " \
+        "task 0 is ps task 0 on $ph:$base"
+    expect "$out" "^\[ps1\] ps task 1: serving on $ph:$((base + 1)) " \
+        "task 1 is ps task 1 on $ph:$((base + 1))"
     expect "$out" '^\[worker0\] worker 0 of 2 workers \(chief\), 2 ps tasks' \
         "task 2 is worker 0, the chief"
     expect "$out" '^\[worker1\] worker 1 of 2 workers, 2 ps tasks' \
@@ -214,25 +221,51 @@ check_job() {
         "the chief saw the ps tasks go"
 }
 
+# run_srun WHAT OUT SRUN_ARGS...: srun (bounded) of rf-trainer with the
+# test's training flags; its status is the highest of its tasks' (0: all
+# 4 exited 0).
+run_srun() {
+    local what=$1 out=$2 rc
+    shift 2
+    timeout "$(t 90)" srun --kill-on-bad-exit=1 "$@" >"$out" 2>&1
+    rc=$?
+    if [[ $rc == 0 ]] && ! grep -q '^srun: error' "$out"; then
+        ok "$what: exit 0"
+    else
+        fail "$what: exit $rc"
+        grep -m3 '^srun: error' "$out"
+    fi
+}
+
 case_srun() {
     local base out=$tmp/srun.out rc
     free_port_range base 4 || {
         fail "no 4 free consecutive ports"
         return
     }
-    timeout "$(t 90)" srun -n 4 --kill-on-bad-exit=1 "$trainer" --num_ps=2 --port_base="$base" \
+    run_srun "srun -n 4 rf-trainer --num_ps=2 (one node)" "$out" \
+        --nodes=1 -n 4 "$trainer" --num_ps=2 --port_base="$base" "${train[@]}"
+    check_job "$out" "$base" "${nodes[0]}"
+
+    run_srun "srun -N 2 --ntasks-per-node=2 rf-trainer --num_ps=2" "$out" \
+        -N 2 --ntasks-per-node=2 "$trainer" --num_ps=2 --port_base="$base" \
+        "${train[@]}"
+    check_job "$out" "$base" "${nodes[0]}"
+
+    # cyclic: rank 1 is on the second node, where its address is not
+    timeout "$(t 60)" srun --kill-on-bad-exit=1 -N 2 -n 4 \
+        --distribution=cyclic "$trainer" --num_ps=2 --port_base="$base" \
         "${train[@]}" >"$out" 2>&1
     rc=$?
-    # srun's status is the highest of its tasks' (0: all 4 exited 0)
-    if [[ $rc == 0 ]]; then
-        ok "srun -n 4 rf-trainer --num_ps=2: exit 0"
+    if [[ $rc != 0 ]]; then
+        ok "srun --distribution=cyclic: exit $rc"
     else
-        fail "srun -n 4: exit $rc"
+        fail "srun --distribution=cyclic: exit 0 (want a failure)"
     fi
-    if grep -q '^srun: error' "$out"; then
-        fail "srun reported: $(grep -m1 '^srun: error' "$out")"
-    fi
-    check_job "$out" "$base"
+    expect "$out" "^rf-trainer: SLURM_PROCID=1 runs as task 0 of node \"${nodes[1]}\" \(SLURM_LOCALID, SLURMD_NODENAME\) but .* makes it task 1 of node \"${nodes[0]}\": run srun with --distribution=block" \
+        "rank 1 names where it runs and where block order puts it"
+    expect "$out" "^srun: error: ${nodes[1]}: task 1: Exited with exit code 2" \
+        "rank 1 exits 2"
 }
 
 case_sbatch() {
@@ -245,8 +278,9 @@ case_sbatch() {
     # rf-trainer's flags as its arguments; submitted from $tmp (the
     # cluster secret goes in a private folder of the submit directory)
     id=$(cd "$tmp" && RF_TRAINER=$trainer RF_PORT_BASE=$base \
-        timeout "$(t 90)" sbatch --wait --parsable --output="$out" \
-        "$script" "${train[@]}" 2>"$tmp/sbatch.err")
+        timeout "$(t 90)" sbatch --wait --parsable --nodes=2 \
+        --ntasks-per-node=2 --output="$out" "$script" "${train[@]}" \
+        2>"$tmp/sbatch.err")
     rc=$?
     if [[ $rc == 0 ]]; then
         ok "sbatch --wait rdmaflow.sbatch: job $id, exit 0"
@@ -257,7 +291,9 @@ case_sbatch() {
     scontrol show job "$id" >"$tmp/job.state" 2>&1
     expect "$tmp/job.state" 'JobState=COMPLETED ' "slurmctld: job $id COMPLETED"
     expect "$tmp/job.state" ' ExitCode=0:0' "slurmctld: job $id's exit code 0:0"
-    check_job "$out" "$base"
+    expect "$tmp/job.state" '^ +NodeList=127\.0\.0\.\[1-2\]$' \
+        "slurmctld: the job ran on both nodes"
+    check_job "$out" "$base" "${nodes[0]}"
     if grep -q 'unauthenticated' "$out"; then
         fail "a task warned: $(grep -m1 unauthenticated "$out")"
     else
