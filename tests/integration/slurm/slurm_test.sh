@@ -244,7 +244,8 @@ case_srun() {
         return
     }
     run_srun "srun -n 4 rf-trainer --num_ps=2 (one node)" "$out" \
-        --nodes=1 -n 4 "$trainer" --num_ps=2 --port_base="$base" "${train[@]}"
+        --nodelist="${nodes[0]}" -n 4 "$trainer" --num_ps=2 \
+        --port_base="$base" "${train[@]}"
     check_job "$out" "$base" "${nodes[0]}"
 
     run_srun "srun -N 2 --ntasks-per-node=2 rf-trainer --num_ps=2" "$out" \
