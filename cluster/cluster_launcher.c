@@ -135,6 +135,35 @@ static rf_status same_rank(char *const *envp, const char *name, int rank,
     return st;
 }
 
+/* The ports and roles number each node's tasks in rank order (block
+ * distribution): rank must be task k of node h by that order. slurmstepd
+ * says where the task really is (SLURM_LOCALID, SLURMD_NODENAME); under
+ * srun --distribution=cyclic, plane or arbitrary they disagree, and the
+ * task would listen or be looked for at another task's address. */
+static rf_status slurm_check_block(char *const *envp, const cl_launch *out,
+                                   int rank, const char *nodes_var)
+{
+    size_t h = 0;
+    int k = rank, local;
+    while (k >= out->counts[h])
+        k -= out->counts[h++];
+    const char *lv = cl_getenv(envp, "SLURM_LOCALID");
+    const char *nv = cl_getenv(envp, "SLURMD_NODENAME");
+    rf_status st;
+    if (lv && (st = env_int("SLURM_LOCALID", lv, 0, 65535, &local)) != RF_OK)
+        return st;
+    if ((lv && local != k) || (nv && strcmp(nv, out->hosts[h]) != 0))
+        return rf_error_set(
+            RF_ERR_INVALID_ARG,
+            "SLURM_PROCID=%d runs as task %s of node \"%s\" (SLURM_LOCALID, "
+            "SLURMD_NODENAME) but the ranks' addresses number the tasks of "
+            "each node of %s in rank order, which makes it task %d of node "
+            "\"%s\": run srun with --distribution=block",
+            rank, lv ? lv : "?", nv ? RF_ECHO(nv) : "?", nodes_var, k,
+            out->hosts[h]);
+    return RF_OK;
+}
+
 static rf_status resolve_slurm(char *const *envp, cl_launch *out)
 {
     static const char *const ntasks_vars[] = {"SLURM_STEP_NUM_TASKS",
@@ -212,6 +241,8 @@ static rf_status resolve_slurm(char *const *envp, cl_launch *out)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s gives %ld tasks on the nodes of %s but %s=%d",
                             tpn_var, sum, nodes_var, nt_var, ntasks);
+    if ((st = slurm_check_block(envp, out, rank, nodes_var)) != RF_OK)
+        return st;
     out->rank = rank;
     out->size = ntasks;
     snprintf(out->source, sizeof out->source,

@@ -60,6 +60,10 @@
  *    expanded as `scontrol show hostnames` (rf_hostlist_expand); the tasks
  *    on each node SLURM_STEP_TASKS_PER_NODE, else SLURM_TASKS_PER_NODE
  *    ("2(x3),1"), else SLURM_NTASKS_PER_NODE (the same on every node).
+ *    SLURM_LOCALID and SLURMD_NODENAME, if set (slurmstepd sets them),
+ *    must be where that block order puts the rank (srun's default
+ *    distribution): a task placed otherwise (srun --distribution=cyclic
+ *    or plane over several nodes) is an error naming both places.
  *    PMIX_RANK and OMPI_COMM_WORLD_RANK, if set too (srun --mpi=pmix), must
  *    agree with SLURM_PROCID.
  *  - Open MPI / PMIx, otherwise: the rank is OMPI_COMM_WORLD_RANK, else

@@ -186,8 +186,45 @@ static void test_slurm(void)
     SELF(c, "worker", 1, false);
     rf_cluster_destroy(c);
 
+    /* slurmstepd's own account of where the task is agrees with the block
+     * order (srun -N2 -n4, rank 3: task 1 of h2) */
+    c = ENV_OK(L("2", "5000"), "SLURM_PROCID=3", "SLURM_STEP_NUM_TASKS=4",
+               "SLURM_STEP_NODELIST=h[1-2]", "SLURM_STEP_TASKS_PER_NODE=2(x2)",
+               "SLURM_LOCALID=1", "SLURMD_NODENAME=h2");
+    SELF(c, "worker", 1, false);
+    rf_cluster_destroy(c);
+
     /* partial or inconsistent Slurm settings */
     rf_cluster_flags two = L("2", NULL);
+    /* srun --distribution=cyclic puts rank 1 on h2 as its task 0; by the
+     * addresses' block order it would be h1's task 1 */
+    ENV_ERR(two,
+            "SLURM_PROCID=1 runs as task 0 of node \"h2\" (SLURM_LOCALID, "
+            "SLURMD_NODENAME) but the ranks' addresses number the tasks of "
+            "each node of SLURM_STEP_NODELIST in rank order, which makes it "
+            "task 1 of node \"h1\": run srun with --distribution=block",
+            "SLURM_PROCID=1", "SLURM_STEP_NUM_TASKS=4",
+            "SLURM_STEP_NODELIST=h[1-2]", "SLURM_STEP_TASKS_PER_NODE=2(x2)",
+            "SLURM_LOCALID=0", "SLURMD_NODENAME=h2");
+    /* each variable alone (arbitrary distribution: the right local id on
+     * the wrong node; the other missing) */
+    ENV_ERR(two,
+            "SLURM_PROCID=0 runs as task ? of node \"h2\" (SLURM_LOCALID, "
+            "SLURMD_NODENAME) but the ranks' addresses number the tasks of "
+            "each node of SLURM_JOB_NODELIST in rank order, which makes it "
+            "task 0 of node \"h1\": run srun with --distribution=block",
+            "SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_JOB_NODELIST=h[1-2]",
+            "SLURM_TASKS_PER_NODE=3,1", "SLURMD_NODENAME=h2");
+    ENV_ERR(two,
+            "SLURM_PROCID=2 runs as task 0 of node \"?\" (SLURM_LOCALID, "
+            "SLURMD_NODENAME) but the ranks' addresses number the tasks of "
+            "each node of SLURM_JOB_NODELIST in rank order, which makes it "
+            "task 2 of node \"h1\": run srun with --distribution=block",
+            "SLURM_PROCID=2", "SLURM_NTASKS=4", "SLURM_JOB_NODELIST=h[1-2]",
+            "SLURM_TASKS_PER_NODE=3,1", "SLURM_LOCALID=0");
+    ENV_ERR(two, "SLURM_LOCALID=\"-1\" is not an integer in [0, 65535]",
+            "SLURM_PROCID=2", "SLURM_NTASKS=4", "SLURM_JOB_NODELIST=h[1-2]",
+            "SLURM_TASKS_PER_NODE=3,1", "SLURM_LOCALID=-1");
     ENV_ERR(two,
             "SLURM_PROCID is set but neither SLURM_STEP_NUM_TASKS nor "
             "SLURM_NTASKS is: how many tasks are there?",
