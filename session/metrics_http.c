@@ -11,6 +11,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct rf_prom_http {
     rf_prom_registry *r;
     struct MHD_Daemon *d;
     int port;
+    atomic_bool ready; /* GET /ready: 200 once set, else 503 */
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code,
@@ -72,11 +74,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
         return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED,
                      "only GET is served here\n");
-    if (strcmp(url, "/metrics") != 0)
-        return reply(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+    bool ready = strcmp(url, "/ready") == 0;
+    if (!ready && strcmp(url, "/metrics") != 0)
+        return reply(c, MHD_HTTP_NOT_FOUND,
+                     "not found: try /metrics or /ready\n");
     if (has_body(c))
         return reply(c, MHD_HTTP_CONTENT_TOO_LARGE,
-                     "a GET /metrics takes no body\n");
+                     "a GET takes no body here\n");
+    if (ready)
+        return atomic_load(&h->ready)
+                   ? reply(c, MHD_HTTP_OK, "ready\n")
+                   : reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
     char *text;
     size_t len;
     if (rf_prom_render(h->r, &text, &len) != RF_OK)
@@ -191,6 +199,12 @@ rf_status rf_prom_http_start(rf_prom_registry *r, const char *host, int port,
     }
     *out = h;
     return RF_OK;
+}
+
+void rf_prom_http_set_ready(rf_prom_http *h, bool ready)
+{
+    if (h)
+        atomic_store(&h->ready, ready);
 }
 
 int rf_prom_http_port(const rf_prom_http *h)

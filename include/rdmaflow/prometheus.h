@@ -9,6 +9,7 @@
 
 #include "rdmaflow/api.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,7 +103,9 @@ typedef struct rf_prom_http rf_prom_http;
 
 /* Serves r at http://host:port/metrics from one thread of libmicrohttpd:
  * GET /metrics answers 200 with the rendering ("text/plain; version=0.0.4;
- * charset=utf-8"); any other path 404; any other method 405 (Allow: GET);
+ * charset=utf-8"); GET /ready 200 "ready" once rf_prom_http_set_ready
+ * said so, else 503 "not ready" (a Kubernetes readiness probe); any other
+ * path 404; any other method 405 (Allow: GET);
  * a request with a body 413. At most 16 connections at once (a 17th waits
  * in the listen backlog until one closes), each closed after 10 s idle.
  * host: a numeric address or a name (the first IPv4 or IPv6 address it
@@ -115,6 +118,9 @@ typedef struct rf_prom_http rf_prom_http;
  * RF_ERR_UNAVAILABLE (a caller may try again). */
 RF_API rf_status rf_prom_http_start(rf_prom_registry *r, const char *host,
                                     int port, rf_prom_http **out);
+/* What GET /ready answers from now on (false at the start). NULL is
+ * ignored. */
+RF_API void rf_prom_http_set_ready(rf_prom_http *h, bool ready);
 /* The port it listens on. */
 RF_API int rf_prom_http_port(const rf_prom_http *h);
 /* Stops serving (waits for a scrape in progress) and frees h. NULL is

@@ -153,6 +153,7 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
         fprintf(stderr, "rf-trainer: %s\n", err);
         goto out;
     }
+    tr_prom_ready();
     printf("evaluator %d: not in the training cluster; evaluating the "
            "checkpoints in %s until global_step %" PRId64 ", summaries in %s\n",
            self->index, f->checkpoint_dir, f->train_steps,

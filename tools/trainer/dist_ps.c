@@ -74,6 +74,7 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
            self->index, self->address, listening,
            rf_fabric_provider(rf_server_fabric(server)), node, why);
     fflush(stdout);
+    tr_prom_ready();
     rf_status st = rf_server_join(server);
     rf_ps_server_counters k;
     rf_server_ps_counters(server, &k);

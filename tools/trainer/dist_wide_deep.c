@@ -218,6 +218,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rc = fail(who, err);
         goto out;
     }
+    tr_prom_ready();
     printf("%s: session created in %.2f s (%s), peak RSS %.1f MiB\n", who,
            rf_now_s() - t_create, chief ? "the tables initialised" : "waited",
            peak_rss_mib());

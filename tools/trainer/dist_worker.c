@@ -314,6 +314,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rc = fail(who, err);
         goto out;
     }
+    tr_prom_ready();
     rf_node *feeds[] = {d.s.x, d.s.y}, *fetches[] = {d.s.loss, d.s.train_op};
     const rf_session_desc *desc = NULL;
     if (rf_session_describe(rf_monitored_session_session(d.ms), feeds, 2,

@@ -95,6 +95,11 @@ int tr_prom_start(const tr_flags *f, const rf_cluster *cluster)
     return 0;
 }
 
+void tr_prom_ready(void)
+{
+    rf_prom_http_set_ready(http, true);
+}
+
 rf_prom_registry *tr_prom_registry(void)
 {
     return registry;

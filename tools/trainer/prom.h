@@ -22,6 +22,9 @@
 int tr_prom_start(const tr_flags *f, const rf_cluster *cluster);
 /* The registry, NULL when not serving. */
 rf_prom_registry *tr_prom_registry(void);
+/* From now on GET /ready answers 200: a ps serves, a worker's session is
+ * ready, an evaluator has its model (a Kubernetes readiness probe). */
+void tr_prom_ready(void);
 /* The evaluator evaluated the checkpoint of global_step step. */
 void tr_prom_evaluated(int64_t step);
 /* Stops serving and frees the registry (after the job's hooks are gone). */

@@ -37,8 +37,9 @@ SIGKILL, its pod comes back with a new address (the next free one)
 under the same name (every pod's /etc/hosts rewritten first, as DNS
 would), and its container is started again.
 
-The readiness probe (httpGet on the pod's address) is polled every
-0.5 s and the first time each pod is ready is reported.
+The readiness probe (httpGet on the pod's address, made with curl from
+the pod's network namespace) is polled every 0.5 s and the first time
+each pod is ready is reported.
 
 Prints one JSON object: {"result": "succeeded"|"failed"|"timeout",
 "pods": {name: {"address", "exits": [...], "restarts", "ready_after",
@@ -54,7 +55,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import yaml
 
@@ -83,6 +83,7 @@ class Pod:
         self.ready_after = None
         self.done = False
         self.log = None
+        self.next_probe = 0.0
 
 
 def tfjob_pods(doc):
@@ -262,17 +263,22 @@ class Harness:
         return False
 
     def ready(self, p):
+        """The readiness probe (httpGet), made from the pod's network
+        namespace (the kubelet's is the node's, which reaches the pod's
+        address; the root namespace here does not)."""
         probe = p.container.get("readinessProbe", {}).get("httpGet")
-        if not probe or p.ready_after is not None or not p.proc:
+        if (not probe or p.ready_after is not None or not p.proc or
+                time.monotonic() < p.next_probe):
             return
+        p.next_probe = time.monotonic() + 0.5
         url = "http://%s:%s%s" % (p.address, probe["port"],
                                   probe.get("path", "/"))
-        try:
-            with urllib.request.urlopen(url, timeout=0.3) as r:
-                if r.status == 200:
-                    p.ready_after = round(time.monotonic() - self.t0, 2)
-        except Exception:
-            pass
+        r = subprocess.run(["ip", "netns", "exec", p.ns, "curl", "-s",
+                            "-o", "/dev/null", "-w", "%{http_code}",
+                            "--max-time", "1", url],
+                           stdout=subprocess.PIPE, text=True)
+        if r.stdout.strip() == "200":
+            p.ready_after = round(time.monotonic() - self.t0, 2)
 
     def chief_step(self, chief):
         try:

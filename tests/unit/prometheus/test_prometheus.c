@@ -210,6 +210,23 @@ static void http_server(void)
     free(text);
     free(a.body);
 
+    http(port, "GET /ready HTTP/1.0\r\n\r\n", &a);
+    CHECK(a.code == 503 && !strcmp(a.body, "not ready\n"),
+          "GET /ready before ready: %d %s", a.code, a.body);
+    free(a.body);
+    rf_prom_http_set_ready(h, true);
+    http(port, "GET /ready HTTP/1.0\r\n\r\n", &a);
+    CHECK(a.code == 200 && !strcmp(a.body, "ready\n"),
+          "GET /ready once ready: %d %s", a.code, a.body);
+    free(a.body);
+    rf_prom_http_set_ready(h, false);
+    http(port, "GET /ready HTTP/1.0\r\n\r\n", &a);
+    CHECK(a.code == 503, "GET /ready after not ready again: %d", a.code);
+    free(a.body);
+    http(port, "POST /ready HTTP/1.0\r\nContent-Length: 0\r\n\r\n", &a);
+    CHECK(a.code == 405, "POST /ready: %d", a.code);
+    free(a.body);
+
     http(port, "GET /metric HTTP/1.0\r\n\r\n", &a);
     CHECK(a.code == 404, "GET /metric: %d", a.code);
     free(a.body);
