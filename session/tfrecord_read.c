@@ -159,9 +159,9 @@ rf_status rf_tfrecord_read(rf_tfrecord_reader *r, const void **data,
     if (done < want)
         return fail(r, rf_error_set(RF_ERR_CORRUPT,
                                     "%s: cut short: the file ends %zu bytes "
-                                    "into its %" PRIu64
-                                    " bytes of data and 4-byte CRC",
-                                    at, done, (uint64_t)want));
+                                    "into its data and CRC (%" PRIu64
+                                    " + 4 bytes)",
+                                    at, done, n));
     stored = get_le32(r->buf + n);
     computed = rf_tfrecord_masked_crc(r->buf, (size_t)n);
     if (stored != computed)

@@ -5,14 +5,26 @@
  *              steps 100, 200 and 300 with the scalars loss = 2 - s/200,
  *              global_step/sec = s/4 and examples/sec = 250 s / 4 (all
  *              exact in float), wall times 1764800000 + s. Prints the path.
+ *   reader     rf_summary_reader (session/summary_reader.c) on the
+ *              writer's events (file version, SessionLog START, scalars
+ *              with NaN and infinities, 2000 scalars in one event) read
+ *              back exactly; on records made by hand: an Event of a kind
+ *              the .proto lacks (a graph), a summary with an image and a
+ *              tensor value beside a scalar (skipped, counted), bytes that
+ *              are no Event, a small record decoding into a huge message
+ *              (refused by the decode budget), and a file cut short.
  * What the records hold is checked by the independent reader
  * (read_events.py: protoc's Python classes of the same .proto). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "rdmaflow/summary.h"
 #include "session/event_file.h"
+#include "session/tfrecord.h"
 #include "tests/common/check.h"
 
 #define T0 1764800000.0
@@ -76,16 +88,265 @@ static void write_dir(const char *dir)
     CHECK_OK(rf_event_file_close(f));
 }
 
+/* The next event of r, which must be there. */
+static void next(rf_summary_reader *r, rf_summary_event *ev)
+{
+    bool end = true;
+    CHECK_OK(rf_summary_reader_next(r, ev, &end));
+    CHECK(!end, "%s: ended early", rf_summary_reader_path(r));
+}
+
+static void expect_end(rf_summary_reader *r)
+{
+    rf_summary_event ev;
+    bool end = false;
+    CHECK_OK(rf_summary_reader_next(r, &ev, &end));
+    CHECK(end, "%s: an event after the last", rf_summary_reader_path(r));
+}
+
+/* The writer's events read back. */
+static void reader_writer_file(const char *dir)
+{
+    rf_event_file *f = NULL;
+    CHECK_OK(rf_event_file_create(dir, T0, &f));
+    CHECK_OK(rf_event_file_session_start(f, 0, T0 + 0.25));
+    const char *tags[] = {"loss", "accuracy", "nan", "inf", "-inf"};
+    for (int s = 100; s <= 300; s += 100) {
+        float vals[] = {2.0f - (float)s / 200.0f, 0.1f * (float)s / 100.0f, NAN,
+                        INFINITY, -INFINITY};
+        CHECK_OK(rf_event_file_scalars(f, s, T0 + s + 0.125, 5, tags, vals));
+    }
+    enum { MANY = 2000 };
+    static char names[MANY][16];
+    static const char *many_tags[MANY];
+    static float many_vals[MANY];
+    for (int i = 0; i < MANY; i++) {
+        snprintf(names[i], sizeof names[i], "tag%d", i);
+        many_tags[i] = names[i];
+        many_vals[i] = (float)i / 7.0f;
+    }
+    CHECK_OK(
+        rf_event_file_scalars(f, 400, T0 + 400, MANY, many_tags, many_vals));
+    char path[600];
+    snprintf(path, sizeof path, "%s", rf_event_file_path(f));
+    CHECK_OK(rf_event_file_close(f));
+
+    rf_summary_reader *r = NULL;
+    CHECK_OK(rf_summary_reader_open(path, &r));
+    CHECK(strcmp(rf_summary_reader_path(r), path) == 0, "path");
+    rf_summary_event ev;
+    next(r, &ev);
+    CHECK(ev.kind == RF_SUMMARY_EVENT_FILE_VERSION && ev.record == 0 &&
+              strcmp(ev.file_version, "brain.Event:2") == 0 &&
+              ev.wall_time == T0 && ev.step == 0 && ev.num_values == 0,
+          "first event: kind %d version %s", ev.kind,
+          ev.file_version ? ev.file_version : "(null)");
+    next(r, &ev);
+    CHECK(ev.kind == RF_SUMMARY_EVENT_SESSION_LOG &&
+              ev.session_status == RF_SUMMARY_SESSION_START &&
+              ev.wall_time == T0 + 0.25 && ev.record == 1 && !ev.file_version,
+          "session log: kind %d status %d", ev.kind, ev.session_status);
+    for (int s = 100; s <= 300; s += 100) {
+        next(r, &ev);
+        CHECK(ev.kind == RF_SUMMARY_EVENT_SUMMARY && ev.step == s &&
+                  ev.wall_time == T0 + s + 0.125 && ev.num_values == 5 &&
+                  ev.num_skipped == 0,
+              "step %d: kind %d step %lld, %zu values", s, ev.kind,
+              (long long)ev.step, ev.num_values);
+        for (size_t i = 0; i < 5; i++)
+            CHECK(strcmp(ev.tags[i], tags[i]) == 0, "tag %zu: %s", i,
+                  ev.tags[i]);
+        CHECK(ev.values[0] == 2.0f - (float)s / 200.0f &&
+                  ev.values[1] == 0.1f * (float)s / 100.0f &&
+                  isnan(ev.values[2]) && ev.values[3] == INFINITY &&
+                  ev.values[4] == -INFINITY,
+              "step %d values %g %g %g %g %g", s, ev.values[0], ev.values[1],
+              ev.values[2], ev.values[3], ev.values[4]);
+    }
+    next(r, &ev);
+    CHECK(ev.num_values == MANY && ev.step == 400, "%zu values at step %lld",
+          ev.num_values, (long long)ev.step);
+    for (int i = 0; i < MANY; i++)
+        CHECK(strcmp(ev.tags[i], names[i]) == 0 && ev.values[i] == many_vals[i],
+              "value %d: %s=%g", i, ev.tags[i], ev.values[i]);
+    expect_end(r);
+    expect_end(r);
+    rf_summary_reader_close(r);
+
+    /* cut 3 bytes short: the last record torn */
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0, "stat");
+    CHECK(truncate(path, sb.st_size - 3) == 0, "truncate");
+    CHECK_OK(rf_summary_reader_open(path, &r));
+    for (int k = 0; k < 5; k++)
+        next(r, &ev);
+    bool end = false;
+    for (int again = 0; again < 2; again++) {
+        CHECK_ST(rf_summary_reader_next(r, &ev, &end), RF_ERR_CORRUPT);
+        CHECK(!end && ev.num_values == 0 && ev.kind == 0, "event set");
+        CHECK_MSG(path);
+        CHECK_MSG("record 5 at offset ");
+        CHECK_MSG("cut short");
+    }
+    rf_summary_reader_close(r);
+    unlink(path);
+}
+
+/* Protocol-buffer encoding by hand, for records the writer never makes. */
+typedef struct pb {
+    unsigned char *b;
+    size_t n, cap;
+} pb;
+
+static void pb_bytes(pb *p, const void *data, size_t n)
+{
+    if (p->n + n > p->cap) {
+        p->cap = 2 * (p->n + n);
+        p->b = realloc(p->b, p->cap);
+        CHECK(p->b != NULL, "realloc");
+    }
+    memcpy(p->b + p->n, data, n);
+    p->n += n;
+}
+
+static void pb_varint(pb *p, uint64_t v)
+{
+    do {
+        unsigned char c = (unsigned char)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            c |= 0x80;
+        pb_bytes(p, &c, 1);
+    } while (v);
+}
+
+/* field (number, length-delimited) holding n bytes */
+static void pb_len(pb *p, int field, const void *data, size_t n)
+{
+    pb_varint(p, (uint64_t)field << 3 | 2);
+    pb_varint(p, n);
+    pb_bytes(p, data, n);
+}
+
+static void pb_double(pb *p, int field, double v)
+{
+    pb_varint(p, (uint64_t)field << 3 | 1);
+    pb_bytes(p, &v, 8); /* little-endian host */
+}
+
+static void pb_float(pb *p, int field, float v)
+{
+    pb_varint(p, (uint64_t)field << 3 | 5);
+    pb_bytes(p, &v, 4);
+}
+
+/* Records made by hand, as TensorFlow would write them. */
+static void reader_foreign_file(const char *dir)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/events.out.tfevents.foreign", dir);
+    rf_tfrecord_writer *w = NULL;
+    CHECK_OK(rf_tfrecord_create(path, &w));
+    /* 0: an Event with a graph_def (field 4), unknown to the .proto */
+    pb e = {0};
+    pb_double(&e, 1, T0 + 1);
+    pb_varint(&e, 2 << 3), pb_varint(&e, 7);
+    pb_len(&e, 4,
+           "\x0a\x03"
+           "abc",
+           5);
+    CHECK_OK(rf_tfrecord_write(w, e.b, e.n));
+    /* 1: a summary: an image value, the scalar "loss", a tensor value */
+    pb img = {0}, loss = {0}, ten = {0}, sum = {0};
+    pb_len(&img, 1, "img", 3);
+    pb_len(&img, 4, "\x08\x02\x10\x02", 4); /* Summary.Image */
+    pb_len(&loss, 1, "loss", 4);
+    pb_float(&loss, 2, 2.5f);
+    pb_len(&ten, 1, "t", 1);
+    pb_len(&ten, 8, "\x08\x01", 2); /* TensorProto dtype DT_FLOAT */
+    pb_len(&sum, 1, img.b, img.n);
+    pb_len(&sum, 1, loss.b, loss.n);
+    pb_len(&sum, 1, ten.b, ten.n);
+    e.n = 0;
+    pb_double(&e, 1, T0 + 2);
+    pb_varint(&e, 2 << 3), pb_varint(&e, 9);
+    pb_len(&e, 5, sum.b, sum.n);
+    CHECK_OK(rf_tfrecord_write(w, e.b, e.n));
+    /* 2: bytes that are no Event (field 1 with wire type 7) */
+    CHECK_OK(rf_tfrecord_write(w, "\x0f\x01\x02", 3));
+    CHECK_OK(rf_tfrecord_close(w));
+
+    rf_summary_reader *r = NULL;
+    CHECK_OK(rf_summary_reader_open(path, &r));
+    rf_summary_event ev;
+    next(r, &ev);
+    CHECK(ev.kind == RF_SUMMARY_EVENT_OTHER && ev.step == 7 &&
+              ev.wall_time == T0 + 1 && ev.num_values == 0,
+          "graph event: kind %d step %lld", ev.kind, (long long)ev.step);
+    next(r, &ev);
+    CHECK(ev.kind == RF_SUMMARY_EVENT_SUMMARY && ev.step == 9 &&
+              ev.num_values == 1 && ev.num_skipped == 2 &&
+              strcmp(ev.tags[0], "loss") == 0 && ev.values[0] == 2.5f,
+          "summary: kind %d, %zu values, %zu skipped", ev.kind, ev.num_values,
+          ev.num_skipped);
+    bool end = false;
+    for (int again = 0; again < 2; again++) {
+        CHECK_ST(rf_summary_reader_next(r, &ev, &end), RF_ERR_CORRUPT);
+        CHECK_MSG(path);
+        CHECK_MSG("record 2 at offset ");
+        CHECK_MSG("not a tensorflow.Event");
+    }
+    rf_summary_reader_close(r);
+    unlink(path);
+
+    /* a 400 kB record of 200000 empty values: 20 MB once decoded */
+    snprintf(path, sizeof path, "%s/events.out.tfevents.huge", dir);
+    CHECK_OK(rf_tfrecord_create(path, &w));
+    sum.n = 0;
+    for (int i = 0; i < 200000; i++)
+        pb_len(&sum, 1, "", 0);
+    e.n = 0;
+    pb_len(&e, 5, sum.b, sum.n);
+    CHECK_OK(rf_tfrecord_write(w, e.b, e.n));
+    CHECK_OK(rf_tfrecord_close(w));
+    CHECK_OK(rf_summary_reader_open(path, &r));
+    CHECK_ST(rf_summary_reader_next(r, &ev, &end), RF_ERR_CORRUPT);
+    CHECK_MSG("record 0 at offset 0: decoding it as a tensorflow.Event "
+              "would take more than");
+    rf_summary_reader_close(r);
+    unlink(path);
+    free(e.b), free(img.b), free(loss.b), free(ten.b), free(sum.b);
+
+    CHECK_ST(rf_summary_reader_open(path, &r), RF_ERR_IO);
+    CHECK(r == NULL, "a failed open left *out set");
+    CHECK_MSG(path);
+    CHECK_ST(rf_summary_reader_open(NULL, &r), RF_ERR_INVALID_ARG);
+    rf_summary_reader_close(NULL);
+}
+
+static void reader(void)
+{
+    char dir[] = "/tmp/rf-events-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    reader_writer_file(dir);
+    reader_foreign_file(dir);
+    CHECK(rmdir(dir) == 0, "rmdir %s: left files behind", dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "unit") == 0) {
         unit();
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "reader") == 0) {
+        reader();
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "write") == 0) {
         write_dir(argv[2]);
         return 0;
     }
-    fprintf(stderr, "usage: rf_test_event_file unit | write DIR\n");
+    fprintf(stderr, "usage: rf_test_event_file unit | reader | write DIR\n");
     return 2;
 }

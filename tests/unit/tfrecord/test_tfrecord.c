@@ -7,8 +7,17 @@
  *   write FILE  the records read_tfrecord.py expects: sizes 0, 1, 7, 8,
  *               100, 4096, 70000 and 1 MiB, byte i of a record of n bytes
  *               being (31 i + n) mod 256.
+ *   reader      the reader (tfrecord_read.c) on that file: every record
+ *               back exactly, then a clean end; copies with one bit
+ *               flipped in a length, a length CRC, the data or a data CRC,
+ *               cut short in a header or in the data, and with a length
+ *               above the bound, each refused with its reason, naming the
+ *               record and its offset, after the good records before it
+ *               (and again on the next call); a copy cut at a record's end
+ *               reads cleanly.
  * The framing and both masked CRCs are checked by the independent reader
- * (read_tfrecord.py: its own CRC32C, struct), never by this code. */
+ * (read_tfrecord.py: its own CRC32C, struct), never by this code; the
+ * reader is checked against files the writer made. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -104,16 +113,195 @@ static void write_file(const char *path)
     CHECK_OK(rf_tfrecord_close(w));
 }
 
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+/* Where record k of write_file's file starts. */
+static size_t record_offset(size_t k)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < k; i++)
+        off += 12 + sizes[i] + 4;
+    return off;
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    CHECK(fp != NULL, "fopen %s: %s", path, strerror(errno));
+    CHECK(fseek(fp, 0, SEEK_END) == 0, "fseek");
+    long n = ftell(fp);
+    rewind(fp);
+    unsigned char *buf = malloc((size_t)n);
+    CHECK(buf && fread(buf, 1, (size_t)n, fp) == (size_t)n, "read %s", path);
+    fclose(fp);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void spill(const char *path, const unsigned char *buf, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp && fwrite(buf, 1, len, fp) == len && fclose(fp) == 0, "write %s",
+          path);
+}
+
+/* Reads path with a bound of max_len; the first `good` records must come
+ * back as write_file wrote them; then, with want NULL, a clean end, else
+ * RF_ERR_CORRUPT whose message holds "record <good> at offset <off>: " and
+ * want, twice. */
+static void expect_read(const char *path, size_t max_len, size_t good,
+                        const char *want)
+{
+    rf_tfrecord_reader *r = NULL;
+    CHECK_OK(rf_tfrecord_open(path, max_len, &r));
+    CHECK(strcmp(rf_tfrecord_reader_path(r), path) == 0, "path");
+    const void *data;
+    size_t len;
+    bool end;
+    for (size_t k = 0; k < good; k++) {
+        CHECK_OK(rf_tfrecord_read(r, &data, &len, &end));
+        CHECK(!end && len == sizes[k], "%s: record %zu: %zu bytes, end %d",
+              path, k, len, end);
+        for (size_t i = 0; i < len; i++)
+            CHECK(((const unsigned char *)data)[i] ==
+                      (unsigned char)((31 * i + len) & 0xff),
+                  "%s: record %zu byte %zu", path, k, i);
+        CHECK(rf_tfrecord_reader_record(r) == k &&
+                  rf_tfrecord_reader_offset(r) == record_offset(k),
+              "record %zu at %zu: reader says %llu at %llu", k,
+              record_offset(k),
+              (unsigned long long)rf_tfrecord_reader_record(r),
+              (unsigned long long)rf_tfrecord_reader_offset(r));
+    }
+    if (!want) {
+        for (int again = 0; again < 2; again++) {
+            CHECK_OK(rf_tfrecord_read(r, &data, &len, &end));
+            CHECK(end && !data && len == 0, "%s: no clean end after %zu", path,
+                  good);
+        }
+    } else {
+        char at[64];
+        snprintf(at, sizeof at, "record %zu at offset %zu: ", good,
+                 record_offset(good));
+        for (int again = 0; again < 2; again++) {
+            CHECK_ST(rf_tfrecord_read(r, &data, &len, &end), RF_ERR_CORRUPT);
+            CHECK(!end && !data, "an error with data or end set");
+            CHECK_MSG(path);
+            CHECK_MSG(at);
+            CHECK_MSG(want);
+        }
+        rft_note("refused: %s", rf_error_message());
+    }
+    rf_tfrecord_reader_close(r);
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void reader(void)
+{
+    char dir[] = "/tmp/rf-tfrecord-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+    char path[256], bad[256];
+    snprintf(path, sizeof path, "%s/records", dir);
+    snprintf(bad, sizeof bad, "%s/bad", dir);
+    write_file(path);
+    expect_read(path, 0, NSIZES, NULL);
+
+    size_t len;
+    unsigned char *orig = slurp(path, &len), *copy = malloc(len);
+    CHECK(copy != NULL, "malloc");
+    size_t off4 = record_offset(4), off7 = record_offset(7);
+    struct {
+        size_t byte; /* the byte whose bit 3 flips */
+        const char *want;
+    } flips[] = {
+        {off4 + 1, "length CRC mismatch"},
+        {off4 + 9, "length CRC mismatch"},
+        {off4 + 12 + 50, "data CRC mismatch over its 100 bytes"},
+        {off4 + 12 + 100 + 2, "data CRC mismatch"},
+    };
+    for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
+        memcpy(copy, orig, len);
+        copy[flips[i].byte] ^= 0x08;
+        spill(bad, copy, len);
+        expect_read(bad, 0, 4, flips[i].want);
+    }
+    /* cut short: in record 7's header, in its data, in its data CRC */
+    spill(bad, orig, off7 + 5);
+    expect_read(bad, 0, 7,
+                "cut short: the file ends 5 bytes into its "
+                "12-byte header");
+    spill(bad, orig, off7 + 12 + 1000);
+    expect_read(bad, 0, 7,
+                "cut short: the file ends 1000 bytes into its "
+                "data and CRC (1048576 + 4 bytes)");
+    spill(bad, orig, len - 1);
+    expect_read(bad, 0, 7, "cut short");
+    /* cut at a record's end: a clean end; an empty file too */
+    spill(bad, orig, off7);
+    expect_read(bad, 0, 7, NULL);
+    spill(bad, orig, 0);
+    expect_read(bad, 0, 0, NULL);
+    /* a length above the bound, its CRC right: 64 MiB + 1 and 2^62 */
+    const uint64_t huge[] = {RF_TFRECORD_MAX_RECORD + 1, (uint64_t)1 << 62};
+    for (size_t i = 0; i < 2; i++) {
+        memcpy(copy, orig, len);
+        put_le(copy + off4, huge[i], 8);
+        put_le(copy + off4 + 8, rf_tfrecord_masked_crc(copy + off4, 8), 4);
+        spill(bad, copy, len);
+        char want[128];
+        snprintf(want, sizeof want,
+                 "length %llu bytes is above this reader's limit of 67108864",
+                 (unsigned long long)huge[i]);
+        expect_read(bad, 0, 4, want);
+    }
+    /* a bound given: record 5 (4096 bytes) is above 4000 */
+    expect_read(path, 4000, 5,
+                "length 4096 bytes is above this reader's "
+                "limit of 4000");
+    /* a length below the bound in a short file: cut short, not a 60 MiB
+     * buffer */
+    memcpy(copy, orig, off4 + 112);
+    put_le(copy + off4, (uint64_t)60 << 20, 8);
+    put_le(copy + off4 + 8, rf_tfrecord_masked_crc(copy + off4, 8), 4);
+    spill(bad, copy, off4 + 112);
+    expect_read(bad, 0, 4,
+                "cut short: the file ends 100 bytes into its "
+                "data and CRC (62914560 + 4 bytes)");
+    /* a missing file */
+    rf_tfrecord_reader *r = (rf_tfrecord_reader *)(uintptr_t)1;
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s/missing", dir);
+    CHECK_ST(rf_tfrecord_open(missing, 0, &r), RF_ERR_IO);
+    CHECK(r == NULL, "a failed open left *out set");
+    CHECK_MSG(missing);
+    CHECK_ST(rf_tfrecord_open("", 0, &r), RF_ERR_INVALID_ARG);
+    rf_tfrecord_reader_close(NULL);
+    free(orig);
+    free(copy);
+    unlink(path);
+    unlink(bad);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "unit") == 0) {
         unit();
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "reader") == 0) {
+        reader();
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "write") == 0) {
         write_file(argv[2]);
         return 0;
     }
-    fprintf(stderr, "usage: rf_test_tfrecord unit | write FILE\n");
+    fprintf(stderr, "usage: rf_test_tfrecord unit | reader | write FILE\n");
     return 2;
 }
