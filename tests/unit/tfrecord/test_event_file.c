@@ -5,6 +5,9 @@
  *              steps 100, 200 and 300 with the scalars loss = 2 - s/200,
  *              global_step/sec = s/4 and examples/sec = 250 s / 4 (all
  *              exact in float), wall times 1764800000 + s. Prints the path.
+ *   tags DIR TAG...  an event file in DIR whose one summary, at step 7,
+ *              holds TAG i = i + 0.5 (tags with control characters, for
+ *              rf-events' escaping). Prints the path.
  *   reader     rf_summary_reader (session/summary_reader.c) on the
  *              writer's events (file version, SessionLog START, scalars
  *              with NaN and infinities, 2000 scalars in one event) read
@@ -343,10 +346,26 @@ int main(int argc, char **argv)
         reader();
         return 0;
     }
+    if (argc >= 4 && strcmp(argv[1], "tags") == 0) {
+        size_t n = (size_t)argc - 3;
+        float *vals = malloc(n * sizeof *vals);
+        CHECK(vals != NULL, "malloc");
+        for (size_t i = 0; i < n; i++)
+            vals[i] = (float)i + 0.5f;
+        rf_event_file *f = NULL;
+        CHECK_OK(rf_event_file_create(argv[2], T0, &f));
+        CHECK_OK(rf_event_file_scalars(f, 7, T0 + 7, n,
+                                       (const char *const *)argv + 3, vals));
+        printf("%s\n", rf_event_file_path(f));
+        CHECK_OK(rf_event_file_close(f));
+        free(vals);
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "write") == 0) {
         write_dir(argv[2]);
         return 0;
     }
-    fprintf(stderr, "usage: rf_test_event_file unit | reader | write DIR\n");
+    fprintf(stderr, "usage: rf_test_event_file unit | reader | write DIR | "
+                    "tags DIR TAG...\n");
     return 2;
 }
