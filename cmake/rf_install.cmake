@@ -60,10 +60,11 @@ install(FILES ${PROJECT_SOURCE_DIR}/examples/fabric_hello.c
 
 # The tools and one line for each man page's NAME section.
 set(RF_INSTALLED_TOOLS rf-trainer rf-launch rf-ckpt rf-fabric-demo
-    rf-example-trainer rf-bench rf-info rf-ctr-data)
+    rf-example-trainer rf-bench rf-info rf-ctr-data rf-events)
 set(RF_MAN_rf-trainer "train a model on Fashion-MNIST, in this process or as one task of a ps/worker cluster")
 set(RF_MAN_rf-launch "run a whole ps/worker cluster on this machine")
 set(RF_MAN_rf-ckpt "list, verify and compare rdmaflow checkpoints")
+set(RF_MAN_rf-events "print the events of TensorBoard event files as text or JSON lines")
 set(RF_MAN_rf-fabric-demo "one-sided RDMA operations between two processes over an rdmaflow fabric provider")
 set(RF_MAN_rf-example-trainer "the classic distributed TensorFlow example trainer, in C on rdmaflow")
 set(RF_MAN_rf-info "the fabric providers, RDMA devices, the provider chosen for an address, and every RF_ setting")

@@ -67,14 +67,14 @@ list(JOIN RF_DEB_DEV_DEPENDS ", " CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME rdmaflow-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-    "rdmaflow tools\n rf-trainer, rf-launch, rf-ckpt, rf-bench, rf-fabric-demo and the example trainer.")
+    "rdmaflow tools\n rf-trainer, rf-launch, rf-ckpt, rf-events, rf-bench, rf-fabric-demo and the example trainer.")
 set(CPACK_COMPONENT_TOOLS_DEPENDS Runtime)
 # What the tools run besides their own binaries (their libraries' Depends
 # come from dpkg-shlibdeps): rf-plot and rf-trace-plot draw with jq and
 # gnuplot's pngcairo terminal (each of Debian's three gnuplot builds has it
 # and installs /usr/bin/gnuplot; gnuplot-nox, the one without X, first; the
 # metapackage gnuplot ships no program), and rf-launch --plot runs rf-plot.
-# Recommends, not Depends: two scripts of the ten programs need them, every
+# Recommends, not Depends: two scripts of the eleven programs need them, every
 # other tool (rf-launch without --plot included) does its whole job without
 # them, and rf-plot --check names what is missing. apt installs Recommends
 # by default. rf-launch --hostfile starts tasks over ssh: Suggests, as the

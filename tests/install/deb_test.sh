@@ -83,6 +83,7 @@ for f in $lib/librdmaflow.so.0 $lib/librdmaflow.so $lib/librdmaflow.a \
     $lib/pkgconfig/rdmaflow.pc $lib/cmake/rdmaflow/rdmaflowConfig.cmake \
     usr/bin/rf-trainer usr/bin/rf-launch usr/bin/rf-ckpt usr/bin/rf-fabric-demo \
     usr/bin/rf-bench usr/bin/rf-example-trainer usr/bin/rf-info usr/bin/rf-plot \
+    usr/bin/rf-events usr/share/man/man1/rf-events.1.gz \
     usr/share/man/man1/rf-trainer.1.gz usr/share/man/man1/rf-plot.1.gz \
     usr/share/doc/librdmaflow-dev/examples/fabric_hello.c \
     usr/share/doc/librdmaflow-dev/examples/trainer.c; do

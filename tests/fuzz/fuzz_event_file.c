@@ -1,0 +1,98 @@
+/* tests/fuzz/fuzz_event_file.c: libFuzzer target for the event-file reader
+ * (rf_summary_reader, rdmaflow/summary.h: session/summary_reader.c over
+ * the TFRecord reader session/tfrecord_read.c and protobuf-c's decoder).
+ * rf_summary_reader_open takes a path, so the input is written to a file
+ * in a private temporary directory (removed at exit). Every event is read
+ * until the end or an error. An error must be RF_ERR_CORRUPT naming the
+ * file and the record, and the next call must fail the same way; every
+ * event returned must be consistent (a kind the header names, its record
+ * numbers increasing, tags and values readable, a version string for a
+ * file-version event). The seeds (corpus/event_file) are files the
+ * library wrote and records made by hand. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuzz_common.h"
+#include "rdmaflow/summary.h"
+
+static char dir[64];
+static char file[96];
+
+static void cleanup(void)
+{
+    unlink(file);
+    rmdir(dir);
+}
+
+static void check_event(const rf_summary_event *ev, uint64_t *next_record)
+{
+    REQUIRE(ev->record >= *next_record);
+    *next_record = ev->record + 1;
+    switch (ev->kind) {
+    case RF_SUMMARY_EVENT_FILE_VERSION:
+        REQUIRE(ev->file_version && ev->num_values == 0);
+        (void)strlen(ev->file_version);
+        break;
+    case RF_SUMMARY_EVENT_SUMMARY:
+        REQUIRE(!ev->file_version);
+        REQUIRE(ev->num_values == 0 || (ev->tags && ev->values));
+        for (size_t i = 0; i < ev->num_values; i++) {
+            REQUIRE(ev->tags[i]);
+            volatile float v = ev->values[i];
+            (void)v;
+            (void)strlen(ev->tags[i]);
+        }
+        break;
+    case RF_SUMMARY_EVENT_SESSION_LOG:
+    case RF_SUMMARY_EVENT_OTHER:
+        REQUIRE(!ev->file_version && ev->num_values == 0 &&
+                ev->num_skipped == 0);
+        break;
+    default:
+        REQUIRE(0);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!dir[0]) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/fuzz_event_file.XXXXXX",
+                 tmp && strlen(tmp) < 32 ? tmp : "/tmp");
+        REQUIRE(mkdtemp(dir));
+        snprintf(file, sizeof file, "%s/events.out.tfevents.fuzz", dir);
+        atexit(cleanup);
+    }
+    FILE *fp = fopen(file, "wb");
+    REQUIRE(fp);
+    REQUIRE(fwrite(data, 1, size, fp) == size);
+    REQUIRE(fclose(fp) == 0);
+
+    rf_summary_reader *r = NULL;
+    REQUIRE(rf_summary_reader_open(file, &r) == RF_OK && r);
+    uint64_t next_record = 0;
+    rf_summary_event ev;
+    bool end = false;
+    rf_status st;
+    while ((st = rf_summary_reader_next(r, &ev, &end)) == RF_OK && !end)
+        check_event(&ev, &next_record);
+    if (st != RF_OK) {
+        REQUIRE(st == RF_ERR_CORRUPT);
+        const char *msg = rf_error_message();
+        REQUIRE(strstr(msg, file) && strstr(msg, "record "));
+        char first[512];
+        snprintf(first, sizeof first, "%s", msg);
+        REQUIRE(rf_summary_reader_next(r, &ev, &end) == st && !end);
+        REQUIRE(strcmp(rf_error_message(), first) == 0);
+    } else {
+        /* a clean end stays one */
+        REQUIRE(rf_summary_reader_next(r, &ev, &end) == RF_OK && end);
+    }
+    rf_summary_reader_close(r);
+    return 0;
+}
