@@ -2,7 +2,11 @@
  * (rf_summary_reader, rdmaflow/summary.h: session/summary_reader.c over
  * the TFRecord reader session/tfrecord_read.c and protobuf-c's decoder).
  * rf_summary_reader_open takes a path, so the input is written to a file
- * in a private temporary directory (removed at exit). Every event is read
+ * in a private temporary directory (removed at exit): as it is, or, when
+ * it starts with 'R', framed here: the rest is records of up to 255 bytes
+ * (a length byte, then the bytes), each written with its length and
+ * masked CRC32Cs (this file's own bitwise CRC32C), so that mutations
+ * reach protobuf-c's decoder instead of dying at a CRC. Every event is read
  * until the end or an error. An error must be RF_ERR_CORRUPT naming the
  * file and the record, and the next call must fail the same way; every
  * event returned must be consistent (a kind the header names, its record
@@ -26,6 +30,45 @@ static void cleanup(void)
 {
     unlink(file);
     rmdir(dir);
+}
+
+/* CRC32C (Castagnoli, reflected 0x82f63b78), bit by bit: the test's own,
+ * independent of the library's ISA-L one; masked as TensorFlow masks. */
+static uint32_t masked_crc(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+    }
+    c = ~c;
+    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+static void put_le(FILE *fp, uint64_t v, int bytes)
+{
+    uint8_t b[8];
+    for (int i = 0; i < bytes; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    REQUIRE(fwrite(b, 1, (size_t)bytes, fp) == (size_t)bytes);
+}
+
+/* data as records: a length byte, then up to that many bytes, each */
+static void write_framed(FILE *fp, const uint8_t *data, size_t size)
+{
+    while (size > 0) {
+        size_t n = data[0] < size - 1 ? data[0] : size - 1;
+        uint8_t len[8];
+        for (int i = 0; i < 8; i++)
+            len[i] = (uint8_t)((uint64_t)n >> (8 * i));
+        REQUIRE(fwrite(len, 1, 8, fp) == 8);
+        put_le(fp, masked_crc(len, 8), 4);
+        REQUIRE(fwrite(data + 1, 1, n, fp) == n);
+        put_le(fp, masked_crc(data + 1, n), 4);
+        data += 1 + n;
+        size -= 1 + n;
+    }
 }
 
 static void check_event(const rf_summary_event *ev, uint64_t *next_record)
@@ -70,7 +113,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FILE *fp = fopen(file, "wb");
     REQUIRE(fp);
-    REQUIRE(fwrite(data, 1, size, fp) == size);
+    if (size > 0 && data[0] == 'R')
+        write_framed(fp, data + 1, size - 1);
+    else
+        REQUIRE(fwrite(data, 1, size, fp) == size);
     REQUIRE(fclose(fp) == 0);
 
     rf_summary_reader *r = NULL;
