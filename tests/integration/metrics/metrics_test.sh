@@ -382,8 +382,136 @@ case_run_main() {
         { fail "--out on a foreign directory"; show "$tmp/refused" 5; }
 }
 
+# TensorBoard event files of a real job, read back and drawn: a 1 ps x 1
+# worker job (summaries are the chief's, in distributed training) with
+# --checkpoint_dir, summaries every 50 global steps and checkpoints every
+# 100, and an evaluator started beside it (the chief's test accuracy into
+# the eval folder). rf-events reads both files (JSON lines parsed by jq);
+# rf-plot draws the folder beside the worker's metrics file: valid PNGs,
+# the data files' rows the events merged by step, the eval folder as the
+# test accuracy's points; a torn event file fails rf-plot (exit 1).
+case_events() {
+    need_data
+    need_plot
+    local d=$tmp/ckpt m=$tmp/m pics=$tmp/pics
+    local model=(--model=softmax --train_steps=300)
+    timeout "$(t 90)" "$trainer" --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 \
+        --job_name=evaluator --task_index=0 "${model[@]}" --checkpoint_dir="$d" \
+        --max_wait_secs="$(t 60)" >"$tmp/ev" 2>&1 &
+    local ev=$!
+    timeout "$(t 100)" "$launch" --ps 1 --workers 1 --metrics_dir "$m" -- \
+        "$trainer" "${model[@]}" --checkpoint_dir="$d" --save_summaries_steps=50 \
+        --save_checkpoint_steps=100 >"$tmp/log" 2>&1 ||
+        { fail "rf-launch exited $?"; show "$tmp/log" 30; }
+    wait "$ev" || { fail "the evaluator exited $?"; show "$tmp/ev"; }
+    local acc
+    acc=$(sed -n 's/^\[evaluator0\] test accuracy: \([0-9.]*\) .*/\1/p' "$tmp/ev" | tail -1)
+    [[ -n $acc ]] || fail "the evaluator printed no test accuracy"
+
+    # rf-events: the chief's events and the evaluator's
+    if "$build/tools/rf-events" --json "$d" >"$tmp/ev.jsonl" 2>"$tmp/err"; then
+        ok "rf-events --json $d: $(wc -l <"$tmp/ev.jsonl") events"
+    else
+        fail "rf-events exited $?"
+        show "$tmp/err"
+    fi
+    # shellcheck disable=SC2016 # jq's variables
+    local chief='[.[] | select(.file | test("/eval/") | not)]'
+    if jq -e -s "$chief"' as $c
+        | ($c[0].kind == "file_version" and $c[0].file_version == "brain.Event:2")
+        and any($c[]; .kind == "session_log" and .session_status == "START")
+        and ([$c[] | select(.values.loss)] as $l
+             | ($l | length) >= 5
+             and all($l[]; .values.loss > 0 and .values.accuracy >= 0 and .values.accuracy <= 1)
+             and ([range(1; $l | length) as $i | $l[$i].step - $l[$i - 1].step] | all(. >= 50))
+             and $l[-1].values.loss < $l[0].values.loss)
+        and ([$c[] | select(.values["global_step/sec"])] as $r
+             | ($r | length) >= 2
+             and all($r[]; .values["global_step/sec"] > 0 and
+                 (.values["examples/sec"] / .values["global_step/sec"] - 250 | fabs) < 0.01))' \
+        "$tmp/ev.jsonl" >/dev/null; then
+        ok "the chief's events: brain.Event:2, SessionLog START, loss and accuracy every >= 50 steps, the loss falling, examples/sec = 250 x global_step/sec"
+    else
+        fail "the chief's events are not as written"
+        show "$tmp/ev.jsonl" 20
+    fi
+    if jq -e -s --argjson acc "${acc:-null}" '[.[] | select(.file | test("/eval/")) | select(.kind == "summary")]
+        | length >= 1 and .[-1].step == 300 and .[-1].values.accuracy == $acc' \
+        "$tmp/ev.jsonl" >/dev/null; then
+        ok "the eval folder: test accuracy $acc at global_step 300, as the evaluator printed"
+    else
+        fail "the eval folder's events lack the test accuracy $acc at step 300"
+        show "$tmp/ev.jsonl" 5
+    fi
+
+    # rf-plot: the folder beside the worker's metrics file
+    mkdir "$pics"
+    if "$plot" --out "$pics" "$d" "$m/worker0.jsonl" >"$tmp/plot" 2>&1; then
+        ok "rf-plot on the event folder and a metrics file"
+    else
+        fail "rf-plot exited $?"
+        show "$tmp/plot"
+    fi
+    pngs "$pics"
+    # ckpt.dat: step, loss, accuracy, global_step/sec, examples/sec of the
+    # chief's summaries merged by step, in step order
+    jq -r -s "$chief"' | [.[] | select(.kind == "summary")]
+        | group_by(.step) | .[] | (reduce .[].values as $v ({}; . + $v)) as $v
+        | [.[0].step, ($v.loss // "?"), ($v.accuracy // "?"),
+           ($v["global_step/sec"] // "?"), ($v["examples/sec"] // "?")] | @tsv' \
+        "$tmp/ev.jsonl" >"$tmp/want.tsv"
+    awk -F'\t' '!/^#/ { print $1 "\t" $5 "\t" $6 "\t" $8 "\t" $9 }' "$pics/ckpt.dat" >"$tmp/got.tsv"
+    if [[ -s $tmp/want.tsv ]] && cmp -s "$tmp/want.tsv" "$tmp/got.tsv"; then
+        ok "ckpt.dat: $(wc -l <"$tmp/got.tsv") rows, the events merged by step"
+    else
+        fail "ckpt.dat is not the chief's events merged by step"
+        diff "$tmp/want.tsv" "$tmp/got.tsv" | head -10
+    fi
+    awk -F'\t' '!/^#/ { if ($3 < 0 || $3 > 120 || $3 < last) bad = 1; last = $3 } END { exit bad }' \
+        "$pics/ckpt.dat" && ok "ckpt.dat: time from 0, never back" ||
+        fail "ckpt.dat: time column out of order or range"
+    # the evaluator sees the last checkpoint, and maybe earlier ones
+    [[ $(awk -F'\t' '!/^#/ { print $1, $6 }' "$pics/ckpt_eval.dat" | tail -1) == "300 $acc" ]] &&
+        ok "ckpt_eval.dat: test accuracy $acc at 300, last" ||
+        { fail "ckpt_eval.dat:"; show "$pics/ckpt_eval.dat"; }
+    grep -q '"ckpt.dat" using 2:5 with lines [^,]* title "ckpt"' "$pics/rf-plot.gp" &&
+        grep -q '"ckpt.dat" using 3:9 with lines .* dashtype 2 title "ckpt: cluster"' "$pics/rf-plot.gp" &&
+        ok "loss_step.png and throughput.png: the chief's events drawn" ||
+        fail "rf-plot.gp does not draw ckpt.dat's loss and cluster rate: $(grep ckpt.dat "$pics/rf-plot.gp")"
+    grep -q '"ckpt_eval.dat" using 2:6 with linespoints .* title "ckpt/eval (test accuracy)"' "$pics/rf-plot.gp" &&
+        grep -q '"worker_0.dat" using 2:6 with lines .* title "worker:0 (test accuracy' "$pics/rf-plot.gp" &&
+        ok "accuracy_step.png: the eval folder's points beside the batch accuracies" ||
+        fail "rf-plot.gp lacks the eval points or the worker's line: $(grep 2:6 "$pics/rf-plot.gp")"
+
+    # the event folder alone: the cluster's rate is the only throughput
+    mkdir "$tmp/pics3"
+    if "$plot" --out "$tmp/pics3" "$d" >"$tmp/plot" 2>&1; then
+        pngs "$tmp/pics3"
+    else
+        fail "rf-plot on the event folder alone exited $?"
+        show "$tmp/plot"
+    fi
+
+    # a torn event file: rf-plot fails with rf-events' reason
+    local chief_file
+    chief_file=$(ls "$d"/events.out.tfevents.*)
+    truncate -s -3 "$chief_file"
+    mkdir "$tmp/pics2"
+    "$plot" --out "$tmp/pics2" "$d" >"$tmp/plot" 2>&1
+    local rc=$?
+    [[ $rc == 1 ]] && grep -q "record .* at offset .*: cut short" "$tmp/plot" &&
+        ok "a torn event file: rf-plot exit 1, naming the record" ||
+        { fail "a torn event file: rf-plot exit $rc"; show "$tmp/plot"; }
+    "$plot" --out "$tmp/pics2" "$m" >"$tmp/plot" 2>&1
+    rc=$?
+    [[ $rc == 2 ]] && grep -q "without event files" "$tmp/plot" &&
+        ok "a folder without event files: rf-plot exit 2" ||
+        { fail "a folder without event files: rf-plot exit $rc"; show "$tmp/plot"; }
+    rft_finish
+}
+
 case "$case_name" in
-local | dist | example | bad_paths | killed | bench_plot) "case_$case_name" ;;
+local | dist | example | bad_paths | killed | bench_plot | events) "case_$case_name" ;;
 trace_plot)
     need_data
     need_plot
