@@ -510,8 +510,52 @@ case_events() {
     rft_finish
 }
 
+# rf-plot on event files made by the library's writer (no training): two
+# files of one folder whose events share step 7 merge into one row (a
+# later file's value of a tag wins), the time counted from the files'
+# first event; a file named events.out.tfevents.* given alone is drawn,
+# one in an eval folder as that folder's series.
+case_events_plot() {
+    need_plot
+    local mk=$build/tests/unit/tfrecord/rf_test_event_file d=$tmp/syn pics=$tmp/pics
+    "$mk" tags "$d" loss global_step/sec examples/sec >/dev/null &&
+        "$mk" tags "$d" accuracy loss >/dev/null &&
+        "$mk" tags "$d/eval" accuracy >/dev/null ||
+        { fail "$mk tags failed"; rft_finish; }
+    mkdir "$pics"
+    if "$plot" --out "$pics" "$d" >"$tmp/plot" 2>&1; then
+        ok "rf-plot on two event files and an eval folder"
+    else
+        fail "rf-plot exited $?"
+        show "$tmp/plot"
+    fi
+    local row
+    row=$(grep -v '^#' "$pics/syn.dat")
+    [[ $row == $'7\t7\t7\t?\t1.5\t0.5\t?\t1.5\t2.5\t?\t?' ]] &&
+        ok "syn.dat: step 7's events of both files in one row (loss 1.5 of the later file)" ||
+        fail "syn.dat: '$row'"
+    row=$(grep -v '^#' "$pics/syn_eval.dat")
+    [[ $row == $'7\t7\t7\t?\t?\t0.5\t?\t?\t?\t?\t?' ]] &&
+        ok "syn_eval.dat: the eval folder's accuracy" || fail "syn_eval.dat: '$row'"
+    for p in loss_step accuracy_step throughput; do
+        checked "$p.png" png "$pics/$p.png"
+    done
+    # one file given alone: its folder's name; one of an eval folder
+    local f
+    f=$(ls "$d"/eval/events.out.tfevents.*)
+    mkdir "$tmp/pics2"
+    if "$plot" --out "$tmp/pics2" "$f" >"$tmp/plot" 2>&1 &&
+        [[ $(grep -v '^#' "$tmp/pics2/syn_eval.dat") == $'7\t7\t7\t?\t?\t0.5\t?\t?\t?\t?\t?' ]]; then
+        ok "an eval folder's file alone: syn/eval's series, its time from its own first event"
+    else
+        fail "rf-plot on $f:"
+        show "$tmp/plot"
+    fi
+    rft_finish
+}
+
 case "$case_name" in
-local | dist | example | bad_paths | killed | bench_plot | events) "case_$case_name" ;;
+local | dist | example | bad_paths | killed | bench_plot | events | events_plot) "case_$case_name" ;;
 trace_plot)
     need_data
     need_plot
