@@ -195,6 +195,16 @@ static void expect_read(const char *path, size_t max_len, size_t good,
     rf_tfrecord_reader_close(r);
 }
 
+/* This process's address space in pages (/proc/self/statm's first). */
+static long vm_pages(void)
+{
+    FILE *fp = fopen("/proc/self/statm", "r");
+    long pages = -1;
+    CHECK(fp && fscanf(fp, "%ld", &pages) == 1, "/proc/self/statm");
+    fclose(fp);
+    return pages;
+}
+
 static void put_le(unsigned char *p, uint64_t v, int bytes)
 {
     for (int i = 0; i < bytes; i++)
@@ -272,8 +282,26 @@ static void reader(void)
     expect_read(bad, 0, 4,
                 "cut short: the file ends 100 bytes into its "
                 "data and CRC (62914560 + 4 bytes)");
+    /* and the reader's memory (its address space, where a 60 MiB buffer
+     * would be mapped, with or without the sanitizers' allocator) grew by
+     * less than 16 MiB while it found that out */
+    rf_tfrecord_reader *r = NULL;
+    CHECK_OK(rf_tfrecord_open(bad, 0, &r));
+    const void *data;
+    size_t got;
+    bool end;
+    for (int k = 0; k < 4; k++)
+        CHECK_OK(rf_tfrecord_read(r, &data, &got, &end));
+    long before = vm_pages();
+    CHECK_ST(rf_tfrecord_read(r, &data, &got, &end), RF_ERR_CORRUPT);
+    long grown = (vm_pages() - before) * sysconf(_SC_PAGESIZE);
+    CHECK(grown < (16l << 20),
+          "reading a 60 MiB length in a short file "
+          "grew the address space by %ld bytes",
+          grown);
+    rf_tfrecord_reader_close(r);
     /* a missing file */
-    rf_tfrecord_reader *r = (rf_tfrecord_reader *)(uintptr_t)1;
+    r = (rf_tfrecord_reader *)(uintptr_t)1;
     char missing[300];
     snprintf(missing, sizeof missing, "%s/missing", dir);
     CHECK_ST(rf_tfrecord_open(missing, 0, &r), RF_ERR_IO);
