@@ -3,7 +3,9 @@
  * (tfrecord_read.c), each decoded as a tensorflow.Event by protobuf-c
  * from the project's .proto (proto/tensorboard_event.proto), whose
  * unknown fields (images, histograms, graphs: what TensorFlow writes and
- * rdmaflow does not) protobuf-c keeps aside and this reader skips. The
+ * rdmaflow does not) protobuf-c keeps aside and this reader skips. A
+ * scalar is a simple_value (TensorFlow 1's, rdmaflow's) or a rank-0
+ * numeric tensor (TensorFlow 2's tf.summary.scalar). The
  * decoder allocates through a budget, so a small record that would
  * decode into a huge message (millions of empty values) is refused
  * instead of exhausting memory. */
@@ -105,8 +107,77 @@ static void release(rf_summary_reader *r)
     r->ev = NULL;
 }
 
-/* The summary's simple values into r->tags and r->values; the others
- * counted in ev->num_skipped. */
+static uint64_t get_le(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* A tensor value that is a scalar, as TensorFlow 2 writes one
+ * (tf.summary.scalar: a rank-0 tensor of the "scalars" plugin, its bytes
+ * in tensor_content) or with the typed fields: float32, float64, int32 or
+ * int64, exactly one element. */
+static bool tensor_scalar(const Tensorflow__Summary__Value *v, float *out)
+{
+    const Tensorflow__TensorProto *t = v->tensor;
+    const Tensorflow__SummaryMetadata *m = v->metadata;
+    if (!t || (t->tensor_shape && t->tensor_shape->n_dim != 0))
+        return false;
+    if (m && m->plugin_data && m->plugin_data->plugin_name &&
+        m->plugin_data->plugin_name[0] &&
+        strcmp(m->plugin_data->plugin_name, "scalars") != 0)
+        return false;
+    size_t len = t->tensor_content.len;
+    const uint8_t *b = t->tensor_content.data;
+    switch (t->dtype) {
+    case TENSORFLOW__DATA_TYPE__DT_FLOAT:
+        if (len == 4) {
+            uint32_t u = (uint32_t)get_le(b, 4);
+            memcpy(out, &u, 4);
+        } else if (len == 0 && t->n_float_val == 1) {
+            *out = t->float_val[0];
+        } else {
+            return false;
+        }
+        return true;
+    case TENSORFLOW__DATA_TYPE__DT_DOUBLE: {
+        double d;
+        if (len == 8) {
+            uint64_t u = get_le(b, 8);
+            memcpy(&d, &u, 8);
+        } else if (len == 0 && t->n_double_val == 1) {
+            d = t->double_val[0];
+        } else {
+            return false;
+        }
+        *out = (float)d;
+        return true;
+    }
+    case TENSORFLOW__DATA_TYPE__DT_INT32:
+        if (len == 4)
+            *out = (float)(int32_t)(uint32_t)get_le(b, 4);
+        else if (len == 0 && t->n_int_val == 1)
+            *out = (float)t->int_val[0];
+        else
+            return false;
+        return true;
+    case TENSORFLOW__DATA_TYPE__DT_INT64:
+        if (len == 8)
+            *out = (float)(int64_t)get_le(b, 8);
+        else if (len == 0 && t->n_int64_val == 1)
+            *out = (float)t->int64_val[0];
+        else
+            return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The summary's scalars (simple values, and tensors that are scalars)
+ * into r->tags and r->values; the others counted in ev->num_skipped. */
 static rf_status collect_scalars(rf_summary_reader *r,
                                  const Tensorflow__Summary *sum,
                                  rf_summary_event *ev)
@@ -130,12 +201,16 @@ static rf_status collect_scalars(rf_summary_reader *r,
     size_t n = 0;
     for (size_t i = 0; i < sum->n_value; i++) {
         const Tensorflow__Summary__Value *v = sum->value[i];
-        if (v->value_case != TENSORFLOW__SUMMARY__VALUE__VALUE_SIMPLE_VALUE) {
+        float x;
+        if (v->value_case == TENSORFLOW__SUMMARY__VALUE__VALUE_SIMPLE_VALUE) {
+            x = v->simple_value;
+        } else if (v->value_case != TENSORFLOW__SUMMARY__VALUE__VALUE_TENSOR ||
+                   !tensor_scalar(v, &x)) {
             ev->num_skipped++;
             continue;
         }
         r->tags[n] = v->tag ? v->tag : "";
-        r->values[n] = v->simple_value;
+        r->values[n] = x;
         n++;
     }
     ev->num_values = n;

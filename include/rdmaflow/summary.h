@@ -59,11 +59,14 @@ RF_API const char *rf_summary_writer_path(const rf_summary_writer *w);
  * input: every record's framing and both CRC32Cs are checked, a record
  * longer than 64 MiB is refused, and decoding one is bounded in memory.
  * Errors name the file, the record (counted from 0) and its byte offset.
- * Fields the reader does not know are skipped: events carrying a graph,
- * run metadata or a log message come back as RF_SUMMARY_EVENT_OTHER, and
- * summary values other than simple scalars (images, histograms, audio,
- * tensors) are counted in num_skipped. One reader is used by one thread
- * at a time.
+ * A scalar value is a simple_value (TensorFlow 1's tf.summary.scalar,
+ * rdmaflow's writer) or a rank-0 float32, float64, int32 or int64 tensor
+ * of the "scalars" plugin (TensorFlow 2's tf.summary.scalar), returned as
+ * a float. Fields the reader does not know are skipped: events carrying a
+ * graph, run metadata or a log message come back as
+ * RF_SUMMARY_EVENT_OTHER, and summary values that are not scalars
+ * (images, histograms, audio, other tensors) are counted in num_skipped. One
+ * reader is used by one thread at a time.
  *
  *   rf_summary_reader *r;
  *   if (rf_summary_reader_open(path, &r) != RF_OK)
@@ -106,9 +109,9 @@ typedef struct rf_summary_event {
     const char *file_version;
     /* SESSION_LOG: its status (another number as the file holds it) */
     int session_status;
-    /* SUMMARY: its simple_value scalars, (tags[i], values[i]) in the
-     * file's order; tags are the file's bytes up to a NUL, not checked as
-     * UTF-8 (print them escaped: they come from a file) */
+    /* SUMMARY: its scalars, (tags[i], values[i]) in the file's order; tags are
+     * the file's bytes up to a NUL, not checked as UTF-8 (print them escaped:
+     * they come from a file) */
     size_t num_values;
     const char *const *tags;
     const float *values;

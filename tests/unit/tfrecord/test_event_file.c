@@ -13,7 +13,9 @@
  *              with NaN and infinities, 2000 scalars in one event) read
  *              back exactly; on records made by hand: an Event of a kind
  *              the .proto lacks (a graph), a summary with an image and a
- *              tensor value beside a scalar (skipped, counted), bytes that
+ *              tensor value beside a scalar (skipped, counted), TensorFlow
+ *              2's scalars (rank-0 tensors of four dtypes, content or typed
+ *              fields) beside tensors that are not scalars, bytes that
  *              are no Event, a small record decoding into a huge message
  *              (refused by the decode budget), and a file cut short.
  * What the records hold is checked by the independent reader
@@ -275,7 +277,54 @@ static void reader_foreign_file(const char *dir)
     pb_varint(&e, 2 << 3), pb_varint(&e, 9);
     pb_len(&e, 5, sum.b, sum.n);
     CHECK_OK(rf_tfrecord_write(w, e.b, e.n));
-    /* 2: bytes that are no Event (field 1 with wire type 7) */
+    /* 2: TensorFlow 2's scalars, rank-0 tensors: float32 in
+     * tensor_content (plugin "scalars"), float64 in tensor_content, int64
+     * in int64_val, int32 (-3) in int_val; and tensors that are not
+     * scalars: a vector of one, a "histograms" plugin's, 3 bytes for a float32,
+     * a string */
+    static const struct {
+        const char *tag;
+        int dtype;          /* DT_FLOAT 1, DT_DOUBLE 2, DT_INT32 3, ... */
+        bool vector;        /* shape [2] */
+        const char *plugin; /* metadata's plugin_name, or NULL */
+        int field;          /* the value's field: 4 content, 7, 10 */
+        const char *bytes;  /* its bytes (4: content; else varints) */
+        size_t n;
+    } tv[] = {
+        {"f32", 1, false, "scalars", 4, "\x00\x00\x80\x3e", 4}, /* 0.25 */
+        {"f64", 2, false, NULL, 4, "\0\0\0\0\0\0\xf8\x3f", 8},  /* 1.5 */
+        {"i64", 9, false, "scalars", 10, "\x07", 1},
+        {"i32", 3, false, NULL, 7, "\xfd\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+         10}, /* -3 */
+        {"vec", 1, true, "scalars", 4, "\0\0\x80\x3e", 4},
+        {"hist", 1, false, "histograms", 4, "\0\0\x80\x3e", 4},
+        {"bad", 1, false, "scalars", 4, "\0\0\x80", 3},
+        {"str", 7, false, NULL, 8, "ab", 2},
+    };
+    sum.n = 0;
+    for (size_t i = 0; i < sizeof tv / sizeof tv[0]; i++) {
+        pb t = {0}, shape = {0}, meta = {0}, plugin = {0}, val = {0};
+        pb_varint(&t, 1 << 3), pb_varint(&t, (uint64_t)tv[i].dtype);
+        if (tv[i].vector)
+            pb_len(&shape, 2, "\x08\x01", 2); /* Dim {size: 1} */
+        pb_len(&t, 2, shape.b, shape.n);
+        pb_len(&t, tv[i].field, tv[i].bytes, tv[i].n);
+        pb_len(&val, 1, tv[i].tag, strlen(tv[i].tag));
+        if (tv[i].plugin) {
+            pb_len(&plugin, 1, tv[i].plugin, strlen(tv[i].plugin));
+            pb_len(&meta, 1, plugin.b, plugin.n);
+            pb_len(&val, 9, meta.b, meta.n);
+        }
+        pb_len(&val, 8, t.b, t.n);
+        pb_len(&sum, 1, val.b, val.n);
+        free(t.b), free(shape.b), free(meta.b), free(plugin.b), free(val.b);
+    }
+    e.n = 0;
+    pb_double(&e, 1, T0 + 3);
+    pb_varint(&e, 2 << 3), pb_varint(&e, 10);
+    pb_len(&e, 5, sum.b, sum.n);
+    CHECK_OK(rf_tfrecord_write(w, e.b, e.n));
+    /* 3: bytes that are no Event (field 1 with wire type 7) */
     CHECK_OK(rf_tfrecord_write(w, "\x0f\x01\x02", 3));
     CHECK_OK(rf_tfrecord_close(w));
 
@@ -292,11 +341,23 @@ static void reader_foreign_file(const char *dir)
               strcmp(ev.tags[0], "loss") == 0 && ev.values[0] == 2.5f,
           "summary: kind %d, %zu values, %zu skipped", ev.kind, ev.num_values,
           ev.num_skipped);
+    next(r, &ev);
+    CHECK(ev.kind == RF_SUMMARY_EVENT_SUMMARY && ev.step == 10 &&
+              ev.num_values == 4 && ev.num_skipped == 4,
+          "tensors: kind %d, %zu values, %zu skipped", ev.kind, ev.num_values,
+          ev.num_skipped);
+    static const char *const scalar_tags[] = {"f32", "f64", "i64", "i32"};
+    static const float scalar_values[] = {0.25f, 1.5f, 7.0f, -3.0f};
+    for (size_t i = 0; i < 4; i++)
+        CHECK(strcmp(ev.tags[i], scalar_tags[i]) == 0 &&
+                  ev.values[i] == scalar_values[i],
+              "tensor scalar %zu: %s=%g, want %s=%g", i, ev.tags[i],
+              ev.values[i], scalar_tags[i], scalar_values[i]);
     bool end = false;
     for (int again = 0; again < 2; again++) {
         CHECK_ST(rf_summary_reader_next(r, &ev, &end), RF_ERR_CORRUPT);
         CHECK_MSG(path);
-        CHECK_MSG("record 2 at offset ");
+        CHECK_MSG("record 3 at offset ");
         CHECK_MSG("not a tensorflow.Event");
     }
     rf_summary_reader_close(r);
