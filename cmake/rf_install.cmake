@@ -69,7 +69,7 @@ set(RF_MAN_rf-fabric-demo "one-sided RDMA operations between two processes over 
 set(RF_MAN_rf-example-trainer "the classic distributed TensorFlow example trainer, in C on rdmaflow")
 set(RF_MAN_rf-info "the fabric providers, RDMA devices, the provider chosen for an address, and every RF_ setting")
 set(RF_MAN_rf-ctr-data "summarise or dump rdmaflow's synthetic click-through data set")
-set(RF_MAN_rf-plot "plot an rdmaflow run's metrics files with gnuplot")
+set(RF_MAN_rf-plot "plot an rdmaflow run's metrics and event files with gnuplot")
 set(RF_MAN_rf-trace-plot "draw one training step across the tasks of a merged rdmaflow trace")
 set(RF_MAN_rf-bench "latency and bandwidth of rdmaflow's fabric operations, in the manner of perftest")
 
