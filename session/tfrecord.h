@@ -46,7 +46,8 @@ const char *rf_tfrecord_path(const rf_tfrecord_writer *w);
 
 /* Opens path to read its records; a record longer than max_len bytes (0:
  * RF_TFRECORD_MAX_RECORD) is an error. RF_ERR_IO (naming the path and the
- * system's reason) when it cannot be opened. */
+ * system's reason) when it cannot be opened or is not a regular file (a
+ * FIFO is refused, never waited on). */
 rf_status rf_tfrecord_open(const char *path, size_t max_len,
                            rf_tfrecord_reader **out);
 /* The next record: RF_OK with *data and *len (valid until the next call

@@ -9,10 +9,13 @@
 #include "session/tfrecord.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define HEADER_BYTES 12
 #define CRC_BYTES    4
@@ -57,15 +60,41 @@ rf_status rf_tfrecord_open(const char *path, size_t max_len,
         return rf_error_set(RF_ERR_NO_MEMORY, "tfrecord: out of memory");
     memcpy(r->path, path, n + 1);
     r->max_len = max_len ? max_len : RF_TFRECORD_MAX_RECORD;
-    r->fp = fopen(path, "rbe");
+    /* what is not a regular file is refused before it is opened (a FIFO
+     * would block the open, a device may act on it); non-blocking, so a
+     * FIFO swapped in after the stat cannot block either (fstat refuses
+     * it), then blocking again for the reads */
+    struct stat sb;
+    int fd = -1;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        goto err_not_regular;
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        free(r);
+        return rf_error_set(RF_ERR_IO, "tfrecord: opening %s: %s", path,
+                            strerror(e));
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        goto err_not_regular;
+    r->fp = fcntl(fd, F_SETFL, 0) == 0 ? fdopen(fd, "rb") : NULL;
     if (!r->fp) {
         int e = errno;
+        close(fd);
         free(r);
         return rf_error_set(RF_ERR_IO, "tfrecord: opening %s: %s", path,
                             strerror(e));
     }
     *out = r;
     return RF_OK;
+err_not_regular:
+    if (fd >= 0)
+        close(fd);
+    free(r);
+    return rf_error_set(RF_ERR_IO,
+                        "tfrecord: %s is not a regular file (a directory, "
+                        "FIFO, device or socket)",
+                        path);
 }
 
 /* Records st and the message just set as r's failure: every later read

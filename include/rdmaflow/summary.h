@@ -121,7 +121,8 @@ typedef struct rf_summary_event {
 
 /* Opens an event file. RF_ERR_INVALID_ARG for a NULL or empty path,
  * RF_ERR_IO (naming the path and the system's reason) when it cannot be
- * opened. Nothing is read before the first rf_summary_reader_next. */
+ * opened or is not a regular file (a directory, FIFO, device or socket).
+ * Nothing is read before the first rf_summary_reader_next. */
 RF_API rf_status rf_summary_reader_open(const char *path,
                                         rf_summary_reader **out);
 /* The next event into *ev, or *end true when the file ends after a whole

@@ -308,6 +308,18 @@ static void reader(void)
     CHECK(r == NULL, "a failed open left *out set");
     CHECK_MSG(missing);
     CHECK_ST(rf_tfrecord_open("", 0, &r), RF_ERR_INVALID_ARG);
+    /* not regular files: a directory, a FIFO (never waited on), a device */
+    char fifo[300];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+    const char *not_regular[] = {dir, fifo, "/dev/null"};
+    for (size_t i = 0; i < 3; i++) {
+        CHECK_ST(rf_tfrecord_open(not_regular[i], 0, &r), RF_ERR_IO);
+        CHECK(r == NULL, "a failed open left *out set");
+        CHECK_MSG(not_regular[i]);
+        CHECK_MSG("is not a regular file");
+    }
+    unlink(fifo);
     rf_tfrecord_reader_close(NULL);
     free(orig);
     free(copy);
