@@ -250,17 +250,25 @@ rf_status rf_summary_reader_next(rf_summary_reader *r, rf_summary_event *ev,
                            : DECODE_MAX - DECODE_BASE);
     r->budget = (decode_budget){.limit = limit};
     r->ev = tensorflow__event__unpack(&r->alloc, len, data);
+    if (!r->ev && r->budget.exceeded)
+        return fail(r, rf_error_set(RF_ERR_CORRUPT,
+                                    "summary reader: %s: record %" PRIu64
+                                    " at offset %" PRIu64
+                                    ": decoding its %zu bytes as a "
+                                    "tensorflow.Event would take more than "
+                                    "the %zu bytes a record of that size "
+                                    "may",
+                                    rf_summary_reader_path(r), record,
+                                    rf_tfrecord_reader_offset(r->rec), len,
+                                    limit));
     if (!r->ev)
         return fail(r, rf_error_set(RF_ERR_CORRUPT,
                                     "summary reader: %s: record %" PRIu64
-                                    " at offset %" PRIu64 ": %s",
+                                    " at offset %" PRIu64
+                                    ": not a tensorflow.Event (its %zu bytes "
+                                    "are no Event protocol buffer)",
                                     rf_summary_reader_path(r), record,
-                                    rf_tfrecord_reader_offset(r->rec),
-                                    r->budget.exceeded
-                                        ? "decoding it as a tensorflow.Event "
-                                          "would take more than 256 MiB"
-                                        : "not a tensorflow.Event (its bytes "
-                                          "are no Event protocol buffer)"));
+                                    rf_tfrecord_reader_offset(r->rec), len));
     const Tensorflow__Event *e = r->ev;
     ev->wall_time = e->wall_time;
     ev->step = e->step;

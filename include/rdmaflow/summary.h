@@ -130,9 +130,10 @@ RF_API rf_status rf_summary_reader_open(const char *path,
  * when a record is cut short at the end of the file (a torn last record:
  * a writer killed mid-record, or one still writing), when a length or
  * data CRC32C does not match, when a length is above 64 MiB, or when a
- * record is not a tensorflow.Event (or would take more than 256 MiB to
- * decode); RF_ERR_IO for a read error. After an error, every later call
- * returns the same error. */
+ * record is not a tensorflow.Event (or would take more memory to decode
+ * than 1 MiB + 16 bytes per byte of the record, at most 256 MiB);
+ * RF_ERR_IO for a read error. After an error, every later call returns
+ * the same error. */
 RF_API rf_status rf_summary_reader_next(rf_summary_reader *r,
                                         rf_summary_event *ev, bool *end);
 /* The file's path as given to rf_summary_reader_open. */

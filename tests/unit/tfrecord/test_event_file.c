@@ -375,8 +375,9 @@ static void reader_foreign_file(const char *dir)
     CHECK_OK(rf_tfrecord_close(w));
     CHECK_OK(rf_summary_reader_open(path, &r));
     CHECK_ST(rf_summary_reader_next(r, &ev, &end), RF_ERR_CORRUPT);
-    CHECK_MSG("record 0 at offset 0: decoding it as a tensorflow.Event "
-              "would take more than");
+    CHECK_MSG("record 0 at offset 0: decoding its 400004 bytes as a "
+              "tensorflow.Event would take more than the 7448640 bytes a "
+              "record of that size may");
     rf_summary_reader_close(r);
     unlink(path);
     free(e.b), free(img.b), free(loss.b), free(ten.b), free(sum.b);
