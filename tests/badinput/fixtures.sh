@@ -7,7 +7,8 @@
 # (--variables_out), and every damaged checkpoint from that one. With the
 # Fashion-MNIST dataset installed, data-* directories also hold damaged
 # copies of its real files (the other files are symbolic links to it).
-# RF_CKPT (rf-ckpt) checks the valid checkpoints. Fails (exit 1) if anything cannot be made or the valid files are not
+# RF_CKPT (rf-ckpt) checks the valid checkpoints, RF_EVENTS (rf-events) the
+# valid event file. Fails (exit 1) if anything cannot be made or the valid files are not
 # accepted as such.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -261,6 +262,96 @@ printf 'a cpus=2\n' >hostfiles/keyword
 printf 'a,b\n' >hostfiles/comma
 printf '# nothing\n\n' >hostfiles/empty
 printf 'a\nb # c\n' >hostfiles/two
+# ---- TensorBoard event files (rf-events): ev/good is valid (the
+# brain.Event:2 record, then steps 100 and 200 with loss and accuracy), the
+# others damaged copies of it or other files given as event files; framed
+# with the independent CRC32C of tests/unit/tfrecord/read_tfrecord.py
+python3 - "$here/../unit/tfrecord/read_tfrecord.py" <<'PY'
+import gzip, importlib.util, os, struct, sys
+
+spec = importlib.util.spec_from_file_location("read_tfrecord", sys.argv[1])
+tfr = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tfr)
+
+
+def varint(v):
+    out = b""
+    while True:
+        c, v = v & 0x7F, v >> 7
+        if not v:
+            return out + bytes([c])
+        out += bytes([c | 0x80])
+
+
+def ld(field, data):
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def record(data, length=None):
+    head = struct.pack("<Q", len(data) if length is None else length)
+    return (head + struct.pack("<I", tfr.masked(head)) + data +
+            struct.pack("<I", tfr.masked(data)))
+
+
+def event(step, tags=None, version=None):
+    e = b"\x09" + struct.pack("<d", 1764800000.0 + step)
+    if step:
+        e += b"\x10" + varint(step)
+    if version:
+        return e + ld(3, version)
+    vals = b"".join(ld(1, ld(1, t) + b"\x15" + struct.pack("<f", v))
+                    for t, v in tags)
+    return e + ld(5, vals)
+
+
+recs = [event(0, version=b"brain.Event:2"),
+        event(100, [(b"loss", 1.5), (b"accuracy", 0.5)]),
+        event(200, [(b"loss", 1.0), (b"accuracy", 0.75)])]
+good = b"".join(record(r) for r in recs)
+off = [0]  # where each record starts: 0, 40, 99; the end 159
+for r in recs:
+    off.append(off[-1] + 16 + len(r))
+os.makedirs("ev/good")
+os.makedirs("ev/empty-dir")
+os.makedirs("ev/bad-eval/eval")
+
+
+def w(name, data):
+    with open("ev/" + name, "wb") as f:
+        f.write(data)
+
+
+w("good/events.out.tfevents.1764800000.h", good)
+w("bad-eval/events.out.tfevents.1764800000.h", good)
+w("bad-eval/eval/events.out.tfevents.1764800001.h", good[:off[2] + 5])
+w("cut-header", good[:off[2] + 5])
+w("cut-data", good[:off[2] + 12 + 10])
+w("cut-crc", good[:-1])
+
+
+def flipped(at):
+    b = bytearray(good)
+    b[at] ^= 0x10
+    return bytes(b)
+
+
+w("len-bit", flipped(off[1] + 1))
+w("len-crc-bit", flipped(off[1] + 9))
+w("data-bit", flipped(off[1] + 12 + 3))
+w("data-crc-bit", flipped(off[2] - 1))
+w("huge", good[:off[1]] + record(b"", 1 << 40)[:12] + b"x" * 40)
+w("64mib", good[:off[1]] + record(b"", (64 << 20) + 1)[:12] + b"x" * 40)
+w("not-event", good[:off[1]] + record(b"\x0f\x01\x02"))
+w("expands", good[:off[1]] + record(ld(5, ld(1, b"") * 200000)))
+w("text", b"this is a text file, not an event file\n" * 3)
+w("json", b'{"type": "step", "task": "local", "step": 1}\n')
+w("gzip", gzip.compress(good, mtime=0))
+w("zeros", bytes(16))
+w("short", b"\x18\x00\x00")
+PY
+ln -s good/events.out.tfevents.1764800000.h ev/link-good
+ln -s /dev/zero ev/link-zero
+
 # ---- the valid ones must be accepted, else every case below lies -------
 ck=${RF_CKPT:-} # run_cases.sh gets it from CMake
 if [[ -n $ck ]]; then
@@ -271,5 +362,10 @@ if [[ -n $ck ]]; then
         ck-one-crc-missing.st ck-no-header-crc.st unchecked-dir; do
         "$ck" verify --allow-unchecked "$f" >/dev/null
     done
+fi
+ev=${RF_EVENTS:-} # rf-events, from CMake too
+if [[ -n $ev ]]; then
+    "$ev" ev/good >/dev/null
+    [[ $("$ev" --json ev/good | wc -l) == 3 ]]
 fi
 echo "fixtures made in $F"
