@@ -57,18 +57,27 @@ static void assign_roles(rf_cluster *c)
             rf_cluster_task *t = &js->job[j].tasks[i];
             t->job = cl_job_names[j];
             t->is_chief = false;
-            t->worker_id = j == CL_CHIEF ? 0 : j == CL_WORKER ? i + nchief : -1;
+            t->worker_id = j == CL_CHIEF    ? 0
+                           : j == CL_WORKER ? t->index + nchief
+                                            : -1;
         }
     }
-    rf_cluster_task *chief =
-        nchief ? &js->job[CL_CHIEF].tasks[0] : &js->job[CL_WORKER].tasks[0];
+    rf_cluster_task *chief = nchief ? &js->job[CL_CHIEF].tasks[0]
+                                    : cl_job_find(&js->job[CL_WORKER], 0);
+    if (!chief) {
+        /* a sparse cluster that does not list worker 0: it is the chief,
+         * at an address this task does not know */
+        c->unknown_chief = (rf_cluster_task){
+            .job = cl_job_names[CL_WORKER], .index = 0, .worker_id = 0};
+        chief = &c->unknown_chief;
+    }
     chief->is_chief = true;
     c->chief = chief;
     c->num_desc = 0;
     for (int j = 0; j < CL_NJOBS; j++)
         if (js->job[j].present)
             c->desc[c->num_desc++] =
-                (rf_cluster_job){cl_job_names[j], js->job[j].n};
+                (rf_cluster_job){cl_job_names[j], cl_job_slots(&js->job[j])};
 }
 
 /* Without a cluster only Estimator's local task (worker 0) may be given. */
@@ -173,6 +182,16 @@ static rf_status place_task(rf_cluster *c, int job, const char *job_src,
                             "%s: %s)",
                             job_src, cl_job_names[job], cluster_src, jobs);
     }
+    if (jb->sparse) {
+        rf_cluster_task *t = cl_job_find(jb, index);
+        if (!t)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "%s: %d is not in %s (a sparseCluster names "
+                                "the task itself)",
+                                index_src, index, jb->where);
+        c->self = t;
+        return RF_OK;
+    }
     if (index >= jb->n)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "%s: %d is out of range for job \"%s\" (%s has "
@@ -197,6 +216,35 @@ static void set_source(rf_cluster *c, const char *cluster_src,
         snprintf(c->source, sizeof c->source,
                  "cluster from %s, task from %s and %s", cluster_src, job_src,
                  index_src);
+}
+
+/* TFJob's sparseCluster, once the task is known: a worker needs the ps
+ * list and is in the worker map; a ps's one-entry list is itself (at its
+ * own index); a chief or evaluator gets no ps list from the operator. */
+static rf_status settle_sparse(rf_cluster *c, int job, int index)
+{
+    cl_job *ps = &c->jobs.job[CL_PS];
+    c->sparse = true;
+    if (job != CL_PS && job != CL_WORKER)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: task type \"%s\" with a "
+                            "sparseCluster: TFJob's enableDynamicWorker "
+                            "gives only ps and worker tasks a usable one "
+                            "(a chief gets no ps addresses); use worker 0 "
+                            "as the chief",
+                            cl_job_names[job]);
+    if (ps->n == 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: sparseCluster.ps is empty: a %s "
+                            "task needs %s",
+                            cl_job_names[job],
+                            job == CL_PS ? "its own address there"
+                                         : "every ps task's address");
+    if (job == CL_PS && ps->n == 1) {
+        ps->sparse = true;
+        ps->tasks[0].index = index;
+    }
+    return RF_OK;
 }
 
 /* --num_ps/--port_base come alone: every other source is an error. */
@@ -292,8 +340,9 @@ static rf_status resolve(const rf_cluster_flags *flags, const char *tf_config,
     } else if (tf.has_cluster) {
         c->jobs = tf.jobs;
         memset(&tf.jobs, 0, sizeof tf.jobs);
-        cluster_src = "TF_CONFIG";
+        cluster_src = tf.sparse ? "TF_CONFIG's sparseCluster" : "TF_CONFIG";
     }
+    bool sparse = !flag_cluster && tf.sparse;
     cl_jobs_free(&tf.jobs);
 
     int job = -1, index = -1;
@@ -309,6 +358,8 @@ static rf_status resolve(const rf_cluster_flags *flags, const char *tf_config,
     if (st == RF_OK)
         st = pick_task(flags, &tf, flag_cluster, &job, &job_src, &index,
                        &index_src);
+    if (st == RF_OK && sparse)
+        st = settle_sparse(c, job, index);
     if (st == RF_OK) {
         assign_roles(c);
         st = place_task(c, job, job_src, index, index_src, cluster_src);
@@ -358,16 +409,16 @@ const rf_cluster_task *rf_cluster_chief(const rf_cluster *c)
 int rf_cluster_num_tasks(const rf_cluster *c, const char *job)
 {
     int j = cl_job_lookup(job);
-    return c && j >= 0 ? c->jobs.job[j].n : 0;
+    return c && j >= 0 ? cl_job_slots(&c->jobs.job[j]) : 0;
 }
 
 const rf_cluster_task *rf_cluster_task_at(const rf_cluster *c, const char *job,
                                           int index)
 {
     int j = cl_job_lookup(job);
-    if (!c || j < 0 || index < 0 || index >= c->jobs.job[j].n)
+    if (!c || j < 0)
         return NULL;
-    return &c->jobs.job[j].tasks[index];
+    return cl_job_find(&c->jobs.job[j], index);
 }
 
 const char *rf_cluster_task_address(const rf_cluster *c, const char *job,
@@ -379,12 +430,23 @@ const char *rf_cluster_task_address(const rf_cluster *c, const char *job,
 
 int rf_cluster_num_ps(const rf_cluster *c)
 {
-    return c ? c->jobs.job[CL_PS].n : 0;
+    if (!c)
+        return 0;
+    return c->jobs.job[CL_PS].sparse ? -1 : c->jobs.job[CL_PS].n;
 }
 
 int rf_cluster_num_workers(const rf_cluster *c)
 {
-    return c ? c->jobs.job[CL_CHIEF].n + c->jobs.job[CL_WORKER].n : 0;
+    if (!c)
+        return 0;
+    if (c->jobs.job[CL_WORKER].sparse)
+        return -1;
+    return c->jobs.job[CL_CHIEF].n + c->jobs.job[CL_WORKER].n;
+}
+
+bool rf_cluster_is_sparse(const rf_cluster *c)
+{
+    return c && c->sparse;
 }
 
 const char *rf_cluster_source(const rf_cluster *c)

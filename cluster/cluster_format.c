@@ -40,9 +40,17 @@ char *rf_cluster_format(const rf_cluster *c)
     }
     int nw = rf_cluster_num_workers(c);
     device_of(c->chief, dev, sizeof dev);
-    fprintf(f, "cluster: %d ps, %d training worker%s; chief %s%s\n",
-            rf_cluster_num_ps(c), nw, nw == 1 ? "" : "s", dev,
-            c->jobs.job[CL_CHIEF].present ? "" : " (no chief job: worker 0)");
+    if (c->sparse)
+        fprintf(f,
+                "sparse cluster (TFJob enableDynamicWorker): %d ps task%s "
+                "known, workers join and leave; chief %s (worker 0)\n",
+                c->jobs.job[CL_PS].n, c->jobs.job[CL_PS].n == 1 ? "" : "s",
+                dev);
+    else
+        fprintf(f, "cluster: %d ps, %d training worker%s; chief %s%s\n",
+                rf_cluster_num_ps(c), nw, nw == 1 ? "" : "s", dev,
+                c->jobs.job[CL_CHIEF].present ? ""
+                                              : " (no chief job: worker 0)");
     for (int j = 0; j < CL_NJOBS; j++) {
         for (int i = 0; i < c->jobs.job[j].n; i++) {
             const rf_cluster_task *t = &c->jobs.job[j].tasks[i];
@@ -100,14 +108,25 @@ static struct json_object *to_json(const rf_cluster *c)
         json_object_put(cluster);
         return NULL;
     }
-    json_object_object_add(root, "cluster", cluster);
+    json_object_object_add(root, c->sparse ? "sparseCluster" : "cluster",
+                           cluster);
     for (int j = 0; j < CL_NJOBS; j++) {
-        if (!c->jobs.job[j].present)
+        const cl_job *jb = &c->jobs.job[j];
+        if (!jb->present)
             continue;
-        struct json_object *list = json_object_new_array();
-        for (int i = 0; list && i < c->jobs.job[j].n; i++)
-            json_object_array_add(
-                list, json_object_new_string(c->jobs.job[j].tasks[i].address));
+        bool map = c->sparse && j == CL_WORKER; /* {"3": "h:p"} */
+        struct json_object *list =
+            map ? json_object_new_object() : json_object_new_array();
+        for (int i = 0; list && i < jb->n; i++) {
+            struct json_object *a =
+                json_object_new_string(jb->tasks[i].address);
+            char key[16];
+            snprintf(key, sizeof key, "%d", jb->tasks[i].index);
+            if (map)
+                json_object_object_add(list, key, a);
+            else
+                json_object_array_add(list, a);
+        }
         json_object_object_add(cluster, cl_job_names[j], list);
     }
     struct json_object *task = task_ref(c->self);

@@ -29,6 +29,10 @@ const char *cl_quote(const char *text, size_t len, char buf[80]);
 typedef struct cl_job {
     bool present;
     bool from_json;
+    /* TFJob's sparseCluster: tasks holds only the known tasks, each with
+     * its own index (not its position); rf_cluster_num_tasks counts the
+     * slots up to the highest known index. */
+    bool sparse;
     int n;
     rf_cluster_task *tasks; /* job, index, address, host, port filled */
     char **keys;            /* canonical address keys (duplicate check) */
@@ -48,6 +52,15 @@ void cl_job_begin(cl_jobs *jobs, int job, const char *where, bool from_json);
  * "<where>: task <i> ..." (flags) or "<where>[<i>] ..." (JSON). len is the
  * length of text (it need not be NUL-terminated). */
 rf_status cl_job_add(cl_job *j, const char *text, size_t len);
+
+/* The same for a sparse job's entry of task `index` ("<where>[\"3\"]"). */
+rf_status cl_job_add_at(cl_job *j, int index, const char *text, size_t len);
+
+/* A sparse job's task of `index`, NULL if not known. */
+rf_cluster_task *cl_job_find(const cl_job *j, int index);
+
+/* Slots of a job: n, or 1 + the highest known index of a sparse job. */
+int cl_job_slots(const cl_job *j);
 
 /* Cluster-wide checks once every job is parsed: no duplicate address, at
  * most one chief and one evaluator, at least one ps and one training task.
@@ -69,7 +82,8 @@ rf_status cl_parse_host_list(const char *flag, const char *value, int job,
 /* What TF_CONFIG said, once parsed and checked on its own. */
 typedef struct cl_tfconfig {
     bool set;         /* TF_CONFIG non-empty */
-    bool has_cluster; /* "cluster" present and not {} */
+    bool has_cluster; /* "cluster" or "sparseCluster" present, not {} */
+    bool sparse;      /* it was TFJob's "sparseCluster" */
     cl_jobs jobs;
     bool has_task;  /* "task" present */
     int task_job;   /* CL_*, -1 if task.type is absent */
@@ -120,6 +134,8 @@ struct rf_cluster {
     const rf_cluster_task *self; /* into jobs, or &outside */
     rf_cluster_task outside;     /* an evaluator not listed (TFJob style) */
     const rf_cluster_task *chief;
+    rf_cluster_task unknown_chief; /* sparse: worker 0, address unknown */
+    bool sparse;                   /* from TFJob's "sparseCluster" */
     char source[256];
     rf_cluster_job desc[CL_NJOBS];
     size_t num_desc;

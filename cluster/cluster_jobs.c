@@ -61,10 +61,13 @@ void cl_job_begin(cl_jobs *jobs, int job, const char *where, bool from_json)
     snprintf(jb->where, sizeof jb->where, "%s", where);
 }
 
-/* "--ps_hosts: task 1" or "TF_CONFIG: cluster.ps[1]". */
+/* "--ps_hosts: task 1" or "TF_CONFIG: cluster.ps[1]" (a sparse job's
+ * entry by its index: "TF_CONFIG: sparseCluster.worker[\"3\"]"). */
 static void entry_where(const cl_job *jb, int i, char *buf, size_t len)
 {
-    if (jb->from_json)
+    if (jb->sparse && i < jb->n)
+        snprintf(buf, len, "%s[\"%d\"]", jb->where, jb->tasks[i].index);
+    else if (jb->from_json)
         snprintf(buf, len, "%s[%d]", jb->where, i);
     else
         snprintf(buf, len, "%s: task %d", jb->where, i);
@@ -73,7 +76,9 @@ static void entry_where(const cl_job *jb, int i, char *buf, size_t len)
 /* The other side of a duplicate: "ps task 0" or "cluster.ps[0]". */
 static void entry_short(const cl_job *jb, int job, int i, char *buf, size_t len)
 {
-    if (jb->from_json)
+    if (jb->sparse)
+        snprintf(buf, len, "%s task %d", cl_job_names[job], jb->tasks[i].index);
+    else if (jb->from_json)
         snprintf(buf, len, "cluster.%s[%d]", cl_job_names[job], i);
     else
         snprintf(buf, len, "%s task %d", cl_job_names[job], i);
@@ -81,9 +86,38 @@ static void entry_short(const cl_job *jb, int job, int i, char *buf, size_t len)
 
 rf_status cl_job_add(cl_job *jb, const char *text, size_t len)
 {
+    return cl_job_add_at(jb, jb->n, text, len);
+}
+
+rf_cluster_task *cl_job_find(const cl_job *jb, int index)
+{
+    if (!jb->sparse)
+        return index >= 0 && index < jb->n ? &jb->tasks[index] : NULL;
+    for (int i = 0; i < jb->n; i++)
+        if (jb->tasks[i].index == index)
+            return &jb->tasks[i];
+    return NULL;
+}
+
+int cl_job_slots(const cl_job *jb)
+{
+    if (!jb->sparse)
+        return jb->n;
+    int slots = 0;
+    for (int i = 0; i < jb->n; i++)
+        if (jb->tasks[i].index >= slots)
+            slots = jb->tasks[i].index + 1;
+    return slots;
+}
+
+rf_status cl_job_add_at(cl_job *jb, int index, const char *text, size_t len)
+{
     char where[96];
     int i = jb->n;
-    entry_where(jb, i, where, sizeof where);
+    if (jb->sparse)
+        snprintf(where, sizeof where, "%s[\"%d\"]", jb->where, index);
+    else
+        entry_where(jb, i, where, sizeof where);
     if (len == 0)
         return rf_error_set(RF_ERR_INVALID_ARG, "%s is empty%s", where,
                             jb->from_json ? "" : " (stray comma?)");
@@ -119,7 +153,7 @@ rf_status cl_job_add(cl_job *jb, const char *text, size_t len)
         return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", where);
     }
     jb->tasks[i] = (rf_cluster_task){.job = NULL,
-                                     .index = i,
+                                     .index = index,
                                      .address = addr,
                                      .host = h,
                                      .port = port,

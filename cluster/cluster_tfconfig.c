@@ -87,14 +87,15 @@ static rf_status check_syntax(const char *text, size_t len,
     return RF_OK;
 }
 
-static rf_status parse_job(const char *name, struct json_object *list,
-                           cl_tfconfig *out)
+/* One job's list; top is "cluster" or "sparseCluster" (for messages). */
+static rf_status parse_job(const char *top, const char *name,
+                           struct json_object *list, cl_tfconfig *out)
 {
     char where[48], d[96];
     int job = cl_job_lookup(name);
     if (job < 0)
         return cl_unknown_job("TF_CONFIG: cluster", name);
-    snprintf(where, sizeof where, "TF_CONFIG: cluster.%s", name);
+    snprintf(where, sizeof where, "TF_CONFIG: %s.%s", top, name);
     cl_job_begin(&out->jobs, job, where, true);
     if (!json_object_is_type(list, json_type_array))
         return rf_error_set(RF_ERR_INVALID_ARG,
@@ -133,7 +134,7 @@ static rf_status parse_cluster(struct json_object *cluster, cl_tfconfig *out)
                             describe(cluster, d, sizeof d));
     json_object_object_foreach(cluster, name, list)
     {
-        rf_status st = parse_job(name, list, out);
+        rf_status st = parse_job("cluster", name, list, out);
         if (st != RF_OK)
             return st;
     }
@@ -141,6 +142,104 @@ static rf_status parse_cluster(struct json_object *cluster, cl_tfconfig *out)
         return RF_OK; /* ClusterSpec({}): no cluster, as TF */
     out->has_cluster = true;
     return cl_jobs_check(&out->jobs, "TF_CONFIG: cluster");
+}
+
+/* Most worker indices a sparseCluster may name (a sparse job's slots). */
+#define SPARSE_MAX_INDEX 65535
+
+/* sparseCluster.worker: {"<index>": "host:port", ...}. */
+static rf_status parse_sparse_workers(struct json_object *map, cl_tfconfig *out)
+{
+    char d[96], q[80];
+    const char *where = "TF_CONFIG: sparseCluster.worker";
+    cl_job_begin(&out->jobs, CL_WORKER, where, true);
+    cl_job *jb = &out->jobs.job[CL_WORKER];
+    jb->sparse = true;
+    if (!json_object_is_type(map, json_type_object))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s must be an object {\"<task index>\": "
+                            "\"host:port\"}, not %s",
+                            where, describe(map, d, sizeof d));
+    json_object_object_foreach(map, key, addr)
+    {
+        int index;
+        char kw[120];
+        snprintf(kw, sizeof kw, "%s key \"%s\"", where,
+                 cl_quote(key, strlen(key), q));
+        rf_status st = cl_parse_index(key, kw, &index);
+        if (st != RF_OK)
+            return st;
+        if (index > SPARSE_MAX_INDEX)
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "%s: task index %d is above the limit of %d",
+                                kw, index, SPARSE_MAX_INDEX);
+        if (cl_job_find(jb, index))
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "%s: task %d is given twice", kw, index);
+        if (!json_object_is_type(addr, json_type_string))
+            return rf_error_set(RF_ERR_INVALID_ARG,
+                                "%s[\"%d\"] must be a \"host:port\" string, "
+                                "not %s",
+                                where, index, describe(addr, d, sizeof d));
+        st = cl_job_add_at(jb, index, json_object_get_string(addr),
+                           (size_t)json_object_get_string_len(addr));
+        if (st != RF_OK)
+            return st;
+    }
+    return RF_OK;
+}
+
+/* TFJob's enableDynamicWorker form (training-operator's SparseTFConfig):
+ * {"ps": [...], "worker": {"<index>": "host:port"}}; a worker gets every ps
+ * and itself, a ps only itself and an empty worker map. Which job is
+ * sparse for this task is settled by the resolver (cluster.c). */
+static rf_status parse_sparse_cluster(struct json_object *cluster,
+                                      cl_tfconfig *out)
+{
+    char d[96];
+    if (!json_object_is_type(cluster, json_type_object))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: sparseCluster must be an object "
+                            "({\"ps\": [...], \"worker\": {\"<index>\": "
+                            "\"host:port\"}}), not %s",
+                            describe(cluster, d, sizeof d));
+    json_object_object_foreach(cluster, name, val)
+    {
+        rf_status st;
+        if (strcmp(name, "ps") == 0) {
+            if (json_object_is_type(val, json_type_array) &&
+                json_object_array_length(val) == 0) {
+                /* what training-operator gives a chief: nothing to reach */
+                cl_job_begin(&out->jobs, CL_PS, "TF_CONFIG: sparseCluster.ps",
+                             true);
+                continue;
+            }
+            st = parse_job("sparseCluster", "ps", val, out);
+        } else if (strcmp(name, "worker") == 0) {
+            st = parse_sparse_workers(val, out);
+        } else {
+            st = rf_error_set(
+                RF_ERR_INVALID_ARG,
+                "TF_CONFIG: sparseCluster.%s: only \"ps\" and \"worker\" "
+                "are allowed in a sparseCluster (TFJob enableDynamicWorker "
+                "has no chief or evaluator replicas here; worker 0 is the "
+                "chief)",
+                name);
+        }
+        if (st != RF_OK)
+            return st;
+    }
+    if (!out->jobs.job[CL_PS].present)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: sparseCluster has no \"ps\" list");
+    if (!out->jobs.job[CL_WORKER].present) {
+        cl_job_begin(&out->jobs, CL_WORKER, "TF_CONFIG: sparseCluster.worker",
+                     true);
+        out->jobs.job[CL_WORKER].sparse = true;
+    }
+    out->has_cluster = true;
+    out->sparse = true;
+    return cl_jobs_check(&out->jobs, "TF_CONFIG: sparseCluster");
 }
 
 static rf_status parse_index(struct json_object *idx, cl_tfconfig *out)
@@ -208,17 +307,19 @@ static rf_status parse_root(struct json_object *root, cl_tfconfig *out)
                             describe(root, d, sizeof d));
     struct json_object *cluster, *task, *sparse;
     bool has_cluster = json_object_object_get_ex(root, "cluster", &cluster);
-    if (!has_cluster &&
-        json_object_object_get_ex(root, "sparseCluster", &sparse))
+    bool has_sparse = json_object_object_get_ex(root, "sparseCluster", &sparse);
+    if (has_cluster && has_sparse)
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "TF_CONFIG: \"sparseCluster\" (TFJob "
-                            "enableDynamicWorker) is not supported; give "
-                            "the full \"cluster\"");
-    if (has_cluster) {
-        rf_status st = parse_cluster(cluster, out);
-        if (st != RF_OK)
-            return st;
-    }
+                            "TF_CONFIG: has both \"cluster\" and "
+                            "\"sparseCluster\" (TFJob enableDynamicWorker "
+                            "writes only \"sparseCluster\"): give one");
+    rf_status st = RF_OK;
+    if (has_cluster)
+        st = parse_cluster(cluster, out);
+    else if (has_sparse)
+        st = parse_sparse_cluster(sparse, out);
+    if (st != RF_OK)
+        return st;
     if (json_object_object_get_ex(root, "task", &task))
         return parse_task(task, out);
     return RF_OK;

@@ -36,9 +36,11 @@
  * (a sync table's sparse push header of PS_SPARSE_SYNC_HDR_BYTES: count and
  * tag); 7: self-verifying table rows (every field of a table an array of
  * row records: version, CRC32C, row; ps_layout.h), so a peer of version 6
- * reading rows between version words is refused at HELLO. */
+ * reading rows between version words is refused at HELLO; 8: LEAVE_REQ /
+ * LEAVE_REPLY and the members bitmap in the globals block (elastic
+ * workers). */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 7u
+#define PS_PROTO_VERSION 8u
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */
@@ -69,6 +71,8 @@ typedef enum ps_msg_type {
     PS_MSG_AUTH_CHALLENGE, /* ps: its nonce, identity and HMAC */
     PS_MSG_AUTH_PROOF,     /* worker: its HMAC */
     PS_MSG_AUTH_OK,        /* ps: the worker is authenticated */
+    PS_MSG_LEAVE_REQ,      /* worker: it leaves the job (elastic) */
+    PS_MSG_LEAVE_REPLY,    /* ps: it is no longer a member */
     PS_MSG_TYPE_END        /* one past the last */
 } ps_msg_type;
 

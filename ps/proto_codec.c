@@ -130,6 +130,8 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_AUTH_CHALLENGE] = "AUTH_CHALLENGE",
     [PS_MSG_AUTH_PROOF] = "AUTH_PROOF",
     [PS_MSG_AUTH_OK] = "AUTH_OK",
+    [PS_MSG_LEAVE_REQ] = "LEAVE_REQ",
+    [PS_MSG_LEAVE_REPLY] = "LEAVE_REPLY",
 };
 
 const char *ps_msg_type_name(uint32_t type)

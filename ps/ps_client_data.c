@@ -455,6 +455,12 @@ static rf_status globals_op(rf_ps_client *c, uint32_t word, rf_op op,
     return globals_rmw(c, word, op, arg, 0, result, what);
 }
 
+rf_status cli_globals_read(rf_ps_client *c, uint32_t off, uint64_t *out,
+                           const char *what)
+{
+    return globals_op(c, off, RF_OP_READ, 0, out, what);
+}
+
 static rf_status step_op(rf_ps_client *c, rf_op op, uint64_t arg,
                          uint64_t *result, const char *what)
 {

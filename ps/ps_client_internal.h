@@ -344,6 +344,9 @@ rf_status cli_post_group(ps_cli_conn *p, cli_group *g, rf_wr *wrs, size_t n);
 rf_status cli_group_wait(rf_ps_client *c, cli_group *g, const char *what);
 void cli_group_fail(cli_group *g, rf_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A plain READ of the u64 at offset off of ps task 0's globals block. */
+rf_status cli_globals_read(rf_ps_client *c, uint32_t off, uint64_t *out,
+                           const char *what);
 /* Sends the request of len bytes in p's request buffer and waits for the
  * reply of type want (an ERROR_REPLY becomes its status and text). The
  * reply is at *reply until cli_rpc_done. */

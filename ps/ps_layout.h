@@ -48,8 +48,18 @@ _Static_assert(PS_REC_SYNC_STALE_OFF + 8 <= PS_REC_HEADER,
 #define PS_WORKERS_DONE_OFF 8u
 /* RF_PS_MAX_CLOCKS int64: each client id's stale-synchronous-parallel
  * clock (rf_ps_clock_advance, rf_ps_clocks_read) */
-#define PS_CLOCKS_OFF    64u
+#define PS_CLOCKS_OFF 64u
+/* RF_PS_DONE_WORDS u64: the members bitmap (ps_server_members.c), written
+ * by the ps's service thread with the CPU only, never by NIC atomics (on a
+ * real NIC the two are not coherent on one word): clients READ it. Its own
+ * cache line, after the clock words. */
+#define PS_MEMBERS_OFF   3648u
 #define PS_GLOBALS_BYTES 4096u
+_Static_assert(PS_CLOCKS_OFF + 8 * RF_PS_MAX_CLOCKS <= PS_MEMBERS_OFF,
+               "the members words come after the clock words");
+_Static_assert(PS_MEMBERS_OFF % 64 == 0 &&
+                   PS_MEMBERS_OFF + 8 * RF_PS_DONE_WORDS <= PS_GLOBALS_BYTES,
+               "the members words fit the globals block, on their own line");
 _Static_assert(PS_WORKERS_DONE_OFF + 8 * RF_PS_DONE_WORDS <= PS_CLOCKS_OFF,
                "the workers-done words come before the clock words");
 _Static_assert(PS_CLOCKS_OFF + 8 * RF_PS_MAX_CLOCKS <= PS_GLOBALS_BYTES,

@@ -20,7 +20,8 @@
 #include "rdmaflow/env.h"
 #include "rdmaflow/status.h"
 
-#define DEFAULT_MAX_WORKERS 64
+#define DEFAULT_MAX_WORKERS       64
+#define DEFAULT_MEMBER_TIMEOUT_MS 10000
 /* Each push is acked (one send); a gather also WRITEs its rows (two). */
 #define SEND_DEPTH (2 * PS_SRV_RECV_DEPTH + 2 * PS_SRV_REPLY_BUFS + 8)
 
@@ -241,6 +242,7 @@ static void *service_main(void *arg)
         /* before the wait, so that the completions its closes flush are
          * seen before the graveyard is freed below */
         ps_admit_expire(s);
+        ps_members_expire(s);
         int n = rf_cq_wait(s->cq, comps, 64, 20);
         if (n == RF_ERR_TIMEOUT) {
             n = 0;
@@ -426,6 +428,13 @@ static rf_status read_options(const rf_ps_server_options *in,
                             "rf_ps_server_start: role binding with chief id "
                             "%u of %u workers",
                             out->chief_id, out->num_workers);
+    if (out->member_timeout_ms < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_server_start: member_timeout_ms %d is "
+                            "negative",
+                            out->member_timeout_ms);
+    if (!out->member_timeout_ms)
+        out->member_timeout_ms = DEFAULT_MEMBER_TIMEOUT_MS;
     if (out->max_workers > 1024)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_server_start: max_workers %d exceeds 1024",
@@ -518,6 +527,7 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
         goto fail;
     if ((st = ps_shards_init(s)) != RF_OK)
         goto fail;
+    ps_members_init(s);
     /* every connection's receives and sends may complete at once (a
      * close flushes them): clients and those still setting up */
     uint32_t depth = ((uint32_t)s->opt.max_workers + PS_SRV_MAX_UNADMITTED) *

@@ -81,7 +81,8 @@ static const ps_conn_state_row rows[PS_CONN_NUM_STATES] = {
         {
             .name = "live",
             .requests = BIT(PS_MSG_REGIONS_REQ) | BIT(PS_MSG_DIR_REQ) |
-                        BIT(PS_MSG_CREATE_REQ) | BIT(PS_MSG_SHUTDOWN_REQ),
+                        BIT(PS_MSG_CREATE_REQ) | BIT(PS_MSG_SHUTDOWN_REQ) |
+                        BIT(PS_MSG_LEAVE_REQ),
             .pushes = true,
             .refuse_before = "unexpected ",
             .refuse_after = " (a reply, or a handshake message out of place)",
@@ -165,6 +166,8 @@ void ps_conn_set_state(ps_server_conn *c, ps_conn_state to, const char *why)
                      c->srv->opt.task_index, who, ps_conn_state_name(from),
                      ps_conn_state_name(to), why);
     c->state = to;
+    if (from == PS_CONN_LIVE && to == PS_CONN_DEAD)
+        ps_members_gone(c->srv, c->client_id);
 }
 
 bool ps_conn_accepts(ps_server_conn *c, uint16_t type)

@@ -1,5 +1,5 @@
 /* ps/ps_server_ctrl.c: the ps side of the control plane. Decodes one
- * request, answers it (HELLO, REGIONS, DIR, CREATE, SHUTDOWN) or with an
+ * request, answers it (HELLO, REGIONS, DIR, CREATE, SHUTDOWN, LEAVE) or with an
  * ERROR_REPLY for a request that is well formed but refused; a malformed
  * message or one the connection's state does not accept (the table in
  * ps_server_conn_state.c, asked before dispatch) drops the connection with
@@ -98,6 +98,7 @@ static bool on_hello(ps_server_conn *c, uint32_t req_id,
         return false;
     }
     ps_conn_set_state(c, PS_CONN_LIVE, "HELLO taken, a client slot held");
+    ps_members_join(s, c->client_id);
     c->ring = h.ring;
     c->ring_slots = h.ring_slots;
     ps_hello_reply r = {.ps_index = s->opt.task_index,
@@ -239,6 +240,18 @@ static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
     return ps_ctrl_send(c, buf, n);
 }
 
+/* An elastic worker leaves the job: no longer a member (ps task 0's chief
+ * stops waiting for it at the end). */
+static bool on_leave(ps_server_conn *c, uint32_t req_id)
+{
+    unsigned char *buf = ps_ctrl_reply_buf(c);
+    size_t n;
+    if (ps_enc_empty(buf, PS_MSG_MAX, PS_MSG_LEAVE_REPLY, req_id, &n) != RF_OK)
+        return false;
+    ps_members_leave(c->srv, c->client_id);
+    return ps_ctrl_send(c, buf, n);
+}
+
 bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
 {
     ps_msg_hdr h;
@@ -269,6 +282,10 @@ bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
         if (ps_dec_empty(msg, len, PS_MSG_SHUTDOWN_REQ) != RF_OK)
             break;
         return on_shutdown(c, h.req_id);
+    case PS_MSG_LEAVE_REQ:
+        if (ps_dec_empty(msg, len, PS_MSG_LEAVE_REQ) != RF_OK)
+            break;
+        return on_leave(c, h.req_id);
     default: /* the table accepts nothing else */
         ps_conn_drop(c, "a message the state table accepts has no handler");
         return false;

@@ -179,6 +179,11 @@ struct rf_ps_server {
      * thread adds with __atomic_fetch_add, get_counters loads (no lock on
      * the push path) */
     uint64_t dense_applies, stale_dropped;
+    /* ps_server_members.c (service thread): when each client id's last
+     * connection closed without a LEAVE (0: it did not), and the members
+     * bitmap's words in the globals block */
+    long long member_gone_ms[RF_PS_MAX_DONE_WORKERS];
+    uint64_t *members;
 };
 
 /* Connection memory: receives (PS_SRV_RECV_DEPTH x PS_REQ_MAX), reply
@@ -234,6 +239,15 @@ void ps_conn_label(const ps_server_conn *c, char *buf, size_t len);
 
 /* ps_server_ctrl.c: handles one received control message of len bytes;
  * false if the connection was dropped. */
+/* Members (ps_server_members.c, service thread): a client id is one from
+ * its HELLO until its LEAVE, or until its connection has been closed for
+ * member_timeout_ms (checked by ps_members_expire). */
+void ps_members_init(rf_ps_server *s);
+void ps_members_join(rf_ps_server *s, uint32_t id);
+void ps_members_leave(rf_ps_server *s, uint32_t id);
+void ps_members_gone(rf_ps_server *s, uint32_t id);
+void ps_members_expire(rf_ps_server *s);
+
 bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len);
 /* Sends a reply prepared in the buffer from ps_ctrl_reply_buf. */
 unsigned char *ps_ctrl_reply_buf(ps_server_conn *c);

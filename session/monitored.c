@@ -552,10 +552,17 @@ static rf_status wait_for_workers(rf_monitored_session *ms, char *missing,
                                   size_t len)
 {
     int others = rf_cluster_num_workers(rf_server_cluster(ms->server)) - 1;
-    if (others <= 0)
+    if (rf_server_elastic(ms->server))
+        ms_note(ms,
+                "waiting at most %d s for the other workers that are "
+                "members of the job (elastic: joined, not left, not gone "
+                "past the ps's bound) to finish",
+                ms->opt.stop_grace_secs);
+    else if (others <= 0)
         return RF_OK;
-    ms_note(ms, "waiting at most %d s for %d other worker%s to finish",
-            ms->opt.stop_grace_secs, others, others == 1 ? "" : "s");
+    else
+        ms_note(ms, "waiting at most %d s for %d other worker%s to finish",
+                ms->opt.stop_grace_secs, others, others == 1 ? "" : "s");
     int64_t deadline = rf_deadline_ms((int64_t)ms->opt.stop_grace_secs * 1000);
     for (;;) {
         int64_t left = rf_deadline_left_ms(deadline);

@@ -99,7 +99,10 @@ rf_status rf_server_start(const rf_cluster *cluster,
             .secret = sv->secret,
             .bind_roles = true,
             .chief_id = (uint32_t)chief_id(cluster),
-            .num_workers = (uint32_t)rf_cluster_num_workers(cluster),
+            .num_workers = rf_server_elastic(sv)
+                               ? RF_PS_MAX_DONE_WORKERS
+                               : (uint32_t)rf_cluster_num_workers(cluster),
+            .member_timeout_ms = sv->opt.member_timeout_ms,
             .listen_host = bind,
         };
         st =
@@ -118,6 +121,11 @@ err_topo:
     rf_secret_free(sv->secret);
     free(sv);
     return st;
+}
+
+bool rf_server_elastic(const rf_server *sv)
+{
+    return sv && (sv->opt.elastic || rf_cluster_is_sparse(sv->cluster));
 }
 
 rf_status rf_server_join(rf_server *sv)

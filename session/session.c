@@ -68,6 +68,27 @@ static const sess_push_ops *push_of(const rf_session_options *o)
                                             : &sess_push_apply_ps;
 }
 
+/* Elastic jobs train asynchronously: SyncReplicasOptimizer aggregates a
+ * fixed number of replicas, and stale synchronous parallel waits for a
+ * fixed set of clocks. */
+static rf_status check_elastic(bool elastic, const rf_session_options *o)
+{
+    if (elastic && o->sync_replicas)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "elastic workers (--elastic, or a TF_CONFIG "
+                            "sparseCluster) train asynchronously only: "
+                            "sync_replicas needs a fixed number of "
+                            "replicas, which workers joining and leaving "
+                            "would change");
+    if (elastic && o->staleness >= 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "elastic workers (--elastic, or a TF_CONFIG "
+                            "sparseCluster): staleness %d needs a fixed "
+                            "set of workers; use -1 (off)",
+                            o->staleness);
+    return RF_OK;
+}
+
 static rf_status check_options(const rf_session_options *options)
 {
     if (options->apply != RF_PS_APPLY_PS &&
@@ -134,12 +155,15 @@ rf_status rf_session_create_offline(const rf_cluster *cluster,
     s->task.chief = as->is_chief;
     s->task.num_ps = rf_cluster_num_ps(cluster);
     s->task.num_workers = rf_cluster_num_workers(cluster);
+    s->task.elastic = rf_cluster_is_sparse(cluster);
     s->push = push_of(options);
     s->ckpt.restored_step = s->ckpt.saved_step = -1;
     s->ready.unreachable_ps = -1;
     st = s->task.num_ps > 0
              ? RF_OK
              : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
+    if (st == RF_OK)
+        st = check_elastic(s->task.elastic, options);
     if (st == RF_OK)
         st = sess_push_configure(s);
     if (st == RF_OK)
@@ -204,6 +228,7 @@ rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
     s->task.chief = s->task.self->is_chief;
     s->task.num_ps = rf_cluster_num_ps(server->cluster);
     s->task.num_workers = rf_cluster_num_workers(server->cluster);
+    s->task.elastic = rf_server_elastic(server);
     s->push = push_of(options);
     s->ready.attempt_ms = readiness ? readiness->attempt_ms : 0;
     s->ready.prefer_adopt = readiness && readiness->prefer_adopt;
@@ -213,6 +238,8 @@ rf_status rf_session_create_attempt(rf_server *server, rf_graph *g,
         s->task.num_ps > 0
             ? RF_OK
             : rf_error_set(RF_ERR_INVALID_ARG, "the cluster has no ps task");
+    if (st == RF_OK)
+        st = check_elastic(s->task.elastic, options);
     if (st == RF_OK &&
         !(s->report.ps_bytes =
               calloc((size_t)s->task.num_ps, sizeof *s->report.ps_bytes)))

@@ -2,8 +2,9 @@
  * session.h): rf_session_finish, and its steps on their own for a caller
  * that recovers between them (the monitored session's close): this
  * worker's SSP clock marked finished, a worker's "done" announced, the
- * chief's wait for the others (the workers-done bitmap on ps task 0), and
- * every variable pulled back into the graph. */
+ * chief's wait for the others (the workers-done bitmap on ps task 0: the
+ * cluster's training workers, or in an elastic job the members ps task 0
+ * knows now), and every variable pulled back into the graph. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,24 +36,46 @@ static size_t name_missing(const rf_session *s, const uint32_t *ids, size_t n,
     return k;
 }
 
+/* The other workers to wait for: the cluster's training workers, or in an
+ * elastic job the members ps task 0 has now (joined, neither left nor
+ * gone past its bound). ids holds RF_PS_MAX_DONE_WORKERS. */
+static rf_status others(rf_session *s, uint32_t *ids, size_t *n)
+{
+    *n = 0;
+    if (!s->task.elastic) {
+        for (int id = 0; id < s->task.num_workers; id++)
+            if (id != s->task.self->worker_id)
+                ids[(*n)++] = (uint32_t)id;
+        return RF_OK;
+    }
+    uint64_t members[RF_PS_DONE_WORDS];
+    rf_status st = rf_ps_members_read(s->client, members);
+    if (st != RF_OK)
+        return st;
+    for (uint32_t id = 0; id < RF_PS_MAX_DONE_WORKERS; id++)
+        if (rf_ps_worker_is_done(members, id) &&
+            (int)id != s->task.self->worker_id)
+            ids[(*n)++] = id;
+    return RF_OK;
+}
+
 rf_status rf_session_wait_workers(rf_session *s, int timeout_ms, char *missing,
                                   size_t len, uint64_t *bits_out)
 {
     if (s->offline)
         return sess_refuse_offline("rf_session_wait_workers");
     char list[1024] = "";
-    uint32_t *ids = calloc((size_t)s->task.num_workers + 1, sizeof *ids);
+    uint32_t *ids = calloc(RF_PS_MAX_DONE_WORKERS, sizeof *ids);
     if (!ids)
         return rf_error_set(RF_ERR_NO_MEMORY, "session: out of memory");
     size_t n = 0;
-    for (int id = 0; id < s->task.num_workers; id++)
-        if (id != s->task.self->worker_id)
-            ids[n++] = (uint32_t)id;
     uint64_t bits[RF_PS_DONE_WORDS];
     int64_t deadline = rf_deadline_ms(timeout_ms > 0 ? timeout_ms : 0);
     rf_status st;
     for (;;) {
-        st = rf_ps_workers_done_read(s->client, bits);
+        st = others(s, ids, &n);
+        if (st == RF_OK)
+            st = rf_ps_workers_done_read(s->client, bits);
         if (st != RF_OK) {
             st = rf_error_set(st, "waiting for the other workers: %s",
                               rf_error_message());
@@ -106,6 +129,17 @@ rf_status rf_session_announce_done(rf_session *s)
     return RF_OK;
 }
 
+rf_status rf_session_leave(rf_session *s)
+{
+    if (s->offline)
+        return sess_refuse_offline("rf_session_leave");
+    if (s->task.chief)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_session_leave: the chief cannot leave the job "
+                            "(it ends it)");
+    return rf_ps_leave(s->client);
+}
+
 rf_status rf_session_pull_all(rf_session *s)
 {
     if (s->offline)
@@ -139,7 +173,7 @@ rf_status rf_session_finish(rf_session *s, int timeout_ms)
         return st;
     if (!s->task.chief)
         return rf_session_announce_done(s);
-    if (s->task.num_workers > 1) {
+    if (s->task.elastic || s->task.num_workers > 1) {
         st = rf_session_wait_workers(
             s, timeout_ms > 0 ? timeout_ms : DEFAULT_FINISH_TIMEOUT_MS, NULL, 0,
             NULL);

@@ -140,7 +140,8 @@ struct rf_session {
     struct {
         const rf_cluster_task *self;
         bool chief;
-        int num_ps, num_workers;
+        int num_ps, num_workers; /* num_workers -1: unknown (sparse) */
+        bool elastic; /* workers join and leave (rf_server_elastic) */
     } task;
 
     /* the graph's nodes the session knows */

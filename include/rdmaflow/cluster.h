@@ -16,9 +16,26 @@
  *    a fractional number or a boolean is an error (TF would truncate it).
  *    Each job is a list of strings: TF's sparse {index: address} form cannot
  *    come from JSON (its keys are strings, which ClusterSpec rejects) and is
- *    refused, as is TFJob's "sparseCluster". The JSON is parsed by json-c
+ *    refused under "cluster". The JSON is parsed by json-c
  *    in strict mode plus UTF-8 validation; text after the value is an error
  *    (Python's "Extra data"); json-c still accepts single-quoted strings.
+ *
+ *  - TFJob's "sparseCluster" (enableDynamicWorker, training-operator's
+ *    SparseTFConfig), instead of "cluster" (both: an error naming both):
+ *      {"sparseCluster": {"ps": ["h:p", ...], "worker": {"3": "h:p"}},
+ *       "task": {"type": "worker", "index": 3}}
+ *    A worker gets every ps task and itself under its index (any index up
+ *    to 65535; the worker map may name others too); a ps gets a one-entry
+ *    "ps" list, itself at task.index, and an empty worker map. The operator
+ *    gives a chief (or evaluator) task no ps addresses at all: such a task
+ *    is an error (worker 0 is the chief of a sparse job). Only "ps" and
+ *    "worker" may appear. The cluster is then sparse (rf_cluster_is_sparse):
+ *    the job lists hold only the known tasks: rf_cluster_num_tasks counts
+ *    slots up to the highest known index and rf_cluster_task_at is NULL for
+ *    an unknown one; rf_cluster_num_workers is -1 (unknown: workers come
+ *    and go, see the ps's members, rdmaflow/ps.h) and so is
+ *    rf_cluster_num_ps on a ps task; the chief is worker 0, with address
+ *    NULL when this task is not worker 0. A sparse job is elastic.
  *
  * Precedence: explicit flags override TF_CONFIG, field by field, like
  * TFConfigClusterResolver(task_type=, task_id=):
@@ -214,7 +231,9 @@ RF_API const rf_cluster_task *rf_cluster_self(const rf_cluster *c);
 /* The chief task (chief job's task, else worker 0). */
 RF_API const rf_cluster_task *rf_cluster_chief(const rf_cluster *c);
 
-/* Number of tasks of a job; 0 for a job not in the cluster or unknown. */
+/* Number of tasks of a job; 0 for a job not in the cluster or unknown. In a
+ * sparse cluster (above), the slots up to the highest known index: some of
+ * them may be unknown (rf_cluster_task_at NULL). */
 RF_API int rf_cluster_num_tasks(const rf_cluster *c, const char *job);
 
 /* Task `index` of `job`, NULL if there is none. */
@@ -226,11 +245,16 @@ RF_API const rf_cluster_task *rf_cluster_task_at(const rf_cluster *c,
 RF_API const char *rf_cluster_task_address(const rf_cluster *c, const char *job,
                                            int index);
 
-/* Number of ps tasks (RunConfig.num_ps_replicas). */
+/* Number of ps tasks (RunConfig.num_ps_replicas); -1 on a ps task of a
+ * sparse cluster (it knows only itself). */
 RF_API int rf_cluster_num_ps(const rf_cluster *c);
 
-/* Number of training workers: chief + worker tasks. */
+/* Number of training workers: chief + worker tasks; -1 (unknown) in a
+ * sparse cluster, whose workers may join and leave. */
 RF_API int rf_cluster_num_workers(const rf_cluster *c);
+
+/* Whether the cluster came from TFJob's "sparseCluster" (above). */
+RF_API bool rf_cluster_is_sparse(const rf_cluster *c);
 
 /* Where the cluster and the task came from, e.g. "cluster from
  * --ps_hosts/--worker_hosts, task from --job_name/--task_index". */

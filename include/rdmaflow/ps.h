@@ -24,7 +24,14 @@
  * bitmap, RF_PS_DONE_WORDS u64 from offset 8 (rf_ps_worker_done sets the
  * bit of its client id with CMP_AND_SWP), and from offset 64 the stale
  * synchronous parallel clocks, RF_PS_MAX_CLOCKS int64, one per client id
- * (rf_ps_clock_advance: FETCH_AND_ADD; rf_ps_clocks_read: one READ).
+ * (rf_ps_clock_advance: FETCH_AND_ADD; rf_ps_clocks_read: one READ),
+ * and from offset 3648 the members bitmap, RF_PS_DONE_WORDS u64: the bit
+ * of every client id that said HELLO and has not left (LEAVE) nor been
+ * disconnected longer than member_timeout_ms. The ps's service thread
+ * writes it with the CPU only (never a NIC atomic: on a real NIC CPU
+ * writes and IBV_ATOMIC_HCA atomics to one word are not coherent, so it is
+ * kept apart from the NIC-written done bitmap); clients READ it
+ * (rf_ps_members_read).
  *
  * Pushes: the client offers one call per thing it puts on the wire, each
  * in a dense and a rows (sparse) form, and no mode: which one a training
@@ -122,6 +129,11 @@ typedef struct rf_ps_server_options {
     bool bind_roles;
     uint32_t chief_id;
     uint32_t num_workers;
+    /* Members (elastic workers): a client id is a member of the job from
+     * its HELLO until it sends LEAVE (rf_ps_leave) or until its connection
+     * has been closed for member_timeout_ms (0: 10000); the bitmap is in
+     * the globals block (rf_ps_members_read). */
+    int member_timeout_ms;
     /* NULL: listen on host. Otherwise the local address the listener binds
      * ("0.0.0.0" or "::": every address), while host still chooses the
      * arena's NUMA node (and the caller opened the fabric on host). */
@@ -694,6 +706,19 @@ RF_API rf_status rf_ps_worker_done(rf_ps_client *client);
 /* Reads the bitmap. */
 RF_API rf_status rf_ps_workers_done_read(rf_ps_client *client,
                                          uint64_t bits[RF_PS_DONE_WORDS]);
+/* Members (elastic workers): reads ps task 0's members bitmap (plain
+ * READs: the ps's CPU writes it), the client ids connected or gone for
+ * less than the ps's member_timeout_ms that did not LEAVE. */
+RF_API rf_status rf_ps_members_read(rf_ps_client *client,
+                                    uint64_t bits[RF_PS_DONE_WORDS]);
+/* This client leaves the job (an elastic worker scaled down or told to
+ * stop): ps task 0 clears its member bit at once, so the chief's end does
+ * not wait for it. A LEAVE_REQ answered by LEAVE_REPLY; call it after the
+ * last step, before rf_ps_client_destroy. */
+RF_API rf_status rf_ps_leave(rf_ps_client *client);
+/* The server's members bitmap as its service thread last wrote it. */
+RF_API void rf_ps_server_members(rf_ps_server *server,
+                                 uint64_t bits[RF_PS_DONE_WORDS]);
 /* Chief: ORs bits into the bitmap (what it had seen before ps task 0
  * restarted with an empty one). */
 RF_API rf_status rf_ps_workers_done_merge(

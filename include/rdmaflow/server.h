@@ -56,6 +56,14 @@ typedef struct rf_server_options {
      * Kubernetes pod's peers at start (--max_wait_secs); 0: one try. The
      * error at the end names the host and its task. */
     int resolve_wait_secs;
+    /* Elastic workers (async training; implied by a sparse cluster,
+     * rf_cluster_is_sparse): a ps task then admits any worker id below
+     * RF_PS_MAX_DONE_WORKERS (the chief's id stays bound to the chief), so
+     * workers the cluster did not list may join; member_timeout_ms (0:
+     * 10000) is how long a worker's closed connection keeps it a member
+     * (rdmaflow/ps.h, members). */
+    bool elastic;
+    int member_timeout_ms;
 } rf_server_options;
 
 /* Starts this task's server, for the task rf_cluster_self(cluster) names:
@@ -87,6 +95,8 @@ RF_API void rf_server_ps_counters(rf_server *server,
                                   rf_ps_server_counters *out);
 RF_API rf_fabric *rf_server_fabric(const rf_server *server);
 RF_API const rf_cluster *rf_server_cluster(const rf_server *server);
+/* Whether the job is elastic: options.elastic or a sparse cluster. */
+RF_API bool rf_server_elastic(const rf_server *server);
 RF_API const rf_binding *rf_server_binding(const rf_server *server);
 /* A ps task's listening port (0 on a worker). */
 RF_API uint16_t rf_server_port(const rf_server *server);

@@ -411,7 +411,10 @@ RF_API rf_status rf_session_finish(rf_session *s, int timeout_ms);
  *   clock word finished, once; nothing otherwise;
  * - rf_session_announce_done: a non-chief announces that it finished;
  * - rf_session_wait_workers: the chief waits at most timeout_ms (<= 0: a
- *   single look) for every other training worker's announcement (sync
+ *   single look) for every other training worker's announcement (in an
+ *   elastic job, rf_server_elastic, for every other member of ps task 0's
+ *   members bitmap, read again at each look: a worker that left or has
+ *   been gone past the ps's member_timeout_ms is not waited for; sync
  *   replicas' backup workers as rf_session_finish says). RF_ERR_TIMEOUT
  *   names the tasks that did not ("/job:worker/task:1"); missing (may be
  *   NULL) gets the same comma-separated list ("" when all finished), and
@@ -425,6 +428,12 @@ RF_API rf_status rf_session_wait_workers(rf_session *s, int timeout_ms,
                                          char *missing, size_t len,
                                          uint64_t *bits);
 RF_API rf_status rf_session_pull_all(rf_session *s);
+
+/* An elastic worker (not the chief) leaves the job instead of finishing
+ * it: ps task 0 drops it from the members at once (LEAVE, rdmaflow/ps.h),
+ * so the chief's end does not wait for it. Call after its last step, then
+ * destroy the session without rf_session_finish. */
+RF_API rf_status rf_session_leave(rf_session *s);
 
 /* The workers-done bitmap on ps task 0 (rdmaflow/ps.h,
  * rf_ps_workers_done_read and _merge): read it into bits, or OR bits into

@@ -55,6 +55,11 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster);
  * goes to explain. */
 int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain);
 
+/* elastic.c: an elastic non-chief worker's SIGTERM sets a flag (returns
+ * sigaction's result) that the training loop reads after each step. */
+int tr_elastic_install_sigterm(void);
+bool tr_elastic_stop_requested(void);
+
 /* dist_eval.c: the evaluator job: evaluates the chief's checkpoints;
  * exit status. */
 int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster);

@@ -40,14 +40,18 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
         rf_trace_set_process(trace, 0, label);
         rf_trace_set_thread_name(trace, 0, "apply thread");
     }
-    rf_server_options o = {.trace = trace,
-                           .cluster_secret_file = f->cluster_secret_file,
-                           .require_secret = f->require_secret,
-                           .bind_addr = f->bind_addr,
-                           .resolve_wait_secs = (int)f->max_wait_secs,
-                           .trace_updates =
-                               (uint64_t)f->trace_steps *
-                               (uint64_t)rf_cluster_num_workers(cluster)};
+    rf_server_options o = {
+        .trace = trace,
+        .cluster_secret_file = f->cluster_secret_file,
+        .require_secret = f->require_secret,
+        .bind_addr = f->bind_addr,
+        .resolve_wait_secs = (int)f->max_wait_secs,
+        .trace_updates = (uint64_t)f->trace_steps *
+                         (uint64_t)(rf_cluster_num_workers(cluster) > 0
+                                        ? rf_cluster_num_workers(cluster)
+                                        : 1),
+        .elastic = f->elastic,
+        .member_timeout_ms = (int)f->member_timeout_secs * 1000};
     if (rf_server_start(cluster, &o, &server) != RF_OK) {
         fprintf(stderr, "rf-trainer: ps task %d: %s\n", self->index,
                 rf_error_message());

@@ -184,6 +184,14 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     int rc = 1;
     char who[64];
     snprintf(who, sizeof who, "%s %d", self->job, self->index);
+    if (f->elastic || rf_cluster_is_sparse(cluster)) {
+        fprintf(stderr,
+                "rf-trainer: %s: --model=wide_deep does not run "
+                "elastic workers yet (--elastic or a TF_CONFIG "
+                "sparseCluster); use the default model\n",
+                who);
+        return 2;
+    }
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
                             .require_secret = f->require_secret,
                             .bind_addr = f->bind_addr,

@@ -32,7 +32,9 @@ typedef struct tr_worker {
     const tr_flags *f;
     const rf_cluster *cluster;
     const rf_cluster_task *self;
-    int num_ps, num_workers;
+    int num_ps, num_workers; /* num_workers -1: a sparse cluster */
+    bool elastic;            /* --elastic or a sparse cluster */
+    bool left;               /* an elastic worker stopped by SIGTERM */
     rf_server *server;
     tr_session s;
     rf_monitored_session *ms;
@@ -48,12 +50,20 @@ static int fail(const char *what, const char *msg)
 
 /* Worker i's part of the training data: everything with one worker (so one
  * worker reproduces local training), else shard i of W, shuffled per
- * epoch with a seed of its own. */
+ * epoch with a seed of its own. An elastic worker (W unknown or changing)
+ * reads the whole set in its own order (seed + worker id), as TF 1.x
+ * input pipelines usually do: exactly-once dealing of shards is not built
+ * yet. */
 static int select_data(const tr_worker *d, rf_dataset *train, rf_dataset **mine,
                        char *err, size_t errlen)
 {
     const tr_flags *f = d->f;
     *mine = NULL;
+    if (d->elastic) {
+        rf_dataset_set_shuffle(train, true,
+                               f->seed + (uint64_t)d->self->worker_id);
+        return 0;
+    }
     if (d->num_workers == 1) {
         rf_dataset_set_shuffle(train, true, f->seed);
         return 0;
@@ -127,6 +137,10 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
                              err, errlen) != 0)
             goto out;
+        if (d->elastic && !d->self->is_chief && tr_elastic_stop_requested()) {
+            d->left = true; /* SIGTERM: this step is done; leave */
+            break;
+        }
     }
     res->seconds = rf_now_s() - t0;
     rc = 0;
@@ -221,7 +235,10 @@ static int set_up(tr_worker *d, const char *who, rf_dataset **train_set,
     rf_server_options so = {.cluster_secret_file = f->cluster_secret_file,
                             .require_secret = f->require_secret,
                             .bind_addr = f->bind_addr,
-                            .resolve_wait_secs = (int)f->max_wait_secs};
+                            .resolve_wait_secs = (int)f->max_wait_secs,
+                            .elastic = d->elastic,
+                            .member_timeout_ms =
+                                (int)f->member_timeout_secs * 1000};
     if (rf_server_start(d->cluster, &so, &d->server) != RF_OK)
         return fail(who, rf_error_message());
     if (tr_load_data(f, train_set, test, t_load, err, sizeof err) != 0)
@@ -233,9 +250,15 @@ static int set_up(tr_worker *d, const char *who, rf_dataset **train_set,
                           &d->s, err, sizeof err) != 0)
         return fail("setup", err);
     tr_print_config(f, &d->s, *train_set, *test, tr_data_dir(f));
-    printf("%s of %d workers%s, %d ps tasks; apply=%s%s\n", who, d->num_workers,
-           d->self->is_chief ? " (chief)" : "", d->num_ps, f->apply,
-           f->use_locking ? " with use_locking" : "");
+    if (d->elastic)
+        printf("%s (worker id %d) of an elastic job%s, %d ps tasks; "
+               "apply=%s%s\n",
+               who, d->self->worker_id, d->self->is_chief ? " (chief)" : "",
+               d->num_ps, f->apply, f->use_locking ? " with use_locking" : "");
+    else
+        printf("%s of %d workers%s, %d ps tasks; apply=%s%s\n", who,
+               d->num_workers, d->self->is_chief ? " (chief)" : "", d->num_ps,
+               f->apply, f->use_locking ? " with use_locking" : "");
     fflush(stdout);
     return 0;
 }
@@ -261,6 +284,17 @@ static int finish(tr_worker *d, const char *who, const tr_train_result *tr,
     if (d->self->is_chief)
         return chief_finish(d, test, err, sizeof err) != 0 ? fail("chief", err)
                                                            : 0;
+    if (d->left) {
+        /* elastic, SIGTERM: leave instead of announcing "done" */
+        if (rf_session_leave(rf_monitored_session_session(d->ms)) != RF_OK)
+            return fail(who, rf_error_message());
+        if (tr_metrics_finish(d->metrics, NAN, NULL, err, sizeof err) != 0)
+            return fail("--metrics_out", err);
+        printf("worker %d: left the job after %" PRId64 " steps (SIGTERM; "
+               "elastic)\n",
+               d->self->index, tr->steps);
+        return 0;
+    }
     if (rf_monitored_session_close(d->ms) != RF_OK)
         return fail(who, rf_error_message());
     if (tr_metrics_finish(d->metrics, NAN, NULL, err, sizeof err) != 0)
@@ -277,7 +311,9 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     d.self = rf_cluster_self(cluster);
     d.num_ps = rf_cluster_num_ps(cluster);
     d.num_workers = rf_cluster_num_workers(cluster);
+    d.elastic = f->elastic || rf_cluster_is_sparse(cluster);
     bool chief = d.self->is_chief;
+
     /* a global step is N workers' batches in sync training */
     d.per_global_step = tr_examples_per_global_step(f, d.num_workers);
     rf_dataset *train_set = NULL, *test = NULL, *mine = NULL;
@@ -287,6 +323,8 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     double t_load = 0;
     char who[64];
     snprintf(who, sizeof who, "%s %d", d.self->job, d.self->index);
+    if (d.elastic && !chief && tr_elastic_install_sigterm() != 0)
+        return fail(who, "installing the SIGTERM handler");
 
     /* the chief makes (or checks) --checkpoint_dir before any work */
     if (chief && f->checkpoint_dir &&

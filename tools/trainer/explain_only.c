@@ -564,6 +564,12 @@ int tr_explain_only(const tr_flags *f, const rf_cluster *c, FILE *out)
     explain_data dd = {0};
     double t_load = 0;
     int rc = 1;
+    if (c && (f->elastic || rf_cluster_is_sparse(c))) {
+        fprintf(stderr, "rf-trainer: --explain_only: not with elastic "
+                        "workers (--elastic or a TF_CONFIG sparseCluster): "
+                        "the workers are not known in advance\n");
+        return 2;
+    }
     /* wide_deep's data is made from its spec: nothing to load */
     if (f->model.kind != TR_MODEL_WIDE_DEEP &&
         tr_load_data(f, &dd.train, &dd.test, &t_load, err, sizeof err) != 0) {

@@ -367,6 +367,18 @@ static void tr_flag_rows(rf_flag_row rows[TR_FLAG_ROWS], tr_flags *f)
             "the ps tasks down and exits 1",
             .bits = DIST),
         RF_FLAG_BOOL(
+            "elastic", &f->elastic,
+            "elastic workers (async training only; implied by a TF_CONFIG "
+            "sparseCluster): workers may join the running job and leave "
+            "it (SIGTERM: finish the step, LEAVE, exit 0); the chief waits "
+            "at the end only for the workers that are members then",
+            .bits = RF_FLAG_NEGATABLE | TR_DISTRIBUTED),
+        RF_FLAG_INT64(
+            "member_timeout_secs", &f->member_timeout_secs, "10", 1, 86400, "S",
+            "elastic: how long a ps keeps a worker whose connection closed "
+            "(killed, lost) as a member the chief waits for",
+            .bits = DIST),
+        RF_FLAG_BOOL(
             "sync_replicas", &f->sync_replicas,
             "synchronous training (SyncReplicasOptimizer): each step the "
             "ps applies the mean of --replicas_to_aggregate workers' "
@@ -687,6 +699,24 @@ int tr_flags_parse(int argc, char **argv, tr_flags *f, char *err, size_t errlen)
 int tr_flags_check_cluster(const tr_flags *f, int num_workers, char *err,
                            size_t errlen)
 {
+    /* num_workers < 0: a sparse cluster (TFJob enableDynamicWorker) */
+    bool elastic = f->elastic || num_workers < 0;
+    if (elastic && f->sync_replicas) {
+        snprintf(err, errlen,
+                 "--sync_replicas: not with elastic workers (%s): "
+                 "SyncReplicasOptimizer needs a fixed number of replicas, "
+                 "and workers joining or leaving would change it; train "
+                 "asynchronously",
+                 f->elastic ? "--elastic" : "a TF_CONFIG sparseCluster");
+        return -1;
+    }
+    if (elastic && f->staleness >= 0) {
+        snprintf(err, errlen,
+                 "--staleness: not with elastic workers (%s): stale "
+                 "synchronous parallel waits for a fixed set of workers",
+                 f->elastic ? "--elastic" : "a TF_CONFIG sparseCluster");
+        return -1;
+    }
     if (!f->sync_replicas)
         return 0;
     int64_t n = f->replicas_to_aggregate, m = f->total_num_replicas;

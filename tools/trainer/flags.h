@@ -122,6 +122,8 @@ typedef struct tr_flags {
     double save_summaries_secs;   /* alone: replaces the steps' default */
     int64_t max_wait_secs;        /* readiness wait; default 7200 */
     int64_t stop_grace_secs;      /* the chief's wait at the end; 120 */
+    bool elastic;                 /* workers join and leave (async) */
+    int64_t member_timeout_secs;  /* elastic: a gone worker's bound; 10 */
     const char *distributed_flag; /* first distributed-only flag given */
     /* --model=wide_deep (wide_deep.h) */
     rf_ctr_spec ctr_spec;         /* --ctr_spec (default: the default spec) */
