@@ -70,7 +70,7 @@ void ps_members_expire(rf_ps_server *s)
         if (!has_bit(s, id))
             continue;
         set_bit(s, id, false);
-        RF_LOG_INFO("ps %d: client %u disconnected %d ms ago and did not "
+        RF_LOG_WARN("ps %d: client %u disconnected %d ms ago and did not "
                     "come back: no longer a member",
                     s->opt.task_index, id, s->opt.member_timeout_ms);
     }
