@@ -164,6 +164,8 @@ static void decode_all(const uint8_t *data, size_t size)
     case PS_MSG_SHUTDOWN_REQ:
     case PS_MSG_SHUTDOWN_REPLY:
     case PS_MSG_AUTH_OK:
+    case PS_MSG_LEAVE_REQ:
+    case PS_MSG_LEAVE_REPLY:
         if (ps_dec_empty(data, size, h.type) == RF_OK)
             same(data, size,
                  ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), &len);

@@ -1,7 +1,7 @@
 /* tests/integration/ps/helper.c: rf_ps_helper, the processes the ps tests
  * start (fork + exec). Roles:
  *   ps --index I --port P [--chunk-kb K] [--max-workers M]
- *      [--secret FILE] [--workers N --chief C]
+ *      [--secret FILE] [--workers N --chief C] [--member-ms M]
  *                                  a ps task: prints "READY <port> <incarn.>"
  *                                  then serves until SHUTDOWN; exit 0 then
  *   push --ps A[,B] --id N --steps S --mode ps|worker --locking 0|1
@@ -26,11 +26,13 @@
  *   done --ps A[,B] --id N         a worker that finished: connects and
  *                                  announces it (rf_ps_worker_done); prints
  *                                  "DONE"
- *   hold --ps A --id N --ms T [--secret FILE]
+ *   hold --ps A --id N --ms T [--secret FILE] [--leave 1]
  *                                  a worker that stays connected for T ms,
  *                                  reading global_step every 20 ms (each
  *                                  read must succeed); prints "CONNECTED"
- *                                  then "HELD <reads>"
+ *                                  then "HELD <reads>"; with --leave, sends
+ *                                  LEAVE (rf_ps_leave) before it closes and
+ *                                  prints "LEFT"
  * --secret FILE: the cluster secret (ps: authenticate every client; a
  * client: authenticate); --workers/--chief: the ps binds roles.
  * Every failure is a CHECK (message on stderr, exit 1). */
@@ -67,7 +69,8 @@ static int role_ps(int argc, char **argv)
         .task_index = atoi(arg(argc, argv, "--index", "0")),
         .chunk_bytes = (size_t)atoi(arg(argc, argv, "--chunk-kb", "1024"))
                        << 10,
-        .max_workers = atoi(arg(argc, argv, "--max-workers", "0"))};
+        .max_workers = atoi(arg(argc, argv, "--max-workers", "0")),
+        .member_timeout_ms = atoi(arg(argc, argv, "--member-ms", "0"))};
     rf_cluster_secret *secret = NULL;
     const char *sf = arg(argc, argv, "--secret", "");
     if (sf[0])
@@ -138,6 +141,11 @@ static int role_hold(int argc, char **argv)
     }
     printf("HELD %lld\n", reads);
     fflush(stdout);
+    if (atoi(arg(argc, argv, "--leave", "0"))) {
+        CHECK_OK(rf_ps_leave(c));
+        printf("LEFT\n");
+        fflush(stdout);
+    }
     rf_ps_client_close(c);
     rf_fabric_close(f);
     rf_secret_free(secret);

@@ -4,7 +4,8 @@
  * multi_worker_util, Estimator RunConfig and its docstring examples, the
  * TFJob operator's TF_CONFIG), the precedence of flags over TF_CONFIG, and
  * the exact message of every error.
- * Usage: rf_test_cluster [addr|flags|tfconfig|precedence|errors|format]. */
+ * Usage: rf_test_cluster [addr|flags|tfconfig|precedence|errors|format|
+ * sparse]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -741,11 +742,6 @@ static void test_errors_tfconfig(void)
     ERR(NOFLAGS, TFC("{\"ps\": [\"p:1\"], \"evaluator\": [\"e:1\"]}"),
         "TF_CONFIG: cluster has no \"worker\" or \"chief\" job (nothing would "
         "train)");
-    ERR(NOFLAGS,
-        "{\"sparseCluster\": {\"ps\": [\"p:1\"]}, \"task\": "
-        "{\"type\": \"ps\", \"index\": 0}}",
-        "TF_CONFIG: \"sparseCluster\" (TFJob enableDynamicWorker) is not "
-        "supported; give the full \"cluster\"");
 
     /* The task against the cluster. */
     const char *cl = "{\"cluster\": {\"ps\": [\"p:1\"], \"worker\": "
@@ -915,12 +911,159 @@ static void test_format(void)
           "NULL cluster");
 }
 
+/* ---- TFJob's sparseCluster (enableDynamicWorker) ----------------------- */
+
+/* What training-operator's genTFConfigJSONStr writes with
+ * enableDynamicWorker (convertClusterSpecToSparseClusterSpec): a worker
+ * gets every ps and itself, a ps only itself, a chief nothing. */
+static void test_sparse(void)
+{
+    /* worker 3, joining: the ps tasks and itself */
+    rf_cluster *c = OK(NOFLAGS, "{\"sparseCluster\": {\"ps\": [\"p0:1\", "
+                                "\"p1:1\"], \"worker\": {\"3\": \"w3:1\"}}, "
+                                "\"task\": {\"type\": \"worker\", \"index\": "
+                                "3}}");
+    if (c) {
+        SELF(c, "worker", 3, "w3:1", 0, 3);
+        CHECK(rf_cluster_is_sparse(c), "sparse");
+        CHECK(rf_cluster_num_workers(c) == -1, "num_workers %d, want -1",
+              rf_cluster_num_workers(c));
+        CHECK(rf_cluster_num_ps(c) == 2, "num_ps %d", rf_cluster_num_ps(c));
+        CHECK(rf_cluster_num_tasks(c, "worker") == 4, "worker slots %d",
+              rf_cluster_num_tasks(c, "worker"));
+        CHECK(!rf_cluster_task_at(c, "worker", 0) &&
+                  !rf_cluster_task_at(c, "worker", 2) &&
+                  rf_cluster_task_at(c, "worker", 3) == rf_cluster_self(c),
+              "unknown workers are NULL, worker 3 is self");
+        const rf_cluster_task *ch = rf_cluster_chief(c);
+        CHECK(ch && strcmp(ch->job, "worker") == 0 && ch->index == 0 &&
+                  !ch->address && ch->is_chief && ch->worker_id == 0,
+              "the chief is worker 0 at an unknown address");
+        CHECK(strcmp(rf_cluster_task_address(c, "ps", 1), "p1:1") == 0,
+              "ps 1's address");
+        char *j = rf_cluster_to_json(c, false);
+        CHECK(j && strstr(j, "\"sparseCluster\":{\"ps\":[\"p0:1\",\"p1:1\"],"
+                             "\"worker\":{\"3\":\"w3:1\"}}"),
+              "json: %s", nz(j));
+        /* the JSON is a TF_CONFIG for the same task */
+        rf_cluster *c2 = j ? OK(NOFLAGS, j) : NULL;
+        if (c2)
+            SELF(c2, "worker", 3, "w3:1", 0, 3);
+        rf_cluster_destroy(c2);
+        free(j);
+        char *text = rf_cluster_format(c);
+        CHECK(text && strstr(text, "sparse cluster (TFJob "
+                                   "enableDynamicWorker): 2 ps tasks known"),
+              "format: %s", nz(text));
+        free(text);
+        rf_cluster_destroy(c);
+    }
+    /* worker 0 of a sparse job is the chief; the index may be a string */
+    c = OK(NOFLAGS, "{\"sparseCluster\": {\"ps\": [\"p0:1\"], \"worker\": "
+                    "{\"0\": \"w0:1\"}}, \"task\": {\"type\": \"worker\", "
+                    "\"index\": \"0\"}}");
+    if (c) {
+        SELF(c, "worker", 0, "w0:1", 1, 0);
+        CHECK(rf_cluster_chief(c) == rf_cluster_self(c), "self is the chief");
+        rf_cluster_destroy(c);
+    }
+    /* ps 1 knows only itself: its one-entry list at its own index */
+    c = OK(NOFLAGS, "{\"sparseCluster\": {\"ps\": [\"p1:1\"], \"worker\": "
+                    "{}}, \"task\": {\"type\": \"ps\", \"index\": 1}}");
+    if (c) {
+        SELF(c, "ps", 1, "p1:1", 0, -1);
+        CHECK(rf_cluster_num_ps(c) == -1 && rf_cluster_num_workers(c) == -1,
+              "a sparse ps knows no counts: %d %d", rf_cluster_num_ps(c),
+              rf_cluster_num_workers(c));
+        CHECK(!rf_cluster_task_at(c, "ps", 0), "ps 0 unknown");
+        rf_cluster_destroy(c);
+    }
+
+    /* errors, each named */
+    ERR(NOFLAGS,
+        "{\"cluster\": {\"ps\": [\"p:1\"], \"worker\": [\"w:1\"]}, "
+        "\"sparseCluster\": {\"ps\": [\"p:1\"]}, \"task\": {\"type\": "
+        "\"ps\", \"index\": 0}}",
+        "TF_CONFIG: has both \"cluster\" and \"sparseCluster\" (TFJob "
+        "enableDynamicWorker writes only \"sparseCluster\"): give one");
+    /* what the operator gives a chief: no ps addresses */
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [], \"worker\": {}}, \"task\": "
+        "{\"type\": \"chief\", \"index\": 0}}",
+        "TF_CONFIG: task type \"chief\" with a sparseCluster: TFJob's "
+        "enableDynamicWorker gives only ps and worker tasks a usable one (a "
+        "chief gets no ps addresses); use worker 0 as the chief");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [], \"worker\": {\"1\": \"w:1\"}}, "
+        "\"task\": {\"type\": \"worker\", \"index\": 1}}",
+        "TF_CONFIG: sparseCluster.ps is empty: a worker task needs every ps "
+        "task's address");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": {\"1\": "
+        "\"w:1\"}}, \"task\": {\"type\": \"worker\", \"index\": 2}}",
+        "TF_CONFIG: task.index: 2 is not in TF_CONFIG: sparseCluster.worker (a "
+        "sparseCluster names the task itself)");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": [\"w:1\"]}, "
+        "\"task\": {\"type\": \"worker\", \"index\": 0}}",
+        "TF_CONFIG: sparseCluster.worker must be an object {\"<task index>\": "
+        "\"host:port\"}, not a list");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": {\"x\": "
+        "\"w:1\"}}, \"task\": {\"type\": \"worker\", \"index\": 0}}",
+        "TF_CONFIG: sparseCluster.worker key \"x\": \"x\" is not a task index "
+        "(a non-negative integer)");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": {\"70000\": "
+        "\"w:1\"}}, \"task\": {\"type\": \"worker\", \"index\": 0}}",
+        "TF_CONFIG: sparseCluster.worker key \"70000\": task index 70000 is "
+        "above the limit of 65535");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": {\"1\": "
+        "\"w:1\", \"01\": \"w:2\"}}, \"task\": {\"type\": \"worker\", "
+        "\"index\": 1}}",
+        "TF_CONFIG: sparseCluster.worker key \"01\": task 1 is given twice");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": {\"1\": "
+        "\"p:1\"}}, \"task\": {\"type\": \"worker\", \"index\": 1}}",
+        "TF_CONFIG: sparseCluster.worker[\"1\"] \"p:1\" is the same address "
+        "as cluster.ps[0] (\"p:1\")");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": {\"1\": "
+        "\"w\"}}, \"task\": {\"type\": \"worker\", \"index\": 1}}",
+        "TF_CONFIG: sparseCluster.worker[\"1\"] \"w\" has no port (expected "
+        "HOST:PORT)");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"chief\": [\"c:1\"]}, "
+        "\"task\": {\"type\": \"worker\", \"index\": 0}}",
+        "TF_CONFIG: sparseCluster.chief: only \"ps\" and \"worker\" are "
+        "allowed in a sparseCluster (TFJob enableDynamicWorker has no chief "
+        "or evaluator replicas here; worker 0 is the chief)");
+    ERR(NOFLAGS,
+        "{\"sparseCluster\": {\"worker\": {\"1\": \"w:1\"}}, \"task\": "
+        "{\"type\": \"worker\", \"index\": 1}}",
+        "TF_CONFIG: sparseCluster has no \"ps\" list");
+    ERR(NOFLAGS, "{\"sparseCluster\": 3}",
+        "TF_CONFIG: sparseCluster must be an object ({\"ps\": [...], "
+        "\"worker\": {\"<index>\": \"host:port\"}}), not the integer 3");
+    /* flags win over a sparseCluster as over a cluster: not sparse then */
+    c = OK(F("p:1", "w:1", "worker", "0"),
+           "{\"sparseCluster\": {\"ps\": [\"q:1\"], \"worker\": {\"0\": "
+           "\"x:1\"}}, \"task\": {\"type\": \"worker\", \"index\": 0}}");
+    if (c) {
+        CHECK(!rf_cluster_is_sparse(c) && rf_cluster_num_workers(c) == 1,
+              "flags override the sparseCluster");
+        rf_cluster_destroy(c);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const rft_group groups[] = {
         {"addr", test_addr},         {"flags", test_flags},
         {"tfconfig", test_tfconfig}, {"precedence", test_precedence},
         {"errors", test_errors},     {"format", test_format},
+        {"sparse", test_sparse},
     };
     return rft_groups_run(groups, sizeof groups / sizeof groups[0], argc, argv);
 }
