@@ -43,6 +43,15 @@ rf_status rf_server_start(const rf_cluster *cluster,
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_server_start: the cluster names no task with "
                             "an address for this process");
+    bool elastic =
+        (options && options->elastic) || rf_cluster_is_sparse(cluster);
+    if (elastic && self->worker_id >= RF_PS_MAX_DONE_WORKERS)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "/job:%s/task:%d: worker id %d; an elastic job "
+                            "admits worker ids below %d (the ps tasks' "
+                            "members and done bitmaps)",
+                            self->job, self->index, self->worker_id,
+                            RF_PS_MAX_DONE_WORKERS);
     rf_server *sv = calloc(1, sizeof *sv);
     if (!sv)
         return rf_error_set(RF_ERR_NO_MEMORY, "rf_server_start: no memory");
