@@ -8,8 +8,10 @@
 #     global_step passed a tenth of --train_steps, workers 2 and 3 join,
 #     each with a sparseCluster naming only itself (the chief and the ps
 #     tasks never heard of them);
-#   - once both trained steps, worker 2 gets SIGTERM and worker 3 SIGKILL;
-# checks: worker 2 prints "left the job" and exits 0, worker 3 died of
+#   - once both trained steps, worker 2 gets SIGTERM and worker 3 SIGKILL,
+#     and worker 1 SIGSTOP until the chief has waited 2 s at the end;
+# checks: the chief waits for stopped worker 1 (a member) and ends only
+# after its SIGCONT, and worker 1 finishes; worker 2 prints "left the job" and exits 0, worker 3 died of
 # SIGKILL (137); ps task 0 logged worker 2's LEAVE and dropped worker 3
 # after --member_timeout_secs; the chief reaches --train_steps, does not
 # wait for the departed workers (it exits 0 although --stop_grace_secs
@@ -91,6 +93,20 @@ fi
 kill -TERM "${pid[w2]}"
 kill -KILL "${pid[w3]}"
 t_kill=$(now)
+# Worker 1 stopped (SIGSTOP: connected, so still a member) while the chief
+# trains on alone: at the end the chief must wait for it; SIGCONT once the
+# chief has waited 2 s.
+kill -STOP "${pid[w1]}"
+# shellcheck disable=SC2317 # called through wait_until
+waiting() { has_line "$(out w0)" - "waiting at most .* members of the job"; }
+if wait_until "$(t 40)" "${pid[w0]}" waiting; then
+    sleep 2
+    check_alive=0
+    kill -0 "${pid[w0]}" 2>/dev/null && ! has_line "$(out w0)" - "global_step at the end" &&
+        check_alive=1
+fi
+kill -CONT "${pid[w1]}"
+t_cont=$(now)
 
 declare -A rc
 for name in w2 w3 w0 w1 ps0 ps1; do
@@ -121,6 +137,11 @@ for name in w0 w1 ps0 ps1; do
 done
 gs_end=$(lines_of "$(out w0)" - | sed -n 's/^[0-9.]* global_step at the end: \([0-9]*\)$/\1/p')
 check "global_step at the end '$gs_end' >= $steps" test "${gs_end:-0}" -ge "$steps"
+check "the chief waited for stopped worker 1 (a member) at the end" \
+    test "${check_alive:-0}" = 1
+t_gs_end=$(first_after "$(out w0)" - 0 "global_step at the end")
+check "the chief ended after worker 1 went on ($(elapsed "$t_cont" "${t_gs_end:-0}") s after SIGCONT)" \
+    awk -v a="${t_gs_end:-0}" -v b="$t_cont" 'BEGIN { exit !(a > b) }'
 if has_line "$(out w0)" - "did not finish"; then
     fail "the chief named a worker as not finished"
     show "$(out w0)"
