@@ -384,10 +384,12 @@ static rf_status load_data(worker *w)
         rf_dataset_load_fashion_mnist(w->f->data_dir, RF_DATA_TRAIN, &all);
     if (st != RF_OK)
         return st;
-    uint32_t n = (uint32_t)rf_cluster_num_workers(w->cluster);
+    int workers = rf_cluster_num_workers(w->cluster);
     uint32_t id = (uint32_t)w->self->worker_id;
     uint64_t seed = (uint64_t)w->f->seed;
-    st = rf_dataset_shard(all, n, id, seed, &w->train);
+    /* a sparse cluster (-1: workers come and go): the whole set each */
+    uint32_t n = workers > 0 ? (uint32_t)workers : 1;
+    st = rf_dataset_shard(all, n, n == 1 ? 0 : id, seed, &w->train);
     rf_dataset_free(all); /* the shard keeps the storage */
     if (st != RF_OK)
         return st;

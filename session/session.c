@@ -489,7 +489,10 @@ void sess_task_of_id(const rf_session *s, uint32_t id, char *buf, size_t len)
                 return;
             }
         }
-    snprintf(buf, len, "client %u", id);
+    if (rf_cluster_is_sparse(c)) /* no chief job: worker i has id i */
+        snprintf(buf, len, "/job:worker/task:%u", id);
+    else
+        snprintf(buf, len, "client %u", id);
 }
 
 rf_status rf_session_shutdown_cluster(rf_session *s)
