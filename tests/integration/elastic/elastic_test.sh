@@ -16,7 +16,9 @@
 # after --member_timeout_secs; the chief reaches --train_steps, does not
 # wait for the departed workers (it exits 0 although --stop_grace_secs
 # would fail it if it waited for a dead member), with test accuracy in the
-# async range; worker 1 and both ps tasks exit 0. Then the refusals: a
+# async range; worker 1 and both ps tasks exit 0. Then --elastic with the
+# full cluster flags: a third worker (not in the ps tasks' lists) joins a
+# 2-worker job and every task exits 0. Then the refusals: a
 # sparseCluster with --sync_replicas, and a TF_CONFIG with both "cluster"
 # and "sparseCluster", exit 2 naming the cause. Exits 0, 1 on a failed
 # check, 77 without the Fashion-MNIST dataset.
@@ -157,6 +159,34 @@ else
     fail "test accuracy '$acc', want 0.80-0.87"
 fi
 has_line "$(out w1)" - "worker 1: done after" || fail "worker 1 did not finish"
+
+# --elastic with the full cluster flags: worker 2 joins a 2-worker job with
+# a worker list of 3 (the ps tasks admit it only because of --elastic).
+for _ in 0 1 2 3 4; do
+    free_port port || { fail "no free port"; rft_finish; }
+    fports+=("$port")
+done
+ps_hosts="$host:${fports[0]},$host:${fports[1]}"
+w_hosts="$host:${fports[2]},$host:${fports[3]}"
+full=(--elastic --ps_hosts="$ps_hosts" --train_steps=$((steps / 2)))
+start f_ps0 "" "${full[@]}" --worker_hosts="$w_hosts" --job_name=ps --task_index=0
+start f_ps1 "" "${full[@]}" --worker_hosts="$w_hosts" --job_name=ps --task_index=1
+start f_w0 "" "${full[@]}" --worker_hosts="$w_hosts" --job_name=worker --task_index=0
+start f_w1 "" "${full[@]}" --worker_hosts="$w_hosts" --job_name=worker --task_index=1
+wait_until "$(t 25)" "${pid[f_w0]}" gs_at_least "$(out f_w0)" - $((steps / 20)) ||
+    fail "--elastic: the chief did not reach global_step $((steps / 20))"
+start f_w2 "" "${full[@]}" --worker_hosts="$w_hosts,$host:${fports[4]}" \
+    --job_name=worker --task_index=2
+t_bound=$(now)
+for name in f_w2 f_w0 f_w1 f_ps0 f_ps1; do
+    left=$(awk -v a="$t_bound" -v b="$(now)" -v s="$(t 40)" 'BEGIN { l = s - (b - a); print (l > 1 ? int(l) : 1) }')
+    wait_exit "${pid[$name]}" "$left"
+    [[ $wrc == running ]] && kill -KILL "${pid[$name]}" 2>/dev/null
+    check "--elastic, full flags: $name exit $wrc (want 0)" test "$wrc" = 0
+    [[ $wrc == 0 ]] || show "$(out "$name")"
+done
+check "--elastic, full flags: worker 2 joined and trained" \
+    has_line "$(out f_w2)" - "worker 2: done after [1-9]"
 
 # Refusals: sync training with a sparse cluster; both cluster forms.
 refused() { # NAME WANT_TEXT TF_CONFIG [FLAGS...]
