@@ -10,7 +10,9 @@
  * the others announce they are done; the chief waits for them at most
  * --stop_grace_secs, pulls the final variables, saves the last checkpoint,
  * evaluates test accuracy, writes --variables_out and shuts the ps tasks
- * down, so a whole cluster ends by itself. */
+ * down, so a whole cluster ends by itself. An elastic worker (--elastic
+ * or a sparse cluster) reads the whole training set in its own order, and
+ * on SIGTERM (elastic.c) stops between steps and leaves the job. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -120,6 +122,12 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
                          .cluster = d->self->is_chief,
                          .examples_per_global_step = d->per_global_step};
     while (!rf_monitored_session_should_stop(d->ms)) {
+        /* elastic, SIGTERM (during the last step or before the first):
+         * leave instead of training on */
+        if (d->elastic && !d->self->is_chief && tr_elastic_stop_requested()) {
+            d->left = true;
+            break;
+        }
         if (trace && res->steps == f->trace_steps)
             rf_session_set_trace(rf_monitored_session_session(d->ms), NULL);
         if (rf_dataset_next_batch(train, bs, xb, yb) != RF_OK) {
@@ -137,10 +145,6 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
                              err, errlen) != 0)
             goto out;
-        if (d->elastic && !d->self->is_chief && tr_elastic_stop_requested()) {
-            d->left = true; /* SIGTERM: this step is done; leave */
-            break;
-        }
     }
     res->seconds = rf_now_s() - t0;
     rc = 0;
