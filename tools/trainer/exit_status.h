@@ -20,12 +20,13 @@
 
 #include "rdmaflow/status.h"
 
-#define TR_EXIT_OK        0
-#define TR_EXIT_FAILED    1
-#define TR_EXIT_USAGE     2
-#define TR_EXIT_RETRYABLE 138
+#define TR_EXIT_OK        RF_EXIT_OK
+#define TR_EXIT_FAILED    RF_EXIT_FAILED
+#define TR_EXIT_USAGE     RF_EXIT_USAGE
+#define TR_EXIT_RETRYABLE RF_EXIT_RETRYABLE
 
-/* The exit status for a failure with status st (RF_OK: 0). */
+/* The exit status for a failure with status st (RF_OK: 0): the library's
+ * rf_status_exit_code. */
 int tr_exit_status(rf_status st);
 /* A word for an exit status: "success", "permanent", "usage",
  * "retryable" (any other code: "permanent" below 128, else "retryable"). */
