@@ -64,15 +64,18 @@ static rf_status resolve_one(const rf_cluster_task *self,
             RF_LOG_INFO("cluster: host \"%s\" does not resolve yet (%s); "
                         "retrying for up to %d s",
                         t->host, gai_strerror(e), left / 1000);
-        if (rf_now_ms() >= next_note) {
+        int64_t now = rf_now_ms();
+        if (now >= next_note) {
             printf("/job:%s/task:%d: still waiting for /job:%s/task:%d: "
                    "cannot resolve host \"%s\": %s\n",
                    self->job, self->index, t->job, t->index, t->host,
                    gai_strerror(e));
             fflush(stdout);
-            next_note = rf_now_ms() + WAIT_NOTE_MS;
+            next_note = now + WAIT_NOTE_MS;
         }
-        rf_sleep_ms(backoff < left ? backoff : left);
+        /* wake up for the next line too, not only the next try */
+        int64_t nap = backoff < left ? backoff : left;
+        rf_sleep_ms(nap < next_note - now ? nap : next_note - now);
         backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
     }
     return rf_error_set(RF_ERR_UNAVAILABLE,
