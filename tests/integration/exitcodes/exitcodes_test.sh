@@ -33,9 +33,10 @@
 #   dns_moves   a ps known by a name that does not resolve when the worker
 #               starts (a private mount namespace's /etc/hosts), then
 #               resolves to 127.0.0.2 where the ps listens; the ps killed
-#               with kill -9, the name moved to 127.0.0.3 and the ps started
-#               again there: the worker finds it under its name (every
-#               connect resolves again), the job completes (0, 0)
+#               with kill -9, the name removed for 1 s (NXDOMAIN while the
+#               worker reconnects), then moved to 127.0.0.3 and the ps
+#               started again there: the worker finds it under its name
+#               (every connect resolves again), the job completes (0, 0)
 # Exit 0 = pass, 1 = a failed check, 77 without the Fashion-MNIST dataset.
 set -uo pipefail
 case_name=${1:?case}
@@ -370,9 +371,14 @@ case_dns_moves() {
         fail "nothing listens on 127.0.0.2:$psp"
     kill -KILL "${pid[ps]}"
     wait_rc ps 5
+    # the name gone for a while (a deleted pod's record), then back with a
+    # new address; written in place: the mount keeps its inode
     grep -v "$name" "$tmp/hosts" >"$tmp/hosts.new"
+    cat "$tmp/hosts.new" >"$tmp/hosts"
+    getent hosts "$name" >/dev/null && fail "$name still resolves"
+    sleep 1
     echo "127.0.0.3 $name" >>"$tmp/hosts.new"
-    cat "$tmp/hosts.new" >"$tmp/hosts" # in place: the mount keeps its inode
+    cat "$tmp/hosts.new" >"$tmp/hosts"
     getent hosts "$name" | grep -q '^127\.0\.0\.3' &&
         ok "$name now resolves to 127.0.0.3" || fail "$name: $(getent hosts "$name")"
     start ps "${flags[@]}" --job_name=ps --task_index=0
