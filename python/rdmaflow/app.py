@@ -3,7 +3,7 @@ left after the flags defined with tf.app.flags were parsed, and its
 return value is the exit status), and tf.app.flags.
 
 Unlike TensorFlow's, run() gives an error of the library the exit status
-rf-trainer gives it (rf_status_exit_code, README "Exit statuses"): a
+rf-trainer gives it (rf_status_exit_code, README "Exit status"): a
 tf.errors.OpError from rdmaflow exits 138 when a restart can cure it (a
 peer unreachable past max_wait_secs, a lost ps that did not come back),
 2 for a usage or configuration error, 1 otherwise, as does

@@ -16,7 +16,7 @@ from rdmaflow import _rdmaflow as _rf
 
 PY = sys.executable
 
-# README "Exit statuses".
+# README "Exit status".
 WANT = {"RF_OK": 0, "RF_ERR_INVALID_ARG": 2, "RF_ERR_NO_MEMORY": 1,
         "RF_ERR_NO_RESOURCE": 1, "RF_ERR_UNSUPPORTED": 2,
         "RF_ERR_REMOTE_ACCESS": 1, "RF_ERR_TIMEOUT": 138,

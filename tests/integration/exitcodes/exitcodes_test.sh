@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/integration/exitcodes/exitcodes_test.sh CASE RF_TRAINER RF_CKPT: the
-# exit statuses of rf-trainer (README "Exit statuses"), each provoked by a
+# exit statuses of rf-trainer (README "Exit status"), each provoked by a
 # real failure of a job started by hand (real processes on loopback, real
 # signals, RF_FABRIC=sock unless set), and the final line of each task
 # ("rf-trainer: exit N (kind): reason", the last one it prints):

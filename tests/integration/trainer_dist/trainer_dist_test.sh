@@ -1264,7 +1264,7 @@ case_mismatch() {
     kill -0 "$pp0" 2>/dev/null || alive=0
     kill "$pw0" "$pp0" 2>/dev/null
     wait "$pw0" "$pp0" 2>/dev/null
-    # a configuration error (README "Exit statuses"): 2, never retried
+    # a configuration error (README "Exit status"): 2, never retried
     if [[ $rc1 -eq 2 ]]; then
         ok "worker1 with mlp:32 against the chief's mlp:16 exits 2"
     else
