@@ -2,6 +2,7 @@
  * (rdmaflow/monitored_session.h), the chief's: saves a checkpoint after the
  * session is created, every N global steps or every N seconds, and at the end,
  * through rf_session_save. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +23,20 @@ typedef struct saver {
 
 /* Saves now; seen is the global_step the caller last saw (the run's, or
  * the session's at creation and at the end): the checkpoint's own step,
- * read first by rf_session_save, is >= it when other workers go on. */
-static rf_status save(saver *h, rf_monitored_session *ms, int64_t seen)
+ * read first by rf_session_save, is >= it when other workers go on. A
+ * save that found the session lost is left to the next run, which
+ * recovers first; the final one (no run follows) fails with that status,
+ * so the chief does not end the job without its last checkpoint. */
+static rf_status save(saver *h, rf_monitored_session *ms, int64_t seen,
+                      bool final)
 {
     char path[4096 + 64];
     double t0 = rf_now_s();
     rf_session *s = rf_monitored_session_session(ms);
     rf_status st =
         rf_session_save(s, h->dir, h->max_to_keep, path, sizeof path);
-    if (st == RF_ERR_DISCONNECTED || st == RF_ERR_UNAVAILABLE ||
-        st == RF_ERR_ABORTED || st == RF_ERR_TIMEOUT) {
+    if (!final && (st == RF_ERR_DISCONNECTED || st == RF_ERR_UNAVAILABLE ||
+                   st == RF_ERR_ABORTED || st == RF_ERR_TIMEOUT)) {
         /* the session is lost: the next run recovers, then this saves */
         ms_note(ms, "checkpoint not saved: %s", rf_error_message());
         return RF_OK;
@@ -68,7 +73,7 @@ static rf_status saver_after_create(void *ctx, rf_monitored_session *ms,
         h->t_last = rf_now_s();
         return RF_OK;
     }
-    return save(h, ms, global_step);
+    return save(h, ms, global_step, false);
 }
 
 static bool due(const saver *h, int64_t step)
@@ -86,7 +91,7 @@ static rf_status saver_after_run(void *ctx, rf_monitored_session *ms,
     saver *h = ctx;
     if (!v->train || !due(h, v->global_step))
         return RF_OK;
-    return save(h, ms, v->global_step);
+    return save(h, ms, v->global_step, false);
 }
 
 static rf_status saver_end(void *ctx, rf_monitored_session *ms)
@@ -94,7 +99,7 @@ static rf_status saver_end(void *ctx, rf_monitored_session *ms)
     saver *h = ctx;
     if (rf_monitored_session_global_step(ms) == h->last_step)
         return RF_OK;
-    return save(h, ms, rf_monitored_session_global_step(ms));
+    return save(h, ms, rf_monitored_session_global_step(ms), true);
 }
 
 /* The directory is made when the job begins, not at the first save. */

@@ -1,9 +1,15 @@
 /* session/server_resolve.c: before a task starts its server, the cluster's
  * host names it needs (its own; a worker's ps tasks too) are resolved,
  * retried with backoff until a deadline: in Kubernetes a pod's peers (and
- * its own name) may not be in DNS yet when it starts. The error at the end
- * names the host and the task it belongs to. */
+ * its own name) may not be in DNS yet when it starts. Every 10 s of waiting
+ * the task says so on stdout, as the monitored session's readiness wait
+ * does ("/job:worker/task:0: still waiting for /job:ps/task:1: cannot
+ * resolve host ..."). The error at the end names the host and the task it
+ * belongs to. Nothing is kept: every connect and reconnect resolves the
+ * name again (the fabric's rf_connect), so a peer that comes back with a
+ * new address under its name is found there. */
 #include <netdb.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -15,6 +21,7 @@
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS   2000
+#define WAIT_NOTE_MS     10000 /* between "still waiting" lines */
 
 /* 0 when host resolves, else getaddrinfo's error. */
 static int try_resolve(const char *host)
@@ -28,11 +35,12 @@ static int try_resolve(const char *host)
     return e;
 }
 
-static rf_status resolve_one(const rf_cluster_task *t, int64_t deadline,
+static rf_status resolve_one(const rf_cluster_task *self,
+                             const rf_cluster_task *t, int64_t deadline,
                              int wait_secs)
 {
     int backoff = BACKOFF_FIRST_MS, e, tries = 0;
-    int64_t t0 = rf_now_ms();
+    int64_t t0 = rf_now_ms(), next_note = t0 + WAIT_NOTE_MS;
     for (;;) {
         tries++;
         e = try_resolve(t->host);
@@ -56,7 +64,18 @@ static rf_status resolve_one(const rf_cluster_task *t, int64_t deadline,
             RF_LOG_INFO("cluster: host \"%s\" does not resolve yet (%s); "
                         "retrying for up to %d s",
                         t->host, gai_strerror(e), left / 1000);
-        rf_sleep_ms(backoff < left ? backoff : left);
+        int64_t now = rf_now_ms();
+        if (now >= next_note) {
+            printf("/job:%s/task:%d: still waiting for /job:%s/task:%d: "
+                   "cannot resolve host \"%s\": %s\n",
+                   self->job, self->index, t->job, t->index, t->host,
+                   gai_strerror(e));
+            fflush(stdout);
+            next_note = now + WAIT_NOTE_MS;
+        }
+        /* wake up for the next line too, not only the next try */
+        int64_t nap = backoff < left ? backoff : left;
+        rf_sleep_ms(nap < next_note - now ? nap : next_note - now);
         backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
     }
     return rf_error_set(RF_ERR_UNAVAILABLE,
@@ -72,11 +91,11 @@ rf_status sess_resolve_hosts(const rf_cluster *cluster, int wait_secs)
     const rf_cluster_task *self = rf_cluster_self(cluster);
     int64_t deadline =
         rf_deadline_ms((int64_t)(wait_secs > 0 ? wait_secs : 0) * 1000);
-    rf_status st = resolve_one(self, deadline, wait_secs);
+    rf_status st = resolve_one(self, self, deadline, wait_secs);
     if (st != RF_OK || !strcmp(self->job, "ps"))
         return st;
     for (int i = 0; i < rf_cluster_num_ps(cluster) && st == RF_OK; i++)
-        st = resolve_one(rf_cluster_task_at(cluster, "ps", i), deadline,
+        st = resolve_one(self, rf_cluster_task_at(cluster, "ps", i), deadline,
                          wait_secs);
     return st;
 }

@@ -145,7 +145,10 @@ RF_API rf_status rf_step_counter_hook_create(int64_t every_n_steps,
  * restored a checkpoint: the next save is counted from that checkpoint's
  * step, though other workers may have moved on since), every save_steps global
  * steps if save_steps > 0, else every save_secs seconds if save_secs > 0,
- * and at the end. One line per save to out (NULL: stdout). */
+ * and at the end. One line per save to out (NULL: stdout). A save that
+ * finds the session lost is left to the next run (which recovers first);
+ * the final one fails close with that status instead, so a job never ends
+ * "saved" without its last checkpoint. */
 RF_API rf_status rf_checkpoint_saver_hook_create(const char *dir,
                                                  double save_secs,
                                                  int64_t save_steps,

@@ -36,6 +36,24 @@ typedef enum rf_status {
  * a value outside the enum. Never NULL. */
 RF_API const char *rf_status_string(rf_status status);
 
+/* Exit statuses for programs built on rdmaflow, after Kubeflow's
+ * restartPolicy: ExitCode (1-127 permanent, 128-255 retryable; 138 = 128 +
+ * SIGUSR1, the code reserved for a program asking to be retried). */
+#define RF_EXIT_OK        0   /* success */
+#define RF_EXIT_FAILED    1   /* a permanent failure: a restart repeats it */
+#define RF_EXIT_USAGE     2   /* a usage or configuration error */
+#define RF_EXIT_RETRYABLE 138 /* a failure a restart can cure */
+
+/* The exit status a program ends with after a failure with status (RF_OK:
+ * 0): RF_EXIT_RETRYABLE for a peer's trouble that outlived the library's
+ * own retries (RF_ERR_TIMEOUT, RF_ERR_DISCONNECTED, RF_ERR_ABORTED,
+ * RF_ERR_UNAVAILABLE); RF_EXIT_USAGE for what the user gave
+ * (RF_ERR_INVALID_ARG, RF_ERR_UNSUPPORTED, RF_ERR_AUTH: a flag, a setting,
+ * a model or a secret that disagrees with the cluster's); RF_EXIT_FAILED
+ * for the rest (disk, data, numbers, memory) and any value outside the
+ * enum. core/status_exit.c. */
+RF_API int rf_status_exit_code(rf_status status);
+
 /* Human-readable explanation of the most recent error set on this thread
  * (e.g. "rf_mr_reg: length 0 is invalid"). Empty string when none. The
  * pointer stays valid until the next failing call on the same thread. */

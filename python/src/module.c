@@ -576,6 +576,15 @@ static PyObject *status_name(PyObject *self, PyObject *arg)
     return PyUnicode_FromString(rf_status_string((rf_status)st));
 }
 
+static PyObject *exit_code(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long st = PyLong_AsLong(arg);
+    if (st == -1 && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLong(rf_status_exit_code((rf_status)st));
+}
+
 /* A test of the runner: sleeps ms milliseconds in it (KeyboardInterrupt
  * reaches the caller meanwhile). */
 static rf_status sleep_fn(void *arg)
@@ -612,6 +621,9 @@ PyMethodDef pyrf_module_functions[] = {
      "rf_blas_core(): the OpenBLAS kernels in use"},
     {"status_name", status_name, METH_O,
      "status_name(code): 'RF_ERR_TIMEOUT' for -6, ..."},
+    {"exit_code", exit_code, METH_O,
+     "exit_code(code): the exit status after a failure with that rf_status "
+     "(rf_status_exit_code: 0, 1, 2 or 138)"},
     {"set_error_factory", set_error_factory, METH_O,
      "set_error_factory(fn): fn(status, message) makes the exception of an "
      "rf_status error"},

@@ -34,7 +34,9 @@
  * rf-launch prints one line per restart ("ps1 was killed by signal 9
  * (SIGKILL); restarting it in 1 s (restart 1 of 3)"). A task that fails
  * once it has used --max_restarts restarts (default 3, 0 = none) fails the
- * launch as above, the message giving its restarts. A task exiting 0 is
+ * launch as above, the message giving its restarts. A task exiting 2 (a
+ * usage or configuration error) is never restarted: the launch stops and
+ * exits 2, with or without the flag. A task exiting 0 is
  * never restarted; once every worker has exited 0 nothing is (a restart
  * still waiting is dropped, and a ps failing during its --ps_grace fails
  * the launch); a signal to rf-launch or --timeout (which counts from the

@@ -202,12 +202,14 @@ static void lt_flag_rows(rf_flag_row rows[LT_FLAG_ROWS], lt_opts *o,
             "and port, after 1 s (doubling with each restart of that "
             "task, at most " STR(
                 LT_RESTART_BACKOFF_MAX_MS) " ms); a task exiting 0 is "
-                                           "never restarted, nor is any "
-                                           "once every worker has exited "
-                                           "0 or once rf-launch is "
-                                           "stopping. The restarts of "
-                                           "each task are printed at the "
-                                           "end"),
+                                           "never restarted, nor is one "
+                                           "exiting 2 (a usage error: "
+                                           "the launch stops and exits "
+                                           "2), nor is any once every "
+                                           "worker has exited 0 or once "
+                                           "rf-launch is stopping. The "
+                                           "restarts of each task are "
+                                           "printed at the end"),
         RF_FLAG_CALL(
             "max_restarts", call_count, STR(LT_DEFAULT_MAX_RESTARTS), "N",
             "restarts per task, 0.." STR(

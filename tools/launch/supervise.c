@@ -13,7 +13,11 @@
  * left is not a failure of the launch: what is left of its process group
  * is killed and it is started again (task.c, same argv and environment)
  * once its backoff has passed, still in RUN. Entering DRAIN or STOP drops
- * the restarts still waiting; a task failing in DRAIN is a failure. */
+ * the restarts still waiting; a task failing in DRAIN is a failure. A task
+ * exiting 2 (a usage or configuration error, as rf-trainer's) is never
+ * restarted: the same command would fail the same way; the launch stops
+ * and exits 2. Every other failure (1, 138 the retryable one, a signal) is
+ * restarted while restarts are left. */
 #include "supervise.h"
 
 #include <dirent.h>
@@ -146,15 +150,25 @@ static void no_restart_reason(const sup *s, const lt_task *t, char *buf,
                  t->restarts, t->restarts == 1 ? "" : "s", s->o->max_restarts);
 }
 
+/* The task said its command line or configuration is wrong. */
+static bool usage_status(int st)
+{
+    return WIFEXITED(st) && WEXITSTATUS(st) == LT_EXIT_USAGE;
+}
+
 static void task_failed(sup *s, const lt_task *t)
 {
     char what[128], why[96];
     lt_describe_status(t->wstatus, what, sizeof what);
     no_restart_reason(s, t, why, sizeof why);
+    bool usage = usage_status(t->wstatus);
+    if (usage)
+        snprintf(why, sizeof why, " (a usage or configuration error%s)",
+                 s->o->restart_on_failure ? ": not restarted" : "");
     bool others = live_count(s) > 0;
     lt_msg("%s %s%s%s", t->name, what, why,
            others ? "; stopping the others" : "");
-    s->exit_code = LT_EXIT_FAILED;
+    s->exit_code = usage ? LT_EXIT_USAGE : LT_EXIT_FAILED;
     enter_stop(s, SIGTERM);
 }
 
@@ -170,7 +184,7 @@ static int64_t restart_backoff_ms(int k)
 static bool may_restart(const sup *s, const lt_task *t)
 {
     return s->o->restart_on_failure && s->ph == PH_RUN &&
-           t->restarts < s->o->max_restarts;
+           t->restarts < s->o->max_restarts && !usage_status(t->wstatus);
 }
 
 /* t has failed and will be restarted: what is left of its process group

@@ -18,6 +18,8 @@
 
 #include "flags.h"
 #include "rdmaflow/cluster.h"
+#include "rdmaflow/metrics.h"
+#include "rdmaflow/monitored_session.h"
 #include "rdmaflow/session.h"
 #include "train_graph.h"
 
@@ -55,10 +57,11 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster);
  * goes to explain. */
 int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain);
 
-/* elastic.c: an elastic non-chief worker's SIGTERM sets a flag (returns
- * sigaction's result) that the training loop reads after each step. */
-int tr_elastic_install_sigterm(void);
-bool tr_elastic_stop_requested(void);
+/* elastic.c: an elastic worker (not the chief) stopped by SIGTERM
+ * (preempt.h) leaves the job: LEAVE to ps task 0, its final line; returns
+ * the exit status (0, or a failure's). */
+int tr_elastic_leave(rf_monitored_session *ms, rf_metrics_writer *metrics,
+                     const rf_cluster_task *self, int64_t steps);
 
 /* dist_eval.c: the evaluator job: evaluates the chief's checkpoints;
  * exit status. */

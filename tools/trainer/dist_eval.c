@@ -117,7 +117,7 @@ static int restore(tr_session *s, const rf_ckpt *ck, int64_t *step)
         if (rf_variable_slot_primary(v))
             continue;
         if (rf_ckpt_read_variable(ck, v, rf_variable_data(v)) != RF_OK) {
-            fprintf(stderr, "rf-trainer: evaluator: %s\n", rf_error_message());
+            tr_exit_fail(TR_EXIT_FAILED, "evaluator", rf_error_message());
             return -1;
         }
     }
@@ -129,11 +129,10 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
 {
     const rf_cluster_task *self = rf_cluster_self(cluster);
     if (!f->checkpoint_dir) {
-        fprintf(stderr,
-                "rf-trainer: --checkpoint_dir: required for the evaluator "
-                "task (it evaluates the chief's checkpoints, as "
-                "TensorFlow's evaluator)\n");
-        return TR_EXIT_USAGE;
+        return tr_exit_fail(TR_EXIT_USAGE, "--checkpoint_dir",
+                            "required for the evaluator task (it evaluates "
+                            "the chief's checkpoints, as TensorFlow's "
+                            "evaluator)");
     }
     char err[1024], eval_dir[4096];
     int len = snprintf(eval_dir, sizeof eval_dir, "%s/eval",
@@ -141,15 +140,15 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
     rf_summary_writer *w = NULL;
     if (len < 0 || (size_t)len >= sizeof eval_dir ||
         rf_summary_writer_open(eval_dir, &w) != RF_OK) {
-        fprintf(stderr, "rf-trainer: evaluator: %s\n",
-                len < 0 || (size_t)len >= sizeof eval_dir
-                    ? "the eval folder's path is too long"
-                    : rf_error_message());
-        return TR_EXIT_USAGE;
+        return tr_exit_fail(TR_EXIT_USAGE, "evaluator",
+                            len < 0 || (size_t)len >= sizeof eval_dir
+                                ? "the eval folder's path is too long"
+                                : rf_error_message());
     }
     eval_model m;
     int rc = 1;
     if (model_create(f, cluster, &m, err, sizeof err) != 0) {
+        tr_exit_reason("%s", err);
         fprintf(stderr, "rf-trainer: %s\n", err);
         goto out;
     }
@@ -166,7 +165,7 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
         rf_status st =
             rf_ckpt_dir_open_latest(f->checkpoint_dir, &ck, path, sizeof path);
         if (st != RF_OK && st != RF_ERR_UNAVAILABLE) {
-            fprintf(stderr, "rf-trainer: evaluator: %s\n", rf_error_message());
+            tr_exit_fail(TR_EXIT_FAILED, "evaluator", rf_error_message());
             goto out;
         }
         if (st == RF_OK && strcmp(path, last) != 0) {
@@ -178,7 +177,7 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
             printf("evaluator %d: %s (global_step %" PRId64 ")\n", self->index,
                    path, step);
             if (model_evaluate(f, &m, w, step, err, sizeof err) != 0) {
-                fprintf(stderr, "rf-trainer: evaluation: %s\n", err);
+                tr_exit_fail(TR_EXIT_FAILED, "evaluation", err);
                 goto out;
             }
             tr_prom_evaluated(step);
@@ -186,6 +185,9 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
                 printf("evaluator %d: done: global_step %" PRId64
                        " reached --train_steps\n",
                        self->index, step);
+                tr_exit_reason("evaluator %d evaluated the last checkpoint, "
+                               "global_step %" PRId64,
+                               self->index, step);
                 rc = 0;
                 goto out;
             }
@@ -195,10 +197,13 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
             rf_ckpt_close(ck);
         }
         if (rf_deadline_passed(deadline)) {
-            fprintf(stderr,
-                    "rf-trainer: evaluator: no new checkpoint in %s for "
-                    "--max_wait_secs=%" PRId64 " s (last evaluated: %s)\n",
-                    f->checkpoint_dir, f->max_wait_secs, *last ? last : "none");
+            char why[6000];
+            snprintf(why, sizeof why,
+                     "no new checkpoint in %s for --max_wait_secs=%" PRId64
+                     " s (last evaluated: %s)",
+                     f->checkpoint_dir, f->max_wait_secs,
+                     *last ? last : "none");
+            tr_exit_fail(TR_EXIT_FAILED, "evaluator", why);
             goto out;
         }
         rf_sleep_ms(POLL_MS);
@@ -207,8 +212,8 @@ out:
     fflush(stdout);
     model_destroy(&m);
     if (rf_summary_writer_close(w) != RF_OK) {
-        fprintf(stderr, "rf-trainer: evaluator: %s\n", rf_error_message());
-        rc = rc ? rc : 1;
+        int r = tr_exit_fail(TR_EXIT_FAILED, "evaluator", rf_error_message());
+        rc = rc ? rc : r;
     }
     return rc;
 }

@@ -1,12 +1,13 @@
 /* tools/trainer/dist_ps.c: the ps job, TensorFlow's server.join(): start
  * this task's server (rf_server_start: the ps server on its address with
- * an empty arena), serve until the chief says SHUTDOWN, exit 0 (1 if
- * serving failed). Knows nothing about the model: the model flags are
- * accepted and ignored, so the same command line works for every task.
- * With --trace, the apply thread's optimizer updates (apply=ps) of the
- * first --trace_steps steps of each worker are written as a Chrome trace
- * when the ps stops. With --metrics_out, its file gets the summary line
- * only (a ps trains no steps). */
+ * an empty arena), serve until the chief says SHUTDOWN, exit 0 (else the
+ * status of the failure, exit_status.h: a host that never resolved is
+ * retryable, a missing secret a configuration error). Knows nothing about the
+ * model: the model flags are accepted and ignored, so the same command line
+ * works for every task. With --trace, the apply thread's optimizer updates
+ * (apply=ps) of the first --trace_steps steps of each worker are written as a
+ * Chrome trace when the ps stops. With --metrics_out, its file gets the summary
+ * line only (a ps trains no steps). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,20 +23,19 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
     rf_server *server = NULL;
     rf_trace *trace = NULL;
     rf_metrics_writer *metrics = NULL;
-    char err[1024], task[64];
+    char err[1024], task[64], who[64];
     tr_metrics_task(self, task, sizeof task);
-    if (tr_metrics_open(f, task, 0, &metrics, err, sizeof err) != 0) {
-        fprintf(stderr, "rf-trainer: --metrics_out: %s\n", err);
-        return 1;
-    }
+    if (tr_metrics_open(f, task, 0, &metrics, err, sizeof err) != 0)
+        return tr_exit_fail(TR_EXIT_FAILED, "--metrics_out", err);
     if (f->trace_path) {
         char label[96];
         snprintf(label, sizeof label, "rf-trainer /job:ps/task:%d",
                  self->index);
         if (rf_trace_create(&trace) != RF_OK) {
-            fprintf(stderr, "rf-trainer: --trace: %s\n", rf_error_message());
+            int rc =
+                tr_exit_fail(TR_EXIT_FAILED, "--trace", rf_error_message());
             rf_metrics_writer_close(metrics);
-            return 1;
+            return rc;
         }
         rf_trace_set_process(trace, 0, label);
         rf_trace_set_thread_name(trace, 0, "apply thread");
@@ -52,12 +52,13 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
                                         : 1),
         .elastic = f->elastic,
         .member_timeout_ms = (int)f->member_timeout_secs * 1000};
-    if (rf_server_start(cluster, &o, &server) != RF_OK) {
-        fprintf(stderr, "rf-trainer: ps task %d: %s\n", self->index,
-                rf_error_message());
+    rf_status sst = rf_server_start(cluster, &o, &server);
+    if (sst != RF_OK) {
+        snprintf(who, sizeof who, "ps task %d", self->index);
+        int rc = tr_exit_fail_status(sst, who, rf_error_message());
         rf_trace_destroy(trace);
         rf_metrics_writer_close(metrics);
-        return 1;
+        return rc;
     }
     rf_prom_ps *prom = NULL; /* --metrics_port: read at each scrape */
     if (tr_prom_registry() &&
@@ -97,26 +98,23 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
                (unsigned long long)dropped, (unsigned long long)k.dropped_idle,
                (unsigned long long)k.dropped_protocol);
     int rc = 0;
+    snprintf(who, sizeof who, "ps task %d", self->index);
     if (st == RF_OK) {
         printf("ps task %d: shut down by the chief\n", self->index);
+        tr_exit_reason("ps task %d shut down by the chief", self->index);
     } else {
-        fprintf(stderr, "rf-trainer: ps task %d: %s\n", self->index,
-                rf_error_message());
-        rc = 1;
+        rc = tr_exit_fail_status(st, who, rf_error_message());
     }
     fflush(stdout);
     rf_prom_ps_detach(prom); /* before the counters it reads go */
     rf_server_stop(server);
     if (trace && tr_write_trace(trace, f->trace_path, err, sizeof err) != 0) {
-        fprintf(stderr, "rf-trainer: --trace: %s\n", err);
-        rc = 1;
+        rc = tr_exit_fail(TR_EXIT_FAILED, "--trace", err);
     }
     rf_trace_destroy(trace);
     /* a ps trains nothing: its file has the summary line only */
-    if (tr_metrics_finish(metrics, NAN, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "rf-trainer: --metrics_out: %s\n", err);
-        rc = 1;
-    }
+    if (tr_metrics_finish(metrics, NAN, NULL, err, sizeof err) != 0)
+        rc = tr_exit_fail(TR_EXIT_FAILED, "--metrics_out", err);
     rf_metrics_writer_close(metrics);
     return rc;
 }

@@ -10,7 +10,7 @@
  * --explain and --trace as dist_worker.c's: the session's description of
  * the step (the tables' READ_ROWS and sparse pushes among the dense
  * variables' operations), and the spans of its first --trace_steps
- * steps. */
+ * steps. Exit statuses, SIGTERM and the chief's end as dist_worker.c's. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #include "dist.h"
 #include "export.h"
 #include "metrics.h"
+#include "preempt.h"
 #include "prom.h"
 #include "rdmaflow/clock.h"
 #include "report.h"
@@ -27,8 +28,7 @@
 
 static int fail(const char *what, const char *msg)
 {
-    fprintf(stderr, "rf-trainer: %s: %s\n", what, msg);
-    return 1;
+    return tr_exit_fail(TR_EXIT_FAILED, what, msg);
 }
 
 /* This process's peak resident set so far (getrusage: KiB on Linux). */
@@ -59,20 +59,22 @@ static int create_ms(const tr_flags *f, rf_server *server, tr_wd_session *s,
         snprintf(err, errlen, "%s", rf_error_message());
         for (size_t i = 0; i < n; i++)
             rf_hook_destroy(hooks[i]);
-        return -1;
+        return TR_EXIT_FAILED;
     }
     mo.hooks = hooks;
     mo.num_hooks = n;
-    if (rf_monitored_session_create(server, s->base.g, s->base.ex, &mo, ms) !=
-        RF_OK) {
+    rf_status st =
+        rf_monitored_session_create(server, s->base.g, s->base.ex, &mo, ms);
+    if (st != RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());
-        return -1;
+        return tr_exit_status(st);
     }
     return 0;
 }
 
 /* The training loop; the first --trace_steps steps traced into trace
- * (NULL: none), as dist_worker.c's. */
+ * (NULL: none), as dist_worker.c's; until the session says stop or
+ * SIGTERM came. 0, or the exit status with err. */
 static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
                  const rf_cluster_task *self, int workers, rf_trace *trace,
                  tr_train_result *res, char *err, size_t errlen)
@@ -86,7 +88,7 @@ static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
     tr_wd_batch b;
     if (tr_wd_batch_init(s, (size_t)f->batch_size, &b) != 0) {
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return TR_EXIT_FAILED;
     }
     rf_node *fetches[] = {s->base.loss, s->base.train_op};
     rf_tensor out[2];
@@ -95,10 +97,10 @@ static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
                         .cluster = self->is_chief,
                         .examples_per_global_step = f->batch_size};
     double t0 = rf_now_s();
-    int rc = -1;
+    int rc = TR_EXIT_FAILED;
     if (trace)
         rf_session_set_trace(rf_monitored_session_session(ms), trace);
-    while (!rf_monitored_session_should_stop(ms)) {
+    while (!rf_monitored_session_should_stop(ms) && !tr_preempted()) {
         if (trace && res->steps == f->trace_steps)
             rf_session_set_trace(rf_monitored_session_session(ms), NULL);
         if (rf_ctr_batch(&f->ctr_spec, RF_DATA_TRAIN, (uint32_t)self->worker_id,
@@ -111,10 +113,12 @@ static int train(const tr_flags *f, rf_monitored_session *ms, tr_wd_session *s,
         }
         tr_wd_batch_feed(f, s, &b, 0, (size_t)f->batch_size);
         bool ended = false;
-        if (rf_monitored_session_run(ms, b.feed_nodes, b.feeds, b.nfeeds,
-                                     fetches, 2, out, &res->global_step,
-                                     &ended) != RF_OK) {
+        rf_status st = rf_monitored_session_run(ms, b.feed_nodes, b.feeds,
+                                                b.nfeeds, fetches, 2, out,
+                                                &res->global_step, &ended);
+        if (st != RF_OK) {
             snprintf(err, errlen, "%s", rf_error_message());
+            rc = tr_exit_status(st);
             goto out;
         }
         if (ended) /* the job ended while this task recovered */
@@ -196,8 +200,9 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
                             .require_secret = f->require_secret,
                             .bind_addr = f->bind_addr,
                             .resolve_wait_secs = (int)f->max_wait_secs};
-    if (rf_server_start(cluster, &so, &server) != RF_OK) {
-        rc = fail(who, rf_error_message());
+    rf_status sst = rf_server_start(cluster, &so, &server);
+    if (sst != RF_OK) {
+        rc = tr_exit_fail_status(sst, who, rf_error_message());
         goto out;
     }
     int parts = tr_wd_partitions(f, num_ps);
@@ -220,13 +225,14 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         goto out;
     }
     double t_create = rf_now_s();
-    if (create_ms(f, server, &s, metrics,
-                  tr_examples_per_global_step(f, workers), &ms, err,
-                  sizeof err) != 0) {
-        rc = fail(who, err);
+    if ((rc = create_ms(f, server, &s, metrics,
+                        tr_examples_per_global_step(f, workers), &ms, err,
+                        sizeof err)) != 0) {
+        rc = tr_exit_fail(rc, who, err);
         goto out;
     }
     tr_prom_ready();
+    rc = TR_EXIT_FAILED;
     printf("%s: session created in %.2f s (%s), peak RSS %.1f MiB\n", who,
            rf_now_s() - t_create, chief ? "the tables initialised" : "waited",
            peak_rss_mib());
@@ -240,8 +246,28 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         goto out;
     }
     tr_train_result tr;
-    if (train(f, ms, &s, self, workers, trace, &tr, err, sizeof err) != 0) {
-        rc = fail("training", err);
+    tr_preempt_graceful(true); /* SIGTERM: stop at the end of a step */
+    if ((rc = train(f, ms, &s, self, workers, trace, &tr, err, sizeof err)) !=
+        0) {
+        rc = tr_exit_fail(rc, "training", err);
+        goto out;
+    }
+    rc = TR_EXIT_FAILED;
+    if (tr_preempted() && !rf_monitored_session_should_stop(ms)) {
+        char why[4600] = "", path[4096];
+        if (chief && f->checkpoint_dir &&
+            rf_session_save(rf_monitored_session_session(ms), f->checkpoint_dir,
+                            (int)f->max_to_keep, path, sizeof path) == RF_OK)
+            snprintf(why, sizeof why, "; saved %s", path);
+        else if (chief && f->checkpoint_dir)
+            snprintf(why, sizeof why, "; no checkpoint saved: %s",
+                     rf_error_message());
+        char msg[4800];
+        snprintf(msg, sizeof msg,
+                 "preempted: SIGTERM at global_step %" PRId64
+                 ", before the job's end%s",
+                 tr.global_step, why);
+        rc = tr_exit_fail(TR_EXIT_RETRYABLE, who, msg);
         goto out;
     }
     if (trace && tr_write_trace(trace, f->trace_path, err, sizeof err) != 0) {
@@ -254,8 +280,9 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     if (chief)
         tr_print_cluster_rate(&tr, tr_examples_per_global_step(f, workers));
     if (!chief) {
-        if (rf_monitored_session_close(ms) != RF_OK) {
-            rc = fail(who, rf_error_message());
+        rf_status cst = rf_monitored_session_close(ms);
+        if (cst != RF_OK) {
+            rc = tr_exit_fail_status(cst, who, rf_error_message());
             goto out;
         }
         if (tr_metrics_finish(metrics, NAN, NULL, err, sizeof err) != 0) {
@@ -264,6 +291,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         }
         printf("worker %d: done after %" PRId64 " steps\n", self->index,
                tr.steps);
+        tr_exit_reason("%s done after %" PRId64 " steps", who, tr.steps);
         rc = 0;
         goto out;
     }
@@ -271,7 +299,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     printf("chief: peak RSS before the final pull: %.1f MiB\n", peak_rss_mib());
     rf_status cst = rf_monitored_session_close(ms);
     if (cst != RF_OK && cst != RF_ERR_TIMEOUT) {
-        rc = fail("chief", rf_error_message());
+        rc = tr_exit_fail_status(cst, "chief", rf_error_message());
         goto out;
     }
     printf("global_step at the end: %" PRId64 "\n",
@@ -281,11 +309,14 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rc = fail(what, err);
         goto out;
     }
-    if (rf_monitored_session_shutdown_cluster(ms) != RF_OK) {
-        rc = fail("chief", rf_error_message());
+    rf_status dst = rf_monitored_session_shutdown_cluster(ms);
+    if (dst != RF_OK) {
+        rc = tr_exit_fail_status(dst, "chief", rf_error_message());
         goto out;
     }
     printf("chief: ps tasks shut down\n");
+    if (cst == RF_OK)
+        tr_exit_reason("the job finished, the ps tasks shut down");
     rc = cst == RF_OK ? 0 : fail("chief", "a worker did not finish");
 out:
     fflush(stdout);

@@ -10,9 +10,15 @@
  * the others announce they are done; the chief waits for them at most
  * --stop_grace_secs, pulls the final variables, saves the last checkpoint,
  * evaluates test accuracy, writes --variables_out and shuts the ps tasks
- * down, so a whole cluster ends by itself. An elastic worker (--elastic
+ * down, so a whole cluster ends by itself. The chief exits 0 only once
+ * the final checkpoint is saved (durable: fsync'ed and renamed) and every
+ * ps task acknowledged the shutdown. SIGTERM (preempt.h) stops the
+ * training at the end of a step: the chief saves a checkpoint, and the
+ * task exits 138 without announcing its end. A failure's exit status
+ * comes from its rf_status (exit_status.h). An elastic worker (--elastic
  * or a sparse cluster) reads the whole training set in its own order, and
- * on SIGTERM (elastic.c) stops between steps and leaves the job. */
+ * on SIGTERM, not being the chief, leaves the job (elastic.c: LEAVE, exit
+ * 0) instead of exiting 138. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +28,7 @@
 #include "dist.h"
 #include "export.h"
 #include "metrics.h"
+#include "preempt.h"
 #include "prom.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
@@ -36,7 +43,6 @@ typedef struct tr_worker {
     const rf_cluster_task *self;
     int num_ps, num_workers; /* num_workers -1: a sparse cluster */
     bool elastic;            /* --elastic or a sparse cluster */
-    bool left;               /* an elastic worker stopped by SIGTERM */
     rf_server *server;
     tr_session s;
     rf_monitored_session *ms;
@@ -46,8 +52,7 @@ typedef struct tr_worker {
 
 static int fail(const char *what, const char *msg)
 {
-    fprintf(stderr, "rf-trainer: %s: %s\n", what, msg);
-    return 1;
+    return tr_exit_fail(TR_EXIT_FAILED, what, msg);
 }
 
 /* Worker i's part of the training data: everything with one worker (so one
@@ -83,8 +88,9 @@ static int select_data(const tr_worker *d, rf_dataset *train, rf_dataset **mine,
 
 /* The training loop: one monitored run per batch (fetching the loss and
  * the train op, whose value is the new global_step) until the session says
- * stop (StopAtStepHook(last_step=--train_steps)); the first --trace_steps
- * steps are traced. */
+ * stop (StopAtStepHook(last_step=--train_steps)) or SIGTERM came; the
+ * first --trace_steps steps are traced. 0, or the exit status of the
+ * failure with err. */
 static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
                  tr_train_result *res, char *err, size_t errlen)
 {
@@ -101,7 +107,7 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     tr_progress prog = {0};
     float *xb = malloc(bs * dim * sizeof *xb);
     int32_t *yb = malloc(bs * sizeof *yb);
-    int rc = -1;
+    int rc = TR_EXIT_FAILED;
     if (!xb || !yb) {
         snprintf(err, errlen, "no memory for a batch of %zu", bs);
         goto out;
@@ -121,13 +127,7 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
                          .gs_log = res->global_step,
                          .cluster = d->self->is_chief,
                          .examples_per_global_step = d->per_global_step};
-    while (!rf_monitored_session_should_stop(d->ms)) {
-        /* elastic, SIGTERM (during the last step or before the first):
-         * leave instead of training on */
-        if (d->elastic && !d->self->is_chief && tr_elastic_stop_requested()) {
-            d->left = true;
-            break;
-        }
+    while (!rf_monitored_session_should_stop(d->ms) && !tr_preempted()) {
         if (trace && res->steps == f->trace_steps)
             rf_session_set_trace(rf_monitored_session_session(d->ms), NULL);
         if (rf_dataset_next_batch(train, bs, xb, yb) != RF_OK) {
@@ -135,9 +135,11 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
             goto out;
         }
         bool ended = false;
-        if (rf_monitored_session_run(d->ms, feeds, in, 2, fetches, 2, out,
-                                     &res->global_step, &ended) != RF_OK) {
+        rf_status st = rf_monitored_session_run(d->ms, feeds, in, 2, fetches, 2,
+                                                out, &res->global_step, &ended);
+        if (st != RF_OK) {
             snprintf(err, errlen, "%s", rf_error_message());
+            rc = tr_exit_status(st);
             goto out;
         }
         if (ended) /* the job ended while this task recovered */
@@ -159,8 +161,13 @@ out:
 
 /* The chief's end of training: wait for the others (at most
  * --stop_grace_secs), pull the variables and save the last checkpoint
- * (rf_monitored_session_close), evaluate, export, shut the ps tasks down.
- * A worker that did not finish makes it exit 1, after all of that. */
+ * (rf_monitored_session_close), evaluate, export, shut the ps tasks down,
+ * in that order: 0 only when all of it was done. A final save that failed
+ * leaves the ps tasks serving the trained variables (nothing else holds
+ * them) and exits with its status; so does a shutdown that a ps task did
+ * not acknowledge. A worker that did not finish makes it exit 1 after all
+ * of that: the job is over, a restart cannot bring the worker back. Else
+ * the exit status of the failure, with err. */
 static int chief_finish(tr_worker *d, rf_dataset *test, char *err,
                         size_t errlen)
 {
@@ -169,7 +176,7 @@ static int chief_finish(tr_worker *d, rf_dataset *test, char *err,
     char missing[1200] = "";
     if (cst != RF_OK && cst != RF_ERR_TIMEOUT) {
         snprintf(err, errlen, "%s", rf_error_message());
-        return -1;
+        return tr_exit_status(cst);
     }
     if (cst == RF_ERR_TIMEOUT)
         snprintf(missing, sizeof missing, "%s", rf_error_message());
@@ -178,25 +185,33 @@ static int chief_finish(tr_worker *d, rf_dataset *test, char *err,
     fflush(stdout);
     double accuracy = NAN;
     if (tr_report_accuracy(f, &d->s, test, &accuracy, err, errlen) != 0)
-        return -1;
+        return TR_EXIT_FAILED;
     if (tr_metrics_finish(d->metrics, accuracy, NULL, err, errlen) != 0)
-        return -1;
+        return TR_EXIT_FAILED;
     if (f->variables_out &&
         tr_export_variables(d->s.g, f->variables_out, err, errlen) != 0)
-        return -1;
-    if (rf_monitored_session_shutdown_cluster(d->ms) != RF_OK) {
+        return TR_EXIT_FAILED;
+    rf_status sst = rf_monitored_session_shutdown_cluster(d->ms);
+    if (sst != RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());
-        return -1;
+        return tr_exit_status(sst);
     }
     printf("chief: ps tasks shut down\n");
     if (missing[0]) {
         snprintf(err, errlen, "%s", missing);
-        return -1;
+        return TR_EXIT_FAILED;
     }
-    return 0;
+    tr_exit_reason("the job finished at global_step %" PRId64
+                   "%s%s, the ps tasks shut down",
+                   *(const int64_t *)rf_variable_data(d->s.global_step),
+                   f->checkpoint_dir ? ", its final checkpoint saved in " : "",
+                   f->checkpoint_dir ? f->checkpoint_dir : "");
+    return TR_EXIT_OK;
 }
 
-/* The monitored session's options and hooks from the flags. */
+/* The monitored session's options and hooks from the flags. 0, or the
+ * exit status of the failure with err (the readiness wait timed out:
+ * retryable). */
 static int create_session(tr_worker *d, char *err, size_t errlen)
 {
     const tr_flags *f = d->f;
@@ -216,20 +231,22 @@ static int create_session(tr_worker *d, char *err, size_t errlen)
         snprintf(err, errlen, "%s", rf_error_message());
         for (size_t i = 0; i < n; i++)
             rf_hook_destroy(hooks[i]);
-        return -1;
+        return TR_EXIT_FAILED;
     }
     mo.hooks = hooks;
     mo.num_hooks = n;
-    if (rf_monitored_session_create(d->server, d->s.g, d->s.ex, &mo, &d->ms) !=
-        RF_OK) {
+    rf_status st =
+        rf_monitored_session_create(d->server, d->s.g, d->s.ex, &mo, &d->ms);
+    if (st != RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());
-        return -1;
+        return tr_exit_status(st);
     }
     return 0;
 }
 
 /* The server, the data, the model under replica_device_setter, and the
- * configuration lines. Returns 0, or 1 having said what failed. */
+ * configuration lines. Returns 0, or the exit status having said what
+ * failed. */
 static int set_up(tr_worker *d, const char *who, rf_dataset **train_set,
                   rf_dataset **test, rf_replica_device_setter **setter,
                   double *t_load)
@@ -243,8 +260,9 @@ static int set_up(tr_worker *d, const char *who, rf_dataset **train_set,
                             .elastic = d->elastic,
                             .member_timeout_ms =
                                 (int)f->member_timeout_secs * 1000};
-    if (rf_server_start(d->cluster, &so, &d->server) != RF_OK)
-        return fail(who, rf_error_message());
+    rf_status st = rf_server_start(d->cluster, &so, &d->server);
+    if (st != RF_OK)
+        return tr_exit_fail_status(st, who, rf_error_message());
     if (tr_load_data(f, train_set, test, t_load, err, sizeof err) != 0)
         return fail("data", err);
     if (tr_make_setter(f, d->cluster, d->self, setter, err, sizeof err) != 0 ||
@@ -280,32 +298,51 @@ static int open_trace(const tr_worker *d, rf_trace **trace)
 }
 
 /* After training: a worker closes its session and metrics; the chief
- * ends the job (chief_finish). Returns 0 or 1. */
+ * ends the job (chief_finish). Returns the exit status. */
 static int finish(tr_worker *d, const char *who, const tr_train_result *tr,
                   rf_dataset *test)
 {
     char err[2048];
-    if (d->self->is_chief)
-        return chief_finish(d, test, err, sizeof err) != 0 ? fail("chief", err)
-                                                           : 0;
-    if (d->left) {
-        /* elastic, SIGTERM: leave instead of announcing "done" */
-        if (rf_session_leave(rf_monitored_session_session(d->ms)) != RF_OK)
-            return fail(who, rf_error_message());
-        if (tr_metrics_finish(d->metrics, NAN, NULL, err, sizeof err) != 0)
-            return fail("--metrics_out", err);
-        printf("worker %d: left the job after %" PRId64 " steps (SIGTERM; "
-               "elastic)\n",
-               d->self->index, tr->steps);
-        return 0;
+    if (d->self->is_chief) {
+        int rc = chief_finish(d, test, err, sizeof err);
+        return rc != 0 ? tr_exit_fail(rc, "chief", err) : 0;
     }
-    if (rf_monitored_session_close(d->ms) != RF_OK)
-        return fail(who, rf_error_message());
+    rf_status st = rf_monitored_session_close(d->ms);
+    if (st != RF_OK)
+        return tr_exit_fail_status(st, who, rf_error_message());
     if (tr_metrics_finish(d->metrics, NAN, NULL, err, sizeof err) != 0)
         return fail("--metrics_out", err);
     printf("worker %d: done after %" PRId64 " steps\n", d->self->index,
            tr->steps);
+    tr_exit_reason("%s done after %" PRId64 " steps, global_step %" PRId64, who,
+                   tr->steps, tr->global_step);
     return 0;
+}
+
+/* SIGTERM stopped the training before the job's end: the chief saves a
+ * checkpoint (the steps since the last one would be lost with it), no one
+ * announces its end (the job goes on when the task is back). 138. */
+static int preempted(tr_worker *d, const char *who, int64_t global_step)
+{
+    char saved[4400] = "", why[4600];
+    const tr_flags *f = d->f;
+    if (d->self->is_chief && f->checkpoint_dir) {
+        char path[4096];
+        if (rf_session_save(rf_monitored_session_session(d->ms),
+                            f->checkpoint_dir, (int)f->max_to_keep, path,
+                            sizeof path) == RF_OK) {
+            printf("chief: saved checkpoint %s after SIGTERM\n", path);
+            snprintf(saved, sizeof saved, "; saved %s", path);
+        } else {
+            snprintf(saved, sizeof saved, "; no checkpoint saved: %s",
+                     rf_error_message());
+        }
+    }
+    snprintf(why, sizeof why,
+             "preempted: SIGTERM at global_step %" PRId64
+             ", before the job's end%s",
+             global_step, saved);
+    return tr_exit_fail(TR_EXIT_RETRYABLE, who, why);
 }
 
 int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
@@ -327,24 +364,19 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     double t_load = 0;
     char who[64];
     snprintf(who, sizeof who, "%s %d", d.self->job, d.self->index);
-    if (d.elastic && !chief && tr_elastic_install_sigterm() != 0)
-        return fail(who, "installing the SIGTERM handler");
 
     /* the chief makes (or checks) --checkpoint_dir before any work */
     if (chief && f->checkpoint_dir &&
-        rf_monitored_session_check_checkpoint_dir(f->checkpoint_dir) != RF_OK) {
-        fprintf(stderr, "rf-trainer: --checkpoint_dir: %s\n",
-                rf_error_message());
-        return 2;
-    }
+        rf_monitored_session_check_checkpoint_dir(f->checkpoint_dir) != RF_OK)
+        return tr_exit_fail(TR_EXIT_USAGE, "--checkpoint_dir",
+                            rf_error_message());
     /* and --summary_dir (the same check: a directory it can write) */
     if (chief && f->summary_dir &&
-        rf_monitored_session_check_checkpoint_dir(f->summary_dir) != RF_OK) {
-        fprintf(stderr, "rf-trainer: --summary_dir: %s\n", rf_error_message());
-        return 2;
-    }
-    if (set_up(&d, who, &train_set, &test, &setter, &t_load) != 0)
+        rf_monitored_session_check_checkpoint_dir(f->summary_dir) != RF_OK)
+        return tr_exit_fail(TR_EXIT_USAGE, "--summary_dir", rf_error_message());
+    if ((rc = set_up(&d, who, &train_set, &test, &setter, &t_load)) != 0)
         goto out;
+    rc = TR_EXIT_FAILED;
     char task[64];
     tr_metrics_task(d.self, task, sizeof task);
     if (tr_metrics_open(f, task, d.per_global_step, &d.metrics, err,
@@ -352,11 +384,12 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
         rc = fail("--metrics_out", err);
         goto out;
     }
-    if (create_session(&d, err, sizeof err) != 0) {
-        rc = fail(who, err);
+    if ((rc = create_session(&d, err, sizeof err)) != 0) {
+        rc = tr_exit_fail(rc, who, err);
         goto out;
     }
     tr_prom_ready();
+    rc = TR_EXIT_FAILED;
     rf_node *feeds[] = {d.s.x, d.s.y}, *fetches[] = {d.s.loss, d.s.train_op};
     const rf_session_desc *desc = NULL;
     if (rf_session_describe(rf_monitored_session_session(d.ms), feeds, 2,
@@ -376,10 +409,20 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     if (f->trace_path && open_trace(&d, &trace) != 0)
         goto out;
     tr_train_result tr;
-    if (train(&d, mine ? mine : train_set, trace, &tr, err, sizeof err) != 0) {
-        rc = fail("training", err);
+    tr_preempt_graceful(true); /* SIGTERM: stop at the end of a step */
+    if ((rc = train(&d, mine ? mine : train_set, trace, &tr, err,
+                    sizeof err)) != 0) {
+        rc = tr_exit_fail(rc, "training", err);
         goto out;
     }
+    if (tr_preempted() && !rf_monitored_session_should_stop(d.ms)) {
+        /* an elastic worker leaves the job (scale-down), exit 0 */
+        rc = d.elastic && !chief
+                 ? tr_elastic_leave(d.ms, d.metrics, d.self, tr.steps)
+                 : preempted(&d, who, tr.global_step);
+        goto out;
+    }
+    rc = TR_EXIT_FAILED;
     if (trace && tr_write_trace(trace, f->trace_path, err, sizeof err) != 0) {
         rc = fail("--trace", err);
         goto out;

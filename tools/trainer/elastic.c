@@ -1,35 +1,32 @@
 /* tools/trainer/elastic.c: an elastic worker's way out (--elastic, or a
  * TF_CONFIG sparseCluster; async training). SIGTERM (Kubernetes' scale
- * down, a preemption notice) only sets a flag: the training loop finishes
- * its current step, sees tr_elastic_stop_requested, sends LEAVE to ps task
- * 0 (so the chief does not wait for it at the end) and the worker exits 0.
- * Installed for elastic non-chief workers only; every other task keeps
- * the trainer's usual SIGTERM handling (main.c). */
-#include <signal.h>
-#include <string.h>
+ * down) is caught by preempt.c as for every task: the training stops at
+ * the end of a step. A non-elastic task then exits 138 (retry me); an
+ * elastic worker that is not the chief instead leaves the job for good:
+ * LEAVE to ps task 0 (so the chief does not wait for it at the end), its
+ * final line, exit 0. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 
 #include "dist.h"
+#include "exit_status.h"
+#include "metrics.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_sigterm(int sig)
+int tr_elastic_leave(rf_monitored_session *ms, rf_metrics_writer *metrics,
+                     const rf_cluster_task *self, int64_t steps)
 {
-    (void)sig;
-    stop_requested = 1;
-}
-
-int tr_elastic_install_sigterm(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigterm;
-    sigemptyset(&sa.sa_mask);
-    /* restart interrupted calls: the step in flight completes normally */
-    sa.sa_flags = SA_RESTART;
-    return sigaction(SIGTERM, &sa, NULL);
-}
-
-bool tr_elastic_stop_requested(void)
-{
-    return stop_requested != 0;
+    char who[64], err[1024];
+    snprintf(who, sizeof who, "worker %d", self->index);
+    rf_status st = rf_session_leave(rf_monitored_session_session(ms));
+    if (st != RF_OK)
+        return tr_exit_fail_status(st, who, rf_error_message());
+    if (tr_metrics_finish(metrics, NAN, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "rf-trainer: --metrics_out: %s\n", err);
+        return TR_EXIT_FAILED;
+    }
+    printf("worker %d: left the job after %" PRId64 " steps (SIGTERM; "
+           "elastic)\n",
+           self->index, steps);
+    return 0;
 }

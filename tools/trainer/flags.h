@@ -13,15 +13,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "exit_status.h"
 #include "model.h"
 #include "rdmaflow/ctr_data.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/optim.h"
 #include "rdmaflow/ps.h"
 
-/* Exit status for a usage error (unknown flag, malformed or out-of-range
- * value); 1 is a runtime failure. */
-#define TR_EXIT_USAGE 2
+/* TR_EXIT_USAGE (2) for a usage error (unknown flag, malformed or
+ * out-of-range value): exit_status.h. */
 
 /* Distributed placement by default: greedy by bytes with
  * min_max_variable_partitioner's default slice, which balances the bytes

@@ -3,8 +3,11 @@
  * (local mode) or as one task of a ps/worker cluster, TensorFlow 1.x's
  * classic trainer: the same command runs once per task with --ps_hosts,
  * --worker_hosts, --job_name and --task_index (or TF_CONFIG); see dist.h.
- * Exit status: 0 success, 1 runtime error, 2 usage error. Local runs are
- * deterministic for a fixed --seed and --threads. */
+ * Exit status (exit_status.h): 0 success, 1 a permanent failure, 2 a
+ * usage or configuration error, 138 a failure a restart can cure (a peer
+ * unreachable past --max_wait_secs, SIGTERM: preempt.h); a cluster task's
+ * last line names its status and why. Local runs are deterministic for a
+ * fixed --seed and --threads. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -18,6 +21,7 @@
 #include "export.h"
 #include "flags.h"
 #include "metrics.h"
+#include "preempt.h"
 #include "prom.h"
 #include "rdmaflow/env.h"
 #include "report.h"
@@ -250,6 +254,7 @@ static int run_task(tr_flags *f, rf_cluster *cluster, const char *explain_path)
     if (tr_flags_check_cluster(f, rf_cluster_num_workers(cluster), err,
                                sizeof err) != 0) {
         fprintf(stderr, "rf-trainer: %s\n", err);
+        tr_exit_reason("%s", err);
         return TR_EXIT_USAGE;
     }
     const rf_cluster_task *self = rf_cluster_self(cluster);
@@ -260,6 +265,9 @@ static int run_task(tr_flags *f, rf_cluster *cluster, const char *explain_path)
         return rc;
     }
     tr_prefix_task_output(self);
+    char task[96];
+    snprintf(task, sizeof task, "/job:%s/task:%d", self->job, self->index);
+    tr_preempt_install(task);
     int rc = tr_prom_start(f, cluster); /* --metrics_port */
     if (rc == 0)
         rc = run_job(f, cluster, explain_path);
@@ -301,6 +309,8 @@ int main(int argc, char **argv)
     if (!cluster)
         return run_in_process(&f, explain_path);
     rc = run_task(&f, cluster, explain_path);
+    if (!f.explain_only)
+        tr_exit_final_line(rc);
     rf_cluster_destroy(cluster);
     return rc;
 }

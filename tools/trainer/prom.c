@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exit_status.h"
 #include "prom.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/env.h"
@@ -42,6 +43,7 @@ int tr_prom_start(const tr_flags *f, const rf_cluster *cluster)
     int64_t base = 0;
     if (text && rf_parse_int(text, 0, 65535, what, &base) != RF_OK) {
         fprintf(stderr, "rf-trainer: %s\n", rf_error_message());
+        tr_exit_reason("%s", rf_error_message());
         return TR_EXIT_USAGE;
     }
     if (base == 0)
@@ -73,10 +75,10 @@ int tr_prom_start(const tr_flags *f, const rf_cluster *cluster)
                !rf_deadline_passed(deadline))
             rf_sleep_ms(500);
     }
-    if (st != RF_OK) {
-        fprintf(stderr, "rf-trainer: %s: %s\n", what, rf_error_message());
+    if (st != RF_OK) { /* a name that never resolved: retryable */
+        int rc = tr_exit_fail_status(st, what, rf_error_message());
         tr_prom_stop();
-        return st == RF_ERR_INVALID_ARG ? TR_EXIT_USAGE : 1;
+        return rc;
     }
     char task[96];
     snprintf(task, sizeof task, "/job:%s/task:%d", self->job, self->index);

@@ -18,7 +18,7 @@
  * (chief, ps, worker, evaluator order), and prints where. A host name that
  * does not resolve is tried again for --max_wait_secs. Returns 0, or the
  * exit status having said what failed (2: a bad port, a port in use, an
- * address that is not this machine's; 1: a name that never resolved). */
+ * address that is not this machine's; 138: a name that never resolved). */
 int tr_prom_start(const tr_flags *f, const rf_cluster *cluster);
 /* The registry, NULL when not serving. */
 rf_prom_registry *tr_prom_registry(void);

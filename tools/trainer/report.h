@@ -42,5 +42,8 @@ int tr_report_accuracy(const tr_flags *f, tr_session *s, rf_dataset *test,
  * every later line on stdout and stderr starts with "[ps0] ", "[worker1] "
  * or "[chief] ", as rf-launch's prefixes do. */
 void tr_prefix_task_output(const rf_cluster_task *self);
+/* The prefix of this task's lines ("[worker1] "; "" when not prefixed), for
+ * a line written straight to the file descriptor (a signal handler's). */
+const char *tr_task_prefix(void);
 
 #endif

@@ -86,6 +86,11 @@ static FILE *prefixed(prefix_sink *s, int fd, const char *name)
     return f;
 }
 
+const char *tr_task_prefix(void)
+{
+    return sinks[1].prefix; /* "" until tr_prefix_task_output set it */
+}
+
 void tr_prefix_task_output(const rf_cluster_task *self)
 {
     if (getenv("RF_LAUNCH_TASK"))

@@ -187,10 +187,10 @@ class Harness:
         for p in pods:
             d = "/etc/netns/" + p.ns
             os.makedirs(d, exist_ok=True)
-            tmp = d + "/hosts.tmp"
-            with open(tmp, "w") as f:
+            # in place: ip netns exec bind-mounts this very file over a
+            # running pod's /etc/hosts (a new file would not be seen)
+            with open(d + "/hosts", "w") as f:
                 f.write(text)
-            os.replace(tmp, d + "/hosts")
 
     def net_down(self):
         for ns in self.namespaces:

@@ -538,6 +538,33 @@ case_no_restart() {
   no_leftovers
 }
 
+case_restart_status() {
+  # Exit 2 (a usage or configuration error) is never restarted: the launch
+  # stops at once and exits 2, with or without --restart_on_failure.
+  fresh_runs
+  launch --ps 1 --workers 2 --restart_on_failure -- "$HELPER" --runs="$R" \
+    --exit=worker1:2:0 --then=forever --marker="$M"
+  expect_rc 2
+  expect_err "rf-launch: worker1 exited with status 2 (a usage or configuration error: not restarted); stopping the others"
+  expect_no_err "restarting it"
+  [ "$(runs worker1)" = 1 ] || fail "worker1 started $(runs worker1) times"
+  no_leftovers
+  launch --ps 1 --workers 1 -- "$HELPER" --exit=worker0:2:0 --then=forever \
+    --marker="$M"
+  expect_rc 2
+  expect_err "rf-launch: worker0 exited with status 2 (a usage or configuration error); stopping the others"
+  no_leftovers
+  # Exit 138 (rf-trainer's retryable failure) is restarted.
+  fresh_runs
+  launch --ps 1 --workers 1 --restart_on_failure --max_restarts 1 -- \
+    "$HELPER" --runs="$R" --exit=worker0:138:0 --then=forever --marker="$M"
+  expect_rc 1
+  expect_err "rf-launch: worker0 exited with status 138; restarting it in 1 s (restart 1 of 1)"
+  expect_err "rf-launch: worker0 exited with status 138 after 1 restart (--max_restarts 1); stopping the others"
+  [ "$(runs worker0)" = 2 ] || fail "worker0 started $(runs worker0) times"
+  no_leftovers
+}
+
 case_restart_signal() {
   # SIGTERM while worker0 waits 4 s for its third restart.
   fresh_runs

@@ -201,14 +201,15 @@ case_bind_addr() {
         --job_name=worker --task_index=0 "${train[@]}" --max_wait_secs=3 \
         >"$out" 2>&1
     rc=$?
-    [[ $rc == 1 ]] && ok "without a bind address the worker fails: exit 1" ||
-        fail "without a bind address: exit $rc (want 1)"
+    [[ $rc == 138 ]] && ok "without a bind address the worker fails: exit 138" ||
+        fail "without a bind address: exit $rc (want 138)"
     expect "$tmp/ps0" "^\[ps0\] ps task 0: serving on 127\.0\.0\.2:$p0 \(" \
         "that ps listened on its cluster address"
 }
 
 # Cluster hosts that never resolve: after --max_wait_secs a worker names
-# its ps's host, a ps its own; exit 1 (a runtime failure, not usage).
+# its ps's host, a ps its own; exit 138 (retryable: the name may appear
+# later, as a Kubernetes pod's does).
 case_unresolved() {
     local w out=$tmp/unres.out rc
     free_port w || {
@@ -219,16 +220,16 @@ case_unresolved() {
         --worker_hosts=$host:$w --job_name=worker --task_index=0 \
         --max_wait_secs=2 >"$out" 2>&1
     rc=$?
-    [[ $rc == 1 ]] && ok "a worker whose ps never resolves: exit 1" ||
-        fail "a worker whose ps never resolves: exit $rc (want 1)"
+    [[ $rc == 138 ]] && ok "a worker whose ps never resolves: exit 138" ||
+        fail "a worker whose ps never resolves: exit $rc (want 138)"
     expect "$out" 'cannot resolve host "rf-never-ps\.invalid" of /job:ps/task:0 \(rf-never-ps\.invalid:2222\) within 2 s \(max_wait_secs\)' \
         "the message names the host, its task and the wait"
     timeout "$(t 60)" "$trainer" --ps_hosts=rf-never-self.invalid:2222 \
         --worker_hosts=$host:$w --job_name=ps --task_index=0 \
         --max_wait_secs=2 >"$out" 2>&1
     rc=$?
-    [[ $rc == 1 ]] && ok "a ps whose own host never resolves: exit 1" ||
-        fail "a ps whose own host never resolves: exit $rc (want 1)"
+    [[ $rc == 138 ]] && ok "a ps whose own host never resolves: exit 138" ||
+        fail "a ps whose own host never resolves: exit $rc (want 138)"
     expect "$out" 'cannot resolve host "rf-never-self\.invalid" of /job:ps/task:0 \(rf-never-self\.invalid:2222\) within 2 s' \
         "the message names the ps's own host"
 }

@@ -201,7 +201,8 @@ YAML
 # Configuration errors, each exit 2 naming what was wrong before the task
 # does anything: a port another program listens on, a port out of range
 # (flag and environment), the flag in a local run; a host name that does
-# not resolve, tried again for --max_wait_secs, then exit 1. And Kubernetes'
+# not resolve, tried again for --max_wait_secs, then exit 138 (retryable:
+# README "Exit status"). And Kubernetes'
 # layout: two tasks on hosts of their own (127.0.0.2, 127.0.0.3) both
 # serve on the port given, no offset.
 case_config() {
@@ -250,9 +251,9 @@ time.sleep(60)
         --metrics_port="$busy" --max_wait_secs=2 >"$tmp/out" 2>&1
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
-    [[ $rc == 1 ]] && ((ms >= 1900)) &&
+    [[ $rc == 138 ]] && ((ms >= 1900)) &&
         grep -qF "cannot resolve 'nosuchhost.invalid'" "$tmp/out" &&
-        ok "an unresolvable host: retried for ${ms} ms, exit 1" ||
+        ok "an unresolvable host: retried for ${ms} ms, exit 138" ||
         { fail "an unresolvable host: exit $rc after $ms ms"; show "$tmp/out"; }
 
     # one task per host: both on the same port, no offset

@@ -1186,7 +1186,7 @@ case_trace() {
 }
 
 # A worker whose graph differs from the chief's: its lookup of the chief's
-# shard is refused naming the variable and both shapes, it exits 1, and the
+# shard is refused naming the variable and both shapes, it exits 2 (a configuration error), and the
 # ps keeps serving the chief's variables (the chief is then stopped by the
 # test: it would wait for the failed worker).
 # secret: 1 ps x 1 worker with --cluster_secret_file; a worker with another
@@ -1264,10 +1264,11 @@ case_mismatch() {
     kill -0 "$pp0" 2>/dev/null || alive=0
     kill "$pw0" "$pp0" 2>/dev/null
     wait "$pw0" "$pp0" 2>/dev/null
-    if [[ $rc1 -eq 1 ]]; then
-        ok "worker1 with mlp:32 against the chief's mlp:16 exits 1"
+    # a configuration error (README "Exit status"): 2, never retried
+    if [[ $rc1 -eq 2 ]]; then
+        ok "worker1 with mlp:32 against the chief's mlp:16 exits 2"
     else
-        fail "worker1 exited $rc1, want 1"
+        fail "worker1 exited $rc1, want 2"
         show "$tmp/w1" 10
     fi
     if grep -q "dense/kernel" "$tmp/w1" && grep -qF "[784,16]" "$tmp/w1" &&
