@@ -73,11 +73,14 @@ static void entry_where(const cl_job *jb, int i, char *buf, size_t len)
         snprintf(buf, len, "%s: task %d", jb->where, i);
 }
 
-/* The other side of a duplicate: "ps task 0" or "cluster.ps[0]". */
+/* The other side of a duplicate, entry i of jb (job `job`): "ps task 0",
+ * "cluster.ps[0]" or "sparseCluster.ps[0]". */
 static void entry_short(const cl_job *jb, int job, int i, char *buf, size_t len)
 {
     if (jb->sparse)
         snprintf(buf, len, "%s task %d", cl_job_names[job], jb->tasks[i].index);
+    else if (jb->from_json && !strncmp(jb->where, "TF_CONFIG: ", 11))
+        snprintf(buf, len, "%s[%d]", jb->where + 11, i); /* cluster.ps[0] */
     else if (jb->from_json)
         snprintf(buf, len, "cluster.%s[%d]", cl_job_names[job], i);
     else

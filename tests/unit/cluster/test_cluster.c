@@ -1027,7 +1027,7 @@ static void test_sparse(void)
         "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": {\"1\": "
         "\"p:1\"}}, \"task\": {\"type\": \"worker\", \"index\": 1}}",
         "TF_CONFIG: sparseCluster.worker[\"1\"] \"p:1\" is the same address "
-        "as cluster.ps[0] (\"p:1\")");
+        "as sparseCluster.ps[0] (\"p:1\")");
     ERR(NOFLAGS,
         "{\"sparseCluster\": {\"ps\": [\"p:1\"], \"worker\": {\"1\": "
         "\"w\"}}, \"task\": {\"type\": \"worker\", \"index\": 1}}",
