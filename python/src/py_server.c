@@ -14,7 +14,8 @@
 /* ---- Cluster ------------------------------------------------------------- */
 
 typedef struct cluster_obj {
-    PyObject_HEAD rf_cluster *c;
+    PyObject_HEAD
+    rf_cluster *c;
 } cluster_obj;
 
 static PyTypeObject cluster_type;
@@ -42,10 +43,11 @@ static PyObject *task_dict(const rf_cluster_task *t)
     PyObject *host = str_or_none(t->host);
     PyObject *d = NULL;
     if (address && host)
-        d = Py_BuildValue(
-            "{s:s,s:i,s:O,s:O,s:i,s:O,s:i}", "job", t->job, "index", t->index,
-            "address", address, "host", host, "port", (int)t->port, "is_chief",
-            t->is_chief ? Py_True : Py_False, "worker_id", t->worker_id);
+        d = Py_BuildValue("{s:s,s:i,s:O,s:O,s:i,s:O,s:i}", "job", t->job,
+                          "index", t->index, "address", address, "host", host,
+                          "port", (int)t->port, "is_chief",
+                          t->is_chief ? Py_True : Py_False, "worker_id",
+                          t->worker_id);
     Py_XDECREF(address);
     Py_XDECREF(host);
     return d;
@@ -175,7 +177,8 @@ static PyGetSetDef cluster_getset[] = {
 };
 
 static PyTypeObject cluster_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rdmaflow._rdmaflow.Cluster",
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rdmaflow._rdmaflow.Cluster",
     .tp_basicsize = sizeof(cluster_obj),
     .tp_dealloc = (destructor)cluster_dealloc,
     .tp_repr = (reprfunc)cluster_repr,
@@ -227,9 +230,9 @@ static PyObject *cluster_wrap(rf_cluster *c)
 static PyObject *cluster_resolve(PyObject *mod, PyObject *args, PyObject *kw)
 {
     (void)mod;
-    static char *kwlist[] = {"ps_hosts",   "worker_hosts", "job_name",
-                             "task_index", "num_ps",       "port_base",
-                             "tf_config",  "environ",      NULL};
+    static char *kwlist[] = {"ps_hosts",  "worker_hosts", "job_name",
+                             "task_index", "num_ps",      "port_base",
+                             "tf_config", "environ",      NULL};
     PyObject *o[7] = {Py_None, Py_None, Py_None, Py_None,
                       Py_None, Py_None, Py_None};
     int environ_ = 0;
@@ -273,8 +276,8 @@ typedef struct server_call {
 } server_call;
 
 typedef struct server_obj {
-    PyObject_HEAD PyObject
-        *cluster; /* strong: the Cluster the server points into */
+    PyObject_HEAD
+    PyObject *cluster; /* strong: the Cluster the server points into */
     pyrf_runner *runner;
     server_call *call;
     int sessions;      /* MonitoredSessions on it (pyrf_server_sessions) */
@@ -321,10 +324,8 @@ static int str_copy(PyObject *o, const char *arg, char **out)
     if (!PyUnicode_Check(o) || !PyUnicode_FSConverter(o, &b)) {
         if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError,
-                         "%s: expected a str or None, got "
-                         "%.100s",
-                         arg, Py_TYPE(o)->tp_name);
+            PyErr_Format(PyExc_TypeError, "%s: expected a str or None, got "
+                         "%.100s", arg, Py_TYPE(o)->tp_name);
         }
         return -1;
     }
@@ -399,12 +400,11 @@ static PyObject *server_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                              "resolve_wait_secs", NULL};
     PyObject *cluster, *secret = Py_None, *bind = Py_None;
     int wait = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOi:Server", kwlist, &cluster,
-                                     &secret, &bind, &wait))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOi:Server", kwlist,
+                                     &cluster, &secret, &bind, &wait))
         return NULL;
     if (!PyObject_TypeCheck(cluster, &cluster_type)) {
-        PyErr_Format(PyExc_TypeError,
-                     "cluster: expected a Cluster "
+        PyErr_Format(PyExc_TypeError, "cluster: expected a Cluster "
                      "(cluster_resolve), got %.100s",
                      Py_TYPE(cluster)->tp_name);
         return NULL;
@@ -588,7 +588,8 @@ static PyObject *server_repr(server_obj *self)
 {
     const rf_cluster_task *t =
         rf_cluster_self(((cluster_obj *)self->cluster)->c);
-    return PyUnicode_FromFormat("<Server /job:%s/task:%d%s>", t->job, t->index,
+    return PyUnicode_FromFormat("<Server /job:%s/task:%d%s>", t->job,
+                                t->index,
                                 self->call->server ? "" : " (stopped)");
 }
 
@@ -617,7 +618,8 @@ static PyGetSetDef server_getset[] = {
 };
 
 static PyTypeObject server_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "rdmaflow._rdmaflow.Server",
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rdmaflow._rdmaflow.Server",
     .tp_basicsize = sizeof(server_obj),
     .tp_dealloc = (destructor)server_dealloc,
     .tp_repr = (reprfunc)server_repr,
@@ -660,7 +662,8 @@ int pyrf_server_init(PyObject *module)
 {
     if (PyType_Ready(&cluster_type) < 0 || PyType_Ready(&server_type) < 0)
         return -1;
-    if (PyModule_AddObjectRef(module, "Cluster", (PyObject *)&cluster_type) < 0)
+    if (PyModule_AddObjectRef(module, "Cluster", (PyObject *)&cluster_type) <
+        0)
         return -1;
     return PyModule_AddObjectRef(module, "Server", (PyObject *)&server_type);
 }
