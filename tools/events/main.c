@@ -168,7 +168,8 @@ static bool list_dir(const char *dir, char ***list, size_t *n)
         (*list)[(*n)++] = path;
     }
     closedir(d);
-    qsort(*list + first, *n - first, sizeof **list, by_name);
+    if (*n > first) /* *list may still be NULL */
+        qsort(*list + first, *n - first, sizeof **list, by_name);
     return ok;
 }
 

@@ -210,7 +210,8 @@ static void pb_bytes(pb *p, const void *data, size_t n)
         p->b = realloc(p->b, p->cap);
         CHECK(p->b != NULL, "realloc");
     }
-    memcpy(p->b + p->n, data, n);
+    if (n) /* data may be NULL for none */
+        memcpy(p->b + p->n, data, n);
     p->n += n;
 }
 
