@@ -105,10 +105,13 @@ YAML
         k=$((k + 1))
         for ((i = 0; i < $(t 30) * 10; i++)); do
             code=$(scrape "$p" "$tmp/$task.txt")
-            # until a ps has applied a push, a worker has run a step
+            # until a ps has applied a push and both workers connected
+            # (under load the second may connect after the first push), a
+            # worker has run a step
             local first=rdmaflow_global_step
             [[ $task == ps* ]] && first=rdmaflow_ps_pushes_applied_total
             [[ $code == 200 ]] && (($(sample "$tmp/$task.txt" $first | grep . || echo 0) > 0)) &&
+                [[ $task != ps* || $(sample "$tmp/$task.txt" rdmaflow_ps_connections) == 2 ]] &&
                 break
             sleep 0.1
         done
