@@ -3,20 +3,24 @@
 ps tasks, on 2 ps + 2 workers under rf-launch (sock): every task exits 0
 (rf-launch's exit status, no task reported failed or left running), both
 workers print their step-time split, and the chief's test accuracy is
-within 0.01 of the same model trained by torch alone
+within 0.025 of the same model trained by torch alone
 (`torch_trainer.py --torch_only`: the same steps, torch.optim.SGD at the
 same learning rate), both figures parsed from the programs' output. The
 example's defaults (batch 500, learning rate 0.05, 3000 steps: 25
 epochs), where the last iterate of constant-rate SGD moves little (torch
-alone 0.8445; distributed runs measured within 0.004 of it). The two
-programs run side by side. Needs Debian's python3-torch."""
+alone 0.8445). The two workers are asynchronous, so how stale their
+gradients are depends on the machine's load: distributed runs measured
+0.8436 on a quiet machine, 0.8382 beside two busy loops and 0.8321 in a
+CI run beside the rxe guests (2026-12-04), hence the bound; a model that
+does not train ends near 0.1. The two programs run side by side. Needs
+Debian's python3-torch."""
 
 # ctest-timeout: 150
 
 import re
 
 TRAIN_STEPS = 3000
-BOUND = 0.01
+BOUND = 0.025
 
 
 def test_torch_on_ps_tasks_matches_torch_alone(cluster, python, source_dir,
