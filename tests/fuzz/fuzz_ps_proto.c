@@ -170,6 +170,21 @@ static void decode_all(const uint8_t *data, size_t size)
             same(data, size,
                  ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), &len);
         break;
+    case PS_MSG_SHARD_REQ: {
+        ps_shard_req sq;
+        if (ps_dec_shard_req(data, size, &sq) == RF_OK)
+            same(data, size,
+                 ps_enc_shard_req(out, sizeof out, h.req_id, &sq, &len), &len);
+        break;
+    }
+    case PS_MSG_SHARD_REPLY: {
+        ps_shard_reply sr;
+        if (ps_dec_shard_reply(data, size, &sr, 1, UINT32_MAX) == RF_OK)
+            same(data, size,
+                 ps_enc_shard_reply(out, sizeof out, h.req_id, &sr, &len),
+                 &len);
+        break;
+    }
     case PS_MSG_ERROR_REPLY:
         if (ps_dec_error_reply(data, size, &er) == RF_OK) {
             REQUIRE(er.status < 0);
