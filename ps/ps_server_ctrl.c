@@ -237,6 +237,16 @@ static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
     ps_conn_label(c, who, sizeof who);
     RF_LOG_INFO("ps %d: SHUTDOWN from %s", c->srv->opt.task_index, who);
     ps_sync_log_stats(c->srv);
+    const ps_ledger *l = &c->srv->ledger;
+    if (l->set)
+        RF_LOG_INFO("ps %d: shard ledger: %u epochs done, dealing epoch %u "
+                    "(%u of %u shards dealt), %llu shards and %llu batches "
+                    "recorded trained, %llu shards returned",
+                    c->srv->opt.task_index, ps_ledger_epochs_done(l), l->epoch,
+                    l->cursor, l->num_shards,
+                    (unsigned long long)l->shards_done,
+                    (unsigned long long)l->batches_done,
+                    (unsigned long long)l->returned);
     c->srv->shutdown = true;
     return ps_ctrl_send(c, buf, n);
 }
