@@ -80,10 +80,12 @@ int tr_ledger_start(tr_ledger *l, const tr_flags *f, const rf_dataset *train,
 /* The dealt batch's examples into x and y. 0 or the exit status. */
 int tr_ledger_batch(const tr_ledger *l, const rf_dataset *train, float *x,
                     int32_t *y, char *err, size_t errlen);
-/* The batch was trained (its push done): its line, then its progress to
- * the ledger, which deals the next one. 0 or the exit status. */
-int tr_ledger_trained(tr_ledger *l, rf_session *s, int64_t global_step,
-                      char *err, size_t errlen);
+/* The batch was trained (its step, push included, returned): its line in
+ * --shards_out. 0 or the exit status. */
+int tr_ledger_record(tr_ledger *l, int64_t global_step, char *err,
+                     size_t errlen);
+/* Then its progress to the ledger, which deals the next batch. */
+int tr_ledger_report(tr_ledger *l, rf_session *s, char *err, size_t errlen);
 void tr_ledger_close(tr_ledger *l);
 
 /* dist_eval.c: the evaluator job: evaluates the chief's checkpoints;

@@ -153,9 +153,12 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
         }
         if (ended) /* the job ended while this task recovered */
             break;
-        if (d->elastic && (rc = tr_ledger_trained(
-                               &d->ledger, rf_monitored_session_session(d->ms),
-                               res->global_step, err, errlen)) != 0)
+        /* the batch's line, then its progress (ledger.c) */
+        if (d->elastic && ((rc = tr_ledger_record(&d->ledger, res->global_step,
+                                                  err, errlen)) != 0 ||
+                           (rc = tr_ledger_report(
+                                &d->ledger, rf_monitored_session_session(d->ms),
+                                err, errlen)) != 0))
             goto out;
         rc = TR_EXIT_FAILED;
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,

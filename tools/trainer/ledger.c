@@ -67,22 +67,27 @@ int tr_ledger_batch(const tr_ledger *l, const rf_dataset *train, float *x,
     return 0;
 }
 
-int tr_ledger_trained(tr_ledger *l, rf_session *s, int64_t global_step,
-                      char *err, size_t errlen)
+int tr_ledger_record(tr_ledger *l, int64_t global_step, char *err,
+                     size_t errlen)
 {
     l->batches++;
-    if (l->fd >= 0) {
-        char line[256];
-        int n = snprintf(line, sizeof line,
-                         "{\"worker\":%d,\"epoch\":%u,\"shard\":%u,"
-                         "\"batch\":%u,\"global_step\":%" PRId64 "}\n",
-                         l->worker, l->at.epoch, l->at.shard, l->at.batch,
-                         global_step);
-        if (write(l->fd, line, (size_t)n) != n) {
-            snprintf(err, errlen, "--shards_out: %s", strerror(errno));
-            return TR_EXIT_FAILED;
-        }
+    if (l->fd < 0)
+        return 0;
+    char line[256];
+    int n =
+        snprintf(line, sizeof line,
+                 "{\"worker\":%d,\"epoch\":%u,\"shard\":%u,"
+                 "\"batch\":%u,\"global_step\":%" PRId64 "}\n",
+                 l->worker, l->at.epoch, l->at.shard, l->at.batch, global_step);
+    if (write(l->fd, line, (size_t)n) != n) {
+        snprintf(err, errlen, "--shards_out: %s", strerror(errno));
+        return TR_EXIT_FAILED;
     }
+    return 0;
+}
+
+int tr_ledger_report(tr_ledger *l, rf_session *s, char *err, size_t errlen)
+{
     rf_ps_shard_grant done = l->at;
     done.batch++;
     bool stale = false;
