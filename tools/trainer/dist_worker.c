@@ -375,6 +375,11 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     d.num_workers = rf_cluster_num_workers(cluster);
     d.elastic = f->elastic || rf_cluster_is_sparse(cluster);
     bool chief = d.self->is_chief;
+    if (f->shards_out && !d.elastic)
+        return tr_exit_fail(TR_EXIT_USAGE, "--shards_out",
+                            "the shard ledger deals batches to elastic "
+                            "workers only (--elastic or a TF_CONFIG "
+                            "sparseCluster)");
 
     /* a global step is N workers' batches in sync training */
     d.per_global_step = tr_examples_per_global_step(f, d.num_workers);

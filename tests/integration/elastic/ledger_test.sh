@@ -19,6 +19,7 @@
 # many batches as the lines say (give or take worker 3's last); the
 # departed workers' shards were returned and continued by others at the
 # batch where they stopped; at least 3 epochs completed after the joins;
+# a worker joining with another --shard_batches is refused naming both;
 # exit codes (0, 0 for the SIGTERMed ones, 137 for the SIGKILLed one);
 # test accuracy in the async range. Exits 0, 1 on a failed check, 77
 # without the Fashion-MNIST dataset.
@@ -62,6 +63,11 @@ wait_until "$(t 15)" "${pid[ps0]}" expired 3 || fail "ps 0 did not expire worker
 kill -TERM "${pid[w1]}"
 gs_one=$(last_gs "$(out w0)" -)
 echo "2 -> 1 worker at the chief's global_step $gs_one"
+# a worker with another shard geometry is refused by the ledger
+wait_exit "${pid[w2]}" "$(t 10)"
+start bad "$(worker_conf 2)" --shard_batches=4
+wait_exit "${pid[bad]}" "$(t 30)"
+rc_bad=$wrc
 
 declare -A rc
 t_bound=$(now)
@@ -86,6 +92,14 @@ for name in w0 ps0 ps1; do
     check "$name: exit ${rc[$name]} (want 0)" test "${rc[$name]}" = 0
     [[ ${rc[$name]} == 0 ]] || show "$(out "$name")"
 done
+stamped "$(out bad)"
+if [[ $rc_bad != 0 && $rc_bad != running ]] &&
+    has_line "$(out bad)" - "4 batches per shard, .* but the job's ledger has .* 8 batches per shard"; then
+    ok "a worker with --shard_batches=4 is refused (exit $rc_bad) naming both geometries"
+else
+    fail "a worker with --shard_batches=4: exit $rc_bad, want a refusal naming both geometries"
+    show "$(out bad)" 5
+fi
 for c in 1 2 3; do
     check "ps 0 returned worker $c's shard to the ledger" \
         has_line "$(out ps0)" - "shard of client $c returned to the ledger"
