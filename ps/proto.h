@@ -38,9 +38,11 @@
  * row records: version, CRC32C, row; ps_layout.h), so a peer of version 6
  * reading rows between version words is refused at HELLO; 8: LEAVE_REQ /
  * LEAVE_REPLY and the members bitmap in the globals block (elastic
- * workers). */
+ * workers); 9: SHARD_REQ / SHARD_REPLY, the shard ledger of ps task 0
+ * (types 28 and 29, numbered apart from the others so that types added
+ * elsewhere from 18 on do not collide; 18-27 are unknown types). */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
-#define PS_PROTO_VERSION 8u
+#define PS_PROTO_VERSION 9u
 #define PS_MSG_HDR_SIZE  16u
 #define PS_MSG_MAX       8192u /* header + payload */
 /* Requests (worker -> ps) are small: the ps's receives are this size. */
@@ -73,7 +75,9 @@ typedef enum ps_msg_type {
     PS_MSG_AUTH_OK,        /* ps: the worker is authenticated */
     PS_MSG_LEAVE_REQ,      /* worker: it leaves the job (elastic) */
     PS_MSG_LEAVE_REPLY,    /* ps: it is no longer a member */
-    PS_MSG_TYPE_END        /* one past the last */
+    PS_MSG_SHARD_REQ = 28, /* worker: progress, and the next batch please */
+    PS_MSG_SHARD_REPLY,    /* ps task 0: the batch to train */
+    PS_MSG_TYPE_END        /* one past the last (with gaps: 18-27) */
 } ps_msg_type;
 
 const char *ps_msg_type_name(uint32_t type);
@@ -204,6 +208,19 @@ typedef struct ps_error_reply {
     char text[PS_ERR_TEXT_MAX + 1];
 } ps_error_reply;
 
+/* SHARD_REQ: the geometry, and (has_done) the progress on a shard. */
+typedef struct ps_shard_req {
+    rf_ps_shard_geometry geom;
+    bool has_done;
+    rf_ps_shard_grant done; /* epoch, shard, batch only */
+} ps_shard_req;
+/* SHARD_REPLY: the grant (first_example derived by the receiver), and
+ * whether the reported shard was no longer the worker's. */
+typedef struct ps_shard_reply {
+    rf_ps_shard_grant next;
+    bool stale;
+} ps_shard_reply;
+
 /* Authentication (ps_auth.c; layouts in proto_codec.c). */
 #define PS_AUTH_NONCE 32u
 #define PS_AUTH_MAC   32u
@@ -247,6 +264,10 @@ rf_status ps_enc_auth_proof(void *buf, size_t cap, uint32_t req_id,
                             const ps_auth_proof *m, size_t *len);
 rf_status ps_enc_error_reply(void *buf, size_t cap, uint32_t req_id,
                              int32_t status, const char *text, size_t *len);
+rf_status ps_enc_shard_req(void *buf, size_t cap, uint32_t req_id,
+                           const ps_shard_req *m, size_t *len);
+rf_status ps_enc_shard_reply(void *buf, size_t cap, uint32_t req_id,
+                             const ps_shard_reply *m, size_t *len);
 /* DIR_REPLY is built incrementally: begin, then add entries while
  * ps_entry_size() still fits, then finish (patches count and length). */
 typedef struct ps_dir_writer {
@@ -282,6 +303,11 @@ rf_status ps_dec_auth_challenge(const void *buf, size_t len,
                                 ps_auth_challenge *m);
 rf_status ps_dec_auth_proof(const void *buf, size_t len, ps_auth_proof *m);
 rf_status ps_dec_error_reply(const void *buf, size_t len, ps_error_reply *m);
+rf_status ps_dec_shard_req(const void *buf, size_t len, ps_shard_req *m);
+/* Also checks batch < shard_len, shard < num_shards, epochs_done <= epoch
+ * + 1 and computes first_example from batch_size and shard_batches. */
+rf_status ps_dec_shard_reply(const void *buf, size_t len, ps_shard_reply *m,
+                             uint32_t batch_size, uint32_t shard_batches);
 /* Decodes the DIR_REPLY header and then calls each(entry) for its count
  * entries, in order; stops at the first error (decode or callback). */
 rf_status ps_dec_dir_reply(const void *buf, size_t len, ps_dir_reply *m,

@@ -132,11 +132,13 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_AUTH_OK] = "AUTH_OK",
     [PS_MSG_LEAVE_REQ] = "LEAVE_REQ",
     [PS_MSG_LEAVE_REPLY] = "LEAVE_REPLY",
+    [PS_MSG_SHARD_REQ] = "SHARD_REQ",
+    [PS_MSG_SHARD_REPLY] = "SHARD_REPLY",
 };
 
 const char *ps_msg_type_name(uint32_t type)
 {
-    if (type == 0 || type >= PS_MSG_TYPE_END)
+    if (type == 0 || type >= PS_MSG_TYPE_END || !type_names[type])
         return "unknown";
     return type_names[type];
 }
@@ -180,7 +182,7 @@ rf_status ps_dec_hdr(const void *buf, size_t len, ps_msg_hdr *h)
         return CORRUPT("ps message: protocol version %u, expected %u", version,
                        PS_PROTO_VERSION);
     h->type = rf_get_le16(p + 6);
-    if (h->type == 0 || h->type >= PS_MSG_TYPE_END)
+    if (h->type == 0 || h->type >= PS_MSG_TYPE_END || !type_names[h->type])
         return CORRUPT("ps message: unknown type %u", h->type);
     h->len = rf_get_le32(p + 8);
     if ((uint64_t)h->len + PS_MSG_HDR_SIZE != len)
@@ -931,6 +933,104 @@ rf_status ps_dec_empty(const void *buf, size_t len, uint16_t type)
     if (st != RF_OK)
         return st;
     return r_end(&r, type);
+}
+
+/* ---- SHARD_REQ / SHARD_REPLY (the shard ledger) ------------------------
+ * REQ: num_examples u64, batch_size u32, shard_batches u32, seed u64,
+ * flags u32 (bit 0: progress follows; the rest zero), epoch u32, shard
+ * u32, batch u32 (all three zero without progress). REPLY: epoch, shard,
+ * batch, shard_len, num_shards, epochs_done, flags (bit 0: stale) u32. */
+
+rf_status ps_enc_shard_req(void *buf, size_t cap, uint32_t req_id,
+                           const ps_shard_req *m, size_t *len)
+{
+    wcur w;
+    w_begin(&w, buf, cap, PS_MSG_SHARD_REQ, req_id);
+    w_u64(&w, m->geom.num_examples);
+    w_u32(&w, m->geom.batch_size);
+    w_u32(&w, m->geom.shard_batches);
+    w_u64(&w, m->geom.seed);
+    w_u32(&w, m->has_done ? 1u : 0u);
+    w_u32(&w, m->has_done ? m->done.epoch : 0u);
+    w_u32(&w, m->has_done ? m->done.shard : 0u);
+    w_u32(&w, m->has_done ? m->done.batch : 0u);
+    return w_end(&w, len);
+}
+
+rf_status ps_dec_shard_req(const void *buf, size_t len, ps_shard_req *m)
+{
+    rcur r = {0};
+    rf_status st = r_begin(&r, buf, len, PS_MSG_SHARD_REQ);
+    if (st != RF_OK)
+        return st;
+    *m = (ps_shard_req){0};
+    m->geom.num_examples = r_u64(&r, "num_examples");
+    m->geom.batch_size = r_u32(&r, "batch_size");
+    m->geom.shard_batches = r_u32(&r, "shard_batches");
+    m->geom.seed = r_u64(&r, "seed");
+    uint32_t flags = r_u32(&r, "flags");
+    m->done.epoch = r_u32(&r, "epoch");
+    m->done.shard = r_u32(&r, "shard");
+    m->done.batch = r_u32(&r, "batch");
+    if ((st = r_end(&r, PS_MSG_SHARD_REQ)) != RF_OK)
+        return st;
+    if (flags > 1u)
+        return CORRUPT("ps SHARD_REQ: reserved flags 0x%x", flags);
+    m->has_done = flags == 1u;
+    if (!m->has_done && (m->done.epoch || m->done.shard || m->done.batch))
+        return CORRUPT("ps SHARD_REQ: progress fields without the flag");
+    if (!m->geom.batch_size || !m->geom.shard_batches)
+        return CORRUPT("ps SHARD_REQ: batch_size %u, shard_batches %u",
+                       m->geom.batch_size, m->geom.shard_batches);
+    return RF_OK;
+}
+
+rf_status ps_enc_shard_reply(void *buf, size_t cap, uint32_t req_id,
+                             const ps_shard_reply *m, size_t *len)
+{
+    wcur w;
+    w_begin(&w, buf, cap, PS_MSG_SHARD_REPLY, req_id);
+    w_u32(&w, m->next.epoch);
+    w_u32(&w, m->next.shard);
+    w_u32(&w, m->next.batch);
+    w_u32(&w, m->next.shard_len);
+    w_u32(&w, m->next.num_shards);
+    w_u32(&w, m->next.epochs_done);
+    w_u32(&w, m->stale ? 1u : 0u);
+    return w_end(&w, len);
+}
+
+rf_status ps_dec_shard_reply(const void *buf, size_t len, ps_shard_reply *m,
+                             uint32_t batch_size, uint32_t shard_batches)
+{
+    rcur r = {0};
+    rf_status st = r_begin(&r, buf, len, PS_MSG_SHARD_REPLY);
+    if (st != RF_OK)
+        return st;
+    *m = (ps_shard_reply){0};
+    rf_ps_shard_grant *g = &m->next;
+    g->epoch = r_u32(&r, "epoch");
+    g->shard = r_u32(&r, "shard");
+    g->batch = r_u32(&r, "batch");
+    g->shard_len = r_u32(&r, "shard_len");
+    g->num_shards = r_u32(&r, "num_shards");
+    g->epochs_done = r_u32(&r, "epochs_done");
+    uint32_t flags = r_u32(&r, "flags");
+    if ((st = r_end(&r, PS_MSG_SHARD_REPLY)) != RF_OK)
+        return st;
+    if (flags > 1u)
+        return CORRUPT("ps SHARD_REPLY: reserved flags 0x%x", flags);
+    m->stale = flags == 1u;
+    if (!g->shard_len || g->shard_len > shard_batches ||
+        g->batch >= g->shard_len || g->shard >= g->num_shards ||
+        g->epochs_done > g->epoch)
+        return CORRUPT("ps SHARD_REPLY: batch %u of %u in shard %u of %u, "
+                       "epoch %u with %u done (%u batches per shard)",
+                       g->batch, g->shard_len, g->shard, g->num_shards,
+                       g->epoch, g->epochs_done, shard_batches);
+    g->first_example =
+        ((uint64_t)g->shard * shard_batches + g->batch) * batch_size;
+    return RF_OK;
 }
 
 rf_status ps_enc_error_reply(void *buf, size_t cap, uint32_t req_id,

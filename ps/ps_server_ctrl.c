@@ -1,5 +1,6 @@
 /* ps/ps_server_ctrl.c: the ps side of the control plane. Decodes one
- * request, answers it (HELLO, REGIONS, DIR, CREATE, SHUTDOWN, LEAVE) or with an
+ * request, answers it (HELLO, REGIONS, DIR, CREATE, SHUTDOWN, LEAVE,
+ * SHARD: the shard ledger on ps task 0) or with an
  * ERROR_REPLY for a request that is well formed but refused; a malformed
  * message or one the connection's state does not accept (the table in
  * ps_server_conn_state.c, asked before dispatch) drops the connection with
@@ -236,6 +237,16 @@ static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
     ps_conn_label(c, who, sizeof who);
     RF_LOG_INFO("ps %d: SHUTDOWN from %s", c->srv->opt.task_index, who);
     ps_sync_log_stats(c->srv);
+    const ps_ledger *l = &c->srv->ledger;
+    if (l->set)
+        RF_LOG_INFO("ps %d: shard ledger: %u epochs done, dealing epoch %u "
+                    "(%u of %u shards dealt), %llu shards and %llu batches "
+                    "recorded trained, %llu shards returned",
+                    c->srv->opt.task_index, ps_ledger_epochs_done(l), l->epoch,
+                    l->cursor, l->num_shards,
+                    (unsigned long long)l->shards_done,
+                    (unsigned long long)l->batches_done,
+                    (unsigned long long)l->returned);
     c->srv->shutdown = true;
     return ps_ctrl_send(c, buf, n);
 }
@@ -249,6 +260,38 @@ static bool on_leave(ps_server_conn *c, uint32_t req_id)
     if (ps_enc_empty(buf, PS_MSG_MAX, PS_MSG_LEAVE_REPLY, req_id, &n) != RF_OK)
         return false;
     ps_members_leave(c->srv, c->client_id);
+    return ps_ctrl_send(c, buf, n);
+}
+
+/* The shard ledger (ps task 0): progress recorded, the next batch dealt.
+ * A geometry that differs from the ledger's is refused (an ERROR_REPLY
+ * naming both; the connection stays). */
+static bool on_shard(ps_server_conn *c, uint32_t req_id,
+                     const unsigned char *msg, size_t len)
+{
+    rf_ps_server *s = c->srv;
+    ps_shard_req q;
+    if (ps_dec_shard_req(msg, len, &q) != RF_OK) {
+        ps_conn_drop(c, rf_error_message());
+        return false;
+    }
+    if (s->opt.task_index != 0)
+        return reply_error(c, req_id, RF_ERR_INVALID_ARG,
+                           "the shard ledger is on ps task 0");
+    ps_shard_reply r;
+    rf_status st =
+        ps_ledger_request(&s->ledger, c->client_id, &q.geom,
+                          q.has_done ? &q.done : NULL, &r.next, &r.stale);
+    if (st != RF_OK)
+        return reply_error(c, req_id, st, rf_error_message());
+    if (r.stale)
+        RF_LOG_WARN("ps 0: client %u reported shard %u of epoch %u, which "
+                    "was returned to the ledger while it was away",
+                    c->client_id, q.done.shard, q.done.epoch);
+    unsigned char *buf = ps_ctrl_reply_buf(c);
+    size_t n;
+    if (ps_enc_shard_reply(buf, PS_MSG_MAX, req_id, &r, &n) != RF_OK)
+        return false;
     return ps_ctrl_send(c, buf, n);
 }
 
@@ -286,6 +329,8 @@ bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
         if (ps_dec_empty(msg, len, PS_MSG_LEAVE_REQ) != RF_OK)
             break;
         return on_leave(c, h.req_id);
+    case PS_MSG_SHARD_REQ:
+        return on_shard(c, h.req_id, msg, len);
     default: /* the table accepts nothing else */
         ps_conn_drop(c, "a message the state table accepts has no handler");
         return false;

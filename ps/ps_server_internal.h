@@ -22,6 +22,7 @@
 #include "ps/proto.h"
 #include "ps/ps_arena.h"
 #include "ps/ps_layout.h"
+#include "ps/ps_ledger.h"
 #include "ps/ps_spec.h"
 #include "rdmaflow/ps.h"
 #include "rdmaflow/topology.h"
@@ -184,6 +185,9 @@ struct rf_ps_server {
      * bitmap's words in the globals block */
     long long member_gone_ms[RF_PS_MAX_DONE_WORKERS];
     uint64_t *members;
+    /* the shard ledger (ps task 0 only; service thread: SHARD_REQ, and a
+     * member's LEAVE or expiry returns its shards) */
+    ps_ledger ledger;
 };
 
 /* Connection memory: receives (PS_SRV_RECV_DEPTH x PS_REQ_MAX), reply

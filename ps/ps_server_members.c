@@ -5,7 +5,8 @@
  * cleared once its connection has been closed for member_timeout_ms
  * without a new one (a killed or partitioned worker). Clients READ the
  * words; the chief waits at the end for the members that did not announce
- * they finished. Not a registry of addresses: the ps knows ids only. */
+ * they finished. Not a registry of addresses: the ps knows ids only. A
+ * member's LEAVE or expiry returns its shards to the ledger (ps_ledger.c). */
 #include <string.h>
 
 #include "core/log.h"
@@ -24,6 +25,16 @@ static bool has_bit(const rf_ps_server *s, uint32_t id)
     return (__atomic_load_n(&s->members[id / 64u], __ATOMIC_ACQUIRE) >>
                 (id % 64u) &
             1u) != 0;
+}
+
+/* A member left or expired: its unfinished shards go back to the ledger
+ * at their recorded batch (for another worker to continue). */
+static void return_shards(rf_ps_server *s, uint32_t id)
+{
+    uint32_t n = ps_ledger_release(&s->ledger, id);
+    if (n)
+        RF_LOG_INFO("ps %d: %u shard%s of client %u returned to the ledger",
+                    s->opt.task_index, n, n == 1 ? "" : "s", id);
 }
 
 void ps_members_init(rf_ps_server *s)
@@ -51,6 +62,7 @@ void ps_members_leave(rf_ps_server *s, uint32_t id)
     RF_LOG_INFO("ps %d: client %u left the job (LEAVE)", s->opt.task_index, id);
     s->member_gone_ms[id] = 0;
     set_bit(s, id, false);
+    return_shards(s, id);
 }
 
 void ps_members_gone(rf_ps_server *s, uint32_t id)
@@ -73,6 +85,7 @@ void ps_members_expire(rf_ps_server *s)
         RF_LOG_WARN("ps %d: client %u disconnected %d ms ago and did not "
                     "come back: no longer a member",
                     s->opt.task_index, id, s->opt.member_timeout_ms);
+        return_shards(s, id);
     }
 }
 

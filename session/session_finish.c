@@ -140,6 +140,15 @@ rf_status rf_session_leave(rf_session *s)
     return rf_ps_leave(s->client);
 }
 
+rf_status rf_session_shard_next(rf_session *s, const rf_ps_shard_geometry *geom,
+                                const rf_ps_shard_grant *done,
+                                rf_ps_shard_grant *next, bool *stale)
+{
+    if (s->offline)
+        return sess_refuse_offline("rf_session_shard_next");
+    return rf_ps_shard_next(s->client, geom, done, next, stale);
+}
+
 rf_status rf_session_pull_all(rf_session *s)
 {
     if (s->offline)

@@ -716,6 +716,36 @@ RF_API rf_status rf_ps_members_read(rf_ps_client *client,
  * not wait for it. A LEAVE_REQ answered by LEAVE_REPLY; call it after the
  * last step, before rf_ps_client_destroy. */
 RF_API rf_status rf_ps_leave(rf_ps_client *client);
+/* The shard ledger (elastic workers, docs/DESIGN.md "The shard ledger"):
+ * ps task 0 cuts the training set into shards of shard_batches whole
+ * batches (the tail of fewer than batch_size examples is not trained) and
+ * deals them; every worker of a job must send the same geometry. */
+typedef struct rf_ps_shard_geometry {
+    uint64_t num_examples;
+    uint32_t batch_size;
+    uint32_t shard_batches;
+    uint64_t seed; /* epoch e's deal order is shuffled by seed + e */
+} rf_ps_shard_geometry;
+/* A place in the ledger: batch `batch` of shard `shard` of epoch `epoch`
+ * (its examples start at first_example), and the ledger's sizes. */
+typedef struct rf_ps_shard_grant {
+    uint32_t epoch, shard, batch;
+    uint32_t shard_len;   /* batches in this shard */
+    uint32_t num_shards;  /* shards per epoch */
+    uint32_t epochs_done; /* epochs all of whose shards were trained */
+    uint64_t first_example;
+} rf_ps_shard_grant;
+/* One SHARD_REQ to ps task 0: done (NULL: nothing to report) says this
+ * worker trained every batch of done->shard before done->batch (progress
+ * is recorded here, so call it after each batch's push); *next is the
+ * batch to train now. RF_ERR_INVALID_ARG when the geometry differs from
+ * the one the ledger was set with (the message names both). *stale (may
+ * be NULL) is set when the shard reported on had been returned to the
+ * ledger (this worker was gone past member_timeout_ms). */
+RF_API rf_status rf_ps_shard_next(rf_ps_client *client,
+                                  const rf_ps_shard_geometry *geom,
+                                  const rf_ps_shard_grant *done,
+                                  rf_ps_shard_grant *next, bool *stale);
 /* The server's members bitmap as its service thread last wrote it. */
 RF_API void rf_ps_server_members(rf_ps_server *server,
                                  uint64_t bits[RF_PS_DONE_WORDS]);

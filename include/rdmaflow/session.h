@@ -434,6 +434,13 @@ RF_API rf_status rf_session_pull_all(rf_session *s);
  * so the chief's end does not wait for it. Call after its last step, then
  * destroy the session without rf_session_finish. */
 RF_API rf_status rf_session_leave(rf_session *s);
+/* The shard ledger of ps task 0 (rf_ps_shard_next, rdmaflow/ps.h): done
+ * (NULL: nothing to report) records this worker's progress, *next is the
+ * batch it trains now. Elastic async workers call it after each batch. */
+RF_API rf_status rf_session_shard_next(rf_session *s,
+                                       const rf_ps_shard_geometry *geom,
+                                       const rf_ps_shard_grant *done,
+                                       rf_ps_shard_grant *next, bool *stale);
 
 /* The workers-done bitmap on ps task 0 (rdmaflow/ps.h,
  * rf_ps_workers_done_read and _merge): read it into bits, or OR bits into

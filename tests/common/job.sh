@@ -192,7 +192,9 @@ wait_until() {
     done
 }
 gs_at_least() { (($(last_gs "$1" "$2") >= $3)); }
-has_line() { lines_of "$1" "$2" | grep -q -- "$3"; }
+# (grep reads to the end: grep -q would quit at the first match and, under
+# pipefail, a sed still writing would make the pipe fail with SIGPIPE)
+has_line() { lines_of "$1" "$2" | grep -- "$3" >/dev/null; }
 # saved_ckpts OUT: the chief's "saved checkpoint" global steps, in order
 saved_ckpts() {
     lines_of "$1" worker0 |

@@ -170,6 +170,21 @@ static void decode_all(const uint8_t *data, size_t size)
             same(data, size,
                  ps_enc_empty(out, sizeof out, h.type, h.req_id, &len), &len);
         break;
+    case PS_MSG_SHARD_REQ: {
+        ps_shard_req sq;
+        if (ps_dec_shard_req(data, size, &sq) == RF_OK)
+            same(data, size,
+                 ps_enc_shard_req(out, sizeof out, h.req_id, &sq, &len), &len);
+        break;
+    }
+    case PS_MSG_SHARD_REPLY: {
+        ps_shard_reply sr;
+        if (ps_dec_shard_reply(data, size, &sr, 1, UINT32_MAX) == RF_OK)
+            same(data, size,
+                 ps_enc_shard_reply(out, sizeof out, h.req_id, &sr, &len),
+                 &len);
+        break;
+    }
     case PS_MSG_ERROR_REPLY:
         if (ps_dec_error_reply(data, size, &er) == RF_OK) {
             REQUIRE(er.status < 0);
@@ -184,7 +199,7 @@ static void decode_all(const uint8_t *data, size_t size)
     }
 }
 
-/* A valid message of kind k (0..7) in buf; returns its size. */
+/* A valid message of kind k (0..12) in buf; returns its size. */
 static size_t build(unsigned k, unsigned char *buf, size_t cap)
 {
     static ps_spec s;
@@ -224,7 +239,7 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
     e.sync_stale_off = PS_REC_SYNC_STALE_OFF;
     e.inbox = (ps_loc){.region = 0, .offset = 128};
     size_t len = 0;
-    switch (k % 11) {
+    switch (k % 13) {
     case 0: {
         ps_hello h = {.client_id = 2,
                       .flags = PS_CONN_FLAG_CHIEF,
@@ -302,6 +317,26 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
         ps_auth_proof p;
         memset(p.mac, 0x96, sizeof p.mac);
         ps_enc_auth_proof(buf, cap, 8, &p, &len);
+        break;
+    }
+    case 11: {
+        ps_shard_req q = {.geom = {.num_examples = 60000,
+                                   .batch_size = 100,
+                                   .shard_batches = 16,
+                                   .seed = 42},
+                          .has_done = true,
+                          .done = {.epoch = 2, .shard = 7, .batch = 3}};
+        ps_enc_shard_req(buf, cap, 9, &q, &len);
+        break;
+    }
+    case 12: {
+        ps_shard_reply r = {.next = {.epoch = 2,
+                                     .shard = 7,
+                                     .batch = 4,
+                                     .shard_len = 16,
+                                     .num_shards = 38,
+                                     .epochs_done = 1}};
+        ps_enc_shard_reply(buf, cap, 9, &r, &len);
         break;
     }
     default: {

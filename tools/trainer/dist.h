@@ -63,6 +63,31 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain);
 int tr_elastic_leave(rf_monitored_session *ms, rf_metrics_writer *metrics,
                      const rf_cluster_task *self, int64_t steps);
 
+/* ledger.c: an elastic worker's data from the shard ledger of ps task 0
+ * (rf_session_shard_next): each batch is the one the ledger dealt; after
+ * its step the batch is written to --shards_out and reported. */
+typedef struct tr_ledger {
+    rf_ps_shard_geometry geom;
+    rf_ps_shard_grant at; /* the batch to train */
+    int fd;               /* --shards_out, or -1 */
+    int worker;
+    int64_t batches; /* trained by this task */
+} tr_ledger;
+/* Opens --shards_out and asks for the first batch. 0, or the exit status
+ * with err. */
+int tr_ledger_start(tr_ledger *l, const tr_flags *f, const rf_dataset *train,
+                    int worker, rf_session *s, char *err, size_t errlen);
+/* The dealt batch's examples into x and y. 0 or the exit status. */
+int tr_ledger_batch(const tr_ledger *l, const rf_dataset *train, float *x,
+                    int32_t *y, char *err, size_t errlen);
+/* The batch was trained (its step, push included, returned): its line in
+ * --shards_out. 0 or the exit status. */
+int tr_ledger_record(tr_ledger *l, int64_t global_step, char *err,
+                     size_t errlen);
+/* Then its progress to the ledger, which deals the next batch. */
+int tr_ledger_report(tr_ledger *l, rf_session *s, char *err, size_t errlen);
+void tr_ledger_close(tr_ledger *l);
+
 /* dist_eval.c: the evaluator job: evaluates the chief's checkpoints;
  * exit status. */
 int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster);

@@ -16,7 +16,7 @@
  * training at the end of a step: the chief saves a checkpoint, and the
  * task exits 138 without announcing its end. A failure's exit status
  * comes from its rf_status (exit_status.h). An elastic worker (--elastic
- * or a sparse cluster) reads the whole training set in its own order, and
+ * or a sparse cluster) trains the batches the shard ledger deals, and
  * on SIGTERM, not being the chief, leaves the job (elastic.c: LEAVE, exit
  * 0) instead of exiting 138. */
 #include <inttypes.h>
@@ -48,6 +48,7 @@ typedef struct tr_worker {
     rf_monitored_session *ms;
     rf_metrics_writer *metrics; /* --metrics_out (NULL: none) */
     int64_t per_global_step;    /* examples in one global step */
+    tr_ledger ledger;           /* elastic: the shard ledger's deals */
 } tr_worker;
 
 static int fail(const char *what, const char *msg)
@@ -58,19 +59,16 @@ static int fail(const char *what, const char *msg)
 /* Worker i's part of the training data: everything with one worker (so one
  * worker reproduces local training), else shard i of W, shuffled per
  * epoch with a seed of its own. An elastic worker (W unknown or changing)
- * reads the whole set in its own order (seed + worker id), as TF 1.x
- * input pipelines usually do: exactly-once dealing of shards is not built
- * yet. */
+ * trains the batches the shard ledger of ps task 0 deals (ledger.c), in
+ * the set's file order within a shard, so each example of an epoch is
+ * trained once whatever the membership does. */
 static int select_data(const tr_worker *d, rf_dataset *train, rf_dataset **mine,
                        char *err, size_t errlen)
 {
     const tr_flags *f = d->f;
     *mine = NULL;
-    if (d->elastic) {
-        rf_dataset_set_shuffle(train, true,
-                               f->seed + (uint64_t)d->self->worker_id);
+    if (d->elastic) /* the ledger deals its batches (ledger.c) */
         return 0;
-    }
     if (d->num_workers == 1) {
         rf_dataset_set_shuffle(train, true, f->seed);
         return 0;
@@ -119,6 +117,12 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     };
     rf_node *fetches[] = {s->loss, s->train_op};
     rf_tensor out[2];
+    if (d->elastic &&
+        (rc = tr_ledger_start(&d->ledger, f, train, d->self->worker_id,
+                              rf_monitored_session_session(d->ms), err,
+                              errlen)) != 0)
+        goto out;
+    rc = TR_EXIT_FAILED;
     if (trace)
         rf_session_set_trace(rf_monitored_session_session(d->ms), trace);
     double t0 = rf_now_s();
@@ -130,7 +134,12 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     while (!rf_monitored_session_should_stop(d->ms) && !tr_preempted()) {
         if (trace && res->steps == f->trace_steps)
             rf_session_set_trace(rf_monitored_session_session(d->ms), NULL);
-        if (rf_dataset_next_batch(train, bs, xb, yb) != RF_OK) {
+        if (d->elastic) {
+            if ((rc = tr_ledger_batch(&d->ledger, train, xb, yb, err,
+                                      errlen)) != 0)
+                goto out;
+            rc = TR_EXIT_FAILED;
+        } else if (rf_dataset_next_batch(train, bs, xb, yb) != RF_OK) {
             snprintf(err, errlen, "reading a batch: %s", rf_error_message());
             goto out;
         }
@@ -144,11 +153,23 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
         }
         if (ended) /* the job ended while this task recovered */
             break;
+        /* the batch's line, then its progress (ledger.c) */
+        if (d->elastic && ((rc = tr_ledger_record(&d->ledger, res->global_step,
+                                                  err, errlen)) != 0 ||
+                           (rc = tr_ledger_report(
+                                &d->ledger, rf_monitored_session_session(d->ms),
+                                err, errlen)) != 0))
+            goto out;
+        rc = TR_EXIT_FAILED;
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
                              err, errlen) != 0)
             goto out;
     }
     res->seconds = rf_now_s() - t0;
+    if (d->elastic)
+        printf("worker %d: trained %" PRId64 " batches dealt by the shard "
+               "ledger (%u epochs done)\n",
+               d->self->index, d->ledger.batches, d->ledger.at.epochs_done);
     rc = 0;
 out:
     tr_progress_finish(&prog, stdout);
@@ -348,12 +369,17 @@ static int preempted(tr_worker *d, const char *who, int64_t global_step)
 int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
 {
     char err[2048];
-    tr_worker d = {.f = f, .cluster = cluster};
+    tr_worker d = {.f = f, .cluster = cluster, .ledger = {.fd = -1}};
     d.self = rf_cluster_self(cluster);
     d.num_ps = rf_cluster_num_ps(cluster);
     d.num_workers = rf_cluster_num_workers(cluster);
     d.elastic = f->elastic || rf_cluster_is_sparse(cluster);
     bool chief = d.self->is_chief;
+    if (f->shards_out && !d.elastic)
+        return tr_exit_fail(TR_EXIT_USAGE, "--shards_out",
+                            "the shard ledger deals batches to elastic "
+                            "workers only (--elastic or a TF_CONFIG "
+                            "sparseCluster)");
 
     /* a global step is N workers' batches in sync training */
     d.per_global_step = tr_examples_per_global_step(f, d.num_workers);
@@ -436,6 +462,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
 out:
     fflush(stdout);
     rf_trace_destroy(trace);
+    tr_ledger_close(&d.ledger);
     rf_monitored_session_destroy(d.ms); /* before the graph and executor */
     rf_metrics_writer_close(d.metrics); /* after its hook */
     tr_session_destroy(&d.s);

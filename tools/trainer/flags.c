@@ -378,6 +378,17 @@ static void tr_flag_rows(rf_flag_row rows[TR_FLAG_ROWS], tr_flags *f)
             "elastic: how long a ps keeps a worker whose connection closed "
             "(killed, lost) as a member the chief waits for",
             .bits = DIST),
+        RF_FLAG_INT64(
+            "shard_batches", &f->shard_batches, "16", 1, 1048576, "N",
+            "elastic: the shard ledger of ps task 0 deals the training set "
+            "in shards of N batches (the same for every worker)",
+            .bits = DIST),
+        RF_FLAG_STRING(
+            "shards_out", &f->shards_out, NULL, "FILE",
+            "elastic: append a JSON line per batch trained (worker, epoch, "
+            "shard, batch, global_step), written before the batch's "
+            "progress reaches the ledger",
+            .bits = DIST),
         RF_FLAG_BOOL(
             "sync_replicas", &f->sync_replicas,
             "synchronous training (SyncReplicasOptimizer): each step the "

@@ -24,17 +24,7 @@
 # check, 77 without the Fashion-MNIST dataset.
 set -uo pipefail
 case_name=elastic
-trainer=${1:?path to rf-trainer}
-data=${RF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
-export RF_FABRIC=${RF_FABRIC:-sock}
-host=${RF_TEST_HOST:-127.0.0.1}
-unset TF_CONFIG
-source "$(dirname "${BASH_SOURCE[0]}")/../../common/lib.sh"
-source "$(dirname "${BASH_SOURCE[0]}")/../../common/job.sh"
-tmp=$(mktemp -d)
-keep=${RF_ELASTIC_KEEP:-}
-trap cleanup EXIT
-need_data
+source "$(dirname "${BASH_SOURCE[0]}")/sparse_cluster.sh"
 
 steps=${RF_ELASTIC_STEPS:-24000}
 gone=2  # --member_timeout_secs
@@ -45,31 +35,6 @@ flags=(--model=softmax --optimizer=adagrad --learning_rate=0.05
     --member_timeout_secs="$gone" --stop_grace_secs="$grace"
     --data_dir="$data")
 
-ports=()
-for _ in 0 1 2 3 4 5; do
-    free_port port || { fail "no free port"; rft_finish; }
-    ports+=("$port")
-done
-ps_list="[\"$host:${ports[0]}\",\"$host:${ports[1]}\"]"
-ps_conf() { # INDEX
-    echo "{\"sparseCluster\":{\"ps\":[\"$host:${ports[$1]}\"],\"worker\":{}},\"task\":{\"type\":\"ps\",\"index\":$1}}"
-}
-worker_conf() { # INDEX
-    echo "{\"sparseCluster\":{\"ps\":$ps_list,\"worker\":{\"$1\":\"$host:${ports[$(($1 + 2))]}\"}},\"task\":{\"type\":\"worker\",\"index\":$1}}"
-}
-
-# start NAME TF_CONFIG [FLAGS...]: rf-trainer in the background, its lines
-# stamped into $tmp/NAME.out; pid[NAME] is the rf-trainer.
-declare -A pid
-start() {
-    local name=$1 conf=$2
-    shift 2
-    stamp_into "$tmp/$name.out"
-    TF_CONFIG=$conf "$trainer" "${flags[@]}" "$@" >"$tmp/$name.out.fifo" 2>&1 &
-    pid[$name]=$!
-    started+=("$!")
-}
-out() { echo "$tmp/$1.out"; }
 # shellcheck disable=SC2317 # called through wait_until
 trained() { has_line "$(out "$1")" - "^[0-9.]* step [0-9]*, loss"; }
 
