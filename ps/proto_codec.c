@@ -391,8 +391,10 @@ rf_status ps_dec_hello_reply(const void *buf, size_t len, ps_hello_reply *m)
                        m->recv_depth, MAX_DEPTH);
     if (m->num_regions == 0 || m->num_regions > PS_MAX_REGIONS ||
         m->num_shards > PS_MAX_SHARDS)
-        return CORRUPT("ps HELLO_REPLY: %u regions, %u shards", m->num_regions,
-                       m->num_shards);
+        return CORRUPT("ps HELLO_REPLY: %u regions (1..%u allowed), %u shards "
+                       "(at most %u)",
+                       m->num_regions, PS_MAX_REGIONS, m->num_shards,
+                       PS_MAX_SHARDS);
     if (m->globals.region >= m->num_regions || m->globals.offset % 64)
         return CORRUPT("ps HELLO_REPLY: globals at region %u offset %llu",
                        m->globals.region,
@@ -686,7 +688,8 @@ rf_status ps_entry_check(const ps_entry *e)
         return st;
     const char *name = e->spec.name;
     if (e->shard_id >= PS_MAX_SHARDS)
-        return CORRUPT("ps entry '%s': shard id %u", name, e->shard_id);
+        return CORRUPT("ps entry '%s': shard id %u (below %u allowed)", name,
+                       e->shard_id, PS_MAX_SHARDS);
     uint64_t numel = (uint64_t)ps_shape_numel(&e->spec.shape);
     uint64_t bytes = numel * rf_dtype_size(e->spec.dtype);
     uint32_t slots =

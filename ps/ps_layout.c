@@ -56,9 +56,12 @@ rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
     out->row_stride = ps_row_stride(out->row_bytes);
     if (dim0 > PS_MAX_SHARD_BYTES / out->row_stride)
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "a table of %llu rows of %llu bytes is too large",
+                            "a table of %llu rows of %llu bytes (%llu-byte "
+                            "records) is above the limit of %llu bytes",
                             (unsigned long long)dim0,
-                            (unsigned long long)out->row_bytes);
+                            (unsigned long long)out->row_bytes,
+                            (unsigned long long)out->row_stride,
+                            (unsigned long long)PS_MAX_SHARD_BYTES);
     uint64_t span = align_up(dim0 * out->row_stride);
     out->record_bytes = PS_REC_HEADER + span * (1 + num_slots);
     for (uint32_t i = 0; i < num_slots; i++)
