@@ -374,5 +374,14 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
         o->tf_config = true;
     o->prog = argv + i;
     o->prog_argc = argc - i;
+    /* an elastic job (rf-trainer --elastic): its workers may change */
+    for (int k = 1; k < o->prog_argc; k++) {
+        const char *a = o->prog[k];
+        if (!strcmp(a, "--elastic") || !strcmp(a, "--elastic=true") ||
+            !strcmp(a, "--elastic=1"))
+            o->elastic = true;
+        else if (!strcmp(a, "--elastic=false") || !strcmp(a, "--elastic=0"))
+            o->elastic = false;
+    }
     return 0;
 }

@@ -749,5 +749,100 @@ case_secret() {
   expect_err "rf-launch: cannot make the job's run folder for its cluster secret in $TMP/missing: No such file or directory"
 }
 
+# ctl ARGS...: a second rf-launch (--add_worker / --remove_worker), its
+# output in $TMP/ctl_out and $TMP/ctl_err, status in CRC.
+ctl() {
+  timeout -s KILL 20 "$LAUNCH" "$@" >"$TMP/ctl_out" 2>"$TMP/ctl_err"
+  CRC=$?
+}
+expect_ctl() { # STATUS TEXT: the second rf-launch's status and message
+  [ "$CRC" -eq "$1" ] || fail "rf-launch $CTL_WHAT: exit $CRC, expected $1 ($(cat "$TMP/ctl_err"))"
+  grep -qF -- "$2" "$TMP/ctl_out" "$TMP/ctl_err" ||
+    fail "rf-launch $CTL_WHAT: lacks '$2': $(cat "$TMP/ctl_out" "$TMP/ctl_err")"
+}
+
+case_control() {
+  # rf-launch --add_worker / --remove_worker: the refusals, and a removed
+  # worker's end that is not a failure (the trainer's case is
+  # launch_elastic_test.sh)
+  local td=$TMP/td pid dir
+  mkdir "$td"
+  CTL_WHAT="on no job"
+  ctl --add_worker "$TMP/none"
+  expect_ctl 1 "rf-launch: no rf-launch job runs in $TMP/none: $TMP/none/control: No such file or directory (the job has ended"
+  TMPDIR=$td ctl --remove_worker 2 4194999
+  expect_ctl 1 "rf-launch: no rf-launch job 4194999 runs here (no run folder of $td/rf-launch.* names it"
+  CTL_WHAT="usage"
+  for args in "--add_worker" "--add_worker 0 x" "--add_worker 65 x" \
+    "--remove_worker --task ps:0 x" "--add_worker 1 x y" "--add_worker=abc x"; do
+    # shellcheck disable=SC2086 # the words of args
+    ctl $args
+    expect_ctl 2 "usage: rf-launch --add_worker [N] JOB"
+  done
+  ctl --add_worker ""
+  expect_ctl 2 "rf-launch: empty JOB"
+  # a job that is not elastic: refused, and nothing changes
+  TMPDIR=$td "$LAUNCH" --ps 1 --workers 2 -- "$HELPER" --ready \
+    --then=forever --marker="$M" >"$OUT" 2>"$ERR" &
+  pid=$!
+  wait_ready 3
+  dir=$(echo "$td"/rf-launch.*)
+  CTL_WHAT="on a job that is not elastic"
+  ctl --add_worker "$dir"
+  expect_ctl 1 "rf-launch: this job is not elastic (its program has no --elastic)"
+  TMPDIR=$td ctl --remove_worker "$pid"
+  expect_ctl 1 "rf-launch: this job is not elastic"
+  # the request's size is bounded; a silent client is dropped
+  local reply
+  reply=$(timeout 10 python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"a" * 300)
+print(s.recv(2000).decode().strip())' "$dir/control")
+  [ "$reply" = "error request longer than the limit of 128 bytes" ] ||
+    fail "a 300-byte request: '$reply'"
+  reply=$(timeout 10 python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print(s.recv(2000).decode().strip())' "$dir/control")
+  [ "$reply" = "error no request line within 1000 ms" ] ||
+    fail "a silent client: '$reply'"
+  sleep 0.3
+  [ "$(grep -c '] ready$' "$OUT")" = 3 ] || fail "a task started or restarted"
+  kill -TERM $pid
+  wait $pid
+  RC=$?
+  expect_rc 143
+  [ -z "$(ls -A "$td")" ] || fail "left in TMPDIR: $(ls -A "$td")"
+  # an elastic job with a separate chief: the chief is refused; an added
+  # worker starts; removed workers die of SIGTERM (the helper does not
+  # catch it), which is leaving, not failing, and nothing is restarted
+  TMPDIR=$td "$LAUNCH" --ps 1 --workers 2 --chief --restart_on_failure \
+    --ps_grace 0.5 -- "$HELPER" --elastic --ready --then=forever \
+    --exit=chief:0:8000 --marker="$M" >"$OUT" 2>"$ERR" &
+  pid=$!
+  wait_ready 4
+  CTL_WHAT="on an elastic job"
+  TMPDIR=$td ctl --remove_worker --task chief:0 "$pid"
+  expect_ctl 1 "rf-launch: chief is the chief: it cannot be removed"
+  TMPDIR=$td ctl --remove_worker --task worker:7 "$pid"
+  expect_ctl 1 "rf-launch: the job has no task worker:7"
+  TMPDIR=$td ctl --add_worker "$pid"
+  expect_ctl 0 "rf-launch: started worker2; the job has 4 workers now"
+  wait_ready 5
+  TMPDIR=$td ctl --remove_worker 3 "$pid"
+  expect_ctl 0 "rf-launch: stopping worker2, worker1, worker0; the job has 1 worker now"
+  wait $pid
+  RC=$?
+  expect_rc 0
+  for w in worker0 worker1 worker2; do
+    expect_err "rf-launch: $w was killed by signal 15 (SIGTERM): it left the job (--remove_worker; not restarted)"
+  done
+  expect_no_err "restarting it"
+  expect_err "rf-launch: restarts: ps0 0, chief 0, worker0 0, worker1 0, worker2 0"
+  [ -z "$(ls -A "$td")" ] || fail "left in TMPDIR: $(ls -A "$td")"
+  no_leftovers
+}
+
 "case_$CASE"
 echo "PASS ($CASE)"
