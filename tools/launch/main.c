@@ -70,7 +70,12 @@
  * launch in a private run folder and gives it to every task, restarts
  * included; a --hostfile task gets it over ssh's stdin (secret.c,
  * remote.c). It is removed at the end (--keep_secret: kept, and its path
- * printed). */
+ * printed).
+ *
+ * Elastic jobs (the program's arguments have --elastic): a second
+ * rf-launch --add_worker / --remove_worker changes the workers of the
+ * running job through a control socket in its run folder (control.c,
+ * supervise.c); the job says where when it starts. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>

@@ -48,7 +48,18 @@ static const char usage_head[] =
     "(a\n"
     "--hostfile task gets it over ssh's standard input, into a private "
     "file on\n"
-    "its host removed when it ends); it is removed at the end.\n\n";
+    "its host removed when it ends); it is removed at the end.\n"
+    "An elastic job (the program has --elastic) can change its workers "
+    "while it\n"
+    "runs: rf-launch --add_worker [N] JOB starts N more, rf-launch "
+    "--remove_worker\n"
+    "[N | --task worker:K] JOB stops N (the highest-numbered, never the "
+    "chief) with\n"
+    "SIGTERM: they leave the job and are not restarted. JOB is the run "
+    "folder or\n"
+    "the job id rf-launch prints when the job starts (exit 0 done, 1 "
+    "refused,\n"
+    "2 malformed).\n\n";
 
 static const char usage_tail[] =
     "\n"
