@@ -130,12 +130,23 @@ static void write_all(int fd, const char *s, size_t n)
     }
 }
 
+/* The process at the other end of fd is of this process's user; *cred
+ * says who it is (uid and pid -1 when the kernel does not say). */
+static bool peer_is_me(int fd, struct ucred *cred)
+{
+    socklen_t clen = sizeof *cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &clen) != 0) {
+        cred->uid = (uid_t)-1;
+        cred->pid = -1;
+        return false;
+    }
+    return cred->uid == geteuid();
+}
+
 static void serve_one(int fd, lt_control_fn fn, void *ctx)
 {
     struct ucred cred;
-    socklen_t clen = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
-        cred.uid != geteuid()) {
+    if (!peer_is_me(fd, &cred)) {
         lt_msg("control socket: refused a connection from uid %d (pid %d): "
                "not this launcher's user",
                (int)cred.uid, (int)cred.pid);
@@ -271,9 +282,7 @@ static int send_request(const char *job, const char *req)
         return LT_EXIT_FAILED;
     }
     struct ucred cred;
-    socklen_t clen = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
-        cred.uid != geteuid()) {
+    if (!peer_is_me(fd, &cred)) {
         lt_msg("%s: the process listening there is not of this user; "
                "refusing to talk to it",
                a.sun_path);

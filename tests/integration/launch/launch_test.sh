@@ -844,5 +844,44 @@ print(s.recv(2000).decode().strip())' "$dir/control")
   no_leftovers
 }
 
+case_control_peer() {
+  # the control socket answers only the launcher's own user (SO_PEERCRED),
+  # even when the folder and the socket are opened to everyone; needs root
+  # to connect as another user (a skip, 77, otherwise)
+  [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to act as another user"; exit 77; }
+  local td=$TMP/td pid dir reply
+  mkdir "$td"
+  chmod 755 "$TMP"
+  TMPDIR=$td "$LAUNCH" --ps 0 --workers 2 -- "$HELPER" --elastic --ready \
+    --then=forever --marker="$M" >"$OUT" 2>"$ERR" &
+  pid=$!
+  wait_ready 2
+  dir=$(echo "$td"/rf-launch.*)
+  chmod 755 "$td" "$dir"
+  chmod 666 "$dir/control"
+  reply=$(timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups \
+    /usr/bin/python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+try:
+    s.sendall(b"add 1\n")
+    got = s.recv(2000)
+except OSError:
+    got = b""  # closed unanswered
+print("reply:" + got.decode().strip())' "$dir/control" 2>&1)
+  [ "$reply" = "reply:" ] || fail "another user's request got: '$reply'"
+  wait_err "rf-launch: control socket: refused a connection from uid 65534"
+  sleep 0.3
+  [ "$(grep -c '] ready$' "$OUT")" = 2 ] || fail "a task was started"
+  # the same request from this user is served
+  TMPDIR=$td ctl --add_worker "$pid"
+  expect_ctl 0 "rf-launch: started worker2"
+  kill -TERM $pid
+  wait $pid
+  RC=$?
+  expect_rc 143
+  no_leftovers
+}
+
 "case_$CASE"
 echo "PASS ($CASE)"
