@@ -817,9 +817,10 @@ print(s.recv(2000).decode().strip())' "$dir/control")
   # an elastic job with a separate chief: the chief is refused; an added
   # worker starts; removed workers die of SIGTERM (the helper does not
   # catch it), which is leaving, not failing, and nothing is restarted
+  fresh_runs
   TMPDIR=$td "$LAUNCH" --ps 1 --workers 2 --chief --restart_on_failure \
     --ps_grace 0.5 -- "$HELPER" --elastic --ready --then=forever \
-    --exit=chief:0:8000 --marker="$M" >"$OUT" 2>"$ERR" &
+    --exit=chief:0:8000 --runs="$R" --marker="$M" >"$OUT" 2>"$ERR" &
   pid=$!
   wait_ready 4
   CTL_WHAT="on an elastic job"
@@ -830,6 +831,19 @@ print(s.recv(2000).decode().strip())' "$dir/control")
   TMPDIR=$td ctl --add_worker "$pid"
   expect_ctl 0 "rf-launch: started worker2; the job has 4 workers now"
   wait_ready 5
+  # its TF_CONFIG (--chief: TF_CONFIG mode): the cluster as the others see
+  # it, with itself appended to the workers, and its own task
+  local tf w1tf re
+  tf=$(sed -n 's/^env TF_CONFIG=//p' "$R/worker2.1")
+  w1tf=$(sed -n 's/^env TF_CONFIG=//p' "$R/worker1.1")
+  re='"worker":\[("127\.0\.0\.1:[0-9]+",){2}"127\.0\.0\.1:[0-9]+"\]'
+  [[ $tf =~ $re ]] || fail "worker2's TF_CONFIG: $tf"
+  [[ $tf == *'"task":{"type":"worker","index":2}'* ]] ||
+    fail "worker2's task: $tf"
+  local w1w=${w1tf#*\"worker\":[}
+  w1w=${w1w%%]*}
+  [[ -n $w1w && $tf == *"\"worker\":[$w1w,"* && ${tf%%\"chief\"*} == "${w1tf%%\"chief\"*}" ]] ||
+    fail "worker2's cluster is not worker1's plus itself: $tf / $w1tf"
   TMPDIR=$td ctl --remove_worker 3 "$pid"
   expect_ctl 0 "rf-launch: stopping worker2, worker1, worker0; the job has 1 worker now"
   wait $pid
