@@ -446,8 +446,9 @@ rf_status ps_enc_regions_reply(void *buf, size_t cap, uint32_t req_id,
                                const ps_regions_reply *m, size_t *len)
 {
     if (m->count > PS_REGIONS_PER_MSG)
-        return rf_error_set(RF_ERR_INVALID_ARG, "too many regions (%u)",
-                            m->count);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%u regions in one reply, above the limit of %u",
+                            m->count, (unsigned)PS_REGIONS_PER_MSG);
     wcur w;
     w_begin(&w, buf, cap, PS_MSG_REGIONS_REPLY, req_id);
     w_u32(&w, m->total);
@@ -496,9 +497,9 @@ rf_status ps_spec_check(const ps_spec *s)
                        s->shape.rank, RF_MAX_RANK);
     int64_t numel = ps_shape_numel(&s->shape);
     if (numel < 0)
-        return CORRUPT("ps shard '%s': shape has a negative or too large "
-                       "dimension",
-                       s->name);
+        return CORRUPT("ps shard '%s': shape has a negative dimension or "
+                       "more than %lld elements",
+                       s->name, (long long)INT64_MAX);
     if ((uint64_t)numel * rf_dtype_size(s->dtype) > PS_MAX_SHARD_BYTES)
         return CORRUPT("ps shard '%s': larger than %llu bytes", s->name,
                        (unsigned long long)PS_MAX_SHARD_BYTES);

@@ -76,8 +76,11 @@ rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
 {
     if (values_bytes > PS_MAX_SHARD_BYTES || num_slots > RF_OPTIM_MAX_SLOTS)
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "shard of %llu bytes with %u slots is too large",
-                            (unsigned long long)values_bytes, num_slots);
+                            "shard of %llu bytes with %u slots: the limits "
+                            "are %llu bytes and %d slots",
+                            (unsigned long long)values_bytes, num_slots,
+                            (unsigned long long)PS_MAX_SHARD_BYTES,
+                            RF_OPTIM_MAX_SLOTS);
     *out = (ps_layout){.values_bytes = values_bytes,
                        .values_off = PS_REC_HEADER,
                        .num_slots = num_slots};
