@@ -246,7 +246,7 @@ int main(int argc, char **argv)
             lt_msg("warning: %s (rf-launch --add_worker and --remove_worker "
                    "cannot reach this job)",
                    err);
-        else if (o.elastic)
+        else if (o.elastic && !o.hostfile)
             lt_msg("elastic job %d: change its workers with rf-launch "
                    "--add_worker [N] %s (or --remove_worker [N]; the job id "
                    "%d works too)",

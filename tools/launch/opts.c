@@ -341,6 +341,23 @@ static int check_flags(const lt_opts *o, const given_flags *g, char *err,
     return 0;
 }
 
+/* The program's argument a as rf-trainer's boolean flag --elastic reads
+ * it (one or two dashes, =true/1/false/0, --noelastic): 1 on, 0 off, -1
+ * another argument. */
+static int elastic_arg(const char *a)
+{
+    if (a[0] != '-')
+        return -1;
+    const char *n = a + (a[1] == '-' ? 2 : 1);
+    if (!strcmp(n, "elastic") || !strcmp(n, "elastic=true") ||
+        !strcmp(n, "elastic=1"))
+        return 1;
+    if (!strcmp(n, "noelastic") || !strcmp(n, "elastic=false") ||
+        !strcmp(n, "elastic=0"))
+        return 0;
+    return -1;
+}
+
 int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
 {
     *o = (lt_opts){.ps = -1, .workers = -1};
@@ -387,12 +404,9 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
     o->prog_argc = argc - i;
     /* an elastic job (rf-trainer --elastic): its workers may change */
     for (int k = 1; k < o->prog_argc; k++) {
-        const char *a = o->prog[k];
-        if (!strcmp(a, "--elastic") || !strcmp(a, "--elastic=true") ||
-            !strcmp(a, "--elastic=1"))
-            o->elastic = true;
-        else if (!strcmp(a, "--elastic=false") || !strcmp(a, "--elastic=0"))
-            o->elastic = false;
+        int on = elastic_arg(o->prog[k]);
+        if (on >= 0)
+            o->elastic = on;
     }
     return 0;
 }

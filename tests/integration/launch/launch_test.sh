@@ -781,9 +781,10 @@ case_control() {
   done
   ctl --add_worker ""
   expect_ctl 2 "rf-launch: empty JOB"
-  # a job that is not elastic: refused, and nothing changes
-  TMPDIR=$td "$LAUNCH" --ps 1 --workers 2 -- "$HELPER" --ready \
-    --then=forever --marker="$M" >"$OUT" 2>"$ERR" &
+  # a job that is not elastic (its last word on it: --elastic=false):
+  # refused, and nothing changes
+  TMPDIR=$td "$LAUNCH" --ps 1 --workers 2 -- "$HELPER" --elastic --ready \
+    --then=forever --elastic=false --marker="$M" >"$OUT" 2>"$ERR" &
   pid=$!
   wait_ready 3
   dir=$(echo "$td"/rf-launch.*)
@@ -866,7 +867,7 @@ case_control_peer() {
   local td=$TMP/td pid dir reply
   mkdir "$td"
   chmod 755 "$TMP"
-  TMPDIR=$td "$LAUNCH" --ps 0 --workers 2 -- "$HELPER" --elastic --ready \
+  TMPDIR=$td "$LAUNCH" --ps 0 --workers 2 -- "$HELPER" -elastic=1 --ready \
     --then=forever --marker="$M" >"$OUT" 2>"$ERR" &
   pid=$!
   wait_ready 2
