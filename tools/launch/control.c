@@ -117,10 +117,12 @@ static int read_line(int fd, char *buf, size_t max, int wait_ms)
     }
 }
 
+/* Sends all of s; a peer gone is not a SIGPIPE (the client does not
+ * ignore it as the launcher does). */
 static void write_all(int fd, const char *s, size_t n)
 {
     while (n > 0) {
-        ssize_t k = write(fd, s, n);
+        ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
