@@ -6,7 +6,8 @@
  * (rdmaflow/spawn.h), output.c prefixes their output lines, supervise.c
  * watches the tasks, restarts them (--restart_on_failure) and stops them,
  * trace_merge.c merges their Chrome traces, secret.c makes the job's
- * cluster secret. */
+ * cluster secret, control.c serves (and sends) the control socket's
+ * requests and elastic.c adds and removes an elastic job's workers. */
 #ifndef RF_LAUNCH_H
 #define RF_LAUNCH_H
 
