@@ -34,6 +34,13 @@ launch() {
 }
 
 expect_rc() { [ "$RC" -eq "$1" ] || fail "exit status $RC, expected $1"; }
+# term_launch PID: SIGTERM to a background rf-launch, which exits 143
+term_launch() {
+  kill -TERM "$1"
+  wait "$1"
+  RC=$?
+  expect_rc 143
+}
 expect_err() { grep -qF -- "$1" "$ERR" || fail "stderr lacks: $1"; }
 expect_no_err() { ! grep -qF -- "$1" "$ERR" || fail "stderr has: $1"; }
 expect_within() { [ "$ELAPSED_MS" -le "$1" ] || fail "took $ELAPSED_MS ms (limit $1)"; }
@@ -713,10 +720,7 @@ case_secret() {
     --then=forever --marker="$M" >"$OUT" 2>"$ERR" &
   local pid=$!
   wait_ready 2
-  kill -TERM $pid
-  wait $pid
-  RC=$?
-  expect_rc 143
+  term_launch $pid
   [ -z "$(ls -A "$td")" ] || fail "left after SIGTERM: $(ls -A "$td")"
   no_leftovers
   # --keep_secret
@@ -810,10 +814,7 @@ print(s.recv(2000).decode().strip())' "$dir/control")
     fail "a silent client: '$reply'"
   sleep 0.3
   [ "$(grep -c '] ready$' "$OUT")" = 3 ] || fail "a task started or restarted"
-  kill -TERM $pid
-  wait $pid
-  RC=$?
-  expect_rc 143
+  term_launch $pid
   [ -z "$(ls -A "$td")" ] || fail "left in TMPDIR: $(ls -A "$td")"
   # an elastic job with a separate chief: the chief is refused; an added
   # worker starts; removed workers die of SIGTERM (the helper does not
@@ -891,10 +892,7 @@ print("reply:" + got.decode().strip())' "$dir/control" 2>&1)
   # the same request from this user is served
   TMPDIR=$td ctl --add_worker "$pid"
   expect_ctl 0 "rf-launch: started worker2"
-  kill -TERM $pid
-  wait $pid
-  RC=$?
-  expect_rc 143
+  term_launch $pid
   no_leftovers
 }
 
