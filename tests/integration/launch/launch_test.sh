@@ -892,6 +892,13 @@ print("reply:" + got.decode().strip())' "$dir/control" 2>&1)
   # the same request from this user is served
   TMPDIR=$td ctl --add_worker "$pid"
   expect_ctl 0 "rf-launch: started worker2"
+  # at most 64 workers are added over a job's life: the 65th is refused,
+  # the limit named
+  CTL_WHAT="past the limit"
+  TMPDIR=$td ctl --add_worker 64 "$pid"
+  expect_ctl 1 "rf-launch: added 63 of 64 workers: worker3, worker4, "
+  expect_ctl 1 ": the job already had 64 workers added (the limit of rf-launch --add_worker is 64)"
+  wait_ready 66
   term_launch $pid
   no_leftovers
 }
