@@ -125,7 +125,9 @@ rf_status cl_job_add_at(cl_job *jb, int index, const char *text, size_t len)
         return rf_error_set(RF_ERR_INVALID_ARG, "%s is empty%s", where,
                             jb->from_json ? "" : " (stray comma?)");
     if (i == INT_MAX)
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: too many tasks", where);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: more than the limit of %d tasks", where,
+                            INT_MAX);
     char *addr = strndup(text, len);
     if (!addr)
         return rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", where);
@@ -236,8 +238,9 @@ rf_status cl_parse_index(const char *text, const char *where, int *out)
                             "%s: %lld is negative (task indices start at 0)",
                             where, (long long)v);
     if (v > INT_MAX)
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: %lld is too large", where,
-                            (long long)v);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: %lld is above the limit of %d", where,
+                            (long long)v, INT_MAX);
     *out = (int)v;
     return RF_OK;
 }

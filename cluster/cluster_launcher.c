@@ -109,7 +109,10 @@ static rf_status build_jobs(char **hosts, const int *counts, size_t nhosts,
             if (rf_format_host_port(hosts[h], (uint16_t)(port_base + k), addr,
                                     sizeof addr) != RF_OK)
                 return rf_error_set(RF_ERR_INVALID_ARG,
-                                    "%s: host %zu is too long", hosts_var, h);
+                                    "%s: host %zu (%zu characters) is above "
+                                    "the limit of %d characters",
+                                    hosts_var, h, strlen(hosts[h]),
+                                    RF_HOST_MAX - 1);
             cl_job *jb = &jobs->job[rank < num_ps ? CL_PS : CL_WORKER];
             rf_status st = cl_job_add(jb, addr, strlen(addr));
             if (st != RF_OK)

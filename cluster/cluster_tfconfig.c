@@ -261,8 +261,9 @@ static rf_status parse_index(struct json_object *idx, cl_tfconfig *out)
                             "%s: %lld is negative (task indices start at 0)",
                             where, (long long)v);
     if (v > INT_MAX)
-        return rf_error_set(RF_ERR_INVALID_ARG, "%s: %s is too large", where,
-                            json_object_to_json_string(idx));
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%s: %s is above the limit of %d", where,
+                            json_object_to_json_string(idx), INT_MAX);
     out->has_index = true;
     out->task_index = (int)v;
     return RF_OK;
@@ -332,7 +333,9 @@ rf_status cl_parse_tfconfig(const char *text, cl_tfconfig *out)
     out->set = true;
     size_t len = strlen(text);
     if (len >= INT_MAX)
-        return rf_error_set(RF_ERR_INVALID_ARG, "TF_CONFIG: too long");
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "TF_CONFIG: %zu bytes, above the limit of %d", len,
+                            INT_MAX - 1);
     struct json_tokener *tok = json_tokener_new();
     if (!tok)
         return rf_error_set(RF_ERR_NO_MEMORY, "TF_CONFIG: out of memory");

@@ -161,7 +161,7 @@ rf_status rf_setting_check(const rf_env_var *var)
     case RF_ENV_CHOICE:
         return rf_setting_choice(var->name, &idx);
     case RF_ENV_TEXT:
-        break;
+        return var->check ? var->check() : RF_OK;
     }
     return RF_OK;
 }

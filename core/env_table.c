@@ -9,6 +9,8 @@
 #include <stddef.h>
 
 #include "rdmaflow/env.h"
+#include "rdmaflow/secret.h"
+#include "rdmaflow/topology.h"
 
 #define STR(x)  #x
 #define XSTR(x) STR(x)
@@ -16,25 +18,35 @@
 /* An integer in [lo, hi], shown as its default d (or as shown). */
 #define INT_ROW(name, d, lo, hi, reader, meaning)                              \
     {                                                                          \
-        name, XSTR(d), reader, meaning, RF_ENV_INT, d, lo, hi, NULL, NULL      \
+        name, XSTR(d), reader, meaning, RF_ENV_INT, d, lo, hi, NULL, NULL,     \
+            NULL                                                               \
     }
 #define INT_SHOWN(name, d, lo, hi, shown, reader, meaning)                     \
     {                                                                          \
-        name, shown, reader, meaning, RF_ENV_INT, d, lo, hi, NULL, NULL        \
+        name, shown, reader, meaning, RF_ENV_INT, d, lo, hi, NULL, NULL, NULL  \
     }
 /* One of list (NULL-terminated), d when unset. */
 #define CHOICE_ROW(name, d, list, reader, meaning)                             \
     {                                                                          \
-        name, d, reader, meaning, RF_ENV_CHOICE, 0, 0, 0, list, NULL           \
+        name, d, reader, meaning, RF_ENV_CHOICE, 0, 0, 0, list, NULL, NULL     \
     }
 /* Text, d when unset; TEXT_SHOWN: no value when unset, shown as shown. */
 #define TEXT_ROW(name, d, reader, meaning)                                     \
     {                                                                          \
-        name, d, reader, meaning, RF_ENV_TEXT, 0, 0, 0, NULL, d                \
+        name, d, reader, meaning, RF_ENV_TEXT, 0, 0, 0, NULL, d, NULL          \
     }
 #define TEXT_SHOWN(name, shown, reader, meaning)                               \
     {                                                                          \
-        name, shown, reader, meaning, RF_ENV_TEXT, 0, 0, 0, NULL, NULL         \
+        name, shown, reader, meaning, RF_ENV_TEXT, 0, 0, 0, NULL, NULL, NULL   \
+    }
+/* The same, with the reader's check of the value (rf_setting_check). */
+#define TEXT_CHECKED(name, d, reader, meaning, fn)                             \
+    {                                                                          \
+        name, d, reader, meaning, RF_ENV_TEXT, 0, 0, 0, NULL, d, fn            \
+    }
+#define TEXT_SHOWN_CHECKED(name, shown, reader, meaning, fn)                   \
+    {                                                                          \
+        name, shown, reader, meaning, RF_ENV_TEXT, 0, 0, 0, NULL, NULL, fn     \
     }
 
 static const char *const log_levels[] = {"error", "warn",  "info",
@@ -50,8 +62,9 @@ static const rf_env_var vars[] = {
                "error, warn, info, debug or trace"),
     TEXT_SHOWN("RF_LOG_FILE", "stderr", "core",
                "append log lines to this file"),
-    TEXT_SHOWN("RF_CLUSTER_SECRET_FILE", "none", "core",
-               "the cluster secret; --cluster_secret_file wins"),
+    TEXT_SHOWN_CHECKED("RF_CLUSTER_SECRET_FILE", "none", "core",
+                       "the cluster secret; --cluster_secret_file wins",
+                       rf_secret_check_default),
     INT_ROW("RF_REQUIRE_SECRET", 0, 0, 1, "session",
             "1: a task without a cluster secret fails to start instead of "
             "warning; --require_secret does the same"),
@@ -90,7 +103,8 @@ static const rf_env_var vars[] = {
             "(MiB)"),
     INT_ROW("RF_PS_ARENA_MAX_MB", 0, 0, INT64_C(1) << 30, "ps",
             "most a ps arena may grow to (0: no limit)"),
-    TEXT_ROW("RF_BIND", "nic", "core", "NUMA binding: nic, none or node:N"),
+    TEXT_CHECKED("RF_BIND", "nic", "core", "NUMA binding: nic, none or node:N",
+                 rf_topology_check_bind),
     TEXT_SHOWN("RF_BIND_ADDR", "the cluster address", "session",
                "the local address a task listens on (e.g. 0.0.0.0); "
                "--bind_addr wins"),
@@ -129,7 +143,7 @@ static const rf_env_var vars[] = {
                "OpenBLAS"),
     TEXT_SHOWN("RF_TEST_CKPT_STOP_BEFORE_RENAME", "none", "core",
                "internal (tests): stop a checkpoint write before its rename"),
-    {NULL, NULL, NULL, NULL, RF_ENV_TEXT, 0, 0, 0, NULL, NULL},
+    {NULL, NULL, NULL, NULL, RF_ENV_TEXT, 0, 0, 0, NULL, NULL, NULL},
 };
 
 const rf_env_var *rf_env_vars(void)

@@ -130,6 +130,14 @@ rf_status rf_secret_load_default(const char *flag_path, rf_cluster_secret **out)
     return rf_secret_load(path, out);
 }
 
+rf_status rf_secret_check_default(void)
+{
+    rf_cluster_secret *s = NULL;
+    rf_status st = rf_secret_load_default(NULL, &s);
+    rf_secret_free(s);
+    return st;
+}
+
 const unsigned char *rf_secret_key(const rf_cluster_secret *s)
 {
     return s ? s->key : NULL;

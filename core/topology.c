@@ -143,6 +143,32 @@ static rf_status parse_bind(rf_binding *out, int *node)
                         "RF_BIND=%s is not one of nic|none|node:N", v);
 }
 
+/* RF_BIND=node:N names a NUMA node this host has. */
+static rf_status check_node(rf_topology *topo, int node)
+{
+    if (!hwloc_get_numanode_obj_by_os_index(topo->topo, (unsigned)node))
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "RF_BIND=node:%d: this host has %d NUMA "
+                            "node(s)",
+                            node, rf_topology_numa_nodes(topo));
+    return RF_OK;
+}
+
+rf_status rf_topology_check_bind(void)
+{
+    rf_binding b;
+    int node = -1;
+    rf_status st = parse_bind(&b, &node);
+    if (st != RF_OK || b.mode != RF_BIND_NODE)
+        return st;
+    rf_topology *topo = NULL;
+    if ((st = rf_topology_open(&topo)) != RF_OK)
+        return st;
+    st = check_node(topo, node);
+    rf_topology_close(topo);
+    return st;
+}
+
 static int first_node(rf_topology *topo)
 {
     hwloc_obj_t obj = hwloc_get_obj_by_type(topo->topo, HWLOC_OBJ_NUMANODE, 0);
@@ -163,11 +189,8 @@ rf_status rf_topology_choose(rf_topology *topo, const char *device,
         return RF_OK;
     }
     if (out->mode == RF_BIND_NODE) {
-        if (!hwloc_get_numanode_obj_by_os_index(topo->topo, (unsigned)node))
-            return rf_error_set(RF_ERR_INVALID_ARG,
-                                "RF_BIND=node:%d: this host has %d NUMA "
-                                "node(s)",
-                                node, rf_topology_numa_nodes(topo));
+        if ((st = check_node(topo, node)) != RF_OK)
+            return st;
         fill_node(topo, node, out);
         snprintf(out->why, sizeof out->why, "RF_BIND=node:%d", node);
         return RF_OK;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "fabric/auto/auto.h"
 #include "fabric/provider.h"
 #include "rdmaflow/byteorder.h"
 #include "rdmaflow/clock.h"
@@ -130,6 +131,40 @@ void rf_fabric_counters_get(const rf_fabric *f, rf_fabric_counters *out)
         rf_fabric_tally_sum((rf_fabric *)f, out);
 }
 
+/* The provider called name, or RF_ERR_INVALID_ARG listing those compiled
+ * in; what names it comes from for the message. */
+static rf_status lookup_provider(const char *name, const char *what,
+                                 const rf_provider_ops **ops)
+{
+    *ops = find_provider(name);
+    if (*ops)
+        return RF_OK;
+    char list[128] = "";
+    for (const char *const *p = provider_names; *p; p++) {
+        if (*list)
+            strncat(list, "|", sizeof list - strlen(list) - 1);
+        strncat(list, *p, sizeof list - strlen(list) - 1);
+    }
+    return rf_error_set(RF_ERR_INVALID_ARG,
+                        "%s: unknown provider '%s' (compiled in: %s)", what,
+                        RF_ECHO(name), list);
+}
+
+rf_status rf_fabric_setting_check(const rf_env_var *var)
+{
+    if (!var || !var->name)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_fabric_setting_check: NULL");
+    const rf_provider_ops *ops;
+    if (strcmp(var->name, "RF_FABRIC") == 0)
+        return lookup_provider(rf_setting_str("RF_FABRIC"), "RF_FABRIC", &ops);
+    if (strcmp(var->name, "RF_AUTO_PROVIDERS") == 0) {
+        int allowed[AUTO_N];
+        return rf_auto_allowed_providers(allowed);
+    }
+    return rf_setting_check(var);
+}
+
 rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
                          rf_fabric **out)
 {
@@ -142,19 +177,11 @@ rf_status rf_fabric_open(const char *provider, const rf_fabric_attr *attr,
     const char *name = provider;
     if (!name || !*name || strcmp(name, "auto") == 0)
         name = rf_setting_str("RF_FABRIC");
-    const rf_provider_ops *ops = find_provider(name);
-    if (!ops) {
-        char list[128] = "";
-        for (const char *const *p = provider_names; *p; p++) {
-            if (*list)
-                strncat(list, "|", sizeof list - strlen(list) - 1);
-            strncat(list, *p, sizeof list - strlen(list) - 1);
-        }
-        return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_fabric_open: unknown provider '%s' (compiled "
-                            "in: %s)",
-                            name, list);
-    }
+    const rf_provider_ops *ops;
+    rf_status fst = lookup_provider(
+        name, name == provider ? "rf_fabric_open" : "RF_FABRIC", &ops);
+    if (fst != RF_OK)
+        return fst;
     rf_status st = rf_provider_open(ops, attr, out);
     if (st == RF_OK)
         RF_LOG_INFO("fabric: opened provider %s", ops->name);

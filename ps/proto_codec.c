@@ -393,8 +393,10 @@ rf_status ps_dec_hello_reply(const void *buf, size_t len, ps_hello_reply *m)
                        m->recv_depth, MAX_DEPTH);
     if (m->num_regions == 0 || m->num_regions > PS_MAX_REGIONS ||
         m->num_shards > PS_MAX_SHARDS)
-        return CORRUPT("ps HELLO_REPLY: %u regions, %u shards", m->num_regions,
-                       m->num_shards);
+        return CORRUPT("ps HELLO_REPLY: %u regions (1..%u allowed), %u shards "
+                       "(at most %u)",
+                       m->num_regions, PS_MAX_REGIONS, m->num_shards,
+                       PS_MAX_SHARDS);
     if (m->globals.region >= m->num_regions || m->globals.offset % 64)
         return CORRUPT("ps HELLO_REPLY: globals at region %u offset %llu",
                        m->globals.region,
@@ -446,8 +448,9 @@ rf_status ps_enc_regions_reply(void *buf, size_t cap, uint32_t req_id,
                                const ps_regions_reply *m, size_t *len)
 {
     if (m->count > PS_REGIONS_PER_MSG)
-        return rf_error_set(RF_ERR_INVALID_ARG, "too many regions (%u)",
-                            m->count);
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "%u regions in one reply, above the limit of %u",
+                            m->count, (unsigned)PS_REGIONS_PER_MSG);
     wcur w;
     w_begin(&w, buf, cap, PS_MSG_REGIONS_REPLY, req_id);
     w_u32(&w, m->total);
@@ -496,9 +499,9 @@ rf_status ps_spec_check(const ps_spec *s)
                        s->shape.rank, RF_MAX_RANK);
     int64_t numel = ps_shape_numel(&s->shape);
     if (numel < 0)
-        return CORRUPT("ps shard '%s': shape has a negative or too large "
-                       "dimension",
-                       s->name);
+        return CORRUPT("ps shard '%s': shape has a negative dimension or "
+                       "more than %lld elements",
+                       s->name, (long long)INT64_MAX);
     if ((uint64_t)numel * rf_dtype_size(s->dtype) > PS_MAX_SHARD_BYTES)
         return CORRUPT("ps shard '%s': larger than %llu bytes", s->name,
                        (unsigned long long)PS_MAX_SHARD_BYTES);
@@ -688,7 +691,8 @@ rf_status ps_entry_check(const ps_entry *e)
         return st;
     const char *name = e->spec.name;
     if (e->shard_id >= PS_MAX_SHARDS)
-        return CORRUPT("ps entry '%s': shard id %u", name, e->shard_id);
+        return CORRUPT("ps entry '%s': shard id %u (below %u allowed)", name,
+                       e->shard_id, PS_MAX_SHARDS);
     uint64_t numel = (uint64_t)ps_shape_numel(&e->spec.shape);
     uint64_t bytes = numel * rf_dtype_size(e->spec.dtype);
     uint32_t slots =

@@ -65,9 +65,9 @@ static rf_status add_chunk(ps_arena *a, size_t len)
 {
     if (a->n >= PS_MAX_REGIONS)
         return rf_error_set(RF_ERR_NO_MEMORY,
-                            "ps arena: %u chunks, the most a directory can "
-                            "describe",
-                            a->n);
+                            "ps arena: %u chunks, the limit a directory can "
+                            "describe (%u)",
+                            a->n, PS_MAX_REGIONS);
     if (a->max_bytes && (len > a->max_bytes || a->total > a->max_bytes - len))
         return rf_error_set(RF_ERR_NO_MEMORY,
                             "ps arena: %zu more bytes would exceed the limit "
@@ -161,8 +161,11 @@ rf_status ps_arena_alloc(ps_arena *a, uint64_t bytes, ps_loc *loc, void **ptr)
 {
     if (bytes == 0 || bytes > PS_MAX_SHARD_BYTES * (RF_OPTIM_MAX_SLOTS + 2))
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "ps arena: cannot allocate %llu bytes",
-                            (unsigned long long)bytes);
+                            "ps arena: cannot allocate %llu bytes (1 to "
+                            "%llu)",
+                            (unsigned long long)bytes,
+                            (unsigned long long)(PS_MAX_SHARD_BYTES *
+                                                 (RF_OPTIM_MAX_SLOTS + 2)));
     uint64_t need = (bytes + PS_ALIGN - 1) & ~(uint64_t)(PS_ALIGN - 1);
     uint32_t i = 0;
     for (; i < a->n; i++)

@@ -521,9 +521,11 @@ rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
                             "rf_ps_client_connect: NULL argument or no ps "
                             "task");
     *out = NULL;
-    if (num_ps > 4096)
+    if (num_ps > RF_PS_MAX_TASKS)
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "rf_ps_client_connect: %zu ps tasks", num_ps);
+                            "rf_ps_client_connect: %zu ps tasks, above the "
+                            "limit of %d",
+                            num_ps, RF_PS_MAX_TASKS);
     rf_ps_client *c = calloc(1, sizeof *c);
     if (!c)
         return rf_error_set(RF_ERR_NO_MEMORY, "ps client: out of memory");

@@ -56,9 +56,12 @@ rf_status ps_layout_full(uint64_t values_bytes, uint32_t num_slots,
     out->row_stride = ps_row_stride(out->row_bytes);
     if (dim0 > PS_MAX_SHARD_BYTES / out->row_stride)
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "a table of %llu rows of %llu bytes is too large",
+                            "a table of %llu rows of %llu bytes (%llu-byte "
+                            "records) is above the limit of %llu bytes",
                             (unsigned long long)dim0,
-                            (unsigned long long)out->row_bytes);
+                            (unsigned long long)out->row_bytes,
+                            (unsigned long long)out->row_stride,
+                            (unsigned long long)PS_MAX_SHARD_BYTES);
     uint64_t span = align_up(dim0 * out->row_stride);
     out->record_bytes = PS_REC_HEADER + span * (1 + num_slots);
     for (uint32_t i = 0; i < num_slots; i++)
@@ -73,8 +76,11 @@ rf_status ps_layout_compute(uint64_t values_bytes, uint32_t num_slots,
 {
     if (values_bytes > PS_MAX_SHARD_BYTES || num_slots > RF_OPTIM_MAX_SLOTS)
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "shard of %llu bytes with %u slots is too large",
-                            (unsigned long long)values_bytes, num_slots);
+                            "shard of %llu bytes with %u slots: the limits "
+                            "are %llu bytes and %d slots",
+                            (unsigned long long)values_bytes, num_slots,
+                            (unsigned long long)PS_MAX_SHARD_BYTES,
+                            RF_OPTIM_MAX_SLOTS);
     *out = (ps_layout){.values_bytes = values_bytes,
                        .values_off = PS_REC_HEADER,
                        .num_slots = num_slots};

@@ -59,6 +59,12 @@ typedef struct auto_ep {
 
 const char *auto_slot_name(int which);
 
+/* RF_AUTO_PROVIDERS read into allowed (unset: all): a comma-separated list
+ * of shm, verbs and sock that must include sock; RF_ERR_INVALID_ARG naming
+ * the value otherwise. auto_fabric_open and rf_fabric_setting_check (what
+ * rf-info reports) both read it here. */
+rf_status rf_auto_allowed_providers(int allowed[AUTO_N]);
+
 /* auto_fabric.c */
 rf_status auto_cq_create(rf_fabric *fabric, uint32_t depth, rf_cq **out);
 void auto_cq_destroy(rf_cq *cq);

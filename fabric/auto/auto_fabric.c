@@ -46,7 +46,7 @@ static void auto_fabric_close(rf_fabric *fabric)
 
 /* RF_AUTO_PROVIDERS: the providers auto may use, a comma-separated list
  * of shm, verbs and sock (sock required); unset: all. */
-static rf_status allowed_providers(int allowed[AUTO_N])
+rf_status rf_auto_allowed_providers(int allowed[AUTO_N])
 {
     const char *v = rf_setting_str("RF_AUTO_PROVIDERS");
     for (int i = 0; i < AUTO_N; i++)
@@ -82,7 +82,7 @@ static rf_status allowed_providers(int allowed[AUTO_N])
 static rf_status auto_fabric_open(const rf_fabric_attr *attr, rf_fabric **out)
 {
     int allowed[AUTO_N];
-    rf_status ast = allowed_providers(allowed);
+    rf_status ast = rf_auto_allowed_providers(allowed);
     if (ast != RF_OK)
         return ast;
     auto_fabric *fab = calloc(1, sizeof *fab);

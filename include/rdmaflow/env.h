@@ -73,6 +73,11 @@ typedef struct rf_env_var {
                                    default is the one def names */
     const char *text_def;       /* RF_ENV_TEXT: the value when unset, or
                                    NULL when unset means "not given" */
+    /* RF_ENV_TEXT read by core: the reader's own check of the current
+     * value (the code the library runs when it reads it), or NULL. Rows
+     * read by other layers are checked by their layer
+     * (rf_fabric_setting_check). */
+    rf_status (*check)(void);
 } rf_env_var;
 RF_API const rf_env_var *rf_env_vars(void);
 
@@ -99,8 +104,9 @@ RF_API rf_status rf_setting_int(const char *name, int64_t *out);
 RF_API rf_status rf_setting_choice(const char *name, int *index);
 RF_API const char *rf_setting_str(const char *name);
 
-/* Whether var's effective value reads as its row says (RF_OK for a text
- * row): what rf-info reports before a program would refuse it. */
+/* Whether var's effective value reads as its row says (for a text row,
+ * as its row's check says; RF_OK without one): what rf-info reports
+ * before a program would refuse it. */
 RF_API rf_status rf_setting_check(const rf_env_var *var);
 
 #endif

@@ -207,6 +207,14 @@ RF_API void rf_fabric_counters_get(const rf_fabric *fabric,
 /* Names of the compiled-in providers, NULL-terminated. */
 RF_API const char *const *rf_fabric_providers(void);
 
+/* Whether var's current value would be accepted by the library, read
+ * the way its reader reads it: RF_FABRIC (a provider compiled in) and
+ * RF_AUTO_PROVIDERS here, every other row by rf_setting_check (env.h).
+ * RF_OK, or RF_ERR_INVALID_ARG naming the variable and its value: what
+ * rf-info reports before a task would refuse it. */
+struct rf_env_var;
+RF_API rf_status rf_fabric_setting_check(const struct rf_env_var *var);
+
 /* --- memory regions ---------------------------------------------------- */
 
 RF_API rf_status rf_mr_reg(rf_fabric *fabric, void *addr, size_t len,

@@ -88,6 +88,8 @@ extern "C" {
 
 /* Longest variable name (bytes, without the terminating NUL). */
 #define RF_PS_MAX_NAME 255
+/* Most ps tasks a client connects to (rf_ps_client_connect). */
+#define RF_PS_MAX_TASKS 4096
 /* Most replicas a sync-replicas shard may have (total_num_replicas). */
 #define RF_PS_MAX_SYNC_REPLICAS 1024
 

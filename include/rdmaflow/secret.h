@@ -35,6 +35,9 @@ RF_API rf_status rf_secret_load(const char *path, rf_cluster_secret **out);
  * RF_OK); flag_path, when not NULL or empty, wins over the variable. */
 RF_API rf_status rf_secret_load_default(const char *flag_path,
                                         rf_cluster_secret **out);
+/* rf_secret_load_default(NULL) without keeping the secret: what rf-info
+ * reports (rf_setting_check) before a task would refuse the variable. */
+RF_API rf_status rf_secret_check_default(void);
 /* Writes a fresh cluster secret to path, a file that must not exist yet
  * (O_EXCL, a symbolic link is not followed): RF_SECRET_CREATE_BYTES random
  * bytes (libsodium's randombytes_buf) as lowercase hex and a newline, mode

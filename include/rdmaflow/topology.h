@@ -32,6 +32,11 @@ RF_API void rf_topology_close(rf_topology *topo);
 /* Number of NUMA nodes hwloc sees (at least 1). */
 RF_API int rf_topology_numa_nodes(const rf_topology *topo);
 
+/* RF_BIND read as rf_topology_choose reads it (nic, none or node:N, N a
+ * NUMA node of this host): RF_OK, or RF_ERR_INVALID_ARG naming the value;
+ * what rf-info reports (rf_setting_check) before a task would refuse it. */
+RF_API rf_status rf_topology_check_bind(void);
+
 /* Chooses where to run and allocate. device is a verbs device name ("mlx5_0",
  * "rxe0"), a network interface ("eth0"), a local IPv4/IPv6 address, or NULL.
  * Honours RF_BIND; a malformed RF_BIND or a node that does not exist is

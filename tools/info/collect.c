@@ -211,8 +211,11 @@ static json_object *settings_json(int *failed)
         put_str(o, "default", v->def);
         put_str(o, "reader", v->reader);
         put_str(o, "meaning", v->meaning);
-        if (rf_setting_check(v) != RF_OK) {
+        if (rf_fabric_setting_check(v) != RF_OK) {
             put_str(o, "error", rf_error_message());
+            /* also where a script looks for why rf-info failed */
+            fprintf(stderr, "rf-info: %s would be refused: %s\n", v->name,
+                    rf_error_message());
             *failed = 1;
         }
         json_object_array_add(arr, o);

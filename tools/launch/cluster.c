@@ -149,11 +149,96 @@ static int place_on_hosts(const lt_opts *o, lt_task *t, int total, char *err,
     return 0;
 }
 
+/* Task i's trace and metrics paths, TF_CONFIG and argv, from the table's
+ * first n tasks; -1 out of memory. */
+static int task_command(const lt_opts *o, lt_task *t, int n, int i,
+                        const char *ps_hosts, const char *worker_hosts)
+{
+    if (o->trace && !(t[i].trace_path = fmt("%s.%s.json", o->trace, t[i].name)))
+        return -1;
+    const char *mdir = o->metrics_dir ? o->metrics_dir : o->plot_dir;
+    if (mdir && !(t[i].metrics_path = fmt("%s/%s.jsonl", mdir, t[i].name)))
+        return -1;
+    if (o->tf_config && !(t[i].tf_config = tf_config_json(t, n, &t[i])))
+        return -1;
+    if (build_argv(o, &t[i], ps_hosts, worker_hosts) != 0 ||
+        (t[i].remote && lt_remote_wrap(o, &t[i]) != 0))
+        return -1;
+    return 0;
+}
+
+static void task_init(lt_task *t, const lt_opts *o,
+                      const struct lt_secret *secret)
+{
+    snprintf(t->prefix, sizeof t->prefix, "[%s] ", t->name);
+    t->port_fd = -1;
+    t->stdin_fd = -1;
+    t->out.in_fd = t->err.in_fd = -1;
+    t->host = o->host;
+    t->secret = secret;
+}
+
+static void task_free(lt_task *t);
+
+int lt_cluster_add_worker(const lt_opts *o, lt_task *t, int *n, int cap,
+                          char *err, size_t errlen)
+{
+    if (*n >= cap) {
+        snprintf(err, errlen,
+                 "the job already had %d workers added (the limit of "
+                 "rf-launch --add_worker is %d)",
+                 LT_MAX_ADDED_WORKERS, LT_MAX_ADDED_WORKERS);
+        return -1;
+    }
+    int next = 0;
+    for (int i = 0; i < *n; i++)
+        if (t[i].job == LT_JOB_WORKER && t[i].index >= next)
+            next = t[i].index + 1;
+    lt_task *w = &t[*n];
+    memset(w, 0, sizeof *w);
+    w->job = LT_JOB_WORKER;
+    w->index = next;
+    snprintf(w->name, sizeof w->name, "worker%d", next);
+    task_init(w, o, t[0].secret);
+    int fd, port;
+    if (lt_ports_reserve(o->host, 1, &fd, &port, err, errlen) != 0)
+        return -1;
+    w->port_fd = fd;
+    w->port = port;
+    /* The new worker's cluster: every worker so far (those removed too:
+     * indices are never reused) and itself; the others keep theirs (an
+     * elastic ps admits any worker id). */
+    char *ps_hosts = host_list(t, *n + 1, LT_JOB_PS);
+    char *worker_hosts = host_list(t, *n + 1, LT_JOB_WORKER);
+    int rc = ps_hosts && worker_hosts
+                 ? task_command(o, t, *n + 1, *n, ps_hosts, worker_hosts)
+                 : -1;
+    free(ps_hosts);
+    free(worker_hosts);
+    if (rc != 0) {
+        snprintf(err, errlen, "out of memory");
+        task_free(w);
+        memset(w, 0, sizeof *w);
+        return -1;
+    }
+    (*n)++;
+    return 0;
+}
+
+int lt_cluster_capacity(const lt_opts *o)
+{
+    return o->ps + (o->chief ? 1 : 0) + o->workers +
+           (o->elastic ? LT_MAX_ADDED_WORKERS : 0);
+}
+
 int lt_cluster_create(const lt_opts *o, const struct lt_secret *secret,
                       lt_task **tasks, int *n, char *err, size_t errlen)
 {
     int total = o->ps + (o->chief ? 1 : 0) + o->workers;
-    lt_task *t = calloc((size_t)total, sizeof *t);
+    /* an elastic job's table has room for the workers added later: a
+     * task never moves (its output lines point at its prefix) */
+    int cap = lt_cluster_capacity(o);
+    lt_task *t = calloc((size_t)cap, sizeof *t);
     int *fds = calloc((size_t)total, sizeof *fds);
     int *ports = calloc((size_t)total, sizeof *ports);
     char *ps_hosts = NULL, *worker_hosts = NULL;
@@ -178,14 +263,8 @@ int lt_cluster_create(const lt_opts *o, const struct lt_secret *secret,
         t[k].index = i;
         snprintf(t[k].name, sizeof t[k].name, "worker%d", i);
     }
-    for (int i = 0; i < total; i++) {
-        snprintf(t[i].prefix, sizeof t[i].prefix, "[%s] ", t[i].name);
-        t[i].port_fd = -1;
-        t[i].stdin_fd = -1;
-        t[i].out.in_fd = t[i].err.in_fd = -1;
-        t[i].host = o->host;
-        t[i].secret = secret;
-    }
+    for (int i = 0; i < total; i++)
+        task_init(&t[i], o, secret);
     if (o->hostfile) {
         int hrc = place_on_hosts(o, t, total, err, errlen);
         if (hrc != 0) {
@@ -215,29 +294,11 @@ int lt_cluster_create(const lt_opts *o, const struct lt_secret *secret,
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    for (int i = 0; i < total; i++) {
-        if (o->trace &&
-            !(t[i].trace_path = fmt("%s.%s.json", o->trace, t[i].name))) {
+    for (int i = 0; i < total; i++)
+        if (task_command(o, t, total, i, ps_hosts, worker_hosts) != 0) {
             snprintf(err, errlen, "out of memory");
             goto out;
         }
-        const char *mdir = o->metrics_dir ? o->metrics_dir : o->plot_dir;
-        if (mdir &&
-            !(t[i].metrics_path = fmt("%s/%s.jsonl", mdir, t[i].name))) {
-            snprintf(err, errlen, "out of memory");
-            goto out;
-        }
-        if (o->tf_config &&
-            !(t[i].tf_config = tf_config_json(t, total, &t[i]))) {
-            snprintf(err, errlen, "out of memory");
-            goto out;
-        }
-        if (build_argv(o, &t[i], ps_hosts, worker_hosts) != 0 ||
-            (t[i].remote && lt_remote_wrap(o, &t[i]) != 0)) {
-            snprintf(err, errlen, "out of memory");
-            goto out;
-        }
-    }
     rc = 0;
 out:
     free(fds);
@@ -253,32 +314,36 @@ out:
     return rc;
 }
 
+/* What task t owns (not the table). */
+static void task_free(lt_task *t)
+{
+    if (t->port_fd >= 0)
+        close(t->port_fd);
+    if (t->stdin_fd >= 0)
+        close(t->stdin_fd);
+    if (t->hosts) {
+        lt_hostfile_free(t->hosts);
+        free(t->hosts);
+    }
+    for (char **a = t->argv; a && *a; a++)
+        free(*a);
+    free(t->argv);
+    free(t->tf_config);
+    free(t->trace_path);
+    free(t->metrics_path);
+    if (t->out.in_fd >= 0)
+        close(t->out.in_fd);
+    if (t->err.in_fd >= 0)
+        close(t->err.in_fd);
+    free(t->out.buf);
+    free(t->err.buf);
+}
+
 void lt_cluster_free(lt_task *tasks, int n)
 {
     if (!tasks)
         return;
-    for (int i = 0; i < n; i++) {
-        lt_task *t = &tasks[i];
-        if (t->port_fd >= 0)
-            close(t->port_fd);
-        if (t->stdin_fd >= 0)
-            close(t->stdin_fd);
-        if (t->hosts) {
-            lt_hostfile_free(t->hosts);
-            free(t->hosts);
-        }
-        for (char **a = t->argv; a && *a; a++)
-            free(*a);
-        free(t->argv);
-        free(t->tf_config);
-        free(t->trace_path);
-        free(t->metrics_path);
-        if (t->out.in_fd >= 0)
-            close(t->out.in_fd);
-        if (t->err.in_fd >= 0)
-            close(t->err.in_fd);
-        free(t->out.buf);
-        free(t->err.buf);
-    }
+    for (int i = 0; i < n; i++)
+        task_free(&tasks[i]);
     free(tasks);
 }

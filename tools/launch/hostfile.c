@@ -4,13 +4,17 @@
 #include "hostfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "launch.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/file.h"
 
 static int add_host(lt_hostfile *h, const char *name, int slots)
 {
@@ -69,9 +73,32 @@ int lt_hostfile_read(const char *path, lt_hostfile *out, char *err,
                      size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
+    /* Only a regular file: a FIFO would block the open (or the read)
+     * forever, a directory or a device is a mistake. Opened non-blocking
+     * and checked again on the descriptor, so a FIFO swapped in after
+     * the check cannot block either. */
+    if (rf_file_check_input(path) != RF_OK) {
+        snprintf(err, errlen, "--hostfile: %s", rf_error_message());
+        return -1;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "--hostfile: %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errlen,
+                 "--hostfile: %s is not a regular file (a FIFO, device or "
+                 "socket): refusing to read it",
+                 path);
+        close(fd);
+        return -1;
+    }
+    FILE *f = fdopen(fd, "r");
     if (!f) {
         snprintf(err, errlen, "--hostfile: %s: %s", path, strerror(errno));
+        close(fd);
         return -1;
     }
     char *buf = NULL;

@@ -6,7 +6,8 @@
  * (rdmaflow/spawn.h), output.c prefixes their output lines, supervise.c
  * watches the tasks, restarts them (--restart_on_failure) and stops them,
  * trace_merge.c merges their Chrome traces, secret.c makes the job's
- * cluster secret. */
+ * cluster secret, control.c serves (and sends) the control socket's
+ * requests and elastic.c adds and removes an elastic job's workers. */
 #ifndef RF_LAUNCH_H
 #define RF_LAUNCH_H
 
@@ -25,6 +26,9 @@
 #define LT_EXIT_TIMEOUT 124
 
 #define LT_MAX_TASKS_PER_JOB 64
+/* An elastic job (the program's arguments have --elastic): workers added
+ * by rf-launch --add_worker over the job's life, at most this many. */
+#define LT_MAX_ADDED_WORKERS 64
 
 /* --restart_on_failure: restarts per task without --max_restarts, and the
  * largest --max_restarts. */
@@ -57,6 +61,7 @@ typedef struct lt_opts {
     const char *ssh;
     int port_base;
     bool keep_secret; /* --keep_secret: leave the job's own secret */
+    bool elastic;     /* the program's arguments have --elastic */
     char **prog;      /* PROGRAM ARGS... (NULL-terminated, in argv) */
     int prog_argc;
     bool help;
@@ -99,6 +104,8 @@ typedef struct lt_task {
     int wstatus;        /* waitpid status once reaped */
     int restarts;       /* times restarted so far (--restart_on_failure) */
     int64_t restart_at; /* rf_now_ms when a pending restart is due; 0: none */
+    bool removed;       /* --remove_worker: SIGTERM sent; its end is the
+                           worker leaving the job, never a failure */
     lt_lines out, err;
 } lt_task;
 

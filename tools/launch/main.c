@@ -70,7 +70,12 @@
  * launch in a private run folder and gives it to every task, restarts
  * included; a --hostfile task gets it over ssh's stdin (secret.c,
  * remote.c). It is removed at the end (--keep_secret: kept, and its path
- * printed). */
+ * printed).
+ *
+ * Elastic jobs (the program's arguments have --elastic): a second
+ * rf-launch --add_worker / --remove_worker changes the workers of the
+ * running job through a control socket in its run folder (control.c,
+ * supervise.c); the job says where when it starts. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -81,6 +86,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "control.h"
 #include "metrics.h"
 #include "opts.h"
 #include "rdmaflow/clock.h"
@@ -177,6 +183,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "rf-launch: %s\n", rf_error_message());
         return 2;
     }
+    /* the second invocation that changes a running elastic job */
+    if (argc > 1 &&
+        (!strncmp(argv[1], "--add_worker", 12) ||
+         !strncmp(argv[1], "--remove_worker", 15)) &&
+        (argv[1][argv[1][2] == 'a' ? 12 : 15] == '\0' ||
+         argv[1][argv[1][2] == 'a' ? 12 : 15] == '='))
+        return lt_control_client(argc, argv);
     lt_opts o;
     char err[512];
     if (lt_opts_parse(argc, argv, &o, err, sizeof err) != 0) {
@@ -226,6 +239,20 @@ int main(int argc, char **argv)
         close(sigfd);
         return LT_EXIT_USAGE;
     }
+    int ctlfd = -1;
+    if (secret.dir) {
+        ctlfd = lt_control_open(secret.dir, err, sizeof err);
+        if (ctlfd < 0)
+            lt_msg("warning: %s (rf-launch --add_worker and --remove_worker "
+                   "cannot reach this job)",
+                   err);
+        else if (o.elastic && !o.hostfile)
+            lt_msg("elastic job %d: change its workers with rf-launch "
+                   "--add_worker [N] %s (or --remove_worker [N]; the job id "
+                   "%d works too)",
+                   (int)getpid(), secret.dir, (int)getpid());
+    }
+    int cap = lt_cluster_capacity(&o);
     int64_t start = rf_now_ms();
     int code = LT_EXIT_OK;
     for (int i = 0; i < n; i++)
@@ -237,7 +264,8 @@ int main(int argc, char **argv)
             break;
         }
     if (code == LT_EXIT_OK)
-        code = lt_supervise(t, n, &o, &orig, sigfd, start);
+        code = lt_supervise(t, &n, cap, &o, &orig, sigfd, ctlfd, start);
+    lt_control_close(ctlfd, secret.dir);
     if (o.restart_on_failure)
         print_restarts(t, n);
     if (o.trace && merge_traces(&o, t, n) != 0 && code == LT_EXIT_OK)

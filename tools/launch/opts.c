@@ -48,7 +48,18 @@ static const char usage_head[] =
     "(a\n"
     "--hostfile task gets it over ssh's standard input, into a private "
     "file on\n"
-    "its host removed when it ends); it is removed at the end.\n\n";
+    "its host removed when it ends); it is removed at the end.\n"
+    "An elastic job (the program has --elastic) can change its workers "
+    "while it\n"
+    "runs: rf-launch --add_worker [N] JOB starts N more, rf-launch "
+    "--remove_worker\n"
+    "[N | --task worker:K] JOB stops N (the highest-numbered, never the "
+    "chief) with\n"
+    "SIGTERM: they leave the job and are not restarted. JOB is the run "
+    "folder or\n"
+    "the job id rf-launch prints when the job starts (exit 0 done, 1 "
+    "refused,\n"
+    "2 malformed).\n\n";
 
 static const char usage_tail[] =
     "\n"
@@ -330,6 +341,23 @@ static int check_flags(const lt_opts *o, const given_flags *g, char *err,
     return 0;
 }
 
+/* The program's argument a as rf-trainer's boolean flag --elastic reads
+ * it (one or two dashes, =true/1/false/0, --noelastic): 1 on, 0 off, -1
+ * another argument. */
+static int elastic_arg(const char *a)
+{
+    if (a[0] != '-')
+        return -1;
+    const char *n = a + (a[1] == '-' ? 2 : 1);
+    if (!strcmp(n, "elastic") || !strcmp(n, "elastic=true") ||
+        !strcmp(n, "elastic=1"))
+        return 1;
+    if (!strcmp(n, "noelastic") || !strcmp(n, "elastic=false") ||
+        !strcmp(n, "elastic=0"))
+        return 0;
+    return -1;
+}
+
 int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
 {
     *o = (lt_opts){.ps = -1, .workers = -1};
@@ -374,5 +402,11 @@ int lt_opts_parse(int argc, char **argv, lt_opts *o, char *err, size_t errlen)
         o->tf_config = true;
     o->prog = argv + i;
     o->prog_argc = argc - i;
+    /* an elastic job (rf-trainer --elastic): its workers may change */
+    for (int k = 1; k < o->prog_argc; k++) {
+        int on = elastic_arg(o->prog[k]);
+        if (on >= 0)
+            o->elastic = on;
+    }
     return 0;
 }

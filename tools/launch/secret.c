@@ -52,7 +52,9 @@ static int read_back(lt_secret *s, char *err, size_t errlen)
 int lt_secret_prepare(const lt_opts *o, lt_secret *s, char *err, size_t errlen)
 {
     *s = (lt_secret){0};
-    if (user_secret(o))
+    bool mine = !user_secret(o);
+    /* an elastic job needs the folder for its control socket */
+    if (!mine && !o->elastic)
         return 0;
     const char *tmp = getenv("TMPDIR");
     if (!tmp || !*tmp)
@@ -64,14 +66,17 @@ int lt_secret_prepare(const lt_opts *o, lt_secret *s, char *err, size_t errlen)
     }
     if (!mkdtemp(s->dir)) { /* mode 0700 */
         snprintf(err, errlen,
-                 "cannot make the job's run folder for its cluster secret "
-                 "in %s: %s (set TMPDIR, or give a secret: "
-                 "RF_CLUSTER_SECRET_FILE)",
-                 tmp, strerror(errno));
+                 "cannot make the job's run folder for its %s in %s: %s "
+                 "(set TMPDIR%s)",
+                 mine ? "cluster secret" : "control socket", tmp,
+                 strerror(errno),
+                 mine ? ", or give a secret: RF_CLUSTER_SECRET_FILE" : "");
         free(s->dir);
         s->dir = NULL;
         return -1;
     }
+    if (!mine)
+        return 0;
     if (asprintf(&s->path, "%s/secret", s->dir) < 0) {
         s->path = NULL;
         snprintf(err, errlen, "out of memory");

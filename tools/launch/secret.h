@@ -15,6 +15,8 @@
 
 #include "launch.h"
 
+/* The run folder is made too (without a secret in it) when the user gave
+ * the secret but the job is elastic: it holds the control socket. */
 typedef struct lt_secret {
     char *dir;  /* the run folder (malloc'd), NULL if none made */
     char *path; /* dir/secret */

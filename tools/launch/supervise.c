@@ -17,7 +17,15 @@
  * exiting 2 (a usage or configuration error, as rf-trainer's) is never
  * restarted: the same command would fail the same way; the launch stops
  * and exits 2. Every other failure (1, 138 the retryable one, a signal) is
- * restarted while restarts are left. */
+ * restarted while restarts are left.
+ *
+ * An elastic job (o->elastic) changes its workers in RUN through the
+ * control socket (control.c, elastic.c): "add N" appends N workers to the
+ * table (cluster.c gives each the next worker index) and starts them like
+ * the others; "remove" sends SIGTERM to a worker that is not the chief and
+ * marks it removed: its end, whatever its status, is the worker leaving
+ * the job, never a failure, never restarted, and the end of the training
+ * no longer waits for it. */
 #include "supervise.h"
 
 #include <dirent.h>
@@ -31,6 +39,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "control.h"
+#include "elastic.h"
 #include "output.h"
 #include "rdmaflow/clock.h"
 #include "task.h"
@@ -45,6 +55,9 @@ typedef enum phase { PH_RUN, PH_DRAIN, PH_STOP, PH_KILL } phase;
 typedef struct sup {
     lt_task *t;
     int n;
+    int *np;   /* the caller's count, kept equal to n */
+    int cap;   /* the table's room (workers added up to it) */
+    int ctlfd; /* the control socket, -1 if none */
     const lt_opts *o;
     const lt_sigstate *sig; /* what restarted tasks start with */
     int sigfd;
@@ -126,11 +139,11 @@ static bool ok_status(int st)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-/* Every chief and worker task has exited 0. */
+/* Every chief and worker task has exited 0 (a removed one is gone). */
 static bool workers_done(const sup *s)
 {
     for (int i = 0; i < s->n; i++)
-        if (s->t[i].job != LT_JOB_PS &&
+        if (s->t[i].job != LT_JOB_PS && !s->t[i].removed &&
             (s->t[i].running || !ok_status(s->t[i].wstatus)))
             return false;
     return true;
@@ -248,6 +261,15 @@ static void task_exited(sup *s, lt_task *t, int st)
      * message about its end. */
     lt_lines_drain(&t->out);
     lt_lines_drain(&t->err);
+    if (t->removed) {
+        char what[128];
+        lt_describe_status(st, what, sizeof what);
+        lt_msg("%s %s: it left the job (--remove_worker; not restarted)",
+               t->name, what);
+        if (s->ph == PH_RUN && workers_done(s))
+            workers_finished(s);
+        return;
+    }
     if (s->ph == PH_STOP || s->ph == PH_KILL)
         return;
     if (!ok_status(st)) {
@@ -340,11 +362,14 @@ static bool check_deadlines(sup *s, int64_t now)
     return true;
 }
 
-/* Polls the signalfd and the open pipes for at most timeout_ms. */
+static void on_request(void *ctx, const char *req, char *reply, size_t len);
+
+/* Polls the signalfd, the control socket and the open pipes for at most
+ * timeout_ms. */
 static void wait_events(sup *s, int timeout_ms, bool with_signals)
 {
-    struct pollfd *p = calloc((size_t)(2 * s->n + 1), sizeof *p);
-    lt_lines **lines = calloc((size_t)(2 * s->n + 1), sizeof *lines);
+    struct pollfd *p = calloc((size_t)(2 * s->n + 2), sizeof *p);
+    lt_lines **lines = calloc((size_t)(2 * s->n + 2), sizeof *lines);
     if (!p || !lines) {
         free(p);
         free(lines);
@@ -354,6 +379,8 @@ static void wait_events(sup *s, int timeout_ms, bool with_signals)
     int k = 0;
     if (with_signals)
         p[k++] = (struct pollfd){.fd = s->sigfd, .events = POLLIN};
+    if (with_signals && s->ctlfd >= 0)
+        p[k++] = (struct pollfd){.fd = s->ctlfd, .events = POLLIN};
     for (int i = 0; i < s->n; i++) {
         lt_lines *ls[2] = {&s->t[i].out, &s->t[i].err};
         for (int j = 0; j < 2; j++)
@@ -368,6 +395,8 @@ static void wait_events(sup *s, int timeout_ms, bool with_signals)
             continue;
         if (lines[i])
             lt_lines_pump(lines[i]);
+        else if (p[i].fd == s->ctlfd)
+            lt_control_serve(s->ctlfd, on_request, s);
         else
             read_signals(s);
     }
@@ -449,10 +478,33 @@ static void kill_leftovers(sup *s)
     }
 }
 
-int lt_supervise(lt_task *t, int n, const lt_opts *o, const lt_sigstate *sig,
-                 int sigfd, int64_t start_ms)
+/* One control request (control.h): the workers of an elastic job
+ * (elastic.c), only while the job runs. */
+static void on_request(void *ctx, const char *req, char *reply, size_t len)
 {
-    sup s = {.t = t, .n = n, .o = o, .sig = sig, .sigfd = sigfd, .ph = PH_RUN};
+    sup *s = ctx;
+    lt_elastic e = {.t = s->t,
+                    .n = &s->n,
+                    .cap = s->cap,
+                    .o = s->o,
+                    .sig = s->sig,
+                    .running = s->ph == PH_RUN};
+    lt_elastic_request(&e, req, reply, len);
+    *s->np = s->n;
+}
+
+int lt_supervise(lt_task *t, int *n, int cap, const lt_opts *o,
+                 const lt_sigstate *sig, int sigfd, int ctlfd, int64_t start_ms)
+{
+    sup s = {.t = t,
+             .n = *n,
+             .np = n,
+             .cap = cap,
+             .ctlfd = ctlfd,
+             .o = o,
+             .sig = sig,
+             .sigfd = sigfd,
+             .ph = PH_RUN};
     if (o->timeout_s > 0)
         s.timeout_at = start_ms + (int64_t)(o->timeout_s * 1000);
     for (;;) {
@@ -470,13 +522,13 @@ int lt_supervise(lt_task *t, int n, const lt_opts *o, const lt_sigstate *sig,
     int64_t end = rf_now_ms() + FINAL_OUTPUT_MS;
     for (int64_t now = rf_now_ms(); now < end; now = rf_now_ms()) {
         bool open = false;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < s.n; i++)
             open |= t[i].out.in_fd >= 0 || t[i].err.in_fd >= 0;
         if (!open)
             break;
         wait_events(&s, (int)(end - now), false);
     }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < s.n; i++) {
         lt_lines_close(&t[i].out);
         lt_lines_close(&t[i].err);
     }
@@ -485,7 +537,14 @@ int lt_supervise(lt_task *t, int n, const lt_opts *o, const lt_sigstate *sig,
 
 void lt_stop_all(lt_task *t, int n, const lt_opts *o, int sigfd)
 {
-    sup s = {.t = t, .n = n, .o = o, .sigfd = sigfd, .ph = PH_RUN};
+    sup s = {.t = t,
+             .n = n,
+             .np = &n,
+             .cap = n,
+             .ctlfd = -1,
+             .o = o,
+             .sigfd = sigfd,
+             .ph = PH_RUN};
     enter_stop(&s, SIGTERM);
     for (;;) {
         reap(&s);

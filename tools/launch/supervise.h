@@ -15,9 +15,13 @@
  * Tasks with pid 0 were never started. With o->restart_on_failure, a task
  * that fails while the others run is started again (lt_task_start with
  * sig, after its backoff) until it has used o->max_restarts; t->restarts
- * counts them. Returns rf-launch's exit status. */
-int lt_supervise(lt_task *t, int n, const lt_opts *o, const lt_sigstate *sig,
-                 int sigfd, int64_t start_ms);
+ * counts them. ctlfd (-1: none) is the control socket (control.h): an
+ * elastic job's workers added there go into t (room for cap tasks; *n
+ * grows) and start as the others did; removed ones are stopped and their
+ * end is not a failure. Returns rf-launch's exit status. */
+int lt_supervise(lt_task *t, int *n, int cap, const lt_opts *o,
+                 const lt_sigstate *sig, int sigfd, int ctlfd,
+                 int64_t start_ms);
 
 /* Records the children this process has before any task starts (e.g. a
  * shell's process substitution `rf-launch ... > >(tee log)`, which runs

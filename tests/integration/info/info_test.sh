@@ -80,6 +80,13 @@ json)
     jval 'address.provider' shm
     ;;
 addr)
+    # an address that does not resolve: exit 1 naming it (issue 25 item 4),
+    # on every host (the nodevice case is skipped where a device is)
+    run --json --addr no-such-host.invalid
+    rc_is 1
+    jval address.host no-such-host.invalid
+    "$JQ" "$OUT" address.error | grep -qF 'cannot resolve no-such-host.invalid' ||
+        fail "no resolution error for no-such-host.invalid"
     run --addr 127.0.0.1
     rc_is 0
     has "provider:	shm" "$OUT"
@@ -131,6 +138,40 @@ env)
     runenv RF_VERBS_CQ_MODE=busy --
     rc_is 1
     has "error: RF_VERBS_CQ_MODE=busy is not one of poll|event" "$OUT"
+    # text settings, checked by the code their readers run (issue 26 item
+    # 5): each one refused is named on stderr and rf-info exits 1
+    local_bad() { # VAR=VALUE EXPECTED-MESSAGE
+        runenv "$1" -- --json
+        rc_is 1
+        jval "settings[name=${1%%=*}].error" "$2"
+        has "rf-info: ${1%%=*} would be refused: $2" "$ERR"
+    }
+    local_bad RF_BIND=node:99 "RF_BIND=node:99: this host has $(
+        ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l |
+            sed 's/^0$/1/') NUMA node(s)"
+    local_bad RF_BIND=socket "RF_BIND=socket is not one of nic|none|node:N"
+    local_bad RF_BIND=node:x "RF_BIND=node:N: 'x' is not an integer (bad character at offset 0)"
+    local_bad RF_AUTO_PROVIDERS=shm,verbs \
+        "RF_AUTO_PROVIDERS: 'shm,verbs' must include sock (the provider every peer can reach)"
+    runenv RF_FABRIC=tcp --
+    rc_is 1
+    has "rf-info: RF_FABRIC would be refused: RF_FABRIC: unknown provider 'tcp' (compiled in: " "$ERR"
+    has "|sock|shm|auto)" "$ERR"
+    printf 'x%.0s' $(seq 40) >"$TMP/secret"
+    chmod 644 "$TMP/secret"
+    local_bad RF_CLUSTER_SECRET_FILE="$TMP/secret" \
+        "cluster secret file '$TMP/secret' has mode 0644: group or others may read or write it; make it readable by its owner only (chmod 600)"
+    # every refused setting is named, not only the first
+    runenv RF_BIND=node:99 RF_PS_CHUNK_MB=0 RF_FABRIC=tcp --
+    rc_is 1
+    for v in RF_BIND RF_PS_CHUNK_MB RF_FABRIC; do
+        has "rf-info: $v would be refused: " "$ERR"
+    done
+    # and good values pass
+    chmod 600 "$TMP/secret"
+    runenv RF_BIND=node:0 RF_AUTO_PROVIDERS=shm,sock RF_FABRIC=sock \
+        RF_CLUSTER_SECRET_FILE="$TMP/secret" --
+    rc_is 0
     ;;
 settings_table)
     # every RF_* variable the sources read is in rf-info's table

@@ -34,6 +34,13 @@ launch() {
 }
 
 expect_rc() { [ "$RC" -eq "$1" ] || fail "exit status $RC, expected $1"; }
+# term_launch PID: SIGTERM to a background rf-launch, which exits 143
+term_launch() {
+  kill -TERM "$1"
+  wait "$1"
+  RC=$?
+  expect_rc 143
+}
 expect_err() { grep -qF -- "$1" "$ERR" || fail "stderr lacks: $1"; }
 expect_no_err() { ! grep -qF -- "$1" "$ERR" || fail "stderr has: $1"; }
 expect_within() { [ "$ELAPSED_MS" -le "$1" ] || fail "took $ELAPSED_MS ms (limit $1)"; }
@@ -713,10 +720,7 @@ case_secret() {
     --then=forever --marker="$M" >"$OUT" 2>"$ERR" &
   local pid=$!
   wait_ready 2
-  kill -TERM $pid
-  wait $pid
-  RC=$?
-  expect_rc 143
+  term_launch $pid
   [ -z "$(ls -A "$td")" ] || fail "left after SIGTERM: $(ls -A "$td")"
   no_leftovers
   # --keep_secret
@@ -747,6 +751,156 @@ case_secret() {
   TMPDIR=$TMP/missing launch --ps 0 --workers 1 -- "$HELPER" --marker="$M"
   expect_rc 1
   expect_err "rf-launch: cannot make the job's run folder for its cluster secret in $TMP/missing: No such file or directory"
+}
+
+# ctl ARGS...: a second rf-launch (--add_worker / --remove_worker), its
+# output in $TMP/ctl_out and $TMP/ctl_err, status in CRC.
+ctl() {
+  timeout -s KILL 20 "$LAUNCH" "$@" >"$TMP/ctl_out" 2>"$TMP/ctl_err"
+  CRC=$?
+}
+expect_ctl() { # STATUS TEXT: the second rf-launch's status and message
+  [ "$CRC" -eq "$1" ] || fail "rf-launch $CTL_WHAT: exit $CRC, expected $1 ($(cat "$TMP/ctl_err"))"
+  grep -qF -- "$2" "$TMP/ctl_out" "$TMP/ctl_err" ||
+    fail "rf-launch $CTL_WHAT: lacks '$2': $(cat "$TMP/ctl_out" "$TMP/ctl_err")"
+}
+
+case_control() {
+  # rf-launch --add_worker / --remove_worker: the refusals, and a removed
+  # worker's end that is not a failure (the trainer's case is
+  # launch_elastic_test.sh)
+  local td=$TMP/td pid dir
+  mkdir "$td"
+  CTL_WHAT="on no job"
+  ctl --add_worker "$TMP/none"
+  expect_ctl 1 "rf-launch: no rf-launch job runs in $TMP/none: $TMP/none/control: No such file or directory (the job has ended"
+  TMPDIR=$td ctl --remove_worker 2 4194999
+  expect_ctl 1 "rf-launch: no rf-launch job 4194999 runs here (no run folder of $td/rf-launch.* names it"
+  CTL_WHAT="usage"
+  for args in "--add_worker" "--add_worker 0 x" "--add_worker 65 x" \
+    "--remove_worker --task ps:0 x" "--add_worker 1 x y" "--add_worker=abc x"; do
+    # shellcheck disable=SC2086 # the words of args
+    ctl $args
+    expect_ctl 2 "usage: rf-launch --add_worker [N] JOB"
+  done
+  ctl --add_worker ""
+  expect_ctl 2 "rf-launch: empty JOB"
+  # a job that is not elastic (its last word on it: --elastic=false):
+  # refused, and nothing changes
+  TMPDIR=$td "$LAUNCH" --ps 1 --workers 2 -- "$HELPER" --elastic --ready \
+    --then=forever --elastic=false --marker="$M" >"$OUT" 2>"$ERR" &
+  pid=$!
+  wait_ready 3
+  dir=$(echo "$td"/rf-launch.*)
+  CTL_WHAT="on a job that is not elastic"
+  ctl --add_worker "$dir"
+  expect_ctl 1 "rf-launch: this job is not elastic (its program has no --elastic)"
+  TMPDIR=$td ctl --remove_worker "$pid"
+  expect_ctl 1 "rf-launch: this job is not elastic"
+  # the request's size is bounded; a silent client is dropped
+  local reply
+  reply=$(timeout 10 python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"a" * 300)
+print(s.recv(2000).decode().strip())' "$dir/control")
+  [ "$reply" = "error request longer than the limit of 128 bytes" ] ||
+    fail "a 300-byte request: '$reply'"
+  reply=$(timeout 10 python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print(s.recv(2000).decode().strip())' "$dir/control")
+  [ "$reply" = "error no request line within 1000 ms" ] ||
+    fail "a silent client: '$reply'"
+  sleep 0.3
+  [ "$(grep -c '] ready$' "$OUT")" = 3 ] || fail "a task started or restarted"
+  term_launch $pid
+  [ -z "$(ls -A "$td")" ] || fail "left in TMPDIR: $(ls -A "$td")"
+  # an elastic job with a separate chief: the chief is refused; an added
+  # worker starts; removed workers die of SIGTERM (the helper does not
+  # catch it), which is leaving, not failing, and nothing is restarted
+  fresh_runs
+  TMPDIR=$td "$LAUNCH" --ps 1 --workers 2 --chief --restart_on_failure \
+    --ps_grace 0.5 -- "$HELPER" --elastic --ready --then=forever \
+    --exit=chief:0:8000 --runs="$R" --marker="$M" >"$OUT" 2>"$ERR" &
+  pid=$!
+  wait_ready 4
+  CTL_WHAT="on an elastic job"
+  TMPDIR=$td ctl --remove_worker --task chief:0 "$pid"
+  expect_ctl 1 "rf-launch: chief is the chief: it cannot be removed"
+  TMPDIR=$td ctl --remove_worker --task worker:7 "$pid"
+  expect_ctl 1 "rf-launch: the job has no task worker:7"
+  TMPDIR=$td ctl --add_worker "$pid"
+  expect_ctl 0 "rf-launch: started worker2; the job has 4 workers now"
+  wait_ready 5
+  # its TF_CONFIG (--chief: TF_CONFIG mode): the cluster as the others see
+  # it, with itself appended to the workers, and its own task
+  local tf w1tf re
+  tf=$(sed -n 's/^env TF_CONFIG=//p' "$R/worker2.1")
+  w1tf=$(sed -n 's/^env TF_CONFIG=//p' "$R/worker1.1")
+  re='"worker":\[("127\.0\.0\.1:[0-9]+",){2}"127\.0\.0\.1:[0-9]+"\]'
+  [[ $tf =~ $re ]] || fail "worker2's TF_CONFIG: $tf"
+  [[ $tf == *'"task":{"type":"worker","index":2}'* ]] ||
+    fail "worker2's task: $tf"
+  local w1w=${w1tf#*\"worker\":[}
+  w1w=${w1w%%]*}
+  [[ -n $w1w && $tf == *"\"worker\":[$w1w,"* && ${tf%%\"chief\"*} == "${w1tf%%\"chief\"*}" ]] ||
+    fail "worker2's cluster is not worker1's plus itself: $tf / $w1tf"
+  TMPDIR=$td ctl --remove_worker 3 "$pid"
+  expect_ctl 0 "rf-launch: stopping worker2, worker1, worker0; the job has 1 worker now"
+  wait $pid
+  RC=$?
+  expect_rc 0
+  for w in worker0 worker1 worker2; do
+    expect_err "rf-launch: $w was killed by signal 15 (SIGTERM): it left the job (--remove_worker; not restarted)"
+  done
+  expect_no_err "restarting it"
+  expect_err "rf-launch: restarts: ps0 0, chief 0, worker0 0, worker1 0, worker2 0"
+  [ -z "$(ls -A "$td")" ] || fail "left in TMPDIR: $(ls -A "$td")"
+  no_leftovers
+}
+
+case_control_peer() {
+  # the control socket answers only the launcher's own user (SO_PEERCRED),
+  # even when the folder and the socket are opened to everyone; needs root
+  # to connect as another user (a skip, 77, otherwise)
+  [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to act as another user"; exit 77; }
+  local td=$TMP/td pid dir reply
+  mkdir "$td"
+  chmod 755 "$TMP"
+  TMPDIR=$td "$LAUNCH" --ps 0 --workers 2 -- "$HELPER" -elastic=1 --ready \
+    --then=forever --marker="$M" >"$OUT" 2>"$ERR" &
+  pid=$!
+  wait_ready 2
+  dir=$(echo "$td"/rf-launch.*)
+  chmod 755 "$td" "$dir"
+  chmod 666 "$dir/control"
+  reply=$(timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups \
+    /usr/bin/python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+try:
+    s.sendall(b"add 1\n")
+    got = s.recv(2000)
+except OSError:
+    got = b""  # closed unanswered
+print("reply:" + got.decode().strip())' "$dir/control" 2>&1)
+  [ "$reply" = "reply:" ] || fail "another user's request got: '$reply'"
+  wait_err "rf-launch: control socket: refused a connection from uid 65534"
+  sleep 0.3
+  [ "$(grep -c '] ready$' "$OUT")" = 2 ] || fail "a task was started"
+  # the same request from this user is served
+  TMPDIR=$td ctl --add_worker "$pid"
+  expect_ctl 0 "rf-launch: started worker2"
+  # at most 64 workers are added over a job's life: the 65th is refused,
+  # the limit named
+  CTL_WHAT="past the limit"
+  TMPDIR=$td ctl --add_worker 64 "$pid"
+  expect_ctl 1 "rf-launch: added 63 of 64 workers: worker3, worker4, "
+  expect_ctl 1 ": the job already had 64 workers added (the limit of rf-launch --add_worker is 64)"
+  wait_ready 66
+  term_launch $pid
+  no_leftovers
 }
 
 "case_$CASE"

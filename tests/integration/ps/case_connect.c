@@ -73,6 +73,15 @@ void case_absent_ps(void)
     CHECK(took >= 1900 && took < rft_ms(6000),
           "gave up after %lld ms, deadline 2000", took);
     CHECK(c == NULL, "no client on failure");
+    /* More ps tasks than a client connects to: refused up front, the
+     * limit and the count named (issue 26 item 5). */
+    static const char *many[RF_PS_MAX_TASKS + 1];
+    for (size_t i = 0; i < RF_PS_MAX_TASKS + 1; i++)
+        many[i] = addrs[0];
+    CHECK_ST(rf_ps_client_connect(f, many, RF_PS_MAX_TASKS + 1, &o, &c),
+             RF_ERR_INVALID_ARG);
+    CHECK_MSG("4097 ps tasks, above the limit of 4096");
+    CHECK(c == NULL, "no client for too many ps tasks");
     /* The one that is up is fine; shut it down. */
     rf_ps_client *chief = pt_client(f, addrs, 1, 0, true);
     CHECK_OK(rf_ps_shutdown(chief));

@@ -597,7 +597,7 @@ static void test_errors_flags(void)
         "--task_index: \"+1\" is not a task index (a non-negative integer)");
     ERR(F(ps, w, "worker", ""), NULL, "--task_index is empty");
     ERR(F(ps, w, "worker", "3000000000"), NULL,
-        "--task_index: 3000000000 is too large");
+        "--task_index: 3000000000 is above the limit of 2147483647");
     ERR(F(ps, w, "worker", "2"), NULL,
         "--task_index: 2 is out of range for job \"worker\" (--worker_hosts "
         "has 2 tasks: 0-1)");
@@ -700,7 +700,7 @@ static void test_errors_tfconfig(void)
         "{\"cluster\": {\"ps\": [\"p:1\"], \"worker\": [\"w:1\"]}, "
         "\"task\": {\"type\": \"worker\", \"index\": "
         "99999999999999999999}}",
-        "TF_CONFIG: task.index: 18446744073709551615 is too large");
+        "TF_CONFIG: task.index: 18446744073709551615 is above the limit of 2147483647");
 
     /* Entries. */
     ERR(NOFLAGS, TFC("{\"ps\": [], \"worker\": [\"w:1\"]}"),
