@@ -32,7 +32,9 @@
  * M - N backup workers may be missing at the chief's finish. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "core/log.h"
 #include "session/session_internal.h"
 
 /* Polling the publication: back-to-back at first, then sleeping. */
@@ -40,6 +42,8 @@
 #define SLEEP_MS      1
 #define LONG_WAIT_MS  100
 #define LONG_SLEEP_MS 5
+/* How often a waiting worker reads ps task 0's members bitmap. */
+#define QUORUM_READ_MS 250
 
 typedef struct sync_state {
     /* the shards' replicas_to_aggregate and total_num_replicas, and how
@@ -53,6 +57,10 @@ typedef struct sync_state {
     int64_t *steps;     /* their step words, as last read */
     uint64_t *stale;
     int64_t local_step;
+    /* since when fewer than n workers are members of ps task 0 (0: not);
+     * stuck: that lasted sync_max_wait_ms, no step can complete */
+    int64_t lost_since;
+    bool stuck;
     bool stepping;      /* a run began and has not advanced */
     uint64_t published; /* CMP_AND_SWPs this worker won */
 } sync_state;
@@ -242,6 +250,102 @@ static rf_status timed_out(rf_session *s, const sync_state *st, int64_t gs,
         (long long)st->steps[first], st->n, st->n);
 }
 
+/* How long a step waits with fewer than n workers connected. */
+static int quorum_wait_ms(const rf_session *s)
+{
+    if (s->opt.sync_max_wait_ms > 0)
+        return s->opt.sync_max_wait_ms;
+    return s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000;
+}
+
+/* The training workers that are members of ps task 0 now (its members
+ * bitmap: a worker's bit clears once its connection has been closed for
+ * the ps's member_timeout_ms without a new one); this worker counts.
+ * Their number in *live, the others' names in missing. */
+static rf_status members(rf_session *s, uint32_t *live, char *missing,
+                         size_t len)
+{
+    uint64_t bits[RF_PS_DONE_WORDS];
+    rf_status rst = rf_ps_members_read(s->client, bits);
+    if (rst != RF_OK)
+        return rf_error_set(rst, "sync_replicas: reading the members: %s",
+                            rf_error_message());
+    int self = s->task.self->worker_id;
+    *live = 0;
+    missing[0] = '\0';
+    for (int id = 0; id < s->task.num_workers; id++) {
+        if (id == self || rf_ps_worker_is_done(bits, (uint32_t)id)) {
+            (*live)++;
+            continue;
+        }
+        char name[64];
+        sess_task_of_id(s, (uint32_t)id, name, sizeof name);
+        size_t used = strlen(missing);
+        if (used + 1 < len)
+            snprintf(missing + used, len - used, "%s%s", used ? ", " : "",
+                     name);
+    }
+    return RF_OK;
+}
+
+/* Enough workers are connected again (or the step completed). */
+static void quorum_back(sync_state *st)
+{
+    RF_LOG_WARN("sync_replicas: workers connected again after %.1f s: step "
+                "%lld goes on",
+                (double)(rf_now_ms() - st->lost_since) / 1000.0,
+                (long long)st->local_step);
+    st->lost_since = 0;
+}
+
+/* While a step waits: fewer than n workers connected for
+ * sync_max_wait_ms means no step can complete (RF_ERR_UNAVAILABLE,
+ * st->stuck: not recovered from); meanwhile op_timeout_ms does not count,
+ * and once enough are back it counts again from now (*deadline). */
+static rf_status check_quorum(rf_session *s, sync_state *st, int64_t *deadline,
+                              int timeout)
+{
+    uint32_t live = 0;
+    char missing[1024];
+    rf_status rst = members(s, &live, missing, sizeof missing);
+    if (rst != RF_OK)
+        return rst;
+    int64_t now = rf_now_ms();
+    if (live >= st->n) {
+        if (st->lost_since) {
+            quorum_back(st);
+            *deadline = rf_deadline_ms(timeout);
+        }
+        return RF_OK;
+    }
+    int wait = quorum_wait_ms(s);
+    if (!st->lost_since) {
+        st->lost_since = now;
+        RF_LOG_WARN("sync_replicas: only %u of %d workers connected "
+                    "(missing: %s); step %lld needs replicas_to_aggregate=%u: "
+                    "waiting at most %.0f s for them",
+                    live, s->task.num_workers, missing,
+                    (long long)st->local_step, st->n, wait / 1000.0);
+    }
+    if (now - st->lost_since < wait)
+        return RF_OK;
+    st->stuck = true;
+    return rf_error_set(RF_ERR_UNAVAILABLE,
+                        "sync_replicas: no step can complete: %u of %d "
+                        "workers connected, step %lld needs "
+                        "replicas_to_aggregate=%u; missing %s (not back "
+                        "within %.0f s)",
+                        live, s->task.num_workers, (long long)st->local_step,
+                        st->n, missing, wait / 1000.0);
+}
+
+bool rf_session_sync_stuck(const rf_session *s)
+{
+    const sync_state *st =
+        s && s->push == &sess_push_sync ? s->push_state : NULL;
+    return st && st->stuck;
+}
+
 /* Until global_step > local_step: its new value in *step. */
 static rf_status advance(rf_session *s, int64_t *step)
 {
@@ -249,6 +353,8 @@ static rf_status advance(rf_session *s, int64_t *step)
     int64_t g = st->local_step, gs = g;
     int timeout = s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000;
     int64_t t0 = rf_now_ms(), deadline = rf_deadline_ms(timeout);
+    int64_t next_quorum = t0 + QUORUM_READ_MS;
+    st->lost_since = 0;
     collect_shards(s, st);
     for (;;) {
         rf_status rst = read_step(s, &gs);
@@ -291,12 +397,20 @@ static rf_status advance(rf_session *s, int64_t *step)
                                 "passed it (was a checkpoint restored?)",
                                 (long long)gs, (long long)g);
         }
-        if (rf_deadline_passed(deadline))
+        if (rf_now_ms() >= next_quorum) {
+            next_quorum = rf_now_ms() + QUORUM_READ_MS;
+            rst = check_quorum(s, st, &deadline, timeout);
+            if (rst != RF_OK)
+                return rst;
+        }
+        if (!st->lost_since && rf_deadline_passed(deadline))
             return timed_out(s, st, gs, timeout);
         int64_t waited = rf_now_ms() - t0;
         if (waited >= SPIN_MS)
             rf_sleep_ms(waited < LONG_WAIT_MS ? SLEEP_MS : LONG_SLEEP_MS);
     }
+    if (st->lost_since)
+        quorum_back(st);
     st->local_step = gs;
     st->stepping = false;
     *step = gs;
@@ -339,13 +453,25 @@ static void replicas(const rf_session *s, uint32_t *n, uint32_t *m)
     *m = st ? st->m : 0;
 }
 
-/* Backup workers: once only they are missing, they get op_timeout_ms
- * more, not the whole wait. */
-static bool may_skip_missing(rf_session *s, size_t k)
+/* Backup workers: once only they are missing, those whose connection to
+ * ps task 0 is gone (no longer members: killed, not restarted) are not
+ * waited for at all; connected ones get op_timeout_ms more, not the whole
+ * wait. */
+static bool may_skip_missing(rf_session *s, const uint32_t *ids, size_t n,
+                             const uint64_t *done, size_t k)
 {
     sync_state *st = s->push_state;
     if (!st || (int64_t)k > st->optional)
         return false;
+    uint64_t bits[RF_PS_DONE_WORDS];
+    if (rf_ps_members_read(s->client, bits) == RF_OK) {
+        size_t connected = 0;
+        for (size_t i = 0; i < n; i++)
+            connected += !rf_ps_worker_is_done(done, ids[i]) &&
+                         rf_ps_worker_is_done(bits, ids[i]);
+        if (!connected)
+            return true;
+    }
     if (st->optional_deadline == 0)
         st->optional_deadline = rf_deadline_ms(
             s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000);
