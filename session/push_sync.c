@@ -30,11 +30,14 @@
  * applied on the ps); replicas_to_aggregate N and total_num_replicas M
  * default to the training workers, 1 <= N <= M, M = the training workers;
  * M - N backup workers may be missing at the chief's finish. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
+#include "rdmaflow/env.h"
 #include "session/session_internal.h"
 
 /* Polling the publication: back-to-back at first, then sleeping. */
@@ -61,6 +64,8 @@ typedef struct sync_state {
      * stuck: that lasted sync_max_wait_ms, no step can complete */
     int64_t lost_since;
     bool stuck;
+    /* the chief epoch (ps task 0) this session started under */
+    uint64_t epoch;
     bool stepping;      /* a run began and has not advanced */
     uint64_t published; /* CMP_AND_SWPs this worker won */
 } sync_state;
@@ -151,6 +156,9 @@ static rf_status start(rf_session *s)
     st->stale = calloc(n, sizeof *st->stale);
     if (!st->shards || !st->steps || !st->stale)
         return rf_error_set(RF_ERR_NO_MEMORY, "sync_replicas: out of memory");
+    rf_status rst = rf_ps_sync_epoch_read(s->client, &st->epoch);
+    if (rst != RF_OK)
+        return rf_error_set(rst, "sync_replicas: %s", rf_error_message());
     return read_step(s, &st->local_step);
 }
 
@@ -169,6 +177,9 @@ static rf_status init_shards(rf_session *s)
         vars[i] = s->v[i].shard;
     st = rf_ps_sync_set_step(s->client, vars, s->nv, step);
     free(vars);
+    /* a worker waiting for a step learns at once that it was set again */
+    if (st == RF_OK)
+        st = rf_ps_sync_epoch_bump(s->client, NULL);
     if (st != RF_OK)
         return rf_error_set(st,
                             "sync_replicas: setting the shards' step to "
@@ -189,6 +200,27 @@ static rf_status begin(rf_session *s)
     return RF_OK;
 }
 
+/* Test hook (tests/integration/fault's sync_chief_epoch): when
+ * RF_TEST_SYNC_STOP_AFTER_PUSH names a marker file whose first line is
+ * this chief's local step, the marker is removed and, once the first
+ * gradient of that step was acknowledged, the chief stops itself
+ * (SIGSTOP) with the rest unpushed, so a test can kill it having pushed
+ * to some shards only. */
+static void test_stop_after_push(rf_session *s, const sync_state *st)
+{
+    const char *marker = rf_setting_str("RF_TEST_SYNC_STOP_AFTER_PUSH");
+    if (!s->task.chief || !marker || !*marker)
+        return;
+    FILE *f = fopen(marker, "r");
+    if (!f)
+        return;
+    long long want = -1;
+    bool match = fscanf(f, "%lld", &want) == 1 && want == st->local_step;
+    fclose(f);
+    if (match && unlink(marker) == 0 && rf_ps_push_wait(s->client) == RF_OK)
+        raise(SIGSTOP);
+}
+
 /* Each gradient into its accumulator, tagged with the local step. */
 static rf_status push_dense(rf_session *s, const size_t *vars, size_t n)
 {
@@ -197,6 +229,8 @@ static rf_status push_dense(rf_session *s, const size_t *vars, size_t n)
     for (size_t k = 0; k < n && rst == RF_OK; k++) {
         rf_ps_xfer x = sess_grad_xfer(s, vars[k]);
         rst = rf_ps_push_sync(s->client, &x, 1, st->local_step);
+        if (rst == RF_OK && k == 0)
+            test_stop_after_push(s, st);
     }
     return rst;
 }
@@ -346,6 +380,31 @@ bool rf_session_sync_stuck(const rf_session *s)
     return st && st->stuck;
 }
 
+/* While a step waits: the chief set the shards' steps again since this
+ * session started (it restarted, restored a checkpoint): the gradient
+ * this worker pushed may be gone, so the run fails at once (ABORTED: the
+ * monitored session recovers and runs the step again) rather than waiting
+ * out op_timeout_ms. A restore to a step below the one waited for shows
+ * in global_step too; one to this very step only here. */
+static rf_status check_epoch(rf_session *s, sync_state *st)
+{
+    uint64_t now = 0;
+    rf_status rst = rf_ps_sync_epoch_read(s->client, &now);
+    if (rst != RF_OK)
+        return rf_error_set(rst, "sync_replicas: %s", rf_error_message());
+    if (now == st->epoch)
+        return RF_OK;
+    uint64_t was = st->epoch;
+    st->epoch = now;
+    return rf_error_set(RF_ERR_ABORTED,
+                        "sync_replicas: the chief set the shards' steps again "
+                        "(chief epoch %llu, was %llu: it restarted or restored "
+                        "a checkpoint) while this worker waited for step "
+                        "%lld: the step runs again",
+                        (unsigned long long)now, (unsigned long long)was,
+                        (long long)st->local_step);
+}
+
 /* Until global_step > local_step: its new value in *step. */
 static rf_status advance(rf_session *s, int64_t *step)
 {
@@ -399,7 +458,9 @@ static rf_status advance(rf_session *s, int64_t *step)
         }
         if (rf_now_ms() >= next_quorum) {
             next_quorum = rf_now_ms() + QUORUM_READ_MS;
-            rst = check_quorum(s, st, &deadline, timeout);
+            rst = check_epoch(s, st);
+            if (rst == RF_OK)
+                rst = check_quorum(s, st, &deadline, timeout);
             if (rst != RF_OK)
                 return rst;
         }

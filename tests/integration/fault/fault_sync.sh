@@ -189,9 +189,20 @@ kill_run() {
         # sees global_step go back at the restore and runs again from it
         # (a wait for the step's publication that ran to op_timeout_ms, 30
         # s, held the job that long)
-        local tr t1
+        local tr t1 t1r
         tr=$(first_after "$out" worker0 "$tk" ": session ready: restored ")
         t1=$(first_after "$out" worker1 "$tk" ": session lost \\(")
+        t1r=$(first_after "$out" worker1 "$tk" ": recovered in ")
+        # worker 1's stall: from the kill, and from the restarted chief's
+        # restore, to its own recovery (training again): at most the 1 s
+        # restart backoff + $(t 4) s (the chief's start and restore
+        # included), and $(t 2) s after the restore
+        if [[ -n $tr && -n $t1r ]] &&
+            awk -v k="$tk" -v a="$tr" -v b="$t1r" -v m="$(t 2)" -v n="$((1 + $(t 4)))" 'BEGIN { exit !(b - a <= m && b - k <= n) }'; then
+            ok "$name: worker1 stalled $(elapsed "$tk" "$t1r") s from the kill, $(elapsed "$tr" "$t1r") s from the restore (<= $((1 + $(t 4))) s, $(t 2) s)"
+        else
+            fail "$name: worker1 trained again $([[ -n $t1r ]] && elapsed "$tk" "$t1r" || echo never) s after the kill, $([[ -n $tr && -n $t1r ]] && elapsed "$tr" "$t1r" || echo never) s after the restore; want <= $((1 + $(t 4))) s and $(t 2) s"
+        fi
         if [[ -n $tr && -n $t1 ]] && awk -v a="$tr" -v b="$t1" -v m="$(t 10)" 'BEGIN { exit !(b - a <= m) }'; then
             ok "$name: worker1 noticed the restore $(elapsed "$tr" "$t1") s after it: $(lines_of "$out" worker1 | awk -v t="$t1" '$1 == t' | head -n 1 | cut -d' ' -f2- | cut -c1-200)"
         else
@@ -358,6 +369,14 @@ case_backup_gone() {
 
 ckpt_then() { ckpt_after "$1" "$every" && gs_at_least "$1" worker0 "$2"; }
 
+# chief_stopped: rf-launch's worker0 stopped itself (state T)
+chief_stopped() {
+    local pid state
+    pid=$(task_pid worker 0) || return 1
+    read -r _ _ state _ <"/proc/$pid/stat" 2>/dev/null
+    [[ $state == T ]]
+}
+
 case $case_name in
 sync_ps_kill)
     need_data
@@ -370,6 +389,25 @@ sync_worker_kill)
 sync_chief_kill)
     need_data
     reference 2 && kill_run chief_kill 2 worker:0 ckpt_then "$tmp/chief_kill.out" $((every * 2 + every / 4))
+    ;;
+sync_chief_epoch)
+    # the chief stops itself right after the first gradient of step
+    # 2 * every (a checkpoint's step) was taken, and is killed: it pushed
+    # to one shard only, so the restarted chief's restore of that very
+    # step leaves global_step where worker 1 waits, one shard's
+    # accumulator reset and the other holding worker 1's gradient; only
+    # the chief epoch tells worker 1 to run the step again
+    need_data
+    if reference 2; then
+        echo $((every * 2)) >"$tmp/stop"
+        export RF_TEST_SYNC_STOP_AFTER_PUSH=$tmp/stop
+        kill_run chief_epoch 2 worker:0 chief_stopped
+        unset RF_TEST_SYNC_STOP_AFTER_PUSH
+        [[ ! -e $tmp/stop ]] || fail "chief_epoch: the chief never stopped at step $((every * 2))"
+        t1=$(first_after "$out" worker1 "$tk" ": session lost \\(.*chief epoch")
+        [[ -n $t1 ]] && ok "chief_epoch: worker1 learned it from the chief epoch" ||
+            fail "chief_epoch: worker1's 'session lost' does not name the chief epoch"
+    fi
     ;;
 sync_backup)
     need_data
