@@ -22,7 +22,14 @@
  *            restore by the chief (the shards' steps go back with it, so
  *            step G would never be applied): the run fails at once with
  *            RF_ERR_ABORTED and the monitored session recovers, rather
- *            than waiting out op_timeout_ms.
+ *            than waiting out op_timeout_ms; so does a changed chief
+ *            epoch (ps task 0, read every 250 ms of a wait: the chief
+ *            set the shards' steps again, a restore to this very step).
+ *            In the same rhythm ps task 0's members bitmap: fewer than N
+ *            training workers connected suspends op_timeout_ms for
+ *            sync_max_wait_ms; a worker back resumes the step, else the
+ *            run fails for good (RF_ERR_UNAVAILABLE naming the missing
+ *            workers, rf_session_sync_stuck).
  * A run that failed before advancing re-reads global_step at the next run,
  * so a recovered worker tags with the step the cluster is at. The chief
  * sets every shard's sync step to the global_step it starts from (after a

@@ -408,8 +408,9 @@ RF_API void rf_session_set_trace(rf_session *s, rf_trace *t);
  * chief waits at most timeout_ms (0: 30 minutes) for every other training
  * worker's announcement (RF_ERR_TIMEOUT says how many came; with sync
  * replicas and backup workers only replicas_to_aggregate - 1 others are
- * required, the rest are waited for at most op_timeout_ms more, so a
- * stopped backup worker does not hold the job), then reads
+ * required, the rest are not waited for once their connections are gone
+ * (no longer members of ps task 0), else at most op_timeout_ms more, so
+ * neither a dead nor a stopped backup worker holds the job), then reads
  * every variable of the graph from the ps tasks, optimizer slots, Adam's
  * beta powers (the first variable's: see docs/DESIGN.md, Departures) and
  * global_step included, so the graph can be evaluated and exported

@@ -319,60 +319,18 @@ static int finish(tr_worker *d, const char *who, const tr_train_result *tr,
     return 0;
 }
 
-/* The chief, stopping before the job's end: a checkpoint into
- * --checkpoint_dir (the steps since the last one would be lost), what
- * became of it in saved ("; saved PATH", or why not). */
-static void save_now(tr_worker *d, const char *after, char *saved, size_t len)
-{
-    const tr_flags *f = d->f;
-    saved[0] = '\0';
-    if (!d->self->is_chief || !f->checkpoint_dir)
-        return;
-    char path[4096];
-    if (rf_session_save(rf_monitored_session_session(d->ms), f->checkpoint_dir,
-                        (int)f->max_to_keep, path, sizeof path) == RF_OK) {
-        printf("chief: saved checkpoint %s after %s\n", path, after);
-        snprintf(saved, len, "; saved %s", path);
-    } else {
-        snprintf(saved, len, "; no checkpoint saved: %s", rf_error_message());
-    }
-    fflush(stdout);
-}
-
 /* SIGTERM stopped the training before the job's end: the chief saves a
  * checkpoint (the steps since the last one would be lost with it), no one
  * announces its end (the job goes on when the task is back). 138. */
 static int preempted(tr_worker *d, const char *who, int64_t global_step)
 {
     char saved[4400] = "", why[4600];
-    save_now(d, "SIGTERM", saved, sizeof saved);
+    tr_save_now(d->ms, d->f, d->self->is_chief, "SIGTERM", saved, sizeof saved);
     snprintf(why, sizeof why,
              "preempted: SIGTERM at global_step %" PRId64
              ", before the job's end%s",
              global_step, saved);
     return tr_exit_fail(TR_EXIT_RETRYABLE, who, why);
-}
-
-/* Sync replicas, fewer workers connected than a step needs for
- * --max_wait_secs (err says which are missing): no step can complete. The
- * chief saves a checkpoint and shuts the ps tasks down (the job ends; a
- * retry of the whole job resumes from the checkpoint), every worker exits
- * 138. */
-static int sync_stuck(tr_worker *d, const char *err)
-{
-    char saved[4400] = "", down[1200] = "", why[7000];
-    if (d->self->is_chief) {
-        save_now(d, "the sync step stopped", saved, sizeof saved);
-        if (rf_monitored_session_shutdown_cluster(d->ms) == RF_OK) {
-            printf("chief: ps tasks shut down\n");
-            snprintf(down, sizeof down, "; the ps tasks shut down");
-        } else {
-            snprintf(down, sizeof down, "; the ps tasks not shut down: %s",
-                     rf_error_message());
-        }
-    }
-    snprintf(why, sizeof why, "%s%s%s", err, saved, down);
-    return tr_exit_fail(TR_EXIT_RETRYABLE, "training", why);
 }
 
 int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
@@ -443,7 +401,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     if ((rc = train(&d, mine ? mine : train_set, trace, &tr, err,
                     sizeof err)) != 0) {
         rc = rf_session_sync_stuck(rf_monitored_session_session(d.ms))
-                 ? sync_stuck(&d, err)
+                 ? tr_sync_stuck(d.ms, f, chief, err)
                  : tr_exit_fail(rc, "training", err);
         goto out;
     }
