@@ -461,6 +461,12 @@ rf_status cli_globals_read(rf_ps_client *c, uint32_t off, uint64_t *out,
     return globals_op(c, off, RF_OP_READ, 0, out, what);
 }
 
+rf_status cli_globals_fetch_add(rf_ps_client *c, uint32_t off, uint64_t add,
+                                uint64_t *old, const char *what)
+{
+    return globals_op(c, off, RF_OP_FETCH_ADD, add, old, what);
+}
+
 static rf_status step_op(rf_ps_client *c, rf_op op, uint64_t arg,
                          uint64_t *result, const char *what)
 {

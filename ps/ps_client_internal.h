@@ -347,6 +347,9 @@ void cli_group_fail(cli_group *g, rf_status st, const char *fmt, ...)
 /* A plain READ of the u64 at offset off of ps task 0's globals block. */
 rf_status cli_globals_read(rf_ps_client *c, uint32_t off, uint64_t *out,
                            const char *what);
+/* A FETCH_AND_ADD of add to that u64; *old (may be NULL) its value before. */
+rf_status cli_globals_fetch_add(rf_ps_client *c, uint32_t off, uint64_t add,
+                                uint64_t *old, const char *what);
 /* Sends the request of len bytes in p's request buffer and waits for the
  * reply of type want (an ERROR_REPLY becomes its status and text). The
  * reply is at *reply until cli_rpc_done. */

@@ -2,8 +2,10 @@
  * and ps/ps_server_sync.c): tagged pushes into the shards' accumulators (the
  * apply=ps push path of ps_client_push.c with the tag WRITE in front), the
  * counts of their acknowledgements, one-sided READs of every shard's sync
- * step and stale count (the publication a worker waits for), and the
- * chief's WRITE of the step the accumulators start from. */
+ * step and stale count (the publication a worker waits for), the
+ * chief's WRITE of the step the accumulators start from, and the chief
+ * epoch word on ps task 0 (bumped at each such WRITE, READ by a waiting
+ * worker). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,4 +121,30 @@ rf_status rf_ps_sync_set_step(rf_ps_client *c, rf_ps_var *const *vars, size_t n,
     }
     cli_unlock(c);
     return st;
+}
+
+rf_status rf_ps_sync_epoch_bump(rf_ps_client *c, uint64_t *epoch)
+{
+    if (!c)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_sync_epoch_bump: NULL argument");
+    if (!c->opt.is_chief)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_sync_epoch_bump: only the chief bumps the "
+                            "sync epoch");
+    uint64_t old = 0;
+    rf_status st = cli_globals_fetch_add(
+        c, PS_SYNC_EPOCH_OFF, 1, &old, "sync epoch FETCH_AND_ADD on ps task 0");
+    if (st == RF_OK && epoch)
+        *epoch = old + 1;
+    return st;
+}
+
+rf_status rf_ps_sync_epoch_read(rf_ps_client *c, uint64_t *epoch)
+{
+    if (!c || !epoch)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_sync_epoch_read: NULL argument");
+    return cli_globals_read(c, PS_SYNC_EPOCH_OFF, epoch,
+                            "sync epoch READ on ps task 0");
 }

@@ -53,13 +53,22 @@ _Static_assert(PS_REC_SYNC_STALE_OFF + 8 <= PS_REC_HEADER,
  * by the ps's service thread with the CPU only, never by NIC atomics (on a
  * real NIC the two are not coherent on one word): clients READ it. Its own
  * cache line, after the clock words. */
-#define PS_MEMBERS_OFF   3648u
-#define PS_GLOBALS_BYTES 4096u
+#define PS_MEMBERS_OFF 3648u
+/* u64: sync replicas' chief epoch, bumped (FETCH_AND_ADD, a NIC atomic
+ * only) by the chief each time it sets the shards' sync steps (its start
+ * or restore, rf_ps_sync_epoch_bump); a waiting worker READs it and runs
+ * its step again when it changed. Its own cache line. */
+#define PS_SYNC_EPOCH_OFF 3712u
+#define PS_GLOBALS_BYTES  4096u
 _Static_assert(PS_CLOCKS_OFF + 8 * RF_PS_MAX_CLOCKS <= PS_MEMBERS_OFF,
                "the members words come after the clock words");
 _Static_assert(PS_MEMBERS_OFF % 64 == 0 &&
                    PS_MEMBERS_OFF + 8 * RF_PS_DONE_WORDS <= PS_GLOBALS_BYTES,
                "the members words fit the globals block, on their own line");
+_Static_assert(PS_SYNC_EPOCH_OFF % 64 == 0 &&
+                   PS_MEMBERS_OFF + 8 * RF_PS_DONE_WORDS <= PS_SYNC_EPOCH_OFF &&
+                   PS_SYNC_EPOCH_OFF + 8 <= PS_GLOBALS_BYTES,
+               "the sync epoch word: after the members, its own line");
 _Static_assert(PS_WORKERS_DONE_OFF + 8 * RF_PS_DONE_WORDS <= PS_CLOCKS_OFF,
                "the workers-done words come before the clock words");
 _Static_assert(PS_CLOCKS_OFF + 8 * RF_PS_MAX_CLOCKS <= PS_GLOBALS_BYTES,

@@ -4,6 +4,7 @@
  * it, create it again, run the step again), and the bounded end of a job
  * (the chief waits stop_grace_secs for the other workers, pulls every
  * variable back, runs the hooks' end). */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -315,6 +316,12 @@ rf_status rf_monitored_session_create(rf_server *server, rf_graph *g,
     ms->opt.hooks = ms->opt.chief_only_hooks = NULL;
     ms->opt.num_hooks = ms->opt.num_chief_only_hooks = 0;
     ms->opt.session.checkpoint_dir = o->checkpoint_dir;
+    /* sync replicas: a step waits max_wait_secs for missing workers */
+    if (ms->opt.session.sync_max_wait_ms <= 0)
+        ms->opt.session.sync_max_wait_ms =
+            o->max_wait_secs > 0 && o->max_wait_secs < INT_MAX / 1000
+                ? o->max_wait_secs * 1000
+                : INT_MAX;
     ms->log = o->log ? o->log : stdout;
     const rf_cluster_task *self =
         server ? rf_cluster_self(rf_server_cluster(server)) : NULL;
@@ -487,6 +494,10 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
             return st;
         char err[1024];
         snprintf(err, sizeof err, "%s", rf_error_message());
+        if (rf_session_sync_stuck(ms->s)) { /* a recovery cannot help */
+            ms_note(ms, "not recovering: %s", err);
+            return rf_error_set(st, "%s", err);
+        }
         if ((st = recover(ms, st, err)) != RF_OK)
             return st;
         if (ms->state == MS_STOPPING) { /* the job ended meanwhile */

@@ -77,9 +77,11 @@ rf_status sess_push_check_rows(const rf_session *s, const sess_var *v)
     return s->push->check_rows ? s->push->check_rows(s, v) : RF_OK;
 }
 
-bool sess_push_may_skip_missing(rf_session *s, size_t k)
+bool sess_push_may_skip_missing(rf_session *s, const uint32_t *ids, size_t n,
+                                const uint64_t *done, size_t k)
 {
-    return s->push->may_skip_missing && s->push->may_skip_missing(s, k);
+    return s->push->may_skip_missing &&
+           s->push->may_skip_missing(s, ids, n, done, k);
 }
 
 rf_status sess_push_wait_acks(rf_session *s)

@@ -22,7 +22,14 @@
  *            restore by the chief (the shards' steps go back with it, so
  *            step G would never be applied): the run fails at once with
  *            RF_ERR_ABORTED and the monitored session recovers, rather
- *            than waiting out op_timeout_ms.
+ *            than waiting out op_timeout_ms; so does a changed chief
+ *            epoch (ps task 0, read every 250 ms of a wait: the chief
+ *            set the shards' steps again, a restore to this very step).
+ *            In the same rhythm ps task 0's members bitmap: fewer than N
+ *            training workers connected suspends op_timeout_ms for
+ *            sync_max_wait_ms; a worker back resumes the step, else the
+ *            run fails for good (RF_ERR_UNAVAILABLE naming the missing
+ *            workers, rf_session_sync_stuck).
  * A run that failed before advancing re-reads global_step at the next run,
  * so a recovered worker tags with the step the cluster is at. The chief
  * sets every shard's sync step to the global_step it starts from (after a
@@ -33,29 +40,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "session/session_internal.h"
+#include "session/push_sync_internal.h"
 
 /* Polling the publication: back-to-back at first, then sleeping. */
 #define SPIN_MS       2
 #define SLEEP_MS      1
 #define LONG_WAIT_MS  100
 #define LONG_SLEEP_MS 5
-
-typedef struct sync_state {
-    /* the shards' replicas_to_aggregate and total_num_replicas, and how
-     * many of the other workers the chief's finish may go without */
-    uint32_t n, m;
-    int64_t optional;
-    /* when the finish's wait for only those (backup) workers ends; 0: not
-     * yet */
-    int64_t optional_deadline;
-    rf_ps_var **shards; /* every variable's shard, in s->v order */
-    int64_t *steps;     /* their step words, as last read */
-    uint64_t *stale;
-    int64_t local_step;
-    bool stepping;      /* a run began and has not advanced */
-    uint64_t published; /* CMP_AND_SWPs this worker won */
-} sync_state;
 
 static rf_status configure(rf_session *s)
 {
@@ -143,6 +134,9 @@ static rf_status start(rf_session *s)
     st->stale = calloc(n, sizeof *st->stale);
     if (!st->shards || !st->steps || !st->stale)
         return rf_error_set(RF_ERR_NO_MEMORY, "sync_replicas: out of memory");
+    rf_status rst = rf_ps_sync_epoch_read(s->client, &st->epoch);
+    if (rst != RF_OK)
+        return rf_error_set(rst, "sync_replicas: %s", rf_error_message());
     return read_step(s, &st->local_step);
 }
 
@@ -161,6 +155,9 @@ static rf_status init_shards(rf_session *s)
         vars[i] = s->v[i].shard;
     st = rf_ps_sync_set_step(s->client, vars, s->nv, step);
     free(vars);
+    /* a worker waiting for a step learns at once that it was set again */
+    if (st == RF_OK)
+        st = rf_ps_sync_epoch_bump(s->client, NULL);
     if (st != RF_OK)
         return rf_error_set(st,
                             "sync_replicas: setting the shards' step to "
@@ -189,6 +186,8 @@ static rf_status push_dense(rf_session *s, const size_t *vars, size_t n)
     for (size_t k = 0; k < n && rst == RF_OK; k++) {
         rf_ps_xfer x = sess_grad_xfer(s, vars[k]);
         rst = rf_ps_push_sync(s->client, &x, 1, st->local_step);
+        if (rst == RF_OK && k == 0)
+            sync_test_stop_after_push(s, st);
     }
     return rst;
 }
@@ -249,6 +248,8 @@ static rf_status advance(rf_session *s, int64_t *step)
     int64_t g = st->local_step, gs = g;
     int timeout = s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000;
     int64_t t0 = rf_now_ms(), deadline = rf_deadline_ms(timeout);
+    int64_t next_quorum = t0 + SYNC_WATCH_MS;
+    st->lost_since = 0;
     collect_shards(s, st);
     for (;;) {
         rf_status rst = read_step(s, &gs);
@@ -291,12 +292,22 @@ static rf_status advance(rf_session *s, int64_t *step)
                                 "passed it (was a checkpoint restored?)",
                                 (long long)gs, (long long)g);
         }
-        if (rf_deadline_passed(deadline))
+        if (rf_now_ms() >= next_quorum) {
+            next_quorum = rf_now_ms() + SYNC_WATCH_MS;
+            rst = sync_check_epoch(s, st);
+            if (rst == RF_OK)
+                rst = sync_check_quorum(s, st, &deadline, timeout);
+            if (rst != RF_OK)
+                return rst;
+        }
+        if (!st->lost_since && rf_deadline_passed(deadline))
             return timed_out(s, st, gs, timeout);
         int64_t waited = rf_now_ms() - t0;
         if (waited >= SPIN_MS)
             rf_sleep_ms(waited < LONG_WAIT_MS ? SLEEP_MS : LONG_SLEEP_MS);
     }
+    if (st->lost_since)
+        sync_quorum_back(st);
     st->local_step = gs;
     st->stepping = false;
     *step = gs;
@@ -339,13 +350,25 @@ static void replicas(const rf_session *s, uint32_t *n, uint32_t *m)
     *m = st ? st->m : 0;
 }
 
-/* Backup workers: once only they are missing, they get op_timeout_ms
- * more, not the whole wait. */
-static bool may_skip_missing(rf_session *s, size_t k)
+/* Backup workers: once only they are missing, those whose connection to
+ * ps task 0 is gone (no longer members: killed, not restarted) are not
+ * waited for at all; connected ones get op_timeout_ms more, not the whole
+ * wait. */
+static bool may_skip_missing(rf_session *s, const uint32_t *ids, size_t n,
+                             const uint64_t *done, size_t k)
 {
     sync_state *st = s->push_state;
     if (!st || (int64_t)k > st->optional)
         return false;
+    uint64_t bits[RF_PS_DONE_WORDS];
+    if (rf_ps_members_read(s->client, bits) == RF_OK) {
+        size_t connected = 0;
+        for (size_t i = 0; i < n; i++)
+            connected += !rf_ps_worker_is_done(done, ids[i]) &&
+                         rf_ps_worker_is_done(bits, ids[i]);
+        if (!connected)
+            return true;
+    }
     if (st->optional_deadline == 0)
         st->optional_deadline = rf_deadline_ms(
             s->opt.op_timeout_ms > 0 ? s->opt.op_timeout_ms : 30000);

@@ -85,7 +85,7 @@ rf_status rf_session_wait_workers(rf_session *s, int timeout_ms, char *missing,
         if (k == 0)
             break;
         /* sync replicas' backup workers (the strategy knows them) */
-        if (sess_push_may_skip_missing(s, k)) {
+        if (sess_push_may_skip_missing(s, ids, n, bits, k)) {
             RF_LOG_WARN("session: not waiting for %s (backup worker%s of "
                         "sync replicas)",
                         list, k == 1 ? "" : "s");

@@ -320,11 +320,13 @@ struct sess_push_ops {
     /* (optional; empty: 0 and 0) The shards' replicas_to_aggregate and
      * total_num_replicas (sync replicas: set by configure). */
     void (*replicas)(const rf_session *s, uint32_t *n, uint32_t *m);
-    /* (optional; empty: false) The chief's finish, k other workers still
-     * missing: whether it may stop waiting for them (sync replicas' backup
-     * workers: once only they are missing, they get op_timeout_ms more,
-     * not the whole wait). */
-    bool (*may_skip_missing)(rf_session *s, size_t k);
+    /* (optional; empty: false) The chief's finish, k of the n other
+     * workers ids still missing (not in done): whether it may stop waiting
+     * for them (sync replicas' backup workers: once only they are missing,
+     * those no longer connected are not waited for at all, connected ones
+     * op_timeout_ms more, not the whole wait). */
+    bool (*may_skip_missing)(rf_session *s, const uint32_t *ids, size_t n,
+                             const uint64_t *done, size_t k);
 };
 
 extern const sess_push_ops sess_push_apply_ps;
@@ -347,7 +349,8 @@ rf_status sess_push_advance(rf_session *s, int64_t *step);
 void sess_push_name_threads(rf_session *s, rf_trace *t);
 void sess_push_replicas(const rf_session *s, uint32_t *n, uint32_t *m);
 rf_status sess_push_check_rows(const rf_session *s, const sess_var *v);
-bool sess_push_may_skip_missing(rf_session *s, size_t k);
+bool sess_push_may_skip_missing(rf_session *s, const uint32_t *ids, size_t n,
+                                const uint64_t *done, size_t k);
 /* ... and the entries strategies share: every push acknowledged
  * (rf_ps_push_wait), global_step += 1 by FETCH_AND_ADD on ps task 0, and
  * the bookkeeping of a table's rows push (st: what the client call

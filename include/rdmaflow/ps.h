@@ -31,7 +31,8 @@
  * writes it with the CPU only (never a NIC atomic: on a real NIC CPU
  * writes and IBV_ATOMIC_HCA atomics to one word are not coherent, so it is
  * kept apart from the NIC-written done bitmap); clients READ it
- * (rf_ps_members_read).
+ * (rf_ps_members_read); at offset 3712 the sync-replicas chief epoch, a
+ * u64 the chief bumps with FETCH_AND_ADD (rf_ps_sync_epoch_bump).
  *
  * Pushes: the client offers one call per thing it puts on the wire, each
  * in a dense and a rows (sparse) form, and no mode: which one a training
@@ -489,6 +490,14 @@ RF_API rf_status rf_ps_sync_read(rf_ps_client *client, rf_ps_var *const *vars,
  * global_step training starts from. An accumulator whose step is rewritten
  * drops what it held. Before rf_ps_init_values, so a worker that sees the
  * init flags sees the step. */
+/* Sync replicas' chief epoch, a u64 at offset 3712 of ps task 0's globals
+ * block: the chief bumps it (FETCH_AND_ADD; *epoch the new value, may be
+ * NULL) after each rf_ps_sync_set_step of its start or restore, so a
+ * worker waiting for a step learns that the step it pushed for was set
+ * again (its gradient dropped, or the restore at its own step) instead of
+ * waiting out its timeout; any worker READs it. */
+RF_API rf_status rf_ps_sync_epoch_bump(rf_ps_client *client, uint64_t *epoch);
+RF_API rf_status rf_ps_sync_epoch_read(rf_ps_client *client, uint64_t *epoch);
 RF_API rf_status rf_ps_sync_set_step(rf_ps_client *client,
                                      rf_ps_var *const *vars, size_t n,
                                      int64_t step);

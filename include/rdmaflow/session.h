@@ -174,6 +174,13 @@ typedef struct rf_session_options {
     /* How long one such wait may last (0: 600000 ms); RF_ERR_TIMEOUT then
      * names the slowest worker, its clock and this worker's. */
     int staleness_wait_ms;
+    /* Sync replicas: how long a step waits while fewer than
+     * replicas_to_aggregate training workers are members of ps task 0 (a
+     * worker's bit clears once its connection has been closed for the
+     * ps's member_timeout_ms); then the run fails for good
+     * (rf_session_sync_stuck). 0: op_timeout_ms; the monitored session
+     * gives its max_wait_secs. */
+    int sync_max_wait_ms;
 } rf_session_options;
 
 RF_API void rf_session_options_init(rf_session_options *o);
@@ -294,6 +301,12 @@ typedef struct rf_session_sync_stats {
 /* RF_ERR_INVALID_ARG unless the session has sync_replicas. */
 RF_API rf_status rf_session_sync_stats_get(rf_session *s,
                                            rf_session_sync_stats *out);
+/* Sync replicas: true once a run failed (RF_ERR_UNAVAILABLE) because
+ * fewer than replicas_to_aggregate training workers were connected to ps
+ * task 0 for sync_max_wait_ms while a step waited: no step can complete, a
+ * recovery cannot help (the monitored session does not recover from it).
+ * False for any other session. */
+RF_API bool rf_session_sync_stuck(const rf_session *s);
 
 /* What this session's runs moved, counted from its creation (a recovery
  * makes a new session, counting from 0 again): the payload bytes of the
@@ -395,8 +408,9 @@ RF_API void rf_session_set_trace(rf_session *s, rf_trace *t);
  * chief waits at most timeout_ms (0: 30 minutes) for every other training
  * worker's announcement (RF_ERR_TIMEOUT says how many came; with sync
  * replicas and backup workers only replicas_to_aggregate - 1 others are
- * required, the rest are waited for at most op_timeout_ms more, so a
- * stopped backup worker does not hold the job), then reads
+ * required, the rest are not waited for once their connections are gone
+ * (no longer members of ps task 0), else at most op_timeout_ms more, so
+ * neither a dead nor a stopped backup worker holds the job), then reads
  * every variable of the graph from the ps tasks, optimizer slots, Adam's
  * beta powers (the first variable's: see docs/DESIGN.md, Departures) and
  * global_step included, so the graph can be evaluated and exported

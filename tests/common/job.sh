@@ -8,6 +8,8 @@
 #   now, elapsed, stamp_into, stamped  output lines stamped with the time
 #   start_launch, finish_launch, task_pid  rf-launch in the background, the
 #                       pid of one of its tasks
+#   make_cluster, start_task  a cluster of free ports, one task started by
+#                       hand
 #   lines_of, last_gs, saved_ckpts, first_after, accuracy, has_line  what a
 #                       task printed
 #   check_steps         the chief's global_step invariant
@@ -108,6 +110,42 @@ start_launch() {
     lt0=$(now)
     started+=("$lpid")
     echo "rf-launch --ps $nps --workers $nw ${largs[*]} -- rf-trainer $*"
+}
+
+# start_task OUT ARGS...: one rf-trainer by hand under timeout -s KILL, its
+# lines stamped into OUT; sets tpid (the timeout) and tpid_task (the
+# rf-trainer).
+start_task() {
+    local out=$1
+    shift
+    stamp_into "$out"
+    timeout -s KILL "$(t 120)" "$trainer" "$@" >"$out.fifo" 2>&1 &
+    tpid=$!
+    started+=("$tpid")
+    local i=0
+    tpid_task=
+    while [[ -z $tpid_task ]] && ((i++ < 200)); do
+        tpid_task=$(running "$tpid" "$trainer")
+        [[ -n $tpid_task ]] || sleep 0.02
+    done
+    [[ -n $tpid_task ]] && started+=("$tpid_task")
+}
+
+# The classic command lines of a 2 ps + 2 worker cluster on free ports:
+# sets cluster=(--ps_hosts=... --worker_hosts=...).
+make_cluster() {
+    local nps=$1 nw=$2 i port ps='' ws=''
+    # shellcheck disable=SC2034 # lib.sh's free_port reads it
+    used_ports=" "
+    for ((i = 0; i < nps; i++)); do
+        free_port port || return 1
+        ps+=${ps:+,}$host:$port
+    done
+    for ((i = 0; i < nw; i++)); do
+        free_port port || return 1
+        ws+=${ws:+,}$host:$port
+    done
+    cluster=(--ps_hosts="$ps" --worker_hosts="$ws")
 }
 
 # finish_launch OUT: waits for rf-launch (and its stamped output); sets rc.

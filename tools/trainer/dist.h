@@ -32,6 +32,16 @@ int tr_make_setter(const tr_flags *f, const rf_cluster *cluster,
 /* Examples one global step trains: the batch, N workers' batches with
  * --sync_replicas (N: --replicas_to_aggregate, else every worker). */
 int64_t tr_examples_per_global_step(const tr_flags *f, int num_workers);
+/* dist_stop.c: the chief (else nothing) saves a checkpoint into
+ * --checkpoint_dir now, printing "chief: saved checkpoint PATH after
+ * AFTER"; saved gets "; saved PATH" or why not. */
+void tr_save_now(rf_monitored_session *ms, const tr_flags *f, bool chief,
+                 const char *after, char *saved, size_t len);
+/* Sync replicas, rf_session_sync_stuck (err says which workers are
+ * missing): the chief saves and shuts the ps tasks down; 138 with the
+ * final line's reason. */
+int tr_sync_stuck(rf_monitored_session *ms, const tr_flags *f, bool chief,
+                  const char *err);
 void tr_session_options_fill(const tr_flags *f, const tr_session *s,
                              rf_session_options *o);
 /* The monitored session's options of the flags (checkpoints, step

@@ -346,19 +346,7 @@ static int finish(tr_worker *d, const char *who, const tr_train_result *tr,
 static int preempted(tr_worker *d, const char *who, int64_t global_step)
 {
     char saved[4400] = "", why[4600];
-    const tr_flags *f = d->f;
-    if (d->self->is_chief && f->checkpoint_dir) {
-        char path[4096];
-        if (rf_session_save(rf_monitored_session_session(d->ms),
-                            f->checkpoint_dir, (int)f->max_to_keep, path,
-                            sizeof path) == RF_OK) {
-            printf("chief: saved checkpoint %s after SIGTERM\n", path);
-            snprintf(saved, sizeof saved, "; saved %s", path);
-        } else {
-            snprintf(saved, sizeof saved, "; no checkpoint saved: %s",
-                     rf_error_message());
-        }
-    }
+    tr_save_now(d->ms, d->f, d->self->is_chief, "SIGTERM", saved, sizeof saved);
     snprintf(why, sizeof why,
              "preempted: SIGTERM at global_step %" PRId64
              ", before the job's end%s",
@@ -438,7 +426,9 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     tr_preempt_graceful(true); /* SIGTERM: stop at the end of a step */
     if ((rc = train(&d, mine ? mine : train_set, trace, &tr, err,
                     sizeof err)) != 0) {
-        rc = tr_exit_fail(rc, "training", err);
+        rc = rf_session_sync_stuck(rf_monitored_session_session(d.ms))
+                 ? tr_sync_stuck(d.ms, f, chief, err)
+                 : tr_exit_fail(rc, "training", err);
         goto out;
     }
     if (tr_preempted() && !rf_monitored_session_should_stop(d.ms)) {

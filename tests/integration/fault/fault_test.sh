@@ -106,24 +106,6 @@ job_flags=(--model=softmax --optimizer=adagrad
     --max_wait_secs="$(t 60)")
 
 
-# start_task OUT ARGS...: one rf-trainer by hand under timeout -s KILL, its
-# lines stamped into OUT; sets tpid (the timeout) and tpid_task (the
-# rf-trainer).
-start_task() {
-    local out=$1
-    shift
-    stamp_into "$out"
-    timeout -s KILL "$(t 120)" "$trainer" "$@" >"$out.fifo" 2>&1 &
-    tpid=$!
-    started+=("$tpid")
-    local i=0
-    tpid_task=
-    while [[ -z $tpid_task ]] && ((i++ < 200)); do
-        tpid_task=$(running "$tpid" "$trainer")
-        [[ -n $tpid_task ]] || sleep 0.02
-    done
-    [[ -n $tpid_task ]] && started+=("$tpid_task")
-}
 
 
 # split OUT: "M0 + M1", the steps each worker ran ("training: M steps";
@@ -276,22 +258,6 @@ case_ps_kill() {
 
 # ---- worker_kill -----------------------------------------------------------
 
-# The classic command lines of a 2 ps + 2 worker cluster on free ports:
-# sets cluster=(--ps_hosts=... --worker_hosts=...).
-make_cluster() {
-    local nps=$1 nw=$2 i port ps='' ws=''
-    # shellcheck disable=SC2034 # lib.sh's free_port reads it
-    used_ports=" "
-    for ((i = 0; i < nps; i++)); do
-        free_port port || return 1
-        ps+=${ps:+,}$host:$port
-    done
-    for ((i = 0; i < nw; i++)); do
-        free_port port || return 1
-        ws+=${ws:+,}$host:$port
-    done
-    cluster=(--ps_hosts="$ps" --worker_hosts="$ws")
-}
 
 
 worker_kill_by_hand() {

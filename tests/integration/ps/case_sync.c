@@ -128,6 +128,25 @@ void case_sync(void)
     CHECK_ST(rf_ps_push_sync(w[1].c, &x, 1, -1), RF_ERR_INVALID_ARG);
     CHECK_ST(rf_ps_sync_set_step(w[1].c, &w[1].v, 1, 3), RF_ERR_INVALID_ARG);
     CHECK_MSG("only the chief");
+
+    /* the chief epoch: 0 until the chief bumps it, then one more each
+     * time, seen by every worker; a worker may not bump it */
+    uint64_t e0 = 99, e1 = 0, e2 = 0, seen = 0;
+    CHECK_OK(rf_ps_sync_epoch_read(w[2].c, &e0));
+    CHECK(e0 == 0, "the chief epoch starts at 0, not %llu",
+          (unsigned long long)e0);
+    CHECK_OK(rf_ps_sync_epoch_bump(cl.chief, &e1));
+    CHECK_OK(rf_ps_sync_epoch_bump(cl.chief, &e2));
+    CHECK_OK(rf_ps_sync_epoch_read(w[1].c, &seen));
+    CHECK(e1 == 1 && e2 == 2 && seen == 2,
+          "the chief epoch bumped to %llu then %llu, read %llu; want 1, 2, 2",
+          (unsigned long long)e1, (unsigned long long)e2,
+          (unsigned long long)seen);
+    CHECK_ST(rf_ps_sync_epoch_bump(w[1].c, NULL), RF_ERR_INVALID_ARG);
+    CHECK_MSG("only the chief");
+    CHECK_OK(rf_ps_sync_epoch_read(w[2].c, &seen));
+    CHECK(seen == 2, "a worker's refused bump moved the epoch to %llu",
+          (unsigned long long)seen);
     rf_ps_shard_spec plain = pt_counter_spec("plain", NEL);
     rf_ps_var *pv = NULL;
     CHECK_OK(rf_ps_create(cl.chief, 0, &plain, &pv));
