@@ -36,6 +36,8 @@
  *  - CQ overflow: never loses a completion (kept past the depth, in order),
  *    logs an error once per queue and puts the producing endpoint in the
  *    error state.
+ *  - Packet loss: TCP's; its retransmission floor is RF_SOCK_RTO_MIN_US
+ *    (default 10 ms, TCP_RTO_MIN_US) on both ends, not 200 ms.
  *  - Dead peer: EOF/reset at once; a silent host through keepalive and
  *    TCP_USER_TIMEOUT (RF_PEER_TIMEOUT_MS); a frozen peer process by the
  *    watchdog: work outstanding and no byte moved either way for
