@@ -12,9 +12,7 @@
  * both ends (Linux >= 6.15), as the sock provider does (RF_SOCK_RTO_MIN_US).
  * Usage: rf-bench-tcp-rr [--steps N] [--pattern REQ:REPLY[,REQ:REPLY...]]
  *                        [--rto-min-us US] [--delack-max-us US] */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -25,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench_stats.h"
+#include "bench_tcp.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/spawn.h"
 #include "rdmaflow/status.h"
@@ -71,16 +70,30 @@ static int xfer(int fd, unsigned char *p, size_t len, int send_it)
     return 0;
 }
 
-static void tune(int fd, long rto_min_us, long delack_max_us)
+/* TCP_NODELAY, and the two floors when asked; -1 with a message if the
+ * kernel refuses one (less than two ticks, more than 200 ms, or a kernel
+ * before Linux 6.15). */
+static int tune(int fd, long rto_min_us, long delack_max_us)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    int v = (int)rto_min_us;
-    if (v > 0 && setsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &v, sizeof v))
-        fprintf(stderr, WHO ": TCP_RTO_MIN_US %d: %s\n", v, strerror(errno));
-    v = (int)delack_max_us;
-    if (v > 0 && setsockopt(fd, IPPROTO_TCP, TCP_DELACK_MAX_US, &v, sizeof v))
-        fprintf(stderr, WHO ": TCP_DELACK_MAX_US %d: %s\n", v, strerror(errno));
+    const struct {
+        const char *name;
+        int opt;
+        long v;
+    } o[] = {{"TCP_RTO_MIN_US", TCP_RTO_MIN_US, rto_min_us},
+             {"TCP_DELACK_MAX_US", TCP_DELACK_MAX_US, delack_max_us}};
+    for (int i = 0; i < 2; i++) {
+        int v = (int)o[i].v;
+        if (v > 0 && setsockopt(fd, IPPROTO_TCP, o[i].opt, &v, sizeof v)) {
+            fprintf(stderr,
+                    WHO ": %s %d: %s (the kernel takes two ticks to 200 ms, "
+                        "from Linux 6.15)\n",
+                    o[i].name, v, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Parses "REQ:REPLY,..." into x; returns the count or -1. */
@@ -108,22 +121,9 @@ static int parse_pattern(const char *s, xchg *x)
  * (two little-endian u32), the rest is payload. */
 static int serve(int ready_fd, long rto_min_us, long delack_max_us)
 {
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1) ||
-        getsockname(l, (struct sockaddr *)&a, &al)) {
-        perror(WHO ": server socket");
+    int fd = bench_tcp_accept_one(WHO, ready_fd);
+    if (fd < 0 || tune(fd, rto_min_us, delack_max_us))
         return 1;
-    }
-    dprintf(ready_fd, "%u\n", (unsigned)ntohs(a.sin_port));
-    close(ready_fd);
-    int fd = accept(l, NULL, NULL);
-    close(l);
-    if (fd < 0)
-        return 1;
-    tune(fd, rto_min_us, delack_max_us);
     unsigned char *buf = calloc(MAX_BYTES, 1);
     if (!buf)
         return 1;
@@ -136,35 +136,6 @@ static int serve(int ready_fd, long rto_min_us, long delack_max_us)
     }
     free(buf);
     close(fd);
-    return 0;
-}
-
-static int start_server(long rto_min_us, long delack_max_us, rf_child *child,
-                        uint16_t *port)
-{
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC))
-        return perror(WHO ": pipe"), -1;
-    char r[24], d[24];
-    snprintf(r, sizeof r, "%ld", rto_min_us);
-    snprintf(d, sizeof d, "%ld", delack_max_us);
-    const char *cargv[] = {
-        WHO, "--serve", "--ready-fd", "3", "--rto-min-us", r, "--delack-max-us",
-        d,   NULL};
-    rf_spawn_opts so = {.argv = cargv,
-                        .path = RF_SPAWN_SELF,
-                        .die_with_parent = true,
-                        .keep = &(rf_spawn_fd){fds[1], 3},
-                        .nkeep = 1};
-    rf_status st = rf_spawn(&so, child);
-    close(fds[1]);
-    if (st == RF_OK)
-        st = rf_spawn_read_port(fds[0], NULL, 10000, port);
-    close(fds[0]);
-    if (st != RF_OK) {
-        fprintf(stderr, WHO ": server: %s\n", rf_error_message());
-        return -1;
-    }
     return 0;
 }
 
@@ -214,19 +185,21 @@ int main(int argc, char **argv)
     if (server)
         return serve(ready_fd >= 0 ? ready_fd : 1, rto_min_us, delack_max_us);
 
+    char r[24], d[24];
+    snprintf(r, sizeof r, "%ld", rto_min_us);
+    snprintf(d, sizeof d, "%ld", delack_max_us);
+    const char *cargv[] = {
+        WHO, "--serve", "--ready-fd", "3", "--rto-min-us", r, "--delack-max-us",
+        d,   NULL};
     rf_child child;
-    uint16_t port = 0;
-    if (start_server(rto_min_us, delack_max_us, &child, &port))
+    int fd = bench_tcp_spawn_connect(WHO, cargv, &child);
+    if (fd < 0)
         return 1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons(port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
-        perror(WHO ": connect");
+    if (tune(fd, rto_min_us, delack_max_us)) {
+        close(fd);
+        rf_child_stop(&child, 0, 10000, &(int){0}, &(bool){false});
         return 1;
     }
-    tune(fd, rto_min_us, delack_max_us);
     uint64_t *t = calloc((size_t)steps + 1, sizeof *t);
     unsigned char *buf = calloc(MAX_BYTES, 1);
     int rc = t && buf ? 0 : 1;
