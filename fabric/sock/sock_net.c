@@ -180,16 +180,25 @@ rf_status sock_net_listen(const char *host, uint16_t port, int *fd_out,
  * most of a training step's time. The floor goes down to rto_min_us and the
  * delayed ACK (which the probe waits out) to half of it, so a late ACK is
  * not taken for a loss. Both ends are rdmaflow's, so both set it. The kernel
- * rounds up to its ticks and refuses less than two (8 ms at HZ=250; then the
- * delayed ACK cap is tried at rto_min_us); an older kernel refuses both:
- * its defaults stay, as they would with RF_SOCK_RTO_MIN_US=0. */
+ * rounds up to its ticks and refuses less than two (8 ms at HZ=250: a
+ * warning, the default stays; a delayed ACK cap so refused is tried at
+ * rto_min_us); an older kernel refuses both: its defaults stay, as they
+ * would with RF_SOCK_RTO_MIN_US=0 (logged at info). */
 static void tune_rto(int fd, int rto_min_us)
 {
     if (rto_min_us <= 0)
         return;
     if (setsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &rto_min_us,
-                   sizeof rto_min_us))
+                   sizeof rto_min_us)) {
+        int e = errno;
+        RF_LOG_LIMITED(e == EINVAL ? RF_LOG_WARN : RF_LOG_INFO,
+                       "sock: RF_SOCK_RTO_MIN_US=%d: TCP_RTO_MIN_US refused "
+                       "(%s%s); TCP keeps the kernel's 200 ms floor",
+                       rto_min_us, strerror(e),
+                       e == EINVAL ? ": under two of the kernel's ticks"
+                                   : ": a kernel before Linux 6.15");
         return;
+    }
     int delack = rto_min_us / 2;
     if (setsockopt(fd, IPPROTO_TCP, TCP_DELACK_MAX_US, &delack, sizeof delack))
         setsockopt(fd, IPPROTO_TCP, TCP_DELACK_MAX_US, &rto_min_us,

@@ -17,11 +17,14 @@
 #       same order), some rto below 200 ms;
 #   no loss, RF_SOCK_RTO_MIN_US=0: every rto at least 200 ms (the setting
 #       is what lowers it);
+#   no loss, RF_SOCK_RTO_MIN_US=1000 (under two ticks at any HZ, which the
+#       kernel refuses): the job exits 0, warns naming the setting, and
+#       every rto is at least 200 ms;
 #   RF_SOCK_RTO_MIN_US=300000: the ps refuses it, exit 2, naming it.
 # Needs nft (Debian package nftables, tools/rf-setup deps), unshare and ss
 # and the dataset-fashion-mnist package; fails (never skips) without them,
 # or on a kernel without TCP_RTO_MIN_US (Linux < 6.15). Prints every check
-# (ok: / FAIL:). About 20 s here.
+# (ok: / FAIL:). About 25 s here.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=SCRIPTDIR/../../common/lib.sh
@@ -140,6 +143,22 @@ if rto_all kernel; then
     ok "RF_SOCK_RTO_MIN_US=0: every rto >= 200 ms, the kernel's floor (count ms:$(samples kernel))"
 else
     fail "RF_SOCK_RTO_MIN_US=0: rto samples not all >= 200 ms, or none (count ms:$(samples kernel))"
+fi
+
+if job tiny RF_SOCK_RTO_MIN_US=1000; then ok "RF_SOCK_RTO_MIN_US=1000: the job exits 0"; else
+    fail "RF_SOCK_RTO_MIN_US=1000: the job failed"
+    show "$tmp/tiny.out"
+fi
+if grep -q 'RF_SOCK_RTO_MIN_US=1000: TCP_RTO_MIN_US refused' "$tmp/tiny.out"; then
+    ok "RF_SOCK_RTO_MIN_US=1000: warned"
+else
+    fail "RF_SOCK_RTO_MIN_US=1000: no warning naming it"
+    show "$tmp/tiny.out"
+fi
+if rto_all tiny; then
+    ok "RF_SOCK_RTO_MIN_US=1000: every rto >= 200 ms (count ms:$(samples tiny))"
+else
+    fail "RF_SOCK_RTO_MIN_US=1000: rto samples not all >= 200 ms, or none (count ms:$(samples tiny))"
 fi
 
 RF_FABRIC=sock RF_SOCK_RTO_MIN_US=300000 timeout "$(t 30)" "$trainer" \
