@@ -8,9 +8,7 @@
  * (bench_stats.c: perftest's t_typical and t_avg), printed as one JSON
  * object: {"t_typical_usec":..., "t_avg_usec":..., ...}.
  * Usage: rf-bench-tcp-ref [--iters N] [--size S] [--poll block|busy] */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -21,6 +19,7 @@
 #include <unistd.h>
 
 #include "bench_stats.h"
+#include "bench_tcp.h"
 #include "rdmaflow/clock.h"
 #include "rdmaflow/spawn.h"
 #include "rdmaflow/status.h"
@@ -60,19 +59,7 @@ static int xfer(int fd, unsigned char *p, size_t len, int send_it, int busy)
 
 static int serve(int ready_fd, size_t size)
 {
-    int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof a;
-    if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1) ||
-        getsockname(l, (struct sockaddr *)&a, &al)) {
-        perror(WHO ": server socket");
-        return 1;
-    }
-    dprintf(ready_fd, "%u\n", (unsigned)ntohs(a.sin_port));
-    close(ready_fd);
-    int fd = accept(l, NULL, NULL);
-    close(l);
+    int fd = bench_tcp_accept_one(WHO, ready_fd);
     if (fd < 0)
         return 1;
     int one = 1;
@@ -119,38 +106,15 @@ int main(int argc, char **argv)
     if (server)
         return serve(ready_fd >= 0 ? ready_fd : 1, (size_t)size);
 
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC))
-        return perror(WHO ": pipe"), 1;
     char sz[16];
     snprintf(sz, sizeof sz, "%ld", size);
     const char *cargv[] = {WHO,      "--serve", "--ready-fd", "3",
                            "--size", sz,        NULL};
-    rf_spawn_opts so = {.argv = cargv,
-                        .path = RF_SPAWN_SELF,
-                        .die_with_parent = true,
-                        .keep = &(rf_spawn_fd){fds[1], 3},
-                        .nkeep = 1};
     rf_child child;
-    rf_status st = rf_spawn(&so, &child);
-    close(fds[1]);
-    uint16_t port = 0;
-    if (st == RF_OK)
-        st = rf_spawn_read_port(fds[0], NULL, 10000, &port);
-    close(fds[0]);
-    if (st != RF_OK) {
-        fprintf(stderr, WHO ": server: %s\n", rf_error_message());
+    int fd = bench_tcp_spawn_connect(WHO, cargv, &child);
+    if (fd < 0)
         return 1;
-    }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons(port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int one = 1;
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
-        perror(WHO ": connect");
-        return 1;
-    }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     uint64_t *t = calloc((size_t)iters, sizeof *t);
     unsigned char buf[MAX_SIZE];

@@ -91,6 +91,10 @@ static const rf_env_var vars[] = {
     /* the top is the sock wire format's queue limit (RF_SOCK_MAX_QUEUE) */
     INT_ROW("RF_SOCK_SERVE_MAX", 4096, 1, 1 << 20, "fabric/sock",
             "requests of one peer served outstanding at once"),
+    /* the top is the kernel's own TCP_RTO_MIN (200 ms) */
+    INT_ROW("RF_SOCK_RTO_MIN_US", 10000, 0, 200000, "fabric/sock",
+            "TCP_RTO_MIN_US of every connection, the delayed ACK capped at "
+            "half (0: the kernel's 200 ms)"),
     INT_ROW("RF_PS_HANDSHAKE_TIMEOUT_MS", 10000, 100, 3600000, "ps",
             "a connection that is not a client by then is dropped"),
     INT_ROW("RF_PS_CHUNK_MB", 64, 1, 1 << 20, "ps",

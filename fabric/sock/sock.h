@@ -36,6 +36,8 @@
  *  - CQ overflow: never loses a completion (kept past the depth, in order),
  *    logs an error once per queue and puts the producing endpoint in the
  *    error state.
+ *  - Packet loss: TCP's; its retransmission floor is RF_SOCK_RTO_MIN_US
+ *    (default 10 ms, TCP_RTO_MIN_US) on both ends, not 200 ms.
  *  - Dead peer: EOF/reset at once; a silent host through keepalive and
  *    TCP_USER_TIMEOUT (RF_PEER_TIMEOUT_MS); a frozen peer process by the
  *    watchdog: work outstanding and no byte moved either way for
@@ -165,6 +167,9 @@ struct sock_fabric {
     uint32_t serve_max;
     int drain_timeout_ms;
     int direct; /* RF_SOCK_DIRECT (default 1): direct progress allowed */
+    /* RF_SOCK_RTO_MIN_US (default 10000, 0 = the kernel's): the floor of
+     * TCP's retransmission timeout on every connection (sock_net_tune) */
+    int rto_min_us;
     /* Manual data progress (rf_fabric_attr.progress, RF_SOCK_PROGRESS):
      * endpoint input is read by pollers, not the progress thread. */
     int manual;
@@ -462,7 +467,7 @@ rf_status sock_net_connect(const char *host, uint16_t port, int64_t deadline,
                            int *fd_out);
 rf_status sock_net_listen(const char *host, uint16_t port, int *fd_out,
                           uint16_t *port_out);
-void sock_net_tune(int fd, int peer_timeout_ms);
+void sock_net_tune(int fd, int peer_timeout_ms, int rto_min_us);
 rf_status sock_net_send_all(int fd, const void *buf, size_t len,
                             int64_t deadline);
 /* Reads exactly len bytes; RF_ERR_UNAVAILABLE on EOF. */

@@ -97,7 +97,7 @@ rf_status sock_ep_create(sock_fabric *fab, int fd, const rf_ep_attr *attr,
     ep->max_wr = max_wr;
     ep->max_recv = max_recv;
     sock_net_peer_name(fd, ep->peer, sizeof ep->peer);
-    sock_net_tune(fd, fab->peer_timeout_ms);
+    sock_net_tune(fd, fab->peer_timeout_ms, fab->rto_min_us);
     sock_cq_ref((sock_cq *)ep->base.send_cq);
     sock_cq_ref((sock_cq *)ep->base.recv_cq);
 

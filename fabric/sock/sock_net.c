@@ -1,6 +1,7 @@
 /* fabric/sock/sock_net.c: TCP socket helpers for the sock provider: name
  * resolution, connect with a deadline, listening sockets, socket options
- * (TCP_NODELAY, keepalive and TCP_USER_TIMEOUT from RF_PEER_TIMEOUT_MS) and
+ * (TCP_NODELAY, keepalive and TCP_USER_TIMEOUT from RF_PEER_TIMEOUT_MS, the
+ * retransmission floor and delayed ACK cap from RF_SOCK_RTO_MIN_US) and
  * whole-buffer send/receive with a deadline on non-blocking sockets. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -164,7 +165,47 @@ rf_status sock_net_listen(const char *host, uint16_t port, int *fd_out,
                         (unsigned)port, strerror(last_err));
 }
 
-void sock_net_tune(int fd, int peer_timeout_ms)
+/* Linux >= 6.15 (include/uapi/linux/tcp.h); older kernels refuse them. */
+#ifndef TCP_RTO_MIN_US
+#define TCP_RTO_MIN_US 45
+#endif
+#ifndef TCP_DELACK_MAX_US
+#define TCP_DELACK_MAX_US 46
+#endif
+
+/* A lost segment with nothing sent behind it (the last of a request or a
+ * reply: the common case for a request/reply protocol) is found only by the
+ * retransmission timer or the tail loss probe, both at least 200 ms by
+ * default, where the round trip is tens of microseconds: at 5 % loss that is
+ * most of a training step's time. The floor goes down to rto_min_us and the
+ * delayed ACK (which the probe waits out) to half of it, so a late ACK is
+ * not taken for a loss. Both ends are rdmaflow's, so both set it. The kernel
+ * rounds up to its ticks and refuses less than two (8 ms at HZ=250: a
+ * warning, the default stays; a delayed ACK cap so refused is tried at
+ * rto_min_us); an older kernel refuses both: its defaults stay, as they
+ * would with RF_SOCK_RTO_MIN_US=0 (logged at info). */
+static void tune_rto(int fd, int rto_min_us)
+{
+    if (rto_min_us <= 0)
+        return;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_RTO_MIN_US, &rto_min_us,
+                   sizeof rto_min_us)) {
+        int e = errno;
+        RF_LOG_LIMITED(e == EINVAL ? RF_LOG_WARN : RF_LOG_INFO,
+                       "sock: RF_SOCK_RTO_MIN_US=%d: TCP_RTO_MIN_US refused "
+                       "(%s%s); TCP keeps the kernel's 200 ms floor",
+                       rto_min_us, strerror(e),
+                       e == EINVAL ? ": under two of the kernel's ticks"
+                                   : ": a kernel before Linux 6.15");
+        return;
+    }
+    int delack = rto_min_us / 2;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_DELACK_MAX_US, &delack, sizeof delack))
+        setsockopt(fd, IPPROTO_TCP, TCP_DELACK_MAX_US, &rto_min_us,
+                   sizeof rto_min_us);
+}
+
+void sock_net_tune(int fd, int peer_timeout_ms, int rto_min_us)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -180,6 +221,7 @@ void sock_net_tune(int fd, int peer_timeout_ms)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
     unsigned int ut = (unsigned int)peer_timeout_ms;
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut);
+    tune_rto(fd, rto_min_us);
 }
 
 rf_status sock_net_send_all(int fd, const void *buf, size_t len,

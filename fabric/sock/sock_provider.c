@@ -54,6 +54,10 @@ static rf_status read_config(sock_fabric *fab, const rf_fabric_attr *attr)
     if (st != RF_OK)
         return st;
     fab->direct = (int)v;
+    st = rf_setting_int("RF_SOCK_RTO_MIN_US", &v);
+    if (st != RF_OK)
+        return st;
+    fab->rto_min_us = (int)v;
     /* RF_SOCK_PROGRESS: attr (the program's choice), auto or manual */
     int progress;
     st = rf_setting_choice("RF_SOCK_PROGRESS", &progress);
