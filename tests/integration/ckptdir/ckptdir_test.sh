@@ -69,6 +69,27 @@ start_ps() {
     pids=("$!")
 }
 
+# ps_ends: the ps task exits within 30 s (scaled) once its chief ended the
+# job, else it is killed and that is a failure
+ps_ends() {
+    local i
+    for ((i = 0; i < $(t 30) * 20; i++)); do
+        kill -0 "${pids[0]}" 2>/dev/null || break
+        sleep 0.05
+    done
+    if kill -0 "${pids[0]}" 2>/dev/null; then
+        kill -9 "${pids[0]}"
+        fail "the ps task was not shut down"
+    fi
+    wait "${pids[0]}" 2>/dev/null
+}
+
+# ps_kill: the ps task of a chief that failed (nothing shuts it down)
+ps_kill() {
+    kill -9 "${pids[0]}" 2>/dev/null
+    wait "${pids[0]}" 2>/dev/null
+}
+
 # chief WATCH ARGS...: the chief with ARGS, $ck a tmpfs of a private mount
 # namespace; WATCH (bash) runs beside it, with until_line PATTERN (waits for
 # PATTERN in the chief's log, at most 120 s scaled). The directory's
@@ -102,7 +123,7 @@ chief() {
         wait
         cp -a "$ck"/. "$out"/ || exit 92
         exit $rc' _ "$ck" "$out" "$log" \
-        "$trainer" "${hosts[@]}" --job_name=worker --task_index=0 \
+        timeout "$(t 180)" "$trainer" "${hosts[@]}" --job_name=worker --task_index=0 \
         --batch_size=100 --threads=1 --checkpoint_dir="$ck" \
         --summary_dir="$tmp/sd" --save_checkpoint_steps=200 \
         --log_step_count_steps=0 --max_wait_secs="$(t 60)" "$@"
@@ -146,7 +167,7 @@ expect_once() {
 recovers() {
     [[ $rc == 0 ]] && ok "the chief: exit 0" ||
         { fail "the chief: exit $rc"; show "$log" 30; }
-    wait "${pids[0]}" 2>/dev/null
+    ps_ends
     expect_once "checkpoint not saved at global_step"
     grep -q "checkpoint not saved at .*$1" "$log" && ok "it names '$1'" ||
         fail "the line does not name '$1'"
@@ -164,7 +185,7 @@ recovers() {
         --log_step_count_steps=0 --max_wait_secs="$(t 60)" \
         >"$tmp/again.log" 2>&1
     local r=$?
-    wait "${pids[0]}" 2>/dev/null
+    ps_ends
     if [[ $r == 0 ]] && grep -q "restored .*model.ckpt-3000.safetensors, global_step 3000" "$tmp/again.log"; then
         ok "a second job restores model.ckpt-3000 and ends"
     else
@@ -199,6 +220,7 @@ case_max_failed() {
     chief 'until_line "saved checkpoint" || exit 1
            mount -o remount,ro "$ck"' \
         --train_steps=1000000 --max_failed_saves=2
+    ps_kill
     [[ $rc == 1 ]] && ok "the chief: exit 1 after $((SECONDS - t0)) s" ||
         { fail "the chief: exit $rc (want 1)"; show "$log" 30; }
     grep -q "2 checkpoint saves in a row into $ck failed (max_failed_saves=2, the first at global_step 200); the last: .*Read-only file system" "$log" &&
@@ -218,6 +240,7 @@ case_final_fail() {
     chief 'until_line "saved checkpoint" || exit 1
            mount -o remount,ro "$ck"' \
         --train_steps=1000 --max_failed_saves=0
+    ps_kill
     [[ $rc == 1 ]] && ok "the chief: exit 1" ||
         { fail "the chief: exit $rc (want 1)"; show "$log" 30; }
     expect_once "checkpoint not saved at global_step 200"
@@ -237,7 +260,7 @@ case_orphan() {
         --train_steps=400 --save_checkpoint_steps=200 \
         --log_step_count_steps=0 --max_wait_secs="$(t 60)" \
         >"$tmp/first.log" 2>&1 || { fail "the first job: exit $?"; show "$tmp/first.log"; }
-    wait "${pids[0]}"
+    ps_ends
     echo stray >"$a/model.ckpt-99999.safetensors"
     local other
     for other in model.ckpt-99999.safetensors.bak model.ckpt-5.index notes.txt; do
@@ -266,8 +289,9 @@ case_orphan() {
         --train_steps=2000 --save_checkpoint_steps=200 \
         --log_step_count_steps=0 --max_wait_secs="$(t 60)" >"$log" 2>&1
     rc=$?
+    kill "$w" 2>/dev/null
     wait "$w"
-    wait "${pids[0]}"
+    ps_ends
     [[ $rc == 0 ]] && ok "the second job: exit 0" ||
         { fail "the second job: exit $rc"; show "$log" 30; }
     [[ ! -e $a/model.ckpt-99999.safetensors ]] && ok "the stray model.ckpt-99999 was deleted" ||
