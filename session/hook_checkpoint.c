@@ -61,11 +61,11 @@ static rf_status save_failed(saver *h, rf_monitored_session *ms, int64_t seen)
     }
     if (h->max_failed > 0 && h->failed >= h->max_failed)
         return rf_error_set(RF_ERR_IO,
-                            "%d checkpoint saves in a row into %s failed "
+                            "%d checkpoint save%s in a row into %s failed "
                             "(max_failed_saves=%d, the first at global_step "
                             "%lld); the last: %s",
-                            h->failed, h->dir, h->max_failed,
-                            (long long)h->failed_from, h->err);
+                            h->failed, h->failed == 1 ? "" : "s", h->dir,
+                            h->max_failed, (long long)h->failed_from, h->err);
     return RF_OK;
 }
 

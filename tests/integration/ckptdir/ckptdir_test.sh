@@ -25,6 +25,10 @@
 #              others; the state file made a dangling symbolic link for one
 #              save: that save fails, its new file is removed, the next one
 #              is saved again; at the end every model.ckpt-N file is named
+# shellcheck source-path=SCRIPTDIR
+# shellcheck disable=SC2015 # ok || fail: ok never fails
+# shellcheck disable=SC2016 # the watchers are bash run in the namespace
+# shellcheck disable=SC2317 # the cases are called by name
 set -uo pipefail
 case_name=${1:?case}
 build=${2:?build directory}
@@ -45,6 +49,7 @@ cleanup() {
 }
 trap cleanup EXIT
 unset TF_CONFIG
+# shellcheck source=../../common/lib.sh
 source "$here/../../common/lib.sh"
 
 if [[ ! -r $data/train-images-idx3-ubyte.gz ]]; then
@@ -135,8 +140,9 @@ chief() {
 check_dir() {
     local d=$1 f name named bad=0
     named=$(sed -n 's/^[a-z_]*: "\(.*\)"$/\1/p' "$d/checkpoint" | sort -u)
-    if ls -A "$d" | grep -q '\.tmp\.'; then
-        fail "a temporary file is left: $(ls -A "$d" | tr '\n' ' ')"
+    local temps=("$d"/.*.tmp.*)
+    if [[ -e ${temps[0]} ]]; then
+        fail "a temporary file is left: ${temps[*]}"
     else
         ok "no temporary file"
     fi
@@ -152,7 +158,7 @@ check_dir() {
             bad=1
         fi
     done
-    ((bad == 0)) && ok "every file named, every named one verifies: $(echo $named)"
+    ((bad == 0)) && ok "every file named, every named one verifies: ${named//$'\n'/ }"
 }
 
 # expect_once PATTERN: exactly one line of the chief's log matches
@@ -173,7 +179,7 @@ recovers() {
         fail "the line does not name '$1'"
     expect_once "checkpoint saved again at global_step"
     [[ -f $out/model.ckpt-3000.safetensors ]] && ok "the final checkpoint" ||
-        fail "no model.ckpt-3000: $(ls "$out" | tr '\n' ' ')"
+        fail "no model.ckpt-3000: $(cd "$out" && echo *)"
     check_dir "$out"
     # the final checkpoint restores: a second job starts from it
     start_ps
@@ -231,8 +237,9 @@ case_max_failed() {
         fail "no 'exit 1 (permanent)' final line"
     expect_once "checkpoint not saved at global_step"
     check_dir "$out"
-    [[ $(ls "$out" | grep -c '^model\.ckpt-') == 1 && -f $out/model.ckpt-0.safetensors ]] &&
-        ok "model.ckpt-0 alone, intact" || fail "files: $(ls "$out" | tr '\n' ' ')"
+    local files=("$out"/model.ckpt-*)
+    [[ ${#files[@]} == 1 && -f $out/model.ckpt-0.safetensors ]] &&
+        ok "model.ckpt-0 alone, intact" || fail "files: ${files[*]}"
 }
 
 case_final_fail() {
@@ -280,6 +287,7 @@ case_orphan() {
             grep -q "checkpoint not saved at" "$log" 2>/dev/null && break
             sleep 0.05
         done
+        find "$a" -mindepth 1 -printf '%f\n' >"$tmp/after_fail"
         rm -f "$a/checkpoint"
         mv "$tmp/state.keep" "$a/checkpoint"
     ) &
@@ -302,6 +310,11 @@ case_orphan() {
     done
     expect_once "checkpoint not saved at global_step 1000: .*nodir.*model.ckpt-1000.safetensors removed: no state file names it"
     expect_once "checkpoint saved again at global_step 1200"
+    if grep -qx "model.ckpt-1000.safetensors" "$tmp/after_fail"; then
+        fail "model.ckpt-1000 was left after its failed save"
+    else
+        ok "model.ckpt-1000 gone as soon as its save failed"
+    fi
     [[ ! -e $a/model.ckpt-1000.safetensors ]] && ok "no model.ckpt-1000" ||
         fail "model.ckpt-1000 is left"
     check_dir "$a"
