@@ -99,8 +99,22 @@ static int by_step(const void *a, const void *b)
     return (x->step > y->step) - (x->step < y->step);
 }
 
-/* The directory's files of the pattern, oldest step first, into *out
- * (each name malloc'd; free with files_free). */
+/* Whether dir/name is a regular file (not followed if a link). */
+static bool regular(const char *dir, const struct dirent *e)
+{
+    if (e->d_type == DT_REG)
+        return true;
+    if (e->d_type != DT_UNKNOWN)
+        return false;
+    char *p = ckpt_join(dir, e->d_name);
+    struct stat st;
+    bool reg = p && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+    free(p);
+    return reg;
+}
+
+/* The directory's regular files of the pattern, oldest step first, into
+ * *out (each name malloc'd; free with files_free). */
 static rf_status job_files(const char *dir, job_file **out, size_t *n)
 {
     *out = NULL;
@@ -113,7 +127,7 @@ static rf_status job_files(const char *dir, job_file **out, size_t *n)
     size_t cap = 0;
     for (struct dirent *e; rc == RF_OK && (e = readdir(d)) != NULL;) {
         int64_t step = job_file_step(e->d_name);
-        if (step < 0)
+        if (step < 0 || !regular(dir, e))
             continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;

@@ -291,12 +291,19 @@ void case_dir_orphans(void)
     }
     snprintf(p, sizeof p, "%s/%s", dir, ck_name(7));
     spill(p, "stray", 5);
+    /* a directory or a link of the pattern is not a checkpoint file */
+    snprintf(p, sizeof p, "%s/%s", dir, ck_name(8));
+    CHECK(mkdir(p, 0755) == 0, "mkdir %s", p);
+    snprintf(p, sizeof p, "%s/%s", dir, ck_name(9));
+    CHECK(symlink("notes.txt", p) == 0, "symlink %s", p);
     save(dir, 3, 5);
     check_state(dir, (const long long[]){1, 2, 3}, 3);
     CHECK(!exists(dir, ck_name(7)), "the stray %s was kept", ck_name(7));
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
         CHECK(exists(dir, others[i]), "%s (another pattern) was deleted",
               others[i]);
+    CHECK(exists(dir, ck_name(8)) && exists(dir, ck_name(9)), "%s",
+          "a directory or a link named like a checkpoint was deleted");
 
     /* the state file cannot be written: the new file goes */
     char sf[512], keep[512];
