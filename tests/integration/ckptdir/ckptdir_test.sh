@@ -220,15 +220,20 @@ case_read_only() {
     recovers "Read-only file system"
 }
 
-case_max_failed() {
-    start_ps
+# read_only_for_good ARGS...: the chief with ARGS, its directory read-only
+# from its first save on; it must exit 1 (its ps task is then killed)
+read_only_for_good() {
     local t0=$SECONDS
+    start_ps
     chief 'until_line "saved checkpoint" || exit 1
-           mount -o remount,ro "$ck"' \
-        --train_steps=1000000 --max_failed_saves=2
+           mount -o remount,ro "$ck"' "$@"
     ps_kill
     [[ $rc == 1 ]] && ok "the chief: exit 1 after $((SECONDS - t0)) s" ||
         { fail "the chief: exit $rc (want 1)"; show "$log" 30; }
+}
+
+case_max_failed() {
+    read_only_for_good --train_steps=1000000 --max_failed_saves=2
     grep -q "2 checkpoint saves in a row into $ck failed (max_failed_saves=2, the first at global_step 200); the last: .*Read-only file system" "$log" &&
         ok "$(grep -m1 "checkpoint saves in a row" "$log" | cut -c1-300)" ||
         { fail "no message naming the directory, the count and the error"; show "$log" 30; }
@@ -243,13 +248,7 @@ case_max_failed() {
 }
 
 case_final_fail() {
-    start_ps
-    chief 'until_line "saved checkpoint" || exit 1
-           mount -o remount,ro "$ck"' \
-        --train_steps=1000 --max_failed_saves=0
-    ps_kill
-    [[ $rc == 1 ]] && ok "the chief: exit 1" ||
-        { fail "the chief: exit $rc (want 1)"; show "$log" 30; }
+    read_only_for_good --train_steps=1000 --max_failed_saves=0
     expect_once "checkpoint not saved at global_step 200"
     grep -q "the final checkpoint (global_step 1000) was not saved: .*trying once more in 5 s" "$log" &&
         ok "the final save is tried again" || fail "no 'trying once more' line"
