@@ -37,10 +37,10 @@
  *              the checkpoint directory moved away after model.ckpt-2
  *              (max_failed_saves 3): the saves at 4 and 6 fail with one
  *              line, training goes on; moved back, 8 is saved with a
- *              "saved again" line; away again, the third failed save in a
- *              row (14) fails the run with RF_ERR_IO naming the directory
- *              and the error; the final save fails, the directory comes
- *              back during the 5 s pause and the retry saves model.ckpt-14
+ *              "saved again" line; away again, a dangling symbolic link in
+ *              its place, the third failed save in a row (14) fails the run
+ * with RF_ERR_IO naming the directory and the error; the final save fails, the
+ * directory comes back during the 5 s pause and the retry saves model.ckpt-14
  *              (it verifies)
  *   final_save the directory gone for good at the end: close fails with
  *              RF_ERR_IO after the retry, model.ckpt-0 alone
@@ -49,6 +49,7 @@
  *
  * `rf_monitored_test --case NAME` runs one case; RF_FABRIC, RF_TEST_HOST
  * and RF_TEST_TIME_SCALE as in the ps suite. */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -615,13 +616,19 @@ static void case_stopped_ps(void)
     fclose(log);
 }
 
-/* Moves the checkpoint directory away (a directory that vanished) or back. */
-static void move_dir(const fixture *f, bool away)
+/* Moves the checkpoint directory away (a directory that vanished; with
+ * dangling, a symbolic link to nowhere left in its place) or back. */
+static void move_dir(const fixture *f, bool away, bool dangling)
 {
-    char a[300];
+    char a[300], gone[300];
     snprintf(a, sizeof a, "%s.away", f->dir);
+    snprintf(gone, sizeof gone, "%s.gone", f->dir);
+    if (!away)
+        CHECK(unlink(f->dir) == 0 || errno == ENOENT, "unlink %s", f->dir);
     CHECK(rename(away ? f->dir : a, away ? a : f->dir) == 0, "moving %s %s",
           f->dir, away ? "away" : "back");
+    if (away && dangling)
+        CHECK(symlink(gone, f->dir) == 0, "symlink %s", f->dir);
 }
 
 typedef struct mover {
@@ -633,7 +640,7 @@ static void *move_back_later(void *arg)
 {
     const mover *m = arg;
     usleep((useconds_t)m->after_ms * 1000u);
-    move_dir(m->f, false);
+    move_dir(m->f, false, false);
     return NULL;
 }
 
@@ -684,7 +691,7 @@ static void case_failed_saves(void)
     for (int i = 0; i < 2; i++)
         CHECK_OK(step(&f, ms, out, &gs));
     /* saves at 4 and 6 fail; training goes on */
-    move_dir(&f, true);
+    move_dir(&f, true, false);
     for (int i = 0; i < 4; i++)
         CHECK_OK(step(&f, ms, out, &gs));
     const char *text = read_all(log);
@@ -696,7 +703,7 @@ static void case_failed_saves(void)
               strstr(text, "max_failed_saves=3"),
           "the first failure's line:\n%s", text);
     /* back: the save at 8 succeeds and says so */
-    move_dir(&f, false);
+    move_dir(&f, false, false);
     for (int i = 0; i < 2; i++)
         CHECK_OK(step(&f, ms, out, &gs));
     text = read_all(log);
@@ -708,8 +715,9 @@ static void case_failed_saves(void)
     CHECK(!strcmp(names, "model.ckpt-8.safetensors model.ckpt-2.safetensors "
                          "model.ckpt-0.safetensors"),
           "checkpoints: %s", names);
-    /* gone again: 10 and 12 fail, 14 is the third in a row */
-    move_dir(&f, true);
+    /* a dangling symbolic link in its place: 10 and 12 fail, 14 is the
+     * third in a row */
+    move_dir(&f, true, true);
     for (int i = 0; i < 5; i++)
         CHECK_OK(step(&f, ms, out, &gs));
     CHECK_ST(step(&f, ms, out, &gs), RF_ERR_IO);
@@ -760,7 +768,7 @@ static void case_final_save(void)
     int64_t gs = 0;
     for (int i = 0; i < 3; i++)
         CHECK_OK(step(&f, ms, out, &gs));
-    move_dir(&f, true);
+    move_dir(&f, true, false);
     double t0 = rf_now_s();
     CHECK_ST(rf_monitored_session_close(ms), RF_ERR_IO);
     double took = rf_now_s() - t0;
@@ -769,7 +777,7 @@ static void case_final_save(void)
     CHECK_MSG(f.dir);
     CHECK_MSG("No such file or directory");
     CHECK(took >= 4.5, "close took %.1f s: no pause before the retry", took);
-    move_dir(&f, false);
+    move_dir(&f, false, false);
     char names[512];
     list_names(&f, names, sizeof names);
     CHECK(!strcmp(names, "model.ckpt-0.safetensors"), "checkpoints: %s", names);
