@@ -1,9 +1,12 @@
 /* session/ckpt_dir.c: a checkpoint directory as TensorFlow's Saver keeps
  * one: rf_ckpt_dir_save (a new model.ckpt-<step>.safetensors, the state
- * file rewritten, the oldest beyond max_to_keep deleted), rf_ckpt_dir_list
- * and rf_ckpt_dir_open_latest (the newest that verifies). */
+ * file rewritten, the oldest beyond max_to_keep and the files of that
+ * pattern it does not name deleted; a new file removed again if the state
+ * file could not name it), rf_ckpt_dir_list and rf_ckpt_dir_open_latest
+ * (the newest that verifies). */
 #include "session/ckpt_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -67,6 +70,181 @@ static char *resolve(const char *dir, const char *name)
     return ckpt_join(name[0] == '/' ? NULL : dir, name);
 }
 
+/* The step of model.ckpt-<decimal step>.safetensors, the one name
+ * rf_ckpt_dir_save writes (a checkpoint is that one file: no .index or
+ * .data companions); -1 for any other name. */
+static int64_t job_file_step(const char *name)
+{
+    static const char pre[] = "model.ckpt-", suf[] = ".safetensors";
+    if (strncmp(name, pre, sizeof pre - 1) != 0)
+        return -1;
+    const char *p = name + sizeof pre - 1, *digits = p;
+    int64_t step = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (step > (INT64_MAX - (*p - '0')) / 10)
+            return -1;
+        step = step * 10 + (*p - '0');
+    }
+    return p > digits && !strcmp(p, suf) ? step : -1;
+}
+
+typedef struct job_file {
+    int64_t step;
+    char *name;
+} job_file;
+
+static int by_step(const void *a, const void *b)
+{
+    const job_file *x = a, *y = b;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
+/* Whether dir/name is a regular file (not followed if a link). */
+static bool regular(const char *dir, const struct dirent *e)
+{
+    if (e->d_type == DT_REG)
+        return true;
+    if (e->d_type != DT_UNKNOWN)
+        return false;
+    char *p = ckpt_join(dir, e->d_name);
+    struct stat st;
+    bool reg = p && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+    free(p);
+    return reg;
+}
+
+/* The directory's regular files of the pattern, oldest step first, into
+ * *out (each name malloc'd; free with files_free). */
+static rf_status job_files(const char *dir, job_file **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return rf_error_set(RF_ERR_IO, "cannot list %s: %s", dir,
+                            strerror(errno));
+    rf_status rc = RF_OK;
+    size_t cap = 0;
+    for (struct dirent *e; rc == RF_OK && (e = readdir(d)) != NULL;) {
+        int64_t step = job_file_step(e->d_name);
+        if (step < 0 || !regular(dir, e))
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            job_file *f = realloc(*out, cap * sizeof *f);
+            if (!f) {
+                rc = rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+                break;
+            }
+            *out = f;
+        }
+        (*out)[*n].step = step;
+        if (!((*out)[*n].name = strdup(e->d_name)))
+            rc = rf_error_set(RF_ERR_NO_MEMORY, "%s: out of memory", dir);
+        else
+            (*n)++;
+    }
+    closedir(d);
+    if (*n)
+        qsort(*out, *n, sizeof **out, by_step);
+    return rc;
+}
+
+static void files_free(job_file *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(f[i].name);
+    free(f);
+}
+
+/* Whether an entry of s (relative to dir, or absolute) is dir/name: the
+ * same string, or the same file. */
+static bool names_file(const char *dir, const ckpt_state *s, const char *name)
+{
+    char *path = ckpt_join(dir, name);
+    struct stat want, got;
+    bool have = path && stat(path, &want) == 0, found = false;
+    for (size_t i = 0; i <= s->n && !found; i++) {
+        const char *e = i < s->n ? s->all[i] : s->latest;
+        if (!e)
+            continue;
+        found = !strcmp(e, name) || (path && !strcmp(e, path));
+        char *p = have && !found ? resolve(dir, e) : NULL;
+        found =
+            found || (p && stat(p, &got) == 0 && got.st_dev == want.st_dev &&
+                      got.st_ino == want.st_ino);
+        free(p);
+    }
+    free(path);
+    return found;
+}
+
+/* No state file, or one that cannot be read: its list is rebuilt from the
+ * directory's files of the pattern, oldest step first, so max_to_keep
+ * goes on counting them and none is deleted as unnamed. */
+static rf_status adopt(const char *dir, ckpt_state *s)
+{
+    job_file *f;
+    size_t n;
+    rf_status rc = job_files(dir, &f, &n);
+    for (size_t i = 0; rc == RF_OK && i < n; i++)
+        rc = ckpt_state_add(s, f[i].name);
+    files_free(f, n);
+    return rc;
+}
+
+/* Deletes the files of the pattern that the state file just written
+ * (kept) does not name: a save whose state file was never written, an
+ * older run's, a copy dropped in by hand. Nothing else is touched. */
+static void sweep(const char *dir, const ckpt_state *kept)
+{
+    job_file *f;
+    size_t n;
+    if (job_files(dir, &f, &n) != RF_OK) {
+        RF_LOG_WARN("%s; unnamed checkpoint files not looked for",
+                    rf_error_message());
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (names_file(dir, kept, f[i].name))
+            continue;
+        char *victim = ckpt_join(dir, f[i].name);
+        if (victim && unlink(victim) == 0)
+            RF_LOG_INFO("deleted %s: the state file does not name it", victim);
+        else if (victim && errno != ENOENT)
+            RF_LOG_WARN("cannot delete %s (the state file does not name "
+                        "it): %s",
+                        victim, strerror(errno));
+        free(victim);
+    }
+    files_free(f, n);
+}
+
+/* The state file could not be written (rc): the new checkpoint counts as
+ * saved only once a state file names it, so it is removed unless the
+ * state file on disk names it anyway (the rename happened, or the same
+ * step was saved before). */
+static rf_status unname(const char *dir, const char *name, const char *path,
+                        rf_status rc)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", rf_error_message());
+    ckpt_state now = {0};
+    bool found = false;
+    bool named = ckpt_state_read(dir, &now, &found) == RF_OK && found &&
+                 names_file(dir, &now, name);
+    ckpt_state_free(&now);
+    if (named)
+        return rf_error_set(rc, "%s", why);
+    if (unlink(path) != 0 && errno != ENOENT)
+        return rf_error_set(rc,
+                            "%s; and %s, which no state file names, "
+                            "could not be removed: %s",
+                            why, name, strerror(errno));
+    return rf_error_set(rc, "%s (%s removed: no state file names it)", why,
+                        name);
+}
+
 static rf_status write_state(const char *dir, const ckpt_state *s)
 {
     char *path = ckpt_join(dir, CKPT_STATE_NAME);
@@ -121,11 +299,13 @@ rf_status rf_ckpt_dir_save_filled(const char *dir, int64_t step,
     bool found;
     rc = ckpt_state_read(dir, &old, &found);
     if (rc == RF_ERR_CORRUPT) {
-        RF_LOG_WARN("%s; writing a new state file (the checkpoints it "
-                    "named are left alone)",
+        RF_LOG_WARN("%s; writing a new state file that names the "
+                    "directory's model.ckpt-<step>.safetensors files",
                     rf_error_message());
         rc = RF_OK;
     }
+    if (rc == RF_OK && !old.latest)
+        rc = adopt(dir, &old);
     if (rc == RF_OK)
         rc = rf_ckpt_write_filled(path, t, fills, n, meta);
     if (rc != RF_OK)
@@ -155,8 +335,10 @@ rf_status rf_ckpt_dir_save_filled(const char *dir, int64_t step,
     ckpt_state kept = {next.latest, next.all + drop, next.n - drop};
     if (rc == RF_OK)
         rc = write_state(dir, &kept);
-    if (rc != RF_OK)
+    if (rc != RF_OK) {
+        rc = unname(dir, name, path, rc);
         goto out;
+    }
     /* only plain names inside dir are ever deleted */
     for (size_t i = 0; i < drop; i++) {
         if (strchr(next.all[i], '/') || !strcmp(next.all[i], ".") ||
@@ -172,6 +354,7 @@ rf_status rf_ckpt_dir_save_filled(const char *dir, int64_t step,
                         strerror(errno));
         free(victim);
     }
+    sweep(dir, &kept);
     if (path_out)
         snprintf(path_out, len, "%s", path);
 out:

@@ -16,11 +16,12 @@
 #include "rdmaflow/session.h"
 #include "session/monitored_internal.h"
 
-#define DEFAULT_MAX_WAIT_SECS   7200
-#define DEFAULT_STOP_GRACE_SECS 120
-#define DEFAULT_SAVE_SECS       600.0
-#define DEFAULT_LOG_STEPS       100
-#define DEFAULT_SUMMARY_STEPS   100
+#define DEFAULT_MAX_WAIT_SECS    7200
+#define DEFAULT_STOP_GRACE_SECS  120
+#define DEFAULT_SAVE_SECS        600.0
+#define DEFAULT_MAX_FAILED_SAVES 3
+#define DEFAULT_LOG_STEPS        100
+#define DEFAULT_SUMMARY_STEPS    100
 /* One attempt to create the session, and the interval between "still
  * waiting" lines. */
 #define ATTEMPT_MS   10000
@@ -36,6 +37,7 @@ void rf_monitored_session_options_init(rf_monitored_session_options *o)
     rf_session_options_init(&o->session);
     o->save_checkpoint_secs = DEFAULT_SAVE_SECS;
     o->max_to_keep = 5;
+    o->max_failed_saves = DEFAULT_MAX_FAILED_SAVES;
     o->log_step_count_steps = DEFAULT_LOG_STEPS;
     o->save_summaries_steps = DEFAULT_SUMMARY_STEPS;
     o->max_wait_secs = DEFAULT_MAX_WAIT_SECS;
@@ -246,10 +248,11 @@ static rf_status add_builtin_hooks(rf_monitored_session *ms,
     }
     bool saving = o->save_checkpoint_steps > 0 || o->save_checkpoint_secs > 0;
     if (st == RF_OK && o->checkpoint_dir && saving) {
-        st = rf_checkpoint_saver_hook_create(
+        st = rf_checkpoint_saver_hook_create_ex(
             o->checkpoint_dir,
             o->save_checkpoint_steps > 0 ? 0 : o->save_checkpoint_secs,
-            o->save_checkpoint_steps, o->max_to_keep, ms->log, &h);
+            o->save_checkpoint_steps, o->max_to_keep, o->max_failed_saves,
+            ms->log, &h);
         if (st == RF_OK)
             st = add_hook(ms, h);
     }
@@ -265,12 +268,14 @@ static rf_status check_options(const rf_monitored_session_options *o)
                             "save_checkpoint_secs %g must be >= 0",
                             (long long)o->save_checkpoint_steps,
                             o->save_checkpoint_secs);
-    if (o->max_to_keep < 0 || o->log_step_count_steps < 0 ||
-        o->examples_per_step < 0)
+    if (o->max_to_keep < 0 || o->max_failed_saves < 0 ||
+        o->log_step_count_steps < 0 || o->examples_per_step < 0)
         return rf_error_set(RF_ERR_INVALID_ARG,
-                            "max_to_keep %d, log_step_count_steps %lld and "
-                            "examples_per_step %lld must be >= 0",
-                            o->max_to_keep, (long long)o->log_step_count_steps,
+                            "max_to_keep %d, max_failed_saves %d, "
+                            "log_step_count_steps %lld and examples_per_step "
+                            "%lld must be >= 0",
+                            o->max_to_keep, o->max_failed_saves,
+                            (long long)o->log_step_count_steps,
                             (long long)o->examples_per_step);
     if (o->save_summaries_steps < 0 || !(o->save_summaries_secs >= 0) ||
         isinf(o->save_summaries_secs))

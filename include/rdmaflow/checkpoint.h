@@ -22,7 +22,9 @@
  *   all_model_checkpoint_paths: "model.ckpt-200.safetensors"
  *   all_model_checkpoint_paths: "model.ckpt-300.safetensors"
  * (oldest first; the newest is model_checkpoint_path), rewritten atomically
- * after each save, the checkpoints beyond max_to_keep deleted.
+ * after each save, the checkpoints beyond max_to_keep deleted, and any
+ * model.ckpt-<step>.safetensors it does not name deleted too. A checkpoint
+ * counts as saved only once the state file names it.
  *
  * Usage:
  *   float w[6] = {...};
@@ -192,9 +194,14 @@ RF_API rf_status rf_ckpt_verify(const char *path,
 /* Saves t as DIR/model.ckpt-<step>.safetensors (dir must exist), then
  * rewrites DIR/checkpoint with it as the newest (a step saved again moves to
  * the end), then deletes the checkpoints beyond the newest max_to_keep (0
- * means 5, TensorFlow's default). path_out (if not NULL) receives the
- * file's path. A malformed state file is replaced (with a warning; the
- * files it named are then not deleted). */
+ * means 5, TensorFlow's default) and every regular file of DIR named
+ * model.ckpt-<decimal step>.safetensors that the new state file does not
+ * name (nothing of another name is touched). path_out (if not NULL)
+ * receives the file's path. If the state file cannot be written, the new
+ * file is removed again unless the state file on disk names it, and the
+ * error says so. A missing or malformed state file (the latter with a
+ * warning) is rebuilt from DIR's files of that pattern, oldest step
+ * first, then the new one. */
 RF_API rf_status rf_ckpt_dir_save(const char *dir, int64_t step,
                                   const rf_ckpt_tensor *t, size_t n,
                                   const char *const *meta, int max_to_keep,

@@ -146,14 +146,26 @@ RF_API rf_status rf_step_counter_hook_create(int64_t every_n_steps,
  * step, though other workers may have moved on since), every save_steps global
  * steps if save_steps > 0, else every save_secs seconds if save_secs > 0,
  * and at the end. One line per save to out (NULL: stdout). A save that
- * finds the session lost is left to the next run (which recovers first);
- * the final one fails close with that status instead, so a job never ends
- * "saved" without its last checkpoint. */
+ * finds the session lost is left to the next run (which recovers first).
+ * A save that cannot be written (no space, a read-only, vanished or
+ * dangling directory: the previous checkpoints stay as they were) does not
+ * stop training: the first of a run of failures is logged with its
+ * reason, the next save is tried at its time, "checkpoint saved again"
+ * says when one succeeds, and the run fails (RF_ERR_IO, naming dir and the
+ * last error) only once max_failed_saves (3 here) saves in a row have
+ * failed. The final save is retried once after 5 s; if it still fails,
+ * close fails (RF_ERR_IO, or the session's status when it was lost), so a
+ * job never ends "saved" without its last checkpoint. */
 RF_API rf_status rf_checkpoint_saver_hook_create(const char *dir,
                                                  double save_secs,
                                                  int64_t save_steps,
                                                  int max_to_keep, FILE *out,
                                                  rf_hook **out_hook);
+/* The same with max_failed_saves (>= 0; 0: failed saves never stop the
+ * run, only the final one's failure counts). */
+RF_API rf_status rf_checkpoint_saver_hook_create_ex(
+    const char *dir, double save_secs, int64_t save_steps, int max_to_keep,
+    int max_failed_saves, FILE *out, rf_hook **out_hook);
 
 /* MetricsHook (rdmaflow's, for --metrics_out): this task's training as
  * JSON lines, written through w (rf_metrics_writer_open; the caller
@@ -209,6 +221,9 @@ typedef struct rf_monitored_session_options {
     int64_t save_checkpoint_steps; /* > 0: every N steps (secs ignored) */
     double save_checkpoint_secs;   /* default 600; 0: only by steps */
     int max_to_keep;               /* default 5 */
+    /* The chief stops (the run fails with RF_ERR_IO) once this many saves
+     * in a row have failed (default 3; 0: never; CheckpointSaverHook). */
+    int max_failed_saves;
     /* The chief's StepCounter every N steps (default 100; 0: none), with
      * examples/sec when examples_per_step (the batch size) > 0. */
     int64_t log_step_count_steps;

@@ -318,15 +318,18 @@ static PyObject *checkpoint_saver_hook(PyObject *mod, PyObject *args,
                                        PyObject *kw)
 {
     (void)mod;
-    static char *kwlist[] = {"dir", "save_secs", "save_steps", "max_to_keep",
-                             NULL};
-    PyObject *dir, *steps_o, *keep_o, *b = NULL;
+    static char *kwlist[] = {"dir",         "save_secs",        "save_steps",
+                             "max_to_keep", "max_failed_saves", NULL};
+    PyObject *dir, *steps_o, *keep_o, *failed_o = NULL, *b = NULL;
     double secs;
-    long long steps, keep;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OdOO:checkpoint_saver_hook",
-                                     kwlist, &dir, &secs, &steps_o, &keep_o) ||
+    long long steps, keep, failed = 3;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OdOO|O:checkpoint_saver_hook",
+                                     kwlist, &dir, &secs, &steps_o, &keep_o,
+                                     &failed_o) ||
         int_arg(steps_o, "save_steps", 0, LLONG_MAX, &steps) < 0 ||
-        int_arg(keep_o, "max_to_keep", 0, INT_MAX, &keep) < 0)
+        int_arg(keep_o, "max_to_keep", 0, INT_MAX, &keep) < 0 ||
+        (failed_o &&
+         int_arg(failed_o, "max_failed_saves", 0, INT_MAX, &failed) < 0))
         return NULL;
     if (!(secs >= 0) || isinf(secs)) {
         char num[64];
@@ -342,8 +345,8 @@ static PyObject *checkpoint_saver_hook(PyObject *mod, PyObject *args,
         return NULL;
     }
     rf_hook *h = NULL;
-    rf_status st = rf_checkpoint_saver_hook_create(PyBytes_AS_STRING(b), secs,
-                                                   steps, (int)keep, NULL, &h);
+    rf_status st = rf_checkpoint_saver_hook_create_ex(
+        PyBytes_AS_STRING(b), secs, steps, (int)keep, (int)failed, NULL, &h);
     Py_DECREF(b); /* copied by the hook */
     return hook_wrap(st, h, NULL, "CheckpointSaverHook");
 }
@@ -865,6 +868,7 @@ static const opt_def opt_defs[] = {
     {"save_checkpoint_steps", OPT_I64, MO(save_checkpoint_steps)},
     {"save_checkpoint_secs", OPT_DOUBLE, MO(save_checkpoint_secs)},
     {"max_to_keep", OPT_INT, MO(max_to_keep)},
+    {"max_failed_saves", OPT_INT, MO(max_failed_saves)},
     {"log_step_count_steps", OPT_I64, MO(log_step_count_steps)},
     {"examples_per_step", OPT_I64, MO(examples_per_step)},
     {"max_wait_secs", OPT_INT, MO(max_wait_secs)},
@@ -1702,8 +1706,9 @@ PyMethodDef pyrf_monitored_functions[] = {
      "summary_saver_hook(writer, save_steps, save_secs, nodes, tags) -> "
      "Hook: SummarySaverHook (scalar nodes into writer, a SummaryWriter)"},
     {"checkpoint_saver_hook", KW(checkpoint_saver_hook),
-     "checkpoint_saver_hook(dir, save_secs, save_steps, max_to_keep) -> "
-     "Hook: CheckpointSaverHook"},
+     "checkpoint_saver_hook(dir, save_secs, save_steps, max_to_keep, "
+     "max_failed_saves=3) -> Hook: CheckpointSaverHook (the chief stops "
+     "once max_failed_saves saves in a row failed; 0: never)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -63,6 +63,7 @@ void tr_monitored_options_fill(const tr_flags *f, const tr_session *s,
     mo->save_checkpoint_steps = f->save_checkpoint_steps;
     mo->save_checkpoint_secs = f->save_checkpoint_secs;
     mo->max_to_keep = (int)f->max_to_keep;
+    mo->max_failed_saves = (int)f->max_failed_saves;
     mo->log_step_count_steps = f->log_step_count_steps;
     mo->examples_per_step = per_global_step;
     mo->max_wait_secs = (int)f->max_wait_secs;

@@ -331,7 +331,17 @@ static void tr_flag_rows(rf_flag_row rows[TR_FLAG_ROWS], tr_flags *f)
             "save, only restore)",
             .bits = DIST),
         RF_FLAG_INT64("max_to_keep", &f->max_to_keep, "5", 1, 1000000, "N",
-                      "checkpoints kept, older ones deleted", .bits = DIST),
+                      "checkpoints kept, older ones deleted (and files "
+                      "model.ckpt-<step>.safetensors the state file does "
+                      "not name)",
+                      .bits = DIST),
+        RF_FLAG_INT64("max_failed_saves", &f->max_failed_saves, "3", 0,
+                      1000000000, "N",
+                      "the chief stops (exit 1) once N checkpoint saves in "
+                      "a row have failed; a failed save is logged and "
+                      "training goes on (0 = never stop; the final save's "
+                      "failure always fails the job)",
+                      .bits = DIST),
         RF_FLAG_INT64(
             "log_step_count_steps", &f->log_step_count_steps, "100", 0,
             1000000000, "N",

@@ -115,6 +115,7 @@ typedef struct tr_flags {
     int64_t save_checkpoint_steps; /* 0: by seconds */
     double save_checkpoint_secs;   /* default 600 */
     int64_t max_to_keep;           /* default 5 */
+    int64_t max_failed_saves;      /* default 3; 0: never stop */
     int64_t log_step_count_steps;  /* the chief's StepCounter; default 100 */
     const char *summary_dir;       /* --summary_dir (NULL: checkpoint_dir) */
     int64_t save_summaries_steps;  /* default 100 */

@@ -264,11 +264,16 @@ class CheckpointSaverHook(_CHook):
     """The chief's checkpoints: after the session is created, every
     save_steps global steps or save_secs seconds, and at the end
     (model.ckpt-<step>.safetensors and a `checkpoint` state file,
-    max_to_keep of them, from saver.max_to_keep or 5)."""
+    max_to_keep of them, from saver.max_to_keep or 5). rdmaflow's own
+    max_failed_saves (default 3): a save that fails (a full disk, a
+    read-only directory) is logged and training goes on; the chief stops
+    once that many in a row have failed (0: never). TensorFlow stops at
+    the first."""
 
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None,
                  saver=None, checkpoint_basename="model.ckpt",
-                 scaffold=None, listeners=None, save_graph_def=True):
+                 scaffold=None, listeners=None, save_graph_def=True,
+                 max_failed_saves=3):
         if (save_secs is None) == (save_steps is None):
             raise ValueError("exactly one of save_secs or save_steps should "
                              "be provided.")
@@ -284,10 +289,15 @@ class CheckpointSaverHook(_CHook):
         self._secs = float(save_secs or 0)
         self._steps = int(save_steps or 0)
         self._keep = int(getattr(saver, "max_to_keep", 5) or 0)
+        if isinstance(max_failed_saves, bool) or \
+                not isinstance(max_failed_saves, int) or max_failed_saves < 0:
+            raise ValueError("CheckpointSaverHook(max_failed_saves=%r): an "
+                             "int >= 0 is required" % (max_failed_saves,))
+        self._max_failed = max_failed_saves
 
     def _c_hook(self, graph):
         return _rf.checkpoint_saver_hook(self._dir, self._secs, self._steps,
-                                         self._keep)
+                                         self._keep, self._max_failed)
 
 
 class SyncReplicasHook(SessionRunHook):

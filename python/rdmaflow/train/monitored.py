@@ -109,7 +109,7 @@ class _MonitoredSession:
                  chief_only_hooks, save_checkpoint_secs,
                  save_checkpoint_steps, log_step_count_steps, config,
                  stop_grace_period_secs, max_wait_secs, apply, staleness,
-                 embedding_lookup, summaries):
+                 embedding_lookup, summaries, max_failed_saves):
         self._graph = _fw.get_default_graph()
         self._closed = False
         self._current_args = None
@@ -157,7 +157,8 @@ class _MonitoredSession:
                                    save_checkpoint_steps):
                 all_hooks.append(_hooks.CheckpointSaverHook(
                     checkpoint_dir, save_secs=save_checkpoint_secs,
-                    save_steps=save_checkpoint_steps, scaffold=scaffold))
+                    save_steps=save_checkpoint_steps, scaffold=scaffold,
+                    max_failed_saves=max_failed_saves))
         all_hooks.extend(hooks or [])
         native = _hooks.native_hooks(all_hooks, self._graph, self)
         _vars.initialize_uninitialized(self._graph)
@@ -252,7 +253,7 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
                              log_step_count_steps=100, max_wait_secs=7200,
                              save_checkpoint_steps=USE_DEFAULT,
                              summary_dir=None, apply=None, staleness=None,
-                             embedding_lookup=None):
+                             embedding_lookup=None, max_failed_saves=3):
     """tf.train.MonitoredTrainingSession on rdmaflow. master is
     server.target (the Server of this task). rdmaflow's own arguments:
     apply ("ps", the default: the ps applies the optimizer; "worker":
@@ -261,7 +262,10 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
     embedding_lookup (how lookups fetch an embedding table's rows: "rows",
     one-sided row READs; "gather", the ps copies them; "auto", the
     default: per table, the cheaper by a cost model measured when the
-    session is created)."""
+    session is created) and max_failed_saves (the chief stops once that
+    many checkpoint saves in a row have failed, default 3, 0: never; a
+    failed save is logged and training goes on, where TensorFlow stops at
+    the first)."""
     if embedding_lookup not in (None, "auto", "rows", "gather"):
         raise ValueError(
             "MonitoredTrainingSession(embedding_lookup=%r): not one of "
@@ -292,4 +296,5 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None,
                              hooks, chief_only_hooks, save_checkpoint_secs,
                              save_checkpoint_steps, log_step_count_steps,
                              config, stop_grace_period_secs, max_wait_secs,
-                             apply, staleness, embedding_lookup, summaries)
+                             apply, staleness, embedding_lookup, summaries,
+                             max_failed_saves)

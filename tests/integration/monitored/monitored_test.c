@@ -33,11 +33,23 @@
  *              restarted the chief adopts the variables as they are
  *              (nothing rolled back to model.ckpt-3): global_step goes on
  *              from 5, and the job ends at 10
+ *   failed_saves
+ *              the checkpoint directory moved away after model.ckpt-2
+ *              (max_failed_saves 3): the saves at 4 and 6 fail with one
+ *              line, training goes on; moved back, 8 is saved with a
+ *              "saved again" line; away again, a dangling symbolic link in
+ *              its place, the third failed save in a row (14) fails the run
+ * with RF_ERR_IO naming the directory and the error; the final save fails, the
+ * directory comes back during the 5 s pause and the retry saves model.ckpt-14
+ *              (it verifies)
+ *   final_save the directory gone for good at the end: close fails with
+ *              RF_ERR_IO after the retry, model.ckpt-0 alone
  *   refusals   bad hook and session options are refused naming the field,
  *              and the hooks handed over are freed (LeakSanitizer)
  *
  * `rf_monitored_test --case NAME` runs one case; RF_FABRIC, RF_TEST_HOST
  * and RF_TEST_TIME_SCALE as in the ps suite. */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -47,6 +59,7 @@
 #include <unistd.h>
 
 #include "rdmaflow/checkpoint.h"
+#include "rdmaflow/clock.h"
 #include "rdmaflow/cluster.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/graph.h"
@@ -603,6 +616,175 @@ static void case_stopped_ps(void)
     fclose(log);
 }
 
+/* Moves the checkpoint directory away (a directory that vanished; with
+ * dangling, a symbolic link to nowhere left in its place) or back. */
+static void move_dir(const fixture *f, bool away, bool dangling)
+{
+    char a[300], gone[300];
+    snprintf(a, sizeof a, "%s.away", f->dir);
+    snprintf(gone, sizeof gone, "%s.gone", f->dir);
+    if (!away)
+        CHECK(unlink(f->dir) == 0 || errno == ENOENT, "unlink %s", f->dir);
+    CHECK(rename(away ? f->dir : a, away ? a : f->dir) == 0, "moving %s %s",
+          f->dir, away ? "away" : "back");
+    if (away && dangling)
+        CHECK(symlink(gone, f->dir) == 0, "symlink %s", f->dir);
+}
+
+typedef struct mover {
+    const fixture *f;
+    int after_ms;
+} mover;
+
+static void *move_back_later(void *arg)
+{
+    const mover *m = arg;
+    usleep((useconds_t)m->after_ms * 1000u);
+    move_dir(m->f, false, false);
+    return NULL;
+}
+
+/* The checkpoint files of f->dir, newest first, as "a b c". */
+static void list_names(const fixture *f, char *names, size_t len)
+{
+    rf_ckpt_list l;
+    CHECK_OK(rf_ckpt_dir_list(f->dir, &l));
+    names[0] = '\0';
+    for (size_t i = 0; i < l.n; i++) {
+        const char *b = strrchr(l.paths[i], '/');
+        size_t used = strlen(names);
+        snprintf(names + used, len - used, "%s%s", i ? " " : "",
+                 b ? b + 1 : l.paths[i]);
+    }
+    rf_ckpt_list_free(&l);
+}
+
+static rf_monitored_session *saver_session(fixture *f, FILE *log,
+                                           int64_t save_steps, int max_failed)
+{
+    rf_hook *h[1];
+    CHECK_OK(rf_stop_at_step_hook_create(0, 100, &h[0]));
+    rf_monitored_session_options o;
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f->train_op;
+    o.checkpoint_dir = f->dir;
+    o.save_checkpoint_steps = save_steps;
+    o.max_failed_saves = max_failed;
+    o.log_step_count_steps = 0;
+    o.hooks = h;
+    o.num_hooks = 1;
+    o.log = log;
+    rf_monitored_session *ms = NULL;
+    CHECK_OK(rf_monitored_session_create(f->server, f->g, f->ex, &o, &ms));
+    return ms;
+}
+
+static void case_failed_saves(void)
+{
+    fixture f;
+    setup(&f);
+    FILE *log = tmpfile();
+    CHECK(log != NULL, "tmpfile");
+    rf_monitored_session *ms = saver_session(&f, log, 2, 3);
+    rf_tensor out[2];
+    int64_t gs = 0;
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(step(&f, ms, out, &gs));
+    /* saves at 4 and 6 fail; training goes on */
+    move_dir(&f, true, false);
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(step(&f, ms, out, &gs));
+    const char *text = read_all(log);
+    CHECK(count(text, "checkpoint not saved at") == 1,
+          "%d 'not saved' lines, want 1:\n%s",
+          count(text, "checkpoint not saved at"), text);
+    CHECK(strstr(text, "checkpoint not saved at global_step 4: ") &&
+              strstr(text, "No such file or directory") &&
+              strstr(text, "max_failed_saves=3"),
+          "the first failure's line:\n%s", text);
+    /* back: the save at 8 succeeds and says so */
+    move_dir(&f, false, false);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(step(&f, ms, out, &gs));
+    text = read_all(log);
+    CHECK(strstr(text, "checkpoint saved again at global_step 8, after 2 "
+                       "failed saves from global_step 4 on"),
+          "no 'saved again' line:\n%s", text);
+    char names[512];
+    list_names(&f, names, sizeof names);
+    CHECK(!strcmp(names, "model.ckpt-8.safetensors model.ckpt-2.safetensors "
+                         "model.ckpt-0.safetensors"),
+          "checkpoints: %s", names);
+    /* a dangling symbolic link in its place: 10 and 12 fail, 14 is the
+     * third in a row */
+    move_dir(&f, true, true);
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(step(&f, ms, out, &gs));
+    CHECK_ST(step(&f, ms, out, &gs), RF_ERR_IO);
+    CHECK_MSG("3 checkpoint saves in a row into");
+    CHECK_MSG(f.dir);
+    CHECK_MSG("(max_failed_saves=3, the first at global_step 10)");
+    CHECK_MSG("No such file or directory");
+    text = read_all(log);
+    CHECK(count(text, "checkpoint not saved at") == 2,
+          "%d 'not saved' lines, want 2 (one per run of failures):\n%s",
+          count(text, "checkpoint not saved at"), text);
+    /* the final save fails, the directory comes back during the pause,
+     * the one retry saves it */
+    mover m = {.f = &f, .after_ms = 2000};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, move_back_later, &m) == 0, "pthread_create");
+    double t0 = rf_now_s();
+    CHECK_OK(rf_monitored_session_close(ms));
+    double took = rf_now_s() - t0;
+    pthread_join(t, NULL);
+    text = read_all(log);
+    rft_note("close took %.1f s; log:\n%s", took, text);
+    CHECK(took >= 4.5, "close took %.1f s: no pause before the retry", took);
+    CHECK(strstr(text, "the final checkpoint (global_step 14) was not saved") &&
+              strstr(text, "trying once more in 5 s") &&
+              strstr(text, "checkpoint saved again at global_step 14"),
+          "the final save's lines:\n%s", text);
+    list_names(&f, names, sizeof names);
+    CHECK(!strncmp(names, "model.ckpt-14.safetensors ", 26), "checkpoints: %s",
+          names);
+    char path[400];
+    snprintf(path, sizeof path, "%s/model.ckpt-14.safetensors", f.dir);
+    CHECK_OK(rf_ckpt_verify(path, NULL, NULL));
+    teardown(&f, ms);
+    fclose(log);
+}
+
+/* The final save fails twice (the directory gone for good): close fails
+ * with RF_ERR_IO naming the final checkpoint, after one retry. */
+static void case_final_save(void)
+{
+    fixture f;
+    setup(&f);
+    FILE *log = tmpfile();
+    CHECK(log != NULL, "tmpfile");
+    rf_monitored_session *ms = saver_session(&f, log, 0, 3);
+    rf_tensor out[2];
+    int64_t gs = 0;
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(step(&f, ms, out, &gs));
+    move_dir(&f, true, false);
+    double t0 = rf_now_s();
+    CHECK_ST(rf_monitored_session_close(ms), RF_ERR_IO);
+    double took = rf_now_s() - t0;
+    CHECK_MSG("the final checkpoint (global_step 3) was not saved, retried "
+              "once");
+    CHECK_MSG(f.dir);
+    CHECK_MSG("No such file or directory");
+    CHECK(took >= 4.5, "close took %.1f s: no pause before the retry", took);
+    move_dir(&f, false, false);
+    char names[512];
+    list_names(&f, names, sizeof names);
+    CHECK(!strcmp(names, "model.ckpt-0.safetensors"), "checkpoints: %s", names);
+    teardown(&f, ms);
+    fclose(log);
+}
+
 static void case_refusals(void)
 {
     rf_hook *h = NULL;
@@ -698,6 +880,14 @@ static const rft_case cases[] = {
      .budget_s = 120,
      .run = case_stopped_ps,
      .desc = "a SIGSTOPped ps: the variables survive and are adopted"},
+    {.name = "failed_saves",
+     .budget_s = 90,
+     .run = case_failed_saves,
+     .desc = "failed saves: training goes on, saved again, max_failed_saves"},
+    {.name = "final_save",
+     .budget_s = 60,
+     .run = case_final_save,
+     .desc = "the final save failing twice fails close"},
     {.name = "refusals",
      .budget_s = 60,
      .run = case_refusals,
@@ -719,7 +909,8 @@ int main(int argc, char **argv)
                             : NULL;
     if (!c) {
         fprintf(stderr, "usage: rf_monitored_test --case hooks|nan|recovery|"
-                        "sync_recovery|stopped_ps|refusals\n");
+                        "sync_recovery|stopped_ps|failed_saves|final_save|"
+                        "refusals\n");
         return 2;
     }
     char context[128];

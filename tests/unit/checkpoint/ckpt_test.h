@@ -45,6 +45,7 @@ void case_filled(void);
 void case_dir(void);
 void case_dir_latest(void);
 void case_dir_state(void);
+void case_dir_orphans(void);
 void case_verify(void);
 /* Writes the files the script tests read into dir (test_checkpoint.c). */
 void emit_fixtures(const char *dir);

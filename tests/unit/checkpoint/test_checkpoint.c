@@ -234,6 +234,7 @@ static const struct {
     {"dir", case_dir},
     {"dir_latest", case_dir_latest},
     {"dir_state", case_dir_state},
+    {"dir_orphans", case_dir_orphans},
     {"verify", case_verify},
 };
 

@@ -3,7 +3,8 @@
  * "checkpoint" state file's exact text, a step saved twice, the newest that
  * verifies (a truncated or corrupt newer one skipped and named), no
  * checkpoint, every one corrupt, malformed and TensorFlow-written state
- * files, and an old entry outside the directory never deleted. */
+ * files, an old entry outside the directory never deleted, and no file of
+ * the pattern left that the state file does not name (dir_orphans). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,4 +254,89 @@ void case_dir_state(void)
     CHECK(access(p5, F_OK) != 0, "%s was kept", p5);
     /* the state file is written atomically too: no temporary left */
     CHECK(dir_entries(dir) == 2, "%d entries", dir_entries(dir));
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+/* Bookkeeping that cannot orphan a file: a stray file of the pattern the
+ * state file does not name is deleted by the next save, files of any other
+ * name are kept; a new checkpoint whose state file could not be written
+ * (the state file a symbolic link into a directory that does not exist)
+ * is removed again and the save fails naming both; a missing or corrupt
+ * state file is rebuilt from the directory's files of the pattern. */
+void case_dir_orphans(void)
+{
+    const char *dir = sp("ck");
+    CHECK(mkdir(dir, 0755) == 0, "mkdir %s", dir);
+    save(dir, 1, 5);
+    save(dir, 2, 5);
+    static const char *const others[] = {"model.ckpt-7.safetensors.bak",
+                                         "model.ckpt-.safetensors",
+                                         "model.ckpt-1a.safetensors",
+                                         "xmodel.ckpt-3.safetensors",
+                                         "model.ckpt-3.index",
+                                         "model.ckpt-3.data-00000-of-00001",
+                                         "model.ckpt--3.safetensors",
+                                         ".model.ckpt-3.safetensors.tmp.1.0",
+                                         "notes.txt"};
+    char p[512];
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, others[i]);
+        spill(p, "keep", 4);
+    }
+    snprintf(p, sizeof p, "%s/%s", dir, ck_name(7));
+    spill(p, "stray", 5);
+    /* a directory or a link of the pattern is not a checkpoint file */
+    snprintf(p, sizeof p, "%s/%s", dir, ck_name(8));
+    CHECK(mkdir(p, 0755) == 0, "mkdir %s", p);
+    snprintf(p, sizeof p, "%s/%s", dir, ck_name(9));
+    CHECK(symlink("notes.txt", p) == 0, "symlink %s", p);
+    save(dir, 3, 5);
+    check_state(dir, (const long long[]){1, 2, 3}, 3);
+    CHECK(!exists(dir, ck_name(7)), "the stray %s was kept", ck_name(7));
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        CHECK(exists(dir, others[i]), "%s (another pattern) was deleted",
+              others[i]);
+    CHECK(exists(dir, ck_name(8)) && exists(dir, ck_name(9)), "%s",
+          "a directory or a link named like a checkpoint was deleted");
+
+    /* the state file cannot be written: the new file goes */
+    char sf[512], keep[512];
+    snprintf(sf, sizeof sf, "%s/checkpoint", dir);
+    snprintf(keep, sizeof keep, "%s/checkpoint.keep", sp(""));
+    CHECK(rename(sf, keep) == 0, "rename %s", sf);
+    CHECK(symlink(sp("nodir/checkpoint"), sf) == 0, "symlink %s", sf);
+    rf_ckpt_tensor t[FIX_N];
+    fix_tensors(t, 4);
+    CHECK(rf_ckpt_dir_save(dir, 4, t, FIX_N, NULL, 5, NULL, 0) != RF_OK, "%s",
+          "saved with a state file that cannot be written");
+    CHECK_MSG("nodir");
+    CHECK_MSG("model.ckpt-4.safetensors removed: no state file names it");
+    CHECK(!exists(dir, ck_name(4)), "%s left behind, named by nothing",
+          ck_name(4));
+    for (long long s = 1; s <= 3; s++)
+        CHECK(exists(dir, ck_name(s)), "%s was deleted", ck_name(s));
+    CHECK(unlink(sf) == 0 && rename(keep, sf) == 0, "%s", "restore");
+    save(dir, 5, 5);
+    check_state(dir, (const long long[]){1, 2, 3, 5}, 4);
+
+    /* no state file: rebuilt from the files, oldest step first */
+    CHECK(unlink(sf) == 0, "unlink %s", sf);
+    save(dir, 6, 3);
+    check_state(dir, (const long long[]){3, 5, 6}, 3);
+    CHECK(!exists(dir, ck_name(1)) && !exists(dir, ck_name(2)), "%s",
+          "model.ckpt-1 and 2 (beyond max_to_keep) kept");
+    /* a corrupt one: the same, its files counted, not swept */
+    state(dir, "garbage\n");
+    save(dir, 7, 4);
+    check_state(dir, (const long long[]){3, 5, 6, 7}, 4);
+    CHECK(exists(dir, ck_name(3)), "%s", "model.ckpt-3 deleted");
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        CHECK(exists(dir, others[i]), "%s (another pattern) was deleted",
+              others[i]);
 }
