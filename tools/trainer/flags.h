@@ -124,6 +124,7 @@ typedef struct tr_flags {
     int64_t stop_grace_secs;      /* the chief's wait at the end; 120 */
     bool elastic;                 /* workers join and leave (async) */
     int64_t member_timeout_secs;  /* elastic: a gone worker's bound; 10 */
+    int64_t ps_idle_exit_secs;    /* a ps that never saw a chief; 0: never */
     const char *distributed_flag; /* first distributed-only flag given */
     /* --model=wide_deep (wide_deep.h) */
     rf_ctr_spec ctr_spec;         /* --ctr_spec (default: the default spec) */
