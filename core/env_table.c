@@ -55,8 +55,10 @@ static const rf_env_var vars[] = {
     TEXT_SHOWN("RF_JOB_TOKEN", "none", "ps",
                "a per-job token (rf-launch makes one): each task's token is "
                "derived from it and a ps refuses any other"),
-    TEXT_SHOWN("RF_TOKEN_DIR", "$XDG_RUNTIME_DIR/rdmaflow or "
-               "/tmp/rdmaflow-UID", "ps",
+    TEXT_SHOWN("RF_TOKEN_DIR",
+               "$XDG_RUNTIME_DIR/rdmaflow or "
+               "/tmp/rdmaflow-UID",
+               "ps",
                "where a task without RF_JOB_TOKEN keeps its token across "
                "restarts"),
     INT_ROW("RF_REQUIRE_SECRET", 0, 0, 1, "session",

@@ -259,8 +259,8 @@ rf_status ps_conn_hello_decode(const void *data, size_t len, ps_conn_hello *h)
     /* the flags say the length: read them once the magic and version are
      * known to be ours */
     uint32_t flags = len >= PS_CONN_HELLO_SIZE ? rf_get_le32(p + 12) : 0;
-    size_t want = flags & PS_CONN_FLAG_TOKEN ? PS_CONN_HELLO_MAX
-                                             : PS_CONN_HELLO_SIZE;
+    size_t want =
+        flags & PS_CONN_FLAG_TOKEN ? PS_CONN_HELLO_MAX : PS_CONN_HELLO_SIZE;
     rf_status st = check_conn_magic(p, len, want, "ps hello");
     if (st != RF_OK)
         return st;

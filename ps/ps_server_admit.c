@@ -53,8 +53,7 @@ const char *ps_admit_connection(rf_ps_server *s, const char *peer, bool known,
     ps_addr_count *a = known ? NULL : addr_slot(s, addr, true);
     if (known) {
         if (s->known_unadmitted >= (uint32_t)s->opt.max_workers) {
-            snprintf(why, len,
-                     PS_REJECT_BUSY "%u known tasks are setting up",
+            snprintf(why, len, PS_REJECT_BUSY "%u known tasks are setting up",
                      s->known_unadmitted);
             refused = why;
         } else {

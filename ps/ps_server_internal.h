@@ -189,12 +189,12 @@ struct rf_ps_server {
     bool chief_seen;
     long long chief_gone_ms, started_ms;
     char stop_why[512];
-    rf_ps_server_counters counters;             /* mu */
-    long long next_expiry_check;                /* service thread */
-    bool stop;                                  /* mu: threads must exit */
-    bool done;        /* mu: the service thread exited */
-    rf_status status; /* mu: why it exited (RF_OK: shutdown) */
-    bool shutdown;    /* service thread: a SHUTDOWN was answered */
+    rf_ps_server_counters counters; /* mu */
+    long long next_expiry_check;    /* service thread */
+    bool stop;                      /* mu: threads must exit */
+    bool done;                      /* mu: the service thread exited */
+    rf_status status;               /* mu: why it exited (RF_OK: shutdown) */
+    bool shutdown; /* service thread: a SHUTDOWN was answered */
     /* ps_server_sparse.c: the indices of the sparse push being applied,
      * room for the largest max_push_rows of any table (service thread) */
     int64_t *sparse_idx;

@@ -39,9 +39,8 @@ static bool same(bool has, const unsigned char *tok, const ps_binding *b)
 
 /* Caller holds s->mu. Why h may not have its id or role (in why), or
  * NULL. */
-static const char *mismatch(rf_ps_server *s, uint32_t id, bool chief,
-                            bool has, const unsigned char *tok, char *why,
-                            size_t len)
+static const char *mismatch(rf_ps_server *s, uint32_t id, bool chief, bool has,
+                            const unsigned char *tok, char *why, size_t len)
 {
     unsigned char want[PS_TOKEN_LEN];
     if (s->job_token) {
@@ -49,8 +48,9 @@ static const char *mismatch(rf_ps_server *s, uint32_t id, bool chief,
             snprintf(why, len,
                      "client id %u %s (this ps task has the job token, "
                      "RF_JOB_TOKEN)",
-                     id, has ? "presents a token not of this job"
-                             : "presents no task token");
+                     id,
+                     has ? "presents a token not of this job"
+                         : "presents no task token");
         else
             return NULL;
         return why;
@@ -84,8 +84,8 @@ bool ps_token_known(rf_ps_server *s, const ps_conn_hello *h)
     char why[8];
     pthread_mutex_lock(&s->mu);
     bool known = (s->job_token || binding_of(s, h->client_id)) &&
-                 !mismatch(s, h->client_id, h->flags & PS_CONN_FLAG_CHIEF,
-                           true, h->token, why, sizeof why);
+                 !mismatch(s, h->client_id, h->flags & PS_CONN_FLAG_CHIEF, true,
+                           h->token, why, sizeof why);
     pthread_mutex_unlock(&s->mu);
     return known;
 }
@@ -97,9 +97,9 @@ const char *ps_token_admit(rf_ps_server *s, const ps_conn_hello *h,
         return NULL; /* the secret proves it; the auth handshake decides */
     char why[400];
     pthread_mutex_lock(&s->mu);
-    const char *bad = mismatch(s, h->client_id, h->flags & PS_CONN_FLAG_CHIEF,
-                               h->flags & PS_CONN_FLAG_TOKEN, h->token, why,
-                               sizeof why);
+    const char *bad =
+        mismatch(s, h->client_id, h->flags & PS_CONN_FLAG_CHIEF,
+                 h->flags & PS_CONN_FLAG_TOKEN, h->token, why, sizeof why);
     pthread_mutex_unlock(&s->mu);
     if (!bad)
         return NULL;
@@ -153,8 +153,8 @@ const char *ps_token_bind(ps_server_conn *c, char *text, size_t len)
         }
         bind(b, c->client_id, c);
         if (c->chief) {
-            if (s->chief.id != UINT32_MAX && !same(c->has_token, c->token,
-                                                   &s->chief))
+            if (s->chief.id != UINT32_MAX &&
+                !same(c->has_token, c->token, &s->chief))
                 rebound = true;
             bind(&s->chief, c->client_id, c);
         }

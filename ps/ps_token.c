@@ -41,10 +41,9 @@ bool ps_token_from_job(uint32_t client_id, unsigned char out[PS_TOKEN_LEN])
     if (!job || !*job)
         return false;
     static const char label[] = "rdmaflow task token";
-    unsigned char id[4] = {(unsigned char)client_id,
-                           (unsigned char)(client_id >> 8),
-                           (unsigned char)(client_id >> 16),
-                           (unsigned char)(client_id >> 24)};
+    unsigned char id[4] = {
+        (unsigned char)client_id, (unsigned char)(client_id >> 8),
+        (unsigned char)(client_id >> 16), (unsigned char)(client_id >> 24)};
     unsigned char zero = 0, h[crypto_hash_sha256_BYTES];
     crypto_hash_sha256_state st;
     crypto_hash_sha256_init(&st);
@@ -74,11 +73,10 @@ static bool token_dir(char *dir, size_t len, char *err, size_t err_len)
         return false;
     }
     struct stat sb;
-    if (lstat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
-        sb.st_uid != getuid() || (sb.st_mode & 077)) {
+    if (lstat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
+        (sb.st_mode & 077)) {
         snprintf(err, err_len,
-                 "%s is not a directory of this user's alone (mode 0700)",
-                 dir);
+                 "%s is not a directory of this user's alone (mode 0700)", dir);
         return false;
     }
     return true;

@@ -62,6 +62,9 @@ int at_wrongsecret(const at_opts *o);
 int at_chief(const at_opts *o);
 int at_dup(const at_opts *o);
 int at_insider(const at_opts *o);
+/* Subcommand (attack_gap.c): no secret, a restarting task's slot; --count
+ * is the global_step it writes. */
+int at_gap(const at_opts *o);
 /* Subcommands (attack_raw.c). */
 int at_onesided(const at_opts *o);
 int at_flood(const at_opts *o);

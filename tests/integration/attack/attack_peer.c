@@ -5,11 +5,12 @@
  *       [--target RKEY:ADDR:LEN] [--globals RKEY:ADDR] [--count N]
  *       [--hold_ms MS] [--timeout_ms MS]
  *
- * CMD: nosecret, wrongsecret, chief, dup, onesided, flood, frames, bigread
- * (each prints one line "refused: ..." or "SUCCEEDED: ..." and exits 0 or
- * 1), and insider (with the secret, as a compromised worker: prints the
- * ps's regions and global_step location, "target ..." and "globals ...",
- * for the others' --target and --globals). Exit 2: usage or local error. */
+ * CMD: nosecret, wrongsecret, chief, dup, onesided, flood, frames, bigread,
+ * gap (attack_gap.c: a restarting task's slot without a secret) (each prints
+ * one line "refused: ..." or "SUCCEEDED: ..." and exits 0 or 1), and insider
+ * (with the secret, as a compromised worker: prints the ps's regions and
+ * global_step location, "target ..." and "globals ...", for the others'
+ * --target and --globals). Exit 2: usage or local error. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,7 +179,7 @@ int main(int argc, char **argv)
         {"chief", at_chief},       {"dup", at_dup},
         {"insider", at_insider},   {"onesided", at_onesided},
         {"flood", at_flood},       {"frames", at_frames},
-        {"bigread", at_bigread},
+        {"bigread", at_bigread},   {"gap", at_gap},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) {
