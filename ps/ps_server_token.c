@@ -175,8 +175,8 @@ const char *ps_token_bind(ps_server_conn *c, char *text, size_t len)
         RF_LOG_WARN("ps %d: %s takes the slot of another task token (before "
                     "from %s): allowed, it proved the cluster secret",
                     s->opt.task_index, who, before);
-    else if (*before)
-        RF_LOG_INFO("ps %d: %s takes its slot back (the same task token; "
+    else if (*before) /* a takeover: logged whoever it is */
+        RF_LOG_WARN("ps %d: %s takes its slot back (the same task token; "
                     "before from %s)",
                     s->opt.task_index, who, before);
     return NULL;
