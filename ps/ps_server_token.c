@@ -107,8 +107,12 @@ const char *ps_token_admit(rf_ps_server *s, const ps_conn_hello *h,
                 "place, or a restart that lost its token: see RF_TOKEN_DIR)",
                 s->opt.task_index, h->client_id,
                 h->flags & PS_CONN_FLAG_CHIEF ? " (chief)" : "", peer, why);
-    snprintf(text, len, PS_REJECT_AUTH "client id %u is another task's",
-             h->client_id);
+    if (strstr(why, "the chief's role") == why)
+        snprintf(text, len,
+                 PS_REJECT_AUTH "the chief's role is another task's");
+    else
+        snprintf(text, len, PS_REJECT_AUTH "client id %u is another task's",
+                 h->client_id);
     return text;
 }
 
