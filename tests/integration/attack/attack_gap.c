@@ -19,10 +19,7 @@ static bool have_first;
 
 static rs_result rpc(const at_opts *o, rsock *s, const void *m, size_t len)
 {
-    rs_result r = rs_ps_send(s, m, len, o->timeout_ms);
-    if (r == RS_OK)
-        r = rs_ps_recv(s, msg, sizeof msg, &msg_len, o->timeout_ms);
-    return r;
+    return at_rpc(o, s, m, len, msg, sizeof msg, &msg_len);
 }
 
 static rf_status take_first(void *ctx, const ps_entry *e)
@@ -79,14 +76,8 @@ static void attempt(const at_opts *o, bool token, const char *kind)
         rs_close(&s);
         return;
     }
-    ps_hello h = {.client_id = o->id,
-                  .flags = flags & PS_CONN_FLAG_CHIEF,
-                  .recv_depth = 8,
-                  .ring_slots = 8,
-                  .ring = {.addr = 0x10000, .len = 64, .rkey = 0x1234}};
     unsigned char m[PS_REQ_MAX];
-    size_t n;
-    ps_enc_hello(m, sizeof m, 1, &h, &n);
+    size_t n = at_hello(o->id, flags, m);
     ps_hello_reply hr;
     if (rpc(o, &s, m, n) != RS_OK ||
         ps_dec_hello_reply(msg, msg_len, &hr) != RF_OK) {

@@ -93,6 +93,15 @@ bool at_open_accepted(const at_opts *o, rsock *s, uint32_t id, uint32_t flags,
     return false;
 }
 
+rs_result at_rpc(const at_opts *o, rsock *s, const void *msg, size_t len,
+                 void *buf, size_t cap, size_t *got)
+{
+    rs_result r = rs_ps_send(s, msg, len, o->timeout_ms);
+    if (r == RS_OK)
+        r = rs_ps_recv(s, buf, cap, got, o->timeout_ms);
+    return r;
+}
+
 void at_expect_dropped(const at_opts *o, rsock *s, uint32_t msgs_allowed,
                        const char *what)
 {
