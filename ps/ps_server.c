@@ -524,7 +524,6 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
     s->fabric = fabric;
     snprintf(s->host, sizeof s->host, "%s", host);
     s->chief.id = UINT32_MAX;
-    s->started_ms = rf_now_ms();
     const char *job = rf_env_str("RF_JOB_TOKEN", NULL);
     s->job_token = job && *job;
     rf_status st = read_options(options, &s->opt);
@@ -564,6 +563,7 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
         goto fail;
     }
     s->port = rf_listener_port(s->listener);
+    s->started_ms = rf_now_ms(); /* serving from now (idle_exit_ms) */
     if (pthread_create(&s->service_thread, NULL, service_main, s) != 0) {
         st = rf_error_set(RF_ERR_NO_RESOURCE, "ps: pthread_create failed");
         goto fail;
