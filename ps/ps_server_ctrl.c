@@ -239,6 +239,10 @@ static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
      * HELLO as the chief (ps_server_token.c), so this is that chief or its
      * proven restart; anyone else is refused (reply_error logs the peer) */
     if (!c->chief) {
+        char who[160];
+        ps_conn_label(c, who, sizeof who);
+        RF_LOG_WARN("ps %d: refusing SHUTDOWN from %s: not the chief",
+                    c->srv->opt.task_index, who);
         PS_COUNT(c->srv, refused_auth);
         return reply_error(c, req_id, RF_ERR_INVALID_ARG,
                            "only the chief may shut a ps task down");

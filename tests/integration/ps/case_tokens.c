@@ -94,6 +94,7 @@ void case_tokens_gap(void)
     static ps_error_reply er;
     CHECK_OK(ps_dec_error_reply(reply, n, &er));
     CHECK(strstr(er.text, "only the chief"), "SHUTDOWN from id 7: %s", er.text);
+    pt_expect_log(log, pt_at_host("refusing SHUTDOWN from client 7 from "));
     raw_close(&r);
     /* worker 1 restarted: the same token (RF_TOKEN_DIR), its slot back */
     w1 = pt_auth_client(f, ps.port, 1, false, NULL);
