@@ -49,8 +49,7 @@ static void expect_stranger_refused(rf_fabric *f, uint16_t port, uint32_t id,
           "%s: connect %s ('%s'), want an \"auth: \" reject", what,
           rf_status_string(st), why);
     rft_note("%s: rejected ('%s')", what, why);
-    if (st == RF_OK)
-        raw_close(&r);
+    raw_close(&r);
 }
 
 void case_tokens_gap(void)
@@ -161,6 +160,7 @@ void case_tokens_flood(void)
                      sizeof why),
              RF_ERR_UNAVAILABLE);
     CHECK(strstr(why, "busy: "), "the 17th idle connection: '%s'", why);
+    raw_close(&extra_peer);
     long long t0 = rf_now_ms();
     w1 = pt_auth_client(f, ps.port, 1, false, secret);
     long long took = rf_now_ms() - t0;
