@@ -8,8 +8,9 @@
  *      the environment only): SHA-256("rdmaflow task token" 0 job 0 id),
  *      first 16 bytes; a ps with the same job token checks it for every id.
  *   2. Otherwise a file of 32 hex characters, RF_TOKEN_DIR (default
- *      $XDG_RUNTIME_DIR/rdmaflow, else /tmp/rdmaflow-UID; made 0700 and
- *      required to be this user's and not group/other accessible)
+ *      /tmp/rdmaflow-UID, not $XDG_RUNTIME_DIR: that goes with the login
+ *      session, and a task outlives it; made 0700 and required to be this
+ *      user's and not group/other accessible)
  *      "/token-<ps0>-<id>": read if it exists, else created O_EXCL 0600
  *      with random bytes. A task restarted on the same host by the same
  *      user finds it again.
@@ -61,11 +62,8 @@ bool ps_token_from_job(uint32_t client_id, unsigned char out[PS_TOKEN_LEN])
 static bool token_dir(char *dir, size_t len, char *err, size_t err_len)
 {
     const char *d = rf_env_str("RF_TOKEN_DIR", NULL);
-    const char *run = rf_env_str("XDG_RUNTIME_DIR", NULL);
     if (d && *d)
         snprintf(dir, len, "%s", d);
-    else if (run && *run)
-        snprintf(dir, len, "%s/rdmaflow", run);
     else
         snprintf(dir, len, "/tmp/rdmaflow-%u", (unsigned)getuid());
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
