@@ -43,7 +43,7 @@ export RF_TOKEN_DIR=$tmp/tokens
 steps=6000
 min_acc=0.83
 evil_step=299000
-train=(--model=mlp:64 --batch_size=100 --train_steps=$steps --threads=1
+train=(--model=mlp:64 --batch_size=100 --train_steps="$steps" --threads=1
     --seed=3 --log_every=500 --max_wait_secs="$(t 60)")
 
 # A worker's restart says so ($tmp/restarted.NAME) and waits for
