@@ -65,6 +65,12 @@ static const rf_env_var vars[] = {
     TEXT_SHOWN_CHECKED("RF_CLUSTER_SECRET_FILE", "none", "core",
                        "the cluster secret; --cluster_secret_file wins",
                        rf_secret_check_default),
+    TEXT_SHOWN("RF_JOB_TOKEN", "none", "ps",
+               "a per-job token given to every task: each task's token is "
+               "derived from it and a ps refuses any other"),
+    TEXT_SHOWN("RF_TOKEN_DIR", "/tmp/rdmaflow-UID", "ps",
+               "where a task without RF_JOB_TOKEN keeps its token across "
+               "restarts"),
     INT_ROW("RF_REQUIRE_SECRET", 0, 0, 1, "session",
             "1: a task without a cluster secret fails to start instead of "
             "warning; --require_secret does the same"),

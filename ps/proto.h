@@ -40,7 +40,9 @@
  * LEAVE_REPLY and the members bitmap in the globals block (elastic
  * workers); 9: SHARD_REQ / SHARD_REPLY, the shard ledger of ps task 0
  * (types 28 and 29, numbered apart from the others so that types added
- * elsewhere from 18 on do not collide; 18-27 are unknown types). */
+ * elsewhere from 18 on do not collide; 18-27 are unknown types); also
+ * PS_CONN_FLAG_TOKEN and the task token in the connect hello (a task's
+ * identity across its restarts, ps_server_token.c). */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
 #define PS_PROTO_VERSION 9u
 #define PS_MSG_HDR_SIZE  16u
@@ -106,19 +108,29 @@ typedef struct ps_loc {
 /* A connect rejected with private data starting with this is retried (too
  * many connections setting up at the ps: ps_server_admit.c). */
 #define PS_REJECT_BUSY "busy: "
+/* The connector presents its task token (PS_TOKEN_LEN bytes after the
+ * base hello): the same for every run of the same task (ps_token.c), so a
+ * ps can tell a task's restart from a stranger taking its slot. */
+#define PS_CONN_FLAG_TOKEN 4u
+#define PS_TOKEN_LEN       16u
 typedef struct ps_conn_hello {
     uint32_t client_id;
     uint32_t flags;
+    unsigned char token[PS_TOKEN_LEN]; /* with PS_CONN_FLAG_TOKEN */
 } ps_conn_hello;
+/* The hello without a token; with one it is PS_CONN_HELLO_MAX bytes. */
 #define PS_CONN_HELLO_SIZE 16u
+#define PS_CONN_HELLO_MAX  (PS_CONN_HELLO_SIZE + PS_TOKEN_LEN)
 typedef struct ps_conn_welcome {
     int32_t ps_index;
     uint64_t incarnation;
 } ps_conn_welcome;
 #define PS_CONN_WELCOME_SIZE 20u
 
-void ps_conn_hello_encode(const ps_conn_hello *h,
-                          unsigned char out[PS_CONN_HELLO_SIZE]);
+/* Writes ps_conn_hello_size(h) bytes: PS_CONN_HELLO_SIZE, or
+ * PS_CONN_HELLO_MAX with PS_CONN_FLAG_TOKEN. */
+void ps_conn_hello_encode(const ps_conn_hello *h, unsigned char *out);
+size_t ps_conn_hello_size(const ps_conn_hello *h);
 rf_status ps_conn_hello_decode(const void *data, size_t len, ps_conn_hello *h);
 void ps_conn_welcome_encode(const ps_conn_welcome *w,
                             unsigned char out[PS_CONN_WELCOME_SIZE]);

@@ -219,14 +219,21 @@ static rf_status r_end(const rcur *r, uint16_t type)
 
 /* ---- connection private data -------------------------------------------- */
 
-void ps_conn_hello_encode(const ps_conn_hello *h,
-                          unsigned char out[PS_CONN_HELLO_SIZE])
+size_t ps_conn_hello_size(const ps_conn_hello *h)
+{
+    return h->flags & PS_CONN_FLAG_TOKEN ? PS_CONN_HELLO_MAX
+                                         : PS_CONN_HELLO_SIZE;
+}
+
+void ps_conn_hello_encode(const ps_conn_hello *h, unsigned char *out)
 {
     rf_put_le32(out, PS_PROTO_MAGIC);
     rf_put_le16(out + 4, PS_PROTO_VERSION);
     rf_put_le16(out + 6, 0);
     rf_put_le32(out + 8, h->client_id);
     rf_put_le32(out + 12, h->flags);
+    if (h->flags & PS_CONN_FLAG_TOKEN)
+        memcpy(out + PS_CONN_HELLO_SIZE, h->token, PS_TOKEN_LEN);
 }
 
 static rf_status check_conn_magic(const unsigned char *p, size_t len,
@@ -251,13 +258,22 @@ static rf_status check_conn_magic(const unsigned char *p, size_t len,
 rf_status ps_conn_hello_decode(const void *data, size_t len, ps_conn_hello *h)
 {
     const unsigned char *p = data;
-    rf_status st = check_conn_magic(p, len, PS_CONN_HELLO_SIZE, "ps hello");
+    /* the flags say the length: read them once the magic and version are
+     * known to be ours */
+    uint32_t flags = len >= PS_CONN_HELLO_SIZE ? rf_get_le32(p + 12) : 0;
+    size_t want =
+        flags & PS_CONN_FLAG_TOKEN ? PS_CONN_HELLO_MAX : PS_CONN_HELLO_SIZE;
+    rf_status st = check_conn_magic(p, len, want, "ps hello");
     if (st != RF_OK)
         return st;
+    memset(h, 0, sizeof *h);
     h->client_id = rf_get_le32(p + 8);
-    h->flags = rf_get_le32(p + 12);
-    if (h->flags & ~(PS_CONN_FLAG_CHIEF | PS_CONN_FLAG_AUTH))
+    h->flags = flags;
+    if (h->flags &
+        ~(PS_CONN_FLAG_CHIEF | PS_CONN_FLAG_AUTH | PS_CONN_FLAG_TOKEN))
         return CORRUPT("ps hello: unknown flags 0x%x", h->flags);
+    if (h->flags & PS_CONN_FLAG_TOKEN)
+        memcpy(h->token, p + PS_CONN_HELLO_SIZE, PS_TOKEN_LEN);
     return RF_OK;
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/log.h"
 #include "ps/ps_client_internal.h"
+#include "ps/ps_token.h"
 #include "rdmaflow/status.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
@@ -318,10 +319,12 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
     rf_ps_client *c = p->client;
     cli_conn_close(p);
     p->fatal = RF_OK;
-    unsigned char priv[PS_CONN_HELLO_SIZE];
+    unsigned char priv[PS_CONN_HELLO_MAX];
     ps_conn_hello hello = {.client_id = c->opt.client_id,
                            .flags = (c->opt.is_chief ? PS_CONN_FLAG_CHIEF : 0) |
-                                    (c->opt.secret ? PS_CONN_FLAG_AUTH : 0)};
+                                    (c->opt.secret ? PS_CONN_FLAG_AUTH : 0) |
+                                    PS_CONN_FLAG_TOKEN};
+    memcpy(hello.token, c->task_token, PS_TOKEN_LEN);
     ps_conn_hello_encode(&hello, priv);
     /* with a secret, the ps may write our ack ring only once it proved it
      * holds the secret (cli_authenticate) */
@@ -335,7 +338,7 @@ static try_result try_connect(ps_cli_conn *p, int timeout_ms, char *last,
     cli_ps_name(p, name, sizeof name);
     cli_conn_set_state(p, CLI_CONN_CONNECTING, "connect attempt");
     rf_status st = rf_connect(c->fabric, p->host, p->port, &attr, priv,
-                              sizeof priv, timeout_ms, &ep);
+                              ps_conn_hello_size(&hello), timeout_ms, &ep);
     if (st != RF_OK) {
         cli_conn_set_state(p, CLI_CONN_DOWN, rf_status_string(st));
         size_t rlen = 0;
@@ -543,6 +546,11 @@ rf_status rf_ps_client_connect(rf_fabric *fabric, const char *const *ps_addrs,
     if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
         rnd = (uint32_t)rf_now_ms();
     c->lock_token = ((uint64_t)(rnd | 1) << 32) | c->opt.client_id;
+    /* the same for every run of this task: how a ps tells its restart from
+     * a stranger in its place (ps_token.c) */
+    ps_token_for(c->opt.client_id, ps_addrs[0], c->task_token, c->token_src,
+                 sizeof c->token_src);
+    RF_LOG_DEBUG("client %u: task token %s", c->opt.client_id, c->token_src);
     c->num_ps = num_ps;
     c->conns = calloc(num_ps, sizeof *c->conns);
     rf_status st =

@@ -188,6 +188,8 @@ struct rf_ps_client {
     rf_mr *words_mr;
     size_t words_cap;
     uint64_t lock_token;
+    unsigned char task_token[PS_TOKEN_LEN]; /* ps_token.c */
+    char token_src[160];                    /* where it came from */
     uint32_t pushes_busy;
     uint64_t sync_accepted, sync_stale; /* sync pushes acknowledged */
     rf_status push_status; /* first apply=ps failure since the last wait */

@@ -49,7 +49,7 @@ static void conn_close(ps_server_conn *c, const char *why)
     ps_conn_set_state(c, PS_CONN_DEAD, why);
     rf_ep_close(c->ep);
     c->ep = NULL;
-    ps_admit_release(c->srv, c->peer, client);
+    ps_admit_release(c->srv, c->peer, client, c->known);
 }
 
 static void conn_drop(ps_server_conn *c, const char *why, bool count)
@@ -107,6 +107,9 @@ static void adopt(rf_ps_server *s, ps_pending *p)
         c->ep = p->ep;
         c->client_id = p->hello.client_id;
         c->chief = p->hello.flags & PS_CONN_FLAG_CHIEF;
+        c->has_token = p->hello.flags & PS_CONN_FLAG_TOKEN;
+        memcpy(c->token, p->hello.token, PS_TOKEN_LEN);
+        c->known = p->known;
         memcpy(c->peer, p->peer, sizeof c->peer);
         c->stag = (ps_tag){.conn = c, .kind = PS_TAG_SEND};
         c->mem_len = PS_CONN_MEM_LEN;
@@ -134,7 +137,7 @@ static void adopt(rf_ps_server *s, ps_pending *p)
         } else {
             rf_ep_close(p->ep);
         }
-        ps_admit_release(s, p->peer, false);
+        ps_admit_release(s, p->peer, false, p->known);
         return;
     }
     c->deadline_ms = rf_now_ms() + s->opt.handshake_timeout_ms;
@@ -243,6 +246,8 @@ static void *service_main(void *arg)
          * seen before the graveyard is freed below */
         ps_admit_expire(s);
         ps_members_expire(s);
+        if ((result = ps_life_check(s)) != RF_OK)
+            break;
         int n = rf_cq_wait(s->cq, comps, 64, 20);
         if (n == RF_ERR_TIMEOUT) {
             n = 0;
@@ -330,6 +335,8 @@ static void *listen_main(void *arg)
         char text[RF_MAX_PRIVATE_DATA + 1];
         const char *refused =
             ps_auth_admit(s, &p->hello, p->peer, text, sizeof text);
+        if (!refused)
+            refused = ps_token_admit(s, &p->hello, p->peer, text, sizeof text);
         if (refused) {
             PS_COUNT(s, refused_auth);
             rf_reject(req, refused, strlen(refused));
@@ -337,7 +344,8 @@ static void *listen_main(void *arg)
             continue;
         }
         char busy[160];
-        if (ps_admit_connection(s, p->peer, busy, sizeof busy)) {
+        p->known = ps_token_known(s, &p->hello);
+        if (ps_admit_connection(s, p->peer, p->known, busy, sizeof busy)) {
             reject(s, req, busy);
             free(p);
             continue;
@@ -346,8 +354,9 @@ static void *listen_main(void *arg)
         ps_conn_welcome w = {.ps_index = s->opt.task_index,
                              .incarnation = s->incarnation};
         ps_conn_welcome_encode(&w, welcome);
-        /* with a secret, one-sided access waits for the peer's proof */
-        rf_ep_attr attr = {.flags = s->opt.secret ? RF_EP_REMOTE_ACCESS_OFF : 0,
+        /* one-sided access waits for the peer's proof (a secret) or its
+         * HELLO (its task token bound, ps_server_token.c) */
+        rf_ep_attr attr = {.flags = RF_EP_REMOTE_ACCESS_OFF,
                            .send_cq = s->cq,
                            .recv_cq = s->cq,
                            .max_send_wr = SEND_DEPTH,
@@ -356,7 +365,7 @@ static void *listen_main(void *arg)
         if (st != RF_OK) {
             RF_LOG_WARN("ps %d: accepting client %u: %s", s->opt.task_index,
                         p->hello.client_id, rf_error_message());
-            ps_admit_release(s, p->peer, false);
+            ps_admit_release(s, p->peer, false, p->known);
             free(p);
             continue;
         }
@@ -428,6 +437,11 @@ static rf_status read_options(const rf_ps_server_options *in,
                             "rf_ps_server_start: role binding with chief id "
                             "%u of %u workers",
                             out->chief_id, out->num_workers);
+    if (out->chief_gone_exit_ms < 0 || out->idle_exit_ms < 0)
+        return rf_error_set(RF_ERR_INVALID_ARG,
+                            "rf_ps_server_start: chief_gone_exit_ms %d, "
+                            "idle_exit_ms %d (0: never; not negative)",
+                            out->chief_gone_exit_ms, out->idle_exit_ms);
     if (out->member_timeout_ms < 0)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_ps_server_start: member_timeout_ms %d is "
@@ -489,6 +503,7 @@ static void server_free(rf_ps_server *s)
         ps_arena_destroy(&s->arena);
     if (s->topo)
         rf_topology_close(s->topo);
+    free(s->binds);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cond);
     free(s);
@@ -509,6 +524,9 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
     pthread_cond_init(&s->cond, NULL);
     s->fabric = fabric;
     snprintf(s->host, sizeof s->host, "%s", host);
+    s->chief.id = UINT32_MAX;
+    const char *job = rf_env_str("RF_JOB_TOKEN", NULL);
+    s->job_token = job && *job;
     rf_status st = read_options(options, &s->opt);
     if (st != RF_OK)
         goto fail;
@@ -530,9 +548,11 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
         goto fail;
     ps_members_init(s);
     /* every connection's receives and sends may complete at once (a
-     * close flushes them): clients and those still setting up */
-    uint32_t depth = ((uint32_t)s->opt.max_workers + PS_SRV_MAX_UNADMITTED) *
-                     (PS_SRV_RECV_DEPTH + SEND_DEPTH);
+     * close flushes them): clients and those still setting up, known
+     * tasks' (at most max_workers, ps_server_admit.c) and others' */
+    uint32_t depth =
+        (2u * (uint32_t)s->opt.max_workers + PS_SRV_MAX_UNADMITTED) *
+        (PS_SRV_RECV_DEPTH + SEND_DEPTH);
     if ((st = rf_cq_create(fabric, depth, &s->cq)) != RF_OK)
         goto fail;
     const char *lhost =
@@ -544,6 +564,7 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
         goto fail;
     }
     s->port = rf_listener_port(s->listener);
+    s->started_ms = rf_now_ms(); /* serving from now (idle_exit_ms) */
     if (pthread_create(&s->service_thread, NULL, service_main, s) != 0) {
         st = rf_error_set(RF_ERR_NO_RESOURCE, "ps: pthread_create failed");
         goto fail;
@@ -589,10 +610,12 @@ rf_status rf_ps_server_join(rf_ps_server *s)
     while (!s->done)
         pthread_cond_wait(&s->cond, &s->mu);
     rf_status st = s->status;
+    char why[sizeof s->stop_why];
+    snprintf(why, sizeof why, "%s", s->stop_why);
     pthread_mutex_unlock(&s->mu);
     if (st != RF_OK)
         return rf_error_set(st, "ps task %d stopped: %s", s->opt.task_index,
-                            rf_status_string(st));
+                            *why ? why : rf_status_string(st));
     return RF_OK;
 }
 

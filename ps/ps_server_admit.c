@@ -4,7 +4,11 @@
  * PS_SRV_MAX_UNADMITTED of those at once, at most PS_SRV_UNADMITTED_PER_ADDR of
  * them from one address, and each must say HELLO within
  * handshake_timeout_ms or is dropped (ps_admit_expire). They never hold a
- * client slot: the max_workers slots are taken at HELLO. Every refusal and
+ * client slot: the max_workers slots are taken at HELLO. A connection of a
+ * known task (its token matches its id's binding or the job token,
+ * ps_server_token.c) is not held to those caps but to its own: at most
+ * max_workers of them setting up, so a flood of anonymous connections
+ * never keeps a returning task out (issue 26 item 4). Every refusal and
  * drop is counted (rf_ps_server_counters). */
 #include <stddef.h>
 #include <stdio.h>
@@ -39,15 +43,23 @@ static ps_addr_count *addr_slot(rf_ps_server *s, const char *addr, bool make)
     return make ? free_slot : NULL;
 }
 
-const char *ps_admit_connection(rf_ps_server *s, const char *peer, char *why,
-                                size_t len)
+const char *ps_admit_connection(rf_ps_server *s, const char *peer, bool known,
+                                char *why, size_t len)
 {
     char addr[sizeof s->addrs[0].addr];
     addr_of(peer, addr, sizeof addr);
     const char *refused = NULL;
     pthread_mutex_lock(&s->mu);
-    ps_addr_count *a = addr_slot(s, addr, true);
-    if (s->unadmitted >= PS_SRV_MAX_UNADMITTED || !a) {
+    ps_addr_count *a = known ? NULL : addr_slot(s, addr, true);
+    if (known) {
+        if (s->known_unadmitted >= (uint32_t)s->opt.max_workers) {
+            snprintf(why, len, PS_REJECT_BUSY "%u known tasks are setting up",
+                     s->known_unadmitted);
+            refused = why;
+        } else {
+            s->known_unadmitted++;
+        }
+    } else if (s->unadmitted >= PS_SRV_MAX_UNADMITTED || !a) {
         snprintf(why, len, PS_REJECT_BUSY "%u connections are setting up",
                  s->unadmitted);
         refused = why;
@@ -67,8 +79,13 @@ const char *ps_admit_connection(rf_ps_server *s, const char *peer, char *why,
 }
 
 /* Caller holds s->mu. */
-static void release_unadmitted(rf_ps_server *s, const char *peer)
+static void release_unadmitted(rf_ps_server *s, const char *peer, bool known)
 {
+    if (known) {
+        if (s->known_unadmitted)
+            s->known_unadmitted--;
+        return;
+    }
     char addr[sizeof s->addrs[0].addr];
     addr_of(peer, addr, sizeof addr);
     ps_addr_count *a = addr_slot(s, addr, false);
@@ -78,14 +95,15 @@ static void release_unadmitted(rf_ps_server *s, const char *peer)
         s->unadmitted--;
 }
 
-void ps_admit_release(rf_ps_server *s, const char *peer, bool client)
+void ps_admit_release(rf_ps_server *s, const char *peer, bool client,
+                      bool known)
 {
     pthread_mutex_lock(&s->mu);
     if (client) {
         if (s->clients)
             s->clients--;
     } else {
-        release_unadmitted(s, peer);
+        release_unadmitted(s, peer, known);
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -96,7 +114,7 @@ bool ps_admit_client(ps_server_conn *c)
     pthread_mutex_lock(&s->mu);
     bool ok = s->clients < (uint32_t)s->opt.max_workers;
     if (ok) {
-        release_unadmitted(s, c->peer);
+        release_unadmitted(s, c->peer, c->known);
         s->clients++;
     } else {
         s->counters.refused_full++;

@@ -168,6 +168,8 @@ void ps_conn_set_state(ps_server_conn *c, ps_conn_state to, const char *why)
     c->state = to;
     if (from == PS_CONN_LIVE && to == PS_CONN_DEAD)
         ps_members_gone(c->srv, c->client_id);
+    if (c->chief && from != to && (to == PS_CONN_LIVE || from == PS_CONN_LIVE))
+        ps_life_chief(c->srv, to == PS_CONN_LIVE);
 }
 
 bool ps_conn_accepts(ps_server_conn *c, uint16_t type)

@@ -90,6 +90,19 @@ static bool on_hello(ps_server_conn *c, uint32_t req_id,
             return false;
         }
     }
+    /* the id (and the chief's role) is this task's: its token binds it
+     * or matches its binding (ps_server_token.c) */
+    char why[PS_ERR_TEXT_MAX];
+    if (ps_token_bind(c, why, sizeof why)) {
+        PS_COUNT(s, refused_auth);
+        ps_ctrl_refuse(c, req_id, RF_ERR_AUTH, why);
+        return false;
+    }
+    /* without a secret, one-sided access starts here: the task is known */
+    if (!s->opt.secret && rf_ep_enable_remote_access(c->ep) != RF_OK) {
+        ps_conn_drop(c, rf_error_message());
+        return false;
+    }
     if (!ps_admit_client(c)) {
         char text[PS_ERR_TEXT_MAX];
         snprintf(text, sizeof text, "ps task %d is full (%d clients)",
@@ -223,7 +236,14 @@ static bool on_create(ps_server_conn *c, uint32_t req_id,
 
 static bool on_shutdown(ps_server_conn *c, uint32_t req_id)
 {
+    /* c->chief: the chief's role is bound to the task that first said
+     * HELLO as the chief (ps_server_token.c), so this is that chief or its
+     * proven restart; anyone else is refused (reply_error logs the peer) */
     if (!c->chief) {
+        char who[160];
+        ps_conn_label(c, who, sizeof who);
+        RF_LOG_WARN("ps %d: refusing SHUTDOWN from %s: not the chief",
+                    c->srv->opt.task_index, who);
         PS_COUNT(c->srv, refused_auth);
         return reply_error(c, req_id, RF_ERR_INVALID_ARG,
                            "only the chief may shut a ps task down");
@@ -260,6 +280,7 @@ static bool on_leave(ps_server_conn *c, uint32_t req_id)
     if (ps_enc_empty(buf, PS_MSG_MAX, PS_MSG_LEAVE_REPLY, req_id, &n) != RF_OK)
         return false;
     ps_members_leave(c->srv, c->client_id);
+    ps_token_forget(c->srv, c->client_id); /* a new task may take its id */
     return ps_ctrl_send(c, buf, n);
 }
 

@@ -54,6 +54,15 @@ typedef enum ps_conn_state {
     PS_CONN_NUM_STATES
 } ps_conn_state;
 
+/* A client id's (or the chief role's) task token, and where it was first
+ * seen (ps_server_token.c). */
+typedef struct ps_binding {
+    uint32_t id; /* UINT32_MAX: the chief's role is not bound yet */
+    bool has_token;
+    unsigned char token[PS_TOKEN_LEN];
+    char peer[64];
+} ps_binding;
+
 typedef struct ps_addr_count {
     char addr[64];
     uint32_t count; /* 0: a free entry */
@@ -108,6 +117,9 @@ struct ps_server_conn {
     ps_conn_state state; /* ps_conn_set_state changes it */
     uint32_t client_id;
     bool chief;
+    bool has_token; /* its connect hello carried a task token */
+    unsigned char token[PS_TOKEN_LEN];
+    bool known;    /* admitted as a known task (ps_server_admit.c) */
     char peer[64]; /* the connector's address */
     /* Authentication (ps_server_auth.c) */
     unsigned char client_nonce[PS_AUTH_NONCE], ps_nonce[PS_AUTH_NONCE];
@@ -129,6 +141,7 @@ struct ps_server_conn {
 typedef struct ps_pending {
     rf_ep *ep;
     ps_conn_hello hello;
+    bool known; /* admitted past the caps as a known task */
     char peer[64];
     struct ps_pending *next;
 } ps_pending;
@@ -163,12 +176,26 @@ struct rf_ps_server {
     uint32_t unadmitted; /* mu: connections not yet clients (admit.c) */
     uint32_t clients;    /* mu: connections live (said HELLO) */
     ps_addr_count addrs[PS_SRV_MAX_UNADMITTED]; /* mu: unadmitted ones */
-    rf_ps_server_counters counters;             /* mu */
-    long long next_expiry_check;                /* service thread */
-    bool stop;                                  /* mu: threads must exit */
-    bool done;        /* mu: the service thread exited */
-    rf_status status; /* mu: why it exited (RF_OK: shutdown) */
-    bool shutdown;    /* service thread: a SHUTDOWN was answered */
+    uint32_t known_unadmitted; /* mu: known tasks setting up (admit.c) */
+    /* mu: task tokens (ps_server_token.c): each client id's, and the
+     * chief role's (chief.id UINT32_MAX until a chief said HELLO) */
+    ps_binding *binds;
+    uint32_t num_binds, cap_binds;
+    ps_binding chief;
+    bool job_token; /* RF_JOB_TOKEN was set at the start */
+    /* The ps's life without its chief (ps_server_life.c, service thread):
+     * chief connections live, since when none is (0: one is, or none
+     * ever was), when the ps started; why it stopped by itself (mu) */
+    uint32_t chiefs_live;
+    bool chief_seen;
+    long long chief_gone_ms, started_ms;
+    char stop_why[512];
+    rf_ps_server_counters counters; /* mu */
+    long long next_expiry_check;    /* service thread */
+    bool stop;                      /* mu: threads must exit */
+    bool done;                      /* mu: the service thread exited */
+    rf_status status;               /* mu: why it exited (RF_OK: shutdown) */
+    bool shutdown; /* service thread: a SHUTDOWN was answered */
     /* ps_server_sparse.c: the indices of the sparse push being applied,
      * room for the largest max_push_rows of any table (service thread) */
     int64_t *sparse_idx;
@@ -227,10 +254,12 @@ bool ps_conn_accepts_push(ps_server_conn *c);
 
 /* ps_server_admit.c. Listener thread: NULL if a new connection from peer
  * may set up, else why not (in why, counted). */
-const char *ps_admit_connection(rf_ps_server *s, const char *peer, char *why,
-                                size_t len);
-/* A connection closes: it was a client (live) or not. */
-void ps_admit_release(rf_ps_server *s, const char *peer, bool client);
+const char *ps_admit_connection(rf_ps_server *s, const char *peer, bool known,
+                                char *why, size_t len);
+/* A connection closes: it was a client (live) or not, admitted as known or
+ * not. */
+void ps_admit_release(rf_ps_server *s, const char *peer, bool client,
+                      bool known);
 /* At HELLO: takes a client slot; false (counted) when max_workers are. */
 bool ps_admit_client(ps_server_conn *c);
 /* Service thread: drops connections past their deadline_ms. */
@@ -240,6 +269,23 @@ void ps_count(rf_ps_server *s, size_t offset);
 #define PS_COUNT(s, field) ps_count((s), offsetof(rf_ps_server_counters, field))
 bool ps_srv_stopping(rf_ps_server *s);
 void ps_conn_label(const ps_server_conn *c, char *buf, size_t len);
+
+/* ps_server_token.c. Listener: whether h's token matches its id's binding
+ * (or the job token); why h may not connect (an "auth: " text, logged and
+ * counted by the caller), or NULL. Service thread at HELLO: binds c's id
+ * (and the chief's role) to its token, logging a takeover; why not (the
+ * refusal's text), or NULL. At LEAVE: forgets id's binding. */
+bool ps_token_known(rf_ps_server *s, const ps_conn_hello *h);
+const char *ps_token_admit(rf_ps_server *s, const ps_conn_hello *h,
+                           const char *peer, char *text, size_t len);
+const char *ps_token_bind(ps_server_conn *c, char *text, size_t len);
+void ps_token_forget(rf_ps_server *s, uint32_t id);
+
+/* ps_server_life.c (service thread): a chief connection went live or
+ * closed; RF_OK, or the status the ps stops with (the why logged and kept
+ * in stop_why) when its chief has been gone too long. */
+void ps_life_chief(rf_ps_server *s, bool live);
+rf_status ps_life_check(rf_ps_server *s);
 
 /* ps_server_ctrl.c: handles one received control message of len bytes;
  * false if the connection was dropped. */

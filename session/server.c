@@ -112,6 +112,8 @@ rf_status rf_server_start(const rf_cluster *cluster,
                                ? RF_PS_MAX_DONE_WORKERS
                                : (uint32_t)rf_cluster_num_workers(cluster),
             .member_timeout_ms = sv->opt.member_timeout_ms,
+            .chief_gone_exit_ms = sv->opt.chief_gone_exit_ms,
+            .idle_exit_ms = sv->opt.idle_exit_ms,
             .listen_host = bind,
         };
         st =

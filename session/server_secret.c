@@ -39,9 +39,11 @@ rf_status sess_server_secret(const char *flag_path, bool require,
         RF_LOG_WARN(
             "the cluster is unauthenticated, " NO_SECRET
             ": anyone who can reach a ps task's port can connect as a "
-            "worker whose id is not connected (before that worker starts "
-            "or while it restarts) and read and write every variable and "
-            "global_step, and a worker cannot tell its ps tasks from "
+            "worker whose id no task has connected with yet (before that "
+            "worker first connects; a restarting task keeps its id by its "
+            "task token, which travels in clear) and read and write every "
+            "variable and global_step, and a worker cannot tell its ps "
+            "tasks from "
             "impostors; rf-launch gives its jobs a secret, and "
             "--require_secret or RF_REQUIRE_SECRET=1 makes this an error");
     return RF_OK;

@@ -107,7 +107,8 @@ typedef struct rf_ps_server_options {
      * HELLO answered) within this many ms or is dropped; 0:
      * RF_PS_HANDSHAKE_TIMEOUT_MS (default 10000). Until then it holds no
      * client slot; at most 32 such connections at once, 16 from one
-     * address. */
+     * address, besides at most max_workers of tasks the ps knows (their
+     * task token matches their id's, ps/ps_server_token.c). */
     int handshake_timeout_ms;
     uint64_t incarnation; /* 0: a random 64-bit id (tests may force one) */
     /* NULL, or called by the service thread once per apply=ps update
@@ -152,6 +153,12 @@ typedef struct rf_ps_server_options {
      * with an error ack, nothing changed. 0: RF_PS_MAX_ACCUM_MB (default
      * 256 MiB). */
     size_t max_accum_bytes;
+    /* A ps's life without its chief (0: unbounded). Once a chief has said
+     * HELLO, a ps with no chief connection for chief_gone_exit_ms stops by
+     * itself; one that never saw a chief stops idle_exit_ms after its
+     * start. rf_ps_server_join then returns RF_ERR_TIMEOUT saying why. */
+    int chief_gone_exit_ms;
+    int idle_exit_ms;
 } rf_ps_server_options;
 
 /* Listens on host:port (port 0: a free port, see rf_ps_server_port) and
@@ -166,8 +173,9 @@ RF_API uint64_t rf_ps_server_incarnation(const rf_ps_server *server);
 /* The NUMA node the arena (and the service threads) are bound to, -1 when
  * not bound (RF_BIND=none), and in *why (may be NULL) how it was chosen. */
 RF_API int rf_ps_server_numa_node(const rf_ps_server *server, const char **why);
-/* Blocks until a chief sent SHUTDOWN (RF_OK) or the server failed (its
- * status). Does not free anything. */
+/* Blocks until the chief sent SHUTDOWN (RF_OK) or the server failed or
+ * stopped without its chief (its status; chief_gone_exit_ms, idle_exit_ms).
+ * Does not free anything. */
 RF_API rf_status rf_ps_server_join(rf_ps_server *server);
 /* Connections this ps refused or dropped, by reason, since it started. */
 typedef struct rf_ps_server_counters {

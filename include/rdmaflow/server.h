@@ -64,6 +64,12 @@ typedef struct rf_server_options {
      * (rdmaflow/ps.h, members). */
     bool elastic;
     int member_timeout_ms;
+    /* A ps task's life without its chief (rf_ps_server_options, 0:
+     * unbounded): it stops with RF_ERR_TIMEOUT once a chief it has seen
+     * has had no connection for chief_gone_exit_ms, or idle_exit_ms after
+     * its start if no chief ever came. */
+    int chief_gone_exit_ms;
+    int idle_exit_ms;
 } rf_server_options;
 
 /* Starts this task's server, for the task rf_cluster_self(cluster) names:

@@ -422,3 +422,25 @@ check_references() {
 
 # within A REF TOL: A is a number within TOL of REF
 within() { [[ -n $1 ]] && awk -v a="$1" -v r="$2" -v t="$3" 'BEGIN { d = a - r; exit !(d <= t && d >= -t) }'; }
+
+# ps_port OUT K: ps task K's port once it serves (rf-launch's OUT)
+ps_port() {
+    lines_of "$1" "ps$2" | sed -n "s/^[0-9.]* ps task $2: serving on [^ ]*:\([0-9]*\) (fabric.*/\1/p" | head -n 1
+}
+
+# wait_ps_ports OUT: waits for both ps tasks of rf-launch ($lpid) to serve
+# and sets p0 and p1 to their ports; fails the case (with OUT's tail) if
+# they do not
+wait_ps_ports() {
+    local i
+    for ((i = 0; i < $(t 300); i++)); do
+        p0=$(ps_port "$1" 0)
+        p1=$(ps_port "$1" 1)
+        [[ -n $p0 && -n $p1 ]] && return 0
+        kill -0 "$lpid" 2>/dev/null || break
+        sleep 0.1
+    done
+    fail "the ps tasks did not start"
+    show "$1" 20
+    rft_finish
+}

@@ -54,9 +54,9 @@ static void decode_all(const uint8_t *data, size_t size)
 {
     ps_conn_hello ch;
     if (ps_conn_hello_decode(data, size, &ch) == RF_OK) {
-        unsigned char b[PS_CONN_HELLO_SIZE];
+        unsigned char b[PS_CONN_HELLO_MAX];
         ps_conn_hello_encode(&ch, b);
-        REQUIRE(size == sizeof b && memcmp(b, data, size) == 0);
+        REQUIRE(size == ps_conn_hello_size(&ch) && memcmp(b, data, size) == 0);
     }
     ps_conn_welcome cw;
     if (ps_conn_welcome_decode(data, size, &cw) == RF_OK) {

@@ -2,12 +2,15 @@
  * this task's server (rf_server_start: the ps server on its address with
  * an empty arena), serve until the chief says SHUTDOWN, exit 0 (else the
  * status of the failure, exit_status.h: a host that never resolved is
- * retryable, a missing secret a configuration error). Knows nothing about the
+ * retryable, a missing secret a configuration error; no chief connection
+ * for --max_wait_secs after one came, or none within --ps_idle_exit_secs
+ * of the start, 138). Knows nothing about the
  * model: the model flags are accepted and ignored, so the same command line
  * works for every task. With --trace, the apply thread's optimizer updates
  * (apply=ps) of the first --trace_steps steps of each worker are written as a
  * Chrome trace when the ps stops. With --metrics_out, its file gets the summary
  * line only (a ps trains no steps). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,11 @@
 #include "metrics.h"
 #include "prom.h"
 #include "report.h"
+
+static int secs_ms(int64_t secs)
+{
+    return secs > INT_MAX / 1000 ? INT_MAX : (int)(secs * 1000);
+}
 
 int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
 {
@@ -51,7 +59,10 @@ int tr_run_ps(const tr_flags *f, rf_cluster *cluster)
                                         ? rf_cluster_num_workers(cluster)
                                         : 1),
         .elastic = f->elastic,
-        .member_timeout_ms = (int)f->member_timeout_secs * 1000};
+        .member_timeout_ms = (int)f->member_timeout_secs * 1000,
+        /* a job ends: a ps outlives its chief by --max_wait_secs */
+        .chief_gone_exit_ms = secs_ms(f->max_wait_secs),
+        .idle_exit_ms = secs_ms(f->ps_idle_exit_secs)};
     rf_status sst = rf_server_start(cluster, &o, &server);
     if (sst != RF_OK) {
         snprintf(who, sizeof who, "ps task %d", self->index);

@@ -384,6 +384,12 @@ static void tr_flag_rows(rf_flag_row rows[TR_FLAG_ROWS], tr_flags *f)
             "at the end only for the workers that are members then",
             .bits = RF_FLAG_NEGATABLE | TR_DISTRIBUTED),
         RF_FLAG_INT64(
+            "ps_idle_exit_secs", &f->ps_idle_exit_secs, "0", 0, 2000000, "S",
+            "a ps task that no chief has connected to S seconds after its "
+            "start exits 138 (0: it waits for its chief forever; once a "
+            "chief came, a ps exits 138 after --max_wait_secs without one)",
+            .bits = DIST),
+        RF_FLAG_INT64(
             "member_timeout_secs", &f->member_timeout_secs, "10", 1, 86400, "S",
             "elastic: how long a ps keeps a worker whose connection closed "
             "(killed, lost) as a member the chief waits for",

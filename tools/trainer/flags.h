@@ -127,6 +127,7 @@ typedef struct tr_flags {
     int64_t member_timeout_secs;  /* elastic: a gone worker's bound; 10 */
     int64_t shard_batches;        /* elastic: batches per ledger shard; 16 */
     const char *shards_out;       /* elastic: --shards_out (NULL: none) */
+    int64_t ps_idle_exit_secs;    /* a ps that never saw a chief; 0: never */
     const char *distributed_flag; /* first distributed-only flag given */
     /* --model=wide_deep (wide_deep.h) */
     rf_ctr_spec ctr_spec;         /* --ctr_spec (default: the default spec) */

@@ -50,6 +50,13 @@ bool at_open_accepted(const at_opts *o, rsock *s, uint32_t id, uint32_t flags,
 void at_expect_dropped(const at_opts *o, rsock *s, uint32_t msgs_allowed,
                        const char *what);
 
+/* A HELLO of id (its chief flag from fl) with a made-up ack ring, into m;
+ * returns its length. */
+size_t at_hello(uint32_t id, uint32_t fl, unsigned char *m);
+/* Sends a ps message on s, then reads the ps's next message into buf (cap
+ * bytes), its length in *got. */
+rs_result at_rpc(const at_opts *o, rsock *s, const void *msg, size_t len,
+                 void *buf, size_t cap, size_t *got);
 /* One request frame on a fresh connection that said hello {id, flags} and
  * never authenticated, and the verdict on its reply (attack_raw.c). */
 void at_one_sided(const at_opts *o, uint32_t id, uint32_t flags,
@@ -62,6 +69,9 @@ int at_wrongsecret(const at_opts *o);
 int at_chief(const at_opts *o);
 int at_dup(const at_opts *o);
 int at_insider(const at_opts *o);
+/* Subcommand (attack_gap.c): no secret, a restarting task's slot; --count
+ * is the global_step it writes. */
+int at_gap(const at_opts *o);
 /* Subcommands (attack_raw.c). */
 int at_onesided(const at_opts *o);
 int at_flood(const at_opts *o);

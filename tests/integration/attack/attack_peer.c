@@ -5,11 +5,12 @@
  *       [--target RKEY:ADDR:LEN] [--globals RKEY:ADDR] [--count N]
  *       [--hold_ms MS] [--timeout_ms MS]
  *
- * CMD: nosecret, wrongsecret, chief, dup, onesided, flood, frames, bigread
- * (each prints one line "refused: ..." or "SUCCEEDED: ..." and exits 0 or
- * 1), and insider (with the secret, as a compromised worker: prints the
- * ps's regions and global_step location, "target ..." and "globals ...",
- * for the others' --target and --globals). Exit 2: usage or local error. */
+ * CMD: nosecret, wrongsecret, chief, dup, onesided, flood, frames, bigread,
+ * gap (attack_gap.c: a restarting task's slot without a secret) (each prints
+ * one line "refused: ..." or "SUCCEEDED: ..." and exits 0 or 1), and insider
+ * (with the secret, as a compromised worker: prints the ps's regions and
+ * global_step location, "target ..." and "globals ...", for the others'
+ * --target and --globals). Exit 2: usage or local error. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,15 @@ bool at_open_accepted(const at_opts *o, rsock *s, uint32_t id, uint32_t flags,
                (const char *)s->priv);
     rs_close(s);
     return false;
+}
+
+rs_result at_rpc(const at_opts *o, rsock *s, const void *msg, size_t len,
+                 void *buf, size_t cap, size_t *got)
+{
+    rs_result r = rs_ps_send(s, msg, len, o->timeout_ms);
+    if (r == RS_OK)
+        r = rs_ps_recv(s, buf, cap, got, o->timeout_ms);
+    return r;
 }
 
 void at_expect_dropped(const at_opts *o, rsock *s, uint32_t msgs_allowed,
@@ -178,7 +188,7 @@ int main(int argc, char **argv)
         {"chief", at_chief},       {"dup", at_dup},
         {"insider", at_insider},   {"onesided", at_onesided},
         {"flood", at_flood},       {"frames", at_frames},
-        {"bigread", at_bigread},
+        {"bigread", at_bigread},   {"gap", at_gap},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) {

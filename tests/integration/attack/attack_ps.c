@@ -17,10 +17,7 @@ static size_t reply_len;
 /* Sends a ps message; then the ps's next message into reply. */
 static rs_result rpc(const at_opts *o, rsock *s, const void *msg, size_t len)
 {
-    rs_result r = rs_ps_send(s, msg, len, o->timeout_ms);
-    if (r == RS_OK)
-        r = rs_ps_recv(s, reply, sizeof reply, &reply_len, o->timeout_ms);
-    return r;
+    return at_rpc(o, s, msg, len, reply, sizeof reply, &reply_len);
 }
 
 /* The type of the message in reply (0 if it does not parse). */
@@ -47,16 +44,22 @@ static void send_range(const at_opts *o, rsock *s, uint16_t type)
     rs_ps_send(s, m, n, o->timeout_ms);
 }
 
-static void send_hello(const at_opts *o, rsock *s, uint32_t id, uint32_t fl)
+size_t at_hello(uint32_t id, uint32_t fl, unsigned char *m)
 {
     ps_hello h = {.client_id = id,
                   .flags = fl & PS_CONN_FLAG_CHIEF,
                   .recv_depth = 8,
                   .ring_slots = 8,
                   .ring = {.addr = 0x10000, .len = 64, .rkey = 0x1234}};
+    size_t n = 0;
+    ps_enc_hello(m, PS_REQ_MAX, 2, &h, &n);
+    return n;
+}
+
+static void send_hello(const at_opts *o, rsock *s, uint32_t id, uint32_t fl)
+{
     unsigned char m[PS_REQ_MAX];
-    size_t n;
-    ps_enc_hello(m, sizeof m, 2, &h, &n);
+    size_t n = at_hello(id, fl, m);
     rs_ps_send(s, m, n, o->timeout_ms);
 }
 

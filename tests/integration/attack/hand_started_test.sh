@@ -28,7 +28,7 @@ keep=
 trap cleanup EXIT
 need_data
 
-warning='the cluster is unauthenticated, no cluster secret (RF_CLUSTER_SECRET_FILE or --cluster_secret_file): anyone who can reach a ps task'"'"'s port can connect as a worker whose id is not connected (before that worker starts or while it restarts) and read and write every variable and global_step'
+warning='the cluster is unauthenticated, no cluster secret (RF_CLUSTER_SECRET_FILE or --cluster_secret_file): anyone who can reach a ps task'"'"'s port can connect as a worker whose id no task has connected with yet (before that worker first connects; a restarting task keeps its id by its task token, which travels in clear) and read and write every variable and global_step'
 
 free_port pp && free_port wp || { fail "no free ports"; rft_finish; }
 C=(--ps_hosts="$host:$pp" --worker_hosts="$host:$wp")

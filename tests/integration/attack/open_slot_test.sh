@@ -66,11 +66,6 @@ exec "$trainer" "\$@"
 EOF2
 chmod +x "$tmp/task.sh"
 
-# ps_port OUT K: ps task K's port once it serves
-ps_port() {
-    lines_of "$1" "ps$2" | sed -n "s/^[0-9.]* ps task $2: serving on [^ ]*:\([0-9]*\) (fabric.*/\1/p" | head -n 1
-}
-
 # steal WHAT ADDRS ID: the thief claims ID on ADDRS; the claim must be
 # refused for want of the secret.
 steal() {
@@ -91,18 +86,7 @@ thief_tries=0
 out=$tmp/job.out
 trainer=$tmp/task.sh start_launch "$out" 2 2 --restart_on_failure -- \
     "${train[@]}"
-for ((i = 0; i < $(t 300); i++)); do
-    p0=$(ps_port "$out" 0)
-    p1=$(ps_port "$out" 1)
-    [[ -n $p0 && -n $p1 ]] && break
-    kill -0 "$lpid" 2>/dev/null || break
-    sleep 0.1
-done
-if [[ -z ${p0:-} || -z ${p1:-} ]]; then
-    fail "the ps tasks did not start"
-    show "$out" 20
-    rft_finish
-fi
+wait_ps_ports "$out"
 both=$host:$p0,$host:$p1
 
 # ---- before the workers connect ----

@@ -17,7 +17,7 @@
 #include "tests/integration/ps/specs.h"
 
 /* A fresh file of n random-ish bytes with mode. */
-static const char *make_file(const char *tag, size_t n, mode_t mode)
+const char *pt_secret_file(const char *tag, size_t n, mode_t mode)
 {
     static char paths[16][256];
     static int next;
@@ -36,7 +36,7 @@ static const char *make_file(const char *tag, size_t n, mode_t mode)
     return p;
 }
 
-static rf_cluster_secret *load(const char *path)
+rf_cluster_secret *pt_load_secret(const char *path)
 {
     rf_cluster_secret *s = NULL;
     CHECK_OK(rf_secret_load(path, &s));
@@ -97,9 +97,9 @@ const char *pt_at_host(const char *prefix)
     return b;
 }
 
-static rf_status try_client(rf_fabric *f, uint16_t port, uint32_t id,
-                            bool chief, const rf_cluster_secret *secret,
-                            int timeout_ms, rf_ps_client **out)
+rf_status pt_try_auth_client(rf_fabric *f, uint16_t port, uint32_t id,
+                             bool chief, const rf_cluster_secret *secret,
+                             int timeout_ms, rf_ps_client **out)
 {
     const char *addrs[1] = {pt_addr(port)};
     rf_ps_client_options o = {.client_id = id,
@@ -111,11 +111,11 @@ static rf_status try_client(rf_fabric *f, uint16_t port, uint32_t id,
     return rf_ps_client_connect(f, addrs, 1, &o, out);
 }
 
-static rf_ps_client *client(rf_fabric *f, uint16_t port, uint32_t id,
-                            bool chief, const rf_cluster_secret *secret)
+rf_ps_client *pt_auth_client(rf_fabric *f, uint16_t port, uint32_t id,
+                             bool chief, const rf_cluster_secret *secret)
 {
     rf_ps_client *c = NULL;
-    CHECK_OK(try_client(f, port, id, chief, secret, rft_ms(20000), &c));
+    CHECK_OK(pt_try_auth_client(f, port, id, chief, secret, rft_ms(20000), &c));
     return c;
 }
 
@@ -126,7 +126,8 @@ static void expect_refused(rf_fabric *f, uint16_t port, uint32_t id, bool chief,
 {
     long long t0 = rf_now_ms();
     rf_ps_client *c = NULL;
-    CHECK_ST(try_client(f, port, id, chief, secret, rft_ms(20000), &c), want);
+    CHECK_ST(pt_try_auth_client(f, port, id, chief, secret, rft_ms(20000), &c),
+             want);
     CHECK_MSG(msg);
     CHECK(rf_now_ms() - t0 < rft_ms(5000), "the refusal took %lld ms",
           rf_now_ms() - t0);
@@ -135,20 +136,21 @@ static void expect_refused(rf_fabric *f, uint16_t port, uint32_t id, bool chief,
 
 void case_auth_connect(void)
 {
-    const char *path = make_file("a", 48, 0600);
-    const char *other = make_file("b", 32, 0400);
-    rf_cluster_secret *secret = load(path), *wrong = load(other);
+    const char *path = pt_secret_file("a", 48, 0600);
+    const char *other = pt_secret_file("b", 32, 0400);
+    rf_cluster_secret *secret = pt_load_secret(path),
+                      *wrong = pt_load_secret(other);
     /* The file checks. */
     rf_cluster_secret *bad = NULL;
-    CHECK_ST(rf_secret_load(make_file("c", 48, 0640), &bad), RF_ERR_AUTH);
+    CHECK_ST(rf_secret_load(pt_secret_file("c", 48, 0640), &bad), RF_ERR_AUTH);
     CHECK_MSG("has mode 0640: group or others may read or write it");
-    CHECK_ST(rf_secret_load(make_file("d", 48, 0604), &bad), RF_ERR_AUTH);
+    CHECK_ST(rf_secret_load(pt_secret_file("d", 48, 0604), &bad), RF_ERR_AUTH);
     CHECK_MSG("has mode 0604");
-    CHECK_ST(rf_secret_load(make_file("e", 31, 0600), &bad), RF_ERR_AUTH);
+    CHECK_ST(rf_secret_load(pt_secret_file("e", 31, 0600), &bad), RF_ERR_AUTH);
     CHECK_MSG("holds 31 bytes; at least 32 are needed");
-    CHECK_ST(
-        rf_secret_load(make_file("f", RF_SECRET_MAX_BYTES + 1, 0600), &bad),
-        RF_ERR_AUTH);
+    CHECK_ST(rf_secret_load(pt_secret_file("f", RF_SECRET_MAX_BYTES + 1, 0600),
+                            &bad),
+             RF_ERR_AUTH);
     CHECK_MSG("is longer than 4096 bytes");
     CHECK_ST(rf_secret_load("/tmp", &bad), RF_ERR_AUTH);
     CHECK_MSG("is not a regular file");
@@ -159,8 +161,8 @@ void case_auth_connect(void)
     pt_start_logged_ps(&ps, "ps-secret", extra, log, sizeof log);
     rf_fabric *f = pt_fabric();
     /* The right secret connects and trains. */
-    rf_ps_client *chief = client(f, ps.port, 0, true, secret);
-    rf_ps_client *w = client(f, ps.port, 1, false, secret);
+    rf_ps_client *chief = pt_auth_client(f, ps.port, 0, true, secret);
+    rf_ps_client *w = pt_auth_client(f, ps.port, 1, false, secret);
     rf_ps_shard_spec s = pt_counter_spec("c", 8);
     float vals[8];
     pt_make_var(chief, 0, &s, 5, vals);
@@ -202,7 +204,7 @@ void case_auth_connect(void)
     pt_expect_log(log, pt_at_host("refusing client 1 from "));
     pt_expect_log(log, "the client has a cluster secret but this ps task has "
                        "none");
-    chief = client(f, ps.port, 0, true, NULL);
+    chief = pt_auth_client(f, ps.port, 0, true, NULL);
     CHECK_OK(rf_ps_shutdown(chief));
     rft_wait_ok(&ps.child, rft_ms(10000));
     rf_ps_client_close(chief);
@@ -281,14 +283,14 @@ void pt_raw_wrong_proof(raw_peer *r)
 
 void case_auth_raw(void)
 {
-    const char *path = make_file("r", 64, 0600);
-    rf_cluster_secret *secret = load(path);
+    const char *path = pt_secret_file("r", 64, 0600);
+    rf_cluster_secret *secret = pt_load_secret(path);
     char log[256];
     pt_ps ps;
     const char *extra[] = {"--secret", path, NULL};
     pt_start_logged_ps(&ps, "ps-raw", extra, log, sizeof log);
     rf_fabric *f = pt_fabric();
-    rf_ps_client *chief = client(f, ps.port, 0, true, secret);
+    rf_ps_client *chief = pt_auth_client(f, ps.port, 0, true, secret);
     rf_ps_shard_spec s = pt_counter_spec("x", 8);
     float vals[8];
     rf_ps_var *v = pt_make_var(chief, 0, &s, 9, vals);
@@ -376,7 +378,7 @@ void case_auth_roles(void)
     pt_expect_log(log,
                   "client id 3 is not a training worker's (the cluster has "
                   "3: ids 0..2)");
-    rf_ps_client *w = client(f, ps.port, 1, false, NULL);
+    rf_ps_client *w = pt_auth_client(f, ps.port, 1, false, NULL);
     rf_ps_shard_spec s = pt_counter_spec("k", 4);
     rf_ps_var *v = NULL;
     CHECK_ST(rf_ps_create(w, 0, &s, &v), RF_ERR_INVALID_ARG);
@@ -409,7 +411,7 @@ void case_auth_roles(void)
           "SHUTDOWN refused with '%s'", e.text);
     rft_note("a raw non-chief's CREATE and SHUTDOWN refused by the ps");
     raw_close(&r);
-    rf_ps_client *chief = client(f, ps.port, 0, true, NULL);
+    rf_ps_client *chief = pt_auth_client(f, ps.port, 0, true, NULL);
     pt_make_var(chief, 0, &s, 1, NULL);
     CHECK_OK(rf_ps_shutdown(chief));
     rft_wait_ok(&ps.child, rft_ms(10000));
@@ -430,8 +432,8 @@ static void start_hold(rft_child *c, const char *name, uint16_t port,
 
 void case_auth_duplicate(void)
 {
-    const char *path = make_file("u", 40, 0600);
-    rf_cluster_secret *secret = load(path);
+    const char *path = pt_secret_file("u", 40, 0600);
+    rf_cluster_secret *secret = pt_load_secret(path);
     char log[256];
     pt_ps ps;
     const char *extra[] = {"--secret", path, NULL};
@@ -449,7 +451,7 @@ void case_auth_duplicate(void)
      * carried, and one attempt's connect may take over a second (rxe.ps at
      * load 12, 2026-12-03: three disconnects and a slow connect used up
      * 1 s); a later attempt still gets the refusal. */
-    CHECK_ST(try_client(f, ps.port, 1, false, secret, rft_ms(2500), &c),
+    CHECK_ST(pt_try_auth_client(f, ps.port, 1, false, secret, rft_ms(2500), &c),
              RF_ERR_UNAVAILABLE);
     CHECK_MSG(pt_at_host("client id 1 is connected already from "));
     CHECK_MSG(pt_at_host("refusing the new connection from "));
@@ -467,13 +469,13 @@ void case_auth_duplicate(void)
     start_hold(&hold, "hold2", ps.port, "2", "600000", path);
     rft_kill(&hold);
     t0 = rf_now_ms();
-    c = client(f, ps.port, 2, false, secret);
+    c = pt_auth_client(f, ps.port, 2, false, secret);
     rft_note("client id 2 reconnected %lld ms after its holder was killed",
              rf_now_ms() - t0);
     int64_t g;
     CHECK_OK(rf_ps_global_step_read(c, &g));
     rf_ps_client_close(c);
-    rf_ps_client *chief = client(f, ps.port, 0, true, secret);
+    rf_ps_client *chief = pt_auth_client(f, ps.port, 0, true, secret);
     CHECK_OK(rf_ps_shutdown(chief));
     rft_wait_ok(&ps.child, rft_ms(10000));
     rf_ps_client_close(chief);
@@ -487,8 +489,8 @@ void case_auth_duplicate(void)
  * refused meanwhile retries and gets in; the ps counts it all. */
 void case_auth_flood(void)
 {
-    const char *path = make_file("f", 64, 0600);
-    rf_cluster_secret *secret = load(path);
+    const char *path = pt_secret_file("f", 64, 0600);
+    rf_cluster_secret *secret = pt_load_secret(path);
     char log[256];
     pt_ps ps;
     const char *extra[] = {"--secret", path, "--max-workers", "2", NULL};
@@ -534,8 +536,8 @@ void case_auth_flood(void)
      * slots: two real ones must get in (after retrying while the flood
      * holds the address's setup slots). */
     long long t0 = rf_now_ms();
-    rf_ps_client *chief = client(f, ps.port, 0, true, secret);
-    rf_ps_client *w1 = client(f, ps.port, 1, false, secret);
+    rf_ps_client *chief = pt_auth_client(f, ps.port, 0, true, secret);
+    rf_ps_client *w1 = pt_auth_client(f, ps.port, 1, false, secret);
     long long took = rf_now_ms() - t0;
     rft_note("16 idle connections held; 2 real clients in after %lld ms", took);
     pt_expect_log(log, hs_line);

@@ -73,8 +73,8 @@ void case_garbage(void)
     /* 4. A CREATE_REQ whose length field lies, and one with a reserved byte
      * set. */
     for (int variant = 0; variant < 2; variant++) {
-        raw_connect_ok(&r, cl.f, port, 53, true);
-        raw_hello(&r, 53, true);
+        raw_connect_ok(&r, cl.f, port, 53, false);
+        raw_hello(&r, 53, false);
         ps_spec sp = {.part = 0, .dtype = RF_F32, .trainable = false};
         snprintf(sp.name, sizeof sp.name, "evil");
         sp.shape = rf_shape_make(0, NULL);

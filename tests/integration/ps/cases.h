@@ -4,6 +4,10 @@
 #ifndef RF_TESTS_INTEGRATION_PS_CASES_H
 #define RF_TESTS_INTEGRATION_PS_CASES_H
 
+#include <sys/types.h>
+
+#include "rdmaflow/ps.h"
+#include "rdmaflow/secret.h"
 #include "tests/integration/ps/fixture.h"
 #include "tests/integration/ps/raw_peer.h"
 
@@ -55,5 +59,17 @@ void pt_raw_auth_req(raw_peer *r, uint32_t id);
 /* After pt_raw_auth_req: a proof made without the secret, answered by an
  * ERROR_REPLY RF_ERR_AUTH. */
 void pt_raw_wrong_proof(raw_peer *r);
+/* A secret file of n random bytes with mode (tag names it), and the secret
+ * loaded from one. */
+const char *pt_secret_file(const char *tag, size_t n, mode_t mode);
+rf_cluster_secret *pt_load_secret(const char *path);
+/* A client of the ps at port as id (the chief's role if chief), with
+ * secret (may be NULL): its connect's status, or the client (failing the
+ * case if it cannot connect within 20 s). */
+rf_status pt_try_auth_client(rf_fabric *f, uint16_t port, uint32_t id,
+                             bool chief, const rf_cluster_secret *secret,
+                             int timeout_ms, rf_ps_client **out);
+rf_ps_client *pt_auth_client(rf_fabric *f, uint16_t port, uint32_t id,
+                             bool chief, const rf_cluster_secret *secret);
 
 #endif
