@@ -3,15 +3,17 @@
  * line uses. */
 #include "rdmaflow/escape.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The length (1..4) of the valid UTF-8 sequence at s (n bytes left), or 0
- * when s does not start one; *cp its code point. */
-static size_t utf8_seq(const unsigned char *s, size_t left, uint32_t *cp)
+size_t rf_utf8_seq(const char *text, size_t left, uint32_t *cp)
 {
+    const unsigned char *s = (const unsigned char *)text;
+    if (left == 0)
+        return 0;
     unsigned char c = s[0];
     size_t n;
     uint32_t v, min;
@@ -63,7 +65,7 @@ size_t rf_escape(char *buf, size_t len, const char *text, size_t n,
     bool full = buf == NULL || len == 0;
     while (i < n) {
         uint32_t cp;
-        size_t k = utf8_seq(p + i, n - i, &cp);
+        size_t k = rf_utf8_seq(text + i, n - i, &cp);
         char esc[8];
         if (k == 1 && cp == '\n') {
             put(buf, len, &used, &full, &total, "\\n", 2);
@@ -106,6 +108,48 @@ char *rf_escape_dup(const char *text)
     if (out)
         rf_escape(out, need + 1, text, n, RF_ESCAPE_ALL);
     return out;
+}
+
+/* rf_esc's strings: RF_ESC_SLOTS per thread, reused in turn, freed by the
+ * key's destructor at the thread's exit. */
+typedef struct esc_ring {
+    char *s[RF_ESC_SLOTS];
+    unsigned next;
+} esc_ring;
+static pthread_key_t ring_key;
+static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
+
+static void ring_free(void *p)
+{
+    esc_ring *r = p;
+    for (int i = 0; i < RF_ESC_SLOTS; i++)
+        free(r->s[i]);
+    free(r);
+}
+
+static void ring_init(void)
+{
+    (void)pthread_key_create(&ring_key, ring_free);
+}
+
+const char *rf_esc(const char *text)
+{
+    pthread_once(&ring_once, ring_init);
+    esc_ring *r = pthread_getspecific(ring_key);
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r || pthread_setspecific(ring_key, r) != 0) {
+            free(r);
+            return "(out of memory)";
+        }
+    }
+    char *s = rf_escape_dup(text);
+    if (!s)
+        return "(out of memory)";
+    unsigned i = r->next++ % RF_ESC_SLOTS;
+    free(r->s[i]);
+    r->s[i] = s;
+    return s;
 }
 
 int rf_fputs_escaped(const char *text, FILE *fp)
