@@ -725,6 +725,12 @@ static void test_errors_tfconfig(void)
     ERR(NOFLAGS, TFC("{\"ps\": [\"p:1\"], \"worker\": [\"p:1\"]}"),
         "TF_CONFIG: cluster.worker[0] \"p:1\" is the same address as "
         "cluster.ps[0] (\"p:1\")");
+    /* read two ways: json-c would keep the last of two keys (issue 25) */
+    ERR(NOFLAGS,
+        TFC("{\"ps\": [\"p:1\"], \"worker\": [\"w:1\"], "
+            "\"w\\u006frker\": [\"x:1\"]}"),
+        "TF_CONFIG: the key \"worker\" is in one object twice, at bytes 28 "
+        "and 47");
     ERR(NOFLAGS, TFC("{\"ps\": [\"p:1\"], \"worker\": [\"w\\u0000:1\"]}"),
         "TF_CONFIG: a NUL (\\u0000) in a string (at byte 47)");
 
