@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "rdmaflow/data.h"
@@ -274,6 +275,23 @@ static void test_escape(void)
     CHECK(!strchr(rf_error_message(), 0x1b) &&
               strstr(rf_error_message(), "\\x1b[31mEVIL\\n"),
           "error: %s", rf_error_message());
+    /* a log line (the logger writes to stderr here: RF_LOG_FILE unset) */
+    char path[] = "/tmp/rf-test-core-log.XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    CHECK(fd >= 0 && saved >= 0, "%s", "mkstemp/dup");
+    fflush(stderr);
+    dup2(fd, 2);
+    RF_LOG_ERRORF("peer sent %s", evil);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char line[512] = "";
+    ssize_t got = pread(fd, line, sizeof line - 1, 0);
+    close(fd);
+    unlink(path);
+    CHECK(got > 0 && !memchr(line, 0x1b, (size_t)got) &&
+              strstr(line, "peer sent \\x1b[2J\\x1b[31mEVIL\\n\n"),
+          "log line: %s", line);
 }
 
 /* rf_echo: short values unchanged, long ones cut to RF_ECHO_MAX bytes and
