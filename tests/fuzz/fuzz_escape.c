@@ -3,11 +3,13 @@
  * escaped text is inert (no control byte, valid UTF-8), its length is the
  * count rf_escape returns, decoding its escapes gives the input back byte
  * for byte, a cut buffer holds a prefix of whole escapes, and the CONTROLS
- * mode differs only in leaving \ and " alone. The same bytes as JSON:
+ * mode differs only in leaving \ and " alone; rf_fputs_escaped writes what
+ * rf_escape_dup makes. The same bytes as JSON:
  * rf_json_check never crashes, a refusal says why, and text it accepts
  * json-c also parses strictly with no key lost (no duplicate). */
 #include <json-c/json.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +116,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         q += in[i] == '\\' || in[i] == '"';
     REQUIRE(need2 + q == need);
     free(e2);
+    /* rf_fputs_escaped writes in pieces: the same text as one rf_escape
+     * (up to the input's first NUL), no UTF-8 sequence cut in two */
+    char *z = fuzz_text(data, size), *ms = NULL, *whole = NULL;
+    size_t msn = 0;
+    FILE *fp = z ? open_memstream(&ms, &msn) : NULL;
+    REQUIRE(fp && rf_fputs_escaped(z, fp) == 0 && fclose(fp) == 0);
+    whole = rf_escape_dup(z);
+    REQUIRE(whole && !strcmp(ms, whole));
+    free(whole);
+    free(ms);
+    free(z);
     free(e);
     free(back);
 
