@@ -156,13 +156,19 @@ int rf_fputs_escaped(const char *text, FILE *fp)
 {
     char buf[512];
     size_t n = strlen(text);
-    /* in pieces that end on a UTF-8 boundary, so no sequence is cut
-     * between two calls and read as invalid */
+    /* in pieces of at most 120 bytes (480 escaped) that end where the
+     * whole text's escaping would step, so a piece never cuts a UTF-8
+     * sequence and the output is the same as one rf_escape's */
     while (n > 0) {
-        size_t take = n < 120 ? n : 120;
-        while (take < n && take > 1 &&
-               ((unsigned char)text[take] & 0xc0) == 0x80 && take > 116)
-            take--;
+        size_t take = 0;
+        while (take < n) {
+            uint32_t cp;
+            size_t k = rf_utf8_seq(text + take, n - take, &cp);
+            k = k ? k : 1;
+            if (take + k > 120)
+                break;
+            take += k;
+        }
         rf_escape(buf, sizeof buf, text, take, RF_ESCAPE_ALL);
         if (fputs(buf, fp) == EOF)
             return EOF;
