@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster/cluster_internal.h"
+#include "rdmaflow/escape.h"
 #include "rdmaflow/status.h"
 
 #define HOSTNAME_MAX 253
@@ -15,16 +16,13 @@
 
 const char *cl_quote(const char *text, size_t len, char buf[80])
 {
-    size_t n = len > 64 ? 61 : len, o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)text[i];
-        buf[o++] = (ch < 0x20 || ch == 0x7f || ch == '"') ? '?' : (char)ch;
-    }
-    if (n < len) {
-        memcpy(buf + o, "...", 3);
-        o += 3;
-    }
-    buf[o] = '\0';
+    if (len <= 64 && rf_escape(buf, 80, text, len, RF_ESCAPE_ALL) < 80)
+        return buf;
+    size_t n = len > 61 ? 61 : len;
+    while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
+        n--; /* do not split a UTF-8 sequence */
+    rf_escape(buf, 77, text, n, RF_ESCAPE_ALL); /* cut between escapes */
+    strcat(buf, "...");
     return buf;
 }
 

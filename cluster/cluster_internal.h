@@ -21,8 +21,9 @@ int cl_job_lookup(const char *name);
  * (expected ...)`. */
 rf_status cl_unknown_job(const char *where, const char *name);
 
-/* Copies at most 64 bytes of text into buf for quoting in a message,
- * replacing control characters and '"' and ending with "..." if cut. */
+/* Text for quoting in a message, escaped (rf_escape's RF_ESCAPE_ALL,
+ * rdmaflow/escape.h) into buf: whole when it fits, else cut between two
+ * escapes and ended with "...". */
 const char *cl_quote(const char *text, size_t len, char buf[80]);
 
 /* One job's task list. where: "--ps_hosts" or "TF_CONFIG: cluster.ps". */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster/cluster_internal.h"
+#include "core/json_check.h"
 #include "rdmaflow/status.h"
 
 /* "a list", "the integer 3", "the string \"x\"" ... for "not ..." messages. */
@@ -347,6 +348,11 @@ rf_status cl_parse_tfconfig(const char *text, cl_tfconfig *out)
     struct json_object *root = json_tokener_parse_ex(tok, text, (int)len + 1);
     /* JSON null parses to NULL with success. */
     rf_status st = check_syntax(text, len, tok);
+    /* what json-c lets through and another reader may read otherwise (a
+     * duplicate key: json-c keeps the last; which one another reader
+     * keeps, if it takes the text at all, is its own choice) */
+    if (st == RF_OK)
+        st = rf_json_check(text, len, RF_ERR_INVALID_ARG, "TF_CONFIG");
     if (st == RF_OK)
         st = parse_root(root, out);
     json_object_put(root);

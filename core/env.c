@@ -1,6 +1,7 @@
 /* core/env.c: validated RF_* environment variables (see env.h): the typed
  * readers, and the settings read through their rows of core/env_table.c. */
 #include "rdmaflow/env.h"
+#include "rdmaflow/escape.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -80,17 +81,14 @@ const char *rf_echo(const char *text, char *buf, size_t len)
     if (!text)
         text = "(null)";
     size_t n = strlen(text);
-    size_t keep = len > 4 ? len - 4 : 0; /* room for "..." and the NUL */
-    if (keep > RF_ECHO_MAX)
-        keep = RF_ECHO_MAX;
-    if (n < len && n <= RF_ECHO_MAX) {
-        memcpy(buf, text, n + 1);
+    if (n <= RF_ECHO_MAX && rf_escape(buf, len, text, n, RF_ESCAPE_ALL) < len)
         return buf;
-    }
+    size_t keep = n < RF_ECHO_MAX ? n : RF_ECHO_MAX;
     while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
         keep--; /* do not split a UTF-8 sequence */
-    memcpy(buf, text, keep);
-    memcpy(buf + keep, "...", 4);
+    /* escaped, cut between two escapes to leave room for "..." */
+    rf_escape(buf, len - 3, text, keep, RF_ESCAPE_ALL);
+    strcat(buf, "...");
     return buf;
 }
 

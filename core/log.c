@@ -16,6 +16,7 @@
 
 #include "rdmaflow/clock.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/escape.h"
 #include "rdmaflow/status.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug",
@@ -99,8 +100,10 @@ log_vwrite(rf_log_level level, const char *file, int line, unsigned suppressed,
            const char *fmt, va_list ap)
 {
     pthread_once(&log_once, log_init);
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    char raw[1024], msg[1024];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    /* one line, whatever a name from a file or a peer in it holds */
+    rf_escape(msg, sizeof msg, raw, strlen(raw), RF_ESCAPE_CONTROLS);
     char tail[64] = "";
     if (suppressed)
         snprintf(tail, sizeof tail, " [%u similar lines suppressed]",

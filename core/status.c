@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rdmaflow/escape.h"
+
 #include "core/log.h"
 #include "rdmaflow/status.h"
 
@@ -51,7 +53,10 @@ void rf_error_clear(void)
 /* Makes text the thread's message and logs it. */
 static rf_status set_text(rf_status status, const char *text)
 {
-    memcpy(error_message, text, sizeof error_message);
+    /* a name from a file or a peer in the message cannot act on the
+     * terminal or log it reaches (rdmaflow/escape.h) */
+    rf_escape(error_message, sizeof error_message, text, strlen(text),
+              RF_ESCAPE_CONTROLS);
     /* A timeout or a full queue is the normal outcome of a poll or wait
      * that loops while idle (a listener thread, a CQ wait, a retry):
      * those are rate-limited, one limit per status (core/log.h). */

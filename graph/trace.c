@@ -6,12 +6,14 @@
  * distinct (name, category, args) and appended the same way. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "graph/graph_internal.h"
+#include "rdmaflow/escape.h"
 #include "rdmaflow/file.h"
 #include "rdmaflow/status.h"
 
@@ -220,17 +222,26 @@ void rf_trace_add_span(rf_trace *t, const char *name, const char *cat,
         trace_add(t, ref, ts_ns, dur_ns, tid, step);
 }
 
+/* A JSON string of s: valid JSON whatever s holds (a byte that is not
+ * UTF-8 becomes U+FFFD), with DEL and the C1 controls escaped as well. */
 static void json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
+    size_t left = strlen(s);
+    while (left > 0) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
+        uint32_t cp;
+        size_t k = rf_utf8_seq(s, left, &cp);
+        if (k == 0)
+            fputs("\\ufffd", f), k = 1;
+        else if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
+        else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+            fprintf(f, "\\u%04x", (unsigned)cp);
         else
-            fputc(c, f);
+            fwrite(s, 1, k, f);
+        s += k;
+        left -= k;
     }
     fputc('"', f);
 }

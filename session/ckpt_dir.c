@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "rdmaflow/escape.h"
 
 #define DEFAULT_MAX_TO_KEEP 5
 
@@ -415,17 +416,24 @@ rf_status rf_ckpt_dir_list(const char *dir, rf_ckpt_list *out)
 }
 
 /* Appends "skipped REASON" (REASON with the path in it) to the note,
- * separated by "; ". */
+ * separated by "; ". The path is escaped as rf_error_set escapes the
+ * reason (rdmaflow/escape.h), so the note is one line of inert text. */
 static char *add_note(char *note, const char *path, const char *why)
 {
-    size_t old = note ? strlen(note) : 0;
-    size_t need = old + strlen(path) + strlen(why) + 16;
-    char *n = realloc(note, need);
-    if (!n)
+    size_t plen = strlen(path);
+    size_t elen = rf_escape(NULL, 0, path, plen, RF_ESCAPE_CONTROLS);
+    char *ep = malloc(elen + 1);
+    if (!ep)
         return note;
-    snprintf(n + old, need - old, "%sskipped %s%s%s", old ? "; " : "",
-             strstr(why, path) ? "" : path, strstr(why, path) ? "" : ": ", why);
-    return n;
+    rf_escape(ep, elen + 1, path, plen, RF_ESCAPE_CONTROLS);
+    size_t old = note ? strlen(note) : 0;
+    size_t need = old + elen + strlen(why) + 16;
+    char *n = realloc(note, need);
+    if (n)
+        snprintf(n + old, need - old, "%sskipped %s%s%s", old ? "; " : "",
+                 strstr(why, ep) ? "" : ep, strstr(why, ep) ? "" : ": ", why);
+    free(ep);
+    return n ? n : note;
 }
 
 /* The base names of the list's paths, ", "-separated, into buf. */

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/json_check.h"
 #include "rdmaflow/byteorder.h"
 
 /* Which CRC32Cs a file must carry: rf_ckpt_open takes every tensor's and
@@ -491,6 +492,14 @@ static rf_status parse(rf_ckpt *ck, crc_policy policy)
                           ck->path);
         goto out;
     }
+    /* a duplicate tensor name (json-c keeps the last; another reader may
+     * keep the first or refuse), a NUL inside a name, a number json-c
+     * clamps: refused, so every reader of the file reads the same tensors */
+    char what[sizeof "the header of " + 4096];
+    snprintf(what, sizeof what, "%s: the header", ck->path);
+    rc = rf_json_check(hdr, (size_t)hlen, RF_ERR_CORRUPT, what);
+    if (rc != RF_OK)
+        goto out;
     size_t cap = (size_t)json_object_object_length(root);
     ck->e = calloc(cap ? cap : 1, sizeof *ck->e);
     span *sp = calloc(cap ? cap : 1, sizeof *sp);

@@ -27,14 +27,16 @@ RF_API rf_status rf_env_choice(const char *name, const char *const *choices,
 RF_API rf_status rf_parse_int(const char *text, int64_t min, int64_t max,
                               const char *what, int64_t *out);
 
-/* An input value as an error message echoes it: text itself when it has
- * at most RF_ECHO_MAX bytes, else its first RF_ECHO_MAX bytes (cut before
- * a UTF-8 continuation byte) and "...", in buf; so a long value never
- * pushes the reason out of a message. buf should hold RF_ECHO_BUF bytes
- * (a smaller one is cut shorter); returns buf ("(null)" for NULL text).
+/* An input value as an error message echoes it, escaped (rf_escape's
+ * RF_ESCAPE_ALL, rdmaflow/escape.h): text itself when it has at most
+ * RF_ECHO_MAX bytes, else its first RF_ECHO_MAX bytes (cut before a UTF-8
+ * continuation byte) and "...", in buf; so a long value never pushes the
+ * reason out of a message, nor a control byte reaches a terminal. buf
+ * should hold RF_ECHO_BUF bytes (a smaller one is cut shorter, between two
+ * escapes); returns buf ("(null)" for NULL text).
  * RF_ECHO(text) is the expression to pass to a "%s". */
 #define RF_ECHO_MAX 64
-#define RF_ECHO_BUF (RF_ECHO_MAX + 4)
+#define RF_ECHO_BUF (4 * RF_ECHO_MAX + 4) /* each byte may be \xNN */
 RF_API const char *rf_echo(const char *text, char *buf, size_t len);
 #define RF_ECHO(text) rf_echo((text), (char[RF_ECHO_BUF]){0}, RF_ECHO_BUF)
 

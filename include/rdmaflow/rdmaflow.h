@@ -2,7 +2,8 @@
  * want the whole library with one include. Layers, bottom up (each may use
  * only those before it; docs/DESIGN.md section 1):
  *   core     status.h (rf_status, rf_error_set), types.h (dtypes, shapes),
- *            clock.h, byteorder.h, env.h, spawn.h (fork + exec of
+ *            clock.h, byteorder.h, env.h, escape.h (printing untrusted
+ *            text), spawn.h (fork + exec of
  *            programs), topology.h (hwloc NUMA binding), version.h
  *            (rf_version), api.h (RF_API, the export mark), flags.h
  *            (the flag table programs read their command line with)
@@ -29,6 +30,7 @@
 #include "rdmaflow/data.h"
 #include "rdmaflow/device.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/escape.h"
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/fabric_info.h"
 #include "rdmaflow/file.h"

@@ -47,7 +47,8 @@
 # message has FRAGMENT, nothing was created, removed or changed in $S or
 # $F (every entry's type, mode and size, every regular file's checksum in
 # $S and modification time in $F: so no partial or stale .NAME.tmp.* file
-# either, and no pre-existing output touched), and no process is left
+# either, and no pre-existing output touched), no control byte (but the
+# newline) in its output: every name is printed escaped, and no process is left
 # running in $S (a task of rf-launch, the target of rf-fabric-demo). One
 # ok:/FAIL: line per case, then a summary; exits 1 on any failure, when
 # fewer than 60 cases ran, or when two cases are the same invocation.
@@ -259,6 +260,12 @@ while IFS= read -r line || [[ -n $line ]]; do
     out_text=$(<"$root/out")
     sanitizer_report "$err_text" || sanitizer_report "$out_text" &&
         problems+=("a sanitizer report")
+    # a name from a file or an argument is printed escaped (issue 25):
+    # no control byte but newline, no DEL, no C1 control in any output
+    if LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' \
+        "$root/out" "$root/err"; then
+        problems+=("a control byte in its output (a name printed raw?)")
+    fi
     if [[ $err_text != *"$want"* && $out_text != *"$want"* ]]; then
         problems+=("no '${want:0:200}' in its output")
     fi

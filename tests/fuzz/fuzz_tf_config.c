@@ -5,11 +5,14 @@
  * override the cluster, yet TF_CONFIG must still parse). A refusal must say
  * why; a cluster that resolves must have its own task and a chief, format,
  * and its JSON (a TF_CONFIG by contract) must resolve to the same JSON;
- * a sparseCluster's counts are unknown (-1) as rdmaflow/cluster.h says. */
+ * a sparseCluster's counts are unknown (-1) as rdmaflow/cluster.h says;
+ * a refusal's message holds no control byte and an accepted text no key
+ * twice (issue 25 item 4). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_check.h"
 #include "core/log.h"
 #include "fuzz_common.h"
 #include "rdmaflow/cluster.h"
@@ -21,10 +24,15 @@ static void check(const rf_cluster_flags *flags, const char *tf_config)
     rf_status st = rf_cluster_resolve(flags, tf_config, &c);
     if (st != RF_OK) {
         REQUIRE(c == NULL && rf_error_message()[0]);
+        fuzz_require_inert(rf_error_message());
         return;
     }
     if (!c)
         return; /* a local run */
+    /* what was read had no key twice (json-c would keep the last) */
+    if (*tf_config)
+        REQUIRE(rf_json_check(tf_config, strlen(tf_config), RF_ERR_INVALID_ARG,
+                              "fuzz") == RF_OK);
     const rf_cluster_task *self = rf_cluster_self(c);
     REQUIRE(self && rf_cluster_chief(c));
     /* a sparse cluster (TFJob's sparseCluster) knows no worker count, and

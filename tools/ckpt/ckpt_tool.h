@@ -4,6 +4,7 @@
 #define RF_TOOLS_CKPT_TOOL_H
 
 #include "rdmaflow/checkpoint.h"
+#include "rdmaflow/escape.h"
 
 /* Opens path: a checkpoint file, or a directory's latest checkpoint (a
  * skipped newer one is reported on stderr). Prints the error and returns

@@ -64,7 +64,7 @@ static bool compare(const rf_ckpt_entry *a, const rf_ckpt_entry *b, double rtol,
     }
     if (bad)
         printf("differs: %s: %zu of %zu elements, max abs difference %.9g\n",
-               a->t.name, bad, n, maxd);
+               rf_esc(a->t.name), bad, n, maxd);
     return bad == 0;
 }
 
@@ -82,17 +82,17 @@ int tool_diff(const char *pa, const char *pb, double rtol, double atol)
         char sx[160], sy[160];
         rf_shape_format(&x->t.shape, sx, sizeof sx);
         if (!y) {
-            printf("only in %s: %s\n", pa, x->t.name);
+            printf("only in %s: %s\n", rf_esc(pa), rf_esc(x->t.name));
             differ++;
             continue;
         }
         rf_shape_format(&y->t.shape, sy, sizeof sy);
         if (x->t.dtype != y->t.dtype) {
-            printf("dtype differs: %s: %s vs %s\n", x->t.name,
+            printf("dtype differs: %s: %s vs %s\n", rf_esc(x->t.name),
                    rf_dtype_name(x->t.dtype), rf_dtype_name(y->t.dtype));
             differ++;
         } else if (!rf_shape_equal(&x->t.shape, &y->t.shape)) {
-            printf("shape differs: %s: %s vs %s\n", x->t.name, sx, sy);
+            printf("shape differs: %s: %s vs %s\n", rf_esc(x->t.name), sx, sy);
             differ++;
         } else if (!compare(x, y, rtol, atol)) {
             differ++;
@@ -102,7 +102,8 @@ int tool_diff(const char *pa, const char *pb, double rtol, double atol)
     }
     for (size_t i = 0; i < rf_ckpt_count(b); i++)
         if (!rf_ckpt_find(a, rf_ckpt_at(b, i)->t.name)) {
-            printf("only in %s: %s\n", pb, rf_ckpt_at(b, i)->t.name);
+            printf("only in %s: %s\n", rf_esc(pb),
+                   rf_esc(rf_ckpt_at(b, i)->t.name));
             differ++;
         }
     if (differ)

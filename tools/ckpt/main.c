@@ -122,7 +122,7 @@ rf_ckpt *tool_open(const char *path)
 
 static void print_tensors(const rf_ckpt *ck)
 {
-    printf("%s: %zu tensors%s\n", rf_ckpt_path(ck), rf_ckpt_count(ck),
+    printf("%s: %zu tensors%s\n", rf_esc(rf_ckpt_path(ck)), rf_ckpt_count(ck),
            rf_ckpt_has_crc(ck) ? ", CRC32C verified"
                                : ", no CRC32C stored (computed here)");
     printf("%-40s %-5s %-16s %12s %s\n", "name", "dtype", "shape", "bytes",
@@ -132,7 +132,7 @@ static void print_tensors(const rf_ckpt *ck)
         char shape[160];
         rf_shape_format(&e->t.shape, shape, sizeof shape);
         static const char *const names[] = {"F32", "I32", "I64", "BOOL"};
-        printf("%-40s %-5s %-16s %12zu %08" PRIx32 "\n", e->t.name,
+        printf("%-40s %-5s %-16s %12zu %08" PRIx32 "\n", rf_esc(e->t.name),
                names[e->t.dtype], shape, e->t.bytes, e->crc32c);
     }
 }
@@ -153,7 +153,7 @@ static int cmd_list(const char *path)
     if (is_dir(path)) {
         printf("kept checkpoints (newest first):\n");
         for (size_t i = 0; i < kept.n; i++)
-            printf("  %s%s\n", kept.paths[i],
+            printf("  %s%s\n", rf_esc(kept.paths[i]),
                    strcmp(kept.paths[i], rf_ckpt_path(ck)) ? "" : " (opened)");
     }
     rf_ckpt_list_free(&kept);
@@ -176,12 +176,13 @@ static int verify_one(const char *path, bool allow_unchecked)
         return 1;
     }
     if (!r.unchecked && r.header_checked) {
-        printf("ok %s: %zu tensors, every CRC32C matches\n", path, r.tensors);
+        printf("ok %s: %zu tensors, every CRC32C matches\n", rf_esc(path),
+               r.tensors);
         return 0;
     }
     printf("ok %s: %zu tensors, %zu unchecked (no CRC32C), the header %s; "
            "%s (--allow-unchecked)\n",
-           path, r.tensors, r.unchecked,
+           rf_esc(path), r.tensors, r.unchecked,
            r.header_checked ? "checked" : "unchecked (no CRC32C)",
            r.unchecked < r.tensors || r.header_checked
                ? "every CRC32C there matches"
@@ -199,7 +200,7 @@ static int cmd_verify(const char *path, bool allow_unchecked)
         return 1;
     }
     if (kept.n == 0) {
-        printf("FAIL %s: no checkpoint (no state file)\n", path);
+        printf("FAIL %s: no checkpoint (no state file)\n", rf_esc(path));
         return 1;
     }
     int bad = 0;

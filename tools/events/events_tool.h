@@ -6,13 +6,8 @@
 
 #include <stdio.h>
 
+#include "rdmaflow/escape.h"
 #include "rdmaflow/summary.h"
-
-/* Writes s to fp so that nothing in it acts on a terminal: printable
- * ASCII and valid UTF-8 as they are; a backslash as "\\"; control bytes
- * (below 0x20, 0x7f) and bytes that are not UTF-8 as "\xNN"; the C1
- * controls U+0080..U+009F as "\u00NN". */
-void ev_put_escaped(FILE *fp, const char *s);
 
 /* s as valid UTF-8 (each byte that is not part of a valid sequence
  * replaced by U+FFFD), for a JSON string; a string the caller frees, NULL

@@ -66,14 +66,15 @@ static void flag_rows(rf_flag_row rows[FLAG_ROWS], options *o)
     memcpy(rows, table, sizeof table);
 }
 
-/* An error about a path or from a file, escaped: either may hold
- * anything. */
+/* An error about a path or from a file, its controls escaped: either may
+ * hold anything (the library's messages come escaped already, so \ and "
+ * are left as they are). */
 static void report(const char *what)
 {
+    char buf[2048];
+    rf_escape(buf, sizeof buf, what, strlen(what), RF_ESCAPE_CONTROLS);
     fflush(stdout);
-    fputs("rf-events: ", stderr);
-    ev_put_escaped(stderr, what);
-    fputc('\n', stderr);
+    fprintf(stderr, "rf-events: %s\n", buf);
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
@@ -94,7 +95,7 @@ static bool print_file(const char *path, const options *o, bool header)
 {
     if (header && !o->json) {
         fputs("==> ", stdout);
-        ev_put_escaped(stdout, path);
+        rf_fputs_escaped(path, stdout);
         fputs(" <==\n", stdout);
     }
     rf_summary_reader *r = NULL;

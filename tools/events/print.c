@@ -62,14 +62,14 @@ void ev_print_text(FILE *fp, const rf_summary_event *ev)
     switch (ev->kind) {
     case RF_SUMMARY_EVENT_FILE_VERSION:
         fputs(" file_version ", fp);
-        ev_put_escaped(fp, ev->file_version);
+        rf_fputs_escaped(ev->file_version, fp);
         break;
     case RF_SUMMARY_EVENT_SUMMARY:
         for (size_t i = 0; i < ev->num_values; i++) {
             char num[32];
             fmt_float(ev->values[i], num, sizeof num);
             fputc(' ', fp);
-            ev_put_escaped(fp, ev->tags[i]);
+            rf_fputs_escaped(ev->tags[i], fp);
             fprintf(fp, "=%s", num);
         }
         if (ev->num_values == 0)

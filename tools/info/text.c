@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "info.h"
+#include "rdmaflow/escape.h"
 
 static json_object *get(json_object *o, const char *key)
 {
@@ -12,10 +13,12 @@ static json_object *get(json_object *o, const char *key)
     return json_object_object_get_ex(o, key, &v) ? v : NULL;
 }
 
+/* A string member as printed: escaped (rf_esc), since device names, the
+ * RF_* settings' values and --addr come from outside; NULL when absent. */
 static const char *str(json_object *o, const char *key)
 {
     json_object *v = get(o, key);
-    return v ? json_object_get_string(v) : NULL;
+    return v ? rf_esc(json_object_get_string(v)) : NULL;
 }
 
 static int64_t num(json_object *o, const char *key)
@@ -26,8 +29,9 @@ static int64_t num(json_object *o, const char *key)
 static void print_list(FILE *out, json_object *arr, const char *sep)
 {
     for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
-        fprintf(out, "%s%s", i ? sep : "",
-                json_object_get_string(json_object_array_get_idx(arr, i)));
+        fprintf(
+            out, "%s%s", i ? sep : "",
+            rf_esc(json_object_get_string(json_object_array_get_idx(arr, i))));
 }
 
 static void print_numa(FILE *out, const char *indent, json_object *numa)

@@ -20,6 +20,7 @@
 #include "prom.h"
 #include "rdmaflow/checkpoint.h"
 #include "rdmaflow/clock.h"
+#include "rdmaflow/escape.h"
 #include "rdmaflow/summary.h"
 #include "report.h"
 #include "wide_deep.h"
@@ -175,7 +176,7 @@ int tr_run_evaluator(const tr_flags *f, rf_cluster *cluster)
             if (r != 0)
                 goto out;
             printf("evaluator %d: %s (global_step %" PRId64 ")\n", self->index,
-                   path, step);
+                   rf_esc(path), step);
             if (model_evaluate(f, &m, w, step, err, sizeof err) != 0) {
                 tr_exit_fail(TR_EXIT_FAILED, "evaluation", err);
                 goto out;

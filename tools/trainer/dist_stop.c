@@ -7,6 +7,7 @@
 
 #include "dist.h"
 #include "exit_status.h"
+#include "rdmaflow/escape.h"
 
 void tr_save_now(rf_monitored_session *ms, const tr_flags *f, bool chief,
                  const char *after, char *saved, size_t len)
@@ -17,8 +18,8 @@ void tr_save_now(rf_monitored_session *ms, const tr_flags *f, bool chief,
     char path[4096];
     if (rf_session_save(rf_monitored_session_session(ms), f->checkpoint_dir,
                         (int)f->max_to_keep, path, sizeof path) == RF_OK) {
-        printf("chief: saved checkpoint %s after %s\n", path, after);
-        snprintf(saved, len, "; saved %s", path);
+        printf("chief: saved checkpoint %s after %s\n", rf_esc(path), after);
+        snprintf(saved, len, "; saved %s", rf_esc(path));
     } else {
         snprintf(saved, len, "; no checkpoint saved: %s", rf_error_message());
     }

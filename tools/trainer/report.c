@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "rdmaflow/clock.h"
+#include "rdmaflow/escape.h"
 #include "rdmaflow/file.h"
 #include "report.h"
 
@@ -58,7 +59,7 @@ void tr_print_config(const tr_flags *f, const tr_session *s,
     printf("model: %s, %zu parameters\n", buf, tr_model_num_params(s->g));
     rf_optim_format(&f->optim, buf, sizeof buf);
     printf("optimizer: %s\n", buf);
-    printf("data: %s: %zu training, %zu test examples\n", data_dir,
+    printf("data: %s: %zu training, %zu test examples\n", rf_esc(data_dir),
            rf_dataset_size(train), rf_dataset_size(test));
     printf("training: batch_size %" PRId64 ", train_steps %" PRId64
            " (%.2f epochs), seed %" PRIu64 ", %d threads\n",
@@ -134,7 +135,7 @@ int tr_write_trace(rf_trace *trace, const char *path, char *err, size_t errlen)
         return -1;
     }
     printf("trace: %zu events written to %s\n", rf_trace_num_events(trace),
-           path);
+           rf_esc(path));
     return 0;
 }
 

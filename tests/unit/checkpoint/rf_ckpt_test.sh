@@ -8,7 +8,9 @@
 #           (strip_crcs.py: none at all, no tensor's, one tensor's, not
 #           the header's) fail naming the file and the tensors, pass with
 #           --allow-unchecked, which reports how many went unchecked and
-#           still checks the CRC32Cs that are there
+#           still checks the CRC32Cs that are there; a tensor name and a
+#           directory holding terminal escapes are printed escaped, a
+#           header with a key twice is refused naming it
 # The files come from "TEST_PROGRAM emit DIR" (test_checkpoint.c).
 set -uo pipefail
 case_name=$1 prog=$2 ckpt=$3 reader=$4
@@ -230,6 +232,53 @@ has "diff other" "only in $tmp/other.safetensors: y/extra"
 has "diff other" "dtype differs: c/i64: int64 vs int32"
 has "diff other" "shape differs: b/i32: [4] vs [2,2]"
 run 1 "diff a missing file" "$ckpt" diff "$f" "$tmp/absent"
+
+# names from the file printed escaped (issue 25 item 4): a tensor name
+# that would clear the screen, in list, diff and a directory's listing;
+# a header with a key twice is refused naming it
+no_control() { # NAME: $tmp/out has no control byte but the newline
+    if LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' \
+        "$tmp/out"; then
+        fail "$1: a control byte in the output"
+        show "$tmp/out"
+    else ok "$1: no control byte"; fi
+}
+evd=$tmp/$'ev\e[2Jdir'
+mkdir "$evd"
+python3 - "$evd/model.ckpt-1.safetensors" "$tmp/dup.safetensors" <<'PY'
+import json, struct, sys
+def st(h, blob):
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + blob
+f4 = struct.pack("<2f", 1.0, 2.0)
+evil = {"\x1b[2J\x1b[31mEVIL\n": {"dtype": "F32", "shape": [2],
+                                   "data_offsets": [0, 8]}}
+open(sys.argv[1], "wb").write(st(json.dumps(evil).encode(), f4))
+open(sys.argv[2], "wb").write(st(b'{"a":{"dtype":"F32","shape":[1],'
+    b'"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],'
+    b'"data_offsets":[4,8]}}', f4))
+PY
+printf '%s\n' 'model_checkpoint_path: "model.ckpt-1.safetensors"' >"$evd/checkpoint"
+ev=$evd/model.ckpt-1.safetensors
+evq='\x1b[2J\x1b[31mEVIL\n'
+run 0 "list an evil tensor name" "$ckpt" list "$ev"
+no_control "list an evil tensor name"
+has "list an evil tensor name" "$evq                    F32   [2]"
+has "list an evil tensor name" "${tmp}/ev\x1b[2Jdir/model.ckpt-1.safetensors: 1 tensors"
+run 0 "list a DIR with an evil name" "$ckpt" list "$evd"
+no_control "list a DIR with an evil name"
+has "list a DIR with an evil name" "  ${tmp}/ev\x1b[2Jdir/model.ckpt-1.safetensors (opened)"
+run 1 "diff an evil tensor name" "$ckpt" diff "$f" "$ev"
+no_control "diff an evil tensor name"
+has "diff an evil tensor name" "only in ${tmp}/ev\x1b[2Jdir/model.ckpt-1.safetensors: $evq"
+run 1 "verify an evil tensor name" "$ckpt" verify "$ev"
+no_control "verify an evil tensor name"
+has "verify an evil tensor name" "'$evq'"
+run 1 "list a header with a key twice" "$ckpt" list "$tmp/dup.safetensors"
+has "list a header with a key twice" \
+    'the header: the key "a" is in one object twice, at bytes 1 and 54'
+run 1 "verify a header with a key twice" "$ckpt" verify "$tmp/dup.safetensors"
+has "verify a header with a key twice" 'the key "a" is in one object twice'
 
 # inputs that are not regular files: refused, a FIFO without blocking
 mkfifo "$tmp/fifo"

@@ -149,8 +149,9 @@ static void test_addr(void)
              "\"99999999999999999999\" (must be 1-65535)");
     HOST_ERR("p s:1", "--x \"p s:1\" has a bad host: character ' ' at offset "
                       "1 is not allowed in a host name");
-    HOST_ERR("ps\t0:1", "--x \"ps?0:1\" has a bad host: byte 0x09 at offset 2 "
-                        "is not allowed in a host name");
+    HOST_ERR("ps\t0:1",
+             "--x \"ps\\t0:1\" has a bad host: byte 0x09 at offset 2 "
+             "is not allowed in a host name");
     HOST_ERR("a..b:1",
              "--x \"a..b:1\" has a bad host: empty label at offset 2 in host "
              "name");
@@ -640,7 +641,7 @@ static void test_errors_tfconfig(void)
         "end of input (is a brace, bracket or quote not closed?)");
     ERR(NOFLAGS, "{\"task\": \"\xff\"}",
         "TF_CONFIG: invalid JSON at offset 10 (line 1, column 11): invalid "
-        "utf-8 string; text there: \"\xff?}\"");
+        "utf-8 string; text there: \"\\xff\\\"}\"");
 
     /* Wrong JSON types, with the path. */
     ERR(NOFLAGS, "[1, 2]",
@@ -700,7 +701,16 @@ static void test_errors_tfconfig(void)
         "{\"cluster\": {\"ps\": [\"p:1\"], \"worker\": [\"w:1\"]}, "
         "\"task\": {\"type\": \"worker\", \"index\": "
         "99999999999999999999}}",
-        "TF_CONFIG: task.index: 18446744073709551615 is above the limit of 2147483647");
+        /* json-c would clamp it to 18446744073709551615: refused before
+         * (core/json_check.c) */
+        "TF_CONFIG: the number 99999999999999999999 is out of range (at "
+        "byte 84)");
+    ERR(NOFLAGS,
+        "{\"cluster\": {\"ps\": [\"p:1\"], \"worker\": [\"w:1\"]}, "
+        "\"task\": {\"type\": \"worker\", \"index\": "
+        "9223372036854775807}}",
+        "TF_CONFIG: task.index: 9223372036854775807 is above the limit of "
+        "2147483647");
 
     /* Entries. */
     ERR(NOFLAGS, TFC("{\"ps\": [], \"worker\": [\"w:1\"]}"),
@@ -715,8 +725,14 @@ static void test_errors_tfconfig(void)
     ERR(NOFLAGS, TFC("{\"ps\": [\"p:1\"], \"worker\": [\"p:1\"]}"),
         "TF_CONFIG: cluster.worker[0] \"p:1\" is the same address as "
         "cluster.ps[0] (\"p:1\")");
+    /* read two ways: json-c would keep the last of two keys (issue 25) */
+    ERR(NOFLAGS,
+        TFC("{\"ps\": [\"p:1\"], \"worker\": [\"w:1\"], "
+            "\"w\\u006frker\": [\"x:1\"]}"),
+        "TF_CONFIG: the key \"worker\" is in one object twice, at bytes 28 "
+        "and 47");
     ERR(NOFLAGS, TFC("{\"ps\": [\"p:1\"], \"worker\": [\"w\\u0000:1\"]}"),
-        "TF_CONFIG: cluster.worker[0] contains a NUL byte");
+        "TF_CONFIG: a NUL (\\u0000) in a string (at byte 47)");
 
     /* Jobs. */
     ERR(NOFLAGS, TFC("{\"ps\": [\"p:1\"], \"master\": [\"m:1\"]}"),

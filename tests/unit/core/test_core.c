@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "rdmaflow/data.h"
 #include "rdmaflow/env.h"
+#include "rdmaflow/escape.h"
 #include "rdmaflow/fabric.h"
 #include "rdmaflow/status.h"
 #include "rdmaflow/types.h"
@@ -235,6 +237,63 @@ static void test_settings_read(void)
     unsetenv("RF_BIND_ADDR");
 }
 
+/* rf_escape: the issue's tensor name, each kind of escape, invalid UTF-8,
+ * C1 controls, the CONTROLS mode, cutting between escapes; rf_echo and
+ * rf_error_set escape too. */
+static void test_escape(void)
+{
+    char buf[256];
+    const char evil[] = "\x1b[2J\x1b[31mEVIL\n";
+    rf_escape(buf, sizeof buf, evil, strlen(evil), RF_ESCAPE_ALL);
+    CHECK(!strcmp(buf, "\\x1b[2J\\x1b[31mEVIL\\n"), "evil: %s", buf);
+    const char mix[] = "a\tb\rc\\d\"e\x7f\x01\xc2\x9b"
+                       "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff\xc3";
+    size_t need = rf_escape(buf, sizeof buf, mix, strlen(mix), RF_ESCAPE_ALL);
+    const char *want = "a\\tb\\rc\\\\d\\\"e\\x7f\\x01\\xc2\\x9b"
+                       "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\\xff\\xc3";
+    CHECK(!strcmp(buf, want) && need == strlen(want), "mix: %s (%zu)", buf,
+          need);
+    /* overlong '/', a surrogate, above U+10FFFF: each byte escaped */
+    const char bad[] = "\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80";
+    rf_escape(buf, sizeof buf, bad, strlen(bad), RF_ESCAPE_ALL);
+    CHECK(!strcmp(buf, "\\xc0\\xaf\\xed\\xa0\\x80\\xf4\\x90\\x80\\x80"),
+          "bad: %s", buf);
+    rf_escape(buf, sizeof buf, "a\0b", 3, RF_ESCAPE_ALL);
+    CHECK(!strcmp(buf, "a\\x00b"), "nul: %s", buf);
+    rf_escape(buf, sizeof buf, "x\\\"\n", 4, RF_ESCAPE_CONTROLS);
+    CHECK(!strcmp(buf, "x\\\"\\n"), "controls: %s", buf);
+    /* cut between escapes, snprintf's count */
+    char small[6];
+    need = rf_escape(small, sizeof small, "ab\x1b", 3, RF_ESCAPE_ALL);
+    CHECK(!strcmp(small, "ab") && need == 6, "cut: %s %zu", small, need);
+    char *d = rf_escape_dup(evil);
+    CHECK(d && !strcmp(d, "\\x1b[2J\\x1b[31mEVIL\\n"), "dup: %s", d);
+    free(d);
+    CHECK(!strcmp(RF_ECHO("\x1b]0;t\a"), "\\x1b]0;t\\x07"), "%s",
+          RF_ECHO("\x1b]0;t\a"));
+    rf_error_set(RF_ERR_CORRUPT, "name %s", evil);
+    CHECK(!strchr(rf_error_message(), 0x1b) &&
+              strstr(rf_error_message(), "\\x1b[31mEVIL\\n"),
+          "error: %s", rf_error_message());
+    /* a log line (the logger writes to stderr here: RF_LOG_FILE unset) */
+    char path[] = "/tmp/rf-test-core-log.XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    CHECK(fd >= 0 && saved >= 0, "%s", "mkstemp/dup");
+    fflush(stderr);
+    dup2(fd, 2);
+    RF_LOG_ERRORF("peer sent %s", evil);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char line[512] = "";
+    ssize_t got = pread(fd, line, sizeof line - 1, 0);
+    close(fd);
+    unlink(path);
+    CHECK(got > 0 && !memchr(line, 0x1b, (size_t)got) &&
+              strstr(line, "peer sent \\x1b[2J\\x1b[31mEVIL\\n\n"),
+          "log line: %s", line);
+}
+
 /* rf_echo: short values unchanged, long ones cut to RF_ECHO_MAX bytes and
  * "...", never inside a UTF-8 sequence, small buffers respected. */
 static void test_echo(void)
@@ -392,6 +451,7 @@ int main(void)
     test_settings_table();
     test_settings_read();
     test_echo();
+    test_escape();
     test_log_levels();
     test_desc_pack();
     test_provider_selection();

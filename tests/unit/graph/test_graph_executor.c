@@ -303,7 +303,8 @@ static void test_trace(void)
     CHECK_OK(rf_executor_create(&o, &ex));
     rf_trace *t;
     CHECK_OK(rf_trace_create(&t));
-    rf_trace_set_process(t, 7, "worker \"0\"");
+    /* DEL and a byte that is not UTF-8: escaped, the JSON valid (issue 25) */
+    rf_trace_set_process(t, 7, "worker \"0\"\x7f\xff");
     rf_executor_set_trace(ex, t);
     rf_plan *p;
     rf_node *feeds[2] = {m.x, m.y};
@@ -340,7 +341,7 @@ static void test_trace(void)
               strstr(buf, "\"cat\":\"MatMul\"") &&
               strstr(buf, "\"shape\":\"[128,48]\"") &&
               strstr(buf, "\"name\":\"step\"") &&
-              strstr(buf, "worker \\\"0\\\""),
+              strstr(buf, "worker \\\"0\\\"\\u007f\\ufffd\""),
           "expected names in the trace");
     unlink(path);
     rf_executor_set_trace(ex, NULL);
