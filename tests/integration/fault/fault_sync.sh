@@ -377,7 +377,7 @@ case_backup_gone() {
     local hrc=$?
     unset RF_TEST_SYNC_STOP_AFTER_PUSH
     ((hrc == 0)) || return
-    if ! wait_until "$(t 60)" "$pid_w0" stopped "$task_w1"; then
+    if ! wait_until "$(t 60)" "$task_w1" stopped "$task_w1"; then
         fail "backup_gone: worker 1 never stopped itself at step $((steps / 3))"
         show "$tmp/backup_gone.worker1.out" 20
         return 1
@@ -413,8 +413,8 @@ ckpt_then() { ckpt_after "$1" "$every" && gs_at_least "$1" worker0 "$2"; }
 
 # stopped PID: the process is stopped (state T)
 stopped() {
-    local state
-    read -r _ _ state _ <"/proc/$1/stat" 2>/dev/null
+    local state=
+    { read -r _ _ state _ <"/proc/$1/stat"; } 2>/dev/null
     [[ $state == T ]]
 }
 # chief_stopped: rf-launch's worker0 stopped itself
