@@ -154,8 +154,8 @@ static const rf_env_var vars[] = {
     TEXT_SHOWN("RF_TEST_CKPT_STOP_BEFORE_RENAME", "none", "core",
                "internal (tests): stop a checkpoint write before its rename"),
     TEXT_SHOWN("RF_TEST_SYNC_STOP_AFTER_PUSH", "none", "session",
-               "internal (tests): stop a sync chief after its first push of "
-               "a step"),
+               "internal (tests): stop a sync chief (marker \"STEP\") or "
+               "worker (\"STEP ID\") after its first push of a step"),
     {NULL, NULL, NULL, NULL, RF_ENV_TEXT, 0, 0, 0, NULL, NULL, NULL},
 };
 

@@ -41,7 +41,7 @@ rf_status sync_check_quorum(rf_session *s, sync_state *st, int64_t *deadline,
                             int timeout);
 /* Logs that enough workers are back, clears st->lost_since. */
 void sync_quorum_back(sync_state *st);
-/* The test hook RF_TEST_SYNC_STOP_AFTER_PUSH (the chief stops itself). */
+/* The test hook RF_TEST_SYNC_STOP_AFTER_PUSH (a worker stops itself). */
 void sync_test_stop_after_push(rf_session *s, const sync_state *st);
 
 #endif

@@ -5,7 +5,7 @@
  * op_timeout_ms), and ps task 0's members bitmap (fewer training workers
  * connected than replicas_to_aggregate for sync_max_wait_ms: no step can
  * complete, the run fails for good); and the fault tests' hook that stops
- * the chief after its first push of a step. docs/DESIGN.md, "Sync
+ * a worker after its first push of a step. docs/DESIGN.md, "Sync
  * replicas". */
 #include <signal.h>
 #include <stdio.h>
@@ -16,24 +16,30 @@
 #include "rdmaflow/env.h"
 #include "session/push_sync_internal.h"
 
-/* Test hook (tests/integration/fault's sync_chief_epoch): when
- * RF_TEST_SYNC_STOP_AFTER_PUSH names a marker file whose first line is
- * this chief's local step, the marker is removed and, once the first
- * gradient of that step was acknowledged, the chief stops itself
- * (SIGSTOP) with the rest unpushed, so a test can kill it having pushed
- * to some shards only. */
+/* Test hook (tests/integration/fault's sync_chief_epoch and
+ * sync_backup_gone): when RF_TEST_SYNC_STOP_AFTER_PUSH names a marker
+ * file whose first line is "STEP" (the chief) or "STEP ID" (the training
+ * worker of that worker_id), that worker removes the marker at its first
+ * local step >= STEP (a backup worker may skip steps) and, once the first
+ * gradient of that step was acknowledged, stops itself (SIGSTOP) with the
+ * rest unpushed, so a test can kill it having pushed to some shards only,
+ * or before it could finish. */
 void sync_test_stop_after_push(rf_session *s, const sync_state *st)
 {
     const char *marker = rf_setting_str("RF_TEST_SYNC_STOP_AFTER_PUSH");
-    if (!s->task.chief || !marker || !*marker)
+    if (!marker || !*marker)
         return;
     FILE *f = fopen(marker, "r");
     if (!f)
         return;
     long long want = -1;
-    bool match = fscanf(f, "%lld", &want) == 1 && want == st->local_step;
+    int id = -1;
+    int got = fscanf(f, "%lld %d", &want, &id);
     fclose(f);
-    if (match && unlink(marker) == 0 && rf_ps_push_wait(s->client) == RF_OK)
+    bool me =
+        got == 2 ? id == s->task.self->worker_id : got == 1 && s->task.chief;
+    if (me && st->local_step >= want && unlink(marker) == 0 &&
+        rf_ps_push_wait(s->client) == RF_OK)
         raise(SIGSTOP);
 }
 

@@ -60,7 +60,9 @@
 #                     the chief saw it go and come back, the job completes
 #                     (chief, worker 1 and ps tasks exit 0) at exactly
 #                     --train_steps
-#   sync_backup_gone  1 of 2, the backup (worker 1) killed for good,
+#   sync_backup_gone  1 of 2, the backup (worker 1) stopped by
+#                     RF_TEST_SYNC_STOP_AFTER_PUSH (before it could finish)
+#                     and killed for good,
 #                     --stop_grace_secs=30: the chief says it does not wait
 #                     for it and exits 0 within $(t 5) s of its wait's
 #                     start; the ps tasks exit 0
@@ -364,8 +366,25 @@ case_quorum_back() {
 # --stop_grace_secs=30: the chief does not wait for it at the end (it says
 # so) and exits 0, its wait at most $(t 5) s, not the 30 s.
 case_backup_gone() {
-    hand_job backup_gone 1 --max_wait_secs="$(t 20)" --stop_grace_secs=30 || return
-    kill_w1 backup_gone $((steps / 3)) || return
+    # worker 1 stops itself (RF_TEST_SYNC_STOP_AFTER_PUSH, "STEP ID") at
+    # step steps / 3 and is killed stopped, so it never finished: a kill
+    # timed by the chief's stamped lines alone (kill_w1) came, on a loaded
+    # host, after worker 1 had finished and said so (the chief then missed
+    # no one and printed no "not waiting" line)
+    echo "$((steps / 3)) 1" >"$tmp/stop"
+    export RF_TEST_SYNC_STOP_AFTER_PUSH=$tmp/stop
+    hand_job backup_gone 1 --max_wait_secs="$(t 20)" --stop_grace_secs=30
+    local hrc=$?
+    unset RF_TEST_SYNC_STOP_AFTER_PUSH
+    ((hrc == 0)) || return
+    if ! wait_until "$(t 60)" "$task_w1" stopped "$task_w1"; then
+        fail "backup_gone: worker 1 never stopped itself at step $((steps / 3))"
+        show "$tmp/backup_gone.worker1.out" 20
+        return 1
+    fi
+    tk=$(now)
+    kill -9 "$task_w1"
+    echo "backup_gone: killed worker 1 (pid $task_w1) stopped at its step $((steps / 3)), the chief at global_step $(last_gs "$w0" -)"
     wait_exit "$pid_w0" "$(t 90)"
     local rc0=$wrc tend
     tend=$(now)
@@ -392,12 +411,16 @@ case_backup_gone() {
 
 ckpt_then() { ckpt_after "$1" "$every" && gs_at_least "$1" worker0 "$2"; }
 
-# chief_stopped: rf-launch's worker0 stopped itself (state T)
-chief_stopped() {
-    local pid state
-    pid=$(task_pid worker 0) || return 1
-    read -r _ _ state _ <"/proc/$pid/stat" 2>/dev/null
+# stopped PID: the process is stopped (state T)
+stopped() {
+    local state=
+    { read -r _ _ state _ <"/proc/$1/stat"; } 2>/dev/null
     [[ $state == T ]]
+}
+# chief_stopped: rf-launch's worker0 stopped itself
+chief_stopped() {
+    local pid
+    pid=$(task_pid worker 0) && stopped "$pid"
 }
 
 case $case_name in
