@@ -27,10 +27,14 @@ unauthenticated (no "the cluster is unauthenticated" warning).
           checkpoint model.ckpt-<step >= 4000> is in the shared volume,
           both ps tasks logged their shutdown by the chief, and every
           pod's readiness probe (/ready on the metrics port) answered;
-  jobset  deploy/kubernetes/jobset.yaml (2 ps, 2 workers), 1500 steps:
+  jobset  deploy/kubernetes/jobset.yaml (2 ps, 2 workers), 3000 steps:
           names published before the pods listen, TF_CONFIG built from
-          JOB_COMPLETION_INDEX; the JobSet succeeds and the final
-          checkpoint is there.
+          JOB_COMPLETION_INDEX; worker 1's pod is killed with SIGKILL
+          once the chief passed global_step 1000 and its Job makes a new
+          pod (137 is not among podFailurePolicy's FailJob codes); the
+          JobSet succeeds, worker 1 came back as in tfjob (a new token,
+          let in on the secret), the accuracy and the final checkpoint
+          are as in tfjob.
 Exit 0 on success, 1 on failure, 77 without root or the dataset."""
 
 import base64
@@ -159,6 +163,54 @@ def token(start):
     return text(files[0]).strip() if len(files) == 1 else files
 
 
+def killed_and_back(r, names):
+    """Each pod of names was killed once and came back as a new pod."""
+    kills = r["killed"]
+    check([k["pod"] for k in kills] == names, "killed: %s" % kills)
+    for k in kills:
+        check(k.get("new_address") not in (None, k["old_address"]),
+              "%s killed at step %s, back at %s (was %s)"
+              % (k["pod"], k["at_step"], k.get("new_address"),
+                 k["old_address"]))
+    for name in names:
+        p = r["pods"][name]
+        check(p["restarts"] == 1 and p["exits"][0] == -9,
+              "%s: restarts %d, exits %s" % (name, p["restarts"],
+                                             p["exits"]))
+
+
+def worker1_back(r, name, ps_names, steps):
+    """Worker 1's pod restarted with an empty /tmp: a new task token, let
+    back in by every ps on the cluster secret, in time to train."""
+    w1 = r["pods"][name]
+    if len(w1["starts"]) == 2:
+        t0, t1 = (token(s) for s in w1["starts"])
+        check(isinstance(t0, str) and isinstance(t1, str) and t0 != t1,
+              "worker 1's second start made a new task token: %s, then %s"
+              % (t0, t1))
+    joined = re.search(r"session ready: joined, global_step (\d+)",
+                       start_log(w1["log"], 1))
+    check(joined and int(joined.group(1)) < steps,
+          "worker 1's second start joined the session at global_step %s"
+          % (joined and joined.group(1)))
+    for ps in ps_names:
+        log = text(r["pods"][ps]["log"])
+        back = re.search(r"client 1 from %s:\d+ takes the slot of another "
+                         r"task token .*proved the cluster secret"
+                         % re.escape(w1["address"]), log)
+        check(back is not None, "%s let worker 1 back in (%s) on the "
+              "cluster secret with its new token" % (ps, w1["address"]))
+        check("refusing" not in log, "%s refused no one" % ps)
+
+
+def accuracy(r, chief, least):
+    acc = re.search(r"^\[worker0\] test accuracy: ([0-9.]+)",
+                    text(r["pods"][chief]["log"]), re.M)
+    check(acc and float(acc.group(1)) >= least,
+          "the chief's test accuracy %s >= %.2f"
+          % (acc and acc.group(1), least))
+
+
 def case_tfjob(build, work):
     steps = 4000
     sets = [("--train_steps=7200", "--train_steps=%d" % steps),
@@ -175,56 +227,31 @@ def case_tfjob(build, work):
              "--kill", "rdmaflow-mnist-worker-1@1500"])
     if not common(r, "rdmaflow-mnist"):
         return
-    pods = r["pods"]
-    kills = r["killed"]
-    check(len(kills) == 2, "two pods killed: %s" % kills)
-    for k in kills:
-        check(k.get("new_address") not in (None, k["old_address"]),
-              "%s killed at step %s, back at %s (was %s)"
-              % (k["pod"], k["at_step"], k.get("new_address"),
-                 k["old_address"]))
-    for t in ("ps-1", "worker-1"):
-        p = pods["rdmaflow-mnist-" + t]
-        check(p["restarts"] == 1 and p["exits"][0] == -9,
-              "%s: restarts %d, exits %s" % (t, p["restarts"], p["exits"]))
+    killed_and_back(r, ["rdmaflow-mnist-ps-1", "rdmaflow-mnist-worker-1"])
     for w in ("worker-0", "worker-1"):
-        log = text(pods["rdmaflow-mnist-" + w]["log"])
+        log = text(r["pods"]["rdmaflow-mnist-" + w]["log"])
         check(re.search(r"recovered in [0-9.]+ s", log) is not None,
               "%s recovered from the lost ps" % w)
-    w1 = pods["rdmaflow-mnist-worker-1"]
-    if len(w1["starts"]) == 2:
-        t0, t1 = (token(s) for s in w1["starts"])
-        check(isinstance(t0, str) and isinstance(t1, str) and t0 != t1,
-              "worker 1's second start made a new task token: %s, then %s"
-              % (t0, t1))
-    joined = re.search(r"session ready: joined, global_step (\d+)",
-                       start_log(w1["log"], 1))
-    check(joined and int(joined.group(1)) < steps,
-          "worker 1's second start joined the session at global_step %s"
-          % (joined and joined.group(1)))
-    for ps in ("ps-0", "ps-1"):
-        log = text(pods["rdmaflow-mnist-" + ps]["log"])
-        back = re.search(r"client 1 from %s:\d+ takes the slot of another "
-                         r"task token .*proved the cluster secret"
-                         % re.escape(w1["address"]), log)
-        check(back is not None, "%s let worker 1 back in (%s) on the "
-              "cluster secret with its new token" % (ps, w1["address"]))
-        check("refusing" not in log, "%s refused no one" % ps)
-    acc = re.search(r"^\[worker0\] test accuracy: ([0-9.]+)",
-                    text(pods["rdmaflow-mnist-worker-0"]["log"]), re.M)
-    check(acc and float(acc.group(1)) >= 0.85,
-          "the chief's test accuracy %s >= 0.85" % (acc and acc.group(1)))
+    worker1_back(r, "rdmaflow-mnist-worker-1",
+                 ["rdmaflow-mnist-ps-0", "rdmaflow-mnist-ps-1"], steps)
+    accuracy(r, "rdmaflow-mnist-worker-0", 0.85)
     final_checkpoint(os.path.join(work, "volumes/ckpt/rdmaflow-mnist"),
                      steps)
 
 
 def case_jobset(build, work):
+    steps = 3000
     r = run("jobset.yaml", build, work,
-            [("--train_steps=7200", "--train_steps=1500")],
-            ["--secret", make_secret(work, "rdmaflow-secret")])
+            [("--train_steps=7200", "--train_steps=%d" % steps)],
+            ["--secret", make_secret(work, "rdmaflow-secret"),
+             "--kill", "rdmaflow-worker-0-1@1000"])
     if not common(r, "rdmaflow"):
         return
-    final_checkpoint(os.path.join(work, "volumes/ckpt/rdmaflow"), 1500)
+    killed_and_back(r, ["rdmaflow-worker-0-1"])
+    worker1_back(r, "rdmaflow-worker-0-1",
+                 ["rdmaflow-ps-0-0", "rdmaflow-ps-0-1"], steps)
+    accuracy(r, "rdmaflow-worker-0-0", 0.85)
+    final_checkpoint(os.path.join(work, "volumes/ckpt/rdmaflow"), steps)
 
 
 def main(argv):
