@@ -334,7 +334,10 @@ class Harness:
                 raise SetupError("pod %s: volumeMount %s names no volume of "
                                  "the pod" % (p.name, m["name"]))
             if "secret" in vol:
-                secret_files(vol, self.secrets)
+                try:
+                    secret_files(vol, self.secrets)
+                except SetupError as e:
+                    raise SetupError("pod %s: %s" % (p.name, e))
             elif not ("persistentVolumeClaim" in vol or "emptyDir" in vol):
                 kind = [k for k in vol if k != "name"]
                 raise SetupError("pod %s: volume %s: kind %s is not "
