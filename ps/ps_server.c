@@ -549,10 +549,10 @@ rf_status rf_ps_server_start(rf_fabric *fabric, const char *host, uint16_t port,
     ps_members_init(s);
     /* every connection's receives and sends may complete at once (a
      * close flushes them): clients and those still setting up, known
-     * tasks' (at most max_workers, ps_server_admit.c) and others' */
-    uint32_t depth =
-        (2u * (uint32_t)s->opt.max_workers + PS_SRV_MAX_UNADMITTED) *
-        (PS_SRV_RECV_DEPTH + SEND_DEPTH);
+     * tasks' (ps_known_unadmitted_max, ps_server_admit.c) and others' */
+    uint32_t depth = ((uint32_t)s->opt.max_workers +
+                      ps_known_unadmitted_max(s) + PS_SRV_MAX_UNADMITTED) *
+                     (PS_SRV_RECV_DEPTH + SEND_DEPTH);
     if ((st = rf_cq_create(fabric, depth, &s->cq)) != RF_OK)
         goto fail;
     const char *lhost =

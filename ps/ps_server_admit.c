@@ -7,9 +7,9 @@
  * client slot: the max_workers slots are taken at HELLO. A connection of a
  * known task (its token matches its id's binding or the job token,
  * ps_server_token.c) is not held to those caps but to its own: at most
- * max_workers of them setting up, so a flood of anonymous connections
- * never keeps a returning task out (issue 26 item 4). Every refusal and
- * drop is counted (rf_ps_server_counters). */
+ * ps_known_unadmitted_max of them (32) setting up, so a flood of anonymous
+ * connections never keeps a returning task out (issue 26 item 4). Every refusal
+ * and drop is counted (rf_ps_server_counters). */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,7 +52,7 @@ const char *ps_admit_connection(rf_ps_server *s, const char *peer, bool known,
     pthread_mutex_lock(&s->mu);
     ps_addr_count *a = known ? NULL : addr_slot(s, addr, true);
     if (known) {
-        if (s->known_unadmitted >= (uint32_t)s->opt.max_workers) {
+        if (s->known_unadmitted >= ps_known_unadmitted_max(s)) {
             snprintf(why, len, PS_REJECT_BUSY "%u known tasks are setting up",
                      s->known_unadmitted);
             refused = why;

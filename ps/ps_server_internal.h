@@ -37,6 +37,11 @@
  * once, and this many from one address. */
 #define PS_SRV_MAX_UNADMITTED      32u
 #define PS_SRV_UNADMITTED_PER_ADDR 16u
+/* Known tasks' connections (ps_server_token.c) setting up, besides those:
+ * their own cap, the smaller of this and max_workers, so the completion
+ * queue of max_workers + 64 connections fits a device's max_cqe (rxe:
+ * 32767, 26624 with the default 64 clients). */
+#define PS_SRV_MAX_KNOWN_UNADMITTED 32u
 
 typedef struct ps_server_conn ps_server_conn;
 
@@ -429,5 +434,12 @@ bool ps_sync_push(ps_server_conn *c, ps_shard *sh, ps_inbox *ib, uint32_t imm,
                   uint32_t len);
 /* One log line per sync shard: its step, updates, stale gradients. */
 void ps_sync_log_stats(rf_ps_server *s);
+
+/* The most known tasks' connections setting up at once. */
+static inline uint32_t ps_known_unadmitted_max(const rf_ps_server *s)
+{
+    uint32_t w = (uint32_t)s->opt.max_workers;
+    return w < PS_SRV_MAX_KNOWN_UNADMITTED ? w : PS_SRV_MAX_KNOWN_UNADMITTED;
+}
 
 #endif

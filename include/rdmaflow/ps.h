@@ -107,7 +107,7 @@ typedef struct rf_ps_server_options {
      * HELLO answered) within this many ms or is dropped; 0:
      * RF_PS_HANDSHAKE_TIMEOUT_MS (default 10000). Until then it holds no
      * client slot; at most 32 such connections at once, 16 from one
-     * address, besides at most max_workers of tasks the ps knows (their
+     * address, besides at most 32 (max_workers if fewer) of tasks the ps knows (their
      * task token matches their id's, ps/ps_server_token.c). */
     int handshake_timeout_ms;
     uint64_t incarnation; /* 0: a random 64-bit id (tests may force one) */
