@@ -177,6 +177,8 @@ static int verify_one(const char *path, bool allow_unchecked)
     }
     if (!r.unchecked && r.header_checked) {
         printf("ok %s: %zu tensors, every CRC32C matches\n", path, r.tensors);
+        if (r.shard_ledger[0])
+            printf("   its %s\n", r.shard_ledger);
         return 0;
     }
     printf("ok %s: %zu tensors, %zu unchecked (no CRC32C), the header %s; "
@@ -186,6 +188,8 @@ static int verify_one(const char *path, bool allow_unchecked)
            r.unchecked < r.tensors || r.header_checked
                ? "every CRC32C there matches"
                : "only the layout checked");
+    if (r.shard_ledger[0])
+        printf("   its %s\n", r.shard_ledger);
     return 0;
 }
 
