@@ -146,11 +146,6 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
         st = rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
         goto out;
     }
-    /* the shard ledger before the variables: a batch it counts trained
-     * is in them (or was pushed before they were read) */
-    st = sess_ledger_read(s, &ledger);
-    if (st != RF_OK)
-        goto out;
     /* global_step first: the checkpoint holds at least its updates */
     int64_t gs = 0;
     st = rf_ps_global_step_read(s->client, &gs);
@@ -159,6 +154,13 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
                      rf_error_message());
         goto out;
     }
+    /* then the shard ledger, then the variables: a batch the ledger
+     * counts trained was pushed before they were read; one whose step
+     * ended before global_step was read and that it does not count is
+     * the last its worker trained (reported after the ledger's read) */
+    st = sess_ledger_read(s, &ledger);
+    if (st != RF_OK)
+        goto out;
     st = rf_ps_read(s->client, x, snapshot_xfers(s, true, x));
     if (st != RF_OK) {
         rf_error_set(st, "checkpoint: reading the variables: %s",
