@@ -9,6 +9,8 @@
 #     it, ps 0 and the chief get SIGKILL together (mid-epoch) and are
 #     started again, as a restarting launcher would; worker 1 is started
 #     again if it died of ps 0's loss (its ledger report failed).
+#     RF_LEDGER_KILL=ps0: ps 0 alone is killed and started again, and the
+#     chief, which lives, re-creates its session and restores it.
 # Checks: the restarted chief restored the newest checkpoint and ps 0 says
 # it loaded the ledger, at the epoch of that save (> 0); from the workers'
 # --shards_out lines: every batch of the epochs the final ledger counts
@@ -63,25 +65,34 @@ wait_until "$(t 40)" "${pid[w0]}" saved_past $((2 * every)) ||
     fail "the chief saved no checkpoint of global_step $((2 * every))"
 wait_until "$(t 20)" "${pid[w0]}" gs_at_least "$(out w0)" - $((2 * every + every / 2)) ||
     fail "the chief did not reach global_step $((2 * every + every / 2))"
-kill -KILL "${pid[ps0]}" "${pid[w0]}"
+mode=${RF_LEDGER_KILL:-ps0+chief}
+if [[ $mode == ps0 ]]; then
+    kill -KILL "${pid[ps0]}"
+else
+    kill -KILL "${pid[ps0]}" "${pid[w0]}"
+    wait_exit "${pid[w0]}" 5
+fi
 wait_exit "${pid[ps0]}" 5
-wait_exit "${pid[w0]}" 5
 newest=$(state_newest "$dir")
-echo "SIGKILL of ps 0 and the chief at global_step $(last_gs "$(out w0)" -); newest checkpoint $newest"
+echo "SIGKILL of $mode at global_step $(last_gs "$(out w0)" -); newest checkpoint $newest"
 ckpt_gs=${newest##*model.ckpt-}
 ckpt_gs=${ckpt_gs%%.*}
 for name in w0 w1; do
     [[ -e $(shards "$name") ]] && wc -l <"$(shards "$name")" >"$tmp/$name.before"
 done
 mv "$(out ps0)" "$tmp/ps0-first.out"
-mv "$(out w0)" "$tmp/w0-first.out"
 RF_LOG_LEVEL=info start ps0 "$(ps_conf 0)"
-start_worker 0 w0b "${chief_flags[@]}"
+chief=w0
+if [[ $mode != ps0 ]]; then
+    mv "$(out w0)" "$tmp/w0-first.out"
+    chief=w0b
+    start_worker 0 w0b "${chief_flags[@]}"
+fi
 
 declare -A rc
 t_bound=$(now)
 restarted_w1=no
-for name in w1 w0b ps0 ps1; do
+for name in w1 "$chief" ps0 ps1; do
     left=$(awk -v a="$t_bound" -v b="$(now)" -v s="$(t 90)" 'BEGIN { l = s - (b - a); print (l > 1 ? int(l) : 1) }')
     wait_exit "${pid[$name]}" "$left"
     if [[ $name == w1 && $wrc != 0 && $wrc != running ]]; then
@@ -105,7 +116,7 @@ check() { # MSG CMD...
     shift
     if "$@"; then ok "$msg"; else fail "$msg"; fi
 }
-for name in w0b ps0 ps1; do
+for name in "$chief" ps0 ps1; do
     check "$name: exit ${rc[$name]} (want 0)" test "${rc[$name]}" = 0
     [[ ${rc[$name]} == 0 ]] || show "$(out "$name")"
 done
@@ -114,8 +125,8 @@ if [[ $restarted_w1 == no ]]; then
 else
     check "worker 1 (started again): exit ${rc[w1b]} (want 0)" test "${rc[w1b]}" = 0
 fi
-check "the restarted chief restored $newest" \
-    has_line "$(out w0b)" - "restored .*$(basename "$newest")"
+check "the chief ($chief) restored $newest" \
+    has_line "$(out "$chief")" - "restored .*$(basename "$newest")"
 loaded=$(lines_of "$(out ps0)" - | sed -n 's/.*shard ledger loaded by the chief: dealing epoch \([0-9]*\) .*/\1/p' | head -n 1)
 check "ps 0 (restarted) loaded the saved ledger: dealing epoch ${loaded:-none} (want > 0)" \
     test "${loaded:-0}" -gt 0

@@ -1,7 +1,8 @@
 # tests/integration/elastic/sparse_cluster.sh: sourced by the elastic
 # tests (elastic_test.sh, ledger_test.sh, ledger_restore_test.sh) after
-# they set case_name and before their flags: the common setup (the trainer from $1, the dataset,
-# the fabric, the test libraries, $tmp kept with RF_ELASTIC_KEEP), six free
+# they set case_name and before their flags: the common setup (the
+# trainer from $1, the dataset, the fabric, the test libraries, $tmp kept
+# with RF_ELASTIC_KEEP), six free
 # ports (ps 0, ps 1, workers 0-3) and the TF_CONFIG sparseClusters that
 # Kubeflow's training-operator writes with enableDynamicWorker (a ps knows
 # only itself, a worker the ps tasks and itself); start NAME TF_CONFIG
