@@ -93,7 +93,7 @@ declare -A rc
 t_bound=$(now)
 restarted_w1=no
 for name in w1 "$chief" ps0 ps1; do
-    left=$(awk -v a="$t_bound" -v b="$(now)" -v s="$(t 90)" 'BEGIN { l = s - (b - a); print (l > 1 ? int(l) : 1) }')
+    left=$(time_left "$t_bound" "$(t 90)")
     wait_exit "${pid[$name]}" "$left"
     if [[ $name == w1 && $wrc != 0 && $wrc != running ]]; then
         # ps 0's loss failed its ledger report: started again, as a
@@ -111,11 +111,6 @@ for name in w1 "$chief" ps0 ps1; do
 done
 echo "job: $(elapsed "$t0") s; worker 1 started again: $restarted_w1"
 
-check() { # MSG CMD...
-    local msg=$1
-    shift
-    if "$@"; then ok "$msg"; else fail "$msg"; fi
-}
 for name in "$chief" ps0 ps1; do
     check "$name: exit ${rc[$name]} (want 0)" test "${rc[$name]}" = 0
     [[ ${rc[$name]} == 0 ]] || show "$(out "$name")"
@@ -130,6 +125,7 @@ check "the chief ($chief) restored $newest" \
 loaded=$(lines_of "$(out ps0)" - | sed -n 's/.*shard ledger loaded by the chief: dealing epoch \([0-9]*\) .*/\1/p' | head -n 1)
 check "ps 0 (restarted) loaded the saved ledger: dealing epoch ${loaded:-none} (want > 0)" \
     test "${loaded:-0}" -gt 0
+[[ ${loaded:-0} -gt 0 ]] || { show "$(out ps0)"; show "$(out "$chief")"; }
 summary=$(lines_of "$(out ps0)" - | sed -n 's/.*shard ledger: \([0-9]*\) epochs done, .* \([0-9]*\) batches recorded trained.*/\1 \2/p')
 read -r epochs_done recorded <<<"$summary"
 check "ps 0's ledger totals at SHUTDOWN: ${epochs_done:-?} epochs, ${recorded:-?} batches" \

@@ -7,7 +7,8 @@
 # Kubeflow's training-operator writes with enableDynamicWorker (a ps knows
 # only itself, a worker the ps tasks and itself); start NAME TF_CONFIG
 # [FLAGS...] runs rf-trainer with the test's $flags, its lines stamped into
-# $(out NAME), pid[NAME] its pid.
+# $(out NAME), pid[NAME] its pid; check MSG CMD... and time_left T0 SECS
+# serve the checks.
 # shellcheck shell=bash disable=SC2034,SC2154 # the caller sets flags and
 # uses the rest
 trainer=${1:?path to rf-trainer}
@@ -45,3 +46,13 @@ start() {
     started+=("$!")
 }
 out() { echo "$tmp/$1.out"; }
+# check MSG CMD...: ok MSG if CMD succeeds, else fail MSG
+check() {
+    local msg=$1
+    shift
+    if "$@"; then ok "$msg"; else fail "$msg"; fi
+}
+# time_left T0 SECS: whole seconds left of SECS since T0 (at least 1)
+time_left() {
+    awk -v a="$1" -v b="$(now)" -v s="$2" 'BEGIN { l = s - (b - a); print (l > 1 ? int(l) : 1) }'
+}
