@@ -4,16 +4,20 @@
  * loaded ledger deals exactly what the saved one would have dealt once
  * its clients were gone, through an epoch's end; every truncation and
  * every flipped byte refused; inconsistent forms with a good CRC refused
- * naming what; a load into a set ledger refused; rf_ps_ledger_check; and
- * the LEDGER_REQ / LEDGER_REPLY codec and its refusals. */
+ * naming what; a load into a set ledger refused; rf_ps_ledger_check;
+ * rf_ckpt_verify on a checkpoint holding a ledger (described) and one
+ * whose ledger does not check (refused though its CRC32Cs match); and the
+ * LEDGER_REQ / LEDGER_REPLY codec and its refusals. */
 #include <isa-l/crc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ps/proto.h"
 #include "ps/ps_ledger.h"
 #include "rdmaflow/byteorder.h"
+#include "rdmaflow/checkpoint.h"
 #include "tests/common/check.h"
 
 /* 1055 examples of batch 10: 105 batches, 27 shards of 4 (the last 1) */
@@ -232,6 +236,39 @@ static void test_inconsistent(void)
     ps_ledger_free(&a);
 }
 
+/* A checkpoint file with a ledger tensor: verify describes a good one and
+ * refuses one that does not check, though every CRC32C matches. */
+static void test_verify(void)
+{
+    ps_ledger a;
+    busy(&a);
+    unsigned char *buf;
+    size_t len;
+    save(&a, &buf, &len);
+    char dir[] = "/tmp/rf_test_ledger_XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    snprintf(path, sizeof path, "%s/model.ckpt-1.safetensors", dir);
+    int64_t step = 1;
+    rf_ckpt_tensor t[] = {
+        {"global_step", RF_I64, RF_SCALAR, &step, sizeof step},
+        {RF_CKPT_SHARD_LEDGER, RF_I32, RF_SHAPE((int64_t)len / 4), buf, len},
+    };
+    rf_ckpt_verify_report r;
+    CHECK_OK(rf_ckpt_write(path, t, 2, NULL));
+    CHECK_OK(rf_ckpt_verify(path, NULL, &r));
+    CHECK(strstr(r.shard_ledger, "epoch 1 (") != NULL, "report '%s'",
+          r.shard_ledger);
+    rf_put_le32(buf + 36, a.num_shards + 1); /* the cursor, CRC left */
+    CHECK_OK(rf_ckpt_write(path, t, 2, NULL));
+    CHECK_ST(rf_ckpt_verify(path, NULL, &r), RF_ERR_CORRUPT);
+    CHECK_MSG(RF_CKPT_SHARD_LEDGER);
+    CHECK_MSG("CRC32C");
+    unlink(path);
+    rmdir(dir);
+    free(buf);
+    ps_ledger_free(&a);
+}
+
 static void test_codec(void)
 {
     unsigned char buf[PS_MSG_MAX], page[PS_LEDGER_LOAD_PAGE + 1];
@@ -297,7 +334,7 @@ int main(int argc, char **argv)
     static const rft_group groups[] = {
         {"round_trip", test_round_trip}, {"deals_alike", test_deals_alike},
         {"damage", test_damage},         {"inconsistent", test_inconsistent},
-        {"codec", test_codec},
+        {"verify", test_verify},         {"codec", test_codec},
     };
     return rft_groups_run(groups, sizeof groups / sizeof *groups, argc, argv);
 }
