@@ -42,7 +42,10 @@
  * (types 28 and 29, numbered apart from the others so that types added
  * elsewhere from 18 on do not collide; 18-27 are unknown types); also
  * PS_CONN_FLAG_TOKEN and the task token in the connect hello (a task's
- * identity across its restarts, ps_server_token.c). */
+ * identity across its restarts, ps_server_token.c); also LEDGER_REQ /
+ * LEDGER_REPLY (types 30 and 31: the chief reads ps task 0's ledger for
+ * its checkpoint and loads it into a restarted one; new types, so the
+ * version stays 9). */
 #define PS_PROTO_MAGIC   0x53504652u /* "RFPS" little-endian */
 #define PS_PROTO_VERSION 9u
 #define PS_MSG_HDR_SIZE  16u
@@ -71,15 +74,17 @@ typedef enum ps_msg_type {
     PS_MSG_SHUTDOWN_REQ,
     PS_MSG_SHUTDOWN_REPLY,
     PS_MSG_ERROR_REPLY,
-    PS_MSG_AUTH_REQ,       /* worker: its nonce and claimed identity */
-    PS_MSG_AUTH_CHALLENGE, /* ps: its nonce, identity and HMAC */
-    PS_MSG_AUTH_PROOF,     /* worker: its HMAC */
-    PS_MSG_AUTH_OK,        /* ps: the worker is authenticated */
-    PS_MSG_LEAVE_REQ,      /* worker: it leaves the job (elastic) */
-    PS_MSG_LEAVE_REPLY,    /* ps: it is no longer a member */
-    PS_MSG_SHARD_REQ = 28, /* worker: progress, and the next batch please */
-    PS_MSG_SHARD_REPLY,    /* ps task 0: the batch to train */
-    PS_MSG_TYPE_END        /* one past the last (with gaps: 18-27) */
+    PS_MSG_AUTH_REQ,        /* worker: its nonce and claimed identity */
+    PS_MSG_AUTH_CHALLENGE,  /* ps: its nonce, identity and HMAC */
+    PS_MSG_AUTH_PROOF,      /* worker: its HMAC */
+    PS_MSG_AUTH_OK,         /* ps: the worker is authenticated */
+    PS_MSG_LEAVE_REQ,       /* worker: it leaves the job (elastic) */
+    PS_MSG_LEAVE_REPLY,     /* ps: it is no longer a member */
+    PS_MSG_SHARD_REQ = 28,  /* worker: progress, and the next batch please */
+    PS_MSG_SHARD_REPLY,     /* ps task 0: the batch to train */
+    PS_MSG_LEDGER_REQ = 30, /* chief: a page of the ledger, read or load */
+    PS_MSG_LEDGER_REPLY,    /* ps task 0: the page read, or the load taken */
+    PS_MSG_TYPE_END         /* one past the last (with gaps: 18-27) */
 } ps_msg_type;
 
 const char *ps_msg_type_name(uint32_t type);
@@ -233,6 +238,28 @@ typedef struct ps_shard_reply {
     bool stale;
 } ps_shard_reply;
 
+/* LEDGER_REQ: the chief reads ps task 0's saved ledger (ps_ledger_save)
+ * a page at a time (offset 0 takes a fresh snapshot), or loads one into
+ * an unset ledger a page at a time (offset 0 starts it; the last page,
+ * offset + count == total, loads it). */
+#define PS_LEDGER_OP_READ 1u
+#define PS_LEDGER_OP_LOAD 2u
+/* Bytes per page: a load travels in a request (at most PS_REQ_MAX), a
+ * read in a reply. */
+#define PS_LEDGER_LOAD_PAGE 960u
+#define PS_LEDGER_READ_PAGE 8000u
+typedef struct ps_ledger_req {
+    uint32_t op, offset, total, count; /* total, count: 0 for a read */
+    const unsigned char *data;         /* load: count bytes (in the msg) */
+} ps_ledger_req;
+/* LEDGER_REPLY: total (0: the ledger is unset), the page at offset (count
+ * bytes; 0 for a load), and for a load's last page that it was loaded. */
+typedef struct ps_ledger_reply {
+    uint32_t total, offset, count;
+    bool loaded;
+    const unsigned char *data;
+} ps_ledger_reply;
+
 /* Authentication (ps_auth.c; layouts in proto_codec.c). */
 #define PS_AUTH_NONCE 32u
 #define PS_AUTH_MAC   32u
@@ -280,6 +307,10 @@ rf_status ps_enc_shard_req(void *buf, size_t cap, uint32_t req_id,
                            const ps_shard_req *m, size_t *len);
 rf_status ps_enc_shard_reply(void *buf, size_t cap, uint32_t req_id,
                              const ps_shard_reply *m, size_t *len);
+rf_status ps_enc_ledger_req(void *buf, size_t cap, uint32_t req_id,
+                            const ps_ledger_req *m, size_t *len);
+rf_status ps_enc_ledger_reply(void *buf, size_t cap, uint32_t req_id,
+                              const ps_ledger_reply *m, size_t *len);
 /* DIR_REPLY is built incrementally: begin, then add entries while
  * ps_entry_size() still fits, then finish (patches count and length). */
 typedef struct ps_dir_writer {
@@ -320,6 +351,10 @@ rf_status ps_dec_shard_req(const void *buf, size_t len, ps_shard_req *m);
  * + 1 and computes first_example from batch_size and shard_batches. */
 rf_status ps_dec_shard_reply(const void *buf, size_t len, ps_shard_reply *m,
                              uint32_t batch_size, uint32_t shard_batches);
+/* The data pointers point into buf. Checks op, the page against total
+ * and its bound, a read's total and count zero. */
+rf_status ps_dec_ledger_req(const void *buf, size_t len, ps_ledger_req *m);
+rf_status ps_dec_ledger_reply(const void *buf, size_t len, ps_ledger_reply *m);
 /* Decodes the DIR_REPLY header and then calls each(entry) for its count
  * entries, in order; stops at the first error (decode or callback). */
 rf_status ps_dec_dir_reply(const void *buf, size_t len, ps_dir_reply *m,

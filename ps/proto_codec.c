@@ -134,6 +134,8 @@ static const char *const type_names[PS_MSG_TYPE_END] = {
     [PS_MSG_LEAVE_REPLY] = "LEAVE_REPLY",
     [PS_MSG_SHARD_REQ] = "SHARD_REQ",
     [PS_MSG_SHARD_REPLY] = "SHARD_REPLY",
+    [PS_MSG_LEDGER_REQ] = "LEDGER_REQ",
+    [PS_MSG_LEDGER_REPLY] = "LEDGER_REPLY",
 };
 
 const char *ps_msg_type_name(uint32_t type)
@@ -1050,6 +1052,96 @@ rf_status ps_dec_shard_reply(const void *buf, size_t len, ps_shard_reply *m,
                        g->epoch, g->epochs_done, shard_batches);
     g->first_example =
         ((uint64_t)g->shard * shard_batches + g->batch) * batch_size;
+    return RF_OK;
+}
+
+/* ---- LEDGER_REQ / LEDGER_REPLY (the ledger in checkpoints) ------------
+ * REQ: op, offset, total, count u32, then count bytes. REPLY: total,
+ * offset, count, flags (bit 0: loaded) u32, then count bytes. */
+
+rf_status ps_enc_ledger_req(void *buf, size_t cap, uint32_t req_id,
+                            const ps_ledger_req *m, size_t *len)
+{
+    wcur w;
+    w_begin(&w, buf, cap, PS_MSG_LEDGER_REQ, req_id);
+    w_u32(&w, m->op);
+    w_u32(&w, m->offset);
+    w_u32(&w, m->total);
+    w_u32(&w, m->count);
+    if (m->count)
+        w_bytes(&w, m->data, m->count);
+    return w_end(&w, len);
+}
+
+rf_status ps_dec_ledger_req(const void *buf, size_t len, ps_ledger_req *m)
+{
+    rcur r = {0};
+    rf_status st = r_begin(&r, buf, len, PS_MSG_LEDGER_REQ);
+    if (st != RF_OK)
+        return st;
+    *m = (ps_ledger_req){0};
+    m->op = r_u32(&r, "op");
+    m->offset = r_u32(&r, "offset");
+    m->total = r_u32(&r, "total");
+    m->count = r_u32(&r, "count");
+    const unsigned char *data = NULL;
+    r_take(&r, m->count, "page", &data);
+    if ((st = r_end(&r, PS_MSG_LEDGER_REQ)) != RF_OK)
+        return st;
+    m->data = data;
+    if (m->op == PS_LEDGER_OP_READ) {
+        if (m->total || m->count)
+            return CORRUPT("ps LEDGER_REQ: a read with total %u, count %u",
+                           m->total, m->count);
+        return RF_OK;
+    }
+    if (m->op != PS_LEDGER_OP_LOAD)
+        return CORRUPT("ps LEDGER_REQ: op %u", m->op);
+    if (!m->count || m->count > PS_LEDGER_LOAD_PAGE || m->offset > m->total ||
+        m->count > m->total - m->offset)
+        return CORRUPT("ps LEDGER_REQ: a load page of %u bytes at %u of %u "
+                       "(pages of 1-%u bytes)",
+                       m->count, m->offset, m->total, PS_LEDGER_LOAD_PAGE);
+    return RF_OK;
+}
+
+rf_status ps_enc_ledger_reply(void *buf, size_t cap, uint32_t req_id,
+                              const ps_ledger_reply *m, size_t *len)
+{
+    wcur w;
+    w_begin(&w, buf, cap, PS_MSG_LEDGER_REPLY, req_id);
+    w_u32(&w, m->total);
+    w_u32(&w, m->offset);
+    w_u32(&w, m->count);
+    w_u32(&w, m->loaded ? 1u : 0u);
+    if (m->count)
+        w_bytes(&w, m->data, m->count);
+    return w_end(&w, len);
+}
+
+rf_status ps_dec_ledger_reply(const void *buf, size_t len, ps_ledger_reply *m)
+{
+    rcur r = {0};
+    rf_status st = r_begin(&r, buf, len, PS_MSG_LEDGER_REPLY);
+    if (st != RF_OK)
+        return st;
+    *m = (ps_ledger_reply){0};
+    m->total = r_u32(&r, "total");
+    m->offset = r_u32(&r, "offset");
+    m->count = r_u32(&r, "count");
+    uint32_t flags = r_u32(&r, "flags");
+    const unsigned char *data = NULL;
+    r_take(&r, m->count, "page", &data);
+    if ((st = r_end(&r, PS_MSG_LEDGER_REPLY)) != RF_OK)
+        return st;
+    m->data = data;
+    if (flags > 1u)
+        return CORRUPT("ps LEDGER_REPLY: reserved flags 0x%x", flags);
+    m->loaded = flags == 1u;
+    if (m->count > PS_LEDGER_READ_PAGE || m->offset > m->total ||
+        m->count > m->total - m->offset)
+        return CORRUPT("ps LEDGER_REPLY: a page of %u bytes at %u of %u",
+                       m->count, m->offset, m->total);
     return RF_OK;
 }
 

@@ -50,7 +50,8 @@ static const cli_conn_state_row rows[CLI_CONN_NUM_STATES] = {
                        .requests =
                            BIT(PS_MSG_REGIONS_REQ) | BIT(PS_MSG_DIR_REQ) |
                            BIT(PS_MSG_CREATE_REQ) | BIT(PS_MSG_SHUTDOWN_REQ) |
-                           BIT(PS_MSG_LEAVE_REQ) | BIT(PS_MSG_SHARD_REQ),
+                           BIT(PS_MSG_LEAVE_REQ) | BIT(PS_MSG_SHARD_REQ) |
+                           BIT(PS_MSG_LEDGER_REQ),
                        .next = TO(CLI_CONN_DOWN)},
     [CLI_CONN_DOWN] = {.name = "down", .next = TO(CLI_CONN_CONNECTING)},
 };

@@ -34,7 +34,7 @@ static uint64_t mix(uint64_t *x)
 /* epoch e's deal order: a Fisher-Yates shuffle of the shard ids drawn
  * from splitmix64 seeded by seed + e (the small modulo bias is harmless
  * for an order of shards) */
-static void deal_order(ps_ledger *l)
+void ps_ledger_deal_order(ps_ledger *l)
 {
     uint64_t x = l->geom.seed + l->epoch;
     for (uint32_t i = 0; i < l->num_shards; i++)
@@ -55,7 +55,7 @@ static void describe(const rf_ps_shard_geometry *g, char *buf, size_t len)
              g->num_examples, g->batch_size, g->shard_batches, g->seed);
 }
 
-static rf_status set_geometry(ps_ledger *l, const rf_ps_shard_geometry *g)
+rf_status ps_ledger_set_geometry(ps_ledger *l, const rf_ps_shard_geometry *g)
 {
     char d[200];
     describe(g, d, sizeof d);
@@ -77,7 +77,7 @@ static rf_status set_geometry(ps_ledger *l, const rf_ps_shard_geometry *g)
     l->num_batches = (uint32_t)nb;
     l->num_shards = (uint32_t)ns;
     l->set = true;
-    deal_order(l);
+    ps_ledger_deal_order(l);
     return RF_OK;
 }
 
@@ -89,7 +89,7 @@ static bool same_geometry(const rf_ps_shard_geometry *a,
            a->shard_batches == b->shard_batches && a->seed == b->seed;
 }
 
-static uint32_t shard_len(const ps_ledger *l, uint32_t shard)
+uint32_t ps_ledger_shard_len(const ps_ledger *l, uint32_t shard)
 {
     uint32_t first = shard * l->geom.shard_batches;
     uint32_t left = l->num_batches - first;
@@ -169,7 +169,7 @@ static ps_ledger_task *deal(ps_ledger *l, uint32_t client)
     }
     if (l->cursor == l->num_shards) {
         l->epoch++;
-        deal_order(l);
+        ps_ledger_deal_order(l);
     }
     ps_ledger_task *t = add(l);
     if (!t)
@@ -177,7 +177,7 @@ static ps_ledger_task *deal(ps_ledger *l, uint32_t client)
     uint32_t shard = l->order[l->cursor++];
     *t = (ps_ledger_task){.epoch = l->epoch,
                           .shard = shard,
-                          .len = shard_len(l, shard),
+                          .len = ps_ledger_shard_len(l, shard),
                           .owner = (int32_t)client};
     return t;
 }
@@ -203,7 +203,7 @@ rf_status ps_ledger_request(ps_ledger *l, uint32_t client,
         return rf_error_set(RF_ERR_INVALID_ARG, "shard ledger: client id %u",
                             client);
     if (!l->set) {
-        rf_status st = set_geometry(l, g);
+        rf_status st = ps_ledger_set_geometry(l, g);
         if (st != RF_OK)
             return st;
     } else if (!same_geometry(&l->geom, g)) {

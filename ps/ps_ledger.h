@@ -59,4 +59,31 @@ uint32_t ps_ledger_release(ps_ledger *l, uint32_t client);
 /* Epochs every shard of which was trained (the lowest open epoch). */
 uint32_t ps_ledger_epochs_done(const ps_ledger *l);
 
+/* Saving and loading (ps/ps_ledger_save.c; the chief's checkpoint keeps
+ * it: docs/DESIGN.md "The shard ledger"). The saved form, little-endian,
+ * a multiple of 4 bytes: magic "RFLG", format 1, the geometry, epoch,
+ * cursor, the three counters, the task count, per task {epoch, shard,
+ * next} (no owner: a held shard is saved returned, at its recorded
+ * batch), then the CRC32C of all before it. At most
+ * PS_LEDGER_SAVE_MAX_TASKS tasks (one per client that holds or held one:
+ * a new shard is dealt only when no returned one is left), so the saved
+ * form is at most PS_LEDGER_SAVE_MAX bytes. */
+#define PS_LEDGER_SAVE_MAX_TASKS ((uint32_t)RF_PS_MAX_DONE_WORKERS)
+#define PS_LEDGER_SAVE_HDR       68u
+#define PS_LEDGER_SAVE_TASK      12u
+#define PS_LEDGER_SAVE_MAX                                                     \
+    (PS_LEDGER_SAVE_HDR + PS_LEDGER_SAVE_TASK * PS_LEDGER_SAVE_MAX_TASKS + 4u)
+/* The saved form of a set ledger into a malloc'd *out of *len bytes. */
+rf_status ps_ledger_save(const ps_ledger *l, unsigned char **out, size_t *len);
+/* Loads a saved form into l, which must be unset (RF_ERR_INVALID_ARG
+ * otherwise); a form that is truncated, fails its CRC or is inconsistent
+ * (a task outside the geometry, a shard of the current epoch not dealt
+ * yet, a task twice) is RF_ERR_CORRUPT naming what, and l stays unset. */
+rf_status ps_ledger_load(ps_ledger *l, const void *buf, size_t len);
+/* Internal to ps_ledger*.c: fixes the geometry (allocates the order) and
+ * computes epoch l->epoch's deal order (cursor 0). */
+rf_status ps_ledger_set_geometry(ps_ledger *l, const rf_ps_shard_geometry *g);
+void ps_ledger_deal_order(ps_ledger *l);
+uint32_t ps_ledger_shard_len(const ps_ledger *l, uint32_t shard);
+
 #endif

@@ -473,6 +473,8 @@ static uint64_t random_incarnation(void)
 static void server_free(rf_ps_server *s)
 {
     ps_ledger_free(&s->ledger);
+    free(s->ledger_snap);
+    free(s->ledger_stage);
     for (ps_server_conn *c = s->conns; c;) {
         ps_server_conn *n = c->next;
         if (c->ep && c->state != PS_CONN_DEAD)

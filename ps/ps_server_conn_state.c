@@ -82,7 +82,8 @@ static const ps_conn_state_row rows[PS_CONN_NUM_STATES] = {
             .name = "live",
             .requests = BIT(PS_MSG_REGIONS_REQ) | BIT(PS_MSG_DIR_REQ) |
                         BIT(PS_MSG_CREATE_REQ) | BIT(PS_MSG_SHUTDOWN_REQ) |
-                        BIT(PS_MSG_LEAVE_REQ) | BIT(PS_MSG_SHARD_REQ),
+                        BIT(PS_MSG_LEAVE_REQ) | BIT(PS_MSG_SHARD_REQ) |
+                        BIT(PS_MSG_LEDGER_REQ),
             .pushes = true,
             .refuse_before = "unexpected ",
             .refuse_after = " (a reply, or a handshake message out of place)",

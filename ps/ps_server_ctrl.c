@@ -1,6 +1,7 @@
 /* ps/ps_server_ctrl.c: the ps side of the control plane. Decodes one
  * request, answers it (HELLO, REGIONS, DIR, CREATE, SHUTDOWN, LEAVE,
- * SHARD: the shard ledger on ps task 0) or with an
+ * SHARD: the shard ledger on ps task 0; LEDGER: ps_server_ledger.c) or
+ * with an
  * ERROR_REPLY for a request that is well formed but refused; a malformed
  * message or one the connection's state does not accept (the table in
  * ps_server_conn_state.c, asked before dispatch) drops the connection with
@@ -352,6 +353,8 @@ bool ps_ctrl_handle(ps_server_conn *c, const unsigned char *msg, size_t len)
         return on_leave(c, h.req_id);
     case PS_MSG_SHARD_REQ:
         return on_shard(c, h.req_id, msg, len);
+    case PS_MSG_LEDGER_REQ:
+        return ps_ctrl_ledger(c, h.req_id, msg, len);
     default: /* the table accepts nothing else */
         ps_conn_drop(c, "a message the state table accepts has no handler");
         return false;

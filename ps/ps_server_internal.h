@@ -220,6 +220,10 @@ struct rf_ps_server {
     /* the shard ledger (ps task 0 only; service thread: SHARD_REQ, and a
      * member's LEAVE or expiry returns its shards) */
     ps_ledger ledger;
+    /* LEDGER_REQ (ps_server_ledger.c): the saved form being read by the
+     * chief (taken at offset 0), and the one being loaded */
+    unsigned char *ledger_snap, *ledger_stage;
+    uint32_t ledger_snap_len, ledger_stage_len, ledger_stage_total;
 };
 
 /* Connection memory: receives (PS_SRV_RECV_DEPTH x PS_REQ_MAX), reply
@@ -315,6 +319,10 @@ bool ps_ctrl_reply_error(ps_server_conn *c, uint32_t req_id, rf_status status,
 /* Sends the ERROR_REPLY and closes the connection once it is sent. */
 void ps_ctrl_refuse(ps_server_conn *c, uint32_t req_id, rf_status status,
                     const char *text);
+/* ps_server_ledger.c: LEDGER_REQ, the chief reading or loading ps task
+ * 0's shard ledger a page at a time. */
+bool ps_ctrl_ledger(ps_server_conn *c, uint32_t req_id,
+                    const unsigned char *msg, size_t len);
 
 /* ps_server_auth.c: the connect-time checks (secret configured on both
  * sides, roles bound to the cluster spec): NULL if the hello may proceed,

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +22,7 @@
 
 #include "core/json_check.h"
 #include "rdmaflow/byteorder.h"
+#include "rdmaflow/ps.h"
 
 /* Which CRC32Cs a file must carry: rf_ckpt_open takes every tensor's and
  * the header's or none at all; rf_ckpt_verify takes every one (strict) or
@@ -589,8 +591,20 @@ rf_status rf_ckpt_verify(const char *path, const rf_ckpt_verify_options *opts,
         /* there, so it matched: a mismatch fails the open */
         report->header_checked = rf_ckpt_meta(ck, CKPT_HEADER_CRC_KEY) != NULL;
     }
+    const rf_ckpt_entry *e = rf_ckpt_find(ck, RF_CKPT_SHARD_LEDGER);
+    char desc[200] = "";
+    if (e &&
+        (e->t.dtype != RF_I32 || e->t.shape.rank != 1 ||
+         rf_ps_ledger_check(e->t.data, e->t.bytes, desc, sizeof desc) != RF_OK))
+        rc = rf_error_set(RF_ERR_CORRUPT, "%s: tensor %s: %s", path,
+                          RF_CKPT_SHARD_LEDGER,
+                          e->t.dtype != RF_I32 || e->t.shape.rank != 1
+                              ? "not a rank-1 int32 tensor"
+                              : rf_error_message());
+    if (report && e)
+        snprintf(report->shard_ledger, sizeof report->shard_ledger, "%s", desc);
     rf_ckpt_close(ck);
-    return RF_OK;
+    return rc;
 }
 
 rf_status ckpt_open_buffer(const char *name, const void *data, size_t len,

@@ -12,7 +12,9 @@
  * reads restored slots too). By name, so a checkpoint restores into any
  * number of ps tasks. As with TensorFlow's Saver, reads that race with
  * other workers' updates are not one consistent cut of the job: each shard
- * is read whole, but not all at one instant. */
+ * is read whole, but not all at one instant. The shard ledger of elastic
+ * workers, when ps task 0 has one, is saved and restored with them
+ * (session_ledger.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +141,7 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
     size_t ntables = 0;
     rf_ckpt_tensor *all = NULL;
     rf_ckpt_fill *fills = NULL;
+    sess_ledger_save ledger = {0};
     if (!x) {
         st = rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
         goto out;
@@ -151,6 +154,13 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
                      rf_error_message());
         goto out;
     }
+    /* then the shard ledger, then the variables: a batch the ledger
+     * counts trained was pushed before they were read; one whose step
+     * ended before global_step was read and that it does not count is
+     * the last its worker trained (reported after the ledger's read) */
+    st = sess_ledger_read(s, &ledger);
+    if (st != RF_OK)
+        goto out;
     st = rf_ps_read(s->client, x, snapshot_xfers(s, true, x));
     if (st != RF_OK) {
         rf_error_set(st, "checkpoint: reading the variables: %s",
@@ -169,8 +179,8 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
     if (st == RF_OK)
         st = sess_tables_ckpt(s, &tables, &ntables);
     if (st == RF_OK) {
-        all = calloc(nt + ntables + 1, sizeof *all);
-        fills = calloc(nt + ntables + 1, sizeof *fills);
+        all = calloc(nt + ntables + 2, sizeof *all);
+        fills = calloc(nt + ntables + 2, sizeof *fills);
         if (!all || !fills)
             st = rf_error_set(RF_ERR_NO_MEMORY, "checkpoint: out of memory");
     }
@@ -180,12 +190,16 @@ rf_status rf_session_save(rf_session *s, const char *dir, int max_to_keep,
         memcpy(all, t, nt * sizeof *t);
         for (size_t j = 0; j < ntables; j++)
             sess_tables_ckpt_tensor(tables, j, &all[nt + j], &fills[nt + j]);
-        st = rf_ckpt_dir_save_filled(dir, gs, all, fills, nt + ntables, meta,
-                                     max_to_keep, path_out, len);
+        size_t n = nt + ntables;
+        if (ledger.t.name)
+            all[n++] = ledger.t;
+        st = rf_ckpt_dir_save_filled(dir, gs, all, fills, n, meta, max_to_keep,
+                                     path_out, len);
     }
     if (st == RF_OK)
         s->ckpt.saved_step = gs;
 out:
+    free(ledger.buf);
     free(x);
     free(all);
     free(fills);
@@ -268,6 +282,8 @@ rf_status sess_restore(rf_session *s, bool *restored)
         st = fill_from(s, ck, &gs);
     if (st == RF_OK) /* the tables' values and slots, into their shards */
         st = sess_tables_restore(s, ck);
+    if (st == RF_OK) /* into a restarted ps task 0 */
+        st = sess_ledger_restore(s, ck);
     rf_ckpt_close(ck);
     /* slots, powers, global_step; the values and init flags come after */
     if (st == RF_OK) {

@@ -497,6 +497,16 @@ void sess_tables_stage_free(rf_session *s);
 rf_status sess_restore(rf_session *s, bool *restored);
 void sess_snapshot_free(rf_session *s);
 
+/* session_ledger.c: ps task 0's shard ledger as a checkpoint tensor (t
+ * over buf; t.name NULL when the ledger is unset), and its restore into a
+ * ps task 0 whose ledger is unset. */
+typedef struct sess_ledger_save {
+    unsigned char *buf;
+    rf_ckpt_tensor t;
+} sess_ledger_save;
+rf_status sess_ledger_read(rf_session *s, sess_ledger_save *out);
+rf_status sess_ledger_restore(rf_session *s, const rf_ckpt *ck);
+
 /* session_plan.c */
 rf_status sess_plan_get(rf_session *s, rf_node *const *feeds, size_t nfeeds,
                         rf_node *const *fetches, size_t nfetches,

@@ -71,6 +71,11 @@
 extern "C" {
 #endif
 
+/* The tensor of a chief's checkpoint that holds ps task 0's shard ledger
+ * (elastic workers; int32 words of its saved form, ps/ps_ledger.h), when
+ * a worker had asked for a shard. */
+#define RF_CKPT_SHARD_LEDGER "rdmaflow/shard_ledger"
+
 /* One tensor to write, or one read (then data points into the opened
  * file's memory, valid until rf_ckpt_close, and may be unaligned). bytes
  * must be rf_shape_numel(&shape) * rf_dtype_size(dtype); data may be NULL
@@ -180,9 +185,13 @@ typedef struct rf_ckpt_verify_report {
     size_t tensors;      /* tensors in the file */
     size_t unchecked;    /* of them, without a stored CRC32C */
     bool header_checked; /* the header's CRC32C was there and matched */
+    /* RF_CKPT_SHARD_LEDGER was there and checks (rf_ps_ledger_check):
+     * what it says */
+    char shard_ledger[200];
 } rf_ckpt_verify_report;
 
-/* Verifies the file at path; opts NULL is strict (all zero). Strictly, a
+/* Verifies the file at path; opts NULL is strict (all zero). A shard
+ * ledger tensor that does not check is RF_ERR_CORRUPT. Strictly, a
  * file lacking any tensor's or the header's CRC32C is RF_ERR_CORRUPT with
  * a message naming the file, how many tensors lack one and the first of
  * them, and whether the header does; any other failure is rf_ckpt_open's

@@ -765,6 +765,21 @@ RF_API rf_status rf_ps_shard_next(rf_ps_client *client,
                                   const rf_ps_shard_geometry *geom,
                                   const rf_ps_shard_grant *done,
                                   rf_ps_shard_grant *next, bool *stale);
+/* Chief: ps task 0's shard ledger in its saved form (a few dozen bytes
+ * plus 12 per outstanding shard; ps/ps_ledger.h) into a malloc'd *buf of
+ * *len bytes, read a page per request from one snapshot; *len 0 (and *buf
+ * NULL) when no worker asked for a shard yet. */
+RF_API rf_status rf_ps_ledger_read(rf_ps_client *client, unsigned char **buf,
+                                   size_t *len);
+/* Chief: loads a saved ledger into ps task 0, which refuses it when its
+ * ledger is set already (a worker asked it) and when the form does not
+ * parse or check (RF_ERR_CORRUPT naming what); both leave it as it was. */
+RF_API rf_status rf_ps_ledger_load(rf_ps_client *client,
+                                   const unsigned char *buf, size_t len);
+/* Checks a saved ledger as ps task 0 would load it (RF_ERR_CORRUPT naming
+ * what is wrong) and describes it into desc (may be NULL). */
+RF_API rf_status rf_ps_ledger_check(const void *buf, size_t len, char *desc,
+                                    size_t cap);
 /* The server's members bitmap as its service thread last wrote it. */
 RF_API void rf_ps_server_members(rf_ps_server *server,
                                  uint64_t bits[RF_PS_DONE_WORDS]);

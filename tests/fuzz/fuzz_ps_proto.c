@@ -185,6 +185,21 @@ static void decode_all(const uint8_t *data, size_t size)
                  &len);
         break;
     }
+    case PS_MSG_LEDGER_REQ: {
+        ps_ledger_req lq;
+        if (ps_dec_ledger_req(data, size, &lq) == RF_OK)
+            same(data, size,
+                 ps_enc_ledger_req(out, sizeof out, h.req_id, &lq, &len), &len);
+        break;
+    }
+    case PS_MSG_LEDGER_REPLY: {
+        ps_ledger_reply lr;
+        if (ps_dec_ledger_reply(data, size, &lr) == RF_OK)
+            same(data, size,
+                 ps_enc_ledger_reply(out, sizeof out, h.req_id, &lr, &len),
+                 &len);
+        break;
+    }
     case PS_MSG_ERROR_REPLY:
         if (ps_dec_error_reply(data, size, &er) == RF_OK) {
             REQUIRE(er.status < 0);
@@ -239,7 +254,7 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
     e.sync_stale_off = PS_REC_SYNC_STALE_OFF;
     e.inbox = (ps_loc){.region = 0, .offset = 128};
     size_t len = 0;
-    switch (k % 13) {
+    switch (k % 15) {
     case 0: {
         ps_hello h = {.client_id = 2,
                       .flags = PS_CONN_FLAG_CHIEF,
@@ -337,6 +352,22 @@ static size_t build(unsigned k, unsigned char *buf, size_t cap)
                                      .num_shards = 38,
                                      .epochs_done = 1}};
         ps_enc_shard_reply(buf, cap, 9, &r, &len);
+        break;
+    }
+    case 13: {
+        static const unsigned char page[40] = {0x52, 0x46, 0x4c, 0x47, 1};
+        ps_ledger_req q = {.op = PS_LEDGER_OP_LOAD,
+                           .offset = 960,
+                           .total = 1000,
+                           .count = 40,
+                           .data = page};
+        ps_enc_ledger_req(buf, cap, 10, &q, &len);
+        break;
+    }
+    case 14: {
+        static const unsigned char page[72] = {0x52, 0x46, 0x4c, 0x47, 1};
+        ps_ledger_reply r = {.total = 72, .count = 72, .data = page};
+        ps_enc_ledger_reply(buf, cap, 10, &r, &len);
         break;
     }
     default: {

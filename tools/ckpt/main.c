@@ -30,7 +30,9 @@ static const char usage[] =
     "          carries a CRC32C for every tensor and for its header, and\n"
     "          every CRC32C matches; 1 with the reason otherwise (a file\n"
     "          without them, such as a plain safetensors file, fails, naming\n"
-    "          the tensors that have none)\n"
+    "          the tensors that have none); a checkpoint's shard ledger\n"
+    "          (elastic workers) must parse and check, and is described\n"
+    "          on a line before the verdict\n"
     "  diff    tensors only in one, dtype or shape differences, and for\n"
     "          equal shapes the number of differing elements and the max\n"
     "          abs difference (|a - b| > atol + rtol * |b| differs; NaN\n"
@@ -175,6 +177,9 @@ static int verify_one(const char *path, bool allow_unchecked)
                    "checking only the CRC32Cs it has)\n");
         return 1;
     }
+    /* before the verdict, which stays the last line */
+    if (r.shard_ledger[0])
+        printf("   %s: its %s\n", path, r.shard_ledger);
     if (!r.unchecked && r.header_checked) {
         printf("ok %s: %zu tensors, every CRC32C matches\n", rf_esc(path),
                r.tensors);

@@ -79,7 +79,7 @@ t_cont=$(now)
 declare -A rc
 t_bound=$(now)
 for name in w2 w3 w0 w1 ps0 ps1; do
-    left=$(awk -v a="$t_bound" -v b="$(now)" -v s="$(t 40)" 'BEGIN { l = s - (b - a); print (l > 1 ? int(l) : 1) }')
+    left=$(time_left "$t_bound" "$(t 40)")
     wait_exit "${pid[$name]}" "$left"
     rc[$name]=$wrc
     [[ $wrc == running ]] && kill -KILL "${pid[$name]}" 2>/dev/null
@@ -88,12 +88,6 @@ done
 t_end=$(now)
 echo "job: $(elapsed "$t0" "$t_end") s in all, $(elapsed "$t_kill" "$t_end") s after the kills"
 
-# check MSG CMD...: ok MSG if CMD succeeds, else fail MSG
-check() {
-    local msg=$1
-    shift
-    if "$@"; then ok "$msg"; else fail "$msg"; fi
-}
 check "worker 2: SIGTERM -> exit ${rc[w2]} (want 0)" test "${rc[w2]}" = 0
 check "worker 2: finished its step and left the job" \
     has_line "$(out w2)" - "left the job after"
@@ -144,7 +138,7 @@ start f_w2 "" "${full[@]}" --worker_hosts="$w_hosts,$host:${fports[4]}" \
     --job_name=worker --task_index=2
 t_bound=$(now)
 for name in f_w2 f_w0 f_w1 f_ps0 f_ps1; do
-    left=$(awk -v a="$t_bound" -v b="$(now)" -v s="$(t 40)" 'BEGIN { l = s - (b - a); print (l > 1 ? int(l) : 1) }')
+    left=$(time_left "$t_bound" "$(t 40)")
     wait_exit "${pid[$name]}" "$left"
     [[ $wrc == running ]] && kill -KILL "${pid[$name]}" 2>/dev/null
     check "--elastic, full flags: $name exit $wrc (want 0)" test "$wrc" = 0

@@ -72,7 +72,7 @@ rc_bad=$wrc
 declare -A rc
 t_bound=$(now)
 for name in w2 w3 w1 w0 ps0 ps1; do
-    left=$(awk -v a="$t_bound" -v b="$(now)" -v s="$(t 60)" 'BEGIN { l = s - (b - a); print (l > 1 ? int(l) : 1) }')
+    left=$(time_left "$t_bound" "$(t 60)")
     wait_exit "${pid[$name]}" "$left"
     rc[$name]=$wrc
     [[ $wrc == running ]] && kill -KILL "${pid[$name]}" 2>/dev/null
@@ -80,11 +80,6 @@ for name in w2 w3 w1 w0 ps0 ps1; do
 done
 echo "job: $(elapsed "$t0") s"
 
-check() { # MSG CMD...
-    local msg=$1
-    shift
-    if "$@"; then ok "$msg"; else fail "$msg"; fi
-}
 check "worker 2: SIGTERM -> exit ${rc[w2]} (want 0)" test "${rc[w2]}" = 0
 check "worker 1: SIGTERM -> exit ${rc[w1]} (want 0)" test "${rc[w1]}" = 0
 check "worker 3: SIGKILL (exit ${rc[w3]}, want 137)" test "${rc[w3]}" = 137

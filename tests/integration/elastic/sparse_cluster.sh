@@ -1,12 +1,14 @@
 # tests/integration/elastic/sparse_cluster.sh: sourced by the elastic
-# tests (elastic_test.sh, ledger_test.sh) after they set case_name and
-# before their flags: the common setup (the trainer from $1, the dataset,
-# the fabric, the test libraries, $tmp kept with RF_ELASTIC_KEEP), six free
+# tests (elastic_test.sh, ledger_test.sh, ledger_restore_test.sh) after
+# they set case_name and before their flags: the common setup (the
+# trainer from $1, the dataset, the fabric, the test libraries, $tmp kept
+# with RF_ELASTIC_KEEP), six free
 # ports (ps 0, ps 1, workers 0-3) and the TF_CONFIG sparseClusters that
 # Kubeflow's training-operator writes with enableDynamicWorker (a ps knows
 # only itself, a worker the ps tasks and itself); start NAME TF_CONFIG
 # [FLAGS...] runs rf-trainer with the test's $flags, its lines stamped into
-# $(out NAME), pid[NAME] its pid.
+# $(out NAME), pid[NAME] its pid; check MSG CMD... and time_left T0 SECS
+# serve the checks.
 # shellcheck shell=bash disable=SC2034,SC2154 # the caller sets flags and
 # uses the rest
 trainer=${1:?path to rf-trainer}
@@ -44,3 +46,13 @@ start() {
     started+=("$!")
 }
 out() { echo "$tmp/$1.out"; }
+# check MSG CMD...: ok MSG if CMD succeeds, else fail MSG
+check() {
+    local msg=$1
+    shift
+    if "$@"; then ok "$msg"; else fail "$msg"; fi
+}
+# time_left T0 SECS: whole seconds left of SECS since T0 (at least 1)
+time_left() {
+    awk -v a="$1" -v b="$(now)" -v s="$2" 'BEGIN { l = s - (b - a); print (l > 1 ? int(l) : 1) }'
+}

@@ -27,7 +27,8 @@ static void test_server_accepts(void)
         [PS_CONN_WAIT_HELLO] = bit(PS_MSG_HELLO),
         [PS_CONN_LIVE] = bit(PS_MSG_REGIONS_REQ) | bit(PS_MSG_DIR_REQ) |
                          bit(PS_MSG_CREATE_REQ) | bit(PS_MSG_SHUTDOWN_REQ) |
-                         bit(PS_MSG_LEAVE_REQ) | bit(PS_MSG_SHARD_REQ),
+                         bit(PS_MSG_LEAVE_REQ) | bit(PS_MSG_SHARD_REQ) |
+                         bit(PS_MSG_LEDGER_REQ),
     };
     for (int s = 0; s < PS_CONN_NUM_STATES; s++) {
         for (uint16_t t = 0; t <= PS_MSG_TYPE_END; t++) {
@@ -136,7 +137,8 @@ static void test_client_table(void)
             bit(PS_MSG_HELLO) | bit(PS_MSG_REGIONS_REQ) | bit(PS_MSG_DIR_REQ),
         [CLI_CONN_LIVE] = bit(PS_MSG_REGIONS_REQ) | bit(PS_MSG_DIR_REQ) |
                           bit(PS_MSG_CREATE_REQ) | bit(PS_MSG_SHUTDOWN_REQ) |
-                          bit(PS_MSG_LEAVE_REQ) | bit(PS_MSG_SHARD_REQ),
+                          bit(PS_MSG_LEAVE_REQ) | bit(PS_MSG_SHARD_REQ) |
+                          bit(PS_MSG_LEDGER_REQ),
     };
     for (int s = 0; s < CLI_CONN_NUM_STATES; s++) {
         for (uint16_t t = 0; t <= PS_MSG_TYPE_END; t++) {
