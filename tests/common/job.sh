@@ -124,7 +124,7 @@ start_task() {
     started+=("$tpid")
     local i=0
     tpid_task=
-    while [[ -z $tpid_task ]] && ((i++ < 200)); do
+    while [[ -z $tpid_task ]] && ((i++ < 200 * scale)); do
         tpid_task=$(running "$tpid" "$trainer")
         [[ -n $tpid_task ]] || sleep 0.02
     done

@@ -50,7 +50,7 @@
 #
 # Cases with the tasks started by hand, no reference, no restarts (issues
 # 25 item 1 and 26 item 2; --member_timeout_secs=1):
-#   sync_quorum_lost  2 of 2, --max_wait_secs=5, worker 1 killed for good:
+#   sync_quorum_lost  2 of 2, --max_wait_secs=5 (scaled), worker 1 killed for good:
 #                     the chief exits 138 within 5 + 1 + $(t 10) s of the
 #                     kill, its last line names /job:worker/task:1 and
 #                     replicas_to_aggregate=2, no recovery after the kill,
@@ -276,11 +276,46 @@ kill_w1() {
     if ! wait_until "$(t 60)" "$pid_w0" gs_at_least "$w0" - "$2"; then
         fail "$1: the chief never reached global_step $2"
         show "$w0" 20
+        local k
+        for k in worker1 ps0 ps1; do
+            echo "    $k:"
+            show "$tmp/$1.$k.out" 12
+        done
         return 1
     fi
     tk=$(now)
     kill -9 "$task_w1"
     echo "$1: killed worker 1 (pid $task_w1), the chief at global_step $(last_gs "$w0" -)"
+}
+
+# hand_job_w1_stops NAME N ARGS...: hand_job with worker 1 stopping itself
+# (RF_TEST_SYNC_STOP_AFTER_PUSH, "STEP ID") at its step steps / 3, so a
+# kill (kill_w1_stopped) finds it mid-job however late it comes: a kill
+# timed by the chief's stamped lines alone (kill_w1) came, on a loaded
+# host or in the rxe guest, after worker 1 had finished
+hand_job_w1_stops() {
+    echo "$((steps / 3)) 1" >"$tmp/stop"
+    export RF_TEST_SYNC_STOP_AFTER_PUSH=$tmp/stop
+    hand_job "$@"
+    local hrc=$?
+    unset RF_TEST_SYNC_STOP_AFTER_PUSH
+    return "$hrc"
+}
+
+# kill_w1_stopped NAME: kill -9 of worker 1 once it stopped itself; sets tk
+kill_w1_stopped() {
+    if [[ -z $task_w1 ]] || ! wait_until "$(t 60)" "$task_w1" stopped "$task_w1"; then
+        fail "$1: worker 1 (pid '$task_w1') never stopped itself at step $((steps / 3))"
+        local k
+        for k in worker1 worker0 ps0 ps1; do
+            echo "    $k:"
+            show "$tmp/$1.$k.out" 12
+        done
+        return 1
+    fi
+    tk=$(now)
+    kill -9 "$task_w1"
+    echo "$1: killed worker 1 (pid $task_w1) stopped at its step $((steps / 3)), the chief at global_step $(last_gs "$w0" -)"
 }
 
 # ps_exit NAME STATUS: both ps tasks exit with STATUS within $(t 20) s,
@@ -304,9 +339,10 @@ ps_exit() {
 # saves a checkpoint, shuts the ps tasks down and exits 138 within
 # --max_wait_secs (+ the 1 s member timeout + $(t 10) s); the ps tasks exit.
 case_quorum_lost() {
-    local mw=5
-    hand_job quorum_lost 2 --max_wait_secs="$mw" || return
-    kill_w1 quorum_lost $((steps / 3)) || return
+    local mw
+    mw=$(t 5) # scaled: in the rxe guest worker 1 starts seconds after the chief
+    hand_job_w1_stops quorum_lost 2 --max_wait_secs="$mw" || return
+    kill_w1_stopped quorum_lost || return
     wait_exit "$pid_w0" "$(t 60)"
     local rc0=$wrc took
     took=$(elapsed "$tk")
@@ -366,25 +402,9 @@ case_quorum_back() {
 # --stop_grace_secs=30: the chief does not wait for it at the end (it says
 # so) and exits 0, its wait at most $(t 5) s, not the 30 s.
 case_backup_gone() {
-    # worker 1 stops itself (RF_TEST_SYNC_STOP_AFTER_PUSH, "STEP ID") at
-    # step steps / 3 and is killed stopped, so it never finished: a kill
-    # timed by the chief's stamped lines alone (kill_w1) came, on a loaded
-    # host, after worker 1 had finished and said so (the chief then missed
-    # no one and printed no "not waiting" line)
-    echo "$((steps / 3)) 1" >"$tmp/stop"
-    export RF_TEST_SYNC_STOP_AFTER_PUSH=$tmp/stop
-    hand_job backup_gone 1 --max_wait_secs="$(t 20)" --stop_grace_secs=30
-    local hrc=$?
-    unset RF_TEST_SYNC_STOP_AFTER_PUSH
-    ((hrc == 0)) || return
-    if ! wait_until "$(t 60)" "$task_w1" stopped "$task_w1"; then
-        fail "backup_gone: worker 1 never stopped itself at step $((steps / 3))"
-        show "$tmp/backup_gone.worker1.out" 20
-        return 1
-    fi
-    tk=$(now)
-    kill -9 "$task_w1"
-    echo "backup_gone: killed worker 1 (pid $task_w1) stopped at its step $((steps / 3)), the chief at global_step $(last_gs "$w0" -)"
+    hand_job_w1_stops backup_gone 1 --max_wait_secs="$(t 20)" \
+        --stop_grace_secs=30 || return
+    kill_w1_stopped backup_gone || return
     wait_exit "$pid_w0" "$(t 90)"
     local rc0=$wrc tend
     tend=$(now)
