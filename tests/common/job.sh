@@ -156,10 +156,12 @@ finish_launch() {
     echo "rf-launch: exit $rc after $(elapsed "$lt0") s"
 }
 
-# running PPID PROG: the pid of PPID's child running PROG (argv[0])
+# running PID PROG: PID itself if it runs PROG (argv[0]), else the pid of
+# its child that does. The guest's busybox timeout execs PROG in the pid it
+# was started as (its watchdog is the child); coreutils' forks PROG.
 running() {
     local c a0
-    for c in $(children "$1"); do
+    for c in "$1" $(children "$1"); do
         a0= # stays empty if the child exited before its cmdline was read
         IFS= read -r -d '' a0 2>/dev/null <"/proc/$c/cmdline"
         [[ $a0 == "$2" ]] && echo "$c" && return 0

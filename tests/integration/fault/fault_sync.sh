@@ -73,7 +73,8 @@
 # sixth), RF_FAULT_BATCH (default 1000), RF_FAULT_LR (default 0.05),
 # RF_FAULT_ACC_TOL (default 0.01), RF_FAULT_KEEP (set: keep the outputs, logs
 # and checkpoint directories, and print where). bash 5, coreutils or
-# busybox, awk and /proc, so it runs in the rxe guest too (rxe.fault).
+# busybox, awk and /proc, so it runs in the rxe guest too (rxe.fault,
+# rxe.fault_sync).
 set -uo pipefail
 case_name=${1:?case}
 trainer=${2:?path to rf-trainer}
