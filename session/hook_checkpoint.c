@@ -239,3 +239,19 @@ rf_status rf_checkpoint_saver_hook_create_ex(const char *dir, double save_secs,
     }
     return ms_hook_of(&saver_ops, h, out_hook);
 }
+
+rf_status ms_save_now(rf_monitored_session *ms, bool *has_saver, char *path,
+                      size_t len)
+{
+    *has_saver = false;
+    for (size_t i = 0; i < ms->nhooks; i++) {
+        const rf_hook *hook = ms->hooks[i];
+        if (hook->ops != &saver_ops)
+            continue;
+        const saver *h = hook->ctx;
+        *has_saver = true;
+        return rf_session_save(rf_monitored_session_session(ms), h->dir,
+                               h->max_to_keep, path, len);
+    }
+    return RF_OK;
+}

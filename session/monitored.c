@@ -499,10 +499,8 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
             return st;
         char err[1024];
         snprintf(err, sizeof err, "%s", rf_error_message());
-        if (rf_session_sync_stuck(ms->s)) { /* a recovery cannot help */
-            ms_note(ms, "not recovering: %s", err);
-            return rf_error_set(st, "%s", err);
-        }
+        if (rf_session_sync_stuck(ms->s)) /* a recovery cannot help */
+            return ms_end_stuck_sync(ms, st, err);
         if ((st = recover(ms, st, err)) != RF_OK)
             return st;
         if (ms->state == MS_STOPPING) { /* the job ended meanwhile */
@@ -626,7 +624,7 @@ static rf_status announce_done(rf_session *s)
 
 rf_status rf_monitored_session_close(rf_monitored_session *ms)
 {
-    if (!ms || ms->state == MS_CLOSED || !ms->s)
+    if (!ms || ms->state == MS_CLOSED || ms->state == MS_LOST || !ms->s)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_monitored_session_close: %s",
                             !ms ? "NULL" : "closed already or lost");

@@ -21,6 +21,7 @@ struct rf_hook {
 /* Where the monitored session is in its life:
  *   running --request_stop--> stopping --close--> closed
  *   running --a recovery that failed (ms->s NULL)--> lost
+ *   running --a sync step no quorum can complete (ms->s kept)--> lost
  *   lost --request_stop--> stopping (still without a session)
  *   running --close--> closed
  * A recovery inside close keeps it closed (a failed one leaves ms->s
@@ -82,6 +83,19 @@ void ms_summary_outcome(rf_monitored_session *ms, bool *failing, rf_status st,
  * checkpoint directory, a readiness wait that times out) leaves none. */
 rf_status ms_summary_writer_deferred(const char *logdir,
                                      rf_summary_writer **out);
+
+/* The session's CheckpointSaverHook (hook_checkpoint.c), if it has one
+ * (*has_saver), saves now, outside its schedule, into path (rf_session_save's
+ * status and message); RF_OK without one. */
+rf_status ms_save_now(rf_monitored_session *ms, bool *has_saver, char *path,
+                      size_t len);
+
+/* A sync replicas job that no step can complete (rf_session_sync_stuck)
+ * after a run failed with st and err: the chief saves and shuts the ps
+ * tasks down (monitored_sync_end.c); the session becomes lost. Returns st
+ * with the message. */
+rf_status ms_end_stuck_sync(rf_monitored_session *ms, rf_status st,
+                            const char *err);
 
 /* One line to the session's log, prefixed with the task's name. */
 void ms_note(rf_monitored_session *ms, const char *fmt, ...)

@@ -27,6 +27,11 @@ The chief (worker 0) prints the test accuracy at the end; when its
 MonitoredTrainingSession closes, the ps tasks' server.join() returns and
 every task exits 0. --checkpoint_dir makes the job survive a task's
 death (rf-launch --restart_on_failure restarts it; the chief restores).
+A job ends even when a task never comes back: with fewer workers left
+than --replicas_to_aggregate for --max_wait_secs the chief names the
+missing ones, saves a checkpoint, shuts the ps tasks down and exits 138
+(retryable), as every worker does; a ps task whose chief has been gone
+that long exits 138 too.
 """
 
 import argparse
@@ -49,7 +54,8 @@ def main(_):
     server = tf.train.Server(cluster,
                              job_name=FLAGS.job_name,
                              task_index=FLAGS.task_index,
-                             protocol=FLAGS.protocol)
+                             protocol=FLAGS.protocol,
+                             max_wait_secs=FLAGS.max_wait_secs)
 
     if FLAGS.job_name == "ps":
         server.join()
@@ -99,7 +105,8 @@ def main(_):
                 master=server.target,
                 is_chief=is_chief,
                 checkpoint_dir=FLAGS.checkpoint_dir or None,
-                hooks=hooks) as mon_sess:
+                hooks=hooks,
+                max_wait_secs=FLAGS.max_wait_secs) as mon_sess:
             while not mon_sess.should_stop():
                 # Run a training step synchronously: it returns once the
                 # step's aggregated update was applied.
@@ -146,5 +153,10 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data_dir", type=str, default=None)
     parser.add_argument("--checkpoint_dir", type=str, default="")
+    parser.add_argument(
+        "--max_wait_secs", type=int, default=7200,
+        help="how long a task waits for the others: the workers for the "
+        "ps tasks and the variables, a step for a lost worker, a ps task "
+        "for a chief that went away")
     FLAGS, unparsed = parser.parse_known_args()
     tf.app.run(main=main, argv=[sys.argv[0]] + unparsed)

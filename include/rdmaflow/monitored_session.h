@@ -63,6 +63,16 @@ extern "C" {
  * and runs the step again. Hooks see after_create_session again;
  * StopAtStep's last step is not moved by a recovery.
  *
+ * Except when no step can complete: a sync replicas step that fewer
+ * workers are connected for than replicas_to_aggregate, not back within
+ * max_wait_secs (rf_session_sync_stuck). Then the run does not recover:
+ * the chief saves a checkpoint (when it has a CheckpointSaver) and shuts
+ * the ps tasks down, and the run fails with the step's status (so
+ * rf_status_exit_code gives the retryable 138) and a message naming the
+ * missing workers, the count needed and what the chief did ("...; saved
+ * PATH; the ps tasks shut down"). The session is lost then: runs and
+ * close are refused; destroy it.
+ *
  * Hooks (SessionRunHook): begin once, after_create_session after every
  * creation, before_run / after_run around every run (a hook may ask for
  * extra nodes to be fetched in before_run and gets their values in

@@ -265,6 +265,10 @@ static PyObject *cluster_resolve(PyObject *mod, PyObject *args, PyObject *kw)
 
 /* ---- Server -------------------------------------------------------------- */
 
+/* The largest of Server's seconds arguments: rf-trainer's --ps_idle_exit_secs
+ * bound (2000000 s, 23 days), whose milliseconds fit an int. */
+#define SERVER_MAX_SECS 2000000
+
 /* What the runner's calls use: owned by the Server object, leaked with it
  * when its runner is still busy. */
 typedef struct server_call {
@@ -342,7 +346,7 @@ static int str_copy(PyObject *o, const char *arg, char **out)
 
 /* The call's arguments; NULL with the error. */
 static server_call *call_new(const rf_cluster *cluster, PyObject *secret,
-                             PyObject *bind, int resolve_wait_secs)
+                             PyObject *bind, const int secs[3])
 {
     server_call *c = PyMem_RawCalloc(1, sizeof *c);
     if (!c) {
@@ -357,7 +361,9 @@ static server_call *call_new(const rf_cluster *cluster, PyObject *secret,
     }
     c->opt.cluster_secret_file = c->secret_file;
     c->opt.bind_addr = c->bind_addr;
-    c->opt.resolve_wait_secs = resolve_wait_secs;
+    c->opt.resolve_wait_secs = secs[0];
+    c->opt.chief_gone_exit_ms = secs[1] * 1000;
+    c->opt.idle_exit_ms = secs[2] * 1000;
     return c;
 }
 
@@ -396,12 +402,15 @@ static int server_start(server_obj *self)
 
 static PyObject *server_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"cluster", "secret_file", "bind_addr",
-                             "resolve_wait_secs", NULL};
+    static char *kwlist[] = {"cluster",           "secret_file",
+                             "bind_addr",         "resolve_wait_secs",
+                             "chief_gone_exit_secs", "idle_exit_secs",
+                             NULL};
     PyObject *cluster, *secret = Py_None, *bind = Py_None;
-    int wait = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOi:Server", kwlist,
-                                     &cluster, &secret, &bind, &wait))
+    int secs[3] = {0, 0, 0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOiii:Server", kwlist,
+                                     &cluster, &secret, &bind, &secs[0],
+                                     &secs[1], &secs[2]))
         return NULL;
     if (!PyObject_TypeCheck(cluster, &cluster_type)) {
         PyErr_Format(PyExc_TypeError, "cluster: expected a Cluster "
@@ -409,16 +418,19 @@ static PyObject *server_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                      Py_TYPE(cluster)->tp_name);
         return NULL;
     }
-    if (wait < 0) {
-        PyErr_Format(PyExc_ValueError, "resolve_wait_secs: %d is negative",
-                     wait);
-        return NULL;
-    }
+    /* seconds, as milliseconds in an int for the two lifetimes */
+    for (int i = 0; i < 3; i++)
+        if (secs[i] < 0 || secs[i] > SERVER_MAX_SECS) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: %d is not a number of seconds from 0 to %d",
+                         kwlist[3 + i], secs[i], SERVER_MAX_SECS);
+            return NULL;
+        }
     server_obj *self = (server_obj *)type->tp_alloc(type, 0);
     if (!self)
         return NULL;
     self->cluster = Py_NewRef(cluster);
-    self->call = call_new(((cluster_obj *)cluster)->c, secret, bind, wait);
+    self->call = call_new(((cluster_obj *)cluster)->c, secret, bind, secs);
     if (!self->call || !(self->runner = pyrf_runner_new()) ||
         server_start(self) < 0) {
         Py_DECREF(self); /* leaks what an interrupted start still uses */
@@ -625,8 +637,12 @@ static PyTypeObject server_type = {
     .tp_repr = (reprfunc)server_repr,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Server(cluster, secret_file=None, bind_addr=None, "
-              "resolve_wait_secs=0): this task's server (tf.train.Server; "
-              "rf_server_start, interruptible)",
+              "resolve_wait_secs=0, chief_gone_exit_secs=0, "
+              "idle_exit_secs=0): this task's server (tf.train.Server; "
+              "rf_server_start, interruptible); a ps task's join() raises "
+              "DeadlineExceededError once a chief it saw has had no "
+              "connection for chief_gone_exit_secs, or after "
+              "idle_exit_secs if no chief came (0: never)",
     .tp_methods = server_methods,
     .tp_getset = server_getset,
     .tp_new = server_new,

@@ -37,11 +37,11 @@ int64_t tr_examples_per_global_step(const tr_flags *f, int num_workers);
  * AFTER"; saved gets "; saved PATH" or why not. */
 void tr_save_now(rf_monitored_session *ms, const tr_flags *f, bool chief,
                  const char *after, char *saved, size_t len);
-/* Sync replicas, rf_session_sync_stuck (err says which workers are
- * missing): the chief saves and shuts the ps tasks down; 138 with the
- * final line's reason. */
-int tr_sync_stuck(rf_monitored_session *ms, const tr_flags *f, bool chief,
-                  const char *err);
+/* The exit status of training that failed with rc and err: 138 when a
+ * sync replicas job can no longer complete a step (rf_session_sync_stuck;
+ * the monitored session's chief saved and shut the ps tasks down, err
+ * says so), else rc. */
+int tr_training_failed(rf_monitored_session *ms, int rc, const char *err);
 void tr_session_options_fill(const tr_flags *f, const tr_session *s,
                              rf_session_options *o);
 /* The monitored session's options of the flags (checkpoints, step

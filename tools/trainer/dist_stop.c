@@ -1,8 +1,9 @@
 /* tools/trainer/dist_stop.c: a worker's end before the job's end, shared
  * by the softmax/mlp and wide_deep workers: the chief's checkpoint saved
- * now (SIGTERM, a sync job that cannot go on), and the end of a sync job
- * with fewer workers connected than a step needs (rf_session_sync_stuck:
- * the chief saves and shuts the ps tasks down, every worker exits 138). */
+ * now (SIGTERM), and the exit status of a sync job with fewer workers
+ * connected than a step needs (rf_session_sync_stuck: the monitored
+ * session's chief saved and shut the ps tasks down; every worker exits
+ * 138). */
 #include <stdio.h>
 
 #include "dist.h"
@@ -26,20 +27,9 @@ void tr_save_now(rf_monitored_session *ms, const tr_flags *f, bool chief,
     fflush(stdout);
 }
 
-int tr_sync_stuck(rf_monitored_session *ms, const tr_flags *f, bool chief,
-                  const char *err)
+int tr_training_failed(rf_monitored_session *ms, int rc, const char *err)
 {
-    char saved[4400] = "", down[1200] = "", why[7000];
-    if (chief) {
-        tr_save_now(ms, f, chief, "the sync step stopped", saved, sizeof saved);
-        if (rf_monitored_session_shutdown_cluster(ms) == RF_OK) {
-            printf("chief: ps tasks shut down\n");
-            snprintf(down, sizeof down, "; the ps tasks shut down");
-        } else {
-            snprintf(down, sizeof down, "; the ps tasks not shut down: %s",
-                     rf_error_message());
-        }
-    }
-    snprintf(why, sizeof why, "%s%s%s", err, saved, down);
-    return tr_exit_fail(TR_EXIT_RETRYABLE, "training", why);
+    if (rf_session_sync_stuck(rf_monitored_session_session(ms)))
+        rc = TR_EXIT_RETRYABLE;
+    return tr_exit_fail(rc, "training", err);
 }

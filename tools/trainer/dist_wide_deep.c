@@ -249,9 +249,7 @@ int tr_wd_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     tr_preempt_graceful(true); /* SIGTERM: stop at the end of a step */
     if ((rc = train(f, ms, &s, self, workers, trace, &tr, err, sizeof err)) !=
         0) {
-        rc = rf_session_sync_stuck(rf_monitored_session_session(ms))
-                 ? tr_sync_stuck(ms, f, chief, err)
-                 : tr_exit_fail(rc, "training", err);
+        rc = tr_training_failed(ms, rc, err);
         goto out;
     }
     rc = TR_EXIT_FAILED;

@@ -426,9 +426,7 @@ int tr_run_worker(const tr_flags *f, rf_cluster *cluster, FILE *explain)
     tr_preempt_graceful(true); /* SIGTERM: stop at the end of a step */
     if ((rc = train(&d, mine ? mine : train_set, trace, &tr, err,
                     sizeof err)) != 0) {
-        rc = rf_session_sync_stuck(rf_monitored_session_session(d.ms))
-                 ? tr_sync_stuck(d.ms, f, chief, err)
-                 : tr_exit_fail(rc, "training", err);
+        rc = tr_training_failed(d.ms, rc, err);
         goto out;
     }
     if (tr_preempted() && !rf_monitored_session_should_stop(d.ms)) {

@@ -122,6 +122,24 @@ class ClusterSpec:
                                     "index": int(task_index)}})
 
 
+# The most seconds a Server argument takes (rf-trainer's bound for a ps's
+# --ps_idle_exit_secs: 23 days).
+_MAX_SECS = 2000000
+
+
+def _seconds(name, value):
+    """value as a whole number of seconds from 0 to _MAX_SECS: an int, or
+    a float that is one; else TypeError or ValueError naming the
+    argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("Server: %s must be a number of seconds, got %r"
+                        % (name, value))
+    if value != value or not 0 <= value <= _MAX_SECS or value != int(value):
+        raise ValueError("Server: %s=%r is not a whole number of seconds "
+                         "from 0 to %d" % (name, value, _MAX_SECS))
+    return int(value)
+
+
 def _set_fabric(protocol):
     if protocol not in _PROTOCOLS:
         raise ValueError("protocol %r: rdmaflow has 'grpc' (its automatic "
@@ -137,14 +155,25 @@ class Server:
     task's rdmaflow server. A ps task's join() returns when the chief
     shuts the cluster down at the end of the job (TensorFlow's never
     returns). rdmaflow's own arguments: cluster_secret_file (else
-    RF_CLUSTER_SECRET_FILE), bind_addr (else RF_BIND_ADDR), and
+    RF_CLUSTER_SECRET_FILE), bind_addr (else RF_BIND_ADDR),
     resolve_wait_secs (how long host names that do not resolve yet are
-    retried)."""
+    retried), and a ps task's life without its chief, as rf-trainer's
+    flags of the same names: once a chief has connected, join() raises
+    DeadlineExceededError (tf.app.run exits 138) when no chief connection
+    has been open for max_wait_secs (default 7200, MonitoredTrainingSession's;
+    0: never); ps_idle_exit_secs > 0 does the same that long after the
+    start if no chief ever came (default 0: a hand-started ps waits for
+    its chief however late it starts)."""
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None,
                  protocol=None, config=None, start=True,
                  cluster_secret_file=None, bind_addr=None,
-                 resolve_wait_secs=0):
+                 resolve_wait_secs=0, max_wait_secs=7200,
+                 ps_idle_exit_secs=0):
+        secs = [_seconds(n, v) for n, v in (
+            ("resolve_wait_secs", resolve_wait_secs),
+            ("max_wait_secs", max_wait_secs),
+            ("ps_idle_exit_secs", ps_idle_exit_secs))]
         if not start:
             raise ValueError("tf.train.Server(start=False): an rdmaflow "
                              "server starts when it is made")
@@ -171,7 +200,7 @@ class Server:
         self._cluster = _rf.cluster_resolve(
             tf_config=spec.to_tf_config(job_name, task_index))
         self._server = _rf.Server(self._cluster, cluster_secret_file,
-                                  bind_addr, int(resolve_wait_secs))
+                                  bind_addr, *secs)
         self._target = "rdmaflow://%s/job:%s/task:%d" % (
             spec.task_address(job_name, task_index), job_name,
             self._index)

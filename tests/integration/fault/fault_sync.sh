@@ -363,7 +363,7 @@ case_quorum_lost() {
     nrec=$(lines_of "$w0" - | awk -v t="$tk" '$1 >= t && /recovered in /' | wc -l)
     ((nrec == 0)) && ok "quorum_lost: no recovery after the kill" ||
         fail "quorum_lost: $nrec recoveries after the kill"
-    has_line "$w0" - "chief: saved checkpoint .* after the sync step stopped" &&
+    has_line "$w0" - "saved checkpoint .* after the sync step stopped" &&
         ok "quorum_lost: $(lines_of "$w0" - | grep -m1 'after the sync step stopped' | cut -d' ' -f2-)" ||
         fail "quorum_lost: no checkpoint saved at the end"
     verify_dir "$tmp/quorum_lost.ckpt"
