@@ -67,7 +67,8 @@ static const rf_env_var vars[] = {
                        rf_secret_check_default),
     TEXT_SHOWN("RF_JOB_TOKEN", "none", "ps",
                "a per-job token given to every task: each task's token is "
-               "derived from it and a ps refuses any other"),
+               "derived from it and a ps refuses any other (rf-launch makes "
+               "one per local job)"),
     TEXT_SHOWN("RF_TOKEN_DIR", "/tmp/rdmaflow-UID", "ps",
                "where a task without RF_JOB_TOKEN keeps its token across "
                "restarts"),

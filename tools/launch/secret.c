@@ -1,7 +1,8 @@
 /* tools/launch/secret.c: the job's own cluster secret (see secret.h): a
  * private run folder, the secret made in it by the library
  * (rf_secret_create: libsodium's random bytes, mode 0600), read back for
- * the tasks started over ssh, and removed at the end. */
+ * the tasks started over ssh, and removed at the end; and the job's task
+ * token seed (RF_JOB_TOKEN). */
 #include "secret.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "rdmaflow/secret.h"
@@ -90,6 +92,28 @@ int lt_secret_prepare(const lt_opts *o, lt_secret *s, char *err, size_t errlen)
     }
     if (o->hostfile && read_back(s, err, errlen) != 0) {
         lt_secret_finish(s, false);
+        return -1;
+    }
+    return 0;
+}
+
+int lt_job_token_prepare(const lt_opts *o, char *err, size_t errlen)
+{
+    if (o->hostfile || getenv("RF_JOB_TOKEN"))
+        return 0;
+    unsigned char seed[16];
+    if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
+        snprintf(err, errlen, "the job token: getrandom: %s", strerror(errno));
+        return -1;
+    }
+    char hex[2 * sizeof seed + 1];
+    for (size_t i = 0; i < sizeof seed; i++)
+        snprintf(hex + 2 * i, 3, "%02x", seed[i]);
+    explicit_bzero(seed, sizeof seed);
+    int rc = setenv("RF_JOB_TOKEN", hex, 1);
+    explicit_bzero(hex, sizeof hex);
+    if (rc != 0) {
+        snprintf(err, errlen, "the job token: setenv: %s", strerror(errno));
         return -1;
     }
     return 0;

@@ -3,9 +3,11 @@
 # issue 26 item 1, the issue's reproduction. A real rf-launch job WITHOUT
 # a cluster secret (RF_CLUSTER_SECRET_FILE set and empty for rf-launch,
 # unset for the tasks; 2 ps x
-# 2 workers, --restart_on_failure) on sock; each task's token comes from
-# RF_TOKEN_DIR (a folder of the test: the attacker, a raw client speaking
-# the sock wire format and the ps protocol, has none). Worker 1 and then
+# 2 workers, --restart_on_failure) on sock; each task's token derives from
+# the RF_JOB_TOKEN rf-launch makes for the job (no task writes a token file
+# into RF_TOKEN_DIR, a folder of the test: checked; the attacker, a raw
+# client speaking the sock wire format and the ps protocol, has neither).
+# Worker 1 and then
 # the chief are killed with kill -9; each restart is held before it
 # reconnects, and in that gap ATTACKER ("gap" of attack_peer.c) claims the
 # task's id (the chief's role for the chief), without a task token and
@@ -170,6 +172,11 @@ for k in 0 1; do
             fail "ps$k: no '$c ... takes its slot back'"
     done
 done
+# rf-launch's job token, not token files (a launch on free ports would
+# leave new ones in /tmp/rdmaflow-UID every time)
+files=$(find "$tmp/tokens" -type f 2>/dev/null | wc -l)
+((files == 0)) && ok "no task wrote a token file (rf-launch's RF_JOB_TOKEN)" ||
+    fail "$files token file(s) in RF_TOKEN_DIR: rf-launch gave no RF_JOB_TOKEN"
 if [[ -s $tmp/attacker.err ]]; then
     echo "attacker stderr:"
     show "$tmp/attacker.err" 10
