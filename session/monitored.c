@@ -624,10 +624,14 @@ static rf_status announce_done(rf_session *s)
 
 rf_status rf_monitored_session_close(rf_monitored_session *ms)
 {
-    if (!ms || ms->state == MS_CLOSED || ms->state == MS_LOST || !ms->s)
+    if (!ms || ms->state == MS_CLOSED || ms->state == MS_LOST || !ms->s ||
+        ms->sync_ended)
         return rf_error_set(RF_ERR_INVALID_ARG,
                             "rf_monitored_session_close: %s",
-                            !ms ? "NULL" : "closed already or lost");
+                            !ms              ? "NULL"
+                            : ms->sync_ended ? "the sync job ended (no step "
+                                               "could complete)"
+                                             : "closed already or lost");
     ms->state = MS_CLOSED;
     char missing[1024] = "";
     rf_status wst = RF_OK, st;

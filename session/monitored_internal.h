@@ -21,7 +21,9 @@ struct rf_hook {
 /* Where the monitored session is in its life:
  *   running --request_stop--> stopping --close--> closed
  *   running --a recovery that failed (ms->s NULL)--> lost
- *   running --a sync step no quorum can complete (ms->s kept)--> lost
+ *   running --a sync step no quorum can complete--> lost, sync_ended
+ *     (ms->s kept for rf_session_sync_stuck; close refused even after a
+ *     request_stop: the chief has shut the ps tasks down)
  *   lost --request_stop--> stopping (still without a session)
  *   running --close--> closed
  * A recovery inside close keeps it closed (a failed one leaves ms->s
@@ -41,6 +43,7 @@ struct rf_monitored_session {
     rf_session *s;                    /* NULL between a loss and recovery */
     bool chief;
     ms_state state;
+    bool sync_ended; /* ms_end_stuck_sync ended the job */
     int64_t global_step;
     int recoveries;
     FILE *log;

@@ -12,16 +12,17 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "monitored_internal.h"
 #include "rdmaflow/escape.h"
 #include "rdmaflow/session.h"
 #include "rdmaflow/status.h"
+#include "session/monitored_internal.h"
 
 rf_status ms_end_stuck_sync(rf_monitored_session *ms, rf_status st,
                             const char *err)
 {
     ms_note(ms, "not recovering: %s", err);
     ms->state = MS_LOST;
+    ms->sync_ended = true;
     if (!ms->chief)
         return rf_error_set(st, "%s", err);
     char saved[4400] = "", path[4096];
