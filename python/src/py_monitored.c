@@ -278,29 +278,14 @@ static PyObject *summary_saver_hook(PyObject *mod, PyObject *args, PyObject *kw)
     PyObject *graph;
     if (nodes_of_one_graph(seq, "nodes", &nodes, &n, &graph) < 0)
         return NULL;
-    PyObject *r = NULL;
-    PyObject *tags = PySequence_Fast(tags_o, "tags: expected a sequence");
-    const char **t = PyMem_Calloc((size_t)n + 1, sizeof *t);
-    if (!tags || !t) {
-        if (tags)
-            PyErr_NoMemory();
+    PyObject *r = NULL, *tags = NULL;
+    const char **t = NULL;
+    Py_ssize_t nt;
+    if (pyrf_tags_from_seq(tags_o, &tags, &t, &nt) < 0)
         goto out;
-    }
-    if (PySequence_Fast_GET_SIZE(tags) != n) {
-        PyErr_Format(PyExc_ValueError, "%zd nodes but %zd tags", n,
-                     PySequence_Fast_GET_SIZE(tags));
+    if (nt != n) {
+        PyErr_Format(PyExc_ValueError, "%zd nodes but %zd tags", n, nt);
         goto out;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *to = PySequence_Fast_GET_ITEM(tags, i);
-        if (!PyUnicode_Check(to)) {
-            PyErr_Format(PyExc_TypeError,
-                         "tags[%zd]: expected a str, got %.100s", i,
-                         Py_TYPE(to)->tp_name);
-            goto out;
-        }
-        if (!(t[i] = PyUnicode_AsUTF8(to)))
-            goto out;
     }
     rf_hook *h = NULL;
     rf_status st =

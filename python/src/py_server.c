@@ -404,8 +404,8 @@ static PyObject *server_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"cluster",           "secret_file",
                              "bind_addr",         "resolve_wait_secs",
-                             "chief_gone_exit_secs", "idle_exit_secs",
-                             NULL};
+                             "chief_gone_exit_secs",
+                             "idle_exit_secs",    NULL};
     PyObject *cluster, *secret = Py_None, *bind = Py_None;
     int secs[3] = {0, 0, 0};
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOiii:Server", kwlist,

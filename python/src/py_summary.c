@@ -81,19 +81,16 @@ static PyObject *writer_scalars(writer_obj *self, PyObject *args)
     long long step;
     if (check_open(self) < 0 || step_arg(step_o, &step) < 0)
         return NULL;
-    PyObject *tags = PySequence_Fast(tags_o, "tags: expected a sequence");
-    if (!tags)
+    PyObject *tags, *values = NULL, *r = NULL;
+    const char **t;
+    Py_ssize_t n;
+    if (pyrf_tags_from_seq(tags_o, &tags, &t, &n) < 0)
         return NULL;
-    PyObject *values = PySequence_Fast(values_o, "values: expected a sequence");
-    if (!values) {
-        Py_DECREF(tags);
-        return NULL;
-    }
-    PyObject *r = NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(tags);
-    const char **t = PyMem_Calloc((size_t)n + 1, sizeof *t);
-    float *v = PyMem_Calloc((size_t)n + 1, sizeof *v);
-    if (!t || !v) {
+    float *v = NULL;
+    values = PySequence_Fast(values_o, "values: expected a sequence");
+    if (!values)
+        goto out;
+    if (!(v = PyMem_Calloc((size_t)n + 1, sizeof *v))) {
         PyErr_NoMemory();
         goto out;
     }
@@ -103,16 +100,6 @@ static PyObject *writer_scalars(writer_obj *self, PyObject *args)
         goto out;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *to = PySequence_Fast_GET_ITEM(tags, i);
-        if (!PyUnicode_Check(to)) {
-            PyErr_Format(PyExc_TypeError,
-                         "tags[%zd]: expected a str, got "
-                         "%.100s",
-                         i, Py_TYPE(to)->tp_name);
-            goto out;
-        }
-        if (!(t[i] = PyUnicode_AsUTF8(to)))
-            goto out;
         double d = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(values, i));
         if (d == -1.0 && PyErr_Occurred())
             goto out;
@@ -130,8 +117,39 @@ out:
     PyMem_Free(t);
     PyMem_Free(v);
     Py_DECREF(tags);
-    Py_DECREF(values);
+    Py_XDECREF(values);
     return r;
+}
+
+int pyrf_tags_from_seq(PyObject *seq, PyObject **keep, const char ***out,
+                       Py_ssize_t *n)
+{
+    *out = NULL;
+    if (!(*keep = PySequence_Fast(seq, "tags: expected a sequence")))
+        return -1;
+    *n = PySequence_Fast_GET_SIZE(*keep);
+    const char **t = PyMem_Calloc((size_t)*n + 1, sizeof *t);
+    if (!t) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        PyObject *to = PySequence_Fast_GET_ITEM(*keep, i);
+        if (!PyUnicode_Check(to)) {
+            PyErr_Format(PyExc_TypeError,
+                         "tags[%zd]: expected a str, got %.100s", i,
+                         Py_TYPE(to)->tp_name);
+            goto fail;
+        }
+        if (!(t[i] = PyUnicode_AsUTF8(to)))
+            goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    PyMem_Free(t);
+    Py_CLEAR(*keep);
+    return -1;
 }
 
 static PyObject *writer_session_start(writer_obj *self, PyObject *step_o)

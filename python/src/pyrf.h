@@ -138,6 +138,14 @@ rf_graph *pyrf_graph_ptr(PyObject *o, const char *arg);
 extern PyTypeObject pyrf_summary_writer_type;
 /* The writer of a SummaryWriter object; NULL with TypeError naming arg. */
 rf_summary_writer *pyrf_summary_writer_ptr(PyObject *o, const char *arg);
+/* Summary tags: the str items of the sequence seq as UTF-8 strings in
+ * *out (PyMem_Calloc'ed, one more NULL entry; PyMem_Free it), their count
+ * in *n. They live as long as *keep (the sequence as a new reference,
+ * Py_DECREF it after *out). -1 with the error: TypeError "tags: expected
+ * a sequence" or "tags[i]: expected a str, got T", or MemoryError; then
+ * *out and *keep are NULL. */
+int pyrf_tags_from_seq(PyObject *seq, PyObject **keep, const char ***out,
+                       Py_ssize_t *n);
 
 /* ---- every file's function table and type init ------------------------- */
 

@@ -165,3 +165,26 @@ def test_file_writer(tmp_path, reader):
     evs = events(reader, w.path)
     assert [(e.step, scalars(e)) for e in evs[1:]] == [
         (0, [("v", 0.25)]), (7, [("v", 0.25)])]
+
+
+def test_event_writer_refuses_bad_tags(tmp_path):
+    """The C writer's tag list (pyrf_tags_from_seq, shared with
+    SummarySaverHook): every item a str, as many tags as values."""
+    from rdmaflow import _rdmaflow as _rf
+    v = tf.Summary.Value("ok", 1.0)
+    v.tag = 5  # a slot, assignable after construction
+    w = tf.summary.FileWriter(str(tmp_path / "logs"))
+    with pytest.raises(TypeError, match=r"tags\[0\]: expected a str, got "
+                       r"int"):
+        w.add_summary(tf.Summary(value=[v]), 1)
+    w.close()
+    raw = _rf.SummaryWriter(str(tmp_path / "raw"))
+    with pytest.raises(TypeError, match=r"^tags: expected a sequence$"):
+        raw.scalars(1, 5, [1.0])
+    with pytest.raises(TypeError, match=r"tags\[1\]: expected a str, got "
+                       r"NoneType"):
+        raw.scalars(1, ["a", None], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^1 tags but 2 values$"):
+        raw.scalars(1, ["a"], [1.0, 2.0])
+    raw.scalars(1, ["a", "b"], [1.0, 2.0])
+    raw.close()
