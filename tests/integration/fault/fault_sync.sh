@@ -271,17 +271,23 @@ hand_job() {
     w0=$tmp/$name.worker0.out
 }
 
+# show_tasks NAME TASK...: the last lines of each hand-started task's output
+show_tasks() {
+    local name=$1 k
+    shift
+    for k in "$@"; do
+        echo "    $k:"
+        show "$tmp/$name.$k.out" 12
+    done
+}
+
 # kill_w1 NAME GS: kill -9 of worker 1 once the chief is at global_step GS;
 # sets tk (the kill's time)
 kill_w1() {
     if ! wait_until "$(t 60)" "$pid_w0" gs_at_least "$w0" - "$2"; then
         fail "$1: the chief never reached global_step $2"
         show "$w0" 20
-        local k
-        for k in worker1 ps0 ps1; do
-            echo "    $k:"
-            show "$tmp/$1.$k.out" 12
-        done
+        show_tasks "$1" worker1 ps0 ps1
         return 1
     fi
     tk=$(now)
@@ -307,11 +313,7 @@ hand_job_w1_stops() {
 kill_w1_stopped() {
     if [[ -z $task_w1 ]] || ! wait_until "$(t 60)" "$task_w1" stopped "$task_w1"; then
         fail "$1: worker 1 (pid '$task_w1') never stopped itself at step $((steps / 3))"
-        local k
-        for k in worker1 worker0 ps0 ps1; do
-            echo "    $k:"
-            show "$tmp/$1.$k.out" 12
-        done
+        show_tasks "$1" worker1 worker0 ps0 ps1
         return 1
     fi
     tk=$(now)
