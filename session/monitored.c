@@ -55,8 +55,7 @@ void ms_note(rf_monitored_session *ms, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Errors after which the session is dropped and created again. */
-static bool recoverable(rf_status st)
+bool ms_recoverable(rf_status st)
 {
     return st == RF_ERR_DISCONNECTED || st == RF_ERR_UNAVAILABLE ||
            st == RF_ERR_ABORTED || st == RF_ERR_TIMEOUT;
@@ -99,7 +98,7 @@ static rf_status create_session(rf_monitored_session *ms, bool recovering)
             waiting, sizeof waiting);
         if (st == RF_OK)
             break;
-        if (!recoverable(st))
+        if (!ms_recoverable(st))
             return st;
         snprintf(last, sizeof last, "%s", rf_error_message());
         snprintf(what, sizeof what, "%s",
@@ -147,8 +146,7 @@ static void describe_start(rf_monitored_session *ms, char *buf, size_t len)
 }
 
 /* The session was lost (err): drop it and create it again. */
-static rf_status recover(rf_monitored_session *ms, rf_status why,
-                         const char *err)
+rf_status ms_recover(rf_monitored_session *ms, rf_status why, const char *err)
 {
     ms_note(ms, "session lost (%s: %s); recovering", rf_status_string(why),
             err);
@@ -495,13 +493,13 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
             ms->global_step = gs;
             break;
         }
-        if (!recoverable(st))
+        if (!ms_recoverable(st))
             return st;
         char err[1024];
         snprintf(err, sizeof err, "%s", rf_error_message());
         if (rf_session_sync_stuck(ms->s)) /* a recovery cannot help */
             return ms_end_stuck_sync(ms, st, err);
-        if ((st = recover(ms, st, err)) != RF_OK)
+        if ((st = ms_recover(ms, st, err)) != RF_OK)
             return st;
         if (ms->state == MS_STOPPING) { /* the job ended meanwhile */
             if (job_ended)
@@ -592,13 +590,13 @@ static rf_status wait_for_workers(rf_monitored_session *ms, char *missing,
                                 "%s did not finish within "
                                 "stop_grace_secs=%d",
                                 missing, ms->opt.stop_grace_secs);
-        if (st == RF_OK || (st != RF_ERR_TIMEOUT && !recoverable(st)))
+        if (st == RF_OK || (st != RF_ERR_TIMEOUT && !ms_recoverable(st)))
             return st;
         if (st == RF_ERR_TIMEOUT)
             continue;
         char err[1024];
         snprintf(err, sizeof err, "%s", rf_error_message());
-        if ((st = recover(ms, st, err)) != RF_OK)
+        if ((st = ms_recover(ms, st, err)) != RF_OK)
             return st;
     }
 }
@@ -608,11 +606,11 @@ static rf_status with_recovery(rf_monitored_session *ms,
                                rf_status (*op)(rf_session *s))
 {
     rf_status st = op(ms->s);
-    if (st == RF_OK || !recoverable(st))
+    if (st == RF_OK || !ms_recoverable(st))
         return st;
     char err[1024];
     snprintf(err, sizeof err, "%s", rf_error_message());
-    if ((st = recover(ms, st, err)) != RF_OK)
+    if ((st = ms_recover(ms, st, err)) != RF_OK)
         return st;
     return op(ms->s);
 }

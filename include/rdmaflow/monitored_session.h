@@ -301,6 +301,18 @@ RF_API rf_status rf_monitored_session_run(
     rf_monitored_session *ms, rf_node *const *feeds, const rf_tensor *values,
     size_t num_feeds, rf_node *const *fetches, size_t num_fetches,
     rf_tensor *fetched, int64_t *global_step, bool *job_ended);
+/* The shard ledger of ps task 0 (rf_session_shard_next) with the
+ * recovery of rf_monitored_session_run: a request that fails because a
+ * ps was lost recovers the session (a restarted ps 0 gets the ledger of
+ * the checkpoint restored into it) and asks again; a batch whose report
+ * was lost is reported to the restored ledger, which says *stale when it
+ * had dealt the shard to another worker meanwhile. *job_ended (may be
+ * NULL) as for rf_monitored_session_run: the job ended while this task
+ * recovered, *next is left as it was. */
+RF_API rf_status rf_monitored_session_shard_next(
+    rf_monitored_session *ms, const rf_ps_shard_geometry *geom,
+    const rf_ps_shard_grant *done, rf_ps_shard_grant *next, bool *stale,
+    bool *job_ended);
 RF_API bool rf_monitored_session_should_stop(const rf_monitored_session *ms);
 RF_API void rf_monitored_session_request_stop(rf_monitored_session *ms);
 /* The session now (a new one after each recovery): for hooks and for

@@ -84,9 +84,12 @@ typedef struct tr_ledger {
     int64_t batches; /* trained by this task */
 } tr_ledger;
 /* Opens --shards_out and asks for the first batch. 0, or the exit status
- * with err. */
+ * with err. The ledger's requests recover the session when a ps was lost
+ * (rf_monitored_session_shard_next); a job that ended meanwhile makes
+ * should_stop true. */
 int tr_ledger_start(tr_ledger *l, const tr_flags *f, const rf_dataset *train,
-                    int worker, rf_session *s, char *err, size_t errlen);
+                    int worker, rf_monitored_session *ms, char *err,
+                    size_t errlen);
 /* The dealt batch's examples into x and y. 0 or the exit status. */
 int tr_ledger_batch(const tr_ledger *l, const rf_dataset *train, float *x,
                     int32_t *y, char *err, size_t errlen);
@@ -94,8 +97,10 @@ int tr_ledger_batch(const tr_ledger *l, const rf_dataset *train, float *x,
  * --shards_out. 0 or the exit status. */
 int tr_ledger_record(tr_ledger *l, int64_t global_step, char *err,
                      size_t errlen);
-/* Then its progress to the ledger, which deals the next batch. */
-int tr_ledger_report(tr_ledger *l, rf_session *s, char *err, size_t errlen);
+/* Then its progress to the ledger, which deals the next batch; *ended
+ * when the job ended while the session recovered. */
+int tr_ledger_report(tr_ledger *l, rf_monitored_session *ms, bool *ended,
+                     char *err, size_t errlen);
 void tr_ledger_close(tr_ledger *l);
 
 /* dist_eval.c: the evaluator job: evaluates the chief's checkpoints;

@@ -118,9 +118,8 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
     rf_node *fetches[] = {s->loss, s->train_op};
     rf_tensor out[2];
     if (d->elastic &&
-        (rc = tr_ledger_start(&d->ledger, f, train, d->self->worker_id,
-                              rf_monitored_session_session(d->ms), err,
-                              errlen)) != 0)
+        (rc = tr_ledger_start(&d->ledger, f, train, d->self->worker_id, d->ms,
+                              err, errlen)) != 0)
         goto out;
     rc = TR_EXIT_FAILED;
     if (trace)
@@ -156,10 +155,11 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
         /* the batch's line, then its progress (ledger.c) */
         if (d->elastic && ((rc = tr_ledger_record(&d->ledger, res->global_step,
                                                   err, errlen)) != 0 ||
-                           (rc = tr_ledger_report(
-                                &d->ledger, rf_monitored_session_session(d->ms),
-                                err, errlen)) != 0))
+                           (rc = tr_ledger_report(&d->ledger, d->ms, &ended,
+                                                  err, errlen)) != 0))
             goto out;
+        if (ended) /* the job ended while the report recovered */
+            break;
         rc = TR_EXIT_FAILED;
         if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
                              err, errlen) != 0)

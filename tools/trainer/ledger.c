@@ -1,12 +1,12 @@
 /* tools/trainer/ledger.c: an elastic worker's data from the shard ledger
- * of ps task 0 (rf_session_shard_next; docs/DESIGN.md "The shard
- * ledger"): the ledger deals batch b of shard s of epoch e, which is the
- * batch_size examples from (s * --shard_batches + b) * batch_size in the
- * training set's file order; after the step that trained it, the batch
- * is appended to --shards_out as one JSON line (one write(2) on an
- * O_APPEND file, so a SIGKILL leaves whole lines) and reported to the
- * ledger, which records it and deals the next. A worker killed between
- * its push and its report has that one batch trained again by whoever
+ * of ps task 0 (rf_monitored_session_shard_next, which recovers from a
+ * lost ps as a step does; docs/DESIGN.md "The shard ledger"): the ledger deals
+ * batch b of shard s of epoch e, which is the batch_size examples from (s *
+ * --shard_batches + b) * batch_size in the training set's file order; after the
+ * step that trained it, the batch is appended to --shards_out as one JSON line
+ * (one write(2) on an O_APPEND file, so a SIGKILL leaves whole lines) and
+ * reported to the ledger, which records it and deals the next. A worker killed
+ * between its push and its report has that one batch trained again by whoever
  * continues its shard; a SIGTERM stops after the report (exact). */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,8 @@
 #include "exit_status.h"
 
 int tr_ledger_start(tr_ledger *l, const tr_flags *f, const rf_dataset *train,
-                    int worker, rf_session *s, char *err, size_t errlen)
+                    int worker, rf_monitored_session *ms, char *err,
+                    size_t errlen)
 {
     *l = (tr_ledger){
         .geom = {.num_examples = rf_dataset_size(train),
@@ -38,11 +39,15 @@ int tr_ledger_start(tr_ledger *l, const tr_flags *f, const rf_dataset *train,
             return TR_EXIT_USAGE;
         }
     }
-    rf_status st = rf_session_shard_next(s, &l->geom, NULL, &l->at, NULL);
+    bool ended = false;
+    rf_status st = rf_monitored_session_shard_next(ms, &l->geom, NULL, &l->at,
+                                                   NULL, &ended);
     if (st != RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());
         return tr_exit_status(st);
     }
+    if (ended) /* should_stop says so */
+        return 0;
     printf("worker %d: the shard ledger deals %u shards of %" PRId64
            " batches; first: epoch %u shard %u batch %u\n",
            worker, l->at.num_shards, f->shard_batches, l->at.epoch, l->at.shard,
@@ -86,17 +91,19 @@ int tr_ledger_record(tr_ledger *l, int64_t global_step, char *err,
     return 0;
 }
 
-int tr_ledger_report(tr_ledger *l, rf_session *s, char *err, size_t errlen)
+int tr_ledger_report(tr_ledger *l, rf_monitored_session *ms, bool *ended,
+                     char *err, size_t errlen)
 {
     rf_ps_shard_grant done = l->at;
     done.batch++;
     bool stale = false;
-    rf_status st = rf_session_shard_next(s, &l->geom, &done, &l->at, &stale);
+    rf_status st = rf_monitored_session_shard_next(ms, &l->geom, &done, &l->at,
+                                                   &stale, ended);
     if (st != RF_OK) {
         snprintf(err, errlen, "%s", rf_error_message());
         return tr_exit_status(st);
     }
-    if (stale)
+    if (stale && !*ended)
         printf("worker %d: shard %u of epoch %u had been returned to the "
                "ledger (this worker was away); now epoch %u shard %u batch "
                "%u\n",

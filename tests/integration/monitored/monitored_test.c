@@ -33,6 +33,12 @@
  *              restarted the chief adopts the variables as they are
  *              (nothing rolled back to model.ckpt-3): global_step goes on
  *              from 5, and the job ends at 10
+ *   ledger_recovery
+ *              rf_monitored_session_shard_next: batches reported after each
+ *              step; the ps SIGKILLed after the 6th step and started again:
+ *              the report recovers (model.ckpt-6), is stale (the loaded
+ *              ledger had the shard returned) and deals the same shard
+ *              from batch 5 (recorded at the save), training ends at 10
  *   failed_saves
  *              the checkpoint directory moved away after model.ckpt-2
  *              (max_failed_saves 3): the saves at 4 and 6 fail with one
@@ -616,6 +622,94 @@ static void case_stopped_ps(void)
     fclose(log);
 }
 
+/* The shard ledger's report through the monitored session
+ * (rf_monitored_session_shard_next) when ps 0's death finds the worker
+ * between a step and its report: the report recovers the session (the
+ * restored checkpoint carries the ledger as it was at global_step 6) and
+ * is made again, to the loaded ledger, which had the shard returned. */
+static void case_ledger_recovery(void)
+{
+    fixture f;
+    setup(&f);
+    FILE *log = tmpfile();
+    CHECK(log != NULL, "tmpfile");
+    rf_hook *h[1];
+    CHECK_OK(rf_stop_at_step_hook_create(0, 10, &h[0]));
+    rf_monitored_session_options o;
+    rf_monitored_session_options_init(&o);
+    o.session.train_op = f.train_op;
+    o.checkpoint_dir = f.dir;
+    o.save_checkpoint_steps = 3;
+    o.log_step_count_steps = 0;
+    o.max_wait_secs = rft_ms(60000) / 1000;
+    o.hooks = h;
+    o.num_hooks = 1;
+    o.log = log;
+    rf_monitored_session *ms = NULL;
+    CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
+    const rf_ps_shard_geometry geom = {
+        .num_examples = 64 * BATCH, .batch_size = BATCH, .shard_batches = 8};
+    rf_ps_shard_grant at, done;
+    bool stale = true, ended = true;
+    CHECK_OK(
+        rf_monitored_session_shard_next(ms, &geom, NULL, &at, NULL, &ended));
+    CHECK(!ended && at.batch == 0, "first grant: batch %u, ended %d", at.batch,
+          ended);
+    const uint32_t shard = at.shard;
+    rf_tensor out[2];
+    int64_t gs = 0;
+    /* a save reads the ledger before its run's report: the one at
+     * global_step 6 finds batches 0-4 recorded */
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(step(&f, ms, out, &gs));
+        done = at;
+        done.batch++;
+        CHECK_OK(rf_monitored_session_shard_next(ms, &geom, &done, &at, &stale,
+                                                 &ended));
+        CHECK(!stale && !ended && at.shard == shard && at.batch == done.batch,
+              "report %d: shard %u batch %u (stale %d, ended %d)", i, at.shard,
+              at.batch, stale, ended);
+    }
+    CHECK(gs == 5 && at.batch == 5, "global_step %lld, batch %u", (long long)gs,
+          at.batch);
+    CHECK_OK(step(&f, ms, out, &gs)); /* batch 5, saved; then ps 0 dies */
+    rft_kill(&f.ps);
+    start_ps(&f);
+    done = at;
+    done.batch++;
+    CHECK_OK(
+        rf_monitored_session_shard_next(ms, &geom, &done, &at, &stale, &ended));
+    const char *text = read_all(log);
+    rft_note("log:\n%s", text);
+    CHECK(rf_monitored_session_recoveries(ms) == 1, "%d recoveries, want 1",
+          rf_monitored_session_recoveries(ms));
+    CHECK(strstr(text, "SHARD_REQ") &&
+              strstr(text, "model.ckpt-6.safetensors, global_step 6"),
+          "the report did not recover from model.ckpt-6:\n%s", text);
+    CHECK(stale && !ended && at.epoch == 0 && at.shard == shard &&
+              at.batch == 5,
+          "after the restore: epoch %u shard %u batch %u, stale %d, ended "
+          "%d; want shard %u from batch 5 again, stale",
+          at.epoch, at.shard, at.batch, stale, ended, shard);
+    while (!rf_monitored_session_should_stop(ms)) {
+        CHECK_OK(step(&f, ms, out, &gs));
+        done = at;
+        done.batch++;
+        CHECK_OK(rf_monitored_session_shard_next(ms, &geom, &done, &at, &stale,
+                                                 &ended));
+        CHECK(!stale && !ended, "a report after the recovery: stale %d", stale);
+    }
+    CHECK(gs == 10 && rf_monitored_session_recoveries(ms) == 1,
+          "global_step %lld at the end, %d recoveries", (long long)gs,
+          rf_monitored_session_recoveries(ms));
+    CHECK_OK(rf_monitored_session_close(ms));
+    CHECK(rf_monitored_session_shard_next(ms, &geom, NULL, &at, NULL, NULL) ==
+              RF_ERR_INVALID_ARG,
+          "a ledger request after close was not refused");
+    teardown(&f, ms);
+    fclose(log);
+}
+
 /* Moves the checkpoint directory away (a directory that vanished; with
  * dangling, a symbolic link to nowhere left in its place) or back. */
 static void move_dir(const fixture *f, bool away, bool dangling)
@@ -880,6 +974,10 @@ static const rft_case cases[] = {
      .budget_s = 120,
      .run = case_stopped_ps,
      .desc = "a SIGSTOPped ps: the variables survive and are adopted"},
+    {.name = "ledger_recovery",
+     .budget_s = 120,
+     .run = case_ledger_recovery,
+     .desc = "a ledger report that finds ps 0 dead recovers and is stale"},
     {.name = "failed_saves",
      .budget_s = 90,
      .run = case_failed_saves,
@@ -909,7 +1007,8 @@ int main(int argc, char **argv)
                             : NULL;
     if (!c) {
         fprintf(stderr, "usage: rf_monitored_test --case hooks|nan|recovery|"
-                        "sync_recovery|stopped_ps|failed_saves|final_save|"
+                        "sync_recovery|stopped_ps|ledger_recovery|"
+                        "failed_saves|final_save|"
                         "refusals\n");
         return 2;
     }
