@@ -70,9 +70,10 @@
  * launch in a private run folder and gives it to every task, restarts
  * included; a --hostfile task gets it over ssh's stdin (secret.c,
  * remote.c). It is removed at the end (--keep_secret: kept, and its path
- * printed). A job without --hostfile also gets a fresh RF_JOB_TOKEN
- * (unless rf-launch has one): its tasks' tokens, the same on every
- * restart, without token files (secret.c).
+ * printed). The job also gets a fresh RF_JOB_TOKEN (unless rf-launch has
+ * one; a --hostfile task gets it on ssh's stdin after the secret, so a
+ * --hostfile job with the user's secret gets none): its tasks' tokens,
+ * the same on every restart, without token files (secret.c).
  *
  * Elastic jobs (the program's arguments have --elastic): a second
  * rf-launch --add_worker / --remove_worker changes the workers of the
@@ -218,12 +219,13 @@ int main(int argc, char **argv)
                strerror(errno));
     lt_note_inherited();
     lt_secret secret;
+    int trc = 0;
     if (lt_secret_prepare(&o, &secret, err, sizeof err) != 0 ||
-        lt_job_token_prepare(&o, err, sizeof err) != 0) {
+        (trc = lt_job_token_prepare(&o, &secret, err, sizeof err)) != 0) {
         lt_msg("%s", err);
         lt_secret_finish(&secret, false);
         close(sigfd);
-        return LT_EXIT_FAILED;
+        return trc == -2 ? LT_EXIT_USAGE : LT_EXIT_FAILED;
     }
     lt_task *t = NULL;
     int n = 0;

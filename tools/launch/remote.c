@@ -23,7 +23,8 @@ static const char watch[] =
  * byte by the shell, so nothing after it is consumed) into a private file
  * of this host (a mktemp -d folder, mode 0700; the file 0600), named to
  * the task by RF_CLUSTER_SECRET_FILE and removed when the task has ended;
- * then the watcher above. The secret is never on a command line. */
+ * then the job token's line (empty: none) into RF_JOB_TOKEN; then the
+ * watcher above. Neither is ever on a command line. */
 static const char watch_secret[] =
     "d=$(mktemp -d \"${TMPDIR:-/tmp}/rf-task.XXXXXX\") || exit 1; "
     "IFS= read -r k || { echo 'rf-launch: no cluster secret on stdin' >&2; "
@@ -31,6 +32,9 @@ static const char watch_secret[] =
     "(umask 077 && printf '%s\\n' \"$k\" >\"$d/secret\") || "
     "{ rm -rf \"$d\"; exit 1; }; k=; "
     "RF_CLUSTER_SECRET_FILE=$d/secret; export RF_CLUSTER_SECRET_FILE; "
+    "IFS= read -r j || { echo 'rf-launch: no job token line on stdin' >&2; "
+    "rm -rf \"$d\"; exit 1; }; "
+    "if [ -n \"$j\" ]; then RF_JOB_TOKEN=$j; export RF_JOB_TOKEN; fi; j=; "
     "exec 3<&0; \"$@\" </dev/null 3<&- & p=$!; "
     "trap 'kill -TERM $p 2>/dev/null' TERM HUP INT; "
     "{ cat >/dev/null 2>&1; kill -TERM $p 2>/dev/null; } <&3 & exec 3<&-; "
@@ -80,9 +84,11 @@ static char *remote_command(const lt_task *t)
          put(&b, " && exec env", 12);
     if (!t->tf_config)
         rc = rc || put(&b, " -u TF_CONFIG", 13);
+    /* with the job's secret the job token goes on stdin too (task.c) */
     for (char **e = environ; !rc && *e; e++)
         if (!strncmp(*e, "RF_", 3) && strchr(*e, '=') &&
-            strncmp(*e, "RF_LAUNCH_TASK=", 15) != 0)
+            strncmp(*e, "RF_LAUNCH_TASK=", 15) != 0 &&
+            (!t->secret || strncmp(*e, "RF_JOB_TOKEN=", 13) != 0))
             rc = put_quoted(&b, *e);
     /* rf-launch prefixes the task's lines itself (task.c) */
     if (!rc) {

@@ -97,9 +97,21 @@ int lt_secret_prepare(const lt_opts *o, lt_secret *s, char *err, size_t errlen)
     return 0;
 }
 
-int lt_job_token_prepare(const lt_opts *o, char *err, size_t errlen)
+int lt_job_token_prepare(const lt_opts *o, const lt_secret *s, char *err,
+                         size_t errlen)
 {
-    if (o->hostfile || getenv("RF_JOB_TOKEN"))
+    const char *given = getenv("RF_JOB_TOKEN");
+    if (given) {
+        /* over ssh's stdin it is one line (remote.c) */
+        if (o->hostfile && s->path && strchr(given, '\n')) {
+            snprintf(err, errlen,
+                     "RF_JOB_TOKEN holds a newline; give the job token as "
+                     "one line");
+            return -2;
+        }
+        return 0;
+    }
+    if (o->hostfile && !s->path) /* no stdin line: not on a command line */
         return 0;
     unsigned char seed[16];
     if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed) {

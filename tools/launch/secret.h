@@ -29,14 +29,18 @@ typedef struct lt_secret {
 int lt_secret_prepare(const lt_opts *o, lt_secret *s, char *err, size_t errlen);
 
 /* The job's task-token seed (ps/ps_token.c): unless rf-launch's own
- * environment has RF_JOB_TOKEN, or the job is a --hostfile one (whose
- * remote tasks would not share it), sets RF_JOB_TOKEN to 32 random hex
+ * environment has RF_JOB_TOKEN, sets RF_JOB_TOKEN to 32 random hex
  * characters in rf-launch's environment, which every task it starts or
- * restarts inherits: so each task presents the same token on every
- * restart, the ps tasks check every id against it, and no task keeps a
- * token file in RF_TOKEN_DIR (a launch on free ports would leave new ones
- * each time). Returns 0, or -1 with err saying what failed. */
-int lt_job_token_prepare(const lt_opts *o, char *err, size_t errlen);
+ * restarts inherits (a --hostfile task on ssh's standard input after the
+ * secret s, remote.c; so a --hostfile job whose secret the user gave, s
+ * empty, gets none: it would travel on a command line): each task
+ * presents the same token on every restart, the ps tasks check every id
+ * against it, and no task keeps a token file in RF_TOKEN_DIR (a launch on
+ * free ports would leave new ones each time). Returns 0, -2 when a given
+ * RF_JOB_TOKEN that must travel as a line holds a newline (a usage
+ * error), or -1; err says what failed. */
+int lt_job_token_prepare(const lt_opts *o, const lt_secret *s, char *err,
+                         size_t errlen);
 
 /* At the end of the launch: removes the run folder, or with keep says
  * where the secret is kept; wipes and frees *s. Nothing for an empty s. */

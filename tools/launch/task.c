@@ -13,6 +13,32 @@
 #include "rdmaflow/spawn.h"
 #include "secret.h"
 
+/* A remote task's stdin lines (remote.c's watcher): the job's secret, then
+ * the job token (lt_job_token_prepare made or checked it: one line), or an
+ * empty line; one write. 0, or -1 with errno. */
+static int send_secret(const lt_task *t, int fd)
+{
+    const char *token = getenv("RF_JOB_TOKEN");
+    size_t tlen = token ? strlen(token) : 0, n = t->secret->len + tlen + 1;
+    char *buf = malloc(n);
+    if (!buf) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy(buf, t->secret->text, t->secret->len);
+    if (tlen)
+        memcpy(buf + t->secret->len, token, tlen);
+    buf[n - 1] = '\n';
+    ssize_t w = write(fd, buf, n);
+    int saved = errno;
+    explicit_bzero(buf, n);
+    free(buf);
+    if (w == (ssize_t)n)
+        return 0;
+    errno = w < 0 ? saved : EPIPE;
+    return -1;
+}
+
 rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
 {
     if (t->port_fd >= 0) {
@@ -62,10 +88,9 @@ rf_status lt_task_start(lt_task *t, const lt_sigstate *sig)
     free(secret_env);
     if (st != RF_OK)
         return st;
-    /* one line, far below the pipe's capacity: written whole at once */
-    if (t->remote && t->secret &&
-        write(c.stdio_fd[0], t->secret->text, t->secret->len) !=
-            (ssize_t)t->secret->len)
+    /* the secret's line and the job token's (remote.c), far below the
+     * pipe's capacity: written whole at once */
+    if (t->remote && t->secret && send_secret(t, c.stdio_fd[0]) != 0)
         lt_msg("%s: could not send the cluster secret to its ssh: %s", t->name,
                strerror(errno));
     t->pid = c.pid;

@@ -360,8 +360,9 @@ case_hostfile() {
     start_sshd || return
     local hf=$tmp/hosts out=$tmp/hostfile.out rc m=rf-hostfile-$$-$RANDOM
     printf '# two names for this machine\n127.0.0.1 slots=1\n\nlocalhost   # the worker\n' >"$hf"
-    timeout "$(t 120)" "$launch" --hostfile "$hf" --ssh "$ssh_cmd" \
-        --ps 1 --workers 1 -- "$trainer" "${train[@]}" >"$out" 2>&1
+    mkdir -p "$tmp/tokens"
+    RF_TOKEN_DIR=$tmp/tokens timeout "$(t 120)" "$launch" --hostfile "$hf" \
+        --ssh "$ssh_cmd" --ps 1 --workers 1 -- "$trainer" "${train[@]}" >"$out" 2>&1
     rc=$?
     [[ $rc == 0 ]] && ok "rf-launch --hostfile (127.0.0.1, localhost): exit 0" ||
         fail "rf-launch --hostfile: exit $rc"
@@ -379,6 +380,11 @@ case_hostfile() {
     else
         ok "no remote task warned that its cluster is unauthenticated"
     fi
+    # and with the job token rf-launch made: no task kept a token file
+    local files
+    files=$(find "$tmp/tokens" -type f | wc -l)
+    ((files == 0)) && ok "no remote task wrote a token file (the job token)" ||
+        fail "$files token file(s) in RF_TOKEN_DIR: no RF_JOB_TOKEN reached the tasks"
 
     # a failing worker stops the job; ps0's remote process goes too
     timeout "$(t 60)" "$launch" --hostfile "$hf" --ssh "$ssh_cmd" --ps 1 \
@@ -401,10 +407,14 @@ case_hostfile() {
     [[ $left == 0 ]] && ok "no task process is left on the hosts" ||
         fail "task processes left: $(pgrep -af -- "--marker=$m")"
 
-    # TF_CONFIG and RF_* travel in the ssh command
+    # TF_CONFIG and RF_* travel in the ssh command (its words logged by
+    # a wrapper), the job token on ssh's stdin
+    printf '#!/bin/sh\nprintf "%%s\\n" "$*" >>"%s"\nexec ssh "$@"\n' \
+        "$tmp/ssh-args" >"$tmp/ssh-log"
+    chmod +x "$tmp/ssh-log"
     RF_LAUNCH_TEST_VAR=x timeout "$(t 60)" "$launch" --hostfile "$hf" \
-        --ssh "$ssh_cmd" --tf_config --ps 1 --workers 1 -- "$helper" --echo \
-        --runs="$tmp" >"$out" 2>&1
+        --ssh "$tmp/ssh-log ${ssh_cmd#ssh }" --tf_config --ps 1 --workers 1 \
+        -- "$helper" --echo --runs="$tmp" >"$out" 2>&1
     rc=$?
     [[ $rc == 0 ]] && ok "--tf_config over ssh: exit 0" ||
         fail "--tf_config over ssh: exit $rc"
@@ -431,7 +441,45 @@ case_hostfile() {
         [[ -n $p && ! -e $p && ! -e ${p%/secret} ]] &&
             ok "$t's copy of the secret is gone" || fail "$t's copy $p is left"
     done
+    job_token_over_stdin "" ps0 worker0
+    # a job token of the user's takes the same way
+    mkdir -p "$tmp/given"
+    RF_JOB_TOKEN=the-users-token timeout "$(t 60)" "$launch" --hostfile "$hf" \
+        --ssh "$tmp/ssh-log ${ssh_cmd#ssh }" --ps 1 --workers 1 \
+        -- "$helper" --echo --runs="$tmp/given" >"$out" 2>&1
+    rc=$?
+    [[ $rc == 0 ]] && ok "RF_JOB_TOKEN given, over ssh: exit 0" ||
+        fail "RF_JOB_TOKEN given, over ssh: exit $rc"
+    job_token_over_stdin the-users-token given/ps0 given/worker0
     stop_sshd
+}
+
+# The job token each remote task got (records $tmp/TASK.1 of --echo):
+# the same one for all, WANT or else 32 hex digits, and its value never in
+# the ssh command lines logged in $tmp/ssh-args (which carry the RF_*
+# variables, and the watcher that reads the token from stdin).
+job_token_over_stdin() { # WANT TASK...
+    local want=$1 t tok first=
+    shift
+    for t in "$@"; do
+        tok=$(sed -n 's/^env RF_JOB_TOKEN=//p' "$tmp/$t.1")
+        if [[ -n $want && $tok == "$want" ]] ||
+            [[ -z $want && $tok =~ ^[0-9a-f]{32}$ ]]; then
+            ok "$t has the job token ${want:-rf-launch made}"
+        else
+            fail "$t: RF_JOB_TOKEN '$tok' (want ${want:-32 hex digits})"
+        fi
+        [[ -z $first ]] && first=$tok
+        [[ $tok == "$first" ]] || fail "$t has another job token than $1"
+    done
+    if ! grep -q RF_LAUNCH_TASK= "$tmp/ssh-args"; then
+        fail "the ssh wrapper logged no command line: $(head -c 300 "$tmp/ssh-args")"
+    elif [[ -z $first ]] || grep -qF -- "$first" "$tmp/ssh-args"; then
+        fail "the job token is on an ssh command line"
+    else
+        ok "no ssh command line carries the job token"
+    fi
+    : >"$tmp/ssh-args"
 }
 
 case "$case_name" in
