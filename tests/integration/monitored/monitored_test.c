@@ -468,6 +468,22 @@ static void check_metrics(const char *path)
           gs[4], gs[5], gs[11]);
 }
 
+/* The options of the cases that lose their ps: a save every 3 steps into
+ * f->dir, hooks h, the log into log, max_wait_secs 60 (scaled). */
+static void recovery_options(const fixture *f, rf_hook **h, size_t num_hooks,
+                             FILE *log, rf_monitored_session_options *o)
+{
+    rf_monitored_session_options_init(o);
+    o->session.train_op = f->train_op;
+    o->checkpoint_dir = f->dir;
+    o->save_checkpoint_steps = 3;
+    o->log_step_count_steps = 0;
+    o->max_wait_secs = rft_ms(60000) / 1000;
+    o->hooks = h;
+    o->num_hooks = num_hooks;
+    o->log = log;
+}
+
 static void recovery(bool sync)
 {
     fixture f;
@@ -490,16 +506,8 @@ static void recovery(bool sync)
     CHECK_OK(rf_metrics_writer_open(&mo, &mw));
     CHECK_OK(rf_metrics_hook_create(mw, f.loss, NULL, &h[2]));
     rf_monitored_session_options o;
-    rf_monitored_session_options_init(&o);
-    o.session.train_op = f.train_op;
+    recovery_options(&f, h, 3, log, &o);
     o.session.sync_replicas = sync; /* N = M = 1: the chief alone */
-    o.checkpoint_dir = f.dir;
-    o.save_checkpoint_steps = 3;
-    o.log_step_count_steps = 0;
-    o.max_wait_secs = rft_ms(60000) / 1000;
-    o.hooks = h;
-    o.num_hooks = 3;
-    o.log = log;
     rf_monitored_session *ms = NULL;
     CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
     int runs = 0;
@@ -580,16 +588,8 @@ static void case_stopped_ps(void)
     rf_hook *h[1];
     CHECK_OK(rf_stop_at_step_hook_create(0, 10, &h[0]));
     rf_monitored_session_options o;
-    rf_monitored_session_options_init(&o);
-    o.session.train_op = f.train_op;
+    recovery_options(&f, h, 1, log, &o);
     o.session.op_timeout_ms = 2000;
-    o.checkpoint_dir = f.dir;
-    o.save_checkpoint_steps = 3;
-    o.log_step_count_steps = 0;
-    o.max_wait_secs = rft_ms(60000) / 1000;
-    o.hooks = h;
-    o.num_hooks = 1;
-    o.log = log;
     rf_monitored_session *ms = NULL;
     CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
     rf_tensor out[2];
@@ -636,15 +636,7 @@ static void case_ledger_recovery(void)
     rf_hook *h[1];
     CHECK_OK(rf_stop_at_step_hook_create(0, 10, &h[0]));
     rf_monitored_session_options o;
-    rf_monitored_session_options_init(&o);
-    o.session.train_op = f.train_op;
-    o.checkpoint_dir = f.dir;
-    o.save_checkpoint_steps = 3;
-    o.log_step_count_steps = 0;
-    o.max_wait_secs = rft_ms(60000) / 1000;
-    o.hooks = h;
-    o.num_hooks = 1;
-    o.log = log;
+    recovery_options(&f, h, 1, log, &o);
     rf_monitored_session *ms = NULL;
     CHECK_OK(rf_monitored_session_create(f.server, f.g, f.ex, &o, &ms));
     const rf_ps_shard_geometry geom = {
