@@ -12,13 +12,20 @@
                        --out (JSON): what each pull held, the global_step
                        each push returned, and after close the chief's
                        values().
+  --start_together=DIR each worker, once its session is created, writes
+                       DIR/worker<I> and trains only when every worker's
+                       file is there (at most 60 s): an async job whose
+                       workers all push (the chief would otherwise be
+                       done before a late worker's session is ready).
 
 test_ps.py runs the ps tasks of every test with it, and both workers of the
 synchronous test."""
 
 import argparse
 import json
+import os
 import sys
+import time
 
 import numpy as np
 
@@ -41,6 +48,19 @@ def sync_gradients(task_index):
     k = np.float32(2 * task_index)
     return {"fc.weight": np.arange(1, 7, dtype=np.float32).reshape(2, 3) + k,
             "fc.bias": np.arange(1, 4, dtype=np.float32) + k}
+
+
+def start_together(folder, task_index, num_workers):
+    """The barrier of --start_together."""
+    with open(os.path.join(folder, "worker%d" % task_index), "w"):
+        pass
+    names = [os.path.join(folder, "worker%d" % i) for i in range(num_workers)]
+    deadline = time.monotonic() + 60
+    while not all(os.path.exists(n) for n in names):
+        if time.monotonic() > deadline:
+            raise SystemExit("worker %d: the other workers did not start "
+                             "within 60 s" % task_index)
+        time.sleep(0.005)
 
 
 def main(flags):
@@ -68,6 +88,9 @@ def main(flags):
             server, sync_initial(), opt, is_chief=is_chief,
             hooks=hooks,
             max_wait_secs=60, stop_grace_period_secs=60) as sess:
+        if flags.start_together:
+            start_together(flags.start_together, flags.task_index,
+                           len(workers))
         while not sess.should_stop():
             values = sess.pull()
             if any(v is None for v in values.values()):
@@ -93,6 +116,7 @@ if __name__ == "__main__":
     parser.add_argument("--task_index", type=int, default=0)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", default="result.json")
+    parser.add_argument("--start_together", default=None)
     parser.add_argument("--async", dest="async_", action="store_true",
                         help="GradientDescentOptimizer without "
                         "SyncReplicasOptimizer")

@@ -263,6 +263,7 @@ def test_async_two_workers_apply_every_push_once(job, tmp_path):
     job.start(2, num_workers=2)
     for i in (1, 0):
         job.worker(i, ["--async", "--steps=%d" % steps,
+                       "--start_together=%s" % tmp_path,
                        "--out=%s" % (tmp_path / ("w%d.json" % i))])
     codes = job.cluster.wait(90, check=True)
     assert set(codes.values()) == {0}
