@@ -102,11 +102,16 @@ int lt_job_token_prepare(const lt_opts *o, const lt_secret *s, char *err,
 {
     const char *given = getenv("RF_JOB_TOKEN");
     if (given) {
-        /* over ssh's stdin it is one line (remote.c) */
+        /* over ssh's stdin it is one line, written whole (task.c) */
         if (o->hostfile && s->path && strchr(given, '\n')) {
             snprintf(err, errlen,
                      "RF_JOB_TOKEN holds a newline; give the job token as "
                      "one line");
+            return -2;
+        }
+        if (o->hostfile && s->path && strlen(given) > LT_JOB_TOKEN_MAX) {
+            snprintf(err, errlen, "RF_JOB_TOKEN is %zu bytes; at most %d",
+                     strlen(given), LT_JOB_TOKEN_MAX);
             return -2;
         }
         return 0;

@@ -37,8 +37,9 @@ int lt_secret_prepare(const lt_opts *o, lt_secret *s, char *err, size_t errlen);
  * presents the same token on every restart, the ps tasks check every id
  * against it, and no task keeps a token file in RF_TOKEN_DIR (a launch on
  * free ports would leave new ones each time). Returns 0, -2 when a given
- * RF_JOB_TOKEN that must travel as a line holds a newline (a usage
- * error), or -1; err says what failed. */
+ * RF_JOB_TOKEN that must travel as a line holds a newline or is longer
+ * than LT_JOB_TOKEN_MAX (a usage error), or -1; err says what failed. */
+#define LT_JOB_TOKEN_MAX 1024
 int lt_job_token_prepare(const lt_opts *o, const lt_secret *s, char *err,
                          size_t errlen);
 
