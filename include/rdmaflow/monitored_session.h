@@ -296,7 +296,9 @@ RF_API rf_status rf_monitored_session_create(
  * requested a stop: StopAtStep when the others reached the last step), so
  * nothing was run: RF_OK, fetched is left as it was (never zeroed) and
  * *global_step gets the recovered session's. The caller stops its loop
- * then, as should_stop now says. */
+ * then, as should_stop now says. fetched are views into the session's
+ * buffers: valid until the next run, or a recovery by any call (copy a
+ * value out before rf_monitored_session_shard_next). */
 RF_API rf_status rf_monitored_session_run(
     rf_monitored_session *ms, rf_node *const *feeds, const rf_tensor *values,
     size_t num_feeds, rf_node *const *fetches, size_t num_fetches,
@@ -308,7 +310,8 @@ RF_API rf_status rf_monitored_session_run(
  * was lost is reported to the restored ledger, which says *stale when it
  * had dealt the shard to another worker meanwhile. *job_ended (may be
  * NULL) as for rf_monitored_session_run: the job ended while this task
- * recovered, *next is left as it was. */
+ * recovered, *next is left as it was. A recovery frees the tensors the
+ * last run fetched. */
 RF_API rf_status rf_monitored_session_shard_next(
     rf_monitored_session *ms, const rf_ps_shard_geometry *geom,
     const rf_ps_shard_grant *done, rf_ps_shard_grant *next, bool *stale,

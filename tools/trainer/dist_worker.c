@@ -152,6 +152,8 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
         }
         if (ended) /* the job ended while this task recovered */
             break;
+        /* out[] is the session's: a recovery in the report frees it */
+        float loss = *rf_tensor_f32(&out[0]);
         /* the batch's line, then its progress (ledger.c) */
         if (d->elastic && ((rc = tr_ledger_record(&d->ledger, res->global_step,
                                                   err, errlen)) != 0 ||
@@ -161,8 +163,7 @@ static int train(tr_worker *d, rf_dataset *train, rf_trace *trace,
         if (ended) /* the job ended while the report recovered */
             break;
         rc = TR_EXIT_FAILED;
-        if (tr_progress_step(f, &prog, res, *rf_tensor_f32(&out[0]), stdout,
-                             err, errlen) != 0)
+        if (tr_progress_step(f, &prog, res, loss, stdout, err, errlen) != 0)
             goto out;
     }
     res->seconds = rf_now_s() - t0;
