@@ -108,8 +108,7 @@ void case_garbage(void)
                 .remote_addr = reg.addr,
                 .rkey = reg.rkey,
                 .imm = ps_imm_make(9999, 1)};
-    CHECK_OK(raw_do(&r, wr));
-    raw_expect_dropped(&r, rft_ms(10000));
+    raw_do_dropped(&r, wr, rft_ms(10000));
     raw_close(&r);
 
     /* 7. A non-chief's SHUTDOWN is refused with an error reply, and the

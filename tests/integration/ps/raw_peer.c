@@ -248,6 +248,15 @@ void raw_expect_dropped(raw_peer *r, int timeout_ms)
     }
 }
 
+void raw_do_dropped(raw_peer *r, rf_wr wr, int timeout_ms)
+{
+    rf_status st = raw_do(r, wr);
+    CHECK(st == RF_OK || st == RF_ERR_DISCONNECTED,
+          "a request the ps drops the connection for completed with %s",
+          rf_status_string(st));
+    raw_expect_dropped(r, timeout_ms);
+}
+
 void raw_close(raw_peer *r)
 {
     if (r->ep)

@@ -65,6 +65,11 @@ uint64_t raw_write_imm_acked(raw_peer *r, const void *local, size_t len,
 /* Waits until the ps dropped the connection (an error completion or the
  * endpoint in the error state). */
 void raw_expect_dropped(raw_peer *r, int timeout_ms);
+/* Posts a one-sided request the ps answers by dropping the connection,
+ * then raw_expect_dropped: its own completion is RF_OK or, when the drop
+ * beat the responder's ACK (rxe), RF_ERR_DISCONNECTED; any other status
+ * fails the case. */
+void raw_do_dropped(raw_peer *r, rf_wr wr, int timeout_ms);
 void raw_close(raw_peer *r);
 
 #endif
