@@ -55,7 +55,8 @@ void ms_note(rf_monitored_session *ms, const char *fmt, ...)
     va_end(ap);
 }
 
-bool ms_recoverable(rf_status st)
+/* Errors after which the session is dropped and created again. */
+static bool recoverable(rf_status st)
 {
     return st == RF_ERR_DISCONNECTED || st == RF_ERR_UNAVAILABLE ||
            st == RF_ERR_ABORTED || st == RF_ERR_TIMEOUT;
@@ -98,7 +99,7 @@ static rf_status create_session(rf_monitored_session *ms, bool recovering)
             waiting, sizeof waiting);
         if (st == RF_OK)
             break;
-        if (!ms_recoverable(st))
+        if (!recoverable(st))
             return st;
         snprintf(last, sizeof last, "%s", rf_error_message());
         snprintf(what, sizeof what, "%s",
@@ -146,7 +147,8 @@ static void describe_start(rf_monitored_session *ms, char *buf, size_t len)
 }
 
 /* The session was lost (err): drop it and create it again. */
-rf_status ms_recover(rf_monitored_session *ms, rf_status why, const char *err)
+static rf_status recover(rf_monitored_session *ms, rf_status why,
+                         const char *err)
 {
     ms_note(ms, "session lost (%s: %s); recovering", rf_status_string(why),
             err);
@@ -456,6 +458,23 @@ static rf_status hooks_after_run(rf_monitored_session *ms, bool train)
     return RF_OK;
 }
 
+rf_status ms_retry_after_loss(rf_monitored_session *ms, rf_status st,
+                              bool *ended)
+{
+    *ended = false;
+    if (!recoverable(st))
+        return st;
+    char err[1024];
+    snprintf(err, sizeof err, "%s", rf_error_message());
+    if (rf_session_sync_stuck(ms->s)) /* a recovery cannot help */
+        return ms_end_stuck_sync(ms, st, err);
+    bool stopping = ms->state == MS_STOPPING;
+    if ((st = recover(ms, st, err)) != RF_OK)
+        return st;
+    *ended = !stopping && ms->state == MS_STOPPING;
+    return RF_OK;
+}
+
 rf_status rf_monitored_session_run(rf_monitored_session *ms,
                                    rf_node *const *feeds,
                                    const rf_tensor *values, size_t num_feeds,
@@ -493,15 +512,10 @@ rf_status rf_monitored_session_run(rf_monitored_session *ms,
             ms->global_step = gs;
             break;
         }
-        if (!ms_recoverable(st))
+        bool ended = false;
+        if ((st = ms_retry_after_loss(ms, st, &ended)) != RF_OK)
             return st;
-        char err[1024];
-        snprintf(err, sizeof err, "%s", rf_error_message());
-        if (rf_session_sync_stuck(ms->s)) /* a recovery cannot help */
-            return ms_end_stuck_sync(ms, st, err);
-        if ((st = ms_recover(ms, st, err)) != RF_OK)
-            return st;
-        if (ms->state == MS_STOPPING) { /* the job ended meanwhile */
+        if (ended) {
             if (job_ended)
                 *job_ended = true;
             if (global_step)
@@ -590,13 +604,13 @@ static rf_status wait_for_workers(rf_monitored_session *ms, char *missing,
                                 "%s did not finish within "
                                 "stop_grace_secs=%d",
                                 missing, ms->opt.stop_grace_secs);
-        if (st == RF_OK || (st != RF_ERR_TIMEOUT && !ms_recoverable(st)))
+        if (st == RF_OK || (st != RF_ERR_TIMEOUT && !recoverable(st)))
             return st;
         if (st == RF_ERR_TIMEOUT)
             continue;
         char err[1024];
         snprintf(err, sizeof err, "%s", rf_error_message());
-        if ((st = ms_recover(ms, st, err)) != RF_OK)
+        if ((st = recover(ms, st, err)) != RF_OK)
             return st;
     }
 }
@@ -606,11 +620,11 @@ static rf_status with_recovery(rf_monitored_session *ms,
                                rf_status (*op)(rf_session *s))
 {
     rf_status st = op(ms->s);
-    if (st == RF_OK || !ms_recoverable(st))
+    if (st == RF_OK || !recoverable(st))
         return st;
     char err[1024];
     snprintf(err, sizeof err, "%s", rf_error_message());
-    if ((st = ms_recover(ms, st, err)) != RF_OK)
+    if ((st = recover(ms, st, err)) != RF_OK)
         return st;
     return op(ms->s);
 }

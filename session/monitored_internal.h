@@ -100,13 +100,14 @@ rf_status ms_save_now(rf_monitored_session *ms, bool *has_saver, char *path,
 rf_status ms_end_stuck_sync(rf_monitored_session *ms, rf_status st,
                             const char *err);
 
-/* Errors after which the session is dropped and created again
- * (RF_ERR_DISCONNECTED, _UNAVAILABLE, _ABORTED, _TIMEOUT). */
-bool ms_recoverable(rf_status st);
-/* The session was lost (why, err): drop it and create it again
- * (monitored.c); fails, leaving the session lost, when that cannot be
- * done within max_wait_secs. */
-rf_status ms_recover(rf_monitored_session *ms, rf_status why, const char *err);
+/* After an operation of the session failed with st (rf_error_message
+ * saying why; recoverable: RF_ERR_DISCONNECTED, _UNAVAILABLE, _ABORTED,
+ * _TIMEOUT): RF_OK once the session was recovered (monitored.c), to try the
+ * operation again, unless *ended: a hook's after_create_session requested a
+ * stop (the job ended meanwhile). Else the status to return: st when it is not
+ * recoverable, ms_end_stuck_sync's, or the failed recovery's. */
+rf_status ms_retry_after_loss(rf_monitored_session *ms, rf_status st,
+                              bool *ended);
 
 /* One line to the session's log, prefixed with the task's name. */
 void ms_note(rf_monitored_session *ms, const char *fmt, ...)

@@ -3,8 +3,6 @@
  * its ps recovers the session as a run does and asks again, so an elastic
  * worker's report between two steps survives a ps restart like the step
  * itself. */
-#include <stdio.h>
-
 #include "rdmaflow/monitored_session.h"
 #include "rdmaflow/session.h"
 #include "session/monitored_internal.h"
@@ -29,16 +27,12 @@ rf_status rf_monitored_session_shard_next(rf_monitored_session *ms,
                                      "recovered");
     for (;;) {
         rf_status st = rf_session_shard_next(ms->s, geom, done, next, stale);
-        if (st == RF_OK || !ms_recoverable(st))
+        if (st == RF_OK)
             return st;
-        char err[1024];
-        snprintf(err, sizeof err, "%s", rf_error_message());
-        if (rf_session_sync_stuck(ms->s)) /* a recovery cannot help */
-            return ms_end_stuck_sync(ms, st, err);
-        bool stopping = ms->state == MS_STOPPING;
-        if ((st = ms_recover(ms, st, err)) != RF_OK)
+        bool ended = false;
+        if ((st = ms_retry_after_loss(ms, st, &ended)) != RF_OK)
             return st;
-        if (!stopping && ms->state == MS_STOPPING) { /* the job ended */
+        if (ended) {
             if (job_ended)
                 *job_ended = true;
             return RF_OK;
