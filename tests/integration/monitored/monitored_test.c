@@ -128,7 +128,8 @@ typedef struct fixture {
     rf_node *x, *y, *loss, *train_op, *gs;
     float xb[BATCH * DIM];
     int32_t yb[BATCH];
-    char dir[256];
+    char top[128]; /* this process's own: mkdtemp, removed by teardown */
+    char dir[256]; /* the checkpoint directory: top/ckpt, not made yet */
 } fixture;
 
 static void start_ps(fixture *f)
@@ -182,7 +183,11 @@ static void setup(fixture *f)
             f->xb[i * DIM + d] = (float)((i * 7 + d * 3) % 11) / 11.0f - 0.5f;
         f->yb[i] = i % 4;
     }
-    snprintf(f->dir, sizeof f->dir, "/tmp/rf_monitored.%ld", (long)getpid());
+    /* never a name an earlier process used: a directory a failed run left
+     * behind would be restored from */
+    snprintf(f->top, sizeof f->top, "/tmp/rf_monitored.XXXXXX");
+    CHECK(mkdtemp(f->top) != NULL, "mkdtemp %s: %s", f->top, strerror(errno));
+    snprintf(f->dir, sizeof f->dir, "%s/ckpt", f->top);
 }
 
 static void teardown(fixture *f, rf_monitored_session *ms)
@@ -200,7 +205,7 @@ static void teardown(fixture *f, rf_monitored_session *ms)
     rf_server_stop(f->server);
     rf_cluster_destroy(f->cluster);
     char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->top);
     CHECK(system(cmd) == 0, "%s", cmd);
 }
 
